@@ -1,0 +1,3 @@
+"""tokprof: where do my prompt tokens go?"""
+
+__version__ = "0.1.0"

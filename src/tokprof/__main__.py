@@ -1,0 +1,3 @@
+from tokprof.cli import main
+
+raise SystemExit(main())

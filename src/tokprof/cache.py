@@ -1,0 +1,30 @@
+"""Where tokprof keeps what it builds once (converted tokenizers)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def cache_dir() -> Path:
+    """``$TOKPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/tokprof``, else ``~/.cache/tokprof``."""
+    explicit = os.environ.get("TOKPROF_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "tokprof"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write a file so that readers see either nothing or the whole of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,60 @@
+"""Loading JSON and JSONL files with errors that name the file and line."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from tokprof.errors import InputError
+
+
+@dataclass
+class Document:
+    """What a file held: one JSON value, or a list of values with the line each came from."""
+
+    value: Any = None
+    lines: list[tuple[int, Any]] | None = None  # set for JSONL: (1-based line, value)
+
+
+def read_text(path: str) -> str:
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    if os.path.isdir(path):
+        raise InputError(path, None, "is a directory, not a log file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
+    if not text.strip():
+        raise InputError(path, None, "file is empty")
+    return text
+
+
+def load(path: str) -> Document:
+    """Parse a file as one JSON value, or as JSONL when it holds one value per line."""
+    text = read_text(path)
+    if not path.endswith(".jsonl"):
+        try:
+            return Document(value=json.loads(text))
+        except json.JSONDecodeError as exc:
+            if not exc.msg.startswith("Extra data"):
+                raise InputError(
+                    path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
+                ) from None
+    lines: list[tuple[int, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            lines.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            what = "truncated JSON" if exc.pos >= len(line.rstrip()) else f"invalid JSON: {exc.msg}"
+            raise InputError(path, f"line {number}, column {exc.colno}", what) from None
+    return Document(lines=lines)

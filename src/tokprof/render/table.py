@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from tokprof.attribution import BUCKETS
+from tokprof.profile import Profile
+
+LABELS = {
+    "system": "system",
+    "tool_definitions": "tool defs",
+    "tool_results": "tool results",
+    "conversation": "conversation",
+}
+
+
+class TableRenderer:
+    """A table of calls, then the run summary, for a terminal (colour only when ``color``)."""
+
+    def render(self, profile: Profile, color: bool = False, width: int | None = None) -> str:
+        out = io.StringIO()
+        console = Console(
+            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
+            color_system="standard" if color else None,
+        )
+        summary = profile.summary()
+        reported = "billed_input_reported" in summary
+
+        model = profile.model
+        exact = "exact" if model.get("exact") else "ESTIMATE"
+        console.print(
+            f"[bold]tokprof[/bold] profile of {profile.source['path']} "
+            f"({summary['calls']} calls, model {model['name']}, {exact})"
+        )
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table.add_column("call", justify="right")
+        for name in BUCKETS:
+            table.add_column(LABELS[name], justify="right")
+        table.add_column("total", justify="right")
+        table.add_column("billed so far", justify="right")
+        if reported:
+            table.add_column("reported", justify="right")
+            table.add_column("diff", justify="right")
+        for row in profile.calls:
+            cells = [str(row.index), *(f"{row.buckets[b]:,}" for b in BUCKETS), f"{row.total:,}", f"{row.cumulative:,}"]
+            if reported:
+                if row.reported and row.reported.prompt is not None:
+                    diff = row.total - row.reported.prompt
+                    cells += [f"{row.reported.prompt:,}", f"{diff:+,}"]
+                else:
+                    cells += ["-", "-"]
+            table.add_row(*cells)
+        console.print(table)
+        console.print()
+
+        console.print("[bold]Summary[/bold]")
+        lines = [
+            ("calls", f"{summary['calls']:,}"),
+            ("final prompt", f"{summary['final_prompt']:,} tokens"),
+            ("largest prompt", f"{summary['largest_prompt']:,} tokens"),
+            ("billed input", f"{summary['billed_input']:,} tokens (every call's prompt, added up)"),
+        ]
+        if reported:
+            lines.append(
+                ("billed input, reported", f"{summary['billed_input_reported']:,} tokens "
+                 f"({summary['calls_reported']} calls with usage)")
+            )
+        for name in BUCKETS:
+            lines.append(
+                (f"  {LABELS[name]}", f"{summary['buckets_billed'][name]:>12,}  {summary['shares'][name]:6.1%}")
+            )
+        cross = summary["crossovers"]
+
+        def when(index):
+            return f"call {index}" if index is not None else "never"
+
+        lines.append(("tool results > tool defs", when(cross["tool_results_exceed_tool_definitions"])))
+        lines.append(("conversation > tool defs", when(cross["conversation_exceeds_tool_definitions"])))
+        key_width = max(len(k) for k, _ in lines)
+        for key, value in lines:
+            console.print(f"  {key.ljust(key_width)}  {value}")
+        console.print(
+            f"  tokenizer: {model['tokenizer']}; template: {model['chat_template']['origin']}"
+        )
+        for warning in profile.warnings:
+            calls = warning["calls"]
+            console.print(f"[yellow]warning[/yellow]: {warning['message']} ({len(calls)} of {summary['calls']} calls)")
+        return out.getvalue()

@@ -1,0 +1,56 @@
+"""The neutral trace every log reader produces: calls, their prompts, tools and reported usage.
+
+Messages are plain dicts in the OpenAI Chat Completions shape, already checked by the reader:
+``role`` is one of system, developer, user, assistant, tool; ``content`` is a string or None;
+assistant messages may carry ``tool_calls`` (``[{"id", "type", "function": {"name", "arguments"}}]``);
+tool messages carry ``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date
+
+ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Usage as the provider reported it, normalised.
+
+    ``prompt`` is the whole prompt the provider counted, cached tokens included.
+    """
+
+    prompt: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    output: int | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "prompt": self.prompt,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "output": self.output,
+        }
+
+
+@dataclass
+class Call:
+    """One model call: the prompt it was sent (messages and tools) and what was reported."""
+
+    index: int
+    messages: list[dict]
+    tools: list[dict] | None
+    model: str | None = None
+    reported: Usage | None = None
+    day: date | None = None
+    where: str = ""  # where in the log this call came from, for messages
+
+
+@dataclass
+class Trace:
+    path: str
+    format: str
+    calls: list[Call] = field(default_factory=list)
+    model: str | None = None
