@@ -138,7 +138,21 @@ class Attributor:
             text = _render(self.model, messages[:k] + [stand_in], tools, False, day)
         except Exception:
             return 0
-        return common_prefix(text, full)
+        reach = common_prefix(text, full)
+        # The common prefix runs through message k's role header. Find that header from the stand-in
+        # rendered alone (its text before the content, after what an empty conversation renders);
+        # when full has exactly that header there, message k starts before it.
+        try:
+            alone = _render(self.model, [stand_in], tools, False, day)
+            empty = _render(self.model, [], tools, False, day, lenient=True, template_tools=bool(tools))
+        except Exception:
+            return reach
+        if alone.count(_CLOSE) != 1:
+            return reach
+        header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
+        if header and full[reach - len(header) : reach] == header:
+            return reach - len(header)
+        return reach
 
     def _boundaries(self, messages, keys, tools, day, full: str) -> list[int]:
         """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts."""

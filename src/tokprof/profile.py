@@ -87,7 +87,7 @@ class Profile:
     def crossovers(self) -> dict:
         def first(bucket: str) -> int | None:
             for c in self.calls:
-                if c.buckets[bucket] > c.buckets["tool_definitions"]:
+                if 0 < c.buckets["tool_definitions"] < c.buckets[bucket]:
                     return c.index
             return None
 

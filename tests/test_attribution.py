@@ -1,0 +1,159 @@
+"""Exact bucket counts on the tiny tokenizer, and the template cases that break naive subtraction."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import CHATML, small_transcript, tiny_model, write_json
+from tokprof.attribution import (
+    WARN_RESULTS_DROPPED,
+    WARN_TOOLS_IGNORED,
+    Attributor,
+)
+from tokprof.formats import read_trace
+
+
+def profile_calls(model, path):
+    trace = read_trace(str(path))
+    attributor = Attributor(model)
+    return trace, [attributor.attribute(call) for call in trace.calls]
+
+
+def assert_invariants(model, trace, results):
+    from tokprof.models.template import template_messages
+
+    for call, r in zip(trace.calls, results):
+        for value in r.as_dict().values():
+            assert value >= 0
+        full = model.template.render(template_messages(call.messages, model.template), call.tools, True, call.day)
+        assert r.total == model.count(full)
+
+
+def test_exact_buckets_tiny(tmp_path):
+    model = tiny_model()
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript()))
+    # call 0: <|im_start|> system You are a test bot . <|im_end|>  -> system 9
+    #         Tools : lookup : Look up a word .                     -> tool definitions 9
+    #         <|im_start|> user define cat <|im_end|> <|im_start|> assistant -> conversation 7
+    assert results[0].as_dict() == {"system": 9, "tool_definitions": 9, "tool_results": 0, "conversation": 7}
+    # call 1 adds the assistant's call (<|im_start|> assistant call lookup {" word ": " cat "} <|im_end|>: 11)
+    # and the tool result (<|im_start|> tool cat is an animal <|im_end|>: 7)
+    assert results[1].as_dict() == {"system": 9, "tool_definitions": 9, "tool_results": 7, "conversation": 18}
+    assert_invariants(model, trace, results)
+    assert all(r.spans for r in results)
+
+
+def test_no_tools_tiny(tmp_path):
+    model = tiny_model()
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript(tools=False)))
+    assert results[0].as_dict() == {"system": 9, "tool_definitions": 0, "tool_results": 0, "conversation": 7}
+    assert not results[0].warnings
+
+
+def test_template_needing_empty_tools_list(tmp_path):
+    # Iterates over tools unguarded: fails with tools=None, so the ablation must use tools=[].
+    template = (
+        "{{- '<|im_start|>system\\nTools:\\n' }}"
+        "{%- for t in tools %}{{- t.function.name + ': ' + t.function.description + '\\n' }}{%- endfor %}"
+        "{{- '<|im_end|>\\n' }}"
+        "{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+    model = tiny_model(template)
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript(system=False)))
+    # "lookup: Look up a word.\n" is the only text tools add: lookup : Look up a word . (7)
+    assert results[0].tool_definitions == 7
+    # the "<|im_start|> system Tools : <|im_end|>" shell stays when tools=[]: it is the template's preamble
+    assert results[0].system == 5
+    assert_invariants(model, trace, results)
+
+
+def test_named_templates_pick_tool_use(tmp_path):
+    templates = {"default": "{%- for m in messages %}{{- m.content or '' }}{%- endfor %}", "tool_use": CHATML}
+    model = tiny_model(templates)
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript()))
+    assert results[0].tool_definitions == 9
+    assert_invariants(model, trace, results)
+
+
+def test_template_ignoring_tools_warns(tmp_path):
+    template = (
+        "{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+    model = tiny_model(template)
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript()))
+    assert results[0].tool_definitions == 0
+    assert WARN_TOOLS_IGNORED in results[0].warnings
+
+
+def test_template_dropping_tool_results_warns(tmp_path):
+    template = (
+        "{%- for m in messages %}{%- if m.role != 'tool' %}"
+        "{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endif %}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+    )
+    model = tiny_model(template)
+    trace, results = profile_calls(model, write_json(tmp_path / "t.json", small_transcript(tools=False)))
+    assert results[1].tool_results == 0
+    assert WARN_RESULTS_DROPPED in results[1].warnings
+    assert_invariants(model, trace, results)
+
+
+def test_date_is_pinned(tmp_path):
+    template = (
+        "{{- 'Today ' + strftime_now('%d %b %Y') + '\\n' }}"
+        "{%- for m in messages %}{{- m.role + ': ' + (m.content or '') + '\\n' }}{%- endfor %}"
+    )
+    model = tiny_model(template)
+    log = small_transcript(tools=False)
+    first = model.template.render(log["messages"][:2], None, True)
+    assert "01 Jan 2025" in first
+    log["timestamp"] = "2026-03-14T09:00:00Z"
+    trace = read_trace(str(write_json(tmp_path / "t.json", log)))
+    from tokprof.models.template import template_messages
+
+    text = model.template.render(template_messages(trace.calls[0].messages, model.template), None, True, trace.calls[0].day)
+    assert "14 Mar 2026" in text
+
+
+def test_qwen25_default_system_prompt(qwen25, tmp_path):
+    """Qwen2.5 prints its own system prompt when the log has none: that is system, never negative."""
+    with_tools = profile_calls(qwen25, write_json(tmp_path / "a.json", small_transcript(system=False)))
+    without_tools = profile_calls(qwen25, write_json(tmp_path / "b.json", small_transcript(system=False, tools=False)))
+    default_block = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+    assert without_tools[1][0].system == qwen25.count(default_block)
+    assert with_tools[1][0].system == without_tools[1][0].system
+    assert with_tools[1][0].tool_definitions > 100
+    for trace, results in (with_tools, without_tools):
+        assert_invariants(qwen25, trace, results)
+
+
+def test_qwen25_system_message(qwen25, tmp_path):
+    trace, results = profile_calls(qwen25, write_json(tmp_path / "a.json", small_transcript()))
+    # <|im_start|> system \n You are a test bot . \n\n ... <|im_end|> \n ; the tool block is apart
+    assert results[0].system == qwen25.count("<|im_start|>system\nYou are a test bot.<|im_end|>\n")
+    assert_invariants(qwen25, trace, results)
+
+
+def test_qwen3_tool_call_stays_in_conversation(qwen3, tmp_path):
+    """Qwen3 renders the last assistant message differently; its tool call must not leak into tool results."""
+    trace, results = profile_calls(qwen3, write_json(tmp_path / "a.json", small_transcript()))
+    result_text = "\n<tool_response>\ncat is an animal\n</tool_response><|im_end|>\n"
+    header = "<|im_start|>user"
+    assert qwen3.count(result_text) <= results[1].tool_results <= qwen3.count(header + result_text)
+    assert_invariants(qwen3, trace, results)
+
+
+@pytest.mark.parametrize("model_name", ["tiny", "qwen2.5", "qwen3"])
+def test_invariants_on_every_fixture(model_name, tmp_path, request):
+    from conftest import FIXTURES
+
+    model = tiny_model() if model_name == "tiny" else request.getfixturevalue(
+        {"qwen2.5": "qwen25", "qwen3": "qwen3"}[model_name]
+    )
+    paths = sorted(FIXTURES.glob("good_*"))
+    assert paths
+    for path in paths:
+        trace, results = profile_calls(model, path)
+        assert_invariants(model, trace, results)
