@@ -1,0 +1,154 @@
+"""The command line: outputs, the JSON schema, and one-line errors with exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, ROOT, small_transcript, write_json
+from tokprof.attribution import BUCKETS
+from tokprof.cli import main
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_schema(capsys):
+    code, out, _ = run(["profile", str(FIXTURES / "good_records.jsonl"), "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1
+    assert set(doc) >= {"model", "calls", "summary", "warnings", "source"}
+    assert doc["model"]["name"] == "qwen2.5" and doc["model"]["exact"] is True
+    billed = 0
+    for i, call in enumerate(doc["calls"]):
+        assert call["index"] == i
+        assert set(call["buckets"]) == set(BUCKETS)
+        assert sum(call["buckets"].values()) == call["total"]
+        billed += call["total"]
+        assert call["cumulative"] == billed
+        assert set(call["reported"]) == {"prompt", "cache_read", "cache_write", "output"}
+        assert call["difference"] == call["total"] - call["reported"]["prompt"]
+    summary = doc["summary"]
+    assert summary["calls"] == len(doc["calls"])
+    assert summary["billed_input"] == billed
+    assert summary["final_prompt"] == doc["calls"][-1]["total"]
+    assert sum(summary["buckets_billed"].values()) == billed
+    assert set(summary["crossovers"]) == {
+        "tool_results_exceed_tool_definitions",
+        "conversation_exceeds_tool_definitions",
+    }
+    assert summary["billed_input_reported"] == 610 + 760 + 820
+
+
+def test_table_and_csv(capsys, tmp_path):
+    code, out, _ = run(["profile", str(FIXTURES / "good_transcript.json")], capsys)
+    assert code == 0 and "billed input" in out and "\x1b[" not in out
+    target = tmp_path / "out.csv"
+    code, out, _ = run(["profile", str(FIXTURES / "good_transcript.json"), "-f", "csv", "-o", str(target)], capsys)
+    assert code == 0 and out == ""
+    lines = target.read_text().splitlines()
+    assert lines[0].startswith("index,system,tool_definitions,tool_results,conversation,total")
+    assert len(lines) == 4
+
+
+def test_output_is_deterministic(capsys):
+    first = run(["profile", str(FIXTURES / "good_transcript.json"), "-f", "json"], capsys)[1]
+    second = run(["profile", str(FIXTURES / "good_transcript.json"), "-f", "json"], capsys)[1]
+    assert first == second
+
+
+def _bad_cases(tmp_path):
+    good = small_transcript()
+
+    def variant(**changes):
+        doc = json.loads(json.dumps(good))
+        for index, message in changes.items():
+            doc["messages"][int(index[1:])] = message
+        return doc
+
+    cases = {
+        "missing": (tmp_path / "nope.json", "no such file"),
+        "empty": (tmp_path / "empty.json", "file is empty"),
+        "truncated": (tmp_path / "truncated.json", "line 1, column"),
+        "shape": (tmp_path / "shape.json", "expected a transcript object"),
+        "role": (tmp_path / "role.json", "messages[1].role: unknown role 'bot'"),
+        "orphan": (tmp_path / "orphan.json", "messages[3].tool_call_id: 'zzz' matches no earlier assistant tool call"),
+        "content": (tmp_path / "content.json", "messages[1].content: expected a string or a list of text parts"),
+        "jsonl": (tmp_path / "bad.jsonl", "line 2, column"),
+        "scalar": (tmp_path / "scalar.json", "expected a JSON object or list"),
+    }
+    (tmp_path / "empty.json").write_text("  \n")
+    (tmp_path / "truncated.json").write_text(json.dumps(good)[:80])
+    write_json(tmp_path / "shape.json", {"conversation": []})
+    write_json(tmp_path / "role.json", variant(m1={"role": "bot", "content": "hi"}))
+    write_json(tmp_path / "orphan.json", variant(m3={"role": "tool", "tool_call_id": "zzz", "content": "x"}))
+    write_json(tmp_path / "content.json", variant(m1={"role": "user", "content": 42}))
+    (tmp_path / "bad.jsonl").write_text(json.dumps({"messages": good["messages"][:2]}) + "\n" + '{"messages": [\n')
+    (tmp_path / "scalar.json").write_text("42")
+    return cases
+
+
+@pytest.mark.parametrize(
+    "case", ["missing", "empty", "truncated", "shape", "role", "orphan", "content", "jsonl", "scalar"]
+)
+def test_bad_input_one_line_exit_2(case, tmp_path, capsys):
+    path, expected = _bad_cases(tmp_path)[case]
+    target = tmp_path / "out.json"
+    code, out, err = run(["profile", str(path), "-f", "json", "-o", str(target)], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"tokprof: error: {path}")
+    assert expected in err
+    assert not target.exists()
+
+
+def test_unknown_model_is_a_clear_error(capsys, tmp_path):
+    code, _, err = run(["profile", str(FIXTURES / "good_transcript.json"), "--model", "no-such-model"], capsys)
+    assert code == 2 and "unknown model 'no-such-model'" in err
+
+
+def test_hub_model_offline_is_a_clear_error(capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code, _, err = run(["profile", str(FIXTURES / "good_transcript.json"), "--model", "someorg/some-model"], capsys)
+    assert code == 2 and "HF_HUB_OFFLINE" in err and err.count("\n") == 1
+
+
+def test_local_directory_model(tmp_path, capsys):
+    from conftest import CHATML, train_tiny_tokenizer
+
+    train_tiny_tokenizer().save(str(tmp_path / "tokenizer.json"))
+    write_json(tmp_path / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
+    log = write_json(tmp_path / "log.json", small_transcript())
+    code, out, _ = run(["profile", str(log), "--model", str(tmp_path), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["calls"][0]["buckets"] == {"system": 9, "tool_definitions": 9, "tool_results": 0, "conversation": 7}
+
+
+def test_chat_template_override(tmp_path, capsys):
+    from conftest import CHATML
+
+    (tmp_path / "t.jinja").write_text(CHATML)
+    code, out, _ = run(
+        ["profile", str(FIXTURES / "good_transcript.json"), "--chat-template", str(tmp_path / "t.jinja"), "-f", "json"],
+        capsys,
+    )
+    assert code == 0
+    assert json.loads(out)["model"]["chat_template"]["origin"] == "file:t.jinja"
+
+
+def test_console_script_runs():
+    result = subprocess.run(
+        [sys.executable, "-m", "tokprof", "profile", str(FIXTURES / "good_transcript.json"), "-f", "csv"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # no progress bar when stderr is not a terminal, no library noise
