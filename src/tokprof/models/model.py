@@ -2,12 +2,51 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, field
 
 import numpy as np
 from tokenizers import Tokenizer
 
 from tokprof.models.template import ChatTemplate
+
+#: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
+#: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
+_SEGMENT_SAFE_PRE_TOKENIZERS = {"ByteLevel", "Split", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "Sequence"}
+
+
+def _segmentable(tokenizer: Tokenizer) -> re.Pattern | None:
+    """A regex that finds added tokens, when the tokenizer encodes the text between them independently.
+
+    Hugging Face tokenizers extract added tokens before normalisation and pre-tokenisation, so the
+    tokens of a text are the tokens of each stretch between added tokens, put together, provided
+    no added token strips neighbouring whitespace or matches only whole words, and the
+    pre-tokenizer does nothing special at the start of the text.
+    """
+    spec = json.loads(tokenizer.to_str())
+    if spec.get("model", {}).get("type") not in ("BPE", "WordLevel", "WordPiece"):
+        return None
+
+    def safe(pre) -> bool:
+        if pre is None:
+            return True
+        kind = pre.get("type")
+        if kind not in _SEGMENT_SAFE_PRE_TOKENIZERS:
+            return False
+        if kind == "ByteLevel" and pre.get("add_prefix_space"):
+            return False
+        if kind == "Sequence":
+            return all(safe(p) for p in pre.get("pretokenizers", []))
+        return True
+
+    if not safe(spec.get("pre_tokenizer")):
+        return None
+    added = spec.get("added_tokens") or []
+    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or t.get("normalized") for t in added):
+        return None
+    contents = sorted({t["content"] for t in added}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(c) for c in contents))
 
 
 @dataclass
@@ -17,17 +56,55 @@ class ChatModel:
     template: ChatTemplate
     tokenizer_origin: str
     exact: bool = True
+    _segments: dict = field(default_factory=dict, repr=False)
+    _splitter: object = field(default=None, repr=False)
+    _checked: bool = field(default=False, repr=False)
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def token_starts(self, text: str) -> np.ndarray:
-        """The character offset at which each token of ``text`` starts."""
-        encoding = self.tokenizer.encode(text, add_special_tokens=False)
-        offsets = encoding.offsets
-        if not offsets:
-            return np.zeros(0, dtype=np.int64)
+    def _encode_starts(self, text: str) -> np.ndarray:
+        offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
         return np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
+
+    def token_starts(self, text: str) -> np.ndarray:
+        """The character offset at which each token of ``text`` starts.
+
+        Text between added tokens is tokenized once and remembered, so a log whose prompts repeat
+        the same messages call after call tokenizes each message once. The first use checks this
+        against tokenizing the whole text, and falls back to that if they ever differ.
+        """
+        if self._splitter is None:
+            self._splitter = _segmentable(self.tokenizer) or False
+        if self._splitter is False:
+            return self._encode_starts(text)
+        starts = self._segmented_starts(text)
+        if not self._checked:
+            whole = self._encode_starts(text)
+            self._checked = True
+            if not np.array_equal(whole, starts):
+                self._splitter = False
+                return whole
+        return starts
+
+    def _segmented_starts(self, text: str) -> np.ndarray:
+        parts: list[np.ndarray] = []
+        last = 0
+        for match in self._splitter.finditer(text):
+            if match.start() > last:
+                parts.append(self._piece(text[last : match.start()]) + last)
+            parts.append(np.array([match.start()], dtype=np.int64))
+            last = match.end()
+        if last < len(text):
+            parts.append(self._piece(text[last:]) + last)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def _piece(self, piece: str) -> np.ndarray:
+        cached = self._segments.get(piece)
+        if cached is None:
+            cached = self._encode_starts(piece)
+            self._segments[piece] = cached
+        return cached
 
     def describe(self) -> dict:
         return {
