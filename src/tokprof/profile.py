@@ -63,6 +63,7 @@ class Profile:
     source: dict
     calls: list[CallRow] = field(default_factory=list)
     warnings: list[dict] = field(default_factory=list)
+    catalogue: dict | None = None  # the tools analysis' summary section, when it was run
 
     # -- totals ---------------------------------------------------------------------------
     def summary(self) -> dict:
@@ -78,6 +79,8 @@ class Profile:
             "shares": {k: round(v, 6) for k, v in shares.items()},
             "crossovers": self.crossovers(),
         }
+        if self.catalogue is not None:
+            summary["catalogue"] = self.catalogue
         reported = [c.reported.prompt for c in self.calls if c.reported and c.reported.prompt is not None]
         if reported:
             summary["billed_input_reported"] = sum(reported)
@@ -120,6 +123,7 @@ class Profile:
             source=d["source"],
             calls=[CallRow.from_dict(c) for c in d["calls"]],
             warnings=list(d.get("warnings", [])),
+            catalogue=d.get("summary", {}).get("catalogue"),
         )
 
 

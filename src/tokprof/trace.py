@@ -46,6 +46,7 @@ class Call:
     reported: Usage | None = None
     day: date | None = None
     where: str = ""  # where in the log this call came from, for messages
+    response: dict | None = None  # the assistant message the call produced, when the log has it
 
 
 @dataclass
@@ -54,3 +55,18 @@ class Trace:
     format: str
     calls: list[Call] = field(default_factory=list)
     model: str | None = None
+
+    def tool_calls(self) -> list[dict]:
+        """Every tool call the model made in the log, each once: in prompts and in responses."""
+        seen: set = set()
+        out = []
+        for call in self.calls:
+            messages = list(call.messages) + ([call.response] if call.response else [])
+            for message in messages:
+                for j, tool_call in enumerate(message.get("tool_calls") or []):
+                    key = tool_call.get("id") or (id(message), j)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    out.append(tool_call)
+        return out

@@ -51,7 +51,10 @@ def _transcript(path: str, obj: dict) -> Trace:
         if i == 0:
             raise InputError(path, "messages[0]", "an assistant message with no prompt before it")
         calls.append(
-            Call(index=len(calls), messages=messages[:i], tools=tools, model=model, day=day, where=f"messages[{i}]")
+            Call(
+                index=len(calls), messages=messages[:i], tools=tools, model=model, day=day,
+                where=f"messages[{i}]", response=message,
+            )
         )
     if not calls:
         raise InputError(path, "messages", "no assistant message, so no model call to profile")

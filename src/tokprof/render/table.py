@@ -81,6 +81,18 @@ class TableRenderer:
         key_width = max(len(k) for k, _ in lines)
         for key, value in lines:
             console.print(f"  {key.ljust(key_width)}  {value}")
+        catalogue = summary.get("catalogue")
+        if catalogue:
+            unused = [t for t in catalogue["tools"] if t["unused"]]
+            text = f"{catalogue['total']:,} tokens per request, {len(catalogue['tools'])} tools"
+            if unused and catalogue.get("unused_waste") is not None:
+                text += (
+                    f"; {len(unused)} never called, costing {catalogue['unused_waste']:,} tokens "
+                    f"({catalogue['unused_waste_share']:.1%} of billed input)"
+                )
+            if catalogue.get("distinct_catalogues", 1) > 1:
+                text += f"; {catalogue['distinct_catalogues']} distinct catalogues (see tokprof tools)"
+            console.print(f"  {'tool catalogue'.ljust(key_width)}  {text}")
         console.print(
             f"  tokenizer: {model['tokenizer']}; template: {model['chat_template']['origin']}"
         )

@@ -1,0 +1,256 @@
+"""What each tool definition costs on every request, and what the log did with it.
+
+All figures are differences of exact token counts of full renders with the model's template, on a
+prompt made of the catalogue's system prompt and an empty user message:
+
+* catalogue = render(all tools) − render(no tools)   (``tools=None``; ``[]`` if the template needs it)
+* marginal of tool k = render(all tools) − render(all tools but k)
+* scaffolding = catalogue − Σ marginals   (what a template adds once whenever any tool exists)
+* description tokens of tool k = render(all tools) − render(all tools, k's description emptied);
+  parameter tokens = marginal − description tokens (the name, the parameter schema, the JSON around them)
+
+so catalogue = scaffolding + Σ marginals holds exactly, by construction.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date
+
+from tokprof.models.model import ChatModel
+from tokprof.models.template import template_messages
+from tokprof.trace import Trace
+
+SCHEMA_VERSION = 1
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclass
+class ToolCost:
+    name: str
+    marginal: int
+    description_tokens: int
+    parameter_tokens: int
+    parameters: int
+    requests: int | None = None
+    calls: int | None = None
+
+    @property
+    def run_cost(self) -> int | None:
+        return None if self.requests is None else self.marginal * self.requests
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "marginal": self.marginal,
+            "description_tokens": self.description_tokens,
+            "parameter_tokens": self.parameter_tokens,
+            "parameters": self.parameters,
+            "requests": self.requests,
+            "calls": self.calls,
+            "run_cost": self.run_cost,
+            "unused": None if self.calls is None else self.calls == 0,
+        }
+
+
+@dataclass
+class Catalogue:
+    total: int
+    scaffolding: int
+    tools: list[ToolCost]
+    trim_saving: int  # per request, descriptions cut to their first sentence
+    drop_unused_saving: int | None = None  # per request, unused tools dropped
+    requests: int | None = None
+    first_call: int | None = None
+
+    def to_dict(self) -> dict:
+        run = None if self.requests is None else self.total * self.requests
+        drop_run = None
+        if self.drop_unused_saving is not None and self.requests is not None:
+            drop_run = self.drop_unused_saving * self.requests
+        return {
+            "total": self.total,
+            "scaffolding": self.scaffolding,
+            "requests": self.requests,
+            "first_call": self.first_call,
+            "run_cost": run,
+            "tools": [t.to_dict() for t in self.tools],
+            "what_if": {
+                "trim_descriptions_saving_per_request": self.trim_saving,
+                "drop_unused_saving_per_request": self.drop_unused_saving,
+                "drop_unused_saving_over_run": drop_run,
+            },
+        }
+
+
+@dataclass
+class ToolsReport:
+    model: dict
+    source: dict
+    catalogues: list[Catalogue]
+    billed_input: int | None = None
+    unknown_calls: list[dict] = field(default_factory=list)
+    warnings: list[dict] = field(default_factory=list)
+
+    @property
+    def main(self) -> Catalogue | None:
+        """The catalogue carried by the most requests (the only one, usually)."""
+        if not self.catalogues:
+            return None
+        return max(self.catalogues, key=lambda c: (c.requests or 0, -(c.first_call or 0)))
+
+    def unused_waste(self) -> int | None:
+        if self.billed_input is None:
+            return None
+        return sum(t.run_cost or 0 for c in self.catalogues for t in c.tools if t.calls == 0)
+
+    def summary_section(self) -> dict:
+        """The ``catalogue`` section that the profile JSON's summary carries."""
+        main = self.main
+        out = main.to_dict() if main else None
+        if out is not None:
+            out["distinct_catalogues"] = len(self.catalogues)
+            waste = self.unused_waste()
+            out["unused_waste"] = waste
+            out["unused_waste_share"] = (
+                round(waste / self.billed_input, 6) if waste is not None and self.billed_input else None
+            )
+            out["unknown_tool_calls"] = self.unknown_calls
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "tools",
+            "model": self.model,
+            "source": self.source,
+            "billed_input": self.billed_input,
+            "catalogue": self.summary_section(),
+            "catalogues": [c.to_dict() for c in self.catalogues],
+            "unknown_tool_calls": self.unknown_calls,
+            "warnings": self.warnings,
+        }
+
+
+def first_sentence(text: str) -> str:
+    parts = _SENTENCE_END.split(text.strip(), maxsplit=1)
+    return parts[0] if parts else text
+
+
+class _Counter:
+    """Token counts of prompts with a given tool list, for one system prompt."""
+
+    def __init__(self, model: ChatModel, system: str | None, day: date | None):
+        self.model = model
+        self.day = day
+        messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+            {"role": "user", "content": ""}
+        ]
+        self.messages = template_messages(messages, model.template)
+
+    def __call__(self, tools: list[dict] | None) -> int:
+        text = self.model.template.render(self.messages, tools, True, self.day, template_tools=True)
+        return len(self.model.token_starts(text))
+
+    def none(self) -> int:
+        try:
+            return self(None)
+        except Exception:
+            return self([])
+
+
+def catalogue_cost(model: ChatModel, tools: list[dict], system: str | None = None, day: date | None = None) -> Catalogue:
+    count = _Counter(model, system, day)
+    full = count(tools)
+    total = full - count.none()
+    costs = []
+    for k, tool in enumerate(tools):
+        function = tool.get("function", {})
+        marginal = full - count(tools[:k] + tools[k + 1 :])
+        emptied = copy.deepcopy(tools)
+        emptied[k]["function"]["description"] = ""
+        description = full - count(emptied) if function.get("description") else 0
+        properties = (function.get("parameters") or {}).get("properties") or {}
+        costs.append(
+            ToolCost(
+                name=function.get("name", f"tools[{k}]"),
+                marginal=marginal,
+                description_tokens=description,
+                parameter_tokens=marginal - description,
+                parameters=len(properties) if isinstance(properties, dict) else 0,
+            )
+        )
+    trimmed = copy.deepcopy(tools)
+    for tool in trimmed:
+        if tool["function"].get("description"):
+            tool["function"]["description"] = first_sentence(tool["function"]["description"])
+    return Catalogue(
+        total=total,
+        scaffolding=total - sum(c.marginal for c in costs),
+        tools=costs,
+        trim_saving=full - count(trimmed),
+    )
+
+
+def _system_prompt(messages: list[dict]) -> str | None:
+    if messages and messages[0]["role"] in ("system", "developer"):
+        return messages[0].get("content") or ""
+    return None
+
+
+def tools_report(
+    trace: Trace, model: ChatModel, billed_input: int | None = None, source_name: str | None = None
+) -> ToolsReport:
+    """Per distinct catalogue in the log: its cost, each tool's, and what the model did with them."""
+    groups: dict[str, list] = {}
+    for call in trace.calls:
+        if call.tools:
+            groups.setdefault(json.dumps(call.tools, sort_keys=True), []).append(call)
+    calls_by_name = Counter(tc["function"]["name"] for tc in trace.tool_calls())
+    catalogues = []
+    known: set[str] = set()
+    for calls in groups.values():
+        first = calls[0]
+        tools = first.tools
+        system = _system_prompt(first.messages)
+        catalogue = catalogue_cost(model, tools, system, first.day)
+        catalogue.requests = len(calls)
+        catalogue.first_call = first.index
+        for cost in catalogue.tools:
+            cost.requests = len(calls)
+            cost.calls = calls_by_name.get(cost.name, 0)
+            known.add(cost.name)
+        used = [t for t in tools if calls_by_name.get(t["function"]["name"], 0) > 0]
+        count = _Counter(model, system, first.day)
+        full = count(tools)
+        catalogue.drop_unused_saving = full - (count(used) if used else count.none())
+        catalogues.append(catalogue)
+    unknown = []
+    for name, n in sorted(calls_by_name.items()):
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.3)
+            unknown.append({"name": name, "calls": n, "closest": close[0] if close else None})
+    warnings = []
+    if len(catalogues) > 1:
+        warnings.append(
+            {
+                "code": "catalogue-changed",
+                "message": f"the tool catalogue changed during the log: {len(catalogues)} distinct catalogues, "
+                "each reported on its own",
+            }
+        )
+    source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
+    return ToolsReport(
+        model=model.describe(), source=source, catalogues=catalogues, billed_input=billed_input,
+        unknown_calls=unknown, warnings=warnings,
+    )
+
+
+def static_report(model: ChatModel, tools: list[dict], system: str | None, path: str) -> ToolsReport:
+    catalogue = catalogue_cost(model, tools, system)
+    return ToolsReport(model=model.describe(), source={"path": path, "format": "tools"}, catalogues=[catalogue])

@@ -1,0 +1,87 @@
+"""A tool catalogue on its own, for static review: OpenAI, Anthropic and MCP tool definitions.
+
+Accepted shapes, all turned into OpenAI function tools ``{"type": "function", "function":
+{"name", "description", "parameters"}}`` (the shape chat templates expect):
+
+* a JSON list of tools, each one of
+  - OpenAI Chat Completions: ``{"type": "function", "function": {"name", "description", "parameters"}}``
+  - flat (OpenAI Responses API): ``{"type": "function", "name", "description", "parameters"}``
+  - Anthropic: ``{"name", "description", "input_schema"}``
+  - MCP: ``{"name", "description", "inputSchema"}``
+* an object holding such a list under ``tools`` (an MCP ``tools/list`` result, or a request body),
+  or under ``result.tools`` (the whole JSON-RPC response).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import load
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
+def normalise_tool(path: str, where: str, tool: Any) -> dict:
+    if not isinstance(tool, dict):
+        raise InputError(path, where, f"expected a tool object, found {_kind(tool)}")
+    body = tool["function"] if isinstance(tool.get("function"), dict) else tool
+    name = body.get("name")
+    label = f"{where} ({name})" if isinstance(name, str) and name else where
+    if not isinstance(name, str) or not name:
+        raise InputError(path, f"{where}.name", "missing: every tool needs a name")
+    description = body.get("description")
+    if description is not None and not isinstance(description, str):
+        raise InputError(path, f"{label}.description", f"expected a string, found {_kind(description)}")
+    field = next((k for k in ("parameters", "input_schema", "inputSchema") if k in body), None)
+    schema = body.get(field) if field else None
+    if field is not None and not isinstance(schema, dict):
+        raise InputError(path, f"{label}.{field}", f"expected a JSON schema object, found {_kind(schema)}")
+    function: dict[str, Any] = {"name": name}
+    if description is not None:
+        function["description"] = description
+    function["parameters"] = schema if schema is not None else {"type": "object", "properties": {}}
+    return {"type": "function", "function": function}
+
+
+def normalise_tools(path: str, where: str, tools: Any) -> list[dict]:
+    if not isinstance(tools, list):
+        raise InputError(path, where or None, f"expected a list of tool definitions, found {_kind(tools)}")
+    out, names = [], set()
+    for i, tool in enumerate(tools):
+        item = normalise_tool(path, f"{where}[{i}]" if where else f"tools[{i}]", tool)
+        name = item["function"]["name"]
+        if name in names:
+            raise InputError(path, f"{where or 'tools'}[{i}].name", f"duplicate tool name {name!r}")
+        names.add(name)
+        out.append(item)
+    return out
+
+
+def read_tools_file(path: str) -> list[dict]:
+    doc = load(path)
+    if doc.lines is not None:
+        raise InputError(path, None, "expected one JSON list of tool definitions, found JSON lines")
+    value = doc.value
+    where = ""
+    if isinstance(value, dict):
+        if isinstance(value.get("result"), dict) and "tools" in value["result"]:
+            value, where = value["result"]["tools"], "result.tools"
+        elif "tools" in value:
+            value, where = value["tools"], "tools"
+        else:
+            raise InputError(path, None, "expected a list of tool definitions, or an object with 'tools'")
+    tools = normalise_tools(path, where, value)
+    if not tools:
+        raise InputError(path, where or None, "the list of tool definitions is empty")
+    return tools
+
+
+def read_system_file(path: str) -> str:
+    from tokprof.formats.jsonfile import read_text
+
+    return read_text(path)

@@ -1,0 +1,109 @@
+"""Renderers for the tools report: table, JSON, CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from tokprof.analyses.tools import Catalogue, ToolsReport
+
+CSV_COLUMNS = [
+    "catalogue", "name", "marginal", "description_tokens", "parameter_tokens", "parameters", "requests", "calls",
+    "run_cost", "unused",
+]
+
+
+class ToolsJsonRenderer:
+    def render(self, report: ToolsReport, color: bool = False) -> str:
+        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+class ToolsCsvRenderer:
+    def render(self, report: ToolsReport, color: bool = False) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for i, catalogue in enumerate(report.catalogues):
+            for tool in catalogue.tools:
+                d = tool.to_dict()
+                writer.writerow([i] + ["" if d[c] is None else d[c] for c in CSV_COLUMNS[1:]])
+        return out.getvalue()
+
+
+def _n(value) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+class ToolsTableRenderer:
+    def render(self, report: ToolsReport, color: bool = False, width: int | None = None) -> str:
+        out = io.StringIO()
+        console = Console(
+            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
+            color_system="standard" if color else None,
+        )
+        model = report.model
+        exact = "exact" if model.get("exact") else "ESTIMATE"
+        console.print(f"[bold]tokprof[/bold] tools of {report.source['path']} (model {model['name']}, {exact})")
+        if not report.catalogues:
+            console.print("  no call in the log carries tools")
+        for i, catalogue in enumerate(report.catalogues):
+            if len(report.catalogues) > 1:
+                console.print(
+                    f"\n[bold]Catalogue {i + 1} of {len(report.catalogues)}[/bold]: first at call "
+                    f"{catalogue.first_call}, carried by {catalogue.requests} requests"
+                )
+            self._catalogue(console, catalogue, report.billed_input)
+        if report.billed_input is not None:
+            waste = report.unused_waste() or 0
+            share = waste / report.billed_input if report.billed_input else 0.0
+            console.print(
+                f"  unused tools cost {waste:,} tokens over the run, {share:.1%} of billed input "
+                f"({report.billed_input:,})"
+            )
+        for unknown in report.unknown_calls:
+            close = f"; closest in the catalogue: {unknown['closest']}" if unknown["closest"] else ""
+            console.print(
+                f"[yellow]unknown tool[/yellow]: the model called {unknown['name']!r} {unknown['calls']} "
+                f"time(s), not in the catalogue{close}"
+            )
+        for warning in report.warnings:
+            console.print(f"[yellow]warning[/yellow]: {warning['message']}")
+        return out.getvalue()
+
+    def _catalogue(self, console: Console, catalogue: Catalogue, billed: int | None) -> None:
+        from_log = catalogue.requests is not None
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table.add_column("tool")
+        table.add_column("marginal", justify="right")
+        table.add_column("description", justify="right")
+        table.add_column("name+params", justify="right")
+        table.add_column("params", justify="right")
+        if from_log:
+            table.add_column("requests", justify="right")
+            table.add_column("calls", justify="right")
+            table.add_column("run cost", justify="right")
+        for tool in sorted(catalogue.tools, key=lambda t: (-t.marginal, t.name)):
+            row = [tool.name + (" (unused)" if tool.calls == 0 else ""), _n(tool.marginal), _n(tool.description_tokens),
+                   _n(tool.parameter_tokens), str(tool.parameters)]
+            if from_log:
+                row += [_n(tool.requests), _n(tool.calls), _n(tool.run_cost)]
+            table.add_row(*row)
+        console.print(table)
+        marginals = sum(t.marginal for t in catalogue.tools)
+        console.print()
+        console.print(
+            f"  catalogue per request  {catalogue.total:,} tokens = {marginals:,} tools "
+            f"+ {catalogue.scaffolding:,} scaffolding (added once whenever any tool exists)"
+        )
+        if from_log:
+            console.print(f"  over the run           {catalogue.total * catalogue.requests:,} tokens ({catalogue.requests} requests)")
+        console.print(f"  what if descriptions were cut to their first sentence: {catalogue.trim_saving:,} tokens saved per request")
+        if catalogue.drop_unused_saving is not None and from_log:
+            console.print(
+                f"  what if unused tools were dropped: {catalogue.drop_unused_saving:,} tokens saved per request, "
+                f"{catalogue.drop_unused_saving * catalogue.requests:,} over the run"
+            )
