@@ -87,8 +87,8 @@ class TableRenderer:
             text = f"{catalogue['total']:,} tokens per request, {len(catalogue['tools'])} tools"
             if unused and catalogue.get("unused_waste") is not None:
                 text += (
-                    f"; {len(unused)} never called, costing {catalogue['unused_waste']:,} tokens "
-                    f"({catalogue['unused_waste_share']:.1%} of billed input)"
+                    f"; {len(unused)} never called: {catalogue['unused_waste']:,} tokens wasted "
+                    f"({catalogue['unused_waste_share']:.1%})"
                 )
             if catalogue.get("distinct_catalogues", 1) > 1:
                 text += f"; {catalogue['distinct_catalogues']} distinct catalogues (see tokprof tools)"
