@@ -523,6 +523,12 @@ RENDERERS = {f.__name__: f for f in (get_logs, query_metrics, list_deployments, 
                                      create_ticket, get_trace, get_alert_history)}
 
 
+def unknown_tool(name: str) -> str:
+    """What an agent framework answers when the model calls a tool it does not have."""
+    available = ", ".join(t["function"]["name"] for t in TOOLS)
+    return json.dumps({"error": f"unknown tool '{name}'", "available_tools": available})
+
+
 # --- assembly ----------------------------------------------------------------------------------
 
 def build() -> dict:
@@ -540,7 +546,7 @@ def build() -> dict:
                                    "function": {"name": name, "arguments": json.dumps(args)}})
             messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
             for call, (name, args) in zip(tool_calls, calls):
-                content = RENDERERS[name](w, now, **args)
+                content = RENDERERS[name](w, now, **args) if name in RENDERERS else unknown_tool(name)
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         messages.append({"role": "assistant", "content": reply})
     return {"model": MODEL, "timestamp": "2026-03-14T09:12:00Z", "tools": TOOLS, "messages": messages}

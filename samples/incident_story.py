@@ -2,7 +2,8 @@
 
 SYSTEM is the agent's system prompt and TOOLS its twelve tool definitions (page_oncall,
 rollback_deployment, run_sql_readonly and update_status_page are never called).  TURNS has one row
-per user turn: (clock time UTC, user text, rounds, final reply).  Each round is one assistant
+per user turn: (clock time UTC, user text, rounds, final reply).  Once the agent calls get_metrics,
+a tool that does not exist, as agents do, and gets an error back before it finds query_metrics.  Each round is one assistant
 message carrying tool calls, given as (tool name, arguments); the calls of a round run in parallel
 and each gets its own tool message.  A turn with no rounds is answered directly.
 """
@@ -225,7 +226,8 @@ TURNS = [
      "supposed to run 50 per pod. Trace `4bf92f3577b34da6a3ce929d0e0e4736` is one failing checkout if you want "
      "the timing breakdown."),
     ("09:19", "How bad is it in numbers? Error rate and latency.",
-     [[("query_metrics", {"metric": "http_5xx_rate", "service": "checkout", "window": "1h", "aggregation": "rate"}),
+     [[("get_metrics", {"name": "http_5xx_rate", "service": "checkout", "range": "1h"})],
+      [("query_metrics", {"metric": "http_5xx_rate", "service": "checkout", "window": "1h", "aggregation": "rate"}),
        ("query_metrics", {"metric": "http_latency_ms", "service": "checkout", "window": "1h", "aggregation": "p99"})]],
      "About one checkout request in nine is failing, and p99 is pinned at the 3 s pool timeout.\n\n"
      "- `http_5xx_rate` 08:19-09:19: 0.1-0.2% until 08:41, climbing during the rollout to **~11-13%** from 08:47 "
