@@ -560,6 +560,14 @@ def main() -> None:
     with open(out, "w", encoding="utf-8", newline="\n") as fh:
         json.dump(build(), fh, indent=1, ensure_ascii=False)
         fh.write("\n")
+    # The catalogue and system prompt on their own, for `tokprof tools --tools ... --system ...`.
+    # Written in Anthropic's tool format, to show that tokprof reads it.
+    anthropic = [{"name": t["function"]["name"], "description": t["function"]["description"],
+                  "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    with open(out.with_name("tools_anthropic.json"), "w", encoding="utf-8", newline="\n") as fh:
+        json.dump(anthropic, fh, indent=1, ensure_ascii=False)
+        fh.write("\n")
+    out.with_name("system_prompt.txt").write_text(SYSTEM + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ SAMPLE = ROOT / "samples" / "incident_session.json"
 
 
 def test_generator_reproduces_sample(tmp_path):
-    out = tmp_path / "s.json"
+    out = tmp_path / "incident_session.json"
     subprocess.run([sys.executable, str(ROOT / "samples" / "generate.py"), "-o", str(out)], check=True, timeout=120)
-    assert out.read_bytes() == SAMPLE.read_bytes()
+    for name in ("incident_session.json", "tools_anthropic.json", "system_prompt.txt"):
+        assert (tmp_path / name).read_bytes() == (ROOT / "samples" / name).read_bytes(), name
 
 
 def test_sample_shape():
@@ -53,5 +54,6 @@ def test_segment_cache_matches_whole_encode(qwen25, qwen3):
     for model in (qwen25, qwen3):
         for call in trace.calls[::7]:
             text = model.template.render(template_messages(call.messages, model.template), call.tools, True, call.day)
+            assert model.segmentable()
             whole = model._encode_starts(text)
             assert np.array_equal(model._segmented_starts(text), whole)

@@ -74,9 +74,7 @@ class ChatModel:
         the same messages call after call tokenizes each message once. The first use checks this
         against tokenizing the whole text, and falls back to that if they ever differ.
         """
-        if self._splitter is None:
-            self._splitter = _segmentable(self.tokenizer) or False
-        if self._splitter is False:
+        if not self.segmentable():
             return self._encode_starts(text)
         starts = self._segmented_starts(text)
         if not self._checked:
@@ -87,7 +85,14 @@ class ChatModel:
                 return whole
         return starts
 
+    def segmentable(self) -> bool:
+        if self._splitter is None:
+            self._splitter = _segmentable(self.tokenizer) or False
+        return self._splitter is not False
+
     def _segmented_starts(self, text: str) -> np.ndarray:
+        if not self.segmentable():
+            raise ValueError("this tokenizer cannot be used segment by segment")
         parts: list[np.ndarray] = []
         last = 0
         for match in self._splitter.finditer(text):
