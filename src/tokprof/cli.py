@@ -76,6 +76,28 @@ def _parser() -> argparse.ArgumentParser:
     tools.add_argument("--system", metavar="FILE", help="static mode: a system prompt to render the tools with")
     _model_options(tools)
     _output_options(tools)
+
+    check = commands.add_parser(
+        "check",
+        help="fail a build when prompt or tool-catalogue tokens go over budget or regress",
+        description="Check a log, or a tool catalogue, against the budgets in [tool.tokprof.budgets] of "
+        "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a "
+        "committed baseline. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, "
+        "2 bad input or configuration.",
+    )
+    check.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
+    check.add_argument("--tools", metavar="FILE", dest="tools_file", help="check a tool catalogue instead of a log")
+    check.add_argument("--system", metavar="FILE", help="with --tools: the system prompt")
+    _model_options(check)
+    check.set_defaults(model=None)
+    check.add_argument("--config", metavar="FILE", help="the configuration file (default: found from the working directory)")
+    check.add_argument("--baseline", metavar="FILE", help="the baseline JSON to compare with (default: from the configuration)")
+    check.add_argument("--update-baseline", action="store_true", help="write the measured values as the new baseline")
+    check.add_argument(
+        "--format", "-f", choices=["table", "markdown", "json"], default="table", help="output format (default: table)"
+    )
+    check.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of standard output")
+    check.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     return parser
 
 
@@ -174,6 +196,113 @@ def _run_tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _run_check(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tokprof.analyses.budgets import evaluate, load_baseline, measure
+    from tokprof.analyses.tools import static_report
+    from tokprof.config import Config, ConfigError, find_config, load_file
+    from tokprof.models import DEFAULT_MODEL, resolve_model
+    from tokprof.render.check import (
+        CheckJsonRenderer, CheckMarkdownRenderer, CheckTableRenderer, github_annotations,
+    )
+
+    if (args.log is None) == (args.tools_file is None):
+        raise TokprofError("check: give either a LOG or --tools FILE")
+    if args.system and not args.tools_file:
+        raise TokprofError("check: --system goes with --tools (a log carries its own system prompt)")
+    if args.config:
+        if not Path(args.config).is_file():
+            raise ConfigError(f"{args.config}: no such configuration file")
+        config = load_file(Path(args.config))
+    else:
+        config = find_config(Path.cwd()) or Config()
+    base_dir = Path(config.path).parent if config.path else Path.cwd()
+
+    def relative(path: str | None) -> str | None:
+        if path is None or Path(path).is_absolute():
+            return path
+        return str(base_dir / path) if config.path else path
+
+    chat_template = args.chat_template or relative(config.chat_template)
+    model = resolve_model(args.model or config.model or DEFAULT_MODEL, chat_template)
+    if args.tools_file:
+        from tokprof.formats.toolsfile import read_system_file, read_tools_file
+
+        tools = read_tools_file(args.tools_file)
+        system = read_system_file(args.system) if args.system else None
+        report = static_report(model, tools, system, args.tools_file)
+        profile = None
+        system_tokens = _static_system_tokens(model, tools, system)
+        source = args.tools_file
+    else:
+        from tokprof.formats import read_trace
+
+        trace = read_trace(args.log)
+        profile = _profile(args, trace, model)
+        report = _tools_report(trace, model, profile.summary()["billed_input"])
+        system_tokens = profile.calls[0].buckets["system"] if profile.calls else 0
+        source = args.log
+    measurement = measure(report, profile, system_tokens, source)
+
+    baseline_path = args.baseline or relative(config.baseline)
+    baseline = None
+    notes = []
+    if args.update_baseline:
+        from tokprof.cache import write_atomic
+
+        target = Path(baseline_path or "tokprof-baseline.json")
+        import json as _json
+
+        try:
+            write_atomic(target, (_json.dumps(measurement.baseline_dict(), indent=2) + "\n").encode())
+        except OSError as exc:
+            raise TokprofError(f"{target}: cannot write baseline: {exc.strerror}") from None
+        notes.append(f"baseline written to {target}")
+    elif baseline_path:
+        if Path(baseline_path).is_file():
+            baseline = load_baseline(baseline_path, measurement)
+        elif args.baseline:
+            raise ConfigError(f"{baseline_path}: no such baseline file")
+        else:
+            notes.append(f"no baseline at {baseline_path} yet: make one with --update-baseline")
+    if not config.budgets and baseline is None and not args.update_baseline:
+        raise ConfigError(
+            "no budgets to check: add [tool.tokprof.budgets] to pyproject.toml (or a tokprof.toml), "
+            "pass --config FILE, or compare with --baseline FILE"
+        )
+    if baseline is not None and config.max_increase is None and not any(b.max_increase for b in config.budgets.values()):
+        from tokprof.config import Increase
+
+        config.max_increase = Increase(0.0, relative=True)  # a baseline with no tolerance: no increase at all
+        notes.append("no max_increase configured: any increase over the baseline fails")
+    result = evaluate(config, measurement, baseline, baseline_path if baseline is not None else None)
+    result.notes = notes + result.notes
+    renderer = {"table": CheckTableRenderer, "markdown": CheckMarkdownRenderer, "json": CheckJsonRenderer}[args.format]()
+    _write_output(renderer.render(result, color=_color(args)), args.output)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        try:
+            with open(summary_file, "a", encoding="utf-8") as f:
+                f.write(CheckMarkdownRenderer().render(result))
+        except OSError as exc:
+            print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        sys.stdout.write(github_annotations(result))
+    return result.exit_code
+
+
+def _static_system_tokens(model, tools, system) -> int:
+    """The system bucket of a one-turn prompt with the catalogue: what the system prompt costs."""
+    from tokprof.attribution import Attributor
+    from tokprof.trace import Call
+
+    messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": ""}
+    ]
+    return Attributor(model).attribute(Call(index=0, messages=messages, tools=tools, where="static")).system
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -185,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_profile(args)
         if args.command == "tools":
             return _run_tools(args)
+        if args.command == "check":
+            return _run_check(args)
     except TokprofError as exc:
         print(f"tokprof: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,210 @@
+"""Budgets and baselines: measure a log or a catalogue, and judge it against limits.
+
+Metrics (see ``tokprof.config.METRICS``) come from a profile and a tools report. A budget fails when
+a metric is over its ``max``, or over the baseline by more than ``max_increase``; its ``level``
+says whether that fails the check (``error``) or only warns (``warn``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from tokprof import __version__
+from tokprof.analyses.tools import ToolsReport
+from tokprof.config import METRICS, Config, ConfigError
+from tokprof.profile import Profile
+
+BASELINE_SCHEMA = 1
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "n/a"
+
+
+@dataclass
+class Measurement:
+    """What was measured: each metric's value (None when it needs a log and there is none) and each tool's cost."""
+
+    model: str
+    template_sha256: str
+    source: str
+    metrics: dict[str, float | None]
+    tools: dict[str, int]
+
+    def baseline_dict(self) -> dict:
+        return {
+            "schema_version": BASELINE_SCHEMA,
+            "tokprof_version": __version__,
+            "model": self.model,
+            "chat_template_sha256": self.template_sha256,
+            "source": self.source,
+            "metrics": {k: v for k, v in self.metrics.items() if v is not None},
+            "tools": dict(sorted(self.tools.items())),
+        }
+
+
+def measure(report: ToolsReport, profile: Profile | None, system_tokens: int, source: str) -> Measurement:
+    main = report.main
+    metrics: dict[str, float | None] = {name: None for name in METRICS}
+    metrics["tool_definitions"] = main.total if main else 0
+    metrics["largest_tool"] = max((t.marginal for t in main.tools), default=0) if main else 0
+    metrics["system_prompt"] = system_tokens
+    if profile is not None:
+        summary = profile.summary()
+        metrics["first_prompt"] = profile.calls[0].total if profile.calls else 0
+        metrics["largest_prompt"] = summary["largest_prompt"]
+        metrics["billed_input"] = summary["billed_input"]
+        waste = report.unused_waste() or 0
+        metrics["unused_tool_waste"] = round(waste / summary["billed_input"], 6) if summary["billed_input"] else 0.0
+    tools = {t.name: t.marginal for t in main.tools} if main else {}
+    return Measurement(
+        model=report.model["name"],
+        template_sha256=report.model["chat_template"]["sha256"],
+        source=source,
+        metrics=metrics,
+        tools=tools,
+    )
+
+
+def load_baseline(path: str, measurement: Measurement) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read baseline: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: baseline is not valid JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA:
+        raise ConfigError(f"{path}: schema_version: not a tokprof baseline (schema_version {BASELINE_SCHEMA})")
+    if data.get("model") != measurement.model:
+        raise ConfigError(
+            f"{path}: model: baseline made with {data.get('model')!r}, this check uses {measurement.model!r}; "
+            "run with --update-baseline to remake it"
+        )
+    if not isinstance(data.get("metrics"), dict) or not isinstance(data.get("tools"), dict):
+        raise ConfigError(f"{path}: metrics: missing or not an object")
+    return data
+
+
+@dataclass
+class MetricResult:
+    name: str
+    value: float | None
+    status: str
+    max: float | None = None
+    level: str | None = None
+    baseline: float | None = None
+    allowed_increase: str | None = None
+    reasons: list[str] = field(default_factory=list)
+
+    @property
+    def change(self) -> float | None:
+        if self.value is None or self.baseline is None:
+            return None
+        return self.value - self.baseline
+
+    def to_dict(self) -> dict:
+        change = self.change
+        pct = None
+        if change is not None and self.baseline:
+            pct = round(change / self.baseline, 6)
+        return {
+            "metric": self.name,
+            "description": METRICS[self.name][2],
+            "unit": METRICS[self.name][0],
+            "value": self.value,
+            "max": self.max,
+            "level": self.level,
+            "baseline": self.baseline,
+            "change": change,
+            "change_ratio": pct,
+            "max_increase": self.allowed_increase,
+            "status": self.status,
+            "reasons": self.reasons,
+        }
+
+
+@dataclass
+class CheckResult:
+    model: str
+    source: str
+    metrics: list[MetricResult]
+    tools_added: list[dict] = field(default_factory=list)
+    tools_removed: list[dict] = field(default_factory=list)
+    tools_changed: list[dict] = field(default_factory=list)
+    baseline_path: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        statuses = {m.status for m in self.metrics}
+        return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.status == FAIL else 0
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": 1,
+            "kind": "check",
+            "model": self.model,
+            "source": self.source,
+            "status": self.status,
+            "baseline": self.baseline_path,
+            "metrics": [m.to_dict() for m in self.metrics],
+            "tools": {"added": self.tools_added, "removed": self.tools_removed, "changed": self.tools_changed},
+            "notes": self.notes,
+        }
+
+
+def _fmt(metric: str, value: float) -> str:
+    return f"{value:.2%}" if METRICS[metric][0] == "share" else f"{value:,.0f}"
+
+
+def evaluate(config: Config, measurement: Measurement, baseline: dict | None, baseline_path: str | None) -> CheckResult:
+    results = []
+    names = list(config.budgets)
+    if baseline is not None and config.max_increase is not None:
+        names += [m for m in METRICS if m not in config.budgets and m in baseline["metrics"]]
+    for name in sorted(set(names), key=list(METRICS).index):
+        budget = config.budgets.get(name)
+        value = measurement.metrics.get(name)
+        level = budget.level if budget else "error"
+        result = MetricResult(name=name, value=value, status=PASS, level=level, max=budget.max if budget else None)
+        if value is None:
+            result.status = SKIP
+            result.reasons.append("needs a log")
+            results.append(result)
+            continue
+        bad = False
+        if budget and budget.max is not None and value > budget.max:
+            bad = True
+            result.reasons.append(f"{_fmt(name, value)} is over the budget of {_fmt(name, budget.max)}")
+        increase = (budget.max_increase if budget else None) or config.max_increase
+        if baseline is not None and name in baseline["metrics"]:
+            base = float(baseline["metrics"][name])
+            result.baseline = base
+            if increase is not None:
+                result.allowed_increase = str(increase)
+                if value > base + increase.allowed(base):
+                    bad = True
+                    result.reasons.append(
+                        f"{_fmt(name, value)} is up {_fmt(name, value - base)} from the baseline's "
+                        f"{_fmt(name, base)}, more than the allowed {increase}"
+                    )
+        if bad:
+            result.status = FAIL if level == "error" else WARN
+        results.append(result)
+
+    check = CheckResult(model=measurement.model, source=measurement.source, metrics=results, baseline_path=baseline_path)
+    if baseline is not None:
+        before, after = baseline["tools"], measurement.tools
+        check.tools_added = [{"name": n, "marginal": after[n]} for n in sorted(set(after) - set(before))]
+        check.tools_removed = [{"name": n, "marginal": before[n]} for n in sorted(set(before) - set(after))]
+        check.tools_changed = [
+            {"name": n, "before": before[n], "after": after[n], "change": after[n] - before[n]}
+            for n in sorted(set(before) & set(after))
+            if before[n] != after[n]
+        ]
+        if baseline.get("chat_template_sha256") != measurement.template_sha256:
+            check.notes.append("the baseline was made with another chat template")
+    return check

@@ -1,0 +1,181 @@
+"""tokprof's configuration: ``[tool.tokprof]`` in pyproject.toml, or a tokprof.toml.
+
+Found by walking up from the working directory, like other Python tools; ``--config`` names one.
+In pyproject.toml the settings live under ``[tool.tokprof]`` and ``[tool.tokprof.budgets]``; in
+tokprof.toml they are at the top level and under ``[budgets]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+from tokprof.errors import TokprofError
+
+#: metric name -> (unit, needs a log, description)
+METRICS: dict[str, tuple[str, bool, str]] = {
+    "tool_definitions": ("tokens", False, "tool definitions per request"),
+    "system_prompt": ("tokens", False, "system prompt tokens"),
+    "first_prompt": ("tokens", True, "first call's prompt"),
+    "largest_prompt": ("tokens", True, "largest prompt"),
+    "billed_input": ("tokens", True, "billed input over the log"),
+    "largest_tool": ("tokens", False, "largest single tool's marginal cost"),
+    "unused_tool_waste": ("share", True, "unused tools' cost as a share of billed input"),
+}
+LEVELS = ("error", "warn")
+TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets"}
+BUDGET_KEYS = {"max", "level", "max_increase"}
+
+
+class ConfigError(TokprofError):
+    pass
+
+
+@dataclass(frozen=True)
+class Increase:
+    """An allowed increase over the baseline: a fraction ("5%") or an absolute amount."""
+
+    amount: float
+    relative: bool
+
+    def allowed(self, base: float) -> float:
+        return base * self.amount if self.relative else self.amount
+
+    def __str__(self) -> str:
+        return f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
+
+
+@dataclass
+class Budget:
+    metric: str
+    max: float | None = None
+    level: str = "error"
+    max_increase: Increase | None = None
+
+
+@dataclass
+class Config:
+    path: str | None = None
+    model: str | None = None
+    chat_template: str | None = None
+    baseline: str | None = None
+    max_increase: Increase | None = None
+    budgets: dict[str, Budget] = field(default_factory=dict)
+
+
+def _where(path: str, prefix: str, key: str) -> str:
+    return f"{path}: {prefix}{key}"
+
+
+def parse_increase(value: Any, where: str) -> Increase:
+    if isinstance(value, bool):
+        raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
+    if isinstance(value, (int, float)):
+        if value < 0:
+            raise ConfigError(f"{where}: must not be negative, found {value!r}")
+        return Increase(float(value), relative=False)
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            pct = float(value.strip()[:-1])
+        except ValueError:
+            raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
+        if pct < 0:
+            raise ConfigError(f"{where}: must not be negative, found {value!r}")
+        return Increase(pct / 100.0, relative=True)
+    raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
+
+
+def parse_limit(value: Any, metric: str, where: str) -> float:
+    unit = METRICS[metric][0]
+    if isinstance(value, str) and unit == "share" and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100.0
+        except ValueError:
+            raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        hint = 'a share like "2%" or 0.02' if unit == "share" else "a number of tokens"
+        raise ConfigError(f"{where}: expected {hint}, found {value!r}")
+    if unit == "share" and value > 1:
+        raise ConfigError(f"{where}: a share is at most 1 (or write \"{value}%\"), found {value!r}")
+    return float(value)
+
+
+def parse_config(data: dict, path: str, prefix: str) -> Config:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: {prefix.rstrip('.') or 'configuration'}: expected a table")
+    config = Config(path=path)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise ConfigError(f"{_where(path, prefix, key)}: unknown setting (expected one of {', '.join(sorted(TOP_KEYS))})")
+    for key in ("model", "chat_template", "baseline"):
+        if key in data:
+            if not isinstance(data[key], str):
+                raise ConfigError(f"{_where(path, prefix, key)}: expected a string, found {data[key]!r}")
+            setattr(config, key, data[key])
+    if "max_increase" in data:
+        config.max_increase = parse_increase(data["max_increase"], _where(path, prefix, "max_increase"))
+    budgets = data.get("budgets", {})
+    if not isinstance(budgets, dict):
+        raise ConfigError(f"{_where(path, prefix, 'budgets')}: expected a table of metric = budget")
+    for metric, spec in budgets.items():
+        where = _where(path, prefix, f"budgets.{metric}")
+        if metric not in METRICS:
+            raise ConfigError(f"{where}: unknown metric (expected one of {', '.join(METRICS)})")
+        budget = Budget(metric=metric)
+        if isinstance(spec, dict):
+            for key in spec:
+                if key not in BUDGET_KEYS:
+                    raise ConfigError(f"{where}.{key}: unknown setting (expected one of {', '.join(sorted(BUDGET_KEYS))})")
+            if "max" in spec:
+                budget.max = parse_limit(spec["max"], metric, f"{where}.max")
+            if "level" in spec:
+                if spec["level"] not in LEVELS:
+                    raise ConfigError(f"{where}.level: expected \"error\" or \"warn\", found {spec['level']!r}")
+                budget.level = spec["level"]
+            if "max_increase" in spec:
+                budget.max_increase = parse_increase(spec["max_increase"], f"{where}.max_increase")
+        else:
+            budget.max = parse_limit(spec, metric, where)
+        config.budgets[metric] = budget
+    return config
+
+
+def _load_toml(path: Path) -> dict:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+
+
+def load_file(path: Path) -> Config:
+    data = _load_toml(path)
+    if path.name == "pyproject.toml":
+        section = data.get("tool", {}).get("tokprof")
+        if section is None:
+            raise ConfigError(f"{path}: no [tool.tokprof] section")
+        return parse_config(section, str(path), "tool.tokprof.")
+    return parse_config(data, str(path), "")
+
+
+def find_config(start: Path) -> Config | None:
+    """The nearest tokprof.toml, or pyproject.toml with [tool.tokprof], from ``start`` upwards."""
+    for directory in [start, *start.parents]:
+        candidate = directory / "tokprof.toml"
+        if candidate.is_file():
+            return load_file(candidate)
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            data = _load_toml(candidate)
+            if "tokprof" in data.get("tool", {}):
+                return parse_config(data["tool"]["tokprof"], str(candidate), "tool.tokprof.")
+    return None

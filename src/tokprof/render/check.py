@@ -1,0 +1,136 @@
+"""Renderers for the budget check: terminal table, Markdown (pull-request comments), JSON, and
+GitHub Actions annotations."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
+from tokprof.config import METRICS
+
+ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}
+MD_ICONS = {PASS: "✅ pass", WARN: "⚠️ warn", FAIL: "❌ fail", SKIP: "➖ n/a"}
+
+
+def _value(m: MetricResult, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2%}" if METRICS[m.name][0] == "share" else f"{value:,.0f}"
+
+
+def _change(m: MetricResult) -> str:
+    change = m.change
+    if change is None:
+        return "-"
+    if METRICS[m.name][0] == "share":
+        text = f"{change * 100:+.2f} pt"
+    else:
+        text = f"{change:+,.0f}"
+    if m.baseline:
+        text += f" ({change / m.baseline:+.1%})"
+    return text
+
+
+def _limit(m: MetricResult) -> str:
+    parts = []
+    if m.max is not None:
+        parts.append(f"max {_value(m, m.max)}")
+    if m.allowed_increase is not None:
+        parts.append(f"+{m.allowed_increase}")
+    return ", ".join(parts) or "-"
+
+
+def _verdict(check: CheckResult) -> str:
+    fails = sum(m.status == FAIL for m in check.metrics)
+    warns = sum(m.status == WARN for m in check.metrics)
+    if fails:
+        return f"FAILED: {fails} budget(s) exceeded" + (f", {warns} warning(s)" if warns else "")
+    if warns:
+        return f"passed with {warns} warning(s)"
+    return "passed"
+
+
+class CheckTableRenderer:
+    def render(self, check: CheckResult, color: bool = False, width: int | None = None) -> str:
+        out = io.StringIO()
+        console = Console(
+            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
+            color_system="standard" if color else None,
+        )
+        console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model})")
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for name, justify in (("metric", "left"), ("value", "right"), ("limit", "right"), ("baseline", "right"),
+                              ("change", "right"), ("level", "left"), ("status", "left")):
+            table.add_column(name, justify=justify)
+        styles = {FAIL: "red", WARN: "yellow", PASS: "green", SKIP: "dim"}
+        for m in check.metrics:
+            table.add_row(
+                m.name, _value(m, m.value), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
+                f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]",
+            )
+        console.print(table)
+        for m in check.metrics:
+            for reason in m.reasons:
+                if m.status in (FAIL, WARN):
+                    console.print(f"  {ICONS[m.status]} {m.name}: {reason}")
+        _tool_lines(check, console.print)
+        for note in check.notes:
+            console.print(f"  note: {note}")
+        console.print(_verdict(check))
+        return out.getvalue()
+
+
+def _tool_lines(check: CheckResult, emit) -> None:
+    for t in check.tools_added:
+        emit(f"  tool added: {t['name']} (+{t['marginal']:,} tokens per request)")
+    for t in check.tools_removed:
+        emit(f"  tool removed: {t['name']} (-{t['marginal']:,} tokens per request)")
+    for t in check.tools_changed:
+        emit(f"  tool changed: {t['name']} {t['before']:,} -> {t['after']:,} ({t['change']:+,} tokens per request)")
+
+
+class CheckMarkdownRenderer:
+    def render(self, check: CheckResult, color: bool = False) -> str:
+        lines = [
+            f"### tokprof check: {_verdict(check)}",
+            "",
+            f"`{check.source}`, model `{check.model}`",
+            "",
+            "| metric | value | limit | baseline | change | status |",
+            "| --- | ---: | ---: | ---: | ---: | --- |",
+        ]
+        for m in check.metrics:
+            lines.append(
+                f"| {m.name} | {_value(m, m.value)} | {_limit(m)} | {_value(m, m.baseline)} | {_change(m)} | "
+                f"{MD_ICONS[m.status]} |"
+            )
+        reasons = [f"- **{m.name}**: {r}" for m in check.metrics if m.status in (FAIL, WARN) for r in m.reasons]
+        tools: list[str] = []
+        _tool_lines(check, lambda text: tools.append("- " + text.strip()))
+        if reasons:
+            lines += ["", *reasons]
+        if tools:
+            lines += ["", "**Tools**", "", *tools]
+        for note in check.notes:
+            lines += ["", f"_{note}_"]
+        return "\n".join(lines) + "\n"
+
+
+class CheckJsonRenderer:
+    def render(self, check: CheckResult, color: bool = False) -> str:
+        return json.dumps(check.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+def github_annotations(check: CheckResult) -> str:
+    """Workflow commands that GitHub Actions shows as annotations."""
+    lines = []
+    for m in check.metrics:
+        if m.status in (FAIL, WARN):
+            kind = "error" if m.status == FAIL else "warning"
+            message = "; ".join(m.reasons).replace("%", "%25").replace("\n", "%0A")
+            lines.append(f"::{kind} title=tokprof {m.name}::{message}")
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,147 @@
+"""The budget check: pass, warn, fail on an absolute budget, fail on regression against a baseline,
+a new tool in the diff, bad configuration, and byte-identical output."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import FIXTURES, ROOT, write_json
+from tokprof.cli import main
+
+TOOLS = json.loads((FIXTURES / "good_transcript.json").read_text())["tools"]
+SAMPLE = ROOT / "samples" / "incident_session.json"
+
+
+def run(args, capsys, monkeypatch=None):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def catalogue(tmp_path, monkeypatch):
+    """A tools file and a tokprof.toml in a project directory, found from the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    write_json(tmp_path / "tools.json", TOOLS)
+    (tmp_path / "system.txt").write_text("You are an on-call assistant.")
+    return tmp_path
+
+
+def config(path, text):
+    (path / "tokprof.toml").write_text(text)
+
+
+def test_pass_and_found_from_working_directory(catalogue, capsys):
+    config(catalogue, "[budgets]\ntool_definitions = 5000\nlargest_tool = 1000\n")
+    (catalogue / "sub").mkdir()
+    import os
+
+    os.chdir(catalogue / "sub")
+    code, out, _ = run(["check", "--tools", "../tools.json", "--system", "../system.txt"], capsys)
+    assert code == 0 and "passed" in out
+
+
+def test_pyproject_section(catalogue, capsys):
+    (catalogue / "pyproject.toml").write_text("[project]\nname='x'\n\n[tool.tokprof.budgets]\ntool_definitions = 10\n")
+    code, out, _ = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 1 and "tool_definitions" in out and "FAIL" in out
+
+
+def test_warn_only_exits_zero(catalogue, capsys):
+    config(catalogue, '[budgets]\ntool_definitions = { max = 10, level = "warn" }\n')
+    code, out, _ = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 0 and "WARN" in out and "passed with 1 warning" in out
+
+
+def test_fail_on_absolute_budget(catalogue, capsys):
+    config(catalogue, "[budgets]\nlargest_tool = 50\n")
+    code, out, _ = run(["check", "--tools", "tools.json", "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["status"] == "fail"
+    [metric] = doc["metrics"]
+    assert metric["metric"] == "largest_tool" and metric["status"] == "fail" and metric["value"] > 50
+
+
+def test_regression_against_baseline_and_new_tool(catalogue, capsys):
+    config(catalogue, 'baseline = "baseline.json"\nmax_increase = "5%"\n[budgets]\ntool_definitions = 100000\n')
+    code, _, _ = run(["check", "--tools", "tools.json", "--update-baseline"], capsys)
+    assert code == 0 and (catalogue / "baseline.json").exists()
+    # unchanged: passes against the baseline
+    code, out, _ = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 0
+    # a new tool and a longer description: more than 5% more
+    bigger = json.loads(json.dumps(TOOLS))
+    bigger[0]["function"]["description"] += " Also returns the pod name, the container and the trace id of every line."
+    bigger.append({"type": "function", "function": {"name": "restart_pod", "description": "Restart one pod.",
+                   "parameters": {"type": "object", "properties": {"pod": {"type": "string"}}}}})
+    write_json(catalogue / "tools.json", bigger)
+    code, out, _ = run(["check", "--tools", "tools.json", "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1
+    metric = next(m for m in doc["metrics"] if m["metric"] == "tool_definitions")
+    assert metric["status"] == "fail" and metric["change"] > 0 and metric["baseline"] is not None
+    assert [t["name"] for t in doc["tools"]["added"]] == ["restart_pod"]
+    assert [t["name"] for t in doc["tools"]["changed"]] == ["get_logs"]
+    assert doc["tools"]["removed"] == []
+    code, out, _ = run(["check", "--tools", "tools.json", "-f", "markdown"], capsys)
+    assert "tool added: restart_pod" in out and "❌ fail" in out
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ("[budgets]\nbogus_metric = 3\n", "budgets.bogus_metric: unknown metric"),
+        ('[budgets]\ntool_definitions = "lots"\n', "budgets.tool_definitions: expected a number of tokens"),
+        ('[budgets]\ntool_definitions = { max = 3, level = "fatal" }\n', "budgets.tool_definitions.level"),
+        ('max_increase = "five%"\n[budgets]\ntool_definitions = 3\n', "max_increase: cannot read 'five%'"),
+        ("colour = true\n", "colour: unknown setting"),
+        ("[budgets\n", "invalid TOML"),
+    ],
+)
+def test_bad_configuration(catalogue, capsys, text, key):
+    config(catalogue, text)
+    code, out, err = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 2 and out == ""
+    assert key in err and err.count("\n") == 1 and "tokprof.toml" in err
+
+
+def test_baseline_from_another_model(catalogue, capsys):
+    config(catalogue, 'baseline = "baseline.json"\n[budgets]\ntool_definitions = 100000\n')
+    write_json(catalogue / "baseline.json", {"schema_version": 1, "model": "qwen3", "metrics": {}, "tools": {}})
+    code, _, err = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 2 and "model: baseline made with 'qwen3'" in err
+
+
+def test_no_budgets_is_a_configuration_error(catalogue, capsys):
+    code, _, err = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 2 and "no budgets to check" in err
+
+
+def test_github_outputs(catalogue, capsys, monkeypatch):
+    config(catalogue, "[budgets]\nlargest_tool = 50\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(catalogue / "summary.md"))
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, _ = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 1
+    assert "::error title=tokprof largest_tool::" in out
+    assert "### tokprof check: FAILED" in (catalogue / "summary.md").read_text()
+
+
+def test_sample_passes_example_config_and_tightened_copy_fails(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    example = ROOT / "samples" / "tokprof.toml"
+    code, first, _ = run(["check", str(SAMPLE), "--config", str(example)], capsys)
+    assert code == 0, first
+    code, second, _ = run(["check", str(SAMPLE), "--config", str(example)], capsys)
+    assert first == second  # deterministic
+    tight = tmp_path / "tokprof.toml"
+    shutil.copy(ROOT / "samples" / "tokprof-baseline.json", tmp_path / "tokprof-baseline.json")
+    tight.write_text(example.read_text().replace("tool_definitions = 3000", "tool_definitions = 2000"))
+    code, out, _ = run(["check", str(SAMPLE), "--config", str(tight)], capsys)
+    assert code == 1 and "tool_definitions" in out and "FAILED" in out
