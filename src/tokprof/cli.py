@@ -42,6 +42,27 @@ def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
 
 
+def _html_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--window", type=int, metavar="N", help="context window in tokens (default: the model's)")
+    parser.add_argument(
+        "--fill-lines", metavar="P,Q", default="70,80",
+        help="context-window fill lines, in percent (default: 70,80: a common compaction trigger and warning level)",
+    )
+
+
+def _html(args: argparse.Namespace, profile, model, path: str) -> None:
+    from tokprof.render.html import HtmlRenderer
+
+    try:
+        levels = tuple(float(p) / 100 for p in args.fill_lines.split(",") if p.strip())
+    except ValueError:
+        raise TokprofError(f"--fill-lines: expected percentages like 70,80, found {args.fill_lines!r}") from None
+    if args.window is not None and args.window <= 0:
+        raise TokprofError(f"--window: expected a positive number of tokens, found {args.window}")
+    window = args.window or model.context_window or 131072
+    _write_output(HtmlRenderer(window=window, levels=levels).render(profile), path)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="tokprof",
@@ -61,6 +82,21 @@ def _parser() -> argparse.ArgumentParser:
     profile.add_argument("log", metavar="LOG", help=LOG_HELP)
     _model_options(profile)
     _output_options(profile)
+
+    profile.add_argument("--html", metavar="FILE", help="also write the HTML report to FILE")
+    _html_options(profile)
+
+    report = commands.add_parser(
+        "report",
+        help="write a self-contained HTML report of a log (plotly, opens offline)",
+        description="Write one self-contained HTML file: the summary, the four buckets per call with the billed "
+        "input, the tool catalogue, the context-window fill and, with reported usage, computed versus reported.",
+    )
+    report.add_argument("log", metavar="LOG", help=LOG_HELP)
+    _model_options(report)
+    report.add_argument("-o", "--output", metavar="FILE", required=True, help="the HTML file to write")
+    report.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _html_options(report)
 
     tools = commands.add_parser(
         "tools",
@@ -164,7 +200,23 @@ def _run_profile(args: argparse.Namespace) -> int:
     profile = _profile(args, trace, model)
     report = _tools_report(trace, model, profile.summary()["billed_input"])
     profile.catalogue = report.summary_section()
-    _write_output(RENDERERS[args.format]().render(profile, color=_color(args)), args.output)
+    text = RENDERERS[args.format]().render(profile, color=_color(args))
+    if args.html:
+        _html(args, profile, model, args.html)
+    _write_output(text, args.output)
+    return EXIT_OK
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from tokprof.formats import read_trace
+    from tokprof.models import resolve_model
+
+    trace = read_trace(args.log)
+    model = resolve_model(args.model, args.chat_template)
+    profile = _profile(args, trace, model)
+    profile.catalogue = _tools_report(trace, model, profile.summary()["billed_input"]).summary_section()
+    _html(args, profile, model, args.output)
+    print(f"tokprof: wrote {args.output}", file=sys.stderr)
     return EXIT_OK
 
 
@@ -316,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_tools(args)
         if args.command == "check":
             return _run_check(args)
+        if args.command == "report":
+            return _run_report(args)
     except TokprofError as exc:
         print(f"tokprof: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -71,11 +71,13 @@ def load_directory(path: Path, name: str | None = None, origin: str | None = Non
     template = template_from_config(config, path, origin or str(path))
     if template is None:
         template = ChatTemplate(source="", origin="none", special_tokens={})
+    window = config.get("model_max_length")
     return ChatModel(
         name=name or str(path),
         tokenizer=tokenizer,
         template=template,
         tokenizer_origin=origin or str(tokenizer_file),
+        context_window=int(window) if isinstance(window, (int, float)) and 0 < window < 10**7 else None,
     )
 
 

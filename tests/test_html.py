@@ -1,0 +1,80 @@
+"""The HTML report: written atomically, carries the profile's data, and renders in a real browser."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import FIXTURES, ROOT
+from tokprof.cli import main
+
+SAMPLE = ROOT / "samples" / "incident_session.json"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def embedded_profile(text: str) -> dict:
+    match = re.search(r'<script id="tokprof-profile" type="application/json">(.*?)</script>', text, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    path = tmp_path_factory.mktemp("report") / "report.html"
+    assert main(["report", str(SAMPLE), "-o", str(path)]) == 0
+    return path
+
+
+def test_report_carries_the_profile(sample_report, capsys):
+    text = sample_report.read_text(encoding="utf-8")
+    assert not re.search(r"<script[^>]*\ssrc=", text)  # plotly.js is embedded, nothing is fetched
+    doc = embedded_profile(text)
+    main(["profile", str(SAMPLE), "-f", "json"])
+    expected = json.loads(capsys.readouterr().out)
+    assert doc == expected
+    assert 'id="chart-buckets"' in text and 'id="chart-tools"' in text and 'id="chart-window"' in text
+
+
+def test_profile_html_option_and_reported_chart(tmp_path, capsys):
+    html = tmp_path / "r.html"
+    assert main(["profile", str(FIXTURES / "good_records.jsonl"), "--html", str(html), "-f", "csv"]) == 0
+    text = html.read_text(encoding="utf-8")
+    assert 'id="chart-reported"' in text
+    assert embedded_profile(text)["summary"]["billed_input_reported"] == 610 + 760 + 820
+
+
+def test_failed_report_leaves_existing_file_alone(tmp_path, capsys):
+    target = tmp_path / "report.html"
+    target.write_text("old")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["report", str(bad), "-o", str(target)]) == 2
+    assert target.read_text() == "old"
+    assert sorted(tmp_path.iterdir()) == sorted([bad, target])  # no temporary file left behind
+
+
+def test_bad_window_options(tmp_path, capsys):
+    assert main(["report", str(FIXTURES / "good_transcript.json"), "-o", str(tmp_path / "r.html"),
+                 "--fill-lines", "seventy"]) == 2
+    assert "--fill-lines" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package chromium)")
+def test_report_renders_in_chromium(sample_report, tmp_path):
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000", "--dump-dom", sample_report.as_uri(),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    dom = result.stdout
+    assert "<html" in dom, result.stderr[-2000:]
+    root = re.search(r"<html[^>]*>", dom).group(0)  # the page records script errors and rendered charts here
+    assert "data-js-errors" not in root, root
+    assert 'data-charts-rendered="3"' in root
+    assert dom.count('class="main-svg"') >= 3  # plotly drew its SVG layers
