@@ -152,3 +152,35 @@ def test_console_script_runs():
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no progress bar when stderr is not a terminal, no library noise
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "n": '
+         + "1" * 5000 + "}", "invalid JSON: Exceeds the limit"),
+        ("[" * 100000 + "]" * 100000, "invalid JSON: nested too deeply"),
+        ('{"messages": [{"role": "user", "content": "bad \\ud800 text"}, {"role": "assistant", "content": "y"}]}',
+         "messages[0].content: invalid Unicode"),
+        ('{"tools": [{"type": "function", "function": {"name": "f", "description": 3}}], "messages": '
+         '[{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
+         "tools[0].function.description: expected a string"),
+    ],
+)
+def test_more_bad_input(raw, expected, tmp_path, capsys):
+    path = tmp_path / "log.json"
+    path.write_text(raw)
+    code, out, err = run(["profile", str(path)], capsys)
+    assert code == 2 and expected in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [(b"\xff\xfe", "not UTF-8 text"), (b"  ", "the chat template is empty"),
+     (b"{{ x }", "syntax error at line 1"), (b"{{ x | frobnicate }}", "No filter named 'frobnicate'")],
+)
+def test_bad_chat_template_names_the_file(content, expected, tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_bytes(content)
+    code, _, err = run(["profile", str(FIXTURES / "good_transcript.json"), "--chat-template", str(template)], capsys)
+    assert code == 2 and err.startswith(f"tokprof: error: {template}: ") and expected in err

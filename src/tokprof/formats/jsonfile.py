@@ -37,6 +37,12 @@ def read_text(path: str) -> str:
     return text
 
 
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "nested too deeply"
+    return str(exc).split(";")[0]
+
+
 def load(path: str) -> Document:
     """Parse a file as one JSON value, or as JSONL when it holds one value per line."""
     text = read_text(path)
@@ -48,6 +54,8 @@ def load(path: str) -> Document:
                 raise InputError(
                     path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
                 ) from None
+        except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
+            raise InputError(path, None, f"invalid JSON: {_reason(exc)}") from None
     lines: list[tuple[int, Any]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -57,4 +65,6 @@ def load(path: str) -> Document:
         except json.JSONDecodeError as exc:
             what = "truncated JSON" if exc.pos >= len(line.rstrip()) else f"invalid JSON: {exc.msg}"
             raise InputError(path, f"line {number}, column {exc.colno}", what) from None
+        except (ValueError, RecursionError) as exc:
+            raise InputError(path, f"line {number}", f"invalid JSON: {_reason(exc)}") from None
     return Document(lines=lines)

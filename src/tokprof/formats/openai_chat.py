@@ -10,6 +10,7 @@ Two shapes are read:
 
 from __future__ import annotations
 
+import json
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -92,6 +93,15 @@ def _records(path: str, records: list[tuple[str, Any, str]], shape: str) -> Trac
     )
 
 
+def _text(path: str, where: str, text: str) -> str:
+    """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(path, where, f"invalid Unicode (a lone surrogate at character {exc.start})") from None
+    return text
+
+
 def _kind(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number"
@@ -139,9 +149,13 @@ def _tools(path: str, prefix: str, tools: Any) -> list[dict] | None:
         if name in names:
             raise InputError(path, where + ".function.name", f"duplicate tool name {name!r}")
         names.add(name)
+        description = function.get("description")
+        if description is not None and not isinstance(description, str):
+            raise InputError(path, where + ".function.description", f"expected a string, found {_kind(description)}")
         params = function.get("parameters")
         if params is not None and not isinstance(params, dict):
             raise InputError(path, where + ".function.parameters", f"expected an object, found {_kind(params)}")
+        _text(path, where, json.dumps(tool, ensure_ascii=False))
     return tools
 
 
@@ -152,12 +166,12 @@ def _content(path: str, where: str, content: Any, required: bool) -> str | None:
             raise InputError(path, where, "missing: this role needs content")
         return None
     if isinstance(content, str):
-        return content
+        return _text(path, where, content)
     if isinstance(content, list):
         texts = []
         for j, part in enumerate(content):
             if isinstance(part, str):
-                texts.append(part)
+                texts.append(_text(path, f"{where}[{j}]", part))
                 continue
             if not isinstance(part, dict):
                 raise InputError(path, f"{where}[{j}]", f"expected a content part object, found {_kind(part)}")
@@ -167,7 +181,7 @@ def _content(path: str, where: str, content: Any, required: bool) -> str | None:
             text = part.get("text")
             if not isinstance(text, str):
                 raise InputError(path, f"{where}[{j}].text", f"expected a string, found {_kind(text)}")
-            texts.append(text)
+            texts.append(_text(path, f"{where}[{j}].text", text))
         return "\n".join(texts)
     raise InputError(path, where, f"expected a string or a list of text parts, found {_kind(content)}")
 
@@ -190,10 +204,10 @@ def _messages(path: str, prefix: str, messages: Any) -> list[dict]:
         has_calls = role == "assistant" and bool(message.get("tool_calls"))
         clean["content"] = _content(path, where + ".content", message.get("content"), required=not (role == "assistant"))
         if isinstance(message.get("name"), str):
-            clean["name"] = message["name"]
+            clean["name"] = _text(path, where + ".name", message["name"])
         for key in ("reasoning_content", "reasoning"):
             if isinstance(message.get(key), str):
-                clean["reasoning_content"] = message[key]
+                clean["reasoning_content"] = _text(path, f"{where}.{key}", message[key])
                 break
         if has_calls:
             clean["tool_calls"] = _tool_calls(path, where + ".tool_calls", message["tool_calls"], call_ids)
@@ -201,8 +215,10 @@ def _messages(path: str, prefix: str, messages: Any) -> list[dict]:
             clean["content"] = ""
         if role == "tool":
             call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str):
+            if call_id is None:
                 raise InputError(path, where + ".tool_call_id", "missing: a tool message must name the call it answers")
+            if not isinstance(call_id, str):
+                raise InputError(path, where + ".tool_call_id", f"expected a string, found {_kind(call_id)}")
             if call_id not in call_ids:
                 raise InputError(
                     path, where + ".tool_call_id", f"{call_id!r} matches no earlier assistant tool call"
@@ -227,7 +243,10 @@ def _tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> list[d
         arguments = function.get("arguments", "{}")
         if not isinstance(arguments, (str, dict)):
             raise InputError(path, at + ".function.arguments", f"expected a JSON string, found {_kind(arguments)}")
+        _text(path, at + ".function", json.dumps(function, ensure_ascii=False))
         call_id = call.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise InputError(path, at + ".id", f"expected a string, found {_kind(call_id)}")
         if isinstance(call_id, str):
             call_ids.add(call_id)
         out.append(

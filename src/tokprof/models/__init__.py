@@ -31,13 +31,20 @@ def resolve_model(name: str = DEFAULT_MODEL, chat_template: str | None = None) -
         )
     if chat_template is not None:
         path = Path(chat_template)
+        if path.is_dir():
+            raise ModelError(f"{chat_template}: is a directory, not a chat template file")
         try:
             source = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ModelError(f"{chat_template}: cannot read chat template: {exc.strerror}") from None
+        except UnicodeDecodeError as exc:
+            raise ModelError(f"{chat_template}: byte {exc.start}: not UTF-8 text") from None
+        if not source.strip():
+            raise ModelError(f"{chat_template}: the chat template is empty")
         model.template = ChatTemplate(
             source=source, origin=f"file:{path.name}", special_tokens=model.template.special_tokens
         )
     if not model.template.source:
         raise ModelError(f"model {name!r} has no chat template; give one with --chat-template FILE")
+    model.template.check(chat_template or model.template.origin)
     return model

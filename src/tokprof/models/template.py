@@ -147,6 +147,15 @@ class ChatTemplate:
             **self.special_tokens,
         )
 
+    def check(self, where: str) -> None:
+        """Compile every template now, so that a syntax error names the template, not a call."""
+        sources = [self.source] if isinstance(self.source, str) else list(self.source.values())
+        for source in sources:
+            try:
+                _compile(source, False)
+            except ModelError as exc:
+                raise ModelError(f"{where}: {exc}") from None
+
     def mentions(self, word: str) -> bool:
         text = self.source if isinstance(self.source, str) else "".join(self.source.values())
         return word in text
