@@ -35,7 +35,7 @@ import jinja2
 import numpy as np
 
 from tokprof.models.model import ChatModel
-from tokprof.models.template import template_messages
+from tokprof.models.template import SHAPES, template_messages
 from tokprof.textdiff import common_prefix, inserted_regions
 from tokprof.trace import Call
 
@@ -51,6 +51,9 @@ _MARKER_RE = re.compile("[\U000f0000-\U000ffffd\U0010fffd]")
 WARN_TOOLS_IGNORED = "tools-ignored"
 WARN_TOOLS_UNRENDERABLE = "tools-unrenderable"
 WARN_RESULTS_DROPPED = "results-dropped"
+WARN_SYSTEM_DROPPED = "system-dropped"
+WARN_MESSAGES_DROPPED = "messages-dropped"
+WARN_NO_SPANS = "spans-unavailable"
 WARNINGS = {
     WARN_TOOLS_IGNORED: "the chat template does not render tool definitions: tool_definitions is 0 "
     "because the template ignores the tools, not because they cost nothing",
@@ -58,6 +61,11 @@ WARNINGS = {
     "tool definition scaffolding could not be separated and is counted with the messages around it",
     WARN_RESULTS_DROPPED: "the chat template drops the content of some tool results: they are not in the "
     "prompt, so tool_results does not count them",
+    WARN_SYSTEM_DROPPED: "the chat template drops a system or developer message: it is not in the prompt, "
+    "so system does not count it",
+    WARN_MESSAGES_DROPPED: "the chat template drops the content of some user or assistant messages",
+    WARN_NO_SPANS: "the chat template changes message content in a way tokprof cannot follow (content markers "
+    "could not be used): buckets rest on message boundaries alone and may be less precise",
 }
 
 
@@ -88,35 +96,121 @@ def _render(model: ChatModel, messages, tools, generation: bool, day, lenient=Fa
     )
 
 
+def _wrap(text: str, index: int) -> str:
+    """Put markers around text, inside its leading and trailing whitespace (templates often trim content)."""
+    core = text.strip()
+    if not core:
+        return text
+    start = len(text) - len(text.lstrip())
+    return text[:start] + chr(_OPEN_BASE + index) + core + _CLOSE + text[start + len(core) :]
+
+
+def _wrap_leaves(value, index: int):
+    if isinstance(value, str):
+        return _wrap(value, index)
+    if isinstance(value, dict):
+        return {k: _wrap_leaves(v, index) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wrap_leaves(v, index) for v in value]
+    return value
+
+
+def _mark(messages: list[dict], with_calls: bool) -> list[dict] | None:
+    marked = []
+    for i, m in enumerate(messages):
+        m = dict(m)
+        for key in ("content", "reasoning_content"):
+            if isinstance(m.get(key), str):
+                if _MARKER_RE.search(m[key]):
+                    return None
+                m[key] = _wrap(m[key], i)
+        if with_calls and m.get("tool_calls"):
+            calls = []
+            for call in m["tool_calls"]:
+                function = dict(call["function"])
+                if _MARKER_RE.search(json.dumps(function, ensure_ascii=False)):
+                    return None
+                function["name"] = _wrap(function["name"], i)
+                function["arguments"] = _wrap_leaves(function.get("arguments"), i)
+                calls.append({**call, "function": function})
+            m["tool_calls"] = calls
+        marked.append(m)
+    return marked
+
+
+def _unmark(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """The text without markers, and the spans (start, end, message index) they enclosed."""
+    spans, pieces, removed, last = [], [], 0, 0
+    opened: tuple[int, int] | None = None
+    for match in _MARKER_RE.finditer(text):
+        pos = match.start()
+        pieces.append(text[last:pos])
+        last = pos + 1
+        clean = pos - removed
+        removed += 1
+        char = match.group()
+        if char == _CLOSE:
+            if opened is None:
+                return None
+            spans.append((opened[1], clean, opened[0]))
+            opened = None
+        else:
+            if opened is not None:
+                return None
+            opened = (ord(char) - _OPEN_BASE, clean)
+    if opened is not None:
+        return None
+    pieces.append(text[last:])
+    return "".join(pieces), spans
+
+
 class Attributor:
     """Attributes calls of one log; caches prefix renders shared between calls."""
 
     def __init__(self, model: ChatModel):
         self.model = model
-        self._messages: dict[int, tuple[dict, dict, bytes]] = {}  # id(original) -> (original, templated, digest)
+        self._messages: dict[tuple[int, str], tuple[dict, dict, bytes]] = {}  # (id, shape) -> (original, templated, digest)
         self._lengths: dict[bytes, int] = {}  # prefix key -> length of its render
         self._links: dict[bytes, bool] = {}  # key of prefix k+1 -> render k is a prefix of render k+1
+        self._shape = SHAPES[0]
 
     # -- messages and keys -------------------------------------------------------------------
-    def _prepare(self, call: Call) -> tuple[list[dict], list[bytes]]:
+    def _prepare(self, call: Call, shape: str | None = None) -> tuple[list[dict], list[bytes]]:
+        shape = shape or self._shape
         templated, keys = [], []
         base = hashlib.blake2b(digest_size=16)
         base.update(self.model.template.sha256.encode())
+        base.update(shape.encode())
         base.update(json.dumps(call.tools, sort_keys=True).encode())
         base.update(str(call.day).encode())
         key = base.digest()
         keys.append(key)
         for message in call.messages:
-            entry = self._messages.get(id(message))
+            entry = self._messages.get((id(message), shape))
             if entry is None or entry[0] is not message:
-                tm = template_messages([message], self.model.template)[0]
+                tm = template_messages([message], self.model.template, shape)[0]
                 digest = hashlib.blake2b(json.dumps(tm, sort_keys=True).encode(), digest_size=16).digest()
                 entry = (message, tm, digest)
-                self._messages[id(message)] = entry
+                self._messages[(id(message), shape)] = entry
             templated.append(entry[1])
             key = hashlib.blake2b(key + entry[2], digest_size=16).digest()
             keys.append(key)
         return templated, keys
+
+    def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], str]:
+        """The call's messages in the first shape the template accepts, and its full render."""
+        shapes = [self._shape] + [s for s in SHAPES if s != self._shape]
+        error = None
+        for shape in shapes:
+            messages, keys = self._prepare(call, shape)
+            try:
+                full = _render(self.model, messages, call.tools, True, call.day)
+            except Exception as exc:
+                error = error or exc
+                continue
+            self._shape = shape
+            return messages, keys, full
+        raise RenderError(f"{call.where}: the chat template failed: {error}")
 
     # -- the parts ---------------------------------------------------------------------------
     def _prefix(self, messages, k: int, tools, day) -> str | None:
@@ -197,90 +291,122 @@ class Attributor:
         return b
 
     def _marked(self, messages, tools, day, full: str):
-        """Content spans (start, end, message index) in ``full``, or None when markers cannot be used."""
-        marked = []
-        for i, m in enumerate(messages):
-            content = m.get("content")
-            if isinstance(content, str) and content:
-                if _MARKER_RE.search(content):
-                    return None
-                m = {**m, "content": chr(_OPEN_BASE + i) + content + _CLOSE}
-            marked.append(m)
+        """Content spans (start, end, message index) in ``full``, or None when markers cannot be used.
+
+        Markers go around message content and, when the template allows it, around tool call
+        names and argument values too. They are used only if removing them gives back ``full``.
+        """
         if len(messages) >= 0xFFFD:
             return None
-        try:
-            text = _render(self.model, marked, tools, True, day)
-        except Exception:
-            return None
-        spans, pieces, removed, last = [], [], 0, 0
-        opened: dict[int, int] = {}
-        for match in _MARKER_RE.finditer(text):
-            pos = match.start()
-            pieces.append(text[last:pos])
-            last = pos + 1
-            clean = pos - removed
-            removed += 1
-            char = match.group()
-            if char == _CLOSE:
-                if len(opened) != 1:
-                    return None
-                index, start = opened.popitem()
-                spans.append((start, clean, index))
-            else:
-                if opened:
-                    return None
-                opened[ord(char) - _OPEN_BASE] = clean
-        pieces.append(text[last:])
-        if opened or "".join(pieces) != full:
-            return None
-        return spans
+        for with_calls in (True, False):
+            marked = _mark(messages, with_calls)
+            if marked is None:
+                return None
+            try:
+                text = _render(self.model, marked, tools, True, day)
+            except Exception:
+                continue
+            unmarked = _unmark(text)
+            if unmarked is not None and unmarked[0] == full:
+                return unmarked[1]
+        return None
+
+    def _without_tools(self, messages, day, attempts) -> str | None:
+        """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools) that works."""
+        for tools, template_tools in attempts:
+            try:
+                return _render(self.model, messages, tools, True, day, template_tools=template_tools)
+            except Exception:
+                continue
+        return None
+
+    def _tool_regions(self, messages, day, full: str, b: list[int]) -> tuple[list[tuple[int, int]], str | None]:
+        """Regions of ``full`` that are there because of the tool catalogue, and a warning code if any.
+
+        Rendered without tools: ``tools=None``, else ``tools=[]``, with the template picked for tools.
+        Named templates (Hermes: ``tool_use`` and ``default``) that fail on None are also compared with
+        the ``default`` template, whose difference before the first conversation message is the
+        tool-use preamble (it stays with ``tools=[]``).
+        """
+        without = self._without_tools(messages, day, [(None, True), ([], True)])
+        if without is None:
+            return [], WARN_TOOLS_UNRENDERABLE
+        if without == full:
+            return [], WARN_TOOLS_IGNORED
+        regions = inserted_regions(without, full)
+        if self.model.template.has_default():
+            default = self._without_tools(messages, day, [(None, False)])
+            if default is not None and default != without:
+                cutoff = next((b[k] for k, m in enumerate(messages) if m["role"] not in ("system", "developer")), b[-1])
+                regions += [(s, min(e, cutoff)) for s, e in inserted_regions(default, full) if s < cutoff]
+        return regions, None
 
     # -- the whole call ----------------------------------------------------------------------
     def attribute(self, call: Call) -> CallBuckets:
-        messages, keys = self._prepare(call)
+        messages, keys, full = self._render_call(call)
         tools = call.tools
         day = call.day
-        try:
-            full = _render(self.model, messages, tools, True, day)
-        except Exception as exc:
-            raise RenderError(f"{call.where}: the chat template failed: {exc}") from None
         result = CallBuckets()
         labels = np.full(len(full), CONVERSATION, dtype=np.int8)
 
+        spans = self._marked(messages, tools, day, full)
+        result.spans = spans is not None
         b = self._boundaries(messages, keys, tools, day, full)
+        if spans:
+            b = _clamp(b, spans, len(messages))
         labels[: b[0]] = SYSTEM
         for k, m in enumerate(messages):
             labels[b[k] : b[k + 1]] = ROLE_BUCKET[m["role"]]
 
         if tools:
-            without = None
-            for empty in (None, []):
-                try:
-                    without = _render(self.model, messages, empty, True, day, template_tools=True)
-                    break
-                except Exception:
-                    continue
-            if without is None:
-                result.warnings.append(WARN_TOOLS_UNRENDERABLE)
-            elif without == full:
-                result.warnings.append(WARN_TOOLS_IGNORED)
-            else:
-                for start, end in inserted_regions(without, full):
-                    labels[start:end] = TOOLS
+            regions, warning = self._tool_regions(messages, day, full, b)
+            if warning:
+                result.warnings.append(warning)
+            for start, end in regions:
+                labels[start:end] = TOOLS
 
-        spans = self._marked(messages, tools, day, full)
-        result.spans = spans is not None
         if spans is not None:
             seen = set()
             for start, end, index in spans:
                 labels[start:end] = ROLE_BUCKET[messages[index]["role"]]
                 seen.add(index)
-            if any(m["role"] == "tool" and m.get("content") and i not in seen for i, m in enumerate(messages)):
-                result.warnings.append(WARN_RESULTS_DROPPED)
-        elif any(m["role"] == "tool" and m.get("content") and b[i] == b[i + 1] for i, m in enumerate(messages)):
+            dropped = {m["role"] for i, m in enumerate(messages) if (m.get("content") or "").strip() and i not in seen}
+        else:
+            result.warnings.append(WARN_NO_SPANS)
+            dropped = {m["role"] for i, m in enumerate(messages) if m.get("content") and b[i] == b[i + 1]}
+        if "tool" in dropped:
             result.warnings.append(WARN_RESULTS_DROPPED)
+        if dropped & {"system", "developer"}:
+            result.warnings.append(WARN_SYSTEM_DROPPED)
+        if dropped & {"user", "assistant"}:
+            result.warnings.append(WARN_MESSAGES_DROPPED)
 
         starts = np.minimum(self.model.token_starts(full), max(len(full) - 1, 0))
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
         return result
+
+
+def _clamp(b: list[int], spans: list[tuple[int, int, int]], n: int) -> list[int]:
+    """Keep each message's content inside its own region: message k starts no later than its first
+    marked text, and after the marked text of every earlier message."""
+    first = [None] * n
+    last = [None] * n
+    for start, end, index in spans:
+        first[index] = start if first[index] is None else min(first[index], start)
+        last[index] = end if last[index] is None else max(last[index], end)
+    out = list(b)
+    if first[0] is not None:
+        out[0] = min(out[0], first[0])
+    floor = 0
+    for k in range(n):
+        if k > 0:
+            hi = first[k] if first[k] is not None else out[k]
+            if floor <= hi:
+                out[k] = min(max(out[k], floor), hi)
+        if last[k] is not None:
+            floor = max(floor, last[k])
+    out[n] = max(out[n], floor)
+    for k in range(1, n + 1):
+        out[k] = max(out[k], out[k - 1])
+    return out

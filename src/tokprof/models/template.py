@@ -156,22 +156,36 @@ class ChatTemplate:
             except ModelError as exc:
                 raise ModelError(f"{where}: {exc}") from None
 
-    def mentions(self, word: str) -> bool:
+    def mentions_role(self, role: str) -> bool:
+        """Whether the template compares with this role name (as a string literal)."""
         text = self.source if isinstance(self.source, str) else "".join(self.source.values())
-        return word in text
+        return f"'{role}'" in text or f'"{role}"' in text
+
+    def has_default(self) -> bool:
+        return isinstance(self.source, dict) and "default" in self.source
 
 
-def template_messages(messages: list[dict], template: ChatTemplate) -> list[dict]:
+#: Message shapes, tried in order until the template renders the call: what inference servers send,
+#: then arguments left as the JSON strings of the API, then also ``content`` kept (as "") where it was null.
+SHAPES = ("parsed", "string-arguments", "keep-content")
+
+
+def template_messages(messages: list[dict], template: ChatTemplate, shape: str = "parsed") -> list[dict]:
     """Messages as templates expect them, following what inference servers do with API requests.
 
-    * keys whose value is None are dropped (as transformers does);
-    * tool call ``arguments`` given as a JSON string are parsed into an object (as vLLM does);
+    * keys whose value is None are dropped (as transformers does), except ``content`` in the
+      ``keep-content`` shape, where it becomes "" for templates that read it unconditionally;
+    * tool call ``arguments`` given as a JSON string are parsed into an object (as vLLM does),
+      except in the ``string-arguments`` and ``keep-content`` shapes;
     * role ``developer`` becomes ``system`` when the template does not know it.
     """
-    rename_developer = not template.mentions("developer")
+    rename_developer = not template.mentions_role("developer")
+    parse_arguments = shape == "parsed"
     out = []
     for message in messages:
         m: dict[str, Any] = {k: v for k, v in message.items() if v is not None}
+        if shape == "keep-content" and "content" not in m:
+            m["content"] = ""
         if rename_developer and m["role"] == "developer":
             m["role"] = "system"
         if "tool_calls" in m:
@@ -179,7 +193,7 @@ def template_messages(messages: list[dict], template: ChatTemplate) -> list[dict
             for call in m["tool_calls"]:
                 function = dict(call["function"])
                 arguments = function.get("arguments")
-                if isinstance(arguments, str):
+                if parse_arguments and isinstance(arguments, str):
                     try:
                         parsed = json.loads(arguments)
                     except ValueError:
