@@ -157,3 +157,56 @@ def test_invariants_on_every_fixture(model_name, tmp_path, request):
     for path in paths:
         trace, results = profile_calls(model, path)
         assert_invariants(model, trace, results)
+
+
+def test_trimming_template_keeps_markers(tmp_path):
+    """Content with surrounding whitespace, rendered by a template that trims it, still gets its spans."""
+    template = CHATML.replace("{{- m.content }}", "{{- m.content | trim }}")
+    model = tiny_model(template)
+    log = small_transcript()
+    padded = json_copy(log)
+    for message in padded["messages"]:
+        if message.get("content"):
+            message["content"] = "\n" + message["content"] + "\n\n"
+    _, plain = profile_calls(model, write_json(tmp_path / "a.json", log))
+    _, trimmed = profile_calls(model, write_json(tmp_path / "b.json", padded))
+    assert [r.as_dict() for r in trimmed] == [r.as_dict() for r in plain]
+    assert all(r.spans for r in trimmed)
+
+
+def test_template_needing_string_arguments(tmp_path):
+    """A template that concatenates arguments as a string fails on parsed objects: the API shape is retried."""
+    template = CHATML.replace("(c.function.arguments | tojson)", "c.function.arguments")
+    model = tiny_model(template)
+    trace, results = profile_calls(model, write_json(tmp_path / "a.json", small_transcript()))
+    assert results[1].conversation == 18
+    assert_invariants_shape(model, trace, results)
+
+
+def test_hermes_style_named_templates(tmp_path):
+    """tool_use adds a preamble even for tools=[] and fails on None; the preamble is tool scaffolding."""
+    tool_use = CHATML.replace("{{- '\\nTools:\\n' }}", "{{- '\\nUse functions . Tools:\\n' }}").replace(
+        "{%- if tools %}", "{%- if tools is not none %}{%- for t in tools %}{%- endfor %}"
+    )
+    model = tiny_model({"default": CHATML, "tool_use": tool_use})
+    trace, results = profile_calls(model, write_json(tmp_path / "a.json", small_transcript()))
+    # "Use functions . Tools :" (5) plus the tool line (7)
+    assert [r.tool_definitions for r in results] == [12, 12]
+    assert results[0].system == 9
+
+
+def json_copy(value):
+    import json
+
+    return json.loads(json.dumps(value))
+
+
+def assert_invariants_shape(model, trace, results):
+    from tokprof.models.template import template_messages
+
+    for call, r in zip(trace.calls, results):
+        full = model.template.render(
+            template_messages(call.messages, model.template, "string-arguments"), call.tools, True, call.day
+        )
+        assert r.total == model.count(full)
+        assert min(r.as_dict().values()) >= 0

@@ -336,7 +336,8 @@ class Attributor:
         regions = inserted_regions(without, full)
         if self.model.template.has_default():
             default = self._without_tools(messages, day, [(None, False)])
-            if default is not None and default != without:
+            # only when the default template writes the same kind of prompt (same first line)
+            if default is not None and default != without and default.split("\n", 1)[0] == full.split("\n", 1)[0]:
                 cutoff = next((b[k] for k, m in enumerate(messages) if m["role"] not in ("system", "developer")), b[-1])
                 regions += [(s, min(e, cutoff)) for s, e in inserted_regions(default, full) if s < cutoff]
         return regions, None
