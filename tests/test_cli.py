@@ -184,3 +184,32 @@ def test_bad_chat_template_names_the_file(content, expected, tmp_path, capsys):
     template.write_bytes(content)
     code, _, err = run(["profile", str(FIXTURES / "good_transcript.json"), "--chat-template", str(template)], capsys)
     assert code == 2 and err.startswith(f"tokprof: error: {template}: ") and expected in err
+
+
+def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
+    real = tmp_path / "real.csv"
+    real.write_text("old")
+    link = tmp_path / "link.csv"
+    link.symlink_to(real)
+    code, _, _ = run(["profile", str(FIXTURES / "good_transcript.json"), "-f", "csv", "-o", str(link)], capsys)
+    assert code == 0 and link.is_symlink() and real.read_text().startswith("index,")
+    code, _, err = run(
+        ["profile", str(FIXTURES / "good_transcript.json"), "-o", str(tmp_path / "nope" / "out.txt")], capsys
+    )
+    assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
+
+
+def test_usage_error_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["profile"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tokprof: error:")
+
+
+def test_jsonl_with_line_separator_in_a_string(tmp_path, capsys):
+    record = {"messages": [{"role": "user", "content": "a\u2028b\u2029c\u0085d"}]}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
+    code, out, _ = run(["profile", str(path), "-f", "csv"], capsys)
+    assert code == 0 and len(out.splitlines()) == 2

@@ -16,9 +16,10 @@ def cache_dir() -> Path:
     return Path(base) / "tokprof"
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, make_parents: bool = True) -> None:
     """Write a file so that readers see either nothing or the whole of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if make_parents:
+        path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -20,8 +20,7 @@ LOG_HELP = (
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, like every other error
-        self.print_usage(sys.stderr)
-        print(f"tokprof: error: {message}", file=sys.stderr)
+        print(f"tokprof: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
 
 
@@ -138,17 +137,32 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _write_output(text: str, path: str | None) -> None:
+    """Standard output, or a file written atomically (a FIFO or device such as /dev/stdout is written through)."""
     if path is None:
         sys.stdout.write(text)
         return
+    write_file(path, text.encode("utf-8"))
+
+
+def write_file(path: str, data: bytes) -> None:
     from pathlib import Path
 
     from tokprof.cache import write_atomic
 
+    target = Path(path)
     try:
-        write_atomic(Path(path), text.encode("utf-8"))
+        if target.is_dir():
+            raise TokprofError(f"{path}: is a directory")
+        if target.exists() and not target.is_file():
+            with open(target, "wb") as f:
+                f.write(data)
+            return
+        target = target.resolve()  # write to what a symlink points at, not over the link
+        if not target.parent.is_dir():
+            raise TokprofError(f"{path}: no such directory: {target.parent}")
+        write_atomic(target, data, make_parents=False)
     except OSError as exc:
-        raise TokprofError(f"{path}: cannot write output: {exc.strerror}") from None
+        raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None
 
 
 def _color(args: argparse.Namespace) -> bool:
@@ -182,12 +196,16 @@ def _tools_report(trace, model, billed_input):
 
     try:
         return tools_report(trace, model, billed_input)
-    except Exception as exc:  # a template failing on the isolated catalogue prompt
-        import jinja2
+    except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
+        raise TokprofError(f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}") from None
 
-        if isinstance(exc, jinja2.TemplateError):
-            raise TokprofError(f"{trace.path}: the chat template failed on the tool catalogue: {exc}") from None
-        raise
+
+def _catalogue_section(profile, trace, model) -> None:
+    """Add the catalogue to a profile; a template that cannot price it costs a warning, not the profile."""
+    try:
+        profile.catalogue = _tools_report(trace, model, profile.summary()["billed_input"]).summary_section()
+    except TokprofError as exc:
+        profile.warnings.append({"code": "catalogue-unpriced", "message": str(exc), "calls": []})
 
 
 def _run_profile(args: argparse.Namespace) -> int:
@@ -198,8 +216,7 @@ def _run_profile(args: argparse.Namespace) -> int:
     trace = read_trace(args.log)
     model = resolve_model(args.model, args.chat_template)
     profile = _profile(args, trace, model)
-    report = _tools_report(trace, model, profile.summary()["billed_input"])
-    profile.catalogue = report.summary_section()
+    _catalogue_section(profile, trace, model)
     text = RENDERERS[args.format]().render(profile, color=_color(args))
     if args.html:
         _html(args, profile, model, args.html)
@@ -214,7 +231,7 @@ def _run_report(args: argparse.Namespace) -> int:
     trace = read_trace(args.log)
     model = resolve_model(args.model, args.chat_template)
     profile = _profile(args, trace, model)
-    profile.catalogue = _tools_report(trace, model, profile.summary()["billed_input"]).summary_section()
+    _catalogue_section(profile, trace, model)
     _html(args, profile, model, args.output)
     print(f"tokprof: wrote {args.output}", file=sys.stderr)
     return EXIT_OK
@@ -301,15 +318,10 @@ def _run_check(args: argparse.Namespace) -> int:
     baseline = None
     notes = []
     if args.update_baseline:
-        from tokprof.cache import write_atomic
-
-        target = Path(baseline_path or "tokprof-baseline.json")
         import json as _json
 
-        try:
-            write_atomic(target, (_json.dumps(measurement.baseline_dict(), indent=2) + "\n").encode())
-        except OSError as exc:
-            raise TokprofError(f"{target}: cannot write baseline: {exc.strerror}") from None
+        target = Path(baseline_path or "tokprof-baseline.json")
+        write_file(str(target), (_json.dumps(measurement.baseline_dict(), indent=2) + "\n").encode())
         notes.append(f"baseline written to {target}")
     elif baseline_path:
         if Path(baseline_path).is_file():

@@ -57,7 +57,9 @@ def load(path: str) -> Document:
         except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
             raise InputError(path, None, f"invalid JSON: {_reason(exc)}") from None
     lines: list[tuple[int, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # split on newlines only: U+2028 and friends are valid inside JSON strings
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.rstrip("\r")
         if not line.strip():
             continue
         try:

@@ -28,7 +28,7 @@ def _token_text(value) -> str | None:
     return None
 
 
-def template_from_config(config: dict, directory: Path | None, origin: str) -> ChatTemplate | None:
+def template_from_config(config: dict, directory: Path | None, origin: str) -> ChatTemplate:
     """The chat template of a tokenizer: chat_template.jinja, chat_template.json, or tokenizer_config.json."""
     special = {k: t for k in SPECIAL_KEYS if (t := _token_text(config.get(k))) is not None}
     source = None
@@ -47,7 +47,7 @@ def template_from_config(config: dict, directory: Path | None, origin: str) -> C
         except (TypeError, KeyError):
             raise ModelError(f"{origin}: chat_template list entries need 'name' and 'template'") from None
     if source is None:
-        return None
+        return ChatTemplate(source="", origin="none", special_tokens=special)
     if not isinstance(source, (str, dict)):
         raise ModelError(f"{origin}: chat_template is neither a string nor a list of named templates")
     return ChatTemplate(source=source, origin=origin, special_tokens=special)
@@ -69,8 +69,6 @@ def load_directory(path: Path, name: str | None = None, origin: str | None = Non
         except ValueError as exc:
             raise ModelError(f"{config_file}: invalid JSON: {exc}") from None
     template = template_from_config(config, path, origin or str(path))
-    if template is None:
-        template = ChatTemplate(source="", origin="none", special_tokens={})
     window = config.get("model_max_length")
     return ChatModel(
         name=name or str(path),

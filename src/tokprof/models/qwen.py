@@ -121,7 +121,10 @@ def qwen_tokenizer(added: list[tuple[str, bool]]) -> tuple[Tokenizer, str]:
         except Exception:  # a damaged cache entry: build it again
             pass
     tokenizer = convert(vocab, pattern, added)
-    write_atomic(path, tokenizer.to_str().encode("utf-8"))
+    try:
+        write_atomic(path, tokenizer.to_str().encode("utf-8"))
+    except OSError:  # an unwritable cache: use the tokenizer anyway, convert again next time
+        pass
     return tokenizer, origin
 
 
