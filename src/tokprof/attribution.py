@@ -6,15 +6,19 @@ at, so the buckets are never negative and always add up to the prompt's token co
 
 Owners, strongest first:
 
-1. **Message content.** Each message's content is wrapped in private-use marker characters for one
-   extra render; where the markers land is where that content is. (The markers are used only if
-   removing them gives back exactly the plain render, so they can never change a count.)
+1. **Message content.** Each message's content, and the names and argument values of its tool
+   calls, are wrapped in private-use marker characters (inside surrounding whitespace, which
+   templates often trim) for one extra render; where the markers land is where that text is. (The
+   markers are used only if removing them gives back exactly the plain render, so they can never
+   change a count.)
 2. **Tool definitions.** The prompt is rendered again without the tool catalogue (``tools=None``,
    or ``tools=[]`` for templates that fail on None); whatever the full render has that this one
    lacks (the tool JSON, and the instructions and headers a template adds for tools) is owned by
-   the tool catalogue.
+   the tool catalogue. Named templates are also compared with their ``default`` template before
+   the first conversation message (Hermes' function-calling preamble).
 3. **Message scaffolding.** Rendering the first k messages (no generation prompt) gives the point
-   where message k starts: the length of the longest common prefix of that render and the full one.
+   where message k starts: the length of the longest common prefix of that render and the full one,
+   kept between the marked text of message k-1 and that of message k.
    Text from there to the start of message k+1 (role markers, separators) belongs to message k.
 4. **Preamble and generation prompt.** Text before the first message (a template's default system
    prompt, a date line, BOS) belongs to ``system``; text after the last message (the generation
