@@ -40,7 +40,7 @@ import numpy as np
 
 from tokprof.models.model import ChatModel
 from tokprof.models.template import SHAPES, template_messages
-from tokprof.textdiff import common_prefix, inserted_regions
+from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
 
 BUCKETS = ("system", "tool_definitions", "tool_results", "conversation")
@@ -248,9 +248,9 @@ class Attributor:
         if alone.count(_CLOSE) != 1:
             return reach
         header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
-        if header and full[reach - len(header) : reach] == header:
-            return reach - len(header)
-        return reach
+        # the header as full has it: the longest end of it that full has right before ``reach``
+        # (a BOS that the stand-in alone gets, for instance, is not part of it)
+        return reach - common_suffix(header, full[:reach], len(header))
 
     def _boundaries(self, messages, keys, tools, day, full: str) -> list[int]:
         """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts."""
@@ -283,13 +283,17 @@ class Attributor:
             else:
                 if current is None:
                     current = self._prefix(messages, k, tools, day)
-                b[k] = common_prefix(current, full) if current is not None else b[k + 1]
-                if k > 0 and (current is None or b[k] < len(current)):
+                start = common_prefix(current, full) if current is not None else None
+                if k > 0 and (start is None or start < len(current)):
                     # The template renders message k-1 differently when it is the last one (Qwen3's
-                    # empty think block, for instance). Render message k-1 followed by a stand-in
-                    # for message k instead: the common prefix then runs to message k's content,
-                    # so message k-1 keeps all of its text and message k's role header goes with it.
-                    b[k] = max(b[k], self._probe(messages, k, tools, day, full))
+                    # empty think block, for instance), or cannot render the first k messages alone
+                    # (Llama 3.1 wants a user message). Render message k-1 followed by a stand-in for
+                    # message k instead: the common prefix then runs to message k's content, so
+                    # message k-1 keeps all of its text and message k's role header goes with it.
+                    probe = self._probe(messages, k, tools, day, full)
+                    if probe:
+                        start = max(start or 0, probe)
+                b[k] = start if start is not None else b[k + 1]
             b[k] = min(b[k], b[k + 1])
             upper = current
         return b
