@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CHATML, FIXTURES, ROOT, small_transcript, tiny_model, write_json
+from conftest import FIXTURES, ROOT, small_transcript, tiny_model, write_json
 from tokprof.analyses.tools import catalogue_cost, first_sentence, tools_report
 from tokprof.cli import main
 from tokprof.formats import read_trace

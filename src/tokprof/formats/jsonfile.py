@@ -37,6 +37,13 @@ def read_text(path: str) -> str:
     return text
 
 
+def kind_of(value: Any) -> str:
+    """How an error message names a JSON value's type."""
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number"
+    )
+
+
 def _reason(exc: Exception) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"

@@ -15,6 +15,7 @@ from datetime import date, datetime, timezone
 from typing import Any
 
 from tokprof.errors import InputError
+from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import load
 from tokprof.trace import ROLES, Call, Trace, Usage
 
@@ -100,12 +101,6 @@ def _text(path: str, where: str, text: str) -> str:
     except UnicodeEncodeError as exc:
         raise InputError(path, where, f"invalid Unicode (a lone surrogate at character {exc.start})") from None
     return text
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
 
 
 def _model(path: str, prefix: str, obj: dict) -> str | None:

@@ -17,13 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from tokprof.errors import InputError
+from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import load
-
-
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(
-        type(value), "a number"
-    )
 
 
 def normalise_tool(path: str, where: str, tool: Any) -> dict:

@@ -3,14 +3,13 @@ GitHub Actions annotations."""
 
 from __future__ import annotations
 
-import io
 import json
 
-from rich.console import Console
 from rich.table import Table
 
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
 from tokprof.config import METRICS
+from tokprof.render.console import text_console
 
 ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}
 MD_ICONS = {PASS: "✅ pass", WARN: "⚠️ warn", FAIL: "❌ fail", SKIP: "➖ n/a"}
@@ -56,11 +55,7 @@ def _verdict(check: CheckResult) -> str:
 
 class CheckTableRenderer:
     def render(self, check: CheckResult, color: bool = False, width: int | None = None) -> str:
-        out = io.StringIO()
-        console = Console(
-            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
-            color_system="standard" if color else None,
-        )
+        console, out = text_console(color, width)
         console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model})")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name, justify in (("metric", "left"), ("value", "right"), ("limit", "right"), ("baseline", "right"),

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-import io
 
-from rich.console import Console
 from rich.table import Table
 
 from tokprof.attribution import BUCKETS
 from tokprof.profile import Profile
+from tokprof.render.console import text_console
 
 LABELS = {
     "system": "system",
@@ -20,11 +19,7 @@ class TableRenderer:
     """A table of calls, then the run summary, for a terminal (colour only when ``color``)."""
 
     def render(self, profile: Profile, color: bool = False, width: int | None = None) -> str:
-        out = io.StringIO()
-        console = Console(
-            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
-            color_system="standard" if color else None,
-        )
+        console, out = text_console(color, width)
         summary = profile.summary()
         reported = "billed_input_reported" in summary
 

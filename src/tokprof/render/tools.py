@@ -7,9 +7,11 @@ import io
 import json
 
 from rich.console import Console
+
 from rich.table import Table
 
 from tokprof.analyses.tools import Catalogue, ToolsReport
+from tokprof.render.console import text_console
 
 CSV_COLUMNS = [
     "catalogue", "name", "marginal", "description_tokens", "parameter_tokens", "parameters", "requests", "calls",
@@ -40,11 +42,7 @@ def _n(value) -> str:
 
 class ToolsTableRenderer:
     def render(self, report: ToolsReport, color: bool = False, width: int | None = None) -> str:
-        out = io.StringIO()
-        console = Console(
-            file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
-            color_system="standard" if color else None,
-        )
+        console, out = text_console(color, width)
         model = report.model
         exact = "exact" if model.get("exact") else "ESTIMATE"
         console.print(f"[bold]tokprof[/bold] tools of {report.source['path']} (model {model['name']}, {exact})")
