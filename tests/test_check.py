@@ -145,3 +145,45 @@ def test_sample_passes_example_config_and_tightened_copy_fails(tmp_path, capsys,
     tight.write_text(example.read_text().replace("tool_definitions = 3000", "tool_definitions = 2000"))
     code, out, _ = run(["check", str(SAMPLE), "--config", str(tight)], capsys)
     assert code == 1 and "tool_definitions" in out and "FAILED" in out
+
+
+@pytest.mark.parametrize("metrics, tools, key", [
+    ({"tool_definitions": "abc"}, {}, "metrics.tool_definitions: expected a non-negative number"),
+    ({"tool_definitions": None}, {}, "metrics.tool_definitions"),
+    ({}, {"get_logs": "x"}, "tools.get_logs: expected a number of tokens"),
+    ({"nonsense": 1}, {}, "metrics.nonsense: unknown metric"),
+])
+def test_bad_baseline_values(catalogue, capsys, metrics, tools, key):
+    write_json(catalogue / "b.json", {"schema_version": 1, "model": "qwen2.5", "metrics": metrics, "tools": tools})
+    code, _, err = run(["check", "--tools", "tools.json", "--baseline", "b.json"], capsys)
+    assert code == 2 and key in err and err.count("\n") == 1
+
+
+def test_per_metric_increase_keeps_other_metrics_checked(catalogue, capsys):
+    config(catalogue, '[budgets]\nlargest_tool = { max = 100000, max_increase = "50%" }\n')
+    write_json(catalogue / "b.json", {"schema_version": 1, "model": "qwen2.5",
+                                      "metrics": {"tool_definitions": 10, "largest_tool": 10000}, "tools": {}})
+    code, out, _ = run(["check", "--tools", "tools.json", "--baseline", "b.json", "-f", "json"], capsys)
+    doc = json.loads(out)
+    by = {m["metric"]: m for m in doc["metrics"]}
+    assert code == 1 and by["tool_definitions"]["status"] == "fail" and by["largest_tool"]["status"] == "pass"
+
+
+def test_json_report_stays_json_under_github_actions(catalogue, capsys, monkeypatch):
+    config(catalogue, "[budgets]\nlargest_tool = 50\n")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    code, out, err = run(["check", "--tools", "tools.json", "-f", "json"], capsys)
+    assert code == 1 and json.loads(out)["status"] == "fail" and "::error" in err
+
+
+def test_update_baseline_without_config_is_found_next_time(catalogue, capsys):
+    code, _, _ = run(["check", "--tools", "tools.json", "--update-baseline"], capsys)
+    assert code == 0 and (catalogue / "tokprof-baseline.json").exists()
+    code, out, _ = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 0 and "passed" in out
+
+
+def test_nan_budget_rejected(catalogue, capsys):
+    config(catalogue, "[budgets]\ntool_definitions = nan\n")
+    code, _, err = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 2 and "budgets.tool_definitions" in err

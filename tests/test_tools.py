@@ -176,3 +176,11 @@ def test_tools_table_and_csv(capsys):
     assert main(["tools", str(ROOT / "samples" / "incident_session.json"), "-f", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("catalogue,name,marginal") and len(lines) == 13
+
+
+def test_single_tool_keeps_scaffolding_apart(qwen25):
+    one = catalogue_cost(qwen25, TOOLS[:1], "You are an on-call assistant.")
+    many = catalogue_cost(qwen25, TOOLS, "You are an on-call assistant.")
+    assert one.scaffolding == many.scaffolding
+    assert abs(one.tools[0].marginal - many.tools[0].marginal) <= 2
+    assert_sums(one)

@@ -55,7 +55,9 @@ def _html(args: argparse.Namespace, profile, model, path: str) -> None:
     try:
         levels = tuple(float(p) / 100 for p in args.fill_lines.split(",") if p.strip())
     except ValueError:
-        raise TokprofError(f"--fill-lines: expected percentages like 70,80, found {args.fill_lines!r}") from None
+        levels = ()
+    if not levels or not all(0 < level <= 1 for level in levels):
+        raise TokprofError(f"--fill-lines: expected percentages from 1 to 100 like 70,80, found {args.fill_lines!r}")
     if args.window is not None and args.window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {args.window}")
     window = args.window or model.context_window or 131072
@@ -200,6 +202,15 @@ def _tools_report(trace, model, billed_input):
         raise TokprofError(f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}") from None
 
 
+def _static(model, tools, system, path):
+    from tokprof.analyses.tools import static_report
+
+    try:
+        return static_report(model, tools, system, path)
+    except Exception as exc:  # a template failing on the catalogue prompt (system + empty user)
+        raise TokprofError(f"{path}: the chat template failed on the tool catalogue: {exc}") from None
+
+
 def _catalogue_section(profile, trace, model) -> None:
     """Add the catalogue to a profile; a template that cannot price it costs a warning, not the profile."""
     try:
@@ -246,13 +257,12 @@ def _run_tools(args: argparse.Namespace) -> int:
     if args.system and not args.tools_file:
         raise TokprofError("tools: --system goes with --tools (a log carries its own system prompt)")
     if args.tools_file:
-        from tokprof.analyses.tools import static_report
         from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
         tools = read_tools_file(args.tools_file)
         system = read_system_file(args.system) if args.system else None
         model = resolve_model(args.model, args.chat_template)
-        report = static_report(model, tools, system, args.tools_file)
+        report = _static(model, tools, system, args.tools_file)
     else:
         from tokprof.formats import read_trace
 
@@ -269,7 +279,6 @@ def _run_check(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tokprof.analyses.budgets import evaluate, load_baseline, measure
-    from tokprof.analyses.tools import static_report
     from tokprof.config import Config, ConfigError, find_config, load_file
     from tokprof.models import DEFAULT_MODEL, resolve_model
     from tokprof.render.check import (
@@ -300,9 +309,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
         tools = read_tools_file(args.tools_file)
         system = read_system_file(args.system) if args.system else None
-        report = static_report(model, tools, system, args.tools_file)
+        report = _static(model, tools, system, args.tools_file)
         profile = None
-        system_tokens = _static_system_tokens(model, tools, system)
+        try:
+            system_tokens = _static_system_tokens(model, tools, system)
+        except Exception as exc:
+            raise TokprofError(f"{args.tools_file}: the chat template failed: {exc}") from None
         source = args.tools_file
     else:
         from tokprof.formats import read_trace
@@ -315,12 +327,14 @@ def _run_check(args: argparse.Namespace) -> int:
     measurement = measure(report, profile, system_tokens, source)
 
     baseline_path = args.baseline or relative(config.baseline)
+    if baseline_path is None and (args.update_baseline or Path(relative("tokprof-baseline.json")).is_file()):
+        baseline_path = relative("tokprof-baseline.json")  # the default, next to the configuration
     baseline = None
     notes = []
     if args.update_baseline:
         import json as _json
 
-        target = Path(baseline_path or "tokprof-baseline.json")
+        target = Path(baseline_path)
         write_file(str(target), (_json.dumps(measurement.baseline_dict(), indent=2) + "\n").encode())
         notes.append(f"baseline written to {target}")
     elif baseline_path:
@@ -335,11 +349,8 @@ def _run_check(args: argparse.Namespace) -> int:
             "no budgets to check: add [tool.tokprof.budgets] to pyproject.toml (or a tokprof.toml), "
             "pass --config FILE, or compare with --baseline FILE"
         )
-    if baseline is not None and config.max_increase is None and not any(b.max_increase for b in config.budgets.values()):
-        from tokprof.config import Increase
-
-        config.max_increase = Increase(0.0, relative=True)  # a baseline with no tolerance: no increase at all
-        notes.append("no max_increase configured: any increase over the baseline fails")
+    if baseline is not None and config.max_increase is None:
+        notes.append("no global max_increase: a metric without its own fails on any increase over the baseline")
     result = evaluate(config, measurement, baseline, baseline_path if baseline is not None else None)
     result.notes = notes + result.notes
     renderer = {"table": CheckTableRenderer, "markdown": CheckMarkdownRenderer, "json": CheckJsonRenderer}[args.format]()
@@ -352,7 +363,9 @@ def _run_check(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":
-        sys.stdout.write(github_annotations(result))
+        # workflow commands go to standard output, unless the JSON report is there
+        stream = sys.stderr if args.format == "json" and args.output is None else sys.stdout
+        stream.write(github_annotations(result))
     return result.exit_code
 
 

@@ -7,6 +7,7 @@ tokprof.toml they are at the top level and under ``[budgets]``.
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,7 +79,7 @@ def parse_increase(value: Any, where: str) -> Increase:
     if isinstance(value, bool):
         raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
     if isinstance(value, (int, float)):
-        if value < 0:
+        if not math.isfinite(value) or value < 0:
             raise ConfigError(f"{where}: must not be negative, found {value!r}")
         return Increase(float(value), relative=False)
     if isinstance(value, str) and value.strip().endswith("%"):
@@ -86,7 +87,7 @@ def parse_increase(value: Any, where: str) -> Increase:
             pct = float(value.strip()[:-1])
         except ValueError:
             raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
-        if pct < 0:
+        if not math.isfinite(pct) or pct < 0:
             raise ConfigError(f"{where}: must not be negative, found {value!r}")
         return Increase(pct / 100.0, relative=True)
     raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
@@ -96,10 +97,13 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
     unit = METRICS[metric][0]
     if isinstance(value, str) and unit == "share" and value.strip().endswith("%"):
         try:
-            return float(value.strip()[:-1]) / 100.0
+            share = float(value.strip()[:-1]) / 100.0
         except ValueError:
             raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        if not math.isfinite(share) or not 0 <= share <= 1:
+            raise ConfigError(f"{where}: expected a percentage from 0% to 100%, found {value!r}")
+        return share
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         hint = 'a share like "2%" or 0.02' if unit == "share" else "a number of tokens"
         raise ConfigError(f"{where}: expected {hint}, found {value!r}")
     if unit == "share" and value > 1:
@@ -160,7 +164,8 @@ def _load_toml(path: Path) -> dict:
 def load_file(path: Path) -> Config:
     data = _load_toml(path)
     if path.name == "pyproject.toml":
-        section = data.get("tool", {}).get("tokprof")
+        tool = data.get("tool")
+        section = tool.get("tokprof") if isinstance(tool, dict) else None
         if section is None:
             raise ConfigError(f"{path}: no [tool.tokprof] section")
         return parse_config(section, str(path), "tool.tokprof.")
@@ -176,6 +181,7 @@ def find_config(start: Path) -> Config | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             data = _load_toml(candidate)
-            if "tokprof" in data.get("tool", {}):
+            tool = data.get("tool")
+            if isinstance(tool, dict) and "tokprof" in tool:
                 return parse_config(data["tool"]["tokprof"], str(candidate), "tool.tokprof.")
     return None

@@ -8,6 +8,7 @@ says whether that fails the check (``error``) or only warns (``warn``).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 
 from tokprof import __version__
@@ -81,6 +82,14 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
         )
     if not isinstance(data.get("metrics"), dict) or not isinstance(data.get("tools"), dict):
         raise ConfigError(f"{path}: metrics: missing or not an object")
+    for name, value in data["metrics"].items():
+        if name not in METRICS:
+            raise ConfigError(f"{path}: metrics.{name}: unknown metric (expected one of {', '.join(METRICS)})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {value!r}")
+    for name, value in data["tools"].items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{path}: tools.{name}: expected a number of tokens, found {value!r}")
     return data
 
 
@@ -163,7 +172,7 @@ def _fmt(metric: str, value: float) -> str:
 def evaluate(config: Config, measurement: Measurement, baseline: dict | None, baseline_path: str | None) -> CheckResult:
     results = []
     names = list(config.budgets)
-    if baseline is not None and config.max_increase is not None:
+    if baseline is not None:
         names += [m for m in METRICS if m not in config.budgets and m in baseline["metrics"]]
     for name in sorted(set(names), key=list(METRICS).index):
         budget = config.budgets.get(name)
@@ -179,7 +188,20 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if budget and budget.max is not None and value > budget.max:
             bad = True
             result.reasons.append(f"{_fmt(name, value)} is over the budget of {_fmt(name, budget.max)}")
-        increase = (budget.max_increase if budget else None) or config.max_increase
+        increase = budget.max_increase if budget and budget.max_increase is not None else config.max_increase
+        if increase is not None and not increase.relative and METRICS[name][0] == "share" and not (
+            budget and budget.max_increase is not None
+        ):
+            increase = None  # a global number of tokens says nothing about a share
+        if increase is None and baseline is not None:
+            from tokprof.config import Increase
+
+            increase = Increase(0.0, relative=True)  # with a baseline and no tolerance, any increase fails
+        if budget and budget.max is None and (baseline is None or name not in baseline["metrics"]):
+            result.status = SKIP
+            result.reasons.append("nothing to check: no max, and no baseline value")
+            results.append(result)
+            continue
         if baseline is not None and name in baseline["metrics"]:
             base = float(baseline["metrics"][name])
             result.baseline = base

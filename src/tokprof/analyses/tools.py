@@ -4,7 +4,8 @@ All figures are differences of exact token counts of full renders with the model
 prompt made of the catalogue's system prompt and an empty user message:
 
 * catalogue = render(all tools) − render(no tools)   (``tools=None``; ``[]`` if the template needs it)
-* marginal of tool k = render(all tools) − render(all tools but k)
+* marginal of tool k = render(all tools) − render(all tools but k); for a catalogue of one tool,
+  render(it and a renamed copy) − render(the copy), so that the scaffolding stays out of it
 * scaffolding = catalogue − Σ marginals   (what a template adds once whenever any tool exists)
 * description tokens of tool k = render(all tools) − render(all tools, k's description emptied);
   parameter tokens = marginal − description tokens (the name, the parameter schema, the JSON around them)
@@ -169,9 +170,18 @@ def catalogue_cost(model: ChatModel, tools: list[dict], system: str | None = Non
     full = count(tools)
     total = full - count.none()
     costs = []
+    twin = None
+    if len(tools) == 1:
+        # With one tool, "all but it" is no tools at all, which also removes the scaffolding. Price it
+        # beside a copy of itself under another name instead: what it adds to a catalogue of one.
+        twin = copy.deepcopy(tools[0])
+        twin["function"]["name"] = twin["function"]["name"] + "_copy"
     for k, tool in enumerate(tools):
         function = tool.get("function", {})
-        marginal = full - count(tools[:k] + tools[k + 1 :])
+        if twin is not None:
+            marginal = count([tool, twin]) - count([twin])
+        else:
+            marginal = full - count(tools[:k] + tools[k + 1 :])
         emptied = copy.deepcopy(tools)
         emptied[k]["function"]["description"] = ""
         description = full - count(emptied) if function.get("description") else 0

@@ -22,7 +22,7 @@ def read_text(path: str) -> str:
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     if os.path.isdir(path):
-        raise InputError(path, None, "is a directory, not a log file")
+        raise InputError(path, None, "is a directory, not a file")
     try:
         with open(path, "rb") as f:
             data = f.read()

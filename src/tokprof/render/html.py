@@ -90,7 +90,7 @@ def _buckets_figure(profile: Profile) -> dict:
                             "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 11}})
     layout = _layout(
         yaxis2={"title": {"text": "billed input so far"}, "overlaying": "y", "side": "right", "showgrid": False,
-                "rangemode": "tozero", "tickformat": ".3~s"},
+                "range": [0, max([c.cumulative for c in profile.calls] + [1]) * 1.05], "tickformat": ".3~s"},
         shapes=shapes, annotations=annotations,
     )
     return {"data": data, "layout": layout}

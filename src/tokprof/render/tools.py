@@ -32,8 +32,16 @@ class ToolsCsvRenderer:
         for i, catalogue in enumerate(report.catalogues):
             for tool in catalogue.tools:
                 d = tool.to_dict()
-                writer.writerow([i] + ["" if d[c] is None else d[c] for c in CSV_COLUMNS[1:]])
+                writer.writerow([i] + [_csv(d[c]) for c in CSV_COLUMNS[1:]])
         return out.getvalue()
+
+
+def _csv(value):
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
 
 
 def _n(value) -> str:
