@@ -119,8 +119,12 @@ def _parser() -> argparse.ArgumentParser:
         help="fail a build when prompt or tool-catalogue tokens go over budget or regress",
         description="Check a log, or a tool catalogue, against the budgets in [tool.tokprof.budgets] of "
         "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a "
-        "committed baseline. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, "
-        "2 bad input or configuration.",
+        "committed baseline. Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, "
+        "billed_input, largest_tool, unused_tool_waste. Settings: model, chat_template, baseline (default "
+        "tokprof-baseline.json next to the configuration), max_increase, and [budgets] with metric = max or "
+        "{max, level = error|warn, max_increase}. With GITHUB_STEP_SUMMARY set the Markdown report is appended "
+        "to it; with GITHUB_ACTIONS=true failures are also printed as ::error:: annotations. Exit codes: 0 pass "
+        "(warnings allowed), 1 a budget or the baseline failed, 2 bad input or configuration.",
     )
     check.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
     check.add_argument("--tools", metavar="FILE", dest="tools_file", help="check a tool catalogue instead of a log")
