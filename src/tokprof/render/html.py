@@ -216,7 +216,7 @@ class HtmlRenderer:
         ]
         if profile.warnings:
             parts.append('<ul class="warn">' + "".join(
-                f"<li>{html.escape(w['message'])} ({len(w['calls'])} calls)</li>" for w in profile.warnings) + "</ul>")
+                f"<li>{html.escape(w['message'])}" + (f" ({len(w['calls'])} calls)" if w["calls"] else "") + "</li>" for w in profile.warnings) + "</ul>")
         parts.append("<h2>Tokens per call</h2>")
         parts.append('<p class="muted">Each call\'s prompt, split into the four buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")

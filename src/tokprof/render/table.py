@@ -93,5 +93,6 @@ class TableRenderer:
         )
         for warning in profile.warnings:
             calls = warning["calls"]
-            console.print(f"[yellow]warning[/yellow]: {warning['message']} ({len(calls)} of {summary['calls']} calls)")
+            count = f" ({len(calls)} of {summary['calls']} calls)" if calls else ""
+            console.print(f"[yellow]warning[/yellow]: {warning['message']}{count}")
         return out.getvalue()
