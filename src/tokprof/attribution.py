@@ -239,13 +239,13 @@ class Attributor:
         reach = common_prefix(text, full)
         # The common prefix runs through message k's role header. Find that header from the stand-in
         # rendered alone (its text before the content, after what an empty conversation renders);
-        # when full has exactly that header there, message k starts before it.
+        # message k starts where that header starts in full.
         try:
             alone = _render(self.model, [stand_in], tools, False, day)
-            empty = _render(self.model, [], tools, False, day, lenient=True, template_tools=bool(tools))
         except Exception:
             return reach
-        if alone.count(_CLOSE) != 1:
+        empty = self._prefix(messages, 0, tools, day)
+        if empty is None or alone.count(_CLOSE) != 1:
             return reach
         header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
         # the header as full has it: the longest end of it that full has right before ``reach``

@@ -252,14 +252,19 @@ def _run_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _log_or_tools(args: argparse.Namespace) -> None:
+    """``tools`` and ``check`` take a log, or a tools file with an optional system prompt."""
+    if (args.log is None) == (args.tools_file is None):
+        raise TokprofError(f"{args.command}: give either a LOG or --tools FILE")
+    if args.system and not args.tools_file:
+        raise TokprofError(f"{args.command}: --system goes with --tools (a log carries its own system prompt)")
+
+
 def _run_tools(args: argparse.Namespace) -> int:
     from tokprof.models import resolve_model
     from tokprof.render.tools import ToolsCsvRenderer, ToolsJsonRenderer, ToolsTableRenderer
 
-    if (args.log is None) == (args.tools_file is None):
-        raise TokprofError("tools: give either a LOG or --tools FILE")
-    if args.system and not args.tools_file:
-        raise TokprofError("tools: --system goes with --tools (a log carries its own system prompt)")
+    _log_or_tools(args)
     if args.tools_file:
         from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
@@ -289,10 +294,7 @@ def _run_check(args: argparse.Namespace) -> int:
         CheckJsonRenderer, CheckMarkdownRenderer, CheckTableRenderer, github_annotations,
     )
 
-    if (args.log is None) == (args.tools_file is None):
-        raise TokprofError("check: give either a LOG or --tools FILE")
-    if args.system and not args.tools_file:
-        raise TokprofError("check: --system goes with --tools (a log carries its own system prompt)")
+    _log_or_tools(args)
     if args.config:
         if not Path(args.config).is_file():
             raise ConfigError(f"{args.config}: no such configuration file")

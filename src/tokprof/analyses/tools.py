@@ -165,10 +165,19 @@ class _Counter:
             return self([])
 
 
-def catalogue_cost(model: ChatModel, tools: list[dict], system: str | None = None, day: date | None = None) -> Catalogue:
+def catalogue_cost(
+    model: ChatModel,
+    tools: list[dict],
+    system: str | None = None,
+    day: date | None = None,
+    called: set[str] | None = None,
+) -> Catalogue:
+    """The catalogue's costs; with ``called`` (the tool names the log called), also the saving of
+    dropping the tools never called."""
     count = _Counter(model, system, day)
     full = count(tools)
-    total = full - count.none()
+    none = count.none()
+    total = full - none
     costs = []
     twin = None
     if len(tools) == 1:
@@ -199,11 +208,16 @@ def catalogue_cost(model: ChatModel, tools: list[dict], system: str | None = Non
     for tool in trimmed:
         if tool["function"].get("description"):
             tool["function"]["description"] = first_sentence(tool["function"]["description"])
+    drop_unused_saving = None
+    if called is not None:
+        used = [t for t in tools if t["function"]["name"] in called]
+        drop_unused_saving = full - (count(used) if used else none)
     return Catalogue(
         total=total,
         scaffolding=total - sum(c.marginal for c in costs),
         tools=costs,
         trim_saving=full - count(trimmed),
+        drop_unused_saving=drop_unused_saving,
     )
 
 
@@ -228,17 +242,13 @@ def tools_report(
         first = calls[0]
         tools = first.tools
         system = _system_prompt(first.messages)
-        catalogue = catalogue_cost(model, tools, system, first.day)
+        catalogue = catalogue_cost(model, tools, system, first.day, called=set(calls_by_name))
         catalogue.requests = len(calls)
         catalogue.first_call = first.index
         for cost in catalogue.tools:
             cost.requests = len(calls)
             cost.calls = calls_by_name.get(cost.name, 0)
             known.add(cost.name)
-        used = [t for t in tools if calls_by_name.get(t["function"]["name"], 0) > 0]
-        count = _Counter(model, system, first.day)
-        full = count(tools)
-        catalogue.drop_unused_saving = full - (count(used) if used else count.none())
         catalogues.append(catalogue)
     unknown = []
     for name, n in sorted(calls_by_name.items()):

@@ -14,7 +14,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import jinja2
@@ -102,10 +102,14 @@ class ChatTemplate:
     origin: str
     special_tokens: dict[str, str] = field(default_factory=dict)
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         text = self.source if isinstance(self.source, str) else json.dumps(self.source, sort_keys=True)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    @cached_property
+    def _text(self) -> str:
+        return self.source if isinstance(self.source, str) else "".join(self.source.values())
 
     def select(self, has_tools: bool) -> str:
         """The template text to use: named templates pick ``tool_use`` when tools are given, as transformers does."""
@@ -158,8 +162,7 @@ class ChatTemplate:
 
     def mentions_role(self, role: str) -> bool:
         """Whether the template compares with this role name (as a string literal)."""
-        text = self.source if isinstance(self.source, str) else "".join(self.source.values())
-        return f"'{role}'" in text or f'"{role}"' in text
+        return f"'{role}'" in self._text or f'"{role}"' in self._text
 
     def has_default(self) -> bool:
         return isinstance(self.source, dict) and "default" in self.source
