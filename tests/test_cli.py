@@ -213,3 +213,11 @@ def test_jsonl_with_line_separator_in_a_string(tmp_path, capsys):
     path.write_text(json.dumps(record, ensure_ascii=False) + "\n", encoding="utf-8")
     code, out, _ = run(["profile", str(path), "-f", "csv"], capsys)
     assert code == 0 and len(out.splitlines()) == 2
+
+
+def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
+    path = tmp_path / "session.jsonl"
+    path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
+    code, _, err = run(["profile", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "line 1: missing field 'messages': not an OpenAI Chat Completions request record" in err

@@ -70,7 +70,10 @@ def _records(path: str, records: list[tuple[str, Any, str]], shape: str) -> Trac
             raise InputError(path, where, f"expected a request record object, found {_kind(record)}")
         prefix = f"{where}: "
         if "messages" not in record:
-            raise InputError(path, where, "missing field 'messages'")
+            raise InputError(
+                path, where, "missing field 'messages': not an OpenAI Chat Completions request record "
+                "(the only log format tokprof reads so far)"
+            )
         messages = _messages(path, prefix, record["messages"])
         if not messages:
             raise InputError(path, prefix + "messages", "empty: a call needs a prompt")
