@@ -77,7 +77,7 @@ def _bad_cases(tmp_path):
         "missing": (tmp_path / "nope.json", "no such file"),
         "empty": (tmp_path / "empty.json", "file is empty"),
         "truncated": (tmp_path / "truncated.json", "line 1, column"),
-        "shape": (tmp_path / "shape.json", "expected a transcript object"),
+        "shape": (tmp_path / "shape.json", "not a log format tokprof reads; the formats are: inspect"),
         "role": (tmp_path / "role.json", "messages[1].role: unknown role 'bot'"),
         "orphan": (tmp_path / "orphan.json", "messages[3].tool_call_id: 'zzz' matches no earlier assistant tool call"),
         "content": (tmp_path / "content.json", "messages[1].content: expected a string or a list of text parts"),
@@ -90,7 +90,9 @@ def _bad_cases(tmp_path):
     write_json(tmp_path / "role.json", variant(m1={"role": "bot", "content": "hi"}))
     write_json(tmp_path / "orphan.json", variant(m3={"role": "tool", "tool_call_id": "zzz", "content": "x"}))
     write_json(tmp_path / "content.json", variant(m1={"role": "user", "content": 42}))
-    (tmp_path / "bad.jsonl").write_text(json.dumps({"messages": good["messages"][:2]}) + "\n" + '{"messages": [\n')
+    (tmp_path / "bad.jsonl").write_text(
+        json.dumps({"messages": good["messages"][:2]}) + "\n" + '{"messages": [\n' + json.dumps({"messages": good["messages"][:2]})
+    )
     (tmp_path / "scalar.json").write_text("42")
     return cases
 

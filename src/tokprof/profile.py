@@ -153,6 +153,7 @@ def profile_trace(
             flagged.setdefault(code, []).append(call.index)
         if on_call is not None:
             on_call(call.index)
-    warnings = [{"code": code, "message": WARNINGS[code], "calls": calls} for code, calls in flagged.items()]
+    warnings = [{"code": n.code, "message": n.message, "calls": [], "places": list(n.places)} for n in trace.notes]
+    warnings += [{"code": code, "message": WARNINGS[code], "calls": calls} for code, calls in flagged.items()]
     source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
     return Profile(model=model.describe(), source=source, calls=rows, warnings=warnings)

@@ -50,11 +50,31 @@ class Call:
 
 
 @dataclass
+class Note:
+    """Something a reader noticed and handled by a documented rule (a skipped error response, a
+    truncated last line, content that is not text), with the places in the log it applies to."""
+
+    code: str
+    message: str
+    places: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Trace:
     path: str
     format: str
     calls: list[Call] = field(default_factory=list)
     model: str | None = None
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, code: str, message: str, place: str | None = None) -> None:
+        """Record a note, gathering the places of notes with the same code."""
+        for existing in self.notes:
+            if existing.code == code:
+                if place is not None:
+                    existing.places.append(place)
+                return
+        self.notes.append(Note(code, message, [place] if place is not None else []))
 
     def tool_calls(self) -> list[dict]:
         """Every tool call the model made in the log, each once: in prompts and in responses."""

@@ -1,14 +1,65 @@
-"""Log readers. Each one turns a file into the same neutral :class:`tokprof.trace.Trace`."""
+"""Log readers. Each one turns a file into the same neutral :class:`tokprof.trace.Trace`.
+
+A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line for ``--help`` and errors),
+``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
+Formats are tried in the order of :data:`READERS`, most specific first.
+"""
 
 from __future__ import annotations
 
-from tokprof.formats.openai_chat import read_openai_chat
+import importlib
+import os
+import zipfile
+from types import ModuleType
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
 from tokprof.trace import Trace
 
-FORMATS = {"openai-chat": read_openai_chat}
+#: Format name -> module, in the order auto-detection tries them.
+READERS = {
+    "inspect": "tokprof.formats.inspect_ai",
+    "anthropic": "tokprof.formats.anthropic",
+    "openai-responses": "tokprof.formats.openai_responses",
+    "openai-chat": "tokprof.formats.openai_chat",
+}
+FORMATS = tuple(READERS)
+
+
+def reader(name: str) -> ModuleType:
+    return importlib.import_module(READERS[name])
+
+
+def describe_formats() -> str:
+    return "; ".join(f"{name} ({reader(name).DESCRIPTION})" for name in FORMATS)
+
+
+def _is_zip(path: str) -> bool:
+    try:
+        return os.path.isfile(path) and zipfile.is_zipfile(path)
+    except OSError:  # unreadable: load() says so
+        return False
 
 
 def read_trace(path: str, input_format: str | None = None) -> Trace:
-    """Read a log. Only tokprof's native form (OpenAI Chat Completions requests) exists so far."""
-    reader = FORMATS[input_format or "openai-chat"]
-    return reader(path)
+    """Read a log in the named format, or in the first format that recognises it."""
+    if input_format is not None and input_format not in READERS:
+        raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(FORMATS)})")
+    if _is_zip(path):
+        if input_format not in (None, "inspect"):
+            raise InputError(path, None, f"a zip file, not a {input_format} log")
+        return reader("inspect").read_zip(path)
+    doc = load(path)
+    if input_format is not None:
+        module = reader(input_format)
+    else:
+        module = next((reader(name) for name in FORMATS if reader(name).sniff(doc)), None)
+        if module is None:
+            raise InputError(
+                path, None, "not a log format tokprof reads; the formats are: " + describe_formats()
+                + " (--input-format forces one)"
+            )
+    trace = module.read(path, doc)
+    if doc.truncated_line is not None:
+        trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
+    return trace

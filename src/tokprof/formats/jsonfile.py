@@ -16,6 +16,12 @@ class Document:
 
     value: Any = None
     lines: list[tuple[int, Any]] | None = None  # set for JSONL: (1-based line, value)
+    truncated_line: int | None = None  # a cut-off last JSONL line that was skipped
+
+
+#: The rule for a JSONL line that does not parse: a truncated *last* line (a log still being
+#: written, or cut off) is skipped and reported as a warning; any other bad line is an error.
+TRUNCATED_LAST_LINE = "the last line is truncated JSON (the log was cut off while being written): it was skipped"
 
 
 def read_text(path: str) -> str:
@@ -64,16 +70,20 @@ def load(path: str) -> Document:
         except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
             raise InputError(path, None, f"invalid JSON: {_reason(exc)}") from None
     lines: list[tuple[int, Any]] = []
+    truncated = None
     # split on newlines only: U+2028 and friends are valid inside JSON strings
-    for number, line in enumerate(text.split("\n"), start=1):
-        line = line.rstrip("\r")
-        if not line.strip():
-            continue
+    numbered = [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1)]
+    numbered = [(n, line) for n, line in numbered if line.strip()]
+    for i, (number, line) in enumerate(numbered):
         try:
             lines.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            what = "truncated JSON" if exc.pos >= len(line.rstrip()) else f"invalid JSON: {exc.msg}"
+            cut_off = exc.pos >= len(line.rstrip())
+            if cut_off and i == len(numbered) - 1 and i > 0:
+                truncated = number
+                continue
+            what = "truncated JSON" if cut_off else f"invalid JSON: {exc.msg}"
             raise InputError(path, f"line {number}, column {exc.colno}", what) from None
         except (ValueError, RecursionError) as exc:
             raise InputError(path, f"line {number}", f"invalid JSON: {_reason(exc)}") from None
-    return Document(lines=lines)
+    return Document(lines=lines, truncated_line=truncated)

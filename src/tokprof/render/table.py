@@ -94,5 +94,8 @@ class TableRenderer:
         for warning in profile.warnings:
             calls = warning["calls"]
             count = f" ({len(calls)} of {summary['calls']} calls)" if calls else ""
+            places = warning.get("places") or []
+            if places:
+                count += ": " + ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
             console.print(f"[yellow]warning[/yellow]: {warning['message']}{count}")
         return out.getvalue()

@@ -1,0 +1,180 @@
+"""The neutral messages and tool definitions every reader produces, and the checks they pass.
+
+Readers of other formats convert their messages into this shape (OpenAI Chat Completions messages,
+``{"type": "function", "function": {...}}`` tools) and pass them through the same checks, so the
+trace always holds text a template can render. Errors name the file and the place in it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.trace import ROLES
+
+def check_text(path: str, where: str, text: str) -> str:
+    """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(path, where, f"invalid Unicode (a lone surrogate at character {exc.start})") from None
+    return text
+
+
+def check_model(path: str, prefix: str, obj: dict) -> str | None:
+    model = obj.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InputError(path, prefix + "model", f"expected a string, found {_kind(model)}")
+    return model
+
+
+def parse_day(obj: dict) -> date | None:
+    """The day the call was made, to pin templates that print today's date."""
+    for key in ("timestamp", "created", "created_at"):
+        value = obj.get(key)
+        try:
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                seconds = value / 1000 if value > 1e11 else value
+                return datetime.fromtimestamp(seconds, tz=timezone.utc).date()
+            if isinstance(value, str):
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).date()
+        except (ValueError, OverflowError, OSError):
+            continue
+    return None
+
+
+def check_tools(path: str, prefix: str, tools: Any) -> list[dict] | None:
+    if tools is None:
+        return None
+    if not isinstance(tools, list):
+        raise InputError(path, prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
+    names = set()
+    for i, tool in enumerate(tools):
+        where = f"{prefix}tools[{i}]"
+        if not isinstance(tool, dict):
+            raise InputError(path, where, f"expected a tool object, found {_kind(tool)}")
+        function = tool.get("function")
+        if not isinstance(function, dict):
+            raise InputError(path, where + ".function", "missing: expected {'type': 'function', 'function': {...}}")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(path, where + ".function.name", "missing or not a string")
+        if name in names:
+            raise InputError(path, where + ".function.name", f"duplicate tool name {name!r}")
+        names.add(name)
+        description = function.get("description")
+        if description is not None and not isinstance(description, str):
+            raise InputError(path, where + ".function.description", f"expected a string, found {_kind(description)}")
+        params = function.get("parameters")
+        if params is not None and not isinstance(params, dict):
+            raise InputError(path, where + ".function.parameters", f"expected an object, found {_kind(params)}")
+        check_text(path, where, json.dumps(tool, ensure_ascii=False))
+    return tools
+
+
+def check_content(path: str, where: str, content: Any, required: bool) -> str | None:
+    """Content as the template will see it: a string (text parts joined by newlines) or None."""
+    if content is None:
+        if required:
+            raise InputError(path, where, "missing: this role needs content")
+        return None
+    if isinstance(content, str):
+        return check_text(path, where, content)
+    if isinstance(content, list):
+        texts = []
+        for j, part in enumerate(content):
+            if isinstance(part, str):
+                texts.append(check_text(path, f"{where}[{j}]", part))
+                continue
+            if not isinstance(part, dict):
+                raise InputError(path, f"{where}[{j}]", f"expected a content part object, found {_kind(part)}")
+            kind = part.get("type")
+            if kind not in ("text", "input_text", "output_text"):
+                raise InputError(path, f"{where}[{j}].type", f"unsupported content part {kind!r}: only text parts")
+            text = part.get("text")
+            if not isinstance(text, str):
+                raise InputError(path, f"{where}[{j}].text", f"expected a string, found {_kind(text)}")
+            texts.append(check_text(path, f"{where}[{j}].text", text))
+        return "\n".join(texts)
+    raise InputError(path, where, f"expected a string or a list of text parts, found {_kind(content)}")
+
+
+def check_messages(path: str, prefix: str, messages: Any) -> list[dict]:
+    if not isinstance(messages, list):
+        raise InputError(path, prefix + "messages", f"expected a list of messages, found {_kind(messages)}")
+    out: list[dict] = []
+    call_ids: set[str] = set()
+    for i, message in enumerate(messages):
+        where = f"{prefix}messages[{i}]"
+        if not isinstance(message, dict):
+            raise InputError(path, where, f"expected a message object, found {_kind(message)}")
+        role = message.get("role")
+        if role not in ROLES:
+            raise InputError(
+                path, where + ".role", f"unknown role {role!r} (expected one of {', '.join(ROLES)})"
+            )
+        clean: dict[str, Any] = {"role": role}
+        has_calls = role == "assistant" and bool(message.get("tool_calls"))
+        clean["content"] = check_content(path, where + ".content", message.get("content"), required=not (role == "assistant"))
+        if isinstance(message.get("name"), str):
+            clean["name"] = check_text(path, where + ".name", message["name"])
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(message.get(key), str):
+                clean["reasoning_content"] = check_text(path, f"{where}.{key}", message[key])
+                break
+        if has_calls:
+            clean["tool_calls"] = check_tool_calls(path, where + ".tool_calls", message["tool_calls"], call_ids)
+        elif role == "assistant" and clean["content"] is None:
+            clean["content"] = ""
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id is None:
+                raise InputError(path, where + ".tool_call_id", "missing: a tool message must name the call it answers")
+            if not isinstance(call_id, str):
+                raise InputError(path, where + ".tool_call_id", f"expected a string, found {_kind(call_id)}")
+            if call_id not in call_ids:
+                raise InputError(
+                    path, where + ".tool_call_id", f"{call_id!r} matches no earlier assistant tool call"
+                )
+            clean["tool_call_id"] = call_id
+        out.append(clean)
+    return out
+
+
+def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> list[dict]:
+    if not isinstance(calls, list):
+        raise InputError(path, where, f"expected a list, found {_kind(calls)}")
+    out = []
+    for j, call in enumerate(calls):
+        at = f"{where}[{j}]"
+        if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
+            raise InputError(path, at + ".function", "missing: expected {'id', 'type', 'function': {...}}")
+        function = call["function"]
+        name = function.get("name")
+        if not isinstance(name, str):
+            raise InputError(path, at + ".function.name", "missing or not a string")
+        arguments = function.get("arguments", "{}")
+        if not isinstance(arguments, (str, dict)):
+            raise InputError(path, at + ".function.arguments", f"expected a JSON string, found {_kind(arguments)}")
+        check_text(path, at + ".function", json.dumps(function, ensure_ascii=False))
+        call_id = call.get("id")
+        if call_id is not None and not isinstance(call_id, str):
+            raise InputError(path, at + ".id", f"expected a string, found {_kind(call_id)}")
+        if isinstance(call_id, str):
+            call_ids.add(call_id)
+        out.append(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        )
+    return out
+
+
+def check_count(path: str, where: str, value: Any) -> int | None:
+    """A token count as a provider reports it: a non-negative integer, or None when absent."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(path, where, f"expected a non-negative integer, found {value!r}")
+    return value
