@@ -82,7 +82,7 @@ def _bad_cases(tmp_path):
         "orphan": (tmp_path / "orphan.json", "messages[3].tool_call_id: 'zzz' matches no earlier assistant tool call"),
         "content": (tmp_path / "content.json", "messages[1].content: expected a string or a list of text parts"),
         "jsonl": (tmp_path / "bad.jsonl", "line 2, column"),
-        "scalar": (tmp_path / "scalar.json", "expected a JSON object or list"),
+        "scalar": (tmp_path / "scalar.json", "not a log format tokprof reads"),
     }
     (tmp_path / "empty.json").write_text("  \n")
     (tmp_path / "truncated.json").write_text(json.dumps(good)[:80])
