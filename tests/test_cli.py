@@ -222,4 +222,7 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
     code, _, err = run(["profile", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1
-    assert "line 1: missing field 'messages': not an OpenAI Chat Completions request record" in err
+    assert "not a log format tokprof reads; the formats are: inspect (" in err and "openai-chat (" in err
+    code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "line 1: missing field 'messages': not an OpenAI Chat Completions request" in err

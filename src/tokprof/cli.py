@@ -12,9 +12,9 @@ from tokprof.errors import TokprofError
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 LOG_HELP = (
-    'an agent log: an OpenAI Chat Completions transcript ({"model", "tools", "messages"}: every assistant '
-    'message is one call) or a JSON list / JSONL file of request records ({"model", "messages", "tools", '
-    '"usage"}: one record per call)'
+    "an agent log: OpenAI Chat Completions (a transcript, request records or captured request/response "
+    "pairs), Anthropic Messages captures (claude-trace and proxy logs), OpenAI Responses API captures, or an "
+    "Inspect AI log (.json or .eval); the format is detected (see --input-format)"
 )
 
 
@@ -22,6 +22,15 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, like every other error
         print(f"tokprof: error: {message} (see '{self.prog} --help')", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+def _input_options(parser: argparse.ArgumentParser) -> None:
+    from tokprof.formats import FORMATS
+
+    parser.add_argument(
+        "--input-format", "-i", choices=FORMATS, metavar="NAME",
+        help="the log's format, instead of detecting it: " + ", ".join(FORMATS),
+    )
 
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
@@ -81,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         "results and conversation, the billed input over the run, and the tool catalogue's cost.",
     )
     profile.add_argument("log", metavar="LOG", help=LOG_HELP)
+    _input_options(profile)
     _model_options(profile)
     _output_options(profile)
 
@@ -94,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         "input, the tool catalogue, the context-window fill and, with reported usage, computed versus reported.",
     )
     report.add_argument("log", metavar="LOG", help=LOG_HELP)
+    _input_options(report)
     _model_options(report)
     report.add_argument("-o", "--output", metavar="FILE", required=True, help="the HTML file to write")
     report.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -106,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
         "each tool's marginal cost, and, from a log, how often each tool was carried and called.",
     )
     tools.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
+    _input_options(tools)
     tools.add_argument(
         "--tools", metavar="FILE", dest="tools_file",
         help="static mode, no log: a JSON list of tool definitions (OpenAI, Anthropic or MCP tools/list)",
@@ -127,6 +139,7 @@ def _parser() -> argparse.ArgumentParser:
         "(warnings allowed), 1 a budget or the baseline failed, 2 bad input or configuration.",
     )
     check.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
+    _input_options(check)
     check.add_argument("--tools", metavar="FILE", dest="tools_file", help="check a tool catalogue instead of a log")
     check.add_argument("--system", metavar="FILE", help="with --tools: the system prompt")
     _model_options(check)
@@ -228,7 +241,7 @@ def _run_profile(args: argparse.Namespace) -> int:
     from tokprof.models import resolve_model
     from tokprof.render import RENDERERS
 
-    trace = read_trace(args.log)
+    trace = read_trace(args.log, args.input_format)
     model = resolve_model(args.model, args.chat_template)
     profile = _profile(args, trace, model)
     _catalogue_section(profile, trace, model)
@@ -243,7 +256,7 @@ def _run_report(args: argparse.Namespace) -> int:
     from tokprof.formats import read_trace
     from tokprof.models import resolve_model
 
-    trace = read_trace(args.log)
+    trace = read_trace(args.log, args.input_format)
     model = resolve_model(args.model, args.chat_template)
     profile = _profile(args, trace, model)
     _catalogue_section(profile, trace, model)
@@ -275,7 +288,7 @@ def _run_tools(args: argparse.Namespace) -> int:
     else:
         from tokprof.formats import read_trace
 
-        trace = read_trace(args.log)
+        trace = read_trace(args.log, args.input_format)
         model = resolve_model(args.model, args.chat_template)
         profile = _profile(args, trace, model)
         report = _tools_report(trace, model, profile.summary()["billed_input"])
@@ -325,7 +338,7 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         from tokprof.formats import read_trace
 
-        trace = read_trace(args.log)
+        trace = read_trace(args.log, args.input_format)
         profile = _profile(args, trace, model)
         report = _tools_report(trace, model, profile.summary()["billed_input"])
         system_tokens = profile.calls[0].buckets["system"] if profile.calls else 0
