@@ -88,10 +88,10 @@ def test_added_token_ids(model_name, request):
 
 
 def test_cached_tokenizer_is_reused(qwen25, tmp_path, monkeypatch):
-    from tokprof.models import qwen
+    from tokprof.models import qwen, tiktoken_vocab
 
     calls = []
-    monkeypatch.setattr(qwen, "convert", lambda *a: calls.append(a))
+    monkeypatch.setattr(tiktoken_vocab, "convert", lambda *a: calls.append(a))
     tokenizer, _ = qwen.qwen_tokenizer(QWEN2_ADDED)  # built by the qwen25 fixture in this cache
     assert not calls
     assert tokenizer.encode("hello world").ids == qwen25.tokenizer.encode("hello world").ids

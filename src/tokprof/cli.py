@@ -35,9 +35,11 @@ def _input_options(parser: argparse.ArgumentParser) -> None:
 
 def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--model", "-m", default="qwen2.5",
-        help="qwen2.5 (default) or qwen3 (embedded, offline), a directory with tokenizer.json and "
-        "tokenizer_config.json, or a Hugging Face Hub id (from the HF cache; downloaded only if reachable)",
+        "--model", "-m",
+        help="qwen2.5 or qwen3 (embedded, exact, offline); openai-proxy or claude-proxy (estimates for closed "
+        "models, scaled to reported usage); a directory with tokenizer.json and tokenizer_config.json; or a "
+        "Hugging Face Hub id (from the HF cache; downloaded only if reachable). Default: chosen from the model "
+        "the log names (GPT and o-series: openai-proxy; Claude: claude-proxy; Qwen3: qwen3), else qwen2.5",
     )
     parser.add_argument("--chat-template", metavar="FILE", help="use this Jinja chat template instead of the model's")
 
@@ -236,13 +238,20 @@ def _catalogue_section(profile, trace, model) -> None:
         profile.warnings.append({"code": "catalogue-unpriced", "message": str(exc), "calls": []})
 
 
-def _run_profile(args: argparse.Namespace) -> int:
+def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: str | None):
+    """The log's trace, and the model: the one named, or one chosen from the model names in the log."""
     from tokprof.formats import read_trace
     from tokprof.models import resolve_model
-    from tokprof.render import RENDERERS
 
     trace = read_trace(args.log, args.input_format)
-    model = resolve_model(args.model, args.chat_template)
+    log_models = [trace.model] + [call.model for call in trace.calls]
+    return trace, resolve_model(model_name, chat_template, log_models=log_models)
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    from tokprof.render import RENDERERS
+
+    trace, model = _read_log(args, args.model, args.chat_template)
     profile = _profile(args, trace, model)
     _catalogue_section(profile, trace, model)
     text = RENDERERS[args.format]().render(profile, color=_color(args))
@@ -253,11 +262,7 @@ def _run_profile(args: argparse.Namespace) -> int:
 
 
 def _run_report(args: argparse.Namespace) -> int:
-    from tokprof.formats import read_trace
-    from tokprof.models import resolve_model
-
-    trace = read_trace(args.log, args.input_format)
-    model = resolve_model(args.model, args.chat_template)
+    trace, model = _read_log(args, args.model, args.chat_template)
     profile = _profile(args, trace, model)
     _catalogue_section(profile, trace, model)
     _html(args, profile, model, args.output)
@@ -274,7 +279,7 @@ def _log_or_tools(args: argparse.Namespace) -> None:
 
 
 def _run_tools(args: argparse.Namespace) -> int:
-    from tokprof.models import resolve_model
+    from tokprof.models import DEFAULT_MODEL, resolve_model
     from tokprof.render.tools import ToolsCsvRenderer, ToolsJsonRenderer, ToolsTableRenderer
 
     _log_or_tools(args)
@@ -283,13 +288,10 @@ def _run_tools(args: argparse.Namespace) -> int:
 
         tools = read_tools_file(args.tools_file)
         system = read_system_file(args.system) if args.system else None
-        model = resolve_model(args.model, args.chat_template)
+        model = resolve_model(args.model or DEFAULT_MODEL, args.chat_template)
         report = _static(model, tools, system, args.tools_file)
     else:
-        from tokprof.formats import read_trace
-
-        trace = read_trace(args.log, args.input_format)
-        model = resolve_model(args.model, args.chat_template)
+        trace, model = _read_log(args, args.model, args.chat_template)
         profile = _profile(args, trace, model)
         report = _tools_report(trace, model, profile.summary()["billed_input"])
     renderer = {"table": ToolsTableRenderer, "json": ToolsJsonRenderer, "csv": ToolsCsvRenderer}[args.format]()
@@ -322,10 +324,10 @@ def _run_check(args: argparse.Namespace) -> int:
         return str(base_dir / path) if config.path else path
 
     chat_template = args.chat_template or relative(config.chat_template)
-    model = resolve_model(args.model or config.model or DEFAULT_MODEL, chat_template)
     if args.tools_file:
         from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
+        model = resolve_model(args.model or config.model or DEFAULT_MODEL, chat_template)
         tools = read_tools_file(args.tools_file)
         system = read_system_file(args.system) if args.system else None
         report = _static(model, tools, system, args.tools_file)
@@ -336,9 +338,7 @@ def _run_check(args: argparse.Namespace) -> int:
             raise TokprofError(f"{args.tools_file}: the chat template failed: {exc}") from None
         source = args.tools_file
     else:
-        from tokprof.formats import read_trace
-
-        trace = read_trace(args.log, args.input_format)
+        trace, model = _read_log(args, args.model or config.model, chat_template)
         profile = _profile(args, trace, model)
         report = _tools_report(trace, model, profile.summary()["billed_input"])
         system_tokens = profile.calls[0].buckets["system"] if profile.calls else 0

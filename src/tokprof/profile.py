@@ -15,6 +15,23 @@ from tokprof.models.model import ChatModel
 from tokprof.trace import Trace, Usage
 
 SCHEMA_VERSION = 1
+#: Computed prompts that differ from the reported ones by more than this, on average, get a
+#: warning when the counts claim to be exact: the model or template is probably not the log's.
+RECONCILE_THRESHOLD = 0.03
+
+
+def scale_buckets(buckets: dict[str, int], target: int) -> dict[str, int]:
+    """Scale bucket counts to add up to ``target``, keeping their proportions (largest remainder),
+    so that an estimate's buckets add up to the prompt the provider billed."""
+    current = sum(buckets.values())
+    if current == 0:
+        return {name: (target if name == "conversation" else 0) for name in buckets}
+    exact = {name: count * target / current for name, count in buckets.items()}
+    scaled = {name: int(value) for name, value in exact.items()}
+    short = target - sum(scaled.values())
+    for name in sorted(exact, key=lambda n: exact[n] - scaled[n], reverse=True)[:short]:
+        scaled[name] += 1
+    return scaled
 
 
 @dataclass
@@ -26,21 +43,35 @@ class CallRow:
     messages: int
     where: str
     reported: Usage | None = None
+    computed: int | None = None  # the rendered prompt's own count (None: the same as total)
+    exact: bool = True
+
+    @property
+    def rendered(self) -> int:
+        return self.total if self.computed is None else self.computed
+
+    def difference(self) -> tuple[int, float] | None:
+        """Computed minus reported prompt, and that relative to the reported prompt."""
+        if not self.reported or self.reported.prompt is None:
+            return None
+        diff = self.rendered - self.reported.prompt
+        return diff, (diff / self.reported.prompt if self.reported.prompt else 0.0)
 
     def to_dict(self) -> dict:
         reported = self.reported.to_dict() if self.reported else None
-        diff = None
-        if self.reported and self.reported.prompt is not None:
-            diff = self.total - self.reported.prompt
+        diff = self.difference()
         return {
             "index": self.index,
             "buckets": dict(self.buckets),
             "total": self.total,
+            "computed": self.rendered,
+            "exact": self.exact,
             "cumulative": self.cumulative,
             "messages": self.messages,
             "source": self.where,
             "reported": reported,
-            "difference": diff,
+            "difference": diff[0] if diff else None,
+            "relative_difference": round(diff[1], 6) if diff else None,
         }
 
     @classmethod
@@ -54,6 +85,8 @@ class CallRow:
             messages=d["messages"],
             where=d.get("source", ""),
             reported=reported,
+            computed=d.get("computed"),
+            exact=d.get("exact", True),
         )
 
 
@@ -81,11 +114,37 @@ class Profile:
         }
         if self.catalogue is not None:
             summary["catalogue"] = self.catalogue
-        reported = [c.reported.prompt for c in self.calls if c.reported and c.reported.prompt is not None]
+        summary["exact"] = all(c.exact for c in self.calls)
+        if not summary["exact"]:
+            summary["estimate"] = {
+                "method": self.model.get("method"),
+                "calls_scaled_to_reported": sum(1 for c in self.calls if not c.exact and c.total != c.rendered),
+                "billed_input_computed": sum(c.rendered for c in self.calls),
+            }
+        reported = [c.reported for c in self.calls if c.reported and c.reported.prompt is not None]
         if reported:
-            summary["billed_input_reported"] = sum(reported)
+            summary["billed_input_reported"] = sum(u.prompt for u in reported)
             summary["calls_reported"] = len(reported)
+            for key in ("cache_read", "cache_write", "output"):
+                values = [getattr(u, key) for u in reported if getattr(u, key) is not None]
+                if values:
+                    summary[f"{key}_reported"] = sum(values)
+            summary["reconciliation"] = self.reconciliation()
         return summary
+
+    def reconciliation(self) -> dict | None:
+        """How far the computed prompts are from the reported ones, in relative terms."""
+        diffs = [(c.index, d[1]) for c in self.calls if (d := c.difference()) is not None]
+        if not diffs:
+            return None
+        worst = max(diffs, key=lambda item: abs(item[1]))
+        return {
+            "calls": len(diffs),
+            "mean_relative_difference": round(sum(abs(r) for _, r in diffs) / len(diffs), 6),
+            "max_relative_difference": round(worst[1], 6),
+            "max_call": worst[0],
+            "threshold": RECONCILE_THRESHOLD,
+        }
 
     def crossovers(self) -> dict:
         def first(bucket: str) -> int | None:
@@ -137,16 +196,21 @@ def profile_trace(
     cumulative = 0
     for call in trace.calls:
         buckets = attributor.attribute(call)
-        cumulative += buckets.total
+        counts, total = buckets.as_dict(), buckets.total
+        if not model.exact and call.reported and call.reported.prompt is not None:
+            counts, total = scale_buckets(counts, call.reported.prompt), call.reported.prompt
+        cumulative += total
         rows.append(
             CallRow(
                 index=call.index,
-                buckets=buckets.as_dict(),
-                total=buckets.total,
+                buckets=counts,
+                total=total,
                 cumulative=cumulative,
                 messages=len(call.messages),
                 where=call.where,
                 reported=call.reported,
+                computed=buckets.total,
+                exact=model.exact,
             )
         )
         for code in buckets.warnings:
@@ -156,4 +220,14 @@ def profile_trace(
     warnings = [{"code": n.code, "message": n.message, "calls": [], "places": list(n.places)} for n in trace.notes]
     warnings += [{"code": code, "message": WARNINGS[code], "calls": calls} for code, calls in flagged.items()]
     source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
-    return Profile(model=model.describe(), source=source, calls=rows, warnings=warnings)
+    profile = Profile(model=model.describe(), source=source, calls=rows, warnings=warnings)
+    check = profile.reconciliation()
+    if model.exact and check and check["mean_relative_difference"] > RECONCILE_THRESHOLD:
+        profile.warnings.append({
+            "code": "reported-differs",
+            "message": f"computed prompts differ from the reported ones by {check['mean_relative_difference']:.1%} "
+            f"on average (largest {check['max_relative_difference']:+.1%}, call {check['max_call']}): is the "
+            "model (--model) the one the log used, and the chat template the one it was served with?",
+            "calls": [],
+        })
+    return profile

@@ -1,18 +1,509 @@
-"""Anthropic Messages captures (not written yet)."""
+"""Anthropic Messages API captures: the request of every ``/v1/messages`` call and what came back.
+
+Records are read one per JSONL line or JSON list item, in the shapes :mod:`tokprof.formats.capture`
+unwraps: claude-trace lines ``{"request": {"timestamp", "method", "url", "headers", "body"},
+"response": {"status_code", "headers", "body" | "body_raw"}}``, ``{"request": BODY, "response":
+BODY}`` pairs, and bare request bodies. Headers are never read.
+
+Which records are calls: a record with a URL counts only when the URL's path ends in
+``/v1/messages``; others (``/v1/messages/count_tokens``, ``/v1/models``, telemetry) are skipped, with
+a warning only when a skipped request carries ``messages`` (a model call to an endpoint tokprof does
+not read; count_tokens excepted). Error responses (HTTP status >= 400, ``{"type": "error"}``, an
+``error`` event in the stream) skip the call with warning ``error-response``.
+
+Request body to neutral messages and tools:
+
+* ``system`` (a string, or text blocks joined by newlines) becomes one ``system`` message;
+* ``tools[]`` with ``input_schema`` become function tools (``parameters`` = ``input_schema``);
+  Anthropic's built-in tools (a ``type`` such as ``bash_20250124`` and no ``input_schema``) become a
+  function tool named by ``name`` whose ``parameters`` are the rest of its configuration, with
+  warning ``server-tool``: their real definitions are the provider's and not public, so their
+  tokens are an estimate;
+* a ``user`` message becomes one ``tool`` message per ``tool_result`` block, in order (its text,
+  or its text blocks joined), then a ``user`` message with the remaining text blocks, if any;
+* an ``assistant`` message becomes one ``assistant`` message: text blocks joined as ``content``,
+  ``tool_use`` (and ``server_tool_use``/``mcp_tool_use``) blocks as ``tool_calls`` with
+  ``arguments`` = the JSON of ``input``, ``thinking`` blocks joined as ``reasoning_content``;
+* images, documents, ``redacted_thinking`` and every other block that is not text cannot be
+  rendered as text: they are left out, with warning ``content-not-text`` (their tokens are not
+  counted). ``cache_control`` costs no tokens and is ignored; so is a tool result's ``is_error``.
+  Consecutive messages of one role and an assistant prefill as the last message are kept as sent.
+
+Response: the JSON message or its server-sent-event stream. Its tool calls (and text) become
+``Call.response``. Usage: Anthropic's ``input_tokens`` excludes cache reads and writes, so the
+reported prompt is ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (a
+missing cache field counts as 0), ``cache_read`` = ``cache_read_input_tokens``, ``cache_write`` =
+``cache_creation_input_tokens``, ``output`` = ``output_tokens``. In a stream, usage starts from
+``message_start`` and each ``message_delta`` usage (cumulative) replaces the fields it has. A stream
+without ``message_stop`` keeps the call with the usage it has and warning ``stream-cut``. The day
+comes from the request's ``timestamp`` (or the record's ``timestamp``/``logged_at``).
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any, Callable
+
 from tokprof.errors import InputError
+from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events
 from tokprof.formats.jsonfile import Document
-from tokprof.trace import Trace
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, check_messages, check_model, check_text, check_tools, parse_day
+from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
-DESCRIPTION = "Anthropic Messages captures"
+DESCRIPTION = (
+    "Anthropic Messages API captures: claude-trace JSONL, {request, response} pairs or request bodies "
+    "of /v1/messages calls"
+)
+
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+#: Content block types only Anthropic requests have (for detection).
+ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use"})
+TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+NOT_TEXT = (
+    "content that is not text (images, documents, redacted thinking, server tool results) cannot be "
+    "rendered by a chat template: it is left out of the prompt and its tokens are not counted"
+)
+SERVER_TOOL = (
+    "Anthropic's built-in tools (bash, text editor, web search, computer use, ...) are defined by the "
+    "provider and their definitions are not public: each is profiled as a function tool holding its "
+    "configuration, so its tokens are an estimate"
+)
+OTHER_ENDPOINT = (
+    "a request with messages went to an endpoint other than /v1/messages: it is not read as a "
+    "Messages call and is skipped"
+)
+ERROR_RESPONSE = (
+    "the response is an error, so the call is skipped (an error is not billed as a completed call)"
+)
+STREAM_CUT = (
+    "the response stream ends before message_stop: the prompt was sent and is profiled, but reported "
+    "usage may be missing or incomplete"
+)
 
 
+# -- detection -------------------------------------------------------------------------------------
 def sniff(doc: Document) -> bool:
-    return False
+    """True when the first records with messages look like Anthropic Messages requests."""
+    return any(_looks_anthropic(record) for record in _sample(doc))
 
 
+def _sample(doc: Document, wanted: int = 5, scanned: int = 50) -> list[Any]:
+    """The first few records whose request body has a list of messages (skipping telemetry)."""
+    if doc.lines is None and not isinstance(doc.value, (dict, list)):
+        return []
+    found = []
+    for _, record in records("", doc)[:scanned]:
+        body = request_body(record)
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            found.append(record)
+            if len(found) == wanted:
+                break
+    return found
+
+
+def _looks_anthropic(record: Any) -> bool:
+    body = request_body(record)
+    if not isinstance(body, dict):
+        return False
+    request = record.get("request") if isinstance(record, dict) else None
+    url = request.get("url") if isinstance(request, dict) else None
+    if isinstance(url, str) and MESSAGES_PATH in url:
+        return True
+    response = response_body(record)
+    if isinstance(response, dict) and "choices" in response:
+        return False
+    if isinstance(body.get("system"), (str, list)):
+        return True
+    tools = body.get("tools")
+    if isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    if any(_block_type(block) in ANTHROPIC_BLOCKS for block in _request_blocks(body)):
+        return True
+    if isinstance(response, dict) and response.get("type") == "message":
+        return True
+    return isinstance(response, str) and "message_start" in response
+
+
+def _request_blocks(body: dict) -> list[Any]:
+    blocks: list[Any] = []
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            blocks.extend(content)
+    return blocks
+
+
+def _block_type(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+# -- reading ---------------------------------------------------------------------------------------
 def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "the anthropic reader is not written yet")
+    if doc.lines is None:
+        if isinstance(doc.value, list) and not doc.value:
+            raise InputError(path, None, "the list of request records is empty")
+        if not isinstance(doc.value, (list, dict)):
+            raise InputError(path, None, f"expected a JSON object or list of records, found {_kind(doc.value)}")
+    shape = "jsonl" if doc.lines is not None else "records"
+    trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+    reader = _Reader(path, trace)
+    for where, record in records(path, doc):
+        reader.record(where, record)
+    if not trace.calls:
+        raise InputError(path, None, "no successful /v1/messages call in the log")
+    models = {c.model for c in trace.calls if c.model}
+    trace.model = models.pop() if len(models) == 1 else None
+    return trace
+
+
+class _Reader:
+    """Turns records into calls, gathering notes on the trace."""
+
+    def __init__(self, path: str, trace: Trace):
+        self.path = path
+        self.trace = trace
+        self.server_tools_seen: set[str] = set()
+
+    def fail(self, where: str, what: str) -> InputError:
+        return InputError(self.path, where, what)
+
+    # -- records -----------------------------------------------------------------------------------
+    def record(self, where: str, record: Any) -> None:
+        endpoint = self.endpoint(where, record)
+        if endpoint is not None and not endpoint.endswith(MESSAGES_PATH):
+            self.skip_endpoint(where, record, endpoint)
+            return
+        ex = exchange(self.path, where, record)
+        prefix = f"{where}: " + _body_prefix(record, ex)
+        if "messages" not in ex.request:
+            raise self.fail(where, "missing field 'messages': not an Anthropic Messages request")
+        failed, usage, response = self.outcome(ex)
+        if failed:
+            self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
+            return
+        body = ex.request
+        self.trace.calls.append(
+            Call(
+                index=len(self.trace.calls),
+                messages=self.messages(prefix, body),
+                tools=self.tools(prefix, body.get("tools")),
+                model=check_model(self.path, prefix, body),
+                reported=usage,
+                day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
+                where=where,
+                response=response,
+            )
+        )
+
+    def endpoint(self, where: str, record: Any) -> str | None:
+        """The URL path of a traced HTTP exchange, or None when the record has no URL."""
+        request = record.get("request") if isinstance(record, dict) else None
+        if not isinstance(request, dict) or "url" not in request or "messages" in request:
+            return None
+        url = request["url"]
+        if not isinstance(url, str):
+            raise self.fail(f"{where}: request.url", f"expected a string, found {_kind(url)}")
+        path = url.split("?", 1)[0].split("#", 1)[0]
+        return path.rstrip("/") or "/"
+
+    def skip_endpoint(self, where: str, record: dict, endpoint: str) -> None:
+        if endpoint.endswith(COUNT_TOKENS_PATH):
+            return
+        body = record["request"].get("body")
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            self.trace.note("other-endpoint", OTHER_ENDPOINT, f"{where} ({endpoint})")
+
+    # -- the prompt --------------------------------------------------------------------------------
+    def messages(self, prefix: str, body: dict) -> list[dict]:
+        raw = body["messages"]
+        if not isinstance(raw, list):
+            raise self.fail(prefix + "messages", f"expected a list of messages, found {_kind(raw)}")
+        if not raw:
+            raise self.fail(prefix + "messages", "empty: a call needs a prompt")
+        out = self.system(prefix + "system", body.get("system"))
+        call_ids: set[str] = set()
+        for i, message in enumerate(raw):
+            at = f"{prefix}messages[{i}]"
+            if not isinstance(message, dict):
+                raise self.fail(at, f"expected a message object, found {_kind(message)}")
+            role = message.get("role")
+            if role not in ("user", "assistant"):
+                raise self.fail(at + ".role", f"unknown role {role!r} (expected user or assistant)")
+            blocks = self.blocks(at + ".content", message.get("content"))
+            if role == "user":
+                out.extend(self.user(blocks, call_ids))
+            else:
+                out.append(self.assistant(blocks, call_ids, self.not_text))
+        return check_messages(self.path, prefix, out)
+
+    def system(self, where: str, system: Any) -> list[dict]:
+        if system is None:
+            return []
+        if isinstance(system, str):
+            text = check_text(self.path, where, system)
+        elif isinstance(system, list):
+            texts = []
+            for at, block in self.blocks(where, system):
+                if block["type"] == "text":
+                    texts.append(self.text(at, block, "text"))
+                else:
+                    self.not_text(at, block["type"])
+            text = "\n".join(texts)
+        else:
+            raise self.fail(where, f"expected a string or a list of text blocks, found {_kind(system)}")
+        return [{"role": "system", "content": text}] if text else []
+
+    def blocks(self, where: str, content: Any) -> list[tuple[str, dict]]:
+        """Content as (place, block) pairs; a string is one text block."""
+        if isinstance(content, str):
+            return [(where, {"type": "text", "text": content})]
+        if content is None:
+            raise self.fail(where, "missing: expected a string or a list of content blocks")
+        if not isinstance(content, list):
+            raise self.fail(where, f"expected a string or a list of content blocks, found {_kind(content)}")
+        out = []
+        for j, block in enumerate(content):
+            at = f"{where}[{j}]"
+            if not isinstance(block, dict):
+                raise self.fail(at, f"expected a content block object, found {_kind(block)}")
+            if not isinstance(block.get("type"), str):
+                raise self.fail(at + ".type", "missing or not a string")
+            out.append((at, block))
+        return out
+
+    def text(self, where: str, block: dict, key: str) -> str:
+        value = block.get(key)
+        if not isinstance(value, str):
+            raise self.fail(f"{where}.{key}", f"expected a string, found {_kind(value)}")
+        return check_text(self.path, f"{where}.{key}", value)
+
+    def not_text(self, where: str, kind: str) -> None:
+        self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
+
+    def user(self, blocks: list[tuple[str, dict]], call_ids: set[str]) -> list[dict]:
+        results, texts = [], []
+        for at, block in blocks:
+            kind = block["type"]
+            if kind == "text":
+                texts.append(self.text(at, block, "text"))
+            elif kind == "tool_result":
+                results.append(self.tool_result(at, block, call_ids))
+            elif kind in TOOL_CALL_BLOCKS or kind == "thinking":
+                raise self.fail(at + ".type", f"a {kind} block belongs in an assistant message")
+            else:
+                self.not_text(at, kind)
+        if texts or not results:
+            results.append({"role": "user", "content": "\n".join(texts)})
+        return results
+
+    def assistant(
+        self, blocks: list[tuple[str, dict]], call_ids: set[str], not_text: Callable[[str, str], None]
+    ) -> dict:
+        texts, thoughts, calls = [], [], []
+        for at, block in blocks:
+            kind = block["type"]
+            if kind == "text":
+                texts.append(self.text(at, block, "text"))
+            elif kind == "thinking":
+                thoughts.append(self.text(at, block, "thinking"))
+            elif kind in TOOL_CALL_BLOCKS:
+                calls.append(self.tool_call(at, block, call_ids))
+            elif kind == "tool_result":
+                raise self.fail(at + ".type", "a tool_result block belongs in a user message")
+            else:
+                not_text(at, kind)
+        message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+        if thoughts:
+            message["reasoning_content"] = "\n".join(thoughts)
+        if calls:
+            message["tool_calls"] = calls
+        return message
+
+    def tool_call(self, where: str, block: dict, call_ids: set[str]) -> dict:
+        call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+        if not isinstance(call_id, str):
+            raise self.fail(where + ".id", f"expected a string, found {_kind(call_id)}")
+        if not isinstance(name, str) or not name:
+            raise self.fail(where + ".name", "missing or not a string")
+        if not isinstance(arguments, dict):
+            raise self.fail(where + ".input", f"expected an object, found {_kind(arguments)}")
+        call_ids.add(call_id)
+        text = check_text(self.path, where + ".input", json.dumps(arguments, ensure_ascii=False))
+        return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+
+    def tool_result(self, where: str, block: dict, call_ids: set[str]) -> dict:
+        call_id = block.get("tool_use_id")
+        if not isinstance(call_id, str):
+            raise self.fail(where + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+        if call_id not in call_ids:
+            raise self.fail(where + ".tool_use_id", f"{call_id!r} matches no tool_use block in an earlier assistant message")
+        content = block.get("content")
+        if content is None:
+            text = ""
+        elif isinstance(content, list) and not content:
+            text = ""
+        else:
+            texts = []
+            for at, part in self.blocks(where + ".content", content):
+                if part["type"] == "text":
+                    texts.append(self.text(at, part, "text"))
+                else:
+                    self.not_text(at, part["type"])
+            text = "\n".join(texts)
+        return {"role": "tool", "tool_call_id": call_id, "content": text}
+
+    def tools(self, prefix: str, tools: Any) -> list[dict] | None:
+        if tools is None:
+            return None
+        if not isinstance(tools, list):
+            raise self.fail(prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
+        out = [self.tool(f"{prefix}tools[{k}]", tool) for k, tool in enumerate(tools)]
+        return check_tools(self.path, prefix, out)
+
+    def tool(self, where: str, tool: Any) -> dict:
+        if not isinstance(tool, dict):
+            raise self.fail(where, f"expected a tool object, found {_kind(tool)}")
+        name, kind = tool.get("name"), tool.get("type")
+        if not isinstance(name, str) or not name:
+            raise self.fail(where + ".name", "missing or not a string")
+        if "input_schema" in tool or kind in (None, "custom"):
+            schema, description = tool.get("input_schema"), tool.get("description")
+            if not isinstance(schema, dict):
+                raise self.fail(where + ".input_schema", f"expected an object, found {_kind(schema)}")
+            if description is not None and not isinstance(description, str):
+                raise self.fail(where + ".description", f"expected a string, found {_kind(description)}")
+            function: dict[str, Any] = {"name": name}
+            if description is not None:
+                function["description"] = description
+            function["parameters"] = schema
+            return {"type": "function", "function": function}
+        if not isinstance(kind, str):
+            raise self.fail(where + ".type", f"expected a string, found {_kind(kind)}")
+        if kind not in self.server_tools_seen:
+            self.server_tools_seen.add(kind)
+            self.trace.note("server-tool", SERVER_TOOL, f"{where} ({kind})")
+        config = {key: value for key, value in tool.items() if key not in ("name", "cache_control")}
+        return {"type": "function", "function": {"name": name, "parameters": config}}
+
+    # -- the response ------------------------------------------------------------------------------
+    def outcome(self, ex: Exchange) -> tuple[str | None, Usage | None, dict | None]:
+        """Why the call failed (or None), its reported usage and its assistant message."""
+        failed = error_text(ex.response, ex.status)
+        if failed:
+            return failed, None, None
+        if ex.stream is not None:
+            return self.stream(ex)
+        if ex.response is None:
+            return None, self.usage(f"{ex.where}: usage", (ex.record or {}).get("usage")), None
+        if not isinstance(ex.response, dict):
+            raise self.fail(f"{ex.where}: response", f"expected the response message, an object, found {_kind(ex.response)}")
+        usage = self.usage(f"{ex.where}: response.usage", ex.response.get("usage"))
+        content = ex.response.get("content")
+        if content is None:
+            return None, usage, None
+        blocks = self.blocks(f"{ex.where}: response.content", content)
+        return None, usage, self.response(ex.where + ": response.", blocks)
+
+    def response(self, prefix: str, blocks: list[tuple[str, dict]]) -> dict:
+        message = self.assistant(blocks, set(), lambda at, kind: None)  # not in the prompt: no note
+        return check_messages(self.path, prefix, [message])[0]
+
+    def stream(self, ex: Exchange) -> tuple[str | None, Usage | None, dict | None]:
+        usage: dict[str, Any] = {}
+        blocks: dict[int, dict] = {}
+        partial: dict[int, list[str]] = {}
+        stopped = False
+        for name, data in sse_events(ex.stream or ""):
+            if not isinstance(data, dict):
+                continue
+            kind = data.get("type", name)
+            if kind == "error":
+                return _stream_error(data), None, None
+            if kind == "message_start":
+                message = data.get("message")
+                _merge_usage(usage, message.get("usage") if isinstance(message, dict) else None)
+            elif kind == "message_delta":
+                _merge_usage(usage, data.get("usage"))
+            elif kind == "content_block_start":
+                index, block = data.get("index"), data.get("content_block")
+                if isinstance(index, int) and isinstance(block, dict):
+                    blocks[index] = dict(block)
+            elif kind == "content_block_delta":
+                _apply_delta(blocks, partial, data.get("index"), data.get("delta"))
+            elif kind == "message_stop":
+                stopped = True
+        if not stopped:
+            self.trace.note("stream-cut", STREAM_CUT, ex.where)
+        for index, pieces in partial.items():
+            blocks[index]["input"] = _parse_input("".join(pieces))
+        where = f"{ex.where}: response (stream) "
+        reported = self.usage(where + "usage", usage) if usage else None
+        content = [block for _, block in sorted(blocks.items())]
+        message = self.response(where, self.blocks(where + "content", content)) if content else None
+        return None, reported, message
+
+    def usage(self, where: str, usage: Any) -> Usage | None:
+        """Anthropic's usage: ``input_tokens`` excludes cache reads and writes, so they are added."""
+        if usage is None:
+            return None
+        if not isinstance(usage, dict):
+            raise self.fail(where, f"expected an object, found {_kind(usage)}")
+        counts = {key: check_count(self.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
+        if all(value is None for value in counts.values()):
+            return None
+        fresh = counts["input_tokens"]
+        write, read = counts["cache_creation_input_tokens"], counts["cache_read_input_tokens"]
+        if fresh is not None:
+            write, read = write or 0, read or 0
+        return Usage(
+            prompt=None if fresh is None else fresh + write + read,
+            cache_read=read,
+            cache_write=write,
+            output=counts["output_tokens"],
+        )
+
+
+def _body_prefix(record: Any, ex: Exchange) -> str:
+    """How error places name the request body: the record itself, ``request.`` or ``request.body.``."""
+    if ex.record is ex.request:
+        return ""
+    return "request." if record.get("request") is ex.request else "request.body."
+
+
+def _stream_error(data: dict) -> str:
+    error = data.get("error")
+    detail = (error.get("type") or error.get("message")) if isinstance(error, dict) else None
+    return str(detail or "error") + " (in the stream)"
+
+
+def _merge_usage(usage: dict[str, Any], update: Any) -> None:
+    """Stream usage is cumulative: a later event's fields replace the earlier ones."""
+    if isinstance(update, dict):
+        usage.update({key: update[key] for key in USAGE_FIELDS if update.get(key) is not None})
+
+
+def _apply_delta(blocks: dict[int, dict], partial: dict[int, list[str]], index: Any, delta: Any) -> None:
+    block = blocks.get(index) if isinstance(index, int) else None
+    if block is None or not isinstance(delta, dict):
+        return
+    kind = delta.get("type")
+    if kind == "text_delta" and isinstance(delta.get("text"), str):
+        block["text"] = str(block.get("text") or "") + delta["text"]
+    elif kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
+        block["thinking"] = str(block.get("thinking") or "") + delta["thinking"]
+    elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+        partial.setdefault(index, []).append(delta["partial_json"])
+
+
+def _parse_input(text: str) -> dict:
+    """A streamed tool input; one cut off mid-way (or empty) is kept as no arguments."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

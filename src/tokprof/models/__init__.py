@@ -7,28 +7,62 @@ from pathlib import Path
 from tokprof.errors import ModelError
 from tokprof.models.local import load_directory, load_hub, looks_like_hub_id
 from tokprof.models.model import ChatModel
+from tokprof.models.proxies import PROXIES, load_proxy, proxy_for
 from tokprof.models.qwen import QWEN_MODELS, load_qwen
 from tokprof.models.template import ChatTemplate
 
 DEFAULT_MODEL = "qwen2.5"
-ALIASES = {"qwen2.5": "qwen2.5", "qwen2": "qwen2.5", "qwen-2.5": "qwen2.5", "qwen3": "qwen3", "qwen-3": "qwen3"}
+ALIASES = {
+    "qwen2.5": "qwen2.5", "qwen2": "qwen2.5", "qwen-2.5": "qwen2.5", "qwen3": "qwen3", "qwen-3": "qwen3",
+    "openai-proxy": "openai-proxy", "openai": "openai-proxy", "gpt": "openai-proxy",
+    "claude-proxy": "claude-proxy", "claude": "claude-proxy", "anthropic": "claude-proxy",
+}
 
-__all__ = ["ChatModel", "ChatTemplate", "DEFAULT_MODEL", "resolve_model"]
+__all__ = ["ChatModel", "ChatTemplate", "DEFAULT_MODEL", "auto_model", "resolve_model"]
 
 
-def resolve_model(name: str = DEFAULT_MODEL, chat_template: str | None = None) -> ChatModel:
-    """``qwen2.5`` and ``qwen3`` are embedded; otherwise a local directory or a Hub id."""
+def auto_model(log_models: list[str]) -> tuple[str, str]:
+    """The model to use when none is named, from the model names the log records, and why."""
+    names = sorted({m for m in log_models if m})
+    if not names:
+        return DEFAULT_MODEL, "default (the log names no model)"
+    said = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    proxies = {proxy_for(n) for n in names}
+    if len(proxies) == 1 and None not in proxies:
+        return proxies.pop(), f"the log's model {said} is closed: estimated with a stated proxy"
+    lowered = [n.lower() for n in names]
+    if all("qwen3" in n for n in lowered):
+        return "qwen3", f"the log's model {said}"
+    if all("qwen" in n and "qwen3" not in n for n in lowered):
+        return "qwen2.5", f"the log's model {said}"
+    return DEFAULT_MODEL, f"default: the log's model {said} is not embedded (name one with --model)"
+
+
+def resolve_model(
+    name: str | None = DEFAULT_MODEL, chat_template: str | None = None, log_models: list[str] | None = None
+) -> ChatModel:
+    """``qwen2.5`` and ``qwen3`` are embedded; ``openai-proxy`` and ``claude-proxy`` estimate closed
+    models; otherwise a local directory or a Hub id. With no name, chosen from the log's model names."""
+    selected = None
+    if name is None:
+        name, selected = auto_model(log_models or [])
     key = ALIASES.get(name.lower())
     if key in QWEN_MODELS:
         model = load_qwen(key)
+    elif key in PROXIES:
+        model = load_proxy(key)
     elif Path(name).expanduser().is_dir():
         model = load_directory(Path(name).expanduser())
     elif looks_like_hub_id(name):
         model = load_hub(name)
+    elif proxy_for(name):
+        model = load_proxy(proxy_for(name))
     else:
         raise ModelError(
-            f"unknown model {name!r}: use qwen2.5, qwen3, a directory with tokenizer.json, or a Hub id (org/name)"
+            f"unknown model {name!r}: use qwen2.5, qwen3, openai-proxy, claude-proxy, a directory with "
+            "tokenizer.json, or a Hub id (org/name)"
         )
+    model.selected = selected
     if chat_template is not None:
         path = Path(chat_template)
         if path.is_dir():

@@ -57,6 +57,8 @@ class ChatModel:
     tokenizer_origin: str
     exact: bool = True
     context_window: int | None = None  # tokens, when known
+    method: str | None = None  # how an estimate is made, when the counts are not exact
+    selected: str | None = None  # why this model was used, when tokprof chose it from the log
     _segments: dict = field(default_factory=dict, repr=False)
     _splitter: object = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
@@ -118,4 +120,6 @@ class ChatModel:
             "tokenizer": self.tokenizer_origin,
             "chat_template": {"origin": self.template.origin, "sha256": self.template.sha256},
             "exact": self.exact,
+            "method": self.method,
+            "selected": self.selected,
         }

