@@ -16,7 +16,8 @@ Request body to neutral messages and tools:
 * ``system`` (a string, or text blocks joined by newlines) becomes one ``system`` message;
 * ``tools[]`` with ``input_schema`` become function tools (``parameters`` = ``input_schema``);
   Anthropic's built-in tools (a ``type`` such as ``bash_20250124`` and no ``input_schema``) become a
-  function tool named by ``name`` whose ``parameters`` are the rest of its configuration, with
+  function tool named by ``name``, with an empty ``description`` and the rest of its configuration
+  (``type`` included, ``cache_control`` left out) as ``parameters``, and
   warning ``server-tool``: their real definitions are the provider's and not public, so their
   tokens are an estimate;
 * a ``user`` message becomes one ``tool`` message per ``tool_result`` block, in order (its text,
@@ -178,6 +179,10 @@ class _Reader:
         if endpoint is not None and not endpoint.endswith(MESSAGES_PATH):
             self.skip_endpoint(where, record, endpoint)
             return
+        failed = _http_error(record)  # before unwrapping: an error page may be neither JSON nor a stream
+        if failed:
+            self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
+            return
         ex = exchange(self.path, where, record)
         prefix = f"{where}: " + _body_prefix(record, ex)
         if "messages" not in ex.request:
@@ -209,6 +214,9 @@ class _Reader:
         if not isinstance(url, str):
             raise self.fail(f"{where}: request.url", f"expected a string, found {_kind(url)}")
         path = url.split("?", 1)[0].split("#", 1)[0]
+        if "://" in path:  # drop the scheme and host (and any credentials written in it)
+            rest = path.split("://", 1)[1]
+            path = rest[rest.find("/"):] if "/" in rest else "/"
         return path.rstrip("/") or "/"
 
     def skip_endpoint(self, where: str, record: dict, endpoint: str) -> None:
@@ -261,7 +269,7 @@ class _Reader:
     def blocks(self, where: str, content: Any) -> list[tuple[str, dict]]:
         """Content as (place, block) pairs; a string is one text block."""
         if isinstance(content, str):
-            return [(where, {"type": "text", "text": content})]
+            return [(where, {"type": "text", "text": check_text(self.path, where, content)})]
         if content is None:
             raise self.fail(where, "missing: expected a string or a list of content blocks")
         if not isinstance(content, list):
@@ -341,7 +349,9 @@ class _Reader:
         if not isinstance(call_id, str):
             raise self.fail(where + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
         if call_id not in call_ids:
-            raise self.fail(where + ".tool_use_id", f"{call_id!r} matches no tool_use block in an earlier assistant message")
+            raise self.fail(
+                where + ".tool_use_id", f"{call_id!r} matches no tool_use block in an earlier assistant message"
+            )
         content = block.get("content")
         if content is None:
             text = ""
@@ -362,7 +372,14 @@ class _Reader:
             return None
         if not isinstance(tools, list):
             raise self.fail(prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
-        out = [self.tool(f"{prefix}tools[{k}]", tool) for k, tool in enumerate(tools)]
+        out, names = [], set()
+        for k, tool in enumerate(tools):
+            converted = self.tool(f"{prefix}tools[{k}]", tool)
+            name = converted["function"]["name"]
+            if name in names:
+                raise self.fail(f"{prefix}tools[{k}].name", f"duplicate tool name {name!r}")
+            names.add(name)
+            out.append(converted)
         return check_tools(self.path, prefix, out)
 
     def tool(self, where: str, tool: Any) -> dict:
@@ -388,7 +405,8 @@ class _Reader:
             self.server_tools_seen.add(kind)
             self.trace.note("server-tool", SERVER_TOOL, f"{where} ({kind})")
         config = {key: value for key, value in tool.items() if key not in ("name", "cache_control")}
-        return {"type": "function", "function": {"name": name, "parameters": config}}
+        # the real definition has a description; an empty one keeps templates that print it working
+        return {"type": "function", "function": {"name": name, "description": "", "parameters": config}}
 
     # -- the response ------------------------------------------------------------------------------
     def outcome(self, ex: Exchange) -> tuple[str | None, Usage | None, dict | None]:
@@ -401,7 +419,8 @@ class _Reader:
         if ex.response is None:
             return None, self.usage(f"{ex.where}: usage", (ex.record or {}).get("usage")), None
         if not isinstance(ex.response, dict):
-            raise self.fail(f"{ex.where}: response", f"expected the response message, an object, found {_kind(ex.response)}")
+            found = _kind(ex.response)
+            raise self.fail(f"{ex.where}: response", f"expected the response message, an object, found {found}")
         usage = self.usage(f"{ex.where}: response.usage", ex.response.get("usage"))
         content = ex.response.get("content")
         if content is None:
@@ -468,6 +487,21 @@ class _Reader:
         )
 
 
+def _http_error(record: Any) -> str | None:
+    """Why a traced HTTP exchange failed, from its status (400 or more), before its body is parsed."""
+    response = record.get("response") if isinstance(record, dict) else None
+    status = response.get("status_code") if isinstance(response, dict) else None
+    if not isinstance(status, int) or isinstance(status, bool) or status < 400:
+        return None
+    body = response.get("body", response.get("body_raw"))
+    if isinstance(body, str):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            body = None
+    return error_text(body, status)
+
+
 def _body_prefix(record: Any, ex: Exchange) -> str:
     """How error places name the request body: the record itself, ``request.`` or ``request.body.``."""
     if ex.record is ex.request:
@@ -478,7 +512,7 @@ def _body_prefix(record: Any, ex: Exchange) -> str:
 def _stream_error(data: dict) -> str:
     error = data.get("error")
     detail = (error.get("type") or error.get("message")) if isinstance(error, dict) else None
-    return str(detail or "error") + " (in the stream)"
+    return f"{detail or 'error'} in the stream"
 
 
 def _merge_usage(usage: dict[str, Any], update: Any) -> None:

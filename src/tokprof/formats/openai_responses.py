@@ -111,9 +111,9 @@ NOTES = {
                         "their tokens are in the reported usage but not in the buckets",
     "not-text": "images, files and audio are not text: they are left out, so their tokens are in the reported "
                 "usage but not in the buckets",
-    "encrypted-reasoning": "reasoning items carry encrypted content that cannot be rendered: its tokens are in "
-                           "the reported usage (when the provider keeps it in context) but not in the buckets; "
-                           "only the summary text is profiled, as reasoning_content",
+    "encrypted-reasoning": "reasoning items carry encrypted content that cannot be rendered: its tokens may be in "
+                           "the reported usage but are not in the buckets (the summary text is profiled, as "
+                           "reasoning_content)",
     "reasoning-unattached": "a reasoning item with no assistant message or function call after it has nowhere "
                             "to go in a chat template: it is left out",
 }
@@ -207,13 +207,15 @@ def read(path: str, doc: Document) -> Trace:
         except _Unresolved as exc:
             _note(trace, "unresolved-reference", exc.place)
             continue
+        tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
         trace.calls.append(Call(
-            index=len(trace.calls), messages=messages, tools=_tools(path, trace, entry.prefix, entry.request.get("tools")),
-            model=entry.model, reported=entry.usage, day=entry.day, where=entry.where, response=entry.reply,
+            index=len(trace.calls), messages=messages, tools=tools, model=entry.model, reported=entry.usage,
+            day=entry.day, where=entry.where, response=entry.reply,
         ))
     if not trace.calls:
         skipped = ", ".join(note.code for note in trace.notes)
-        raise InputError(path, None, "no usable model call in the log" + (f" (calls skipped: {skipped})" if skipped else ""))
+        why = f" (calls skipped: {skipped})" if skipped else ""
+        raise InputError(path, None, "no usable model call in the log" + why)
     models = {c.model for c in trace.calls if c.model}
     trace.model = models.pop() if len(models) == 1 else None
     return trace
@@ -221,10 +223,10 @@ def read(path: str, doc: Document) -> Trace:
 
 def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     """Unwrap and check one record; None when it is no usable call (noted)."""
-    ex = exchange(path, where, record)
-    if isinstance(ex.url, str) and not _is_responses_url(ex.url):
+    if _other_endpoint(record):  # before unwrapping: a GET has no body to check
         _note(trace, "other-endpoint", where)
         return None
+    ex = exchange(path, where, record)
     request = ex.request
     prefix = f"{where}: " + ("request." if ex.record is not request else "")
     if "input" not in request and "instructions" not in request:
@@ -251,6 +253,12 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     if response is not None:
         _read_response(path, f"{where}: response{' (stream)' if ex.stream is not None else ''}.", response, entry)
     return entry
+
+
+def _other_endpoint(record: Any) -> bool:
+    request = record.get("request") if isinstance(record, dict) else None
+    url = request.get("url") if isinstance(request, dict) else None
+    return isinstance(url, str) and not _is_responses_url(url)
 
 
 def _model(path: str, prefix: str, request: dict) -> str | None:
@@ -440,7 +448,8 @@ def _tool_call(path: str, place: str, item: dict) -> dict:
     if not isinstance(arguments, str):
         raise InputError(path, f"{place}.{key}", f"expected a string, found {_kind(arguments)}")
     check_text(path, f"{place}.{key}", arguments)
-    return {"id": call_id, "type": "function", "function": {"name": check_text(path, place + ".name", name), "arguments": arguments}}
+    name = check_text(path, place + ".name", name)
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 class _Builder:
@@ -480,7 +489,8 @@ class _Builder:
     def message(self, place: str, item: dict) -> None:
         role = item.get("role")
         if role not in MESSAGE_ROLES:
-            raise InputError(self.path, place + ".role", f"unknown role {role!r} (expected one of {', '.join(MESSAGE_ROLES)})")
+            expected = ", ".join(MESSAGE_ROLES)
+            raise InputError(self.path, place + ".role", f"unknown role {role!r} (expected one of {expected})")
         message = {"role": role, "content": self.content(place + ".content", item.get("content"))}
         if role == "assistant":
             self.attach_reasoning(message)
@@ -550,7 +560,8 @@ class _Builder:
             if parts is None:
                 continue
             if not isinstance(parts, list):
-                raise InputError(self.path, f"{place}.{key}", f"expected a list of {part_type} parts, found {_kind(parts)}")
+                what = f"expected a list of {part_type} parts, found {_kind(parts)}"
+                raise InputError(self.path, f"{place}.{key}", what)
             texts = []
             for j, part in enumerate(parts):
                 text = part.get("text") if isinstance(part, dict) else None

@@ -147,8 +147,9 @@ def _reported_figure(profile: Profile) -> dict | None:
     if not rows:
         return None
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": "computed", "x": [c.index for c in rows],
-         "y": [c.total for c in rows], "line": {"color": COLORS["conversation"]}},
+        {"type": "scatter", "mode": "lines+markers", "name": "computed" if rows[0].exact else "proxy (unscaled)",
+         "x": [c.index for c in rows],
+         "y": [c.rendered for c in rows], "line": {"color": COLORS["conversation"]}},
         {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
          "y": [c.reported.prompt for c in rows], "line": {"color": FONT, "dash": "dot"}},
     ]
@@ -212,11 +213,14 @@ class HtmlRenderer:
             f"{html.escape(model['chat_template']['origin'])} · "
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
+            "" if exact else f'<p class="estimate">Estimate: {html.escape(str(model.get("method")))}.</p>',
             _cards(profile),
         ]
         if profile.warnings:
             parts.append('<ul class="warn">' + "".join(
-                f"<li>{html.escape(w['message'])}" + (f" ({len(w['calls'])} calls)" if w["calls"] else "") + "</li>" for w in profile.warnings) + "</ul>")
+                f"<li>{html.escape(w['message'])}" + (f" ({len(w['calls'])} calls)" if w["calls"] else "")
+                + (f": {html.escape(', '.join(w['places'][:5]))}" if w.get("places") else "") + "</li>"
+                for w in profile.warnings) + "</ul>")
         parts.append("<h2>Tokens per call</h2>")
         parts.append('<p class="muted">Each call\'s prompt, split into the four buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")

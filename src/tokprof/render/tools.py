@@ -78,6 +78,11 @@ class ToolsTableRenderer:
             )
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {warning['message']}")
+        if not model.get("exact"):
+            console.print(
+                f"[bold]ESTIMATE[/bold]: tool costs are the proxy's own counts, not scaled: "
+                f"{model.get('method') or 'a stated proxy'}"
+            )
         return out.getvalue()
 
     def _catalogue(self, console: Console, catalogue: Catalogue, billed: int | None) -> None:
