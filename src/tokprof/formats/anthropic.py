@@ -46,7 +46,7 @@ import json
 from typing import Any, Callable
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events
+from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, check_model, check_text, check_tools, parse_day
@@ -208,16 +208,10 @@ class _Reader:
     def endpoint(self, where: str, record: Any) -> str | None:
         """The URL path of a traced HTTP exchange, or None when the record has no URL."""
         request = record.get("request") if isinstance(record, dict) else None
-        if not isinstance(request, dict) or "url" not in request or "messages" in request:
-            return None
-        url = request["url"]
-        if not isinstance(url, str):
-            raise self.fail(f"{where}: request.url", f"expected a string, found {_kind(url)}")
-        path = url.split("?", 1)[0].split("#", 1)[0]
-        if "://" in path:  # drop the scheme and host (and any credentials written in it)
-            rest = path.split("://", 1)[1]
-            path = rest[rest.find("/"):] if "/" in rest else "/"
-        return path.rstrip("/") or "/"
+        if isinstance(request, dict) and "messages" not in request and "url" in request:
+            if not isinstance(request["url"], str):
+                raise self.fail(f"{where}: request.url", f"expected a string, found {_kind(request['url'])}")
+        return url_path(record)
 
     def skip_endpoint(self, where: str, record: dict, endpoint: str) -> None:
         if endpoint.endswith(COUNT_TOKENS_PATH):

@@ -49,6 +49,21 @@ def _is_http(part: Any) -> bool:
     return isinstance(part, dict) and "body" in part and any(k in part for k in ("url", "method", "headers", "status_code"))
 
 
+def url_path(record: Any) -> str | None:
+    """The URL path of a traced HTTP exchange (no scheme, host, query or fragment), or None when the
+    record has no URL. Readers skip exchanges with other endpoints before unwrapping them (a GET has
+    no body to check)."""
+    request = record.get("request") if isinstance(record, dict) else None
+    url = request.get("url") if isinstance(request, dict) and "messages" not in request else None
+    if not isinstance(url, str):
+        return None
+    path = url.split("?", 1)[0].split("#", 1)[0]
+    if "://" in path:  # drop the scheme and host (and any credentials written in it)
+        rest = path.split("://", 1)[1]
+        path = rest[rest.find("/"):] if "/" in rest else "/"
+    return path.rstrip("/") or "/"
+
+
 def request_body(record: Any) -> dict | None:
     """The request body a record holds, without checking it (for detecting formats)."""
     if not isinstance(record, dict):
@@ -107,7 +122,9 @@ def exchange(path: str, where: str, record: Any) -> Exchange:
             try:
                 response = json.loads(response)
             except ValueError:
-                raise InputError(path, where + ": response", "neither JSON nor a server-sent-event stream") from None
+                if status is None or status < 400:
+                    raise InputError(path, where + ": response", "neither JSON nor a server-sent-event stream") from None
+                response = None  # an error page (HTML from a proxy): error_text reports the HTTP status
     if timestamp is None:
         timestamp = record.get("timestamp", record.get("logged_at"))
     return Exchange(

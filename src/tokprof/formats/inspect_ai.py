@@ -180,6 +180,10 @@ def read(path: str, doc: Document) -> Trace:
         raise InputError(
             path, None, "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)"
         )
+    return _guarded(path, lambda: _read_json(path, value))
+
+
+def _read_json(path: str, value: dict) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/json")
     log = _log_info(path, "", value)
     samples = value.get("samples")
@@ -188,7 +192,7 @@ def read(path: str, doc: Document) -> Trace:
     if not samples:
         raise _no_samples(path, value.get("status"))
     found = [_json_sample(path, f"samples[{i}]", sample) for i, sample in enumerate(samples)]
-    return _guarded(path, lambda: _read_samples(path, trace, log, found))
+    return _read_samples(path, trace, log, found)
 
 
 def read_zip(path: str) -> Trace:
@@ -274,8 +278,11 @@ def _json_sample(path: str, where: str, sample: Any, prefix: str | None = None) 
 
 
 def _label(sample: dict) -> str:
-    parts = [f"{name} {sample[name]}" for name in ("id", "epoch") if isinstance(sample.get(name), (str, int))]
-    return ("sample " + ", ".join(parts)).replace("sample id ", "sample ") if parts else ""
+    """How notes name a sample: "sample 1, epoch 1"."""
+    sample_id, epoch = sample.get("id"), sample.get("epoch")
+    if not isinstance(sample_id, (str, int)):
+        return ""
+    return f"sample {sample_id}" + (f", epoch {epoch}" if isinstance(epoch, int) else "")
 
 
 def _retried(sample: dict) -> bool:
@@ -562,7 +569,7 @@ def _usage(ctx: _Context, where: str, event: dict, model: str | None) -> Usage |
     call = event.get("call")
     if isinstance(call, dict):
         usage = _provider_usage(ctx.path, where + ".call.response", call.get("response"))
-        if usage is not None:
+        if usage is not None and usage.prompt is not None:
             return usage
     output = event.get("output")
     usage = output.get("usage") if isinstance(output, dict) else None
@@ -703,8 +710,9 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
     log = _log_info(path, f"{header_name}: " if header_name else "", header)
     if not monoliths and not chunked:
         raise _no_samples(path, header.get("status") if isinstance(header, dict) else None)
+    position = {name: i for i, name in enumerate(members)}
     samples = []
-    for name in sorted(monoliths + chunked, key=list(members).index):
+    for name in sorted(monoliths + chunked, key=position.__getitem__):
         if name in monoliths:
             samples.append(_json_sample(path, name, _json_member(path, archive, members[name]), prefix=f"{name}: "))
         else:
@@ -714,15 +722,11 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
 
 def _sample_members(members: dict[str, zipfile.ZipInfo]) -> tuple[list[str], list[str]]:
     """The members holding whole samples, and the shells of chunked samples."""
-    chunked = [
-        name for name in members
-        if name.startswith("samples/") and name.endswith("/sample.json")
-        and any(other.startswith(name[: -len("sample.json")] + "events/") for other in members)
-    ]
+    chunked = [name for name in members if re.fullmatch(r"samples/[^/]+/sample\.json", name)]
     inside = tuple(name[: -len("sample.json")] for name in chunked)
     monoliths = [
         name for name in members
-        if name.startswith("samples/") and name.endswith(".json") and not name.startswith(inside or ("\0",))
+        if name.startswith("samples/") and name.endswith(".json") and not name.startswith(inside)
     ]
     return monoliths, chunked
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events
+from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, check_model, check_tool_calls, check_tools, parse_day
@@ -83,6 +83,11 @@ def _transcript(path: str, obj: dict) -> Trace:
 def _records(path: str, found: list[tuple[str, Any]], shape: str) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
     for where, record in found:
+        endpoint = url_path(record)
+        if endpoint is not None and not endpoint.endswith("/chat/completions"):
+            trace.note("other-endpoint", "a captured request to another endpoint than /chat/completions is not "
+                       "a model call: skipped", f"{where} ({endpoint})")
+            continue
         ex = exchange(path, where, record)
         prefix = f"{where}: " + ("request." if ex.record is not ex.request else "")
         if "messages" not in ex.request:

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events
+from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, parse_day
@@ -140,8 +140,7 @@ def sniff(doc: Document) -> bool:
 def _looks_like_responses(record: Any) -> bool:
     if not isinstance(record, dict):
         return False
-    request = record.get("request")
-    if isinstance(request, dict) and isinstance(request.get("url"), str) and _is_responses_url(request["url"]):
+    if (url_path(record) or "").endswith("/responses"):
         return True
     body = request_body(record)
     if isinstance(body, dict) and "messages" not in body and ("input" in body or "instructions" in body):
@@ -150,10 +149,6 @@ def _looks_like_responses(record: Any) -> bool:
     if isinstance(response, dict):
         return response.get("object") == "response"
     return isinstance(response, str) and "response.created" in response[:1000]
-
-
-def _is_responses_url(url: str) -> bool:
-    return url.split("?")[0].split("#")[0].rstrip("/").endswith("/responses")
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -256,9 +251,8 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
 
 
 def _other_endpoint(record: Any) -> bool:
-    request = record.get("request") if isinstance(record, dict) else None
-    url = request.get("url") if isinstance(request, dict) else None
-    return isinstance(url, str) and not _is_responses_url(url)
+    path = url_path(record)
+    return path is not None and not path.endswith("/responses")
 
 
 def _model(path: str, prefix: str, request: dict) -> str | None:
