@@ -47,6 +47,10 @@ class Call:
     day: date | None = None
     where: str = ""  # where in the log this call came from, for messages
     response: dict | None = None  # the assistant message the call produced, when the log has it
+    #: Tokens known to be in the prompt from reported usage but not renderable (encrypted reasoning
+    #: items of earlier calls), by bucket name: counted in that bucket as reported, and labelled.
+    unrendered: dict[str, int] = field(default_factory=dict)
+    kind: str = "call"  # "call", or "compaction" for a call that summarised the context
 
 
 @dataclass
@@ -66,6 +70,10 @@ class Trace:
     calls: list[Call] = field(default_factory=list)
     model: str | None = None
     notes: list[Note] = field(default_factory=list)
+    #: Parts of every prompt the log does not record ("system", "tools"): Claude Code and Codex logs
+    #: keep neither the tool definitions nor (Claude Code) the system prompt.
+    unrecorded: tuple[str, ...] = ()
+    session: str | None = None  # the session id, for logs of agent sessions
 
     def note(self, code: str, message: str, place: str | None = None) -> None:
         """Record a note, gathering the places of notes with the same code."""
