@@ -6,7 +6,9 @@ object without samples; an unfinished log has ``_journal/start.json`` instead) a
 sample, ``samples/<id>_epoch_<n>.json``. Logs converted to *chunked* samples hold
 ``samples/<id>_epoch_<n>/sample.json`` plus ``events/``, ``messages/`` and ``attachments/`` chunk
 members (lists, named by the index of their first item); they are read too. Where a zip holds a
-member name twice, the last entry wins, as in Inspect.
+member name twice, the last entry wins, as in Inspect. Newer Inspect versions compress members with
+Zstandard (zip method 93): Python 3.14 reads them, older Pythons need the ``zstandard`` package
+(used when installed; without it the error says so).
 
 **Calls.** Every ``model`` event of every sample is one call, sample by sample, in event order,
 named like ``samples[0].events[12]`` (``samples/1_epoch_1.json: events[12]`` in a ``.eval``).
@@ -125,7 +127,7 @@ class _Sample:
     label: str  # "sample 1, epoch 1"
     events: list[tuple[str, Any]]  # (where, event), nested events flattened in order
     pool: list[tuple[str, Any]] = field(default_factory=list)  # events_data.messages
-    attachments: Any = field(default_factory=dict)
+    attachments: dict = field(default_factory=dict)
     retried: bool = False
 
 
@@ -198,12 +200,13 @@ def _read_json(path: str, value: dict) -> Trace:
 def read_zip(path: str) -> Trace:
     """Read a ``.eval`` log (a zip)."""
     try:
-        with zipfile.ZipFile(path) as archive:
-            return _guarded(path, lambda: _read_archive(path, archive))
-    except zipfile.BadZipFile as exc:
+        archive = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as exc:
         raise InputError(path, None, f"not a readable zip file ({exc})") from None
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+    with archive:
+        return _guarded(path, lambda: _read_archive(path, archive))
 
 
 def _guarded(path: str, read_all: Callable[[], Trace]) -> Trace:
@@ -293,8 +296,10 @@ def _retried(sample: dict) -> bool:
 def _pool(path: str, prefix: str, events_data: Any) -> list[tuple[str, Any]]:
     if events_data is None:
         return []
-    messages = events_data.get("messages") if isinstance(events_data, dict) else None
-    if messages is None and isinstance(events_data, dict):
+    if not isinstance(events_data, dict):
+        raise InputError(path, prefix + "events_data", f"expected an object, found {_kind(events_data)}")
+    messages = events_data.get("messages")
+    if messages is None:
         return []
     if not isinstance(messages, list):
         raise InputError(path, prefix + "events_data.messages", f"expected a list of messages, found {_kind(messages)}")
@@ -783,9 +788,8 @@ def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) ->
         if info.compress_type == _ZSTANDARD:
             return _zstandard_member(path, archive, info)
         raise InputError(path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
-        raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
-    except RuntimeError as exc:  # an encrypted member
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
+        # RuntimeError: an encrypted member; ValueError: offsets out of range
         raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
 
 
