@@ -155,7 +155,7 @@ def test_bad_tools_files(doc, expected, tmp_path, capsys):
 
 def test_tools_needs_log_or_file(capsys):
     assert main(["tools"]) == 2
-    assert "give either a LOG or --tools FILE" in capsys.readouterr().err
+    assert "give a LOG or --tools FILE" in capsys.readouterr().err
 
 
 def test_profile_json_has_catalogue(capsys):

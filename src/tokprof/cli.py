@@ -44,6 +44,17 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chat-template", metavar="FILE", help="use this Jinja chat template instead of the model's")
 
 
+def _supply_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tools", metavar="FILE", dest="tools_file",
+        help="the tool definitions, for a log that does not record them (Claude Code, Codex): a JSON list "
+        "(OpenAI, Anthropic or MCP tools/list)",
+    )
+    parser.add_argument(
+        "--system", metavar="FILE", help="the system prompt, for a log that does not record it (Claude Code)"
+    )
+
+
 def _output_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--format", "-f", choices=["table", "json", "csv"], default="table", help="output format (default: table)"
@@ -93,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     profile.add_argument("log", metavar="LOG", help=LOG_HELP)
     _input_options(profile)
+    _supply_options(profile)
     _model_options(profile)
     _output_options(profile)
 
@@ -107,6 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     report.add_argument("log", metavar="LOG", help=LOG_HELP)
     _input_options(report)
+    _supply_options(report)
     _model_options(report)
     report.add_argument("-o", "--output", metavar="FILE", required=True, help="the HTML file to write")
     report.add_argument("--no-progress", action="store_true", help="never show a progress bar")
@@ -122,9 +135,13 @@ def _parser() -> argparse.ArgumentParser:
     _input_options(tools)
     tools.add_argument(
         "--tools", metavar="FILE", dest="tools_file",
-        help="static mode, no log: a JSON list of tool definitions (OpenAI, Anthropic or MCP tools/list)",
+        help="a JSON list of tool definitions (OpenAI, Anthropic or MCP tools/list): without a LOG, price it alone "
+        "(static mode); with a LOG that does not record its tools (Claude Code, Codex), supply them",
     )
-    tools.add_argument("--system", metavar="FILE", help="static mode: a system prompt to render the tools with")
+    tools.add_argument(
+        "--system", metavar="FILE",
+        help="a system prompt: to render static tools with, or for a LOG that does not record it (Claude Code)",
+    )
     _model_options(tools)
     _output_options(tools)
 
@@ -142,8 +159,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
     _input_options(check)
-    check.add_argument("--tools", metavar="FILE", dest="tools_file", help="check a tool catalogue instead of a log")
-    check.add_argument("--system", metavar="FILE", help="with --tools: the system prompt")
+    check.add_argument(
+        "--tools", metavar="FILE", dest="tools_file",
+        help="check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them",
+    )
+    check.add_argument("--system", metavar="FILE", help="the system prompt, with --tools or for a LOG that does not record it")
     _model_options(check)
     check.set_defaults(model=None)
     check.add_argument("--config", metavar="FILE", help="the configuration file (default: found from the working directory)")
@@ -244,6 +264,16 @@ def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: s
     from tokprof.models import resolve_model
 
     trace = read_trace(args.log, args.input_format)
+    if getattr(args, "tools_file", None) or getattr(args, "system", None):
+        from tokprof.formats.toolsfile import read_system_file, read_tools_file
+        from tokprof.trace import supply
+
+        tools = read_tools_file(args.tools_file) if args.tools_file else None
+        system = read_system_file(args.system) if args.system else None
+        try:
+            supply(trace, tools, system)
+        except ValueError as exc:
+            raise TokprofError(f"{args.log}: {exc}") from None
     log_models = [trace.model] + [call.model for call in trace.calls]
     return trace, resolve_model(model_name, chat_template, log_models=log_models)
 
@@ -271,11 +301,12 @@ def _run_report(args: argparse.Namespace) -> int:
 
 
 def _log_or_tools(args: argparse.Namespace) -> None:
-    """``tools`` and ``check`` take a log, or a tools file with an optional system prompt."""
-    if (args.log is None) == (args.tools_file is None):
-        raise TokprofError(f"{args.command}: give either a LOG or --tools FILE")
-    if args.system and not args.tools_file:
-        raise TokprofError(f"{args.command}: --system goes with --tools (a log carries its own system prompt)")
+    """``tools`` and ``check`` take a log (with --tools and --system supplying what it does not record),
+    or a tools file with an optional system prompt."""
+    if args.log is None and args.tools_file is None:
+        raise TokprofError(f"{args.command}: give a LOG or --tools FILE")
+    if args.log is None and args.system and not args.tools_file:
+        raise TokprofError(f"{args.command}: --system goes with --tools or a LOG")
 
 
 def _run_tools(args: argparse.Namespace) -> int:
@@ -283,7 +314,7 @@ def _run_tools(args: argparse.Namespace) -> int:
     from tokprof.render.tools import ToolsCsvRenderer, ToolsJsonRenderer, ToolsTableRenderer
 
     _log_or_tools(args)
-    if args.tools_file:
+    if args.log is None:
         from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
         tools = read_tools_file(args.tools_file)
@@ -324,7 +355,7 @@ def _run_check(args: argparse.Namespace) -> int:
         return str(base_dir / path) if config.path else path
 
     chat_template = args.chat_template or relative(config.chat_template)
-    if args.tools_file:
+    if args.log is None:
         from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
         model = resolve_model(args.model or config.model or DEFAULT_MODEL, chat_template)

@@ -15,6 +15,13 @@ from tokprof.models.model import ChatModel
 from tokprof.trace import Trace, Usage
 
 SCHEMA_VERSION = 1
+#: The bucket for what every prompt holds but the log does not record (Claude Code's system prompt,
+#: the tool definitions of Claude Code and Codex), inferred from reported usage.
+UNRECORDED = "unrecorded"
+INFERENCE = (
+    "the log does not record {what}: their tokens are inferred, per model and thread, as the first call's "
+    "reported prompt minus its rendered messages, and counted in 'unrecorded' on every call"
+)
 #: Computed prompts that differ from the reported ones by more than this, on average, get a
 #: warning when the counts claim to be exact: the model or template is probably not the log's.
 RECONCILE_THRESHOLD = 0.03
@@ -50,6 +57,8 @@ class CallRow:
     reported: Usage | None = None
     computed: int | None = None  # the rendered prompt's own count (None: the same as total)
     exact: bool = True
+    kind: str = "call"  # or "compaction"
+    unrendered: int = 0  # tokens known from usage only (encrypted reasoning), included in the buckets
 
     @property
     def rendered(self) -> int:
@@ -71,6 +80,8 @@ class CallRow:
             "total": self.total,
             "computed": self.rendered,
             "exact": self.exact,
+            "kind": self.kind,
+            "unrendered": self.unrendered,
             "cumulative": self.cumulative,
             "messages": self.messages,
             "source": self.where,
@@ -92,6 +103,8 @@ class CallRow:
             reported=reported,
             computed=d.get("computed"),
             exact=d.get("exact", True),
+            kind=d.get("kind", "call"),
+            unrendered=d.get("unrendered", 0),
         )
 
 
@@ -102,12 +115,20 @@ class Profile:
     calls: list[CallRow] = field(default_factory=list)
     warnings: list[dict] = field(default_factory=list)
     catalogue: dict | None = None  # the tools analysis' summary section, when it was run
+    inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
+
+    def buckets(self) -> tuple[str, ...]:
+        """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
+        if any(UNRECORDED in c.buckets for c in self.calls):
+            return (*BUCKETS, UNRECORDED)
+        return BUCKETS
 
     # -- totals ---------------------------------------------------------------------------
     def summary(self) -> dict:
         billed = sum(c.total for c in self.calls)
-        by_bucket = {name: sum(c.buckets[name] for c in self.calls) for name in BUCKETS}
-        shares = {name: (by_bucket[name] / billed if billed else 0.0) for name in BUCKETS}
+        names = self.buckets()
+        by_bucket = {name: sum(c.buckets.get(name, 0) for c in self.calls) for name in names}
+        shares = {name: (by_bucket[name] / billed if billed else 0.0) for name in names}
         summary = {
             "calls": len(self.calls),
             "billed_input": billed,
@@ -119,8 +140,16 @@ class Profile:
         }
         if self.catalogue is not None:
             summary["catalogue"] = self.catalogue
-        summary["exact"] = all(c.exact for c in self.calls)
-        if not summary["exact"]:
+        compactions = sum(1 for c in self.calls if c.kind == "compaction")
+        if compactions:
+            summary["compactions"] = compactions
+        unrendered = sum(c.unrendered for c in self.calls)
+        if unrendered:
+            summary["unrendered"] = unrendered
+        if self.inferred:
+            summary["inferred"] = self.inferred
+        summary["exact"] = all(c.exact for c in self.calls) and not self.inferred
+        if not self.model.get("exact", True):
             summary["estimate"] = {
                 "method": self.model.get("method"),
                 "scaling": SCALING,
@@ -189,7 +218,11 @@ class Profile:
             calls=[CallRow.from_dict(c) for c in d["calls"]],
             warnings=list(d.get("warnings", [])),
             catalogue=d.get("summary", {}).get("catalogue"),
+            inferred=d.get("summary", {}).get("inferred"),
         )
+
+
+_UNRECORDED_NAMES = {"system": "the system prompt", "tools": "the tool definitions"}
 
 
 def profile_trace(
@@ -200,11 +233,24 @@ def profile_trace(
     rows: list[CallRow] = []
     flagged: dict[str, list[int]] = {}
     cumulative = 0
+    fixed: dict[tuple, int] = {}  # the inferred unrecorded part, per (model, thread)
     for call in trace.calls:
         buckets = attributor.attribute(call)
-        counts, total = buckets.as_dict(), buckets.total
-        if not model.exact and call.reported and call.reported.prompt is not None:
-            counts, total = scale_buckets(counts, call.reported.prompt), call.reported.prompt
+        counts = buckets.as_dict()
+        for name, tokens in call.unrendered.items():  # known from usage, not renderable
+            counts[name] += tokens
+        reported = call.reported.prompt if call.reported and call.reported.prompt is not None else None
+        inferred = None
+        if trace.unrecorded:
+            key = (call.model, call.thread)
+            if key not in fixed and reported is not None:
+                fixed[key] = max(0, reported - sum(counts.values()))
+            inferred = fixed.get(key, 0) if reported is None else min(fixed.get(key, 0), reported)
+        if not model.exact and reported is not None:
+            counts = scale_buckets(counts, reported - (inferred or 0))
+        if inferred is not None:
+            counts[UNRECORDED] = inferred
+        total = sum(counts.values())
         cumulative += total
         rows.append(
             CallRow(
@@ -216,7 +262,9 @@ def profile_trace(
                 where=call.where,
                 reported=call.reported,
                 computed=buckets.total,
-                exact=model.exact,
+                exact=model.exact and inferred is None and not call.unrendered,
+                kind=call.kind,
+                unrendered=sum(call.unrendered.values()),
             )
         )
         for code in buckets.warnings:
@@ -226,7 +274,10 @@ def profile_trace(
     warnings = [{"code": n.code, "message": n.message, "calls": [], "places": list(n.places)} for n in trace.notes]
     warnings += [{"code": code, "message": WARNINGS[code], "calls": calls} for code, calls in flagged.items()]
     source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
-    profile = Profile(model=model.describe(), source=source, calls=rows, warnings=warnings)
+    if trace.session:
+        source["session"] = trace.session
+    inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in trace.unrecorded)) if trace.unrecorded else None
+    profile = Profile(model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference)
     check = profile.reconciliation()
     if model.exact and check and check["mean_relative_difference"] > RECONCILE_THRESHOLD:
         profile.warnings.append({

@@ -51,6 +51,7 @@ class Call:
     #: items of earlier calls), by bucket name: counted in that bucket as reported, and labelled.
     unrendered: dict[str, int] = field(default_factory=dict)
     kind: str = "call"  # "call", or "compaction" for a call that summarised the context
+    thread: str = ""  # "" for the main conversation, else a subagent's id: its prompts have their own fixed part
 
 
 @dataclass
@@ -98,3 +99,31 @@ class Trace:
                     seen.add(key)
                     out.append(tool_call)
         return out
+
+
+def supply(trace: Trace, tools: list[dict] | None, system: str | None) -> Trace:
+    """Give a trace what its log does not record: the tool definitions and the system prompt.
+
+    Tools go to every call that carries none; the system prompt goes first in every call, when the
+    log does not record it (``"system"`` in ``trace.unrecorded``) or the call has no system message.
+    What is supplied is no longer unrecorded, so it is not inferred. Raises ValueError when the log
+    already records what is supplied.
+    """
+    if tools is not None:
+        if not any(call.tools is None for call in trace.calls):
+            raise ValueError("the log records its tool definitions: --tools is for logs that do not")
+        for call in trace.calls:
+            if call.tools is None:
+                call.tools = list(tools)
+    if system is not None:
+        missing = "system" in trace.unrecorded
+        if not missing and all(c.messages and c.messages[0]["role"] in ("system", "developer") for c in trace.calls):
+            raise ValueError("the log records its system prompt: --system is for logs that do not")
+        for call in trace.calls:
+            if missing or not call.messages or call.messages[0]["role"] not in ("system", "developer"):
+                call.messages = [{"role": "system", "content": system}, *call.messages]
+    supplied = {"tools"} if tools is not None else set()
+    if system is not None:
+        supplied.add("system")
+    trace.unrecorded = tuple(part for part in trace.unrecorded if part not in supplied)
+    return trace

@@ -3,12 +3,9 @@ from __future__ import annotations
 import csv
 import io
 
-from tokprof.attribution import BUCKETS
 from tokprof.profile import Profile
 
-COLUMNS = [
-    "index", *BUCKETS, "total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact",
-]
+COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind"]
 
 
 class CsvRenderer:
@@ -17,13 +14,14 @@ class CsvRenderer:
     def render(self, profile: Profile, color: bool = False) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(COLUMNS)
+        names = profile.buckets()
+        writer.writerow(["index", *names, *COLUMNS])
         for row in profile.calls:
             reported = row.reported.prompt if row.reported else None
             diff = row.difference()
             writer.writerow(
-                [row.index, *(row.buckets[b] for b in BUCKETS), row.total, row.cumulative, row.messages,
+                [row.index, *(row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
                  "" if reported is None else reported, "" if diff is None else diff[0], row.rendered,
-                 "true" if row.exact else "false"]
+                 "true" if row.exact else "false", row.kind]
             )
         return out.getvalue()

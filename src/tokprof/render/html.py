@@ -10,7 +10,6 @@ from __future__ import annotations
 import html
 import json
 
-from tokprof.attribution import BUCKETS
 from tokprof.profile import Profile
 
 COLORS = {
@@ -18,12 +17,14 @@ COLORS = {
     "tool_definitions": "#f28e2b",
     "tool_results": "#4e79a7",
     "conversation": "#59a14f",
+    "unrecorded": "#9c9c9c",
 }
 LABELS = {
     "system": "system",
     "tool_definitions": "tool definitions",
     "tool_results": "tool results",
     "conversation": "conversation",
+    "unrecorded": "unrecorded (inferred)",
 }
 FONT = "#8a8f98"  # reads on light and dark backgrounds
 GRID = "rgba(138,143,152,0.25)"
@@ -62,10 +63,10 @@ def _layout(**extra) -> dict:
 def _buckets_figure(profile: Profile) -> dict:
     x = [c.index for c in profile.calls]
     data = []
-    for name in BUCKETS:
+    for name in profile.buckets():
         data.append({
             "type": "scatter", "mode": "lines", "stackgroup": "prompt", "name": LABELS[name], "x": x,
-            "y": [c.buckets[name] for c in profile.calls], "line": {"width": 0.5, "color": COLORS[name]},
+            "y": [c.buckets.get(name, 0) for c in profile.calls], "line": {"width": 0.5, "color": COLORS[name]},
             "hovertemplate": "%{y:,} tokens",
         })
     data.append({
@@ -147,7 +148,7 @@ def _reported_figure(profile: Profile) -> dict | None:
     if not rows:
         return None
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": "computed" if rows[0].exact else "proxy (unscaled)",
+        {"type": "scatter", "mode": "lines+markers", "name": "computed" if profile.model.get("exact", True) else "proxy (unscaled)",
          "x": [c.index for c in rows],
          "y": [c.rendered for c in rows], "line": {"color": COLORS["conversation"]}},
         {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
@@ -165,7 +166,7 @@ def _cards(profile: Profile) -> str:
     out = ['<div class="cards">']
     for key, value in cards:
         out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
-    for name in BUCKETS:
+    for name in profile.buckets():
         out.append(
             f'<div class="card"><div class="v">{s["shares"][name]:.1%}</div><div class="k">'
             f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
@@ -186,7 +187,7 @@ class HtmlRenderer:
         from plotly.offline import get_plotlyjs
 
         model = profile.model
-        exact = model.get("exact", True)
+        exact = model.get("exact", True)  # the model's counts; an inferred bucket is labelled on its own
         figures = {"buckets": _buckets_figure(profile), "window": _window_figure(profile, self.window, self.levels)}
         catalogue = profile.catalogue
         if catalogue and catalogue.get("tools"):
@@ -214,6 +215,7 @@ class HtmlRenderer:
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
             "" if exact else f'<p class="estimate">Estimate: {html.escape(str(model.get("method")))}.</p>',
+            f'<p class="estimate">Inferred: {html.escape(profile.inferred)}.</p>' if profile.inferred else "",
             _cards(profile),
         ]
         if profile.warnings:

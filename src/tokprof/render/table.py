@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from tokprof.attribution import BUCKETS
 from tokprof.profile import Profile
 from tokprof.render.console import text_console
 
@@ -12,6 +11,7 @@ LABELS = {
     "tool_definitions": "tool defs",
     "tool_results": "tool results",
     "conversation": "conversation",
+    "unrecorded": "unrecorded (inferred)",
 }
 
 
@@ -24,14 +24,15 @@ class TableRenderer:
         reported = "billed_input_reported" in summary
 
         model = profile.model
-        exact = "exact" if model.get("exact") else "ESTIMATE"
+        exact = "exact" if summary["exact"] else "ESTIMATE"
         console.print(
             f"[bold]tokprof[/bold] profile of {profile.source['path']} "
             f"({summary['calls']} calls, model {model['name']}, {exact})"
         )
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         table.add_column("call", justify="right")
-        for name in BUCKETS:
+        names = profile.buckets()
+        for name in names:
             table.add_column(LABELS[name], justify="right")
         table.add_column("total", justify="right")
         table.add_column("billed so far", justify="right")
@@ -39,7 +40,7 @@ class TableRenderer:
             table.add_column("reported", justify="right")
             table.add_column("computed vs reported" if model.get("exact") else "proxy vs reported", justify="right")
         for row in profile.calls:
-            cells = [str(row.index), *(f"{row.buckets[b]:,}" for b in BUCKETS), f"{row.total:,}", f"{row.cumulative:,}"]
+            cells = [str(row.index), *(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
             if reported:
                 diff = row.difference()
                 if diff is not None:
@@ -72,10 +73,14 @@ class TableRenderer:
                      f"{check['mean_relative_difference']:.1%} mean difference, largest "
                      f"{check['max_relative_difference']:+.1%} (call {check['max_call']})")
                 )
-        for name in BUCKETS:
+        for name in names:
             lines.append(
                 (f"  {LABELS[name]}", f"{summary['buckets_billed'][name]:>12,}  {summary['shares'][name]:6.1%}")
             )
+        if summary.get("compactions"):
+            lines.append(("compactions", f"{summary['compactions']} (calls that summarised the context)"))
+        if summary.get("unrendered"):
+            lines.append(("unrendered", f"{summary['unrendered']:,} tokens known from usage only (in the buckets)"))
         cross = summary["crossovers"]
 
         def when(index):
@@ -103,7 +108,9 @@ class TableRenderer:
         )
         if model.get("selected"):
             console.print(f"  model chosen: {model['selected']}")
-        if not summary["exact"]:
+        if summary.get("inferred"):
+            console.print(f"[bold]INFERRED[/bold]: {summary['inferred']} (give them with --system and --tools).")
+        if "estimate" in summary:
             estimate = summary["estimate"]
             console.print(
                 f"[bold]ESTIMATE[/bold]: every count above is an estimate: {estimate['method']}. "
