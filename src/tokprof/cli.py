@@ -102,9 +102,13 @@ def _parser() -> argparse.ArgumentParser:
         description="Profile an agent log: every call's prompt split into system, tool definitions, tool "
         "results and conversation, the billed input over the run, and the tool catalogue's cost.",
     )
-    profile.add_argument("log", metavar="LOG", help=LOG_HELP)
+    profile.add_argument("log", metavar="LOG", help=LOG_HELP + "; or a directory of Claude Code or Codex sessions")
     _input_options(profile)
     _supply_options(profile)
+    profile.add_argument(
+        "--session", metavar="ID",
+        help="with a directory: profile the one session whose id or file name is or contains ID, call by call",
+    )
     _model_options(profile)
     _output_options(profile)
 
@@ -258,6 +262,19 @@ def _catalogue_section(profile, trace, model) -> None:
         profile.warnings.append({"code": "catalogue-unpriced", "message": str(exc), "calls": []})
 
 
+def _supply(args: argparse.Namespace, trace, path: str) -> None:
+    """Give the trace the tools and system prompt named by --tools and --system."""
+    from tokprof.formats.toolsfile import read_system_file, read_tools_file
+    from tokprof.trace import supply
+
+    tools = read_tools_file(args.tools_file) if args.tools_file else None
+    system = read_system_file(args.system) if args.system else None
+    try:
+        supply(trace, tools, system)
+    except ValueError as exc:
+        raise TokprofError(f"{path}: {exc}") from None
+
+
 def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: str | None):
     """The log's trace, and the model: the one named, or one chosen from the model names in the log."""
     from tokprof.formats import read_trace
@@ -265,15 +282,7 @@ def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: s
 
     trace = read_trace(args.log, args.input_format)
     if getattr(args, "tools_file", None) or getattr(args, "system", None):
-        from tokprof.formats.toolsfile import read_system_file, read_tools_file
-        from tokprof.trace import supply
-
-        tools = read_tools_file(args.tools_file) if args.tools_file else None
-        system = read_system_file(args.system) if args.system else None
-        try:
-            supply(trace, tools, system)
-        except ValueError as exc:
-            raise TokprofError(f"{args.log}: {exc}") from None
+        _supply(args, trace, args.log)
     log_models = [trace.model] + [call.model for call in trace.calls]
     return trace, resolve_model(model_name, chat_template, log_models=log_models)
 
@@ -281,6 +290,12 @@ def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: s
 def _run_profile(args: argparse.Namespace) -> int:
     from tokprof.render import RENDERERS
 
+    if os.path.isdir(args.log):
+        if args.session is None:
+            return _run_sessions(args)
+        args.log = _pick_session(args.log, args.session)
+    elif args.session is not None:
+        raise TokprofError(f"{args.log}: --session picks a session in a directory, and this is a file")
     trace, model = _read_log(args, args.model, args.chat_template)
     profile = _profile(args, trace, model)
     _catalogue_section(profile, trace, model)
@@ -289,6 +304,88 @@ def _run_profile(args: argparse.Namespace) -> int:
         _html(args, profile, model, args.html)
     _write_output(text, args.output)
     return EXIT_OK
+
+
+def _pick_session(directory: str, wanted: str) -> str:
+    """The session file in a directory whose name or session id is (or starts with) ``wanted``."""
+    from tokprof.formats import read_trace, session_files
+
+    files = session_files(directory)
+    matches = [path for _, path in files if path.stem == wanted or wanted in path.stem]
+    if not matches:
+        for name, path in files:
+            try:
+                if (read_trace(str(path), name).session or "").startswith(wanted):
+                    matches.append(path)
+            except TokprofError:
+                continue
+    if len(matches) != 1:
+        found = "no session" if not matches else f"{len(matches)} sessions ({', '.join(p.name for p in matches[:5])})"
+        raise TokprofError(f"{directory}: --session {wanted}: {found} match")
+    return str(matches[0])
+
+
+def _run_sessions(args: argparse.Namespace) -> int:
+    """A directory of sessions: a summary row per session, and the totals."""
+    from pathlib import Path
+
+    from tokprof.analyses.sessions import SessionRow, SessionsReport
+    from tokprof.attribution import RenderError
+    from tokprof.formats import read_trace, session_files
+    from tokprof.models import auto_model, resolve_model
+    from tokprof.profile import profile_trace
+    from tokprof.render.sessions import SESSION_RENDERERS
+
+    if args.html:
+        raise TokprofError(f"{args.log}: --html needs one session: add --session ID")
+    files = session_files(args.log)
+    if not files:
+        raise TokprofError(f"{args.log}: no Claude Code or Codex session files in this directory")
+    report = SessionsReport(directory=args.log, model={})
+    models: dict = {}
+    for name, path in _progress(args, files, "profiling sessions"):
+        try:
+            trace = read_trace(str(path), name)
+            if args.tools_file or args.system:
+                _supply(args, trace, str(path))
+            wanted = args.model or auto_model([trace.model] + [c.model for c in trace.calls])[0]
+            if wanted not in models:
+                models[wanted] = resolve_model(wanted, args.chat_template)
+                report.model[models[wanted].name] = models[wanted].describe()
+            profile = profile_trace(trace, models[wanted])
+        except TokprofError as exc:
+            report.skipped.append({"path": str(path), "error": str(exc)})
+            continue
+        except RenderError as exc:  # the template failed on one session: skip it, say why
+            report.skipped.append({"path": str(path), "error": f"{path}: {exc}"})
+            continue
+        try:
+            shown = str(Path(path).relative_to(args.log))
+        except ValueError:
+            shown = str(path)
+        report.sessions.append(SessionRow.from_profile(profile, trace.session or Path(path).stem, shown))
+    if not report.sessions:
+        raise TokprofError(f"{args.log}: no session could be read; first: {report.skipped[0]['error']}")
+    _write_output(SESSION_RENDERERS[args.format]().render(report, color=_color(args)), args.output)
+    return EXIT_OK
+
+
+def _progress(args: argparse.Namespace, items: list, label: str):
+    """Iterate with a progress bar on a terminal."""
+    if args.no_progress or not sys.stderr.isatty() or len(items) < 2:
+        yield from items
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as progress:
+        task = progress.add_task(label, total=len(items))
+        for item in items:
+            yield item
+            progress.advance(task)
 
 
 def _run_report(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import zipfile
+from pathlib import Path
 from types import ModuleType
 
 from tokprof.errors import InputError
@@ -24,6 +25,19 @@ READERS = {
     "openai-chat": "tokprof.formats.openai_chat",
 }
 FORMATS = tuple(READERS)
+
+
+#: Formats of agent sessions, whose readers can list the session files of a directory.
+SESSION_FORMATS = ("claude-code", "codex")
+
+
+def session_files(directory: str) -> list[tuple[str, Path]]:
+    """The session files in a directory (a Claude Code project folder, a Codex sessions tree), with their format."""
+    found = []
+    for name in SESSION_FORMATS:
+        if name in READERS:
+            found += [(name, path) for path in reader(name).sessions(Path(directory))]
+    return found
 
 
 def reader(name: str) -> ModuleType:

@@ -1,0 +1,98 @@
+"""A directory of agent sessions (a Claude Code project folder, a Codex sessions tree): one summary
+row per session and the totals, like the session reports of usage tools, plus the bucket shares."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tokprof.profile import SCHEMA_VERSION, Profile
+
+
+@dataclass
+class SessionRow:
+    session: str
+    path: str
+    format: str
+    model: str | None  # the model the log names
+    calls: int
+    compactions: int
+    billed_input: int
+    billed_input_reported: int | None
+    buckets: dict[str, int]
+    exact: bool
+    first_day: str | None = None
+
+    @classmethod
+    def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
+        summary = profile.summary()
+        return cls(
+            session=session,
+            path=path,
+            format=profile.source.get("format", ""),
+            model=profile.source.get("model"),
+            calls=summary["calls"],
+            compactions=summary.get("compactions", 0),
+            billed_input=summary["billed_input"],
+            billed_input_reported=summary.get("billed_input_reported"),
+            buckets=dict(summary["buckets_billed"]),
+            exact=summary["exact"],
+        )
+
+    def shares(self) -> dict[str, float]:
+        return {k: (v / self.billed_input if self.billed_input else 0.0) for k, v in self.buckets.items()}
+
+    def to_dict(self) -> dict:
+        return {
+            "session": self.session,
+            "path": self.path,
+            "format": self.format,
+            "model": self.model,
+            "calls": self.calls,
+            "compactions": self.compactions,
+            "billed_input": self.billed_input,
+            "billed_input_reported": self.billed_input_reported,
+            "buckets_billed": self.buckets,
+            "shares": {k: round(v, 6) for k, v in self.shares().items()},
+            "exact": self.exact,
+        }
+
+
+@dataclass
+class SessionsReport:
+    directory: str
+    model: dict  # the model (or models) used, as ``ChatModel.describe()`` gives them, by name
+    sessions: list[SessionRow] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)  # {"path", "error"}: sessions that could not be read
+
+    def bucket_names(self) -> list[str]:
+        names: list[str] = []
+        for row in self.sessions:
+            names += [name for name in row.buckets if name not in names]
+        return names
+
+    def totals(self) -> dict:
+        names = self.bucket_names()
+        billed = sum(r.billed_input for r in self.sessions)
+        buckets = {name: sum(r.buckets.get(name, 0) for r in self.sessions) for name in names}
+        reported = [r.billed_input_reported for r in self.sessions if r.billed_input_reported is not None]
+        return {
+            "sessions": len(self.sessions),
+            "calls": sum(r.calls for r in self.sessions),
+            "compactions": sum(r.compactions for r in self.sessions),
+            "billed_input": billed,
+            "billed_input_reported": sum(reported) if reported else None,
+            "buckets_billed": buckets,
+            "shares": {k: round(v / billed, 6) if billed else 0.0 for k, v in buckets.items()},
+            "exact": all(r.exact for r in self.sessions),
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "sessions",
+            "directory": self.directory,
+            "models": self.model,
+            "sessions": [r.to_dict() for r in self.sessions],
+            "totals": self.totals(),
+            "skipped": self.skipped,
+        }

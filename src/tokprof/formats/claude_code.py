@@ -1,0 +1,690 @@
+"""Claude Code session transcripts: ``~/.claude/projects/<project>/<session>.jsonl``.
+
+Claude Code appends one JSON object per line. Each line has a ``type``; conversation lines
+(``user``, ``assistant``) carry ``uuid``, ``parentUuid``, ``sessionId``, ``timestamp``,
+``isSidechain`` and ``message``, an Anthropic Messages API message (``role``, ``content`` a string
+or content blocks; assistant lines add ``model``, ``id``, ``usage`` and the line a ``requestId``).
+Claude Code records neither its system prompt nor its tool definitions, so the trace says so
+(``unrecorded = ("system", "tools")``) and no system message or tools are invented.
+
+Model calls. Claude Code writes each content block of a response as its own ``assistant`` line, so
+one model call is one ``requestId`` (``message.id`` when there is none): its lines are merged.
+Usage is read from ``message.usage`` of those lines, keeping the largest value of each field
+(``output_tokens`` grows across the lines of one response): ``prompt`` = ``input_tokens`` +
+``cache_creation_input_tokens`` + ``cache_read_input_tokens``, ``cache_read`` =
+``cache_read_input_tokens``, ``cache_write`` = ``cache_creation_input_tokens``, ``output`` =
+``output_tokens``. When no line of a call has a ``stop_reason``, Claude Code wrote the usage as the
+response stream started: its prompt counts are complete but ``output_tokens`` is a placeholder that
+under-reports the output (warning ``usage-at-stream-start``). Assistant lines Claude Code writes
+itself (model ``<synthetic>``, ``isApiErrorMessage``: API errors, "No response requested.") are not
+model calls and are left out of later prompts (warning ``synthetic-message``).
+
+The prompt of a call is the conversation that leads to its first line, followed back through
+``parentUuid``: the conversation is a tree (a rewind or an edited message branches it), and the
+parent chain is the branch the call was made on. Lines without a ``uuid`` or ``parentUuid`` (hand
+edited or very old files) chain to the previous conversation line of the same thread in file order.
+The chain passes through lines that are not messages (``progress``, ``system``, attachments) and
+stops at a compaction boundary, at the start of a subagent's thread, or at a parent that is not in
+the file (warning ``chain-broken``). Along the chain:
+
+* consecutive ``user`` lines become one user message (Claude Code sends them merged), and the lines
+  of one response become one assistant message, placed where its first line is (tool results
+  written between two blocks of one response move after it, as Claude Code sends them);
+* a user message becomes one ``tool`` message per ``tool_result`` block, in order (its text, or its
+  text blocks joined by newlines), then one ``user`` message with the remaining text, if any. A tool
+  result whose ``tool_use`` is not on the chain is kept as user text (warning ``orphan-tool-result``);
+  ``toolUseResult`` is Claude Code's metadata, never sent to the model, and is ignored;
+* an assistant message gets text blocks joined as ``content``, ``tool_use`` (and
+  ``server_tool_use``/``mcp_tool_use``) blocks as ``tool_calls`` with ``arguments`` = the JSON of
+  ``input``, ``thinking`` blocks joined as ``reasoning_content``;
+* images, documents, ``redacted_thinking`` and other blocks that are not text are left out, with
+  warning ``content-not-text`` (their tokens are not counted);
+* what the model saw: every ``user`` line is sent as written, including ``isMeta`` lines (the
+  local-command caveat, expanded slash-command and skill prompts: hidden in Claude Code's interface,
+  sent to the model), ``<command-name>``/``<local-command-stdout>`` wrappers of local commands (the
+  caveat before them exists because the model sees them), interrupt markers and the compact
+  summary. A user line with no content is skipped. ``system`` lines (compaction boundaries, command
+  output, durations, API errors) are Claude Code's own and are not sent; ``attachment`` lines carry
+  context Claude Code may render into the prompt in a way the log does not show: they are left out
+  (warning ``attachment-lines``; any tokens they add fall in the unrecorded part). Other line types
+  (``summary``, ``file-history-snapshot``, ``queue-operation``, titles, ...) are not conversation;
+  a type tokprof does not know is skipped with warning ``unknown-line-type``.
+
+The call's ``response`` is its assistant lines merged into one assistant message.
+
+Compaction. A ``system`` line with subtype ``compact_boundary`` starts the context again: later
+prompts begin at the compact summary (a ``user`` line with ``isCompactSummary``). The compaction
+itself is a model call, but Claude Code runs it without writing a transcript (its usage is in no
+line; ``compactMetadata.preTokens`` is the context size, not billed usage), so it is not profiled:
+warning ``compaction``. A ``microcompact_boundary`` (old tool results cleared from the context while
+the transcript keeps them) gets warning ``microcompact``: later prompts may render tool results the
+model no longer saw.
+
+Subagents. A subagent (Task/Agent tool) is a separate conversation with its own prompts: its calls
+are marked in ``Call.where`` (``"line 40 (subagent)"``). Claude Code has written them three ways,
+all read with the session file, each call counted once (by ``requestId``):
+
+* ``isSidechain: true`` lines inside the session file (older versions): their own thread;
+* ``<session>/subagents/agent-<id>.jsonl`` beside the session file (2.1 and later), and
+  ``agent-<id>.jsonl`` files beside it whose ``sessionId`` is the session's (2.0);
+* copies of the subagent's lines in the session's ``progress`` lines (``data.type ==
+  "agent_progress"``, the line in ``data.message``): used only for calls no subagent transcript
+  holds (its file is missing), rebuilt in file order per ``agentId`` (warning
+  ``subagent-from-progress``). Every other ``progress`` line is ignored.
+
+Calls are numbered in the session file's order, then each subagent file's, then those rebuilt from
+progress lines. The session is the first ``sessionId`` in the file; the trace's model is the model
+of most main-thread calls. :func:`sessions` lists the session files of a project folder.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, check_messages, check_model, check_text, parse_day
+from tokprof.trace import Call, Trace, Usage
+
+FORMAT = "claude-code"
+DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"
+
+MESSAGE_TYPES = frozenset({"user", "assistant"})
+#: Line types that are not conversation and need no warning.
+QUIET_TYPES = frozenset({
+    "system", "summary", "progress", "file-history-snapshot", "queue-operation", "custom-title",
+    "last-prompt", "tag", "agent-name", "ai-title", "pr-link",
+})
+#: Line types that mark a Claude Code transcript (for detection), with the fields that identify one.
+SNIFF_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"})
+SNIFF_FIELDS = ("sessionId", "uuid")
+TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+SYNTHETIC_MODEL = "<synthetic>"
+
+NOT_TEXT = (
+    "content that is not text (images, documents, redacted thinking, server tool results) cannot be "
+    "rendered by a chat template: it is left out of the prompt and its tokens are not counted"
+)
+STREAM_START = (
+    "Claude Code wrote these calls' usage when the response stream started (no line of the call has a "
+    "stop_reason): the prompt counts are complete, but output_tokens is a placeholder that under-reports "
+    "the output (the largest value seen is kept)"
+)
+SYNTHETIC = (
+    "assistant lines Claude Code wrote itself (model <synthetic> or isApiErrorMessage: API errors, "
+    "'No response requested.') are not model calls: they are skipped and left out of later prompts"
+)
+COMPACTION = (
+    "a compaction (compact_boundary) is a model call that summarised the conversation, but Claude Code "
+    "does not record it (its usage is in no line; compactMetadata.preTokens is the context size, not "
+    "billed usage), so it is not profiled; later prompts start from the compact summary"
+)
+MICROCOMPACT = (
+    "Claude Code cleared old tool results from the context here (microcompact_boundary) but the "
+    "transcript keeps them in full: later prompts may render tool results the model no longer saw"
+)
+CHAIN_BROKEN = (
+    "a line's parentUuid names a line that is not in the file (the session was cut or resumed from "
+    "elsewhere): the prompt starts after the missing line"
+)
+ORPHAN_RESULT = (
+    "a tool_result answers a tool_use that is not in the prompt's conversation (a broken chain): its "
+    "text is kept as user text"
+)
+ATTACHMENTS = (
+    "attachment lines carry context (hook output, reminders, queued prompts) that Claude Code may "
+    "render into the prompt in a way the log does not show: they are left out of the rendered prompt "
+    "(any tokens they add fall in the unrecorded part)"
+)
+UNKNOWN_TYPE = "lines of a type tokprof does not know are skipped (newer Claude Code versions add types)"
+DUPLICATE_LINE = "a line repeats the uuid of an earlier line: the repeat is skipped"
+DUPLICATE_CALL = "a model call (requestId) that appears in more than one transcript is counted once"
+FROM_PROGRESS = (
+    "these subagent calls are in no subagent transcript file (it is missing): they are rebuilt from "
+    "the copies of the subagent's lines in the session's progress lines, in file order"
+)
+
+
+# -- detection and layout --------------------------------------------------------------------------
+def sniff(doc: Document) -> bool:
+    """True when the first lines are Claude Code transcript lines (a known type and a session id or uuid)."""
+    if doc.lines is None:
+        return False
+    for _, record in doc.lines[:20]:
+        if isinstance(record, dict) and record.get("type") in SNIFF_TYPES:
+            if any(isinstance(record.get(key), str) for key in SNIFF_FIELDS):
+                return True
+    return False
+
+
+def sessions(directory: Path) -> list[Path]:
+    """The session transcripts of a Claude Code project folder, sorted by name.
+
+    Every ``*.jsonl`` file directly in the folder is a session, except subagent transcripts, which
+    :func:`read` reads with their session: ``<session>/subagents/*.jsonl`` are in subfolders, and an
+    ``agent-*.jsonl`` file (Claude Code 2.0) is listed only when no session file in the folder has
+    its ``sessionId`` (its session is missing, so it would be read by no session).
+    """
+    files = sorted(p for p in Path(directory).glob("*.jsonl") if p.is_file())
+    main = [p for p in files if not p.name.startswith("agent-")]
+    known = {_peek_session(p) for p in main} - {None}
+    agents = [p for p in files if p.name.startswith("agent-") and _peek_session(p) not in known]
+    return sorted(main + agents)
+
+
+def _peek_session(path: Path, lines: int = 20) -> str | None:
+    """The first ``sessionId`` among the first lines of a file, without loading it all."""
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            for _, text in zip(range(lines), f):
+                try:
+                    record = json.loads(text)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
+                    return record["sessionId"]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _subagent_files(path: Path, session: str | None) -> list[Path]:
+    """The subagent transcripts of a session file: ``<session>/subagents/*.jsonl`` beside it, and
+    ``agent-*.jsonl`` files beside it with the same ``sessionId``."""
+    if path.name.startswith("agent-") or path.parent.name == "subagents":
+        return []  # a subagent transcript read on its own
+    folder = path.parent / path.stem / "subagents"
+    files = sorted(p for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
+    if session is not None:
+        siblings = sorted(path.parent.glob("agent-*.jsonl"))
+        files += [p for p in siblings if p.is_file() and _peek_session(p) == session]
+    return files
+
+
+# -- lines and transcripts -------------------------------------------------------------------------
+@dataclass
+class _Line:
+    """One transcript line, checked; conversation lines hold their content as parts."""
+
+    number: int
+    prefix: str  # error places of the line's fields: "line 7: " or "line 7: data.message."
+    place: str  # the line in notes and Call.where: "line 7" or "<session>/subagents/agent-a.jsonl line 3"
+    record: dict
+    type: str
+    uuid: str | None
+    parent: str | None
+    sidechain: bool
+    key: str | None = None  # assistant lines: the model call they belong to
+    synthetic: bool = False
+    boundary: bool = False  # a compact_boundary: the context restarts after it
+    parts: list[tuple] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # places of blocks that are not text
+
+
+@dataclass
+class _Transcript:
+    path: str  # the file, for errors
+    lines: list[_Line] = field(default_factory=list)
+    by_uuid: dict[str, _Line] = field(default_factory=dict)
+    origin: str = ""  # " (from progress)" for threads rebuilt from progress lines
+
+
+@dataclass
+class _Item:
+    """A message being assembled from the lines of a chain."""
+
+    role: str
+    key: str | None
+    parts: list[tuple]
+
+
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is None:
+        if not isinstance(doc.value, dict):
+            raise InputError(path, None, "expected a JSONL transcript: one JSON object per line")
+        numbered = [(1, doc.value)]
+    else:
+        numbered = doc.lines
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+    reader = _Reader(trace)
+    main = reader.parse(path, "", [(n, record, "") for n, record in numbered])
+    trace.session = _session(main)
+    transcripts = [main]
+    reader.calls(main)
+    for sub in _subagent_files(Path(path), trace.session):
+        transcripts.append(reader.subagent_file(Path(path), sub))
+    for transcript in transcripts:
+        reader.progress_calls(transcript)
+    if not trace.calls:
+        raise InputError(path, None, "no model call in the transcript (no assistant line)")
+    trace.model = _main_model(trace.calls)
+    return trace
+
+
+def _session(transcript: _Transcript) -> str | None:
+    for line in transcript.lines:
+        session = line.record.get("sessionId")
+        if isinstance(session, str):
+            return session
+    return None
+
+
+def _main_model(calls: list[Call]) -> str | None:
+    main = [c.model for c in calls if c.model and "(subagent" not in c.where]
+    models = Counter(main or [c.model for c in calls if c.model])
+    return models.most_common(1)[0][0] if models else None
+
+
+class _Reader:
+    """Turns transcripts into calls, gathering notes on the trace and the calls already counted."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.seen: set[str] = set()  # keys of the calls counted
+        self.noted: set[tuple[str, str]] = set()
+        self.types_noted: set[str] = set()
+        self.previous: dict[tuple[int, bool], list[dict]] = {}  # the last prompt of each thread
+
+    def note_once(self, code: str, message: str, place: str) -> None:
+        if (code, place) not in self.noted:
+            self.noted.add((code, place))
+            self.trace.note(code, message, place)
+
+    # -- parsing -----------------------------------------------------------------------------------
+    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "") -> _Transcript:
+        """Check the lines of one file (or one thread rebuilt from progress lines)."""
+        transcript = _Transcript(path=path, origin=origin)
+        last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
+        for number, record, inner in items:
+            at = f"line {number}"
+            if not isinstance(record, dict):
+                raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
+            kind = record.get("type")
+            if not isinstance(kind, str):
+                raise InputError(path, f"{at}: {inner}type", "missing or not a string: every Claude Code line has a type")
+            line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
+            if line.uuid is not None:
+                if line.uuid in transcript.by_uuid:
+                    self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
+                    continue
+                transcript.by_uuid[line.uuid] = line
+            if kind in MESSAGE_TYPES:
+                last[line.sidechain] = line.uuid
+            transcript.lines.append(line)
+        return transcript
+
+    def line(self, path: str, prefix: str, place: str, number: int, record: dict, kind: str,
+             last: dict[bool, str | None]) -> _Line:
+        uuid = record.get("uuid")
+        if uuid is not None and not isinstance(uuid, str):
+            raise InputError(path, prefix + "uuid", f"expected a string, found {_kind(uuid)}")
+        sidechain = record.get("isSidechain") is True
+        if uuid is None and kind in MESSAGE_TYPES:
+            uuid = f"#{number}"  # no uuid: the line is still a link of the file-order chain
+        if "parentUuid" in record:
+            parent = record["parentUuid"]
+            if parent is not None and not isinstance(parent, str):
+                raise InputError(path, prefix + "parentUuid", f"expected a string or null, found {_kind(parent)}")
+        else:
+            parent = last.get(sidechain) if kind in MESSAGE_TYPES else None
+        line = _Line(number, prefix, place, record, kind, uuid, parent, sidechain)
+        if kind in MESSAGE_TYPES:
+            self.message(path, line)
+        elif kind == "system":
+            self.system(line)
+        elif kind == "attachment":
+            self.note_type("attachment-lines", ATTACHMENTS, line)
+        elif kind not in QUIET_TYPES:
+            self.note_type("unknown-line-type", UNKNOWN_TYPE, line)
+        return line
+
+    def note_type(self, code: str, message: str, line: _Line) -> None:
+        if line.type not in self.types_noted:  # one place per type: a long session has thousands
+            self.types_noted.add(line.type)
+            self.trace.note(code, message, f"{line.place} ({line.type})")
+
+    def system(self, line: _Line) -> None:
+        subtype = line.record.get("subtype")
+        if subtype == "compact_boundary":
+            line.boundary = True
+            self.trace.note("compaction", COMPACTION, line.place)
+        elif subtype == "microcompact_boundary":
+            self.trace.note("microcompact", MICROCOMPACT, line.place)
+
+    def message(self, path: str, line: _Line) -> None:
+        message = line.record.get("message")
+        if not isinstance(message, dict):
+            raise InputError(path, line.prefix + "message", f"expected the message, an object, found {_kind(message)}")
+        where = line.prefix + "message.content"
+        blocks = _blocks(path, where, message.get("content"))
+        if line.type == "user":
+            line.parts = [self.user_part(path, line, at, block) for at, block in blocks]
+        else:
+            check_model(path, line.prefix + "message.", message)
+            line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
+            line.key = _call_key(path, line, message)
+            line.parts = [self.assistant_part(path, line, at, block) for at, block in blocks]
+        line.parts = [part for part in line.parts if part is not None]
+
+    def user_part(self, path: str, line: _Line, where: str, block: dict) -> tuple | None:
+        kind = block["type"]
+        if kind == "text":
+            return ("text", _text(path, where, block, "text"))
+        if kind == "tool_result":
+            return self.tool_result(path, line, where, block)
+        if kind in TOOL_CALL_BLOCKS or kind == "thinking":
+            raise InputError(path, where + ".type", f"a {kind} block belongs in an assistant message")
+        line.skipped.append(f"{line.place} ({kind})")
+        return None
+
+    def tool_result(self, path: str, line: _Line, where: str, block: dict) -> tuple:
+        call_id = block.get("tool_use_id")
+        if not isinstance(call_id, str):
+            raise InputError(path, where + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+        content = block.get("content")
+        texts = []
+        if isinstance(content, str):
+            texts.append(check_text(path, where + ".content", content))
+        elif content is not None:
+            for at, part in _blocks(path, where + ".content", content):
+                if part["type"] == "text":
+                    texts.append(_text(path, at, part, "text"))
+                else:
+                    line.skipped.append(f"{line.place} ({part['type']} in a tool result)")
+        return ("result", call_id, "\n".join(texts))
+
+    def assistant_part(self, path: str, line: _Line, where: str, block: dict) -> tuple | None:
+        kind = block["type"]
+        if kind == "text":
+            return ("text", _text(path, where, block, "text"))
+        if kind == "thinking":
+            return ("thinking", _text(path, where, block, "thinking"))
+        if kind in TOOL_CALL_BLOCKS:
+            return ("call", _tool_call(path, where, block))
+        if kind == "tool_result":
+            raise InputError(path, where + ".type", "a tool_result block belongs in a user message")
+        line.skipped.append(f"{line.place} ({kind})")
+        return None
+
+    # -- calls -------------------------------------------------------------------------------------
+    def calls(self, transcript: _Transcript, quiet_duplicates: bool = False) -> None:
+        """One call per model call of a transcript not counted yet, in the order of its first line."""
+        groups: dict[str, list[_Line]] = {}
+        for line in transcript.lines:
+            if line.type == "assistant" and not line.synthetic:
+                groups.setdefault(line.key or "", []).append(line)
+            elif line.synthetic:
+                self.note_once("synthetic-message", SYNTHETIC, line.place)
+        for key, lines in groups.items():
+            if key in self.seen:
+                if not quiet_duplicates:
+                    self.note_once("duplicate-call", DUPLICATE_CALL, lines[0].place)
+                continue
+            self.seen.add(key)
+            self.trace.calls.append(self.call(transcript, lines))
+            if transcript.origin:
+                self.trace.note("subagent-from-progress", FROM_PROGRESS, self.trace.calls[-1].where)
+
+    def call(self, transcript: _Transcript, lines: list[_Line]) -> Call:
+        first = lines[0]
+        prefix = f"{first.place}: "
+        chain = self.chain(transcript, first)
+        messages = self.share(transcript, first.sidechain, self.prompt(transcript.path, prefix, chain))
+        response = check_messages(transcript.path, prefix + "response ", [_assistant([p for line in lines for p in line.parts])])[0]
+        model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
+        where = first.place + (f" (subagent{transcript.origin})" if first.sidechain else transcript.origin)
+        return Call(
+            index=len(self.trace.calls),
+            messages=messages,
+            tools=None,
+            model=model,
+            reported=self.usage(transcript.path, lines),
+            day=parse_day({"timestamp": first.record.get("timestamp")}),
+            where=where,
+            response=response,
+        )
+
+    def chain(self, transcript: _Transcript, first: _Line) -> list[_Line]:
+        """The lines before ``first`` on its branch, oldest first."""
+        out: list[_Line] = []
+        parent = first.parent
+        while parent is not None:
+            line = transcript.by_uuid.get(parent)
+            if line is None:
+                self.note_once("chain-broken", CHAIN_BROKEN, f"{first.place} (parent {parent})")
+                break
+            if line.boundary or (line.type in MESSAGE_TYPES and line.sidechain != first.sidechain):
+                break  # a compaction, or the start of a subagent's thread
+            out.append(line)
+            if len(out) > len(transcript.lines):
+                raise InputError(transcript.path, first.prefix + "parentUuid", "the parentUuid chain loops")
+            parent = line.parent
+        out.reverse()
+        return out
+
+    def prompt(self, path: str, prefix: str, chain: list[_Line]) -> list[dict]:
+        items: list[_Item] = []
+        for line in chain:
+            if line.type not in MESSAGE_TYPES or line.synthetic:
+                continue
+            for place in line.skipped:
+                self.note_once("content-not-text", NOT_TEXT, place)
+            if line.type == "user" and line.parts:
+                if items and items[-1].role == "user":
+                    items[-1].parts.extend(line.parts)
+                else:
+                    items.append(_Item("user", None, list(line.parts)))
+            elif line.type == "assistant":
+                previous = next((item for item in reversed(items) if item.role == "assistant"), None)
+                if previous is not None and previous.key == line.key:
+                    previous.parts.extend(line.parts)  # another block of the same response
+                else:
+                    items.append(_Item("assistant", line.key, list(line.parts)))
+        out: list[dict] = []
+        call_ids: set[str] = set()
+        for item in items:
+            if item.role == "assistant":
+                message = _assistant(item.parts)
+                call_ids.update(call["id"] for call in message.get("tool_calls", []))
+                out.append(message)
+            else:
+                out.extend(self.user(item.parts, call_ids, prefix))
+        return check_messages(path, prefix, out)
+
+    def user(self, parts: list[tuple], call_ids: set[str], prefix: str) -> list[dict]:
+        results, texts = [], []
+        for part in parts:
+            if part[0] == "result" and part[1] in call_ids:
+                results.append({"role": "tool", "tool_call_id": part[1], "content": part[2]})
+            elif part[0] == "result":
+                self.note_once("orphan-tool-result", ORPHAN_RESULT, f"{prefix.rstrip(': ')} ({part[1]})")
+                texts.append(part[2])
+            else:
+                texts.append(part[1])
+        if texts:
+            results.append({"role": "user", "content": "\n".join(texts)})
+        return results
+
+    def share(self, transcript: _Transcript, sidechain: bool, messages: list[dict]) -> list[dict]:
+        """Reuse the message objects of the thread's previous prompt where they are equal: later
+        stages cache renders by message object, and memory stays linear in the common case."""
+        previous = self.previous.get((id(transcript), sidechain), [])
+        for i, message in enumerate(messages[: len(previous)]):
+            if previous[i] == message:
+                messages[i] = previous[i]
+        self.previous[(id(transcript), sidechain)] = messages
+        return messages
+
+    def usage(self, path: str, lines: list[_Line]) -> Usage | None:
+        """The largest value of each usage field over the call's lines (output grows across them)."""
+        best: dict[str, int] = {}
+        stopped = False
+        for line in lines:
+            message = line.record["message"]
+            stopped = stopped or message.get("stop_reason") is not None
+            usage = message.get("usage")
+            if usage is None:
+                continue
+            if not isinstance(usage, dict):
+                raise InputError(path, line.prefix + "message.usage", f"expected an object, found {_kind(usage)}")
+            for key in USAGE_FIELDS:
+                value = check_count(path, f"{line.prefix}message.usage.{key}", usage.get(key))
+                if value is not None:
+                    best[key] = max(best.get(key, 0), value)
+        if not best:
+            return None
+        if not stopped:
+            self.trace.note("usage-at-stream-start", STREAM_START, lines[0].place)
+        fresh = best.get("input_tokens")
+        write, read = best.get("cache_creation_input_tokens"), best.get("cache_read_input_tokens")
+        if fresh is not None:
+            write, read = write or 0, read or 0
+        return Usage(
+            prompt=None if fresh is None else fresh + write + read,
+            cache_read=read,
+            cache_write=write,
+            output=best.get("output_tokens"),
+        )
+
+    # -- subagents ---------------------------------------------------------------------------------
+    def subagent_file(self, session: Path, sub: Path) -> _Transcript:
+        doc = load(str(sub))
+        try:
+            label = sub.relative_to(session.parent).as_posix() + " "
+        except ValueError:
+            label = sub.name + " "
+        if doc.lines is not None:
+            numbered = doc.lines
+        elif isinstance(doc.value, dict):
+            numbered = [(1, doc.value)]
+        else:
+            raise InputError(str(sub), None, "expected a JSONL transcript: one JSON object per line")
+        transcript = self.parse(str(sub), label, [(n, record, "") for n, record in numbered])
+        for line in transcript.lines:
+            line.sidechain = True  # a subagent's own file: every line is the subagent's
+        if doc.truncated_line is not None:
+            self.trace.note("truncated-line", TRUNCATED_LAST_LINE, f"{label}line {doc.truncated_line}")
+        self.calls(transcript)
+        return transcript
+
+    def progress_calls(self, transcript: _Transcript) -> None:
+        """Calls of subagents known only from the copies in ``agent_progress`` lines."""
+        threads: dict[str, list[tuple[int, Any, str]]] = {}
+        seen_lines: set[str] = set()
+        for line in transcript.lines:
+            data = line.record.get("data") if line.type == "progress" else None
+            if not isinstance(data, dict) or data.get("type") != "agent_progress":
+                continue
+            nested = data.get("message")
+            if not isinstance(nested, dict) or nested.get("type") not in MESSAGE_TYPES:
+                continue
+            uuid = nested.get("uuid")
+            if isinstance(uuid, str):
+                if uuid in seen_lines:
+                    continue
+                seen_lines.add(uuid)
+            agent = data.get("agentId") or line.record.get("parentToolUseID") or "?"
+            thread = threads.setdefault(str(agent), [])
+            prompt = data.get("prompt")
+            if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):
+                check_text(transcript.path, f"line {line.number}: data.prompt", prompt)
+                opening = {"type": "user", "message": {"role": "user", "content": prompt}}
+                thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt"), "data."))
+            parent = thread[-1][1]["uuid"] if thread else None
+            thread.append((line.number, _copy(nested, parent, f"progress:{line.number}"), "data.message."))
+        for records in threads.values():
+            keys = {_nested_key(record) for _, record, _ in records} - {None}
+            if keys and keys <= self.seen:
+                continue  # the subagent's own transcript was read
+            rebuilt = self.parse(transcript.path, "", records, origin=", from progress")
+            for line in rebuilt.lines:
+                line.sidechain = True
+            self.calls(rebuilt, quiet_duplicates=True)
+
+
+def _copy(record: dict, parent: str | None, fallback_uuid: str) -> dict:
+    """A subagent line copied from a progress line, linked to the previous copy of its thread."""
+    out = dict(record)
+    out["parentUuid"] = parent
+    out["isSidechain"] = True
+    if not isinstance(out.get("uuid"), str):
+        out["uuid"] = fallback_uuid
+    return out
+
+
+# -- content blocks ---------------------------------------------------------------------------------
+def _blocks(path: str, where: str, content: Any) -> list[tuple[str, dict]]:
+    """Content as (place, block) pairs; a string is one text block (none when empty)."""
+    if isinstance(content, str):
+        return [(where, {"type": "text", "text": content})] if content else []
+    if content is None:
+        raise InputError(path, where, "missing: expected a string or a list of content blocks")
+    if not isinstance(content, list):
+        raise InputError(path, where, f"expected a string or a list of content blocks, found {_kind(content)}")
+    out = []
+    for j, block in enumerate(content):
+        at = f"{where}[{j}]"
+        if not isinstance(block, dict):
+            raise InputError(path, at, f"expected a content block object, found {_kind(block)}")
+        if not isinstance(block.get("type"), str):
+            raise InputError(path, at + ".type", "missing or not a string")
+        out.append((at, block))
+    return out
+
+
+def _text(path: str, where: str, block: dict, key: str) -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise InputError(path, f"{where}.{key}", f"expected a string, found {_kind(value)}")
+    return check_text(path, f"{where}.{key}", value)
+
+
+def _tool_call(path: str, where: str, block: dict) -> dict:
+    call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+    if not isinstance(call_id, str):
+        raise InputError(path, where + ".id", f"expected a string, found {_kind(call_id)}")
+    if not isinstance(name, str) or not name:
+        raise InputError(path, where + ".name", "missing or not a string")
+    if not isinstance(arguments, dict):
+        raise InputError(path, where + ".input", f"expected an object, found {_kind(arguments)}")
+    text = check_text(path, where + ".input", json.dumps(arguments, ensure_ascii=False))
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
+
+
+def _assistant(parts: list[tuple]) -> dict:
+    texts = [p[1] for p in parts if p[0] == "text"]
+    thoughts = [p[1] for p in parts if p[0] == "thinking"]
+    calls = [p[1] for p in parts if p[0] == "call"]
+    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+    if thoughts:
+        message["reasoning_content"] = "\n".join(thoughts)
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _call_key(path: str, line: _Line, message: dict) -> str:
+    """The model call an assistant line belongs to: its requestId, else its message id."""
+    for value, name in ((line.record.get("requestId"), "requestId"), (message.get("id"), "message.id")):
+        if value is not None and not isinstance(value, str):
+            raise InputError(path, line.prefix + name, f"expected a string, found {_kind(value)}")
+        if value:
+            return value
+    return f"{line.place} ({line.uuid})"
+
+
+def _nested_key(record: dict) -> str | None:
+    if record.get("type") != "assistant":
+        return None
+    message = record.get("message")
+    request = record.get("requestId")
+    if isinstance(request, str) and request:
+        return request
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    return msg_id if isinstance(msg_id, str) and msg_id else None

@@ -1,0 +1,76 @@
+"""Renderers of a directory of sessions: a row per session, then the totals."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.table import Table
+
+from tokprof.analyses.sessions import SessionsReport
+from tokprof.render.console import text_console
+from tokprof.render.table import LABELS
+
+
+class SessionsTableRenderer:
+    def render(self, report: SessionsReport, color: bool = False, width: int | None = None) -> str:
+        console, out = text_console(color, width)
+        totals = report.totals()
+        exact = "exact" if totals["exact"] else "ESTIMATE"
+        console.print(f"[bold]tokprof[/bold] sessions in {report.directory} ({totals['sessions']} sessions, {exact})")
+        names = report.bucket_names()
+        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        for column in ("session", "model", "calls", "compactions", "billed input", "reported"):
+            table.add_column(column, justify="left" if column in ("session", "model") else "right")
+        for name in names:
+            table.add_column(LABELS.get(name, name), justify="right")
+        for row in report.sessions:
+            shares = row.shares()
+            table.add_row(
+                row.session, row.model or "-", f"{row.calls:,}", f"{row.compactions:,}", f"{row.billed_input:,}",
+                "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
+                *(f"{shares.get(name, 0.0):.1%}" for name in names),
+            )
+        reported = totals["billed_input_reported"]
+        table.add_row(
+            "[bold]total[/bold]", "", f"{totals['calls']:,}", f"{totals['compactions']:,}", f"{totals['billed_input']:,}",
+            "-" if reported is None else f"{reported:,}", *(f"{totals['shares'].get(name, 0.0):.1%}" for name in names),
+        )
+        console.print(table)
+        for name, model in report.model.items():
+            if not model.get("exact", True):
+                console.print(f"[bold]ESTIMATE[/bold] ({name}): {model.get('method')}")
+        if "unrecorded" in names:
+            console.print(
+                "[bold]INFERRED[/bold]: 'unrecorded' is what the logs do not record (system prompt, tool definitions), "
+                "inferred from reported usage; give them with --system and --tools"
+            )
+        console.print("  one session's calls: tokprof profile DIR --session ID")
+        for skipped in report.skipped:
+            console.print(f"[yellow]skipped[/yellow]: {skipped['error']}")
+        return out.getvalue()
+
+
+class SessionsJsonRenderer:
+    def render(self, report: SessionsReport, color: bool = False) -> str:
+        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+class SessionsCsvRenderer:
+    def render(self, report: SessionsReport, color: bool = False) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        names = report.bucket_names()
+        writer.writerow(["session", "path", "format", "model", "calls", "compactions", "billed_input",
+                         "billed_input_reported", *names, "exact"])
+        for row in report.sessions:
+            writer.writerow([
+                row.session, row.path, row.format, row.model or "", row.calls, row.compactions, row.billed_input,
+                "" if row.billed_input_reported is None else row.billed_input_reported,
+                *(row.buckets.get(name, 0) for name in names), "true" if row.exact else "false",
+            ])
+        return out.getvalue()
+
+
+SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRenderer, "csv": SessionsCsvRenderer}
