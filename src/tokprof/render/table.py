@@ -61,7 +61,7 @@ class TableRenderer:
         if reported:
             lines.append(
                 ("billed input, reported", f"{summary['billed_input_reported']:,} tokens "
-                 f"({summary['calls_reported']} calls with usage)")
+                 f"({summary['calls_reported']} call{'' if summary['calls_reported'] == 1 else 's'} with usage)")
             )
             for key, label in (("cache_read", "cache reads"), ("cache_write", "cache writes")):
                 if summary.get(f"{key}_reported"):
