@@ -27,7 +27,7 @@ class TableRenderer:
         exact = "exact" if summary["exact"] else "ESTIMATE"
         console.print(
             f"[bold]tokprof[/bold] profile of {profile.source['path']} "
-            f"({summary['calls']} calls, model {model['name']}, {exact})"
+            f"({summary['calls']} call{'' if summary['calls'] == 1 else 's'}, model {model['name']}, {exact})"
         )
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         table.add_column("call", justify="right")
