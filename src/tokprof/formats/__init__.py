@@ -20,6 +20,7 @@ from tokprof.trace import Trace
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
+    "codex": "tokprof.formats.codex",
     "anthropic": "tokprof.formats.anthropic",
     "openai-responses": "tokprof.formats.openai_responses",
     "openai-chat": "tokprof.formats.openai_chat",
