@@ -55,7 +55,7 @@ class CallRow:
     messages: int
     where: str
     reported: Usage | None = None
-    computed: int | None = None  # the rendered prompt's own count (None: the same as total)
+    computed: int | None = None  # the count before scaling: rendered, plus unrendered and inferred (None: total)
     exact: bool = True
     kind: str = "call"  # or "compaction"
     unrendered: int = 0  # tokens known from usage only (encrypted reasoning), included in the buckets
@@ -246,6 +246,7 @@ def profile_trace(
             if key not in fixed and reported is not None:
                 fixed[key] = max(0, reported - sum(counts.values()))
             inferred = fixed.get(key, 0) if reported is None else min(fixed.get(key, 0), reported)
+        before_scaling = sum(counts.values()) + (inferred or 0)
         if not model.exact and reported is not None:
             counts = scale_buckets(counts, reported - (inferred or 0))
         if inferred is not None:
@@ -261,7 +262,7 @@ def profile_trace(
                 messages=len(call.messages),
                 where=call.where,
                 reported=call.reported,
-                computed=buckets.total,
+                computed=before_scaling,
                 exact=model.exact and inferred is None and not call.unrendered,
                 kind=call.kind,
                 unrendered=sum(call.unrendered.values()),
