@@ -20,6 +20,7 @@ from tokprof.trace import Trace
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
+    "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
     "anthropic": "tokprof.formats.anthropic",
     "openai-responses": "tokprof.formats.openai_responses",

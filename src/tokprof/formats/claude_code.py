@@ -56,9 +56,10 @@ Compaction. A ``system`` line with subtype ``compact_boundary`` starts the conte
 prompts begin at the compact summary (a ``user`` line with ``isCompactSummary``). The compaction
 itself is a model call, but Claude Code runs it without writing a transcript (its usage is in no
 line; ``compactMetadata.preTokens`` is the context size, not billed usage), so it is not profiled:
-warning ``compaction``. A ``microcompact_boundary`` (old tool results cleared from the context while
-the transcript keeps them) gets warning ``microcompact``: later prompts may render tool results the
-model no longer saw.
+warning ``compaction``. Messages a partial compaction keeps verbatim (newer versions'
+``compactMetadata.preservedSegment``) are in later prompts when the ``parentUuid`` chain links them.
+A ``microcompact_boundary`` (old tool results cleared from the context while the transcript keeps
+them) gets warning ``microcompact``: later prompts may render tool results the model no longer saw.
 
 Subagents. A subagent (Task/Agent tool) is a separate conversation with its own prompts: its calls
 are marked in ``Call.where`` (``"line 40 (subagent)"``). Claude Code has written them three ways,
@@ -71,6 +72,9 @@ all read with the session file, each call counted once (by ``requestId``):
   "agent_progress"``, the line in ``data.message``): used only for calls no subagent transcript
   holds (its file is missing), rebuilt in file order per ``agentId`` (warning
   ``subagent-from-progress``). Every other ``progress`` line is ignored.
+
+Every message passes ``neutral.check_messages`` once: a line's prompt state is built from its
+parent's and kept, and prompts share the message objects they have in common.
 
 Calls are numbered in the session file's order, then each subagent file's, then those rebuilt from
 progress lines. The session is the first ``sessionId`` in the file; the trace's model is the model
@@ -166,20 +170,22 @@ def sniff(doc: Document) -> bool:
 def sessions(directory: Path) -> list[Path]:
     """The session transcripts of a Claude Code project folder, sorted by name.
 
-    Every ``*.jsonl`` file directly in the folder is a session, except subagent transcripts, which
-    :func:`read` reads with their session: ``<session>/subagents/*.jsonl`` are in subfolders, and an
-    ``agent-*.jsonl`` file (Claude Code 2.0) is listed only when no session file in the folder has
-    its ``sessionId`` (its session is missing, so it would be read by no session).
+    Every ``*.jsonl`` file directly in the folder whose first lines are Claude Code lines is a
+    session, except subagent transcripts, which :func:`read` reads with their session:
+    ``<session>/subagents/*.jsonl`` are in subfolders, and an ``agent-*.jsonl`` file (Claude Code
+    2.0) is listed only when no session file in the folder has its ``sessionId`` (its session is
+    missing, so it would be read by no session).
     """
-    files = sorted(p for p in Path(directory).glob("*.jsonl") if p.is_file())
-    main = [p for p in files if not p.name.startswith("agent-")]
-    known = {_peek_session(p) for p in main} - {None}
-    agents = [p for p in files if p.name.startswith("agent-") and _peek_session(p) not in known]
-    return sorted(main + agents)
+    files = [(p, _peek(p)) for p in sorted(Path(directory).glob("*.jsonl")) if p.is_file()]
+    files = [(p, session) for p, (is_transcript, session) in files if is_transcript]
+    known = {session for p, session in files if not p.name.startswith("agent-")} - {None}
+    return [p for p, session in files if not p.name.startswith("agent-") or session not in known]
 
 
-def _peek_session(path: Path, lines: int = 20) -> str | None:
-    """The first ``sessionId`` among the first lines of a file, without loading it all."""
+def _peek(path: Path, lines: int = 50) -> tuple[bool, str | None]:
+    """Whether the first lines of a file are Claude Code lines, and the first ``sessionId`` among them
+    (without loading the whole file)."""
+    found, session = False, None
     try:
         with open(path, encoding="utf-8-sig") as f:
             for _, text in zip(range(lines), f):
@@ -187,11 +193,14 @@ def _peek_session(path: Path, lines: int = 20) -> str | None:
                     record = json.loads(text)
                 except ValueError:
                     continue
-                if isinstance(record, dict) and isinstance(record.get("sessionId"), str):
-                    return record["sessionId"]
+                if not isinstance(record, dict):
+                    continue
+                found = found or record.get("type") in SNIFF_TYPES
+                if isinstance(record.get("sessionId"), str):
+                    return found, record["sessionId"]
     except (OSError, UnicodeDecodeError):
-        return None
-    return None
+        return False, None
+    return found, session
 
 
 def _subagent_files(path: Path, session: str | None) -> list[Path]:
@@ -203,7 +212,7 @@ def _subagent_files(path: Path, session: str | None) -> list[Path]:
     files = sorted(p for p in folder.glob("*.jsonl") if p.is_file()) if folder.is_dir() else []
     if session is not None:
         siblings = sorted(path.parent.glob("agent-*.jsonl"))
-        files += [p for p in siblings if p.is_file() and _peek_session(p) == session]
+        files += [p for p in siblings if p.is_file() and _peek(p)[1] == session]
     return files
 
 
@@ -232,16 +241,34 @@ class _Transcript:
     path: str  # the file, for errors
     lines: list[_Line] = field(default_factory=list)
     by_uuid: dict[str, _Line] = field(default_factory=dict)
-    origin: str = ""  # " (from progress)" for threads rebuilt from progress lines
+    origin: str = ""  # ", from progress" for threads rebuilt from progress lines
+    tool_uses: dict[str, _Line] = field(default_factory=dict)  # tool_use id -> the line that holds it
+    states: dict[tuple[str, bool], _State] = field(default_factory=dict)  # (uuid, thread) -> prompt after it
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Item:
-    """A message being assembled from the lines of a chain."""
+    """A message being assembled from the lines of a chain: ``parts`` as the lines hold them."""
 
     role: str
     key: str | None
-    parts: list[tuple]
+    parts: tuple
+
+    def extended(self, parts: list[tuple]) -> _Item:
+        return _Item(self.role, self.key, self.parts + tuple(parts))
+
+
+@dataclass(frozen=True)
+class _State:
+    """The prompt after a line of a thread: messages no later line can change (checked, and shared by
+    every state and call that follows), then the items later lines may still extend (the last
+    response and the user lines after it)."""
+
+    final: list[dict]  # never mutated: a state that adds messages makes a new list
+    open: tuple[_Item, ...] = ()
+
+
+EMPTY = _State([])
 
 
 def read(path: str, doc: Document) -> Trace:
@@ -289,7 +316,7 @@ class _Reader:
         self.seen: set[str] = set()  # keys of the calls counted
         self.noted: set[tuple[str, str]] = set()
         self.types_noted: set[str] = set()
-        self.previous: dict[tuple[int, bool], list[dict]] = {}  # the last prompt of each thread
+        self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
 
     def note_once(self, code: str, message: str, place: str) -> None:
         if (code, place) not in self.noted:
@@ -316,6 +343,9 @@ class _Reader:
                 transcript.by_uuid[line.uuid] = line
             if kind in MESSAGE_TYPES:
                 last[line.sidechain] = line.uuid
+            for part in line.parts:
+                if part[0] == "call":
+                    transcript.tool_uses.setdefault(part[1]["id"], line)
             transcript.lines.append(line)
         return transcript
 
@@ -434,9 +464,10 @@ class _Reader:
     def call(self, transcript: _Transcript, lines: list[_Line]) -> Call:
         first = lines[0]
         prefix = f"{first.place}: "
-        chain = self.chain(transcript, first)
-        messages = self.share(transcript, first.sidechain, self.prompt(transcript.path, prefix, chain))
-        response = check_messages(transcript.path, prefix + "response ", [_assistant([p for line in lines for p in line.parts])])[0]
+        state = self.state_before(transcript, first)
+        messages = state.final + self.check(transcript.path, prefix, state.open)
+        parts = [part for line in lines for part in line.parts]
+        response = check_messages(transcript.path, prefix + "response ", [_assistant(parts)])[0]
         model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
         where = first.place + (f" (subagent{transcript.origin})" if first.sidechain else transcript.origin)
         return Call(
@@ -450,76 +481,113 @@ class _Reader:
             response=response,
         )
 
-    def chain(self, transcript: _Transcript, first: _Line) -> list[_Line]:
-        """The lines before ``first`` on its branch, oldest first."""
-        out: list[_Line] = []
-        parent = first.parent
-        while parent is not None:
-            line = transcript.by_uuid.get(parent)
-            if line is None:
-                self.note_once("chain-broken", CHAIN_BROKEN, f"{first.place} (parent {parent})")
+    # -- prompts -----------------------------------------------------------------------------------
+    def state_before(self, transcript: _Transcript, first: _Line) -> _State:
+        """The prompt of a call: the state of its thread after the parent of its first line. States
+        are built from the states of their parents and kept, so a long session costs one pass."""
+        thread = first.sidechain
+        path: list[_Line] = []
+        base = EMPTY
+        current = self.parent(transcript, first)
+        while current is not None:
+            memo = transcript.states.get((current.uuid or "", thread))
+            if memo is not None:
+                base = memo
                 break
-            if line.boundary or (line.type in MESSAGE_TYPES and line.sidechain != first.sidechain):
-                break  # a compaction, or the start of a subagent's thread
-            out.append(line)
-            if len(out) > len(transcript.lines):
+            if current.type in MESSAGE_TYPES and current.sidechain != thread:
+                break  # the start of a subagent's thread: it does not see the parent's conversation
+            path.append(current)
+            if current.boundary:
+                break  # a compaction: the context restarts after it
+            if len(path) > len(transcript.lines):
                 raise InputError(transcript.path, first.prefix + "parentUuid", "the parentUuid chain loops")
-            parent = line.parent
-        out.reverse()
+            current = self.parent(transcript, current)
+        state = base
+        for link in reversed(path):
+            state = self.extend(transcript, state, link)
+            if link.uuid is not None:
+                transcript.states[(link.uuid, thread)] = state
+        return state
+
+    def parent(self, transcript: _Transcript, line: _Line) -> _Line | None:
+        if line.parent is None:
+            return None
+        found = transcript.by_uuid.get(line.parent)
+        if found is None:
+            self.note_once("chain-broken", CHAIN_BROKEN, f"{line.place} (parent {line.parent})")
+        return found
+
+    def extend(self, transcript: _Transcript, state: _State, line: _Line) -> _State:
+        """The state after one more line of the chain."""
+        if line.boundary:
+            return EMPTY
+        if line.type not in MESSAGE_TYPES or line.synthetic:
+            return state
+        for place in line.skipped:
+            self.note_once("content-not-text", NOT_TEXT, place)
+        open_ = state.open
+        if line.type == "user":
+            parts = self.resolve(transcript, line)
+            if not parts:
+                return state
+            if open_ and open_[-1].role == "user":  # consecutive user lines are sent as one message
+                return _State(state.final, open_[:-1] + (open_[-1].extended(parts),))
+            return _State(state.final, open_ + (_Item("user", None, tuple(parts)),))
+        if open_ and open_[0].role == "assistant" and open_[0].key == line.key:
+            # another block of the same response: tool results written in between move after it
+            return _State(state.final, (open_[0].extended(line.parts),) + open_[1:])
+        final = state.final + self.check(transcript.path, f"{line.place}: ", open_) if open_ else state.final
+        return _State(final, (_Item("assistant", line.key, tuple(line.parts)),))
+
+    def resolve(self, transcript: _Transcript, line: _Line) -> list[tuple]:
+        """A user line's parts, a tool result whose tool_use is not on the chain turned into text."""
+        out = []
+        for part in line.parts:
+            if part[0] == "result" and not self.on_chain(transcript, transcript.tool_uses.get(part[1]), line):
+                self.note_once("orphan-tool-result", ORPHAN_RESULT, f"{line.place} ({part[1]})")
+                part = ("text", part[2])
+            out.append(part)
         return out
 
-    def prompt(self, path: str, prefix: str, chain: list[_Line]) -> list[dict]:
-        items: list[_Item] = []
-        for line in chain:
-            if line.type not in MESSAGE_TYPES or line.synthetic:
-                continue
-            for place in line.skipped:
-                self.note_once("content-not-text", NOT_TEXT, place)
-            if line.type == "user" and line.parts:
-                if items and items[-1].role == "user":
-                    items[-1].parts.extend(line.parts)
-                else:
-                    items.append(_Item("user", None, list(line.parts)))
-            elif line.type == "assistant":
-                previous = next((item for item in reversed(items) if item.role == "assistant"), None)
-                if previous is not None and previous.key == line.key:
-                    previous.parts.extend(line.parts)  # another block of the same response
-                else:
-                    items.append(_Item("assistant", line.key, list(line.parts)))
+    def on_chain(self, transcript: _Transcript, target: _Line | None, line: _Line) -> bool:
+        """Is ``target`` an ancestor of ``line`` in its context (usually a step or two up)?"""
+        current = transcript.by_uuid.get(line.parent) if line.parent else None
+        steps = 0
+        while target is not None and current is not None and steps <= len(transcript.lines):
+            if current is target:
+                return True
+            if current.boundary or (current.type in MESSAGE_TYPES and current.sidechain != line.sidechain):
+                return False
+            current = transcript.by_uuid.get(current.parent) if current.parent else None
+            steps += 1
+        return False
+
+    def check(self, path: str, prefix: str, items: tuple[_Item, ...]) -> list[dict]:
+        """Neutral messages for items, through check_messages. Tool results may answer a response
+        before these items: stand-in assistant messages declare those calls, and are dropped. The
+        items of a state are converted once: a call and the state after it share the messages."""
+        cached = self.converted.get(id(items))
+        if cached is not None and cached[0] is items:
+            return cached[1]
         out: list[dict] = []
-        call_ids: set[str] = set()
+        declared: set[str] = set()
+        earlier: list[str] = []
         for item in items:
             if item.role == "assistant":
-                message = _assistant(item.parts)
-                call_ids.update(call["id"] for call in message.get("tool_calls", []))
+                message = _assistant(list(item.parts))
+                declared.update(call["id"] for call in message.get("tool_calls", []))
                 out.append(message)
-            else:
-                out.extend(self.user(item.parts, call_ids, prefix))
-        return check_messages(path, prefix, out)
-
-    def user(self, parts: list[tuple], call_ids: set[str], prefix: str) -> list[dict]:
-        results, texts = [], []
-        for part in parts:
-            if part[0] == "result" and part[1] in call_ids:
-                results.append({"role": "tool", "tool_call_id": part[1], "content": part[2]})
-            elif part[0] == "result":
-                self.note_once("orphan-tool-result", ORPHAN_RESULT, f"{prefix.rstrip(': ')} ({part[1]})")
-                texts.append(part[2])
-            else:
-                texts.append(part[1])
-        if texts:
-            results.append({"role": "user", "content": "\n".join(texts)})
-        return results
-
-    def share(self, transcript: _Transcript, sidechain: bool, messages: list[dict]) -> list[dict]:
-        """Reuse the message objects of the thread's previous prompt where they are equal: later
-        stages cache renders by message object, and memory stays linear in the common case."""
-        previous = self.previous.get((id(transcript), sidechain), [])
-        for i, message in enumerate(messages[: len(previous)]):
-            if previous[i] == message:
-                messages[i] = previous[i]
-        self.previous[(id(transcript), sidechain)] = messages
-        return messages
+                continue
+            results = [{"role": "tool", "tool_call_id": p[1], "content": p[2]} for p in item.parts if p[0] == "result"]
+            earlier += [m["tool_call_id"] for m in results if m["tool_call_id"] not in declared]
+            out.extend(results)
+            texts = [p[1] for p in item.parts if p[0] == "text"]
+            if texts:
+                out.append({"role": "user", "content": "\n".join(texts)})
+        stand_ins = [_stand_in(earlier)] if earlier else []
+        checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins):]
+        self.converted[id(items)] = (items, checked)
+        return checked
 
     def usage(self, path: str, lines: list[_Line]) -> Usage | None:
         """The largest value of each usage field over the call's lines (output grows across them)."""
@@ -667,6 +735,12 @@ def _assistant(parts: list[tuple]) -> dict:
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+def _stand_in(call_ids: list[str]) -> dict:
+    """An assistant message declaring tool calls, so that results answering them pass the check."""
+    calls = [{"id": i, "type": "function", "function": {"name": "_", "arguments": "{}"}} for i in call_ids]
+    return {"role": "assistant", "content": None, "tool_calls": calls}
 
 
 def _call_key(path: str, line: _Line, message: dict) -> str:

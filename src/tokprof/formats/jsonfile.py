@@ -78,7 +78,8 @@ def load(path: str) -> Document:
         try:
             lines.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            cut_off = exc.pos >= len(line.rstrip())
+            # a line cut inside a string fails where the string starts, not at the end
+            cut_off = exc.pos >= len(line.rstrip()) or exc.msg.startswith("Unterminated string")
             if cut_off and i == len(numbered) - 1 and i > 0:
                 truncated = number
                 continue
