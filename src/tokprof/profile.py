@@ -116,6 +116,7 @@ class Profile:
     warnings: list[dict] = field(default_factory=list)
     catalogue: dict | None = None  # the tools analysis' summary section, when it was run
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
+    compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
@@ -140,7 +141,7 @@ class Profile:
         }
         if self.catalogue is not None:
             summary["catalogue"] = self.catalogue
-        compactions = sum(1 for c in self.calls if c.kind == "compaction")
+        compactions = max(self.compactions, sum(1 for c in self.calls if c.kind == "compaction"))
         if compactions:
             summary["compactions"] = compactions
         unrendered = sum(c.unrendered for c in self.calls)
@@ -219,6 +220,7 @@ class Profile:
             warnings=list(d.get("warnings", [])),
             catalogue=d.get("summary", {}).get("catalogue"),
             inferred=d.get("summary", {}).get("inferred"),
+            compactions=d.get("summary", {}).get("compactions", 0),
         )
 
 
@@ -278,7 +280,10 @@ def profile_trace(
     if trace.session:
         source["session"] = trace.session
     inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in trace.unrecorded)) if trace.unrecorded else None
-    profile = Profile(model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference)
+    profile = Profile(
+        model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference,
+        compactions=trace.compactions,
+    )
     check = profile.reconciliation()
     if model.exact and check and check["mean_relative_difference"] > RECONCILE_THRESHOLD:
         profile.warnings.append({

@@ -75,6 +75,7 @@ class Trace:
     #: keep neither the tool definitions nor (Claude Code) the system prompt.
     unrecorded: tuple[str, ...] = ()
     session: str | None = None  # the session id, for logs of agent sessions
+    compactions: int = 0  # compaction boundaries in the log (their calls may or may not be recorded)
 
     def note(self, code: str, message: str, place: str | None = None) -> None:
         """Record a note, gathering the places of notes with the same code."""

@@ -383,6 +383,7 @@ class _Reader:
         subtype = line.record.get("subtype")
         if subtype == "compact_boundary":
             line.boundary = True
+            self.trace.compactions += 1
             self.trace.note("compaction", COMPACTION, line.place)
         elif subtype == "microcompact_boundary":
             self.trace.note("microcompact", MICROCOMPACT, line.place)
@@ -479,6 +480,8 @@ class _Reader:
             day=parse_day({"timestamp": first.record.get("timestamp")}),
             where=where,
             response=response,
+            # a subagent has its own system prompt and tools: its own inferred fixed part
+            thread=str(first.record.get("agentId") or transcript.path) if first.sidechain else "",
         )
 
     # -- prompts -----------------------------------------------------------------------------------

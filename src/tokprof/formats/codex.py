@@ -388,6 +388,7 @@ class _Parser:
                         self.texts.append(item.text or "")
                     items.append(item)
         self.entries.append(Entry("compacted", number, timestamp, summary=summary, replacement=items))
+        self.trace.compactions += 1
 
 
 def _optional_text(path: str, where: str, value: Any) -> str | None:
