@@ -168,15 +168,29 @@ def sniff(doc: Document) -> bool:
 
 
 def sessions(directory: Path) -> list[Path]:
-    """The session transcripts of a Claude Code project folder, sorted by name.
+    """The session transcripts in a Claude Code project folder, or in every project folder under a
+    directory (``~/.claude/projects``), sorted by path.
 
-    Every ``*.jsonl`` file directly in the folder whose first lines are Claude Code lines is a
+    Every ``*.jsonl`` file directly in a project folder whose first lines are Claude Code lines is a
     session, except subagent transcripts, which :func:`read` reads with their session:
-    ``<session>/subagents/*.jsonl`` are in subfolders, and an ``agent-*.jsonl`` file (Claude Code
-    2.0) is listed only when no session file in the folder has its ``sessionId`` (its session is
-    missing, so it would be read by no session).
+    ``<session>/subagents/*.jsonl`` are in the session's own folder (not searched), and an
+    ``agent-*.jsonl`` file (Claude Code 2.0) is listed only when no session file in the folder has
+    its ``sessionId`` (its session is missing, so it would be read by no session).
     """
-    files = [(p, _peek(p)) for p in sorted(Path(directory).glob("*.jsonl")) if p.is_file()]
+    directory = Path(directory)
+    folders = [directory] + sorted(p for p in directory.rglob("*") if p.is_dir())
+    found: list[Path] = []
+    for folder in folders:
+        parts = folder.relative_to(directory).parts
+        # a session's own folder (beside <session>.jsonl) holds its subagents: read with the session
+        if any((directory.joinpath(*parts[:i]) / (parts[i] + ".jsonl")).is_file() for i in range(len(parts))):
+            continue
+        found += _project_sessions(folder)
+    return found
+
+
+def _project_sessions(folder: Path) -> list[Path]:
+    files = [(p, _peek(p)) for p in sorted(folder.glob("*.jsonl")) if p.is_file()]
     files = [(p, session) for p, (is_transcript, session) in files if is_transcript]
     known = {session for p, session in files if not p.name.startswith("agent-")} - {None}
     return [p for p, session in files if not p.name.startswith("agent-") or session not in known]

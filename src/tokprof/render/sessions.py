@@ -5,12 +5,18 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from rich.table import Table
 
 from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import text_console
-from tokprof.render.table import LABELS
+
+ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
+SHORT = {
+    "system": "system", "tool_definitions": "tool defs", "tool_results": "tool res.", "conversation": "convers.",
+    "unrecorded": "unrec.*",
+}
 
 
 class SessionsTableRenderer:
@@ -21,14 +27,16 @@ class SessionsTableRenderer:
         console.print(f"[bold]tokprof[/bold] sessions in {report.directory} ({totals['sessions']} sessions, {exact})")
         names = report.bucket_names()
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for column in ("session", "model", "calls", "compactions", "billed input", "reported"):
-            table.add_column(column, justify="left" if column in ("session", "model") else "right")
+        table.add_column("session", no_wrap=True)
+        table.add_column("model", no_wrap=True)
+        for column in ("calls", "compact.", "billed input", "reported"):
+            table.add_column(column, justify="right", no_wrap=True)
         for name in names:
-            table.add_column(LABELS.get(name, name), justify="right")
+            table.add_column(SHORT.get(name, name), justify="right", no_wrap=True)
         for row in report.sessions:
             shares = row.shares()
             table.add_row(
-                row.session, row.model or "-", f"{row.calls:,}", f"{row.compactions:,}", f"{row.billed_input:,}",
+                row.session[:ID_WIDTH], re.sub(r"-\d{8}$", "", row.model or "-"), f"{row.calls:,}", f"{row.compactions:,}", f"{row.billed_input:,}",
                 "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
                 *(f"{shares.get(name, 0.0):.1%}" for name in names),
             )
@@ -43,10 +51,10 @@ class SessionsTableRenderer:
                 console.print(f"[bold]ESTIMATE[/bold] ({name}): {model.get('method')}")
         if "unrecorded" in names:
             console.print(
-                "[bold]INFERRED[/bold]: 'unrecorded' is what the logs do not record (system prompt, tool definitions), "
+                "[bold]INFERRED[/bold]: *unrec. ('unrecorded') is what the logs do not record (system prompt, tool definitions), "
                 "inferred from reported usage; give them with --system and --tools"
             )
-        console.print("  one session's calls: tokprof profile DIR --session ID")
+        console.print("  one session's calls: tokprof profile DIR --session ID (the start of the id is enough)")
         for skipped in report.skipped:
             console.print(f"[yellow]skipped[/yellow]: {skipped['error']}")
         return out.getvalue()

@@ -1,0 +1,119 @@
+"""A directory of agent sessions: a summary row per session and the totals; --session picks one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import test_format_claude_code as cc
+import test_format_codex as cx
+from conftest import CHATML, train_tiny_tokenizer, write_json
+from tokprof.cli import main
+
+
+@pytest.fixture()
+def model_dir(tmp_path) -> Path:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    train_tiny_tokenizer().save(str(folder / "tokenizer.json"))
+    write_json(folder / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
+    return folder
+
+
+def claude_project(root: Path) -> Path:
+    project = root / "projects" / "-home-me-app"
+    cc.write_jsonl(project / "sess-compacted.jsonl", [dict(row, sessionId="sess-compacted") for row in cc.compacted()])
+    simple = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")]
+    cc.write_jsonl(project / "sess-simple.jsonl", [dict(row, sessionId="sess-simple") for row in simple])
+    (project / "notes.jsonl").write_text('{"not": "a session"}\n')  # another file: not listed
+    return project
+
+
+def codex_tree(root: Path) -> Path:
+    day = root / "sessions" / "2025" / "09" / "25"
+    day.mkdir(parents=True)
+    count = cx.Counter()
+    cx.write(day, [cx.meta(session="codex-1"), cx.user("fix it"), cx.context(), count(100), cx.call("c1"),
+                   cx.result("c1"), count(150), cx.say("done")], name="rollout-2025-09-25T09-00-00-codex-1.jsonl")
+    return root / "sessions"
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_claude_project_directory(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["kind"] == "sessions" and doc["skipped"] == []
+    rows = {row["session"]: row for row in doc["sessions"]}
+    assert set(rows) == {"sess-compacted", "sess-simple"}
+    assert rows["sess-compacted"]["compactions"] == 1 and rows["sess-compacted"]["calls"] == 3
+    assert rows["sess-simple"]["calls"] == 1 and rows["sess-simple"]["format"] == "claude-code"
+    for row in rows.values():
+        assert sum(row["buckets_billed"].values()) == row["billed_input"]
+        assert "unrecorded" in row["buckets_billed"] and row["exact"] is False
+        assert row["billed_input_reported"] == row["billed_input"] or row["billed_input_reported"] is not None
+    totals = doc["totals"]
+    assert totals["sessions"] == 2 and totals["calls"] == 4 and totals["compactions"] == 1
+    assert totals["billed_input"] == sum(r["billed_input"] for r in rows.values())
+
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir)], capsys)
+    assert code == 0 and "sess-com " in out and "total" in out and "INFERRED" in out
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "csv"], capsys)
+    assert code == 0 and out.splitlines()[0].startswith("session,path,format,model,calls")
+
+
+def test_session_picks_one(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "--session", "simple", "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["source"]["session"] == "sess-simple" and len(doc["calls"]) == 1
+    code, _, err = run(["profile", str(project), "--model", str(model_dir), "--session", "sess"], capsys)
+    assert code == 2 and "2 sessions" in err and err.count("\n") == 1
+    code, _, err = run(["profile", str(project), "--model", str(model_dir), "--session", "nope"], capsys)
+    assert code == 2 and "no session match" in err
+
+
+def test_codex_tree_and_mixed_directory(tmp_path, model_dir, capsys):
+    claude_project(tmp_path)
+    codex_tree(tmp_path)
+    code, out, _ = run(["profile", str(tmp_path), "--model", str(model_dir), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    formats = sorted(row["format"] for row in doc["sessions"])
+    assert formats == ["claude-code", "claude-code", "codex"]
+    codex_row = next(row for row in doc["sessions"] if row["format"] == "codex")
+    assert codex_row["session"] == "codex-1" and codex_row["billed_input_reported"] == 250
+    assert codex_row["path"].startswith("sessions/2025/09/25/rollout-")
+
+
+def test_a_broken_session_is_skipped_not_fatal(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    broken = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r1", [cc.text("hi")], use={"input_tokens": -4})]
+    cc.write_jsonl(project / "sess-broken.jsonl", [dict(row, sessionId="sess-broken") for row in broken])
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert len(doc["sessions"]) == 2 and len(doc["skipped"]) == 1
+    assert "sess-broken.jsonl" in doc["skipped"][0]["error"] and "input_tokens" in doc["skipped"][0]["error"]
+
+
+def test_directory_errors(tmp_path, model_dir, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    code, out, err = run(["profile", str(empty), "--model", str(model_dir)], capsys)
+    assert code == 2 and out == "" and "no Claude Code or Codex session files" in err and err.count("\n") == 1
+    project = claude_project(tmp_path)
+    code, _, err = run(["profile", str(project), "--model", str(model_dir), "--html", str(tmp_path / "r.html")], capsys)
+    assert code == 2 and "--session" in err and not (tmp_path / "r.html").exists()
+    log = write_json(tmp_path / "log.json", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]})
+    code, _, err = run(["profile", str(log), "--session", "x"], capsys)
+    assert code == 2 and "directory" in err
