@@ -204,7 +204,7 @@ def test_other_tool_items(tmp_path):
     assert json.loads(calls[1]["arguments"]) == {"type": "exec", "command": ["ls"]}
     assert [m["content"] for m in last.messages if m["role"] == "tool"] == ["Success.", "a"]
     found = notes(trace)
-    assert {"web-search", "not-text", "unknown-type"} <= set(found)
+    assert {"web-search", "content-not-text", "unknown-type"} <= set(found)
     assert found["unknown-type"].places == ["line 13 (tool_search_call)"]
 
 

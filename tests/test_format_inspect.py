@@ -165,7 +165,7 @@ def test_json_log_end_to_end(tmp_path, capsys, model_dir):
     assert doc["calls"][1]["buckets"]["tool_results"] > 0
     codes = {w["code"]: w for w in doc["warnings"]}
     assert codes["error-response"]["places"] == ["samples[1].events[0] (sample two, epoch 1)"]
-    assert codes["non-text-content"]["places"] == ["samples[0].events[3].input[4].content[1] (image) (sample 1, epoch 1)"]
+    assert codes["content-not-text"]["places"] == ["samples[0].events[3].input[4].content[1] (image) (sample 1, epoch 1)"]
 
 
 def test_eval_zip_matches_the_json_log(tmp_path, capsys, model_dir):
@@ -221,7 +221,7 @@ def test_zip_that_is_not_an_inspect_log(tmp_path, capsys):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("readme.txt", "hello")
     assert "a zip file, but not an Inspect .eval log" in fails(capsys, path)
-    assert "a zip file, not a openai-chat log" in fails(capsys, path, "--input-format", "openai-chat")
+    assert "a zip file, not a log of format openai-chat" in fails(capsys, path, "--input-format", "openai-chat")
 
 
 def test_corrupt_zip_member_is_named(tmp_path, capsys):
@@ -444,7 +444,7 @@ def test_skipped_kept_and_noted_events(tmp_path):
         "pending-call": ["samples[0].events[0] (sample 1, epoch 1)"],
         "inspect-cache": ["samples[0].events[1] (sample 1, epoch 1)"],
         "redacted-reasoning": ["samples[0].events[4].input[0].content[0] (sample 1, epoch 1)"],
-        "provider-tool": ["samples[0].events[4].tools[0] (web_search) (sample 1, epoch 1)"],
+        "server-tool": ["samples[0].events[4].tools[0] (web_search) (sample 1, epoch 1)"],
         "error-retries": ["samples[0]"],
     }
 

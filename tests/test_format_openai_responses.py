@@ -231,7 +231,7 @@ def test_parts_roles_and_tool_call_merging(tmp_path):
         {"role": "tool", "tool_call_id": "call_3", "content": "done"},
     ]
     found = notes(trace)
-    assert found["not-text"] == ["line 1: input[1].content[1] (input_image)", "line 1: input[7].output[0] (input_file)"]
+    assert found["content-not-text"] == ["line 1: input[1].content[1] (input_image)", "line 1: input[7].output[0] (input_file)"]
     assert found["reasoning-unattached"] == ["line 1: input[12]"]
     assert "encrypted-reasoning" not in found
 
@@ -257,7 +257,7 @@ def test_builtin_tools_and_hosted_items(tmp_path):
     assert "secret" not in repr(trace)
     assert call.messages == [{"role": "user", "content": "search"}, {"role": "assistant", "content": "Found."}]
     found = notes(trace)
-    assert found["builtin-tool"] == ["line 1: tools[1] (web_search_preview)", "line 1: tools[2] (mcp)"]
+    assert found["server-tool"] == ["line 1: tools[1] (web_search_preview)", "line 1: tools[2] (mcp)"]
     assert found["hosted-tool-item"] == ["line 1: input[1] (web_search_call)"]
 
 

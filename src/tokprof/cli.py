@@ -18,6 +18,11 @@ LOG_HELP = (
 )
 
 
+def one_line(text: str) -> str:
+    """Text from the log (names, error types) can hold line breaks: keep a message on one line."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, like every other error
         print(f"tokprof: error: {message} (see '{self.prog} --help')", file=sys.stderr)
@@ -543,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             return _run_report(args)
     except TokprofError as exc:
-        print(f"tokprof: error: {exc}", file=sys.stderr)
+        print(f"tokprof: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("tokprof: interrupted", file=sys.stderr)

@@ -79,6 +79,8 @@ class Trace:
 
     def note(self, code: str, message: str, place: str | None = None) -> None:
         """Record a note, gathering the places of notes with the same code."""
+        if place is not None:  # places come from the log: keep them on one line
+            place = place.replace("\r", "\\r").replace("\n", "\\n")
         for existing in self.notes:
             if existing.code == code:
                 if place is not None:

@@ -57,14 +57,24 @@ def _is_zip(path: str) -> bool:
         return False
 
 
+def _starts_like_zip(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
 def read_trace(path: str, input_format: str | None = None) -> Trace:
     """Read a log in the named format, or in the first format that recognises it."""
     if input_format is not None and input_format not in READERS:
         raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(FORMATS)})")
     if _is_zip(path):
         if input_format not in (None, "inspect"):
-            raise InputError(path, None, f"a zip file, not a {input_format} log")
+            raise InputError(path, None, f"a zip file, not a log of format {input_format}")
         return reader("inspect").read_zip(path)
+    if _starts_like_zip(path):
+        raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
     doc = load(path)
     if input_format is not None:
         module = reader(input_format)

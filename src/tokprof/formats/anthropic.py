@@ -127,6 +127,14 @@ def _looks_anthropic(record: Any) -> bool:
         return True
     if isinstance(response, dict) and response.get("type") == "message":
         return True
+    if "anthropic_version" in body:
+        return True
+    # Anthropic's usage keys, on a bare body or in the response (OpenAI's are prompt_tokens and friends)
+    for usage in (body.get("usage"), response.get("usage") if isinstance(response, dict) else None):
+        if isinstance(usage, dict) and "prompt_tokens" not in usage and (
+            "input_tokens" in usage or "cache_read_input_tokens" in usage
+        ):
+            return True
     return isinstance(response, str) and "message_start" in response
 
 

@@ -43,7 +43,7 @@ tool calls each followed by its output). Without any usage, every run of output 
 
 * ``message``: its role (user, developer, system, assistant) and its text parts
   (``input_text``, ``output_text``; ``refusal`` text) joined by newlines; images and files are
-  left out with the note ``not-text``. Environment context and AGENTS.md messages are real
+  left out with the note ``content-not-text``. Environment context and AGENTS.md messages are real
   messages of the prompt and stay;
 * ``function_call`` (``call_id``, ``name``, ``arguments``), ``custom_tool_call`` (``input`` as the
   arguments), ``local_shell_call`` (tool ``local_shell``, its ``action`` as JSON arguments) and
@@ -124,7 +124,7 @@ COMPACT_USER_TOKENS = 20_000
 NOTES = {
     "unknown-type": "line, event or item types this reader does not know (newer Codex versions add types) "
                     "were skipped",
-    "not-text": "content that is not text (an image or a file) was left out: its tokens are in the reported "
+    "content-not-text": "content that is not text (an image or a file) was left out: its tokens are in the reported "
                 "usage, not in the buckets",
     "web-search": "a web_search_call is rendered as a tool call; its results are not recorded",
     "orphan-output": "a tool output whose call is not in the prompt was left out, as Codex does",
@@ -483,7 +483,7 @@ def _parts(path: str, parser: _Parser, where: str, at: str, parts: Any) -> str:
         kind = part.get("type")
         key = "text" if kind in TEXT_PARTS else "refusal" if kind == "refusal" else None
         if key is None:
-            parser.note("not-text", f"{where} ({kind})")
+            parser.note("content-not-text", f"{where} ({kind})")
             continue
         texts.append(_required_text(path, f"{at}[{j}].{key}", part.get(key)))
     return "\n".join(texts)

@@ -42,7 +42,7 @@ OpenAI Chat corpus log, ``call.request`` gives exactly the messages and tools bu
   ``text`` items are joined with newlines; ``reasoning`` items on assistant messages become
   ``reasoning_content`` (a ``redacted`` one is encrypted and dropped: note
   ``redacted-reasoning``); image, audio, video, document, data and server-side ``tool_use``
-  items are dropped and their tokens are not counted (note ``non-text-content``). The older
+  items are dropped and their tokens are not counted (note ``content-not-text``). The older
   assistant field ``reasoning`` (a string) is read as reasoning too.
 * Assistant ``tool_calls`` ``[{id, function, arguments}]`` become ``{"id", "type": "function",
   "function": {"name": function, "arguments": json.dumps(arguments)}}`` (the JSON Inspect sends).
@@ -51,7 +51,7 @@ OpenAI Chat corpus log, ``call.request`` gives exactly the messages and tools bu
 * Tools ``[{name, description, parameters}]`` become ``{"type": "function", "function": {...}}``
   with null-valued schema keys dropped (Inspect drops them when it sends tools). A tool the
   provider runs itself (``options.__internal_tool_type__``: web search, code execution) is
-  profiled as a function definition (note ``provider-tool``). An empty tool list is no tools.
+  profiled as a function definition (note ``server-tool``). An empty tool list is no tools.
 * The call's response is ``output.choices[0].message``.
 
 **Usage.** The provider's own usage in ``call.response`` is preferred when it is recognisable:
@@ -478,7 +478,7 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
             reasoning.append(ctx.text(at + ".reasoning", _string(ctx.path, at + ".reasoning", item.get("reasoning"))))
         elif isinstance(kind, str):
             if not quiet:
-                ctx.trace.note("non-text-content", _NON_TEXT, ctx.place(f"{at} ({kind})"))
+                ctx.trace.note("content-not-text", _NON_TEXT, ctx.place(f"{at} ({kind})"))
         else:
             raise InputError(ctx.path, at + ".type", f"expected the content item's type, a string, found {_kind(kind)}")
     return "\n".join(texts), reasoning
@@ -540,7 +540,7 @@ def _tools(ctx: _Context, where: str, tools: Any) -> list[dict] | None:
         options = tool.get("options")
         if isinstance(options, dict) and options.get("__internal_tool_type__"):
             ctx.trace.note(
-                "provider-tool", "a tool the provider runs itself (web search, code execution) is profiled as a "
+                "server-tool", "a tool the provider runs itself (web search, code execution) is profiled as a "
                 "function definition, which may not be how the provider counts it", ctx.place(f"{at} ({name})"),
             )
         out.append({"type": "function", "function": function})
@@ -755,7 +755,7 @@ def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipI
     """The items of a chunked sequence, in order, each with its place (``member: [i]``)."""
     starts = sorted(
         (int(name[len(prefix):-len(".json")]), name) for name in members
-        if name.startswith(prefix) and name.endswith(".json") and name[len(prefix):-len(".json")].isdigit()
+        if name.startswith(prefix) and name.endswith(".json") and re.fullmatch(r"[0-9]+", name[len(prefix):-len(".json")])
     )
     out: list[tuple[str, Any]] = []
     for _, name in starts:

@@ -78,9 +78,11 @@ def load(path: str) -> Document:
         try:
             lines.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            # a line cut inside a string fails where the string starts, not at the end
+            # a line cut inside a string fails where the string starts, not at the end; a record
+            # always ends with } or ], so a last line that does not was cut off
             cut_off = exc.pos >= len(line.rstrip()) or exc.msg.startswith("Unterminated string")
-            if cut_off and i == len(numbered) - 1 and i > 0:
+            last = i == len(numbered) - 1
+            if last and i > 0 and (cut_off or not line.rstrip().endswith(("}", "]"))):
                 truncated = number
                 continue
             what = "truncated JSON" if cut_off else f"invalid JSON: {exc.msg}"

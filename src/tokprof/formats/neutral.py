@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import kind_of as _kind
@@ -75,7 +75,11 @@ def check_tools(path: str, prefix: str, tools: Any) -> list[dict] | None:
     return tools
 
 
-def check_content(path: str, where: str, content: Any, required: bool) -> str | None:
+#: A callback ``(place, kind)`` for content parts that are not text, which a reader notes and leaves out.
+SkipPart = Callable[[str, str], None]
+
+
+def check_content(path: str, where: str, content: Any, required: bool, skip: SkipPart | None = None) -> str | None:
     """Content as the template will see it: a string (text parts joined by newlines) or None."""
     if content is None:
         if required:
@@ -92,8 +96,14 @@ def check_content(path: str, where: str, content: Any, required: bool) -> str | 
             if not isinstance(part, dict):
                 raise InputError(path, f"{where}[{j}]", f"expected a content part object, found {_kind(part)}")
             kind = part.get("type")
+            if kind == "refusal" and isinstance(part.get("refusal"), str):
+                texts.append(check_text(path, f"{where}[{j}].refusal", part["refusal"]))
+                continue
             if kind not in ("text", "input_text", "output_text"):
-                raise InputError(path, f"{where}[{j}].type", f"unsupported content part {kind!r}: only text parts")
+                if skip is None or not isinstance(kind, str):
+                    raise InputError(path, f"{where}[{j}].type", f"unsupported content part {kind!r}: only text parts")
+                skip(f"{where}[{j}]", kind)
+                continue
             text = part.get("text")
             if not isinstance(text, str):
                 raise InputError(path, f"{where}[{j}].text", f"expected a string, found {_kind(text)}")
@@ -102,7 +112,7 @@ def check_content(path: str, where: str, content: Any, required: bool) -> str | 
     raise InputError(path, where, f"expected a string or a list of text parts, found {_kind(content)}")
 
 
-def check_messages(path: str, prefix: str, messages: Any) -> list[dict]:
+def check_messages(path: str, prefix: str, messages: Any, skip: SkipPart | None = None) -> list[dict]:
     if not isinstance(messages, list):
         raise InputError(path, prefix + "messages", f"expected a list of messages, found {_kind(messages)}")
     out: list[dict] = []
@@ -118,7 +128,7 @@ def check_messages(path: str, prefix: str, messages: Any) -> list[dict]:
             )
         clean: dict[str, Any] = {"role": role}
         has_calls = role == "assistant" and bool(message.get("tool_calls"))
-        clean["content"] = check_content(path, where + ".content", message.get("content"), required=not (role == "assistant"))
+        clean["content"] = check_content(path, where + ".content", message.get("content"), required=not (role == "assistant"), skip=skip)
         if isinstance(message.get("name"), str):
             clean["name"] = check_text(path, where + ".name", message["name"])
         for key in ("reasoning_content", "reasoning"):

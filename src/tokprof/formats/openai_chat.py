@@ -16,7 +16,7 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events, url_path
-from tokprof.formats.jsonfile import Document, load
+from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, check_model, check_tool_calls, check_tools, parse_day
 from tokprof.trace import Call, Trace, Usage
@@ -31,12 +31,8 @@ DESCRIPTION = (
 def sniff(doc: Document) -> bool:
     if isinstance(doc.value, dict) and "request" not in doc.value:
         return isinstance(doc.value.get("messages"), list)
-    found = [request_body(record) for _, record in records("", doc)[:5]]
+    found = [request_body(record) for _, record in records("", doc)[:50]]
     return any(isinstance(body, dict) and isinstance(body.get("messages"), list) for body in found)
-
-
-def read_openai_chat(path: str) -> Trace:
-    return read(path, load(path))
 
 
 def read(path: str, doc: Document) -> Trace:
@@ -101,10 +97,14 @@ def _records(path: str, found: list[tuple[str, Any]], shape: str) -> Trace:
                 "billed as a completed call)", f"{where} ({failed})",
             )
             continue
-        messages = check_messages(path, prefix, ex.request["messages"])
+        messages = check_messages(path, prefix, ex.request["messages"], skip=_skipper(trace))
         if not messages:
             raise InputError(path, prefix + "messages", "empty: a call needs a prompt")
         usage, response = _outcome(path, trace, ex)
+        if usage is _ERROR:
+            trace.note("error-response", "the response is an error, so the call is skipped (an error is not "
+                       "billed as a completed call)", f"{where} (error event in the stream)")
+            continue
         trace.calls.append(
             Call(
                 index=len(trace.calls),
@@ -124,12 +124,26 @@ def _records(path: str, found: list[tuple[str, Any]], shape: str) -> Trace:
     return trace
 
 
+NOT_TEXT = (
+    "content that is not text (images, audio, files) cannot be rendered by a chat template: it is left out "
+    "of the rendered prompt"
+)
+
+
+def _skipper(trace: Trace):
+    return lambda where, kind: trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
+
+
 def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict | None]:
     """The reported usage and the assistant message of a captured call."""
     where = f"{ex.where}: "
     if ex.stream is not None:
-        chunks = [data for _, data in sse_events(ex.stream)]
+        events = sse_events(ex.stream)
+        chunks = [data for _, data in events]
         usage = None
+        for name, chunk in events:
+            if name == "error" or (isinstance(chunk, dict) and isinstance(chunk.get("error"), dict)):
+                return _ERROR, None
         for chunk in chunks:
             if isinstance(chunk, dict) and isinstance(chunk.get("usage"), dict):
                 usage = _usage(path, where + "response (stream) ", chunk["usage"])
@@ -153,9 +167,13 @@ def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict 
     return _usage(path, where, source.get("usage")), None
 
 
+_ERROR = Usage()  # a marker: the stream carried an error
+
+
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
-    """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``)."""
-    if usage is None:
+    """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``).
+    Usage without OpenAI's keys (``{}``, or another provider's) is no usage."""
+    if usage is None or (isinstance(usage, dict) and not {"prompt_tokens", "completion_tokens"} & set(usage)):
         return None
     where = prefix + "usage"
     if not isinstance(usage, dict):

@@ -103,13 +103,13 @@ NOTES = {
                             "rebuilt, so the call is skipped",
     "stored-prompt": "the request uses a stored prompt ('prompt') whose text is not in the log: its tokens are "
                      "in the reported usage but not in the buckets",
-    "builtin-tool": "built-in tools are defined by the provider and their real definition is not public: each "
+    "server-tool": "built-in tools are defined by the provider and their real definition is not public: each "
                     "is profiled as a function named by its type (an mcp tool by its server_label) with its "
                     "configuration as parameters",
     "hosted-tool-item": "items of built-in tools (web search, file search, computer use, code interpreter, MCP, "
                         "shell) are rendered by the provider in a way that is not public: they are left out, so "
                         "their tokens are in the reported usage but not in the buckets",
-    "not-text": "images, files and audio are not text: they are left out, so their tokens are in the reported "
+    "content-not-text": "images, files and audio are not text: they are left out, so their tokens are in the reported "
                 "usage but not in the buckets",
     "encrypted-reasoning": "reasoning items carry encrypted content that cannot be rendered: its tokens may be in "
                            "the reported usage but are not in the buckets (the summary text is profiled, as "
@@ -505,7 +505,7 @@ class _Builder:
                 raise InputError(self.path, at, f"expected a content part object, found {_kind(part)}")
             kind = part.get("type")
             if kind in NOT_TEXT_PARTS:
-                _note(self.trace, "not-text", f"{at} ({kind})")
+                _note(self.trace, "content-not-text", f"{at} ({kind})")
                 continue
             if kind not in (*TEXT_PARTS, "refusal"):
                 raise InputError(self.path, at + ".type", f"unknown content part type {kind!r}")
@@ -617,7 +617,7 @@ def _tool(path: str, trace: Trace, where: str, tool: Any) -> dict:
             function["parameters"] = parameters
         return {"type": "function", "function": function}
     name = tool.get("server_label") if kind == "mcp" and isinstance(tool.get("server_label"), str) else kind
-    _note(trace, "builtin-tool", f"{where} ({kind})")
+    _note(trace, "server-tool", f"{where} ({kind})")
     config = {key: value for key, value in tool.items() if key != "type" and key not in SECRET_KEYS}
     return {"type": "function", "function": {"name": name, "parameters": config}}
 

@@ -18,6 +18,8 @@ ALIASES = {
     "claude-proxy": "claude-proxy", "claude": "claude-proxy", "anthropic": "claude-proxy",
 }
 
+STAND_IN = "stand-in"
+
 __all__ = ["ChatModel", "ChatTemplate", "DEFAULT_MODEL", "auto_model", "resolve_model"]
 
 
@@ -35,7 +37,7 @@ def auto_model(log_models: list[str]) -> tuple[str, str]:
         return "qwen3", f"the log's model {said}"
     if all("qwen" in n and "qwen3" not in n for n in lowered):
         return "qwen2.5", f"the log's model {said}"
-    return DEFAULT_MODEL, f"default: the log's model {said} is not embedded (name one with --model)"
+    return DEFAULT_MODEL, f"{STAND_IN} for the log's model {said}, which tokprof does not have (name one with --model)"
 
 
 def resolve_model(
@@ -53,16 +55,20 @@ def resolve_model(
         model = load_proxy(key)
     elif Path(name).expanduser().is_dir():
         model = load_directory(Path(name).expanduser())
-    elif looks_like_hub_id(name):
-        model = load_hub(name)
     elif proxy_for(name):
         model = load_proxy(proxy_for(name))
+    elif looks_like_hub_id(name):
+        model = load_hub(name)
     else:
         raise ModelError(
             f"unknown model {name!r}: use qwen2.5, qwen3, openai-proxy, claude-proxy, a directory with "
             "tokenizer.json, or a Hub id (org/name)"
         )
     model.selected = selected
+    if selected and selected.startswith(STAND_IN):
+        # counts exact for qwen2.5 are estimates for another model: labelled, and scaled to reported usage
+        model.exact = False
+        model.method = f"qwen2.5's tokenizer and chat template as a {selected}"
     if chat_template is not None:
         path = Path(chat_template)
         if path.is_dir():

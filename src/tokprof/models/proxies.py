@@ -107,7 +107,7 @@ Here are the functions available in JSONSchema format:
 <functions>
 {% for tool in tools -%}
 {%- set f = tool.function if tool.function is defined else tool -%}
-<function>{{ {"name": f.name, "description": f.description, "parameters": f.parameters} | tojson }}</function>
+<function>{{ {"name": f.name, "description": f.description | default('', true), "parameters": f.parameters | default({}, true)} | tojson }}</function>
 {% endfor -%}
 </functions>
 
@@ -150,17 +150,24 @@ PROXIES = {
     },
 }
 
-_OPENAI_NAME = re.compile(r"(^|[/:])(gpt-|chatgpt|o[1-9]\b|o[1-9]-|codex|davinci|text-embedding|computer-use)", re.I)
-_CLAUDE_NAME = re.compile(r"(^|[/:.])(claude|anthropic)", re.I)
+#: OpenAI's closed models: GPT-3.5 to GPT-5 (not the open GPT-2, GPT-J, GPT-NeoX, GPT-SW3 or
+#: gpt-oss), ChatGPT, the o-series, Codex, davinci; bare or after an ``openai/`` or ``azure/`` prefix.
+_OPENAI_NAME = re.compile(
+    r"^((openai|azure|openrouter/openai)[/:])?(gpt-?(3\.5|4|5)|chatgpt|o[1-9]($|-)|codex|gpt-5-codex|"
+    r"(text-)?davinci|computer-use)",
+    re.I,
+)
+#: Claude: bare, or after a provider prefix (``anthropic/``, Bedrock's ``us.anthropic.``, Vertex).
+_CLAUDE_NAME = re.compile(r"^(([\w-]+[/.:])*anthropic[/.:])?claude", re.I)
 
 
 def proxy_for(name: str | None) -> str | None:
     """The proxy for a closed model's name as logs write it, or None when it is not one."""
     if not name or "gpt-oss" in name.lower():  # open weights: its own tokenizer and template
         return None
-    if _CLAUDE_NAME.search(name):
+    if _CLAUDE_NAME.match(name):
         return "claude-proxy"
-    if _OPENAI_NAME.search(name) or name.lower().startswith("openai/"):
+    if _OPENAI_NAME.match(name):
         return "openai-proxy"
     return None
 
