@@ -294,3 +294,20 @@ def test_errors_stay_on_one_line_and_a_cut_zip_is_named(tmp_path, capsys):
     cut.write_bytes(b"PK\x03\x04" + b"\x00" * 40)
     code, _, err = run(["profile", str(cut)], capsys)
     assert code == 2 and "a zip file that cannot be read" in err
+
+
+def test_check_and_tools_label_estimates_and_keep_units(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    log = capture_log(tmp_path)
+    code, out, _ = run(["check", str(log), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["exact"] is False and "o200k_base" in doc["estimate"]
+    code, out, _ = run(["check", str(log)], capsys)
+    assert "ESTIMATE" in out
+    code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
+    computed = json.loads(out)["summary"]["estimate"]["billed_input_computed"]
+    code, out, _ = run(["tools", str(log), "-f", "json"], capsys)
+    assert json.loads(out)["billed_input"] == computed  # the catalogue's units: the proxy's own counts
+    code, out, _ = run(["tools", str(log), "-f", "csv"], capsys)
+    assert out.splitlines()[0].endswith(",exact") and out.splitlines()[1].endswith(",false")

@@ -259,10 +259,16 @@ def _static(model, tools, system, path):
         raise TokprofError(f"{path}: the chat template failed on the tool catalogue: {exc}") from None
 
 
+def _billed_before_scaling(profile) -> int:
+    """The billed input in the units of the tool catalogue's counts: an estimate's catalogue is the
+    proxy's own count, so its share of the run is taken of the proxy's billed input, not the scaled one."""
+    return sum(row.rendered for row in profile.calls)
+
+
 def _catalogue_section(profile, trace, model) -> None:
     """Add the catalogue to a profile; a template that cannot price it costs a warning, not the profile."""
     try:
-        profile.catalogue = _tools_report(trace, model, profile.summary()["billed_input"]).summary_section()
+        profile.catalogue = _tools_report(trace, model, _billed_before_scaling(profile)).summary_section()
     except TokprofError as exc:
         profile.warnings.append({"code": "catalogue-unpriced", "message": str(exc), "calls": []})
 
@@ -426,7 +432,7 @@ def _run_tools(args: argparse.Namespace) -> int:
     else:
         trace, model = _read_log(args, args.model, args.chat_template)
         profile = _profile(args, trace, model)
-        report = _tools_report(trace, model, profile.summary()["billed_input"])
+        report = _tools_report(trace, model, _billed_before_scaling(profile))
     renderer = {"table": ToolsTableRenderer, "json": ToolsJsonRenderer, "csv": ToolsCsvRenderer}[args.format]()
     _write_output(renderer.render(report, color=_color(args)), args.output)
     return EXIT_OK
@@ -473,7 +479,7 @@ def _run_check(args: argparse.Namespace) -> int:
     else:
         trace, model = _read_log(args, args.model or config.model, chat_template)
         profile = _profile(args, trace, model)
-        report = _tools_report(trace, model, profile.summary()["billed_input"])
+        report = _tools_report(trace, model, _billed_before_scaling(profile))
         system_tokens = profile.calls[0].buckets["system"] if profile.calls else 0
         source = args.log
     measurement = measure(report, profile, system_tokens, source)

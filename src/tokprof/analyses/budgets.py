@@ -29,6 +29,7 @@ class Measurement:
     source: str
     metrics: dict[str, float | None]
     tools: dict[str, int]
+    estimate: str | None = None  # how the counts are estimated, when they are not exact
 
     def baseline_dict(self) -> dict:
         return {
@@ -54,14 +55,22 @@ def measure(report: ToolsReport, profile: Profile | None, system_tokens: int, so
         metrics["largest_prompt"] = summary["largest_prompt"]
         metrics["billed_input"] = summary["billed_input"]
         waste = report.unused_waste() or 0
-        metrics["unused_tool_waste"] = round(waste / summary["billed_input"], 6) if summary["billed_input"] else 0.0
+        # the waste and its denominator in the same units (an estimate's catalogue is not scaled)
+        billed = report.billed_input if report.billed_input is not None else summary["billed_input"]
+        metrics["unused_tool_waste"] = round(waste / billed, 6) if billed else 0.0
     tools = {t.name: t.marginal for t in main.tools} if main else {}
+    estimate = None
+    if not report.model.get("exact", True):
+        estimate = report.model.get("method") or "a stated proxy"
+    elif profile is not None and profile.inferred:
+        estimate = profile.inferred
     return Measurement(
         model=report.model["name"],
         template_sha256=report.model["chat_template"]["sha256"],
         source=source,
         metrics=metrics,
         tools=tools,
+        estimate=estimate,
     )
 
 
@@ -141,6 +150,7 @@ class CheckResult:
     tools_changed: list[dict] = field(default_factory=list)
     baseline_path: str | None = None
     notes: list[str] = field(default_factory=list)
+    estimate: str | None = None  # how the counts are estimated, when they are not exact
 
     @property
     def status(self) -> str:
@@ -156,6 +166,8 @@ class CheckResult:
             "schema_version": 1,
             "kind": "check",
             "model": self.model,
+            "exact": self.estimate is None,
+            "estimate": self.estimate,
             "source": self.source,
             "status": self.status,
             "baseline": self.baseline_path,
@@ -217,7 +229,10 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
             result.status = FAIL if level == "error" else WARN
         results.append(result)
 
-    check = CheckResult(model=measurement.model, source=measurement.source, metrics=results, baseline_path=baseline_path)
+    check = CheckResult(
+        model=measurement.model, source=measurement.source, metrics=results, baseline_path=baseline_path,
+        estimate=measurement.estimate,
+    )
     if baseline is not None:
         before, after = baseline["tools"], measurement.tools
         check.tools_added = [{"name": n, "marginal": after[n]} for n in sorted(set(after) - set(before))]

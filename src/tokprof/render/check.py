@@ -53,10 +53,14 @@ def _verdict(check: CheckResult) -> str:
     return "passed"
 
 
+def _estimated(check: CheckResult) -> str:
+    return f", ESTIMATE: {check.estimate}" if check.estimate else ""
+
+
 class CheckTableRenderer:
     def render(self, check: CheckResult, color: bool = False, width: int | None = None) -> str:
         console, out = text_console(color, width)
-        console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model})")
+        console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model}{_estimated(check)})")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name, justify in (("metric", "left"), ("value", "right"), ("limit", "right"), ("baseline", "right"),
                               ("change", "right"), ("level", "left"), ("status", "left")):
@@ -93,7 +97,7 @@ class CheckMarkdownRenderer:
         lines = [
             f"### tokprof check: {_verdict(check)}",
             "",
-            f"`{check.source}`, model `{check.model}`",
+            f"`{check.source}`, model `{check.model}`{_estimated(check)}",
             "",
             "| metric | value | limit | baseline | change | status |",
             "| --- | ---: | ---: | ---: | ---: | --- |",

@@ -100,6 +100,8 @@ class TableRenderer:
                     f"; {len(unused)} never called: {catalogue['unused_waste']:,} tokens wasted "
                     f"({catalogue['unused_waste_share']:.1%})"
                 )
+            if not model.get("exact", True):
+                text += " (the proxy's own counts, not scaled)"
             if catalogue.get("distinct_catalogues", 1) > 1:
                 text += f"; {catalogue['distinct_catalogues']} distinct catalogues (see tokprof tools)"
             console.print(f"  {'tool catalogue'.ljust(key_width)}  {text}")

@@ -28,11 +28,12 @@ class ToolsCsvRenderer:
     def render(self, report: ToolsReport, color: bool = False) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(CSV_COLUMNS)
+        writer.writerow([*CSV_COLUMNS, "exact"])
+        exact = _csv(bool(report.model.get("exact", True)))
         for i, catalogue in enumerate(report.catalogues):
             for tool in catalogue.tools:
                 d = tool.to_dict()
-                writer.writerow([i] + [_csv(d[c]) for c in CSV_COLUMNS[1:]])
+                writer.writerow([i] + [_csv(d[c]) for c in CSV_COLUMNS[1:]] + [exact])
         return out.getvalue()
 
 
