@@ -541,3 +541,23 @@ def test_end_to_end_bad_input_exits_2(tmp_path, model_dir, capsys):
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert err == f"tokprof: error: {log}: line 1: request.input[0].role: unknown role 'robot' (expected one of user, assistant, system, developer)\n"
+
+
+def test_built_in_tools_the_response_used_count_as_called(tmp_path, capsys):
+    from tokprof.cli import main
+
+    record = {
+        "request": {"model": "gpt-4.1", "input": "weather in Paris?", "tools": [
+            {"type": "web_search_preview"},
+            {"type": "function", "name": "unused_fn", "description": "never", "parameters": {"type": "object"}}]},
+        "response": {"id": "resp_1", "object": "response", "status": "completed", "output": [
+            {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Sunny."}]}],
+            "usage": {"input_tokens": 300, "output_tokens": 10}},
+    }
+    log = tmp_path / "ws.jsonl"
+    log.write_text(json.dumps(record) + "\n")
+    assert main(["tools", str(log), "-f", "json"]) == 0
+    tools = {t["name"]: t for t in json.loads(capsys.readouterr().out)["catalogues"][0]["tools"]}
+    assert tools["web_search_preview"]["calls"] == 1 and tools["web_search_preview"]["unused"] is False
+    assert tools["unused_fn"]["unused"] is True

@@ -205,7 +205,7 @@ def read(path: str, doc: Document) -> Trace:
         tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
         trace.calls.append(Call(
             index=len(trace.calls), messages=messages, tools=tools, model=entry.model, reported=entry.usage,
-            day=entry.day, where=entry.where, response=entry.reply,
+            day=entry.day, where=entry.where, response=_with_hosted_calls(entry.reply, entry.output, tools),
         ))
     if not trace.calls:
         skipped = ", ".join(note.code for note in trace.notes)
@@ -372,6 +372,29 @@ def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None
         return None
     return {"role": "assistant", "content": None,
             "tool_calls": check_tool_calls(path, prefix + "output", calls, set())}
+
+
+def _with_hosted_calls(reply: dict | None, output: list[tuple[str, Any]], tools: list[dict] | None) -> dict | None:
+    """The reply, with the built-in tools the response used (``web_search_call`` and the like) as tool
+    calls named like their catalogue entries, so that they count as called, not as unused."""
+    names = [t["function"]["name"] for t in tools or []]
+    used = []
+    for _, item in output:
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind not in HOSTED_ITEMS or kind.endswith(("_output", "_response", "list_tools")):
+            continue
+        if kind == "mcp_call" and isinstance(item.get("server_label"), str):
+            stem = item["server_label"]
+        else:
+            stem = {"computer_call": "computer"}.get(kind, kind[: -len("_call")])
+        name = next((n for n in names if n == stem or n.startswith(stem)), None)
+        if name is not None:
+            used.append({"id": item.get("id"), "type": "function", "function": {"name": name, "arguments": "{}"}})
+    if not used:
+        return reply
+    reply = dict(reply) if reply else {"role": "assistant", "content": None, "tool_calls": []}
+    reply["tool_calls"] = list(reply.get("tool_calls") or []) + used
+    return reply
 
 
 # -- chains ----------------------------------------------------------------------------------
