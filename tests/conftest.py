@@ -118,3 +118,27 @@ def small_transcript(system: bool = True, tools: bool = True) -> dict:
     if tools:
         out["tools"] = [WEATHER_TOOL]
     return out
+
+
+@pytest.fixture
+def model_dir(tmp_path) -> Path:
+    """A model directory with the tiny tokenizer and the ChatML-style template, for ``--model``."""
+    target = tmp_path / "model"
+    target.mkdir()
+    train_tiny_tokenizer().save(str(target / "tokenizer.json"))
+    write_json(target / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
+    return target
+
+
+def profile_json(args: list[str], capsys) -> dict:
+    """Run ``tokprof profile ARGS -f json``, check it succeeded and every call's buckets, return the JSON."""
+    from tokprof.cli import main
+
+    code = main(["profile", *args, "-f", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = json.loads(out)
+    for call in doc["calls"]:
+        assert all(value >= 0 for value in call["buckets"].values())
+        assert sum(call["buckets"].values()) == call["total"]
+    return doc

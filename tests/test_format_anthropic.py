@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHATML, ROOT, train_tiny_tokenizer, write_json
+from conftest import ROOT, write_json
 from tokprof.cli import main
 from tokprof.errors import InputError
 from tokprof.formats import anthropic, read_trace
@@ -519,13 +519,6 @@ def test_odd_files(tmp_path):
 
 
 # -- end to end through the CLI --------------------------------------------------------------------
-@pytest.fixture
-def model_dir(tmp_path) -> Path:
-    target = tmp_path / "model"
-    target.mkdir()
-    train_tiny_tokenizer().save(str(target / "tokenizer.json"))
-    write_json(target / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
-    return target
 
 
 def profile(args: list[str], capsys) -> tuple[dict, str]:

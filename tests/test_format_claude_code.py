@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHATML, train_tiny_tokenizer
-from tokprof.cli import main
+from conftest import profile_json
 from tokprof.errors import InputError
 from tokprof.formats import claude_code, read_trace
 from tokprof.formats.jsonfile import Document, load
@@ -543,24 +542,10 @@ def registered(monkeypatch):
         monkeypatch.setattr(formats, "FORMATS", tuple(readers))
 
 
-@pytest.fixture
-def model_dir(tmp_path) -> Path:
-    target = tmp_path / "model"
-    target.mkdir()
-    train_tiny_tokenizer().save(str(target / "tokenizer.json"))
-    (target / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML, "eos_token": "<|im_end|>"}))
-    return target
 
 
 def profile(args: list[str], capsys) -> dict:
-    code = main(["profile", *args, "-f", "json"])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    doc = json.loads(out)
-    for call in doc["calls"]:
-        assert all(value >= 0 for value in call["buckets"].values())
-        assert sum(call["buckets"].values()) == call["total"]
-    return doc
+    return profile_json(args, capsys)
 
 
 def test_end_to_end_with_input_format(tmp_path, registered, model_dir, capsys):

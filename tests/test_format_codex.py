@@ -579,21 +579,12 @@ def profile(capsys, args: list[str]) -> dict:
     return doc
 
 
-@pytest.fixture
-def tiny_model_dir(tmp_path):
-    from conftest import CHATML, train_tiny_tokenizer
-
-    directory = tmp_path / "model"
-    directory.mkdir()
-    train_tiny_tokenizer().save(str(directory / "tokenizer.json"))
-    (directory / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML, "eos_token": "<|im_end|>"}))
-    return directory
 
 
 @pytest.mark.parametrize("forced", [False, True])
-def test_cli_tiny_model(tmp_path, capsys, registered, tiny_model_dir, forced):
+def test_cli_tiny_model(tmp_path, capsys, registered, model_dir, forced):
     path = write(tmp_path, _compaction_rollout(Counter()))
-    args = [str(path), "--model", str(tiny_model_dir)] + (["--input-format", "codex"] if forced else [])
+    args = [str(path), "--model", str(model_dir)] + (["--input-format", "codex"] if forced else [])
     doc = profile(capsys, args)
     assert doc["source"]["format"] == "codex" and doc["source"]["session"] == "sess-1"
     assert [c["kind"] for c in doc["calls"]] == ["call", "call", "compaction", "call"]

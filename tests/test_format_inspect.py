@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CHATML, train_tiny_tokenizer, write_json
+from conftest import CHATML, profile_json, train_tiny_tokenizer, write_json
 from tokprof.cli import main
 from tokprof.errors import InputError
 from tokprof.formats import inspect_ai, read_trace
@@ -124,14 +124,7 @@ def model_dir(tmp_path_factory):
 
 
 def profile(capsys, log: Path, model, *extra: str) -> dict:
-    code = main(["profile", str(log), "--model", str(model), "-f", "json", *extra])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    doc = json.loads(out)
-    for call in doc["calls"]:
-        assert all(value >= 0 for value in call["buckets"].values())
-        assert sum(call["buckets"].values()) == call["total"]
-    return doc
+    return profile_json([str(log), "--model", str(model), *extra], capsys)
 
 
 def fails(capsys, log: Path, *extra: str) -> str:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import CHATML, train_tiny_tokenizer, write_json
+from conftest import CHATML, profile_json, train_tiny_tokenizer, write_json
 from tokprof.cli import main
 from tokprof.errors import InputError
 from tokprof.formats import openai_responses, read_trace
@@ -489,14 +489,7 @@ def model_dir(tmp_path):
 
 
 def profile(log, model_dir, capsys, *extra) -> dict:
-    code = main(["profile", str(log), "--model", str(model_dir), "-f", "json", *extra])
-    out, err = capsys.readouterr()
-    assert code == 0, err
-    doc = json.loads(out)
-    for call in doc["calls"]:
-        assert all(value >= 0 for value in call["buckets"].values())
-        assert sum(call["buckets"].values()) == call["total"]
-    return doc
+    return profile_json([str(log), "--model", str(model_dir), *extra], capsys)
 
 
 def test_end_to_end_chain(tmp_path, model_dir, capsys):

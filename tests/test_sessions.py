@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 
 import test_format_claude_code as cc
 import test_format_codex as cx
-from conftest import CHATML, train_tiny_tokenizer, write_json
+from conftest import write_json
 from tokprof.cli import main
 
 
-@pytest.fixture()
-def model_dir(tmp_path) -> Path:
-    folder = tmp_path / "model"
-    folder.mkdir()
-    train_tiny_tokenizer().save(str(folder / "tokenizer.json"))
-    write_json(folder / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
-    return folder
 
 
 def claude_project(root: Path) -> Path:

@@ -49,7 +49,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_model, check_text, check_tools, parse_day
+from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -327,12 +327,7 @@ class _Reader:
                 raise self.fail(at + ".type", "a tool_result block belongs in a user message")
             else:
                 not_text(at, kind)
-        message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
-        if thoughts:
-            message["reasoning_content"] = "\n".join(thoughts)
-        if calls:
-            message["tool_calls"] = calls
-        return message
+        return assistant_message(texts, thoughts, calls)
 
     def tool_call(self, where: str, block: dict, call_ids: set[str]) -> dict:
         call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})

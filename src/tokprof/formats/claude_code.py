@@ -92,7 +92,7 @@ from typing import Any
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_model, check_text, parse_day
+from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, check_text, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "claude-code"
@@ -746,12 +746,7 @@ def _assistant(parts: list[tuple]) -> dict:
     texts = [p[1] for p in parts if p[0] == "text"]
     thoughts = [p[1] for p in parts if p[0] == "thinking"]
     calls = [p[1] for p in parts if p[0] == "call"]
-    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
-    if thoughts:
-        message["reasoning_content"] = "\n".join(thoughts)
-    if calls:
-        message["tool_calls"] = calls
-    return message
+    return assistant_message(texts, thoughts, calls)
 
 
 def _stand_in(call_ids: list[str]) -> dict:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.trace import ROLES
+from tokprof.trace import ROLES, Usage
 
 def check_text(path: str, where: str, text: str) -> str:
     """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
@@ -188,3 +188,35 @@ def check_count(path: str, where: str, value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(path, where, f"expected a non-negative integer, found {value!r}")
     return value
+
+
+def check_usage(path: str, where: str, usage: Any, prompt: str, details: str, output: str) -> Usage | None:
+    """OpenAI-style usage, whose prompt count includes the cached tokens (``details.cached_tokens``):
+    Chat Completions' ``prompt_tokens``/``prompt_tokens_details``/``completion_tokens``, the Responses
+    API's ``input_tokens``/``input_tokens_details``/``output_tokens``. Usage with none of these keys
+    (``{}``, or another provider's) is no usage."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise InputError(path, where, f"expected an object, found {_kind(usage)}")
+    if not {prompt, output} & set(usage):
+        return None
+    cached = usage.get(details) or {}
+    if not isinstance(cached, dict):
+        raise InputError(path, f"{where}.{details}", f"expected an object, found {_kind(cached)}")
+    return Usage(
+        prompt=check_count(path, f"{where}.{prompt}", usage.get(prompt)),
+        cache_read=check_count(path, f"{where}.{details}.cached_tokens", cached.get("cached_tokens")),
+        cache_write=None,
+        output=check_count(path, f"{where}.{output}", usage.get(output)),
+    )
+
+
+def assistant_message(texts: list[str], thoughts: list[str], calls: list[dict]) -> dict:
+    """An assistant message from its text, reasoning and tool calls (content None when only calls)."""
+    message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+    if thoughts:
+        message["reasoning_content"] = "\n".join(thoughts)
+    if calls:
+        message["tool_calls"] = calls
+    return message

@@ -18,7 +18,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_model, check_tool_calls, check_tools, parse_day
+from tokprof.formats.neutral import check_messages, check_model, check_tool_calls, check_tools, check_usage, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-chat"
@@ -171,19 +171,5 @@ _ERROR = Usage()  # a marker: the stream carried an error
 
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
-    """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``).
-    Usage without OpenAI's keys (``{}``, or another provider's) is no usage."""
-    if usage is None or (isinstance(usage, dict) and not {"prompt_tokens", "completion_tokens"} & set(usage)):
-        return None
-    where = prefix + "usage"
-    if not isinstance(usage, dict):
-        raise InputError(path, where, f"expected an object, found {_kind(usage)}")
-    details = usage.get("prompt_tokens_details") or {}
-    if not isinstance(details, dict):
-        raise InputError(path, where + ".prompt_tokens_details", f"expected an object, found {_kind(details)}")
-    return Usage(
-        prompt=check_count(path, where + ".prompt_tokens", usage.get("prompt_tokens")),
-        cache_read=check_count(path, where + ".prompt_tokens_details.cached_tokens", details.get("cached_tokens")),
-        cache_write=None,
-        output=check_count(path, where + ".completion_tokens", usage.get("completion_tokens")),
-    )
+    """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``)."""
+    return check_usage(path, prefix + "usage", usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens")

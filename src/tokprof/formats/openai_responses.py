@@ -67,7 +67,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, parse_day
+from tokprof.formats.neutral import check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-responses"
@@ -344,20 +344,7 @@ def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     """``input_tokens`` includes the cached tokens (``input_tokens_details.cached_tokens``)."""
-    if usage is None:
-        return None
-    where = prefix + "usage"
-    if not isinstance(usage, dict):
-        raise InputError(path, where, f"expected an object, found {_kind(usage)}")
-    details = usage.get("input_tokens_details") or {}
-    if not isinstance(details, dict):
-        raise InputError(path, where + ".input_tokens_details", f"expected an object, found {_kind(details)}")
-    return Usage(
-        prompt=check_count(path, where + ".input_tokens", usage.get("input_tokens")),
-        cache_read=check_count(path, where + ".input_tokens_details.cached_tokens", details.get("cached_tokens")),
-        cache_write=None,
-        output=check_count(path, where + ".output_tokens", usage.get("output_tokens")),
-    )
+    return check_usage(path, prefix + "usage", usage, "input_tokens", "input_tokens_details", "output_tokens")
 
 
 def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None:
