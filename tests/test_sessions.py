@@ -109,3 +109,41 @@ def test_directory_errors(tmp_path, model_dir, capsys):
     log = write_json(tmp_path / "log.json", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]})
     code, _, err = run(["profile", str(log), "--session", "x"], capsys)
     assert code == 2 and "directory" in err
+
+
+def test_a_session_model_tokprof_does_not_have_is_a_labelled_stand_in(tmp_path, capsys):
+    day = tmp_path / "sessions"
+    day.mkdir()
+    count = cx.Counter()
+    cx.write(day, [cx.meta(session="g-1"), cx.user("fix it"), cx.context(model="gemini-2.5-pro"), count(100),
+                   cx.say("done")], name="rollout-2025-09-25T09-00-00-g-1.jsonl")
+    code, out, _ = run(["profile", str(day), "-f", "json"], capsys)
+    row = json.loads(out)["sessions"][0]
+    assert code == 0 and row["exact"] is False and "stand-in" in row["estimate"] and row["profiled_with"] == "qwen2.5"
+    assert row["billed_input"] == row["billed_input_reported"] == 100  # scaled like any estimate
+
+
+def test_copies_and_links_are_counted_once(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    (project / "linked.jsonl").symlink_to(project / "sess-simple.jsonl")
+    (project / "loop").symlink_to(project, target_is_directory=True)
+    resumed = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
+               cc.user("u2", "a1", "more"), cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn")]
+    cc.write_jsonl(project / "sess-resumed.jsonl", [dict(row, sessionId="sess-resumed") for row in resumed])
+    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
+    doc = json.loads(out)
+    rows = {row["session"]: row for row in doc["sessions"]}
+    assert code == 0 and sorted(rows) == ["sess-compacted", "sess-resumed", "sess-simple"]
+    assert rows["sess-resumed"]["calls"] == 1 and "duplicate-call" in rows["sess-resumed"]["warnings"]
+    assert doc["totals"]["calls"] == 5
+
+
+def test_odd_lines_never_crash_detection(tmp_path, capsys):
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "a.jsonl").write_text('{"type": ["user"], "sessionId": "x"}\n')
+    code, _, err = run(["profile", str(odd / "a.jsonl")], capsys)
+    assert code == 2 and "not a log format tokprof reads" in err and "Traceback" not in err
+    (odd / "deep.jsonl").write_text("[" * 50000 + "]" * 50000 + "\n")
+    code, _, err = run(["profile", str(odd)], capsys)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err

@@ -80,14 +80,15 @@ def test_unrendered_tokens_and_compactions_are_counted_and_labelled():
 
 def test_supply_fills_what_is_unrecorded():
     trace = supply(session_trace(), [WEATHER_TOOL], "You are a test bot.")
-    assert trace.unrecorded == ()
+    assert trace.supplied == ("system", "tools")
     for call in trace.calls:
         assert call.tools == [WEATHER_TOOL] and call.messages[0] == {"role": "system", "content": "You are a test bot."}
     profile = profile_trace(trace, tiny_model())
     assert UNRECORDED not in profile.calls[0].buckets and profile.calls[0].buckets["tool_definitions"] > 0
 
     partly = supply(session_trace(), [WEATHER_TOOL], None)
-    assert partly.unrecorded == ("system",)
+    assert partly.supplied == ("tools",)
+    assert UNRECORDED in profile_trace(partly, tiny_model()).calls[0].buckets  # the system prompt is still inferred
 
 
 def test_supply_refuses_what_the_log_records():
@@ -119,3 +120,29 @@ def test_cli_supplies_tools_and_system_to_a_log(tmp_path, capsys):
     assert main(["profile", str(log2), "--model", str(tmp_path), "--tools", str(tools)]) == 2
     err = capsys.readouterr().err
     assert "records its tool definitions" in err and err.count("\n") == 1
+
+
+def test_the_fixed_part_applies_to_calls_before_the_first_usage():
+    trace = session_trace()
+    trace.calls[0].reported = None
+    profile = profile_trace(trace, tiny_model())
+    fixed = profile.calls[1].buckets[UNRECORDED]
+    assert fixed > 0 and profile.calls[0].buckets[UNRECORDED] == fixed
+
+
+def test_without_any_usage_nothing_is_claimed_inferred():
+    trace = session_trace()
+    for call in trace.calls:
+        call.reported = None
+    profile = profile_trace(trace, tiny_model())
+    assert UNRECORDED not in profile.calls[0].buckets and profile.inferred is None
+    assert [w["code"] for w in profile.warnings] == ["not-inferred"]
+
+
+def test_supplied_parts_go_to_the_main_thread_only():
+    trace = session_trace()
+    trace.calls[2].thread = "agent-1"
+    supply(trace, [WEATHER_TOOL], "You are a test bot.")
+    assert trace.calls[2].tools is None and trace.calls[2].messages[0]["role"] != "system"
+    profile = profile_trace(trace, tiny_model())
+    assert UNRECORDED not in profile.calls[0].buckets and UNRECORDED in profile.calls[2].buckets

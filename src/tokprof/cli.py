@@ -338,12 +338,13 @@ def _pick_session(directory: str, wanted: str) -> str:
 
 def _run_sessions(args: argparse.Namespace) -> int:
     """A directory of sessions: a summary row per session, and the totals."""
+    import dataclasses
     from pathlib import Path
 
     from tokprof.analyses.sessions import SessionRow, SessionsReport
     from tokprof.attribution import RenderError
     from tokprof.formats import read_trace, session_files
-    from tokprof.models import auto_model, resolve_model
+    from tokprof.models import auto_model, label, resolve_model
     from tokprof.profile import profile_trace
     from tokprof.render.sessions import SESSION_RENDERERS
 
@@ -354,16 +355,22 @@ def _run_sessions(args: argparse.Namespace) -> int:
         raise TokprofError(f"{args.log}: no Claude Code or Codex session files in this directory")
     report = SessionsReport(directory=args.log, model={})
     models: dict = {}
+    seen_calls: set[str] = set()
     for name, path in _progress(args, files, "profiling sessions"):
         try:
             trace = read_trace(str(path), name)
+            _count_once(trace, seen_calls)
             if args.tools_file or args.system:
                 _supply(args, trace, str(path))
-            wanted = args.model or auto_model([trace.model] + [c.model for c in trace.calls])[0]
-            if wanted not in models:
+            if args.model:
+                wanted, selected = args.model, None
+            else:
+                wanted, selected = auto_model([trace.model] + [c.model for c in trace.calls])
+            if wanted not in models:  # load each model once; label it per session
                 models[wanted] = resolve_model(wanted, args.chat_template)
-                report.model[models[wanted].name] = models[wanted].describe()
-            profile = profile_trace(trace, models[wanted])
+            model = label(dataclasses.replace(models[wanted]), selected)
+            report.model[model.name] = {k: v for k, v in model.describe().items() if k not in ("method", "selected")}
+            profile = profile_trace(trace, model)
         except TokprofError as exc:
             report.skipped.append({"path": str(path), "error": str(exc)})
             continue
@@ -379,6 +386,25 @@ def _run_sessions(args: argparse.Namespace) -> int:
         raise TokprofError(f"{args.log}: no session could be read; first: {report.skipped[0]['error']}")
     _write_output(SESSION_RENDERERS[args.format]().render(report, color=_color(args)), args.output)
     return EXIT_OK
+
+
+def _count_once(trace, seen: set[str]) -> None:
+    """Leave out calls already counted in another session file (Claude Code copies a resumed session's
+    calls into the new transcript): each provider request id is counted once in a directory."""
+    kept = []
+    for call in trace.calls:
+        if call.request_id is not None and call.request_id in seen:
+            trace.note("duplicate-call", "a model call already counted in another session file is counted once "
+                       "(a resumed or copied session)", call.where)
+            continue
+        if call.request_id is not None:
+            seen.add(call.request_id)
+        kept.append(call)
+    if not kept and trace.calls:
+        raise TokprofError(f"{trace.path}: every call is already counted in another session file")
+    for index, call in enumerate(kept):
+        call.index = index
+    trace.calls = kept
 
 
 def _progress(args: argparse.Namespace, items: list, label: str):

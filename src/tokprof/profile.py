@@ -182,7 +182,7 @@ class Profile:
             "mean_relative_difference": round(sum(abs(r) for _, r in diffs) / len(diffs), 6),
             "max_relative_difference": round(worst[1], 6),
             "max_call": worst[0],
-            "threshold": RECONCILE_THRESHOLD,
+            "threshold": RECONCILE_THRESHOLD if self.model.get("exact", True) else PROXY_THRESHOLD,
         }
 
     def crossovers(self) -> dict:
@@ -228,6 +228,36 @@ class Profile:
 
 
 _UNRECORDED_NAMES = {"system": "the system prompt", "tools": "the tool definitions"}
+NOT_INFERRED = (
+    "the log does not record every part of the prompt (the system prompt or the tool definitions), and no call "
+    "reports usage to infer them from: they are missing from the counts (give them with --system and --tools)"
+)
+
+
+def _reported(call) -> int | None:
+    """The reported prompt, when there is one (0 is not a count: some servers report 0 when they do not count)."""
+    return call.reported.prompt if call.reported and call.reported.prompt else None
+
+
+def _unrecorded(trace: Trace, call) -> bool:
+    """Whether a call's prompt has parts the log does not record (and the user did not supply: what
+    is supplied goes to the main conversation, not to subagents, which have their own)."""
+    missing = set(trace.unrecorded)
+    if not call.thread:
+        missing -= set(trace.supplied)
+    return bool(missing)
+
+
+def _fixed_parts(trace: Trace, rendered: list[dict[str, int]]) -> dict[tuple, int]:
+    """The unrecorded part of the prompts, per (model, thread): the first call with reported usage,
+    minus its rendered count. It applies to every call of the thread, earlier ones included."""
+    fixed: dict[tuple, int] = {}
+    for call, counts in zip(trace.calls, rendered):
+        key = (call.model, call.thread)
+        reported = _reported(call)
+        if key not in fixed and reported is not None and _unrecorded(trace, call):
+            fixed[key] = max(0, reported - sum(counts.values()))
+    return fixed
 
 
 def profile_trace(
@@ -235,27 +265,33 @@ def profile_trace(
 ) -> Profile:
     """Attribute every call of a trace and gather the rows and warnings into a profile."""
     attributor = Attributor(model)
-    rows: list[CallRow] = []
     flagged: dict[str, list[int]] = {}
-    cumulative = 0
-    fixed: dict[tuple, int] = {}  # the inferred unrecorded part, per (model, thread)
+    rendered: list[dict[str, int]] = []
     for call in trace.calls:
         buckets = attributor.attribute(call)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] += tokens
-        reported = call.reported.prompt if call.reported and call.reported.prompt else None  # 0: not counted
+        rendered.append(counts)
+        for code in buckets.warnings:
+            flagged.setdefault(code, []).append(call.index)
+        if on_call is not None:
+            on_call(call.index)
+    fixed = _fixed_parts(trace, rendered)
+    rows: list[CallRow] = []
+    cumulative = 0
+    for call, counts in zip(trace.calls, rendered):
+        reported = _reported(call)
         inferred = None
-        if trace.unrecorded:
-            key = (call.model, call.thread)
-            if key not in fixed and reported is not None:
-                fixed[key] = max(0, reported - sum(counts.values()))
-            inferred = fixed.get(key, 0) if reported is None else min(fixed.get(key, 0), reported)
+        if _unrecorded(trace, call):
+            part = fixed.get((call.model, call.thread))
+            if part is not None:
+                inferred = part if reported is None else min(part, reported)
         before_scaling = sum(counts.values()) + (inferred or 0)
         if not model.exact and reported is not None:
             counts = scale_buckets(counts, reported - (inferred or 0))
         if inferred is not None:
-            counts[UNRECORDED] = inferred
+            counts = {**counts, UNRECORDED: inferred}
         total = sum(counts.values())
         cumulative += total
         rows.append(
@@ -273,16 +309,17 @@ def profile_trace(
                 unrendered=sum(call.unrendered.values()),
             )
         )
-        for code in buckets.warnings:
-            flagged.setdefault(code, []).append(call.index)
-        if on_call is not None:
-            on_call(call.index)
     warnings = [{"code": n.code, "message": n.message, "calls": [], "places": list(n.places)} for n in trace.notes]
     warnings += [{"code": code, "message": WARNINGS[code], "calls": calls} for code, calls in flagged.items()]
     source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
     if trace.session:
         source["session"] = trace.session
-    inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in trace.unrecorded)) if trace.unrecorded else None
+    inference = None
+    if fixed:
+        parts = [p for p in trace.unrecorded if any(p not in trace.supplied or c.thread for c in trace.calls)]
+        inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in parts))
+    elif any(_unrecorded(trace, c) for c in trace.calls):
+        warnings.append({"code": "not-inferred", "message": NOT_INFERRED, "calls": []})
     profile = Profile(
         model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference,
         compactions=trace.compactions,

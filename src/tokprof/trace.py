@@ -52,6 +52,7 @@ class Call:
     unrendered: dict[str, int] = field(default_factory=dict)
     kind: str = "call"  # "call", or "compaction" for a call that summarised the context
     thread: str = ""  # "" for the main conversation, else a subagent's id: its prompts have their own fixed part
+    request_id: str | None = None  # the provider's id of the call, when the log has one (to count it once)
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Trace:
     #: Parts of every prompt the log does not record ("system", "tools"): Claude Code and Codex logs
     #: keep neither the tool definitions nor (Claude Code) the system prompt.
     unrecorded: tuple[str, ...] = ()
+    supplied: tuple[str, ...] = ()  # what of that the user supplied (--system, --tools): for the main thread
     session: str | None = None  # the session id, for logs of agent sessions
     compactions: int = 0  # compaction boundaries in the log (their calls may or may not be recorded)
 
@@ -107,26 +109,28 @@ class Trace:
 def supply(trace: Trace, tools: list[dict] | None, system: str | None) -> Trace:
     """Give a trace what its log does not record: the tool definitions and the system prompt.
 
-    Tools go to every call that carries none; the system prompt goes first in every call, when the
-    log does not record it (``"system"`` in ``trace.unrecorded``) or the call has no system message.
-    What is supplied is no longer unrecorded, so it is not inferred. Raises ValueError when the log
-    already records what is supplied.
+    They go to the main conversation's calls (a subagent has its own system prompt and tools, which
+    stay unrecorded): tools to every such call that carries none; the system prompt first in every
+    such call, when the log does not record it (``"system"`` in ``trace.unrecorded``) or the call has
+    no system message. What is supplied is not inferred. Raises ValueError when the log already
+    records what is supplied.
     """
+    main = [call for call in trace.calls if not call.thread]
     if tools is not None:
-        if not any(call.tools is None for call in trace.calls):
+        if not any(call.tools is None for call in main):
             raise ValueError("the log records its tool definitions: --tools is for logs that do not")
-        for call in trace.calls:
+        for call in main:
             if call.tools is None:
                 call.tools = list(tools)
     if system is not None:
         missing = "system" in trace.unrecorded
-        if not missing and all(c.messages and c.messages[0]["role"] in ("system", "developer") for c in trace.calls):
+        if not missing and all(c.messages and c.messages[0]["role"] in ("system", "developer") for c in main):
             raise ValueError("the log records its system prompt: --system is for logs that do not")
-        for call in trace.calls:
+        for call in main:
             if missing or not call.messages or call.messages[0]["role"] not in ("system", "developer"):
                 call.messages = [{"role": "system", "content": system}, *call.messages]
     supplied = {"tools"} if tools is not None else set()
     if system is not None:
         supplied.add("system")
-    trace.unrecorded = tuple(part for part in trace.unrecorded if part not in supplied)
+    trace.supplied = tuple(sorted(set(trace.supplied) | supplied))
     return trace

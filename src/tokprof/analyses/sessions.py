@@ -20,7 +20,11 @@ class SessionRow:
     billed_input_reported: int | None
     buckets: dict[str, int]
     exact: bool
-    first_day: str | None = None
+    profiled_with: str = ""  # the tokprof model (qwen2.5, openai-proxy, ...)
+    estimate: str | None = None  # how the counts are estimated, when they are
+    inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
+    warnings: list[str] = field(default_factory=list)  # the codes of the session's warnings
+    mean_relative_difference: float | None = None  # computed vs reported, when reported
 
     @classmethod
     def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
@@ -36,6 +40,11 @@ class SessionRow:
             billed_input_reported=summary.get("billed_input_reported"),
             buckets=dict(summary["buckets_billed"]),
             exact=summary["exact"],
+            profiled_with=profile.model.get("name", ""),
+            estimate=None if profile.model.get("exact", True) else profile.model.get("method"),
+            inferred=profile.inferred,
+            warnings=[w["code"] for w in profile.warnings],
+            mean_relative_difference=(summary.get("reconciliation") or {}).get("mean_relative_difference"),
         )
 
     def shares(self) -> dict[str, float]:
@@ -54,6 +63,11 @@ class SessionRow:
             "buckets_billed": self.buckets,
             "shares": {k: round(v, 6) for k, v in self.shares().items()},
             "exact": self.exact,
+            "profiled_with": self.profiled_with,
+            "estimate": self.estimate,
+            "inferred": self.inferred,
+            "mean_relative_difference": self.mean_relative_difference,
+            "warnings": self.warnings,
         }
 
 

@@ -35,10 +35,15 @@ SESSION_FORMATS = ("claude-code", "codex")
 
 def session_files(directory: str) -> list[tuple[str, Path]]:
     """The session files in a directory (a Claude Code project folder, a Codex sessions tree), with their format."""
-    found = []
+    found: list[tuple[str, Path]] = []
+    seen: set[Path] = set()
     for name in SESSION_FORMATS:
         if name in READERS:
-            found += [(name, path) for path in reader(name).sessions(Path(directory))]
+            for path in reader(name).sessions(Path(directory)):
+                real = path.resolve()  # a symlinked file or folder is one session, listed once
+                if real not in seen:
+                    seen.add(real)
+                    found.append((name, path))
     return found
 
 
@@ -65,6 +70,14 @@ def _starts_like_zip(path: str) -> bool:
         return False
 
 
+def _sniff(module: ModuleType, doc) -> bool:
+    """A reader's guess; a guess that fails on odd input is a no, never a traceback."""
+    try:
+        return bool(module.sniff(doc))
+    except Exception:
+        return False
+
+
 def read_trace(path: str, input_format: str | None = None) -> Trace:
     """Read a log in the named format, or in the first format that recognises it."""
     if input_format is not None and input_format not in READERS:
@@ -79,7 +92,7 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
     if input_format is not None:
         module = reader(input_format)
     else:
-        module = next((reader(name) for name in FORMATS if reader(name).sniff(doc)), None)
+        module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
         if module is None:
             raise InputError(
                 path, None, "not a log format tokprof reads; the formats are: " + describe_formats()

@@ -98,16 +98,16 @@ from tokprof.trace import Call, Trace, Usage
 FORMAT = "claude-code"
 DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"
 
-MESSAGE_TYPES = frozenset({"user", "assistant"})
+MESSAGE_TYPES = ("user", "assistant")
 #: Line types that are not conversation and need no warning.
-QUIET_TYPES = frozenset({
+QUIET_TYPES = (
     "system", "summary", "progress", "file-history-snapshot", "queue-operation", "custom-title",
     "last-prompt", "tag", "agent-name", "ai-title", "pr-link",
-})
+)
 #: Line types that mark a Claude Code transcript (for detection), with the fields that identify one.
-SNIFF_TYPES = frozenset({"user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation"})
+SNIFF_TYPES = ("user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation")
 SNIFF_FIELDS = ("sessionId", "uuid")
-TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
+TOOL_CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 SYNTHETIC_MODEL = "<synthetic>"
 
@@ -213,6 +213,9 @@ def _peek(path: Path, lines: int = 50) -> tuple[bool, str | None]:
                 if isinstance(record.get("sessionId"), str):
                     return found, record["sessionId"]
     except (OSError, UnicodeDecodeError):
+        # unreadable: listed anyway when it is named like a session, so that it is reported as skipped
+        return path.suffix == ".jsonl" and not path.name.startswith("rollout-"), None
+    except RecursionError:  # nested too deeply to be a transcript line
         return False, None
     return found, session
 
@@ -473,6 +476,7 @@ class _Reader:
                 continue
             self.seen.add(key)
             self.trace.calls.append(self.call(transcript, lines))
+            self.trace.calls[-1].request_id = key or None
             if transcript.origin:
                 self.trace.note("subagent-from-progress", FROM_PROGRESS, self.trace.calls[-1].where)
 

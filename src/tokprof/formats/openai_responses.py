@@ -81,12 +81,12 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 NOT_TEXT_PARTS = ("input_image", "input_file", "input_audio")
 CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
-HOSTED_ITEMS = frozenset({
+HOSTED_ITEMS = (
     "web_search_call", "file_search_call", "computer_call", "computer_call_output",
     "code_interpreter_call", "image_generation_call", "local_shell_call", "local_shell_call_output",
     "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output",
     "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response",
-})
+)
 KNOWN_ITEMS = ("message", *CALL_ITEMS, *OUTPUT_ITEMS, "reasoning", "item_reference", "built-in tool items")
 SECRET_KEYS = ("headers", "authorization")  # an mcp tool's credentials: never kept
 
@@ -353,7 +353,7 @@ def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None
     for place, item in output:
         if not isinstance(item, dict):
             raise InputError(path, place, f"expected an output item object, found {_kind(item)}")
-        if item.get("type") in CALL_ITEMS:
+        if isinstance(item.get("type"), str) and item["type"] in CALL_ITEMS:
             calls.append(_tool_call(path, place, item))
     if not calls:
         return None
@@ -474,7 +474,7 @@ class _Builder:
         kind = item.get("type")
         if kind == "message" or (kind is None and "role" in item):
             self.message(place, item)
-        elif kind in CALL_ITEMS:
+        elif isinstance(kind, str) and kind in CALL_ITEMS:
             self.tool_call(place, item)
         elif kind in OUTPUT_ITEMS:
             self.tool_output(place, item)

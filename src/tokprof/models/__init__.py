@@ -20,7 +20,7 @@ ALIASES = {
 
 STAND_IN = "stand-in"
 
-__all__ = ["ChatModel", "ChatTemplate", "DEFAULT_MODEL", "auto_model", "resolve_model"]
+__all__ = ["ChatModel", "ChatTemplate", "DEFAULT_MODEL", "auto_model", "label", "resolve_model"]
 
 
 def auto_model(log_models: list[str]) -> tuple[str, str]:
@@ -38,6 +38,16 @@ def auto_model(log_models: list[str]) -> tuple[str, str]:
     if all("qwen" in n and "qwen3" not in n for n in lowered):
         return "qwen2.5", f"the log's model {said}"
     return DEFAULT_MODEL, f"{STAND_IN} for the log's model {said}, which tokprof does not have (name one with --model)"
+
+
+def label(model: ChatModel, selected: str | None) -> ChatModel:
+    """Say why the model was chosen; a stand-in's counts, exact for itself, are estimates for the log's
+    model: labelled so, and scaled to reported usage like a proxy's."""
+    model.selected = selected
+    if selected and selected.startswith(STAND_IN):
+        model.exact = False
+        model.method = f"{model.name}'s tokenizer and chat template as a {selected}"
+    return model
 
 
 def resolve_model(
@@ -64,11 +74,7 @@ def resolve_model(
             f"unknown model {name!r}: use qwen2.5, qwen3, openai-proxy, claude-proxy, a directory with "
             "tokenizer.json, or a Hub id (org/name)"
         )
-    model.selected = selected
-    if selected and selected.startswith(STAND_IN):
-        # counts exact for qwen2.5 are estimates for another model: labelled, and scaled to reported usage
-        model.exact = False
-        model.method = f"qwen2.5's tokenizer and chat template as a {selected}"
+    label(model, selected)
     if chat_template is not None:
         path = Path(chat_template)
         if path.is_dir():

@@ -46,14 +46,20 @@ class SessionsTableRenderer:
             "-" if reported is None else f"{reported:,}", *(f"{totals['shares'].get(name, 0.0):.1%}" for name in names),
         )
         console.print(table)
-        for name, model in report.model.items():
-            if not model.get("exact", True):
-                console.print(f"[bold]ESTIMATE[/bold] ({name}): {model.get('method')}")
+        for label, key in (("ESTIMATE", "estimate"), ("INFERRED", "inferred")):
+            texts: dict[str, int] = {}
+            for row in report.sessions:
+                if getattr(row, key):
+                    texts[getattr(row, key)] = texts.get(getattr(row, key), 0) + 1
+            for text, count in texts.items():
+                console.print(f"[bold]{label}[/bold] ({count} session{'s' if count != 1 else ''}): {text}")
         if "unrecorded" in names:
-            console.print(
-                "[bold]INFERRED[/bold]: *unrec. ('unrecorded') is what the logs do not record (system prompt, tool definitions), "
-                "inferred from reported usage; give them with --system and --tools"
-            )
+            console.print("  *unrec.: the 'unrecorded' bucket; give what the logs do not record with --system and --tools")
+        for row in report.sessions:
+            if row.warnings:
+                differs = row.mean_relative_difference
+                detail = f" (computed vs reported: {differs:.1%} mean)" if differs is not None else ""
+                console.print(f"[yellow]warnings[/yellow] {row.session[:ID_WIDTH]}: {', '.join(row.warnings)}{detail}")
         console.print("  one session's calls: tokprof profile DIR --session ID (the start of the id is enough)")
         for skipped in report.skipped:
             console.print(f"[yellow]skipped[/yellow]: {skipped['error']}")
