@@ -565,6 +565,7 @@ class _Builder:
         self.reasoning_tokens: dict[str, int] = {}
         self.orphans: set[str] = set()
         self.shared: dict[tuple, dict] = {}  # one checked message object per run of items, for every call
+        self.last_checked: tuple[list, list[dict], list[dict]] = ([], [], [])  # the previous prompt, checked
         self.system_unrecorded = False  # a call without a recorded system prompt
 
     def build(self) -> None:
@@ -675,7 +676,7 @@ class _Builder:
         prefix = f"{entry.where}: "
         call = Call(
             index=len(self.trace.calls),
-            messages=self.share(raw, check_messages(self.path, prefix, raw)),
+            messages=self.share(raw, self.check(prefix, raw)),
             tools=None,
             model=pending.model,
             reported=entry.usage,
@@ -690,6 +691,20 @@ class _Builder:
         if pending.compaction is not None:
             self.trace.note("compaction-prompt", NOTES["compaction-prompt"], entry.where)
         self.trace.calls.append(call)
+
+    def check(self, prefix: str, raw: list[dict]) -> list[dict]:
+        """Check a prompt's messages. Codex resends the whole history on every call: the messages
+        that start the prompt as they started the previous one (same role, content and items) are
+        not checked again, so a session is checked in time that grows with its length, not its square."""
+        signatures = [(m["role"], id(m.get("content")), tuple(map(id, m["_items"]))) for m in raw]
+        before, checked_before, _ = self.last_checked
+        same = 0
+        while same < min(len(signatures), len(before)) and signatures[same] == before[same]:
+            same += 1
+        known = {c["id"] for m in checked_before[:same] for c in m.get("tool_calls") or ()}
+        checked = checked_before[:same] + check_messages(self.path, prefix, raw[same:], call_ids=known, first=same)
+        self.last_checked = (signatures, checked, raw)  # raw keeps the ids in the signatures alive
+        return checked
 
     def system_messages(self, override: str | None) -> list[dict]:
         parts = [text for text in (override or self.meta.base, self.instructions) if text]

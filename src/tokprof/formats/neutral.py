@@ -112,12 +112,18 @@ def check_content(path: str, where: str, content: Any, required: bool, skip: Ski
     raise InputError(path, where, f"expected a string or a list of text parts, found {_kind(content)}")
 
 
-def check_messages(path: str, prefix: str, messages: Any, skip: SkipPart | None = None) -> list[dict]:
+def check_messages(
+    path: str, prefix: str, messages: Any, skip: SkipPart | None = None,
+    call_ids: set[str] | None = None, first: int = 0,
+) -> list[dict]:
+    """Check and normalise messages. To check only the new end of a prompt whose start was checked
+    before, give the tool call ids of that start (``call_ids``) and the index of the first message
+    given (``first``, for the places in errors)."""
     if not isinstance(messages, list):
         raise InputError(path, prefix + "messages", f"expected a list of messages, found {_kind(messages)}")
     out: list[dict] = []
-    call_ids: set[str] = set()
-    for i, message in enumerate(messages):
+    call_ids = set(call_ids or ())
+    for i, message in enumerate(messages, start=first):
         where = f"{prefix}messages[{i}]"
         if not isinstance(message, dict):
             raise InputError(path, where, f"expected a message object, found {_kind(message)}")
