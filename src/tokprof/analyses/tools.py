@@ -251,11 +251,19 @@ def tools_report(
             known.add(cost.name)
         catalogues.append(catalogue)
     unknown = []
+    unrecorded = "tools" in trace.unrecorded and not catalogues
     for name, n in sorted(calls_by_name.items()):
-        if name not in known:
+        if name not in known and not unrecorded:  # with no catalogue recorded, every name would be "unknown"
             close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.3)
             unknown.append({"name": name, "calls": n, "closest": close[0] if close else None})
     warnings = []
+    if unrecorded:
+        warnings.append({
+            "code": "tools-unrecorded",
+            "message": f"this log does not record its tool definitions, so there is no catalogue to price (the model "
+            f"called {len(calls_by_name)} tools: {', '.join(sorted(calls_by_name)[:8])}"
+            f"{', ...' if len(calls_by_name) > 8 else ''}); give them with --tools FILE",
+        })
     if len(catalogues) > 1:
         warnings.append(
             {

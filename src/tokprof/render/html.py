@@ -1,6 +1,6 @@
 """A self-contained HTML report made with plotly: opens offline, plotly.js embedded once.
 
-The page shows the summary, the four buckets per call with cumulative billed input, the tool
+The page shows the summary, the buckets per call with cumulative billed input, the tool
 catalogue per tool, the context-window fill, and (for logs with usage) computed versus reported.
 The profile's JSON is embedded too (``<script id="tokprof-profile" type="application/json">``).
 """
@@ -224,7 +224,7 @@ class HtmlRenderer:
                 + (f": {html.escape(', '.join(w['places'][:5]))}" if w.get("places") else "") + "</li>"
                 for w in profile.warnings) + "</ul>")
         parts.append("<h2>Tokens per call</h2>")
-        parts.append('<p class="muted">Each call\'s prompt, split into the four buckets (left axis), and the input '
+        parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")
         parts.append('<div id="chart-buckets" class="chart"></div>')
         if "tools" in figures:
