@@ -147,3 +147,11 @@ def test_odd_lines_never_crash_detection(tmp_path, capsys):
     (odd / "deep.jsonl").write_text("[" * 50000 + "]" * 50000 + "\n")
     code, _, err = run(["profile", str(odd)], capsys)
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_tools_on_a_log_without_tool_definitions_says_so(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    code, out, _ = run(["tools", str(project / "sess-compacted.jsonl"), "--model", str(model_dir), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["unknown_tool_calls"] == []
+    assert [w["code"] for w in doc["warnings"]] == ["tools-unrecorded"] and "Bash" in doc["warnings"][0]["message"]
