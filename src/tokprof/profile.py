@@ -160,7 +160,7 @@ class Profile:
                 "calls_scaled_to_reported": sum(1 for c in self.calls if not c.exact and c.total != c.rendered),
                 "billed_input_computed": sum(c.rendered for c in self.calls),
             }
-        reported = [c.reported for c in self.calls if c.reported and c.reported.prompt is not None]
+        reported = [c.reported for c in self.calls if c.reported and c.reported.prompt]  # 0 is not a count
         if reported:
             summary["billed_input_reported"] = sum(u.prompt for u in reported)
             summary["calls_reported"] = len(reported)

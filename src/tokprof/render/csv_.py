@@ -5,7 +5,7 @@ import io
 
 from tokprof.profile import Profile
 
-COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind"]
+COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
 
 
 class CsvRenderer:
@@ -22,6 +22,6 @@ class CsvRenderer:
             writer.writerow(
                 [row.index, *(row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
                  "" if reported is None else reported, "" if diff is None else diff[0], row.rendered,
-                 "true" if row.exact else "false", row.kind]
+                 "true" if row.exact else "false", row.kind, row.unrendered]
             )
         return out.getvalue()
