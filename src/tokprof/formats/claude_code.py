@@ -212,9 +212,11 @@ def _peek(path: Path, lines: int = 50) -> tuple[bool, str | None]:
                 found = found or record.get("type") in SNIFF_TYPES
                 if isinstance(record.get("sessionId"), str):
                     return found, record["sessionId"]
-    except (OSError, UnicodeDecodeError):
+    except OSError:
         # unreadable: listed anyway when it is named like a session, so that it is reported as skipped
         return path.suffix == ".jsonl" and not path.name.startswith("rollout-"), None
+    except UnicodeDecodeError:  # not text: not a transcript
+        return False, None
     except RecursionError:  # nested too deeply to be a transcript line
         return False, None
     return found, session
