@@ -26,13 +26,35 @@ Owners, strongest first:
 
 A message's bucket follows its role: system and developer → ``system``; tool → ``tool_results``;
 user and assistant (with its tool calls) → ``conversation``.
+
+**Long logs.** Each call gets exactly the buckets the rule gives it on its own (a plain implementation
+is ``benchmarks/reference.py``), but a call that continues an earlier one (the last call with the
+same first message) does not redo what it can take from it, and takes nothing it has not checked:
+
+* Every call's prompt is rendered in full, plain and with markers. Where it parts from the earlier
+  call's render (their common prefix, one string comparison) decides the rest.
+* Prefix renders: for each prefix shared with the earlier call, how its render compared with the
+  earlier prompt, with that common prefix, tells how it compares with this one
+  (:func:`_follow`); when it cannot tell, the prefix is rendered again. Only new prefixes are
+  rendered, so a template that rewrites earlier turns costs renders, not exactness.
+* Markers: the spans of the marked render's common prefix with the earlier marked render are
+  taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
+* Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
+  inside the common prefix are the earlier call's (:meth:`ChatModel.token_starts_reusing`).
+* Two shortcuts follow from a template's form, checked on its syntax tree: a template that writes
+  the generation prompt last, as fixed text, gives the render without it by cutting it off
+  (:meth:`ChatTemplate.generation_is_suffix`); a template that reads its tools only in a head of
+  its own gives the render without tools by rendering that head again
+  (:meth:`ChatTemplate.tools_head`).
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import jinja2
@@ -119,9 +141,11 @@ def _wrap_leaves(value, index: int):
     return value
 
 
-def _mark(messages: list[dict], with_calls: bool) -> list[dict] | None:
+def _mark(messages: list[dict], with_calls: bool, first: int = 0) -> list[dict] | None:
+    """The messages with markers around their content (message ``first`` + i gets opening marker i),
+    or None when one already has a marker character."""
     marked = []
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages, start=first):
         m = dict(m)
         for key in ("content", "reasoning_content"):
             if isinstance(m.get(key), str):
@@ -144,14 +168,23 @@ def _mark(messages: list[dict], with_calls: bool) -> list[dict] | None:
 
 def _unmark(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
     """The text without markers, and the spans (start, end, message index) they enclosed."""
-    spans, pieces, removed, last = [], [], 0, 0
-    opened: tuple[int, int] | None = None
-    for match in _MARKER_RE.finditer(text):
+    found = _unmark_from(text, 0, [], [], None)
+    return None if found is None else (found[0], found[1])
+
+
+def _unmark_from(text: str, start: int, spans: list, positions: list, opened: tuple[int, int] | None):
+    """:func:`_unmark` from ``start`` on, given the spans, marker positions and open marker (message
+    index, start) that the markers before ``start`` left: (the text from ``start`` without markers,
+    all spans, all marker positions), or None when the markers do not pair up."""
+    spans, positions = list(spans), list(positions)
+    pieces, removed, last = [], len(positions), start
+    for match in _MARKER_RE.finditer(text, start):
         pos = match.start()
         pieces.append(text[last:pos])
         last = pos + 1
         clean = pos - removed
         removed += 1
+        positions.append(pos)
         char = match.group()
         if char == _CLOSE:
             if opened is None:
@@ -165,55 +198,165 @@ def _unmark(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
     if opened is not None:
         return None
     pieces.append(text[last:])
-    return "".join(pieces), spans
+    return "".join(pieces), spans, positions
+
+
+def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
+    """The spans of a marked render ``text`` and its marker positions, if removing its markers gives
+    ``full``; else None.
+
+    ``previous`` is (marked text, its spans, its marker positions) of a call whose render without
+    markers has ``common`` characters in common with ``full``. Where ``text`` has the same first c
+    characters as that marked text, holding j markers, its markers there left the same spans (their
+    first j // 2) and the same open marker (when j is odd: markers alternate, since they paired up);
+    removed, they leave the first c - j characters of that call's render, which are those of
+    ``full`` when c - j <= common. Only the rest is scanned and compared.
+    """
+    start, spans, positions, opened = 0, [], [], None
+    if previous is not None:
+        old_text, old_spans, old_positions = previous
+        c = common_prefix(old_text, text)
+        j = bisect.bisect_left(old_positions, c)
+        if c - j <= common:
+            start, spans, positions = c, old_spans[: j // 2], old_positions[:j]
+            if j % 2:
+                span_start, _, index = old_spans[j // 2]
+                opened = (index, span_start)
+    begin = start - len(positions)  # where text[start:] goes in the text without markers
+    found = _unmark_from(text, start, spans, positions, opened)
+    if found is None:
+        return None
+    tail, spans, positions = found
+    if len(full) - begin != len(tail) or full[begin:] != tail:
+        return None
+    return spans, positions
+
+
+def _same(a, b) -> bool:
+    """Whether two JSON values are the same: equal, of the same types, with keys in the same order
+    (``1 == True`` and ``{"a": 1, "b": 2} == {"b": 2, "a": 1}``, but templates may render them apart)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if kind is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def _follow(known: int, length: int, common: int) -> int | None:
+    """The common prefix of a text X with a new text, from ``known`` (that of X with an old text),
+    ``length`` (X's length) and ``common`` (that of the old text with the new one); None when it
+    cannot be told without X: X and the new text agree up to min(known, common), and then differ
+    unless X stops there or both part from the old text at the same character."""
+    if known < common:
+        return known
+    if known > common:
+        return common
+    return known if known == length else None
+
+
+#: A stand-in probe whose render failed (its value is 0 whatever the prompt).
+_FAILED = ()
+#: Prefix render lengths that are not lengths: not known yet, and the render failed.
+_UNKNOWN, _FAILED_RENDER = -2, -1
+_NEVER = np.iinfo(np.int64).max
+
+
+@dataclass
+class _Thread:
+    """What the last call of a conversation left to the next one: its keys, its full render, for
+    each prefix k of its messages the length of that prefix's render and the common prefix of it
+    with the full render (and the same for the stand-in probe of message k, when one was needed),
+    and its tokens. All of it is reused only through :func:`_follow`, from the common prefix of
+    the two full renders, so nothing is assumed about how the template renders a longer prompt."""
+
+    keys: list[bytes]
+    full: str
+    lengths: np.ndarray  # per prefix k, its render's length (_FAILED_RENDER when it failed)
+    starts: np.ndarray  # per prefix k, the common prefix of its render with full
+    probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
+    tokens: tuple
+    marked: tuple | None  # (marked render, its spans, its marker positions) when markers were used
+
+
+#: Conversations remembered at once (the main one and its subagents, interleaved).
+_THREADS = 8
 
 
 class Attributor:
-    """Attributes calls of one log; caches prefix renders shared between calls."""
+    """Attributes calls of one log, reusing what earlier calls of the same conversation established
+    (see "Long logs" in the module's docstring)."""
 
     def __init__(self, model: ChatModel):
         self.model = model
         self._messages: dict[tuple[int, str], tuple[dict, dict, bytes]] = {}  # (id, shape) -> (original, templated, digest)
-        self._lengths: dict[bytes, int] = {}  # prefix key -> length of its render
-        self._links: dict[bytes, bool] = {}  # key of prefix k+1 -> render k is a prefix of render k+1
+        self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
+        self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
+        self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
+        self._nonblank: dict[bytes, bool] = {}  # digest -> the message has content that is not blank
+        self._headers: dict[tuple, str | None] = {}  # (base key, role, tool_call_id) -> stand-in header
+        self._suffixes: dict[str, str] = {}  # template source -> the generation prompt it writes last
+        self._threads: OrderedDict[bytes, _Thread] = OrderedDict()
         self._shape = SHAPES[0]
 
     # -- messages and keys -------------------------------------------------------------------
-    def _prepare(self, call: Call, shape: str | None = None) -> tuple[list[dict], list[bytes]]:
+    def _prepare(self, call: Call, shape: str | None = None) -> tuple[list[dict], list[bytes], list[bytes]]:
+        """The call's messages as the template gets them, in ``shape``; the keys of its prefixes (key k
+        names the first k messages with the template, shape, tools and day; key 0 names those alone);
+        and the digests of its messages."""
         shape = shape or self._shape
-        templated, keys = [], []
+        tools = self._tools_json if self._tools_json[0] is call.tools else (call.tools, json.dumps(call.tools))
+        self._tools_json = tools
         base = hashlib.blake2b(digest_size=16)
         base.update(self.model.template.sha256.encode())
         base.update(shape.encode())
-        base.update(json.dumps(call.tools, sort_keys=True).encode())
+        base.update(tools[1].encode())
         base.update(str(call.day).encode())
         key = base.digest()
-        keys.append(key)
-        for message in call.messages:
+        # the messages the last call in this shape had in common with this one keep their keys: logs that
+        # keep one list of messages give each call a slice of it, captures give each call equal copies
+        last = self._prepared.get(shape)
+        same = 0
+        if last is not None and last[2][0] == key:
+            limit = min(len(last[0]), len(call.messages))
+            while same < limit and _same(last[0][same], call.messages[same]):
+                same += 1
+        if same:
+            templated, keys, digests = last[1][:same], last[2][: same + 1], last[3][:same]
+            key = keys[-1]
+        else:
+            templated, keys, digests = [], [key], []
+        for message in call.messages[same:]:
             entry = self._messages.get((id(message), shape))
             if entry is None or entry[0] is not message:
                 tm = template_messages([message], self.model.template, shape)[0]
-                digest = hashlib.blake2b(json.dumps(tm, sort_keys=True).encode(), digest_size=16).digest()
+                digest = hashlib.blake2b(json.dumps(tm).encode(), digest_size=16).digest()  # key order counts
                 entry = (message, tm, digest)
                 self._messages[(id(message), shape)] = entry
             templated.append(entry[1])
+            digests.append(entry[2])
             key = hashlib.blake2b(key + entry[2], digest_size=16).digest()
             keys.append(key)
-        return templated, keys
+        self._prepared[shape] = (list(call.messages), templated, keys, digests)
+        return templated, keys, digests
 
-    def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], str]:
-        """The call's messages in the first shape the template accepts, and its full render."""
+    def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], list[bytes], str]:
+        """The call's messages in the first shape the template accepts, their keys, and its full render."""
         shapes = [self._shape] + [s for s in SHAPES if s != self._shape]
         error = None
         for shape in shapes:
-            messages, keys = self._prepare(call, shape)
+            messages, keys, digests = self._prepare(call, shape)
             try:
                 full = _render(self.model, messages, call.tools, True, call.day)
             except Exception as exc:
                 error = error or exc
                 continue
             self._shape = shape
-            return messages, keys, full
+            return messages, keys, digests, full
         raise RenderError(f"{call.where}: the chat template failed: {error}")
 
     # -- the parts ---------------------------------------------------------------------------
@@ -228,107 +371,192 @@ class Attributor:
         except Exception:
             return None
 
-    def _probe(self, messages, k: int, tools, day, full: str) -> int:
-        stand_in = {"role": messages[k]["role"], "content": _CLOSE}
-        if "tool_call_id" in messages[k]:
-            stand_in["tool_call_id"] = messages[k]["tool_call_id"]
+    def _top(self, messages, tools, day, full: str) -> str | None:
+        """The render of all the messages without the generation prompt. When the template's form
+        shows that the generation prompt is a fixed text written last
+        (:meth:`ChatTemplate.generation_is_suffix`), that is ``full`` without it, once it is known."""
+        template = self.model.template
+        if not template.generation_is_suffix(bool(tools)):
+            return self._prefix(messages, len(messages), tools, day)
+        source = template.select(bool(tools))
+        suffix = self._suffixes.get(source)
+        if suffix is not None and full.endswith(suffix):
+            return full[: len(full) - len(suffix)]
         try:
-            text = _render(self.model, messages[:k] + [stand_in], tools, False, day)
+            text = _render(self.model, messages, tools, False, day)
         except Exception:
+            return self._prefix(messages, len(messages), tools, day)
+        if full.startswith(text):
+            self._suffixes[source] = full[len(text) :]
+        return text
+
+    @staticmethod
+    def _stand_in(message: dict) -> dict:
+        stand_in = {"role": message["role"], "content": _CLOSE}
+        if "tool_call_id" in message:
+            stand_in["tool_call_id"] = message["tool_call_id"]
+        return stand_in
+
+    def _header(self, messages, k: int, tools, day, base: bytes) -> str | None:
+        """Message k's role header, from its stand-in rendered alone (the text before the content,
+        after what an empty conversation renders); None when that cannot be found."""
+        stand_in = self._stand_in(messages[k])
+        key = (base, stand_in["role"], stand_in.get("tool_call_id"))
+        if key not in self._headers:
+            header = None
+            try:
+                alone = _render(self.model, [stand_in], tools, False, day)
+            except Exception:
+                alone = None
+            if alone is not None:
+                empty = self._prefix(messages, 0, tools, day)
+                if empty is not None and alone.count(_CLOSE) == 1:
+                    header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
+            self._headers[key] = header
+        return self._headers[key]
+
+    def _probe(self, messages, k: int, tools, day, full: str, base: bytes) -> tuple:
+        """Render message k-1 followed by a stand-in for message k: (common prefix with ``full``,
+        length of that render, message k's header or None), or :data:`_FAILED`."""
+        try:
+            text = _render(self.model, messages[:k] + [self._stand_in(messages[k])], tools, False, day)
+        except Exception:
+            return _FAILED
+        return common_prefix(text, full), len(text), self._header(messages, k, tools, day, base)
+
+    @staticmethod
+    def _probe_start(probe: tuple, full: str) -> int:
+        """Where message k starts, by its probe. The common prefix runs through message k's role
+        header; message k starts where that header starts in ``full``: the longest end of the header
+        that ``full`` has right before the common prefix (a BOS that the stand-in alone gets, for
+        instance, is not part of it)."""
+        if probe is _FAILED:
             return 0
-        reach = common_prefix(text, full)
-        # The common prefix runs through message k's role header. Find that header from the stand-in
-        # rendered alone (its text before the content, after what an empty conversation renders);
-        # message k starts where that header starts in full.
-        try:
-            alone = _render(self.model, [stand_in], tools, False, day)
-        except Exception:
+        reach, _, header = probe
+        if header is None:
             return reach
-        empty = self._prefix(messages, 0, tools, day)
-        if empty is None or alone.count(_CLOSE) != 1:
-            return reach
-        header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
-        # the header as full has it: the longest end of it that full has right before ``reach``
-        # (a BOS that the stand-in alone gets, for instance, is not part of it)
-        return reach - common_suffix(header, full[:reach], len(header))
+        return reach - common_suffix(header, full[max(0, reach - len(header)) : reach], len(header))
 
-    def _boundaries(self, messages, keys, tools, day, full: str) -> list[int]:
-        """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts."""
+    def _boundaries(self, messages, keys, tools, day, full: str, old: _Thread | None, shared: int, common: int):
+        """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts. Also
+        what is known of each prefix, for the next call.
+
+        The start of message k is the common prefix of ``full`` and the render of the first k
+        messages; where that render stops short of matching, message k-1 is rendered followed by a
+        stand-in for message k (templates that render the last message differently, such as
+        Qwen3's empty think block, or cannot render the first k messages alone), so that message
+        k-1 keeps all of its text and message k's role header goes with it. The first ``shared``
+        prefixes are those of ``old``'s call, whose full render has ``common`` characters in common
+        with ``full``.
+        """
         n = len(messages)
-        b = [0] * (n + 1)
-        top = self._prefix(messages, n, tools, day)
-        if top is None:
-            b[n] = len(full)
-            chain = False
-        else:
-            self._lengths[keys[n]] = len(top)
-            chain = full.startswith(top)
-            b[n] = len(top) if chain else common_prefix(top, full)
-        upper = top  # the render of messages[:k+1], when known
-        for k in range(n - 1, -1, -1):
-            link = self._links.get(keys[k + 1])
-            known = keys[k] in self._lengths
-            current = None
-            if link is None or not known:
-                if upper is None:
-                    upper = self._prefix(messages, k + 1, tools, day)
-                current = self._prefix(messages, k, tools, day)
-                if current is not None:
-                    self._lengths[keys[k]] = len(current)
-                link = upper is not None and current is not None and upper.startswith(current)
-                self._links[keys[k + 1]] = link
-            chain = chain and link
-            if chain:
-                b[k] = self._lengths[keys[k]]
+        lengths = np.full(n + 1, _UNKNOWN, dtype=np.int64)  # of each prefix's render; _FAILED_RENDER if none
+        starts = np.zeros(n + 1, dtype=np.int64)  # its common prefix with full
+        probes: dict[int, tuple] = {}
+        if old is not None and shared >= 0:
+            known, found = old.lengths[: shared + 1], old.starts[: shared + 1]
+            lost = (known >= 0) & (found == common) & (found != known)  # see _follow
+            lengths[: shared + 1] = np.where(lost, _UNKNOWN, known)
+            starts[: shared + 1] = np.where(known >= 0, np.minimum(found, common), 0)
+            for k, probe in old.probes.items():
+                if k + 1 > shared:
+                    continue  # the probe renders a stand-in for message k, which may differ
+                if probe is not _FAILED:
+                    reach = _follow(probe[0], probe[1], common)
+                    if reach is None:
+                        continue
+                    probe = (reach, probe[1], probe[2])
+                probes[k] = probe
+        for k in np.flatnonzero(lengths == _UNKNOWN)[::-1].tolist():
+            text = self._top(messages, tools, day, full) if k == n and n else self._prefix(messages, k, tools, day)
+            if text is None:
+                lengths[k] = _FAILED_RENDER
             else:
-                if current is None:
-                    current = self._prefix(messages, k, tools, day)
-                start = common_prefix(current, full) if current is not None else None
-                if k > 0 and (start is None or start < len(current)):
-                    # The template renders message k-1 differently when it is the last one (Qwen3's
-                    # empty think block, for instance), or cannot render the first k messages alone
-                    # (Llama 3.1 wants a user message). Render message k-1 followed by a stand-in for
-                    # message k instead: the common prefix then runs to message k's content, so
-                    # message k-1 keeps all of its text and message k's role header goes with it.
-                    probe = self._probe(messages, k, tools, day, full)
-                    if probe:
-                        start = max(start or 0, probe)
-                b[k] = start if start is not None else b[k + 1]
-            b[k] = min(b[k], b[k + 1])
-            upper = current
-        return b
+                lengths[k], starts[k] = len(text), common_prefix(text, full)
+        failed = lengths < 0
+        values = np.where(failed, _NEVER, starts)  # where message k starts, before the ones after it
+        values[n] = len(full) if failed[n] else starts[n]
+        short = failed | (starts < lengths)
+        short[0] = short[n] = False
+        for k in np.flatnonzero(short).tolist():
+            probe = probes.get(k)
+            if probe is None:
+                probe = probes[k] = self._probe(messages, k, tools, day, full, keys[0])
+            found = self._probe_start(probe, full)
+            if found:
+                values[k] = found if failed[k] else max(int(starts[k]), found)
+        b = np.minimum.accumulate(values[::-1])[::-1]  # no message starts after the next one
+        return b.tolist(), (lengths, starts, probes)
 
-    def _marked(self, messages, tools, day, full: str):
-        """Content spans (start, end, message index) in ``full``, or None when markers cannot be used.
+    def _contentful(self, digest: bytes, message: dict) -> bool:
+        """Whether the message has content that is not blank (remembered by digest)."""
+        found = self._nonblank.get(digest)
+        if found is None:
+            found = self._nonblank[digest] = bool((message.get("content") or "").strip())
+        return found
+
+    def _mark(self, messages: list[dict], digests: list[bytes], with_calls: bool) -> list[dict] | None:
+        """:func:`_mark`, message by message, remembered by message digest and index."""
+        marked = []
+        for i, (m, digest) in enumerate(zip(messages, digests)):
+            key = (digest, i, with_calls)
+            if key not in self._marks:
+                one = _mark([m], with_calls, i)
+                self._marks[key] = None if one is None else one[0]
+            found = self._marks[key]
+            if found is None:
+                return None
+            marked.append(found)
+        return marked
+
+    def _marked(self, messages, digests, tools, day, full: str, old: "_Thread | None", common: int):
+        """Content spans (start, end, message index) in ``full``, or None when markers cannot be used;
+        and what the next call may reuse (see :func:`_unmark_matching`).
 
         Markers go around message content and, when the template allows it, around tool call
         names and argument values too. They are used only if removing them gives back ``full``.
         """
         if len(messages) >= 0xFFFD:
-            return None
+            return None, None
         for with_calls in (True, False):
-            marked = _mark(messages, with_calls)
+            marked = self._mark(messages, digests, with_calls)
             if marked is None:
-                return None
+                return None, None
             try:
                 text = _render(self.model, marked, tools, True, day)
             except Exception:
                 continue
-            unmarked = _unmark(text)
-            if unmarked is not None and unmarked[0] == full:
-                return unmarked[1]
-        return None
+            found = _unmark_matching(text, full, old.marked if old is not None else None, common)
+            if found is not None:
+                return found[0], (text, found[0], found[1])
+        return None, None
 
-    def _without_tools(self, messages, day, attempts) -> str | None:
-        """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools) that works."""
-        for tools, template_tools in attempts:
+    def _without_tools(self, messages, day, attempts, tools=None, full: str | None = None) -> str | None:
+        """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools)
+        that works.
+
+        When the template reads its tools only in a head of its own (:meth:`ChatTemplate.tools_head`)
+        and ``full`` (the render with ``tools``) starts with that head's render, only the head is
+        rendered again: the rest of the prompt is the same."""
+        template = self.model.template
+        head = None
+        if full is not None and all(picked for _, picked in attempts) and template.tools_head(True):
             try:
-                return _render(self.model, messages, tools, True, day, template_tools=template_tools)
+                head = template.render_head(messages, tools, True, day, True)
+            except Exception:
+                head = None
+            if head is not None and not full.startswith(head):
+                head = None
+        for attempt, template_tools in attempts:
+            try:
+                if head is not None:
+                    return template.render_head(messages, attempt, True, day, template_tools) + full[len(head) :]
+                return _render(self.model, messages, attempt, True, day, template_tools=template_tools)
             except Exception:
                 continue
         return None
 
-    def _tool_regions(self, messages, day, full: str, b: list[int]) -> tuple[list[tuple[int, int]], str | None]:
+    def _tool_regions(self, messages, tools, day, full: str, b: list[int]) -> tuple[list[tuple[int, int]], str | None]:
         """Regions of ``full`` that are there because of the tool catalogue, and a warning code if any.
 
         Rendered without tools: ``tools=None``, else ``tools=[]``, with the template picked for tools.
@@ -336,7 +564,7 @@ class Attributor:
         the ``default`` template, whose difference before the first conversation message is the
         tool-use preamble (it stays with ``tools=[]``).
         """
-        without = self._without_tools(messages, day, [(None, True), ([], True)])
+        without = self._without_tools(messages, day, [(None, True), ([], True)], tools, full)
         if without is None:
             return [], WARN_TOOLS_UNRENDERABLE
         if without == full:
@@ -352,34 +580,42 @@ class Attributor:
 
     # -- the whole call ----------------------------------------------------------------------
     def attribute(self, call: Call) -> CallBuckets:
-        messages, keys, full = self._render_call(call)
+        messages, keys, digests, full = self._render_call(call)
         tools = call.tools
         day = call.day
         result = CallBuckets()
-        labels = np.full(len(full), CONVERSATION, dtype=np.int8)
 
-        spans = self._marked(messages, tools, day, full)
+        # the conversation this call continues, if any: the last call with the same first message
+        thread = keys[1] if len(keys) > 1 else keys[0]
+        old = self._threads.pop(thread, None)
+        shared, common = -1, 0
+        if old is not None:
+            common = common_prefix(old.full, full)
+            for k in range(min(len(keys), len(old.keys))):
+                if keys[k] != old.keys[k]:
+                    break
+                shared = k
+
+        spans, marked = self._marked(messages, digests, tools, day, full, old, common)
         result.spans = spans is not None
-        b = self._boundaries(messages, keys, tools, day, full)
+        b, prefixes = self._boundaries(messages, keys, tools, day, full, old, shared, common)
+        table = np.asarray(spans or [], dtype=np.int64).reshape(-1, 3)  # rows (start, end, message index)
         if spans:
-            b = _clamp(b, spans, len(messages))
-        labels[: b[0]] = SYSTEM
-        for k, m in enumerate(messages):
-            labels[b[k] : b[k + 1]] = ROLE_BUCKET[m["role"]]
+            b = _clamp(b, table, len(messages))
+        roles = np.fromiter((ROLE_BUCKET[m["role"]] for m in messages), dtype=np.int8, count=len(messages))
+        labels = _paint_regions(len(full), b, roles)
 
         if tools:
-            regions, warning = self._tool_regions(messages, day, full, b)
+            regions, warning = self._tool_regions(messages, tools, day, full, b)
             if warning:
                 result.warnings.append(warning)
             for start, end in regions:
                 labels[start:end] = TOOLS
 
         if spans is not None:
-            seen = set()
-            for start, end, index in spans:
-                labels[start:end] = ROLE_BUCKET[messages[index]["role"]]
-                seen.add(index)
-            dropped = {m["role"] for i, m in enumerate(messages) if (m.get("content") or "").strip() and i not in seen}
+            _paint_spans(labels, spans, table, roles)
+            seen = {index for _, _, index in spans}
+            dropped = {m["role"] for i, (m, d) in enumerate(zip(messages, digests)) if i not in seen and self._contentful(d, m)}
         else:
             result.warnings.append(WARN_NO_SPANS)
             dropped = {m["role"] for i, m in enumerate(messages) if m.get("content") and b[i] == b[i + 1]}
@@ -390,32 +626,65 @@ class Attributor:
         if dropped & {"user", "assistant"}:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
-        starts = np.minimum(self.model.token_starts(full), max(len(full) - 1, 0))
+        tokens = self.model.token_starts_reusing(full, old.tokens if old is not None else None, common)
+        starts = np.minimum(tokens[0], max(len(full) - 1, 0))
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
+
+        self._threads[thread] = _Thread(keys, full, *prefixes, tokens, marked)
+        while len(self._threads) > _THREADS:
+            self._threads.popitem(last=False)
         return result
 
 
-def _clamp(b: list[int], spans: list[tuple[int, int, int]], n: int) -> list[int]:
+def _paint_regions(size: int, b: list[int], roles: np.ndarray) -> np.ndarray:
+    """Labels of ``size`` characters: ``system`` before b[0], message k's bucket from b[k] to b[k+1],
+    ``conversation`` from b[n] on."""
+    edges = np.asarray(b, dtype=np.int64)
+    lengths = np.diff(edges, prepend=0, append=size)
+    if len(lengths) and lengths.min() < 0:  # boundaries out of order: paint one by one, later ones winning
+        labels = np.full(size, CONVERSATION, dtype=np.int8)
+        labels[: b[0]] = SYSTEM
+        for k, role in enumerate(roles):
+            labels[b[k] : b[k + 1]] = role
+        return labels
+    values = np.empty(len(roles) + 2, dtype=np.int8)
+    values[0], values[1:-1], values[-1] = SYSTEM, roles, CONVERSATION
+    return np.repeat(values, lengths)
+
+
+def _paint_spans(labels: np.ndarray, spans: list[tuple[int, int, int]], table: np.ndarray, roles: np.ndarray) -> None:
+    """Paint each span (start, end, message index; ``table`` holds them as rows) with its message's bucket."""
+    if not spans:
+        return
+    edges = table[:, :2].ravel()
+    lengths = np.diff(edges, prepend=0, append=len(labels))
+    if lengths.min() < 0:  # spans out of order (never, from markers that pair up): one by one
+        for start, end, index in spans:
+            labels[start:end] = roles[index]
+        return
+    values = np.full(2 * len(spans) + 1, -1, dtype=np.int8)
+    values[1::2] = roles[table[:, 2]]
+    paint = np.repeat(values, lengths)
+    np.copyto(labels, paint, where=paint >= 0)
+
+
+def _clamp(b: list[int], table: np.ndarray, n: int) -> list[int]:
     """Keep each message's content inside its own region: message k starts no later than its first
-    marked text, and after the marked text of every earlier message."""
-    first = [None] * n
-    last = [None] * n
-    for start, end, index in spans:
-        first[index] = start if first[index] is None else min(first[index], start)
-        last[index] = end if last[index] is None else max(last[index], end)
-    out = list(b)
-    if first[0] is not None:
+    marked text, and after the marked text of every earlier message. ``table``: the spans (start,
+    end, message index) as rows."""
+    first = np.full(n, _NEVER, dtype=np.int64)
+    last = np.zeros(n, dtype=np.int64)  # 0 where a message has no marked text: it raises no floor
+    np.minimum.at(first, table[:, 2], table[:, 0])
+    np.maximum.at(last, table[:, 2], table[:, 1])
+    out = np.asarray(b, dtype=np.int64).copy()
+    if n and first[0] != _NEVER:
         out[0] = min(out[0], first[0])
-    floor = 0
-    for k in range(n):
-        if k > 0:
-            hi = first[k] if first[k] is not None else out[k]
-            if floor <= hi:
-                out[k] = min(max(out[k], floor), hi)
-        if last[k] is not None:
-            floor = max(floor, last[k])
-    out[n] = max(out[n], floor)
-    for k in range(1, n + 1):
-        out[k] = max(out[k], out[k - 1])
-    return out
+    floors = np.maximum.accumulate(last)  # floors[k-1]: the end of the marked text of messages before k
+    if n > 1:
+        floor, before = floors[:-1], out[1:n]
+        high = np.where(first[1:] != _NEVER, first[1:], before)
+        out[1:n] = np.where(floor <= high, np.minimum(np.maximum(before, floor), high), before)
+    if n:
+        out[n] = max(out[n], floors[-1])
+    return np.maximum.accumulate(out).tolist()

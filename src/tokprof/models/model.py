@@ -16,15 +16,35 @@ from tokprof.models.template import ChatTemplate
 _SEGMENT_SAFE_PRE_TOKENIZERS = {"ByteLevel", "Split", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "Sequence"}
 
 
-def _segmentable(tokenizer: Tokenizer) -> re.Pattern | None:
-    """A regex that finds added tokens, when the tokenizer encodes the text between them independently.
+def _spec(tokenizer: Tokenizer) -> dict:
+    """The parts of the tokenizer's JSON that :func:`_segmentable` reads (model type, pre-tokenizer,
+    added tokens), without serialising the whole vocabulary when the tokenizer can tell them."""
+    try:
+        added = [
+            {"content": t.content, "lstrip": t.lstrip, "rstrip": t.rstrip, "single_word": t.single_word,
+             "normalized": t.normalized}
+            for t in tokenizer.get_added_tokens_decoder().values()
+        ]
+        pre = tokenizer.pre_tokenizer
+        return {
+            "model": {"type": type(tokenizer.model).__name__},
+            "pre_tokenizer": None if pre is None else json.loads(pre.__getstate__()),
+            "added_tokens": added,
+        }
+    except (AttributeError, TypeError, ValueError):
+        return json.loads(tokenizer.to_str())
+
+
+def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
+    """A regex that finds added tokens and the length of the longest one, when the tokenizer encodes the
+    text between them independently.
 
     Hugging Face tokenizers extract added tokens before normalisation and pre-tokenisation, so the
     tokens of a text are the tokens of each stretch between added tokens, put together, provided
     no added token strips neighbouring whitespace or matches only whole words, and the
     pre-tokenizer does nothing special at the start of the text.
     """
-    spec = json.loads(tokenizer.to_str())
+    spec = _spec(tokenizer)
     if spec.get("model", {}).get("type") not in ("BPE", "WordLevel", "WordPiece"):
         return None
 
@@ -46,7 +66,7 @@ def _segmentable(tokenizer: Tokenizer) -> re.Pattern | None:
     if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or t.get("normalized") for t in added):
         return None
     contents = sorted({t["content"] for t in added}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(c) for c in contents))
+    return re.compile("|".join(re.escape(c) for c in contents)), len(contents[0])
 
 
 @dataclass
@@ -62,6 +82,7 @@ class ChatModel:
     _segments: dict = field(default_factory=dict, repr=False)
     _splitter: object = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
+    _longest: int = field(default=0, repr=False)  # the longest added token, in characters
 
     def count(self, text: str) -> int:
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
@@ -90,22 +111,60 @@ class ChatModel:
 
     def segmentable(self) -> bool:
         if self._splitter is None:
-            self._splitter = _segmentable(self.tokenizer) or False
+            found = _segmentable(self.tokenizer)
+            self._splitter, self._longest = found if found else (False, 0)
         return self._splitter is not False
 
     def _segmented_starts(self, text: str) -> np.ndarray:
+        return self._scan(text, 0)[0]
+
+    def _scan(self, text: str, pos: int) -> tuple[np.ndarray, np.ndarray]:
+        """Token starts of ``text[pos:]`` and the positions of its added tokens, both as offsets in
+        ``text``, segment by segment (``pos`` 0, or the position of an added token)."""
         if not self.segmentable():
             raise ValueError("this tokenizer cannot be used segment by segment")
         parts: list[np.ndarray] = []
-        last = 0
-        for match in self._splitter.finditer(text):
-            if match.start() > last:
-                parts.append(self._piece(text[last : match.start()]) + last)
-            parts.append(np.array([match.start()], dtype=np.int64))
+        added: list[int] = []
+        last = pos
+        for match in self._splitter.finditer(text, pos):
+            start = match.start()
+            if start > last:
+                parts.append(self._piece(text[last:start]) + last)
+            parts.append(np.array([start], dtype=np.int64))
+            added.append(start)
             last = match.end()
         if last < len(text):
             parts.append(self._piece(text[last:]) + last)
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return starts, np.array(added, dtype=np.int64)
+
+    def token_starts_reusing(
+        self, text: str, previous: tuple[np.ndarray, np.ndarray | None] | None, common: int
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Token starts of ``text`` and the positions of its added tokens (None when the tokenizer
+        is not used segment by segment), reusing ``previous``: what this returned for another text
+        that has the same first ``common`` characters.
+
+        The added-token scan decides at each position from the next ``longest`` characters only,
+        so every added token of the other text that starts at least ``longest`` characters before
+        ``common`` is found at the same place in ``text``, and the tokens before it are the same.
+        The tokens of ``text`` are those, followed by the tokens from that added token on.
+        """
+        if not self.segmentable():
+            return self._encode_starts(text), None
+        if not self._checked:
+            starts = self.token_starts(text)  # checked against the whole text's encoding
+            return (starts, self._scan(text, 0)[1]) if self.segmentable() else (starts, None)
+        if previous is None or previous[1] is None:
+            return self._scan(text, 0)
+        before, added = previous
+        i = int(np.searchsorted(added, common - self._longest, side="right")) - 1
+        if i < 0:
+            return self._scan(text, 0)
+        cut = int(added[i])
+        starts, new_added = self._scan(text, cut)
+        j = int(np.searchsorted(before, cut))
+        return np.concatenate([before[:j], starts]), np.concatenate([added[:i], new_added])
 
     def _piece(self, piece: str) -> np.ndarray:
         cached = self._segments.get(piece)

@@ -20,6 +20,7 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.nodes
+from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tokprof.errors import ModelError
@@ -46,8 +47,41 @@ def _raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
 
+#: What ``json.dumps(x, ensure_ascii=False)`` builds on every call, built once.
+_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+    if not ensure_ascii and indent is None and separators is None and not sort_keys:
+        return _JSON.encode(x)
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+
+#: Every attribute a plain dict has (those of dict and of object): ``getattr(d, name)`` fails for any other name.
+_DICT_ATTRIBUTES = frozenset(dir(dict))
+#: Loop attributes that are plain numbers or booleans.
+_LOOP_NUMBERS = frozenset({"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth", "depth0"})
+
+
+class _Environment(ImmutableSandboxedEnvironment):
+    """The sandbox, with shortcuts for the two lookups that make most of a chat template's work.
+
+    ``message.role`` on a plain dict: the sandbox tries the attribute, fails, and looks the key up;
+    the shortcut looks the key up at once, for names that are not attributes of dict. ``loop.index0``
+    and the other numbers of a loop: the sandbox checks that the attribute is safe, which these
+    always are. The results are the same, failures included; everything else goes the sandbox's way.
+    """
+
+    def getattr(self, obj, attribute):
+        kind = type(obj)
+        if kind is dict and type(attribute) is str and attribute not in _DICT_ATTRIBUTES:
+            try:
+                return obj[attribute]
+            except (TypeError, LookupError):
+                return self.undefined(obj=obj, name=attribute)
+        if kind is LoopContext and attribute in _LOOP_NUMBERS:
+            return getattr(obj, attribute)
+        return super().getattr(obj, attribute)
 
 
 class _Namespace(jinja2.utils.Namespace):
@@ -78,7 +112,7 @@ class _Dict:
 
 @lru_cache(maxsize=32)
 def _compile(source: str, lenient: bool) -> jinja2.Template:
-    env = ImmutableSandboxedEnvironment(
+    env = _Environment(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
@@ -137,12 +171,15 @@ class ChatTemplate:
         """
         has_tools = bool(tools) if template_tools is None else template_tools
         template = _compile(self.select(has_tools), lenient)
+        return template.render(**self._variables(messages, tools, add_generation_prompt, day))
+
+    def _variables(self, messages, tools, add_generation_prompt: bool, day: date | None) -> dict:
         pinned = day or DEFAULT_DAY
 
         def strftime_now(fmt: str) -> str:
             return datetime(pinned.year, pinned.month, pinned.day).strftime(fmt)
 
-        return template.render(
+        return dict(
             messages=messages,
             tools=tools,
             documents=None,
@@ -150,6 +187,20 @@ class ChatTemplate:
             strftime_now=strftime_now,
             **self.special_tokens,
         )
+
+    def tools_head(self, has_tools: bool) -> bool:
+        """Whether the template, by its form, reads the tools only in its first statements, which
+        set nothing that the rest reads: then a prompt rendered with any tools is what those first
+        statements write with them, followed by the same text (see :func:`_tools_head`)."""
+        return _tools_head(self.select(has_tools)) is not None
+
+    def render_head(self, messages, tools, add_generation_prompt: bool, day: date | None, template_tools: bool) -> str:
+        """What the first statements of the template that read the tools write (:meth:`tools_head`),
+        rendered as :meth:`render` would (strictly, with the template ``template_tools`` picks)."""
+        head = _tools_head(self.select(template_tools))
+        if head is None:
+            raise ValueError("the template does not read its tools in a head of its own")
+        return head.render(**self._variables(messages, tools, add_generation_prompt, day))
 
     def check(self, where: str) -> None:
         """Compile every template now, so that a syntax error names the template, not a call."""
@@ -166,6 +217,117 @@ class ChatTemplate:
 
     def has_default(self) -> bool:
         return isinstance(self.source, dict) and "default" in self.source
+
+    def generation_is_suffix(self, has_tools: bool) -> bool:
+        """Whether the template, by its form, renders any prompt with ``add_generation_prompt`` as
+        the same prompt without it followed by a fixed text (see :func:`_generation_is_suffix`)."""
+        return _generation_is_suffix(self.select(has_tools), frozenset(self.special_tokens))
+
+
+#: Statements after which the rest of a template cannot see what they did, but by their output.
+_SEALED = (jinja2.nodes.Assign, jinja2.nodes.AssignBlock, jinja2.nodes.Macro, jinja2.nodes.CallBlock,
+           jinja2.nodes.Block, jinja2.nodes.Extends, jinja2.nodes.Include, jinja2.nodes.Import,
+           jinja2.nodes.FromImport, jinja2.nodes.ScopedEvalContextModifier, jinja2.nodes.EvalContextModifier)
+
+
+@lru_cache(maxsize=32)
+def _tools_head(source: str) -> jinja2.Template | None:
+    """The first top-level statements of the template, up to the last one that reads ``tools``, as a
+    template of their own; None unless nothing else reads or sets ``tools`` and those statements
+    assign nothing and define nothing (no set, macro, block, import, call block).
+
+    Rendering runs the top-level statements in order and writes what each writes. Statements that
+    assign nothing leave the rest of the template nothing but their output (loop variables do not
+    outlive their loop; the sandbox lets no list or dict be changed), so the statements after them
+    run the same whatever they did, and, not reading ``tools``, the same with any tools. A render
+    is then the head's output followed by a text that does not depend on the tools. The head,
+    compiled on its own, runs first in a fresh context as it does in the whole template.
+    """
+    nodes = jinja2.nodes
+    env = _compile(source, False).environment
+    try:
+        tree = env.parse(source)
+    except Exception:
+        return None
+    reads = [i for i, node in enumerate(tree.body) if any(n.name == "tools" for n in node.find_all(nodes.Name))]
+    if not reads or any(n.name == "tools" and n.ctx != "load" for n in tree.find_all(nodes.Name)):
+        return None
+    body = tree.body[: reads[-1] + 1]
+    if any(isinstance(node, _SEALED) or any(True for _ in node.find_all(_SEALED)) for node in body):
+        return None
+    head = nodes.Template(body, lineno=1)
+    head.set_environment(env)
+    try:
+        return env.template_class.from_code(env, env.compile(head), env.make_globals(None), None)
+    except Exception:
+        return None
+
+
+#: Names a render gives the template (besides the special tokens), and names Jinja itself provides.
+_GIVEN = frozenset({"messages", "tools", "documents", "add_generation_prompt", "strftime_now"})
+_JINJA_NAMES = frozenset({"loop", "self", "caller", "varargs", "kwargs", "super"})
+#: Tests that depend on their value only.
+_PURE_TESTS = frozenset({"defined", "undefined", "none", "true", "false", "boolean", "string", "number"})
+
+
+@lru_cache(maxsize=32)
+def _generation_is_suffix(source: str, special: frozenset) -> bool:
+    """Whether the template's only use of ``add_generation_prompt`` is a last top-level
+    ``{% if add_generation_prompt %}`` (no elif, no else) that writes fixed text.
+
+    Rendering runs the template's top-level statements in order and writes what each writes. If
+    ``add_generation_prompt`` is read nowhere else (and never set), everything before that last
+    statement runs and writes the same with it true or false; with it true, the last statement then
+    writes its body. "Fixed text" is constants, and ifs whose tests read only constants and names
+    that nothing sets or gives (so that they are always undefined), with pure tests (``is defined``,
+    ``is false`` ...) and no filters or calls: the same text for every prompt.
+    """
+    nodes = jinja2.nodes
+    try:
+        tree = _compile(source, False).environment.parse(source)
+    except Exception:
+        return False
+    if not tree.body or tree.find(nodes.Extends) is not None:
+        return False
+    last = tree.body[-1]
+    if not (isinstance(last, nodes.If) and isinstance(last.test, nodes.Name)
+            and last.test.name == "add_generation_prompt" and not last.elif_ and not last.else_):
+        return False
+    names = list(tree.find_all(nodes.Name))
+    if sum(1 for n in names if n.name == "add_generation_prompt") != 1:
+        return False
+    bound = {n.name for n in names if n.ctx != "load"}
+    known = _GIVEN | _JINJA_NAMES | special | set(_compile(source, False).environment.globals) | bound
+
+    def fixed_test(node) -> bool:
+        if isinstance(node, nodes.Const):
+            return True
+        if isinstance(node, nodes.Name):
+            return node.name not in known
+        if isinstance(node, (nodes.And, nodes.Or)):
+            return fixed_test(node.left) and fixed_test(node.right)
+        if isinstance(node, nodes.Not):
+            return fixed_test(node.node)
+        if isinstance(node, nodes.Test):
+            return (node.name in _PURE_TESTS and not node.args and not node.kwargs and node.dyn_args is None
+                    and node.dyn_kwargs is None and fixed_test(node.node))
+        return False
+
+    def fixed_text(body) -> bool:
+        for node in body:
+            if isinstance(node, nodes.Output):
+                if not all(isinstance(n, nodes.TemplateData) or (isinstance(n, nodes.Const) and isinstance(
+                        n.value, (str, int, float, bool, type(None)))) for n in node.nodes):
+                    return False
+            elif isinstance(node, nodes.If):
+                if not (fixed_test(node.test) and fixed_text(node.body) and fixed_text(node.else_)
+                        and all(fixed_test(e.test) and fixed_text(e.body) for e in node.elif_)):
+                    return False
+            else:
+                return False
+        return True
+
+    return fixed_text(last.body)
 
 
 #: Message shapes, tried in order until the template renders the call: what inference servers send,
