@@ -49,7 +49,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day
+from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -472,16 +472,7 @@ class _Reader:
         counts = {key: check_count(self.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if all(value is None for value in counts.values()):
             return None
-        fresh = counts["input_tokens"]
-        write, read = counts["cache_creation_input_tokens"], counts["cache_read_input_tokens"]
-        if fresh is not None:
-            write, read = write or 0, read or 0
-        return Usage(
-            prompt=None if fresh is None else fresh + write + read,
-            cache_read=read,
-            cache_write=write,
-            output=counts["output_tokens"],
-        )
+        return anthropic_usage(counts)
 
 
 def _http_error(record: Any) -> str | None:

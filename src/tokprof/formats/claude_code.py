@@ -92,7 +92,7 @@ from typing import Any
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, check_text, parse_day
+from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "claude-code"
@@ -632,16 +632,7 @@ class _Reader:
             return None
         if not stopped:
             self.trace.note("usage-at-stream-start", STREAM_START, lines[0].place)
-        fresh = best.get("input_tokens")
-        write, read = best.get("cache_creation_input_tokens"), best.get("cache_read_input_tokens")
-        if fresh is not None:
-            write, read = write or 0, read or 0
-        return Usage(
-            prompt=None if fresh is None else fresh + write + read,
-            cache_read=read,
-            cache_write=write,
-            output=best.get("output_tokens"),
-        )
+        return anthropic_usage(best)
 
     # -- subagents ---------------------------------------------------------------------------------
     def subagent_file(self, session: Path, sub: Path) -> _Transcript:

@@ -226,3 +226,18 @@ def assistant_message(texts: list[str], thoughts: list[str], calls: list[dict]) 
     if calls:
         message["tool_calls"] = calls
     return message
+
+
+def anthropic_usage(counts: dict[str, int | None]) -> Usage:
+    """Anthropic's usage, whose ``input_tokens`` excludes cache reads and writes: the prompt is
+    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (a missing cache field is 0)."""
+    fresh = counts.get("input_tokens")
+    write, read = counts.get("cache_creation_input_tokens"), counts.get("cache_read_input_tokens")
+    if fresh is not None:
+        write, read = write or 0, read or 0
+    return Usage(
+        prompt=None if fresh is None else fresh + write + read,
+        cache_read=read,
+        cache_write=write,
+        output=counts.get("output_tokens"),
+    )
