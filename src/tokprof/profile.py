@@ -157,7 +157,7 @@ class Profile:
             summary["estimate"] = {
                 "method": self.model.get("method"),
                 "scaling": SCALING,
-                "calls_scaled_to_reported": sum(1 for c in self.calls if not c.exact and c.total != c.rendered),
+                "calls_scaled_to_reported": sum(1 for c in self.calls if c.difference() is not None),
                 "billed_input_computed": sum(c.rendered for c in self.calls),
             }
         reported = [c.reported for c in self.calls if c.reported and c.reported.prompt]  # 0 is not a count
