@@ -155,3 +155,12 @@ def test_tools_on_a_log_without_tool_definitions_says_so(tmp_path, model_dir, ca
     doc = json.loads(out)
     assert code == 0 and doc["unknown_tool_calls"] == []
     assert [w["code"] for w in doc["warnings"]] == ["tools-unrecorded"] and "Bash" in doc["warnings"][0]["message"]
+
+
+def test_input_format_filters_a_directory(tmp_path, model_dir, capsys):
+    claude_project(tmp_path)
+    codex_tree(tmp_path)
+    code, out, _ = run(["profile", str(tmp_path), "--model", str(model_dir), "-i", "codex", "-f", "json"], capsys)
+    assert code == 0 and [row["format"] for row in json.loads(out)["sessions"]] == ["codex"]
+    code, _, err = run(["profile", str(tmp_path), "--model", str(model_dir), "-i", "anthropic"], capsys)
+    assert code == 2 and "not anthropic" in err

@@ -13,8 +13,9 @@ EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 LOG_HELP = (
     "an agent log: OpenAI Chat Completions (a transcript, request records or captured request/response "
-    "pairs), Anthropic Messages captures (claude-trace and proxy logs), OpenAI Responses API captures, or an "
-    "Inspect AI log (.json or .eval); the format is detected (see --input-format)"
+    "pairs), Anthropic Messages captures (claude-trace and proxy logs), OpenAI Responses API captures, an "
+    "Inspect AI log (.json or .eval), a Claude Code transcript or a Codex CLI rollout; the format is detected "
+    "(see --input-format)"
 )
 
 
@@ -44,7 +45,8 @@ def _model_options(parser: argparse.ArgumentParser) -> None:
         help="qwen2.5 or qwen3 (embedded, exact, offline); openai-proxy or claude-proxy (estimates for closed "
         "models, scaled to reported usage); a directory with tokenizer.json and tokenizer_config.json; or a "
         "Hugging Face Hub id (from the HF cache; downloaded only if reachable). Default: chosen from the model "
-        "the log names (GPT and o-series: openai-proxy; Claude: claude-proxy; Qwen3: qwen3), else qwen2.5",
+        "the log names (GPT and o-series: openai-proxy; Claude: claude-proxy; Qwen3: qwen3; Qwen or none: "
+        "qwen2.5; any other: qwen2.5 as a labelled stand-in, its counts estimates)",
     )
     parser.add_argument("--chat-template", metavar="FILE", help="use this Jinja chat template instead of the model's")
 
@@ -343,7 +345,7 @@ def _run_sessions(args: argparse.Namespace) -> int:
 
     from tokprof.analyses.sessions import SessionRow, SessionsReport
     from tokprof.attribution import RenderError
-    from tokprof.formats import read_trace, session_files
+    from tokprof.formats import SESSION_FORMATS, read_trace, session_files
     from tokprof.models import auto_model, label, resolve_model
     from tokprof.profile import profile_trace
     from tokprof.render.sessions import SESSION_RENDERERS
@@ -351,6 +353,11 @@ def _run_sessions(args: argparse.Namespace) -> int:
     if args.html:
         raise TokprofError(f"{args.log}: --html needs one session: add --session ID")
     files = session_files(args.log)
+    if args.input_format is not None:
+        if args.input_format not in SESSION_FORMATS:
+            raise TokprofError(f"{args.log}: a directory holds sessions of {' or '.join(SESSION_FORMATS)}, "
+                               f"not {args.input_format}")
+        files = [(name, path) for name, path in files if name == args.input_format]
     if not files:
         raise TokprofError(f"{args.log}: no Claude Code or Codex session files in this directory")
     report = SessionsReport(directory=args.log, model={})
