@@ -2,7 +2,9 @@
 
 A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line for ``--help`` and errors),
 ``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
-Formats are tried in the order of :data:`READERS`, most specific first.
+Formats are tried in the order of :data:`READERS`, most specific first. Readers of agent sessions
+(:data:`SESSION_FORMATS`) also have ``sessions(directory) -> list[Path]``, the session files of a
+directory in their layout.
 """
 
 from __future__ import annotations
