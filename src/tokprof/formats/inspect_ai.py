@@ -91,7 +91,7 @@ from typing import Any, Callable
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, parse_day
+from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "inspect"
@@ -601,24 +601,10 @@ def _provider_usage(path: str, where: str, response: Any) -> Usage | None:
     return None
 
 
-def _details(path: str, where: str, usage: dict, key: str) -> dict:
-    details = usage.get(key)
-    if details is None:
-        return {}
-    if not isinstance(details, dict):
-        raise InputError(path, f"{where}.{key}", f"expected an object, found {_kind(details)}")
-    return details
-
-
-def _openai_chat_usage(path: str, where: str, usage: dict) -> Usage:
+def _openai_chat_usage(path: str, where: str, usage: dict) -> Usage | None:
     """OpenAI Chat: ``prompt_tokens`` is the whole prompt, cached tokens included."""
-    details = _details(path, where, usage, "prompt_tokens_details")
-    return Usage(
-        prompt=check_count(path, where + ".prompt_tokens", usage.get("prompt_tokens")),
-        cache_read=check_count(path, where + ".prompt_tokens_details.cached_tokens", details.get("cached_tokens")),
-        cache_write=check_count(path, where + ".prompt_tokens_details.cache_write_tokens", details.get("cache_write_tokens")),
-        output=check_count(path, where + ".completion_tokens", usage.get("completion_tokens")),
-    )
+    return check_usage(path, where, usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens",
+                       write="cache_write_tokens")
 
 
 def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
@@ -634,15 +620,10 @@ def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
     )
 
 
-def _responses_usage(path: str, where: str, usage: dict) -> Usage:
+def _responses_usage(path: str, where: str, usage: dict) -> Usage | None:
     """OpenAI Responses: ``input_tokens`` is the whole prompt, cached tokens included."""
-    details = _details(path, where, usage, "input_tokens_details")
-    return Usage(
-        prompt=check_count(path, where + ".input_tokens", usage.get("input_tokens")),
-        cache_read=check_count(path, where + ".input_tokens_details.cached_tokens", details.get("cached_tokens")),
-        cache_write=check_count(path, where + ".input_tokens_details.cache_write_tokens", details.get("cache_write_tokens")),
-        output=check_count(path, where + ".output_tokens", usage.get("output_tokens")),
-    )
+    return check_usage(path, where, usage, "input_tokens", "input_tokens_details", "output_tokens",
+                       write="cache_write_tokens")
 
 
 def _google_usage(path: str, where: str, metadata: dict) -> Usage:

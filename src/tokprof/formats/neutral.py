@@ -196,24 +196,29 @@ def check_count(path: str, where: str, value: Any) -> int | None:
     return value
 
 
-def check_usage(path: str, where: str, usage: Any, prompt: str, details: str, output: str) -> Usage | None:
+def check_usage(
+    path: str, where: str, usage: Any, prompt: str, details: str, output: str, write: str | None = None
+) -> Usage | None:
     """OpenAI-style usage, whose prompt count includes the cached tokens (``details.cached_tokens``):
     Chat Completions' ``prompt_tokens``/``prompt_tokens_details``/``completion_tokens``, the Responses
-    API's ``input_tokens``/``input_tokens_details``/``output_tokens``. Usage with none of these keys
-    (``{}``, or another provider's) is no usage."""
+    API's ``input_tokens``/``input_tokens_details``/``output_tokens``; ``write`` names a cache-write
+    count in the details, for those who report one. Usage with none of these keys (``{}``, or another
+    provider's) is no usage."""
     if usage is None:
         return None
     if not isinstance(usage, dict):
         raise InputError(path, where, f"expected an object, found {_kind(usage)}")
     if not {prompt, output} & set(usage):
         return None
-    cached = usage.get(details) or {}
+    cached = usage.get(details)
+    if cached is None:
+        cached = {}
     if not isinstance(cached, dict):
         raise InputError(path, f"{where}.{details}", f"expected an object, found {_kind(cached)}")
     return Usage(
         prompt=check_count(path, f"{where}.{prompt}", usage.get(prompt)),
         cache_read=check_count(path, f"{where}.{details}.cached_tokens", cached.get("cached_tokens")),
-        cache_write=None,
+        cache_write=check_count(path, f"{where}.{details}.{write}", cached.get(write)) if write else None,
         output=check_count(path, f"{where}.{output}", usage.get(output)),
     )
 

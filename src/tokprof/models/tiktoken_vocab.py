@@ -22,6 +22,20 @@ from tokprof.errors import ModelError
 CONVERSION_VERSION = 1
 
 
+def package_file(package: str, distribution: str, what: str, *parts: str) -> Path:
+    """A data file shipped inside an installed package (a vocabulary), or a clear error."""
+    from importlib import resources
+
+    try:
+        root = resources.files(package)
+    except ModuleNotFoundError:
+        raise ModelError(f"the {distribution} package is not installed (pip install {distribution})") from None
+    path = Path(str(root.joinpath(*parts)))
+    if not path.exists():
+        raise ModelError(f"{distribution} has no {what} at {path}")
+    return path
+
+
 def _plain_vocab(vocab: Path, digest: str) -> Path:
     """TikTokenConverter reads a plain file: unpack a gzipped vocabulary into the cache first."""
     if vocab.suffix != ".gz":
