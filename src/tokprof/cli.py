@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -226,19 +227,9 @@ def _profile(args: argparse.Namespace, trace, model):
     from tokprof.attribution import RenderError
     from tokprof.profile import profile_trace
 
-    show_progress = not args.no_progress and sys.stderr.isatty() and len(trace.calls) > 1
     try:
-        if not show_progress:
-            return profile_trace(trace, model)
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-        with Progress(
-            "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=True,
-        ) as progress:
-            task = progress.add_task("profiling calls", total=len(trace.calls))
-            return profile_trace(trace, model, on_call=lambda _: progress.advance(task))
+        with _progress_bar(args, len(trace.calls), "profiling calls") as advance:
+            return profile_trace(trace, model, on_call=lambda _: advance())
     except RenderError as exc:
         raise TokprofError(f"{trace.path}: {exc}") from None
 
@@ -414,10 +405,12 @@ def _count_once(trace, seen: set[str]) -> None:
     trace.calls = kept
 
 
-def _progress(args: argparse.Namespace, items: list, label: str):
-    """Iterate with a progress bar on a terminal."""
-    if args.no_progress or not sys.stderr.isatty() or len(items) < 2:
-        yield from items
+@contextlib.contextmanager
+def _progress_bar(args: argparse.Namespace, total: int, label: str):
+    """A progress bar on standard error when it is a terminal (and there is more than one step):
+    yields the function that advances it by one step."""
+    if args.no_progress or not sys.stderr.isatty() or total < 2:
+        yield lambda: None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
@@ -426,10 +419,16 @@ def _progress(args: argparse.Namespace, items: list, label: str):
         "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
         console=Console(stderr=True), transient=True,
     ) as progress:
-        task = progress.add_task(label, total=len(items))
+        task = progress.add_task(label, total=total)
+        yield lambda: progress.advance(task)
+
+
+def _progress(args: argparse.Namespace, items: list, label: str):
+    """Iterate with a progress bar on a terminal."""
+    with _progress_bar(args, len(items), label) as advance:
         for item in items:
             yield item
-            progress.advance(task)
+            advance()
 
 
 def _run_report(args: argparse.Namespace) -> int:
