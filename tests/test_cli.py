@@ -226,3 +226,11 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "line 1: missing field 'messages': not an OpenAI Chat Completions request" in err
+
+
+def test_a_json_file_cut_off_says_truncated(tmp_path, capsys):
+    good = json.loads((FIXTURES / "good_transcript.json").read_text())
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(good, indent=1)[:120])  # cut inside a string, or between values
+    code, _, err = run(["profile", str(path)], capsys)
+    assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith("truncated JSON")

@@ -56,6 +56,12 @@ def _reason(exc: Exception) -> str:
     return str(exc).split(";")[0]
 
 
+def _cut_off(exc: json.JSONDecodeError, text: str) -> bool:
+    """Whether JSON failed because the text ends too soon (a cut inside a string fails where the
+    string starts, not at the end)."""
+    return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+
+
 def load(path: str) -> Document:
     """Parse a file as one JSON value, or as JSONL when it holds one value per line."""
     text = read_text(path)
@@ -64,9 +70,8 @@ def load(path: str) -> Document:
             return Document(value=json.loads(text))
         except json.JSONDecodeError as exc:
             if not exc.msg.startswith("Extra data"):
-                raise InputError(
-                    path, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
-                ) from None
+                what = "truncated JSON" if _cut_off(exc, text) else f"invalid JSON: {exc.msg}"
+                raise InputError(path, f"line {exc.lineno}, column {exc.colno}", what) from None
         except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
             raise InputError(path, None, f"invalid JSON: {_reason(exc)}") from None
     lines: list[tuple[int, Any]] = []
@@ -78,9 +83,8 @@ def load(path: str) -> Document:
         try:
             lines.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
-            # a line cut inside a string fails where the string starts, not at the end; a record
-            # always ends with } or ], so a last line that does not was cut off
-            cut_off = exc.pos >= len(line.rstrip()) or exc.msg.startswith("Unterminated string")
+            # a record always ends with } or ], so a last line that does not was cut off
+            cut_off = _cut_off(exc, line)
             last = i == len(numbered) - 1
             if last and i > 0 and (cut_off or not line.rstrip().endswith(("}", "]"))):
                 truncated = number
