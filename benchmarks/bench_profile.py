@@ -15,7 +15,7 @@ from pathlib import Path
 from tokprof.analyses.tools import tools_report
 from tokprof.formats import read_trace
 from tokprof.models import resolve_model
-from tokprof.profile import profile_trace
+from tokprof.profiling import profile_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

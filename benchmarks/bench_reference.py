@@ -40,7 +40,7 @@ from tokprof.attribution import BUCKETS, WARNINGS  # noqa: E402
 from tokprof.formats import read_trace  # noqa: E402
 from tokprof.models import resolve_model  # noqa: E402
 from tokprof.models.template import template_messages  # noqa: E402
-from tokprof.profile import profile_trace  # noqa: E402
+from tokprof.profiling import profile_trace  # noqa: E402
 
 
 def rss_mb() -> float:
@@ -117,8 +117,8 @@ def main() -> int:
     model = resolve_model(args.model)
     last = trace.calls[-1]
     start = time.perf_counter()
-    text = model.template.render(template_messages(last.messages, model.template), last.tools, True, last.day)
-    model.tokenizer.encode(text, add_special_tokens=False)
+    text = model.prompt_format.render(model.prompt_format.prepare(last.messages, model.prompt_format.shapes[0]), last.tools, True, last.day)
+    model.counter.tokenizer.encode(text, add_special_tokens=False)
     limit = time.perf_counter() - start
 
     # the reference

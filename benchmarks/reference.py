@@ -175,7 +175,7 @@ class Reference:
     def render(self, what: str, messages, tools, generation: bool, day, lenient=False, template_tools=None) -> str:
         start = time.perf_counter()
         try:
-            return self.model.template.render(
+            return self.model.prompt_format.render(
                 messages, tools, add_generation_prompt=generation, day=day, lenient=lenient,
                 template_tools=template_tools,
             )
@@ -263,7 +263,7 @@ class Reference:
         if without == full:
             return [], WARN_TOOLS_IGNORED
         regions = inserted_regions(without, full)
-        if self.model.template.has_default():
+        if self.model.prompt_format.has_default():
             default = self.without_tools(messages, day, [(None, False)])
             if default is not None and default != without and default.split("\n", 1)[0] == full.split("\n", 1)[0]:
                 cutoff = next((b[k] for k, m in enumerate(messages) if m["role"] not in ("system", "developer")), b[-1])
@@ -275,7 +275,7 @@ class Reference:
         tools, day = call.tools, call.day
         error = None
         for shape in [self.shape] + [s for s in SHAPES if s != self.shape]:
-            messages = template_messages(call.messages, self.model.template, shape)
+            messages = template_messages(call.messages, self.model.prompt_format, shape)
             try:
                 full = self.render("full", messages, tools, True, day)
             except Exception as exc:
@@ -322,7 +322,7 @@ class Reference:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
         start = time.perf_counter()
-        offsets = self.model.tokenizer.encode(full, add_special_tokens=False).offsets
+        offsets = self.model.counter.tokenizer.encode(full, add_special_tokens=False).offsets
         self.timings["tokenize"] += time.perf_counter() - start
         starts = np.array([s for s, _ in offsets], dtype=np.int64)
         starts = np.minimum(starts, max(len(full) - 1, 0))

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-from tokprof.models.model import ChatModel
+from tokprof.models.base import ChatModel
+from tokprof.models.counters import HFCounter
 from tokprof.models.template import ChatTemplate
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -56,9 +57,8 @@ def train_tiny_tokenizer() -> Tokenizer:
 def tiny_model(template: str | dict = CHATML) -> ChatModel:
     return ChatModel(
         name="tiny",
-        tokenizer=train_tiny_tokenizer(),
-        template=ChatTemplate(source=template, origin="test"),
-        tokenizer_origin="trained at test time",
+        prompt_format=ChatTemplate(source=template, origin="test"),
+        counter=HFCounter(train_tiny_tokenizer(), "trained at test time"),
     )
 
 

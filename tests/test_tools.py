@@ -45,7 +45,7 @@ def test_none_and_empty_list_render_differently():
     )
     model = tiny_model(template)
     tools = small_transcript()["tools"]
-    assert model.template.render([{"role": "user", "content": ""}], None, True) != model.template.render(
+    assert model.prompt_format.render([{"role": "user", "content": ""}], None, True) != model.prompt_format.render(
         [{"role": "user", "content": ""}], [], True
     )
     catalogue = catalogue_cost(model, tools)
@@ -83,7 +83,7 @@ def test_log_report_counts_calls_and_unknown_tools(qwen25, tmp_path):
     assert by_name["never_used"].requests == len(trace.calls)
     assert by_name["never_used"].run_cost == by_name["never_used"].marginal * len(trace.calls)
     assert report.unused_waste() == by_name["never_used"].run_cost
-    assert report.unknown_calls == [{"name": "get_metrics", "calls": 1, "closest": "query_metrics"}]
+    assert [u.to_dict() for u in report.unknown_calls] == [{"name": "get_metrics", "calls": 1, "closest": "query_metrics"}]
     assert_sums(catalogue)
 
 
@@ -95,7 +95,7 @@ def test_catalogue_change_is_reported(qwen25, tmp_path):
     report = tools_report(read_trace(str(path)), qwen25)
     assert len(report.catalogues) == 2
     assert [c.requests for c in report.catalogues] == [2, 1]
-    assert report.warnings and report.warnings[0]["code"] == "catalogue-changed"
+    assert report.warnings and report.warnings[0].code == "catalogue-changed"
     assert report.main is report.catalogues[0]
 
 

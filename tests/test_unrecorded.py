@@ -8,8 +8,9 @@ import json
 import pytest
 
 from conftest import WEATHER_TOOL, small_transcript, tiny_model, write_json
-from tokprof.profile import UNRECORDED, Profile, profile_trace
-from tokprof.trace import Call, Trace, Usage, supply
+from tokprof.profiling import UNRECORDED, Profile, profile_trace
+from tokprof.trace import Call, Trace, Usage
+from tokprof.transforms import supply
 
 
 def session_trace(reported=(500, 800, 1200), unrecorded=("system", "tools")) -> Trace:
@@ -37,8 +38,8 @@ def test_exact_model_infers_the_fixed_part_from_the_first_call():
     assert fixed > 0 and all(row.buckets[UNRECORDED] == fixed for row in profile.calls)
     assert [row.total for row in profile.calls] == [row.computed for row in profile.calls]
     summary = profile.summary()
-    assert summary["exact"] is False and "system prompt and the tool definitions" in summary["inferred"]
-    assert UNRECORDED in summary["shares"] and profile.buckets()[-1] == UNRECORDED
+    assert summary.exact is False and "system prompt and the tool definitions" in (summary.inferred or "")
+    assert UNRECORDED in summary.shares and profile.buckets()[-1] == UNRECORDED
     assert not any(row.exact for row in profile.calls)
     doc = json.loads(profile.to_json())
     assert Profile.from_dict(doc).summary() == summary
@@ -52,7 +53,7 @@ def test_proxy_scales_the_rest_to_the_reported_prompt():
     assert [row.total for row in profile.calls] == [500, 800, 1200]
     fixed = profile.calls[0].buckets[UNRECORDED]
     assert fixed > 0 and profile.calls[0].computed == 500
-    assert profile.summary()["reconciliation"]["max_call"] != 0  # the first call agrees by construction
+    assert profile.summary().reconciliation.max_call != 0  # the first call agrees by construction
     assert all(row.buckets[UNRECORDED] == fixed for row in profile.calls)
 
 
@@ -73,8 +74,8 @@ def test_unrendered_tokens_and_compactions_are_counted_and_labelled():
     plain = profile_trace(session_trace(unrecorded=()), model).calls[2]
     assert row.total == row.computed == plain.total + 37 and row.unrendered == 37 and not row.exact
     summary = profile.summary()
-    assert summary["unrendered"] == 37 and summary["compactions"] == 1 and summary["exact"] is False
-    assert UNRECORDED not in summary["shares"]
+    assert summary.unrendered == 37 and summary.compactions == 1 and summary.exact is False
+    assert UNRECORDED not in summary.shares
     assert json.loads(profile.to_json())["calls"][1]["kind"] == "compaction"
 
 
@@ -136,7 +137,7 @@ def test_without_any_usage_nothing_is_claimed_inferred():
         call.reported = None
     profile = profile_trace(trace, tiny_model())
     assert UNRECORDED not in profile.calls[0].buckets and profile.inferred is None
-    assert [w["code"] for w in profile.warnings] == ["not-inferred"]
+    assert [w.code for w in profile.warnings] == ["not-inferred"]
 
 
 def test_supplied_parts_go_to_the_main_thread_only():

@@ -1,3 +1,80 @@
-"""tokprof: where do my prompt tokens go?"""
+"""tokprof: where do my prompt tokens go?
 
-__version__ = "0.1.0"
+Count one prompt's buckets with a model's own chat template and tokenizer::
+
+    import tokprof
+
+    model = tokprof.get_model("qwen2.5")
+    buckets = model.count([{"role": "user", "content": "hello"}])
+    buckets.conversation, buckets.total
+
+Profile a saved agent log, save the profile, and check it against budgets later::
+
+    profile = tokprof.profile("samples/incident_session.json")
+    profile.summary().billed_input
+    profile.save("run.json")
+    result = tokprof.check(tokprof.Profile.load("run.json"), "samples/tokprof.toml")
+
+The names below are the whole public API; everything else is internal. Importing tokprof is cheap:
+the pipeline loads on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.2.0"
+
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    "Buckets": "tokprof.api",
+    "Model": "tokprof.api",
+    "get_model": "tokprof.api",
+    "read_log": "tokprof.api",
+    "profile": "tokprof.api",
+    "profile_file": "tokprof.api",
+    "profile_directory": "tokprof.api",
+    "tools_report": "tokprof.api",
+    "check": "tokprof.api",
+    "load_config": "tokprof.api",
+    "Profile": "tokprof.profiling",
+    "Trace": "tokprof.trace",
+    "ToolsReport": "tokprof.analyses.tools",
+    "CheckResult": "tokprof.analyses.budgets",
+    "SessionsReport": "tokprof.analyses.sessions",
+    "Config": "tokprof.config",
+    "TokprofError": "tokprof.errors",
+    "InputError": "tokprof.errors",
+    "ModelError": "tokprof.errors",
+    "ConfigError": "tokprof.config",
+}
+
+__all__ = ["__version__", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from tokprof.analyses.budgets import CheckResult
+    from tokprof.analyses.sessions import SessionsReport
+    from tokprof.analyses.tools import ToolsReport
+    from tokprof.api import (
+        Buckets, Model, check, get_model, load_config, profile, profile_directory, profile_file, read_log,
+        tools_report,
+    )
+    from tokprof.config import Config, ConfigError
+    from tokprof.errors import InputError, ModelError, TokprofError
+    from tokprof.profiling import Profile
+    from tokprof.trace import Trace
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tokprof' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

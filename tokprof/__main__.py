@@ -1,3 +1,3 @@
-from tokprof.cli import main
+from tokprof.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -40,10 +40,10 @@ same first message) does not redo what it can take from it, and takes nothing it
 * Markers: the spans of the marked render's common prefix with the earlier marked render are
   taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
 * Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
-  inside the common prefix are the earlier call's (:meth:`ChatModel.token_starts_reusing`).
+  inside the common prefix are the earlier call's (:meth:`TokenCounter.token_starts_reusing`).
 * Two shortcuts follow from a template's form, checked on its syntax tree: a template that writes
   the generation prompt last, as fixed text, gives the render without it by cutting it off
-  (:meth:`ChatTemplate.generation_is_suffix`); a template that reads its tools only in a head of
+  (:meth:`PromptFormat.generation_suffix_key`); a template that reads its tools only in a head of
   its own gives the render without tools by rendering that head again
   (:meth:`ChatTemplate.tools_head`).
 """
@@ -57,11 +57,9 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-import jinja2
 import numpy as np
 
-from tokprof.models.model import ChatModel
-from tokprof.models.template import SHAPES, template_messages
+from tokprof.models.base import ChatModel
 from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
 
@@ -116,10 +114,8 @@ class CallBuckets:
         return {name: getattr(self, name) for name in BUCKETS}
 
 
-def _render(model: ChatModel, messages, tools, generation: bool, day, lenient=False, template_tools=None) -> str:
-    return model.template.render(
-        messages, tools, add_generation_prompt=generation, day=day, lenient=lenient, template_tools=template_tools
-    )
+def _render(model: ChatModel, messages, tools, generation: bool, day, template_tools=None) -> str:
+    return model.prompt_format.render(messages, tools, add_generation_prompt=generation, day=day, template_tools=template_tools)
 
 
 def _wrap(text: str, index: int) -> str:
@@ -299,9 +295,9 @@ class Attributor:
         self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
         self._nonblank: dict[bytes, bool] = {}  # digest -> the message has content that is not blank
         self._headers: dict[tuple, str | None] = {}  # (base key, role, tool_call_id) -> stand-in header
-        self._suffixes: dict[str, str] = {}  # template source -> the generation prompt it writes last
+        self._suffixes: dict[str, str] = {}  # generation_suffix_key -> the generation prompt written last
         self._threads: OrderedDict[bytes, _Thread] = OrderedDict()
-        self._shape = SHAPES[0]
+        self._shape = model.prompt_format.shapes[0]
 
     # -- messages and keys -------------------------------------------------------------------
     def _prepare(self, call: Call, shape: str | None = None) -> tuple[list[dict], list[bytes], list[bytes]]:
@@ -312,7 +308,7 @@ class Attributor:
         tools = self._tools_json if self._tools_json[0] is call.tools else (call.tools, json.dumps(call.tools))
         self._tools_json = tools
         base = hashlib.blake2b(digest_size=16)
-        base.update(self.model.template.sha256.encode())
+        base.update(self.model.prompt_format.sha256.encode())
         base.update(shape.encode())
         base.update(tools[1].encode())
         base.update(str(call.day).encode())
@@ -333,7 +329,7 @@ class Attributor:
         for message in call.messages[same:]:
             entry = self._messages.get((id(message), shape))
             if entry is None or entry[0] is not message:
-                tm = template_messages([message], self.model.template, shape)[0]
+                tm = self.model.prompt_format.prepare([message], shape)[0]
                 digest = hashlib.blake2b(json.dumps(tm).encode(), digest_size=16).digest()  # key order counts
                 entry = (message, tm, digest)
                 self._messages[(id(message), shape)] = entry
@@ -346,7 +342,7 @@ class Attributor:
 
     def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], list[bytes], str]:
         """The call's messages in the first shape the template accepts, their keys, and its full render."""
-        shapes = [self._shape] + [s for s in SHAPES if s != self._shape]
+        shapes = [self._shape] + [s for s in self.model.prompt_format.shapes if s != self._shape]
         error = None
         for shape in shapes:
             messages, keys, digests = self._prepare(call, shape)
@@ -361,13 +357,9 @@ class Attributor:
 
     # -- the parts ---------------------------------------------------------------------------
     def _prefix(self, messages, k: int, tools, day) -> str | None:
+        """The render of the first k messages without the generation prompt, or None when it fails."""
         try:
-            if k == 0:
-                return _render(self.model, [], tools, False, day, lenient=True, template_tools=bool(tools))
-            try:
-                return _render(self.model, messages[:k], tools, False, day)
-            except jinja2.TemplateError:
-                return _render(self.model, messages[:k], tools, False, day, lenient=True)
+            return self.model.prompt_format.render_prefix(messages[:k], tools, day)
         except Exception:
             return None
 
@@ -375,10 +367,9 @@ class Attributor:
         """The render of all the messages without the generation prompt. When the template's form
         shows that the generation prompt is a fixed text written last
         (:meth:`ChatTemplate.generation_is_suffix`), that is ``full`` without it, once it is known."""
-        template = self.model.template
-        if not template.generation_is_suffix(bool(tools)):
+        source = self.model.prompt_format.generation_suffix_key(bool(tools))
+        if source is None:
             return self._prefix(messages, len(messages), tools, day)
-        source = template.select(bool(tools))
         suffix = self._suffixes.get(source)
         if suffix is not None and full.endswith(suffix):
             return full[: len(full) - len(suffix)]
@@ -535,10 +526,10 @@ class Attributor:
         """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools)
         that works.
 
-        When the template reads its tools only in a head of its own (:meth:`ChatTemplate.tools_head`)
+        When the template reads its tools only in a head of its own (:meth:`PromptFormat.tools_head`)
         and ``full`` (the render with ``tools``) starts with that head's render, only the head is
         rendered again: the rest of the prompt is the same."""
-        template = self.model.template
+        template = self.model.prompt_format
         head = None
         if full is not None and all(picked for _, picked in attempts) and template.tools_head(True):
             try:
@@ -570,7 +561,7 @@ class Attributor:
         if without == full:
             return [], WARN_TOOLS_IGNORED
         regions = inserted_regions(without, full)
-        if self.model.template.has_default():
+        if self.model.prompt_format.has_default():
             default = self._without_tools(messages, day, [(None, False)])
             # only when the default template writes the same kind of prompt (same first line)
             if default is not None and default != without and default.split("\n", 1)[0] == full.split("\n", 1)[0]:
@@ -626,7 +617,7 @@ class Attributor:
         if dropped & {"user", "assistant"}:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
-        tokens = self.model.token_starts_reusing(full, old.tokens if old is not None else None, common)
+        tokens = self.model.counter.token_starts_reusing(full, old.tokens if old is not None else None, common)
         starts = np.minimum(tokens[0], max(len(full) - 1, 0))
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)

@@ -1,594 +1,536 @@
-"""The command line: parse options, wire the stages, report errors in one line."""
+"""The command line: a thin typer client of the public API (:mod:`tokprof.api`).
+
+Each command parses its options, calls the API, renders with a registered renderer and writes the
+outputs. Errors in the user's input are one line on standard error and exit code 2, never a
+traceback; the pipeline is imported only when a command runs, so that ``--help`` is fast.
+"""
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import os
+import re
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
 
 from tokprof import __version__
 from tokprof.errors import TokprofError
+from tokprof.render import RenderOptions, formats_for
+
+if TYPE_CHECKING:
+    from tokprof.profiling import Profile
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
+#: Usage errors of the click that typer runs on (typer vendors it in recent releases).
+_CLICK_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+
+
+def _esc(text: str) -> str:
+    """Help text with square brackets shown as they are (rich reads them as markup)."""
+    return text.replace("[", "\\[")
+
+
+def _model_names() -> str:
+    from tokprof.models.registry import known_names
+
+    return ", ".join(known_names())
+
+
+def _input_formats() -> tuple[str, ...]:
+    from tokprof.formats import FORMATS
+
+    return FORMATS
+
+
 LOG_HELP = (
-    "an agent log: OpenAI Chat Completions (a transcript, request records or captured request/response "
-    "pairs), Anthropic Messages captures (claude-trace and proxy logs), OpenAI Responses API captures, an "
-    "Inspect AI log (.json or .eval), a Claude Code transcript or a Codex CLI rollout; the format is detected "
-    "(see --input-format)"
+    "An agent log: OpenAI Chat Completions (a transcript, request records or captured request/response pairs), "
+    "Anthropic Messages captures (claude-trace, proxy logs), OpenAI Responses API captures, an Inspect AI log "
+    "(.json or .eval), a Claude Code transcript or a Codex CLI rollout (the format is detected; see "
+    "--input-format); or a saved profile (tokprof profile LOG -f json -o run.json), shown again without "
+    "profiling again."
+)
+MODEL_HELP = (
+    "The model that counts: {names} (embedded, offline; the proxies estimate closed models and are scaled to "
+    "reported usage); a closed model's name (gpt-4o, claude-sonnet-4-5: its proxy); a directory with "
+    "tokenizer.json; or a Hugging Face Hub id from the local HF cache. Default: chosen from the model the log "
+    "names; a model tokprof does not have gets qwen2.5 as a labelled stand-in."
+)
+PROGRESS_HELP = "Never show a progress bar (it shows on standard error, only when that is a terminal)."
+OUTPUT_HELP = "Write to FILE instead of standard output (atomically: on an error no file is left)."
+CALLS_HELP = (
+    "How many per-call rows the table shows: a number (the first and last calls, half each) or 'all'. "
+    "Default: all up to 40 calls, else 20."
 )
 
 
+def _choice(kind: str):
+    """A callback that checks a --format value against the renderers registered for ``kind``."""
+
+    def check(value: str) -> str:
+        choices = formats_for(kind)
+        if value not in choices:
+            import difflib
+
+            close = difflib.get_close_matches(value, choices, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}{hint}")
+        return value
+
+    return check
+
+
+def _check_input_format(value: Optional[str]) -> Optional[str]:
+    if value is None:
+        return None
+    formats = _input_formats()
+    if value not in formats:
+        import difflib
+
+        close = difflib.get_close_matches(value, formats, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(formats)}{hint}")
+    return value
+
+
+def _format_option(kind: str, default: str = "table"):
+    return typer.Option(
+        "--format", "-f", metavar="|".join(formats_for(kind)), callback=_choice(kind),
+        help=f"Output format: {', '.join(formats_for(kind))}.", autocompletion=lambda: formats_for(kind),
+    )
+
+
+InputFormat = Annotated[Optional[str], typer.Option(
+    "--input-format", "-i", metavar="NAME", callback=_check_input_format,
+    help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
+    "claude-code, codex.",
+)]
+ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP))]
+ChatTemplate = Annotated[Optional[str], typer.Option(
+    "--chat-template", metavar="FILE", help="Use this Jinja chat template instead of the model's.")]
+ToolsFile = Annotated[Optional[str], typer.Option(
+    "--tools", metavar="FILE",
+    help="The tool definitions, for a log that does not record them (Claude Code, Codex): a JSON list "
+    "(OpenAI, Anthropic or MCP tools/list).",
+)]
+SystemFile = Annotated[Optional[str], typer.Option(
+    "--system", metavar="FILE", help="The system prompt, for a log that does not record it (Claude Code).")]
+Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help=OUTPUT_HELP)]
+NoProgress = Annotated[bool, typer.Option("--no-progress", help=PROGRESS_HELP)]
+Window = Annotated[Optional[int], typer.Option(
+    "--window", metavar="N", help="The HTML report's context window in tokens (default: the model's).")]
+FillLines = Annotated[str, typer.Option(
+    "--fill-lines", metavar="P,Q",
+    help="The HTML report's context-window fill lines, in percent (a common compaction trigger and warning).",
+)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"tokprof {__version__}")
+        raise typer.Exit(EXIT_OK)
+
+
+app = typer.Typer(
+    name="tokprof",
+    help="Where do my prompt tokens go? Re-render every model call of an agent log with the model's own chat "
+    "template and tokenizer, and attribute each token to system, tool definitions, tool results or "
+    "conversation.",
+    epilog="Run 'tokprof COMMAND --help' for a command's options and examples.",
+    no_args_is_help=True,
+    suggest_commands=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option(
+        "--version", "-V", callback=_version, is_eager=True, help="Print tokprof's version and exit.")] = False,
+) -> None:
+    """Where do my prompt tokens go?"""
+
+
+# -- helpers ----------------------------------------------------------------------------------
 def one_line(text: str) -> str:
     """Text from the log (names, error types) can hold line breaks: keep a message on one line."""
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line and exit code 2, like every other error
-        print(f"tokprof: error: {message} (see '{self.prog} --help')", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE)
+def _color(fmt: str, output: Optional[str]) -> bool:
+    return fmt == "table" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
-def _input_options(parser: argparse.ArgumentParser) -> None:
-    from tokprof.formats import FORMATS
+def _width(output: Optional[str]) -> Optional[int]:
+    """The terminal's width when the table goes to one; else COLUMNS if set; else the default."""
+    if output is None and sys.stdout.isatty():
+        import shutil
 
-    parser.add_argument(
-        "--input-format", "-i", choices=FORMATS, metavar="NAME",
-        help="the log's format, instead of detecting it: " + ", ".join(FORMATS),
-    )
-
-
-def _model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", "-m",
-        help="qwen2.5 or qwen3 (embedded, exact, offline); openai-proxy or claude-proxy (estimates for closed "
-        "models, scaled to reported usage); a directory with tokenizer.json and tokenizer_config.json; or a "
-        "Hugging Face Hub id (from the HF cache; downloaded only if reachable). Default: chosen from the model "
-        "the log names (GPT and o-series: openai-proxy; Claude: claude-proxy; Qwen3: qwen3; Qwen or none: "
-        "qwen2.5; any other: qwen2.5 as a labelled stand-in, its counts estimates)",
-    )
-    parser.add_argument("--chat-template", metavar="FILE", help="use this Jinja chat template instead of the model's")
+        return shutil.get_terminal_size().columns
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
-def _supply_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tools", metavar="FILE", dest="tools_file",
-        help="the tool definitions, for a log that does not record them (Claude Code, Codex): a JSON list "
-        "(OpenAI, Anthropic or MCP tools/list)",
-    )
-    parser.add_argument(
-        "--system", metavar="FILE", help="the system prompt, for a log that does not record it (Claude Code)"
-    )
+#: Without --calls, a table shows every call of a log of up to this many, and this many rows otherwise.
+AUTO_CALLS = (40, 20)
 
 
-def _output_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--format", "-f", choices=["table", "json", "csv"], default="table", help="output format (default: table)"
-    )
-    parser.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of standard output")
-    parser.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+def _calls(value: Optional[str], calls: int) -> Optional[int]:
+    """The rows --calls asks for, for a profile of ``calls`` calls (None: every call)."""
+    if value is None:
+        return None if calls <= AUTO_CALLS[0] else AUTO_CALLS[1]
+    if value == "all":
+        return None
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    raise TokprofError(f"--calls: expected a number of rows or 'all', found {value!r}")
 
 
-def _html_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--window", type=int, metavar="N", help="context window in tokens (default: the model's)")
-    parser.add_argument(
-        "--fill-lines", metavar="P,Q", default="70,80",
-        help="context-window fill lines, in percent (default: 70,80: a common compaction trigger and warning level)",
-    )
-
-
-def _html(args: argparse.Namespace, profile, model, path: str) -> None:
-    from tokprof.render.html import HtmlRenderer
-
+def _levels(fill_lines: str) -> tuple[float, ...]:
     try:
-        levels = tuple(float(p) / 100 for p in args.fill_lines.split(",") if p.strip())
+        levels = tuple(float(p) / 100 for p in fill_lines.split(",") if p.strip())
     except ValueError:
         levels = ()
     if not levels or not all(0 < level <= 1 for level in levels):
-        raise TokprofError(f"--fill-lines: expected percentages from 1 to 100 like 70,80, found {args.fill_lines!r}")
-    if args.window is not None and args.window <= 0:
-        raise TokprofError(f"--window: expected a positive number of tokens, found {args.window}")
-    window = args.window or model.context_window or 131072
-    _write_output(HtmlRenderer(window=window, levels=levels).render(profile), path)
+        raise TokprofError(f"--fill-lines: expected percentages from 1 to 100 like 70,80, found {fill_lines!r}")
+    return levels
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="tokprof",
-        description="Where do my prompt tokens go? Re-render every model call of an agent log with the "
-        "model's own chat template and attribute each token to system, tool definitions, tool results "
-        "or conversation.",
-    )
-    parser.add_argument("--version", action="version", version=f"tokprof {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    profile = commands.add_parser(
-        "profile",
-        help="four buckets per call, and the billed input over the run",
-        description="Profile an agent log: every call's prompt split into system, tool definitions, tool "
-        "results and conversation, the billed input over the run, and the tool catalogue's cost.",
-    )
-    profile.add_argument("log", metavar="LOG", help=LOG_HELP + "; or a directory of Claude Code or Codex sessions")
-    _input_options(profile)
-    _supply_options(profile)
-    profile.add_argument(
-        "--session", metavar="ID",
-        help="with a directory: profile the one session whose id or file name is or contains ID, call by call",
-    )
-    _model_options(profile)
-    _output_options(profile)
-
-    profile.add_argument("--html", metavar="FILE", help="also write the HTML report to FILE")
-    _html_options(profile)
-
-    report = commands.add_parser(
-        "report",
-        help="write a self-contained HTML report of a log (plotly, opens offline)",
-        description="Write one self-contained HTML file: the summary, the four buckets per call with the billed "
-        "input, the tool catalogue, the context-window fill and, with reported usage, computed versus reported.",
-    )
-    report.add_argument("log", metavar="LOG", help=LOG_HELP)
-    _input_options(report)
-    _supply_options(report)
-    _model_options(report)
-    report.add_argument("-o", "--output", metavar="FILE", required=True, help="the HTML file to write")
-    report.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    _html_options(report)
-
-    tools = commands.add_parser(
-        "tools",
-        help="what each tool definition costs per request, and what unused tools wasted",
-        description="Price a tool catalogue: its cost per request, the scaffolding a template adds for tools, "
-        "each tool's marginal cost, and, from a log, how often each tool was carried and called.",
-    )
-    tools.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
-    _input_options(tools)
-    tools.add_argument(
-        "--tools", metavar="FILE", dest="tools_file",
-        help="a JSON list of tool definitions (OpenAI, Anthropic or MCP tools/list): without a LOG, price it alone "
-        "(static mode); with a LOG that does not record its tools (Claude Code, Codex), supply them",
-    )
-    tools.add_argument(
-        "--system", metavar="FILE",
-        help="a system prompt: to render static tools with, or for a LOG that does not record it (Claude Code)",
-    )
-    _model_options(tools)
-    _output_options(tools)
-
-    check = commands.add_parser(
-        "check",
-        help="fail a build when prompt or tool-catalogue tokens go over budget or regress",
-        description="Check a log, or a tool catalogue, against the budgets in [tool.tokprof.budgets] of "
-        "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a "
-        "committed baseline. Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, "
-        "billed_input, largest_tool, unused_tool_waste. Settings: model, chat_template, baseline (default "
-        "tokprof-baseline.json next to the configuration), max_increase, and [budgets] with metric = max or "
-        "{max, level = error|warn, max_increase}. With GITHUB_STEP_SUMMARY set the Markdown report is appended "
-        "to it; with GITHUB_ACTIONS=true failures are also printed as ::error:: annotations. Exit codes: 0 pass "
-        "(warnings allowed), 1 a budget or the baseline failed, 2 bad input or configuration.",
-    )
-    check.add_argument("log", metavar="LOG", nargs="?", help=LOG_HELP)
-    _input_options(check)
-    check.add_argument(
-        "--tools", metavar="FILE", dest="tools_file",
-        help="check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them",
-    )
-    check.add_argument("--system", metavar="FILE", help="the system prompt, with --tools or for a LOG that does not record it")
-    _model_options(check)
-    check.set_defaults(model=None)
-    check.add_argument("--config", metavar="FILE", help="the configuration file (default: found from the working directory)")
-    check.add_argument("--baseline", metavar="FILE", help="the baseline JSON to compare with (default: from the configuration)")
-    check.add_argument("--update-baseline", action="store_true", help="write the measured values as the new baseline")
-    check.add_argument(
-        "--format", "-f", choices=["table", "markdown", "json"], default="table", help="output format (default: table)"
-    )
-    check.add_argument("-o", "--output", metavar="FILE", help="write the output to FILE instead of standard output")
-    check.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    return parser
+def _options(fmt: str, output: Optional[str], window: Optional[int] = None, fill_lines: str = "70,80") -> RenderOptions:
+    if window is not None and window <= 0:
+        raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
+    return RenderOptions(color=_color(fmt, output), width=_width(output), window=window, levels=_levels(fill_lines))
 
 
-def _write_output(text: str, path: str | None) -> None:
-    """Standard output, or a file written atomically (a FIFO or device such as /dev/stdout is written through)."""
-    if path is None:
-        sys.stdout.write(text)
-        return
-    write_file(path, text.encode("utf-8"))
+def _saved_profile(path: str) -> Optional["Profile"]:
+    """The saved profile at ``path``, or None when the file is not one (a log)."""
+    from tokprof.profiling import Profile, ProfileFileError
 
-
-def write_file(path: str, data: bytes) -> None:
-    from pathlib import Path
-
-    from tokprof.cache import write_atomic
-
-    target = Path(path)
+    if not Profile.sniff(path):
+        return None
     try:
-        if target.is_dir():
-            raise TokprofError(f"{path}: is a directory")
-        if target.exists() and not target.is_file():
-            with open(target, "wb") as f:
-                f.write(data)
-            return
-        target = target.resolve()  # write to what a symlink points at, not over the link
-        if not target.parent.is_dir():
-            raise TokprofError(f"{path}: no such directory: {target.parent}")
-        write_atomic(target, data, make_parents=False)
-    except OSError as exc:
-        raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None
-
-
-def _color(args: argparse.Namespace) -> bool:
-    return args.format == "table" and args.output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-def _profile(args: argparse.Namespace, trace, model):
-    """Run the profile stage, with a progress bar on a terminal."""
-    from tokprof.attribution import RenderError
-    from tokprof.profile import profile_trace
-
-    try:
-        with _progress_bar(args, len(trace.calls), "profiling calls") as advance:
-            return profile_trace(trace, model, on_call=lambda _: advance())
-    except RenderError as exc:
-        raise TokprofError(f"{trace.path}: {exc}") from None
-
-
-def _tools_report(trace, model, billed_input):
-    from tokprof.analyses.tools import tools_report
-
-    try:
-        return tools_report(trace, model, billed_input)
-    except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
-        raise TokprofError(f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}") from None
-
-
-def _static(model, tools, system, path):
-    from tokprof.analyses.tools import static_report
-
-    try:
-        return static_report(model, tools, system, path)
-    except Exception as exc:  # a template failing on the catalogue prompt (system + empty user)
-        raise TokprofError(f"{path}: the chat template failed on the tool catalogue: {exc}") from None
-
-
-def _billed_before_scaling(profile) -> int:
-    """The billed input in the units of the tool catalogue's counts: an estimate's catalogue is the
-    proxy's own count, so its share of the run is taken of the proxy's billed input, not the scaled one."""
-    return sum(row.rendered for row in profile.calls)
-
-
-def _catalogue_section(profile, trace, model) -> None:
-    """Add the catalogue to a profile; a template that cannot price it costs a warning, not the profile."""
-    try:
-        profile.catalogue = _tools_report(trace, model, _billed_before_scaling(profile)).summary_section()
-    except TokprofError as exc:
-        profile.warnings.append({"code": "catalogue-unpriced", "message": str(exc), "calls": []})
-
-
-def _supply(args: argparse.Namespace, trace, path: str) -> None:
-    """Give the trace the tools and system prompt named by --tools and --system."""
-    from tokprof.formats.toolsfile import read_system_file, read_tools_file
-    from tokprof.trace import supply
-
-    tools = read_tools_file(args.tools_file) if args.tools_file else None
-    system = read_system_file(args.system) if args.system else None
-    try:
-        supply(trace, tools, system)
-    except ValueError as exc:
+        return Profile.load(path)
+    except ProfileFileError as exc:
         raise TokprofError(f"{path}: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise TokprofError(f"{path}: cannot read the saved profile: {exc}") from None
 
 
-def _read_log(args: argparse.Namespace, model_name: str | None, chat_template: str | None):
-    """The log's trace, and the model: the one named, or one chosen from the model names in the log."""
-    from tokprof.formats import read_trace
-    from tokprof.models import resolve_model
-
-    trace = read_trace(args.log, args.input_format)
-    if getattr(args, "tools_file", None) or getattr(args, "system", None):
-        _supply(args, trace, args.log)
-    log_models = [trace.model] + [call.model for call in trace.calls]
-    return trace, resolve_model(model_name, chat_template, log_models=log_models)
+def _only_for_logs(path: str, **given: object) -> None:
+    """Options that read a log mean nothing for a saved profile: say so rather than ignore them."""
+    named = [name for name, value in given.items() if value]
+    if named:
+        flags = ", ".join("--" + name.replace("_", "-") for name in named)
+        raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} apply to logs (profile the log again)")
 
 
-def _run_profile(args: argparse.Namespace) -> int:
-    from tokprof.render import RENDERERS
+def _profile_of(
+    log: str, *, model: Optional[str], input_format: Optional[str], tools: Optional[str], system: Optional[str],
+    chat_template: Optional[str], no_progress: bool, default_model: Optional[str] = None,
+    default_template: Optional[str] = None,
+) -> "Profile":
+    """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
+    (a configuration's) apply to a log when the options name none."""
+    from tokprof import api
 
-    if os.path.isdir(args.log):
-        if args.session is None:
-            return _run_sessions(args)
-        args.log = _pick_session(args.log, args.session)
-    elif args.session is not None:
-        raise TokprofError(f"{args.log}: --session picks a session in a directory, and this is a file")
-    trace, model = _read_log(args, args.model, args.chat_template)
-    profile = _profile(args, trace, model)
-    _catalogue_section(profile, trace, model)
-    text = RENDERERS[args.format]().render(profile, color=_color(args))
-    if args.html:
-        _html(args, profile, model, args.html)
-    _write_output(text, args.output)
+    saved = _saved_profile(log)
+    if saved is not None:
+        _only_for_logs(log, model=model, input_format=input_format, tools=tools, system=system,
+                       chat_template=chat_template)
+        return saved
+    return api.profile(log, model or default_model, input_format=input_format, tools=tools,
+                       system=Path(system) if system else None, chat_template=chat_template or default_template,
+                       progress=not no_progress)
+
+
+def _write(outputs: list[tuple[Optional[str], str]]) -> None:
+    """Write every output: files first, all of them or none (atomically), then standard output."""
+    from tokprof.outputs import write_files
+
+    write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
+    for path, text in outputs:
+        if path is None:
+            sys.stdout.write(text)
+
+
+# -- commands ---------------------------------------------------------------------------------
+PROFILE_EXAMPLES = _esc(
+    "Examples:\n\n"
+    "  tokprof profile samples/incident_session.json\n\n"
+    "  tokprof profile session.jsonl --model qwen3 -f json -o run.json   (a saved profile)\n\n"
+    "  tokprof profile run.json --calls all                              (shown again, every call)\n\n"
+    "  tokprof profile ~/.claude/projects/-home-me-app/ --session 3f2a   (one session of a directory)"
+)
+
+
+@app.command(epilog=PROFILE_EXAMPLES)
+def profile(
+    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
+                                                                 "Codex sessions: a row per session."))],
+    input_format: InputFormat = None,
+    tools: ToolsFile = None,
+    system: SystemFile = None,
+    session: Annotated[Optional[str], typer.Option(
+        "--session", metavar="ID",
+        help="With a directory: profile the one session whose id or file name is or contains ID.")] = None,
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    fmt: Annotated[str, _format_option("profile")] = "table",
+    output: Output = None,
+    calls: Annotated[Optional[str], typer.Option("--calls", metavar="N|all", help=CALLS_HELP)] = None,
+    html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")] = None,
+    window: Window = None,
+    fill_lines: FillLines = "70,80",
+    no_progress: NoProgress = False,
+) -> int:
+    """Four buckets per call, and the billed input over the run.
+
+    Every call's prompt split into system, tool definitions, tool results and conversation, the billed
+    input over the run, and the tool catalogue's cost.
+    """
+    from tokprof import api
+
+    options = _options(fmt, output, window, fill_lines)
+    if os.path.isdir(log):
+        if session is None:
+            return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
+                             no_progress, html)
+        log = api.find_session(log, session)
+    elif session is not None:
+        raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
+    result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
+                         chat_template=chat_template, no_progress=no_progress)
+    from dataclasses import replace
+
+    from tokprof.render import render
+
+    options = replace(options, calls=_calls(calls, len(result.calls)))
+    outputs = [(output, render("profile", fmt, result, options))]
+    if html is not None:
+        if not html:
+            raise TokprofError("--html: expected a file name, found ''")
+        outputs.append((html, render("profile", "html", result, options)))
+    _write(outputs)
     return EXIT_OK
 
 
-def _pick_session(directory: str, wanted: str) -> str:
-    """The session file in a directory whose name or session id is (or starts with) ``wanted``."""
-    from tokprof.formats import read_trace, session_files
+def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
+              html) -> int:
+    from tokprof import api
+    from tokprof.render import render
 
-    files = session_files(directory)
-    matches = [path for _, path in files if path.stem == wanted or wanted in path.stem]
-    if not matches:
-        for name, path in files:
-            try:
-                if (read_trace(str(path), name).session or "").startswith(wanted):
-                    matches.append(path)
-            except TokprofError:
-                continue
-    if len(matches) != 1:
-        found = "no session" if not matches else f"{len(matches)} sessions ({', '.join(p.name for p in matches[:5])})"
-        raise TokprofError(f"{directory}: --session {wanted}: {found} match")
-    return str(matches[0])
-
-
-def _run_sessions(args: argparse.Namespace) -> int:
-    """A directory of sessions: a summary row per session, and the totals."""
-    import dataclasses
-    from pathlib import Path
-
-    from tokprof.analyses.sessions import SessionRow, SessionsReport
-    from tokprof.attribution import RenderError
-    from tokprof.formats import SESSION_FORMATS, read_trace, session_files
-    from tokprof.models import auto_model, label, resolve_model
-    from tokprof.profile import profile_trace
-    from tokprof.render.sessions import SESSION_RENDERERS
-
-    if args.html:
-        raise TokprofError(f"{args.log}: --html needs one session: add --session ID")
-    files = session_files(args.log)
-    if args.input_format is not None:
-        if args.input_format not in SESSION_FORMATS:
-            raise TokprofError(f"{args.log}: a directory holds sessions of {' or '.join(SESSION_FORMATS)}, "
-                               f"not {args.input_format}")
-        files = [(name, path) for name, path in files if name == args.input_format]
-    if not files:
-        raise TokprofError(f"{args.log}: no Claude Code or Codex session files in this directory")
-    report = SessionsReport(directory=args.log, model={})
-    models: dict = {}
-    seen_calls: set[str] = set()
-    for name, path in _progress(args, files, "profiling sessions"):
-        try:
-            trace = read_trace(str(path), name)
-            _count_once(trace, seen_calls)
-            if args.tools_file or args.system:
-                _supply(args, trace, str(path))
-            if args.model:
-                wanted, selected = args.model, None
-            else:
-                wanted, selected = auto_model([trace.model] + [c.model for c in trace.calls])
-            if wanted not in models:  # load each model once; label it per session
-                models[wanted] = resolve_model(wanted, args.chat_template)
-            model = label(dataclasses.replace(models[wanted]), selected)
-            report.model[model.name] = {k: v for k, v in model.describe().items() if k not in ("method", "selected")}
-            profile = profile_trace(trace, model)
-        except TokprofError as exc:
-            report.skipped.append({"path": str(path), "error": str(exc)})
-            continue
-        except RenderError as exc:  # the template failed on one session: skip it, say why
-            report.skipped.append({"path": str(path), "error": f"{path}: {exc}"})
-            continue
-        try:
-            shown = str(Path(path).relative_to(args.log))
-        except ValueError:
-            shown = str(path)
-        report.sessions.append(SessionRow.from_profile(profile, trace.session or Path(path).stem, shown))
-    if not report.sessions:
-        raise TokprofError(f"{args.log}: no session could be read; first: {report.skipped[0]['error']}")
-    _write_output(SESSION_RENDERERS[args.format]().render(report, color=_color(args)), args.output)
+    if html:
+        raise TokprofError(f"{directory}: --html needs one session: add --session ID")
+    if fmt not in formats_for("sessions"):
+        raise TokprofError(f"{directory}: a directory's report is one of {', '.join(formats_for('sessions'))}, "
+                           f"not {fmt}: add --session ID for one session's {fmt}")
+    report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
+                                   system=Path(system) if system else None, chat_template=chat_template,
+                                   progress=not no_progress)
+    _write([(output, render("sessions", fmt, report, options))])
     return EXIT_OK
 
 
-def _count_once(trace, seen: set[str]) -> None:
-    """Leave out calls already counted in another session file (Claude Code copies a resumed session's
-    calls into the new transcript): each provider request id is counted once in a directory."""
-    kept = []
-    for call in trace.calls:
-        if call.request_id is not None and call.request_id in seen:
-            trace.note("duplicate-call", "a model call already counted in another session file is counted once "
-                       "(a resumed or copied session)", call.where)
-            continue
-        if call.request_id is not None:
-            seen.add(call.request_id)
-        kept.append(call)
-    if not kept and trace.calls:
-        raise TokprofError(f"{trace.path}: every call is already counted in another session file")
-    for index, call in enumerate(kept):
-        call.index = index
-    trace.calls = kept
+@app.command(epilog=_esc("Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
+                         "  tokprof report run.json -o report.html   (from a saved profile)"))
+def report(
+    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP))],
+    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")],
+    input_format: InputFormat = None,
+    tools: ToolsFile = None,
+    system: SystemFile = None,
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    window: Window = None,
+    fill_lines: FillLines = "70,80",
+    no_progress: NoProgress = False,
+) -> int:
+    """Write a self-contained HTML report (plotly, opens offline).
 
+    The summary, the four buckets per call with the billed input, the tool catalogue, the
+    context-window fill and, with reported usage, computed versus reported.
+    """
+    from tokprof.render import render
 
-@contextlib.contextmanager
-def _progress_bar(args: argparse.Namespace, total: int, label: str):
-    """A progress bar on standard error when it is a terminal (and there is more than one step):
-    yields the function that advances it by one step."""
-    if args.no_progress or not sys.stderr.isatty() or total < 2:
-        yield lambda: None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
-
-    with Progress(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
-    ) as progress:
-        task = progress.add_task(label, total=total)
-        yield lambda: progress.advance(task)
-
-
-def _progress(args: argparse.Namespace, items: list, label: str):
-    """Iterate with a progress bar on a terminal."""
-    with _progress_bar(args, len(items), label) as advance:
-        for item in items:
-            yield item
-            advance()
-
-
-def _run_report(args: argparse.Namespace) -> int:
-    trace, model = _read_log(args, args.model, args.chat_template)
-    profile = _profile(args, trace, model)
-    _catalogue_section(profile, trace, model)
-    _html(args, profile, model, args.output)
-    print(f"tokprof: wrote {args.output}", file=sys.stderr)
+    if not output:
+        raise TokprofError("--output: expected a file name, found ''")
+    options = _options("html", output, window, fill_lines)
+    result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
+                         chat_template=chat_template, no_progress=no_progress)
+    _write([(output, render("profile", "html", result, options))])
+    print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
 
 
-def _log_or_tools(args: argparse.Namespace) -> None:
+def _log_or_tools(command: str, log: Optional[str], tools_file: Optional[str], system: Optional[str]) -> None:
     """``tools`` and ``check`` take a log (with --tools and --system supplying what it does not record),
     or a tools file with an optional system prompt."""
-    if args.log is None and args.tools_file is None:
-        raise TokprofError(f"{args.command}: give a LOG or --tools FILE")
-    if args.log is None and args.system and not args.tools_file:
-        raise TokprofError(f"{args.command}: --system goes with --tools or a LOG")
+    if log is None and tools_file is None:
+        raise TokprofError(f"{command}: give a LOG or --tools FILE")
+    if log is None and system and not tools_file:
+        raise TokprofError(f"{command}: --system goes with --tools or a LOG")
 
 
-def _run_tools(args: argparse.Namespace) -> int:
-    from tokprof.models import DEFAULT_MODEL, resolve_model
-    from tokprof.render.tools import ToolsCsvRenderer, ToolsJsonRenderer, ToolsTableRenderer
+TOOLS_FILE_HELP = (
+    "A JSON list of tool definitions (OpenAI, Anthropic or MCP tools/list): without a LOG, price it alone (static "
+    "mode); with a LOG that does not record its tools (Claude Code, Codex), supply them."
+)
 
-    _log_or_tools(args)
-    if args.log is None:
-        from tokprof.formats.toolsfile import read_system_file, read_tools_file
 
-        tools = read_tools_file(args.tools_file)
-        system = read_system_file(args.system) if args.system else None
-        model = resolve_model(args.model or DEFAULT_MODEL, args.chat_template)
-        report = _static(model, tools, system, args.tools_file)
+@app.command(epilog=_esc("Examples:\n\n  tokprof tools samples/incident_session.json\n\n"
+                         "  tokprof tools --tools samples/tools_anthropic.json --system samples/system_prompt.txt"))
+def tools(
+    log: Annotated[Optional[str], typer.Argument(metavar="[LOG]", help=_esc(LOG_HELP))] = None,
+    tools_file: Annotated[Optional[str], typer.Option("--tools", metavar="FILE", help=_esc(TOOLS_FILE_HELP))] = None,
+    system: Annotated[Optional[str], typer.Option(
+        "--system", metavar="FILE",
+        help="A system prompt: to render static tools with, or for a LOG that does not record it.")] = None,
+    input_format: InputFormat = None,
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    fmt: Annotated[str, _format_option("tools")] = "table",
+    output: Output = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """What each tool definition costs per request, and what unused tools wasted.
+
+    The catalogue's cost per request, the scaffolding a template adds for tools, each tool's marginal
+    cost, and, from a log, how often each tool was carried and called.
+    """
+    from tokprof import api
+    from tokprof.render import render
+
+    _log_or_tools("tools", log, tools_file, system)
+    options = _options(fmt, output)
+    saved = _saved_profile(log) if log is not None else None
+    if saved is not None:
+        _only_for_logs(log or "", model=model, input_format=input_format, tools=tools_file, system=system,
+                       chat_template=chat_template)
+        from tokprof.analyses.tools import ToolsReport
+
+        result = ToolsReport.from_profile(saved)
     else:
-        trace, model = _read_log(args, args.model, args.chat_template)
-        profile = _profile(args, trace, model)
-        report = _tools_report(trace, model, _billed_before_scaling(profile))
-    renderer = {"table": ToolsTableRenderer, "json": ToolsJsonRenderer, "csv": ToolsCsvRenderer}[args.format]()
-    _write_output(renderer.render(report, color=_color(args)), args.output)
+        result = api.tools_report(log, tools=tools_file, system=Path(system) if system else None, model=model,
+                                  input_format=input_format, chat_template=chat_template, progress=not no_progress)
+    _write([(output, render("tools", fmt, result, options))])
     return EXIT_OK
 
 
-def _run_check(args: argparse.Namespace) -> int:
-    from pathlib import Path
+CHECK_HELP = (
+    "Check a log, a saved profile, or a tool catalogue against the budgets in [tool.tokprof.budgets] of "
+    "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a committed "
+    "baseline.\n\n"
+    "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
+    "unused_tool_waste. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
+    "configuration), max_increase, and [budgets] with metric = max or {max, level = error|warn, max_increase}.\n\n"
+    "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures are "
+    "also printed as annotations. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, 2 bad "
+    "input or configuration."
+)
 
-    from tokprof.analyses.budgets import evaluate, load_baseline, measure
-    from tokprof.config import Config, ConfigError, find_config, load_file
-    from tokprof.models import DEFAULT_MODEL, resolve_model
-    from tokprof.render.check import (
-        CheckJsonRenderer, CheckMarkdownRenderer, CheckTableRenderer, github_annotations,
-    )
 
-    _log_or_tools(args)
-    if args.config:
-        if not Path(args.config).is_file():
-            raise ConfigError(f"{args.config}: no such configuration file")
-        config = load_file(Path(args.config))
+@app.command(help=_esc(CHECK_HELP), epilog=_esc(
+    "Examples:\n\n  tokprof check samples/incident_session.json --config samples/tokprof.toml\n\n"
+    "  tokprof check --tools tools.json --system system.txt --update-baseline"))
+def check(
+    log: Annotated[Optional[str], typer.Argument(metavar="[LOG]", help=_esc(LOG_HELP))] = None,
+    tools_file: Annotated[Optional[str], typer.Option(
+        "--tools", metavar="FILE",
+        help="Check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them.",
+    )] = None,
+    system: Annotated[Optional[str], typer.Option(
+        "--system", metavar="FILE", help="The system prompt, with --tools or for a LOG that does not record it.",
+    )] = None,
+    input_format: InputFormat = None,
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    config: Annotated[Optional[str], typer.Option(
+        "--config", metavar="FILE", help="The configuration file (default: found from the working directory).")] = None,
+    baseline: Annotated[Optional[str], typer.Option(
+        "--baseline", metavar="FILE", help="The baseline JSON to compare with (default: from the configuration).",
+    )] = None,
+    update_baseline: Annotated[bool, typer.Option(
+        "--update-baseline", help="Write the measured values as the new baseline.")] = False,
+    fmt: Annotated[str, _format_option("check")] = "table",
+    output: Output = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
+    from tokprof import api
+    from tokprof.analyses import budgets
+    from tokprof.models import DEFAULT_MODEL
+    from tokprof.render import render
+    from tokprof.render.check import github_annotations
+
+    _log_or_tools("check", log, tools_file, system)
+    options = _options(fmt, output)
+    settings = api.load_config(config)
+    template = settings.resolve(settings.chat_template)
+    if log is None:
+        static = api.tools_report(tools=tools_file, system=Path(system) if system else None,
+                                  model=model or settings.model or DEFAULT_MODEL, chat_template=chat_template or template)
+        measurement = budgets.measure_catalogue(static)
     else:
-        config = find_config(Path.cwd()) or Config()
-    base_dir = Path(config.path).parent if config.path else Path.cwd()
+        measurement = budgets.measure_profile(_profile_of(
+            log, model=model, input_format=input_format, tools=tools_file, system=system, chat_template=chat_template,
+            no_progress=no_progress, default_model=settings.model, default_template=template,
+        ))
+    where = budgets.baseline_location(settings, baseline, update_baseline)
+    result = budgets.judge(measurement, settings, where, explicit=baseline is not None, updating=update_baseline)
+    outputs: list[tuple[Optional[str], str]] = []
+    if update_baseline:
+        import json
 
-    def relative(path: str | None) -> str | None:
-        if path is None or Path(path).is_absolute():
-            return path
-        return str(base_dir / path) if config.path else path
-
-    chat_template = args.chat_template or relative(config.chat_template)
-    if args.log is None:
-        from tokprof.formats.toolsfile import read_system_file, read_tools_file
-
-        model = resolve_model(args.model or config.model or DEFAULT_MODEL, chat_template)
-        tools = read_tools_file(args.tools_file)
-        system = read_system_file(args.system) if args.system else None
-        report = _static(model, tools, system, args.tools_file)
-        profile = None
-        try:
-            system_tokens = _static_system_tokens(model, tools, system)
-        except Exception as exc:
-            raise TokprofError(f"{args.tools_file}: the chat template failed: {exc}") from None
-        source = args.tools_file
-    else:
-        trace, model = _read_log(args, args.model or config.model, chat_template)
-        profile = _profile(args, trace, model)
-        report = _tools_report(trace, model, _billed_before_scaling(profile))
-        system_tokens = profile.calls[0].buckets["system"] if profile.calls else 0
-        source = args.log
-    measurement = measure(report, profile, system_tokens, source)
-
-    baseline_path = args.baseline or relative(config.baseline)
-    if baseline_path is None and (args.update_baseline or Path(relative("tokprof-baseline.json")).is_file()):
-        baseline_path = relative("tokprof-baseline.json")  # the default, next to the configuration
-    baseline = None
-    notes = []
-    if args.update_baseline:
-        import json as _json
-
-        target = Path(baseline_path)
-        write_file(str(target), (_json.dumps(measurement.baseline_dict(), indent=2) + "\n").encode())
-        notes.append(f"baseline written to {target}")
-    elif baseline_path:
-        if Path(baseline_path).is_file():
-            baseline = load_baseline(baseline_path, measurement)
-        elif args.baseline:
-            raise ConfigError(f"{baseline_path}: no such baseline file")
-        else:
-            notes.append(f"no baseline at {baseline_path} yet: make one with --update-baseline")
-    if not config.budgets and baseline is None and not args.update_baseline:
-        raise ConfigError(
-            "no budgets to check: add [tool.tokprof.budgets] to pyproject.toml (or a tokprof.toml), "
-            "pass --config FILE, or compare with --baseline FILE"
-        )
-    if baseline is not None and config.max_increase is None:
-        notes.append("no global max_increase: a metric without its own fails on any increase over the baseline")
-    result = evaluate(config, measurement, baseline, baseline_path if baseline is not None else None)
-    result.notes = notes + result.notes
-    renderer = {"table": CheckTableRenderer, "markdown": CheckMarkdownRenderer, "json": CheckJsonRenderer}[args.format]()
-    _write_output(renderer.render(result, color=_color(args)), args.output)
+        assert where is not None
+        outputs.append((where, json.dumps(measurement.baseline_dict(), indent=2) + "\n"))
+        result.notes.insert(0, f"baseline written to {where}")
+    outputs.append((output, render("check", fmt, result, options)))
+    _write(outputs)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         try:
             with open(summary_file, "a", encoding="utf-8") as f:
-                f.write(CheckMarkdownRenderer().render(result))
+                f.write(render("check", "markdown", result))
         except OSError as exc:
             print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         # workflow commands go to standard output, unless the JSON report is there
-        stream = sys.stderr if args.format == "json" and args.output is None else sys.stdout
+        stream = sys.stderr if fmt == "json" and output is None else sys.stdout
         stream.write(github_annotations(result))
     return result.exit_code
 
 
-def _static_system_tokens(model, tools, system) -> int:
-    """The system bucket of a one-turn prompt with the catalogue: what the system prompt costs."""
-    from tokprof.attribution import Attributor
-    from tokprof.trace import Call
-
-    messages = ([{"role": "system", "content": system}] if system is not None else []) + [
-        {"role": "user", "content": ""}
-    ]
-    return Attributor(model).attribute(Call(index=0, messages=messages, tools=tools, where="static")).system
+# -- entry point ------------------------------------------------------------------------------
+def _usage_line(exc: Exception, argv: list[str]) -> str:
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)  # type: ignore[attr-defined]
+    context = getattr(exc, "ctx", None)
+    command = context.command_path if context is not None else "tokprof"
+    command = re.sub(r"^\S+", "tokprof", command)
+    return f"tokprof: error: {one_line(message)} (see '{command} --help')"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
+def main(argv: Optional[list[str]] = None) -> int:
+    args = sys.argv[1:] if argv is None else list(argv)
     try:
-        if args.command == "profile":
-            return _run_profile(args)
-        if args.command == "tools":
-            return _run_tools(args)
-        if args.command == "check":
-            return _run_check(args)
-        if args.command == "report":
-            return _run_report(args)
+        result = app(args=args, prog_name="tokprof", standalone_mode=False)
     except TokprofError as exc:
         print(f"tokprof: error: {one_line(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except typer.Exit as exc:
+        return int(getattr(exc, "exit_code", 0) or 0)
+    except (KeyboardInterrupt, typer.Abort):
         print("tokprof: interrupted", file=sys.stderr)
         return 130
-    return EXIT_USAGE
+    except _CLICK_ERRORS as exc:
+        print(_usage_line(exc, args), file=sys.stderr)
+        return EXIT_USAGE
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def entry() -> None:
+    """The console script."""
+    raise SystemExit(main())

@@ -70,6 +70,12 @@ class Config:
     max_increase: Increase | None = None
     budgets: dict[str, Budget] = field(default_factory=dict)
 
+    def resolve(self, path: str | None) -> str | None:
+        """A path the configuration names, relative to the configuration file's folder."""
+        if path is None or Path(path).is_absolute() or self.path is None:
+            return path
+        return str(Path(self.path).parent / path)
+
 
 def _where(path: str, prefix: str, key: str) -> str:
     return f"{path}: {prefix}{key}"

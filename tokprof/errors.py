@@ -1,4 +1,4 @@
-"""Errors that the CLI reports as one line and exit code 2."""
+"""Errors that the CLI reports as one line and exit code 2, and the library raises as they are."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ class TokprofError(Exception):
     """A problem with the user's input or configuration, reported without a traceback."""
 
 
-class InputError(TokprofError):
-    """Bad input: names the file, the place in it, and what is wrong."""
+class InputError(TokprofError, ValueError):
+    """Bad input (a log, a message, a tools file): names the file, the place in it, and what is wrong."""
 
     def __init__(self, path: str, where: str | None, what: str):
         self.path = path

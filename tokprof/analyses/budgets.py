@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from tokprof import __version__
 from tokprof.analyses.tools import ToolsReport
+from tokprof.catalogue import CatalogueSummary
 from tokprof.config import METRICS, Config, ConfigError
-from tokprof.profile import Profile
+from tokprof.models.base import ModelInfo
+from tokprof.profiling import Profile
 
 BASELINE_SCHEMA = 1
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "n/a"
@@ -43,8 +46,12 @@ class Measurement:
         }
 
 
-def measure(report: ToolsReport, profile: Profile | None, system_tokens: int, source: str) -> Measurement:
-    main = report.main
+def measure(
+    model: ModelInfo, catalogue: CatalogueSummary | None, profile: Profile | None, system_tokens: int, source: str
+) -> Measurement:
+    """The metrics of a log's profile (or of a catalogue alone, with ``profile`` None): ``catalogue`` is
+    the main catalogue with what its unused tools wasted, ``system_tokens`` the system prompt's cost."""
+    main = catalogue.catalogue if catalogue else None
     metrics: dict[str, float | None] = {name: None for name in METRICS}
     metrics["tool_definitions"] = main.total if main else 0
     metrics["largest_tool"] = max((t.marginal for t in main.tools), default=0) if main else 0
@@ -52,21 +59,20 @@ def measure(report: ToolsReport, profile: Profile | None, system_tokens: int, so
     if profile is not None:
         summary = profile.summary()
         metrics["first_prompt"] = profile.calls[0].total if profile.calls else 0
-        metrics["largest_prompt"] = summary["largest_prompt"]
-        metrics["billed_input"] = summary["billed_input"]
-        waste = report.unused_waste() or 0
-        # the waste and its denominator in the same units (an estimate's catalogue is not scaled)
-        billed = report.billed_input if report.billed_input is not None else summary["billed_input"]
-        metrics["unused_tool_waste"] = round(waste / billed, 6) if billed else 0.0
+        metrics["largest_prompt"] = summary.largest_prompt
+        metrics["billed_input"] = summary.billed_input
+        # the waste as a share of the billed input in the catalogue's units (an estimate's catalogue is not scaled)
+        share = catalogue.unused_waste_share if catalogue else None
+        metrics["unused_tool_waste"] = share or 0.0
     tools = {t.name: t.marginal for t in main.tools} if main else {}
     estimate = None
-    if not report.model.get("exact", True):
-        estimate = report.model.get("method") or "a stated proxy"
+    if not model.exact:
+        estimate = model.method or "a stated proxy"
     elif profile is not None and profile.inferred:
         estimate = profile.inferred
     return Measurement(
-        model=report.model["name"],
-        template_sha256=report.model["chat_template"]["sha256"],
+        model=model.name,
+        template_sha256=model.chat_template_sha256,
         source=source,
         metrics=metrics,
         tools=tools,
@@ -245,3 +251,59 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if baseline.get("chat_template_sha256") != measurement.template_sha256:
             check.notes.append("the baseline was made with another chat template")
     return check
+
+
+#: The baseline's file name when the configuration names none: next to the configuration.
+DEFAULT_BASELINE = "tokprof-baseline.json"
+
+
+def measure_profile(profile: Profile) -> Measurement:
+    """The metrics of a profiled log (with its catalogue, when it has one)."""
+    system = profile.calls[0].buckets["system"] if profile.calls else 0
+    return measure(profile.model, profile.catalogue, profile, system, profile.source.path)
+
+
+def measure_catalogue(report: ToolsReport) -> Measurement:
+    """The metrics of a catalogue priced on its own (``tokprof tools --tools FILE``)."""
+    return measure(report.model, report.summary_section(), None, report.system_tokens or 0, report.source.path)
+
+
+def baseline_location(config: Config, explicit: str | None, updating: bool) -> str | None:
+    """The baseline to compare with (or to write): the one named, else the configuration's, else
+    :data:`DEFAULT_BASELINE` next to the configuration when it exists or is to be written."""
+    if explicit is not None:
+        return explicit
+    named = config.resolve(config.baseline)
+    if named is not None:
+        return named
+    default = config.resolve(DEFAULT_BASELINE)
+    assert default is not None
+    return default if updating or Path(default).is_file() else None
+
+
+def judge(
+    measurement: Measurement, config: Config, baseline_path: str | None, *, explicit: bool = False,
+    updating: bool = False,
+) -> CheckResult:
+    """Judge a measurement against the budgets and the baseline at ``baseline_path`` (``explicit``:
+    named by the user, so that its absence is an error). ``updating``: the baseline is being
+    written from this measurement, so it is not compared with."""
+    baseline = None
+    notes = []
+    if not updating and baseline_path:
+        if Path(baseline_path).is_file():
+            baseline = load_baseline(baseline_path, measurement)
+        elif explicit:
+            raise ConfigError(f"{baseline_path}: no such baseline file")
+        else:
+            notes.append(f"no baseline at {baseline_path} yet: make one with --update-baseline")
+    if not config.budgets and baseline is None and not updating:
+        raise ConfigError(
+            "no budgets to check: add [tool.tokprof.budgets] to pyproject.toml (or a tokprof.toml), "
+            "pass --config FILE, or compare with --baseline FILE"
+        )
+    if baseline is not None and config.max_increase is None:
+        notes.append("no global max_increase: a metric without its own fails on any increase over the baseline")
+    result = evaluate(config, measurement, baseline, baseline_path if baseline is not None else None)
+    result.notes = notes + result.notes
+    return result

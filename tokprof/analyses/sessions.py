@@ -3,9 +3,11 @@ row per session and the totals, like the session reports of usage tools, plus th
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from tokprof.profile import SCHEMA_VERSION, Profile
+from tokprof.models.base import ModelInfo
+from tokprof.profiling import SCHEMA_VERSION, Profile
 
 
 @dataclass
@@ -32,19 +34,19 @@ class SessionRow:
         return cls(
             session=session,
             path=path,
-            format=profile.source.get("format", ""),
-            model=profile.source.get("model"),
-            calls=summary["calls"],
-            compactions=summary.get("compactions", 0),
-            billed_input=summary["billed_input"],
-            billed_input_reported=summary.get("billed_input_reported"),
-            buckets=dict(summary["buckets_billed"]),
-            exact=summary["exact"],
-            profiled_with=profile.model.get("name", ""),
-            estimate=None if profile.model.get("exact", True) else profile.model.get("method"),
+            format=profile.source.format,
+            model=profile.source.model,
+            calls=summary.calls,
+            compactions=summary.compactions,
+            billed_input=summary.billed_input,
+            billed_input_reported=summary.reported.billed_input if summary.reported else None,
+            buckets=dict(summary.buckets_billed),
+            exact=summary.exact,
+            profiled_with=profile.model.name,
+            estimate=None if profile.model.exact else profile.model.method,
             inferred=profile.inferred,
-            warnings=[w["code"] for w in profile.warnings],
-            mean_relative_difference=(summary.get("reconciliation") or {}).get("mean_relative_difference"),
+            warnings=[w.code for w in profile.warnings],
+            mean_relative_difference=summary.reconciliation.mean_relative_difference if summary.reconciliation else None,
         )
 
     def shares(self) -> dict[str, float]:
@@ -71,12 +73,32 @@ class SessionRow:
         }
 
 
+@dataclass(frozen=True)
+class SessionTotals:
+    sessions: int
+    calls: int
+    compactions: int
+    billed_input: int
+    billed_input_reported: int | None
+    buckets_billed: dict[str, int]
+    shares: dict[str, float]
+    exact: bool
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file of the directory that was not profiled, and why."""
+
+    path: str
+    error: str
+
+
 @dataclass
 class SessionsReport:
     directory: str
-    model: dict  # the model (or models) used, as ``ChatModel.describe()`` gives them, by name
+    model: dict[str, ModelInfo]  # the model (or models) used, by name
     sessions: list[SessionRow] = field(default_factory=list)
-    skipped: list[dict] = field(default_factory=list)  # {"path", "error"}: sessions that could not be read
+    skipped: list[Skipped] = field(default_factory=list)  # sessions that could not be read
 
     def bucket_names(self) -> list[str]:
         names: list[str] = []
@@ -84,29 +106,34 @@ class SessionsReport:
             names += [name for name in row.buckets if name not in names]
         return names
 
-    def totals(self) -> dict:
+    def totals(self) -> SessionTotals:
         names = self.bucket_names()
         billed = sum(r.billed_input for r in self.sessions)
         buckets = {name: sum(r.buckets.get(name, 0) for r in self.sessions) for name in names}
         reported = [r.billed_input_reported for r in self.sessions if r.billed_input_reported is not None]
-        return {
-            "sessions": len(self.sessions),
-            "calls": sum(r.calls for r in self.sessions),
-            "compactions": sum(r.compactions for r in self.sessions),
-            "billed_input": billed,
-            "billed_input_reported": sum(reported) if reported else None,
-            "buckets_billed": buckets,
-            "shares": {k: round(v / billed, 6) if billed else 0.0 for k, v in buckets.items()},
-            "exact": all(r.exact for r in self.sessions),
-        }
+        return SessionTotals(
+            sessions=len(self.sessions),
+            calls=sum(r.calls for r in self.sessions),
+            compactions=sum(r.compactions for r in self.sessions),
+            billed_input=billed,
+            billed_input_reported=sum(reported) if reported else None,
+            buckets_billed=buckets,
+            shares={k: round(v / billed, 6) if billed else 0.0 for k, v in buckets.items()},
+            exact=all(r.exact for r in self.sessions),
+        )
 
     def to_dict(self) -> dict:
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "sessions",
             "directory": self.directory,
-            "models": self.model,
+            "models": {name: _session_model(info) for name, info in self.model.items()},
             "sessions": [r.to_dict() for r in self.sessions],
-            "totals": self.totals(),
-            "skipped": self.skipped,
+            "totals": dataclasses.asdict(self.totals()),
+            "skipped": [{"path": s.path, "error": s.error} for s in self.skipped],
         }
+
+
+def _session_model(info: ModelInfo) -> dict:
+    """A model as the sessions report lists it: without what differs from session to session."""
+    return {k: v for k, v in info.to_dict().items() if k not in ("method", "selected")}

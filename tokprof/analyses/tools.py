@@ -23,80 +23,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
-from tokprof.models.model import ChatModel
-from tokprof.models.template import template_messages
-from tokprof.trace import Trace
+from tokprof.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
+from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.attribution import Attributor
+from tokprof.profiling import Profile, Source
+from tokprof.trace import Call, Note, Trace
 
 SCHEMA_VERSION = 1
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 @dataclass
-class ToolCost:
-    name: str
-    marginal: int
-    description_tokens: int
-    parameter_tokens: int
-    parameters: int
-    requests: int | None = None
-    calls: int | None = None
-
-    @property
-    def run_cost(self) -> int | None:
-        return None if self.requests is None else self.marginal * self.requests
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "marginal": self.marginal,
-            "description_tokens": self.description_tokens,
-            "parameter_tokens": self.parameter_tokens,
-            "parameters": self.parameters,
-            "requests": self.requests,
-            "calls": self.calls,
-            "run_cost": self.run_cost,
-            "unused": None if self.calls is None else self.calls == 0,
-        }
-
-
-@dataclass
-class Catalogue:
-    total: int
-    scaffolding: int
-    tools: list[ToolCost]
-    trim_saving: int  # per request, descriptions cut to their first sentence
-    drop_unused_saving: int | None = None  # per request, unused tools dropped
-    requests: int | None = None
-    first_call: int | None = None
-
-    def to_dict(self) -> dict:
-        run = None if self.requests is None else self.total * self.requests
-        drop_run = None
-        if self.drop_unused_saving is not None and self.requests is not None:
-            drop_run = self.drop_unused_saving * self.requests
-        return {
-            "total": self.total,
-            "scaffolding": self.scaffolding,
-            "requests": self.requests,
-            "first_call": self.first_call,
-            "run_cost": run,
-            "tools": [t.to_dict() for t in self.tools],
-            "what_if": {
-                "trim_descriptions_saving_per_request": self.trim_saving,
-                "drop_unused_saving_per_request": self.drop_unused_saving,
-                "drop_unused_saving_over_run": drop_run,
-            },
-        }
-
-
-@dataclass
 class ToolsReport:
-    model: dict
-    source: dict
+    model: ModelInfo
+    source: Source
     catalogues: list[Catalogue]
     billed_input: int | None = None
-    unknown_calls: list[dict] = field(default_factory=list)
-    warnings: list[dict] = field(default_factory=list)
+    unknown_calls: list[UnknownCall] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+    system_tokens: int | None = None  # what the system prompt costs, for a catalogue priced on its own
 
     @property
     def main(self) -> Catalogue | None:
@@ -110,31 +55,49 @@ class ToolsReport:
             return None
         return sum(t.run_cost or 0 for c in self.catalogues for t in c.tools if t.calls == 0)
 
-    def summary_section(self) -> dict:
-        """The ``catalogue`` section that the profile JSON's summary carries."""
+    def summary_section(self) -> CatalogueSummary | None:
+        """The ``catalogue`` section that a profile's summary carries."""
         main = self.main
-        out = main.to_dict() if main else None
-        if out is not None:
-            out["distinct_catalogues"] = len(self.catalogues)
-            waste = self.unused_waste()
-            out["unused_waste"] = waste
-            out["unused_waste_share"] = (
-                round(waste / self.billed_input, 6) if waste is not None and self.billed_input else None
-            )
-            out["unknown_tool_calls"] = self.unknown_calls
-        return out
+        if main is None:
+            return None
+        waste = self.unused_waste()
+        return CatalogueSummary(
+            catalogue=main,
+            distinct_catalogues=len(self.catalogues),
+            unused_waste=waste,
+            unused_waste_share=round(waste / self.billed_input, 6) if waste is not None and self.billed_input else None,
+            unknown_tool_calls=list(self.unknown_calls),
+        )
+
+    @classmethod
+    def from_profile(cls, profile: Profile) -> "ToolsReport":
+        """The report of a saved profile: its main catalogue (a profile keeps that one only)."""
+        section = profile.catalogue
+        warnings = [w for w in profile.warnings if w.code in ("tools-unrecorded", "catalogue-unpriced")]
+        if section is not None and section.distinct_catalogues > 1:
+            warnings.append(Note(
+                "catalogue-changed", f"the tool catalogue changed during the log: {section.distinct_catalogues} "
+                "distinct catalogues; a saved profile keeps the one most requests carried (run tokprof tools on "
+                "the log for each)",
+            ))
+        return cls(
+            model=profile.model, source=profile.source, catalogues=[section.catalogue] if section else [],
+            billed_input=profile.computed_billed_input(),
+            unknown_calls=list(section.unknown_tool_calls) if section else [], warnings=warnings,
+        )
 
     def to_dict(self) -> dict:
+        section = self.summary_section()
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "tools",
-            "model": self.model,
-            "source": self.source,
+            "model": self.model.to_dict(),
+            "source": self.source.to_dict(),
             "billed_input": self.billed_input,
-            "catalogue": self.summary_section(),
+            "catalogue": section.to_dict() if section else None,
             "catalogues": [c.to_dict() for c in self.catalogues],
-            "unknown_tool_calls": self.unknown_calls,
-            "warnings": self.warnings,
+            "unknown_tool_calls": [u.to_dict() for u in self.unknown_calls],
+            "warnings": [w.to_dict() for w in self.warnings],
         }
 
 
@@ -152,11 +115,11 @@ class _Counter:
         messages = ([{"role": "system", "content": system}] if system is not None else []) + [
             {"role": "user", "content": ""}
         ]
-        self.messages = template_messages(messages, model.template)
+        self.messages = model.prompt_format.prepare(messages, model.prompt_format.shapes[0])
 
     def __call__(self, tools: list[dict] | None) -> int:
-        text = self.model.template.render(self.messages, tools, True, self.day, template_tools=True)
-        return len(self.model.token_starts(text))
+        text = self.model.prompt_format.render(self.messages, tools, True, self.day, template_tools=True)
+        return len(self.model.counter.token_starts(text))
 
     def none(self) -> int:
         try:
@@ -255,24 +218,21 @@ def tools_report(
     for name, n in sorted(calls_by_name.items()):
         if name not in known and not unrecorded:  # with no catalogue recorded, every name would be "unknown"
             close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.3)
-            unknown.append({"name": name, "calls": n, "closest": close[0] if close else None})
+            unknown.append(UnknownCall(name, n, close[0] if close else None))
     warnings = []
     if unrecorded:
-        warnings.append({
-            "code": "tools-unrecorded",
-            "message": f"this log does not record its tool definitions, so there is no catalogue to price (the model "
+        warnings.append(Note(
+            "tools-unrecorded",
+            f"this log does not record its tool definitions, so there is no catalogue to price (the model "
             f"called {len(calls_by_name)} tools: {', '.join(sorted(calls_by_name)[:8])}"
             f"{', ...' if len(calls_by_name) > 8 else ''}); give them with --tools FILE",
-        })
+        ))
     if len(catalogues) > 1:
-        warnings.append(
-            {
-                "code": "catalogue-changed",
-                "message": f"the tool catalogue changed during the log: {len(catalogues)} distinct catalogues, "
-                "each reported on its own",
-            }
-        )
-    source = {"path": source_name or trace.path, "format": trace.format, "model": trace.model}
+        warnings.append(Note(
+            "catalogue-changed",
+            f"the tool catalogue changed during the log: {len(catalogues)} distinct catalogues, each reported on its own",
+        ))
+    source = Source(path=source_name or trace.path, format=trace.format, model=trace.model)
     return ToolsReport(
         model=model.describe(), source=source, catalogues=catalogues, billed_input=billed_input,
         unknown_calls=unknown, warnings=warnings,
@@ -280,5 +240,31 @@ def tools_report(
 
 
 def static_report(model: ChatModel, tools: list[dict], system: str | None, path: str) -> ToolsReport:
+    """A catalogue priced on its own (no log): on a prompt of the system prompt and an empty user message."""
     catalogue = catalogue_cost(model, tools, system)
-    return ToolsReport(model=model.describe(), source={"path": path, "format": "tools"}, catalogues=[catalogue])
+    return ToolsReport(
+        model=model.describe(), source=Source(path=path, format="tools"), catalogues=[catalogue],
+        system_tokens=system_tokens(model, tools, system),
+    )
+
+
+def system_tokens(model: ChatModel, tools: list[dict], system: str | None) -> int:
+    """The system bucket of a one-turn prompt with the catalogue: what the system prompt costs."""
+    messages = ([{"role": "system", "content": system}] if system is not None else []) + [
+        {"role": "user", "content": ""}
+    ]
+    return Attributor(model).attribute(Call(index=0, messages=messages, tools=tools, where="static")).system
+
+
+def attach_catalogue(profile: Profile, trace: Trace, model: ChatModel) -> Profile:
+    """Give a profile its log's main catalogue (``summary.catalogue``); a template that cannot price
+    the catalogue alone costs a warning, not the profile."""
+    try:
+        report = tools_report(trace, model, profile.computed_billed_input())
+    except Exception as exc:  # the template failing on the isolated catalogue prompt (system + empty user)
+        profile.warnings.append(Note(
+            "catalogue-unpriced", f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}"
+        ))
+        return profile
+    profile.catalogue = report.summary_section()
+    return profile

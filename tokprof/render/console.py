@@ -6,11 +6,16 @@ import io
 
 from rich.console import Console
 
+from tokprof.render import RenderOptions
 
-def text_console(color: bool, width: int | None = None) -> tuple[Console, io.StringIO]:
+#: The width of tables when none is given (files and pipes, where no terminal says).
+DEFAULT_WIDTH = 120
+
+
+def text_console(options: RenderOptions) -> tuple[Console, io.StringIO]:
     out = io.StringIO()
     console = Console(
-        file=out, force_terminal=color, no_color=not color, width=width or 120, highlight=False,
-        color_system="standard" if color else None,
+        file=out, force_terminal=options.color, no_color=not options.color, width=options.width or DEFAULT_WIDTH,
+        highlight=False, color_system="standard" if options.color else None, markup=True, emoji=False,
     )
     return console, out

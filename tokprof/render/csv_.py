@@ -3,7 +3,8 @@ from __future__ import annotations
 import csv
 import io
 
-from tokprof.profile import Profile
+from tokprof.profiling import Profile
+from tokprof.render import RenderOptions
 
 COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
 
@@ -11,7 +12,7 @@ COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "
 class CsvRenderer:
     """One row per call, with a header row."""
 
-    def render(self, profile: Profile, color: bool = False) -> str:
+    def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         names = profile.buckets()

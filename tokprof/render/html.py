@@ -10,7 +10,9 @@ from __future__ import annotations
 import html
 import json
 
-from tokprof.profile import Profile
+from tokprof.catalogue import Catalogue
+from tokprof.profiling import Profile
+from tokprof.render import RenderOptions
 
 COLORS = {
     "system": "#7b61ff",
@@ -28,6 +30,8 @@ LABELS = {
 }
 FONT = "#8a8f98"  # reads on light and dark backgrounds
 GRID = "rgba(138,143,152,0.25)"
+#: The window of the fill chart when neither the caller nor the model gives one.
+DEFAULT_WINDOW = 131072
 
 CSS = """
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --card: #f6f8fa; }
@@ -80,9 +84,8 @@ def _buckets_figure(profile: Profile) -> dict:
     })
     shapes, annotations = [], []
     cross = profile.crossovers()
-    for key, text in (("tool_results_exceed_tool_definitions", "tool results > tool defs"),
-                      ("conversation_exceeds_tool_definitions", "conversation > tool defs")):
-        index = cross[key]
+    for index, text in ((cross.tool_results_exceed_tool_definitions, "tool results > tool defs"),
+                        (cross.conversation_exceeds_tool_definitions, "conversation > tool defs")):
         if index is None:
             continue
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": index, "x1": index, "y0": 0, "y1": 1,
@@ -97,18 +100,18 @@ def _buckets_figure(profile: Profile) -> dict:
     return {"data": data, "layout": layout}
 
 
-def _tools_figure(catalogue: dict) -> dict:
-    tools = sorted(catalogue["tools"], key=lambda t: (bool(t.get("unused")), -t["marginal"], t["name"]))
-    names = [t["name"] + (" (unused)" if t.get("unused") else "") for t in tools]
-    colors = ["#d1242f" if t.get("unused") else COLORS["tool_definitions"] for t in tools]
+def _tools_figure(catalogue: Catalogue) -> dict:
+    tools = sorted(catalogue.tools, key=lambda t: (bool(t.unused), -t.marginal, t.name))
+    names = [t.name + (" (unused)" if t.unused else "") for t in tools]
+    colors = ["#d1242f" if t.unused else COLORS["tool_definitions"] for t in tools]
     data = [{
-        "type": "bar", "name": "per request", "x": names, "y": [t["marginal"] for t in tools],
+        "type": "bar", "name": "per request", "x": names, "y": [t.marginal for t in tools],
         "marker": {"color": colors}, "offsetgroup": "request",
         "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
     }]
-    if any(t.get("run_cost") is not None for t in tools):
+    if any(t.run_cost is not None for t in tools):
         data.append({
-            "type": "bar", "name": "over the run", "x": names, "y": [t.get("run_cost") or 0 for t in tools],
+            "type": "bar", "name": "over the run", "x": names, "y": [t.run_cost or 0 for t in tools],
             "yaxis": "y2", "marker": {"color": colors, "opacity": 0.4}, "offsetgroup": "run",
             "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
         })
@@ -148,7 +151,7 @@ def _reported_figure(profile: Profile) -> dict | None:
     if not rows:
         return None
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": "computed" if profile.model.get("exact", True) else "proxy (unscaled)",
+        {"type": "scatter", "mode": "lines+markers", "name": "computed" if profile.model.exact else "proxy (unscaled)",
          "x": [c.index for c in rows],
          "y": [c.rendered for c in rows], "line": {"color": COLORS["conversation"]}},
         {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
@@ -159,38 +162,37 @@ def _reported_figure(profile: Profile) -> dict | None:
 
 def _cards(profile: Profile) -> str:
     s = profile.summary()
-    cards = [("calls", f"{s['calls']:,}"), ("billed input", f"{s['billed_input']:,}"),
-             ("final prompt", f"{s['final_prompt']:,}"), ("largest prompt", f"{s['largest_prompt']:,}")]
-    if "billed_input_reported" in s:
-        cards.append(("billed input, reported", f"{s['billed_input_reported']:,}"))
+    cards = [("calls", f"{s.calls:,}"), ("billed input", f"{s.billed_input:,}"),
+             ("final prompt", f"{s.final_prompt:,}"), ("largest prompt", f"{s.largest_prompt:,}")]
+    if s.reported is not None:
+        cards.append(("billed input, reported", f"{s.reported.billed_input:,}"))
     out = ['<div class="cards">']
     for key, value in cards:
         out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
     for name in profile.buckets():
         out.append(
-            f'<div class="card"><div class="v">{s["shares"][name]:.1%}</div><div class="k">'
+            f'<div class="card"><div class="v">{s.shares[name]:.1%}</div><div class="k">'
             f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
-            f'({s["buckets_billed"][name]:,})</div></div>'
+            f'({s.buckets_billed[name]:,})</div></div>'
         )
     out.append("</div>")
     return "".join(out)
 
 
 class HtmlRenderer:
-    """One self-contained HTML file. ``window`` is the context window in tokens; ``levels`` the fill lines."""
+    """One self-contained HTML file; the fill chart uses the options' window (else the model's) and levels."""
 
-    def __init__(self, window: int = 131072, levels: tuple[float, ...] = (0.7, 0.8)):
-        self.window = window
-        self.levels = list(levels)
-
-    def render(self, profile: Profile, color: bool = False) -> str:
+    def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         from plotly.offline import get_plotlyjs
 
         model = profile.model
-        exact = model.get("exact", True)  # the model's counts; an inferred bucket is labelled on its own
-        figures = {"buckets": _buckets_figure(profile), "window": _window_figure(profile, self.window, self.levels)}
-        catalogue = profile.catalogue
-        if catalogue and catalogue.get("tools"):
+        exact = model.exact  # the model's counts; an inferred bucket is labelled on its own
+        window = options.window or model.context_window or DEFAULT_WINDOW
+        levels = list(options.levels)
+        figures = {"buckets": _buckets_figure(profile), "window": _window_figure(profile, window, levels)}
+        section = profile.catalogue
+        catalogue = section.catalogue if section else None
+        if section and catalogue and catalogue.tools:
             figures["tools"] = _tools_figure(catalogue)
         reported = _reported_figure(profile)
         if reported:
@@ -200,7 +202,7 @@ class HtmlRenderer:
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>tokprof: {html.escape(str(profile.source.get('path')))}</title>",
+            f"<title>tokprof: {html.escape(profile.source.path)}</title>",
             f"<style>{CSS}</style>",
             # record script errors where a test (or a curious reader) can find them
             "<script>window.__tokprofErrors=[];window.addEventListener('error',function(e){"
@@ -209,41 +211,40 @@ class HtmlRenderer:
             f"<script>{get_plotlyjs()}</script>",
             "</head><body>",
             "<h1>Where the prompt tokens went</h1>",
-            f'<div class="muted">{html.escape(str(profile.source.get("path")))} · model '
-            f"{html.escape(model['name'])} · tokenizer {html.escape(model['tokenizer'])} · template "
-            f"{html.escape(model['chat_template']['origin'])} · "
+            f'<div class="muted">{html.escape(profile.source.path)} · model '
+            f"{html.escape(model.name)} · tokenizer {html.escape(model.tokenizer)} · template "
+            f"{html.escape(model.chat_template)} · "
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
-            "" if exact else f'<p class="estimate">Estimate: {html.escape(str(model.get("method")))}.</p>',
+            "" if exact else f'<p class="estimate">Estimate: {html.escape(str(model.method))}.</p>',
             f'<p class="estimate">Inferred: {html.escape(profile.inferred)}.</p>' if profile.inferred else "",
             _cards(profile),
         ]
         if profile.warnings:
             parts.append('<ul class="warn">' + "".join(
-                f"<li>{html.escape(w['message'])}" + (f" ({len(w['calls'])} calls)" if w["calls"] else "")
-                + (f": {html.escape(', '.join(w['places'][:5]))}" if w.get("places") else "") + "</li>"
+                f"<li>{html.escape(w.message)}" + (f" ({len(w.calls)} calls)" if w.calls else "")
+                + (f": {html.escape(', '.join(w.places[:5]))}" if w.places else "") + "</li>"
                 for w in profile.warnings) + "</ul>")
         parts.append("<h2>Tokens per call</h2>")
         parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")
         parts.append('<div id="chart-buckets" class="chart"></div>')
-        if "tools" in figures:
+        if section and catalogue and "tools" in figures:
             parts.append("<h2>Tool catalogue</h2>")
-            text = (f"{catalogue['total']:,} tokens per request: {catalogue['total'] - catalogue['scaffolding']:,} "
-                    f"for the tools and {catalogue['scaffolding']:,} of scaffolding. Unused tools in red.")
-            if catalogue.get("unused_waste") is not None:
-                text += f" Unused tools cost {catalogue['unused_waste']:,} tokens over the run."
+            text = (f"{catalogue.total:,} tokens per request: {catalogue.total - catalogue.scaffolding:,} "
+                    f"for the tools and {catalogue.scaffolding:,} of scaffolding. Unused tools in red.")
+            if section.unused_waste is not None:
+                text += f" Unused tools cost {section.unused_waste:,} tokens over the run."
             parts.append(f'<p class="muted">{html.escape(text)}</p>')
             parts.append('<div id="chart-tools" class="chart"></div>')
-            unknown = catalogue.get("unknown_tool_calls") or []
-            if unknown:
+            if section.unknown_tool_calls:
                 parts.append("<p>Calls to tools not in the catalogue:</p><ul>" + "".join(
-                    f"<li><code>{html.escape(u['name'])}</code> × {u['calls']}"
-                    + (f" (closest: <code>{html.escape(u['closest'])}</code>)" if u["closest"] else "")
-                    + "</li>" for u in unknown) + "</ul>")
+                    f"<li><code>{html.escape(u.name)}</code> × {u.calls}"
+                    + (f" (closest: <code>{html.escape(u.closest)}</code>)" if u.closest else "")
+                    + "</li>" for u in section.unknown_tool_calls) + "</ul>")
         parts.append("<h2>Context window</h2>")
-        parts.append(f'<p class="muted">Each prompt as a share of a {self.window:,}-token window, with lines at '
-                     + " and ".join(f"{level:.0%}" for level in self.levels) + ".</p>")
+        parts.append(f'<p class="muted">Each prompt as a share of a {window:,}-token window, with lines at '
+                     + " and ".join(f"{level:.0%}" for level in levels) + ".</p>")
         parts.append('<div id="chart-window" class="chart"></div>')
         if "reported" in figures:
             parts.append("<h2>Computed versus reported</h2>")

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
-from tokprof.profile import Profile
+from tokprof.profiling import Profile
+from tokprof.render import RenderOptions
 
 
 class JsonRenderer:
     """The profile as JSON (the documented schema, ``schema_version`` 1)."""
 
-    def render(self, profile: Profile, color: bool = False) -> str:
+    def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         return profile.to_json()

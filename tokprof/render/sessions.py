@@ -11,6 +11,7 @@ from rich.table import Table
 
 from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import text_console
+from tokprof.render import RenderOptions
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
 SHORT = {
@@ -20,11 +21,11 @@ SHORT = {
 
 
 class SessionsTableRenderer:
-    def render(self, report: SessionsReport, color: bool = False, width: int | None = None) -> str:
-        console, out = text_console(color, width)
+    def render(self, report: SessionsReport, options: RenderOptions = RenderOptions()) -> str:
+        console, out = text_console(options)
         totals = report.totals()
-        exact = "exact" if totals["exact"] else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] sessions in {report.directory} ({totals['sessions']} sessions, {exact})")
+        exact = "exact" if totals.exact else "ESTIMATE"
+        console.print(f"[bold]tokprof[/bold] sessions in {report.directory} ({totals.sessions} sessions, {exact})")
         names = report.bucket_names()
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         table.add_column("session", no_wrap=True)
@@ -40,10 +41,10 @@ class SessionsTableRenderer:
                 "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
                 *(f"{shares.get(name, 0.0):.1%}" for name in names),
             )
-        reported = totals["billed_input_reported"]
+        reported = totals.billed_input_reported
         table.add_row(
-            "[bold]total[/bold]", "", f"{totals['calls']:,}", f"{totals['compactions']:,}", f"{totals['billed_input']:,}",
-            "-" if reported is None else f"{reported:,}", *(f"{totals['shares'].get(name, 0.0):.1%}" for name in names),
+            "[bold]total[/bold]", "", f"{totals.calls:,}", f"{totals.compactions:,}", f"{totals.billed_input:,}",
+            "-" if reported is None else f"{reported:,}", *(f"{totals.shares.get(name, 0.0):.1%}" for name in names),
         )
         console.print(table)
         for label, key in (("ESTIMATE", "estimate"), ("INFERRED", "inferred")):
@@ -62,17 +63,17 @@ class SessionsTableRenderer:
                 console.print(f"[yellow]warnings[/yellow] {row.session[:ID_WIDTH]}: {', '.join(row.warnings)}{detail}")
         console.print("  one session's calls: tokprof profile DIR --session ID (the start of the id is enough)")
         for skipped in report.skipped:
-            console.print(f"[yellow]skipped[/yellow]: {skipped['error']}")
+            console.print(f"[yellow]skipped[/yellow]: {skipped.error}")
         return out.getvalue()
 
 
 class SessionsJsonRenderer:
-    def render(self, report: SessionsReport, color: bool = False) -> str:
+    def render(self, report: SessionsReport, options: RenderOptions = RenderOptions()) -> str:
         return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
 class SessionsCsvRenderer:
-    def render(self, report: SessionsReport, color: bool = False) -> str:
+    def render(self, report: SessionsReport, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         names = report.bucket_names()

@@ -10,8 +10,10 @@ from rich.console import Console
 
 from rich.table import Table
 
-from tokprof.analyses.tools import Catalogue, ToolsReport
+from tokprof.analyses.tools import ToolsReport
+from tokprof.catalogue import Catalogue
 from tokprof.render.console import text_console
+from tokprof.render import RenderOptions
 
 CSV_COLUMNS = [
     "catalogue", "name", "marginal", "description_tokens", "parameter_tokens", "parameters", "requests", "calls",
@@ -20,16 +22,16 @@ CSV_COLUMNS = [
 
 
 class ToolsJsonRenderer:
-    def render(self, report: ToolsReport, color: bool = False) -> str:
+    def render(self, report: ToolsReport, options: RenderOptions = RenderOptions()) -> str:
         return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
 
 
 class ToolsCsvRenderer:
-    def render(self, report: ToolsReport, color: bool = False) -> str:
+    def render(self, report: ToolsReport, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([*CSV_COLUMNS, "exact"])
-        exact = _csv(bool(report.model.get("exact", True)))
+        exact = _csv(report.model.exact)
         for i, catalogue in enumerate(report.catalogues):
             for tool in catalogue.tools:
                 d = tool.to_dict()
@@ -50,11 +52,11 @@ def _n(value) -> str:
 
 
 class ToolsTableRenderer:
-    def render(self, report: ToolsReport, color: bool = False, width: int | None = None) -> str:
-        console, out = text_console(color, width)
+    def render(self, report: ToolsReport, options: RenderOptions = RenderOptions()) -> str:
+        console, out = text_console(options)
         model = report.model
-        exact = "exact" if model.get("exact") else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] tools of {report.source['path']} (model {model['name']}, {exact})")
+        exact = "exact" if model.exact else "ESTIMATE"
+        console.print(f"[bold]tokprof[/bold] tools of {report.source.path} (model {model.name}, {exact})")
         if not report.catalogues:
             console.print("  no call in the log carries tools")
         for i, catalogue in enumerate(report.catalogues):
@@ -72,17 +74,17 @@ class ToolsTableRenderer:
                 f"({report.billed_input:,})"
             )
         for unknown in report.unknown_calls:
-            close = f"; closest in the catalogue: {unknown['closest']}" if unknown["closest"] else ""
+            close = f"; closest in the catalogue: {unknown.closest}" if unknown.closest else ""
             console.print(
-                f"[yellow]unknown tool[/yellow]: the model called {unknown['name']!r} {unknown['calls']} "
+                f"[yellow]unknown tool[/yellow]: the model called {unknown.name!r} {unknown.calls} "
                 f"time(s), not in the catalogue{close}"
             )
         for warning in report.warnings:
-            console.print(f"[yellow]warning[/yellow]: {warning['message']}")
-        if not model.get("exact"):
+            console.print(f"[yellow]warning[/yellow]: {warning.message}")
+        if not model.exact:
             console.print(
                 f"[bold]ESTIMATE[/bold]: tool costs are the proxy's own counts, not scaled: "
-                f"{model.get('method') or 'a stated proxy'}"
+                f"{model.method or 'a stated proxy'}"
             )
         return out.getvalue()
 

@@ -1,4 +1,4 @@
-"""A chat model as tokprof sees it: a tokenizer and a chat template."""
+"""Token counters: a Hugging Face fast tokenizer, used segment by segment where that is exact."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from tokenizers import Tokenizer
 
-from tokprof.models.template import ChatTemplate
+from tokprof.models.base import Tokens
 
 #: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
 #: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
@@ -70,15 +70,11 @@ def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
 
 
 @dataclass
-class ChatModel:
-    name: str
+class HFCounter:
+    """A :class:`tokprof.models.base.TokenCounter` over a Hugging Face fast tokenizer."""
+
     tokenizer: Tokenizer
-    template: ChatTemplate
-    tokenizer_origin: str
-    exact: bool = True
-    context_window: int | None = None  # tokens, when known
-    method: str | None = None  # how an estimate is made, when the counts are not exact
-    selected: str | None = None  # why this model was used, when tokprof chose it from the log
+    origin: str
     _segments: dict = field(default_factory=dict, repr=False)
     _splitter: object = field(default=None, repr=False)
     _checked: bool = field(default=False, repr=False)
@@ -138,9 +134,7 @@ class ChatModel:
         starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
         return starts, np.array(added, dtype=np.int64)
 
-    def token_starts_reusing(
-        self, text: str, previous: tuple[np.ndarray, np.ndarray | None] | None, common: int
-    ) -> tuple[np.ndarray, np.ndarray | None]:
+    def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
         """Token starts of ``text`` and the positions of its added tokens (None when the tokenizer
         is not used segment by segment), reusing ``previous``: what this returned for another text
         that has the same first ``common`` characters.
@@ -172,13 +166,3 @@ class ChatModel:
             cached = self._encode_starts(piece)
             self._segments[piece] = cached
         return cached
-
-    def describe(self) -> dict:
-        return {
-            "name": self.name,
-            "tokenizer": self.tokenizer_origin,
-            "chat_template": {"origin": self.template.origin, "sha256": self.template.sha256},
-            "exact": self.exact,
-            "method": self.method,
-            "selected": self.selected,
-        }

@@ -1,0 +1,451 @@
+"""tokprof's public API: the pipeline, for Python callers. The command line is a client of it.
+
+Everything here is exported from :mod:`tokprof`; see its docstring for an example.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from threading import Lock
+from typing import Any, Union
+
+from tokprof.analyses import budgets
+from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
+from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
+from tokprof.analyses.tools import tools_report as _tools_report
+from tokprof.attribution import BUCKETS, WARNINGS, Attributor, RenderError
+from tokprof.config import Config, ConfigError, find_config, load_file
+from tokprof.errors import InputError, ModelError, TokprofError
+from tokprof.models import DEFAULT_MODEL, auto_model, label, resolve_model
+from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.profiling import Profile, profile_trace
+from tokprof.trace import Call, Note, Trace
+
+#: A progress report: True for a bar on standard error when it is a terminal, or a function
+#: called with (steps done, steps in all) after each step.
+Progress = Union[bool, Callable[[int, int], None]]
+PathLike = Union[str, "os.PathLike[str]"]
+#: Tool definitions: a list (OpenAI, flat Responses, Anthropic or MCP shapes), or a JSON file of them.
+ToolsArg = Union[Sequence[dict], PathLike, None]
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """Where one prompt's tokens go. The buckets are never negative and add up to :attr:`total`."""
+
+    system: int
+    tool_definitions: int
+    tool_results: int
+    conversation: int
+    exact: bool  # False when the model is an estimate (a proxy for a closed model)
+    warnings: tuple[Note, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.system + self.tool_definitions + self.tool_results + self.conversation
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in BUCKETS}
+
+
+class Model:
+    """A model that counts: its prompt format (a chat template) and its token counter.
+
+    Get one with :func:`get_model`. :meth:`count` keeps what it learnt from the last prompts it
+    counted, so counting a conversation again as it grows costs only what it adds.
+    """
+
+    def __init__(self, chat: ChatModel):
+        self.chat = chat
+        self._attributor: Attributor | None = None
+        self._lock = Lock()
+
+    @property
+    def name(self) -> str:
+        return self.chat.name
+
+    @property
+    def exact(self) -> bool:
+        """Whether counts are exact (the model's own tokenizer and template) or estimates."""
+        return self.chat.exact
+
+    @property
+    def context_window(self) -> int | None:
+        return self.chat.context_window
+
+    @property
+    def info(self) -> ModelInfo:
+        return self.chat.describe()
+
+    def __repr__(self) -> str:
+        return f"<tokprof.Model {self.name!r}{'' if self.exact else ' (estimate)'}>"
+
+    def count_text(self, text: str) -> int:
+        """The number of tokens of a text, as it is (no chat template)."""
+        if not isinstance(text, str):
+            raise InputError("text", None, f"expected a string, found {type(text).__name__}")
+        return self.chat.count(text)
+
+    def count(
+        self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *, system: Any = None,
+        date: date | None = None,
+    ) -> Buckets:
+        """The buckets of one prompt: ``messages`` in the Chat Completions shape (or the Anthropic
+        Messages shape, with ``system`` as Anthropic's top-level system prompt), ``tools`` in any
+        of the shapes :func:`read_log` takes. ``date`` pins templates that print today's date.
+        Raises :class:`InputError` naming the message and field that is wrong."""
+        prompt, tool_list, notes = _prompt(messages, tools, system)
+        call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
+        with self._lock:
+            if self._attributor is None:
+                self._attributor = Attributor(self.chat)
+            try:
+                found = self._attributor.attribute(call)
+            except RenderError as exc:
+                raise InputError("request", None, str(exc).removeprefix("request: ")) from None
+        warnings = tuple(notes) + tuple(Note(code, WARNINGS[code]) for code in found.warnings)
+        return Buckets(found.system, found.tool_definitions, found.tool_results, found.conversation, self.exact,
+                       warnings)
+
+
+def _prompt(messages: Any, tools: Any, system: Any) -> tuple[list[dict], list[dict] | None, list[Note]]:
+    """Neutral messages and tools from a Chat Completions or an Anthropic Messages prompt."""
+    from tokprof.formats.neutral import check_messages, check_tools
+    from tokprof.formats.toolsfile import normalise_tools
+
+    if not isinstance(messages, (list, tuple)):
+        raise InputError("request", "messages", f"expected a list of messages, found {type(messages).__name__}")
+    if _anthropic_shape(messages, tools, system):
+        from tokprof.formats.anthropic import request_prompt
+
+        body = {"messages": list(messages), "tools": None if tools is None else list(tools), "system": system}
+        prompt, tool_list, notes = request_prompt("request", body)
+        return prompt, tool_list, notes
+    prompt = check_messages("request", "", list(messages))
+    if system is not None:
+        if not isinstance(system, str):
+            raise InputError("request", "system", f"expected a string, found {type(system).__name__}")
+        prompt = [{"role": "system", "content": system}, *prompt]
+    tool_list = None
+    if tools is not None:
+        tool_list = check_tools("request", "", normalise_tools("request", "tools", list(tools)))
+    return prompt, tool_list, []
+
+
+def _anthropic_shape(messages: Sequence[Any], tools: Any, system: Any) -> bool:
+    """Whether a prompt is written in the Anthropic Messages shape: content blocks of its own kinds,
+    tools with ``input_schema``, or a system prompt given as blocks."""
+    if isinstance(system, list):
+        return True
+    if tools and any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    kinds = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "image", "document"}
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in kinds for b in content):
+            return True
+    return False
+
+
+# -- models --------------------------------------------------------------------------------------
+_MODELS: dict[tuple[str, str | None], ChatModel] = {}
+
+
+def _chat_model(name: str | None, chat_template: PathLike | None, log_models: list[str | None] | None) -> ChatModel:
+    """A loaded model, once per process for each name and template; chosen from the log's model
+    names when ``name`` is None (and then labelled with why)."""
+    selected = None
+    if name is None:
+        name, selected = auto_model(log_models or [])
+    template = None if chat_template is None else os.fspath(chat_template)
+    key = (name, template)
+    if key not in _MODELS:
+        _MODELS[key] = resolve_model(name, template)
+    return label(_MODELS[key], selected)
+
+
+def get_model(name: str = DEFAULT_MODEL, *, chat_template: PathLike | None = None) -> Model:
+    """A model by name (``qwen2.5``, ``qwen3``, ``openai-proxy``, ``claude-proxy``, a closed model's
+    name such as ``gpt-4o``), a tokenizer directory, or a Hub id from the local Hugging Face cache.
+    ``chat_template`` is a Jinja file to use instead of the model's own. Raises
+    :class:`ModelError` for a model that cannot be found (with the closest known name)."""
+    return Model(_chat_model(name, chat_template, None))
+
+
+def _model_for(trace: Trace, model: str | Model | None, chat_template: PathLike | None) -> ChatModel:
+    if isinstance(model, Model):
+        return model.chat
+    return _chat_model(model, chat_template, [trace.model] + [call.model for call in trace.calls])
+
+
+# -- logs ----------------------------------------------------------------------------------------
+def _tools_arg(tools: ToolsArg) -> list[dict] | None:
+    from tokprof.formats.toolsfile import normalise_tools, read_tools_file
+
+    if tools is None:
+        return None
+    if isinstance(tools, (str, os.PathLike)):
+        return read_tools_file(os.fspath(tools))
+    return normalise_tools("tools", "", list(tools))
+
+
+def _system_arg(system: PathLike | None) -> str | None:
+    """A system prompt: the text itself, or a file (a :class:`pathlib.Path`) holding it."""
+    from tokprof.formats.toolsfile import read_system_file
+
+    if system is None or isinstance(system, str):
+        return system
+    return read_system_file(os.fspath(system))
+
+
+def read_log(
+    path: PathLike, *, input_format: str | None = None, tools: ToolsArg = None, system: PathLike | None = None
+) -> Trace:
+    """Read an agent log into its neutral trace (the format is detected unless named). ``tools`` and
+    ``system`` give what a log does not record (Claude Code, Codex): tool definitions as a list or
+    a JSON file, the system prompt as text or as a :class:`pathlib.Path`."""
+    from tokprof.formats import read_trace
+    from tokprof.transforms import supply
+
+    name = os.fspath(path)
+    trace = read_trace(name, input_format)
+    if tools is not None or system is not None:
+        try:
+            supply(trace, _tools_arg(tools), _system_arg(system))
+        except InputError:
+            raise
+        except ValueError as exc:
+            raise InputError(name, None, str(exc)) from None
+    return trace
+
+
+@contextlib.contextmanager
+def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Callable[[], None]]:
+    """Yields the function that advances a progress report by one step."""
+    if callable(progress):
+        done = [0]
+
+        def advance() -> None:
+            done[0] += 1
+            progress(done[0], total)
+
+        yield advance
+        return
+    if not progress or not sys.stderr.isatty() or total < 2:
+        yield lambda: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TimeRemainingColumn
+
+    with Bar(
+        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=Console(stderr=True), transient=True,
+    ) as bar:
+        task = bar.add_task(label_text, total=total)
+        yield lambda: bar.advance(task)
+
+
+def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False) -> Profile:
+    with _progress(progress, len(trace.calls), "profiling calls") as advance:
+        try:
+            result = profile_trace(trace, chat, on_call=lambda _: advance())
+        except RenderError as exc:
+            raise InputError(trace.path, None, str(exc)) from None
+    return attach_catalogue(result, trace, chat)
+
+
+def profile(
+    log: PathLike | Trace,
+    model: str | Model | None = None,
+    *,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    progress: Progress = False,
+) -> Profile:
+    """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
+    the run's totals, and its main tool catalogue. ``model`` is a name, a :class:`Model`, or None to
+    choose one from the model names the log records."""
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    return _profile_trace(trace, _model_for(trace, model, chat_template), progress)
+
+
+def profile_file(path: PathLike, **options: Any) -> Profile:
+    """:func:`profile` of one file, as a plain function of picklable arguments (a model by name), so
+    that it can run as a map task in another process; each process loads a model once."""
+    model = options.get("model")
+    if model is not None and not isinstance(model, str):
+        raise TypeError("profile_file takes the model by name")
+    return profile(path, **options)
+
+
+def profile_directory(
+    directory: PathLike,
+    model: str | None = None,
+    *,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    progress: Progress = False,
+) -> SessionsReport:
+    """A directory of Claude Code or Codex sessions: a summary row per session and the totals. A
+    session that cannot be read is listed with why, not fatal; each call is counted once."""
+    from tokprof.formats import SESSION_FORMATS, read_trace, session_files
+    from tokprof.transforms import count_once, supply
+
+    name = os.fspath(directory)
+    files = session_files(name)
+    if input_format is not None:
+        if input_format not in SESSION_FORMATS:
+            raise InputError(name, None, f"a directory holds sessions of {' or '.join(SESSION_FORMATS)}, "
+                             f"not {input_format}")
+        files = [(kind, path) for kind, path in files if kind == input_format]
+    if not files:
+        raise InputError(name, None, "no Claude Code or Codex session files in this directory")
+    tool_list, system_text = _tools_arg(tools), _system_arg(system)
+    report = SessionsReport(directory=name, model={})
+    seen_calls: set[str] = set()
+    with _progress(progress, len(files), "profiling sessions") as advance:
+        for kind, path in files:
+            try:
+                trace = count_once(read_trace(str(path), kind), seen_calls)
+                if tool_list is not None or system_text is not None:
+                    try:
+                        supply(trace, tool_list, system_text)
+                    except ValueError as exc:
+                        raise InputError(str(path), None, str(exc)) from None
+                chat = _model_for(trace, model, chat_template)
+                report.model[chat.name] = chat.describe()
+                result = profile_trace(trace, chat)
+            except TokprofError as exc:
+                report.skipped.append(Skipped(str(path), str(exc)))
+                continue
+            except RenderError as exc:  # the template failed on one session: skip it, say why
+                report.skipped.append(Skipped(str(path), f"{path}: {exc}"))
+                continue
+            finally:
+                advance()
+            try:
+                shown = str(Path(path).relative_to(name))
+            except ValueError:
+                shown = str(path)
+            report.sessions.append(SessionRow.from_profile(result, trace.session or Path(path).stem, shown))
+    if not report.sessions:
+        raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
+    return report
+
+
+def find_session(directory: PathLike, wanted: str) -> str:
+    """The session file in a directory whose file name or session id is (or contains, or starts
+    with) ``wanted``; raises InputError unless exactly one matches."""
+    from tokprof.formats import read_trace, session_files
+
+    name = os.fspath(directory)
+    files = session_files(name)
+    matches = [path for _, path in files if path.stem == wanted or wanted in path.stem]
+    if not matches:
+        for kind, path in files:
+            try:
+                if (read_trace(str(path), kind).session or "").startswith(wanted):
+                    matches.append(path)
+            except TokprofError:
+                continue
+    if len(matches) != 1:
+        found = "no session" if not matches else f"{len(matches)} sessions ({', '.join(p.name for p in matches[:5])})"
+        raise InputError(name, None, f"--session {wanted}: {found} match")
+    return str(matches[0])
+
+
+# -- tools and budgets ----------------------------------------------------------------------------
+def tools_report(
+    log: PathLike | Trace | None = None,
+    *,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    model: str | Model | None = None,
+    input_format: str | None = None,
+    chat_template: PathLike | None = None,
+    progress: Progress = False,
+) -> ToolsReport:
+    """What each tool definition costs per request. With a log: per distinct catalogue in it, with
+    how often each tool was carried and called (``tools``/``system`` supply what the log does not
+    record). Without one: the catalogue ``tools`` priced alone, with ``system`` as the system prompt."""
+    if log is None:
+        if tools is None:
+            raise InputError("tools_report", None, "give a log or tools")
+        tool_list = _tools_arg(tools)
+        assert tool_list is not None
+        source = os.fspath(tools) if isinstance(tools, (str, os.PathLike)) else "tools"
+        if isinstance(model, Model):
+            chat = model.chat
+        else:
+            chat = _chat_model(model or DEFAULT_MODEL, chat_template, None)
+        try:
+            return static_report(chat, tool_list, _system_arg(system), source)
+        except TokprofError:
+            raise
+        except Exception as exc:  # a template failing on the catalogue prompt (system + empty user)
+            raise InputError(source, None, f"the chat template failed on the tool catalogue: {exc}") from None
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    chat = _model_for(trace, model, chat_template)
+    with _progress(progress, len(trace.calls), "profiling calls") as advance:
+        try:
+            result = profile_trace(trace, chat, on_call=lambda _: advance())
+        except RenderError as exc:
+            raise InputError(trace.path, None, str(exc)) from None
+    try:
+        return _tools_report(trace, chat, result.computed_billed_input())
+    except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
+        raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+
+
+def load_config(path: PathLike | None = None) -> Config:
+    """The configuration in a file (a tokprof.toml, or a pyproject.toml's ``[tool.tokprof]``), or,
+    with no path, the nearest one from the working directory upwards (empty when there is none)."""
+    if path is None:
+        return find_config(Path.cwd()) or Config()
+    if not Path(path).is_file():
+        raise ConfigError(f"{os.fspath(path)}: no such configuration file")
+    return load_file(Path(path))
+
+
+def check(
+    subject: Profile | ToolsReport,
+    config: Config | PathLike | None = None,
+    *,
+    baseline: PathLike | None = None,
+) -> budgets.CheckResult:
+    """Judge a profile (or a catalogue priced alone by :func:`tools_report`) against budgets and a
+    baseline. ``config`` is a :class:`Config`, a file, or None for the nearest one from the working
+    directory; ``baseline`` a baseline file (default: the configuration's)."""
+    if not isinstance(config, Config):
+        config = load_config(config)
+    measurement = measure(subject)
+    explicit = None if baseline is None else os.fspath(baseline)
+    where = budgets.baseline_location(config, explicit, updating=False)
+    return budgets.judge(measurement, config, where, explicit=explicit is not None)
+
+
+def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
+    """The budget metrics of a profile, or of a catalogue priced alone."""
+    if isinstance(subject, Profile):
+        return budgets.measure_profile(subject)
+    if isinstance(subject, ToolsReport):
+        if subject.system_tokens is None:
+            raise InputError(subject.source.path, None, "a log's tools report: check its profile instead")
+        return budgets.measure_catalogue(subject)
+    raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
+
+
+__all__ = [
+    "Buckets", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
+    "profile_directory", "profile_file", "read_log", "tools_report", "ModelError",
+]

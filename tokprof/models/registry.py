@@ -1,0 +1,88 @@
+"""The models tokprof can name: a registry of specifications that model families fill.
+
+A family is a module with ``SPECS``, a list of :class:`ModelSpec`; the families tokprof ships are
+listed in :data:`FAMILIES`, and another package can add its own through the ``tokprof.models``
+entry point group (each entry point names such a list, or a function returning one). A new family
+is one module: nothing else changes, neither the command line, whose help and "did you mean" read
+the registry, nor the attributor, which sees only :class:`tokprof.models.base.ChatModel`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from tokprof.models.base import ChatModel
+
+#: Modules of the families tokprof ships, in the order a log's model names are matched against them.
+FAMILIES = ("tokprof.models.proxies", "tokprof.models.qwen")
+ENTRY_POINT_GROUP = "tokprof.models"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model tokprof can load by name."""
+
+    name: str
+    summary: str  # one line for help texts and listings: what it is and how it counts
+    load: Callable[[], ChatModel]
+    aliases: tuple[str, ...] = ()
+    exact: bool = True
+    #: Whether a model name as logs write it ("Qwen/Qwen3-8B", "claude-sonnet-4-5") is served by this
+    #: model: used to choose a model when none is named. None: never chosen by itself.
+    serves: Callable[[str], bool] | None = None
+
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+
+def _entry_point_specs() -> list[ModelSpec]:
+    from importlib.metadata import entry_points
+
+    found: list[ModelSpec] = []
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            value = entry.load()
+            specs = value() if callable(value) else value
+            found += [spec for spec in specs if isinstance(spec, ModelSpec)]
+        except Exception:  # a broken plug-in costs its models, not tokprof
+            continue
+    return found
+
+
+@lru_cache(maxsize=1)
+def specs() -> tuple[ModelSpec, ...]:
+    """Every registered model, the shipped families first."""
+    found: list[ModelSpec] = []
+    for module in FAMILIES:
+        found += importlib.import_module(module).SPECS
+    found += _entry_point_specs()
+    return tuple(found)
+
+
+def lookup(name: str) -> ModelSpec | None:
+    """The model registered under this name or alias (case does not matter)."""
+    wanted = name.lower()
+    return next((spec for spec in specs() if wanted in spec.names()), None)
+
+
+def serving(model_name: str) -> ModelSpec | None:
+    """The first registered model that serves a model name from a log."""
+    return next((spec for spec in specs() if spec.serves is not None and spec.serves(model_name)), None)
+
+
+def known_names() -> list[str]:
+    return [spec.name for spec in specs()]
+
+
+def did_you_mean(name: str) -> str:
+    """" (did you mean X?)" for a name close to a registered one, else ""."""
+    candidates = [n for spec in specs() for n in spec.names()]
+    close = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    spec = lookup(close[0])
+    return f" (did you mean {spec.name if spec else close[0]}?)"

@@ -1,0 +1,525 @@
+"""The profile: one row per call plus run totals. Serialisable, and the input of every renderer.
+
+``Profile.to_dict()`` is the documented JSON schema (``schema_version`` 1, see the README).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from tokprof import __version__
+from tokprof.attribution import BUCKETS, WARNINGS, Attributor
+from tokprof.cache import write_atomic
+from tokprof.catalogue import CatalogueSummary
+from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.trace import Note, Trace, Usage
+
+SCHEMA_VERSION = 1
+#: The bucket for what every prompt holds but the log does not record (Claude Code's system prompt,
+#: the tool definitions of Claude Code and Codex), inferred from reported usage.
+UNRECORDED = "unrecorded"
+INFERENCE = (
+    "the log does not record {what}: their tokens are inferred, per model and thread, as the first call's "
+    "reported prompt minus its rendered messages, and counted in 'unrecorded' on every call"
+)
+#: Computed prompts that differ from the reported ones by more than this, on average, get a
+#: warning when the counts claim to be exact: the model or template is probably not the log's.
+RECONCILE_THRESHOLD = 0.03
+#: The same for an estimate (a proxy, or an inferred part), whose counts are expected to differ somewhat.
+PROXY_THRESHOLD = 0.15
+#: How an estimate's buckets are made to agree with what was billed.
+SCALING = (
+    "where a call reports usage, its buckets are scaled (largest remainder) to add up to the reported prompt; "
+    "calls without usage keep the proxy's counts"
+)
+
+
+def scale_buckets(buckets: dict[str, int], target: int) -> dict[str, int]:
+    """Scale bucket counts to add up to ``target``, keeping their proportions (largest remainder),
+    so that an estimate's buckets add up to the prompt the provider billed."""
+    current = sum(buckets.values())
+    if current == 0:
+        return {name: (target if name == "conversation" else 0) for name in buckets}
+    shares = {name: divmod(count * target, current) for name, count in buckets.items()}  # whole numbers: exact
+    scaled = {name: whole for name, (whole, _) in shares.items()}
+    short = target - sum(scaled.values())
+    for name in sorted(shares, key=lambda n: shares[n][1], reverse=True)[:short]:
+        scaled[name] += 1
+    return scaled
+
+
+@dataclass
+class CallRow:
+    index: int
+    buckets: dict[str, int]
+    total: int
+    cumulative: int
+    messages: int
+    where: str
+    reported: Usage | None = None
+    computed: int | None = None  # the count before scaling: rendered, plus unrendered and inferred (None: total)
+    exact: bool = True
+    kind: str = "call"  # or "compaction"
+    unrendered: int = 0  # tokens known from usage only (encrypted reasoning), included in the buckets
+
+    @property
+    def rendered(self) -> int:
+        return self.total if self.computed is None else self.computed
+
+    def difference(self) -> tuple[int, float] | None:
+        """Computed minus reported prompt, and that relative to the reported prompt (None when nothing,
+        or a prompt of 0, was reported: some servers report 0 when they do not count)."""
+        if not self.reported or not self.reported.prompt:
+            return None
+        diff = self.rendered - self.reported.prompt
+        return diff, diff / self.reported.prompt
+
+    def to_dict(self) -> dict:
+        reported = self.reported.to_dict() if self.reported else None
+        diff = self.difference()
+        return {
+            "index": self.index,
+            "buckets": dict(self.buckets),
+            "total": self.total,
+            "computed": self.rendered,
+            "exact": self.exact,
+            "kind": self.kind,
+            "unrendered": self.unrendered,
+            "cumulative": self.cumulative,
+            "messages": self.messages,
+            "source": self.where,
+            "reported": reported,
+            "difference": diff[0] if diff else None,
+            "relative_difference": round(diff[1], 6) if diff else None,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CallRow":
+        reported = Usage(**d["reported"]) if d.get("reported") else None
+        return cls(
+            index=d["index"],
+            buckets=dict(d["buckets"]),
+            total=d["total"],
+            cumulative=d["cumulative"],
+            messages=d["messages"],
+            where=d.get("source", ""),
+            reported=reported,
+            computed=d.get("computed"),
+            exact=d.get("exact", True),
+            kind=d.get("kind", "call"),
+            unrendered=d.get("unrendered", 0),
+        )
+
+
+@dataclass(frozen=True)
+class Source:
+    """The log a profile or report was made from."""
+
+    path: str
+    format: str
+    model: str | None = None  # the model the log names
+    session: str | None = None  # the session id, for logs of agent sessions
+
+    def to_dict(self) -> dict:
+        out: dict = {"path": self.path, "format": self.format, "model": self.model}
+        if self.session:
+            out["session"] = self.session
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Source":
+        return cls(path=d.get("path", ""), format=d.get("format", ""), model=d.get("model"), session=d.get("session"))
+
+
+@dataclass(frozen=True)
+class Crossovers:
+    """The first call at which tool results, and the conversation, outgrow the tool definitions."""
+
+    tool_results_exceed_tool_definitions: int | None
+    conversation_exceeds_tool_definitions: int | None
+
+    def to_dict(self) -> dict:
+        return {
+            "tool_results_exceed_tool_definitions": self.tool_results_exceed_tool_definitions,
+            "conversation_exceeds_tool_definitions": self.conversation_exceeds_tool_definitions,
+        }
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """How far the computed prompts are from the reported ones, in relative terms."""
+
+    calls: int
+    mean_relative_difference: float
+    max_relative_difference: float
+    max_call: int
+    threshold: float
+
+    def to_dict(self) -> dict:
+        return {
+            "calls": self.calls,
+            "mean_relative_difference": self.mean_relative_difference,
+            "max_relative_difference": self.max_relative_difference,
+            "max_call": self.max_call,
+            "threshold": self.threshold,
+        }
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """How an estimate's counts were made and made to agree with what was billed."""
+
+    method: str | None
+    scaling: str
+    calls_scaled_to_reported: int
+    billed_input_computed: int
+
+    def to_dict(self) -> dict:
+        return {
+            "method": self.method,
+            "scaling": self.scaling,
+            "calls_scaled_to_reported": self.calls_scaled_to_reported,
+            "billed_input_computed": self.billed_input_computed,
+        }
+
+
+@dataclass(frozen=True)
+class Reported:
+    """The run's usage as the provider reported it, over the calls that report it."""
+
+    billed_input: int
+    calls: int
+    cache_read: int | None = None
+    cache_write: int | None = None
+    output: int | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A profile's run totals (``summary`` in the JSON)."""
+
+    calls: int
+    billed_input: int
+    final_prompt: int
+    largest_prompt: int
+    buckets_billed: dict[str, int]
+    shares: dict[str, float]
+    crossovers: Crossovers
+    exact: bool
+    catalogue: CatalogueSummary | None = None
+    compactions: int = 0
+    unrendered: int = 0
+    inferred: str | None = None
+    estimate: Estimate | None = None
+    reported: Reported | None = None
+    reconciliation: Reconciliation | None = None
+
+    def to_dict(self) -> dict:
+        out: dict = {
+            "calls": self.calls,
+            "billed_input": self.billed_input,
+            "final_prompt": self.final_prompt,
+            "largest_prompt": self.largest_prompt,
+            "buckets_billed": dict(self.buckets_billed),
+            "shares": dict(self.shares),
+            "crossovers": self.crossovers.to_dict(),
+        }
+        if self.catalogue is not None:
+            out["catalogue"] = self.catalogue.to_dict()
+        if self.compactions:
+            out["compactions"] = self.compactions
+        if self.unrendered:
+            out["unrendered"] = self.unrendered
+        if self.inferred:
+            out["inferred"] = self.inferred
+        out["exact"] = self.exact
+        if self.estimate is not None:
+            out["estimate"] = self.estimate.to_dict()
+        if self.reported is not None:
+            out["billed_input_reported"] = self.reported.billed_input
+            out["calls_reported"] = self.reported.calls
+            for key in ("cache_read", "cache_write", "output"):
+                value = getattr(self.reported, key)
+                if value is not None:
+                    out[f"{key}_reported"] = value
+            out["reconciliation"] = self.reconciliation.to_dict() if self.reconciliation else None
+        return out
+
+
+_KIND_PROFILE = re.compile(r'"kind"\s*:\s*"profile"')
+
+
+class ProfileFileError(ValueError):
+    """A file that is not a saved profile tokprof can read."""
+
+
+@dataclass
+class Profile:
+    """Where a log's prompt tokens went: a row per call, the warnings, and what the reports need
+    (the model's description, the main tool catalogue). Saved and loaded as a versioned JSON file."""
+
+    model: ModelInfo
+    source: Source
+    calls: list[CallRow] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+    catalogue: CatalogueSummary | None = None  # the tools analysis' summary section, when it was run
+    inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
+    compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
+
+    def buckets(self) -> tuple[str, ...]:
+        """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
+        if any(UNRECORDED in c.buckets for c in self.calls):
+            return (*BUCKETS, UNRECORDED)
+        return BUCKETS
+
+    def computed_billed_input(self) -> int:
+        """The billed input as tokprof counted it, before an estimate was scaled to reported usage: in
+        the units of the tool catalogue's counts, which are never scaled."""
+        return sum(c.rendered for c in self.calls)
+
+    # -- totals ---------------------------------------------------------------------------
+    def summary(self) -> Summary:
+        billed = sum(c.total for c in self.calls)
+        names = self.buckets()
+        by_bucket = {name: sum(c.buckets.get(name, 0) for c in self.calls) for name in names}
+        shares = {name: round(by_bucket[name] / billed, 6) if billed else 0.0 for name in names}
+        estimate = None
+        if not self.model.exact:
+            estimate = Estimate(
+                method=self.model.method,
+                scaling=SCALING,
+                calls_scaled_to_reported=sum(1 for c in self.calls if c.difference() is not None),
+                billed_input_computed=self.computed_billed_input(),
+            )
+        usages = [c.reported for c in self.calls if c.reported and c.reported.prompt]  # 0 is not a count
+        reported = None
+        if usages:
+
+            def total(key: str) -> int | None:
+                values = [getattr(u, key) for u in usages if getattr(u, key) is not None]
+                return sum(values) if values else None
+
+            reported = Reported(
+                billed_input=sum(u.prompt or 0 for u in usages), calls=len(usages),
+                cache_read=total("cache_read"), cache_write=total("cache_write"), output=total("output"),
+            )
+        return Summary(
+            calls=len(self.calls),
+            billed_input=billed,
+            final_prompt=self.calls[-1].total if self.calls else 0,
+            largest_prompt=max((c.total for c in self.calls), default=0),
+            buckets_billed=by_bucket,
+            shares=shares,
+            crossovers=self.crossovers(),
+            exact=all(c.exact for c in self.calls) and not self.inferred,
+            catalogue=self.catalogue,
+            compactions=max(self.compactions, sum(1 for c in self.calls if c.kind == "compaction")),
+            unrendered=sum(c.unrendered for c in self.calls),
+            inferred=self.inferred,
+            estimate=estimate,
+            reported=reported,
+            reconciliation=self.reconciliation() if usages else None,
+        )
+
+    def reconciliation(self) -> Reconciliation | None:
+        """How far the computed prompts are from the reported ones, in relative terms."""
+        diffs = [(c.index, d[1]) for c in self.calls if (d := c.difference()) is not None]
+        if not diffs:
+            return None
+        worst = max(diffs, key=lambda item: abs(item[1]))
+        return Reconciliation(
+            calls=len(diffs),
+            mean_relative_difference=round(sum(abs(r) for _, r in diffs) / len(diffs), 6),
+            max_relative_difference=round(worst[1], 6),
+            max_call=worst[0],
+            threshold=RECONCILE_THRESHOLD if self.model.exact else PROXY_THRESHOLD,
+        )
+
+    def crossovers(self) -> Crossovers:
+        def first(bucket: str) -> int | None:
+            for c in self.calls:
+                if 0 < c.buckets["tool_definitions"] < c.buckets[bucket]:
+                    return c.index
+            return None
+
+        return Crossovers(first("tool_results"), first("conversation"))
+
+    # -- serialisation --------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "profile",
+            "tokprof_version": __version__,
+            "model": self.model.to_dict(),
+            "source": self.source.to_dict(),
+            "calls": [c.to_dict() for c in self.calls],
+            "summary": self.summary().to_dict(),
+            "warnings": [w.to_dict() for w in self.warnings],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Profile":
+        """A profile from its JSON (:meth:`to_dict`); raises :class:`ProfileFileError` (a ValueError)
+        naming the field when it is not one."""
+        if not isinstance(d, dict) or d.get("kind", "profile") != "profile" or "calls" not in d:
+            raise ProfileFileError("not a tokprof profile (no 'kind': 'profile')")
+        if d.get("schema_version") != SCHEMA_VERSION:
+            raise ProfileFileError(
+                f"schema_version: a profile of schema version {d.get('schema_version')!r}, and this tokprof reads "
+                f"version {SCHEMA_VERSION}: profile the log again"
+            )
+        try:
+            summary = d.get("summary") or {}
+            catalogue = summary.get("catalogue")
+            return cls(
+                model=ModelInfo.from_dict(d["model"]),
+                source=Source.from_dict(d["source"]),
+                calls=[CallRow.from_dict(c) for c in d["calls"]],
+                warnings=[Note.from_dict(w) for w in d.get("warnings", [])],
+                catalogue=CatalogueSummary.from_dict(catalogue) if catalogue else None,
+                inferred=summary.get("inferred"),
+                compactions=summary.get("compactions", 0),
+            )
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            raise ProfileFileError(f"not a valid tokprof profile ({type(exc).__name__}: {exc})") from None
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the profile as JSON, atomically (readers see nothing or the whole file)."""
+        write_atomic(Path(path), self.to_json().encode("utf-8"), make_parents=False)
+
+    @staticmethod
+    def sniff(path: str | os.PathLike) -> bool:
+        """Whether a file looks like a saved profile (its JSON object says ``"kind": "profile"`` near
+        the start, as :meth:`save` writes it); :meth:`load` checks the rest."""
+        try:
+            with open(path, "rb") as f:
+                head = f.read(2048)
+        except OSError:
+            return False
+        text = head.decode("utf-8", "replace").lstrip()
+        return text.startswith("{") and _KIND_PROFILE.search(text) is not None
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Profile":
+        """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
+        with open(path, encoding="utf-8") as f:
+            return cls.from_dict(json.load(f))
+
+
+_UNRECORDED_NAMES = {"system": "the system prompt", "tools": "the tool definitions"}
+NOT_INFERRED = (
+    "the log does not record every part of the prompt (the system prompt or the tool definitions), and no call "
+    "reports usage to infer them from: they are missing from the counts (give them with --system and --tools)"
+)
+
+
+def _reported(call) -> int | None:
+    """The reported prompt, when there is one (0 is not a count: some servers report 0 when they do not count)."""
+    return call.reported.prompt if call.reported and call.reported.prompt else None
+
+
+def _unrecorded(trace: Trace, call) -> bool:
+    """Whether a call's prompt has parts the log does not record (and the user did not supply: what
+    is supplied goes to the main conversation, not to subagents, which have their own)."""
+    missing = set(trace.unrecorded)
+    if not call.thread:
+        missing -= set(trace.supplied)
+    return bool(missing)
+
+
+def _fixed_parts(trace: Trace, rendered: list[dict[str, int]]) -> dict[tuple, int]:
+    """The unrecorded part of the prompts, per (model, thread): the first call with reported usage,
+    minus its rendered count. It applies to every call of the thread, earlier ones included."""
+    fixed: dict[tuple, int] = {}
+    for call, counts in zip(trace.calls, rendered):
+        key = (call.model, call.thread)
+        reported = _reported(call)
+        if key not in fixed and reported is not None and _unrecorded(trace, call):
+            fixed[key] = max(0, reported - sum(counts.values()))
+    return fixed
+
+
+def profile_trace(
+    trace: Trace, model: ChatModel, on_call: Callable[[int], None] | None = None, source_name: str | None = None
+) -> Profile:
+    """Attribute every call of a trace and gather the rows and warnings into a profile."""
+    attributor = Attributor(model)
+    flagged: dict[str, list[int]] = {}
+    rendered: list[dict[str, int]] = []
+    for call in trace.calls:
+        buckets = attributor.attribute(call)
+        counts = buckets.as_dict()
+        for name, tokens in call.unrendered.items():  # known from usage, not renderable
+            counts[name] += tokens
+        rendered.append(counts)
+        for code in buckets.warnings:
+            flagged.setdefault(code, []).append(call.index)
+        if on_call is not None:
+            on_call(call.index)
+    fixed = _fixed_parts(trace, rendered)
+    rows: list[CallRow] = []
+    cumulative = 0
+    for call, counts in zip(trace.calls, rendered):
+        reported = _reported(call)
+        inferred = None
+        if _unrecorded(trace, call):
+            part = fixed.get((call.model, call.thread))
+            if part is not None:
+                inferred = part if reported is None else min(part, reported)
+        before_scaling = sum(counts.values()) + (inferred or 0)
+        if not model.exact and reported is not None:
+            counts = scale_buckets(counts, reported - (inferred or 0))
+        if inferred is not None:
+            counts = {**counts, UNRECORDED: inferred}
+        total = sum(counts.values())
+        cumulative += total
+        rows.append(
+            CallRow(
+                index=call.index,
+                buckets=counts,
+                total=total,
+                cumulative=cumulative,
+                messages=len(call.messages),
+                where=call.where,
+                reported=call.reported,
+                computed=before_scaling,
+                exact=model.exact and inferred is None and not call.unrendered,
+                kind=call.kind,
+                unrendered=sum(call.unrendered.values()),
+            )
+        )
+    warnings = [Note(n.code, n.message, list(n.places)) for n in trace.notes]
+    warnings += [Note(code, WARNINGS[code], calls=calls) for code, calls in flagged.items()]
+    source = Source(path=source_name or trace.path, format=trace.format, model=trace.model, session=trace.session)
+    inference = None
+    if fixed:
+        parts = [p for p in trace.unrecorded if any(p not in trace.supplied or c.thread for c in trace.calls)]
+        inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in parts))
+    elif any(_unrecorded(trace, c) for c in trace.calls):
+        warnings.append(Note("not-inferred", NOT_INFERRED))
+    profile = Profile(
+        model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference,
+        compactions=trace.compactions,
+    )
+    check = profile.reconciliation()
+    if check and check.mean_relative_difference > check.threshold:
+        differ = (
+            f"differ from the reported ones by {check.mean_relative_difference:.1%} on average (largest "
+            f"{check.max_relative_difference:+.1%}, call {check.max_call})"
+        )
+        if model.exact:
+            message = (f"computed prompts {differ}: is the model (--model) the one the log used, and the chat "
+                       "template the one it was served with?")
+        else:
+            message = (f"the estimate's own counts {differ}: the scaled buckets rest on proportions that may not "
+                       "hold (a part of the prompt the log does not show, or a proxy far from the model)")
+        profile.warnings.append(Note("reported-differs", message))
+    return profile
