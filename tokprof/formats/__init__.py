@@ -91,6 +91,7 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
     doc = load(path)
+    module: ModuleType | None
     if input_format is not None:
         module = reader(input_format)
     else:

@@ -481,6 +481,7 @@ def _http_error(record: Any) -> str | None:
     status = response.get("status_code") if isinstance(response, dict) else None
     if not isinstance(status, int) or isinstance(status, bool) or status < 400:
         return None
+    assert response is not None  # status is only an int when read from a response dict
     body = response.get("body", response.get("body_raw"))
     if isinstance(body, str):
         try:

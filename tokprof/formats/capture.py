@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
@@ -45,7 +45,7 @@ def records(path: str, doc: Document) -> list[tuple[str, Any]]:
     return [("record 0", doc.value)]
 
 
-def _is_http(part: Any) -> bool:
+def _is_http(part: Any) -> TypeGuard[dict]:
     return isinstance(part, dict) and "body" in part and any(k in part for k in ("url", "method", "headers", "status_code"))
 
 

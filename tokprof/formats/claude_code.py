@@ -190,8 +190,8 @@ def sessions(directory: Path) -> list[Path]:
 
 
 def _project_sessions(folder: Path) -> list[Path]:
-    files = [(p, _peek(p)) for p in sorted(folder.glob("*.jsonl")) if p.is_file()]
-    files = [(p, session) for p, (is_transcript, session) in files if is_transcript]
+    peeked = [(p, _peek(p)) for p in sorted(folder.glob("*.jsonl")) if p.is_file()]
+    files = [(p, session) for p, (is_transcript, session) in peeked if is_transcript]
     known = {session for p, session in files if not p.name.startswith("agent-")} - {None}
     return [p for p, session in files if not p.name.startswith("agent-") or session not in known]
 
@@ -414,13 +414,13 @@ class _Reader:
         where = line.prefix + "message.content"
         blocks = _blocks(path, where, message.get("content"))
         if line.type == "user":
-            line.parts = [self.user_part(path, line, at, block) for at, block in blocks]
+            parts = [self.user_part(path, line, at, block) for at, block in blocks]
         else:
             check_model(path, line.prefix + "message.", message)
             line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
             line.key = _call_key(path, line, message)
-            line.parts = [self.assistant_part(path, line, at, block) for at, block in blocks]
-        line.parts = [part for part in line.parts if part is not None]
+            parts = [self.assistant_part(path, line, at, block) for at, block in blocks]
+        line.parts = [part for part in parts if part is not None]
 
     def user_part(self, path: str, line: _Line, where: str, block: dict) -> tuple | None:
         kind = block["type"]

@@ -193,8 +193,14 @@ class Entry:
     def breaks(self) -> bool:
         """Ends a group of output items: an input item, a compaction or a rollback."""
         if self.kind == "item":
-            return not self.item.output
+            return not _item_of(self).output
         return self.kind in ("compacted", "rollback")
+
+
+def _item_of(entry: Entry) -> Item:
+    """The item of an ``"item"`` entry: the parser sets it on every entry of that kind."""
+    assert entry.item is not None
+    return entry.item
 
 
 @dataclass
@@ -612,7 +618,7 @@ class _Builder:
         if after.kind != "compacted" or not after.summary:
             return None
         for i in own:
-            item = self.entries[i].item
+            item = _item_of(self.entries[i])
             if not (item.kind == "message" and item.role == "assistant" and (item.text or "").strip() in after.summary):
                 return None
         return after.summary
@@ -633,7 +639,7 @@ class _Builder:
                 model = entry.model or model
                 base = entry.base or base
             elif entry.kind == "item":
-                history.append(entry.item)
+                history.append(_item_of(entry))
             elif entry.kind == "compacted":
                 history = self.compact(history, entry)
             elif entry.kind == "rollback":
@@ -658,7 +664,7 @@ class _Builder:
         if entry.kind != "count":
             return
         for i in outputs:
-            item = self.entries[i].item
+            item = _item_of(self.entries[i])
             if item.kind == "reasoning" and item.encrypted:
                 self.reasoning_items[id(item)] = entry.reasoning
                 self.reasoning_tokens.setdefault(item.encrypted, entry.reasoning)
@@ -753,7 +759,7 @@ class _Builder:
             return None
         message: dict = {"role": "assistant", "content": None, "_items": []}
         for i in pending.outputs:
-            _add_output(message, self.entries[i].item, set())
+            _add_output(message, _item_of(self.entries[i]), set())
         return check_messages(self.path, prefix + "response.", [message])[0]
 
     def unrendered(self, items: list[Item]) -> int:
@@ -800,7 +806,7 @@ def _groups(entries: list[Entry]) -> list[Group]:
     current: Group | None = None
     results_only = False  # since the last run ended, only tool outputs were recorded
     for index, entry in enumerate(entries):
-        if entry.kind == "count" or (entry.kind == "item" and entry.item.output):
+        if entry.kind == "count" or (entry.kind == "item" and _item_of(entry).output):
             if current is None:
                 current = Group(after_results=results_only)
                 groups.append(current)
@@ -810,7 +816,7 @@ def _groups(entries: list[Entry]) -> list[Group]:
                 current.ended_by = index
                 current = None
                 results_only = True
-            results_only = results_only and entry.kind == "item" and entry.item.kind == "result"
+            results_only = results_only and entry.kind == "item" and _item_of(entry).kind == "result"
     return groups
 
 
@@ -858,9 +864,11 @@ def _add_output(message: dict, item: Item, call_ids: set[str]) -> None:
             previous = message.get("reasoning_content")
             message["reasoning_content"] = f"{previous}\n{item.text}" if previous else item.text
     elif item.kind == "call":
-        message.setdefault("tool_calls", []).append(item.call)
-        if item.call.get("id"):
-            call_ids.add(item.call["id"])
+        call = item.call
+        assert call is not None  # _item sets the call of every "call" item
+        message.setdefault("tool_calls", []).append(call)
+        if call.get("id"):
+            call_ids.add(call["id"])
     else:
         message["content"] = f"{message['content']}\n{item.text}" if message["content"] else item.text
 

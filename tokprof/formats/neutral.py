@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import kind_of as _kind
@@ -233,7 +233,7 @@ def assistant_message(texts: list[str], thoughts: list[str], calls: list[dict]) 
     return message
 
 
-def anthropic_usage(counts: dict[str, int | None]) -> Usage:
+def anthropic_usage(counts: Mapping[str, int | None]) -> Usage:
     """Anthropic's usage, whose ``input_tokens`` excludes cache reads and writes: the prompt is
     ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (a missing cache field is 0)."""
     fresh = counts.get("input_tokens")
@@ -241,7 +241,7 @@ def anthropic_usage(counts: dict[str, int | None]) -> Usage:
     if fresh is not None:
         write, read = write or 0, read or 0
     return Usage(
-        prompt=None if fresh is None else fresh + write + read,
+        prompt=None if fresh is None else fresh + (write or 0) + (read or 0),  # both already ints here: `or 0` is for mypy
         cache_read=read,
         cache_write=write,
         output=counts.get("output_tokens"),

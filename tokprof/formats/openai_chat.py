@@ -59,7 +59,7 @@ def _transcript(path: str, obj: dict) -> Trace:
     tools = check_tools(path, "", obj.get("tools"))
     messages = check_messages(path, "", obj.get("messages"))
     day = parse_day(obj)
-    calls = []
+    calls: list[Call] = []
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
@@ -164,6 +164,7 @@ def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict 
                 )}
         return _usage(path, where + "response.", ex.response.get("usage")), response
     source = ex.request if ex.record is ex.request else ex.record
+    assert source is not None  # capture.exchange() always sets the record
     return _usage(path, where, source.get("usage")), None
 
 
