@@ -322,6 +322,7 @@ class Attributor:
             while same < limit and _same(last[0][same], call.messages[same]):
                 same += 1
         if same:
+            assert last is not None
             templated, keys, digests = last[1][:same], last[2][: same + 1], last[3][:same]
             key = keys[-1]
         else:
@@ -473,9 +474,9 @@ class Attributor:
             probe = probes.get(k)
             if probe is None:
                 probe = probes[k] = self._probe(messages, k, tools, day, full, keys[0])
-            found = self._probe_start(probe, full)
-            if found:
-                values[k] = found if failed[k] else max(int(starts[k]), found)
+            reach = self._probe_start(probe, full)
+            if reach:
+                values[k] = reach if failed[k] else max(int(starts[k]), reach)
         b = np.minimum.accumulate(values[::-1])[::-1]  # no message starts after the next one
         return b.tolist(), (lengths, starts, probes)
 
@@ -540,7 +541,7 @@ class Attributor:
                 head = None
         for attempt, template_tools in attempts:
             try:
-                if head is not None:
+                if head is not None and full is not None:
                     return template.render_head(messages, attempt, True, day, template_tools) + full[len(head) :]
                 return _render(self.model, messages, attempt, True, day, template_tools=template_tools)
             except Exception:
@@ -622,7 +623,8 @@ class Attributor:
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
-        self._threads[thread] = _Thread(keys, full, *prefixes, tokens, marked)
+        lengths, starts_of, probes = prefixes
+        self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
         return result

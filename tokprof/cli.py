@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
 #: Usage errors of the click that typer runs on (typer vendors it in recent releases).
-_CLICK_ERRORS = tuple(c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException")
+_CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException" and issubclass(c, Exception)
+)
 
 
 def _esc(text: str) -> str:
@@ -506,7 +508,7 @@ def check(
 
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
-    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)  # type: ignore[attr-defined]
+    message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
     context = getattr(exc, "ctx", None)
     command = context.command_path if context is not None else "tokprof"
     command = re.sub(r"^\S+", "tokprof", command)

@@ -8,15 +8,11 @@ tokprof.toml they are at the top level and under ``[budgets]``.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+import tomllib
 
 from tokprof.errors import TokprofError
 

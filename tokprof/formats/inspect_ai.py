@@ -777,7 +777,7 @@ def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) ->
 def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """A Zstandard-compressed member (newer Inspect versions write them), with the zstandard package."""
     try:
-        import zstandard  # type: ignore[import-not-found]
+        import zstandard
     except ImportError:
         raise InputError(
             path, info.filename, "compressed with Zstandard, as newer Inspect versions write .eval logs: this "

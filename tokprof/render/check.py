@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-from rich.table import Table
-
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
 from tokprof.config import METRICS
-from tokprof.render.console import text_console
+from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 
 ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}
@@ -61,25 +59,23 @@ def _estimated(check: CheckResult) -> str:
 class CheckTableRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
-        console.print(f"[bold]tokprof check[/bold] of {check.source} (model {check.model}{_estimated(check)})")
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        for name, justify in (("metric", "left"), ("value", "right"), ("limit", "right"), ("baseline", "right"),
-                              ("change", "right"), ("level", "left"), ("status", "left")):
-            table.add_column(name, justify=justify)
+        console.print(f"[bold]tokprof check[/bold] of {safe(check.source)} (model {safe(check.model)}{safe(_estimated(check))})")
+        columns = [Column("metric", justify="left"), Column("value"), Column("limit"), Column("baseline", drop=2),
+                   Column("change"), Column("level", justify="left", drop=3), Column("status", justify="left")]
         styles = {FAIL: "red", WARN: "yellow", PASS: "green", SKIP: "dim"}
-        for m in check.metrics:
-            table.add_row(
-                m.name, _value(m, m.value), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
-                f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]",
-            )
-        console.print(table)
+        rows = [
+            [m.name, _value(m, m.value), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
+             f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]"]
+            for m in check.metrics
+        ]
+        console.print(fit_table(console, columns, rows))
         for m in check.metrics:
             for reason in m.reasons:
                 if m.status in (FAIL, WARN):
-                    console.print(f"  {ICONS[m.status]} {m.name}: {reason}")
-        _tool_lines(check, console.print)
+                    console.print(f"  {ICONS[m.status]} {m.name}: {safe(reason)}")
+        _tool_lines(check, lambda text: console.print(safe(text)))
         for note in check.notes:
-            console.print(f"  note: {note}")
+            console.print(f"  note: {safe(note)}")
         console.print(_verdict(check))
         return out.getvalue()
 

@@ -66,7 +66,7 @@ def _layout(**extra) -> dict:
 
 def _buckets_figure(profile: Profile) -> dict:
     x = [c.index for c in profile.calls]
-    data = []
+    data: list[dict] = []
     for name in profile.buckets():
         data.append({
             "type": "scatter", "mode": "lines", "stackgroup": "prompt", "name": LABELS[name], "x": x,
@@ -150,12 +150,13 @@ def _reported_figure(profile: Profile) -> dict | None:
     rows = [c for c in profile.calls if c.reported and c.reported.prompt is not None]
     if not rows:
         return None
+    prompts = [c.reported.prompt if c.reported else None for c in rows]
     data = [
         {"type": "scatter", "mode": "lines+markers", "name": "computed" if profile.model.exact else "proxy (unscaled)",
          "x": [c.index for c in rows],
          "y": [c.rendered for c in rows], "line": {"color": COLORS["conversation"]}},
         {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
-         "y": [c.reported.prompt for c in rows], "line": {"color": FONT, "dash": "dot"}},
+         "y": prompts, "line": {"color": FONT, "dash": "dot"}},
     ]
     return {"data": data, "layout": _layout()}
 

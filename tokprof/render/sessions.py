@@ -7,10 +7,8 @@ import io
 import json
 import re
 
-from rich.table import Table
-
 from tokprof.analyses.sessions import SessionsReport
-from tokprof.render.console import text_console
+from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
@@ -18,6 +16,7 @@ SHORT = {
     "system": "system", "tool_definitions": "tool defs", "tool_results": "tool res.", "conversation": "convers.",
     "unrecorded": "unrec.*",
 }
+TINY = {"system": "sys.", "tool_definitions": "tools", "tool_results": "res.", "conversation": "conv.", "unrecorded": "unrec.*"}
 
 
 class SessionsTableRenderer:
@@ -25,45 +24,44 @@ class SessionsTableRenderer:
         console, out = text_console(options)
         totals = report.totals()
         exact = "exact" if totals.exact else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] sessions in {report.directory} ({totals.sessions} sessions, {exact})")
+        console.print(f"[bold]tokprof[/bold] sessions in {safe(report.directory)} ({totals.sessions} sessions, {exact})")
         names = report.bucket_names()
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        table.add_column("session", no_wrap=True)
-        table.add_column("model", no_wrap=True)
-        for column in ("calls", "compact.", "billed input", "reported"):
-            table.add_column(column, justify="right", no_wrap=True)
-        for name in names:
-            table.add_column(SHORT.get(name, name), justify="right", no_wrap=True)
+        columns = [Column("session", justify="left"), Column("model", justify="left", drop=2), Column("calls"),
+                   Column("compact.", "cmp.", drop=1), Column("billed input", "billed"),
+                   Column("reported", drop=3)]
+        columns += [Column(SHORT.get(name, name), TINY.get(name)) for name in names]
+        rows = []
         for row in report.sessions:
             shares = row.shares()
-            table.add_row(
-                row.session[:ID_WIDTH], re.sub(r"-\d{8}$", "", row.model or "-"), f"{row.calls:,}", f"{row.compactions:,}", f"{row.billed_input:,}",
+            rows.append([
+                safe(row.session[:ID_WIDTH]), safe(re.sub(r"-\d{8}$", "", row.model or "-")), f"{row.calls:,}",
+                f"{row.compactions:,}", f"{row.billed_input:,}",
                 "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
                 *(f"{shares.get(name, 0.0):.1%}" for name in names),
-            )
+            ])
         reported = totals.billed_input_reported
-        table.add_row(
+        rows.append([
             "[bold]total[/bold]", "", f"{totals.calls:,}", f"{totals.compactions:,}", f"{totals.billed_input:,}",
             "-" if reported is None else f"{reported:,}", *(f"{totals.shares.get(name, 0.0):.1%}" for name in names),
-        )
-        console.print(table)
+        ])
+        console.print(fit_table(console, columns, rows))
         for label, key in (("ESTIMATE", "estimate"), ("INFERRED", "inferred")):
             texts: dict[str, int] = {}
             for row in report.sessions:
                 if getattr(row, key):
                     texts[getattr(row, key)] = texts.get(getattr(row, key), 0) + 1
             for text, count in texts.items():
-                console.print(f"[bold]{label}[/bold] ({count} session{'s' if count != 1 else ''}): {text}")
+                console.print(f"[bold]{label}[/bold] ({count} session{'s' if count != 1 else ''}): {safe(text)}")
         if "unrecorded" in names:
             console.print("  *unrec.: the 'unrecorded' bucket; give what the logs do not record with --system and --tools")
         for row in report.sessions:
             if row.warnings:
                 differs = row.mean_relative_difference
                 detail = f" (computed vs reported: {differs:.1%} mean)" if differs is not None else ""
-                console.print(f"[yellow]warnings[/yellow] {row.session[:ID_WIDTH]}: {', '.join(row.warnings)}{detail}")
+                console.print(f"[yellow]warnings[/yellow] {safe(row.session[:ID_WIDTH])}: {safe(', '.join(row.warnings))}{detail}")
         console.print("  one session's calls: tokprof profile DIR --session ID (the start of the id is enough)")
         for skipped in report.skipped:
-            console.print(f"[yellow]skipped[/yellow]: {skipped.error}")
+            console.print(f"[yellow]skipped[/yellow]: {safe(skipped.error)}")
         return out.getvalue()
 
 

@@ -1,11 +1,11 @@
+"""The profile as a terminal table: a row per call (or the first and last calls of a long log),
+then the run's summary. Text from the log is printed through :func:`safe`."""
+
 from __future__ import annotations
 
-
-from rich.table import Table
-
-from tokprof.profiling import Profile
-from tokprof.render.console import text_console
+from tokprof.profiling import CallRow, Profile
 from tokprof.render import RenderOptions
+from tokprof.render.console import Column, fit_table, safe, text_console
 
 LABELS = {
     "system": "system",
@@ -14,10 +14,23 @@ LABELS = {
     "conversation": "conversation",
     "unrecorded": "unrecorded (inferred)",
 }
+#: Headers for narrow terminals.
+SHORT = {
+    "system": "system", "tool_definitions": "tools", "tool_results": "results", "conversation": "convers.",
+    "unrecorded": "unrecorded",
+}
+
+
+def shown_rows(calls: list[CallRow], limit: int | None) -> tuple[list[CallRow], list[CallRow]]:
+    """The rows a table shows of ``limit`` (None: all): the first half and the last half."""
+    if limit is None or len(calls) <= limit:
+        return calls, []
+    first = (limit + 1) // 2
+    return calls[:first], calls[len(calls) - (limit - first):]
 
 
 class TableRenderer:
-    """A table of calls, then the run summary, for a terminal (colour only when ``color``)."""
+    """A table of calls, then the run summary, for a terminal (colour only when asked)."""
 
     def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
@@ -27,29 +40,25 @@ class TableRenderer:
         model = profile.model
         exact = "exact" if summary.exact else "ESTIMATE"
         console.print(
-            f"[bold]tokprof[/bold] profile of {profile.source.path} "
-            f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {model.name}, {exact})"
+            f"[bold]tokprof[/bold] profile of {safe(profile.source.path)} "
+            f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {safe(model.name)}, {exact})"
         )
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        table.add_column("call", justify="right")
         names = profile.buckets()
-        for name in names:
-            table.add_column(LABELS[name], justify="right")
-        table.add_column("total", justify="right")
-        table.add_column("billed so far", justify="right")
+        columns = [Column("call")]
+        columns += [Column(LABELS[name], SHORT[name]) for name in names]
+        columns += [Column("total"), Column("billed so far", "billed", drop=1)]
         if reported:
-            table.add_column("reported", justify="right")
-            table.add_column("computed vs reported" if model.exact else "proxy vs reported", justify="right")
-        for row in profile.calls:
-            cells = [str(row.index), *(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
-            if reported:
-                diff = row.difference()
-                if diff is not None:
-                    cells += [f"{row.reported.prompt:,}", f"{diff[1]:+.1%}"]
-                else:
-                    cells += ["-", "-"]
-            table.add_row(*cells)
-        console.print(table)
+            columns += [Column("reported", drop=2),
+                        Column("computed vs reported" if model.exact else "proxy vs reported", "vs rep.", drop=3)]
+        first, last = shown_rows(profile.calls, options.calls)
+        rows = [self._cells(row, names, reported) for row in first]
+        if last:
+            rows.append(["…"] + [""] * (len(columns) - 1))
+            rows += [self._cells(row, names, reported) for row in last]
+        console.print(fit_table(console, columns, rows))
+        if last:
+            hidden = len(profile.calls) - len(first) - len(last)
+            console.print(f"  {hidden:,} of {len(profile.calls):,} calls not shown (--calls all shows every call)")
         console.print()
 
         console.print("[bold]Summary[/bold]")
@@ -65,9 +74,9 @@ class TableRenderer:
                 ("billed input, reported", f"{usage.billed_input:,} tokens "
                  f"({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)")
             )
-            for value, label in ((usage.cache_read, "cache reads"), (usage.cache_write, "cache writes")):
-                if value:
-                    lines.append((f"  {label}, reported", f"{value:,} tokens"))
+            for tokens, label in ((usage.cache_read, "cache reads"), (usage.cache_write, "cache writes")):
+                if tokens:
+                    lines.append((f"  {label}, reported", f"{tokens:,} tokens"))
             check = summary.reconciliation
             if check:
                 lines.append(
@@ -85,7 +94,7 @@ class TableRenderer:
             lines.append(("unrendered", f"{summary.unrendered:,} tokens known from usage only (in the buckets)"))
         cross = summary.crossovers
 
-        def when(index):
+        def when(index: int | None) -> str:
             return f"call {index}" if index is not None else "never"
 
         lines.append(("tool results > tool defs", when(cross.tool_results_exceed_tool_definitions)))
@@ -108,15 +117,15 @@ class TableRenderer:
             if section.distinct_catalogues > 1:
                 text += f"; {section.distinct_catalogues} distinct catalogues (see tokprof tools)"
             console.print(f"  {'tool catalogue'.ljust(key_width)}  {text}")
-        console.print(f"  tokenizer: {model.tokenizer}; template: {model.chat_template}")
+        console.print(f"  tokenizer: {safe(model.tokenizer)}; template: {safe(model.chat_template)}")
         if model.selected:
-            console.print(f"  model chosen: {model.selected}")
+            console.print(f"  model chosen: {safe(model.selected)}")
         if summary.inferred:
-            console.print(f"[bold]INFERRED[/bold]: {summary.inferred} (give them with --system and --tools).")
+            console.print(f"[bold]INFERRED[/bold]: {safe(summary.inferred)} (give them with --system and --tools).")
         if summary.estimate is not None:
             estimate = summary.estimate
             console.print(
-                f"[bold]ESTIMATE[/bold]: every count above is an estimate: {estimate.method}. "
+                f"[bold]ESTIMATE[/bold]: every count above is an estimate: {safe(estimate.method)}. "
                 f"{estimate.calls_scaled_to_reported} of {summary.calls} calls were scaled to add up to the "
                 "reported prompt; "
                 f"the proxy counted {estimate.billed_input_computed:,} billed input tokens."
@@ -127,5 +136,16 @@ class TableRenderer:
             places = warning.places
             if places:
                 count += ": " + ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
-            console.print(f"[yellow]warning[/yellow]: {warning.message}{count}")
+            console.print(f"[yellow]warning[/yellow]: {safe(warning.message + count)}")
         return out.getvalue()
+
+    @staticmethod
+    def _cells(row: CallRow, names: tuple[str, ...], reported: bool) -> list[str]:
+        cells = [str(row.index), *(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
+        if reported:
+            diff = row.difference()
+            if diff is not None and row.reported is not None and row.reported.prompt is not None:
+                cells += [f"{row.reported.prompt:,}", f"{diff[1]:+.1%}"]
+            else:
+                cells += ["-", "-"]
+        return cells

@@ -8,11 +8,9 @@ import json
 
 from rich.console import Console
 
-from rich.table import Table
-
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import Catalogue
-from tokprof.render.console import text_console
+from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 
 CSV_COLUMNS = [
@@ -47,7 +45,7 @@ def _csv(value):
     return value
 
 
-def _n(value) -> str:
+def _n(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
 
 
@@ -56,7 +54,7 @@ class ToolsTableRenderer:
         console, out = text_console(options)
         model = report.model
         exact = "exact" if model.exact else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] tools of {report.source.path} (model {model.name}, {exact})")
+        console.print(f"[bold]tokprof[/bold] tools of {safe(report.source.path)} (model {safe(model.name)}, {exact})")
         if not report.catalogues:
             console.print("  no call in the log carries tools")
         for i, catalogue in enumerate(report.catalogues):
@@ -65,7 +63,7 @@ class ToolsTableRenderer:
                     f"\n[bold]Catalogue {i + 1} of {len(report.catalogues)}[/bold]: first at call "
                     f"{catalogue.first_call}, carried by {catalogue.requests} requests"
                 )
-            self._catalogue(console, catalogue, report.billed_input)
+            self._catalogue(console, catalogue)
         if report.billed_input is not None:
             waste = report.unused_waste() or 0
             share = waste / report.billed_input if report.billed_input else 0.0
@@ -74,50 +72,45 @@ class ToolsTableRenderer:
                 f"({report.billed_input:,})"
             )
         for unknown in report.unknown_calls:
-            close = f"; closest in the catalogue: {unknown.closest}" if unknown.closest else ""
+            close = f"; closest in the catalogue: {safe(unknown.closest)}" if unknown.closest else ""
             console.print(
-                f"[yellow]unknown tool[/yellow]: the model called {unknown.name!r} {unknown.calls} "
+                f"[yellow]unknown tool[/yellow]: the model called {safe(repr(unknown.name))} {unknown.calls} "
                 f"time(s), not in the catalogue{close}"
             )
         for warning in report.warnings:
-            console.print(f"[yellow]warning[/yellow]: {warning.message}")
+            console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
         if not model.exact:
             console.print(
                 f"[bold]ESTIMATE[/bold]: tool costs are the proxy's own counts, not scaled: "
-                f"{model.method or 'a stated proxy'}"
+                f"{safe(model.method or 'a stated proxy')}"
             )
         return out.getvalue()
 
-    def _catalogue(self, console: Console, catalogue: Catalogue, billed: int | None) -> None:
-        from_log = catalogue.requests is not None
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-        table.add_column("tool")
-        table.add_column("marginal", justify="right")
-        table.add_column("description", justify="right")
-        table.add_column("name+params", justify="right")
-        table.add_column("params", justify="right")
-        if from_log:
-            table.add_column("requests", justify="right")
-            table.add_column("calls", justify="right")
-            table.add_column("run cost", justify="right")
+    def _catalogue(self, console: Console, catalogue: Catalogue) -> None:
+        requests = catalogue.requests
+        columns = [Column("tool", justify="left"), Column("marginal", "per req."), Column("description", "descr."),
+                   Column("name+params", "rest"), Column("params", drop=2)]
+        if requests is not None:
+            columns += [Column("requests", "reqs", drop=3), Column("calls"), Column("run cost", drop=1)]
+        rows = []
         for tool in sorted(catalogue.tools, key=lambda t: (-t.marginal, t.name)):
-            row = [tool.name + (" (unused)" if tool.calls == 0 else ""), _n(tool.marginal), _n(tool.description_tokens),
-                   _n(tool.parameter_tokens), str(tool.parameters)]
-            if from_log:
+            row = [safe(tool.name) + (" (unused)" if tool.calls == 0 else ""), _n(tool.marginal),
+                   _n(tool.description_tokens), _n(tool.parameter_tokens), str(tool.parameters)]
+            if requests is not None:
                 row += [_n(tool.requests), _n(tool.calls), _n(tool.run_cost)]
-            table.add_row(*row)
-        console.print(table)
+            rows.append(row)
+        console.print(fit_table(console, columns, rows))
         marginals = sum(t.marginal for t in catalogue.tools)
         console.print()
         console.print(
             f"  catalogue per request  {catalogue.total:,} tokens = {marginals:,} tools "
             f"+ {catalogue.scaffolding:,} scaffolding (added once whenever any tool exists)"
         )
-        if from_log:
-            console.print(f"  over the run           {catalogue.total * catalogue.requests:,} tokens ({catalogue.requests} requests)")
+        if requests is not None:
+            console.print(f"  over the run           {catalogue.total * requests:,} tokens ({requests} requests)")
         console.print(f"  what if descriptions were cut to their first sentence: {catalogue.trim_saving:,} tokens saved per request")
-        if catalogue.drop_unused_saving is not None and from_log:
+        if catalogue.drop_unused_saving is not None and requests is not None:
             console.print(
                 f"  what if unused tools were dropped: {catalogue.drop_unused_saving:,} tokens saved per request, "
-                f"{catalogue.drop_unused_saving * catalogue.requests:,} over the run"
+                f"{catalogue.drop_unused_saving * requests:,} over the run"
             )
