@@ -227,7 +227,8 @@ def _only_for_logs(path: str, **given: object) -> None:
     named = [name for name, value in given.items() if value]
     if named:
         flags = ", ".join("--" + name.replace("_", "-") for name in named)
-        raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} apply to logs (profile the log again)")
+        verb = "applies" if len(named) == 1 else "apply"
+        raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} {verb} to logs (profile the log again)")
 
 
 def _profile_of(

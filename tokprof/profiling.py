@@ -369,13 +369,16 @@ class Profile:
     def from_dict(cls, d: dict) -> "Profile":
         """A profile from its JSON (:meth:`to_dict`); raises :class:`ProfileFileError` (a ValueError)
         naming the field when it is not one."""
-        if not isinstance(d, dict) or d.get("kind", "profile") != "profile" or "calls" not in d:
+        if not isinstance(d, dict) or d.get("kind", "profile") != "profile":
             raise ProfileFileError("not a tokprof profile (no 'kind': 'profile')")
         if d.get("schema_version") != SCHEMA_VERSION:
             raise ProfileFileError(
                 f"schema_version: a profile of schema version {d.get('schema_version')!r}, and this tokprof reads "
                 f"version {SCHEMA_VERSION}: profile the log again"
             )
+        missing = [key for key in ("model", "source", "calls") if key not in d]
+        if missing:
+            raise ProfileFileError(f"{missing[0]}: missing: not a complete tokprof profile")
         try:
             summary = d.get("summary") or {}
             catalogue = summary.get("catalogue")

@@ -1,0 +1,138 @@
+"""The public API, used as a library user would: only the names ``tokprof`` exports."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+import tokprof
+from conftest import FIXTURES, ROOT, WEATHER_TOOL, small_transcript, write_json
+
+SAMPLE = ROOT / "samples" / "incident_session.json"
+EXPORTED = {
+    "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
+    "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
+    "Config", "TokprofError", "InputError", "ModelError", "ConfigError",
+}
+
+
+def test_exported_names():
+    assert set(tokprof.__all__) == EXPORTED
+    for name in tokprof.__all__:
+        assert getattr(tokprof, name) is not None
+    assert set(dir(tokprof)) >= EXPORTED
+    with pytest.raises(AttributeError):
+        tokprof.no_such_name  # noqa: B018
+
+
+def test_import_is_cheap():
+    import subprocess
+    import sys
+
+    code = "import sys, tokprof; print(sorted(m for m in ('numpy', 'tokenizers', 'jinja2') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tokprof.get_model("qwen2.5")
+
+
+def test_count_buckets_add_up(model):
+    log = small_transcript()
+    buckets = model.count(log["messages"][:-1], log["tools"])
+    assert buckets.exact and buckets.total == sum(buckets.as_dict().values())
+    assert min(buckets.as_dict().values()) > 0
+    assert model.count_text("hello world") == 2
+    assert model.name == "qwen2.5" and model.context_window == 131072
+
+
+def test_count_agrees_with_profile(model, tmp_path):
+    log = small_transcript()
+    profiled = tokprof.profile(write_json(tmp_path / "log.json", log), model)
+    last = profiled.calls[-1]
+    assert model.count(log["messages"][:-1], log["tools"]).as_dict() == last.buckets
+
+
+def test_count_takes_the_anthropic_shape(model):
+    anthropic = [
+        {"role": "user", "content": "define cat"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {"word": "cat"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "cat is an animal"}]},
+    ]
+    tools = [{"name": "lookup", "description": "Look up a word.", "input_schema": WEATHER_TOOL["function"]["parameters"]}]
+    chat = small_transcript()["messages"][:4]
+    assert model.count(anthropic, tools, system="You are a test bot.") == model.count(chat, [WEATHER_TOOL])
+
+
+@pytest.mark.parametrize(
+    "messages, tools, where",
+    [
+        ([{"role": "robot", "content": "hi"}], None, "request: messages[0].role: unknown role 'robot'"),
+        ([{"role": "user"}], None, "request: messages[0].content: missing"),
+        ("hello", None, "request: messages: expected a list of messages"),
+        ([{"role": "user", "content": "x"}], [{"description": "no name"}], "request: tools[0].name: missing"),
+        ([{"role": "tool", "tool_call_id": "z", "content": "x"}], None, "matches no earlier assistant tool call"),
+    ],
+)
+def test_bad_prompts_raise_input_error_with_the_place(model, messages, tools, where):
+    with pytest.raises(tokprof.InputError) as exc:
+        model.count(messages, tools)
+    assert isinstance(exc.value, ValueError) and where in str(exc.value)
+
+
+def test_unknown_model_names_the_closest():
+    with pytest.raises(tokprof.ModelError, match=r"did you mean qwen2\.5\?"):
+        tokprof.get_model("qwen2.6")
+
+
+def test_profile_save_load_and_pickle(tmp_path):
+    profile = tokprof.profile(FIXTURES / "good_records.jsonl")
+    assert isinstance(profile, tokprof.Profile) and profile.summary().calls == 3
+    path = tmp_path / "run.json"
+    profile.save(path)
+    again = tokprof.Profile.load(path)
+    assert again.to_dict() == profile.to_dict()
+    assert pickle.loads(pickle.dumps(profile)).to_dict() == profile.to_dict()
+    assert tokprof.profile_file(FIXTURES / "good_records.jsonl").to_dict() == profile.to_dict()
+
+
+def test_loading_what_is_not_a_profile(tmp_path):
+    path = write_json(tmp_path / "x.json", {"kind": "profile", "schema_version": 1})
+    with pytest.raises(ValueError, match="model: missing"):
+        tokprof.Profile.load(path)
+    path = write_json(tmp_path / "y.json", {"kind": "profile", "schema_version": 99})
+    with pytest.raises(ValueError, match="schema version 99"):
+        tokprof.Profile.load(path)
+
+
+def test_read_log_supplies_what_the_log_lacks(tmp_path):
+    log = small_transcript(system=False, tools=False)
+    path = write_json(tmp_path / "log.json", log)
+    trace = tokprof.read_log(path, tools=[WEATHER_TOOL])
+    assert isinstance(trace, tokprof.Trace) and all(call.tools for call in trace.calls)
+    with pytest.raises(tokprof.InputError, match="records its tool definitions"):
+        tokprof.read_log(write_json(tmp_path / "with.json", small_transcript()), tools=[WEATHER_TOOL])
+
+
+def test_tools_report_and_check(tmp_path):
+    report = tokprof.tools_report(tools=[WEATHER_TOOL], system="You are a test bot.")
+    assert isinstance(report, tokprof.ToolsReport) and report.main is not None
+    assert report.main.total == report.main.scaffolding + sum(t.marginal for t in report.main.tools)
+    config = tmp_path / "tokprof.toml"
+    config.write_text("[budgets]\ntool_definitions = 10\nsystem_prompt = 1000\n")
+    result = tokprof.check(report, config)
+    assert isinstance(result, tokprof.CheckResult)
+    assert result.status == "fail" and result.exit_code == 1
+    assert [m.name for m in result.metrics if m.status == "fail"] == ["tool_definitions"]
+    assert tokprof.check(report, tokprof.load_config(config)).status == "fail"
+
+
+def test_check_a_profile_against_the_sample_config():
+    profile = tokprof.profile(SAMPLE)
+    result = tokprof.check(profile, ROOT / "samples" / "tokprof.toml")
+    assert result.status == "pass", [(m.name, m.reasons) for m in result.metrics]
+    assert json.loads(json.dumps(result.to_dict()))["kind"] == "check"

@@ -1,0 +1,67 @@
+"""Tables fit the terminal: at 80 columns no row of profile, tools or check is broken in two."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ROOT
+from tokprof.cli import main
+
+SAMPLE = ROOT / "samples" / "incident_session.json"
+
+
+def table_at(width, args, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", str(width))
+    assert main(args) in (0, 1)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+def test_profile_rows_fit(width, capsys, monkeypatch):
+    out = table_at(width, ["profile", str(SAMPLE)], capsys, monkeypatch)
+    rows = [line for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+(\s+[\d,]+)+\s*$", line)]
+    assert len(rows) == 20  # the first and last ten of 59 calls
+    assert all(len(line) <= width for line in rows)
+    header = next(line for line in out.splitlines() if line.startswith("call"))
+    assert len(header) <= width and "total" in header
+    assert "39 of 59 calls not shown" in out
+
+
+def test_profile_calls_option(capsys, monkeypatch):
+    out = table_at(80, ["profile", str(SAMPLE), "--calls", "all"], capsys, monkeypatch)
+    assert len([line for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+", line)]) == 59
+    out = table_at(80, ["profile", str(SAMPLE), "--calls", "4"], capsys, monkeypatch)
+    calls = [int(line.split()[0]) for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+", line)]
+    assert calls == [0, 1, 57, 58]
+    assert main(["profile", str(SAMPLE), "--calls", "some"]) == 2
+    assert "--calls: expected a number of rows or 'all'" in capsys.readouterr().err
+
+
+def test_tools_rows_fit(capsys, monkeypatch):
+    out = table_at(80, ["tools", str(SAMPLE)], capsys, monkeypatch)
+    rows = [line for line in out.splitlines() if re.match(r"^\w+( \(unused\))?\s+\d", line)]
+    assert len(rows) == 12 and all(len(line) <= 80 for line in rows)
+
+
+def test_check_rows_fit(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT / "samples")
+    out = table_at(80, ["check", str(SAMPLE)], capsys, monkeypatch)
+    rows = [line for line in out.splitlines() if re.match(r"^[a-z_]+\s+[\d,.%]+\s", line)]
+    assert len(rows) == 7 and all(len(line) <= 80 and line.rstrip().endswith("pass") for line in rows)
+
+
+def test_text_from_the_log_cannot_style_or_drive_the_terminal(tmp_path, capsys, monkeypatch):
+    import json
+
+    from conftest import small_transcript
+
+    name = "look[/bold][red]up\x1b[31m\u202e"
+    log = json.loads(json.dumps(small_transcript()).replace('"lookup"', json.dumps(name)))
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log))
+    for command in ("profile", "tools"):
+        out = table_at(120, [command, str(path), "--model", "qwen2.5"], capsys, monkeypatch)
+        assert "\x1b" not in out and "\u202e" not in out
+    assert "look[/bold][red]up\\x1b[31m\\u202e" in out  # shown as written, escapes visible

@@ -1,0 +1,47 @@
+"""One data file, many reports: a saved profile is shown, reported on and checked without the log."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import ROOT, small_transcript, write_json
+from tokprof.cli import main
+
+SAMPLE = ROOT / "samples" / "incident_session.json"
+
+
+def run(args, capsys):
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_report_of_a_saved_profile_is_the_report_of_the_log(tmp_path, capsys, monkeypatch):
+    saved = tmp_path / "run.json"
+    assert run(["profile", str(SAMPLE), "-f", "json", "-o", str(saved)], capsys)[0] == 0
+    assert json.loads(saved.read_text())["kind"] == "profile"
+    for fmt in ("table", "csv", "json"):
+        from_log = run(["profile", str(SAMPLE), "-f", fmt, "--calls", "all"], capsys)
+        from_file = run(["profile", str(saved), "-f", fmt, "--calls", "all"], capsys)
+        assert from_log == from_file, fmt
+    assert run(["report", str(SAMPLE), "-o", str(tmp_path / "a.html")], capsys)[0] == 0
+    assert run(["report", str(saved), "-o", str(tmp_path / "b.html")], capsys)[0] == 0
+    assert (tmp_path / "a.html").read_bytes() == (tmp_path / "b.html").read_bytes()
+    monkeypatch.chdir(ROOT / "samples")
+    assert run(["check", str(SAMPLE), "-f", "json"], capsys) == run(["check", str(saved), "-f", "json"], capsys)
+    assert run(["tools", str(SAMPLE), "-f", "json"], capsys) == run(["tools", str(saved), "-f", "json"], capsys)
+
+
+def test_options_that_read_a_log_are_refused_for_a_saved_profile(tmp_path, capsys):
+    log = write_json(tmp_path / "log.json", small_transcript())
+    saved = tmp_path / "run.json"
+    run(["profile", str(log), "-f", "json", "-o", str(saved)], capsys)
+    code, out, err = run(["profile", str(saved), "--model", "qwen3"], capsys)
+    assert code == 2 and out == "" and "--model applies to logs" in err and err.count("\n") == 1
+
+
+def test_a_damaged_saved_profile_is_one_line(tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text('{"schema_version": 1, "kind": "profile", "model": {"name": "x"}, "source": {}, "calls": [{}]}')
+    code, _, err = run(["profile", str(path)], capsys)
+    assert code == 2 and err.startswith(f"tokprof: error: {path}: not a valid tokprof profile") and err.count("\n") == 1
