@@ -12,7 +12,7 @@ from test_qwen_tokenizer import CORPUS, random_texts
 from tokprof.attribution import BUCKETS
 from tokprof.cli import main
 from tokprof.models.proxies import proxy_for
-from tokprof.profiling import scale_buckets
+from tokprof.estimates import scale_buckets
 
 
 def run(args, capsys):

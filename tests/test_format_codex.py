@@ -599,3 +599,4 @@ def test_cli_corpus_openai_proxy(capsys, registered):
     assert doc["summary"]["calls"] == 85
     assert doc["summary"]["billed_input_reported"] == sum(u["input_tokens"] for u in last_usages(path))
     assert [w["code"] for w in doc["warnings"]] == ["encrypted-reasoning"]
+    assert doc["summary"]["estimate"]["calls_anchored"] == 84 and doc["summary"]["estimate"]["unexplained_growth"] == 0

@@ -28,7 +28,9 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 }
 LEVELS = ("error", "warn")
 TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets"}
-BUDGET_KEYS = {"max", "level", "max_increase"}
+BUDGET_KEYS = {"max", "level", "max_increase", "not_recorded"}
+#: What a budget does when the log does not record what its metric rests on: fail (the default) or skip.
+NOT_RECORDED_CHOICES = ("fail", "skip")
 
 
 class ConfigError(TokprofError):
@@ -55,6 +57,7 @@ class Budget:
     max: float | None = None
     level: str = "error"
     max_increase: Increase | None = None
+    not_recorded: str = "fail"  # or "skip"
 
 
 @dataclass
@@ -147,6 +150,10 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
                 budget.level = spec["level"]
             if "max_increase" in spec:
                 budget.max_increase = parse_increase(spec["max_increase"], f"{where}.max_increase")
+            if "not_recorded" in spec:
+                if spec["not_recorded"] not in NOT_RECORDED_CHOICES:
+                    raise ConfigError(f"{where}.not_recorded: expected \"fail\" or \"skip\", found {spec['not_recorded']!r}")
+                budget.not_recorded = spec["not_recorded"]
         else:
             budget.max = parse_limit(spec, metric, where)
         config.budgets[metric] = budget

@@ -1,6 +1,6 @@
 """The profile: one row per call plus run totals. Serialisable, and the input of every renderer.
 
-``Profile.to_dict()`` is the documented JSON schema (``schema_version`` 1, see the README).
+``Profile.to_dict()`` is the documented JSON (docs/schema/profile.schema.json).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from tokprof import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
 from tokprof.catalogue import CatalogueSummary
+from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, scale_buckets
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.trace import Note, Trace, Usage
 
-SCHEMA_VERSION = 1
-#: The bucket for what every prompt holds but the log does not record (Claude Code's system prompt,
-#: the tool definitions of Claude Code and Codex), inferred from reported usage.
-UNRECORDED = "unrecorded"
+SCHEMA_VERSION = 2
+#: Saved profiles this version reads (version 1 lacks what version 2 added, which reads as absent).
+READABLE_VERSIONS = (1, 2)
 INFERENCE = (
     "the log does not record {what}: their tokens are inferred, per model and thread, as the first call's "
     "reported prompt minus its rendered messages, and counted in 'unrecorded' on every call"
@@ -32,25 +32,13 @@ INFERENCE = (
 RECONCILE_THRESHOLD = 0.03
 #: The same for an estimate (a proxy, or an inferred part), whose counts are expected to differ somewhat.
 PROXY_THRESHOLD = 0.15
-#: How an estimate's buckets are made to agree with what was billed.
+#: How an estimate's buckets are made to agree with what was billed (see tokprof.estimates).
 SCALING = (
-    "where a call reports usage, its buckets are scaled (largest remainder) to add up to the reported prompt; "
-    "calls without usage keep the proxy's counts"
+    "where a call reports usage, its buckets add up to the reported prompt: a call that continues the previous "
+    "one of its thread is that call's buckets plus the estimate's growth, made to add up to the reported growth "
+    f"up to {BAND:g} times the log's usual ratio (more goes to 'unrecorded'); other calls are scaled whole "
+    "(largest remainder); calls without usage keep the estimate's counts"
 )
-
-
-def scale_buckets(buckets: dict[str, int], target: int) -> dict[str, int]:
-    """Scale bucket counts to add up to ``target``, keeping their proportions (largest remainder),
-    so that an estimate's buckets add up to the prompt the provider billed."""
-    current = sum(buckets.values())
-    if current == 0:
-        return {name: (target if name == "conversation" else 0) for name in buckets}
-    shares = {name: divmod(count * target, current) for name, count in buckets.items()}  # whole numbers: exact
-    scaled = {name: whole for name, (whole, _) in shares.items()}
-    short = target - sum(scaled.values())
-    for name in sorted(shares, key=lambda n: shares[n][1], reverse=True)[:short]:
-        scaled[name] += 1
-    return scaled
 
 
 @dataclass
@@ -66,6 +54,9 @@ class CallRow:
     exact: bool = True
     kind: str = "call"  # or "compaction"
     unrendered: int = 0  # tokens known from usage only (encrypted reasoning), included in the buckets
+    thread: str | None = None  # None for the main conversation, else a subagent's id
+    anchored: bool = False  # an estimate's buckets: the previous call's plus its growth (tokprof.estimates)
+    unexplained: int = 0  # reported growth the call's new messages do not explain, in 'unrecorded'
 
     @property
     def rendered(self) -> int:
@@ -89,7 +80,10 @@ class CallRow:
             "computed": self.rendered,
             "exact": self.exact,
             "kind": self.kind,
+            "thread": self.thread,
             "unrendered": self.unrendered,
+            "anchored": self.anchored,
+            "unexplained": self.unexplained,
             "cumulative": self.cumulative,
             "messages": self.messages,
             "source": self.where,
@@ -113,6 +107,9 @@ class CallRow:
             exact=d.get("exact", True),
             kind=d.get("kind", "call"),
             unrendered=d.get("unrendered", 0),
+            thread=d.get("thread"),
+            anchored=d.get("anchored", False),
+            unexplained=d.get("unexplained", 0),
         )
 
 
@@ -152,9 +149,12 @@ class Crossovers:
 
 @dataclass(frozen=True)
 class Reconciliation:
-    """How far the computed prompts are from the reported ones, in relative terms."""
+    """How far the computed prompts are from the reported ones, in relative terms: weighted by tokens
+    (the sum of the differences over the sum of the reported prompts, which the warning uses), as a
+    plain mean over calls, and the largest."""
 
     calls: int
+    weighted_relative_difference: float
     mean_relative_difference: float
     max_relative_difference: float
     max_call: int
@@ -163,6 +163,7 @@ class Reconciliation:
     def to_dict(self) -> dict:
         return {
             "calls": self.calls,
+            "weighted_relative_difference": self.weighted_relative_difference,
             "mean_relative_difference": self.mean_relative_difference,
             "max_relative_difference": self.max_relative_difference,
             "max_call": self.max_call,
@@ -178,6 +179,10 @@ class Estimate:
     scaling: str
     calls_scaled_to_reported: int
     billed_input_computed: int
+    calls_anchored: int = 0  # calls whose buckets are the previous call's plus their growth
+    unexplained_growth: int = 0  # tokens the anchoring rule put in 'unrecorded'
+    ratios: dict[str, float] = field(default_factory=dict)  # per model: reported growth per estimated growth
+    band: float = BAND
 
     def to_dict(self) -> dict:
         return {
@@ -185,6 +190,10 @@ class Estimate:
             "scaling": self.scaling,
             "calls_scaled_to_reported": self.calls_scaled_to_reported,
             "billed_input_computed": self.billed_input_computed,
+            "calls_anchored": self.calls_anchored,
+            "unexplained_growth": self.unexplained_growth,
+            "ratios": dict(self.ratios),
+            "band": self.band,
         }
 
 
@@ -200,8 +209,27 @@ class Reported:
 
 
 @dataclass(frozen=True)
+class ThreadSummary:
+    """One conversation of a log: the main one (``thread`` None) or a subagent's."""
+
+    thread: str | None
+    calls: int
+    billed_input: int
+    final_prompt: int
+    largest_prompt: int
+
+    def to_dict(self) -> dict:
+        return {"thread": self.thread, "calls": self.calls, "billed_input": self.billed_input,
+                "final_prompt": self.final_prompt, "largest_prompt": self.largest_prompt}
+
+
+@dataclass(frozen=True)
 class Summary:
-    """A profile's run totals (``summary`` in the JSON)."""
+    """A profile's run totals (``summary`` in the JSON). ``final_prompt`` is the main conversation's
+    last prompt (a subagent's may come later); ``largest_prompt`` the largest of any call; per
+    conversation both are in ``threads`` when the log has subagents. ``not_recorded`` names the
+    parts of the main conversation's prompts that the log does not record (and nobody supplied):
+    figures that rest on them are not known, not 0."""
 
     calls: int
     billed_input: int
@@ -218,6 +246,8 @@ class Summary:
     estimate: Estimate | None = None
     reported: Reported | None = None
     reconciliation: Reconciliation | None = None
+    threads: tuple[ThreadSummary, ...] = ()
+    not_recorded: tuple[str, ...] = ()
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -228,7 +258,10 @@ class Summary:
             "buckets_billed": dict(self.buckets_billed),
             "shares": dict(self.shares),
             "crossovers": self.crossovers.to_dict(),
+            "not_recorded": list(self.not_recorded),
         }
+        if len(self.threads) > 1:
+            out["threads"] = [t.to_dict() for t in self.threads]
         if self.catalogue is not None:
             out["catalogue"] = self.catalogue.to_dict()
         if self.compactions:
@@ -270,6 +303,8 @@ class Profile:
     catalogue: CatalogueSummary | None = None  # the tools analysis' summary section, when it was run
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
     compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
+    not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
+    ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.estimates)
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
@@ -295,6 +330,9 @@ class Profile:
                 scaling=SCALING,
                 calls_scaled_to_reported=sum(1 for c in self.calls if c.difference() is not None),
                 billed_input_computed=self.computed_billed_input(),
+                calls_anchored=sum(1 for c in self.calls if c.anchored),
+                unexplained_growth=sum(c.unexplained for c in self.calls),
+                ratios=dict(self.ratios),
             )
         usages = [c.reported for c in self.calls if c.reported and c.reported.prompt]  # 0 is not a count
         reported = None
@@ -308,10 +346,12 @@ class Profile:
                 billed_input=sum(u.prompt or 0 for u in usages), calls=len(usages),
                 cache_read=total("cache_read"), cache_write=total("cache_write"), output=total("output"),
             )
+        threads = self.threads()
+        main = next((t for t in threads if t.thread is None), threads[0] if threads else None)
         return Summary(
             calls=len(self.calls),
             billed_input=billed,
-            final_prompt=self.calls[-1].total if self.calls else 0,
+            final_prompt=main.final_prompt if main else 0,
             largest_prompt=max((c.total for c in self.calls), default=0),
             buckets_billed=by_bucket,
             shares=shares,
@@ -324,7 +364,21 @@ class Profile:
             estimate=estimate,
             reported=reported,
             reconciliation=self.reconciliation() if usages else None,
+            threads=tuple(threads),
+            not_recorded=self.not_recorded,
         )
+
+    def threads(self) -> list[ThreadSummary]:
+        """Each conversation's totals, the main one first, then subagents in the order they start."""
+        rows: dict[str | None, list[CallRow]] = {}
+        for call in self.calls:
+            rows.setdefault(call.thread, []).append(call)
+        order = sorted(rows, key=lambda thread: (thread is not None, rows[thread][0].index))
+        return [
+            ThreadSummary(thread, len(rows[thread]), sum(c.total for c in rows[thread]), rows[thread][-1].total,
+                          max(c.total for c in rows[thread]))
+            for thread in order
+        ]
 
     def reconciliation(self) -> Reconciliation | None:
         """How far the computed prompts are from the reported ones, in relative terms."""
@@ -332,8 +386,11 @@ class Profile:
         if not diffs:
             return None
         worst = max(diffs, key=lambda item: abs(item[1]))
+        absolute = sum(abs(d[0]) for c in self.calls if (d := c.difference()) is not None)
+        reported = sum(c.reported.prompt for c in self.calls if c.difference() is not None and c.reported and c.reported.prompt)
         return Reconciliation(
             calls=len(diffs),
+            weighted_relative_difference=round(absolute / reported, 6) if reported else 0.0,
             mean_relative_difference=round(sum(abs(r) for _, r in diffs) / len(diffs), 6),
             max_relative_difference=round(worst[1], 6),
             max_call=worst[0],
@@ -371,10 +428,10 @@ class Profile:
         naming the field when it is not one."""
         if not isinstance(d, dict) or d.get("kind", "profile") != "profile":
             raise ProfileFileError("not a tokprof profile (no 'kind': 'profile')")
-        if d.get("schema_version") != SCHEMA_VERSION:
+        if d.get("schema_version") not in READABLE_VERSIONS:
             raise ProfileFileError(
                 f"schema_version: a profile of schema version {d.get('schema_version')!r}, and this tokprof reads "
-                f"version {SCHEMA_VERSION}: profile the log again"
+                f"versions {READABLE_VERSIONS[0]} to {SCHEMA_VERSION}: profile the log again"
             )
         missing = [key for key in ("model", "source", "calls") if key not in d]
         if missing:
@@ -390,6 +447,8 @@ class Profile:
                 catalogue=CatalogueSummary.from_dict(catalogue) if catalogue else None,
                 inferred=summary.get("inferred"),
                 compactions=summary.get("compactions", 0),
+                not_recorded=tuple(summary.get("not_recorded") or ()),
+                ratios=dict((summary.get("estimate") or {}).get("ratios") or {}),
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ProfileFileError(f"not a valid tokprof profile ({type(exc).__name__}: {exc})") from None
@@ -438,91 +497,90 @@ def _unrecorded(trace: Trace, call) -> bool:
     return bool(missing)
 
 
-def _fixed_parts(trace: Trace, rendered: list[dict[str, int]]) -> dict[tuple, int]:
-    """The unrecorded part of the prompts, per (model, thread): the first call with reported usage,
-    minus its rendered count. It applies to every call of the thread, earlier ones included."""
-    fixed: dict[tuple, int] = {}
-    for call, counts in zip(trace.calls, rendered):
-        key = (call.model, call.thread)
-        reported = _reported(call)
-        if key not in fixed and reported is not None and _unrecorded(trace, call):
-            fixed[key] = max(0, reported - sum(counts.values()))
-    return fixed
-
-
 def profile_trace(
     trace: Trace, model: ChatModel, on_call: Callable[[int], None] | None = None, source_name: str | None = None
 ) -> Profile:
     """Attribute every call of a trace and gather the rows and warnings into a profile."""
     attributor = Attributor(model)
     flagged: dict[str, list[int]] = {}
-    rendered: list[dict[str, int]] = []
+    counted: list[Counted] = []
     for call in trace.calls:
         buckets = attributor.attribute(call)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] += tokens
-        rendered.append(counts)
+        counted.append(Counted(counts, _reported(call), (call.model, call.thread), _unrecorded(trace, call),
+                               call.messages, call.tools))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
         if on_call is not None:
             on_call(call.index)
-    fixed = _fixed_parts(trace, rendered)
+    estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0
-    for call, counts in zip(trace.calls, rendered):
-        reported = _reported(call)
-        inferred = None
-        if _unrecorded(trace, call):
-            part = fixed.get((call.model, call.thread))
-            if part is not None:
-                inferred = part if reported is None else min(part, reported)
-        before_scaling = sum(counts.values()) + (inferred or 0)
-        if not model.exact and reported is not None:
-            counts = scale_buckets(counts, reported - (inferred or 0))
-        if inferred is not None:
-            counts = {**counts, UNRECORDED: inferred}
-        total = sum(counts.values())
+    for call, count, found in zip(trace.calls, counted, estimates.calls):
+        total = sum(found.buckets.values())
         cumulative += total
         rows.append(
             CallRow(
                 index=call.index,
-                buckets=counts,
+                buckets=found.buckets,
                 total=total,
                 cumulative=cumulative,
                 messages=len(call.messages),
                 where=call.where,
                 reported=call.reported,
-                computed=before_scaling,
-                exact=model.exact and inferred is None and not call.unrendered,
+                computed=sum(count.counts.values()) + (found.part or 0),
+                exact=model.exact and found.part is None and not found.unexplained and not call.unrendered,
                 kind=call.kind,
                 unrendered=sum(call.unrendered.values()),
+                thread=call.thread or None,
+                anchored=found.anchored,
+                unexplained=found.unexplained,
             )
         )
     warnings = [Note(n.code, n.message, list(n.places)) for n in trace.notes]
     warnings += [Note(code, WARNINGS[code], calls=calls) for code, calls in flagged.items()]
     source = Source(path=source_name or trace.path, format=trace.format, model=trace.model, session=trace.session)
     inference = None
-    if fixed:
+    if estimates.fixed:
         parts = [p for p in trace.unrecorded if any(p not in trace.supplied or c.thread for c in trace.calls)]
         inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in parts))
     elif any(_unrecorded(trace, c) for c in trace.calls):
         warnings.append(Note("not-inferred", NOT_INFERRED))
+    if any(row.unexplained for row in rows):
+        unexplained = [row.index for row in rows if row.unexplained]
+        warnings.append(Note("unexplained-growth", UNEXPLAINED.format(band=BAND), calls=unexplained))
     profile = Profile(
         model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference,
-        compactions=trace.compactions,
+        compactions=trace.compactions, not_recorded=_not_recorded(trace),
+        ratios={str(k): round(v, 4) for k, v in estimates.ratios.items()},
     )
     check = profile.reconciliation()
-    if check and check.mean_relative_difference > check.threshold:
+    if check and check.weighted_relative_difference > check.threshold:
         differ = (
-            f"differ from the reported ones by {check.mean_relative_difference:.1%} on average (largest "
-            f"{check.max_relative_difference:+.1%}, call {check.max_call})"
+            f"differ from the reported ones by {check.weighted_relative_difference:.1%} of the reported tokens "
+            f"(largest {check.max_relative_difference:+.1%}, call {check.max_call})"
         )
         if model.exact:
             message = (f"computed prompts {differ}: is the model (--model) the one the log used, and the chat "
                        "template the one it was served with?")
         else:
-            message = (f"the estimate's own counts {differ}: the scaled buckets rest on proportions that may not "
+            message = (f"the estimate's own counts {differ}: the buckets rest on proportions that may not "
                        "hold (a part of the prompt the log does not show, or a proxy far from the model)")
         profile.warnings.append(Note("reported-differs", message))
     return profile
+
+
+#: What a profile says of growth the anchoring rule put in ``unrecorded``.
+UNEXPLAINED = (
+    "these calls' reported prompts grew by more than {band:g} times what their new messages explain at the log's "
+    "usual ratio: the rest is counted in 'unrecorded' (content the log does not record, such as text an agent "
+    "injects), not in the buckets of the messages"
+)
+
+
+def _not_recorded(trace: Trace) -> tuple[str, ...]:
+    """The parts of the main conversation's prompts that neither the log nor the user gives."""
+    names = {"system": "system_prompt", "tools": "tool_definitions"}
+    return tuple(names[p] for p in trace.unrecorded if p not in trace.supplied and p in names)

@@ -25,7 +25,9 @@ PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "n/a"
 
 @dataclass
 class Measurement:
-    """What was measured: each metric's value (None when it needs a log and there is none) and each tool's cost."""
+    """What was measured: each metric's value and each tool's cost. A value is None when it cannot be
+    measured: ``unknown`` says why (it needs a log and there is none, or the log does not record what
+    it rests on)."""
 
     model: str
     template_sha256: str
@@ -33,6 +35,7 @@ class Measurement:
     metrics: dict[str, float | None]
     tools: dict[str, int]
     estimate: str | None = None  # how the counts are estimated, when they are not exact
+    unknown: dict[str, str] = field(default_factory=dict)  # metric -> why it has no value
 
     def baseline_dict(self) -> dict:
         return {
@@ -46,6 +49,19 @@ class Measurement:
         }
 
 
+#: A part of the prompt a log may not record -> the metrics that rest on it.
+NOT_RECORDED_METRICS = {
+    "tool_definitions": ("tool_definitions", "largest_tool", "unused_tool_waste"),
+    "system_prompt": ("system_prompt",),
+}
+NOT_RECORDED = {
+    "tool_definitions": "not recorded: the log does not record its tool definitions (give them with --tools FILE, "
+    "or set not_recorded = \"skip\" on this budget)",
+    "system_prompt": "not recorded: the log does not record its system prompt (give it with --system FILE, or set "
+    "not_recorded = \"skip\" on this budget)",
+}
+
+
 def measure(
     model: ModelInfo, catalogue: CatalogueSummary | None, profile: Profile | None, system_tokens: int, source: str
 ) -> Measurement:
@@ -53,6 +69,7 @@ def measure(
     the main catalogue with what its unused tools wasted, ``system_tokens`` the system prompt's cost."""
     main = catalogue.catalogue if catalogue else None
     metrics: dict[str, float | None] = {name: None for name in METRICS}
+    unknown = {name: "needs a log" for name in METRICS if METRICS[name][1]}
     metrics["tool_definitions"] = main.total if main else 0
     metrics["largest_tool"] = max((t.marginal for t in main.tools), default=0) if main else 0
     metrics["system_prompt"] = system_tokens
@@ -64,6 +81,12 @@ def measure(
         # the waste as a share of the billed input in the catalogue's units (an estimate's catalogue is not scaled)
         share = catalogue.unused_waste_share if catalogue else None
         metrics["unused_tool_waste"] = share or 0.0
+        unknown = {}
+        for part, metrics_of_part in NOT_RECORDED_METRICS.items():
+            if part in profile.not_recorded:
+                for name in metrics_of_part:
+                    metrics[name] = None
+                    unknown[name] = NOT_RECORDED[part]
     tools = {t.name: t.marginal for t in main.tools} if main else {}
     estimate = None
     if not model.exact:
@@ -77,6 +100,7 @@ def measure(
         metrics=metrics,
         tools=tools,
         estimate=estimate,
+        unknown=unknown,
     )
 
 
@@ -198,8 +222,13 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         level = budget.level if budget else "error"
         result = MetricResult(name=name, value=value, status=PASS, level=level, max=budget.max if budget else None)
         if value is None:
-            result.status = SKIP
-            result.reasons.append("needs a log")
+            why = measurement.unknown.get(name, "not measured")
+            result.reasons.append(why)
+            # what the log does not record fails unless the budget says to skip it: a gate must not pass on no data
+            if why.startswith("not recorded") and not (budget and budget.not_recorded == "skip"):
+                result.status = FAIL if level == "error" else WARN
+            else:
+                result.status = SKIP
             results.append(result)
             continue
         bad = False

@@ -20,6 +20,13 @@ def _value(m: MetricResult, value: float | None) -> str:
     return f"{value:.2%}" if METRICS[m.name][0] == "share" else f"{value:,.0f}"
 
 
+def _measured(m: MetricResult) -> str:
+    """The value column: the value, or why there is none when the log does not record it."""
+    if m.value is None and any(r.startswith("not recorded") for r in m.reasons):
+        return "not recorded"
+    return _value(m, m.value)
+
+
 def _change(m: MetricResult) -> str:
     change = m.change
     if change is None:
@@ -64,7 +71,7 @@ class CheckTableRenderer:
                    Column("change"), Column("level", justify="left", drop=3), Column("status", justify="left")]
         styles = {FAIL: "red", WARN: "yellow", PASS: "green", SKIP: "dim"}
         rows = [
-            [m.name, _value(m, m.value), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
+            [m.name, _measured(m), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
              f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]"]
             for m in check.metrics
         ]
@@ -101,7 +108,7 @@ class CheckMarkdownRenderer:
         ]
         for m in check.metrics:
             lines.append(
-                f"| {m.name} | {_value(m, m.value)} | {_limit(m)} | {_value(m, m.baseline)} | {_change(m)} | "
+                f"| {m.name} | {_measured(m)} | {_limit(m)} | {_value(m, m.baseline)} | {_change(m)} | "
                 f"{MD_ICONS[m.status]} |"
             )
         reasons = [f"- **{m.name}**: {r}" for m in check.metrics if m.status in (FAIL, WARN) for r in m.reasons]

@@ -5,7 +5,7 @@ from tokprof.render import RenderOptions
 
 
 class JsonRenderer:
-    """The profile as JSON (the documented schema, ``schema_version`` 1)."""
+    """The profile as JSON (the documented schema, docs/schema/profile.schema.json)."""
 
     def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         return profile.to_json()

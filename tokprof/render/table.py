@@ -3,7 +3,8 @@ then the run's summary. Text from the log is printed through :func:`safe`."""
 
 from __future__ import annotations
 
-from tokprof.profiling import CallRow, Profile
+from tokprof.estimates import UNRECORDED
+from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
 
@@ -62,74 +63,15 @@ class TableRenderer:
         console.print()
 
         console.print("[bold]Summary[/bold]")
-        lines = [
-            ("calls", f"{summary.calls:,}"),
-            ("final prompt", f"{summary.final_prompt:,} tokens"),
-            ("largest prompt", f"{summary.largest_prompt:,} tokens"),
-            ("billed input", f"{summary.billed_input:,} tokens (every call's prompt, added up)"),
-        ]
-        if summary.reported is not None:
-            usage = summary.reported
-            lines.append(
-                ("billed input, reported", f"{usage.billed_input:,} tokens "
-                 f"({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)")
-            )
-            for tokens, label in ((usage.cache_read, "cache reads"), (usage.cache_write, "cache writes")):
-                if tokens:
-                    lines.append((f"  {label}, reported", f"{tokens:,} tokens"))
-            check = summary.reconciliation
-            if check:
-                lines.append(
-                    ("computed vs reported" if model.exact else "proxy vs reported",
-                     f"{check.mean_relative_difference:.1%} mean difference, largest "
-                     f"{check.max_relative_difference:+.1%} (call {check.max_call})")
-                )
-        for name in names:
-            lines.append(
-                (f"  {LABELS[name]}", f"{summary.buckets_billed[name]:>12,}  {summary.shares[name]:6.1%}")
-            )
-        if summary.compactions:
-            lines.append(("compactions", f"{summary.compactions} (calls that summarised the context)"))
-        if summary.unrendered:
-            lines.append(("unrendered", f"{summary.unrendered:,} tokens known from usage only (in the buckets)"))
-        cross = summary.crossovers
-
-        def when(index: int | None) -> str:
-            return f"call {index}" if index is not None else "never"
-
-        lines.append(("tool results > tool defs", when(cross.tool_results_exceed_tool_definitions)))
-        lines.append(("conversation > tool defs", when(cross.conversation_exceeds_tool_definitions)))
-        key_width = max(len(k) for k, _ in lines)
-        for key, value in lines:
-            console.print(f"  {key.ljust(key_width)}  {value}")
-        section = summary.catalogue
-        if section:
-            catalogue = section.catalogue
-            unused = [t for t in catalogue.tools if t.unused]
-            text = f"{catalogue.total:,} tokens per request, {len(catalogue.tools)} tools"
-            if unused and section.unused_waste is not None:
-                text += (
-                    f"; {len(unused)} never called: {section.unused_waste:,} tokens wasted "
-                    f"({section.unused_waste_share or 0.0:.1%})"
-                )
-            if not model.exact:
-                text += " (the proxy's own counts, not scaled)"
-            if section.distinct_catalogues > 1:
-                text += f"; {section.distinct_catalogues} distinct catalogues (see tokprof tools)"
-            console.print(f"  {'tool catalogue'.ljust(key_width)}  {text}")
+        for key, value in self._summary_lines(profile, summary, names):
+            console.print(f"  {key}  {value}")
         console.print(f"  tokenizer: {safe(model.tokenizer)}; template: {safe(model.chat_template)}")
         if model.selected:
             console.print(f"  model chosen: {safe(model.selected)}")
         if summary.inferred:
             console.print(f"[bold]INFERRED[/bold]: {safe(summary.inferred)} (give them with --system and --tools).")
         if summary.estimate is not None:
-            estimate = summary.estimate
-            console.print(
-                f"[bold]ESTIMATE[/bold]: every count above is an estimate: {safe(estimate.method)}. "
-                f"{estimate.calls_scaled_to_reported} of {summary.calls} calls were scaled to add up to the "
-                "reported prompt; "
-                f"the proxy counted {estimate.billed_input_computed:,} billed input tokens."
-            )
+            console.print(f"[bold]ESTIMATE[/bold]: {safe(_estimate_text(summary))}")
         for warning in profile.warnings:
             calls = warning.calls
             count = f" ({len(calls)} of {summary.calls} calls)" if calls else ""
@@ -149,3 +91,96 @@ class TableRenderer:
             else:
                 cells += ["-", "-"]
         return cells
+
+    @staticmethod
+    def _summary_lines(profile: Profile, summary: Summary, names: tuple[str, ...]) -> list[tuple[str, str]]:
+        """The summary as (key, value) lines, keys padded to one width."""
+        model = profile.model
+        estimated = "  estimate" if not model.exact else ""
+        lines = [("calls", f"{summary.calls:,}")]
+        threads = summary.threads
+        final = f"{summary.final_prompt:,} tokens"
+        if len(threads) > 1:
+            final += " (the main conversation's)"
+        lines += [("final prompt", final), ("largest prompt", f"{summary.largest_prompt:,} tokens"),
+                  ("billed input", f"{summary.billed_input:,} tokens (every call's prompt, added up)")]
+        if summary.reported is not None:
+            usage = summary.reported
+            lines.append(
+                ("billed input, reported", f"{usage.billed_input:,} tokens "
+                 f"({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)")
+            )
+            for tokens, label in ((usage.cache_read, "cache reads"), (usage.cache_write, "cache writes")):
+                if tokens:
+                    lines.append((f"  {label}, reported", f"{tokens:,} tokens"))
+            check = summary.reconciliation
+            if check:
+                lines.append(
+                    ("computed vs reported" if model.exact else "proxy vs reported",
+                     f"{check.weighted_relative_difference:.1%} of the reported tokens, "
+                     f"{check.mean_relative_difference:.1%} mean per call, largest "
+                     f"{check.max_relative_difference:+.1%} (call {check.max_call})")
+                )
+        for name in names:
+            label = estimated if name != UNRECORDED else ""
+            lines.append(
+                (f"  {LABELS[name]}", f"{summary.buckets_billed[name]:>12,}  {summary.shares[name]:6.1%}{label}")
+            )
+        if len(threads) > 1:
+            for thread in threads:
+                who = "main conversation" if thread.thread is None else f"subagent {safe(thread.thread)}"
+                lines.append((f"  {who}", f"{thread.calls:,} calls, {thread.billed_input:,} billed, final prompt "
+                              f"{thread.final_prompt:,}, largest {thread.largest_prompt:,}"))
+        if summary.compactions:
+            lines.append(("compactions", f"{summary.compactions} (calls that summarised the context)"))
+        if summary.unrendered:
+            lines.append(("unrendered", f"{summary.unrendered:,} tokens known from usage only (in the buckets)"))
+        tools_unrecorded = "tool_definitions" in summary.not_recorded
+        has_tools = any(c.buckets.get("tool_definitions") for c in profile.calls)
+        cross = summary.crossovers
+
+        def when(index: int | None) -> str:
+            if tools_unrecorded:
+                return "not recorded (the log has no tool definitions: give them with --tools)"
+            if not has_tools:
+                return "no tool definitions in the log"
+            return f"call {index}" if index is not None else "never"
+
+        lines.append(("tool results > tool defs", when(cross.tool_results_exceed_tool_definitions)))
+        lines.append(("conversation > tool defs", when(cross.conversation_exceeds_tool_definitions)))
+        section = summary.catalogue
+        if section:
+            catalogue = section.catalogue
+            unused = [t for t in catalogue.tools if t.unused]
+            text = f"{catalogue.total:,} tokens per request, {len(catalogue.tools)} tools"
+            if unused and section.unused_waste is not None:
+                text += (
+                    f"; {len(unused)} never called: {section.unused_waste:,} tokens wasted "
+                    f"({section.unused_waste_share or 0.0:.1%}{'' if model.exact else ' of the proxy billed input'})"
+                )
+            if not model.exact:
+                text += " (the proxy's own counts, not scaled)"
+            if section.distinct_catalogues > 1:
+                text += f"; {section.distinct_catalogues} distinct catalogues (see tokprof tools)"
+            lines.append(("tool catalogue", text))
+        elif tools_unrecorded:
+            lines.append(("tool catalogue", "not recorded (give it with --tools FILE to price each tool)"))
+        width = max(len(k) for k, _ in lines)
+        return [(key.ljust(width), value) for key, value in lines]
+
+
+def _estimate_text(summary: Summary) -> str:
+    estimate = summary.estimate
+    assert estimate is not None
+    text = f"every count above is an estimate: {estimate.method}. "
+    scaled = estimate.calls_scaled_to_reported
+    if scaled:
+        ratios = ", ".join(f"{r:.2f}" for r in estimate.ratios.values())
+        text += (f"{scaled} of {summary.calls} calls add up to the reported prompt: {estimate.calls_anchored} as the "
+                 f"call before plus what they add (the log's usual ratio: {ratios or '-'} reported per estimated "
+                 "token), the rest scaled whole")
+        if estimate.unexplained_growth:
+            text += (f"; {estimate.unexplained_growth:,} tokens of reported growth that no new message explains are "
+                     "in 'unrecorded'")
+        text += "; "
+    return text + f"the proxy counted {estimate.billed_input_computed:,} billed input tokens."

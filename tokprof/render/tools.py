@@ -55,7 +55,7 @@ class ToolsTableRenderer:
         model = report.model
         exact = "exact" if model.exact else "ESTIMATE"
         console.print(f"[bold]tokprof[/bold] tools of {safe(report.source.path)} (model {safe(model.name)}, {exact})")
-        if not report.catalogues:
+        if not report.catalogues and not any(w.code == "tools-unrecorded" for w in report.warnings):
             console.print("  no call in the log carries tools")
         for i, catalogue in enumerate(report.catalogues):
             if len(report.catalogues) > 1:
@@ -64,12 +64,13 @@ class ToolsTableRenderer:
                     f"{catalogue.first_call}, carried by {catalogue.requests} requests"
                 )
             self._catalogue(console, catalogue)
-        if report.billed_input is not None:
+        if report.billed_input is not None and report.catalogues:
             waste = report.unused_waste() or 0
             share = waste / report.billed_input if report.billed_input else 0.0
+            counted = "" if model.exact else " as the proxy counts it"
             console.print(
                 f"  unused tools cost {waste:,} tokens over the run, {share:.1%} of billed input "
-                f"({report.billed_input:,})"
+                f"({report.billed_input:,}{counted})"
             )
         for unknown in report.unknown_calls:
             close = f"; closest in the catalogue: {safe(unknown.closest)}" if unknown.closest else ""
