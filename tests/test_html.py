@@ -47,6 +47,40 @@ def test_profile_html_option_and_reported_chart(tmp_path, capsys):
     assert embedded_profile(text)["summary"]["billed_input_reported"] == 610 + 760 + 820
 
 
+def figures(text: str) -> dict:
+    match = re.search(r"var figs=(\{.*?\});var config", text, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+def test_axes_read_as_whole_calls_and_round_counts(sample_report):
+    figs = figures(sample_report.read_text(encoding="utf-8"))
+    assert set(figs) == {"buckets", "added", "tools", "window"}
+    for name in ("buckets", "added", "window"):
+        axis = figs[name]["layout"]["xaxis"]
+        assert axis["tickformat"] == "d" and isinstance(axis["dtick"], int) and axis["dtick"] >= 1
+    tools = figs["tools"]["layout"]
+    assert tools["yaxis"]["tickformat"] == ",d" and "f" not in tools["yaxis2"]["tickformat"]
+    names = [trace["name"] for trace in figs["tools"]["data"]]
+    assert any("per request" in n for n in names) and any("over the run" in n for n in names)
+    assert "never called (red)" in names
+    added = figs["added"]["data"]
+    assert {t["name"] for t in added} >= {"tool results", "conversation"}
+    assert any(note == "adds 1 assistant, 1 tool" for t in added for note in t["customdata"])
+
+
+def test_the_window_is_the_log_models(tmp_path, capsys):
+    log = json.loads((FIXTURES / "good_transcript.json").read_text())
+    log["model"] = "gpt-4.1"
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log))
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert embedded_profile(text)["model"]["context_window"] > 128000  # genai-prices' window for gpt-4.1
+    assert "share of a 1,0" in text
+
+
 def test_failed_report_leaves_existing_file_alone(tmp_path, capsys):
     target = tmp_path / "report.html"
     target.write_text("old")
@@ -76,5 +110,5 @@ def test_report_renders_in_chromium(sample_report, tmp_path):
     assert "<html" in dom, result.stderr[-2000:]
     root = re.search(r"<html[^>]*>", dom).group(0)  # the page records script errors and rendered charts here
     assert "data-js-errors" not in root, root
-    assert 'data-charts-rendered="3"' in root
+    assert 'data-charts-rendered="4"' in root  # tokens per call, what each call added, tools, window
     assert dom.count('class="main-svg"') >= 3  # plotly drew its SVG layers

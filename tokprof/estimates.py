@@ -91,13 +91,16 @@ def fixed_parts(calls: Sequence[Counted]) -> dict[tuple, int]:
     return fixed
 
 
+def starts_with(messages: Sequence[dict], prefix: Sequence[dict]) -> bool:
+    """Whether a prompt's messages start with another prompt's (the same objects, or equal ones)."""
+    return len(messages) >= len(prefix) and all(a is b or a == b for a, b in zip(prefix, messages))
+
+
 def _extends(call: Counted, before: Counted) -> bool:
     """Whether a call's prompt is an earlier call's plus what it adds."""
-    if call.tools != before.tools or len(call.messages) < len(before.messages):
+    if call.tools != before.tools or call.reported is None or before.reported is None:
         return False
-    if call.reported is None or before.reported is None or call.reported < before.reported:
-        return False
-    return all(a is b or a == b for a, b in zip(before.messages, call.messages))
+    return call.reported >= before.reported and starts_with(call.messages, before.messages)
 
 
 def _growth(call: Counted, before: Counted) -> dict[str, int] | None:

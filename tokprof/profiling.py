@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -16,9 +17,10 @@ from tokprof import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
 from tokprof.catalogue import CatalogueSummary
-from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, scale_buckets
+from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
-from tokprof.trace import Note, Trace, Usage
+from tokprof.models.known import context_window
+from tokprof.trace import Call, Note, Trace, Usage
 
 SCHEMA_VERSION = 2
 #: Saved profiles this version reads (version 1 lacks what version 2 added, which reads as absent).
@@ -57,6 +59,9 @@ class CallRow:
     thread: str | None = None  # None for the main conversation, else a subagent's id
     anchored: bool = False  # an estimate's buckets: the previous call's plus its growth (tokprof.estimates)
     unexplained: int = 0  # reported growth the call's new messages do not explain, in 'unrecorded'
+    #: The roles of the messages this call's prompt adds to the previous call of its thread (None when it
+    #: is the thread's first call or does not continue the previous one: a rewrite, a compaction).
+    added: list[str] | None = None
 
     @property
     def rendered(self) -> int:
@@ -84,6 +89,7 @@ class CallRow:
             "unrendered": self.unrendered,
             "anchored": self.anchored,
             "unexplained": self.unexplained,
+            "added_messages": self.added,
             "cumulative": self.cumulative,
             "messages": self.messages,
             "source": self.where,
@@ -110,6 +116,7 @@ class CallRow:
             thread=d.get("thread"),
             anchored=d.get("anchored", False),
             unexplained=d.get("unexplained", 0),
+            added=d.get("added_messages"),
         )
 
 
@@ -518,7 +525,10 @@ def profile_trace(
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0
+    last: dict[str, Call] = {}  # thread -> its latest call
     for call, count, found in zip(trace.calls, counted, estimates.calls):
+        before = last.get(call.thread)
+        last[call.thread] = call
         total = sum(found.buckets.values())
         cumulative += total
         rows.append(
@@ -537,6 +547,7 @@ def profile_trace(
                 thread=call.thread or None,
                 anchored=found.anchored,
                 unexplained=found.unexplained,
+                added=None if before is None else _added_roles(before, call),
             )
         )
     warnings = [Note(n.code, n.message, list(n.places)) for n in trace.notes]
@@ -551,8 +562,12 @@ def profile_trace(
     if any(row.unexplained for row in rows):
         unexplained = [row.index for row in rows if row.unexplained]
         warnings.append(Note("unexplained-growth", UNEXPLAINED.format(band=BAND), calls=unexplained))
+    info = model.describe()
+    if not model.exact:  # an estimate stands in for the log's model: its window is that model's, when known
+        window = context_window([trace.model] + [c.model for c in trace.calls])
+        info = dataclasses.replace(info, context_window=window or info.context_window)
     profile = Profile(
-        model=model.describe(), source=source, calls=rows, warnings=warnings, inferred=inference,
+        model=info, source=source, calls=rows, warnings=warnings, inferred=inference,
         compactions=trace.compactions, not_recorded=_not_recorded(trace),
         ratios={str(k): round(v, 4) for k, v in estimates.ratios.items()},
     )
@@ -578,6 +593,14 @@ UNEXPLAINED = (
     "usual ratio: the rest is counted in 'unrecorded' (content the log does not record, such as text an agent "
     "injects), not in the buckets of the messages"
 )
+
+
+def _added_roles(before: Call, call: Call) -> list[str] | None:
+    """The roles of the messages a call adds to an earlier call's prompt, or None when it does not
+    start with that prompt."""
+    if not starts_with(call.messages, before.messages):
+        return None
+    return [m["role"] for m in call.messages[len(before.messages):]]
 
 
 def _not_recorded(trace: Trace) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections import Counter
 
 from tokprof.catalogue import Catalogue
 from tokprof.profiling import Profile
@@ -32,6 +33,7 @@ FONT = "#8a8f98"  # reads on light and dark backgrounds
 GRID = "rgba(138,143,152,0.25)"
 #: The window of the fill chart when neither the caller nor the model gives one.
 DEFAULT_WINDOW = 131072
+UNUSED = "#d1242f"  # tools never called
 
 CSS = """
 :root { color-scheme: light dark; --fg: #1f2328; --bg: #ffffff; --muted: #59636e; --card: #f6f8fa; }
@@ -49,6 +51,23 @@ ul.warn li { color: #bf8700; }
 """
 
 
+def _call_axis(profile: Profile) -> dict:
+    """An x axis of calls: ticks at whole calls only, about ten of them."""
+    n = max(1, len(profile.calls))
+    step = next(s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10**4, 10**5, 10**6)
+                if n / s <= 12)
+    return {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False, "tickmode": "linear", "tick0": 0,
+            "dtick": step, "tickformat": "d"}
+
+
+def _count_axis(title: str, **extra) -> dict:
+    """A y axis of token counts, from 0, with plain round numbers (1,000 or 2.5M, never 0.5 or 206f)."""
+    axis = {"title": {"text": title}, "gridcolor": GRID, "zeroline": False, "rangemode": "tozero",
+            "tickformat": "~s", "tickmode": "auto"}
+    axis.update(extra)
+    return axis
+
+
 def _layout(**extra) -> dict:
     layout = {
         "paper_bgcolor": "rgba(0,0,0,0)",
@@ -58,7 +77,7 @@ def _layout(**extra) -> dict:
         "legend": {"orientation": "h", "y": -0.18},
         "hovermode": "x unified",
         "xaxis": {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False},
-        "yaxis": {"title": {"text": "tokens"}, "gridcolor": GRID, "zeroline": False},
+        "yaxis": _count_axis("tokens"),
     }
     layout.update(extra)
     return layout
@@ -93,8 +112,9 @@ def _buckets_figure(profile: Profile) -> dict:
         annotations.append({"x": index, "y": 1, "xref": "x", "yref": "paper", "text": f"{text} (call {index})",
                             "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 11}})
     layout = _layout(
-        yaxis2={"title": {"text": "billed input so far"}, "overlaying": "y", "side": "right", "showgrid": False,
-                "range": [0, max([c.cumulative for c in profile.calls] + [1]) * 1.05], "tickformat": ".3~s"},
+        xaxis=_call_axis(profile),
+        yaxis=_count_axis("tokens in the prompt"),
+        yaxis2=_count_axis("billed input so far", overlaying="y", side="right", showgrid=False),
         shapes=shapes, annotations=annotations,
     )
     return {"data": data, "layout": layout}
@@ -103,25 +123,27 @@ def _buckets_figure(profile: Profile) -> dict:
 def _tools_figure(catalogue: Catalogue) -> dict:
     tools = sorted(catalogue.tools, key=lambda t: (bool(t.unused), -t.marginal, t.name))
     names = [t.name + (" (unused)" if t.unused else "") for t in tools]
-    colors = ["#d1242f" if t.unused else COLORS["tool_definitions"] for t in tools]
-    data = [{
-        "type": "bar", "name": "per request", "x": names, "y": [t.marginal for t in tools],
+    colors = [UNUSED if t.unused else COLORS["tool_definitions"] for t in tools]
+    data: list[dict] = [{
+        "type": "bar", "name": "per request (left axis, solid)", "x": names, "y": [t.marginal for t in tools],
         "marker": {"color": colors}, "offsetgroup": "request",
         "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
     }]
     if any(t.run_cost is not None for t in tools):
         data.append({
-            "type": "bar", "name": "over the run", "x": names, "y": [t.run_cost or 0 for t in tools],
+            "type": "bar", "name": "over the run (right axis, pale)", "x": names, "y": [t.run_cost or 0 for t in tools],
             "yaxis": "y2", "marker": {"color": colors, "opacity": 0.4}, "offsetgroup": "run",
             "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
         })
+    if any(t.unused for t in tools):  # a legend entry for the colour of tools never called
+        data.append({"type": "bar", "name": "never called (red)", "x": [names[0]], "y": [0],
+                     "marker": {"color": UNUSED}, "hoverinfo": "skip", "showlegend": True})
     layout = _layout(
         barmode="group", hovermode="closest", margin={"l": 60, "r": 70, "t": 30, "b": 140},
-        legend={"orientation": "h", "y": 1.08},
+        legend={"orientation": "h", "y": 1.12},
         xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
-        yaxis={"title": {"text": "tokens per request"}, "gridcolor": GRID},
-        yaxis2={"title": {"text": "tokens over the run"}, "overlaying": "y", "side": "right", "showgrid": False,
-                "tickformat": ".3~s"},
+        yaxis=_count_axis("tokens per request", tickformat=",d"),
+        yaxis2=_count_axis("tokens over the run", overlaying="y", side="right", showgrid=False),
     )
     return {"data": data, "layout": layout}
 
@@ -139,10 +161,39 @@ def _window_figure(profile: Profile, window: int, levels: list[float]) -> dict:
                     "xanchor": "right", "yanchor": "bottom", "font": {"size": 11}} for level in levels]
     top = max([1.0, *fill]) * 1.05
     layout = _layout(
-        hovermode="closest", shapes=shapes, annotations=annotations,
+        hovermode="closest", shapes=shapes, annotations=annotations, xaxis=_call_axis(profile),
         yaxis={"title": {"text": f"share of a {window:,}-token window"}, "tickformat": ".0%", "range": [0, top],
                "gridcolor": GRID},
     )
+    return {"data": data, "layout": layout}
+
+
+def _added_figure(profile: Profile) -> dict:
+    """What each call added to the previous call of its conversation, per bucket (a rewrite or a
+    compaction shows as a drop), with the roles of the messages it added in the hover."""
+    previous: dict[str | None, dict[str, int]] = {}
+    x: list[int] = []
+    notes: list[str] = []
+    deltas: dict[str, list[int]] = {name: [] for name in profile.buckets()}
+    for call in profile.calls:
+        before = previous.get(call.thread, {})
+        previous[call.thread] = call.buckets
+        x.append(call.index)
+        for name in deltas:
+            deltas[name].append(call.buckets.get(name, 0) - before.get(name, 0))
+        if call.added is None:
+            note = "the conversation's first call" if not before else "does not continue the previous call"
+        else:
+            roles = [f"{n} {role}" for role, n in Counter(call.added).items()]
+            note = "adds " + (", ".join(roles) if roles else "no message")
+        if call.thread is not None:
+            note = f"subagent {call.thread}: {note}"
+        notes.append(html.escape(note, quote=False))  # plotly reads tags in hover text
+    data = [{
+        "type": "bar", "name": LABELS[name], "x": x, "y": values, "marker": {"color": COLORS[name]},
+        "customdata": notes, "hovertemplate": "%{y:+,} tokens<br>%{customdata}",
+    } for name, values in deltas.items()]
+    layout = _layout(barmode="relative", xaxis=_call_axis(profile), yaxis=_count_axis("tokens added", rangemode="normal"))
     return {"data": data, "layout": layout}
 
 
@@ -158,7 +209,7 @@ def _reported_figure(profile: Profile) -> dict | None:
         {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
          "y": prompts, "line": {"color": FONT, "dash": "dot"}},
     ]
-    return {"data": data, "layout": _layout()}
+    return {"data": data, "layout": _layout(xaxis=_call_axis(profile))}
 
 
 def _cards(profile: Profile) -> str:
@@ -170,11 +221,13 @@ def _cards(profile: Profile) -> str:
     out = ['<div class="cards">']
     for key, value in cards:
         out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
+    estimate = "" if profile.model.exact else ' <span class="estimate">estimate</span>'
     for name in profile.buckets():
+        label = "" if name == "unrecorded" else estimate  # the unrecorded bucket says "inferred" itself
         out.append(
             f'<div class="card"><div class="v">{s.shares[name]:.1%}</div><div class="k">'
             f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
-            f'({s.buckets_billed[name]:,})</div></div>'
+            f'({s.buckets_billed[name]:,}){label}</div></div>'
         )
     out.append("</div>")
     return "".join(out)
@@ -190,7 +243,8 @@ class HtmlRenderer:
         exact = model.exact  # the model's counts; an inferred bucket is labelled on its own
         window = options.window or model.context_window or DEFAULT_WINDOW
         levels = list(options.levels)
-        figures = {"buckets": _buckets_figure(profile), "window": _window_figure(profile, window, levels)}
+        figures = {"buckets": _buckets_figure(profile), "added": _added_figure(profile),
+                   "window": _window_figure(profile, window, levels)}
         section = profile.catalogue
         catalogue = section.catalogue if section else None
         if section and catalogue and catalogue.tools:
@@ -230,6 +284,11 @@ class HtmlRenderer:
         parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")
         parts.append('<div id="chart-buckets" class="chart"></div>')
+        parts.append("<h2>What each call added</h2>")
+        parts.append('<p class="muted">Each call\'s prompt minus the previous prompt of its conversation, per bucket; '
+                     "hover for the messages it added. A jump with no message to explain it is content the log does "
+                     "not record; a drop is a rewrite or a compaction.</p>")
+        parts.append('<div id="chart-added" class="chart"></div>')
         if section and catalogue and "tools" in figures:
             parts.append("<h2>Tool catalogue</h2>")
             text = (f"{catalogue.total:,} tokens per request: {catalogue.total - catalogue.scaffolding:,} "

@@ -1,0 +1,56 @@
+"""What public model data knows of a model by the name a log gives it: its provider and its context
+window, from the ``genai-prices`` package's bundled data (offline; it is never updated from here).
+
+Names are matched as genai-prices matches them (``gpt-5.1-codex`` is ``gpt-5.1``), after a provider
+prefix such as ``openai/`` or ``anthropic/`` is taken as the provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+
+@dataclass(frozen=True)
+class KnownModel:
+    provider: str  # genai-prices' provider id
+    model: str  # genai-prices' model id
+    context_window: int | None
+
+
+def snapshot() -> Any:
+    """genai-prices' bundled data, or None when the package is not installed."""
+    try:
+        from genai_prices import data_snapshot
+    except ImportError:  # pragma: no cover - a dependency, but the rest of tokprof works without it
+        return None
+    return data_snapshot.get_snapshot()
+
+
+@lru_cache(maxsize=512)
+def known(name: str | None) -> KnownModel | None:
+    """The model a log's model name is, in the public data; None when it is not there."""
+    if not name:
+        return None
+    data = snapshot()
+    if data is None:
+        return None
+    provider, ref = None, name
+    if "/" in name:
+        prefix, rest = name.split("/", 1)
+        if any(p.id == prefix for p in data.providers):
+            provider, ref = prefix, rest
+    try:
+        found_provider, model = data.find_provider_model(ref, None, provider, None)
+    except (LookupError, ValueError):
+        return None
+    window = model.context_window if isinstance(model.context_window, int) and model.context_window > 0 else None
+    return KnownModel(found_provider.id, model.id, window)
+
+
+def context_window(names: list[str | None]) -> int | None:
+    """The context window of the model a log names, when every name it gives has the same known one."""
+    windows = {k.context_window for n in set(names) if n and (k := known(n)) is not None}
+    windows.discard(None)
+    return windows.pop() if len(windows) == 1 else None
