@@ -10,8 +10,14 @@ not change from one day to the next.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import hashlib
 import json
+import os
+import signal
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from functools import cached_property, lru_cache
@@ -63,14 +69,106 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 _LOOP_NUMBERS = frozenset({"index0", "index", "first", "last", "length", "revindex", "revindex0", "depth", "depth0"})
 
 
+class TemplateLimitError(jinja2.exceptions.SecurityError):
+    """A chat template went over one of the limits it runs under (see :class:`Limits`)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a chat template may do in one render. A template is code from a model repository: it runs
+    in Jinja's sandbox (no attribute of Python's internals, no file, no import), and under these
+    limits, each of which can be raised with its environment variable.
+
+    * ``output``: characters a render may write (``TOKPROF_TEMPLATE_MAX_OUTPUT``), and so the size of
+      a string or list that ``*`` may make;
+    * ``power_bits``: the size in bits of a number ``**`` may make (``TOKPROF_TEMPLATE_MAX_POWER_BITS``);
+    * ``range_items``: numbers all of a render's ``range()`` calls may give, together
+      (``TOKPROF_TEMPLATE_MAX_RANGE``);
+    * ``seconds``: the time a render may take (``TOKPROF_TEMPLATE_TIMEOUT``; checked on the main thread).
+
+    ``lipsum`` (random text) is not there at all.
+    """
+
+    output: int = 256 * 1024 * 1024
+    power_bits: int = 16384
+    range_items: int = 1_000_000
+    seconds: float = 30.0
+
+    @classmethod
+    def from_environment(cls) -> "Limits":
+        defaults = cls()
+        values: dict[str, Any] = {}
+        for name, variable in LIMIT_VARIABLES.items():
+            raw = os.environ.get(variable)
+            if raw is None:
+                continue
+            try:
+                value = float(raw) if name == "seconds" else int(raw)
+            except ValueError:
+                raise ModelError(f"{variable}: expected a number, found {raw!r}") from None
+            if value <= 0:
+                raise ModelError(f"{variable}: expected a positive number, found {raw!r}")
+            values[name] = value
+        return dataclasses.replace(defaults, **values)
+
+
+LIMIT_VARIABLES = {
+    "output": "TOKPROF_TEMPLATE_MAX_OUTPUT",
+    "power_bits": "TOKPROF_TEMPLATE_MAX_POWER_BITS",
+    "range_items": "TOKPROF_TEMPLATE_MAX_RANGE",
+    "seconds": "TOKPROF_TEMPLATE_TIMEOUT",
+}
+
+
+def _over(what: str, name: str, limit: object) -> TemplateLimitError:
+    return TemplateLimitError(
+        f"the chat template went over a limit: {what} (the limit is {limit}; set {LIMIT_VARIABLES[name]} to raise it)"
+    )
+
+
+class _Budget(threading.local):
+    """What the render running on this thread may still do."""
+
+    limits: Limits = Limits()
+    range_left: int = Limits().range_items
+
+
+_BUDGET = _Budget()
+
+
+def _range(*args: int) -> range:
+    """Jinja's sandboxed range, counted against the render's budget."""
+    numbers = range(*args)
+    _BUDGET.range_left -= len(numbers)
+    if _BUDGET.range_left < 0:
+        raise _over("range() gave too many numbers", "range_items", f"{_BUDGET.limits.range_items:,} in one render")
+    return numbers
+
+
 class _Environment(ImmutableSandboxedEnvironment):
-    """The sandbox, with shortcuts for the two lookups that make most of a chat template's work.
+    """The sandbox, with shortcuts for the two lookups that make most of a chat template's work, and
+    the limits of :class:`Limits` on ``*`` and ``**`` (which Jinja then no longer works out when it
+    compiles a template, so that ``{{ 'x' * 10**9 }}`` cannot take memory before a render starts).
 
     ``message.role`` on a plain dict: the sandbox tries the attribute, fails, and looks the key up;
     the shortcut looks the key up at once, for names that are not attributes of dict. ``loop.index0``
     and the other numbers of a loop: the sandbox checks that the attribute is safe, which these
     always are. The results are the same, failures included; everything else goes the sandbox's way.
     """
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context, operator, left, right):
+        limits = _BUDGET.limits
+        if operator == "**":
+            if type(left) in (int, bool) and type(right) in (int, bool) and right > 0 and abs(left) > 1:
+                if right * abs(left).bit_length() > limits.power_bits:
+                    raise _over(f"{left} ** {right} is too large a number", "power_bits", f"{limits.power_bits:,} bits")
+        elif operator == "*":
+            for sized, times in ((left, right), (right, left)):
+                if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times > limits.output:
+                    raise _over("'*' made too long a string or list", "output", f"{limits.output:,}")
+        return super().call_binop(context, operator, left, right)
 
     def getattr(self, obj, attribute):
         kind = type(obj)
@@ -127,10 +225,14 @@ def _compile(source: str, lenient: bool) -> jinja2.Template:
     env.globals["raise_exception"] = _raise_exception
     env.globals["dict"] = _Dict()
     env.globals["namespace"] = _Namespace
+    env.globals["range"] = _range
+    env.globals.pop("lipsum", None)  # random text: a profile must not change from run to run
     try:
         return env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:
         raise ModelError(f"chat template has a syntax error at line {exc.lineno}: {exc.message}") from None
+    except (RecursionError, MemoryError, SyntaxError) as exc:  # expressions nested thousands deep
+        raise ModelError(f"the chat template cannot be compiled: it is nested too deeply ({type(exc).__name__})") from None
 
 
 @dataclass
@@ -183,7 +285,7 @@ class ChatTemplate:
         """
         has_tools = bool(tools) if template_tools is None else template_tools
         template = _compile(self.select(has_tools), lenient)
-        return template.render(**self._variables(messages, tools, add_generation_prompt, day))
+        return _limited(template, self._variables(messages, tools, add_generation_prompt, day))
 
     def _variables(self, messages, tools, add_generation_prompt: bool, day: date | None) -> dict:
         pinned = day or DEFAULT_DAY
@@ -224,7 +326,7 @@ class ChatTemplate:
         head = _tools_head(self.select(template_tools))
         if head is None:
             raise ValueError("the template does not read its tools in a head of its own")
-        return head.render(**self._variables(messages, tools, add_generation_prompt, day))
+        return _limited(head, self._variables(messages, tools, add_generation_prompt, day))
 
     def check(self, where: str) -> None:
         """Compile every template now, so that a syntax error names the template, not a call."""
@@ -251,6 +353,45 @@ class ChatTemplate:
         """The template text picked for these tools when its generation prompt is a fixed suffix
         (:meth:`generation_is_suffix`), else None."""
         return self.select(has_tools) if self.generation_is_suffix(has_tools) else None
+
+
+def _limited(template: jinja2.Template, variables: dict) -> str:
+    """Render under the limits (:class:`Limits`, read from the environment at each render)."""
+    limits = Limits.from_environment()
+    _BUDGET.limits, _BUDGET.range_left = limits, limits.range_items
+    pieces: list[str] = []
+    size = 0
+    with _deadline(limits):
+        try:
+            for piece in template.generate(**variables):
+                size += len(piece)
+                if size > limits.output:
+                    raise _over("the prompt it wrote is too long", "output", f"{limits.output:,} characters")
+                pieces.append(piece)
+        except MemoryError:
+            raise TemplateLimitError("the chat template ran out of memory in a render") from None
+        except RecursionError:
+            raise TemplateLimitError("the chat template went over a limit: it recursed too deeply") from None
+    return "".join(pieces)
+
+
+@contextlib.contextmanager
+def _deadline(limits: Limits) -> Iterator[None]:
+    """A time limit on what runs inside, where a signal can give one (the main thread, on Unix)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise _over("a render took too long", "seconds", f"{limits.seconds:g} seconds")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, limits.seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 #: Statements after which the rest of a template cannot see what they did, but by their output.
