@@ -65,3 +65,110 @@ def test_limits_change_no_count(capsys):
     assert _compile(model.prompt_format.select(True), False).environment.intercepted_binops == {"*", "**"}
     assert main(["profile", str(LOG), "-f", "json"]) == 0  # the embedded template renders as before
     assert json.loads(capsys.readouterr().out)["summary"]["billed_input"] > 0
+
+
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        (b"\xff\xfe[budgets]\n", "byte 0: not UTF-8 text"),
+        (b"[budgets]\ntool_definitions = " + b"9" * 400 + b"\n", "found a 400-digit number"),
+        (b"a = " + b"[" * 5000 + b"]" * 5000 + b"\n", "nested too deeply"),
+        (b"max_increase = " + b"9" * 400 + b"\n", "a non-negative number up to"),
+    ],
+)
+def test_hostile_configurations(content, expected, tmp_path, capsys):
+    config = tmp_path / "tokprof.toml"
+    config.write_bytes(content)
+    assert expected in one_line_error(["check", str(LOG), "--config", str(config)], capsys)
+
+
+def test_an_unrelated_broken_pyproject_does_not_stop_the_walk(tmp_path, capsys, monkeypatch):
+    (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    inner = tmp_path / "project"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_bytes(b"[project\nname = \xff")
+    monkeypatch.chdir(inner)
+    assert main(["check", str(LOG)]) == 0
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize(
+    "baseline, expected",
+    [
+        ('{"schema_version": 1, "model": "qwen2.5", "metrics": {"billed_input": 1' + "0" * 400 + '}, "tools": {}}',
+         "metrics.billed_input: expected a non-negative number, found a 401-digit number"),
+        ('{"schema_version": 1, "model": "qwen2.5", "metrics": {}, "tools": {"\\ud800x": 3}}',
+         "a tool name is not valid Unicode"),
+        ('{"schema_version": 1, "model": "qwen2.5", "metrics": ' + "[" * 100000 + "]" * 100000 + "}",
+         "baseline is not valid JSON"),
+    ],
+)
+def test_hostile_baselines(baseline, expected, tmp_path, capsys):
+    (tmp_path / "b.json").write_text(baseline)
+    (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    err = one_line_error(["check", str(LOG), "--config", str(tmp_path / "tokprof.toml"), "--baseline",
+                          str(tmp_path / "b.json")], capsys)
+    assert expected in err
+
+
+def test_outputs_are_all_or_nothing(tmp_path, capsys):
+    html = tmp_path / "out.html"
+    one_line_error(["profile", str(LOG), "--html", str(html), "-o", str(tmp_path / "missing" / "x.txt")], capsys)
+    assert not html.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    assert "cannot write" in one_line_error(["profile", str(LOG), "-o", str(loop)], capsys)
+    assert "output file name is empty" in one_line_error(["profile", str(LOG), "-o", ""], capsys)
+    assert "--html: expected a file name" in one_line_error(["profile", str(LOG), "--html", ""], capsys)
+
+
+def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, capsys):
+    (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    one_line_error(["check", str(LOG), "--config", str(tmp_path / "tokprof.toml"), "--update-baseline",
+                    "-o", str(tmp_path / "missing" / "report.txt")], capsys)
+    assert not (tmp_path / "tokprof-baseline.json").exists()
+
+
+def test_standard_input_and_long_values(tmp_path, capsys):
+    assert "standard input is not supported" in one_line_error(["profile", "-"], capsys)
+    log = small_transcript()
+    log["messages"][0]["role"] = "x" * 3_000_000 + "\x1b[31m"
+    err = one_line_error(["profile", str(write_json(tmp_path / "log.json", log))], capsys)
+    assert len(err) < 1500 and "characters)" in err and "\x1b" not in err
+
+
+def test_standard_output_on_a_full_device(capsys):
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        result = subprocess.run([sys.executable, "-m", "tokprof", "profile", str(LOG)], stdout=full,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "No space left" in result.stderr
+
+
+def test_a_replaced_cache_entry_is_rebuilt(tmp_path, monkeypatch):
+    from tokprof.models import qwen, tiktoken_vocab
+
+    monkeypatch.setenv("TOKPROF_CACHE_DIR", str(tmp_path))
+    first, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)
+    entry = next((tmp_path / "tokenizers").glob("qwen-*.json"))
+    entry.write_text(tiktoken_vocab.Tokenizer(tiktoken_vocab.Tokenizer.from_str(entry.read_text()).model).to_str())
+    again, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)  # the entry no longer matches its checksum: built again
+    assert again.encode("<|im_start|>hi").ids == first.encode("<|im_start|>hi").ids
+    assert tiktoken_vocab._verified(entry, entry.with_suffix(".sha256")) is not None
+
+
+def test_an_unwritable_cache_leaves_no_temporary_file(tmp_path, monkeypatch):
+    import tempfile
+
+    from tokprof.models import qwen
+
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TOKPROF_CACHE_DIR", str(blocked / "cache"))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    tokenizer, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)
+    assert tokenizer.encode("hello").ids and list(scratch.iterdir()) == []

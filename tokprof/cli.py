@@ -159,8 +159,11 @@ def _main(
 
 # -- helpers ----------------------------------------------------------------------------------
 def one_line(text: str) -> str:
-    """Text from the log (names, error types) can hold line breaks: keep a message on one line."""
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    """An error message for standard error: on one line, nothing from the log a terminal acts on
+    (escape sequences shown as escapes), and cut to a readable length (a log's 3 MB role name)."""
+    from tokprof.text import shorten, visible
+
+    return shorten(visible(text), 1200)
 
 
 def _color(fmt: str, output: Optional[str]) -> bool:
@@ -208,6 +211,11 @@ def _options(fmt: str, output: Optional[str], window: Optional[int] = None, fill
     return RenderOptions(color=_color(fmt, output), width=_width(output), window=window, levels=_levels(fill_lines))
 
 
+def _not_standard_input(path: Optional[str]) -> None:
+    if path == "-":
+        raise TokprofError("-: reading a log from standard input is not supported: save it to a file and give its path")
+
+
 def _saved_profile(path: str) -> Optional["Profile"]:
     """The saved profile at ``path``, or None when the file is not one (a log)."""
     from tokprof.profiling import Profile, ProfileFileError
@@ -240,6 +248,7 @@ def _profile_of(
     (a configuration's) apply to a log when the options name none."""
     from tokprof import api
 
+    _not_standard_input(log)
     saved = _saved_profile(log)
     if saved is not None:
         _only_for_logs(log, model=model, input_format=input_format, tools=tools, system=system,
@@ -258,6 +267,7 @@ def _write(outputs: list[tuple[Optional[str], str]]) -> None:
     for path, text in outputs:
         if path is None:
             sys.stdout.write(text)
+            sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -408,6 +418,7 @@ def tools(
     from tokprof.render import render
 
     _log_or_tools("tools", log, tools_file, system)
+    _not_standard_input(log)
     options = _options(fmt, output)
     saved = _saved_profile(log) if log is not None else None
     if saved is not None:
@@ -531,7 +542,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     except _CLICK_ERRORS as exc:
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # the reader went away (tokprof profile LOG | head): nothing left to say
+        _silence_stdout()
+        return EXIT_FAIL
+    except MemoryError:
+        print("tokprof: error: out of memory: the log, or one of its prompts, is too large for this machine",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:  # standard output on a full device, a closed terminal
+        if exc.filename is not None:
+            raise
+        print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
     return result if isinstance(result, int) else EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point standard output at /dev/null so that the exit does not fail flushing it."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def entry() -> None:

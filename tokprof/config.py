@@ -37,6 +37,31 @@ class ConfigError(TokprofError):
     pass
 
 
+#: Numbers beyond this are not token counts or budgets (a 400-digit number is a typo, or an attack).
+MAX_NUMBER = 1e15
+
+
+def finite(value: Any) -> float | None:
+    """A TOML or JSON number as a float, or None when it is not a number a budget can hold (not a
+    number, a boolean, infinite, or beyond :data:`MAX_NUMBER`)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) and abs(number) <= MAX_NUMBER else None
+
+
+def text_ok(value: str) -> bool:
+    """Whether a string can be printed: valid Unicode (JSON escapes can make lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Increase:
     """An allowed increase over the baseline: a fraction ("5%") or an absolute amount."""
@@ -84,15 +109,16 @@ def parse_increase(value: Any, where: str) -> Increase:
     if isinstance(value, bool):
         raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{where}: must not be negative, found {value!r}")
-        return Increase(float(value), relative=False)
+        number = finite(value)
+        if number is None or number < 0:
+            raise ConfigError(f"{where}: expected a non-negative number up to {MAX_NUMBER:g}, found {_shown(value)}")
+        return Increase(number, relative=False)
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
             pct = float(value.strip()[:-1])
         except ValueError:
             raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
-        if not math.isfinite(pct) or pct < 0:
+        if not math.isfinite(pct) or pct < 0 or pct > MAX_NUMBER:
             raise ConfigError(f"{where}: must not be negative, found {value!r}")
         return Increase(pct / 100.0, relative=True)
     raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
@@ -108,12 +134,19 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
         if not math.isfinite(share) or not 0 <= share <= 1:
             raise ConfigError(f"{where}: expected a percentage from 0% to 100%, found {value!r}")
         return share
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    number = finite(value)
+    if number is None or number < 0:
         hint = 'a share like "2%" or 0.02' if unit == "share" else "a number of tokens"
-        raise ConfigError(f"{where}: expected {hint}, found {value!r}")
-    if unit == "share" and value > 1:
+        raise ConfigError(f"{where}: expected {hint}, found {_shown(value)}")
+    if unit == "share" and number > 1:
         raise ConfigError(f"{where}: a share is at most 1 (or write \"{value}%\"), found {value!r}")
-    return float(value)
+    return number
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, cut to a readable length."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    return text if len(text) <= 80 else text[:60] + f"... ({len(text):,} characters)"
 
 
 def parse_config(data: dict, path: str, prefix: str) -> Config:
@@ -160,14 +193,19 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
     return config
 
 
-def _load_toml(path: Path) -> dict:
+def _load_toml(path: Path, data: bytes | None = None) -> dict:
     try:
-        with open(path, "rb") as f:
-            return tomllib.load(f)
+        if data is None:
+            data = path.read_bytes()
+        return tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: byte {exc.start}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
 
 
 def load_file(path: Path) -> Config:
@@ -189,7 +227,13 @@ def find_config(start: Path) -> Config | None:
             return load_file(candidate)
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
-            data = _load_toml(candidate)
+            try:
+                raw = candidate.read_bytes()
+            except OSError:
+                continue  # an unreadable pyproject.toml is not ours to judge
+            if b"tokprof" not in raw:
+                continue  # another project's file: whether it parses is not tokprof's business
+            data = _load_toml(candidate, raw)
             tool = data.get("tool")
             if isinstance(tool, dict) and "tokprof" in tool:
                 return parse_config(data["tool"]["tokprof"], str(candidate), "tool.tokprof.")

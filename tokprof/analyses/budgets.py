@@ -8,14 +8,14 @@ says whether that fails the check (``error``) or only warns (``warn``).
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokprof import __version__
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
-from tokprof.config import METRICS, Config, ConfigError
+from tokprof.config import METRICS, Config, ConfigError, _shown, finite, text_ok
+from tokprof.text import visible
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
 
@@ -112,6 +112,8 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
         raise ConfigError(f"{path}: cannot read baseline: {exc.strerror}") from None
     except ValueError as exc:
         raise ConfigError(f"{path}: baseline is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: baseline is not valid JSON: nested too deeply") from None
     if not isinstance(data, dict) or data.get("schema_version") != BASELINE_SCHEMA:
         raise ConfigError(f"{path}: schema_version: not a tokprof baseline (schema_version {BASELINE_SCHEMA})")
     if data.get("model") != measurement.model:
@@ -123,12 +125,15 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
         raise ConfigError(f"{path}: metrics: missing or not an object")
     for name, value in data["metrics"].items():
         if name not in METRICS:
-            raise ConfigError(f"{path}: metrics.{name}: unknown metric (expected one of {', '.join(METRICS)})")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-            raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {value!r}")
+            raise ConfigError(f"{path}: metrics.{visible(name)[:80]}: unknown metric (expected one of {', '.join(METRICS)})")
+        number = finite(value)
+        if number is None or number < 0:
+            raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {_shown(value)}")
     for name, value in data["tools"].items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{path}: tools.{name}: expected a number of tokens, found {value!r}")
+        if not text_ok(name):
+            raise ConfigError(f"{path}: tools: a tool name is not valid Unicode: {visible(repr(name))[:80]}")
+        if isinstance(value, bool) or not isinstance(value, int) or finite(value) is None:
+            raise ConfigError(f"{path}: tools.{visible(name)[:80]}: expected a number of tokens, found {_shown(value)}")
     return data
 
 

@@ -51,7 +51,16 @@ def convert(vocab: Path, pattern: str, added: list[tuple[str, bool, int]], norma
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
-    tokenizer = TikTokenConverter(vocab_file=str(vocab), pattern=pattern).converted()
+    # tiktoken keeps a copy of every vocabulary it reads in $TMPDIR/data-gym-cache unless told not to
+    cache_setting = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = ""
+    try:
+        tokenizer = TikTokenConverter(vocab_file=str(vocab), pattern=pattern).converted()
+    finally:
+        if cache_setting is None:
+            del os.environ["TIKTOKEN_CACHE_DIR"]
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = cache_setting
     if normalize_nfc:
         tokenizer.normalizer = normalizers.NFC()
     base = tokenizer.get_vocab_size(with_added_tokens=False)
@@ -76,23 +85,45 @@ def cached_tokenizer(
     key.update(json.dumps([pattern, added, normalize_nfc, CONVERSION_VERSION]).encode())
     digest = key.hexdigest()[:16]
     path = cache_dir() / "tokenizers" / f"{name}-{digest}.json"
-    if path.exists():
-        try:
-            return Tokenizer.from_file(str(path))
-        except Exception:  # a damaged cache entry: build it again
-            pass
+    check = path.with_suffix(".sha256")
+    cached = _verified(path, check)
+    if cached is not None:
+        return cached
+    temporary = None
     try:
         plain = _plain_vocab(vocab, digest)
-    except OSError:  # an unwritable cache: unpack into a temporary file instead
+    except OSError:  # an unwritable cache: unpack into a temporary file instead, removed below
         import tempfile
 
-        handle, tmp = tempfile.mkstemp(suffix=".tiktoken")
+        handle, temporary = tempfile.mkstemp(suffix=".tiktoken")
         with os.fdopen(handle, "wb") as f:
             f.write(gzip.decompress(vocab.read_bytes()))
-        plain = Path(tmp)
-    tokenizer = convert(plain, pattern, added, normalize_nfc)
+        plain = Path(temporary)
     try:
-        write_atomic(path, tokenizer.to_str().encode("utf-8"))
+        tokenizer = convert(plain, pattern, added, normalize_nfc)
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
+    data = tokenizer.to_str().encode("utf-8")
+    try:
+        write_atomic(path, data)
+        write_atomic(check, hashlib.sha256(data).hexdigest().encode())
     except OSError:  # an unwritable cache: use the tokenizer anyway, convert again next time
         pass
     return tokenizer
+
+
+def _verified(path: Path, check: Path) -> Tokenizer | None:
+    """The cached tokenizer, when the file is the one tokprof wrote (its sha256 matches the one written
+    beside it); None when it is missing, damaged or replaced, so that it is built again."""
+    try:
+        data = path.read_bytes()
+        expected = check.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if hashlib.sha256(data).hexdigest() != expected:
+        return None
+    try:
+        return Tokenizer.from_str(data.decode("utf-8"))
+    except Exception:  # tokenizers raises bare Exceptions
+        return None

@@ -9,7 +9,6 @@ markup in it and shows control characters, escape sequences and bidirectional ov
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -20,25 +19,10 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from tokprof.render import RenderOptions
+from tokprof.text import visible
 
 #: The width of tables when none is given (files and pipes, where no terminal says).
 DEFAULT_WIDTH = 120
-
-#: C0 and C1 controls, DEL, and the Unicode bidirectional overrides and isolates.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def visible(text: str) -> str:
-    """Text with control characters shown as escapes (``\\n``, ``\\x1b``, ``\\u202e``): one line,
-    nothing a terminal acts on."""
-
-    def show(match: re.Match[str]) -> str:
-        char = match.group()
-        return _NAMED.get(char) or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
-
-    return _UNSAFE.sub(show, text)
-
 
 def safe(value: object) -> str:
     """A value from a log, ready for :meth:`Console.print`: visible (see :func:`visible`), markup escaped."""
