@@ -42,12 +42,12 @@ def main() -> None:
         profiled = time.perf_counter() - start
         summary = profile.summary()
         start = time.perf_counter()
-        tools_report(trace, model, summary["billed_input"])
+        tools_report(trace, model, summary.billed_input)
         priced = time.perf_counter() - start
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"| {Path(args.log).name} | {summary['calls']} | {summary['billed_input']:,} | "
-              f"{summary['final_prompt']:,} | {profiled:.2f} | {priced:.2f} | "
-              f"{summary['billed_input'] / profiled:,.0f} | {rss:.0f} |")
+        print(f"| {Path(args.log).name} | {summary.calls} | {summary.billed_input:,} | "
+              f"{summary.final_prompt:,} | {profiled:.2f} | {priced:.2f} | "
+              f"{summary.billed_input / profiled:,.0f} | {rss:.0f} |")
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ def main() -> int:
     profile = profile_trace(trace, model)
     summary = profile.summary()
     buckets_only = time.perf_counter() - start
-    tools_report(trace, model, summary["billed_input"])
+    tools_report(trace, model, summary.billed_input)
     ours = time.perf_counter() - start
     peak = peak_rss_mb()
 
@@ -153,7 +153,7 @@ def main() -> int:
           "| tokprof / limit | peak RSS (MB) | added by profiling (MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     reference_time, ratio = ("-", "-") if theirs is None else (f"{theirs:.1f}", f"{theirs / ours:.0f}x")
-    print(f"| {name} | {summary['calls']} | {summary['final_prompt']:,} | {summary['billed_input']:,} | "
+    print(f"| {name} | {summary.calls} | {summary.final_prompt:,} | {summary.billed_input:,} | "
           f"{reference_time} | {ours:.2f} | {ratio} | {limit:.2f} | {ours / limit:.1f}x | {peak:.0f} | "
           f"{peak - baseline:.0f} |")
     if not args.log:

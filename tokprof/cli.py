@@ -109,7 +109,7 @@ InputFormat = Annotated[Optional[str], typer.Option(
     help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
     "claude-code, codex.",
 )]
-ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP))]
+ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))]
 ChatTemplate = Annotated[Optional[str], typer.Option(
     "--chat-template", metavar="FILE", help="Use this Jinja chat template instead of the model's.")]
 ToolsFile = Annotated[Optional[str], typer.Option(
@@ -274,9 +274,9 @@ def _write(outputs: list[tuple[Optional[str], str]]) -> None:
 PROFILE_EXAMPLES = _esc(
     "Examples:\n\n"
     "  tokprof profile samples/incident_session.json\n\n"
-    "  tokprof profile session.jsonl --model qwen3 -f json -o run.json   (a saved profile)\n\n"
-    "  tokprof profile run.json --calls all                              (shown again, every call)\n\n"
-    "  tokprof profile ~/.claude/projects/-home-me-app/ --session 3f2a   (one session of a directory)"
+    "  tokprof profile session.jsonl --model qwen3 -f json -o run.json\n\n"
+    "  tokprof profile run.json --calls all      # a saved profile, every call\n\n"
+    "  tokprof profile ~/.claude/projects/-home-me-app/ --session 3f2a"
 )
 
 
@@ -349,7 +349,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
 
 
 @app.command(epilog=_esc("Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
-                         "  tokprof report run.json -o report.html   (from a saved profile)"))
+                         "  tokprof report run.json -o report.html     # from a saved profile"))
 def report(
     log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP))],
     output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")],
@@ -397,7 +397,7 @@ TOOLS_FILE_HELP = (
 @app.command(epilog=_esc("Examples:\n\n  tokprof tools samples/incident_session.json\n\n"
                          "  tokprof tools --tools samples/tools_anthropic.json --system samples/system_prompt.txt"))
 def tools(
-    log: Annotated[Optional[str], typer.Argument(metavar="[LOG]", help=_esc(LOG_HELP))] = None,
+    log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP))] = None,
     tools_file: Annotated[Optional[str], typer.Option("--tools", metavar="FILE", help=_esc(TOOLS_FILE_HELP))] = None,
     system: Annotated[Optional[str], typer.Option(
         "--system", metavar="FILE",
@@ -447,11 +447,12 @@ CHECK_HELP = (
 )
 
 
-@app.command(help=_esc(CHECK_HELP), epilog=_esc(
+@app.command(help=_esc(CHECK_HELP), short_help="Fail a build when prompt or tool-catalogue tokens go over budget or regress.",
+             epilog=_esc(
     "Examples:\n\n  tokprof check samples/incident_session.json --config samples/tokprof.toml\n\n"
     "  tokprof check --tools tools.json --system system.txt --update-baseline"))
 def check(
-    log: Annotated[Optional[str], typer.Argument(metavar="[LOG]", help=_esc(LOG_HELP))] = None,
+    log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP))] = None,
     tools_file: Annotated[Optional[str], typer.Option(
         "--tools", metavar="FILE",
         help="Check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them.",

@@ -569,7 +569,7 @@ def profile_trace(
     profile = Profile(
         model=info, source=source, calls=rows, warnings=warnings, inferred=inference,
         compactions=trace.compactions, not_recorded=_not_recorded(trace),
-        ratios={str(k): round(v, 4) for k, v in estimates.ratios.items()},
+        ratios={str(k) if k else "unnamed": round(v, 4) for k, v in estimates.ratios.items()},
     )
     check = profile.reconciliation()
     if check and check.weighted_relative_difference > check.threshold:
