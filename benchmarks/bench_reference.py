@@ -118,7 +118,7 @@ def main() -> int:
     last = trace.calls[-1]
     start = time.perf_counter()
     text = model.prompt_format.render(model.prompt_format.prepare(last.messages, model.prompt_format.shapes[0]), last.tools, True, last.day)
-    model.counter.tokenizer.encode(text, add_special_tokens=False)
+    model.counter.token_starts(text)
     limit = time.perf_counter() - start
 
     # the reference

@@ -166,9 +166,17 @@ def clamp(b: list[int], spans: list[tuple[int, int, int]], n: int) -> list[int]:
     return out
 
 
+def hf_tokenizer(model):
+    """The Hugging Face tokenizer of a model: its counter's, or the converted one a fast counter falls
+    back to (the reference tokenizes with it, independently of tokprof's counter)."""
+    counter = model.counter
+    return counter.tokenizer if hasattr(counter, "tokenizer") else counter.fallback.tokenizer
+
+
 class Reference:
     def __init__(self, model):
         self.model = model
+        self.tokenizer = hf_tokenizer(model)
         self.shape = SHAPES[0]
         self.timings: dict[str, float] = defaultdict(float)
 
@@ -322,7 +330,7 @@ class Reference:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
         start = time.perf_counter()
-        offsets = self.model.counter.tokenizer.encode(full, add_special_tokens=False).offsets
+        offsets = self.tokenizer.encode(full, add_special_tokens=False).offsets
         self.timings["tokenize"] += time.perf_counter() - start
         starts = np.array([s for s, _ in offsets], dtype=np.int64)
         starts = np.minimum(starts, max(len(full) - 1, 0))

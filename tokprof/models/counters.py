@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from tokprof.models.base import Tokens
+from tokprof.models.base import TokenCounter, Tokens
 
 #: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
 #: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
@@ -168,3 +169,135 @@ class HFCounter:
             cached = self._encode_starts(piece)
             self._segments[piece] = cached
         return cached
+
+
+class TiktokenCounter:
+    """A :class:`tokprof.models.base.TokenCounter` over a tiktoken vocabulary, with tiktoken's encoder.
+
+    Where each token starts is worked out from the tokens' byte lengths (a table made once) and the
+    text's UTF-8 encoding; a token that starts inside a character starts at that character, as the
+    Hugging Face tokenizer's offsets say. ``nfc``: the vocabulary's tokenizer normalises text to NFC
+    first (Qwen); a text that NFC changes is tokenized after normalisation and its token starts are
+    mapped back by the Hugging Face tokenizer's rule, so such texts go to ``fallback``.
+
+    Reuse (:meth:`token_starts_reusing`): tokens before a point where every text splits the same
+    way are the earlier text's. Two kinds of points are such: where an added token starts, and, in
+    the pre-tokenizer patterns of Qwen and o200k (``boundary_after_newline``), a position right
+    after a newline whose next character is visible ASCII other than ``/`` (no pre-token runs across
+    it, and what decides the tokens before it is the text up to it and that next character).
+    """
+
+    def __init__(self, encoding, origin: str, *, nfc: bool = False, boundary_after_newline: bool = False,
+                 fallback: "TokenCounter | None" = None):
+        self.encoding = encoding
+        self.origin = origin
+        self.nfc = nfc
+        self.boundary_after_newline = boundary_after_newline
+        self.fallback = fallback
+        specials = sorted(encoding.special_tokens_set, key=len, reverse=True)
+        self._longest = len(specials[0]) if specials else 0
+        self._specials = re.compile("|".join(re.escape(s) for s in specials)) if specials else None
+        lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+        for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
+            ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+            lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
+        self._lengths = lengths
+        self._checked = False
+
+    def _normal(self, text: str) -> bool:
+        return not self.nfc or unicodedata.is_normalized("NFC", text)
+
+    def count(self, text: str) -> int:
+        if not self._normal(text):
+            text = unicodedata.normalize("NFC", text)
+        return len(self.encoding.encode(text, allowed_special="all"))
+
+    def _starts(self, text: str) -> np.ndarray:
+        """Token starts of a text NFC leaves as it is."""
+        ids = self.encoding.encode_to_numpy(text, allowed_special="all")
+        lengths = self._lengths[ids]
+        byte_starts = np.cumsum(lengths) - lengths
+        if text.isascii():
+            return byte_starts
+        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+        char_of_byte = np.cumsum((data & 0xC0) != 0x80) - 1
+        return char_of_byte[byte_starts]
+
+    def token_starts(self, text: str) -> np.ndarray:
+        if not self._normal(text):
+            if self.fallback is None:
+                raise ValueError("a text NFC changes needs the fallback counter")
+            return self.fallback.token_starts(text)
+        return self._starts(text)
+
+    def _cut(self, text: str, common: int) -> int:
+        """The last point before ``common`` where the tokens of any text with these first ``common``
+        characters split (0 when there is none)."""
+        cut = 0
+        if self._specials is not None:
+            for match in self._specials.finditer(text, max(0, common - 200_000), max(0, common - self._longest)):
+                cut = match.start()
+        if self.boundary_after_newline:
+            end = common - 1  # the character after the point is part of what decides it
+            while end > cut:
+                i = text.rfind("\n", cut, end)
+                if i < 0:
+                    break
+                following = text[i + 1]
+                if "!" <= following <= "~" and following != "/":
+                    return max(cut, i + 1)
+                end = i
+        return cut
+
+    def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
+        """Token starts of ``text`` (with None: nothing else is kept), reusing those of ``previous``
+        (what this returned for a text with the same first ``common`` characters) before the last
+        point where both texts split alike. The first use is checked against tokenizing the whole text."""
+        if not self._normal(text):
+            return self.token_starts(text), None
+        if previous is None or not self._checked:
+            starts = self._starts(text)
+            if previous is not None:
+                self._checked = True
+                reused = self._reuse(text, previous[0], common)
+                if not np.array_equal(reused, starts):
+                    self.boundary_after_newline = False  # never taken again: whole texts from here on
+            return starts, None
+        return self._reuse(text, previous[0], common), None
+
+    def _reuse(self, text: str, before: np.ndarray, common: int) -> np.ndarray:
+        cut = self._cut(text, common)
+        if cut == 0:
+            return self._starts(text)
+        j = int(np.searchsorted(before, cut))
+        if j >= len(before) or before[j] != cut:  # not a token start of the earlier text: tokenize it all
+            return self._starts(text)
+        return np.concatenate([before[:j], self._starts(text[cut:]) + cut])
+
+
+class LazyHFCounter:
+    """An :class:`HFCounter` whose tokenizer is built the first time it is needed (a fallback for the
+    rare texts a fast counter leaves to it: its conversion takes seconds, and most runs never need it)."""
+
+    def __init__(self, build, origin: str):
+        self._build = build
+        self._counter: HFCounter | None = None
+        self.origin = origin
+
+    def _get(self) -> HFCounter:
+        if self._counter is None:
+            self._counter = HFCounter(self._build(), self.origin)
+        return self._counter
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        return self._get().tokenizer
+
+    def count(self, text: str) -> int:
+        return self._get().count(text)
+
+    def token_starts(self, text: str) -> np.ndarray:
+        return self._get().token_starts(text)
+
+    def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
+        return self._get().token_starts_reusing(text, previous, common)

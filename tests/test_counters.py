@@ -1,0 +1,62 @@
+"""The fast counter (tiktoken's encoder) gives exactly the token starts of the Hugging Face tokenizer
+converted from the same vocabulary, and reuses an earlier text's tokens only where that is exact."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from test_qwen_tokenizer import CORPUS, random_texts
+from tokprof.models.counters import HFCounter
+
+EXTRA = [
+    "line one\nline two\n/path/after/newline\n  indented\n\tTabbed\n{\"json\": [1, 2]}\n<|im_start|>user\nhi<|im_end|>",
+    "ends with newline\n",
+    "\n\n\nX",
+    "punctuation.\n/slash then\n.dot then\n!bang",
+    "<|start|>assistant<|message|>text<|end|>\n<|reserved_200001|>",
+]
+
+
+@pytest.fixture(scope="module", params=["qwen2.5", "openai-proxy"])
+def counters(request):
+    from tokprof.models import resolve_model
+    from tokprof.models.proxies import o200k_tokenizer
+    from tokprof.models.qwen import QWEN2_ADDED, qwen_tokenizer
+
+    fast = resolve_model(request.param).counter
+    converted = qwen_tokenizer(QWEN2_ADDED)[0] if request.param == "qwen2.5" else o200k_tokenizer()
+    return fast, HFCounter(converted, "converted")
+
+
+def test_token_starts_match_the_converted_tokenizer(counters):
+    fast, reference = counters
+    for text in CORPUS + random_texts(120) + EXTRA:
+        assert np.array_equal(fast.token_starts(text), reference._encode_starts(text)), text
+        assert fast.count(text) == reference.count(text)
+
+
+def test_reuse_is_exact(counters):
+    fast, reference = counters
+    rng = random.Random(11)
+    pieces = CORPUS + EXTRA + ["\n", "\nA", "\n/", " x", "é", "<|im_end|>", "<|end|>", "\n\n", "}\n"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 40))) for _ in range(150)]
+    fast.token_starts_reusing(texts[0], fast.token_starts_reusing(texts[1], None, 0), 0)  # the first-use check
+    for old, suffix in zip(texts, texts[1:]):
+        new = old[: rng.randint(0, len(old))] + suffix  # a text that shares a prefix with old, as prompts do
+        common = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        previous = fast.token_starts_reusing(old, None, 0)
+        starts, _ = fast.token_starts_reusing(new, previous, common)
+        assert np.array_equal(starts, reference._encode_starts(new)), (old, new)
+
+
+def test_text_that_nfc_changes_goes_to_the_converted_tokenizer():
+    from tokprof.models import resolve_model
+
+    fast = resolve_model("qwen2.5").counter
+    text = "combining e\u0301 and A\u030a, then more"
+    starts = fast.token_starts(text)
+    assert len(starts) == fast.count(text) and starts[0] == 0
+    assert fast.fallback is not None and np.array_equal(starts, fast.fallback.token_starts(text))
