@@ -422,12 +422,14 @@ class _Reader:
             self.trace.note(code, message, place)
 
     # -- parsing -----------------------------------------------------------------------------------
-    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "") -> _Transcript:
-        """Check the lines of one file (or one thread rebuilt from progress lines)."""
+    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "",
+              unit: str = "line") -> _Transcript:
+        """Check the lines of one file (or one thread rebuilt from progress lines); ``unit`` names
+        them in places ("item" for the values of a JSON list)."""
         transcript = _Transcript(path=path, origin=origin)
         last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
         for number, record, inner in items:
-            at = f"line {number}"
+            at = f"{unit} {number}"
             if not isinstance(record, dict):
                 raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
             kind = record.get("type")
