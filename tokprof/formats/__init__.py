@@ -16,7 +16,9 @@ from pathlib import Path
 from types import ModuleType
 
 from tokprof.errors import InputError
-from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
+from tokprof.formats import lookalike
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
+from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
 from tokprof.trace import Trace
 
 #: Format name -> module, in the order auto-detection tries them.
@@ -58,6 +60,43 @@ def describe_formats() -> str:
     return "; ".join(f"{name} ({reader(name).DESCRIPTION})" for name in FORMATS)
 
 
+#: The order formats are named in messages: the plain API logs first, then the agents' own.
+LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex")
+
+
+def format_names() -> str:
+    return ", ".join([name for name in LISTED if name in READERS] + [name for name in FORMATS if name not in LISTED])
+
+
+def not_a_log(path: str, found: Lookalike | None) -> str:
+    """One short line for a file no reader takes: what it looks like, else the formats' names."""
+    if found is not None:
+        return "not a log format tokprof reads: " + found.phrase(path)
+    return f"not a log format tokprof reads (formats: {format_names()}; --input-format forces one)"
+
+
+def _not_json(path: str) -> Lookalike | None:
+    """What a file looks like when it does not even start as JSON (None when it does, or is empty:
+    then the JSON error, or "file is empty", says more)."""
+    try:
+        data = read_head(path)
+    except OSError:
+        return None
+    if is_blank(data) or starts_like_json(data):
+        return None
+    return lookalike.of_text(os.path.basename(path), data)
+
+
+def _of_doc(path: str, doc: Document) -> Lookalike | None:
+    name = os.path.basename(path)
+    try:
+        if doc.lines is not None:
+            return lookalike.of_lines(name, [value for _, value in doc.lines[:50]])
+        return lookalike.of_json(name, doc.value)
+    except Exception:  # telling what a file looks like never fails
+        return None
+
+
 def _is_zip(path: str) -> bool:
     try:
         return os.path.isfile(path) and zipfile.is_zipfile(path)
@@ -91,17 +130,20 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         return reader("inspect").read_zip(path)
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
-    doc = load(path)
+    try:
+        doc = load(path)
+    except InputError:
+        found = _not_json(path) if input_format is None else None
+        if found is not None:
+            raise InputError(path, None, not_a_log(path, found)) from None
+        raise
     module: ModuleType | None
     if input_format is not None:
         module = reader(input_format)
     else:
         module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
         if module is None:
-            raise InputError(
-                path, None, "not a log format tokprof reads; the formats are: " + describe_formats()
-                + " (--input-format forces one)"
-            )
+            raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
     trace = module.read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
