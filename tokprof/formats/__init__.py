@@ -3,8 +3,9 @@
 A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line for ``--help`` and errors),
 ``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
 Formats are tried in the order of :data:`READERS`, most specific first. Readers of agent sessions
-(:data:`SESSION_FORMATS`) also have ``sessions(directory) -> list[Path]``, the session files of a
-directory in their layout.
+(:data:`SESSION_FORMATS`) are found in a directory by content (:mod:`tokprof.formats.discovery`);
+the Claude Code and Codex readers also keep ``sessions(directory) -> list[Path]``, the session
+files of a directory in their layout.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import os
 import zipfile
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tokprof.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
 from tokprof.trace import Trace
+
+if TYPE_CHECKING:
+    from tokprof.formats.discovery import Found
 
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
@@ -34,22 +39,22 @@ READERS = {
 FORMATS = tuple(READERS)
 
 
-#: Formats of agent sessions, whose readers can list the session files of a directory.
-SESSION_FORMATS = ("claude-code", "codex")
+#: Formats of agent sessions: a directory's files of these formats are its sessions.
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex")
+
+
+def scan_directory(directory: str) -> "Found":
+    """A directory's session files, found by content, and its other ``.json``/``.jsonl`` files with
+    why they are not read (:mod:`tokprof.formats.discovery`)."""
+    from tokprof.formats.discovery import scan
+
+    return scan(directory)
 
 
 def session_files(directory: str) -> list[tuple[str, Path]]:
-    """The session files in a directory (a Claude Code project folder, a Codex sessions tree), with their format."""
-    found: list[tuple[str, Path]] = []
-    seen: set[Path] = set()
-    for name in SESSION_FORMATS:
-        if name in READERS:
-            for path in reader(name).sessions(Path(directory)):
-                real = path.resolve()  # a symlinked file or folder is one session, listed once
-                if real not in seen:
-                    seen.add(real)
-                    found.append((name, path))
-    return found
+    """The session files in a directory (a Claude Code project folder, a Codex sessions tree, CI
+    jobs' stream-json outputs), with their format."""
+    return scan_directory(directory).sessions
 
 
 def reader(name: str) -> ModuleType:

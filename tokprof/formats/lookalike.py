@@ -210,10 +210,14 @@ def of_json_head(name: str, data: bytes) -> Lookalike | None:
     """A guess from the keys near the start of a JSON document too large to parse for a skip reason."""
     text = data.decode("utf-8", "replace")
     keys = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', text))
+    if {"version", "status", "eval"} <= keys:
+        return Lookalike("an Inspect AI eval log", "profile it on its own: tokprof profile FILE")
     if {"trajectory", "history"} & keys and ("model_stats" in keys or "trajectory" in keys):
         return Lookalike("an SWE-agent trajectory (.traj)")
     if {"action", "observation"} <= keys or ("action" in keys and "source" in keys):
         return Lookalike("an OpenHands trajectory (a list of events)")
     if "inputSchema" in keys or ("input_schema" in keys and "messages" not in keys):
         return Lookalike("a tools file", TOOLS_HINT)
+    if "messages" in keys or "input" in keys:
+        return Lookalike("a log of model requests", "profile it on its own: tokprof profile FILE")
     return None
