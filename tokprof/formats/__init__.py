@@ -1,6 +1,6 @@
 """Log readers. Each one turns a file into the same neutral :class:`tokprof.trace.Trace`.
 
-A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line for ``--help`` and errors),
+A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line, see :func:`describe_formats`),
 ``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
 Formats are tried in the order of :data:`READERS`, most specific first. Readers of agent sessions
 (:data:`SESSION_FORMATS`) are found in a directory by content (:mod:`tokprof.formats.discovery`);
@@ -62,6 +62,7 @@ def reader(name: str) -> ModuleType:
 
 
 def describe_formats() -> str:
+    """Every format with its description (errors name the formats only: :func:`not_a_log`)."""
     return "; ".join(f"{name} ({reader(name).DESCRIPTION})" for name in FORMATS)
 
 

@@ -73,11 +73,12 @@ boundary: in the 2.1.39 session of the shared corpus, the summarisation request 
 "create a detailed summary of the conversation so far" instructions) is written 70 s before the
 boundary and its ``parentUuid`` is the boundary's ``logicalParentUuid`` (the last main-thread line,
 a tool result); the response (one ``assistant`` line, the ``<analysis>``/``<summary>`` text) is
-written half a second before the boundary, and its prompt (169,910 tokens, 167,093 of them read from
-the main conversation's cache) is about the boundary's ``preTokens`` (167,731) plus the request. Before the
-request the file holds ``isMeta`` user lines (hook output, ``<system-reminder>`` text) whose
-``parentUuid`` is a main-thread tool result and whose timestamps are those of the main conversation:
-context the model saw after those results that the session file does not keep. The rule:
+written half a second before the boundary, and its prompt (169,910 tokens, 167,093 of them read
+from the main conversation's cache) is about the boundary's ``preTokens`` (167,731) plus the
+request. Before the request the file holds ``isMeta`` user lines (hook output,
+``<system-reminder>`` text) whose ``parentUuid`` is a main-thread tool result and whose timestamps
+are those of the main conversation: context the model saw after those results that the session file
+does not keep. The rule:
 
 * a subagent file named ``agent-acompact-*.jsonl`` (or whose first line's ``agentId`` starts with
   ``acompact-``) holds compaction calls: each of its model calls is one, ``Call.kind =
