@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -278,6 +279,172 @@ def test_compaction_restarts_the_prompt_from_the_summary(tmp_path):
     assert "long build log" not in json.dumps(after.messages)
     assert notes(trace)["compaction"] == ["line 5"]
     assert "not profiled" in next(n.message for n in trace.notes if n.code == "compaction")
+
+
+def at(seconds: int) -> str:
+    """A timestamp ``seconds`` after the start of the hand-made sessions."""
+    return f"2025-10-26T10:{seconds // 60:02d}:{seconds % 60:02d}.000Z"
+
+
+def timed(rows: list[dict], start: int = 0, step: int = 10) -> list[dict]:
+    return [dict(row, timestamp=at(start + i * step)) for i, row in enumerate(rows)]
+
+
+SUMMARY_REQUEST = "Your task is to create a detailed summary of the conversation so far."
+
+
+def compaction_transcript(request_parent: str | None = "a2", hook_parent: str | None = "r1") -> list[dict]:
+    """An agent-acompact file as Claude Code 2.1 writes it: a hook's output the session file does not
+    keep (after a main-thread tool result), the summarisation request, the summary."""
+    extra = {"agentId": "acompact-f00d"}
+    return [
+        user("c-m1", hook_parent, "<system-reminder>hook says hi</system-reminder>", sidechain=True, isMeta=True,
+             timestamp=at(25), **extra),
+        user("c-u1", request_parent, SUMMARY_REQUEST, sidechain=True, timestamp=at(32), **extra),
+        assistant("c-a1", "c-u1", "req_c", [text("<summary>built it</summary>")],
+                  usage(fresh=3, write=50, read=1100, out=300), sidechain=True, stop="end_turn",
+                  timestamp=at(38), **extra),
+    ]
+
+
+def compacted_session(tmp_path: Path, sub_rows: list[dict] | None = None) -> Path:
+    session = write_jsonl(tmp_path / f"{SESSION}.jsonl", timed(compacted()))
+    write_jsonl(tmp_path / SESSION / "subagents" / "agent-acompact-f00d.jsonl",
+                compaction_transcript() if sub_rows is None else sub_rows)
+    return session
+
+
+def test_a_compaction_transcript_is_the_compaction_call_of_its_boundary(tmp_path):
+    trace = read(compacted_session(tmp_path))
+    assert [c.kind for c in trace.calls] == ["call", "call", "compaction", "call"]
+    compaction = trace.calls[2]
+    assert compaction.index == 2 and compaction.thread == "" and compaction.request_id == "req_c"
+    assert compaction.where == f"{SESSION}/subagents/agent-acompact-f00d.jsonl line 3 (compaction)"
+    # the main thread's history before the boundary, the hook output after the result it followed, the request
+    assert compaction.messages == [
+        {"role": "user", "content": "build it"},
+        trace.calls[1].messages[1],
+        {"role": "tool", "tool_call_id": "t1", "content": "long build log"},
+        {"role": "user", "content": "<system-reminder>hook says hi</system-reminder>"},
+        {"role": "assistant", "content": "built"},
+        {"role": "user", "content": SUMMARY_REQUEST},
+    ]
+    assert compaction.response == {"role": "assistant", "content": "<summary>built it</summary>"}
+    assert compaction.reported.prompt == 3 + 50 + 1100
+    assert "compaction" not in notes(trace) and "chain-broken" not in notes(trace)
+    assert trace.compactions == 1
+    after = trace.calls[3]
+    assert after.messages[0]["content"].startswith("This session is being continued")
+
+
+def test_a_compaction_call_found_by_time_when_its_parent_is_missing(tmp_path):
+    trace = read(compacted_session(tmp_path, compaction_transcript(request_parent="gone", hook_parent="gone")))
+    compaction = trace.calls[2]
+    assert compaction.kind == "compaction"  # the first boundary written after it; its history is the main thread's
+    assert [m["role"] for m in compaction.messages] == ["user", "assistant", "tool", "assistant", "user"]
+    assert "compaction" not in notes(trace) and "chain-broken" not in notes(trace)
+
+
+def test_a_compaction_transcript_that_matches_nothing_is_a_subagent(tmp_path):
+    rows = [dict(row, timestamp=at(900)) for row in compaction_transcript(request_parent="gone", hook_parent="gone")]
+    trace = read(compacted_session(tmp_path, rows))
+    assert [c.kind for c in trace.calls] == ["call", "call", "call", "call"]
+    assert trace.calls[3].where.endswith("(subagent)") and trace.calls[3].thread == "acompact-f00d"
+    assert notes(trace)["compaction"] == ["line 5"]
+    assert notes(trace)["compaction-unmatched"] == [str(tmp_path / SESSION / "subagents" / "agent-acompact-f00d.jsonl")]
+
+
+def test_a_compaction_call_is_bucketed_from_its_own_prompt(tmp_path, registered, model_dir, capsys):
+    doc = profile([str(compacted_session(tmp_path)), "--model", str(model_dir)], capsys)
+    rows = doc["calls"]
+    assert [row["kind"] for row in rows] == ["call", "call", "compaction", "call"]
+    compaction = rows[2]
+    fixed = rows[0]["buckets"]["unrecorded"]  # the main thread's inferred part, from its first call
+    assert compaction["buckets"]["unrecorded"] == fixed
+    assert compaction["buckets"]["tool_results"] > 0 and compaction["buckets"]["conversation"] > 0
+    assert "compaction" not in {w["code"] for w in doc["warnings"]}
+    assert doc["summary"]["compactions"] == 1
+
+
+# -- call order -----------------------------------------------------------------------------------------
+def test_calls_are_numbered_in_time_order_with_their_threads(tmp_path):
+    main_rows = main_thread_with_task([])
+    main_rows = [dict(row, timestamp=at(t)) for row, t in zip(main_rows, [0, 5, 60, 65])]
+    session = write_jsonl(tmp_path / f"{SESSION}.jsonl", main_rows)
+    write_jsonl(tmp_path / SESSION / "subagents" / "agent-a1b2.jsonl", timed(subagent_lines(), start=10))
+    trace = read(session)
+    assert [c.where for c in trace.calls] == [
+        "line 2", f"{SESSION}/subagents/agent-a1b2.jsonl line 2 (subagent)",
+        f"{SESSION}/subagents/agent-a1b2.jsonl line 4 (subagent)", "line 4",
+    ]
+    assert [c.index for c in trace.calls] == [0, 1, 2, 3]
+    assert trace.calls[0].time == datetime(2025, 10, 26, 10, 0, 5, tzinfo=timezone.utc)
+    assert all(c.time is not None and c.time.utcoffset() == timedelta(0) for c in trace.calls)
+
+
+def test_a_thread_keeps_its_order_when_its_clock_steps_back(tmp_path):
+    rows = [user("u1", None, "one", timestamp=at(50)), assistant("a1", "u1", "r1", [text("x")], timestamp=at(50)),
+            user("u2", "a1", "two", timestamp=at(10)), assistant("a2", "u2", "r2", [text("y")], timestamp=at(10)),
+            user("u3", "a2", "three"), assistant("a3", "u3", "r3", [text("z")], timestamp=None)]
+    trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
+    assert [c.where for c in trace.calls] == ["line 2", "line 4", "line 6"]
+    assert trace.calls[2].time is None
+
+
+def test_in_time_order_merges_sequences():
+    from tokprof.formats.neutral import in_time_order
+    from tokprof.trace import Call
+
+    def call(name, seconds):
+        when = None if seconds is None else datetime(2025, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=seconds)
+        return Call(index=-1, messages=[], tools=None, where=name, time=when)
+
+    main = [call("m1", 0), call("m2", 30), call("m3", None), call("m4", 5), call("m5", 90)]
+    sub = [call("s0", None), call("s1", 10), call("s2", 30), call("s3", 95)]
+    merged = in_time_order([main, sub])
+    assert [c.where for c in merged] == ["s0", "m1", "s1", "m2", "m3", "m4", "s2", "m5", "s3"]
+    assert [c.index for c in merged] == list(range(9))
+
+
+# -- reused request ids -----------------------------------------------------------------------------
+def redacted_session(same_message_ids: bool) -> list[dict]:
+    """Three calls whose requestIds a sanitiser replaced with one placeholder; the first response is
+    written as two lines."""
+    rows = []
+    parent = None
+    for i in range(3):
+        u, a = f"u{i}", f"a{i}"
+        rows.append(user(u, parent, f"question {i}"))
+        use = usage(fresh=3 + i, write=100 * i, read=1000 + i)
+        message_id = "msg_REDACTED" if same_message_ids else f"msg_{i}"
+        line = assistant(a, u, "req_REDACTED", [text(f"answer {i}")], use, stop="end_turn")
+        line["message"]["id"] = message_id
+        rows.append(line)
+        parent = a
+        if i == 0:
+            extra = assistant("a0b", "a0", "req_REDACTED", [text("more")], use, stop="end_turn")
+            extra["message"]["id"] = message_id
+            rows.append(extra)
+            parent = "a0b"
+    return rows
+
+
+@pytest.mark.parametrize("same_message_ids", [False, True])
+def test_a_request_id_shared_by_different_calls_is_not_one_call(tmp_path, same_message_ids):
+    trace = read(write_jsonl(tmp_path / "s.jsonl", redacted_session(same_message_ids)))
+    assert [c.where for c in trace.calls] == ["line 2", "line 5", "line 7"]
+    assert [c.reported.prompt for c in trace.calls] == [3 + 0 + 1000, 4 + 100 + 1001, 5 + 200 + 1002]
+    assert trace.calls[0].response == {"role": "assistant", "content": "answer 0\nmore"}
+    assert [m["content"] for m in trace.calls[2].messages] == ["question 0", "answer 0\nmore", "question 1",
+                                                               "answer 1", "question 2"]
+    expected_ids = [None, None, None] if same_message_ids else ["msg_0", "msg_1", "msg_2"]
+    assert [c.request_id for c in trace.calls] == expected_ids
+    assert notes(trace)["request-id-reused"] == ["requestId req_REDACTED on 3 calls (line 2, line 5, line 7)"]
+
+
+def test_a_request_id_of_one_response_is_not_reused(tmp_path):
+    trace = read(write_jsonl(tmp_path / "s.jsonl", split_response()))
+    assert "request-id-reused" not in notes(trace) and [c.request_id for c in trace.calls] == ["req_1", "req_2"]
 
 
 def test_microcompact_is_noted(tmp_path):
@@ -605,3 +772,40 @@ def test_corpus_end_to_end(corpus, registered, capsys):
     assert doc["summary"]["billed_input_reported"] == sum(reported_prompts(corpus).values())
     assert doc["source"]["session"] == "2d984148-cddb-4605-aac1-13e720fe613c"
     assert read_trace(str(corpus)).format == "claude-code"  # detected without --input-format
+
+
+# -- the shared compacted 2.1 session -----------------------------------------------------------------
+COMPACTED = "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+
+
+@pytest.fixture
+def compacted_corpus() -> Path:
+    path = corpus_file().parent / COMPACTED
+    if not path.exists():
+        pytest.skip("the shared corpus is absent")
+    return path
+
+
+def test_corpus_compaction_call_is_marked_and_bucketed_from_its_own_prompt(compacted_corpus):
+    from tokprof import api
+
+    trace = read(compacted_corpus)
+    compactions = [c for c in trace.calls if c.kind == "compaction"]
+    assert len(compactions) == 1 and len(trace.calls) == 157
+    compaction = compactions[0]
+    assert compaction.where.endswith("agent-acompact-f46190.jsonl line 7 (compaction)") and compaction.thread == ""
+    assert compaction.reported.prompt == 169_910
+    assert SUMMARY_REQUEST.split(" so far")[0] in compaction.messages[-1]["content"]
+    before = trace.calls[compaction.index - 1]  # the last main-thread call before the boundary
+    assert before.where == "line 703" and compaction.messages[:37] == before.messages[:37]
+    assert len(compaction.messages) > len(before.messages)
+    assert trace.calls[compaction.index + 1].messages[0]["content"].startswith("This session is being continued")
+    assert "compaction" not in notes(trace) and "chain-broken" not in notes(trace)
+    assert [c.time for c in trace.calls] == sorted(c.time for c in trace.calls)
+    # bucketed from its own prompt, with the main thread's inferred part (from its first call)
+    trace.calls = [trace.calls[0], compaction]
+    row = api.profile(trace, "claude-proxy").calls[1]
+    assert row.kind == "compaction" and row.total == 169_910
+    share = row.buckets["unrecorded"] / row.total
+    assert share < 0.3  # was 98.9%: the call was read as a subagent with a broken chain
+    assert row.buckets["tool_results"] > row.buckets["conversation"] > 0

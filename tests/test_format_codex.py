@@ -600,3 +600,13 @@ def test_cli_corpus_openai_proxy(capsys, registered):
     assert doc["summary"]["billed_input_reported"] == sum(u["input_tokens"] for u in last_usages(path))
     assert [w["code"] for w in doc["warnings"]] == ["encrypted-reasoning"]
     assert doc["summary"]["estimate"]["calls_anchored"] == 84 and doc["summary"]["estimate"]["unexplained_growth"] == 0
+
+
+def test_calls_have_the_time_of_their_token_count(tmp_path):
+    from datetime import datetime, timezone
+
+    count = Counter()
+    trace = read(tmp_path, [meta(), context(), user("fix it"), count(100, ts="2025-09-25T15:50:00.250Z"),
+                            call("c1"), result("c1"), count(150, ts="2025-09-25T17:50:01+02:00"), say("done")])
+    assert [c.time for c in trace.calls] == [datetime(2025, 9, 25, 15, 50, 0, 250000, tzinfo=timezone.utc),
+                                             datetime(2025, 9, 25, 15, 50, 1, tzinfo=timezone.utc)]

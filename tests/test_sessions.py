@@ -19,7 +19,7 @@ def claude_project(root: Path) -> Path:
     cc.write_jsonl(project / "sess-compacted.jsonl", [dict(row, sessionId="sess-compacted") for row in cc.compacted()])
     simple = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")]
     cc.write_jsonl(project / "sess-simple.jsonl", [dict(row, sessionId="sess-simple") for row in simple])
-    (project / "notes.jsonl").write_text('{"not": "a session"}\n')  # another file: not listed
+    (project / "notes.jsonl").write_text('{"not": "a session"}\n')  # another file: listed as skipped, with why
     return project
 
 
@@ -43,7 +43,9 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
     code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert doc["kind"] == "sessions" and doc["skipped"] == []
+    assert doc["kind"] == "sessions"
+    assert doc["skipped"] == [{"path": str(project / "notes.jsonl"), "error": f"{project / 'notes.jsonl'}: not a "
+                               "Claude Code or Codex session: looks like JSON lines of no format tokprof reads"}]
     rows = {row["session"]: row for row in doc["sessions"]}
     assert set(rows) == {"sess-compacted", "sess-simple"}
     assert rows["sess-compacted"]["compactions"] == 1 and rows["sess-compacted"]["calls"] == 3
@@ -94,8 +96,9 @@ def test_a_broken_session_is_skipped_not_fatal(tmp_path, model_dir, capsys):
     code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert len(doc["sessions"]) == 2 and len(doc["skipped"]) == 1
+    assert len(doc["sessions"]) == 2 and len(doc["skipped"]) == 2  # the broken session first, then notes.jsonl
     assert "sess-broken.jsonl" in doc["skipped"][0]["error"] and "input_tokens" in doc["skipped"][0]["error"]
+    assert doc["skipped"][1]["path"].endswith("notes.jsonl")
 
 
 def test_directory_errors(tmp_path, model_dir, capsys):
@@ -164,3 +167,101 @@ def test_input_format_filters_a_directory(tmp_path, model_dir, capsys):
     assert code == 0 and [row["format"] for row in json.loads(out)["sessions"]] == ["codex"]
     code, _, err = run(["profile", str(tmp_path), "--model", str(model_dir), "-i", "anthropic"], capsys)
     assert code == 2 and "not anthropic" in err
+
+
+# -- sessions found by content --------------------------------------------------------------------------
+def mixed_tree(root: Path) -> Path:
+    """Sessions under names their tools never use, and files that are not sessions."""
+    import test_format_claude_stream as cs
+
+    tree = root / "artifacts"
+    (tree / "ci").mkdir(parents=True)
+    count = cx.Counter()
+    cx.write(tree / "ci", [cx.meta(session="codex-9"), cx.user("fix it"), cx.context(), count(100), cx.say("done")],
+             name="codex-run.jsonl")  # a rollout not named rollout-*
+    cc.write_jsonl(tree / "claude" / "main.jsonl", [cc.user("u1", None, "hello"),
+                                                      cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")])
+    cc.write_jsonl(tree / "claude" / "main" / "subagents" / "agent-x.jsonl", cc.subagent_lines())  # read with main
+    cs.write_jsonl(tree / "ci" / "claude-output.json", cs.run_lines())  # stream-json saved by a CI job
+    write_json(tree / "tools.json", [{"name": "lookup", "input_schema": {"type": "object"}}])
+    (tree / "ci" / "summary.json").write_text('{"passed": 3}')
+    (tree / "ci" / "notes.txt").write_text("not json, and not .json: not looked at")
+    (tree / "ci" / "report.jsonl").write_text("plain words\n")
+    (tree / "empty.json").write_text("")
+    write_json(tree / "chat.json", cc_free_chat())
+    return tree
+
+
+def cc_free_chat() -> dict:
+    return {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}
+
+
+def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, model_dir, capsys):
+    tree = mixed_tree(tmp_path)
+    code, out, _ = run(["profile", str(tree), "--model", str(model_dir), "-f", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    rows = {row["path"]: row for row in doc["sessions"]}
+    assert sorted(rows) == ["ci/claude-output.json", "ci/codex-run.jsonl", "claude/main.jsonl"]
+    assert rows["ci/codex-run.jsonl"]["format"] == "codex" and rows["ci/codex-run.jsonl"]["session"] == "codex-9"
+    assert rows["ci/claude-output.json"]["format"] == "claude-stream-json"
+    assert rows["claude/main.jsonl"]["calls"] == 3  # its subagent's two calls included
+    reasons = {Path(s["path"]).name: s["error"].split(": ", 1)[1] for s in doc["skipped"]}
+    not_session = "not a Claude Code or Codex session: "
+    assert reasons == {
+        "chat.json": not_session + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
+        "empty.json": not_session + "the file is empty",
+        "report.jsonl": not_session + "looks like plain text",
+        "summary.json": not_session + "looks like JSON of no format tokprof reads",
+        "tools.json": not_session + f"looks like a tools file (a list of tool definitions): use tokprof tools --tools "
+                                    f"{tree / 'tools.json'}",
+    }
+    assert all(s["error"].startswith(s["path"] + ": ") for s in doc["skipped"])
+    code, out, _ = run(["profile", str(tree), "--model", str(model_dir)], capsys)
+    assert code == 0 and f"skipped: {tree / 'tools.json'}: {not_session}looks like a tools file" in out.replace("\n", "")
+
+
+def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
+    import builtins
+
+    from tokprof.formats import discovery
+
+    project = claude_project(tmp_path)
+    locked = project / "locked.jsonl"
+    locked.write_text("{}\n")
+
+    def guarded(path, *args, **kwargs):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(discovery, "open", guarded, raising=False)
+    found = discovery.scan(project)
+    assert (locked, "unreadable: Permission denied") in found.skipped
+    assert [path.name for _, path in found.sessions] == ["sess-compacted.jsonl", "sess-simple.jsonl"]
+
+
+def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
+    from tokprof.formats import discovery
+
+    big = {"environment": "swe_main", "trajectory": [{"action": "ls " * 50, "observation": "x" * 500,
+                                                       "response": "r", "thought": "t"}] * 300,
+           "history": [], "info": {"model_stats": {"tokens_sent": 1}}}
+    path = tmp_path / "run.traj.json"
+    path.write_text(json.dumps(big, indent=2))
+    assert path.stat().st_size > 64 * 1024
+    found = discovery.scan(tmp_path)
+    assert found.skipped == [(path, "not a Claude Code or Codex session: looks like an SWE-agent trajectory (.traj)")]
+    (tmp_path / "run.traj.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
+    assert discovery.scan(tmp_path).skipped[0][1] == ("not a Claude Code or Codex session: looks like a JSON document "
+                                                      "(only its start was read)")
+
+
+def test_no_session_says_what_else_was_found(tmp_path, model_dir, capsys):
+    folder = tmp_path / "nothing"
+    folder.mkdir()
+    write_json(folder / "tools.json", [{"name": "lookup", "input_schema": {"type": "object"}}])
+    code, out, err = run(["profile", str(folder), "--model", str(model_dir)], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "no Claude Code or Codex session files in this directory (1 other files: " in err
+    assert "looks like a tools file" in err

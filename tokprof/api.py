@@ -296,20 +296,27 @@ def profile_directory(
     chat_template: PathLike | None = None,
     progress: Progress = False,
 ) -> SessionsReport:
-    """A directory of Claude Code or Codex sessions: a summary row per session and the totals. A
-    session that cannot be read is listed with why, not fatal; each call is counted once."""
-    from tokprof.formats import SESSION_FORMATS, read_trace, session_files
+    """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
+    the totals. A session that cannot be read is listed with why, not fatal, and so is every other
+    ``.json``/``.jsonl`` file; each call is counted once."""
+    from tokprof.formats import SESSION_FORMATS, read_trace, scan_directory
     from tokprof.transforms import count_once, supply
 
     name = os.fspath(directory)
-    files = session_files(name)
+    found = scan_directory(name)
+    files = found.sessions
+    not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
     if input_format is not None:
         if input_format not in SESSION_FORMATS:
-            raise InputError(name, None, f"a directory holds sessions of {' or '.join(SESSION_FORMATS)}, "
-                             f"not {input_format}")
+            raise InputError(name, None, f"a directory holds sessions of {', '.join(SESSION_FORMATS[:-1])} or "
+                             f"{SESSION_FORMATS[-1]}, not {input_format}")
         files = [(kind, path) for kind, path in files if kind == input_format]
     if not files:
-        raise InputError(name, None, "no Claude Code or Codex session files in this directory")
+        other = ""
+        if not_sessions:
+            more = ", …" if len(not_sessions) > 1 else ""
+            other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
+        raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
     tool_list, system_text = _tools_arg(tools), _system_arg(system)
     report = SessionsReport(directory=name, model={})
     seen_calls: set[str] = set()
@@ -340,6 +347,7 @@ def profile_directory(
             report.sessions.append(SessionRow.from_profile(result, trace.session or Path(path).stem, shown))
     if not report.sessions:
         raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
+    report.skipped += not_sessions  # the sessions that failed first, then the files that are no sessions
     return report
 
 

@@ -50,9 +50,9 @@ def _input_formats() -> tuple[str, ...]:
 LOG_HELP = (
     "An agent log: OpenAI Chat Completions (a transcript, request records or captured request/response pairs), "
     "Anthropic Messages captures (claude-trace, proxy logs), OpenAI Responses API captures, an Inspect AI log "
-    "(.json or .eval), a Claude Code transcript or a Codex CLI rollout (the format is detected; see "
-    "--input-format); or a saved profile (tokprof profile LOG -f json -o run.json), shown again without "
-    "profiling again."
+    "(.json or .eval), a Claude Code transcript, Claude Code stream-json output (claude -p) or a Codex CLI rollout "
+    "(the format is detected; see --input-format); or a saved profile (tokprof profile LOG -f json -o run.json), "
+    "shown again without profiling again."
 )
 MODEL_HELP = (
     "The model that counts: {names} (embedded, offline; the proxies estimate closed models and are scaled to "
@@ -107,7 +107,7 @@ def _format_option(kind: str, default: str = "table"):
 InputFormat = Annotated[Optional[str], typer.Option(
     "--input-format", "-i", metavar="NAME", callback=_check_input_format,
     help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
-    "claude-code, codex.",
+    "claude-code, claude-stream-json, codex.",
 )]
 ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))]
 ChatTemplate = Annotated[Optional[str], typer.Option(

@@ -9,7 +9,7 @@ tool messages carry ``tool_call_id``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -53,6 +53,7 @@ class Call:
     kind: str = "call"  # "call", or "compaction" for a call that summarised the context
     thread: str = ""  # "" for the main conversation, else a subagent's id: its prompts have their own fixed part
     request_id: str | None = None  # the provider's id of the call, when the log has one (to count it once)
+    time: datetime | None = None  # when the call was made (timezone-aware, UTC), when the log says
 
 
 @dataclass

@@ -1,10 +1,11 @@
 """Log readers. Each one turns a file into the same neutral :class:`tokprof.trace.Trace`.
 
-A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line for ``--help`` and errors),
+A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line, see :func:`describe_formats`),
 ``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
 Formats are tried in the order of :data:`READERS`, most specific first. Readers of agent sessions
-(:data:`SESSION_FORMATS`) also have ``sessions(directory) -> list[Path]``, the session files of a
-directory in their layout.
+(:data:`SESSION_FORMATS`) are found in a directory by content (:mod:`tokprof.formats.discovery`);
+the Claude Code and Codex readers also keep ``sessions(directory) -> list[Path]``, the session
+files of a directory in their layout.
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ import os
 import zipfile
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from tokprof.errors import InputError
-from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
+from tokprof.formats import lookalike
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
+from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
 from tokprof.trace import Trace
+
+if TYPE_CHECKING:
+    from tokprof.formats.discovery import Found
 
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
+    "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
     "anthropic": "tokprof.formats.anthropic",
@@ -31,22 +39,22 @@ READERS = {
 FORMATS = tuple(READERS)
 
 
-#: Formats of agent sessions, whose readers can list the session files of a directory.
-SESSION_FORMATS = ("claude-code", "codex")
+#: Formats of agent sessions: a directory's files of these formats are its sessions.
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex")
+
+
+def scan_directory(directory: str) -> "Found":
+    """A directory's session files, found by content, and its other ``.json``/``.jsonl`` files with
+    why they are not read (:mod:`tokprof.formats.discovery`)."""
+    from tokprof.formats.discovery import scan
+
+    return scan(directory)
 
 
 def session_files(directory: str) -> list[tuple[str, Path]]:
-    """The session files in a directory (a Claude Code project folder, a Codex sessions tree), with their format."""
-    found: list[tuple[str, Path]] = []
-    seen: set[Path] = set()
-    for name in SESSION_FORMATS:
-        if name in READERS:
-            for path in reader(name).sessions(Path(directory)):
-                real = path.resolve()  # a symlinked file or folder is one session, listed once
-                if real not in seen:
-                    seen.add(real)
-                    found.append((name, path))
-    return found
+    """The session files in a directory (a Claude Code project folder, a Codex sessions tree, CI
+    jobs' stream-json outputs), with their format."""
+    return scan_directory(directory).sessions
 
 
 def reader(name: str) -> ModuleType:
@@ -54,7 +62,45 @@ def reader(name: str) -> ModuleType:
 
 
 def describe_formats() -> str:
+    """Every format with its description (errors name the formats only: :func:`not_a_log`)."""
     return "; ".join(f"{name} ({reader(name).DESCRIPTION})" for name in FORMATS)
+
+
+#: The order formats are named in messages: the plain API logs first, then the agents' own.
+LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex")
+
+
+def format_names() -> str:
+    return ", ".join([name for name in LISTED if name in READERS] + [name for name in FORMATS if name not in LISTED])
+
+
+def not_a_log(path: str, found: Lookalike | None) -> str:
+    """One short line for a file no reader takes: what it looks like, else the formats' names."""
+    if found is not None:
+        return "not a log format tokprof reads: " + found.phrase(path)
+    return f"not a log format tokprof reads (formats: {format_names()}; --input-format forces one)"
+
+
+def _not_json(path: str) -> Lookalike | None:
+    """What a file looks like when it does not even start as JSON (None when it does, or is empty:
+    then the JSON error, or "file is empty", says more)."""
+    try:
+        data = read_head(path)
+    except OSError:
+        return None
+    if is_blank(data) or starts_like_json(data):
+        return None
+    return lookalike.of_text(os.path.basename(path), data)
+
+
+def _of_doc(path: str, doc: Document) -> Lookalike | None:
+    name = os.path.basename(path)
+    try:
+        if doc.lines is not None:
+            return lookalike.of_lines(name, [value for _, value in doc.lines[:50]])
+        return lookalike.of_json(name, doc.value)
+    except Exception:  # telling what a file looks like never fails
+        return None
 
 
 def _is_zip(path: str) -> bool:
@@ -90,17 +136,20 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         return reader("inspect").read_zip(path)
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
-    doc = load(path)
+    try:
+        doc = load(path)
+    except InputError:
+        found = _not_json(path) if input_format is None else None
+        if found is not None:
+            raise InputError(path, None, not_a_log(path, found)) from None
+        raise
     module: ModuleType | None
     if input_format is not None:
         module = reader(input_format)
     else:
         module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
         if module is None:
-            raise InputError(
-                path, None, "not a log format tokprof reads; the formats are: " + describe_formats()
-                + " (--input-format forces one)"
-            )
+            raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
     trace = module.read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")

@@ -49,7 +49,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day
+from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -210,6 +210,7 @@ class _Reader:
                 day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
                 where=where,
                 response=response,
+                time=parse_time(ex.timestamp),
             )
         )
 

@@ -8,7 +8,15 @@ Claude Code records neither its system prompt nor its tool definitions, so the t
 (``unrecorded = ("system", "tools")``) and no system message or tools are invented.
 
 Model calls. Claude Code writes each content block of a response as its own ``assistant`` line, so
-one model call is one ``requestId`` (``message.id`` when there is none): its lines are merged.
+one model call is one ``requestId`` (``message.id`` when there is none): its lines are merged. The
+lines of one response share their ``message.id`` and the prompt side of their usage (input,
+cache-creation and cache-read tokens; only ``output_tokens`` grows), and their timestamps differ by
+seconds: a ``requestId`` on lines with different message ids, or with different prompt usage under
+one message id, is not one call (a sanitiser that writes one placeholder for every id does this,
+turning a session into one call). Its lines are then keyed by ``message.id`` where that tells them
+apart, else by the place of the first line with the same message id and prompt usage (warning
+``request-id-reused``, naming the requestId and the first line of each call); such calls keep no
+provider id, so they are not matched with copies in other files.
 Usage is read from ``message.usage`` of those lines, keeping the largest value of each field
 (``output_tokens`` grows across the lines of one response): ``prompt`` = ``input_tokens`` +
 ``cache_creation_input_tokens`` + ``cache_read_input_tokens``, ``cache_read`` =
@@ -53,11 +61,42 @@ the file (warning ``chain-broken``). Along the chain:
 The call's ``response`` is its assistant lines merged into one assistant message.
 
 Compaction. A ``system`` line with subtype ``compact_boundary`` starts the context again: later
-prompts begin at the compact summary (a ``user`` line with ``isCompactSummary``). The compaction
-itself is a model call, but Claude Code runs it without writing a transcript (its usage is in no
-line; ``compactMetadata.preTokens`` is the context size, not billed usage), so it is not profiled:
-warning ``compaction``. Messages a partial compaction keeps verbatim (newer versions'
-``compactMetadata.preservedSegment``) are in later prompts when the ``parentUuid`` chain links them.
+prompts begin at the compact summary (a ``user`` line with ``isCompactSummary``). Messages a partial
+compaction keeps verbatim (newer versions' ``compactMetadata.preservedSegment``) are in later prompts
+when the ``parentUuid`` chain links them.
+
+The compaction itself is a model call. Before 2.1 Claude Code writes no transcript of it (its usage
+is in no line; ``compactMetadata.preTokens`` is the context size, not billed usage), so it is not
+profiled: warning ``compaction``. Claude Code 2.1 writes it as ``<session>/subagents/
+agent-acompact-<id>.jsonl`` (``agentId`` ``acompact-<id>``, ``isSidechain: true``), just before the
+boundary: in the 2.1.39 session of the shared corpus, the summarisation request (a ``user`` line, the
+"create a detailed summary of the conversation so far" instructions) is written 70 s before the
+boundary and its ``parentUuid`` is the boundary's ``logicalParentUuid`` (the last main-thread line,
+a tool result); the response (one ``assistant`` line, the ``<analysis>``/``<summary>`` text) is
+written half a second before the boundary, and its prompt (169,910 tokens, 167,093 of them read
+from the main conversation's cache) is about the boundary's ``preTokens`` (167,731) plus the
+request. Before the request the file holds ``isMeta`` user lines (hook output,
+``<system-reminder>`` text) whose ``parentUuid`` is a main-thread tool result and whose timestamps
+are those of the main conversation: context the model saw after those results that the session file
+does not keep. The rule:
+
+* a subagent file named ``agent-acompact-*.jsonl`` (or whose first line's ``agentId`` starts with
+  ``acompact-``) holds compaction calls: each of its model calls is one, ``Call.kind =
+  "compaction"``, of the main thread (``thread = ""``: the main conversation's system prompt and
+  tools, so it is bucketed from its own prompt with the main thread's inferred part), marked
+  ``(compaction)`` in ``Call.where``;
+* the line it continues from is the main-thread line named by the ``parentUuid`` of the first line
+  of its own chain (the request); its boundary is the ``compact_boundary`` whose
+  ``logicalParentUuid`` is that line, else (no such line, or a boundary without
+  ``logicalParentUuid``) the first boundary not yet matched written at or after the response's last
+  line; with no main-thread parent, the line it continues from is its boundary's
+  ``logicalParentUuid`` (else the last conversation line before the boundary). A file that matches
+  neither is read as a subagent (warning ``compaction-unmatched``);
+* its prompt is the main thread's history after that line (the messages the main conversation had
+  before the boundary), with the file's other ``user`` lines placed right after the main-thread line
+  their ``parentUuid`` names, when that line is in the history, then the request; its response is
+  the summary. It is numbered where its boundary is among the main thread's calls;
+* a boundary whose call is recorded gets no ``compaction`` warning.
 A ``microcompact_boundary`` (old tool results cleared from the context while the transcript keeps
 them) gets warning ``microcompact``: later prompts may render tool results the model no longer saw.
 
@@ -76,9 +115,14 @@ all read with the session file, each call counted once (by ``requestId``):
 Every message passes ``neutral.check_messages`` once: a line's prompt state is built from its
 parent's and kept, and prompts share the message objects they have in common.
 
-Calls are numbered in the session file's order, then each subagent file's, then those rebuilt from
-progress lines. The session is the first ``sessionId`` in the file; the trace's model is the model
-of most main-thread calls. :func:`sessions` lists the session files of a project folder.
+Order. The calls of each file are in the order of their first lines (inline sidechains included),
+a compaction call where its boundary is; the calls of the session file, of each subagent file and
+of each thread rebuilt from progress lines are then merged in time order (``Call.time``, the
+timestamp of the call's first line) and numbered: each file's calls keep their order, a call
+without a timestamp stays after the one before it, and calls at the same moment keep the order of
+their files (the session's first). The session is the first ``sessionId`` in the file; the trace's
+model is the model of most main-thread calls. :func:`sessions` lists the session files of a
+project folder.
 """
 
 from __future__ import annotations
@@ -92,7 +136,10 @@ from typing import Any
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, parse_day
+from tokprof.formats.neutral import (
+    anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, in_time_order, parse_day,
+    parse_time,
+)
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "claude-code"
@@ -110,6 +157,8 @@ SNIFF_FIELDS = ("sessionId", "uuid")
 TOOL_CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 SYNTHETIC_MODEL = "<synthetic>"
+COMPACT_PREFIX = "agent-acompact-"  # the file name of a compaction call's transcript (2.1)
+COMPACT_AGENT = "acompact-"  # the agentId of its lines
 
 NOT_TEXT = (
     "content that is not text (images, documents, redacted thinking, server tool results) cannot be "
@@ -125,9 +174,20 @@ SYNTHETIC = (
     "'No response requested.') are not model calls: they are skipped and left out of later prompts"
 )
 COMPACTION = (
-    "a compaction (compact_boundary) is a model call that summarised the conversation, but Claude Code "
-    "does not record it (its usage is in no line; compactMetadata.preTokens is the context size, not "
-    "billed usage), so it is not profiled; later prompts start from the compact summary"
+    "a compaction (compact_boundary) is a model call that summarised the conversation, but no transcript "
+    "records it (Claude Code before 2.1 writes none; 2.1 writes <session>/subagents/agent-acompact-*.jsonl, "
+    "missing here), so it is not profiled (compactMetadata.preTokens is the context size, not billed "
+    "usage); later prompts start from the compact summary"
+)
+COMPACTION_UNMATCHED = (
+    "a compaction transcript (agent-acompact-*.jsonl) continues no line of the session and matches no "
+    "compact_boundary: it is read as a subagent of its own"
+)
+REQUEST_REUSED = (
+    "a requestId is shared by lines of different responses (different message.id, or different prompt "
+    "usage; a sanitiser that writes one placeholder for every id does this): counting them as one call "
+    "would merge separate calls, so their calls are told apart by message.id, else by the line's position "
+    "(and are not matched with copies in other files)"
 )
 MICROCOMPACT = (
     "Claude Code cleared old tool results from the context here (microcompact_boundary) but the "
@@ -249,6 +309,9 @@ class _Line:
     parent: str | None
     sidechain: bool
     key: str | None = None  # assistant lines: the model call they belong to
+    request: str | None = None  # assistant lines: their requestId
+    message_id: str | None = None  # assistant lines: their message.id
+    prompt_usage: tuple | None = None  # assistant lines: input, cache-write and cache-read tokens, as written
     synthetic: bool = False
     boundary: bool = False  # a compact_boundary: the context restarts after it
     parts: list[tuple] = field(default_factory=list)
@@ -263,6 +326,7 @@ class _Transcript:
     origin: str = ""  # ", from progress" for threads rebuilt from progress lines
     tool_uses: dict[str, _Line] = field(default_factory=dict)  # tool_use id -> the line that holds it
     states: dict[tuple[str, bool], _State] = field(default_factory=dict)  # (uuid, thread) -> prompt after it
+    compaction: bool = False  # an agent-acompact-*.jsonl file: a compaction call's transcript
 
 
 @dataclass(frozen=True)
@@ -301,12 +365,24 @@ def read(path: str, doc: Document) -> Trace:
     reader = _Reader(trace)
     main = reader.parse(path, "", [(n, record, "") for n, record in numbered])
     trace.session = _session(main)
-    transcripts = [main]
-    reader.calls(main)
-    for sub in _subagent_files(Path(path), trace.session):
-        transcripts.append(reader.subagent_file(Path(path), sub))
-    for transcript in transcripts:
-        reader.progress_calls(transcript)
+    subs = [reader.subagent_file(Path(path), sub) for sub in _subagent_files(Path(path), trace.session)]
+    reader.rekey([main, *subs])
+    main_calls = reader.calls(main)
+    sequences: list[list[Call]] = []
+    for transcript in subs:
+        if transcript.compaction:
+            found = reader.compaction_calls(main, transcript)
+            if found is not None:
+                main_calls += found
+                continue
+            reader.trace.note("compaction-unmatched", COMPACTION_UNMATCHED, transcript.path)
+        sequences.append([call for _, call in reader.calls(transcript)])
+    for transcript in [main, *subs]:
+        sequences += reader.progress_calls(transcript)
+    reader.note_unrecorded_compactions()
+    # a compaction call goes in the main thread where its boundary is (stable: ties keep file order)
+    main_calls.sort(key=lambda item: item[0])
+    trace.calls = in_time_order([[call for _, call in main_calls], *sequences])
     if not trace.calls:
         raise InputError(path, None, "no model call in the transcript (no assistant line)")
     trace.model = _main_model(trace.calls)
@@ -336,6 +412,10 @@ class _Reader:
         self.noted: set[tuple[str, str]] = set()
         self.types_noted: set[str] = set()
         self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
+        self.boundaries: list[_Line] = []  # compact_boundary lines, in reading order
+        self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
+        self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
+        self.positional: set[str] = set()  # call keys made from a line's position: no provider id
 
     def note_once(self, code: str, message: str, place: str) -> None:
         if (code, place) not in self.noted:
@@ -343,12 +423,14 @@ class _Reader:
             self.trace.note(code, message, place)
 
     # -- parsing -----------------------------------------------------------------------------------
-    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "") -> _Transcript:
-        """Check the lines of one file (or one thread rebuilt from progress lines)."""
+    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "",
+              unit: str = "line") -> _Transcript:
+        """Check the lines of one file (or one thread rebuilt from progress lines); ``unit`` names
+        them in places ("item" for the values of a JSON list)."""
         transcript = _Transcript(path=path, origin=origin)
         last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
         for number, record, inner in items:
-            at = f"line {number}"
+            at = f"{unit} {number}"
             if not isinstance(record, dict):
                 raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
             kind = record.get("type")
@@ -403,7 +485,7 @@ class _Reader:
         if subtype == "compact_boundary":
             line.boundary = True
             self.trace.compactions += 1
-            self.trace.note("compaction", COMPACTION, line.place)
+            self.boundaries.append(line)  # noted at the end, unless its call is recorded
         elif subtype == "microcompact_boundary":
             self.trace.note("microcompact", MICROCOMPACT, line.place)
 
@@ -419,6 +501,10 @@ class _Reader:
             check_model(path, line.prefix + "message.", message)
             line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
             line.key = _call_key(path, line, message)
+            request, message_id = line.record.get("requestId"), message.get("id")
+            line.request = request if isinstance(request, str) and request else None
+            line.message_id = message_id if isinstance(message_id, str) and message_id else None
+            line.prompt_usage = _prompt_usage(message.get("usage"))
             parts = [self.assistant_part(path, line, at, block) for at, block in blocks]
         line.parts = [part for part in parts if part is not None]
 
@@ -463,36 +549,55 @@ class _Reader:
         return None
 
     # -- calls -------------------------------------------------------------------------------------
-    def calls(self, transcript: _Transcript, quiet_duplicates: bool = False) -> None:
-        """One call per model call of a transcript not counted yet, in the order of its first line."""
+    def groups(self, transcript: _Transcript) -> dict[str, list[_Line]]:
+        """The lines of each model call of a transcript, in the order of their first lines."""
         groups: dict[str, list[_Line]] = {}
         for line in transcript.lines:
             if line.type == "assistant" and not line.synthetic:
                 groups.setdefault(line.key or "", []).append(line)
             elif line.synthetic:
                 self.note_once("synthetic-message", SYNTHETIC, line.place)
-        for key, lines in groups.items():
-            if key in self.seen:
-                if not quiet_duplicates:
-                    self.note_once("duplicate-call", DUPLICATE_CALL, lines[0].place)
-                continue
-            self.seen.add(key)
-            self.trace.calls.append(self.call(transcript, lines))
-            self.trace.calls[-1].request_id = key or None
-            if transcript.origin:
-                self.trace.note("subagent-from-progress", FROM_PROGRESS, self.trace.calls[-1].where)
+        return groups
 
-    def call(self, transcript: _Transcript, lines: list[_Line]) -> Call:
+    def first_time(self, key: str, lines: list[_Line], quiet_duplicates: bool = False) -> bool:
+        """Whether a call is counted for the first time (a call in two transcripts is counted once)."""
+        if key in self.seen:
+            if not quiet_duplicates:
+                self.note_once("duplicate-call", DUPLICATE_CALL, lines[0].place)
+            return False
+        self.seen.add(key)
+        return True
+
+    def calls(self, transcript: _Transcript, quiet_duplicates: bool = False) -> list[tuple[float, Call]]:
+        """One call per model call of a transcript not counted yet, in the order of its first line,
+        each with the line number of its first line."""
+        out: list[tuple[float, Call]] = []
+        for key, lines in self.groups(transcript).items():
+            if not self.first_time(key, lines, quiet_duplicates):
+                continue
+            call = self.call(transcript, lines, key)
+            out.append((lines[0].number, call))
+            if transcript.origin:
+                self.trace.note("subagent-from-progress", FROM_PROGRESS, call.where)
+        return out
+
+    def call(self, transcript: _Transcript, lines: list[_Line], key: str, state: _State | None = None,
+             compaction: bool = False) -> Call:
         first = lines[0]
         prefix = f"{first.place}: "
-        state = self.state_before(transcript, first)
+        if state is None:
+            state = self.state_before(transcript, first)
         messages = state.final + self.check(transcript.path, prefix, state.open)
         parts = [part for line in lines for part in line.parts]
         response = check_messages(transcript.path, prefix + "response ", [_assistant(parts)])[0]
         model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
-        where = first.place + (f" (subagent{transcript.origin})" if first.sidechain else transcript.origin)
+        if compaction:
+            where = first.place + " (compaction)"
+        else:
+            where = first.place + (f" (subagent{transcript.origin})" if first.sidechain else transcript.origin)
+        sidechain = first.sidechain and not compaction
         return Call(
-            index=len(self.trace.calls),
+            index=0,  # numbered once every call is read, in time order
             messages=messages,
             tools=None,
             model=model,
@@ -500,18 +605,24 @@ class _Reader:
             day=parse_day({"timestamp": first.record.get("timestamp")}),
             where=where,
             response=response,
+            kind="compaction" if compaction else "call",
             # a subagent has its own system prompt and tools: its own inferred fixed part
-            thread=str(first.record.get("agentId") or transcript.path) if first.sidechain else "",
+            thread=str(first.record.get("agentId") or transcript.path) if sidechain else "",
+            request_id=None if not key or key in self.positional else key,
+            time=parse_time(first.record.get("timestamp")),
         )
 
     # -- prompts -----------------------------------------------------------------------------------
     def state_before(self, transcript: _Transcript, first: _Line) -> _State:
-        """The prompt of a call: the state of its thread after the parent of its first line. States
-        are built from the states of their parents and kept, so a long session costs one pass."""
-        thread = first.sidechain
+        """The prompt of a call: the state of its thread after the parent of its first line."""
+        return self.state_after(transcript, self.parent(transcript, first), first.sidechain, first)
+
+    def state_after(self, transcript: _Transcript, current: _Line | None, thread: bool, first: _Line) -> _State:
+        """The state of a thread after a line (``first`` is the line whose prompt is wanted, for
+        errors). States are built from the states of their parents and kept, so a long session costs
+        one pass."""
         path: list[_Line] = []
         base = EMPTY
-        current = self.parent(transcript, first)
         while current is not None:
             memo = transcript.states.get((current.uuid or "", thread))
             if memo is not None:
@@ -636,6 +747,7 @@ class _Reader:
 
     # -- subagents ---------------------------------------------------------------------------------
     def subagent_file(self, session: Path, sub: Path) -> _Transcript:
+        """A subagent transcript beside the session, parsed (its calls are made once every file is)."""
         doc = load(str(sub))
         try:
             label = sub.relative_to(session.parent).as_posix() + " "
@@ -650,13 +762,15 @@ class _Reader:
         transcript = self.parse(str(sub), label, [(n, record, "") for n, record in numbered])
         for line in transcript.lines:
             line.sidechain = True  # a subagent's own file: every line is the subagent's
+        transcript.compaction = sub.name.startswith(COMPACT_PREFIX) or any(
+            str(line.record.get("agentId") or "").startswith(COMPACT_AGENT) for line in transcript.lines[:1]
+        )
         if doc.truncated_line is not None:
             self.trace.note("truncated-line", TRUNCATED_LAST_LINE, f"{label}line {doc.truncated_line}")
-        self.calls(transcript)
         return transcript
 
-    def progress_calls(self, transcript: _Transcript) -> None:
-        """Calls of subagents known only from the copies in ``agent_progress`` lines."""
+    def progress_calls(self, transcript: _Transcript) -> list[list[Call]]:
+        """Calls of subagents known only from the copies in ``agent_progress`` lines, a list per thread."""
         threads: dict[str, list[tuple[int, Any, str]]] = {}
         seen_lines: set[str] = set()
         for line in transcript.lines:
@@ -680,15 +794,165 @@ class _Reader:
                 thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt"), "data."))
             parent = thread[-1][1]["uuid"] if thread else None
             thread.append((line.number, _copy(nested, parent, f"progress:{line.number}"), "data.message."))
+        out: list[list[Call]] = []
         for records in threads.values():
-            keys = {_nested_key(record) for _, record, _ in records} - {None}
+            keys = {self.nested_key(record) for _, record, _ in records} - {None}
             if keys and keys <= self.seen:
                 continue  # the subagent's own transcript was read
             rebuilt = self.parse(transcript.path, "", records, origin=", from progress")
             for line in rebuilt.lines:
                 line.sidechain = True
-            self.calls(rebuilt, quiet_duplicates=True)
+            self.rekey_lines(rebuilt.lines, note=False)
+            out.append([call for _, call in self.calls(rebuilt, quiet_duplicates=True)])
+        return out
 
+    def nested_key(self, record: dict) -> str | None:
+        """The call key of a line copied into a progress line, as :meth:`rekey` gives it."""
+        key = _nested_key(record)
+        request = record.get("requestId")
+        if key is None or not isinstance(request, str) or request not in self.reused:
+            return key
+        message = record.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        usages = self.reused[request].get(message_id if isinstance(message_id, str) else None, set())
+        return message_id if isinstance(message_id, str) and message_id and len(usages) <= 1 else None
+
+    # -- compaction calls --------------------------------------------------------------------------
+    def compaction_calls(self, main: _Transcript, compact: _Transcript) -> list[tuple[float, Call]] | None:
+        """The calls of a compaction transcript, each with where it goes among the main thread's
+        calls (its boundary's line); None when the transcript continues no line of the session and
+        matches no boundary (it is then read as a subagent)."""
+        own = compact.by_uuid
+        plans = []
+        on_chains: set[int] = set()
+        for key, lines in self.groups(compact).items():
+            chain: list[_Line] = []  # the transcript's own lines the response follows: the request
+            top = lines[0]
+            while top.parent is not None and top.parent in own and len(chain) <= len(compact.lines):
+                top = own[top.parent]
+                chain.append(top)
+            anchor = main.by_uuid.get(top.parent) if top.parent else None
+            boundary = self.boundary_of(main, anchor, lines)
+            if anchor is None and boundary is not None:
+                anchor = _line_before(main, boundary)
+            if anchor is None:
+                return None
+            plans.append((key, lines, chain[::-1], anchor, boundary))
+            on_chains.update(id(line) for line in chain + lines)
+        # lines the transcript adds after main-thread lines (hook output the session file does not keep)
+        inserts: dict[str, list[_Line]] = {}
+        for line in compact.lines:
+            if line.type == "user" and id(line) not in on_chains and line.parent is not None and line.parent in main.by_uuid:
+                inserts.setdefault(line.parent, []).append(line)
+        out: list[tuple[float, Call]] = []
+        for key, lines, chain, anchor, boundary in plans:
+            if boundary is not None:
+                self.recorded.add(id(boundary))
+            if not self.first_time(key, lines):
+                continue
+            state = self.compaction_state(main, compact, anchor, chain, inserts, lines[0])
+            call = self.call(compact, lines, key, state=state, compaction=True)
+            out.append((boundary.number if boundary is not None else anchor.number + 0.5, call))
+        return out
+
+    def boundary_of(self, main: _Transcript, anchor: _Line | None, lines: list[_Line]) -> _Line | None:
+        """The compact_boundary a compaction call made: the one whose ``logicalParentUuid`` is the
+        line the call continued from, else the first one written after the call's last line."""
+        free = [line for line in main.lines if line.boundary and id(line) not in self.recorded]
+        if anchor is not None:
+            for line in free:
+                if line.record.get("logicalParentUuid") == anchor.uuid:
+                    return line
+            free = [line for line in free if not isinstance(line.record.get("logicalParentUuid"), str)]
+        times = [t for t in (parse_time(line.record.get("timestamp")) for line in lines) if t is not None]
+        if not times:
+            return None
+        end = max(times)
+        for line in free:
+            written = parse_time(line.record.get("timestamp"))
+            if written is not None and written >= end:
+                return line
+        return None
+
+    def compaction_state(self, main: _Transcript, compact: _Transcript, anchor: _Line, chain: list[_Line],
+                         inserts: dict[str, list[_Line]], first: _Line) -> _State:
+        """A compaction call's prompt: the main thread's history up to the line it continued from,
+        with the lines its transcript adds after main-thread lines spliced in after them, then its own
+        lines (the summarisation request)."""
+        path: list[_Line] = []
+        current: _Line | None = anchor
+        while current is not None and len(path) <= len(main.lines):
+            if current.type in MESSAGE_TYPES and current.sidechain:
+                break
+            path.append(current)
+            if current.boundary:
+                break
+            current = self.parent(main, current)
+        path.reverse()
+        spliced = [i for i, line in enumerate(path) if line.uuid is not None and line.uuid in inserts]
+        if not spliced:
+            state = self.state_after(main, anchor, False, first)
+        else:
+            start = spliced[0]
+            state = self.state_after(main, path[start], False, first)
+            for i in range(start, len(path)):
+                if i > start:
+                    state = self.extend(main, state, path[i])
+                for extra in inserts.get(path[i].uuid or "", ()):
+                    state = self.extend(compact, state, extra)
+        for line in chain:
+            state = self.extend(compact, state, line)
+        return state
+
+    def note_unrecorded_compactions(self) -> None:
+        for line in self.boundaries:
+            if id(line) not in self.recorded:
+                self.trace.note("compaction", COMPACTION, line.place)
+
+    # -- reused request ids ------------------------------------------------------------------------
+    def rekey(self, transcripts: list[_Transcript]) -> None:
+        """Tell apart the calls of a requestId shared by lines of different responses.
+
+        The lines of one response share their ``message.id`` and the prompt side of their usage
+        (only ``output_tokens`` grows); a requestId on lines with different message ids, or with
+        different prompt usage under one message id, is not one call. Those lines' calls are keyed by
+        ``message.id`` when it tells them apart, else by the place of their first line."""
+        lines_of: dict[str, list[_Line]] = {}
+        for transcript in transcripts:
+            for line in transcript.lines:
+                if line.type == "assistant" and line.request and not line.synthetic:
+                    lines_of.setdefault(line.request, []).append(line)
+        for request, lines in lines_of.items():
+            usages: dict[str | None, set[tuple]] = {}
+            for line in lines:
+                found = usages.setdefault(line.message_id, set())
+                if line.prompt_usage is not None:
+                    found.add(line.prompt_usage)
+            if len([m for m in usages if m]) > 1 or any(len(u) > 1 for u in usages.values()):
+                self.reused[request] = usages
+        for transcript in transcripts:
+            self.rekey_lines(transcript.lines)
+
+    def rekey_lines(self, lines: list[_Line], note: bool = True) -> None:
+        """The fallback keys of the lines whose requestId is reused (see :meth:`rekey`)."""
+        firsts: dict[tuple, str] = {}
+        calls: dict[str, dict[str, str]] = {}  # requestId -> call key -> the place of its first line
+        for line in lines:
+            if line.type != "assistant" or line.request is None or line.request not in self.reused or line.synthetic:
+                continue
+            usages = self.reused[line.request].get(line.message_id, set())
+            if line.message_id and len(usages) <= 1:
+                line.key = line.message_id
+            else:
+                signature = (line.request, line.message_id, line.prompt_usage)
+                line.key = firsts.setdefault(signature, f"{line.request} at {line.place}")
+                self.positional.add(line.key)
+            calls.setdefault(line.request, {}).setdefault(line.key, line.place)
+        for request, found in calls.items() if note else ():
+            shown = list(found.values())
+            more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
+            self.trace.note("request-id-reused", REQUEST_REUSED,
+                            f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})")
 
 def _copy(record: dict, parent: str | None, fallback_uuid: str) -> dict:
     """A subagent line copied from a progress line, linked to the previous copy of its thread."""
@@ -760,6 +1024,29 @@ def _call_key(path: str, line: _Line, message: dict) -> str:
         if value:
             return value
     return f"{line.place} ({line.uuid})"
+
+
+def _prompt_usage(usage: Any) -> tuple | None:
+    """The prompt side of a line's usage (input, cache-write, cache-read tokens), for telling calls apart."""
+    if not isinstance(usage, dict):
+        return None
+    values = tuple(v if isinstance(v, int) else None for v in (usage.get(k) for k in USAGE_FIELDS[:3]))
+    return values if any(v is not None for v in values) else None
+
+
+def _line_before(main: _Transcript, boundary: _Line) -> _Line | None:
+    """The main-thread line a compact boundary follows: its ``logicalParentUuid``, else the last
+    conversation line before it."""
+    parent = boundary.record.get("logicalParentUuid")
+    if isinstance(parent, str) and parent in main.by_uuid:
+        return main.by_uuid[parent]
+    before = None
+    for line in main.lines:
+        if line is boundary:
+            break
+        if line.type in MESSAGE_TYPES and not line.sidechain:
+            before = line
+    return before
 
 
 def _nested_key(record: dict) -> str | None:

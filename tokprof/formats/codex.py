@@ -99,7 +99,7 @@ from typing import Any
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, parse_day
+from tokprof.formats.neutral import check_count, check_messages, check_text, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "codex"
@@ -690,6 +690,7 @@ class _Builder:
             where=entry.where,
             response=self.response(prefix, pending),
             kind="compaction" if pending.compaction is not None else "call",
+            time=parse_time(entry.timestamp),
         )
         unrendered = self.unrendered(items)
         if unrendered:

@@ -91,7 +91,7 @@ from typing import Any, Callable
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day
+from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "inspect"
@@ -377,6 +377,7 @@ def _model_event(ctx: _Context, where: str, event: dict) -> None:
             day=parse_day({"timestamp": event.get("timestamp")}) or parse_day({"created": ctx.log.created}),
             where=where,
             response=_response(ctx, where + ".output.choices[0].message", event),
+            time=parse_time(event.get("timestamp")),
         )
     )
 

@@ -7,13 +7,14 @@ trace always holds text a template can render. Errors name the file and the plac
 
 from __future__ import annotations
 
+import heapq
 import json
 from datetime import date, datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.trace import ROLES, Usage
+from tokprof.trace import ROLES, Call, Usage
 
 def check_text(path: str, where: str, text: str) -> str:
     """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
@@ -44,6 +45,54 @@ def parse_day(obj: dict) -> date | None:
         except (ValueError, OverflowError, OSError):
             continue
     return None
+
+
+def parse_time(value: Any) -> datetime | None:
+    """When a call was made, from a log's timestamp: an ISO 8601 string (``Z`` or an offset; none
+    means UTC) or seconds (or milliseconds) since the epoch. Always timezone-aware, in UTC; None
+    when there is no timestamp or it cannot be read."""
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(seconds, tz=timezone.utc)
+        if isinstance(value, str) and value:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=timezone.utc)
+            return parsed.astimezone(timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+def in_time_order(sequences: Sequence[Sequence[Call]]) -> list[Call]:
+    """Calls of several threads (a session file's, each subagent's), each already in its own order,
+    merged into one list in time order and renumbered. The order within a sequence is kept whatever
+    the timestamps say (a clock that steps back does not reorder a thread); a call without a time
+    goes where the call before it in its sequence went (the first ones of a sequence, at the start);
+    calls made at the same moment keep the order of their sequences."""
+    heads: list[tuple[tuple, int, int]] = []
+    carried: list[tuple] = [(0,)] * len(sequences)
+
+    def key(s: int, position: int) -> tuple:
+        time = sequences[s][position].time
+        if time is not None:
+            carried[s] = (1, time)
+        return carried[s]
+
+    for s, sequence in enumerate(sequences):
+        if sequence:
+            heads.append((key(s, 0), s, 0))
+    heapq.heapify(heads)
+    out: list[Call] = []
+    while heads:
+        _, s, position = heapq.heappop(heads)
+        out.append(sequences[s][position])
+        if position + 1 < len(sequences[s]):
+            heapq.heappush(heads, (key(s, position + 1), s, position + 1))
+    for index, call in enumerate(out):
+        call.index = index
+    return out
 
 
 def check_tools(path: str, prefix: str, tools: Any) -> list[dict] | None:

@@ -18,7 +18,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_messages, check_model, check_tool_calls, check_tools, check_usage, parse_day
+from tokprof.formats.neutral import check_messages, check_model, check_tool_calls, check_tools, check_usage, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-chat"
@@ -115,6 +115,7 @@ def _records(path: str, found: list[tuple[str, Any]], shape: str) -> Trace:
                 day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),
                 where=where,
                 response=response,
+                time=parse_time(ex.timestamp),
             )
         )
     if not trace.calls:

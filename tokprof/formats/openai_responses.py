@@ -67,7 +67,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day
+from tokprof.formats.neutral import check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-responses"
@@ -168,6 +168,7 @@ class _Entry:
     usage: Usage | None = None
     reply: dict | None = None
     day: Any = None
+    time: Any = None  # when the exchange was captured
     model: str | None = None
     full: list[tuple[str, Any]] | None = None  # the rebuilt input items, once known
     broken: bool = False
@@ -205,7 +206,7 @@ def read(path: str, doc: Document) -> Trace:
         tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
         trace.calls.append(Call(
             index=len(trace.calls), messages=messages, tools=tools, model=entry.model, reported=entry.usage,
-            day=entry.day, where=entry.where, response=_with_hosted_calls(entry.reply, entry.output, tools),
+            day=entry.day, time=entry.time, where=entry.where, response=_with_hosted_calls(entry.reply, entry.output, tools),
         ))
     if not trace.calls:
         skipped = ", ".join(note.code for note in trace.notes)
@@ -245,6 +246,7 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
                    previous=previous)
     entry.model = _model(path, prefix, request)
     entry.day = parse_day(request) or parse_day({"timestamp": ex.timestamp})
+    entry.time = parse_time(ex.timestamp)
     if response is not None:
         _read_response(path, f"{where}: response{' (stream)' if ex.stream is not None else ''}.", response, entry)
     return entry

@@ -1,0 +1,255 @@
+"""Claude Code ``stream-json`` output: what ``claude -p --output-format stream-json --verbose`` prints,
+the log CI jobs that run Claude Code save. (``--output-format json --verbose`` prints the same
+messages as one JSON list: read too.)
+
+One JSON object per line, the Agent SDK's messages:
+
+* ``{"type": "system", "subtype": "init", "session_id", "model", "tools": [names], "cwd", ...}``:
+  the session (:attr:`Trace.session`) and the model; ``tools`` are names only, not definitions;
+* ``{"type": "assistant", "message", "parent_tool_use_id", "session_id", "uuid"}``: ``message`` is
+  an Anthropic Messages API message (``id``, ``model``, ``content`` blocks, ``stop_reason``,
+  ``usage``); like a transcript, each content block of a response is its own line with the same
+  ``message.id``;
+* ``{"type": "user", "message", "parent_tool_use_id", "session_id"}``: tool results (and any user
+  text) sent back to the model;
+* ``{"type": "result", "subtype": "success" | "error_max_turns" | "error_during_execution" | ...,
+  "is_error", "duration_ms", "duration_api_ms", "num_turns", "result", "total_cost_usd", "usage",
+  "modelUsage", "permission_denials", "session_id"}``: the run's totals, last;
+* ``stream_event`` lines (``--include-partial-messages``) repeat what the assistant messages hold
+  and are skipped; other ``system`` subtypes (hooks, status) are Claude Code's own and are not sent.
+
+**Calls and prompts.** The lines are read as a Claude Code transcript
+(:mod:`tokprof.formats.claude_code`: the same rules for content blocks, tool results, merged
+response lines, usage and its stream-start placeholders): one call per assistant ``message.id``,
+its prompt the conversation of its thread before it. The stream has no ``uuid``/``parentUuid`` tree:
+each thread is its lines in order. The main thread is the lines with ``parent_tool_use_id`` null; a
+subagent's lines carry the id of the Task (Agent) tool call it runs under, and are a thread of their
+own (its own system prompt and tools, its own inferred fixed part); when its first line is a
+response, its prompt starts with the ``prompt`` argument of that tool call. A ``compact_boundary``
+system line restarts the main thread's context. The prompt given with ``-p`` is not echoed in the
+stream: a prompt that does not start with a user message (the main thread starts with a response)
+gets an empty user message first, standing for it, so that it renders as it was sent (warning
+``prompt-not-recorded``; its tokens fall in the unrecorded part with the system prompt and tools,
+which the stream does not record either).
+
+**The result line.** Its ``usage`` totals (input, cache-creation, cache-read and output tokens),
+``total_cost_usd``, ``num_turns`` and ``subtype`` are recorded in the note ``result-totals``. They
+are reconciled with the sum of the usage of the calls before it (since the previous result line, or
+from the start: a stream that takes several prompts has a result per prompt): when a field differs,
+warning ``result-differs`` names both. They can differ because the result also counts what the
+stream does not show (Claude Code's own calls to a small model, a compaction) and the final
+``output_tokens``, while each assistant message carries the usage written as its response started.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats import claude_code
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, in_time_order
+from tokprof.trace import Call, Trace
+
+FORMAT = "claude-stream-json"
+DESCRIPTION = "Claude Code stream-json output (claude -p --output-format stream-json --verbose), as CI jobs save it"
+
+#: Line types that repeat or add nothing to the conversation, skipped without a word.
+QUIET = ("stream_event", "keep_alive", "tool_progress", "auth_status", "rate_limit_event")
+RESULT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+RESULT_NAMES = {"input_tokens": "input", "cache_creation_input_tokens": "cache writes",
+                "cache_read_input_tokens": "cache reads", "output_tokens": "output"}
+
+PROMPT_NOT_RECORDED = (
+    "the prompt given to claude -p is not in stream-json output (it is not echoed): an empty user message "
+    "stands for it in every prompt, and its tokens fall in the unrecorded part with the system prompt and tools"
+)
+UNRECORDED_PROMPT = {"role": "user", "content": ""}
+RESULT_TOTALS = (
+    "the run's totals as the result line reports them (its usage, num_turns and total_cost_usd)"
+)
+RESULT_DIFFERS = (
+    "the result line's usage totals differ from the sum of the calls' usage before it: the result also "
+    "counts what the stream does not show (Claude Code's own calls to a small model, a compaction) and the "
+    "final output_tokens, while each assistant message carries the usage written as its response started"
+)
+
+
+def sniff(doc: Document) -> bool:
+    """True when the first values are Agent SDK messages (``session_id``, not a transcript's ``sessionId``)."""
+    try:
+        for value in _values(doc)[:20]:
+            if not isinstance(value, dict):
+                continue
+            if "sessionId" in value or "parentUuid" in value:
+                return False  # a transcript line
+            kind = value.get("type")
+            if "session_id" not in value:
+                continue
+            if kind == "system" and value.get("subtype") == "init":
+                return True
+            if kind == "result" and ("total_cost_usd" in value or "num_turns" in value):
+                return True
+            if kind in claude_code.MESSAGE_TYPES and "parent_tool_use_id" in value and isinstance(value.get("message"), dict):
+                return True
+        return False
+    except Exception:  # sniffing never fails
+        return False
+
+
+def _values(doc: Document) -> list:
+    if doc.lines is not None:
+        return [value for _, value in doc.lines]
+    return doc.value if isinstance(doc.value, list) else []
+
+
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is not None:
+        numbered = doc.lines
+        at = "line"
+    elif isinstance(doc.value, list):
+        numbered = [(i, value) for i, value in enumerate(doc.value)]
+        at = "item"
+    else:
+        raise InputError(path, None, "expected stream-json output: one JSON object per line")
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+    records, results, init = _convert(path, at, numbered, trace)
+    reader = claude_code._Reader(trace)
+    transcript = reader.parse(path, "", records, unit=at)
+    reader.rekey([transcript])
+    calls = reader.calls(transcript)
+    reader.note_unrecorded_compactions()
+    trace.calls = in_time_order([[call for _, call in calls]])
+    if not trace.calls:
+        raise InputError(path, None, "no model call in the stream (no assistant message)")
+    _opening_prompts(trace)
+    trace.session = _text(init.get("session_id")) or next(
+        (_text(v.get("session_id")) for _, v in numbered if isinstance(v, dict) and _text(v.get("session_id"))), None)
+    trace.model = claude_code._main_model(trace.calls) or _text(init.get("model"))
+    _reconcile(path, at, trace, calls, results)
+    return trace
+
+
+def _opening_prompts(trace: Trace) -> None:
+    """A prompt that does not start with a user message started with one the stream does not show
+    (the -p prompt): an empty user message stands for it, so that every prompt renders as sent."""
+    noted: set[str] = set()
+    for call in trace.calls:
+        if call.messages and call.messages[0]["role"] == "user":
+            continue
+        call.messages = [UNRECORDED_PROMPT, *call.messages]
+        if call.thread not in noted:
+            noted.add(call.thread)
+            trace.note("prompt-not-recorded", PROMPT_NOT_RECORDED, call.where)
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _convert(path: str, at: str, numbered: list[tuple[int, Any]], trace: Trace):
+    """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread;
+    the result lines; the init line."""
+    records: list[tuple[int, Any, str]] = []
+    results: list[tuple[int, dict]] = []
+    init: dict = {}
+    last: dict[str | None, str | None] = {}  # thread -> the uuid of its last line
+    task_prompts: dict[str, str] = {}  # tool call id -> its "prompt" argument (a subagent's opening prompt)
+    for number, value in numbered:
+        where = f"{at} {number}"
+        if not isinstance(value, dict):
+            raise InputError(path, where, f"expected a stream-json message object, found {_kind(value)}")
+        kind = value.get("type")
+        if not isinstance(kind, str):
+            raise InputError(path, f"{where}: type", "missing or not a string: every stream-json message has a type")
+        if kind == "result":
+            results.append((number, value))
+            continue
+        if kind == "system" and value.get("subtype") == "init":
+            init = init or value
+            continue
+        if kind in QUIET:
+            continue
+        thread = value.get("parent_tool_use_id")
+        if thread is not None and not isinstance(thread, str):
+            raise InputError(path, f"{where}: parent_tool_use_id", f"expected a string or null, found {_kind(thread)}")
+        uuid = f"#{number}"
+        record: dict = {"type": kind, "uuid": uuid, "isSidechain": thread is not None}
+        if thread is not None:
+            record["agentId"] = thread
+        if kind in claude_code.MESSAGE_TYPES:
+            record["message"] = value.get("message")
+            if thread is not None and thread not in last and kind == "assistant" and thread in task_prompts:
+                opening_uuid = f"#{number}:prompt"
+                opening = {"type": "user", "uuid": opening_uuid, "parentUuid": None, "isSidechain": True,
+                           "agentId": thread, "message": {"role": "user", "content": task_prompts[thread]}}
+                records.append((number, opening, ""))
+                last[thread] = opening_uuid
+            if kind == "assistant":
+                task_prompts.update(_task_prompts(value.get("message")))
+        elif kind == "system":
+            record["subtype"] = value.get("subtype")
+            if value.get("subtype") != "compact_boundary":
+                continue  # Claude Code's own messages: not conversation, and no link of the chain
+        record["parentUuid"] = last.get(thread)
+        last[thread] = uuid
+        records.append((number, record, ""))
+    return records, results, init
+
+
+def _task_prompts(message: Any) -> dict[str, str]:
+    """The ``prompt`` argument of each tool call of a response (a Task/Agent call's is its subagent's prompt)."""
+    out: dict[str, str] = {}
+    content = message.get("content") if isinstance(message, dict) else None
+    for block in content if isinstance(content, list) else ():
+        if isinstance(block, dict) and block.get("type") in claude_code.TOOL_CALL_BLOCKS and isinstance(block.get("id"), str):
+            arguments = block.get("input")
+            prompt = arguments.get("prompt") if isinstance(arguments, dict) else None
+            if isinstance(prompt, str) and prompt:
+                out[block["id"]] = prompt
+    return out
+
+
+def _reconcile(path: str, at: str, trace: Trace, calls: list[tuple[float, Call]], results: list[tuple[int, dict]]) -> None:
+    """Record each result line's totals and compare them with the calls' usage before it."""
+    start = 0
+    for number, result in results:
+        where = f"{at} {number}"
+        usage = result.get("usage")
+        if usage is not None and not isinstance(usage, dict):
+            raise InputError(path, f"{where}: usage", f"expected an object, found {_kind(usage)}")
+        totals = {key: check_count(path, f"{where}: usage.{key}", (usage or {}).get(key)) for key in RESULT_FIELDS}
+        turns = result.get("num_turns")
+        cost = result.get("total_cost_usd")
+        if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+            raise InputError(path, f"{where}: total_cost_usd", f"expected a number, found {_kind(cost)}")
+        before = [call for line, call in calls if start < line < number and call.reported is not None]
+        segment = _sums(before)
+        cumulative = _sums([call for line, call in calls if line < number and call.reported is not None])
+        parts = [str(result.get("subtype") or "no subtype")]
+        if isinstance(turns, int) and not isinstance(turns, bool):
+            parts.append(f"{turns:,} turns")
+        parts += [f"{RESULT_NAMES[key]} {value:,}" for key, value in totals.items() if value is not None]
+        if cost is not None:
+            parts.append(f"total_cost_usd {cost:.4f}")
+        trace.note("result-totals", RESULT_TOTALS, f"{where}: {', '.join(parts)}")
+        differs = [key for key, value in totals.items() if value is not None and value != segment[key]]
+        if differs and any(value is not None and value != cumulative[key] for key, value in totals.items()):
+            shown = ", ".join(f"{RESULT_NAMES[key]} {totals[key]:,} vs {segment[key]:,} in the calls" for key in differs)
+            trace.note("result-differs", RESULT_DIFFERS, f"{where}: {shown}")
+        start = number
+
+
+def _sums(calls: list[Call]) -> dict[str, int]:
+    """The calls' usage in the result's terms (input_tokens excludes the cache tokens)."""
+    sums = dict.fromkeys(RESULT_FIELDS, 0)
+    for call in calls:
+        used = call.reported
+        assert used is not None
+        read_, write = used.cache_read or 0, used.cache_write or 0
+        sums["input_tokens"] += max(0, (used.prompt or 0) - read_ - write)
+        sums["cache_creation_input_tokens"] += write
+        sums["cache_read_input_tokens"] += read_
+        sums["output_tokens"] += used.output or 0
+    return sums

@@ -1,0 +1,177 @@
+"""The sessions of a directory, found by content: every ``.jsonl`` and ``.json`` file below it is
+sniffed from its first lines as a Claude Code transcript, Claude Code stream-json output or a Codex
+rollout, whatever its name; every other such file is listed with why it is not read.
+
+* Files are found at any depth (``Path.rglob``: a symlinked folder is not entered, a symlinked file
+  is found; a file reached twice is listed once, by its resolved path).
+* A Claude Code session's own folder (``<session>/`` beside ``<session>.jsonl``) holds its
+  subagent transcripts, read with the session: it is not searched. An ``agent-*.jsonl`` transcript
+  beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
+  session is not in the folder is a session of its own.
+* Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
+  file: the session readers' own ``sniff`` decides on those lines. A file that is not a session is
+  skipped with a reason: ``not a Claude Code or Codex session: looks like …`` (what it looks like,
+  see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
+  ``unreadable: …``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokprof.formats import lookalike
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
+
+SUFFIXES = (".jsonl", ".json")
+PEEK_LINES = 20
+PEEK_BYTES = 16 * 1024 * 1024
+NOT_SESSION = "not a Claude Code or Codex session"
+
+
+@dataclass
+class Found:
+    """A directory's sessions (format, file) and the files that are not read, with why."""
+
+    sessions: list[tuple[str, Path]] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+
+@dataclass
+class _Peek:
+    format: str | None = None  # the session format, when the file is a session
+    session: str | None = None  # a Claude Code transcript's first sessionId
+    reason: str | None = None  # why it is not a session
+
+
+def scan(directory: str | Path) -> Found:
+    from tokprof.formats import SESSION_FORMATS
+
+    root = Path(directory)
+    found = Found()
+    seen: set[Path] = set()
+    own_folders: dict[Path, bool] = {}
+    peeked: list[tuple[Path, _Peek]] = []
+    for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES):
+        if not path.is_file() or _in_session_folder(root, path, own_folders):
+            continue
+        real = path.resolve()  # a symlinked file or folder is one file, listed once
+        if real in seen:
+            continue
+        seen.add(real)
+        peeked.append((path, _peek(path)))
+    # Claude Code 2.0 subagent files beside their session are read with it
+    sessions_by_folder: dict[Path, set[str]] = {}
+    for path, peek in peeked:
+        if peek.format == "claude-code" and not path.name.startswith("agent-") and peek.session:
+            sessions_by_folder.setdefault(path.parent, set()).add(peek.session)
+    by_format: dict[str, list[Path]] = {}
+    for path, peek in peeked:
+        if peek.format is None:
+            found.skipped.append((path, peek.reason or NOT_SESSION))
+            continue
+        if peek.format == "claude-code" and path.name.startswith("agent-"):
+            if peek.session in sessions_by_folder.get(path.parent, set()):
+                continue
+        by_format.setdefault(peek.format, []).append(path)
+    for name in SESSION_FORMATS:
+        found.sessions += [(name, path) for path in by_format.get(name, [])]
+    return found
+
+
+def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
+    """Whether a file is below a session's own folder (``<session>/`` beside ``<session>.jsonl``)."""
+    parts = path.parent.relative_to(root).parts
+    for i in range(len(parts)):
+        folder = root.joinpath(*parts[:i + 1])
+        if folder not in cache:
+            cache[folder] = folder.with_name(folder.name + ".jsonl").is_file()
+        if cache[folder]:
+            return True
+    return False
+
+
+def _peek(path: Path) -> _Peek:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(HEAD_BYTES)
+            if lookalike.is_blank(head):
+                return _Peek(reason=f"{NOT_SESSION}: the file is empty")
+            if not lookalike.starts_like_json(head):
+                return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
+            whole = len(head) < HEAD_BYTES
+            f.seek(0)
+            values = _first_values(f)
+    except OSError as exc:
+        return _Peek(reason=f"unreadable: {exc.strerror or exc}")
+    if values:
+        return _classify(path, Document(lines=values))
+    if whole:  # one JSON document, small enough that parsing it is peeking
+        try:
+            value = json.loads(head.decode("utf-8-sig"))
+        except (ValueError, RecursionError):
+            return _Peek(reason=f"{NOT_SESSION}: not valid JSON in its first lines")
+        return _classify(path, Document(value=value))
+    return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),
+                                     "a JSON document (only its start was read)"))
+
+
+def _first_values(f: Any) -> list[tuple[int, Any]]:
+    """The values of the first lines that parse as JSON, when the file is JSON lines (its first line
+    is a whole value; a pretty-printed document's is not, and none of its lines counts)."""
+    values: list[tuple[int, Any]] = []
+    budget = PEEK_BYTES
+    for number in range(1, PEEK_LINES + 1):
+        raw = f.readline(budget)
+        if not raw:
+            break
+        budget -= len(raw)
+        try:
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+            if text:
+                values.append((number, json.loads(text)))
+        except (ValueError, RecursionError):
+            if not values:
+                return []  # the first line is not a value of its own: not JSON lines
+        if budget <= 0:
+            break
+    return values
+
+
+def _classify(path: Path, doc: Document) -> _Peek:
+    from tokprof.formats import FORMATS, SESSION_FORMATS, reader
+    from tokprof.formats import _sniff
+
+    for name in FORMATS:
+        if name in SESSION_FORMATS and _sniff(reader(name), doc):
+            return _Peek(format=name, session=_first_session(doc) if name == "claude-code" else None)
+    other = next((name for name in FORMATS if name not in SESSION_FORMATS and _sniff(reader(name), doc)), None)
+    if other is not None:
+        return _Peek(reason=f"{NOT_SESSION}: a log of format {other} (profile it on its own: tokprof profile FILE)"
+                     .replace("FILE", str(path)))
+    try:
+        if doc.lines is not None:
+            found = lookalike.of_lines(path.name, [value for _, value in doc.lines])
+        else:
+            found = lookalike.of_json(path.name, doc.value)
+    except Exception:  # telling what a file looks like never fails
+        found = None
+    kind = "JSON lines" if path.suffix == ".jsonl" else "JSON"
+    return _Peek(reason=_not_session(path, found, f"{kind} of no format tokprof reads"))
+
+
+def _first_session(doc: Document) -> str | None:
+    for _, value in doc.lines or ():
+        if isinstance(value, dict) and isinstance(value.get("sessionId"), str):
+            return value["sessionId"]
+    return None
+
+
+def _not_session(path: Path, found: Lookalike | None, otherwise: str = "") -> str:
+    if found is not None:
+        return f"{NOT_SESSION}: {found.phrase(os.fspath(path))}"
+    return f"{NOT_SESSION}: looks like {otherwise}" if otherwise else NOT_SESSION
