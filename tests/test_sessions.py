@@ -265,3 +265,15 @@ def test_no_session_says_what_else_was_found(tmp_path, model_dir, capsys):
     assert code == 2 and err.count("\n") == 1
     assert "no Claude Code or Codex session files in this directory (1 other files: " in err
     assert "looks like a tools file" in err
+
+
+def test_jobs_give_the_same_report(tmp_path, model_dir, capsys):
+    project = claude_project(tmp_path)
+    resumed = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
+               cc.user("u2", "a1", "more"), cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn")]
+    cc.write_jsonl(project / "sess-resumed.jsonl", [dict(row, sessionId="sess-resumed") for row in resumed])
+    (project / "broken.jsonl").write_text('{"type": "user", "sessionId": "x", "message": {"role": "user"}}\n' * 2)
+    outs = [run(["profile", str(project), "--model", str(model_dir), "-f", "json", "--jobs", str(n)], capsys)
+            for n in (1, 2, 3)]
+    assert outs[0][0] == 0 and outs[0] == outs[1] == outs[2]
+    assert json.loads(outs[0][1])["totals"]["calls"] == 5  # copies counted once whatever the number of jobs

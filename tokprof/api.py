@@ -295,10 +295,13 @@ def profile_directory(
     system: PathLike | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    jobs: int | None = None,
 ) -> SessionsReport:
     """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
-    ``.json``/``.jsonl`` file; each call is counted once."""
+    ``.json``/``.jsonl`` file; each call is counted once (a resumed session's copies of earlier calls
+    count in the first file that holds them). ``jobs``: processes to profile in (default: one per
+    core); the report is the same whatever their number."""
     from tokprof.formats import SESSION_FORMATS, read_trace, scan_directory
     from tokprof.transforms import count_once, supply
 
@@ -317,38 +320,120 @@ def profile_directory(
             more = ", …" if len(not_sessions) > 1 else ""
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
         raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
-    tool_list, system_text = _tools_arg(tools), _system_arg(system)
-    report = SessionsReport(directory=name, model={})
-    seen_calls: set[str] = set()
-    with _progress(progress, len(files), "profiling sessions") as advance:
-        for kind, path in files:
-            try:
-                trace = count_once(read_trace(str(path), kind), seen_calls)
-                if tool_list is not None or system_text is not None:
-                    try:
-                        supply(trace, tool_list, system_text)
-                    except ValueError as exc:
-                        raise InputError(str(path), None, str(exc)) from None
-                chat = _model_for(trace, model, chat_template)
-                report.model[chat.name] = chat.describe()
-                result = profile_trace(trace, chat)
-            except TokprofError as exc:
-                report.skipped.append(Skipped(str(path), str(exc)))
-                continue
-            except RenderError as exc:  # the template failed on one session: skip it, say why
-                report.skipped.append(Skipped(str(path), f"{path}: {exc}"))
-                continue
-            finally:
-                advance()
-            try:
-                shown = str(Path(path).relative_to(name))
-            except ValueError:
-                shown = str(path)
-            report.sessions.append(SessionRow.from_profile(result, trace.session or Path(path).stem, shown))
+    options = _SessionOptions(model, _tools_arg(tools), _system_arg(system),
+                              None if chat_template is None else os.fspath(chat_template))
+    tasks = [(kind, str(path)) for kind, path in files]
+    jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
+    with _progress(progress, 2 * len(tasks), "profiling sessions") as advance:
+        ids = _map(_request_ids, tasks, jobs, advance)  # pass 1: which calls each file holds
+        drop = _copies(ids)
+        outcomes = _map(_profile_session, [(task, options, dropped) for task, dropped in zip(tasks, drop)], jobs,
+                        advance)
+    report = sessions_report(name, tasks, outcomes)
     if not report.sessions:
         raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
     report.skipped += not_sessions  # the sessions that failed first, then the files that are no sessions
     return report
+
+
+def default_jobs() -> int:
+    """One job per core this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class _SessionOptions:
+    model: str | None
+    tools: list[dict] | None
+    system: str | None
+    chat_template: str | None
+
+
+def _request_ids(task: tuple[str | None, str]) -> list[str] | None:
+    """The provider request ids of a session file's calls, in order (None when it cannot be read)."""
+    from tokprof.formats import read_trace
+
+    kind, path = task
+    try:
+        return [call.request_id for call in read_trace(path, kind).calls if call.request_id is not None]
+    except TokprofError:
+        return None
+
+
+def _copies(ids: list[list[str] | None]) -> list[frozenset[str]]:
+    """Per file, the request ids an earlier file already holds: its copies of calls counted there."""
+    seen: set[str] = set()
+    out = []
+    for found in ids:
+        found = found or []
+        out.append(frozenset(i for i in found if i in seen))
+        seen.update(found)
+    return out
+
+
+def _profile_session(work: tuple[tuple[str | None, str], _SessionOptions, frozenset[str]]):
+    """One session file of a directory: (its row, the model's description), or why it was skipped.
+    A plain function of picklable arguments: it runs in a worker process when there are several jobs."""
+    from tokprof.formats import read_trace
+    from tokprof.transforms import count_once, supply
+
+    (kind, path), options, dropped = work
+    try:
+        trace = count_once(read_trace(path, kind), set(dropped))
+        if options.tools is not None or options.system is not None:
+            try:
+                supply(trace, options.tools, options.system)
+            except ValueError as exc:
+                raise InputError(path, None, str(exc)) from None
+        chat = _model_for(trace, options.model, options.chat_template)
+        result = profile_trace(trace, chat)
+    except TokprofError as exc:
+        return Skipped(path, str(exc))
+    except RenderError as exc:  # the template failed on one session: skip it, say why
+        return Skipped(path, f"{path}: {exc}")
+    return SessionRow.from_profile(result, trace.session or Path(path).stem, path), chat.describe()
+
+
+def sessions_report(directory: str, tasks: Sequence[tuple[str | None, str]], outcomes: list) -> SessionsReport:
+    """The report of session files profiled one by one (here, in worker processes, or on a cluster):
+    each task's outcome, a row or why it was skipped, in the tasks' order."""
+    report = SessionsReport(directory=directory, model={})
+    for (_, path), outcome in zip(tasks, outcomes):
+        if isinstance(outcome, Skipped):
+            report.skipped.append(outcome)
+            continue
+        row, info = outcome
+        report.model[info.name] = info
+        try:
+            row.path = str(Path(path).relative_to(directory))
+        except ValueError:
+            pass
+        report.sessions.append(row)
+    return report
+
+
+def _map(function: Callable, items: list, jobs: int, advance: Callable[[], None]) -> list:
+    """``function`` of every item, in order: in this process, or in ``jobs`` worker processes."""
+    if jobs <= 1:
+        out = []
+        for item in items:
+            out.append(function(item))
+            advance()
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+    results: list = [None] * len(items)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(function, item): i for i, item in enumerate(items)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            advance()
+    return results
 
 
 def find_session(directory: PathLike, wanted: str) -> str:

@@ -299,6 +299,9 @@ def profile(
     window: Window = None,
     fill_lines: FillLines = "70,80",
     no_progress: NoProgress = False,
+    jobs: Annotated[Optional[int], typer.Option(
+        "--jobs", "-j", metavar="N", min=1,
+        help="With a directory: profile its sessions in N processes (default: one per core).")] = None,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
 
@@ -311,7 +314,7 @@ def profile(
     if os.path.isdir(log):
         if session is None:
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
-                             no_progress, html)
+                             no_progress, html, jobs)
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
@@ -332,7 +335,7 @@ def profile(
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
-              html) -> int:
+              html, jobs) -> int:
     from tokprof import api
     from tokprof.render import render
 
@@ -343,7 +346,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
                            f"not {fmt}: add --session ID for one session's {fmt}")
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
-                                   progress=not no_progress)
+                                   progress=not no_progress, jobs=jobs)
     _write([(output, render("sessions", fmt, report, options))])
     return EXIT_OK
 

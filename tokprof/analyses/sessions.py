@@ -100,6 +100,17 @@ class SessionsReport:
     sessions: list[SessionRow] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # sessions that could not be read
 
+    @classmethod
+    def combine(cls, reports: "list[SessionsReport]", directory: str = "") -> "SessionsReport":
+        """One report of several (of folders, machines or days): their rows and skipped files, in order.
+        A session in two reports is two rows, as two files of one folder are."""
+        combined = cls(directory=directory or ", ".join(r.directory for r in reports), model={})
+        for report in reports:
+            combined.model.update(report.model)
+            combined.sessions += report.sessions
+            combined.skipped += report.skipped
+        return combined
+
     def bucket_names(self) -> list[str]:
         names: list[str] = []
         for row in self.sessions:
