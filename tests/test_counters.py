@@ -60,3 +60,23 @@ def test_text_that_nfc_changes_goes_to_the_converted_tokenizer():
     starts = fast.token_starts(text)
     assert len(starts) == fast.count(text) and starts[0] == 0
     assert fast.fallback is not None and np.array_equal(starts, fast.fallback.token_starts(text))
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "openai-proxy", "claude-proxy"])
+def test_catalogue_costs_are_those_of_whole_renders(name, monkeypatch):
+    """The catalogue's costs, counting only the part of a render that differs from the whole
+    catalogue's, equal the costs of tokenizing every render whole."""
+    from tokprof.analyses import tools as analysis
+    from tokprof.models import resolve_model
+
+    model = resolve_model(name)
+    rng = random.Random(5)
+    words = ["fetch", "the", "data", "\n", "/path", "Returns:", "a", "list", "of", "records.", "é", "{x}", "\nNote"]
+    catalogue = [{"type": "function", "function": {
+        "name": f"tool_{i}", "description": " ".join(rng.choice(words) for _ in range(rng.randint(0, 30))),
+        "parameters": {"type": "object", "properties": {f"p{j}": {"type": "string", "description": rng.choice(words)}
+                                                        for j in range(rng.randint(0, 4))}}}} for i in range(15)]
+    fast = analysis.catalogue_cost(model, catalogue, "You are a test bot.", called={"tool_1"})
+    monkeypatch.setattr(analysis, "count_like", lambda counter, text, *reference: counter.count(text))
+    plain = analysis.catalogue_cost(model, catalogue, "You are a test bot.", called={"tool_1"})
+    assert fast == plain

@@ -23,8 +23,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
+import numpy as np
+
 from tokprof.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.models.counters import count_like
 from tokprof.attribution import Attributor
 from tokprof.profiling import Profile, Source
 from tokprof.trace import Call, Note, Trace
@@ -117,9 +120,24 @@ class _Counter:
         ]
         self.messages = model.prompt_format.prepare(messages, model.prompt_format.shapes[0])
 
+        self.reference: tuple[str, np.ndarray] | None = None  # the whole catalogue's render and token starts
+
     def __call__(self, tools: list[dict] | None) -> int:
-        text = self.model.prompt_format.render(self.messages, tools, True, self.day, template_tools=True)
-        return len(self.model.counter.token_starts(text))
+        text = self._render(tools)
+        if self.reference is None:
+            return len(self.model.counter.token_starts(text))
+        return count_like(self.model.counter, text, *self.reference)
+
+    def _render(self, tools: list[dict] | None) -> str:
+        return self.model.prompt_format.render(self.messages, tools, True, self.day, template_tools=True)
+
+    def whole(self, tools: list[dict]) -> int:
+        """The whole catalogue's count; later counts of catalogues that differ from it in one tool
+        tokenize only the part that differs."""
+        text = self._render(tools)
+        starts = self.model.counter.token_starts(text)
+        self.reference = (text, starts)
+        return len(starts)
 
     def none(self) -> int:
         try:
@@ -138,7 +156,7 @@ def catalogue_cost(
     """The catalogue's costs; with ``called`` (the tool names the log called), also the saving of
     dropping the tools never called."""
     count = _Counter(model, system, day)
-    full = count(tools)
+    full = count.whole(tools)
     none = count.none()
     total = full - none
     costs = []
@@ -154,8 +172,8 @@ def catalogue_cost(
             marginal = count([tool, twin]) - count([twin])
         else:
             marginal = full - count(tools[:k] + tools[k + 1 :])
-        emptied = copy.deepcopy(tools)
-        emptied[k]["function"]["description"] = ""
+        emptied = list(tools)
+        emptied[k] = {**tool, "function": {**function, "description": ""}}
         description = full - count(emptied) if function.get("description") else 0
         properties = (function.get("parameters") or {}).get("properties") or {}
         costs.append(

@@ -11,6 +11,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from tokprof.models.base import TokenCounter, Tokens
+from tokprof.textdiff import common_prefix, common_suffix
 
 #: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
 #: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
@@ -203,6 +204,7 @@ class TiktokenCounter:
             lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
         self._lengths = lengths
         self._checked = False
+        self._like_checked = False
 
     def _normal(self, text: str) -> bool:
         return not self.nfc or unicodedata.is_normalized("NFC", text)
@@ -265,6 +267,50 @@ class TiktokenCounter:
             return starts, None
         return self._reuse(text, previous[0], common), None
 
+    def _suffix_cut(self, reference: str, suffix: int) -> int | None:
+        """The first point of ``reference`` at which its last ``suffix`` characters (shared with another
+        text) split the same way in both: just after a newline, inside the shared end, followed by visible
+        ASCII other than '/' (None when there is none)."""
+        if not self.boundary_after_newline:
+            return None
+        i = reference.find("\n", len(reference) - suffix)
+        while 0 <= i < len(reference) - 1:
+            following = reference[i + 1]
+            if "!" <= following <= "~" and following != "/":
+                return i + 1
+            i = reference.find("\n", i + 1)
+        return None
+
+    def count_like(self, text: str, reference: str, reference_starts: np.ndarray) -> int:
+        """The number of tokens of ``text``: those ``reference`` has before the last point where both
+        split alike within their common start, those it has after the first such point within their
+        common end, and the middle of ``text`` tokenized."""
+        if not self._normal(text) or not self._normal(reference):
+            return len(self.token_starts(text))
+        found = self._count_like(text, reference, reference_starts)
+        if not self._like_checked:  # the first use is checked against tokenizing the whole text
+            self._like_checked = True
+            if found != len(self._starts(text)):
+                self.boundary_after_newline = False
+                return len(self._starts(text))
+        return found
+
+    def _count_like(self, text: str, reference: str, reference_starts: np.ndarray) -> int:
+        prefix = common_prefix(text, reference)
+        suffix = common_suffix(text, reference, min(len(text), len(reference)) - prefix)
+        start = self._cut(text, prefix)
+        j = int(np.searchsorted(reference_starts, start))
+        if start and (j >= len(reference_starts) or reference_starts[j] != start):
+            return len(self.token_starts(text))
+        end = self._suffix_cut(reference, suffix)
+        if end is None:
+            return j + len(self._starts(text[start:]))
+        i = int(np.searchsorted(reference_starts, end))
+        shift = len(reference) - len(text)
+        if i >= len(reference_starts) or reference_starts[i] != end or end - shift < start:
+            return len(self.token_starts(text))
+        return j + len(self._starts(text[start : end - shift])) + len(reference_starts) - i
+
     def _reuse(self, text: str, before: np.ndarray, common: int) -> np.ndarray:
         cut = self._cut(text, common)
         if cut == 0:
@@ -301,3 +347,13 @@ class LazyHFCounter:
 
     def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
         return self._get().token_starts_reusing(text, previous, common)
+
+
+def count_like(counter: TokenCounter, text: str, reference: str, reference_starts: np.ndarray) -> int:
+    """The number of tokens of ``text``, given the token starts of a text it shares a start and an end
+    with (a catalogue without one of its tools, beside the whole catalogue): only the middle is
+    tokenized when the counter can tell where both texts split alike (:meth:`TiktokenCounter.count_like`)."""
+    method = getattr(counter, "count_like", None)
+    if method is None:
+        return counter.count(text)
+    return int(method(text, reference, reference_starts))
