@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import signal
@@ -363,11 +364,16 @@ def _limited(template: jinja2.Template, variables: dict) -> str:
     size = 0
     with _deadline(limits):
         try:
-            for piece in template.generate(**variables):
-                size += len(piece)
+            chunks = template.generate(**variables)
+            while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
+                chunk = list(itertools.islice(chunks, 4096))
+                if not chunk:
+                    break
+                batch = "".join(chunk)
+                size += len(batch)
                 if size > limits.output:
                     raise _over("the prompt it wrote is too long", "output", f"{limits.output:,} characters")
-                pieces.append(piece)
+                pieces.append(batch)
         except MemoryError:
             raise TemplateLimitError("the chat template ran out of memory in a render") from None
         except RecursionError:
