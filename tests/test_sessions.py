@@ -196,7 +196,8 @@ def cc_free_chat() -> dict:
     return {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}
 
 
-def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, model_dir, capsys):
+def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # the table's lines, unwrapped whatever the temporary path's length
     tree = mixed_tree(tmp_path)
     code, out, _ = run(["profile", str(tree), "--model", str(model_dir), "-f", "json"], capsys)
     assert code == 0
@@ -218,7 +219,7 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
     }
     assert all(s["error"].startswith(s["path"] + ": ") for s in doc["skipped"])
     code, out, _ = run(["profile", str(tree), "--model", str(model_dir)], capsys)
-    assert code == 0 and f"skipped: {tree / 'tools.json'}: {not_session}looks like a tools file" in out.replace("\n", "")
+    assert code == 0 and f"skipped: {tree / 'tools.json'}: {not_session}looks like a tools file" in out
 
 
 def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):

@@ -527,6 +527,59 @@ def check(
     return budgets.judge(measurement, config, where, explicit=explicit is not None)
 
 
+@dataclass
+class CheckRun:
+    """What a check run found: the result, the measurement it judged (what ``--update-baseline``
+    writes), and the baseline's path (compared with, or to be written)."""
+
+    result: budgets.CheckResult
+    measurement: budgets.Measurement
+    baseline: str | None
+
+
+def run_check(
+    log: PathLike | None = None,
+    *,
+    tools: PathLike | None = None,
+    system: PathLike | None = None,
+    config: Config | PathLike | None = None,
+    baseline: PathLike | None = None,
+    update_baseline: bool = False,
+    model: str | None = None,
+    chat_template: PathLike | None = None,
+    input_format: str | None = None,
+    progress: Progress = False,
+) -> CheckRun:
+    """``tokprof check`` as a function: a log (or a saved profile), or a tools file with an optional
+    system prompt file, judged against the configuration's budgets and baseline. The configuration's
+    ``model`` and ``chat_template`` apply when none is given; with ``update_baseline`` nothing is
+    compared with the baseline (the caller writes ``run.measurement.baseline_dict()`` to
+    ``run.baseline``)."""
+    if not isinstance(config, Config):
+        config = load_config(config)
+    template = chat_template if chat_template is not None else config.resolve(config.chat_template)
+    system_path = None if system is None else Path(system)
+    if log is None:
+        if tools is None:
+            raise InputError("check", None, "give a log or a tools file")
+        report = tools_report(tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL,
+                              chat_template=template)
+        measurement = budgets.measure_catalogue(report)
+    else:
+        name = os.fspath(log)
+        saved = Profile.load(name) if Profile.sniff(name) else None
+        if saved is None:
+            saved = profile(name, model or config.model, input_format=input_format, tools=tools, system=system_path,
+                            chat_template=template, progress=progress)
+        measurement = budgets.measure_profile(saved)
+    explicit = None if baseline is None else os.fspath(baseline)
+    where = budgets.baseline_location(config, explicit, update_baseline)
+    result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
+    if update_baseline:
+        result.notes.insert(0, f"baseline written to {where}")
+    return CheckRun(result, measurement, where)
+
+
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     """The budget metrics of a profile, or of a catalogue priced alone."""
     if isinstance(subject, Profile):
@@ -539,6 +592,7 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
 
 
 __all__ = [
-    "Buckets", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
+    "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
+    "run_check",
     "profile_directory", "profile_file", "read_log", "tools_report", "ModelError",
 ]

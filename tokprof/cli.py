@@ -478,48 +478,30 @@ def check(
     no_progress: NoProgress = False,
 ) -> int:
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
-    from tokprof import api
-    from tokprof.analyses import budgets
-    from tokprof.models import DEFAULT_MODEL
+    from tokprof import api, github
     from tokprof.render import render
-    from tokprof.render.check import github_annotations
 
     _log_or_tools("check", log, tools_file, system)
+    _not_standard_input(log)
     options = _options(fmt, output)
-    settings = api.load_config(config)
-    template = settings.resolve(settings.chat_template)
-    if log is None:
-        static = api.tools_report(tools=tools_file, system=Path(system) if system else None,
-                                  model=model or settings.model or DEFAULT_MODEL, chat_template=chat_template or template)
-        measurement = budgets.measure_catalogue(static)
-    else:
-        measurement = budgets.measure_profile(_profile_of(
-            log, model=model, input_format=input_format, tools=tools_file, system=system, chat_template=chat_template,
-            no_progress=no_progress, default_model=settings.model, default_template=template,
-        ))
-    where = budgets.baseline_location(settings, baseline, update_baseline)
-    result = budgets.judge(measurement, settings, where, explicit=baseline is not None, updating=update_baseline)
+    if log is not None and _saved_profile(log) is not None:
+        _only_for_logs(log, model=model, input_format=input_format, tools=tools_file, system=system,
+                       chat_template=chat_template)
+    run = api.run_check(log, tools=tools_file, system=system, config=config, baseline=baseline,
+                        update_baseline=update_baseline, model=model, chat_template=chat_template,
+                        input_format=input_format, progress=not no_progress)
     outputs: list[tuple[Optional[str], str]] = []
     if update_baseline:
         import json
 
-        assert where is not None
-        outputs.append((where, json.dumps(measurement.baseline_dict(), indent=2) + "\n"))
-        result.notes.insert(0, f"baseline written to {where}")
-    outputs.append((output, render("check", fmt, result, options)))
+        assert run.baseline is not None
+        folder = str(Path(run.baseline).parent)
+        outputs.append((run.baseline, json.dumps(run.measurement.baseline_dict(folder), indent=2) + "\n"))
+    outputs.append((output, render("check", fmt, run.result, options)))
     _write(outputs)
-    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary_file:
-        try:
-            with open(summary_file, "a", encoding="utf-8") as f:
-                f.write(render("check", "markdown", result))
-        except OSError as exc:
-            print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        # workflow commands go to standard output, unless the JSON report is there
-        stream = sys.stderr if fmt == "json" and output is None else sys.stdout
-        stream.write(github_annotations(result))
-    return result.exit_code
+    # workflow commands go to standard output, unless the JSON report is there
+    github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
+    return run.result.exit_code
 
 
 # -- entry point ------------------------------------------------------------------------------

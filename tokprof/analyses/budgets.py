@@ -8,13 +8,14 @@ says whether that fails the check (``error``) or only warns (``warn``).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokprof import __version__
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
-from tokprof.config import METRICS, Config, ConfigError, _shown, finite, text_ok
+from tokprof.config import METRICS, Config, ConfigError, Increase, _shown, finite, text_ok
 from tokprof.text import visible
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
@@ -36,14 +37,21 @@ class Measurement:
     tools: dict[str, int]
     estimate: str | None = None  # how the counts are estimated, when they are not exact
     unknown: dict[str, str] = field(default_factory=dict)  # metric -> why it has no value
+    mode: str = "log"  # "log", or "static" for a tool catalogue priced on its own
 
-    def baseline_dict(self) -> dict:
+    def baseline_dict(self, folder: str | None = None) -> dict:
+        """The baseline to commit; ``folder``: where it is written, so that its source is stored
+        relative to it and the baseline reads the same from any working directory."""
+        source = self.source
+        if folder is not None and not Path(source).is_absolute():
+            source = os.path.relpath(Path(source).resolve(), Path(folder).resolve())
         return {
             "schema_version": BASELINE_SCHEMA,
             "tokprof_version": __version__,
+            "mode": self.mode,
             "model": self.model,
             "chat_template_sha256": self.template_sha256,
-            "source": self.source,
+            "source": Path(source).as_posix(),
             "metrics": {k: v for k, v in self.metrics.items() if v is not None},
             "tools": dict(sorted(self.tools.items())),
         }
@@ -121,6 +129,13 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
             f"{path}: model: baseline made with {data.get('model')!r}, this check uses {measurement.model!r}; "
             "run with --update-baseline to remake it"
         )
+    mode = data.get("mode")
+    if mode is not None and mode != measurement.mode:
+        described = {"log": "a log", "static": "a tool catalogue alone (--tools)"}
+        raise ConfigError(
+            f"{path}: mode: baseline made from {described.get(str(mode), repr(mode))}, this check measures "
+            f"{described[measurement.mode]}; run with --update-baseline to remake it"
+        )
     if not isinstance(data.get("metrics"), dict) or not isinstance(data.get("tools"), dict):
         raise ConfigError(f"{path}: metrics: missing or not an object")
     for name, value in data["metrics"].items():
@@ -147,6 +162,8 @@ class MetricResult:
     baseline: float | None = None
     allowed_increase: str | None = None
     reasons: list[str] = field(default_factory=list)
+    failed: tuple[str, ...] = ()  # what it failed: "budget", "baseline", "not recorded"
+    new: bool = False  # measured now, not in the baseline
 
     @property
     def change(self) -> float | None:
@@ -171,6 +188,8 @@ class MetricResult:
             "change_ratio": pct,
             "max_increase": self.allowed_increase,
             "status": self.status,
+            "failed": list(self.failed),
+            "new": self.new,
             "reasons": self.reasons,
         }
 
@@ -216,6 +235,19 @@ def _fmt(metric: str, value: float) -> str:
     return f"{value:.2%}" if METRICS[metric][0] == "share" else f"{value:,.0f}"
 
 
+def _change_text(metric: str, change: float) -> str:
+    """A change: in percentage points for a share (1.44% to 23.95% is up 22.51 points), else in tokens."""
+    if METRICS[metric][0] == "share":
+        return f"{change * 100:.2f} percentage points"
+    return f"{change:,.0f}"
+
+
+def _allowed_text(metric: str, increase: "Increase", base: float) -> str:
+    if METRICS[metric][0] == "share" and increase.relative:
+        return f"{increase} of it ({increase.allowed(base) * 100:.2f} percentage points)"
+    return str(increase)
+
+
 def evaluate(config: Config, measurement: Measurement, baseline: dict | None, baseline_path: str | None) -> CheckResult:
     results = []
     names = list(config.budgets)
@@ -232,26 +264,29 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
             # what the log does not record fails unless the budget says to skip it: a gate must not pass on no data
             if why.startswith("not recorded") and not (budget and budget.not_recorded == "skip"):
                 result.status = FAIL if level == "error" else WARN
+                result.failed = ("not recorded",)
             else:
                 result.status = SKIP
             results.append(result)
             continue
-        bad = False
+        failed: list[str] = []
         if budget and budget.max is not None and value > budget.max:
-            bad = True
-            result.reasons.append(f"{_fmt(name, value)} is over the budget of {_fmt(name, budget.max)}")
+            failed.append("budget")
+            result.reasons.append(f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}")
         increase = budget.max_increase if budget and budget.max_increase is not None else config.max_increase
         if increase is not None and not increase.relative and METRICS[name][0] == "share" and not (
             budget and budget.max_increase is not None
         ):
             increase = None  # a global number of tokens says nothing about a share
         if increase is None and baseline is not None:
-            from tokprof.config import Increase
-
             increase = Increase(0.0, relative=True)  # with a baseline and no tolerance, any increase fails
+        if baseline is not None and name not in baseline["metrics"]:
+            result.new = True
+            result.reasons.append("new: the baseline has no value for it yet (--update-baseline records one)")
         if budget and budget.max is None and (baseline is None or name not in baseline["metrics"]):
             result.status = SKIP
-            result.reasons.append("nothing to check: no max, and no baseline value")
+            if not result.new:
+                result.reasons.append("nothing to check: no max, and no baseline value")
             results.append(result)
             continue
         if baseline is not None and name in baseline["metrics"]:
@@ -260,13 +295,15 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
             if increase is not None:
                 result.allowed_increase = str(increase)
                 if value > base + increase.allowed(base):
-                    bad = True
+                    failed.append("baseline")
                     result.reasons.append(
-                        f"{_fmt(name, value)} is up {_fmt(name, value - base)} from the baseline's "
-                        f"{_fmt(name, base)}, more than the allowed {increase}"
+                        f"regressed against the baseline: {_fmt(name, value)} is up {_change_text(name, value - base)} "
+                        f"from the baseline's {_fmt(name, base)}, more than the allowed "
+                        f"{_allowed_text(name, increase, base)}"
                     )
-        if bad:
+        if failed:
             result.status = FAIL if level == "error" else WARN
+            result.failed = tuple(failed)
         results.append(result)
 
     check = CheckResult(
@@ -299,7 +336,9 @@ def measure_profile(profile: Profile) -> Measurement:
 
 def measure_catalogue(report: ToolsReport) -> Measurement:
     """The metrics of a catalogue priced on its own (``tokprof tools --tools FILE``)."""
-    return measure(report.model, report.summary_section(), None, report.system_tokens or 0, report.source.path)
+    measurement = measure(report.model, report.summary_section(), None, report.system_tokens or 0, report.source.path)
+    measurement.mode = "static"
+    return measurement
 
 
 def baseline_location(config: Config, explicit: str | None, updating: bool) -> str | None:

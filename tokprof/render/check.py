@@ -4,10 +4,12 @@ GitHub Actions annotations."""
 from __future__ import annotations
 
 import json
+import re
 
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
 from tokprof.config import METRICS
 from tokprof.render.console import Column, fit_table, safe, text_console
+from tokprof.text import visible
 from tokprof.render import RenderOptions
 
 ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}
@@ -30,13 +32,13 @@ def _measured(m: MetricResult) -> str:
 def _change(m: MetricResult) -> str:
     change = m.change
     if change is None:
-        return "-"
+        return "new" if m.new else "-"
     if METRICS[m.name][0] == "share":
         text = f"{change * 100:+.2f} pt"
     else:
         text = f"{change:+,.0f}"
     if m.baseline:
-        text += f" ({change / m.baseline:+.1%})"
+        text += f" ({change / m.baseline:+.2%})"
     return text
 
 
@@ -50,13 +52,29 @@ def _limit(m: MetricResult) -> str:
 
 
 def _verdict(check: CheckResult) -> str:
+    """"FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like."""
+    def count(status: str) -> str:
+        found = [m for m in check.metrics if m.status == status]
+        parts = []
+        for reason, text in (("budget", "exceeded its budget"), ("baseline", "regressed against the baseline"),
+                             ("not recorded", "not recorded in the log")):
+            n = sum(reason in m.failed for m in found)
+            if n:
+                parts.append(f"{n} {text}")
+        return ", ".join(parts) or f"{len(found)}"
+
     fails = sum(m.status == FAIL for m in check.metrics)
     warns = sum(m.status == WARN for m in check.metrics)
     if fails:
-        return f"FAILED: {fails} budget(s) exceeded" + (f", {warns} warning(s)" if warns else "")
+        return f"FAILED: {count(FAIL)}" + (f"; warnings: {count(WARN)}" if warns else "")
     if warns:
-        return f"passed with {warns} warning(s)"
+        return f"passed with warnings: {count(WARN)}"
     return "passed"
+
+
+def _level(m: MetricResult) -> str:
+    """What a failure of the metric does, shown where it failed (a passing row shows none)."""
+    return (m.level or "-") if m.status in (FAIL, WARN) else ""
 
 
 def _estimated(check: CheckResult) -> str:
@@ -71,7 +89,7 @@ class CheckTableRenderer:
                    Column("change"), Column("level", justify="left", drop=3), Column("status", justify="left")]
         styles = {FAIL: "red", WARN: "yellow", PASS: "green", SKIP: "dim"}
         rows = [
-            [m.name, _measured(m), _limit(m), _value(m, m.baseline), _change(m), m.level or "-",
+            [m.name, _measured(m), _limit(m), _value(m, m.baseline), _change(m), _level(m),
              f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]"]
             for m in check.metrics
         ]
@@ -96,30 +114,48 @@ def _tool_lines(check: CheckResult, emit) -> None:
         emit(f"  tool changed: {t['name']} {t['before']:,} -> {t['after']:,} ({t['change']:+,} tokens per request)")
 
 
+def _tool_rows(check: CheckResult) -> list[tuple[str, str, str, str]]:
+    """Per tool that changed against the baseline: (tool, baseline, now, change), in tokens per request."""
+    rows = [(f"{t['name']} (added)", "-", f"{t['marginal']:,}", f"+{t['marginal']:,}") for t in check.tools_added]
+    rows += [(f"{t['name']} (removed)", f"{t['marginal']:,}", "-", f"-{t['marginal']:,}") for t in check.tools_removed]
+    rows += [(t["name"], f"{t['before']:,}", f"{t['after']:,}", f"{t['change']:+,}") for t in check.tools_changed]
+    return rows
+
+
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>|#!~])")
+
+
+def md(text: object) -> str:
+    """Text from a log for Markdown (a step summary, a pull-request comment): shown as written, with no
+    markup, link, HTML or table cell of its own, on one line."""
+    return _MARKDOWN.sub(r"\\\1", visible(str(text)))
+
+
 class CheckMarkdownRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         lines = [
             f"### tokprof check: {_verdict(check)}",
             "",
-            f"`{check.source}`, model `{check.model}`{_estimated(check)}",
+            f"{md(check.source)}, model {md(check.model)}{md(_estimated(check))}",
             "",
             "| metric | value | limit | baseline | change | status |",
             "| --- | ---: | ---: | ---: | ---: | --- |",
         ]
         for m in check.metrics:
             lines.append(
-                f"| {m.name} | {_measured(m)} | {_limit(m)} | {_value(m, m.baseline)} | {_change(m)} | "
+                f"| {m.name} | {_measured(m)} | {_limit(m)} | {_value(m, m.baseline)} | {md(_change(m))} | "
                 f"{MD_ICONS[m.status]} |"
             )
-        reasons = [f"- **{m.name}**: {r}" for m in check.metrics if m.status in (FAIL, WARN) for r in m.reasons]
-        tools: list[str] = []
-        _tool_lines(check, lambda text: tools.append("- " + text.strip()))
+        reasons = [f"- **{m.name}**: {md(r)}" for m in check.metrics if m.status in (FAIL, WARN) for r in m.reasons]
         if reasons:
             lines += ["", *reasons]
+        tools = _tool_rows(check)
         if tools:
-            lines += ["", "**Tools**", "", *tools]
+            lines += ["", "**Tools against the baseline** (tokens per request)", "",
+                      "| tool | baseline | now | change |", "| --- | ---: | ---: | ---: |"]
+            lines += [f"| {md(name)} | {before} | {after} | {change} |" for name, before, after, change in tools]
         for note in check.notes:
-            lines += ["", f"_{note}_"]
+            lines += ["", f"_{md(note)}_"]
         return "\n".join(lines) + "\n"
 
 
