@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -16,6 +16,8 @@ from threading import Lock
 from typing import Any, Union
 
 from tokprof.analyses import budgets
+from tokprof.analyses.cost import UserPrice, attach_cost, parse_price
+from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
@@ -33,6 +35,10 @@ Progress = Union[bool, Callable[[int, int], None]]
 PathLike = Union[str, "os.PathLike[str]"]
 #: Tool definitions: a list (OpenAI, flat Responses, Anthropic or MCP shapes), or a JSON file of them.
 ToolsArg = Union[Sequence[dict], PathLike, None]
+#: Prices the user sets, per model name ("*" for every model): rates, ``--price`` specs
+#: (``"0.2/0.6"``, ``"my-model=0.2/0.6/0.02"``), or a mapping of model name to :class:`Rates` or
+#: :class:`UserPrice`.
+PricesArg = Union[Sequence[str], Mapping[str, Any], None]
 
 
 @dataclass(frozen=True)
@@ -251,13 +257,47 @@ def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Calla
         yield lambda: bar.advance(task)
 
 
-def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False) -> Profile:
+def _prices(prices: PricesArg) -> dict[str, UserPrice]:
+    """The user's prices by model name, from what :data:`PricesArg` allows."""
+    from tokprof.analyses.cost import PriceError
+    from tokprof.costs import Rates
+
+    if prices is None:
+        return {}
+    out: dict[str, UserPrice] = {}
+    if isinstance(prices, Mapping):
+        for name, value in prices.items():
+            if isinstance(value, UserPrice):
+                out[name] = value
+            elif isinstance(value, Rates):
+                out[name] = UserPrice(value, "the caller's rates")
+            else:
+                raise TypeError(f"prices[{name!r}]: expected Rates or UserPrice, not {type(value).__name__}")
+        return out
+    for spec in prices:
+        try:
+            name, rates = parse_price(spec)
+        except PriceError as exc:
+            raise TokprofError(str(exc)) from None
+        out[name] = UserPrice(rates, "--price")
+    return out
+
+
+def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: PricesArg) -> Profile:
+    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
+    if chat is not None:
+        result = attach_catalogue(result, trace, chat)
+    result = attach_cost(result, trace, _prices(prices))
+    return attach_cache(result, trace)
+
+
+def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
-    return attach_catalogue(result, trace, chat)
+    return _finish(result, trace, chat, prices)
 
 
 def profile(
@@ -269,12 +309,15 @@ def profile(
     system: PathLike | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> Profile:
     """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
-    the run's totals, and its main tool catalogue. ``model`` is a name, a :class:`Model`, or None to
-    choose one from the model names the log records."""
+    the run's totals, its main tool catalogue, every call's cost and what a prefix cache could reuse.
+    ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
+    records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
+    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-    return _profile_trace(trace, _model_for(trace, model, chat_template), progress)
+    return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
 
 
 def profile_file(path: PathLike, **options: Any) -> Profile:
@@ -295,6 +338,7 @@ def profile_directory(
     system: PathLike | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> SessionsReport:
     """A directory of Claude Code or Codex sessions: a summary row per session and the totals. A
     session that cannot be read is listed with why, not fatal; each call is counted once."""
@@ -324,7 +368,7 @@ def profile_directory(
                         raise InputError(str(path), None, str(exc)) from None
                 chat = _model_for(trace, model, chat_template)
                 report.model[chat.name] = chat.describe()
-                result = profile_trace(trace, chat)
+                result = _finish(profile_trace(trace, chat), trace, None, prices)
             except TokprofError as exc:
                 report.skipped.append(Skipped(str(path), str(exc)))
                 continue

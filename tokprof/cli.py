@@ -123,6 +123,13 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE",
 NoProgress = Annotated[bool, typer.Option("--no-progress", help=PROGRESS_HELP)]
 Window = Annotated[Optional[int], typer.Option(
     "--window", metavar="N", help="The HTML report's context window in tokens (default: the model's).")]
+PRICE_HELP = (
+    "Rates in US dollars per million tokens, for a self-hosted or private model (or to price one otherwise than "
+    "genai-prices does): [MODEL=]INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]], e.g. 0.2/0.6 for every "
+    "model of the log or my-model=0.2/0.6/0.02; repeat for several models. A cache rate left out is the input rate. "
+    "Also [tool.tokprof.prices] in the configuration."
+)
+Price = Annotated[Optional[list[str]], typer.Option("--price", metavar="RATES", help=_esc(PRICE_HELP))]
 FillLines = Annotated[str, typer.Option(
     "--fill-lines", metavar="P,Q",
     help="The HTML report's context-window fill lines, in percent (a common compaction trigger and warning).",
@@ -239,24 +246,43 @@ def _only_for_logs(path: str, **given: object) -> None:
         raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} {verb} to logs (profile the log again)")
 
 
+def _user_prices(price: Optional[list[str]], settings=None) -> dict:
+    """The user's rates by model name: the configuration's ``prices``, then ``--price`` over them."""
+    from tokprof import api
+    from tokprof.analyses.cost import PriceError, UserPrice, parse_price
+
+    if settings is None:
+        settings = api.load_config()
+    where = f"{settings.path} [prices]" if settings.path else "the configuration"
+    out = {name: UserPrice(rates, where) for name, rates in settings.prices.items()}
+    for spec in price or ():
+        try:
+            name, rates = parse_price(spec)
+        except PriceError as exc:
+            raise TokprofError(str(exc)) from None
+        out[name] = UserPrice(rates, "--price")
+    return out
+
+
 def _profile_of(
     log: str, *, model: Optional[str], input_format: Optional[str], tools: Optional[str], system: Optional[str],
     chat_template: Optional[str], no_progress: bool, default_model: Optional[str] = None,
-    default_template: Optional[str] = None,
+    default_template: Optional[str] = None, price: Optional[list[str]] = None, settings=None,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
-    (a configuration's) apply to a log when the options name none."""
+    (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
+    prices set the user's rates."""
     from tokprof import api
 
     _not_standard_input(log)
     saved = _saved_profile(log)
     if saved is not None:
         _only_for_logs(log, model=model, input_format=input_format, tools=tools, system=system,
-                       chat_template=chat_template)
+                       chat_template=chat_template, price=price)
         return saved
     return api.profile(log, model or default_model, input_format=input_format, tools=tools,
                        system=Path(system) if system else None, chat_template=chat_template or default_template,
-                       progress=not no_progress)
+                       progress=not no_progress, prices=_user_prices(price, settings))
 
 
 def _write(outputs: list[tuple[Optional[str], str]]) -> None:
@@ -298,6 +324,7 @@ def profile(
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")] = None,
     window: Window = None,
     fill_lines: FillLines = "70,80",
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
@@ -311,12 +338,12 @@ def profile(
     if os.path.isdir(log):
         if session is None:
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
-                             no_progress, html)
+                             no_progress, html, price)
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress)
+                         chat_template=chat_template, no_progress=no_progress, price=price)
     from dataclasses import replace
 
     from tokprof.render import render
@@ -332,7 +359,7 @@ def profile(
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
-              html) -> int:
+              html, price=None) -> int:
     from tokprof import api
     from tokprof.render import render
 
@@ -343,7 +370,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
                            f"not {fmt}: add --session ID for one session's {fmt}")
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
-                                   progress=not no_progress)
+                                   progress=not no_progress, prices=_user_prices(price))
     _write([(output, render("sessions", fmt, report, options))])
     return EXIT_OK
 
@@ -360,6 +387,7 @@ def report(
     chat_template: ChatTemplate = None,
     window: Window = None,
     fill_lines: FillLines = "70,80",
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Write a self-contained HTML report (plotly, opens offline).
@@ -373,7 +401,7 @@ def report(
         raise TokprofError("--output: expected a file name, found ''")
     options = _options("html", output, window, fill_lines)
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress)
+                         chat_template=chat_template, no_progress=no_progress, price=price)
     _write([(output, render("profile", "html", result, options))])
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
@@ -439,8 +467,10 @@ CHECK_HELP = (
     "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a committed "
     "baseline.\n\n"
     "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
-    "unused_tool_waste. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
-    "configuration), max_increase, and [budgets] with metric = max or {max, level = error|warn, max_increase}.\n\n"
+    "unused_tool_waste, cost and largest_call_cost (US dollars: \"$5\"), cache_hit_rate (a share; a bare value is a "
+    "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
+    "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
+    "max_increase}.\n\n"
     "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures are "
     "also printed as annotations. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, 2 bad "
     "input or configuration."
@@ -472,6 +502,7 @@ def check(
         "--update-baseline", help="Write the measured values as the new baseline.")] = False,
     fmt: Annotated[str, _format_option("check")] = "table",
     output: Output = None,
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
@@ -492,7 +523,8 @@ def check(
     else:
         measurement = budgets.measure_profile(_profile_of(
             log, model=model, input_format=input_format, tools=tools_file, system=system, chat_template=chat_template,
-            no_progress=no_progress, default_model=settings.model, default_template=template,
+            no_progress=no_progress, default_model=settings.model, default_template=template, price=price,
+            settings=settings,
         ))
     where = budgets.baseline_location(settings, baseline, update_baseline)
     result = budgets.judge(measurement, settings, where, explicit=baseline is not None, updating=update_baseline)
