@@ -301,7 +301,7 @@ class CallCache:
     """What a prefix cache could have reused for one call.
 
     ``shared`` is the tokens its prompt shares with the previous call of its thread (their longest
-    common prefix; ``shared_basis`` ``tokens`` when it comes from the rendered token sequences,
+    common prefix, in the provider's tokens: scaled to the reported prompt when there is one; ``shared_basis`` ``tokens`` when it comes from the rendered token sequences,
     ``messages`` when it is estimated from which messages the two prompts share). ``predicted`` is the
     cache read the provider's rules give (``rules``: ``anthropic``, ``openai``; None without rules),
     ``reported`` the log's. ``miss`` is a code of :data:`MISS_CODES` when the call could not reuse

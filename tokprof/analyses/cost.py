@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
-from tokprof.costs import EVERY_MODEL, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
+from tokprof.costs import DIGITS, EVERY_MODEL, money, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
 from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Trace, Usage
@@ -249,13 +249,14 @@ def bucket_costs(row: CallRow, prompt: int, tokens: PricedTokens, parts: Mapping
     first = prefix(round(read_end))
     upto = prefix(round(write_end))
     whole = {name: float(v) for name, v in row.buckets.items()}
-    out: dict[str, float] = {}
-    for name in row.buckets:
-        reads = first.get(name, 0.0)
-        writes = max(upto.get(name, 0.0) - reads, 0.0)
-        rest = max(whole[name] - upto.get(name, 0.0), 0.0)
-        out[name] = (_share(reads, first) * parts["cache_read"] + _share(writes, _minus(upto, first)) * parts["cache_write"]
-                     + _share(rest, _minus(whole, upto)) * parts["input"])
+    stretches = ((first, parts["cache_read"]), (_minus(upto, first), parts["cache_write"]),
+                 (_minus(whole, upto), parts["input"]))
+    out = {name: 0.0 for name in row.buckets}
+    for stretch, amount in stretches:
+        # a stretch too short to show in the row's units (counts far from the reported ones) takes the whole's shares
+        weights = stretch if sum(stretch.values()) > 0 else whole
+        for name in row.buckets:
+            out[name] += _share(weights.get(name, 0.0), weights) * amount
     return out
 
 
@@ -339,12 +340,14 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
             notes.append(PROMPT_ORDER)
         buckets = bucket_costs(row, prompt, tokens, parts, first)
         without = _without_cache(parts, tokens, prompt, user.rates if user else None, name, day)
+        parts = {k: round(v, DIGITS) for k, v in parts.items()}  # as the JSON keeps them: a saved profile sums the same
         out.append(CallCost(
             priced=True, basis=basis, source=source, source_version=source_version, model=model_id,
             provider=provider_id, date=day.isoformat() if day else None, tokens=tokens,
             input=parts["input"], cache_write=parts["cache_write"], cache_read=parts["cache_read"],
             output=None if tokens.output is None else parts["output"], other=parts["other"] or None,
-            total=parts["total"], buckets=buckets, notes=tuple(notes), without_cache=without,
+            total=parts["total"], buckets={k: round(v, DIGITS) for k, v in buckets.items()}, notes=tuple(notes),
+            without_cache=money(without),
         ))
     return out
 

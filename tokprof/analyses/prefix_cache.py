@@ -136,6 +136,12 @@ def estimate_shared(before_row: CallRow, before: Call, call: Call, k: int, tools
     return fixed + round((before_row.total - fixed) * head / whole) if whole else fixed
 
 
+def _units(row: CallRow, call: Call) -> float:
+    """Reported tokens per token of the row's buckets: the provider's units, in which the rules apply."""
+    prompt = call.reported.prompt if call.reported else None
+    return prompt / row.total if prompt and row.total else 1.0
+
+
 def _gap(times: Sequence[datetime | None], a: int, b: int) -> float | None:
     if times[a] is None or times[b] is None:
         return None
@@ -174,11 +180,13 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
         k = first_difference(before.messages, call.messages)
         extends = k >= len(before.messages) and not tools_changed
         found = shared(position) if shared is not None else None
+        here, there = _units(row, call), _units(before_row, before)
         if found is not None:
             scale = row.total / row.rendered if row.rendered else 1.0
-            common, basis = min(round(found * scale), row.total), "tokens"
+            common, basis = round(min(found * scale, row.total) * here), "tokens"
         else:
-            common, basis = min(estimate_shared(before_row, before, call, k, tools_changed), row.total), "messages"
+            common = round(min(estimate_shared(before_row, before, call, k, tools_changed) * there, row.total * here))
+            basis = "messages"
         gap = _gap(times, before_at, position)
         miss: str | None = None
         detail: str | None = None
@@ -196,7 +204,7 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
                 cached = (usage.cache_read or 0) + (usage.cache_write or 0) if usage and usage.prompt else before_row.total
                 cached = min(cached, common)
             else:
-                fixed = _fixed(before_row)
+                fixed = round(_fixed(before_row) * there)
                 cached = fixed if fixed <= common else 0
             predicted = cached
             if gap is not None and gap > lifetime:
@@ -219,8 +227,9 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
         if (miss is None and predicted and reported is not None
                 and reported < predicted - (OPENAI_STEP if rules == OPENAI else 0) - max(predicted // 100, 0)):
             miss = "below-prediction"
-            detail = (f"the provider read {reported:,} tokens where its rules give {predicted:,}: an entry evicted "
-                      "early, breakpoints elsewhere, or another server")
+            expired = "an entry past its lifetime (the log gives no times to check), " if gap is None else ""
+            detail = (f"the provider read {reported:,} tokens where its rules give {predicted:,}: {expired}an entry "
+                      "evicted early, breakpoints elsewhere, or another server")
         out.append(CallCache(shared=common, shared_basis=basis, predicted=predicted, reported=reported, rules=rules,
                              miss=miss, detail=detail, changed_at=None if extends else k, gap=gap))
     return out

@@ -52,7 +52,7 @@ class TableRenderer:
         if reported:
             columns += [Column("reported", drop=2),
                         Column("computed vs reported" if model.exact else "proxy vs reported", "vs rep.", drop=3)]
-        priced = any(c.cost is not None for c in profile.calls)
+        priced = any(c.cost is not None and c.cost.priced for c in profile.calls)  # else the summary says why
         if priced:
             columns.append(Column("cost", drop=4))
         first, last = shown_rows(profile.calls, options.calls)
