@@ -341,3 +341,26 @@ def test_corpus_cost_is_genai_prices_own_price(name):
         parts = row.cost.input + row.cost.cache_write + row.cost.cache_read + row.cost.output + (row.cost.other or 0)
         assert parts == pytest.approx(row.cost.total, abs=1e-12)
     assert profile.summary().cost.total == pytest.approx(SESSIONS[name], abs=1e-8)
+
+
+def test_corpus_idle_gap_explains_claude_codes_cache_miss():
+    """Session four's call 14 read 13,168 tokens where the previous prompt offered 41,813: it came 330
+    seconds after call 13, past the 5-minute lifetime. The times come from the log's lines here, as
+    a reader that sets ``Call.time`` would give them."""
+    path = CORPUS / "claude_code_medium_full-session-four.jsonl"
+    if not path.exists():
+        pytest.skip("the shared corpus is absent")
+    times, reads, seen = [], [], set()
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") != "assistant" or (record.get("requestId") or record["message"]["id"]) in seen:
+            continue
+        seen.add(record.get("requestId") or record["message"]["id"])
+        times.append(datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")))
+        reads.append(record["message"]["usage"]["cache_read_input_tokens"])
+    trace = read_trace(str(path))
+    assert [c.reported.cache_read for c in trace.calls] == reads  # the same calls, in the same order
+    profile = attach_cache(tokprof.profile(trace), trace, times=times)
+    cache = profile.calls[14].cache
+    assert cache.miss == "idle-gap" and cache.gap == pytest.approx(330.248) and cache.predicted == 0
+    assert [c.index for c in profile.calls if c.cache.miss == "idle-gap"] == [14]
