@@ -21,8 +21,8 @@ PARTS = ("input", "cache_write", "cache_read", "output")
 
 
 #: A cost's note: cache writes the log does not split by lifetime, priced at the 5-minute rate.
-WRITES_AT_5M = ("cache writes are priced at the 5-minute rate: the log does not say their lifetime (1-hour "
-                "writes cost more)")
+WRITES_AT_5M = ("cache writes are priced at the 5-minute rate: their lifetime is not known (1-hour writes "
+                "cost more)")
 
 
 def money(value: float | None) -> float | None:

@@ -76,7 +76,7 @@ def cost_lines(summary: CostSummary | None, models: list[tuple[str | None, str |
         if part == "output" and placeholder:
             text += " (under-reported: the log's output counts are placeholders)"
         if part == "cache_write" and lifetime:
-            text += " (at the 5-minute rate: the log does not give their lifetime)"
+            text += " (at the 5-minute rate: their lifetime is not known)"
         lines.append((f"  {label}", text))
     if summary.other:
         lines.append(("  other", dollars(summary.other) + " (what the price has beyond tokens)"))
@@ -120,9 +120,9 @@ def cache_lines(cache: CacheSummary | None) -> list[tuple[str, str]]:
     text = f"predicted reads {cache.predicted:,} ({cache.hit_rate_predicted or 0:.1%})"
     if cache.reported is not None:
         text += f" vs reported {cache.reported:,} ({cache.hit_rate_reported or 0:.1%})"
-    text += f", {' and '.join(cache.rules)} rules"
+    text += f"; {' and '.join(cache.rules)} rules"
     if any("estimated" in note for note in cache.notes):
-        text += " (estimate)"
+        text += ", estimate"
     lines = [("cache, computed", text)]
     if cache.misses:
         lines.append(("  misses", ", ".join(f"{code} {n}" for code, n in cache.misses.items())
