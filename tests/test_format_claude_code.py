@@ -164,9 +164,19 @@ def test_usage_normalisation(tmp_path):
         {"prompt": 7, "cache_read": 0, "cache_write": 0, "output": 2},
         {"prompt": None, "cache_read": 50, "cache_write": None, "output": 1},
         None,
-        {"prompt": 904, "cache_read": 900, "cache_write": 0, "output": 12},
+        {"prompt": 904, "cache_read": 900, "cache_write": 0, "output": 12, "cache_write_5m": 0, "cache_write_1h": 0},
     ]
     assert "usage-at-stream-start" not in notes(trace)
+
+
+def test_cache_writes_by_lifetime(tmp_path):
+    rows = [
+        user("u1", None, "one"),
+        assistant("a1", "u1", "r1", [text("x")], usage(fresh=3, write=300, read=0, out=2, cache_creation={
+            "ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200}), stop="end_turn"),
+    ]
+    [call] = read(write_jsonl(tmp_path / "s.jsonl", rows)).calls
+    assert call.reported is not None and (call.reported.cache_write_5m, call.reported.cache_write_1h) == (100, 200)
 
 
 # -- what the model saw -------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ _EXPORTS = {
     "InputError": "tokprof.errors",
     "ModelError": "tokprof.errors",
     "ConfigError": "tokprof.config",
+    "Rates": "tokprof.costs",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         tools_report,
     )
     from tokprof.config import Config, ConfigError
+    from tokprof.costs import Rates
     from tokprof.errors import InputError, ModelError, TokprofError
     from tokprof.profiling import Profile
     from tokprof.trace import Trace

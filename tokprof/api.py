@@ -8,14 +8,16 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from threading import Lock
 from typing import Any, Union
 
 from tokprof.analyses import budgets
+from tokprof.analyses.cost import UserPrice, attach_cost, parse_price
+from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
@@ -33,6 +35,10 @@ Progress = Union[bool, Callable[[int, int], None]]
 PathLike = Union[str, "os.PathLike[str]"]
 #: Tool definitions: a list (OpenAI, flat Responses, Anthropic or MCP shapes), or a JSON file of them.
 ToolsArg = Union[Sequence[dict], PathLike, None]
+#: Prices the user sets, per model name ("*" for every model): rates, ``--price`` specs
+#: (``"0.2/0.6"``, ``"my-model=0.2/0.6/0.02"``), or a mapping of model name to :class:`Rates` or
+#: :class:`UserPrice`.
+PricesArg = Union[Sequence[str], Mapping[str, Any], None]
 
 
 @dataclass(frozen=True)
@@ -251,13 +257,47 @@ def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Calla
         yield lambda: bar.advance(task)
 
 
-def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False) -> Profile:
+def _prices(prices: PricesArg) -> dict[str, UserPrice]:
+    """The user's prices by model name, from what :data:`PricesArg` allows."""
+    from tokprof.analyses.cost import PriceError
+    from tokprof.costs import Rates
+
+    if prices is None:
+        return {}
+    out: dict[str, UserPrice] = {}
+    if isinstance(prices, Mapping):
+        for name, value in prices.items():
+            if isinstance(value, UserPrice):
+                out[name] = value
+            elif isinstance(value, Rates):
+                out[name] = UserPrice(value, "the caller's rates")
+            else:
+                raise TypeError(f"prices[{name!r}]: expected Rates or UserPrice, not {type(value).__name__}")
+        return out
+    for spec in prices:
+        try:
+            name, rates = parse_price(spec)
+        except PriceError as exc:
+            raise TokprofError(str(exc)) from None
+        out[name] = UserPrice(rates, "--price")
+    return out
+
+
+def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: PricesArg) -> Profile:
+    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
+    if chat is not None:
+        result = attach_catalogue(result, trace, chat)
+    result = attach_cost(result, trace, _prices(prices))
+    return attach_cache(result, trace)
+
+
+def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
-    return attach_catalogue(result, trace, chat)
+    return _finish(result, trace, chat, prices)
 
 
 def profile(
@@ -269,12 +309,15 @@ def profile(
     system: PathLike | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> Profile:
     """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
-    the run's totals, and its main tool catalogue. ``model`` is a name, a :class:`Model`, or None to
-    choose one from the model names the log records."""
+    the run's totals, its main tool catalogue, every call's cost and what a prefix cache could reuse.
+    ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
+    records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
+    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-    return _profile_trace(trace, _model_for(trace, model, chat_template), progress)
+    return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
 
 
 def profile_file(path: PathLike, **options: Any) -> Profile:
@@ -296,6 +339,7 @@ def profile_directory(
     chat_template: PathLike | None = None,
     progress: Progress = False,
     jobs: int | None = None,
+    prices: PricesArg = None,
 ) -> SessionsReport:
     """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
@@ -321,7 +365,7 @@ def profile_directory(
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
         raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
     options = _SessionOptions(model, _tools_arg(tools), _system_arg(system),
-                              None if chat_template is None else os.fspath(chat_template))
+                              None if chat_template is None else os.fspath(chat_template), _prices(prices))
     tasks = [(kind, str(path)) for kind, path in files]
     jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
     with _progress(progress, 2 * len(tasks), "profiling sessions") as advance:
@@ -350,6 +394,7 @@ class _SessionOptions:
     tools: list[dict] | None
     system: str | None
     chat_template: str | None
+    prices: dict = field(default_factory=dict)  # the user's rates by model name (UserPrice)
 
 
 def _request_ids(task: tuple[str | None, str]) -> list[str] | None:
@@ -389,7 +434,7 @@ def _profile_session(work: tuple[tuple[str | None, str], _SessionOptions, frozen
             except ValueError as exc:
                 raise InputError(path, None, str(exc)) from None
         chat = _model_for(trace, options.model, options.chat_template)
-        result = profile_trace(trace, chat)
+        result = _finish(profile_trace(trace, chat), trace, None, options.prices)
     except TokprofError as exc:
         return Skipped(path, str(exc))
     except RenderError as exc:  # the template failed on one session: skip it, say why
@@ -549,6 +594,7 @@ def run_check(
     chat_template: PathLike | None = None,
     input_format: str | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> CheckRun:
     """``tokprof check`` as a function: a log (or a saved profile), or a tools file with an optional
     system prompt file, judged against the configuration's budgets and baseline. The configuration's
@@ -570,7 +616,7 @@ def run_check(
         saved = Profile.load(name) if Profile.sniff(name) else None
         if saved is None:
             saved = profile(name, model or config.model, input_format=input_format, tools=tools, system=system_path,
-                            chat_template=template, progress=progress)
+                            chat_template=template, progress=progress, prices=prices)
         measurement = budgets.measure_profile(saved)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)

@@ -123,6 +123,13 @@ Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE",
 NoProgress = Annotated[bool, typer.Option("--no-progress", help=PROGRESS_HELP)]
 Window = Annotated[Optional[int], typer.Option(
     "--window", metavar="N", help="The HTML report's context window in tokens (default: the model's).")]
+PRICE_HELP = (
+    "Rates in US dollars per million tokens, for a self-hosted or private model (or to price one otherwise than "
+    "genai-prices does): [MODEL=]INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]], e.g. 0.2/0.6 for every "
+    "model of the log or my-model=0.2/0.6/0.02; repeat for several models. A cache rate left out is the input rate. "
+    "Also [tool.tokprof.prices] in the configuration."
+)
+Price = Annotated[Optional[list[str]], typer.Option("--price", metavar="RATES", help=_esc(PRICE_HELP))]
 FillLines = Annotated[str, typer.Option(
     "--fill-lines", metavar="P,Q",
     help="The HTML report's context-window fill lines, in percent (a common compaction trigger and warning).",
@@ -239,24 +246,43 @@ def _only_for_logs(path: str, **given: object) -> None:
         raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} {verb} to logs (profile the log again)")
 
 
+def _user_prices(price: Optional[list[str]], settings=None) -> dict:
+    """The user's rates by model name: the configuration's ``prices``, then ``--price`` over them."""
+    from tokprof import api
+    from tokprof.analyses.cost import PriceError, UserPrice, parse_price
+
+    if settings is None:
+        settings = api.load_config()
+    where = f"{settings.path} [prices]" if settings.path else "the configuration"
+    out = {name: UserPrice(rates, where) for name, rates in settings.prices.items()}
+    for spec in price or ():
+        try:
+            name, rates = parse_price(spec)
+        except PriceError as exc:
+            raise TokprofError(str(exc)) from None
+        out[name] = UserPrice(rates, "--price")
+    return out
+
+
 def _profile_of(
     log: str, *, model: Optional[str], input_format: Optional[str], tools: Optional[str], system: Optional[str],
     chat_template: Optional[str], no_progress: bool, default_model: Optional[str] = None,
-    default_template: Optional[str] = None,
+    default_template: Optional[str] = None, price: Optional[list[str]] = None, settings=None,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
-    (a configuration's) apply to a log when the options name none."""
+    (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
+    prices set the user's rates."""
     from tokprof import api
 
     _not_standard_input(log)
     saved = _saved_profile(log)
     if saved is not None:
         _only_for_logs(log, model=model, input_format=input_format, tools=tools, system=system,
-                       chat_template=chat_template)
+                       chat_template=chat_template, price=price)
         return saved
     return api.profile(log, model or default_model, input_format=input_format, tools=tools,
                        system=Path(system) if system else None, chat_template=chat_template or default_template,
-                       progress=not no_progress)
+                       progress=not no_progress, prices=_user_prices(price, settings))
 
 
 def _write(outputs: list[tuple[Optional[str], str]]) -> None:
@@ -298,6 +324,7 @@ def profile(
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")] = None,
     window: Window = None,
     fill_lines: FillLines = "70,80",
+    price: Price = None,
     no_progress: NoProgress = False,
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", metavar="N", min=1,
@@ -314,12 +341,12 @@ def profile(
     if os.path.isdir(log):
         if session is None:
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
-                             no_progress, html, jobs)
+                             no_progress, html, jobs, price)
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress)
+                         chat_template=chat_template, no_progress=no_progress, price=price)
     from dataclasses import replace
 
     from tokprof.render import render
@@ -335,7 +362,7 @@ def profile(
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
-              html, jobs) -> int:
+              html, jobs, price=None) -> int:
     from tokprof import api
     from tokprof.render import render
 
@@ -346,7 +373,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
                            f"not {fmt}: add --session ID for one session's {fmt}")
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
-                                   progress=not no_progress, jobs=jobs)
+                                   progress=not no_progress, jobs=jobs, prices=_user_prices(price))
     _write([(output, render("sessions", fmt, report, options))])
     return EXIT_OK
 
@@ -363,6 +390,7 @@ def report(
     chat_template: ChatTemplate = None,
     window: Window = None,
     fill_lines: FillLines = "70,80",
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Write a self-contained HTML report (plotly, opens offline).
@@ -376,7 +404,7 @@ def report(
         raise TokprofError("--output: expected a file name, found ''")
     options = _options("html", output, window, fill_lines)
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress)
+                         chat_template=chat_template, no_progress=no_progress, price=price)
     _write([(output, render("profile", "html", result, options))])
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
@@ -442,8 +470,10 @@ CHECK_HELP = (
     "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a committed "
     "baseline.\n\n"
     "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
-    "unused_tool_waste. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
-    "configuration), max_increase, and [budgets] with metric = max or {max, level = error|warn, max_increase}.\n\n"
+    "unused_tool_waste, cost and largest_call_cost (US dollars: \"$5\"), cache_hit_rate (a share; a bare value is a "
+    "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
+    "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
+    "max_increase}.\n\n"
     "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures are "
     "also printed as annotations. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, 2 bad "
     "input or configuration."
@@ -475,6 +505,7 @@ def check(
         "--update-baseline", help="Write the measured values as the new baseline.")] = False,
     fmt: Annotated[str, _format_option("check")] = "table",
     output: Output = None,
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
@@ -484,12 +515,13 @@ def check(
     _log_or_tools("check", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
+    settings = api.load_config(config)
     if log is not None and _saved_profile(log) is not None:
         _only_for_logs(log, model=model, input_format=input_format, tools=tools_file, system=system,
-                       chat_template=chat_template)
-    run = api.run_check(log, tools=tools_file, system=system, config=config, baseline=baseline,
+                       chat_template=chat_template, price=price)
+    run = api.run_check(log, tools=tools_file, system=system, config=settings, baseline=baseline,
                         update_baseline=update_baseline, model=model, chat_template=chat_template,
-                        input_format=input_format, progress=not no_progress)
+                        input_format=input_format, progress=not no_progress, prices=_user_prices(price, settings))
     outputs: list[tuple[Optional[str], str]] = []
     if update_baseline:
         import json

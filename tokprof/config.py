@@ -14,6 +14,7 @@ from typing import Any
 
 import tomllib
 
+from tokprof.costs import PriceError, Rates, parse_rates
 from tokprof.errors import TokprofError
 
 #: metric name -> (unit, needs a log, description)
@@ -25,10 +26,16 @@ METRICS: dict[str, tuple[str, bool, str]] = {
     "billed_input": ("tokens", True, "billed input over the log"),
     "largest_tool": ("tokens", False, "largest single tool's marginal cost"),
     "unused_tool_waste": ("share", True, "unused tools' cost as a share of billed input"),
+    "cost": ("usd", True, "the run's cost in US dollars"),
+    "largest_call_cost": ("usd", True, "the costliest call's cost in US dollars"),
+    "cache_hit_rate": ("share", True, "reported cache reads as a share of the reported prompts"),
+    "uncached_input": ("tokens", True, "reported prompt tokens neither read from nor written to the cache"),
 }
+#: Metrics where more is better: a bare budget is a minimum, and a baseline fails on a fall.
+HIGHER_IS_BETTER = {"cache_hit_rate"}
 LEVELS = ("error", "warn")
-TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets"}
-BUDGET_KEYS = {"max", "level", "max_increase", "not_recorded"}
+TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets", "prices"}
+BUDGET_KEYS = {"max", "min", "level", "max_increase", "not_recorded"}
 #: What a budget does when the log does not record what its metric rests on: fail (the default) or skip.
 NOT_RECORDED_CHOICES = ("fail", "skip")
 
@@ -81,6 +88,7 @@ class Budget:
     metric: str
     max: float | None = None
     level: str = "error"
+    min: float | None = None
     max_increase: Increase | None = None
     not_recorded: str = "fail"  # or "skip"
 
@@ -93,6 +101,8 @@ class Config:
     baseline: str | None = None
     max_increase: Increase | None = None
     budgets: dict[str, Budget] = field(default_factory=dict)
+    #: Rates per million tokens by model name ("*": every model), for models genai-prices does not price.
+    prices: dict[str, Rates] = field(default_factory=dict)
 
     def resolve(self, path: str | None) -> str | None:
         """A path the configuration names, relative to the configuration file's folder."""
@@ -126,6 +136,15 @@ def parse_increase(value: Any, where: str) -> Increase:
 
 def parse_limit(value: Any, metric: str, where: str) -> float:
     unit = METRICS[metric][0]
+    if unit == "usd" and isinstance(value, str):
+        text = value.strip().removeprefix("$").replace(",", "").strip()
+        try:
+            amount = float(text)
+        except ValueError:
+            raise ConfigError(f"{where}: cannot read {value!r} as an amount of US dollars (like \"$5\" or 5)") from None
+        if not math.isfinite(amount) or not 0 <= amount <= MAX_NUMBER:
+            raise ConfigError(f"{where}: expected an amount of US dollars from 0, found {value!r}")
+        return amount
     if isinstance(value, str) and unit == "share" and value.strip().endswith("%"):
         try:
             share = float(value.strip()[:-1]) / 100.0
@@ -136,7 +155,8 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
         return share
     number = finite(value)
     if number is None or number < 0:
-        hint = 'a share like "2%" or 0.02' if unit == "share" else "a number of tokens"
+        hint = {"share": 'a share like "2%" or 0.02', "usd": 'an amount of US dollars like "$5" or 5'}.get(
+            unit, "a number of tokens")
         raise ConfigError(f"{where}: expected {hint}, found {_shown(value)}")
     if unit == "share" and number > 1:
         raise ConfigError(f"{where}: a share is at most 1 (or write \"{value}%\"), found {value!r}")
@@ -163,6 +183,14 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             setattr(config, key, data[key])
     if "max_increase" in data:
         config.max_increase = parse_increase(data["max_increase"], _where(path, prefix, "max_increase"))
+    prices = data.get("prices", {})
+    if not isinstance(prices, dict):
+        raise ConfigError(f"{_where(path, prefix, 'prices')}: expected a table of model = {{ input = ..., output = ... }}")
+    for name, rates in prices.items():
+        try:
+            config.prices[name] = parse_rates(rates, _where(path, prefix, f"prices.{name}"))
+        except PriceError as exc:
+            raise ConfigError(str(exc)) from None
     budgets = data.get("budgets", {})
     if not isinstance(budgets, dict):
         raise ConfigError(f"{_where(path, prefix, 'budgets')}: expected a table of metric = budget")
@@ -177,6 +205,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
                     raise ConfigError(f"{where}.{key}: unknown setting (expected one of {', '.join(sorted(BUDGET_KEYS))})")
             if "max" in spec:
                 budget.max = parse_limit(spec["max"], metric, f"{where}.max")
+            if "min" in spec:
+                budget.min = parse_limit(spec["min"], metric, f"{where}.min")
             if "level" in spec:
                 if spec["level"] not in LEVELS:
                     raise ConfigError(f"{where}.level: expected \"error\" or \"warn\", found {spec['level']!r}")
@@ -187,6 +217,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
                 if spec["not_recorded"] not in NOT_RECORDED_CHOICES:
                     raise ConfigError(f"{where}.not_recorded: expected \"fail\" or \"skip\", found {spec['not_recorded']!r}")
                 budget.not_recorded = spec["not_recorded"]
+        elif metric in HIGHER_IS_BETTER:
+            budget.min = parse_limit(spec, metric, where)
         else:
             budget.max = parse_limit(spec, metric, where)
         config.budgets[metric] = budget

@@ -17,6 +17,7 @@ from tokprof import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
 from tokprof.catalogue import CatalogueSummary
+from tokprof.costs import CacheSummary, CallCache, CallCost, CostSummary, summarise
 from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
@@ -62,6 +63,8 @@ class CallRow:
     #: The roles of the messages this call's prompt adds to the previous call of its thread (None when it
     #: is the thread's first call or does not continue the previous one: a rewrite, a compaction).
     added: list[str] | None = None
+    cost: CallCost | None = None  # what the call cost (tokprof.analyses.cost), when it was priced
+    cache: CallCache | None = None  # what a prefix cache could reuse (tokprof.analyses.prefix_cache)
 
     @property
     def rendered(self) -> int:
@@ -96,6 +99,8 @@ class CallRow:
             "reported": reported,
             "difference": diff[0] if diff else None,
             "relative_difference": round(diff[1], 6) if diff else None,
+            **({"cost": self.cost.to_dict()} if self.cost is not None else {}),
+            **({"cache": self.cache.to_dict()} if self.cache is not None else {}),
         }
 
     @classmethod
@@ -117,6 +122,8 @@ class CallRow:
             anchored=d.get("anchored", False),
             unexplained=d.get("unexplained", 0),
             added=d.get("added_messages"),
+            cost=CallCost.from_dict(d["cost"]) if d.get("cost") else None,
+            cache=CallCache.from_dict(d["cache"]) if d.get("cache") else None,
         )
 
 
@@ -213,6 +220,16 @@ class Reported:
     cache_read: int | None = None
     cache_write: int | None = None
     output: int | None = None
+    uncached_input: int | None = None  # the prompts' tokens neither read from nor written to the cache
+    cache_write_5m: int | None = None  # the cache writes by lifetime, when the log splits them
+    cache_write_1h: int | None = None
+
+    @property
+    def hit_rate(self) -> float | None:
+        """The share of the reported prompts read from the cache (None when no call reports reads)."""
+        if self.cache_read is None or not self.billed_input:
+            return None
+        return self.cache_read / self.billed_input
 
 
 @dataclass(frozen=True)
@@ -255,6 +272,8 @@ class Summary:
     reconciliation: Reconciliation | None = None
     threads: tuple[ThreadSummary, ...] = ()
     not_recorded: tuple[str, ...] = ()
+    cost: CostSummary | None = None
+    cache: CacheSummary | None = None
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -283,11 +302,15 @@ class Summary:
         if self.reported is not None:
             out["billed_input_reported"] = self.reported.billed_input
             out["calls_reported"] = self.reported.calls
-            for key in ("cache_read", "cache_write", "output"):
+            for key in ("uncached_input", "cache_read", "cache_write", "cache_write_5m", "cache_write_1h", "output"):
                 value = getattr(self.reported, key)
                 if value is not None:
                     out[f"{key}_reported"] = value
             out["reconciliation"] = self.reconciliation.to_dict() if self.reconciliation else None
+        if self.cost is not None:
+            out["cost"] = self.cost.to_dict()
+        if self.cache is not None:
+            out["cache"] = self.cache.to_dict()
         return out
 
 
@@ -312,6 +335,7 @@ class Profile:
     compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
     not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
     ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.estimates)
+    cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
@@ -349,9 +373,13 @@ class Profile:
                 values = [getattr(u, key) for u in usages if getattr(u, key) is not None]
                 return sum(values) if values else None
 
+            split = [u for u in usages if u.cache_write_5m is not None or u.cache_write_1h is not None]
             reported = Reported(
                 billed_input=sum(u.prompt or 0 for u in usages), calls=len(usages),
                 cache_read=total("cache_read"), cache_write=total("cache_write"), output=total("output"),
+                uncached_input=total("uncached"),
+                cache_write_5m=sum(u.cache_write_5m or 0 for u in split) if split else None,
+                cache_write_1h=sum(u.cache_write_1h or 0 for u in split) if split else None,
             )
         threads = self.threads()
         main = next((t for t in threads if t.thread is None), threads[0] if threads else None)
@@ -373,6 +401,32 @@ class Profile:
             reconciliation=self.reconciliation() if usages else None,
             threads=tuple(threads),
             not_recorded=self.not_recorded,
+            cost=summarise([(c.index, c.cost) for c in self.calls]),
+            cache=self.cache_summary(),
+        )
+
+    def cache_summary(self) -> CacheSummary | None:
+        """The computed cache over the run, when the calls have one (tokprof.analyses.prefix_cache)."""
+        rows = [c for c in self.calls if c.cache is not None]
+        if not rows:
+            return None
+        prompt = sum((c.reported.prompt if c.reported and c.reported.prompt else c.total) for c in rows)
+        predicted = [c.cache.predicted for c in rows if c.cache and c.cache.predicted is not None]
+        reported = [c.cache.reported for c in rows if c.cache and c.cache.reported is not None]
+        misses: dict[str, int] = {}
+        for c in rows:
+            if c.cache and c.cache.miss:
+                misses[c.cache.miss] = misses.get(c.cache.miss, 0) + 1
+        return CacheSummary(
+            rules=tuple(dict.fromkeys(c.cache.rules for c in rows if c.cache and c.cache.rules)),
+            prompt=prompt,
+            shared=sum(c.cache.shared or 0 for c in rows if c.cache),
+            predicted=sum(predicted) if predicted else None,
+            reported=sum(reported) if reported else None,
+            hit_rate_reported=round(sum(reported) / prompt, 6) if reported and prompt else None,
+            hit_rate_predicted=round(sum(predicted) / prompt, 6) if predicted and prompt else None,
+            misses=misses,
+            notes=self.cache_notes,
         )
 
     def threads(self) -> list[ThreadSummary]:
@@ -456,6 +510,7 @@ class Profile:
                 compactions=summary.get("compactions", 0),
                 not_recorded=tuple(summary.get("not_recorded") or ()),
                 ratios=dict((summary.get("estimate") or {}).get("ratios") or {}),
+                cache_notes=tuple((summary.get("cache") or {}).get("notes") or ()),
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ProfileFileError(f"not a valid tokprof profile ({type(exc).__name__}: {exc})") from None

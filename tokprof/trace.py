@@ -18,21 +18,36 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 class Usage:
     """Usage as the provider reported it, normalised.
 
-    ``prompt`` is the whole prompt the provider counted, cached tokens included.
+    ``prompt`` is the whole prompt the provider counted, cached tokens included. ``cache_write`` is
+    every token written to the cache; ``cache_write_5m`` and ``cache_write_1h`` split it by the
+    cache's lifetime when the provider reports that (Anthropic's ``cache_creation``), else None.
     """
 
     prompt: int | None = None
     cache_read: int | None = None
     cache_write: int | None = None
     output: int | None = None
+    cache_write_5m: int | None = None
+    cache_write_1h: int | None = None
+
+    @property
+    def uncached(self) -> int | None:
+        """The prompt tokens neither read from nor written to the cache (None without a prompt count)."""
+        if self.prompt is None:
+            return None
+        return max(self.prompt - (self.cache_read or 0) - (self.cache_write or 0), 0)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "prompt": self.prompt,
             "cache_read": self.cache_read,
             "cache_write": self.cache_write,
             "output": self.output,
         }
+        if self.cache_write_5m is not None or self.cache_write_1h is not None:
+            out["cache_write_5m"] = self.cache_write_5m
+            out["cache_write_1h"] = self.cache_write_1h
+        return out
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 from tokprof import __version__
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
-from tokprof.config import METRICS, Config, ConfigError, Increase, _shown, finite, text_ok
+from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, _shown, finite, text_ok
 from tokprof.text import visible
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
@@ -90,6 +90,7 @@ def measure(
         share = catalogue.unused_waste_share if catalogue else None
         metrics["unused_tool_waste"] = share or 0.0
         unknown = {}
+        _measure_cost(profile, metrics, unknown)
         for part, metrics_of_part in NOT_RECORDED_METRICS.items():
             if part in profile.not_recorded:
                 for name in metrics_of_part:
@@ -110,6 +111,33 @@ def measure(
         estimate=estimate,
         unknown=unknown,
     )
+
+
+NO_CACHE_USAGE = ("not recorded: the log reports no cache usage (or set not_recorded = \"skip\" on this budget)")
+
+
+def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: dict[str, str]) -> None:
+    """The cost and cache metrics of a profile: unpriced calls make the cost unknown, never $0."""
+    summary = profile.summary()
+    cost = summary.cost
+    for name, value in (("cost", cost.total if cost else None),
+                        ("largest_call_cost", cost.largest_call if cost else None)):
+        if cost is None:
+            unknown[name] = "not measured: the profile was made without prices"
+        elif not cost.priced:
+            reasons = "; ".join(u.reason for u in cost.unpriced)
+            unknown[name] = f"unpriced: {cost.calls_unpriced} of {cost.calls_priced + cost.calls_unpriced} calls ({reasons})"
+        else:
+            metrics[name] = round(value, 8) if value is not None else None
+    usage = summary.reported
+    if usage is None or usage.cache_read is None:
+        unknown["cache_hit_rate"] = NO_CACHE_USAGE
+    else:
+        metrics["cache_hit_rate"] = round(usage.hit_rate or 0.0, 6)
+    if usage is None:
+        unknown["uncached_input"] = "not recorded: the log reports no usage (or set not_recorded = \"skip\" on this budget)"
+    else:
+        metrics["uncached_input"] = usage.uncached_input
 
 
 def load_baseline(path: str, measurement: Measurement) -> dict:
@@ -160,6 +188,7 @@ class MetricResult:
     max: float | None = None
     level: str | None = None
     baseline: float | None = None
+    min: float | None = None
     allowed_increase: str | None = None
     reasons: list[str] = field(default_factory=list)
     failed: tuple[str, ...] = ()  # what it failed: "budget", "baseline", "not recorded"
@@ -182,6 +211,7 @@ class MetricResult:
             "unit": METRICS[self.name][0],
             "value": self.value,
             "max": self.max,
+            "min": self.min,
             "level": self.level,
             "baseline": self.baseline,
             "change": change,
@@ -232,14 +262,17 @@ class CheckResult:
 
 
 def _fmt(metric: str, value: float) -> str:
-    return f"{value:.2%}" if METRICS[metric][0] == "share" else f"{value:,.0f}"
+    unit = METRICS[metric][0]
+    if unit == "usd":
+        return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4f}"
+    return f"{value:.2%}" if unit == "share" else f"{value:,.0f}"
 
 
 def _change_text(metric: str, change: float) -> str:
     """A change: in percentage points for a share (1.44% to 23.95% is up 22.51 points), else in tokens."""
     if METRICS[metric][0] == "share":
         return f"{change * 100:.2f} percentage points"
-    return f"{change:,.0f}"
+    return _fmt(metric, change)
 
 
 def _allowed_text(metric: str, increase: "Increase", base: float) -> str:
@@ -257,12 +290,13 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         budget = config.budgets.get(name)
         value = measurement.metrics.get(name)
         level = budget.level if budget else "error"
-        result = MetricResult(name=name, value=value, status=PASS, level=level, max=budget.max if budget else None)
+        result = MetricResult(name=name, value=value, status=PASS, level=level, max=budget.max if budget else None,
+                              min=budget.min if budget else None)
         if value is None:
             why = measurement.unknown.get(name, "not measured")
             result.reasons.append(why)
             # what the log does not record fails unless the budget says to skip it: a gate must not pass on no data
-            if why.startswith("not recorded") and not (budget and budget.not_recorded == "skip"):
+            if why.startswith(("not recorded", "unpriced")) and not (budget and budget.not_recorded == "skip"):
                 result.status = FAIL if level == "error" else WARN
                 result.failed = ("not recorded",)
             else:
@@ -273,8 +307,11 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if budget and budget.max is not None and value > budget.max:
             failed.append("budget")
             result.reasons.append(f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}")
+        if budget and budget.min is not None and value < budget.min:
+            failed.append("budget")
+            result.reasons.append(f"below the budget: {_fmt(name, value)}, under the min of {_fmt(name, budget.min)}")
         increase = budget.max_increase if budget and budget.max_increase is not None else config.max_increase
-        if increase is not None and not increase.relative and METRICS[name][0] == "share" and not (
+        if increase is not None and not increase.relative and METRICS[name][0] in ("share", "usd") and not (
             budget and budget.max_increase is not None
         ):
             increase = None  # a global number of tokens says nothing about a share
@@ -283,16 +320,25 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if baseline is not None and name not in baseline["metrics"]:
             result.new = True
             result.reasons.append("new: the baseline has no value for it yet (--update-baseline records one)")
-        if budget and budget.max is None and (baseline is None or name not in baseline["metrics"]):
+        if budget and budget.max is None and budget.min is None and (baseline is None or name not in baseline["metrics"]):
             result.status = SKIP
             if not result.new:
-                result.reasons.append("nothing to check: no max, and no baseline value")
+                result.reasons.append("nothing to check: no max or min, and no baseline value")
             results.append(result)
             continue
         if baseline is not None and name in baseline["metrics"]:
             base = float(baseline["metrics"][name])
             result.baseline = base
-            if increase is not None:
+            if increase is not None and name in HIGHER_IS_BETTER:
+                result.allowed_increase = str(increase)
+                if value < base - increase.allowed(base):
+                    failed.append("baseline")
+                    result.reasons.append(
+                        f"regressed against the baseline: {_fmt(name, value)} is down {_change_text(name, base - value)} "
+                        f"from the baseline's {_fmt(name, base)}, more than the allowed "
+                        f"{_allowed_text(name, increase, base)}"
+                    )
+            elif increase is not None:
                 result.allowed_increase = str(increase)
                 if value > base + increase.allowed(base):
                     failed.append("baseline")

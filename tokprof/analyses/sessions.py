@@ -27,6 +27,11 @@ class SessionRow:
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
     warnings: list[str] = field(default_factory=list)  # the codes of the session's warnings
     mean_relative_difference: float | None = None  # computed vs reported, when reported
+    cost: float | None = None  # US dollars, over the priced calls (None: none priced)
+    priced: bool = False  # every call priced
+    unpriced: str | None = None  # why some calls are not, when they are not
+    cache_read_reported: int | None = None
+    cache_write_reported: int | None = None
 
     @classmethod
     def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
@@ -47,6 +52,11 @@ class SessionRow:
             inferred=profile.inferred,
             warnings=[w.code for w in profile.warnings],
             mean_relative_difference=summary.reconciliation.mean_relative_difference if summary.reconciliation else None,
+            cost=summary.cost.total if summary.cost else None,
+            priced=bool(summary.cost and summary.cost.priced),
+            unpriced="; ".join(u.reason for u in summary.cost.unpriced) if summary.cost and summary.cost.unpriced else None,
+            cache_read_reported=summary.reported.cache_read if summary.reported else None,
+            cache_write_reported=summary.reported.cache_write if summary.reported else None,
         )
 
     def shares(self) -> dict[str, float]:
@@ -69,6 +79,11 @@ class SessionRow:
             "estimate": self.estimate,
             "inferred": self.inferred,
             "mean_relative_difference": self.mean_relative_difference,
+            "cache_read_reported": self.cache_read_reported,
+            "cache_write_reported": self.cache_write_reported,
+            "cost": None if self.cost is None else round(self.cost, 8),
+            "priced": self.priced,
+            "unpriced": self.unpriced,
             "warnings": self.warnings,
         }
 
@@ -83,6 +98,9 @@ class SessionTotals:
     buckets_billed: dict[str, int]
     shares: dict[str, float]
     exact: bool
+    cost: float | None = None  # US dollars, over the priced sessions' priced calls
+    priced: bool = False  # every call of every session priced
+    currency: str = "USD"
 
 
 @dataclass(frozen=True)
@@ -131,6 +149,8 @@ class SessionsReport:
             buckets_billed=buckets,
             shares={k: round(v / billed, 6) if billed else 0.0 for k, v in buckets.items()},
             exact=all(r.exact for r in self.sessions),
+            cost=round(sum(r.cost or 0.0 for r in costs), 8) if (costs := [r for r in self.sessions if r.cost is not None]) else None,
+            priced=bool(self.sessions) and all(r.priced for r in self.sessions),
         )
 
     def to_dict(self) -> dict:

@@ -49,7 +49,7 @@ from tokprof.errors import InputError
 from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, check_tools, parse_day, parse_time
+from tokprof.formats.neutral import anthropic_usage, assistant_message, cache_creation, check_count, check_messages, check_model, check_text, check_tools, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -470,9 +470,12 @@ class _Reader:
             return None
         if not isinstance(usage, dict):
             raise self.fail(where, f"expected an object, found {_kind(usage)}")
-        counts = {key: check_count(self.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
+        counts: dict[str, int | None] = {
+            key: check_count(self.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS
+        }
         if all(value is None for value in counts.values()):
             return None
+        counts.update(cache_creation(self.path, where, usage))
         return anthropic_usage(counts)
 
 
@@ -509,6 +512,8 @@ def _merge_usage(usage: dict[str, Any], update: Any) -> None:
     """Stream usage is cumulative: a later event's fields replace the earlier ones."""
     if isinstance(update, dict):
         usage.update({key: update[key] for key in USAGE_FIELDS if update.get(key) is not None})
+        if update.get("cache_creation") is not None:  # the cache writes by lifetime
+            usage["cache_creation"] = update["cache_creation"]
 
 
 def _apply_delta(blocks: dict[int, dict], partial: dict[int, list[str]], index: Any, delta: Any) -> None:

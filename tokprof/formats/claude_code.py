@@ -137,7 +137,7 @@ from tokprof.errors import InputError
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
-    anthropic_usage, assistant_message, check_count, check_messages, check_model, check_text, in_time_order, parse_day,
+    anthropic_usage, assistant_message, cache_creation, check_count, check_messages, check_model, check_text, in_time_order, parse_day,
     parse_time,
 )
 from tokprof.trace import Call, Trace, Usage
@@ -739,6 +739,8 @@ class _Reader:
                 value = check_count(path, f"{line.prefix}message.usage.{key}", usage.get(key))
                 if value is not None:
                     best[key] = max(best.get(key, 0), value)
+            for key, value in cache_creation(path, f"{line.prefix}message.usage", usage).items():
+                best[key] = max(best.get(key, 0), value)  # the cache writes by lifetime (5 min, 1 h)
         if not best:
             return None
         if not stopped:

@@ -91,7 +91,7 @@ from typing import Any, Callable
 from tokprof.errors import InputError
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
+from tokprof.formats.neutral import anthropic_usage, cache_creation, check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "inspect"
@@ -613,11 +613,14 @@ def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
     fresh = check_count(path, where + ".input_tokens", usage.get("input_tokens"))
     write = check_count(path, where + ".cache_creation_input_tokens", usage.get("cache_creation_input_tokens"))
     read = check_count(path, where + ".cache_read_input_tokens", usage.get("cache_read_input_tokens"))
+    split = anthropic_usage({"cache_creation_input_tokens": write, **cache_creation(path, where, usage)})
     return Usage(
         prompt=None if fresh is None else fresh + (write or 0) + (read or 0),
         cache_read=read,
         cache_write=write,
         output=check_count(path, where + ".output_tokens", usage.get("output_tokens")),
+        cache_write_5m=split.cache_write_5m,
+        cache_write_1h=split.cache_write_1h,
     )
 
 

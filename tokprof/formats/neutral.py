@@ -282,16 +282,52 @@ def assistant_message(texts: list[str], thoughts: list[str], calls: list[dict]) 
     return message
 
 
+#: The keys of Anthropic's ``usage.cache_creation`` (the cache writes by lifetime), as
+#: :func:`anthropic_usage` takes them: flat, beside ``cache_creation_input_tokens``.
+CACHE_CREATION_FIELDS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens")
+
+
+def cache_creation(path: str, where: str, usage: Mapping[str, Any]) -> dict[str, int]:
+    """The checked counts of Anthropic's ``usage.cache_creation`` object (``where`` names ``usage``),
+    keyed as :data:`CACHE_CREATION_FIELDS`; empty when the usage has none."""
+    split = usage.get("cache_creation")
+    if split is None:
+        return {}
+    if not isinstance(split, dict):
+        raise InputError(path, where + ".cache_creation", f"expected an object, found {_kind(split)}")
+    out = {}
+    for key in CACHE_CREATION_FIELDS:
+        value = check_count(path, f"{where}.cache_creation.{key}", split.get(key))
+        if value is not None:
+            out[key] = value
+    return out
+
+
 def anthropic_usage(counts: Mapping[str, int | None]) -> Usage:
     """Anthropic's usage, whose ``input_tokens`` excludes cache reads and writes: the prompt is
-    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (a missing cache field is 0)."""
+    ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens`` (a missing cache field is 0).
+
+    ``counts`` may also hold ``ephemeral_5m_input_tokens`` and ``ephemeral_1h_input_tokens`` (from
+    ``usage.cache_creation``, see :func:`cache_creation`): the cache writes split by lifetime. When only
+    one of them is given the other is the rest of ``cache_creation_input_tokens``; when neither is
+    given the split is unknown (None), not 5 minutes."""
     fresh = counts.get("input_tokens")
     write, read = counts.get("cache_creation_input_tokens"), counts.get("cache_read_input_tokens")
     if fresh is not None:
         write, read = write or 0, read or 0
+    short, long = counts.get("ephemeral_5m_input_tokens"), counts.get("ephemeral_1h_input_tokens")
+    if short is not None or long is not None:
+        if write is None:
+            write = (short or 0) + (long or 0)
+        if short is None:
+            short = max(write - (long or 0), 0)
+        if long is None:
+            long = max(write - short, 0)
     return Usage(
         prompt=None if fresh is None else fresh + (write or 0) + (read or 0),  # both already ints here: `or 0` is for mypy
         cache_read=read,
         cache_write=write,
         output=counts.get("output_tokens"),
+        cache_write_5m=short,
+        cache_write_1h=long,
     )

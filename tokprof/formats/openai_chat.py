@@ -174,4 +174,5 @@ _ERROR = Usage()  # a marker: the stream carried an error
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``)."""
-    return check_usage(path, prefix + "usage", usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens")
+    return check_usage(path, prefix + "usage", usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens",
+                       write="cache_write_tokens")

@@ -346,7 +346,8 @@ def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     """``input_tokens`` includes the cached tokens (``input_tokens_details.cached_tokens``)."""
-    return check_usage(path, prefix + "usage", usage, "input_tokens", "input_tokens_details", "output_tokens")
+    return check_usage(path, prefix + "usage", usage, "input_tokens", "input_tokens_details", "output_tokens",
+                       write="cache_write_tokens")
 
 
 def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None:

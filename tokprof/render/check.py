@@ -19,13 +19,20 @@ MD_ICONS = {PASS: "✅ pass", WARN: "⚠️ warn", FAIL: "❌ fail", SKIP: "➖ 
 def _value(m: MetricResult, value: float | None) -> str:
     if value is None:
         return "-"
-    return f"{value:.2%}" if METRICS[m.name][0] == "share" else f"{value:,.0f}"
+    unit = METRICS[m.name][0]
+    if unit == "usd":
+        from tokprof.render.money import dollars
+
+        return dollars(value)
+    return f"{value:.2%}" if unit == "share" else f"{value:,.0f}"
 
 
 def _measured(m: MetricResult) -> str:
     """The value column: the value, or why there is none when the log does not record it."""
     if m.value is None and any(r.startswith("not recorded") for r in m.reasons):
         return "not recorded"
+    if m.value is None and any(r.startswith("unpriced") for r in m.reasons):
+        return "unpriced"
     return _value(m, m.value)
 
 
@@ -35,6 +42,8 @@ def _change(m: MetricResult) -> str:
         return "new" if m.new else "-"
     if METRICS[m.name][0] == "share":
         text = f"{change * 100:+.2f} pt"
+    elif METRICS[m.name][0] == "usd":
+        text = f"{'+' if change >= 0 else '-'}{_value(m, abs(change))}"
     else:
         text = f"{change:+,.0f}"
     if m.baseline:
@@ -46,6 +55,8 @@ def _limit(m: MetricResult) -> str:
     parts = []
     if m.max is not None:
         parts.append(f"max {_value(m, m.max)}")
+    if m.min is not None:
+        parts.append(f"min {_value(m, m.min)}")
     if m.allowed_increase is not None:
         parts.append(f"+{m.allowed_increase}")
     return ", ".join(parts) or "-"

@@ -7,6 +7,20 @@ from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
 
 COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
+#: The reported prompt split by the cache, the call's cost (US dollars) and the computed cache.
+COST_COLUMNS = ["uncached_input_reported", "cache_write_reported", "cache_write_5m_reported", "cache_write_1h_reported",
+                "cache_read_reported", "output_reported", "priced", "cost_input", "cost_cache_write", "cost_cache_read",
+                "cost_output", "cost_total", "cost_basis", "shared_prefix", "predicted_cache_read", "cache_miss"]
+
+
+def _cell(value) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{round(value, 8):.8f}".rstrip("0").rstrip(".") or "0"
+    return value
 
 
 class CsvRenderer:
@@ -16,13 +30,26 @@ class CsvRenderer:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         names = profile.buckets()
-        writer.writerow(["index", *names, *COLUMNS])
+        writer.writerow(["index", *names, *COLUMNS, *COST_COLUMNS])
         for row in profile.calls:
             reported = row.reported.prompt if row.reported else None
             diff = row.difference()
             writer.writerow(
                 [row.index, *(row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
                  "" if reported is None else reported, "" if diff is None else diff[0], row.rendered,
-                 "true" if row.exact else "false", row.kind, row.unrendered]
+                 "true" if row.exact else "false", row.kind, row.unrendered, *_cost_cells(row)]
             )
         return out.getvalue()
+
+
+def _cost_cells(row) -> list:
+    usage, cost, cache = row.reported, row.cost, row.cache
+    cells: list = [usage.uncached if usage else None, usage.cache_write if usage else None,
+                   usage.cache_write_5m if usage else None, usage.cache_write_1h if usage else None,
+                   usage.cache_read if usage else None, usage.output if usage else None]
+    if cost is None:
+        cells += [None] * 7
+    else:
+        cells += [cost.priced, cost.input, cost.cache_write, cost.cache_read, cost.output, cost.total, cost.basis]
+    cells += [cache.shared, cache.predicted, cache.miss] if cache else [None, None, None]
+    return [_cell(c) for c in cells]

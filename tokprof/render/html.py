@@ -212,12 +212,77 @@ def _reported_figure(profile: Profile) -> dict | None:
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile))}
 
 
+PART_COLORS = {"input": "#e15759", "cache_write": "#f28e2b", "cache_read": "#76b7b2", "output": "#b07aa1"}
+
+
+def _cost_figure(profile: Profile) -> dict | None:
+    """Each call's cost, stacked by part (uncached input, cache writes, cache reads, output)."""
+    from tokprof.render.money import PART_LABELS
+
+    rows = [c for c in profile.calls if c.cost is not None and c.cost.priced]
+    if not rows:
+        return None
+    x = [c.index for c in rows]
+    data = [{"type": "bar", "name": PART_LABELS[part], "x": x,
+             "y": [round(getattr(c.cost, part) or 0.0, 8) for c in rows],
+             "marker": {"color": PART_COLORS[part]}, "hovertemplate": "$%{y:.4f}"} for part in PART_LABELS]
+    return {"data": data, "layout": _layout(barmode="stack", xaxis=_call_axis(profile),
+                                            yaxis={"title": {"text": "US dollars"}, "gridcolor": GRID,
+                                                   "rangemode": "tozero", "tickprefix": "$"})}
+
+
+def _cache_figure(profile: Profile) -> dict | None:
+    """Per call: the prompt, what it shares with the previous prompt of its thread, and the cache
+    reads predicted by the provider's rules and reported."""
+    rows = [c for c in profile.calls if c.cache is not None and c.cache.predicted is not None]
+    if not rows:
+        return None
+    x = [c.index for c in rows]
+    data = [
+        {"type": "scatter", "mode": "lines", "name": "prompt", "x": x, "y": [c.total for c in rows],
+         "line": {"color": FONT, "width": 1}},
+        {"type": "scatter", "mode": "lines+markers", "name": "predicted cache read", "x": x,
+         "y": [c.cache.predicted if c.cache else None for c in rows], "line": {"color": COLORS["conversation"]}},
+        {"type": "scatter", "mode": "lines+markers", "name": "reported cache read", "x": x,
+         "y": [c.cache.reported if c.cache else None for c in rows], "line": {"color": COLORS["tool_results"], "dash": "dot"},
+         "text": [c.cache.detail or "" if c.cache else "" for c in rows], "hovertemplate": "%{y:,} %{text}"},
+    ]
+    return {"data": data, "layout": _layout(xaxis=_call_axis(profile), yaxis=_count_axis("tokens"))}
+
+
+def _cost_text(profile: Profile) -> str:
+    """The summary's cost and cache lines, as a list."""
+    from tokprof.render.money import cache_lines, cost_lines
+
+    s = profile.summary()
+    models = list(dict.fromkeys((c.cost.model, c.cost.provider) for c in profile.calls if c.cost and c.cost.priced))
+    lines = cost_lines(s.cost, models) + cache_lines(s.cache)
+    if not lines:
+        return ""
+    items = "".join(f"<li><b>{html.escape(k.strip())}</b>: {html.escape(v)}</li>" for k, v in lines)
+    notes = list((s.cost.notes if s.cost else ())) + list((s.cache.notes if s.cache else ()))
+    extra = "".join(f"<li class=\"muted\">{html.escape(n)}</li>" for n in notes)
+    return f"<ul>{items}{extra}</ul>"
+
+
 def _cards(profile: Profile) -> str:
     s = profile.summary()
     cards = [("calls", f"{s.calls:,}"), ("billed input", f"{s.billed_input:,}"),
              ("final prompt", f"{s.final_prompt:,}"), ("largest prompt", f"{s.largest_prompt:,}")]
     if s.reported is not None:
         cards.append(("billed input, reported", f"{s.reported.billed_input:,}"))
+        if s.reported.cache_read is not None and s.reported.hit_rate is not None:
+            cards.append(("read from the cache, reported", f"{s.reported.hit_rate:.1%}"))
+    if s.cost is not None:
+        from tokprof.render.money import dollars
+
+        if s.cost.total is None:
+            cards.append(("cost", "unpriced"))
+        else:
+            label = "cost" + ("" if s.cost.priced else f" ({s.cost.calls_priced} priced calls)")
+            if s.cost.basis != "reported":
+                label += " (estimate)"
+            cards.append((label, dollars(s.cost.total)))
     out = ['<div class="cards">']
     for key, value in cards:
         out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
@@ -252,6 +317,12 @@ class HtmlRenderer:
         reported = _reported_figure(profile)
         if reported:
             figures["reported"] = reported
+        cost = _cost_figure(profile)
+        if cost:
+            figures["cost"] = cost
+        cache = _cache_figure(profile)
+        if cache:
+            figures["cache"] = cache
 
         parts = [
             "<!DOCTYPE html>",
@@ -302,6 +373,16 @@ class HtmlRenderer:
                     f"<li><code>{html.escape(u.name)}</code> × {u.calls}"
                     + (f" (closest: <code>{html.escape(u.closest)}</code>)" if u.closest else "")
                     + "</li>" for u in section.unknown_tool_calls) + "</ul>")
+        if cost or (profile.summary().cost is not None):
+            parts.append("<h2>What it cost</h2>")
+            parts.append(_cost_text(profile))
+            if cost:
+                parts.append('<div id="chart-cost" class="chart"></div>')
+        if cache:
+            parts.append("<h2>Prompt cache</h2>")
+            parts.append('<p class="muted">Each prompt, and the cache reads the provider\'s rules predict from what it '
+                         "shares with the previous prompt of its conversation, beside the reported ones.</p>")
+            parts.append('<div id="chart-cache" class="chart"></div>')
         parts.append("<h2>Context window</h2>")
         parts.append(f'<p class="muted">Each prompt as a share of a {window:,}-token window, with lines at '
                      + " and ".join(f"{level:.0%}" for level in levels) + ".</p>")

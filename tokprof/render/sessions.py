@@ -30,6 +30,7 @@ class SessionsTableRenderer:
                    Column("compact.", "cmp.", drop=1), Column("billed input", "billed"),
                    Column("reported", drop=3)]
         columns += [Column(SHORT.get(name, name), TINY.get(name)) for name in names]
+        columns.append(Column("cost", drop=4))
         rows = []
         for row in report.sessions:
             shares = row.shares()
@@ -37,12 +38,13 @@ class SessionsTableRenderer:
                 safe(row.session[:ID_WIDTH]), safe(re.sub(r"-\d{8}$", "", row.model or "-")), f"{row.calls:,}",
                 f"{row.compactions:,}", f"{row.billed_input:,}",
                 "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
-                *(f"{shares.get(name, 0.0):.1%}" for name in names),
+                *(f"{shares.get(name, 0.0):.1%}" for name in names), _cost(row.cost, row.priced),
             ])
         reported = totals.billed_input_reported
         rows.append([
             "[bold]total[/bold]", "", f"{totals.calls:,}", f"{totals.compactions:,}", f"{totals.billed_input:,}",
             "-" if reported is None else f"{reported:,}", *(f"{totals.shares.get(name, 0.0):.1%}" for name in names),
+            _cost(totals.cost, totals.priced),
         ])
         console.print(fit_table(console, columns, rows))
         for label, key in (("ESTIMATE", "estimate"), ("INFERRED", "inferred")):
@@ -52,6 +54,11 @@ class SessionsTableRenderer:
                     texts[getattr(row, key)] = texts.get(getattr(row, key), 0) + 1
             for text, count in texts.items():
                 console.print(f"[bold]{label}[/bold] ({count} session{'s' if count != 1 else ''}): {safe(text)}")
+        for row in report.sessions:
+            if row.unpriced:
+                console.print(f"  unpriced calls in {safe(row.session[:ID_WIDTH])}: {safe(row.unpriced)}")
+        if any(not row.priced for row in report.sessions):
+            console.print("  +cost: some calls have no price, and are not in it")
         if "unrecorded" in names:
             console.print("  *unrec.: the 'unrecorded' bucket; give what the logs do not record with --system and --tools")
         for row in report.sessions:
@@ -76,14 +83,26 @@ class SessionsCsvRenderer:
         writer = csv.writer(out, lineterminator="\n")
         names = report.bucket_names()
         writer.writerow(["session", "path", "format", "model", "calls", "compactions", "billed_input",
-                         "billed_input_reported", *names, "exact"])
+                         "billed_input_reported", *names, "exact", "cache_read_reported", "cache_write_reported",
+                         "cost", "priced"])
         for row in report.sessions:
             writer.writerow([
                 row.session, row.path, row.format, row.model or "", row.calls, row.compactions, row.billed_input,
                 "" if row.billed_input_reported is None else row.billed_input_reported,
                 *(row.buckets.get(name, 0) for name in names), "true" if row.exact else "false",
+                "" if row.cache_read_reported is None else row.cache_read_reported,
+                "" if row.cache_write_reported is None else row.cache_write_reported,
+                "" if row.cost is None else f"{row.cost:.8f}".rstrip("0").rstrip("."), "true" if row.priced else "false",
             ])
         return out.getvalue()
+
+
+def _cost(value: float | None, priced: bool) -> str:
+    from tokprof.render.money import dollars
+
+    if value is None:
+        return "unpriced"
+    return dollars(value) + ("" if priced else "+")
 
 
 SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRenderer, "csv": SessionsCsvRenderer}

@@ -7,6 +7,7 @@ from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
+from tokprof.render.money import cache_lines, call_cost, cost_lines, usage_lines
 
 LABELS = {
     "system": "system",
@@ -51,15 +52,20 @@ class TableRenderer:
         if reported:
             columns += [Column("reported", drop=2),
                         Column("computed vs reported" if model.exact else "proxy vs reported", "vs rep.", drop=3)]
+        priced = any(c.cost is not None and c.cost.priced for c in profile.calls)  # else the summary says why
+        if priced:
+            columns.append(Column("cost", drop=4))
         first, last = shown_rows(profile.calls, options.calls)
-        rows = [self._cells(row, names, reported) for row in first]
+        rows = [self._cells(row, names, reported, priced) for row in first]
         if last:
             rows.append(["…"] + [""] * (len(columns) - 1))
-            rows += [self._cells(row, names, reported) for row in last]
+            rows += [self._cells(row, names, reported, priced) for row in last]
         console.print(fit_table(console, columns, rows))
         if last:
             hidden = len(profile.calls) - len(first) - len(last)
             console.print(f"  {hidden:,} of {len(profile.calls):,} calls not shown (--calls all shows every call)")
+        if any(c.cost is not None and c.cost.basis == "computed" and c.cost.priced for c in profile.calls):
+            console.print("  *cost of the computed prompt: the call reports no usage (an estimate; output not priced)")
         console.print()
 
         console.print("[bold]Summary[/bold]")
@@ -82,7 +88,7 @@ class TableRenderer:
         return out.getvalue()
 
     @staticmethod
-    def _cells(row: CallRow, names: tuple[str, ...], reported: bool) -> list[str]:
+    def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False) -> list[str]:
         cells = [str(row.index), *(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
         if reported:
             diff = row.difference()
@@ -90,6 +96,8 @@ class TableRenderer:
                 cells += [f"{row.reported.prompt:,}", f"{diff[1]:+.1%}"]
             else:
                 cells += ["-", "-"]
+        if priced:
+            cells.append(call_cost(row.cost))
         return cells
 
     @staticmethod
@@ -110,9 +118,8 @@ class TableRenderer:
                 ("billed input, reported", f"{usage.billed_input:,} tokens "
                  f"({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)")
             )
-            for tokens, label in ((usage.cache_read, "cache reads"), (usage.cache_write, "cache writes")):
-                if tokens:
-                    lines.append((f"  {label}, reported", f"{tokens:,} tokens"))
+            placeholder = any(w.code == "usage-at-stream-start" for w in profile.warnings)
+            lines += usage_lines(usage, placeholder)
             check = summary.reconciliation
             if check:
                 lines.append(
@@ -126,6 +133,9 @@ class TableRenderer:
             lines.append(
                 (f"  {LABELS[name]}", f"{summary.buckets_billed[name]:>12,}  {summary.shares[name]:6.1%}{label}")
             )
+        models = list(dict.fromkeys((c.cost.model, c.cost.provider) for c in profile.calls if c.cost and c.cost.priced))
+        lines += [(safe(k), safe(v)) for k, v in cost_lines(summary.cost, models)]
+        lines += [(safe(k), safe(v)) for k, v in cache_lines(summary.cache)]
         if len(threads) > 1:
             for thread in threads:
                 who = "main conversation" if thread.thread is None else f"subagent {safe(thread.thread)}"

@@ -1,0 +1,130 @@
+"""Cost and cache lines, as every text renderer writes them: dollars, and what each figure rests on."""
+
+from __future__ import annotations
+
+from tokprof.costs import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
+from tokprof.profiling import Reported
+
+PART_LABELS = {"input": "uncached input", "cache_write": "cache writes", "cache_read": "cache reads",
+               "output": "output"}
+BUCKET_LABELS = {"system": "system", "tool_definitions": "tool defs", "tool_results": "tool results",
+                 "conversation": "conversation", "unrecorded": "unrecorded"}
+
+
+def dollars(value: float | None) -> str:
+    """An amount in US dollars: cents from a dollar up, more digits below."""
+    if value is None:
+        return "-"
+    if value == 0:
+        return "$0"
+    if value >= 1:
+        return f"${value:,.2f}"
+    if value >= 0.01:
+        return f"${value:.3f}"
+    if value >= 0.0001:
+        return f"${value:.4f}"
+    return "<$0.0001"
+
+
+def call_cost(cost: CallCost | None) -> str:
+    """A call's cost for a table cell: dollars, ``unpriced``, or ``-`` when it was not priced."""
+    if cost is None:
+        return "-"
+    if not cost.priced:
+        return "unpriced"
+    return dollars(cost.total) + ("*" if cost.basis == "computed" else "")
+
+
+def unpriced_text(summary: CostSummary) -> str:
+    return "; ".join(f"{u.reason}" + (f", {u.calls} calls" if u.calls > 1 else "") for u in summary.unpriced)
+
+
+def source_text(summary: CostSummary, models: list[tuple[str | None, str | None]]) -> str:
+    """Where the prices come from: genai-prices' bundled data and its version, or the user's rates."""
+    sources = []
+    for source in summary.sources:
+        if source == "genai-prices":
+            sources.append(f"genai-prices {summary.source_version or ''} bundled data".replace("  ", " "))
+        else:
+            sources.append(f"rates from {source}")
+    named = ", ".join(f"{model} ({provider})" if provider else str(model) for model, provider in models if model)
+    return (f"{named}, " if named else "") + " and ".join(sources)
+
+
+def cost_lines(summary: CostSummary | None, models: list[tuple[str | None, str | None]]) -> list[tuple[str, str]]:
+    """The summary's cost lines, as (key, value)."""
+    if summary is None:
+        return []
+    if summary.total is None:
+        return [("cost", f"unpriced ({unpriced_text(summary)})")]
+    head = dollars(summary.total)
+    if summary.basis == "computed":
+        head += " (estimate: the log reports no usage; priced on computed prompts, no cache, output not priced)"
+    elif summary.basis == "mixed":
+        head += " (calls without usage priced on computed prompts: an estimate)"
+    lines = [("cost", f"{head}; {source_text(summary, models)}")]
+    if not summary.priced:
+        lines.append(("  unpriced", f"{summary.calls_unpriced} of {summary.calls_priced + summary.calls_unpriced} "
+                      f"calls, not in the total ({unpriced_text(summary)})"))
+    placeholder = any("under-reported" in note for note in summary.notes)
+    lifetime = any(note == WRITES_AT_5M for note in summary.notes)
+    for part, label in PART_LABELS.items():
+        value = getattr(summary, part)
+        if part == "cache_write" and not value:
+            continue  # no cache writes (OpenAI reports none)
+        text = dollars(value)
+        if part == "output" and placeholder:
+            text += " (under-reported: the log's output counts are placeholders)"
+        if part == "cache_write" and lifetime:
+            text += " (at the 5-minute rate: their lifetime is not known)"
+        lines.append((f"  {label}", text))
+    if summary.other:
+        lines.append(("  other", dollars(summary.other) + " (what the price has beyond tokens)"))
+    if summary.without_cache is not None and summary.without_cache > (summary.total or 0):
+        saved = summary.without_cache - (summary.total or 0)
+        lines.append(("  without a cache", f"{dollars(summary.without_cache)} (all input at the input price: "
+                      f"the cache saved {dollars(saved)})"))
+    if summary.buckets:
+        order = sorted(summary.buckets.items(), key=lambda item: -item[1])
+        shown = ", ".join(f"{BUCKET_LABELS.get(k, k)} {dollars(v)}" for k, v in order if v > 0)
+        estimate = any("estimate" in note and "bucket" in note for note in summary.notes)
+        lines.append(("  prompt by bucket", shown + (" (estimate)" if estimate else "")))
+    if summary.largest_call is not None:
+        lines.append(("  costliest call", f"{dollars(summary.largest_call)} (call {summary.largest_call_index})"))
+    return lines
+
+
+def usage_lines(usage: Reported, placeholder: bool) -> list[tuple[str, str]]:
+    """The reported billed input split into uncached input, cache writes, cache reads and output."""
+    lines = []
+    if usage.uncached_input is not None and (usage.cache_read or usage.cache_write):
+        lines.append(("  uncached input", f"{usage.uncached_input:,} tokens"))
+    if usage.cache_write:
+        split = ""
+        if usage.cache_write_5m is not None or usage.cache_write_1h is not None:
+            split = f" (5 min: {usage.cache_write_5m or 0:,}; 1 h: {usage.cache_write_1h or 0:,})"
+        lines.append(("  cache writes, reported", f"{usage.cache_write:,} tokens{split}"))
+    if usage.cache_read:
+        share = f" ({usage.hit_rate:.1%} of the prompts)" if usage.hit_rate is not None else ""
+        lines.append(("  cache reads, reported", f"{usage.cache_read:,} tokens{share}"))
+    if usage.output is not None:
+        lines.append(("  output, reported", f"{usage.output:,} tokens"
+                      + (" (placeholders: under-reported)" if placeholder else "")))
+    return lines
+
+
+def cache_lines(cache: CacheSummary | None) -> list[tuple[str, str]]:
+    """The computed cache: predicted reads beside the reported ones, and the misses."""
+    if cache is None or cache.predicted is None:
+        return []
+    text = f"predicted reads {cache.predicted:,} ({cache.hit_rate_predicted or 0:.1%})"
+    if cache.reported is not None:
+        text += f" vs reported {cache.reported:,} ({cache.hit_rate_reported or 0:.1%})"
+    text += f"; {' and '.join(cache.rules)} rules"
+    if any("estimated" in note for note in cache.notes):
+        text += ", estimate"
+    lines = [("cache, computed", text)]
+    if cache.misses:
+        lines.append(("  misses", ", ".join(f"{code} {n}" for code, n in cache.misses.items())
+                      + " (calls[].cache in the JSON says why)"))
+    return lines
