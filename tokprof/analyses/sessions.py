@@ -27,6 +27,7 @@ class SessionRow:
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
     warnings: list[str] = field(default_factory=list)  # the codes of the session's warnings
     mean_relative_difference: float | None = None  # computed vs reported, when reported
+    weighted_relative_difference: float | None = None  # the same, weighted by tokens (what warnings use)
     cost: float | None = None  # US dollars, over the priced calls (None: none priced)
     priced: bool = False  # every call priced
     unpriced: str | None = None  # why some calls are not, when they are not
@@ -52,6 +53,8 @@ class SessionRow:
             inferred=profile.inferred,
             warnings=[w.code for w in profile.warnings],
             mean_relative_difference=summary.reconciliation.mean_relative_difference if summary.reconciliation else None,
+            weighted_relative_difference=(summary.reconciliation.weighted_relative_difference
+                                          if summary.reconciliation else None),
             cost=summary.cost.total if summary.cost else None,
             priced=bool(summary.cost and summary.cost.priced),
             unpriced="; ".join(u.reason for u in summary.cost.unpriced) if summary.cost and summary.cost.unpriced else None,
@@ -79,6 +82,7 @@ class SessionRow:
             "estimate": self.estimate,
             "inferred": self.inferred,
             "mean_relative_difference": self.mean_relative_difference,
+            "weighted_relative_difference": self.weighted_relative_difference,
             "cache_read_reported": self.cache_read_reported,
             "cache_write_reported": self.cache_write_reported,
             "cost": None if self.cost is None else round(self.cost, 8),

@@ -63,8 +63,8 @@ class SessionsTableRenderer:
             console.print("  *unrec.: the 'unrecorded' bucket; give what the logs do not record with --system and --tools")
         for row in report.sessions:
             if row.warnings:
-                differs = row.mean_relative_difference
-                detail = f" (computed vs reported: {differs:.1%} mean)" if differs is not None else ""
+                differs = row.weighted_relative_difference
+                detail = f" (computed vs reported: {differs:.1%} of the reported tokens)" if differs is not None else ""
                 console.print(f"[yellow]warnings[/yellow] {safe(row.session[:ID_WIDTH])}: {safe(', '.join(row.warnings))}{detail}")
         console.print("  one session's calls: tokprof profile DIR --session ID (the start of the id is enough)")
         for skipped in report.skipped:
