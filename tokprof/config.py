@@ -27,7 +27,7 @@ METRICS: dict[str, tuple[str, bool, str]] = {
     "unused_tool_waste": ("share", True, "unused tools' cost as a share of billed input"),
 }
 LEVELS = ("error", "warn")
-TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets"}
+TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets", "whatif"}
 BUDGET_KEYS = {"max", "level", "max_increase", "not_recorded"}
 #: What a budget does when the log does not record what its metric rests on: fail (the default) or skip.
 NOT_RECORDED_CHOICES = ("fail", "skip")
@@ -93,6 +93,7 @@ class Config:
     baseline: str | None = None
     max_increase: Increase | None = None
     budgets: dict[str, Budget] = field(default_factory=dict)
+    whatif: tuple[str, ...] | None = None  # the policies of tokprof whatif, when named
 
     def resolve(self, path: str | None) -> str | None:
         """A path the configuration names, relative to the configuration file's folder."""
@@ -163,6 +164,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             setattr(config, key, data[key])
     if "max_increase" in data:
         config.max_increase = parse_increase(data["max_increase"], _where(path, prefix, "max_increase"))
+    if "whatif" in data:
+        config.whatif = _policies(data["whatif"], _where(path, prefix, "whatif"))
     budgets = data.get("budgets", {})
     if not isinstance(budgets, dict):
         raise ConfigError(f"{_where(path, prefix, 'budgets')}: expected a table of metric = budget")
@@ -191,6 +194,20 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             budget.max = parse_limit(spec, metric, where)
         config.budgets[metric] = budget
     return config
+
+
+def _policies(value: Any, where: str) -> tuple[str, ...]:
+    """``whatif = ["full", "cap:4000", …]``: the policies, each checked."""
+    from tokprof.transforms.policies import PolicyError, parse_policy
+
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and text_ok(v) for v in value):
+        raise ConfigError(f"{where}: expected a list of policies like [\"full\", \"cap:4000\"], found {_shown(value)}")
+    for policy in value:
+        try:
+            parse_policy(policy)
+        except PolicyError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return tuple(value)
 
 
 def _load_toml(path: Path, data: bytes | None = None) -> dict:
