@@ -49,7 +49,8 @@ COMPACT_INSTRUCTION = (
 )
 #: How the summary that replaces the history starts (a user message), followed by the summary.
 SUMMARY_HEADER = "This session is being continued from a previous conversation. Summary:\n"
-#: The stand-in for a summary the log does not have: this line, then filler words, S tokens in all.
+#: The stand-in for a summary the log does not have: this line, then filler words, S tokens in all
+#: (counted alone; a stand-in shorter than the line is the filler words alone).
 STAND_IN = "[a stand-in made by tokprof for a summary of {tokens:,} tokens]"
 STAND_IN_WORD = " summary"
 
@@ -158,9 +159,8 @@ class Compact:
         return base if self.summary_tokens == 2000 else f"{base}:{self.summary_tokens}"
 
     def describe(self) -> str:
-        return (f"history replaced by a summary when a prompt would exceed {self.percent:g}% of the context window "
-                f"(the log's own summary, else a stand-in of {self.summary_tokens:,} tokens); the summarising call "
-                "is billed")
+        return (f"history replaced by a summary (the log's own, else a stand-in of {self.summary_tokens:,} tokens) "
+                f"when a prompt would exceed {self.percent:g}% of the context window")
 
 
 @dataclass(frozen=True)
@@ -543,18 +543,24 @@ class _Replayer:
         assert self.counter is not None
         head = STAND_IN.format(tokens=tokens)
         base = self.counter.text(head)
+        if base > tokens:  # too short for the line that says what it is: filler alone
+            head, base = "", 0
         per = max(1, self.counter.text(head + STAND_IN_WORD * 100) - base) / 100
         words = max(0, int((tokens - base) / per))
 
+        def made(n: int) -> str:
+            text = head + STAND_IN_WORD * n
+            return text if head else text.lstrip()
+
         def count(n: int) -> int:
             assert self.counter is not None
-            return self.counter.text(head + STAND_IN_WORD * n)
+            return self.counter.text(made(n))
 
         while words > 0 and count(words) > tokens:
             words -= 1
         while count(words + 1) <= tokens:
             words += 1
-        self.stand_ins[tokens] = text = head + STAND_IN_WORD * words
+        self.stand_ins[tokens] = text = made(words)
         return text
 
     def _compact(self, call: Call, fresh: int, extends: bool) -> tuple[list[dict], list[Call]]:
