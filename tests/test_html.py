@@ -112,3 +112,19 @@ def test_report_renders_in_chromium(sample_report, tmp_path):
     assert "data-js-errors" not in root, root
     assert 'data-charts-rendered="5"' in root  # tokens per call, what each call added, tools, window, results
     assert dom.count('class="main-svg"') >= 3  # plotly drew its SVG layers
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package chromium)")
+def test_whatif_report_renders_in_chromium(tmp_path):
+    page = tmp_path / "whatif.html"
+    assert main(["whatif", str(SAMPLE), "-p", "compact:30", "-p", "cap:2000", "--html", str(page), "-o",
+                 str(tmp_path / "w.txt"), "--no-progress"]) == 0
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000", "--dump-dom", page.as_uri(),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    root = re.search(r"<html[^>]*>", result.stdout).group(0)
+    assert "data-js-errors" not in root, root
+    assert 'data-charts-rendered="7"' in root  # the profile's five, billed input per policy, prompts per call

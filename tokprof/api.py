@@ -447,9 +447,12 @@ def whatif(
     chat = _model_for(trace, model, chat_template)
     with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
-            return _whatif(trace, chat, parsed, window=window, on_call=advance)
+            report = _whatif(trace, chat, parsed, window=window, on_call=advance)
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
+    if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue
+        report.baseline = attach_catalogue(report.baseline, trace, chat)
+    return report
 
 
 def load_config(path: PathLike | None = None) -> Config:

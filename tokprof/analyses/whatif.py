@@ -288,23 +288,30 @@ def whatif(
         if on_call is not None and not isinstance(call, AddedCall):
             on_call()
 
-    baseline, shared, rendered = _profile(trace, model, step)
+    baseline, base_shared, base_rendered = _profile(trace, model, step)
     if window is None:
         window = baseline.model.context_window
         if window is None and not model.exact:
             window = known_window([trace.model] + [c.model for c in trace.calls])
     report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
                           warnings=list(baseline.warnings), baseline=baseline)
-    full = _result(ordered[0], trace, baseline, shared, rendered, None, window, trace.calls)
+    full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls)
     report.policies.append(full)
     fixed: dict[tuple, int] = {}
     known: dict[tuple, tuple[object, int]] = {}
-    for call, row, count in zip(trace.calls, baseline.calls, rendered):
+    for call, row, count in zip(trace.calls, baseline.calls, base_rendered):
         fixed.setdefault((call.model, call.thread), _fixed(row))
         known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
     for policy in ordered[1:]:
         counter = PromptCounter(model, fixed, known) if needs_counter(policy) else None
         transformed = apply(trace, policy, counter, window)
+        if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
+            # the policy changes no call: its profile is full's, call for call
+            for call in trace.calls:
+                step(call)
+            report.policies.append(_result(policy, transformed, baseline, base_shared, base_rendered, full, window,
+                                           trace.calls))
+            continue
         profile, shared, rendered = _profile(transformed, model, step)
         report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls))
     return report

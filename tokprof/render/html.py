@@ -52,7 +52,8 @@ ul.warn li { color: #bf8700; }
 table.results, table.whatif { border-collapse: collapse; font-size: 0.9rem; margin: 8px 0 16px; }
 table.results td, table.results th, table.whatif td, table.whatif th { padding: 4px 10px; text-align: right;
   border-bottom: 1px solid var(--card); }
-table.results td:nth-child(2), table.whatif td:first-child, table.whatif td:last-child { text-align: left; }
+table.results td:nth-child(2), table.results th:nth-child(2), table.whatif td:first-child,
+table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-child { text-align: left; }
 """
 
 

@@ -96,7 +96,7 @@ class WhatIfTableRenderer:
             )
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
-        return out.getvalue()
+        return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())  # no padding at line ends
 
 
 # -- HTML ------------------------------------------------------------------------------------------
