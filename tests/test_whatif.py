@@ -459,3 +459,16 @@ def test_carry_cost_in_the_html_report(tmp_path):
     assert main(["report", str(SAMPLE), "-o", str(target), "--no-progress"]) == 0
     page = target.read_text()
     assert "Which tool results cost most" in page and 'id="chart-results"' in page
+
+
+def test_without_a_context_window(model_dir, capsys):
+    log = FIXTURES / "good_transcript.json"
+    assert main(["whatif", str(log), "--model", str(model_dir), "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "compact:80" not in [p["policy"] for p in doc["policies"]]
+    assert doc["context_window"] is None and doc["policies"][0]["calls_over_window"] is None
+    assert any(w["code"] == "window-unknown" for w in doc["warnings"])
+    assert main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50"]) == 2
+    assert "--window N" in capsys.readouterr().err
+    assert main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50", "--window", "50", "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["context_window"] == 50

@@ -445,6 +445,14 @@ def whatif(
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
     chat = _model_for(trace, model, chat_template)
+    notes = []
+    if policies is None and window is None and _window_of(trace, chat) is None:
+        from tokprof.transforms.policies import Compact
+
+        left = [p.spec for p in parsed if isinstance(p, Compact)]
+        parsed = [p for p in parsed if not isinstance(p, Compact)]
+        notes.append(Note("window-unknown", f"the model's context window is not known: {', '.join(left)} of the "
+                          "default policies is left out, and no call is counted over the window (give --window N)"))
     with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
             report = _whatif(trace, chat, parsed, window=window, on_call=advance)
@@ -452,7 +460,18 @@ def whatif(
             raise InputError(trace.path, None, str(exc)) from None
     if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue
         report.baseline = attach_catalogue(report.baseline, trace, chat)
+    report.warnings += notes
     return report
+
+
+def _window_of(trace: Trace, chat: ChatModel) -> int | None:
+    """The context window a what-if measures against when none is given: the model's, for an estimate
+    the log's model's when known (as a profile's model says)."""
+    from tokprof.models.known import context_window
+
+    if not chat.exact:
+        return context_window([trace.model] + [c.model for c in trace.calls]) or chat.context_window
+    return chat.context_window
 
 
 def load_config(path: PathLike | None = None) -> Config:

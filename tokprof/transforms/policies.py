@@ -179,7 +179,7 @@ class ClearToolUses:
 
 Policy = Union[Full, Window, WindowTokens, Elide, Cap, UserVerbatim, Compact, ClearToolUses]
 
-#: name -> (class, its parameters' names, how many may be given at most, at least)
+#: name -> (class, the names of its parameters, in order)
 _POLICIES: dict[str, tuple[type, tuple[str, ...]]] = {
     "full": (Full, ()),
     "window": (Window, ("N",)),
@@ -190,7 +190,6 @@ _POLICIES: dict[str, tuple[type, tuple[str, ...]]] = {
     "compact": (Compact, ("P", "S")),
     "clear-tool-uses": (ClearToolUses, ("TRIGGER", "KEEP")),
 }
-_NUMBER = re.compile(r"[0-9][0-9_,]*")
 MAX_PARAMETER = 10**12
 
 
@@ -451,6 +450,8 @@ class _Replayer:
             kept = self._cap(messages, fresh, policy.chars)
         elif isinstance(policy, UserVerbatim):
             limit = min(_turn_start(messages, policy.turns), fresh)
+            while 0 < limit < len(messages) and messages[limit]["role"] == "tool":  # a new result keeps its call
+                limit -= 1
             kept = [m for i, m in enumerate(messages) if i >= limit or m["role"] in (*ALWAYS_KEPT, "user")]
         elif isinstance(policy, Compact):
             kept, added = self._compact(call, fresh, extends)
