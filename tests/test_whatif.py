@@ -472,3 +472,15 @@ def test_without_a_context_window(model_dir, capsys):
     assert "--window N" in capsys.readouterr().err
     assert main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50", "--window", "50", "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["context_window"] == 50
+
+
+def test_the_docs_show_the_real_output_on_the_sample(monkeypatch, capsys):
+    """docs/whatif.md (the README's section) shows `tokprof whatif` on the sample as it is, at 100 columns."""
+    text = (ROOT / "docs" / "whatif.md").read_text(encoding="utf-8")
+    command = "$ tokprof whatif samples/incident_session.json\n"
+    start = text.index(command) + len(command)
+    shown = text[start:text.index("```", start)]
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.chdir(ROOT)
+    assert main(["whatif", "samples/incident_session.json", "--no-progress"]) == 0
+    assert capsys.readouterr().out == shown
