@@ -23,7 +23,7 @@ def test_json_schema(capsys):
     code, out, _ = run(["profile", str(FIXTURES / "good_records.jsonl"), "--format", "json"], capsys)
     assert code == 0
     doc = json.loads(out)
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert set(doc) >= {"model", "calls", "summary", "warnings", "source"}
     assert doc["model"]["name"] == "qwen2.5" and doc["model"]["exact"] is True
     billed = 0

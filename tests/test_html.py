@@ -55,7 +55,7 @@ def figures(text: str) -> dict:
 
 def test_axes_read_as_whole_calls_and_round_counts(sample_report):
     figs = figures(sample_report.read_text(encoding="utf-8"))
-    assert set(figs) == {"buckets", "added", "tools", "window"}
+    assert set(figs) == {"buckets", "added", "tools", "window", "results"}
     for name in ("buckets", "added", "window"):
         axis = figs[name]["layout"]["xaxis"]
         assert axis["tickformat"] == "d" and isinstance(axis["dtick"], int) and axis["dtick"] >= 1
@@ -110,5 +110,21 @@ def test_report_renders_in_chromium(sample_report, tmp_path):
     assert "<html" in dom, result.stderr[-2000:]
     root = re.search(r"<html[^>]*>", dom).group(0)  # the page records script errors and rendered charts here
     assert "data-js-errors" not in root, root
-    assert 'data-charts-rendered="4"' in root  # tokens per call, what each call added, tools, window
+    assert 'data-charts-rendered="5"' in root  # tokens per call, what each call added, tools, window, results
     assert dom.count('class="main-svg"') >= 3  # plotly drew its SVG layers
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package chromium)")
+def test_whatif_report_renders_in_chromium(tmp_path):
+    page = tmp_path / "whatif.html"
+    assert main(["whatif", str(SAMPLE), "-p", "compact:30", "-p", "cap:2000", "--html", str(page), "-o",
+                 str(tmp_path / "w.txt"), "--no-progress"]) == 0
+    command = [
+        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000", "--dump-dom", page.as_uri(),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    root = re.search(r"<html[^>]*>", result.stdout).group(0)
+    assert "data-js-errors" not in root, root
+    assert 'data-charts-rendered="7"' in root  # the profile's five, billed input per policy, prompts per call

@@ -19,7 +19,7 @@ SAMPLES = ROOT / "samples"
 SAMPLE = SAMPLES / "incident_session.json"
 CORPUS = Path(os.environ.get("TOKPROF_CORPUS") or ROOT.parent / "shared" / "corpus")
 COMPACTED = CORPUS / "claude_code_2.1_compacted"
-KINDS = ("profile", "tools", "check", "sessions")
+KINDS = ("profile", "tools", "check", "sessions", "whatif")
 
 
 def _schema_files() -> dict[str, dict]:
@@ -207,3 +207,40 @@ def test_sessions_of_the_compacted_corpus_directory(validators, capsys):
     doc = run_json(["profile", str(COMPACTED)], capsys)
     assert_valid(validators, "sessions", doc)
     assert doc["totals"]["compactions"] >= 1
+
+
+# -- whatif ------------------------------------------------------------------------------------------
+def test_whatif_of_the_sample(validators, capsys):
+    doc = run_json(["whatif", str(SAMPLE), "-p", "compact:30", "-p", "window-tokens:20000",
+                    "-p", "clear-tool-uses:30000:2"], capsys)
+    assert_valid(validators, "whatif", doc)
+    assert [p["policy"] for p in doc["policies"]][:2] == ["full", "compact:30"]
+    assert any(c["kind"] == "summary" for c in doc["policies"][1]["per_call"])
+
+
+@pytest.mark.parametrize("name", ["good_transcript.json", "good_records.jsonl"])
+def test_whatif_of_the_fixtures(validators, name, capsys):
+    assert_valid(validators, "whatif", run_json(["whatif", str(FIXTURES / name)], capsys))
+
+
+def test_whatif_of_the_compacted_claude_code_session(validators, capsys):
+    log = COMPACTED / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+    if not log.exists():
+        pytest.skip("the corpus is not here")
+    doc = run_json(["whatif", str(log), "-p", "window:20", "-p", "compact:40"], capsys)
+    assert_valid(validators, "whatif", doc)
+    assert not doc["exact"] and doc["policies"][2]["summaries"] >= 1
+
+
+def test_the_whatif_schema_is_strict(validators, capsys):
+    good = run_json(["whatif", str(FIXTURES / "good_transcript.json"), "-p", "cap:5"], capsys)
+    bad = [
+        lambda d: d.update(surprise=1),
+        lambda d: d["policies"][0].update(surprise=1),
+        lambda d: d["policies"][0]["per_call"][0].update(kind="retry"),
+        lambda d: d["policies"][0].pop("shared_prefix"),
+    ]
+    for change in bad:
+        doc = json.loads(json.dumps(good))
+        change(doc)
+        assert not validators["whatif"].is_valid(doc)

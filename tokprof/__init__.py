@@ -37,11 +37,13 @@ _EXPORTS = {
     "tools_report": "tokprof.api",
     "check": "tokprof.api",
     "load_config": "tokprof.api",
+    "whatif": "tokprof.api",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
     "CheckResult": "tokprof.analyses.budgets",
     "SessionsReport": "tokprof.analyses.sessions",
+    "WhatIfReport": "tokprof.analyses.whatif",
     "Config": "tokprof.config",
     "TokprofError": "tokprof.errors",
     "InputError": "tokprof.errors",
@@ -56,9 +58,10 @@ if TYPE_CHECKING:
     from tokprof.analyses.budgets import CheckResult
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
+    from tokprof.analyses.whatif import WhatIfReport
     from tokprof.api import (
         Buckets, Model, check, get_model, load_config, profile, profile_directory, profile_file, read_log,
-        tools_report,
+        tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError
     from tokprof.costs import Rates

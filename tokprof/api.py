@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from threading import Lock
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from tokprof.analyses import budgets
 from tokprof.analyses.cost import UserPrice, attach_cost, parse_price
@@ -28,6 +28,9 @@ from tokprof.models import DEFAULT_MODEL, auto_model, label, resolve_model
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.profiling import Profile, profile_trace
 from tokprof.trace import Call, Note, Trace
+
+if TYPE_CHECKING:
+    from tokprof.analyses.whatif import WhatIfReport
 
 #: A progress report: True for a bar on standard error when it is a terminal, or a function
 #: called with (steps done, steps in all) after each step.
@@ -545,6 +548,62 @@ def tools_report(
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
 
 
+# -- what-if ------------------------------------------------------------------------------------------
+def whatif(
+    log: PathLike | Trace,
+    policies: Sequence[str] | None = None,
+    model: str | Model | None = None,
+    *,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    window: int | None = None,
+    progress: Progress = False,
+) -> "WhatIfReport":
+    """Replay a log under context policies (``window:20``, ``compact:80``, …; None: the default set),
+    every prompt counted exactly like a profile's, ``full`` (the log as it is) first. ``window`` is
+    the context window in tokens (default: the model's). Raises :class:`TokprofError` for a policy
+    that does not parse (the message lists the policies)."""
+    from tokprof.analyses.whatif import whatif as _whatif
+    from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
+
+    if isinstance(policies, str):
+        policies = [policies]
+    parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
+        raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    chat = _model_for(trace, model, chat_template)
+    notes = []
+    if policies is None and window is None and _window_of(trace, chat) is None:
+        from tokprof.transforms.policies import Compact
+
+        left = [p.spec for p in parsed if isinstance(p, Compact)]
+        parsed = [p for p in parsed if not isinstance(p, Compact)]
+        notes.append(Note("window-unknown", f"the model's context window is not known: {', '.join(left)} of the "
+                          "default policies is left out, and no call is counted over the window (give --window N)"))
+    with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
+        try:
+            report = _whatif(trace, chat, parsed, window=window, on_call=advance)
+        except RenderError as exc:
+            raise InputError(trace.path, None, str(exc)) from None
+    if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue
+        report.baseline = attach_catalogue(report.baseline, trace, chat)
+    report.warnings += notes
+    return report
+
+
+def _window_of(trace: Trace, chat: ChatModel) -> int | None:
+    """The context window a what-if measures against when none is given: the model's, for an estimate
+    the log's model's when known (as a profile's model says)."""
+    from tokprof.models.known import context_window
+
+    if not chat.exact:
+        return context_window([trace.model] + [c.model for c in trace.calls]) or chat.context_window
+    return chat.context_window
+
+
 def load_config(path: PathLike | None = None) -> Config:
     """The configuration in a file (a tokprof.toml, or a pyproject.toml's ``[tool.tokprof]``), or,
     with no path, the nearest one from the working directory upwards (empty when there is none)."""
@@ -639,6 +698,5 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
 
 __all__ = [
     "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
-    "run_check",
-    "profile_directory", "profile_file", "read_log", "tools_report", "ModelError",
+    "run_check", "profile_directory", "profile_file", "read_log", "tools_report", "whatif", "ModelError",
 ]

@@ -298,6 +298,7 @@ class Attributor:
         self._suffixes: dict[str, str] = {}  # generation_suffix_key -> the generation prompt written last
         self._threads: OrderedDict[bytes, _Thread] = OrderedDict()
         self._shape = model.prompt_format.shapes[0]
+        self._last: tuple | None = None  # the last call's (full render, token starts, clamped starts, b, labels, roles)
 
     # -- messages and keys -------------------------------------------------------------------
     def _prepare(self, call: Call, shape: str | None = None) -> tuple[list[dict], list[bytes], list[bytes]]:
@@ -624,10 +625,28 @@ class Attributor:
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
         lengths, starts_of, probes = prefixes
+        self._last = (full, tokens[0], starts, b, labels, roles)
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
         return result
+
+
+    # -- read-only views of the last call attributed -------------------------------------------------
+    def last_prompt(self) -> tuple[str, np.ndarray]:
+        """The last call's rendered prompt and the character offset at which each of its tokens starts."""
+        if self._last is None:
+            raise ValueError("no call attributed yet")
+        return self._last[0], self._last[1]
+
+    def message_tokens(self, k: int) -> int:
+        """The tokens of the last call's message k: those that start in its part of the prompt (from
+        where it starts to where the next message starts) and are counted in its bucket."""
+        if self._last is None:
+            raise ValueError("no call attributed yet")
+        _, _, starts, b, labels, roles = self._last
+        lo, hi = np.searchsorted(starts, [b[k], b[k + 1]], side="left")
+        return int(np.count_nonzero(labels[starts[lo:hi]] == roles[k]))
 
 
 def _paint_regions(size: int, b: list[int], roles: np.ndarray) -> np.ndarray:

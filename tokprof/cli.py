@@ -410,6 +410,84 @@ def report(
     return EXIT_OK
 
 
+def _policy_help() -> str:
+    from tokprof.transforms.policies import DEFAULT_POLICIES, SYNTAX
+
+    return (f"A context policy to replay the log under, repeatable: {', '.join(SYNTAX)}. Default: whatif in "
+            f"[tool.tokprof] or tokprof.toml, else {', '.join(DEFAULT_POLICIES)}. full is always shown first.")
+
+
+WHATIF_EXAMPLES = _esc(
+    "Examples:\n\n"
+    "  tokprof whatif samples/incident_session.json\n\n"
+    "  tokprof whatif session.jsonl -p cap:2000 -p elide:1 -p compact:70 -f json -o whatif.json\n\n"
+    "  tokprof whatif samples/incident_session.json --html report.html"
+)
+
+
+@app.command(epilog=WHATIF_EXAMPLES)
+def whatif(
+    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP.split("; or a saved profile")[0] + "."))],
+    policy: Annotated[Optional[list[str]], typer.Option(
+        "--policy", "-p", metavar="P", help=_esc(_policy_help()))] = None,
+    input_format: InputFormat = None,
+    tools: ToolsFile = None,
+    system: SystemFile = None,
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    window: Annotated[Optional[int], typer.Option(
+        "--window", metavar="N",
+        help="The context window in tokens (default: the model's): compact measures against it, and the calls "
+        "over it are counted.")] = None,
+    config: Annotated[Optional[str], typer.Option(
+        "--config", metavar="FILE",
+        help="The configuration whose whatif policies apply without --policy (default: found from the working "
+        "directory).")] = None,
+    fmt: Annotated[str, _format_option("whatif")] = "table",
+    output: Output = None,
+    html: Annotated[Optional[str], typer.Option(
+        "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Replay a log under context policies: what each would have billed, exactly.
+
+    Every call keeps its own new messages; a policy decides what of the earlier history each prompt
+    carries. Per policy: billed input, its saving against full, the largest prompt, the calls over the
+    context window, the billed input per bucket, and the prompt tokens a prefix cache could reuse.
+    """
+    from tokprof import api
+    from tokprof.render import render
+
+    _not_standard_input(log)
+    if window is not None and window <= 0:
+        raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
+    if os.path.isdir(log):
+        raise TokprofError(f"{log}: whatif replays one log: give a session file (tokprof profile DIR lists them)")
+    if _is_saved_profile(log):
+        raise TokprofError(f"{log}: a saved profile has no messages to replay: give the log it was made from")
+    policies = list(policy) if policy else None
+    if policies is None:
+        settings = api.load_config(config)
+        policies = list(settings.whatif) if settings.whatif else None
+    options = _options(fmt, output)
+    result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
+                        system=Path(system) if system else None, chat_template=chat_template, window=window,
+                        progress=not no_progress)
+    outputs = [(output, render("whatif", fmt, result, options))]
+    if html is not None:
+        if not html:
+            raise TokprofError("--html: expected a file name, found ''")
+        outputs.append((html, render("whatif", "html", result, options)))
+    _write(outputs)
+    return EXIT_OK
+
+
+def _is_saved_profile(path: str) -> bool:
+    from tokprof.profiling import Profile
+
+    return Profile.sniff(path)
+
+
 def _log_or_tools(command: str, log: Optional[str], tools_file: Optional[str], system: Optional[str]) -> None:
     """``tools`` and ``check`` take a log (with --tools and --system supplying what it does not record),
     or a tools file with an optional system prompt."""

@@ -34,7 +34,7 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 #: Metrics where more is better: a bare budget is a minimum, and a baseline fails on a fall.
 HIGHER_IS_BETTER = {"cache_hit_rate"}
 LEVELS = ("error", "warn")
-TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets", "prices"}
+TOP_KEYS = {"model", "chat_template", "baseline", "max_increase", "budgets", "prices", "whatif"}
 BUDGET_KEYS = {"max", "min", "level", "max_increase", "not_recorded"}
 #: What a budget does when the log does not record what its metric rests on: fail (the default) or skip.
 NOT_RECORDED_CHOICES = ("fail", "skip")
@@ -103,6 +103,7 @@ class Config:
     budgets: dict[str, Budget] = field(default_factory=dict)
     #: Rates per million tokens by model name ("*": every model), for models genai-prices does not price.
     prices: dict[str, Rates] = field(default_factory=dict)
+    whatif: tuple[str, ...] | None = None  # the policies of tokprof whatif, when named
 
     def resolve(self, path: str | None) -> str | None:
         """A path the configuration names, relative to the configuration file's folder."""
@@ -191,6 +192,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             config.prices[name] = parse_rates(rates, _where(path, prefix, f"prices.{name}"))
         except PriceError as exc:
             raise ConfigError(str(exc)) from None
+    if "whatif" in data:
+        config.whatif = _policies(data["whatif"], _where(path, prefix, "whatif"))
     budgets = data.get("budgets", {})
     if not isinstance(budgets, dict):
         raise ConfigError(f"{_where(path, prefix, 'budgets')}: expected a table of metric = budget")
@@ -223,6 +226,20 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             budget.max = parse_limit(spec, metric, where)
         config.budgets[metric] = budget
     return config
+
+
+def _policies(value: Any, where: str) -> tuple[str, ...]:
+    """``whatif = ["full", "cap:4000", …]``: the policies, each checked."""
+    from tokprof.transforms.policies import PolicyError, parse_policy
+
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) and text_ok(v) for v in value):
+        raise ConfigError(f"{where}: expected a list of policies like [\"full\", \"cap:4000\"], found {_shown(value)}")
+    for policy in value:
+        try:
+            parse_policy(policy)
+        except PolicyError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return tuple(value)
 
 
 def _load_toml(path: Path, data: bytes | None = None) -> dict:

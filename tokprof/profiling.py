@@ -16,6 +16,7 @@ from typing import Callable
 from tokprof import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
+from tokprof.carry import ResultTracker, ToolResultCosts
 from tokprof.catalogue import CatalogueSummary
 from tokprof.costs import CacheSummary, CallCache, CallCost, CostSummary, summarise
 from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
@@ -23,9 +24,9 @@ from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
 from tokprof.trace import Call, Note, Trace, Usage
 
-SCHEMA_VERSION = 2
-#: Saved profiles this version reads (version 1 lacks what version 2 added, which reads as absent).
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+#: Saved profiles this version reads (what an earlier version lacks reads as absent).
+READABLE_VERSIONS = (1, 2, 3)
 INFERENCE = (
     "the log does not record {what}: their tokens are inferred, per model and thread, as the first call's "
     "reported prompt minus its rendered messages, and counted in 'unrecorded' on every call"
@@ -274,6 +275,7 @@ class Summary:
     not_recorded: tuple[str, ...] = ()
     cost: CostSummary | None = None
     cache: CacheSummary | None = None
+    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.carry)
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -290,6 +292,8 @@ class Summary:
             out["threads"] = [t.to_dict() for t in self.threads]
         if self.catalogue is not None:
             out["catalogue"] = self.catalogue.to_dict()
+        if self.tool_result_costs is not None:
+            out["tool_result_costs"] = self.tool_result_costs.to_dict()
         if self.compactions:
             out["compactions"] = self.compactions
         if self.unrendered:
@@ -336,6 +340,7 @@ class Profile:
     not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
     ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.estimates)
     cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
+    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.carry)
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
@@ -403,6 +408,7 @@ class Profile:
             not_recorded=self.not_recorded,
             cost=summarise([(c.index, c.cost) for c in self.calls]),
             cache=self.cache_summary(),
+            tool_result_costs=self.tool_result_costs,
         )
 
     def cache_summary(self) -> CacheSummary | None:
@@ -511,6 +517,8 @@ class Profile:
                 not_recorded=tuple(summary.get("not_recorded") or ()),
                 ratios=dict((summary.get("estimate") or {}).get("ratios") or {}),
                 cache_notes=tuple((summary.get("cache") or {}).get("notes") or ()),
+                tool_result_costs=(ToolResultCosts.from_dict(summary["tool_result_costs"])
+                                   if summary.get("tool_result_costs") else None),
             )
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ProfileFileError(f"not a valid tokprof profile ({type(exc).__name__}: {exc})") from None
@@ -560,14 +568,19 @@ def _unrecorded(trace: Trace, call) -> bool:
 
 
 def profile_trace(
-    trace: Trace, model: ChatModel, on_call: Callable[[int], None] | None = None, source_name: str | None = None
+    trace: Trace, model: ChatModel, on_call: Callable[[int], None] | None = None, source_name: str | None = None,
+    attributor: Attributor | None = None,
 ) -> Profile:
-    """Attribute every call of a trace and gather the rows and warnings into a profile."""
-    attributor = Attributor(model)
+    """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
+    one of the model's to attribute with (a caller that reads its views of each call, in ``on_call``),
+    else a new one."""
+    attributor = attributor or Attributor(model)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
-    for call in trace.calls:
+    results = ResultTracker()
+    for position, call in enumerate(trace.calls):
         buckets = attributor.attribute(call)
+        results.observe(position, call, attributor.message_tokens)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] += tokens
@@ -621,10 +634,15 @@ def profile_trace(
     if not model.exact:  # an estimate stands in for the log's model: its window is that model's, when known
         window = context_window([trace.model] + [c.model for c in trace.calls])
         info = dataclasses.replace(info, context_window=window or info.context_window)
+    scale = None
+    if not model.exact:  # an estimate's results in its scaled units: as their call's tool_results bucket was scaled
+        scale = {p: found.buckets.get("tool_results", 0) / count.counts["tool_results"]
+                 for p, (count, found) in enumerate(zip(counted, estimates.calls)) if count.counts.get("tool_results")}
     profile = Profile(
         model=info, source=source, calls=rows, warnings=warnings, inferred=inference,
         compactions=trace.compactions, not_recorded=_not_recorded(trace),
         ratios={str(k) if k else "unnamed": round(v, 4) for k, v in estimates.ratios.items()},
+        tool_result_costs=results.costs(scale),
     )
     check = profile.reconciliation()
     if check and check.weighted_relative_difference > check.threshold:

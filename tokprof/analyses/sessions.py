@@ -7,7 +7,10 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tokprof.models.base import ModelInfo
-from tokprof.profiling import SCHEMA_VERSION, Profile
+from tokprof.profiling import Profile
+
+#: The sessions JSON's own version (the profile's went on to 3 without changing it).
+SCHEMA_VERSION = 2
 
 
 @dataclass

@@ -29,6 +29,12 @@ RENDERERS: dict[str, dict[str, str]] = {
         "json": "tokprof.render.tools:ToolsJsonRenderer",
         "csv": "tokprof.render.tools:ToolsCsvRenderer",
     },
+    "whatif": {
+        "table": "tokprof.render.whatif:WhatIfTableRenderer",
+        "json": "tokprof.render.whatif:WhatIfJsonRenderer",
+        "csv": "tokprof.render.whatif:WhatIfCsvRenderer",
+        "html": "tokprof.render.whatif:WhatIfHtmlRenderer",
+    },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",
         "markdown": "tokprof.render.check:CheckMarkdownRenderer",

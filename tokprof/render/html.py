@@ -11,6 +11,7 @@ import html
 import json
 from collections import Counter
 
+from tokprof.carry import ToolResultCosts
 from tokprof.catalogue import Catalogue
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
@@ -48,6 +49,11 @@ h1 { font-size: 1.5rem; margin-bottom: 0.2rem; } h2 { font-size: 1.15rem; margin
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 ul.warn li { color: #bf8700; }
 .chart { width: 100%; min-height: 380px; }
+table.results, table.whatif { border-collapse: collapse; font-size: 0.9rem; margin: 8px 0 16px; }
+table.results td, table.results th, table.whatif td, table.whatif th { padding: 4px 10px; text-align: right;
+  border-bottom: 1px solid var(--card); }
+table.results td:nth-child(2), table.results th:nth-child(2), table.whatif td:first-child,
+table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-child { text-align: left; }
 """
 
 
@@ -298,10 +304,53 @@ def _cards(profile: Profile) -> str:
     return "".join(out)
 
 
+def _results_figure(costs: ToolResultCosts) -> dict:
+    """Per tool: the tokens its results added (left axis) and their carry cost (right axis)."""
+    tools = list(costs.tools)
+    names = [t.tool or "(unnamed)" for t in tools]
+    data = [
+        {"type": "bar", "name": "tokens added (left axis, solid)", "x": names, "y": [t.tokens for t in tools],
+         "marker": {"color": COLORS["tool_results"]}, "offsetgroup": "added",
+         "hovertemplate": "%{x}<br>%{y:,} tokens added<extra></extra>"},
+        {"type": "bar", "name": "carry cost (right axis, pale)", "x": names, "y": [t.carry_cost for t in tools],
+         "yaxis": "y2", "marker": {"color": COLORS["tool_results"], "opacity": 0.4}, "offsetgroup": "carry",
+         "hovertemplate": "%{x}<br>%{y:,} tokens resent<extra></extra>"},
+    ]
+    layout = _layout(
+        barmode="group", hovermode="closest", margin={"l": 60, "r": 70, "t": 30, "b": 140},
+        legend={"orientation": "h", "y": 1.12}, xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
+        yaxis=_count_axis("tokens added"), yaxis2=_count_axis("carry cost", overlaying="y", side="right", showgrid=False),
+    )
+    return {"data": data, "layout": layout}
+
+
+def _results_parts(costs: ToolResultCosts) -> list[str]:
+    rows = "".join(
+        f"<tr><td>{r.call}{' (' + html.escape(r.thread) + ')' if r.thread else ''}</td>"
+        f"<td><code>{html.escape(r.tool or '(unnamed)')}</code></td><td>{r.tokens:,}</td><td>{r.carried_by:,}</td>"
+        f"<td>{r.carry_cost:,}</td></tr>" for r in costs.top
+    )
+    return [
+        "<h2>Which tool results cost most</h2>",
+        f'<p class="muted">{costs.results:,} tool results added {costs.tokens:,} tokens; resent by later calls, they '
+        f"cost {costs.carry_cost:,} more (the carry cost: each result's tokens times the later calls that resent "
+        "it). These are what to cap or elide first (tokprof whatif).</p>",
+        '<div id="chart-results" class="chart"></div>',
+        '<table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th><th>resent by</th>'
+        f"<th>carry cost</th></tr></thead><tbody>{rows}</tbody></table>",
+    ]
+
+
 class HtmlRenderer:
     """One self-contained HTML file; the fill chart uses the options' window (else the model's) and levels."""
 
     def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
+        return self.page(profile, options)
+
+    def page(self, profile: Profile, options: RenderOptions, extra_parts: list[str] | None = None,
+             extra_figures: dict[str, dict] | None = None, embedded: dict[str, str] | None = None) -> str:
+        """The report, with sections of other analyses at its end (their HTML, their figures, keyed by
+        the id of their ``chart-KEY`` element) and other JSON documents embedded (by script id)."""
         from plotly.offline import get_plotlyjs
 
         model = profile.model
@@ -323,6 +372,9 @@ class HtmlRenderer:
         cache = _cache_figure(profile)
         if cache:
             figures["cache"] = cache
+        costs = profile.tool_result_costs
+        if costs is not None and costs.tools:
+            figures["results"] = _results_figure(costs)
 
         parts = [
             "<!DOCTYPE html>",
@@ -390,8 +442,15 @@ class HtmlRenderer:
         if "reported" in figures:
             parts.append("<h2>Computed versus reported</h2>")
             parts.append('<div id="chart-reported" class="chart"></div>')
+        if "results" in figures and costs is not None:
+            parts += _results_parts(costs)
+        parts += extra_parts or []
+        figures.update(extra_figures or {})
         data = json.dumps(profile.to_dict(), ensure_ascii=False).replace("</", "<\\/")
         parts.append(f'<script id="tokprof-profile" type="application/json">{data}</script>')
+        for name, text in (embedded or {}).items():
+            safe_text = text.replace("</", "<\\/")
+            parts.append(f'<script id="{html.escape(name)}" type="application/json">{safe_text}</script>')
         figs = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")
         parts.append(
             "<script>(function(){var figs=" + figs + ";var config={responsive:true,displaylogo:false};"

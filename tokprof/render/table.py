@@ -71,6 +71,8 @@ class TableRenderer:
         console.print("[bold]Summary[/bold]")
         for key, value in self._summary_lines(profile, summary, names):
             console.print(f"  {key}  {value}")
+        if summary.tool_result_costs is not None:
+            self._result_costs(console, summary)
         console.print(f"  tokenizer: {safe(model.tokenizer)}; template: {safe(model.chat_template)}")
         if model.selected:
             console.print(f"  model chosen: {safe(model.selected)}")
@@ -86,6 +88,28 @@ class TableRenderer:
                 count += ": " + ", ".join(places[:5]) + (f" and {len(places) - 5} more" if len(places) > 5 else "")
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message + count)}")
         return out.getvalue()
+
+    @staticmethod
+    def _result_costs(console, summary: Summary) -> None:
+        """Which tool results cost most: per tool, and the costliest single results."""
+        costs = summary.tool_result_costs
+        assert costs is not None
+        console.print()
+        console.print(f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
+                      f"{costs.carry_cost:,} more (carry cost)")
+        tools = [[safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
+                 for t in costs.tools[:10]]
+        console.print(fit_table(console, [Column("tool", justify="left"), Column("results"), Column("tokens"),
+                                          Column("carry cost", "carry")], tools))
+        if len(costs.tools) > 10:
+            console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
+        if costs.top:
+            console.print("  costliest results (carry cost: tokens × the later calls that resent them):")
+            rows = [[str(r.call) + (f" ({safe(r.thread)})" if r.thread else ""), safe(r.tool or "(unnamed)"),
+                     f"{r.tokens:,}", f"{r.carried_by:,}", f"{r.carry_cost:,}"] for r in costs.top]
+            console.print(fit_table(console, [Column("call"), Column("tool", justify="left"), Column("tokens"),
+                                              Column("resent by", "resent"), Column("carry cost", "carry")], rows))
+        console.print()
 
     @staticmethod
     def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False) -> list[str]:

@@ -1,0 +1,317 @@
+"""What-if: a log replayed under context policies, every prompt counted exactly like a profile's.
+
+Each policy (:mod:`tokprof.transforms.policies`) makes a trace from the log's; each trace is profiled
+with the same model (one :func:`tokprof.profiling.profile_trace` per policy, the same incremental
+engine), and the figures are gathered in a :class:`WhatIfReport`: per policy the billed input, its
+saving against ``full``, the largest prompt, the calls over the context window, the billed input per
+bucket, and per call the prompt tokens it shares with the previous call of its thread (the longest
+common prefix of the two prompts' tokens: what a prefix cache could reuse).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from tokprof import __version__
+from tokprof.attribution import Attributor, RenderError
+from tokprof.estimates import UNRECORDED
+from tokprof.models.base import ChatModel, ModelInfo, Tokens
+from tokprof.models.known import context_window as known_window
+from tokprof.profiling import Profile, Source, profile_trace
+from tokprof.textdiff import common_prefix
+from tokprof.trace import Call, Note, Trace
+from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
+
+SCHEMA_VERSION = 1
+
+
+# -- counting prompts for the policies that need it ---------------------------------------------------
+class PromptCounter:
+    """The :class:`tokprof.transforms.policies.Counter` of a model: a prompt rendered with its chat
+    template (the first message shape it takes) and tokenized, reusing the tokens of the last prompt
+    it counted up to where the two part. ``fixed`` gives, per (log model, thread), the tokens of the
+    parts of every prompt the log does not record (inferred by the profile of ``full``), which are in
+    the real prompt too; ``known`` counts already made, by (messages, tools) object and day."""
+
+    def __init__(self, model: ChatModel, fixed: dict[tuple, int] | None = None,
+                 known: dict[tuple, tuple[object, int]] | None = None):
+        self.model = model
+        self.fixed = fixed or {}
+        self.known = known or {}
+        self._shape = model.prompt_format.shapes[0]
+        self._prepared: dict[int, tuple[dict, dict, str]] = {}  # id(message) -> (message, prepared, shape)
+        self._last: tuple[str, Tokens] | None = None
+
+    def render(self, messages: list[dict], tools: list[dict] | None, day) -> str:
+        template = self.model.prompt_format
+        shapes = [self._shape] + [s for s in template.shapes if s != self._shape]
+        error: Exception | None = None
+        for shape in shapes:
+            prepared = []
+            for m in messages:
+                entry = self._prepared.get(id(m))
+                if entry is None or entry[0] is not m or entry[2] != shape:
+                    entry = (m, template.prepare([m], shape)[0], shape)
+                    self._prepared[id(m)] = entry
+                prepared.append(entry[1])
+            try:
+                text = template.render(prepared, tools, add_generation_prompt=True, day=day)
+            except Exception as exc:
+                error = error or exc
+                continue
+            self._shape = shape
+            return text
+        raise RenderError(f"the chat template failed: {error}")
+
+    def prompt(self, messages: list[dict], call: Call) -> int:
+        key = (id(messages), id(call.tools), call.day)
+        found = self.known.get(key)
+        if found is not None and found[0] is messages:
+            rendered = found[1]
+        else:
+            text = self.render(messages, call.tools, call.day)
+            last = self._last
+            common = common_prefix(last[0], text) if last is not None else 0
+            tokens = self.model.counter.token_starts_reusing(text, last[1] if last is not None else None, common)
+            self._last = (text, tokens)
+            rendered = len(tokens[0])
+        return rendered + self.fixed.get((call.model, call.thread), 0)
+
+    def text(self, text: str) -> int:
+        return self.model.count(text)
+
+
+def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
+    """How many first tokens two tokenized texts have in common: tokens at the same place, of the same
+    length, inside the text the two have in common (so the same tokens)."""
+    text_a, starts_a = a
+    text_b, starts_b = b
+    common = common_prefix(text_a, text_b)
+    n = min(len(starts_a), len(starts_b))
+    if n == 0:
+        return 0
+    ends_a = np.append(starts_a[1:n + 1] if len(starts_a) > n else starts_a[1:], len(text_a))[:n]
+    ends_b = np.append(starts_b[1:n + 1] if len(starts_b) > n else starts_b[1:], len(text_b))[:n]
+    same = (starts_a[:n] == starts_b[:n]) & (ends_a == ends_b) & (ends_a <= common)
+    differ = np.flatnonzero(~same)
+    return int(differ[0]) if len(differ) else n
+
+
+# -- the report ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PolicyCall:
+    """One call as a policy replays it."""
+
+    index: int  # the log's call it replays (for a summarising call: the call it comes before)
+    kind: str  # "call", "compaction" (the log's own), or "summary" (a summarising call the policy added)
+    thread: str | None
+    total: int
+    buckets: dict[str, int]
+    shared: int  # prompt tokens it shares with the previous call of its thread (0 for a thread's first)
+    messages: int
+    changed: bool  # whether the policy changed the log's prompt
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "kind": self.kind, "thread": self.thread, "total": self.total,
+                "buckets": dict(self.buckets), "shared_prefix": self.shared, "messages": self.messages,
+                "changed": self.changed}
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """What one policy does to the log."""
+
+    policy: str  # as written canonically: "window:20"
+    description: str
+    calls: tuple[PolicyCall, ...]
+    billed_input: int
+    saving: int  # against full (negative: it costs more)
+    saving_share: float
+    largest_prompt: int
+    calls_over_window: int | None  # None when the context window is not known
+    buckets_billed: dict[str, int]
+    shared_prefix: int  # the calls' shared tokens, added up
+    summaries: int  # summarising calls the policy added
+    changed_calls: int
+    exact: bool
+    warnings: tuple[str, ...] = ()  # the codes of its profile's warnings
+
+    @property
+    def shared_share(self) -> float:
+        return round(self.shared_prefix / self.billed_input, 6) if self.billed_input else 0.0
+
+    def to_dict(self) -> dict:
+        return {
+            "policy": self.policy, "description": self.description, "calls": len(self.calls),
+            "billed_input": self.billed_input, "saving": self.saving, "saving_share": self.saving_share,
+            "largest_prompt": self.largest_prompt, "calls_over_window": self.calls_over_window,
+            "buckets_billed": dict(self.buckets_billed), "shared_prefix": self.shared_prefix,
+            "shared_prefix_share": self.shared_share, "summaries": self.summaries,
+            "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
+            "per_call": [c.to_dict() for c in self.calls],
+        }
+
+
+@dataclass
+class WhatIfReport:
+    """The log under each policy, ``full`` first (``tokprof whatif``'s JSON: docs/schema/whatif.schema.json)."""
+
+    model: ModelInfo
+    source: Source
+    context_window: int | None
+    policies: list[PolicyResult] = field(default_factory=list)
+    warnings: list[Note] = field(default_factory=list)
+    #: The profile of ``full`` (the log as it is), for the HTML report; not in the JSON.
+    baseline: Profile | None = None
+
+    @property
+    def exact(self) -> bool:
+        return all(p.exact for p in self.policies)
+
+    def policy(self, spec: str) -> PolicyResult:
+        for result in self.policies:
+            if result.policy == spec:
+                return result
+        raise KeyError(spec)
+
+    def bucket_names(self) -> tuple[str, ...]:
+        names: list[str] = []
+        for result in self.policies:
+            for name in result.buckets_billed:
+                if name not in names:
+                    names.append(name)
+        return tuple(names)
+
+    def to_dict(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "whatif",
+            "tokprof_version": __version__,
+            "model": self.model.to_dict(),
+            "source": self.source.to_dict(),
+            "context_window": self.context_window,
+            "exact": self.exact,
+            "policies": [p.to_dict() for p in self.policies],
+            "warnings": [w.to_dict() for w in self.warnings],
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+
+
+# -- the analysis ---------------------------------------------------------------------------------------
+def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None):
+    """The profile of a trace, with what each call's prompt shares with the previous one of its thread
+    (in the rendered tokens) and the rendered tokens of each call."""
+    attributor = Attributor(model)
+    shared: list[int] = []
+    rendered: list[int] = []
+    last: dict[str, tuple[str, np.ndarray]] = {}
+    position = [0]
+
+    def seen(_: int) -> None:
+        call = trace.calls[position[0]]
+        position[0] += 1
+        prompt = attributor.last_prompt()
+        before = last.get(call.thread)
+        shared.append(0 if before is None else shared_tokens(before, prompt))
+        rendered.append(len(prompt[1]))
+        last[call.thread] = prompt
+        if on_call is not None:
+            on_call(call)
+
+    profile = profile_trace(trace, model, on_call=seen, attributor=attributor)
+    return profile, shared, rendered
+
+
+def _fixed(row) -> int:
+    """The inferred part of a call's prompt the log does not record (not an estimate's unexplained growth)."""
+    return max(0, row.buckets.get(UNRECORDED, 0) - row.unexplained)
+
+
+def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int], rendered: list[int],
+            full: PolicyResult | None, window: int | None, log_calls: Sequence[Call]) -> PolicyResult:
+    rows = profile.calls
+    exact_model = profile.model.exact
+    originals = {id(c) for c in log_calls}
+    calls: list[PolicyCall] = []
+    previous: dict[str | None, int] = {}  # thread -> position of its last call
+    for position, (call, row) in enumerate(zip(trace.calls, rows)):
+        fixed = _fixed(row)
+        shared = shared_raw[position]
+        before = previous.get(row.thread)
+        previous[row.thread] = position
+        if before is None:
+            shared = 0
+        else:
+            if not exact_model:  # the estimate's rendered tokens, in its scaled units
+                own = row.total - fixed
+                shared = min(own, int(round(shared * own / max(1, rendered[position] + row.unrendered))))
+            # the unrecorded part comes first in the real prompt: shared when both carry it
+            shared = min(row.total, rows[before].total, shared + min(fixed, _fixed(rows[before])))
+        if isinstance(call, AddedCall):
+            kind = "summary"
+        else:
+            kind = "compaction" if call.kind == "compaction" else "call"
+        calls.append(PolicyCall(index=row.index, kind=kind, thread=row.thread, total=row.total,
+                                buckets=dict(row.buckets), shared=shared, messages=row.messages,
+                                changed=id(call) not in originals))
+    summary = profile.summary()
+    billed = summary.billed_input
+    base = full.billed_input if full is not None else billed
+    saving = base - billed
+    return PolicyResult(
+        policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
+        saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
+        calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
+        buckets_billed=dict(summary.buckets_billed), shared_prefix=sum(c.shared for c in calls),
+        summaries=sum(1 for c in calls if c.kind == "summary"), changed_calls=sum(1 for c in calls if c.changed),
+        exact=summary.exact, warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
+    )
+
+
+def whatif(
+    trace: Trace, model: ChatModel, policies: Sequence[Policy], *, window: int | None = None,
+    on_call: Callable[[], None] | None = None,
+) -> WhatIfReport:
+    """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
+    the context window (default: the model's; for an estimate, the log's model's when known), which
+    ``compact`` measures against. ``on_call`` is called after each of the log's calls under each policy
+    (len(trace.calls) × len(policies) steps; a summarising call a policy adds is no step)."""
+    ordered: list[Policy] = [Full()] + [p for p in policies if not isinstance(p, Full)]
+
+    def step(call: Call) -> None:
+        if on_call is not None and not isinstance(call, AddedCall):
+            on_call()
+
+    baseline, base_shared, base_rendered = _profile(trace, model, step)
+    if window is None:
+        window = baseline.model.context_window
+        if window is None and not model.exact:
+            window = known_window([trace.model] + [c.model for c in trace.calls])
+    report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
+                          warnings=list(baseline.warnings), baseline=baseline)
+    full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls)
+    report.policies.append(full)
+    fixed: dict[tuple, int] = {}
+    known: dict[tuple, tuple[object, int]] = {}
+    for call, row, count in zip(trace.calls, baseline.calls, base_rendered):
+        fixed.setdefault((call.model, call.thread), _fixed(row))
+        known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
+    for policy in ordered[1:]:
+        counter = PromptCounter(model, fixed, known) if needs_counter(policy) else None
+        transformed = apply(trace, policy, counter, window)
+        if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
+            # the policy changes no call: its profile is full's, call for call
+            for call in trace.calls:
+                step(call)
+            report.policies.append(_result(policy, transformed, baseline, base_shared, base_rendered, full, window,
+                                           trace.calls))
+            continue
+        profile, shared, rendered = _profile(transformed, model, step)
+        report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls))
+    return report

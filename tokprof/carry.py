@@ -1,0 +1,155 @@
+"""Which tool results cost most: the tokens each result added, and its carry cost.
+
+A tool result enters a conversation once (the call whose prompt first holds it) and is then resent
+with every later prompt of its thread that still holds it. Its **tokens** are what it added to the
+first prompt (its own part of the rendered prompt: content and the scaffolding around it, exactly
+as the attribution counts it in ``tool_results``); its **carry cost** is those tokens times the
+number of later calls of the thread that resent it. A result is the same result in a later prompt
+when its tool call id and its content are the same (a result the log rewrote, or a policy cut, is
+a new one). What a user caps or elides first is at the top.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: How many single results a profile keeps, by carry cost.
+TOP = 10
+
+
+@dataclass(frozen=True)
+class ToolCost:
+    """What one tool's results cost: how many, the tokens they added, their carry cost."""
+
+    tool: str | None  # None when no assistant tool call in the prompt names the result's call id
+    results: int
+    tokens: int
+    carry_cost: int
+
+    def to_dict(self) -> dict:
+        return {"tool": self.tool, "results": self.results, "tokens": self.tokens, "carry_cost": self.carry_cost}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ToolCost":
+        return cls(tool=d.get("tool"), results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
+
+
+@dataclass(frozen=True)
+class CarriedResult:
+    """One tool result: the call that added it, its tool, its tokens, the later calls that resent it."""
+
+    call: int
+    tool: str | None
+    tokens: int
+    carried_by: int
+    carry_cost: int
+    thread: str | None = None  # None for the main conversation
+
+    def to_dict(self) -> dict:
+        return {"call": self.call, "thread": self.thread, "tool": self.tool, "tokens": self.tokens,
+                "carried_by": self.carried_by, "carry_cost": self.carry_cost}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "CarriedResult":
+        return cls(call=d["call"], tool=d.get("tool"), tokens=d["tokens"], carried_by=d["carried_by"],
+                   carry_cost=d["carry_cost"], thread=d.get("thread"))
+
+
+@dataclass(frozen=True)
+class ToolResultCosts:
+    """Per tool name, highest carry cost first, and the :data:`TOP` single results with the highest
+    carry cost (``summary.tool_result_costs`` in the profile JSON)."""
+
+    tools: tuple[ToolCost, ...]
+    top: tuple[CarriedResult, ...]
+    results: int  # every distinct result of the log
+    tokens: int
+    carry_cost: int
+
+    def to_dict(self) -> dict:
+        return {"results": self.results, "tokens": self.tokens, "carry_cost": self.carry_cost,
+                "tools": [t.to_dict() for t in self.tools], "top": [r.to_dict() for r in self.top]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ToolResultCosts":
+        return cls(tools=tuple(ToolCost.from_dict(t) for t in d["tools"]),
+                   top=tuple(CarriedResult.from_dict(r) for r in d["top"]),
+                   results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
+
+
+class _Result:
+    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread")
+
+    def __init__(self, position: int, call: int, order: int, tool: str | None, tokens: int, thread: str):
+        self.position, self.call, self.order, self.tool = position, call, order, tool
+        self.tokens, self.carried, self.thread = tokens, 0, thread
+
+
+def _tool_names(messages: Sequence[dict]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for m in messages:
+        for tc in m.get("tool_calls") or ():
+            if isinstance(tc, dict) and tc.get("id") is not None:
+                name = (tc.get("function") or {}).get("name")
+                if isinstance(name, str):
+                    names[tc["id"]] = name
+    return names
+
+
+class ResultTracker:
+    """Follows the tool results through the calls of a trace, in log order, as they are attributed:
+    :meth:`observe` after each call (with the attributor that just attributed it), :meth:`costs` at
+    the end."""
+
+    def __init__(self) -> None:
+        self._threads: dict[str, dict[tuple, _Result]] = {}
+        self._results: list[_Result] = []
+
+    def observe(self, position: int, call, message_tokens) -> None:
+        """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
+        (:meth:`tokprof.attribution.Attributor.message_tokens`)."""
+        seen = self._threads.setdefault(call.thread, {})
+        here: set[tuple] = set()
+        names: dict[str, str] | None = None
+        for k, message in enumerate(call.messages):
+            if message.get("role") != "tool":
+                continue
+            content = message.get("content")
+            key = (message.get("tool_call_id"), content if isinstance(content, str) else repr(content))
+            if key in here:
+                continue
+            here.add(key)
+            found = seen.get(key)
+            if found is not None:
+                found.carried += 1
+                continue
+            if names is None:
+                names = _tool_names(call.messages)
+            result = _Result(position, call.index, len(self._results), names.get(key[0]) if key[0] else None,
+                             message_tokens(k), call.thread)
+            seen[key] = result
+            self._results.append(result)
+
+    def costs(self, scale: dict[int, float] | None = None) -> ToolResultCosts | None:
+        """The costs, or None when no prompt holds a tool result. ``scale``: per call position, the
+        factor that makes an estimate's raw counts its scaled ones (absent: 1)."""
+        if not self._results:
+            return None
+        tokens: list[tuple[_Result, int]] = []
+        for r in self._results:
+            factor = (scale or {}).get(r.position)
+            tokens.append((r, r.tokens if factor is None else int(round(r.tokens * factor))))
+        per_tool: dict[str | None, list[int]] = {}
+        for r, n in tokens:
+            entry = per_tool.setdefault(r.tool, [0, 0, 0])
+            entry[0] += 1
+            entry[1] += n
+            entry[2] += n * r.carried
+        tools = sorted((ToolCost(tool, *values) for tool, values in per_tool.items()),
+                       key=lambda t: (-t.carry_cost, -t.tokens, t.tool or ""))
+        ranked = sorted(tokens, key=lambda item: (-item[1] * item[0].carried, item[0].order))
+        top = tuple(CarriedResult(r.call, r.tool, n, r.carried, n * r.carried, r.thread or None)
+                    for r, n in ranked[:TOP])
+        return ToolResultCosts(tools=tuple(tools), top=top, results=len(tokens), tokens=sum(n for _, n in tokens),
+                               carry_cost=sum(n * r.carried for r, n in tokens))

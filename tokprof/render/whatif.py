@@ -1,0 +1,164 @@
+"""Renderers for the what-if report: table, JSON, CSV, and the HTML report with its what-if section."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from rich.table import Table
+
+from tokprof.analyses.whatif import WhatIfReport
+from tokprof.render import RenderOptions
+from tokprof.render.console import Column, fit_table, safe, text_console
+from tokprof.render.table import LABELS, SHORT
+
+#: A line per policy in the HTML charts, in order.
+PALETTE = ["#59636e", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
+           "#9c755f"]
+
+
+def _n(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+class WhatIfJsonRenderer:
+    def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
+        return report.to_json()
+
+
+class WhatIfCsvRenderer:
+    """One row per policy and call: the policy, the call, its buckets and total, and what it shares
+    with the previous call of its thread."""
+
+    def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        names = report.bucket_names()
+        writer.writerow(["policy", "index", "kind", "thread", *names, "total", "shared_prefix", "messages", "changed"])
+        for result in report.policies:
+            for call in result.calls:
+                writer.writerow([result.policy, call.index, call.kind, call.thread or "",
+                                 *(call.buckets.get(name, 0) for name in names), call.total, call.shared,
+                                 call.messages, "true" if call.changed else "false"])
+        return out.getvalue()
+
+
+class WhatIfTableRenderer:
+    def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
+        console, out = text_console(options)
+        model = report.model
+        full = report.policies[0]
+        exact = "exact" if report.exact else "ESTIMATE"
+        window = f", window {report.context_window:,}" if report.context_window else ""
+        console.print(f"[bold]tokprof[/bold] whatif of {safe(report.source.path)} ({len(full.calls)} calls, "
+                      f"model {safe(model.name)}, {exact}{window})")
+        columns = [Column("policy", justify="left"), Column("billed input", "billed"), Column("saving"),
+                   Column("saving %", "%"), Column("largest prompt", "largest", drop=2),
+                   Column("over window", "over", drop=3), Column("shared prefix", "shared", drop=1),
+                   Column("shared %", "sh.%", drop=1)]
+        rows = []
+        for result in report.policies:
+            first = result is full
+            rows.append([
+                safe(result.policy), _n(result.billed_input), "-" if first else _n(result.saving),
+                "-" if first else f"{result.saving_share:.1%}", _n(result.largest_prompt),
+                _n(result.calls_over_window), _n(result.shared_prefix), f"{result.shared_share:.1%}",
+            ])
+        console.print(fit_table(console, columns, rows))
+        console.print()
+        console.print("[bold]Billed input per bucket[/bold]")
+        names = report.bucket_names()
+        bucket_columns = [Column("policy", justify="left")] + [Column(LABELS[n], SHORT[n]) for n in names]
+        console.print(fit_table(console, bucket_columns, [
+            [safe(r.policy), *(_n(r.buckets_billed.get(n, 0)) for n in names)] for r in report.policies
+        ]))
+        console.print()
+        console.print("[bold]Policies[/bold]")
+        what = Table(show_header=False, show_edge=False, pad_edge=False, box=None)
+        what.add_column("policy", no_wrap=True)
+        what.add_column("what")
+        for result in report.policies:
+            text = result.description
+            if result is not full:
+                text = f"{result.changed_calls} of {len(full.calls)} calls changed; " + text
+                if result.summaries:
+                    text += f"; {result.summaries} summarising call{'s' if result.summaries > 1 else ''} added (billed)"
+            what.add_row("  " + safe(result.policy), safe(text))
+        console.print(what)
+        console.print()
+        console.print("shared: the prompt tokens each call shares with the previous call of its thread (what a prefix "
+                      "cache could reuse), added up. saving: against full.")
+        if not report.exact:
+            console.print(
+                "[bold]ESTIMATE[/bold]: counts are the proxy's, as in the profile; calls a policy changes have no "
+                "reported usage to scale to"
+            )
+        for warning in report.warnings:
+            console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
+        return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())  # no padding at line ends
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
+    """The HTML report's what-if section: its parts and its figures (billed input per policy; each
+    call's prompt, one line per policy)."""
+    from tokprof.render.html import COLORS, GRID, _count_axis, _layout
+
+    names = [r.policy for r in report.policies]
+    buckets = report.bucket_names()
+    billed = {
+        "data": [{"type": "bar", "name": LABELS[b], "x": names, "y": [r.buckets_billed.get(b, 0) for r in report.policies],
+                  "marker": {"color": COLORS[b]}, "hovertemplate": "%{x}: %{y:,} tokens"} for b in buckets],
+        "layout": _layout(barmode="stack", hovermode="closest", xaxis={"gridcolor": GRID, "automargin": True},
+                          yaxis=_count_axis("billed input")),
+    }
+    lines = []
+    for i, result in enumerate(report.policies):
+        lines.append({
+            "type": "scatter", "mode": "lines", "name": result.policy, "x": list(range(len(result.calls))),
+            "y": [c.total for c in result.calls], "line": {"color": PALETTE[i % len(PALETTE)], "width": 1.5},
+            "customdata": [f"call {c.index}" + (" (summary)" if c.kind == "summary" else "") for c in result.calls],
+            "hovertemplate": "%{customdata}: %{y:,} tokens",
+        })
+    prompts = {"data": lines, "layout": _layout(hovermode="closest", yaxis=_count_axis("tokens in the prompt"),
+                                                xaxis={"title": {"text": "call (in replay order)"}, "gridcolor": GRID})}
+    full = report.policies[0]
+    rows = "".join(
+        f"<tr><td><code>{html_escape(r.policy)}</code></td><td>{r.billed_input:,}</td>"
+        f"<td>{'-' if r is full else f'{r.saving:,} ({r.saving_share:.1%})'}</td><td>{r.largest_prompt:,}</td>"
+        f"<td>{_n(r.calls_over_window)}</td><td>{r.shared_prefix:,} ({r.shared_share:.1%})</td>"
+        f"<td>{html_escape(r.description)}</td></tr>"
+        for r in report.policies
+    )
+    parts = [
+        "<h2>What if: the log under context policies</h2>",
+        '<p class="muted">Every call keeps its own new messages; a policy decides what of the earlier history each '
+        "prompt carries. Every count is rendered with the model's template, like the profile. Shared prefix: the "
+        "prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse).</p>",
+        '<table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th><th>largest prompt</th>'
+        f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table>",
+        "<h3>Billed input per policy</h3>",
+        '<div id="chart-whatif-billed" class="chart"></div>',
+        "<h3>Prompt size per call</h3>",
+        '<div id="chart-whatif-prompts" class="chart"></div>',
+    ]
+    return parts, {"whatif-billed": billed, "whatif-prompts": prompts}
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+class WhatIfHtmlRenderer:
+    """The HTML report of the log (the profile of ``full``) with the what-if section."""
+
+    def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
+        from tokprof.render.html import HtmlRenderer
+
+        assert report.baseline is not None, "the HTML report needs the profile of full"
+        parts, figures = whatif_section(report)
+        return HtmlRenderer().page(report.baseline, options, parts, figures,
+                                   embedded={"tokprof-whatif": json.dumps(report.to_dict(), ensure_ascii=False)})
