@@ -484,3 +484,16 @@ def test_the_docs_show_the_real_output_on_the_sample(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     assert main(["whatif", "samples/incident_session.json", "--no-progress"]) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_cost_per_policy():
+    """full costs what the profile costs; a changed call is priced on its prompt with the shared prefix
+    read from the cache and the log's output (basis "predicted"); a cap no result reaches costs what full does."""
+    log = ROOT / "samples" / "incident_session.json"
+    prices = ["0.5/1.5/0.05"]  # $ per million tokens: input, output, cache read (Qwen is priced by the user)
+    profile = tokprof.profile(log, prices=prices)
+    report = tokprof.whatif(log, ["cap:4000", "cap:10000000"], prices=prices)
+    full, cap, generous = report.policies
+    assert full.cost == profile.summary().cost.total and full.cost_basis == "computed"
+    assert cap.cost_basis == "mixed" and cap.cost < full.cost and cap.cost_saving == round(full.cost - cap.cost, 6)
+    assert generous.cost == full.cost and generous.changed_calls == 0

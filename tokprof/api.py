@@ -560,6 +560,7 @@ def whatif(
     chat_template: PathLike | None = None,
     window: int | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> "WhatIfReport":
     """Replay a log under context policies (``window:20``, ``compact:80``, …; None: the default set),
     every prompt counted exactly like a profile's, ``full`` (the log as it is) first. ``window`` is
@@ -585,7 +586,7 @@ def whatif(
                           "default policies is left out, and no call is counted over the window (give --window N)"))
     with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
-            report = _whatif(trace, chat, parsed, window=window, on_call=advance)
+            report = _whatif(trace, chat, parsed, window=window, on_call=advance, prices=_prices(prices))
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue

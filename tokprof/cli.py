@@ -443,6 +443,7 @@ def whatif(
         "--config", metavar="FILE",
         help="The configuration whose whatif policies apply without --policy (default: found from the working "
         "directory).")] = None,
+    price: Price = None,
     fmt: Annotated[str, _format_option("whatif")] = "table",
     output: Output = None,
     html: Annotated[Optional[str], typer.Option(
@@ -466,13 +467,13 @@ def whatif(
     if _is_saved_profile(log):
         raise TokprofError(f"{log}: a saved profile has no messages to replay: give the log it was made from")
     policies = list(policy) if policy else None
+    settings = api.load_config(config)
     if policies is None:
-        settings = api.load_config(config)
         policies = list(settings.whatif) if settings.whatif else None
     options = _options(fmt, output)
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
-                        progress=not no_progress)
+                        progress=not no_progress, prices=_user_prices(price, settings))
     outputs = [(output, render("whatif", fmt, result, options))]
     if html is not None:
         if not html:

@@ -36,6 +36,8 @@ GENAI_PRICES = "genai-prices"
 FIXED_FIRST = (UNRECORDED, "system", "tool_definitions")
 
 NO_USAGE = "the log reports no usage: priced on the computed prompt, with no cache, and the output not priced"
+PREDICTED = ("a call a policy changed: priced on its computed prompt, the tokens it shares with the previous call of "
+             "its thread read from the cache (no minimum, lifetime or write price applied), and the log's output")
 NO_DATE = "the log gives no date: priced at today's rates"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = ("bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
@@ -283,8 +285,11 @@ def thread_previous(profile: Profile) -> list[int | None]:
 
 
 def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] | None = None,
-               prefix: PrefixBuckets | None = None) -> list[CallCost]:
-    """Every call's cost (the profile's rows and the trace's calls, position by position)."""
+               prefix: PrefixBuckets | None = None, predicted: Mapping[int, Usage] | None = None) -> list[CallCost]:
+    """Every call's cost (the profile's rows and the trace's calls, position by position).
+    ``predicted``: for calls without reported usage, by position, the usage to price instead (a
+    what-if's changed calls: their prompt with the cache a prefix cache would read, and the log's
+    output), priced with basis "predicted"."""
     prices = prices or {}
     version = genai_version()
     previous = thread_previous(profile)
@@ -292,9 +297,13 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
     out: list[CallCost] = []
     for position, (row, call) in enumerate(zip(profile.calls, trace.calls)):
         name = call.model or trace.model
-        tokens, prompt, basis = priced_tokens(call.reported, row.total)
+        stand_in = None if predicted is None or (call.reported and call.reported.prompt) else predicted.get(position)
+        tokens, prompt, basis = priced_tokens(stand_in or call.reported, row.total)
         notes: list[str] = []
-        if basis == "computed":
+        if stand_in is not None:
+            basis = "predicted"
+            notes.append(PREDICTED)
+        elif basis == "computed":
             notes.append(NO_USAGE)
         elif position in placeholder:
             notes.append(OUTPUT_PLACEHOLDER)
@@ -377,10 +386,10 @@ def _placeholder_calls(profile: Profile, trace: Trace) -> set[int]:
 
 
 def attach_cost(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] | None = None,
-                prefix: PrefixBuckets | None = None) -> Profile:
+                prefix: PrefixBuckets | None = None, predicted: Mapping[int, Usage] | None = None) -> Profile:
     """The profile with every call's cost (``calls[].cost``; ``summary.cost`` adds them up)."""
     if len(profile.calls) != len(trace.calls):  # not the trace's profile: nothing to attach to
         return profile
-    costs = cost_calls(profile, trace, prices, prefix)
+    costs = cost_calls(profile, trace, prices, prefix, predicted)
     profile.calls = [dataclasses.replace(row, cost=cost) for row, cost in zip(profile.calls, costs)]
     return profile

@@ -10,20 +10,22 @@ common prefix of the two prompts' tokens: what a prefix cache could reuse).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from tokprof import __version__
+from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.attribution import Attributor, RenderError
 from tokprof.estimates import UNRECORDED
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
-from tokprof.trace import Call, Note, Trace
+from tokprof.trace import Call, Note, Trace, Usage
 from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
 
 SCHEMA_VERSION = 1
@@ -139,6 +141,11 @@ class PolicyResult:
     changed_calls: int
     exact: bool
     warnings: tuple[str, ...] = ()  # the codes of its profile's warnings
+    #: What the policy's calls cost in US dollars (None: unpriced), and on what: "reported" usage for the
+    #: calls it keeps as logged, the counts for the calls it changes ("computed"), or "mixed".
+    cost: float | None = None
+    cost_basis: str | None = None
+    cost_saving: float | None = None  # against full
 
     @property
     def shared_share(self) -> float:
@@ -152,6 +159,7 @@ class PolicyResult:
             "buckets_billed": dict(self.buckets_billed), "shared_prefix": self.shared_prefix,
             "shared_prefix_share": self.shared_share, "summaries": self.summaries,
             "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
+            "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -234,7 +242,8 @@ def _fixed(row) -> int:
 
 
 def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int], rendered: list[int],
-            full: PolicyResult | None, window: int | None, log_calls: Sequence[Call]) -> PolicyResult:
+            full: PolicyResult | None, window: int | None, log_calls: Sequence[Call],
+            prices: Mapping[str, UserPrice] | None = None) -> PolicyResult:
     rows = profile.calls
     exact_model = profile.model.exact
     originals = {id(c) for c in log_calls}
@@ -260,11 +269,26 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
         calls.append(PolicyCall(index=row.index, kind=kind, thread=row.thread, total=row.total,
                                 buckets=dict(row.buckets), shared=shared, messages=row.messages,
                                 changed=id(call) not in originals))
+    # a changed call is priced on its prompt with the tokens it shares with the previous call of its thread read
+    # from the cache, and with the log's output for it (its response is the log's)
+    logged = {c.index: c for c in log_calls}  # a replayed call keeps the index of the log's call it replays
+    predicted = {}
+    for position, (call, replayed) in enumerate(zip(trace.calls, calls)):
+        if replayed.changed:
+            original = None if isinstance(call, AddedCall) else logged.get(call.index)
+            output = original.reported.output if original is not None and original.reported else None
+            predicted[position] = Usage(prompt=replayed.total, cache_read=replayed.shared, cache_write=0, output=output)
+    cost = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None,
+                       predicted).summary().cost
+    total = cost.total if cost is not None and cost.priced else None
     summary = profile.summary()
     billed = summary.billed_input
     base = full.billed_input if full is not None else billed
     saving = base - billed
+    base_cost = full.cost if full is not None else total
     return PolicyResult(
+        cost=total, cost_basis=cost.basis if cost is not None and total is not None else None,
+        cost_saving=None if total is None or base_cost is None else round(base_cost - total, 6),
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
         calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
@@ -276,7 +300,7 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
 
 def whatif(
     trace: Trace, model: ChatModel, policies: Sequence[Policy], *, window: int | None = None,
-    on_call: Callable[[], None] | None = None,
+    on_call: Callable[[], None] | None = None, prices: Mapping[str, UserPrice] | None = None,
 ) -> WhatIfReport:
     """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
     the context window (default: the model's; for an estimate, the log's model's when known), which
@@ -295,7 +319,7 @@ def whatif(
             window = known_window([trace.model] + [c.model for c in trace.calls])
     report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
                           warnings=list(baseline.warnings), baseline=baseline)
-    full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls)
+    full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices)
     report.policies.append(full)
     fixed: dict[tuple, int] = {}
     known: dict[tuple, tuple[object, int]] = {}
@@ -310,8 +334,9 @@ def whatif(
             for call in trace.calls:
                 step(call)
             report.policies.append(_result(policy, transformed, baseline, base_shared, base_rendered, full, window,
-                                           trace.calls))
+                                           trace.calls, prices))
             continue
         profile, shared, rendered = _profile(transformed, model, step)
-        report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls))
+        report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls,
+                                       prices))
     return report

@@ -44,6 +44,13 @@ class WhatIfCsvRenderer:
         return out.getvalue()
 
 
+def _usd(result) -> str:
+    if result.cost is None:
+        return "unpriced"
+    text = f"${result.cost:,.2f}" if result.cost >= 1 else f"${result.cost:.4f}"
+    return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
+
+
 class WhatIfTableRenderer:
     def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
@@ -57,15 +64,25 @@ class WhatIfTableRenderer:
                    Column("saving %", "%"), Column("largest prompt", "largest", drop=2),
                    Column("over window", "over", drop=3), Column("shared prefix", "shared", drop=1),
                    Column("shared %", "sh.%", drop=1)]
+        priced = any(r.cost is not None for r in report.policies)
+        if priced:
+            columns.insert(4, Column("cost", drop=4))
         rows = []
         for result in report.policies:
             first = result is full
-            rows.append([
+            row = [
                 safe(result.policy), _n(result.billed_input), "-" if first else _n(result.saving),
                 "-" if first else f"{result.saving_share:.1%}", _n(result.largest_prompt),
                 _n(result.calls_over_window), _n(result.shared_prefix), f"{result.shared_share:.1%}",
-            ])
+            ]
+            if priced:
+                row.insert(4, _usd(result))
+            rows.append(row)
         console.print(fit_table(console, columns, rows))
+        if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
+            console.print("  *cost estimated: a call a policy changes is priced on its computed prompt, the tokens it shares "
+                          "with the previous call of its thread read from the cache, and the log's output; calls it "
+                          "keeps are priced on their reported usage")
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
