@@ -97,7 +97,7 @@ def _of_doc(path: str, doc: Document) -> Lookalike | None:
     name = os.path.basename(path)
     try:
         if doc.lines is not None:
-            return lookalike.of_lines(name, [value for _, value in doc.lines[:50]])
+            return lookalike.of_lines(name, [value for _, value in doc.lines.head(50)])
         return lookalike.of_json(name, doc.value)
     except Exception:  # telling what a file looks like never fails
         return None
@@ -143,14 +143,15 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         if found is not None:
             raise InputError(path, None, not_a_log(path, found)) from None
         raise
-    module: ModuleType | None
-    if input_format is not None:
-        module = reader(input_format)
-    else:
-        module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
-        if module is None:
-            raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
-    trace = module.read(path, doc)
+    with doc:  # a JSONL file is read as its reader consumes its lines
+        module: ModuleType | None
+        if input_format is not None:
+            module = reader(input_format)
+        else:
+            module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
+            if module is None:
+                raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
+        trace = module.read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
     return trace

@@ -243,7 +243,7 @@ def sniff(doc: Document) -> bool:
     try:
         if not doc.lines:
             return False
-        values = [value for _, value in doc.lines[:5]]
+        values = [value for _, value in doc.lines.head(5)]
         if any(isinstance(v, dict) and ("messages" in v or "request" in v) for v in values):
             return False
         if any(_is_envelope(v) for v in values):
@@ -281,8 +281,9 @@ def read(path: str, doc: Document) -> Trace:
         raise InputError(path, None, "expected JSONL: a Codex rollout has one JSON object per line")
     trace = Trace(path=path, format=FORMAT)
     parser = _Parser(path, trace)
-    legacy = bool(doc.lines) and _is_legacy_header(doc.lines[0][1])
-    for position, (number, value) in enumerate(doc.lines):
+    first = doc.lines.head(1)
+    legacy = bool(first) and _is_legacy_header(first[0][1])
+    for position, (number, value) in enumerate(doc.lines):  # read as a stream: once
         if legacy and position == 0:
             parser.session_meta(number, value.get("timestamp"), value, prefix=f"line {number}: ")
         else:
