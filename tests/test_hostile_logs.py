@@ -311,3 +311,18 @@ def test_a_null_body_with_a_text_body_raw_is_read_the_same_everywhere(tmp_path):
     assert trace.format == "anthropic/jsonl"
     assert {n.code: n.places for n in trace.notes}["error-response"] == ["line 1 (HTTP 529 overloaded_error)"]
     assert trace.calls[0].reported is not None and trace.calls[0].reported.prompt == 125
+
+
+# -- names from the log that are only shown ---------------------------------------------------------
+def test_names_from_the_log_are_shown_escaped(tmp_path, capsys, model_dir):
+    """Found by the fuzzer: a line type with a lone surrogate made the JSON output unwritable."""
+    count = codex_log.Counter()
+    rows = [codex_log.meta(), codex_log.context(model="gpt\x1b[2J"), codex_log.user("hi"), count(10),
+            codex_log.say("hello"), codex_log.line("strange\ud800\n::error::x", {})]
+    path = codex_log.write(tmp_path, rows)
+    out = tmp_path / "profile.json"
+    assert main(["profile", str(path), "--model", str(model_dir), "-f", "json", "-o", str(out)]) == 0, capsys.readouterr()
+    profile = json.loads(out.read_text(encoding="utf-8"))
+    places = {w["code"]: w["places"] for w in profile["warnings"]}["unknown-type"]
+    assert places == ["line 6 (strange\\ud800\\n::error::x)"]
+    assert profile["source"]["model"] == "gpt\\x1b[2J"

@@ -21,6 +21,7 @@ from tokprof.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
+from tokprof.text import visible
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -154,4 +155,22 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         trace = module.read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
+    _shown_safely(trace)
     return trace
+
+
+def _shown_safely(trace: Trace) -> None:
+    """The names a trace takes from the log and only shows (models, the session, threads, request ids,
+    places) with control characters and lone surrogates escaped (:func:`tokprof.text.visible`): they
+    are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here."""
+
+    def safe(value: str | None) -> str | None:
+        return visible(value) if isinstance(value, str) else value
+
+    trace.model = safe(trace.model)
+    trace.session = safe(trace.session)
+    for call in trace.calls:
+        call.model = safe(call.model)
+        call.request_id = safe(call.request_id)
+        call.thread = visible(call.thread)
+        call.where = visible(call.where)
