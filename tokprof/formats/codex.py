@@ -91,6 +91,7 @@ server-side compaction (a replacement history and no summary) reports no usage: 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,7 +160,9 @@ class Item:
     text: str | None = None  # a message's, result's or reasoning's text
     call: dict | None = None  # a neutral tool call
     call_id: str | None = None  # the call a result answers
-    encrypted: str | None = None  # a reasoning item's encrypted content, when its text is not the reasoning
+    #: a digest of a reasoning item's encrypted content, when its text is not the reasoning (the content
+    #: itself, often half a rollout, is not kept: only what tells copies of one item apart)
+    encrypted: str | None = None
 
     @property
     def output(self) -> bool:
@@ -460,7 +463,8 @@ def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) ->
         if encrypted is not None and not isinstance(encrypted, str):
             raise InputError(path, prefix + "encrypted_content", f"expected a string, found {_kind(encrypted)}")
         text, raw = _reasoning_text(path, prefix, payload)
-        return Item("reasoning", where, text=text, encrypted=None if raw else encrypted or None)
+        digest = hashlib.blake2b(encrypted.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() if encrypted else None
+        return Item("reasoning", where, text=text, encrypted=None if raw else digest)
     if kind in CALL_TYPES:
         if kind == "web_search_call":
             parser.note("web-search", where)
