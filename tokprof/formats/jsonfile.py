@@ -71,9 +71,24 @@ def parse(text: str) -> Any:
         raise JSONError(TOO_DEEP) from None
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise JSONError(str(exc).split(";")[0]) from None
-    if too_deep(text):
+    if text.count("[") + text.count("{") > NESTING_LIMIT and _nests_deeper(value):
         raise JSONError(TOO_DEEP)
     return value
+
+
+def _nests_deeper(value: Any) -> bool:
+    """Whether a parsed value nests deeper than :data:`NESTING_LIMIT` (a walk without recursion,
+    much faster than scanning the text of a large document)."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > NESTING_LIMIT:
+            return True
+        for child in node.values() if type(node) is dict else node if type(node) is list else ():
+            if type(child) is dict or type(child) is list:
+                push((child, depth + 1))
+    return False
 
 
 def parse_or(text: str, default: Any = None) -> Any:
