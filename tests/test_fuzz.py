@@ -183,7 +183,7 @@ def _inner(text: str) -> tuple[str, Any] | None:
     if text.lstrip().startswith(("{", "[")):
         try:
             return "json", json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     if text.lstrip().startswith(("event:", "data:")):
         return "sse", text
@@ -302,12 +302,20 @@ def mutate_zip(data: bytes, rng: random.Random) -> tuple[bytes, str]:
 
 
 def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
+    """A seed with one mutation, sometimes two (the second on JSON that still parses)."""
     data = seed.data()
     if seed.name.endswith(".eval"):
         return mutate_zip(data, rng)
-    if rng.random() < 0.35:
+    if rng.random() < 0.3:
         return mutate_bytes(data, rng)
-    return mutate_json_text(data, seed.name, rng)
+    data, what = mutate_json_text(data, seed.name, rng)
+    if rng.random() < 0.3:
+        try:
+            data, again = mutate_json_text(data, seed.name, rng)
+            what = f"{what}; then {again}"
+        except (ValueError, RecursionError):  # the first made JSON this cannot change again (nested too deeply)
+            pass
+    return data, what
 
 
 def _mutants() -> list[tuple[str, Seed, int]]:
