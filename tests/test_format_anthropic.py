@@ -363,7 +363,7 @@ def test_other_endpoint_with_messages_is_noted(tmp_path):
     rows = [traced(body, url="https://bedrock.example/model/claude/invoke"), traced(body, SECOND_RESPONSE)]
     trace = read(write_jsonl(tmp_path / "log.jsonl", rows))
     assert len(trace.calls) == 1
-    assert notes(trace)["other-endpoint"] == ["line 1 (/model/claude/invoke)"]
+    assert notes(trace)["other-endpoint"] == ["line 1 (invoke)"]  # the kind, never the path
 
 
 def test_pair_with_stream_text_and_record_usage(tmp_path):

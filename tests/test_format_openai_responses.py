@@ -356,7 +356,7 @@ def test_traced_http_exchanges(tmp_path):
     trace = read_trace(path)
     assert [c.messages for c in trace.calls] == [EXPECTED[:2], EXPECTED[:4]]
     assert str(trace.calls[0].day) == "2025-03-04"
-    assert notes(trace)["other-endpoint"] == ["line 1"]
+    assert notes(trace)["other-endpoint"] == ["line 1 (models)"]  # the endpoint's kind, never its path
     assert "secret" not in repr(trace)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
+from tokprof.text import visible
+
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
@@ -107,8 +109,8 @@ class Trace:
 
     def note(self, code: str, message: str, place: str | None = None) -> None:
         """Record a note, gathering the places of notes with the same code."""
-        if place is not None:  # places come from the log: keep them on one line
-            place = place.replace("\r", "\\r").replace("\n", "\\n")
+        if place is not None:  # places come from the log: one line, nothing a terminal acts on, encodable
+            place = visible(place)
         for existing in self.notes:
             if existing.code == code:
                 if place is not None:

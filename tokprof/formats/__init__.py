@@ -21,6 +21,7 @@ from tokprof.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
+from tokprof.text import visible
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def _of_doc(path: str, doc: Document) -> Lookalike | None:
     name = os.path.basename(path)
     try:
         if doc.lines is not None:
-            return lookalike.of_lines(name, [value for _, value in doc.lines[:50]])
+            return lookalike.of_lines(name, [value for _, value in doc.lines.head(50)])
         return lookalike.of_json(name, doc.value)
     except Exception:  # telling what a file looks like never fails
         return None
@@ -143,14 +144,33 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         if found is not None:
             raise InputError(path, None, not_a_log(path, found)) from None
         raise
-    module: ModuleType | None
-    if input_format is not None:
-        module = reader(input_format)
-    else:
-        module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
-        if module is None:
-            raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
-    trace = module.read(path, doc)
+    with doc:  # a JSONL file is read as its reader consumes its lines
+        module: ModuleType | None
+        if input_format is not None:
+            module = reader(input_format)
+        else:
+            module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
+            if module is None:
+                raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
+        trace = module.read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
+    _shown_safely(trace)
     return trace
+
+
+def _shown_safely(trace: Trace) -> None:
+    """The names a trace takes from the log and only shows (models, the session, threads, request ids,
+    places) with control characters and lone surrogates escaped (:func:`tokprof.text.visible`): they
+    are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here."""
+
+    def safe(value: str | None) -> str | None:
+        return visible(value) if isinstance(value, str) else value
+
+    trace.model = safe(trace.model)
+    trace.session = safe(trace.session)
+    for call in trace.calls:
+        call.model = safe(call.model)
+        call.request_id = safe(call.request_id)
+        call.thread = visible(call.thread)
+        call.where = visible(call.where)

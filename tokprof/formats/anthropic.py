@@ -46,8 +46,11 @@ import json
 from typing import Any, Callable
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
-from tokprof.formats.jsonfile import Document
+from tokprof.formats.capture import (
+    Exchange, endpoint_kind, error_code, error_text, exchange, first_records, http_status, records, request_body,
+    response_body, sse_events, traced_body, url_path,
+)
+from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, assistant_message, cache_creation, check_count, check_messages, check_model, check_text, check_tools, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
@@ -98,7 +101,7 @@ def _sample(doc: Document, wanted: int = 5, scanned: int = 50) -> list[Any]:
     if doc.lines is None and not isinstance(doc.value, (dict, list)):
         return []
     found = []
-    for _, record in records("", doc)[:scanned]:
+    for _, record in first_records(doc, scanned):
         body = request_body(record)
         if isinstance(body, dict) and isinstance(body.get("messages"), list):
             found.append(record)
@@ -227,7 +230,7 @@ class _Reader:
             return
         body = record["request"].get("body")
         if isinstance(body, dict) and isinstance(body.get("messages"), list):
-            self.trace.note("other-endpoint", OTHER_ENDPOINT, f"{where} ({endpoint})")
+            self.trace.note("other-endpoint", OTHER_ENDPOINT, f"{where} ({endpoint_kind(endpoint)})")
 
     # -- the prompt --------------------------------------------------------------------------------
     def messages(self, prefix: str, body: dict) -> list[dict]:
@@ -435,7 +438,7 @@ class _Reader:
         blocks: dict[int, dict] = {}
         partial: dict[int, list[str]] = {}
         stopped = False
-        for name, data in sse_events(ex.stream or ""):
+        for name, data in sse_events(ex.stream or "", self.path, ex.where):
             if not isinstance(data, dict):
                 continue
             kind = data.get("type", name)
@@ -457,12 +460,23 @@ class _Reader:
         if not stopped:
             self.trace.note("stream-cut", STREAM_CUT, ex.where)
         for index, pieces in partial.items():
-            blocks[index]["input"] = _parse_input("".join(pieces))
+            blocks[index]["input"] = self.streamed_input(f"{ex.where}: response (stream) content[{index}]", "".join(pieces))
         where = f"{ex.where}: response (stream) "
         reported = self.usage(where + "usage", usage) if usage else None
         content = [block for _, block in sorted(blocks.items())]
         message = self.response(where, self.blocks(where + "content", content)) if content else None
         return None, reported, message
+
+    def streamed_input(self, where: str, text: str) -> dict:
+        """A tool input streamed as ``partial_json`` pieces; one cut off mid-way (or empty) is kept as
+        no arguments, one that is JSON too deeply nested to use is an error."""
+        try:
+            value = parse(text)
+        except json.JSONDecodeError:
+            return {}
+        except ValueError as exc:
+            raise self.fail(where + ".input", f"invalid JSON: {exc}") from None
+        return value if isinstance(value, dict) else {}
 
     def usage(self, where: str, usage: Any) -> Usage | None:
         """Anthropic's usage: ``input_tokens`` excludes cache reads and writes, so they are added."""
@@ -482,16 +496,14 @@ class _Reader:
 def _http_error(record: Any) -> str | None:
     """Why a traced HTTP exchange failed, from its status (400 or more), before its body is parsed."""
     response = record.get("response") if isinstance(record, dict) else None
-    status = response.get("status_code") if isinstance(response, dict) else None
-    if not isinstance(status, int) or isinstance(status, bool) or status < 400:
+    if not isinstance(response, dict):
         return None
-    assert response is not None  # status is only an int when read from a response dict
-    body = response.get("body", response.get("body_raw"))
+    status = http_status(response.get("status_code"))
+    if status is None or status < 400:
+        return None
+    body = traced_body(response)
     if isinstance(body, str):
-        try:
-            body = json.loads(body)
-        except ValueError:
-            body = None
+        body = parse_or(body)
     return error_text(body, status)
 
 
@@ -503,9 +515,7 @@ def _body_prefix(record: Any, ex: Exchange) -> str:
 
 
 def _stream_error(data: dict) -> str:
-    error = data.get("error")
-    detail = (error.get("type") or error.get("message")) if isinstance(error, dict) else None
-    return f"{detail or 'error'} in the stream"
+    return f"{error_code(data.get('error')) or 'error'} in the stream"
 
 
 def _merge_usage(usage: dict[str, Any], update: Any) -> None:
@@ -527,15 +537,6 @@ def _apply_delta(blocks: dict[int, dict], partial: dict[int, list[str]], index: 
         block["thinking"] = str(block.get("thinking") or "") + delta["thinking"]
     elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
         partial.setdefault(index, []).append(delta["partial_json"])
-
-
-def _parse_input(text: str) -> dict:
-    """A streamed tool input; one cut off mid-way (or empty) is kept as no arguments."""
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def request_prompt(path: str, body: dict) -> tuple[list[dict], list[dict] | None, list]:

@@ -8,17 +8,21 @@ Three record shapes are accepted, one per JSONL line or JSON list item:
   server-sent-event stream, as a string);
 * a bare request body.
 
-Headers are never read or kept: they hold credentials.
+Headers are never read or kept: they hold credentials. Nor is what a provider says in an error
+response (its message may echo the request, an API key included) or a URL's path (it may hold ids
+or tokens) ever shown: :func:`error_text` keeps an error's type and code, :func:`endpoint_kind` the
+endpoint's kind.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any, Iterator, TypeGuard
 
 from tokprof.errors import InputError
-from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
 
 
@@ -36,12 +40,22 @@ class Exchange:
     record: dict | None = None  # the whole record, for fields some loggers put beside the pair
 
 
-def records(path: str, doc: Document) -> list[tuple[str, Any]]:
-    """The records of a file: its JSONL lines, the items of a JSON list, or one JSON object."""
+def records(path: str, doc: Document) -> Iterator[tuple[str, Any]]:
+    """The records of a file: its JSONL lines (read as they come: once), the items of a JSON list, or
+    one JSON object."""
     if doc.lines is not None:
-        return [(f"line {n}", value) for n, value in doc.lines]
+        return ((f"line {n}", value) for n, value in doc.lines)
     if isinstance(doc.value, list):
-        return [(f"record {i}", value) for i, value in enumerate(doc.value)]
+        return ((f"record {i}", value) for i, value in enumerate(doc.value))
+    return iter([("record 0", doc.value)])
+
+
+def first_records(doc: Document, count: int) -> list[tuple[str, Any]]:
+    """The first records of a file, for detection (a JSONL file's lines are not consumed)."""
+    if doc.lines is not None:
+        return [(f"line {n}", value) for n, value in doc.lines.head(count)]
+    if isinstance(doc.value, list):
+        return [(f"record {i}", value) for i, value in enumerate(doc.value[:count])]
     return [("record 0", doc.value)]
 
 
@@ -64,6 +78,31 @@ def url_path(record: Any) -> str | None:
     return path.rstrip("/") or "/"
 
 
+#: Path segments that name an endpoint's kind: the providers' API endpoints (OpenAI, Anthropic, Amazon
+#: Bedrock's, Google's ``model:method``) and telemetry. The rest of a URL path is never shown: it may
+#: hold ids, account names or tokens.
+ENDPOINT_KINDS = (
+    "count_tokens", "messages", "completions", "responses", "embeddings", "models", "files", "batches",
+    "moderations", "images", "audio", "assistants", "threads", "runs", "uploads", "fine_tuning",
+    "realtime", "invoke", "invoke-with-response-stream", "converse", "converse-stream", "generateContent",
+    "streamGenerateContent", "countTokens", "embedContent", "event_logging", "telemetry", "metrics", "oauth",
+    "organizations", "health",
+)
+
+
+def endpoint_kind(path: str) -> str:
+    """What an endpoint is, for a note, without the path itself: its last segment that names an
+    endpoint (``count_tokens``, ``models``, ``chat/completions``, ``invoke``), else ``another
+    endpoint``."""
+    segments = [segment.rsplit(":", 1)[-1] for segment in path.split("/") if segment]
+    for i in range(len(segments) - 1, -1, -1):
+        if segments[i] in ENDPOINT_KINDS:
+            if segments[i] == "completions" and i > 0 and segments[i - 1] == "chat":
+                return "chat/completions"
+            return segments[i]
+    return "another endpoint"
+
+
 def request_body(record: Any) -> dict | None:
     """The request body a record holds, without checking it (for detecting formats)."""
     if not isinstance(record, dict):
@@ -73,16 +112,36 @@ def request_body(record: Any) -> dict | None:
         return record
     if _is_http(request):
         request = request.get("body")
+        if isinstance(request, str):  # a body saved as text
+            request = parse_or(request)
     return request if isinstance(request, dict) else None
 
 
+def _is_traced(response: Any) -> TypeGuard[dict]:
+    """A traced HTTP response (``{"status_code", "headers", "body" | "body_raw"}``), not a body."""
+    return _is_http(response) or (isinstance(response, dict) and "body_raw" in response)
+
+
+def traced_body(response: dict) -> Any:
+    """The body of a traced HTTP response: ``body``, else (missing or null) the text ``body_raw``.
+    The one rule for every reader and for detection."""
+    body = response.get("body")
+    raw = response.get("body_raw")
+    if body is None and isinstance(raw, str):
+        return raw
+    return body
+
+
 def response_body(record: Any) -> Any:
-    """The response body a record holds, parsed when it is JSON, without checking it."""
+    """The response body a record holds, without checking it (for detecting formats): parsed when it
+    is JSON text (a body saved as text), else as it is (a server-sent-event stream stays a string)."""
     if not isinstance(record, dict) or "request" not in record:
         return None
     response = record.get("response")
-    if _is_http(response) or (isinstance(response, dict) and "body_raw" in response):
-        response = response.get("body", response.get("body_raw"))
+    if _is_traced(response):
+        response = traced_body(response)
+    if isinstance(response, str) and response.lstrip().startswith(("{", "[")):
+        return parse_or(response, response)
     return response
 
 
@@ -98,33 +157,21 @@ def exchange(path: str, where: str, record: Any) -> Exchange:
         url, timestamp = request.get("url"), request.get("timestamp")
         request = request.get("body")
         if isinstance(request, str):  # a body saved as text
-            try:
-                request = json.loads(request)
-            except ValueError:
-                raise InputError(path, where + ": request.body", "not JSON") from None
+            request = _json_body(path, where + ": request.body", request)
     if not isinstance(request, dict):
         raise InputError(path, where + ": request", f"expected the request body, an object, found {_kind(request)}")
     stream = None
-    if isinstance(response, dict) and (_is_http(response) or "body_raw" in response):
-        status = response.get("status_code", response.get("status"))
-        if not isinstance(status, int) or isinstance(status, bool):
-            status = None
-        body = response.get("body")
-        raw = response.get("body_raw")
-        if body is None and isinstance(raw, str):
-            body = raw
-        response = body
+    if _is_traced(response):
+        status = http_status(response.get("status_code", response.get("status")))
+        response = traced_body(response)
     if isinstance(response, str):
         stripped = response.lstrip()
         if stripped.startswith(("event:", "data:")):
             stream, response = response, None
+        elif status is not None and status >= 400:
+            response = parse_or(response)  # an error page (HTML from a proxy): error_text reports the HTTP status
         else:
-            try:
-                response = json.loads(response)
-            except ValueError:
-                if status is None or status < 400:
-                    raise InputError(path, where + ": response", "neither JSON nor a server-sent-event stream") from None
-                response = None  # an error page (HTML from a proxy): error_text reports the HTTP status
+            response = _json_body(path, where + ": response", response, "neither JSON nor a server-sent-event stream")
     if timestamp is None:
         timestamp = record.get("timestamp", record.get("logged_at"))
     return Exchange(
@@ -133,8 +180,25 @@ def exchange(path: str, where: str, record: Any) -> Exchange:
     )
 
 
-def sse_events(text: str) -> list[tuple[str | None, Any]]:
-    """The events of a server-sent-event stream: ``(event name or None, data)``, data parsed when JSON."""
+def http_status(value: Any) -> int | None:
+    """An HTTP status code, or None when the value is not one (100 to 999)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 999:
+        return value
+    return None
+
+
+def _json_body(path: str, where: str, text: str, not_json: str = "not JSON") -> Any:
+    """A body saved as JSON text, parsed; an error naming the place when it is not usable JSON."""
+    try:
+        return parse(text)
+    except ValueError as exc:
+        what = not_json if isinstance(exc, json.JSONDecodeError) else f"invalid JSON: {exc}"
+        raise InputError(path, where, what) from None
+
+
+def sse_events(text: str, path: str = "", where: str = "") -> list[tuple[str | None, Any]]:
+    """The events of a server-sent-event stream: ``(event name or None, data)``, data parsed when JSON
+    (else kept as text). Data that is JSON too deeply nested to use is an error naming the event."""
     events: list[tuple[str | None, Any]] = []
     name: str | None = None
     data: list[str] = []
@@ -144,9 +208,11 @@ def sse_events(text: str) -> list[tuple[str | None, Any]]:
         if data:
             joined = "\n".join(data)
             try:
-                value: Any = json.loads(joined)
-            except ValueError:
+                value: Any = parse(joined)
+            except json.JSONDecodeError:
                 value = joined
+            except ValueError as exc:
+                raise InputError(path, f"{where}: response (stream) event {len(events)}", f"invalid JSON: {exc}") from None
             events.append((name, value))
         name, data = None, []
 
@@ -161,15 +227,32 @@ def sse_events(text: str) -> list[tuple[str | None, Any]]:
     return events
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+
+
+def error_code(error: Any) -> str | None:
+    """An error object's type and code (``invalid_request_error, invalid_api_key``), each only when it
+    is an identifier; never its message, which may echo what was sent (an API key included)."""
+    if not isinstance(error, dict):
+        return None
+    found: list[str] = []
+    for key in ("type", "code"):
+        value = error.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**6:
+            value = str(value)
+        if isinstance(value, str) and _IDENTIFIER.fullmatch(value) and value not in found:
+            found.append(value)
+    return ", ".join(found) or None
+
+
 def error_text(response: Any, status: int | None) -> str | None:
-    """Why a response is an error (an HTTP status of 400 or more, or an error object), else None."""
+    """Why a response is an error (an HTTP status of 400 or more, or an error object), else None:
+    the status and the error's type and code (:func:`error_code`), never the provider's message."""
     detail = None
     if isinstance(response, dict):
         error = response.get("error")
         if response.get("type") == "error" or (error is not None and "choices" not in response):
-            if isinstance(error, dict):
-                detail = error.get("type") or error.get("code") or error.get("message")
-            detail = str(detail or "error")
+            detail = error_code(error) or "error"
     if status is not None and status >= 400:
         return f"HTTP {status}" + (f" {detail}" if detail else "")
     return detail

@@ -131,10 +131,10 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tokprof.errors import InputError
-from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     anthropic_usage, assistant_message, cache_creation, check_count, check_messages, check_model, check_text, in_time_order, parse_day,
@@ -220,7 +220,7 @@ def sniff(doc: Document) -> bool:
     """True when the first lines are Claude Code transcript lines (a known type and a session id or uuid)."""
     if doc.lines is None:
         return False
-    for _, record in doc.lines[:20]:
+    for _, record in doc.lines.head(20):
         if isinstance(record, dict) and record.get("type") in SNIFF_TYPES:
             if any(isinstance(record.get(key), str) for key in SNIFF_FIELDS):
                 return True
@@ -263,10 +263,7 @@ def _peek(path: Path, lines: int = 50) -> tuple[bool, str | None]:
     try:
         with open(path, encoding="utf-8-sig") as f:
             for _, text in zip(range(lines), f):
-                try:
-                    record = json.loads(text)
-                except ValueError:
-                    continue
+                record = parse_or(text)
                 if not isinstance(record, dict):
                     continue
                 found = found or record.get("type") in SNIFF_TYPES
@@ -276,8 +273,6 @@ def _peek(path: Path, lines: int = 50) -> tuple[bool, str | None]:
         # unreadable: listed anyway when it is named like a session, so that it is reported as skipped
         return path.suffix == ".jsonl" and not path.name.startswith("rollout-"), None
     except UnicodeDecodeError:  # not text: not a transcript
-        return False, None
-    except RecursionError:  # nested too deeply to be a transcript line
         return False, None
     return found, session
 
@@ -355,15 +350,16 @@ EMPTY = _State([])
 
 
 def read(path: str, doc: Document) -> Trace:
+    numbered: Iterable[tuple[int, Any]]
     if doc.lines is None:
         if not isinstance(doc.value, dict):
             raise InputError(path, None, "expected a JSONL transcript: one JSON object per line")
         numbered = [(1, doc.value)]
     else:
-        numbered = doc.lines
+        numbered = doc.lines  # read as a stream: once
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
     reader = _Reader(trace)
-    main = reader.parse(path, "", [(n, record, "") for n, record in numbered])
+    main = reader.parse(path, "", ((n, record, "") for n, record in numbered))
     trace.session = _session(main)
     subs = [reader.subagent_file(Path(path), sub) for sub in _subagent_files(Path(path), trace.session)]
     reader.rekey([main, *subs])
@@ -423,10 +419,12 @@ class _Reader:
             self.trace.note(code, message, place)
 
     # -- parsing -----------------------------------------------------------------------------------
-    def parse(self, path: str, label: str, items: list[tuple[int, Any, str]], origin: str = "",
+    def parse(self, path: str, label: str, items: Iterable[tuple[int, Any, str]], origin: str = "",
               unit: str = "line") -> _Transcript:
-        """Check the lines of one file (or one thread rebuilt from progress lines); ``unit`` names
-        them in places ("item" for the values of a JSON list)."""
+        """Check the lines of one file (or one thread rebuilt from progress lines), as they are read;
+        ``unit`` names them in places ("item" for the values of a JSON list). Each line keeps only the
+        fields read later (:func:`_kept`): a long session's tool metadata, snapshots and progress
+        output are not held."""
         transcript = _Transcript(path=path, origin=origin)
         last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
         for number, record, inner in items:
@@ -473,6 +471,7 @@ class _Reader:
             self.note_type("attachment-lines", ATTACHMENTS, line)
         elif kind not in QUIET_TYPES:
             self.note_type("unknown-line-type", UNKNOWN_TYPE, line)
+        line.record = _kept(record, kind)
         return line
 
     def note_type(self, code: str, message: str, line: _Line) -> None:
@@ -750,18 +749,19 @@ class _Reader:
     # -- subagents ---------------------------------------------------------------------------------
     def subagent_file(self, session: Path, sub: Path) -> _Transcript:
         """A subagent transcript beside the session, parsed (its calls are made once every file is)."""
-        doc = load(str(sub))
         try:
             label = sub.relative_to(session.parent).as_posix() + " "
         except ValueError:
             label = sub.name + " "
-        if doc.lines is not None:
-            numbered = doc.lines
-        elif isinstance(doc.value, dict):
-            numbered = [(1, doc.value)]
-        else:
-            raise InputError(str(sub), None, "expected a JSONL transcript: one JSON object per line")
-        transcript = self.parse(str(sub), label, [(n, record, "") for n, record in numbered])
+        with load(str(sub)) as doc:
+            numbered: Iterable[tuple[int, Any]]
+            if doc.lines is not None:
+                numbered = doc.lines  # read as a stream: once
+            elif isinstance(doc.value, dict):
+                numbered = [(1, doc.value)]
+            else:
+                raise InputError(str(sub), None, "expected a JSONL transcript: one JSON object per line")
+            transcript = self.parse(str(sub), label, ((n, record, "") for n, record in numbered))
         for line in transcript.lines:
             line.sidechain = True  # a subagent's own file: every line is the subagent's
         transcript.compaction = sub.name.startswith(COMPACT_PREFIX) or any(
@@ -955,6 +955,30 @@ class _Reader:
             more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
             self.trace.note("request-id-reused", REQUEST_REUSED,
                             f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})")
+
+#: The fields of a line kept once it is read (its content is in its parts by then), and of an
+#: assistant line's message. The rest (``toolUseResult``, ``cwd``, snapshots, progress output) is
+#: never read again and is not held.
+KEPT_FIELDS = (
+    "type", "uuid", "parentUuid", "sessionId", "timestamp", "agentId", "subtype", "logicalParentUuid",
+    "requestId", "isApiErrorMessage", "isSidechain", "parentToolUseID",
+)
+KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
+
+
+def _kept(record: dict, kind: str) -> dict:
+    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`); a progress line keeps
+    its data only when it copies a subagent's line (``agent_progress``)."""
+    kept = {key: record[key] for key in KEPT_FIELDS if key in record}
+    message = record.get("message")
+    if kind == "assistant" and isinstance(message, dict):
+        kept["message"] = {key: message[key] for key in KEPT_MESSAGE_FIELDS if key in message}
+    elif kind == "progress":
+        data = record.get("data")
+        if isinstance(data, dict) and data.get("type") == "agent_progress":
+            kept["data"] = data
+    return kept
+
 
 def _copy(record: dict, parent: str | None, fallback_uuid: str) -> dict:
     """A subagent line copied from a progress line, linked to the previous copy of its thread."""

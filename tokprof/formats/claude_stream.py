@@ -43,13 +43,14 @@ stream does not show (Claude Code's own calls to a small model, a compaction) an
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
 
 from tokprof.errors import InputError
 from tokprof.formats import claude_code
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, in_time_order
+from tokprof.formats.neutral import MAX_COUNT, check_count, describe_number as _number, in_time_order
 from tokprof.trace import Call, Trace
 
 FORMAT = "claude-stream-json"
@@ -60,6 +61,8 @@ QUIET = ("stream_event", "keep_alive", "tool_progress", "auth_status", "rate_lim
 RESULT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 RESULT_NAMES = {"input_tokens": "input", "cache_creation_input_tokens": "cache writes",
                 "cache_read_input_tokens": "cache reads", "output_tokens": "output"}
+
+MAX_COST = 10**9  # USD: a larger total_cost_usd is not a cost
 
 PROMPT_NOT_RECORDED = (
     "the prompt given to claude -p is not in stream-json output (it is not echoed): an empty user message "
@@ -99,24 +102,26 @@ def sniff(doc: Document) -> bool:
 
 
 def _values(doc: Document) -> list:
+    """The first values, for detection."""
     if doc.lines is not None:
-        return [value for _, value in doc.lines]
-    return doc.value if isinstance(doc.value, list) else []
+        return [value for _, value in doc.lines.head(20)]
+    return doc.value[:20] if isinstance(doc.value, list) else []
 
 
 def read(path: str, doc: Document) -> Trace:
+    numbered: Iterable[tuple[int, Any]]
     if doc.lines is not None:
-        numbered = doc.lines
+        numbered = doc.lines  # read as a stream: once
         at = "line"
     elif isinstance(doc.value, list):
-        numbered = [(i, value) for i, value in enumerate(doc.value)]
+        numbered = enumerate(doc.value)
         at = "item"
     else:
         raise InputError(path, None, "expected stream-json output: one JSON object per line")
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    records, results, init = _convert(path, at, numbered, trace)
+    stream = _Stream()
     reader = claude_code._Reader(trace)
-    transcript = reader.parse(path, "", records, unit=at)
+    transcript = reader.parse(path, "", _convert(path, at, numbered, stream), unit=at)
     reader.rekey([transcript])
     calls = reader.calls(transcript)
     reader.note_unrecorded_compactions()
@@ -124,10 +129,9 @@ def read(path: str, doc: Document) -> Trace:
     if not trace.calls:
         raise InputError(path, None, "no model call in the stream (no assistant message)")
     _opening_prompts(trace)
-    trace.session = _text(init.get("session_id")) or next(
-        (_text(v.get("session_id")) for _, v in numbered if isinstance(v, dict) and _text(v.get("session_id"))), None)
-    trace.model = claude_code._main_model(trace.calls) or _text(init.get("model"))
-    _reconcile(path, at, trace, calls, results)
+    trace.session = _text(stream.init.get("session_id")) or stream.session
+    trace.model = claude_code._main_model(trace.calls) or _text(stream.init.get("model"))
+    _reconcile(path, at, trace, calls, stream.results)
     return trace
 
 
@@ -148,12 +152,18 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _convert(path: str, at: str, numbered: list[tuple[int, Any]], trace: Trace):
-    """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread;
-    the result lines; the init line."""
-    records: list[tuple[int, Any, str]] = []
-    results: list[tuple[int, dict]] = []
-    init: dict = {}
+@dataclass
+class _Stream:
+    """What the stream says besides its conversation: the result lines, the init line, the session."""
+
+    results: list[tuple[int, dict]] = field(default_factory=list)
+    init: dict = field(default_factory=dict)
+    session: str | None = None
+
+
+def _convert(path: str, at: str, numbered: Iterable[tuple[int, Any]], stream: _Stream) -> Iterator[tuple[int, Any, str]]:
+    """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread,
+    as they are read; the result lines, the init line and the first session id go in ``stream``."""
     last: dict[str | None, str | None] = {}  # thread -> the uuid of its last line
     task_prompts: dict[str, str] = {}  # tool call id -> its "prompt" argument (a subagent's opening prompt)
     for number, value in numbered:
@@ -163,11 +173,12 @@ def _convert(path: str, at: str, numbered: list[tuple[int, Any]], trace: Trace):
         kind = value.get("type")
         if not isinstance(kind, str):
             raise InputError(path, f"{where}: type", "missing or not a string: every stream-json message has a type")
+        stream.session = stream.session or _text(value.get("session_id"))
         if kind == "result":
-            results.append((number, value))
+            stream.results.append((number, value))
             continue
         if kind == "system" and value.get("subtype") == "init":
-            init = init or value
+            stream.init = stream.init or value
             continue
         if kind in QUIET:
             continue
@@ -184,7 +195,7 @@ def _convert(path: str, at: str, numbered: list[tuple[int, Any]], trace: Trace):
                 opening_uuid = f"#{number}:prompt"
                 opening = {"type": "user", "uuid": opening_uuid, "parentUuid": None, "isSidechain": True,
                            "agentId": thread, "message": {"role": "user", "content": task_prompts[thread]}}
-                records.append((number, opening, ""))
+                yield number, opening, ""
                 last[thread] = opening_uuid
             if kind == "assistant":
                 task_prompts.update(_task_prompts(value.get("message")))
@@ -194,8 +205,7 @@ def _convert(path: str, at: str, numbered: list[tuple[int, Any]], trace: Trace):
                 continue  # Claude Code's own messages: not conversation, and no link of the chain
         record["parentUuid"] = last.get(thread)
         last[thread] = uuid
-        records.append((number, record, ""))
-    return records, results, init
+        yield number, record, ""
 
 
 def _task_prompts(message: Any) -> dict[str, str]:
@@ -224,11 +234,13 @@ def _reconcile(path: str, at: str, trace: Trace, calls: list[tuple[float, Call]]
         cost = result.get("total_cost_usd")
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
             raise InputError(path, f"{where}: total_cost_usd", f"expected a number, found {_kind(cost)}")
+        if cost is not None and not 0 <= cost <= MAX_COST:  # NaN fails both
+            raise InputError(path, f"{where}: total_cost_usd", f"expected a cost from 0 to {MAX_COST:,} USD, found {_number(cost)}")
         before = [call for line, call in calls if start < line < number and call.reported is not None]
         segment = _sums(before)
         cumulative = _sums([call for line, call in calls if line < number and call.reported is not None])
         parts = [str(result.get("subtype") or "no subtype")]
-        if isinstance(turns, int) and not isinstance(turns, bool):
+        if isinstance(turns, int) and not isinstance(turns, bool) and 0 <= turns <= MAX_COUNT:
             parts.append(f"{turns:,} turns")
         parts += [f"{RESULT_NAMES[key]} {value:,}" for key, value in totals.items() if value is not None]
         if cost is not None:

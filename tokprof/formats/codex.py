@@ -91,6 +91,7 @@ server-side compaction (a replacement history and no summary) reports no usage: 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,7 +160,9 @@ class Item:
     text: str | None = None  # a message's, result's or reasoning's text
     call: dict | None = None  # a neutral tool call
     call_id: str | None = None  # the call a result answers
-    encrypted: str | None = None  # a reasoning item's encrypted content, when its text is not the reasoning
+    #: a digest of a reasoning item's encrypted content, when its text is not the reasoning (the content
+    #: itself, often half a rollout, is not kept: only what tells copies of one item apart)
+    encrypted: str | None = None
 
     @property
     def output(self) -> bool:
@@ -243,7 +246,7 @@ def sniff(doc: Document) -> bool:
     try:
         if not doc.lines:
             return False
-        values = [value for _, value in doc.lines[:5]]
+        values = [value for _, value in doc.lines.head(5)]
         if any(isinstance(v, dict) and ("messages" in v or "request" in v) for v in values):
             return False
         if any(_is_envelope(v) for v in values):
@@ -281,8 +284,9 @@ def read(path: str, doc: Document) -> Trace:
         raise InputError(path, None, "expected JSONL: a Codex rollout has one JSON object per line")
     trace = Trace(path=path, format=FORMAT)
     parser = _Parser(path, trace)
-    legacy = bool(doc.lines) and _is_legacy_header(doc.lines[0][1])
-    for position, (number, value) in enumerate(doc.lines):
+    first = doc.lines.head(1)
+    legacy = bool(first) and _is_legacy_header(first[0][1])
+    for position, (number, value) in enumerate(doc.lines):  # read as a stream: once
         if legacy and position == 0:
             parser.session_meta(number, value.get("timestamp"), value, prefix=f"line {number}: ")
         else:
@@ -459,7 +463,8 @@ def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) ->
         if encrypted is not None and not isinstance(encrypted, str):
             raise InputError(path, prefix + "encrypted_content", f"expected a string, found {_kind(encrypted)}")
         text, raw = _reasoning_text(path, prefix, payload)
-        return Item("reasoning", where, text=text, encrypted=None if raw else encrypted or None)
+        digest = hashlib.blake2b(encrypted.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() if encrypted else None
+        return Item("reasoning", where, text=text, encrypted=None if raw else digest)
     if kind in CALL_TYPES:
         if kind == "web_search_call":
             parser.note("web-search", where)

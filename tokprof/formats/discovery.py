@@ -17,14 +17,13 @@ rollout, whatever its name; every other such file is listed with why it is not r
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tokprof.formats import lookalike
-from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 
 SUFFIXES = (".jsonl", ".json")
@@ -109,11 +108,11 @@ def _peek(path: Path) -> _Peek:
     except OSError as exc:
         return _Peek(reason=f"unreadable: {exc.strerror or exc}")
     if values:
-        return _classify(path, Document(lines=values))
+        return _classify(path, Document(lines=Lines(values)))
     if whole:  # one JSON document, small enough that parsing it is peeking
         try:
-            value = json.loads(head.decode("utf-8-sig"))
-        except (ValueError, RecursionError):
+            value = parse(head.decode("utf-8-sig"))
+        except ValueError:  # not UTF-8, not JSON, nested too deeply
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON in its first lines")
         return _classify(path, Document(value=value))
     return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),
@@ -133,8 +132,8 @@ def _first_values(f: Any) -> list[tuple[int, Any]]:
         try:
             text = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
             if text:
-                values.append((number, json.loads(text)))
-        except (ValueError, RecursionError):
+                values.append((number, parse(text)))
+        except ValueError:
             if not values:
                 return []  # the first line is not a value of its own: not JSON lines
         if budget <= 0:

@@ -81,6 +81,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import struct
 import zipfile
@@ -88,8 +89,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tokprof.errors import InputError
-from tokprof.formats.jsonfile import Document
+from tokprof.errors import InputError, TokprofError
+from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, cache_creation, check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
@@ -751,34 +752,78 @@ def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipI
     return out
 
 
+#: The largest uncompressed zip member read, by default (``TOKPROF_MAX_MEMBER_BYTES`` changes it): a
+#: member is one JSON document, read whole, and a few megabytes of zip can hold gigabytes.
+MAX_MEMBER_BYTES = 2 * 1024**3
+MEMBER_LIMIT_VARIABLE = "TOKPROF_MAX_MEMBER_BYTES"
+_CHUNK = 1 << 20
+
+
+def member_limit() -> int:
+    """The size cap of a zip member, in bytes: :data:`MAX_MEMBER_BYTES` or the environment's."""
+    raw = os.environ.get(MEMBER_LIMIT_VARIABLE)
+    if raw is None or not raw.strip():
+        return MAX_MEMBER_BYTES
+    try:
+        value = int(raw)
+    except ValueError:
+        raise TokprofError(f"{MEMBER_LIMIT_VARIABLE}: expected a number of bytes, found {raw!r}") from None
+    if value <= 0:
+        raise TokprofError(f"{MEMBER_LIMIT_VARIABLE}: expected a positive number of bytes, found {raw!r}")
+    return value
+
+
+def _over_limit(size: str, limit: int) -> str:
+    return (f"{size} uncompressed, more than the limit of {limit:,} bytes for one member "
+            f"(set {MEMBER_LIMIT_VARIABLE} to raise it)")
+
+
 def _json_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
     data = _member_bytes(path, archive, info)
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(path, info.filename, f"byte {exc.start}: not UTF-8 text") from None
+    del data
     try:
-        return json.loads(text)
+        return parse(text)
     except json.JSONDecodeError as exc:
         raise InputError(path, info.filename, f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:
-        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
-        raise InputError(path, info.filename, f"invalid JSON: {what}") from None
+    except ValueError as exc:
+        raise InputError(path, info.filename, f"invalid JSON: {exc}") from None
 
 
-def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytearray:
+    """A member's bytes, checked against the size cap before reading (its declared size) and while
+    decompressing (a declared size can lie)."""
+    limit = member_limit()
+    if info.file_size > limit:
+        raise InputError(path, info.filename, _over_limit(f"{info.file_size:,} bytes", limit))
     try:
-        return archive.read(info)
+        with archive.open(info) as member:
+            return _capped(path, info, member.read, limit)
     except NotImplementedError:
         if info.compress_type == _ZSTANDARD:
-            return _zstandard_member(path, archive, info)
+            return _zstandard_member(path, archive, info, limit)
         raise InputError(path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
         # RuntimeError: an encrypted member; ValueError: offsets out of range
         raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
 
 
-def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _capped(path: str, info: zipfile.ZipInfo, read: Callable[[int], bytes], limit: int) -> bytearray:
+    """Everything ``read`` gives, in chunks, stopping with an error past the cap or the declared size."""
+    out = bytearray()
+    while chunk := read(_CHUNK):
+        out += chunk
+        if len(out) > limit:
+            raise InputError(path, info.filename, _over_limit(f"more than {limit:,} bytes", limit))
+        if len(out) > info.file_size:
+            raise InputError(path, info.filename, f"corrupt zip member (more data than its declared size, {info.file_size:,} bytes)")
+    return out
+
+
+def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytearray:
     """A Zstandard-compressed member (newer Inspect versions write them), with the zstandard package."""
     try:
         import zstandard
@@ -791,12 +836,9 @@ def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo
     raw = _raw_member(path, archive, info)
     try:
         reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
-        chunks = []
-        while chunk := reader.read(1 << 20):
-            chunks.append(chunk)
+        data = _capped(path, info, reader.read, limit)
     except zstandard.ZstdError as exc:
         raise InputError(path, info.filename, f"corrupt Zstandard data ({exc})") from None
-    data = b"".join(chunks)
     if zlib.crc32(data) != info.CRC:
         raise InputError(path, info.filename, "corrupt zip member (bad CRC-32)")
     return data

@@ -1,46 +1,102 @@
-"""Loading JSON and JSONL files with errors that name the file and line."""
+"""Loading JSON and JSONL files with errors that name the file and line, and parsing JSON found in logs.
+
+Every JSON text a reader meets goes through :func:`parse`: the file itself, and the JSON that logs
+keep inside strings (a capture's request or response body, a server-sent event's data, a streamed
+tool input). It never raises anything but :class:`ValueError`: a syntax error is a
+:class:`json.JSONDecodeError`; a value nested more than :data:`NESTING_LIMIT` deep, or a number too
+long to convert, is a :class:`JSONError` (Python's own limits would raise ``RecursionError`` in the
+parser or, for a value just under them, anywhere later).
+
+A JSONL file is read as a stream (:class:`Lines`): line by line as a reader consumes it, once, so that
+a large log is never held whole, as text or as parsed values; only its first lines are parsed ahead,
+for detection. A file of another name is JSONL when its first line is a JSON value of its own and more
+follows; else it is one JSON document, read whole (the format does not allow otherwise).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
-from typing import Any
+from itertools import accumulate
+from typing import IO, Any, Iterable, Iterator
 
 from tokprof.errors import InputError
 
+#: How deep a JSON value from a log may nest (objects and lists). JSON Schemas, Inspect's events and
+#: tool inputs nest a few dozen levels at most; Python's recursion limit (1,000 frames) is shared by
+#: the parser and everything that walks the value later (JSON encoding, templates), so a value just
+#: under what the parser accepts could still fail further on.
+NESTING_LIMIT = 200
+TOO_DEEP = f"nested too deeply (more than {NESTING_LIMIT} levels)"
 
-@dataclass
-class Document:
-    """What a file held: one JSON value, or a list of values with the line each came from."""
-
-    value: Any = None
-    lines: list[tuple[int, Any]] | None = None  # set for JSONL: (1-based line, value)
-    truncated_line: int | None = None  # a cut-off last JSONL line that was skipped
-
+#: The first lines of a JSONL file parsed ahead, for detection (every reader's ``sniff`` looks at
+#: fewer), within this many bytes (at least one line).
+HEAD_LINES = 50
+HEAD_BYTES = 16 * 1024 * 1024
 
 #: The rule for a JSONL line that does not parse: a truncated *last* line (a log still being
 #: written, or cut off) is skipped and reported as a warning; any other bad line is an error.
 TRUNCATED_LAST_LINE = "the last line is truncated JSON (the log was cut off while being written): it was skipped"
 
 
-def read_text(path: str) -> str:
-    if not os.path.exists(path):
-        raise InputError(path, None, "no such file")
-    if os.path.isdir(path):
-        raise InputError(path, None, "is a directory, not a file")
+class JSONError(ValueError):
+    """JSON text that cannot be used: nested too deeply, or a number too long to convert."""
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def too_deep(text: str) -> bool:
+    """Whether JSON text nests objects and lists more than :data:`NESTING_LIMIT` deep (brackets
+    inside strings do not count). Cheap when the text has fewer brackets than the limit."""
+    if text.count("[") + text.count("{") <= NESTING_LIMIT:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > NESTING_LIMIT
+
+
+def parse(text: str) -> Any:
+    """``json.loads`` for text from a log: :class:`json.JSONDecodeError` for bad syntax,
+    :class:`JSONError` for a value nested too deeply or a number too long; never anything else
+    (``MemoryError`` aside)."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise JSONError(TOO_DEEP) from None
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise JSONError(str(exc).split(";")[0]) from None
+    if text.count("[") + text.count("{") > NESTING_LIMIT and _nests_deeper(value):
+        raise JSONError(TOO_DEEP)
+    return value
+
+
+def _nests_deeper(value: Any) -> bool:
+    """Whether a parsed value nests deeper than :data:`NESTING_LIMIT` (a walk without recursion,
+    much faster than scanning the text of a large document)."""
+    stack = [(value, 1)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth = pop()
+        if depth > NESTING_LIMIT:
+            return True
+        for child in node.values() if type(node) is dict else node if type(node) is list else ():
+            if type(child) is dict or type(child) is list:
+                push((child, depth + 1))
+    return False
+
+
+def parse_or(text: str, default: Any = None) -> Any:
+    """The JSON value of a text from a log, or ``default`` when it is not usable JSON."""
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
-    if not text.strip():
-        raise InputError(path, None, "file is empty")
-    return text
+        return parse(text)
+    except ValueError:
+        return default
 
 
 def kind_of(value: Any) -> str:
@@ -50,47 +106,256 @@ def kind_of(value: Any) -> str:
     )
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, RecursionError):
-        return "nested too deeply"
-    return str(exc).split(";")[0]
-
-
 def _cut_off(exc: json.JSONDecodeError, text: str) -> bool:
     """Whether JSON failed because the text ends too soon (a cut inside a string fails where the
     string starts, not at the end)."""
     return exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
 
 
+def _check_file(path: str) -> None:
+    if not os.path.exists(path):
+        raise InputError(path, None, "no such file")
+    if os.path.isdir(path):
+        raise InputError(path, None, "is a directory, not a file")
+
+
+def _open(path: str) -> IO[bytes]:
+    _check_file(path)
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+
+
+def read_text(path: str) -> str:
+    with _open(path) as f:
+        try:
+            data = f.read()
+        except OSError as exc:
+            raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
+    del data
+    if not text.strip():
+        raise InputError(path, None, "file is empty")
+    return text
+
+
+class Lines:
+    """The values of a JSONL file, ``(1-based line, value)``: parsed as they are read.
+
+    :meth:`head` gives the first lines (for detection) without consuming them; iterating reads the
+    whole file, once (a second pass is a programming error). A bad line raises an :class:`InputError`
+    naming it when it is reached, except a truncated last line, which ends the values and is kept
+    in :attr:`truncated_line`. Built from a list (``Lines([...])``) it holds those values instead.
+    """
+
+    def __init__(self, values: Iterable[tuple[int, Any]] = (), *, path: str = "", handle: IO[bytes] | None = None):
+        self.path = path
+        self.truncated_line: int | None = None  # a cut-off last line that was skipped
+        self._handle = handle
+        self._source: Iterator[tuple[int, Any]] = iter(values) if handle is None else self._read()
+        self._size = 0  # the bytes of the line read last
+        self._head: list[tuple[int, Any]] = []
+        self._head_bytes = 0
+        self._ended = False  # the source gave its last value
+        self._started = False  # iterated: the head is given away
+
+    # -- reading the file ----------------------------------------------------------------------
+    def _read(self) -> Iterator[tuple[int, Any]]:
+        handle = self._handle
+        assert handle is not None
+        offset = 0
+        seen = 0  # values given so far
+        number = 0
+        try:
+            for raw in handle:
+                number += 1
+                start, offset = offset, offset + len(raw)
+                # split on newlines only: U+2028 and friends are valid inside JSON strings
+                line = self._decode(raw, start, number).rstrip("\n").rstrip("\r")
+                if not line.strip():
+                    continue
+                try:
+                    value = parse(line)
+                except json.JSONDecodeError as exc:
+                    cut_off = _cut_off(exc, line)
+                    # a record always ends with } or ], so a last line that does not was cut off
+                    if seen and (cut_off or not line.rstrip().endswith(("}", "]"))) and _blank_from(handle):
+                        self.truncated_line = number
+                        return
+                    what = "truncated JSON" if cut_off else f"invalid JSON: {exc.msg}"
+                    raise InputError(self.path, f"line {number}, column {exc.colno}", what) from None
+                except JSONError as exc:
+                    raise InputError(self.path, f"line {number}", f"invalid JSON: {exc}") from None
+                seen += 1
+                self._size = len(raw)
+                yield number, value
+        except OSError as exc:
+            raise InputError(self.path, f"line {number + 1}", f"cannot read: {exc.strerror or exc}") from None
+        finally:
+            self.close()
+
+    def _decode(self, raw: bytes, start: int, number: int) -> str:
+        try:
+            return raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(self.path, f"byte {start + exc.start}", "not UTF-8 text") from None
+
+    def _pull(self) -> tuple[int, Any] | None:
+        if self._ended:
+            return None
+        found = next(self._source, None)
+        if found is None:
+            self._ended = True
+        return found
+
+    # -- the reader's side ---------------------------------------------------------------------
+    def head(self, count: int = HEAD_LINES) -> list[tuple[int, Any]]:
+        """The first ``count`` values, without consuming them: fewer when the file has fewer, and
+        at most :data:`HEAD_LINES` within :data:`HEAD_BYTES` (at least one line)."""
+        if self._started:
+            raise RuntimeError("the lines of a JSONL file were already read")
+        while len(self._head) < min(count, HEAD_LINES) and (not self._head or self._head_bytes < HEAD_BYTES):
+            found = self._pull()
+            if found is None:
+                break
+            self._head.append(found)
+            self._head_bytes += self._size
+        return self._head[:count]
+
+    def __getitem__(self, index: slice) -> list[tuple[int, Any]]:
+        """``lines[:n]``: the same as ``head(n)``."""
+        if not isinstance(index, slice) or index.start not in (None, 0) or index.step not in (None, 1):
+            raise TypeError("only the first lines can be looked at: lines[:n]")
+        return self.head(HEAD_LINES if index.stop is None else index.stop)
+
+    def __bool__(self) -> bool:
+        """Whether the file has at least one value (asked before the lines are read)."""
+        return bool(self.head(1))
+
+    def __iter__(self) -> Iterator[tuple[int, Any]]:
+        if self._started:
+            raise RuntimeError("the lines of a JSONL file are read once")
+        self._started = True
+        return self._all()
+
+    def _all(self) -> Iterator[tuple[int, Any]]:
+        head, self._head = self._head, []
+        head.reverse()  # given away as they are read
+        while head:
+            yield head.pop()
+        while (found := self._pull()) is not None:
+            yield found
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+
+@dataclass
+class Document:
+    """What a file held: one JSON value, or its JSONL lines (:class:`Lines`, read as a stream)."""
+
+    value: Any = None
+    lines: Lines | None = None  # set for JSONL; a list of (line, value) is taken too
+    
+    def __post_init__(self) -> None:
+        if self.lines is not None and not isinstance(self.lines, Lines):
+            self.lines = Lines(self.lines)
+
+    @property
+    def truncated_line(self) -> int | None:
+        """A cut-off last JSONL line that was skipped (known once the lines are read)."""
+        return self.lines.truncated_line if self.lines is not None else None
+
+    def close(self) -> None:
+        if self.lines is not None:
+            self.lines.close()
+
+    def __enter__(self) -> "Document":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def load(path: str) -> Document:
-    """Parse a file as one JSON value, or as JSONL when it holds one value per line."""
-    text = read_text(path)
-    if not path.endswith(".jsonl"):
+    """Parse a file as one JSON value, or as JSONL when it holds one value per line (streamed: see
+    :class:`Lines`). Errors in the first lines are raised here; later ones as the lines are read."""
+    handle = _open(path)
+    try:
+        doc = _load(path, handle)
+    except BaseException:
+        handle.close()
+        raise
+    if doc.lines is None:
+        handle.close()
+    return doc
+
+
+def _load(path: str, handle: IO[bytes]) -> Document:
+    try:
+        if path.endswith(".jsonl"):
+            return _jsonl(path, handle)
+        first = _first_value(path, handle)
+        if first is not None:
+            number, value, end = first
+            handle.seek(end)
+            if _blank_from(handle):
+                return Document(value=value)
+            handle.seek(0)
+            return _jsonl(path, handle)
+        handle.seek(0)
+        data = handle.read()
+    except OSError as exc:
+        raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
+    del data
+    if not text.strip():
+        raise InputError(path, None, "file is empty")
+    try:
+        return Document(value=parse(text))
+    except json.JSONDecodeError as exc:
+        what = "truncated JSON" if _cut_off(exc, text) else f"invalid JSON: {exc.msg}"
+        raise InputError(path, f"line {exc.lineno}, column {exc.colno}", what) from None
+    except JSONError as exc:
+        raise InputError(path, None, f"invalid JSON: {exc}") from None
+
+
+def _jsonl(path: str, handle: IO[bytes]) -> Document:
+    lines = Lines(path=path, handle=handle)
+    if not lines.head() and lines.truncated_line is None:
+        raise InputError(path, None, "file is empty")
+    return Document(lines=lines)
+
+
+def _first_value(path: str, handle: IO[bytes]) -> tuple[int, Any, int] | None:
+    """The first non-blank line's value when that line is a JSON value of its own (the file may be
+    JSONL), with its number and where it ends; None when it is not (a pretty-printed document)."""
+    number = 0
+    offset = 0
+    for raw in handle:
+        number += 1
+        offset += len(raw)
         try:
-            return Document(value=json.loads(text))
-        except json.JSONDecodeError as exc:
-            if not exc.msg.startswith("Extra data"):
-                what = "truncated JSON" if _cut_off(exc, text) else f"invalid JSON: {exc.msg}"
-                raise InputError(path, f"line {exc.lineno}, column {exc.colno}", what) from None
-        except (ValueError, RecursionError) as exc:  # numbers too long, nesting too deep
-            raise InputError(path, None, f"invalid JSON: {_reason(exc)}") from None
-    lines: list[tuple[int, Any]] = []
-    truncated = None
-    # split on newlines only: U+2028 and friends are valid inside JSON strings
-    numbered = [(n, line.rstrip("\r")) for n, line in enumerate(text.split("\n"), start=1)]
-    numbered = [(n, line) for n, line in numbered if line.strip()]
-    for i, (number, line) in enumerate(numbered):
+            text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            return None  # the whole-file decode names the byte
+        if not text.strip():
+            continue
         try:
-            lines.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            # a record always ends with } or ], so a last line that does not was cut off
-            cut_off = _cut_off(exc, line)
-            last = i == len(numbered) - 1
-            if last and i > 0 and (cut_off or not line.rstrip().endswith(("}", "]"))):
-                truncated = number
-                continue
-            what = "truncated JSON" if cut_off else f"invalid JSON: {exc.msg}"
-            raise InputError(path, f"line {number}, column {exc.colno}", what) from None
-        except (ValueError, RecursionError) as exc:
-            raise InputError(path, f"line {number}", f"invalid JSON: {_reason(exc)}") from None
-    return Document(lines=lines, truncated_line=truncated)
+            return number, parse(text), offset
+        except ValueError:
+            return None
+    return None
+
+
+def _blank_from(handle: IO[bytes]) -> bool:
+    """Whether nothing but white space follows (the rest of the file is read)."""
+    return all(not raw.decode("utf-8", "replace").strip() for raw in handle)

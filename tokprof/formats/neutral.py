@@ -13,6 +13,7 @@ from datetime import date, datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from tokprof.errors import InputError
+from tokprof.formats.jsonfile import TOO_DEEP, too_deep
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.trace import ROLES, Call, Usage
 
@@ -224,6 +225,8 @@ def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> l
         arguments = function.get("arguments", "{}")
         if not isinstance(arguments, (str, dict)):
             raise InputError(path, at + ".function.arguments", f"expected a JSON string, found {_kind(arguments)}")
+        if isinstance(arguments, str) and too_deep(arguments):  # templates parse the arguments
+            raise InputError(path, at + ".function.arguments", f"invalid JSON: {TOO_DEEP}")
         check_text(path, at + ".function", json.dumps(function, ensure_ascii=False))
         call_id = call.get("id")
         if call_id is not None and not isinstance(call_id, str):
@@ -236,13 +239,36 @@ def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> l
     return out
 
 
+#: The largest token count a log may report for one call: more is not a count (and sums of such
+#: numbers would soon be too long to print).
+MAX_COUNT = 10**12
+
+
+def describe_number(value: Any) -> str:
+    """A number from a log as an error shows it: itself, or its length when it is very long."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"a {len(str(abs(value))):,}-digit number"
+    return repr(value)
+
+
 def check_count(path: str, where: str, value: Any) -> int | None:
-    """A token count as a provider reports it: a non-negative integer, or None when absent."""
+    """A token count as a provider reports it: a non-negative integer up to :data:`MAX_COUNT`, or
+    None when absent."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InputError(path, where, f"expected a non-negative integer, found {value!r}")
+        raise InputError(path, where, f"expected a non-negative integer, found {_found(value)}")
+    if value > MAX_COUNT:
+        raise InputError(path, where, f"expected a token count up to {MAX_COUNT:,}, found {describe_number(value)}")
     return value
+
+
+def _found(value: Any) -> str:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return describe_number(value)
+    if isinstance(value, str):
+        return _kind(value) if len(value) > 40 else repr(value)
+    return _kind(value)
 
 
 def check_usage(

@@ -12,10 +12,12 @@ Two shapes are read:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, sse_events, url_path
+from tokprof.formats.capture import (
+    Exchange, endpoint_kind, error_text, exchange, first_records, records, request_body, sse_events, url_path,
+)
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_messages, check_model, check_tool_calls, check_tools, check_usage, parse_day, parse_time
@@ -31,7 +33,7 @@ DESCRIPTION = (
 def sniff(doc: Document) -> bool:
     if isinstance(doc.value, dict) and "request" not in doc.value:
         return isinstance(doc.value.get("messages"), list)
-    found = [request_body(record) for _, record in records("", doc)[:50]]
+    found = [request_body(record) for _, record in first_records(doc, 50)]
     return any(isinstance(body, dict) and isinstance(body.get("messages"), list) for body in found)
 
 
@@ -76,13 +78,13 @@ def _transcript(path: str, obj: dict) -> Trace:
     return Trace(path=path, format=FORMAT + "/transcript", calls=calls, model=model)
 
 
-def _records(path: str, found: list[tuple[str, Any]], shape: str) -> Trace:
+def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
     for where, record in found:
         endpoint = url_path(record)
         if endpoint is not None and not endpoint.endswith("/chat/completions"):
             trace.note("other-endpoint", "a captured request to another endpoint than /chat/completions is not "
-                       "a model call: skipped", f"{where} ({endpoint})")
+                       "a model call: skipped", f"{where} ({endpoint_kind(endpoint)})")
             continue
         ex = exchange(path, where, record)
         prefix = f"{where}: " + ("request." if ex.record is not ex.request else "")
@@ -139,7 +141,7 @@ def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict 
     """The reported usage and the assistant message of a captured call."""
     where = f"{ex.where}: "
     if ex.stream is not None:
-        events = sse_events(ex.stream)
+        events = sse_events(ex.stream, path, ex.where)
         chunks = [data for _, data in events]
         usage = None
         for name, chunk in events:

@@ -64,7 +64,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.capture import Exchange, error_text, exchange, records, request_body, response_body, sse_events, url_path
+from tokprof.formats.capture import (
+    Exchange, endpoint_kind, error_code, error_text, exchange, first_records, records, request_body, response_body,
+    sse_events, url_path,
+)
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
@@ -132,7 +135,7 @@ def _note(trace: Trace, code: str, place: str) -> None:
 
 def sniff(doc: Document) -> bool:
     try:
-        return any(_looks_like_responses(record) for _, record in records("", doc)[:5])
+        return any(_looks_like_responses(record) for _, record in first_records(doc, 5))
     except Exception:  # sniffing never raises: an odd file is simply not recognised
         return False
 
@@ -219,8 +222,9 @@ def read(path: str, doc: Document) -> Trace:
 
 def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     """Unwrap and check one record; None when it is no usable call (noted)."""
-    if _other_endpoint(record):  # before unwrapping: a GET has no body to check
-        _note(trace, "other-endpoint", where)
+    endpoint = url_path(record)
+    if endpoint is not None and not endpoint.endswith("/responses"):  # before unwrapping: a GET has no body
+        _note(trace, "other-endpoint", f"{where} ({endpoint_kind(endpoint)})")
         return None
     ex = exchange(path, where, record)
     request = ex.request
@@ -250,11 +254,6 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     if response is not None:
         _read_response(path, f"{where}: response{' (stream)' if ex.stream is not None else ''}.", response, entry)
     return entry
-
-
-def _other_endpoint(record: Any) -> bool:
-    path = url_path(record)
-    return path is not None and not path.endswith("/responses")
 
 
 def _model(path: str, prefix: str, request: dict) -> str | None:
@@ -297,7 +296,7 @@ def _stream_body(trace: Trace, ex: Exchange) -> tuple[dict | None, str | None]:
     """The final response of a stream, or what its events showed before it was cut off."""
     created_id = None
     done: list[tuple[int, Any]] = []
-    for name, data in sse_events(ex.stream or ""):
+    for name, data in sse_events(ex.stream or "", trace.path, ex.where):
         if not isinstance(data, dict):
             continue
         kind = data.get("type", name)
@@ -319,10 +318,8 @@ def _stream_body(trace: Trace, ex: Exchange) -> tuple[dict | None, str | None]:
 
 
 def _error_detail(error: Any) -> str | None:
-    if isinstance(error, dict):
-        detail = error.get("code") or error.get("type") or error.get("message")
-        return str(detail) if detail else None
-    return None
+    """An error's type and code, never its message (see :func:`tokprof.formats.capture.error_code`)."""
+    return error_code(error)
 
 
 def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:

@@ -58,9 +58,9 @@ def normalise_tools(path: str, where: str, tools: Any) -> list[dict]:
 
 
 def read_tools_file(path: str) -> list[dict]:
-    doc = load(path)
-    if doc.lines is not None:
-        raise InputError(path, None, "expected one JSON list of tool definitions, found JSON lines")
+    with load(path) as doc:
+        if doc.lines is not None:
+            raise InputError(path, None, "expected one JSON list of tool definitions, found JSON lines")
     value = doc.value
     where = ""
     if isinstance(value, dict):

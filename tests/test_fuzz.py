@@ -1,0 +1,379 @@
+"""A fuzzer of the log readers (#14): mutants of small valid logs of every format, fixed seed.
+
+Every seed is a hand-made valid log (the builders of the ``test_format_*`` files, the fixtures);
+every mutant is made from one by a deterministic mutation: cut, bytes flipped, inserted or deleted,
+lines repeated or swapped, or one JSON value replaced (a wrong type, a huge number, nesting
+thousands deep, inside a JSON string too, lone surrogates, control characters and escape
+sequences, Rich markup, a newline and a GitHub workflow command, null, empty and huge strings,
+duplicate keys, a key dropped). Each is profiled in-process, to a JSON file and as a table, and
+must end cleanly: exit code 0 or 2; on 2 one line ``tokprof: error: ...`` on standard error and no
+output file; on 0 valid JSON whose buckets are non-negative and add up to each call's total; and
+nothing from the log on standard output as a raw control character.
+
+A new reader gets the same treatment by adding a seed to :data:`SEEDS` (a test checks that every
+format has one). ``TOKPROF_FUZZ_MUTANTS`` sets how many mutants each seed gets (default below).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import random
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+import test_format_anthropic as anthropic_log
+import test_format_claude_code as claude_log
+import test_format_claude_stream as stream_log
+import test_format_codex as codex_log
+import test_format_inspect as inspect_log
+import test_format_openai_responses as responses_log
+from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
+from tokprof.cli import main
+from tokprof.formats import FORMATS
+
+SEED = 14
+MUTANTS_PER_SEED = int(os.environ.get("TOKPROF_FUZZ_MUTANTS") or 24)
+
+
+# -- seeds: small valid logs of every format ---------------------------------------------------------
+def _jsonl(rows: list) -> bytes:
+    return "".join(json.dumps(row) + "\n" for row in rows).encode()
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, indent=1).encode()
+
+
+def _codex() -> list:
+    count = codex_log.Counter()
+    return [
+        codex_log.meta(instructions="Be brief."), codex_log.context(), codex_log.user("list files"),
+        count(100, output=30, cached=64, reasoning=20), codex_log.think("Listing"), codex_log.call("c1"),
+        codex_log.result("c1", "a.txt\nb.txt"), count(140, output=12), codex_log.say("Two files."),
+        codex_log.line("compacted", {"message": "Listed two files."}), codex_log.user("and now?"),
+        count(60, output=5), codex_log.say("Done."),
+    ]
+
+
+def _responses() -> list:
+    records = responses_log.chained_records()
+    records[2]["response"] = responses_log.stream_of(responses_log.RESPONSES[2])
+    return records
+
+
+def _eval(log: dict) -> bytes:
+    buffer = io.BytesIO()
+    header = {key: value for key, value in log.items() if key != "samples"}
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for sample in log["samples"]:
+            archive.writestr(f"samples/{sample['id']}_epoch_{sample['epoch']}.json", json.dumps(sample))
+        archive.writestr("header.json", json.dumps(header))
+    return buffer.getvalue()
+
+
+@dataclass(frozen=True)
+class Seed:
+    format: str
+    name: str  # the file name: its extension matters to detection
+    data: Callable[[], bytes]
+
+
+SEEDS = [
+    Seed("openai-chat", "transcript.json", lambda: (FIXTURES / "good_transcript.json").read_bytes()),
+    Seed("openai-chat", "records.jsonl", lambda: (FIXTURES / "good_records.jsonl").read_bytes()),
+    Seed("openai-chat", "records.json", lambda: (FIXTURES / "good_records_list.json").read_bytes()),
+    Seed("anthropic", "claude-trace.jsonl", lambda: _jsonl(anthropic_log.claude_trace_lines())),
+    Seed("openai-responses", "responses.jsonl", lambda: _jsonl(_responses())),
+    Seed("inspect", "log.json", lambda: _json(inspect_log.inspect_log())),
+    Seed("inspect", "log.eval", lambda: _eval(inspect_log.inspect_log())),
+    Seed("claude-code", "session.jsonl", lambda: _jsonl(claude_log.split_response() + claude_log.compacted()[4:])),
+    Seed("claude-stream-json", "run.jsonl", lambda: _jsonl(stream_log.run_lines())),
+    Seed("codex", "rollout-2025-09-25T09-49-46-x.jsonl", lambda: _jsonl(_codex())),
+]
+
+
+def test_every_format_has_a_seed():
+    assert {seed.format for seed in SEEDS} == set(FORMATS)
+
+
+# -- values a mutation puts in a log -------------------------------------------------------------------
+class Raw:
+    """JSON text written as it is (what json.dumps cannot write: nesting thousands deep, duplicate keys)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+DEEP = "[" * 3000 + "]" * 3000
+STRANGE_STRINGS = [
+    "", "\ud800", "a\udfffb", "\x1b[31mred\x1b[0m\x07", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "\r\rover",
+    "\u202eevil\u202c", "[/bold]", "[bold red]loud[/]", "name\n::error::pwned", "tab\tand\x00nul", "\x9b2J",
+    "x" * 200_000, "attachment://missing", "data: {}", "event: error\ndata: {\"type\": \"error\"}\n\n",
+    "{\"type\": \"error\"}", "[" * 3000, DEEP, '{"a": ' + DEEP + "}",
+]
+ODD_VALUES: list[Any] = [
+    None, True, False, 0, -1, 1.5, -0.0, 10**12 + 1, int("9" * 4300), float("nan"), float("inf"), 1e308,
+    [], {}, [None], {"": None}, Raw(DEEP), Raw("{" * 0 + '{"a":' * 3000 + "1" + "}" * 3000),
+]
+
+
+def _odd_value(rng: random.Random) -> Any:
+    if rng.random() < 0.5:
+        return rng.choice(STRANGE_STRINGS)
+    return rng.choice(ODD_VALUES)
+
+
+def dump(value: Any) -> str:
+    """JSON text of a value that may hold :class:`Raw` parts and :class:`Pairs` objects."""
+    if isinstance(value, Raw):
+        return value.text
+    if isinstance(value, Pairs):
+        return "{" + ", ".join(json.dumps(k) + ": " + dump(v) for k, v in value.pairs) + "}"
+    if isinstance(value, dict):
+        return "{" + ", ".join(json.dumps(k) + ": " + dump(v) for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(dump(v) for v in value) + "]"
+    return json.dumps(value)  # NaN and Infinity as Python writes them
+
+
+class Pairs:
+    """An object with a key given twice."""
+
+    def __init__(self, pairs: list[tuple[str, Any]]):
+        self.pairs = pairs
+
+
+# -- mutations -----------------------------------------------------------------------------------------
+def _places(value: Any, path: tuple = ()) -> list[tuple]:
+    """Every place in a JSON value: a path of keys and indexes."""
+    out = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            out += _places(item, path + (key,))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            out += _places(item, path + (index,))
+    return out
+
+
+def _get(value: Any, path: tuple) -> Any:
+    for step in path:
+        value = value[step]
+    return value
+
+
+def _replace(value: Any, path: tuple, new: Any) -> Any:
+    if not path:
+        return new
+    parent = _get(value, path[:-1])
+    parent[path[-1]] = new
+    return value
+
+
+def _inner(text: str) -> tuple[str, Any] | None:
+    """The JSON a string holds, when it holds some: itself (a body saved as text, tool-call arguments)
+    or a server-sent-event data line."""
+    if text.lstrip().startswith(("{", "[")):
+        try:
+            return "json", json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+    if text.lstrip().startswith(("event:", "data:")):
+        return "sse", text
+    return None
+
+
+def _mutate_inner(kind: str, value: Any, rng: random.Random) -> tuple[str, str]:
+    """A string holding JSON, with a value inside it changed."""
+    if kind == "json":
+        changed, what = mutate_value(value, rng)
+        return dump(changed), f"inside its JSON: {what}"
+    lines = value.split("\n")
+    data = [i for i, line in enumerate(lines) if line.startswith("data:") and line[5:].strip().startswith("{")]
+    if not data:
+        return value[: rng.randrange(len(value) + 1)], "cut the stream"
+    i = rng.choice(data)
+    changed, what = mutate_value(json.loads(lines[i][5:]), rng)
+    lines[i] = "data: " + dump(changed)
+    return "\n".join(lines), f"inside stream line {i + 1}: {what}"
+
+
+def mutate_value(value: Any, rng: random.Random) -> tuple[Any, str]:
+    """One JSON value changed at a random place (strings that hold JSON are changed inside too)."""
+    places = _places(value)
+    place = rng.choice(places[1:] or places)
+    current = _get(value, place)
+    inner = _inner(current) if isinstance(current, str) else None
+    choice = rng.random()
+    if inner is not None and choice < 0.6:
+        new, what = _mutate_inner(*inner, rng)
+        what = f"at {place}, {what}"
+    elif choice < 0.5:
+        new = _odd_value(rng)
+        what = f"replace {place} with {dump(new)[:30]!r}"
+    elif choice < 0.6:
+        other = rng.choice(places)
+        new = json.loads(json.dumps(_get(value, other)))
+        what = f"replace {place} with the value at {other}"
+    elif choice < 0.7 and isinstance(current, str):
+        new = current + rng.choice(STRANGE_STRINGS)
+        what = f"append to the string at {place}"
+    elif choice < 0.78 and isinstance(current, dict) and current:
+        key = rng.choice(list(current))
+        new = Pairs(list(current.items()) + [(key, _odd_value(rng))])
+        what = f"duplicate key {key!r} at {place}"
+    elif choice < 0.86 and place and isinstance(_get(value, place[:-1]), dict):
+        del _get(value, place[:-1])[place[-1]]
+        return value, f"drop {place}"
+    elif choice < 0.93 and not isinstance(current, str):
+        new = dump(current)  # a value saved as text
+        what = f"save {place} as JSON text"
+    else:
+        new = Raw("[" * 3000 + dump(current) + "]" * 3000)
+        what = f"nest {place} 3000 deep"
+    return _replace(value, place, new), what
+
+
+def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    choice = rng.random()
+    size = len(data)
+    if choice < 0.3:
+        cut = rng.randrange(size)
+        return data[:cut], f"cut at byte {cut}"
+    if choice < 0.5:
+        at = rng.randrange(size)
+        return data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:], f"flip a bit of byte {at}"
+    if choice < 0.7:
+        at = rng.randrange(size)
+        junk = rng.choice([b"\x00", b"\xff\xfe", b"\x1b[2J", b"\n", b"}", b'"', b"\\", b"\xed\xa0\x80", b"\r\n\r\n"])
+        return data[:at] + junk + data[at:], f"insert {junk!r} at byte {at}"
+    if choice < 0.85:
+        at = rng.randrange(size)
+        length = rng.randrange(1, 64)
+        return data[:at] + data[at + length:], f"delete {length} bytes at {at}"
+    lines = data.split(b"\n")
+    i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
+    if rng.random() < 0.5:
+        lines.insert(j, lines[i])
+        return b"\n".join(lines), f"repeat line {i + 1} at {j + 1}"
+    lines[i], lines[j] = lines[j], lines[i]
+    return b"\n".join(lines), f"swap lines {i + 1} and {j + 1}"
+
+
+def mutate_json_text(data: bytes, name: str, rng: random.Random) -> tuple[bytes, str]:
+    """A JSON value in the file changed: one line's in a JSONL file, else the document's."""
+    if name.endswith(".jsonl"):
+        lines = data.decode().split("\n")
+        numbered = [i for i, line in enumerate(lines) if line.strip()]
+        i = rng.choice(numbered)
+        value, what = mutate_value(json.loads(lines[i]), rng)
+        lines[i] = dump(value)
+        return "\n".join(lines).encode(), f"line {i + 1}: {what}"
+    value, what = mutate_value(json.loads(data), rng)
+    return dump(value).encode(), what
+
+
+def mutate_zip(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """A member of a zip changed (its JSON), or the zip's bytes."""
+    if rng.random() < 0.3:
+        return mutate_bytes(data, rng)
+    source = zipfile.ZipFile(io.BytesIO(data))
+    names = source.namelist()
+    target = rng.choice(names)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for member in names:
+            content = source.read(member)
+            if member == target:
+                if rng.random() < 0.8:
+                    value, what = mutate_value(json.loads(content), rng)
+                    content = dump(value).encode()
+                else:
+                    content, what = mutate_bytes(content, rng)
+            archive.writestr(member, content)
+    return buffer.getvalue(), f"{target}: {what}"
+
+
+def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
+    """A seed with one mutation, sometimes two (the second on JSON that still parses)."""
+    data = seed.data()
+    if seed.name.endswith(".eval"):
+        return mutate_zip(data, rng)
+    if rng.random() < 0.3:
+        return mutate_bytes(data, rng)
+    data, what = mutate_json_text(data, seed.name, rng)
+    if rng.random() < 0.3:
+        try:
+            data, again = mutate_json_text(data, seed.name, rng)
+            what = f"{what}; then {again}"
+        except (ValueError, RecursionError):  # the first made JSON this cannot change again (nested too deeply)
+            pass
+    return data, what
+
+
+def _mutants() -> list[tuple[str, Seed, int]]:
+    return [(f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(MUTANTS_PER_SEED)]
+
+
+def _make(seed: Seed, n: int) -> tuple[bytes, str]:
+    return mutant(seed, random.Random(f"{SEED}-{seed.name}-{n}"))
+
+
+# -- running one mutant ------------------------------------------------------------------------------
+_RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.fixture(scope="module")
+def fuzz_model(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("fuzz-model")
+    train_tiny_tokenizer().save(str(directory / "tokenizer.json"))
+    write_json(directory / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
+    return directory
+
+
+def check_run(args: list[str], capsys, output: Path | None, what: str) -> int:
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code in (0, 2), f"{what}: exit {code}: {err[-2000:]}"
+    assert "Traceback" not in err, what
+    assert not _RAW_CONTROL.search(out), f"{what}: a raw control character on standard output"
+    if code == 2:
+        assert err.startswith("tokprof: error: ") and err.count("\n") == 1, f"{what}: {err[:2000]!r}"
+        assert not _RAW_CONTROL.search(err), what
+        if output is not None:
+            assert not output.exists(), f"{what}: an output file left after an error"
+    elif output is not None:
+        profile = json.loads(output.read_text(encoding="utf-8"))
+        for call in profile["calls"]:
+            assert all(value >= 0 for value in call["buckets"].values()), what
+            assert sum(call["buckets"].values()) == call["total"], what
+    return code
+
+
+@pytest.mark.parametrize("name, seed, n", _mutants(), ids=[name for name, _, _ in _mutants()])
+def test_mutant(name, seed, n, tmp_path, capsys, fuzz_model):
+    data, mutation = _make(seed, n)
+    what = f"{name} ({seed.format}: {mutation})"
+    path = tmp_path / seed.name
+    path.write_bytes(data)
+    output = tmp_path / "profile.json"
+    common = ["profile", str(path), "--model", str(fuzz_model), "--no-progress"]
+    code = check_run([*common, "-f", "json", "-o", str(output)], capsys, output, what)
+    assert check_run(common, capsys, None, what) == code, f"{what}: the table and the JSON disagree"
+
+
+def test_the_seeds_are_valid(tmp_path, capsys, fuzz_model):
+    for seed in SEEDS:
+        path = tmp_path / seed.name
+        path.write_bytes(seed.data())
+        code = main(["profile", str(path), "--model", str(fuzz_model), "-f", "json", "--no-progress"])
+        out, err = capsys.readouterr()
+        assert code == 0, f"{seed.name}: {err}"
+        assert json.loads(out)["source"]["format"].split("/")[0] == seed.format
