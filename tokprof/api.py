@@ -260,6 +260,15 @@ def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Calla
         yield lambda: bar.advance(task)
 
 
+def configured_prices(config: Config, specs: Sequence[str] = ()) -> dict[str, UserPrice]:
+    """The user's rates by model name: a configuration's ``prices``, then rates written as ``--price``
+    takes them (``[MODEL=]IN/OUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]]``) over them."""
+    where = f"{config.path} [prices]" if config.path else "the configuration"
+    out = {name: UserPrice(rates, where) for name, rates in config.prices.items()}
+    out.update(_prices(list(specs)))
+    return out
+
+
 def _prices(prices: PricesArg) -> dict[str, UserPrice]:
     """The user's prices by model name, from what :data:`PricesArg` allows."""
     from tokprof.analyses.cost import PriceError

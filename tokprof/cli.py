@@ -249,19 +249,8 @@ def _only_for_logs(path: str, **given: object) -> None:
 def _user_prices(price: Optional[list[str]], settings=None) -> dict:
     """The user's rates by model name: the configuration's ``prices``, then ``--price`` over them."""
     from tokprof import api
-    from tokprof.analyses.cost import PriceError, UserPrice, parse_price
 
-    if settings is None:
-        settings = api.load_config()
-    where = f"{settings.path} [prices]" if settings.path else "the configuration"
-    out = {name: UserPrice(rates, where) for name, rates in settings.prices.items()}
-    for spec in price or ():
-        try:
-            name, rates = parse_price(spec)
-        except PriceError as exc:
-            raise TokprofError(str(exc)) from None
-        out[name] = UserPrice(rates, "--price")
-    return out
+    return api.configured_prices(settings if settings is not None else api.load_config(), price or ())
 
 
 def _profile_of(
@@ -353,11 +342,7 @@ def profile(
 
     options = replace(options, calls=_calls(calls, len(result.calls)))
     outputs = [(output, render("profile", fmt, result, options))]
-    if html is not None:
-        if not html:
-            raise TokprofError("--html: expected a file name, found ''")
-        outputs.append((html, render("profile", "html", result, options)))
-    _write(outputs)
+    _write(outputs + _html_output(html, "profile", result, options))
     return EXIT_OK
 
 
@@ -475,12 +460,19 @@ def whatif(
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings))
     outputs = [(output, render("whatif", fmt, result, options))]
-    if html is not None:
-        if not html:
-            raise TokprofError("--html: expected a file name, found ''")
-        outputs.append((html, render("whatif", "html", result, options)))
-    _write(outputs)
+    _write(outputs + _html_output(html, "whatif", result, options))
     return EXIT_OK
+
+
+def _html_output(html: Optional[str], kind: str, result: object, options: RenderOptions) -> list[tuple[Optional[str], str]]:
+    """The --html output, when asked for."""
+    from tokprof.render import render
+
+    if html is None:
+        return []
+    if not html:
+        raise TokprofError("--html: expected a file name, found ''")
+    return [(html, render(kind, "html", result, options))]
 
 
 def _is_saved_profile(path: str) -> bool:
@@ -595,7 +587,7 @@ def check(
     _not_standard_input(log)
     options = _options(fmt, output)
     settings = api.load_config(config)
-    if log is not None and _saved_profile(log) is not None:
+    if log is not None and _is_saved_profile(log):
         _only_for_logs(log, model=model, input_format=input_format, tools=tools_file, system=system,
                        chat_template=chat_template, price=price)
     run = api.run_check(log, tools=tools_file, system=system, config=settings, baseline=baseline,

@@ -9,9 +9,9 @@ and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlin
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
+from tokprof.cache import write_temporary
 from tokprof.errors import TokprofError
 
 
@@ -41,16 +41,7 @@ def write_files(outputs: list[tuple[str, bytes]]) -> None:
                 through.append((path, target, data))
                 continue
             try:
-                fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-            except OSError as exc:
-                raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None
-            staged.append((path, target, tmp))
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    f.write(data)
-                umask = os.umask(0)
-                os.umask(umask)
-                os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600 files; outputs get the usual permissions
+                staged.append((path, target, write_temporary(target, data)))
             except OSError as exc:
                 raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None
         for path, target, tmp in staged:

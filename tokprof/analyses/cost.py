@@ -67,22 +67,10 @@ def genai_version() -> str | None:
 
 
 def find_model(name: str) -> tuple[Any, Any]:
-    """genai-prices' provider and model for a log's model name (a provider prefix such as
-    ``openai/`` names the provider); raises LookupError when it has none."""
-    from tokprof.models.known import snapshot
+    """genai-prices' provider and model for a log's model name (:func:`tokprof.models.known.find`)."""
+    from tokprof.models.known import find
 
-    data = snapshot()
-    if data is None:
-        raise LookupError("genai-prices is not installed")
-    provider, ref = None, name
-    if "/" in name:
-        prefix, rest = name.split("/", 1)
-        if any(p.id == prefix for p in data.providers):
-            provider, ref = prefix, rest
-    try:
-        return data.find_provider_model(ref, None, provider, None)
-    except ValueError as exc:
-        raise LookupError(str(exc)) from None
+    return find(name)
 
 
 def genai_usage(tokens: PricedTokens, prompt: int) -> Any:

@@ -28,22 +28,31 @@ def snapshot() -> Any:
     return data_snapshot.get_snapshot()
 
 
-@lru_cache(maxsize=512)
-def known(name: str | None) -> KnownModel | None:
-    """The model a log's model name is, in the public data; None when it is not there."""
-    if not name:
-        return None
+def find(name: str) -> tuple[Any, Any]:
+    """genai-prices' provider and model for a log's model name (a provider prefix such as ``openai/``
+    names the provider); raises LookupError when it has none."""
     data = snapshot()
     if data is None:
-        return None
+        raise LookupError("genai-prices is not installed")
     provider, ref = None, name
     if "/" in name:
         prefix, rest = name.split("/", 1)
         if any(p.id == prefix for p in data.providers):
             provider, ref = prefix, rest
     try:
-        found_provider, model = data.find_provider_model(ref, None, provider, None)
-    except (LookupError, ValueError):
+        return data.find_provider_model(ref, None, provider, None)
+    except ValueError as exc:
+        raise LookupError(str(exc)) from None
+
+
+@lru_cache(maxsize=512)
+def known(name: str | None) -> KnownModel | None:
+    """The model a log's model name is, in the public data; None when it is not there."""
+    if not name:
+        return None
+    try:
+        found_provider, model = find(name)
+    except LookupError:
         return None
     window = model.context_window if isinstance(model.context_window, int) and model.context_window > 0 else None
     return KnownModel(found_provider.id, model.id, window)
