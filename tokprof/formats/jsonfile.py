@@ -133,11 +133,15 @@ def read_text(path: str) -> str:
             data = f.read()
         except OSError as exc:
             raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+    return _text(path, data)
+
+
+def _text(path: str, data: bytes) -> str:
+    """A file's bytes as text: UTF-8 (a byte-order mark dropped), and not blank."""
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
-    del data
     if not text.strip():
         raise InputError(path, None, "file is empty")
     return text
@@ -312,13 +316,8 @@ def _load(path: str, handle: IO[bytes]) -> Document:
         data = handle.read()
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, f"byte {exc.start}", "not UTF-8 text") from None
+    text = _text(path, data)
     del data
-    if not text.strip():
-        raise InputError(path, None, "file is empty")
     try:
         return Document(value=parse(text))
     except json.JSONDecodeError as exc:
