@@ -171,10 +171,10 @@ def load_qwen(name: str) -> ChatModel:
 def _qwen_version(name: str) -> str | None:
     """"3.6", "3.5", "3" or "" for a Qwen model's name as logs write it ("Qwen/Qwen3.6-27B", "qwen3.5:9b"),
     None for a name that is not Qwen's."""
-    found = re.search(r"qwen[-_ ]?(\d+(?:\.\d+)?)?", name, re.I)
+    found = re.search(r"qwen[-_ ]?(\d+(?:\.\d+)?)", name, re.I)
     if found is None:
-        return None
-    return found.group(1) or ""
+        return "" if "qwen" in name.lower() else None
+    return found.group(1)
 
 
 SPECS = [
