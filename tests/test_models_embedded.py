@@ -381,3 +381,19 @@ def test_help_lists_the_new_names():
     result = CliRunner().invoke(app, ["profile", "--help"], env={"COLUMNS": "400"})
     for name in ("llama3.3", "mistral-nemo", "gpt-oss", "deepseek-v4", "qwen3.6"):
         assert name in result.output
+
+
+def test_llama_renders_parallel_tool_calls_one_per_message():
+    """Llama 3's templates fail on parallel tool calls; tokprof writes them one per message, and
+    renders everything else exactly as the template does."""
+    from tokprof.models.llama import one_call_each
+
+    model = resolve_model("llama3.1")
+    messages = model.prompt_format.prepare(copy.deepcopy(_CONVERSATION), "parsed")
+    split = one_call_each(messages)
+    assert len(split) == len(messages) + 1
+    assert model.prompt_format.render(messages, TOOLS, True) == model.prompt_format.render(split, TOOLS, True)
+    calls = transcript_calls()
+    for call, buckets in zip(calls, profiled(model, calls)):
+        text = model.prompt_format.render(model.prompt_format.prepare(call.messages, "parsed"), call.tools, True)
+        assert buckets.total == model.count(text), call.where

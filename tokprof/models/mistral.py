@@ -258,9 +258,8 @@ class MistralFormat:
                     message["name"] = m["name"]
                 out.append(message)
         functions = [t for t in tools or [] if isinstance(t, dict) and isinstance(t.get("function"), dict)]
-        return ChatCompletionRequest(
-            messages=out, tools=[{"type": "function", "function": t["function"]} for t in functions] or None
-        )
+        listed: Any = [{"type": "function", "function": t["function"]} for t in functions] or None
+        return ChatCompletionRequest(messages=out, tools=listed)  # pydantic validates the dicts
 
     def tokens(self, messages: list[dict], tools: list[dict] | None, validate: bool = True) -> list[int]:
         """mistral-common's tokens of the prompt: ``encode_chat_completion`` (the reference), or, not
