@@ -86,7 +86,7 @@ def test_bad_prompts_raise_input_error_with_the_place(model, messages, tools, wh
 
 def test_unknown_model_names_the_closest():
     with pytest.raises(tokprof.ModelError, match=r"did you mean qwen2\.5\?"):
-        tokprof.get_model("qwen2.6")
+        tokprof.get_model("qwen2.5x")
 
 
 def test_profile_save_load_and_pickle(tmp_path):

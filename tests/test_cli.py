@@ -214,7 +214,7 @@ def test_usage_errors_say_what_was_meant(capsys):
     assert "Did you mean 'profile'?" in capsys.readouterr().err
     main(["profile", "x", "-f", "jsn"])
     assert "(did you mean json?)" in capsys.readouterr().err
-    main(["profile", str(FIXTURES / "good_transcript.json"), "--model", "qwen3.0"])
+    main(["profile", str(FIXTURES / "good_transcript.json"), "--model", "qwen3x"])
     assert "(did you mean qwen3?)" in capsys.readouterr().err
 
 

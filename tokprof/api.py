@@ -109,8 +109,12 @@ class Model:
         Messages shape, with ``system`` as Anthropic's top-level system prompt), ``tools`` in any
         of the shapes :func:`read_log` takes. ``date`` pins templates that print today's date.
         Raises :class:`InputError` naming the message and field that is wrong."""
+        from tokprof.transforms import fit
+
         prompt, tool_list, notes = _prompt(messages, tools, system)
         call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
+        one = fit(Trace(path="request", format="request", calls=[call]), self.chat)
+        notes = list(notes) + list(one.notes)
         with self._lock:
             if self._attributor is None:
                 self._attributor = Attributor(self.chat)
@@ -304,6 +308,9 @@ def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: Price
 
 
 def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
+    from tokprof.transforms import fit
+
+    trace = fit(trace, chat)
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
@@ -435,7 +442,7 @@ def _profile_session(work: tuple[tuple[str | None, str], _SessionOptions, frozen
     """One session file of a directory: (its row, the model's description), or why it was skipped.
     A plain function of picklable arguments: it runs in a worker process when there are several jobs."""
     from tokprof.formats import read_trace
-    from tokprof.transforms import count_once, supply
+    from tokprof.transforms import count_once, fit, supply
 
     (kind, path), options, dropped = work
     try:
@@ -446,6 +453,7 @@ def _profile_session(work: tuple[tuple[str | None, str], _SessionOptions, frozen
             except ValueError as exc:
                 raise InputError(path, None, str(exc)) from None
         chat = _model_for(trace, options.model, options.chat_template)
+        trace = fit(trace, chat)
         result = _finish(profile_trace(trace, chat), trace, None, options.prices)
     except TokprofError as exc:
         return Skipped(path, str(exc))
@@ -546,6 +554,9 @@ def tools_report(
             raise InputError(source, None, f"the chat template failed on the tool catalogue: {exc}") from None
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
     chat = _model_for(trace, model, chat_template)
+    from tokprof.transforms import fit
+
+    trace = fit(trace, chat)
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
@@ -585,6 +596,9 @@ def whatif(
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
     chat = _model_for(trace, model, chat_template)
+    from tokprof.transforms import fit
+
+    trace = fit(trace, chat)
     notes = []
     if policies is None and window is None and _window_of(trace, chat) is None:
         from tokprof.transforms.policies import Compact

