@@ -110,6 +110,12 @@ class Model:
         of the shapes :func:`read_log` takes. ``date`` pins templates that print today's date.
         Raises :class:`InputError` naming the message and field that is wrong."""
         prompt, tool_list, notes = _prompt(messages, tools, system)
+        return self._count_prompt(prompt, tool_list, notes, date)
+
+    def _count_prompt(self, prompt: list[dict], tool_list: list[dict] | None, notes: Sequence[Note],
+                      date: date | None) -> Buckets:
+        """The buckets of a prompt already in the neutral form (what :func:`_prompt` returns). For
+        ``tokprof serve``, which converts only the messages a request adds to the previous one."""
         call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
         with self._lock:
             if self._attributor is None:
