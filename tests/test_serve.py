@@ -406,6 +406,16 @@ def test_concurrent_requests_on_a_socket_give_the_same_answers_and_the_server_st
         socket.create_connection(("127.0.0.1", port), timeout=2).close()
 
 
+def test_answers_are_not_held_back_by_nagles_algorithm():
+    """An answer's head and body are written apart: without TCP_NODELAY each request would wait for the
+    client's delayed acknowledgement (40 ms). Accepted connections inherit it from the listening socket."""
+    with serve.Running(serve.create_app(["qwen2.5"])) as running:
+        assert running.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+        with socket.create_connection(running.sock.getsockname()[:2]) as connection:
+            connection.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            assert connection.recv(100).startswith(b"HTTP/1.1 200")
+
+
 def test_the_command_serves_until_interrupted(tmp_path):
     env = dict(os.environ, TOKPROF_SERVE_TOKEN="")
     process = subprocess.Popen([sys.executable, "-m", "tokprof", "serve", "--port", "0", "--model", "qwen2.5"],

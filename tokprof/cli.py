@@ -654,7 +654,7 @@ def serve(
         "--conversations", metavar="N", min=1,
         help="Conversations kept for reuse at most (the least recently used are dropped first).")] = 32,
     cache_memory: Annotated[int, typer.Option(
-        "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB.")] = 1024,
+        "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB.")] = 512,
     workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, help="Threads that count.")] = 4,
     timeout: Annotated[float, typer.Option(
         "--timeout", metavar="SECONDS", min=0.001, help="The time a count may take before its request gets 503.")] = 30.0,

@@ -59,7 +59,7 @@ DEFAULT_PORT = 8765
 DEFAULT_MAX_BODY = 20 * 1024 * 1024
 DEFAULT_THRESHOLDS = (0.7, 0.8)
 DEFAULT_CACHE_ENTRIES = 32
-DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
+DEFAULT_CACHE_BYTES = 512 * 1024 * 1024
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_WORKERS = 4
 TOKEN_VARIABLE = "TOKPROF_SERVE_TOKEN"
@@ -881,6 +881,9 @@ def _socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # accepted connections inherit it: an answer's head and body are written apart, and Nagle's
+    # algorithm would hold the body until the client's delayed acknowledgement (40 ms a request)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
