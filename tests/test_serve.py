@@ -135,9 +135,23 @@ def test_extending_requests_equal_fresh_counts(client):
         assert answer["buckets"] == fresh("qwen2.5", body["messages"], body["tools"]), f"call {i}"
 
 
+def test_one_message_at_a_time(client):
+    """A harness that counts after every message: a tool result whose call is in the earlier messages
+    is converted with the call ids of the conversation so far."""
+    doc = session(6, 300, 3, 12)
+    messages = doc["messages"]
+    for n in range(1, len(messages) + 1):
+        answer = post(client, {"model": "qwen2.5", "tools": doc["tools"], "messages": messages[:n]})
+        assert answer["reused"] == (n > 1)
+        assert answer["buckets"] == fresh("qwen2.5", messages[:n], doc["tools"]), f"{n} messages"
+    bad = messages[:3] + [{"role": "tool", "tool_call_id": "call_nope", "content": "x"}]
+    response = client.post("/v1/count", json={"model": "qwen2.5", "tools": doc["tools"], "messages": bad})
+    assert response.status_code == 400 and response.json()["error"]["field"] == "messages[3].tool_call_id"
+
+
 def test_anthropic_extending_requests_equal_fresh_counts(client):
     messages, tools = anthropic_conversation(8)
-    for n in range(1, len(messages) + 1, 2):
+    for n in range(1, len(messages) + 1):
         body = {"model": "claude-opus-4-1", "system": "Be brief.", "tools": tools, "messages": messages[:n]}
         answer = post(client, body, "/v1/messages/count_tokens")
         assert answer["reused"] == (n > 1)
