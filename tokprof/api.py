@@ -112,6 +112,12 @@ class Model:
         from tokprof.transforms import fit
 
         prompt, tool_list, notes = _prompt(messages, tools, system)
+        return self._count_prompt(prompt, tool_list, notes, date)
+
+    def _count_prompt(self, prompt: list[dict], tool_list: list[dict] | None, notes: Sequence[Note],
+                      date: date | None) -> Buckets:
+        """The buckets of a prompt already in the neutral form (what :func:`_prompt` returns). For
+        ``tokprof serve``, which converts only the messages a request adds to the previous one."""
         call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
         one = fit(Trace(path="request", format="request", calls=[call]), self.chat)
         notes = list(notes) + list(one.notes)

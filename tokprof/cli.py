@@ -607,6 +607,72 @@ def check(
     return run.result.exit_code
 
 
+SERVE_HELP = (
+    "Count prompts over a local HTTP endpoint, for harnesses in any language: POST /v1/count (a Chat Completions "
+    "body: buckets, total, context window, fill, thresholds crossed), POST /v1/messages/count_tokens (an Anthropic "
+    "Messages body, answered as Anthropic's endpoint answers, plus the buckets), GET /v1/models, GET /health. A "
+    "request that extends an earlier one of the same conversation reuses its work. Listens on the loopback interface; "
+    "another address needs a token, which every request then carries as a bearer token. Needs the serve extra: "
+    "pip install 'tokprof[serve]'. See docs/serve.md."
+)
+
+
+@app.command(help=_esc(SERVE_HELP), short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",
+             epilog=_esc(
+    "Examples:\n\n  tokprof serve\n\n  tokprof serve --model qwen3 --model ./my-tokenizer --thresholds 60,75\n\n"
+    "  TOKPROF_SERVE_TOKEN=s3cret tokprof serve --host 0.0.0.0"))
+def serve(
+    host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="The address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", min=0, max=65535,
+                                      help="The port to listen on (0: any free port, printed at start).")] = 8765,
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", "-m", metavar="MODEL",
+        help=_esc("A model to load at start, repeatable; the first is the default for requests that name none "
+                  "(default: qwen2.5). Requests may also name any embedded model or a closed model (its proxy); "
+                  "directories and Hub ids only as --model."))] = None,
+    token: Annotated[Optional[str], typer.Option(
+        "--token", metavar="TOKEN", envvar="TOKPROF_SERVE_TOKEN", show_envvar=False,
+        help="The token every request must carry (Authorization: Bearer TOKEN); required beyond the loopback "
+        "interface. Also TOKPROF_SERVE_TOKEN, which other users of the machine cannot see in the process list.")] = None,
+    max_body: Annotated[int, typer.Option(
+        "--max-body", metavar="BYTES", min=1, help="The largest request body; larger ones get 413.")] = 20 * 1024 * 1024,
+    thresholds: Annotated[str, typer.Option(
+        "--thresholds", metavar="P,Q", help="Fill thresholds in percent of the context window that answers report as "
+        "crossed (a common compaction trigger and warning).")] = "70,80",
+    window: Annotated[Optional[int], typer.Option(
+        "--window", metavar="N", min=1, help="The context window in tokens the fill is measured against (default: "
+        "each model's).")] = None,
+    conversations: Annotated[int, typer.Option(
+        "--conversations", metavar="N", min=1,
+        help="Conversations kept for reuse at most (the least recently used are dropped first).")] = 32,
+    cache_memory: Annotated[int, typer.Option(
+        "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB.")] = 512,
+    workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, help="Threads that count.")] = 4,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="SECONDS", min=0.001, help="The time a count may take before its request gets 503.")] = 30.0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per request on standard error.")] = False,
+) -> int:
+    """Count prompts over a local HTTP endpoint."""
+    import importlib.util
+
+    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TokprofError(f"tokprof serve needs {' and '.join(missing)}: pip install 'tokprof[serve]'")
+    from tokprof import serve as server
+
+    server.check_bind(host, token)
+
+    def ready(url: str) -> None:
+        names = ", ".join(model or ["qwen2.5"])
+        scope = "loopback only" if server.is_loopback(host) else "a token required"
+        print(f"tokprof serve: counting with {names} on {url} ({scope}; Ctrl-C stops)", file=sys.stderr, flush=True)
+
+    server.serve(host, port, quiet=quiet, on_ready=ready, models=model or (), token=token, max_body=max_body,
+                 thresholds=thresholds, window=window, cache_entries=conversations,
+                 cache_bytes=cache_memory * 1024 * 1024, workers=workers, timeout=timeout)
+    return EXIT_OK
+
+
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
