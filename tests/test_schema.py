@@ -146,9 +146,14 @@ def test_check_of_the_sample(validators, capsys):
     assert doc["status"] == "pass" and len(doc["metrics"]) == 7
 
 
-def test_check_of_a_catalogue_alone(validators, capsys, monkeypatch):
-    monkeypatch.chdir(SAMPLES)  # the configuration is found from the working directory
-    doc = run_json(["check", "--tools", "tools_anthropic.json", "--system", "system_prompt.txt"], capsys)
+def test_check_of_a_catalogue_alone(validators, capsys, monkeypatch, tmp_path):
+    # the sample's budgets without its baseline, which measures a log (a catalogue alone is another mode)
+    config = "\n".join(line for line in (SAMPLES / "tokprof.toml").read_text(encoding="utf-8").splitlines()
+                       if not line.startswith("baseline"))
+    (tmp_path / "tokprof.toml").write_text(config, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # the configuration is found from the working directory
+    doc = run_json(["check", "--tools", str(SAMPLES / "tools_anthropic.json"), "--system",
+                    str(SAMPLES / "system_prompt.txt")], capsys)
     assert_valid(validators, "check", doc)
     assert {m["metric"] for m in doc["metrics"] if m["status"] == "n/a"} >= {"first_prompt", "billed_input"}
 
