@@ -109,8 +109,6 @@ class Model:
         Messages shape, with ``system`` as Anthropic's top-level system prompt), ``tools`` in any
         of the shapes :func:`read_log` takes. ``date`` pins templates that print today's date.
         Raises :class:`InputError` naming the message and field that is wrong."""
-        from tokprof.transforms import fit
-
         prompt, tool_list, notes = _prompt(messages, tools, system)
         return self._count_prompt(prompt, tool_list, notes, date)
 
@@ -118,8 +116,10 @@ class Model:
                       date: date | None) -> Buckets:
         """The buckets of a prompt already in the neutral form (what :func:`_prompt` returns). For
         ``tokprof serve``, which converts only the messages a request adds to the previous one."""
+        from tokprof.transforms import fit
+
         call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
-        one = fit(Trace(path="request", format="request", calls=[call]), self.chat)
+        one = fit(Trace(path="request", format="request", calls=[call]), self.chat)  # in place: ids a model needs
         notes = list(notes) + list(one.notes)
         with self._lock:
             if self._attributor is None:
