@@ -241,7 +241,7 @@ DEEP = {"role": "user", "content": "x", "extra": json.loads("[" * 300 + "]" * 30
     (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": [{"bad": 1}]}).encode(), "tools[0].name"),
     (json.dumps({"model": 4, "messages": []}).encode(), "model"),
     (json.dumps({"messages": [DEEP]}).encode(), "messages[0]"),
-    (b'{"messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}", None),
+    (b'{"messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}", "messages[0]"),
     (b'{"messages": [{"role": "user", "content": "x", "n": ' + b"9" * 5000 + b"}]}", None),
 ])
 def test_bad_bodies_get_400_naming_the_field(client, content, field):

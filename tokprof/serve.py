@@ -212,7 +212,12 @@ def _array(text: str, pos: int) -> tuple[list, list[str], int]:
         return items, texts, pos + 1
     while True:
         start = pos
-        item, pos = _DECODER.raw_decode(text, pos)
+        try:
+            item, pos = _DECODER.raw_decode(text, pos)
+        except RecursionError:  # where the C parser gives up depends on the stack: named as the check names it
+            from tokprof.formats.jsonfile import TOO_DEEP
+
+            raise _bad(TOO_DEEP, f"messages[{len(items)}]") from None
         items.append(item)
         texts.append(text[start:pos])
         pos = _skip(text, pos)
