@@ -373,6 +373,31 @@ def test_the_docs_table_lists_every_embedded_name_with_its_checksums():
         assert hashlib.sha256(data).hexdigest() == digest, relative
 
 
+def test_a_plugin_model_is_found_by_name_only_when_no_shipped_one_has_it(monkeypatch):
+    from tokprof.models import registry
+
+    shipped = registry.lookup("qwen2.5")
+    assert shipped is not None
+    plugin = registry.ModelSpec("my-model", "a plug-in's model", load=shipped.load, aliases=("qwen2.5",),
+                                serves=lambda name: name.startswith("My"))
+    scanned = []
+
+    def entry_points():
+        scanned.append(True)
+        return [plugin]
+
+    monkeypatch.setattr(registry, "_entry_point_specs", entry_points)
+    registry.plugins.cache_clear()
+    try:
+        assert registry.lookup("qwen2.5") is shipped and not scanned  # a shipped name: no scan
+        assert "my-model" not in registry.known_names(include_plugins=False) and not scanned
+        assert registry.lookup("MY-MODEL") is plugin and scanned
+        assert registry.serving("My-Model-7B") is plugin
+        assert "my-model" in registry.known_names()
+    finally:
+        registry.plugins.cache_clear()
+
+
 def test_help_lists_the_new_names():
     from typer.testing import CliRunner
 

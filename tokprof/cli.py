@@ -36,9 +36,11 @@ def _esc(text: str) -> str:
 
 
 def _model_names() -> str:
+    """The shipped models' names (plug-ins' names are not listed: finding them costs a scan of the
+    installed packages on every start)."""
     from tokprof.models.registry import known_names
 
-    return ", ".join(known_names())
+    return ", ".join(known_names(include_plugins=False))
 
 
 def _input_formats() -> tuple[str, ...]:
@@ -56,7 +58,7 @@ LOG_HELP = (
 )
 MODEL_HELP = (
     "The model that counts: {names} (embedded, offline; the proxies estimate closed models and are scaled to "
-    "reported usage); a closed model's name (gpt-4o, claude-sonnet-4-5: its proxy); a directory with "
+    "reported usage); a model a plug-in package registers; a closed model's name (gpt-4o, claude-sonnet-4-5: its proxy); a directory with "
     "tokenizer.json; or a Hugging Face Hub id from the local HF cache. Default: chosen from the model the log "
     "names; a model tokprof does not have gets qwen2.5 as a labelled stand-in."
 )

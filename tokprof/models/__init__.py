@@ -14,7 +14,6 @@ from pathlib import Path
 from tokprof.errors import ModelError
 from tokprof.models import registry
 from tokprof.models.base import ChatModel, ModelInfo, PromptFormat, TokenCounter
-from tokprof.models.template import ChatTemplate
 
 DEFAULT_MODEL = "qwen2.5"
 STAND_IN = "stand-in"
@@ -23,6 +22,16 @@ __all__ = [
     "ChatModel", "ChatTemplate", "DEFAULT_MODEL", "ModelInfo", "PromptFormat", "TokenCounter", "auto_model",
     "label", "resolve_model",
 ]
+
+
+def __getattr__(name: str):
+    """``ChatTemplate`` on first use: Jinja is imported only when a template is needed, so that naming
+    the registry's models (the CLI's help) stays quick."""
+    if name == "ChatTemplate":
+        from tokprof.models.template import ChatTemplate
+
+        return ChatTemplate
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def auto_model(log_models: list[str | None]) -> tuple[str, str]:
@@ -92,6 +101,8 @@ def resolve_model(
 ) -> ChatModel:
     """A named model, a directory or a Hub id; with no name, chosen from the log's model names.
     ``chat_template`` is a Jinja file to use instead of the model's own."""
+    from tokprof.models.template import ChatTemplate
+
     selected = None
     if name is None:
         name, selected = auto_model(log_models or [])

@@ -44,13 +44,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import date
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tokprof.errors import ModelError
 from tokprof.models.base import ChatModel, Tokens
 from tokprof.models.registry import ModelSpec
+
+if TYPE_CHECKING:  # numpy is imported where it is used: naming the registry's models must stay quick
+    import numpy as np
 
 #: Bump when the mapping from messages to requests changes (it is part of the format's sha256).
 MAPPING_VERSION = 1
@@ -273,6 +274,8 @@ class MistralFormat:
 
     def text(self, tokens: list[int]) -> tuple[str, np.ndarray]:
         """The text of tokens, piece by piece, and the character offset at which each starts."""
+        import numpy as np
+
         pieces = self._pieces(tokens)
         data = b"".join(pieces)
         assert self._lengths is not None
@@ -290,6 +293,8 @@ class MistralFormat:
     def _pieces(self, tokens: list[int]) -> list[bytes]:
         table = self._table
         if table is None:
+            import numpy as np
+
             table = self._table = piece_table(self.tokenizer.instruct_tokenizer.tokenizer)
             self._lengths = np.fromiter((len(p) for p in table), dtype=np.int64, count=len(table))
         return [table[t] for t in tokens]
@@ -357,6 +362,7 @@ class MistralCounter:
         """Token starts of any text: control tokens by name, the text between them encoded as
         mistral-common encodes each part of a request (SentencePiece: the space its dummy prefix
         writes before each part is that prefix, not text)."""
+        import numpy as np
         from mistral_common.tokens.tokenizers.tekken import Tekkenizer
 
         raw = self.format.tokenizer.instruct_tokenizer.tokenizer
