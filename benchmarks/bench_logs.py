@@ -117,12 +117,14 @@ def main() -> None:
                   f"{work / l2:.1f}x | {'yes' if agrees else 'NO'} |")
         small, large = generated(364, Path(tmp)), generated(3301, Path(tmp))
         model = resolve_model("qwen2.5")
-        times = {}
+        times, rendered = {}, {}
         for label, path in (("364", small), ("3301", large)):
             trace = read_trace(str(path))
             times[label] = cpu(lambda: profile_trace(trace, model), 1)
+            rendered[label] = limits(trace, model, 1)[1]
         print(f"\nGrowth: 364 calls {times['364']:.2f} s, 3,301 calls {times['3301']:.2f} s: "
-              f"{times['3301'] / times['364']:.1f}x (limit 8x)")
+              f"{times['3301'] / times['364']:.1f}x (limit 8x); L2 (every prompt rendered once) "
+              f"{rendered['364']:.2f} s and {rendered['3301']:.2f} s: {rendered['3301'] / rendered['364']:.1f}x")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,23 @@ def test_count_agrees_with_profile(model, tmp_path):
     assert model.count(log["messages"][:-1], log["tools"]).as_dict() == last.buckets
 
 
+def test_count_sees_objects_changed_in_place_between_calls(model):
+    """Templates' JSON of tool calls and tools is remembered from call to call only for traces; the
+    objects a caller gives count() may change between calls."""
+    import copy
+
+    log = small_transcript()
+    messages, tools = copy.deepcopy(log["messages"][:-1]), copy.deepcopy(log["tools"])
+    before = model.count(messages, tools).as_dict()
+    tools[0]["function"]["parameters"]["properties"]["extra"] = {"type": "string", "description": "x " * 50}
+    calls = [m for m in messages if m.get("tool_calls")]
+    calls[0]["tool_calls"][0]["function"]["arguments"] = json.dumps({"query": "a much longer query " * 20})
+    after = model.count(messages, tools).as_dict()
+    fresh = tokprof.get_model("qwen2.5").count(copy.deepcopy(messages), copy.deepcopy(tools)).as_dict()
+    assert after == fresh and after != before
+    assert after["tool_definitions"] > before["tool_definitions"]
+
+
 def test_count_takes_the_anthropic_shape(model):
     anthropic = [
         {"role": "user", "content": "define cat"},

@@ -201,3 +201,36 @@ def json_copy(value):
     import json
 
     return json.loads(json.dumps(value))
+
+
+JSON_TEMPLATE = (
+    "{% for t in tools or [] %}{{ t | tojson }}\n{% endfor %}"
+    "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content or '' }}"
+    "{% for c in m.tool_calls or [] %}{{ {'name': c.function.name, 'arguments': c.function.arguments} | tojson }}"
+    "{% endfor %}<|im_end|>\n{% endfor %}"
+)
+
+
+@pytest.mark.parametrize("keep_json", [False, True])
+def test_remembered_json_is_what_json_dumps_writes(keep_json):
+    """The JSON templates write of a call's tools and tool calls (remembered by identity) equals a
+    fresh render's; objects a template builds are written anew each time."""
+    from tokprof.trace import Call
+
+    model = tiny_model(JSON_TEMPLATE)
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "cat"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"a": "dog"}'}}]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a cat is an animal"}]
+    attributor = Attributor(model, keep_json=keep_json)
+    first = attributor.attribute(Call(index=0, messages=messages[:1], tools=tools))
+    second = attributor.attribute(Call(index=1, messages=messages, tools=tools))
+    assert second == Attributor(model).attribute(Call(index=1, messages=messages, tools=tools))
+    assert first == Attributor(model).attribute(Call(index=0, messages=messages[:1], tools=tools))
+    remembered = list(attributor._json._json.values())
+    if keep_json:  # the tools' JSON is remembered, the object the template builds of each tool call is not
+        assert any('"lookup"' in text for text in remembered)
+        assert not any(text.startswith('{"name": "lookup", "arguments"') for text in remembered)
+    else:
+        assert remembered == []

@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof.models.base import ChatModel
+from tokprof.models.jsonmemo import JsonMemo
 from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
 
@@ -287,8 +288,13 @@ class Attributor:
     """Attributes calls of one log, reusing what earlier calls of the same conversation established
     (see "Long logs" in the module's docstring)."""
 
-    def __init__(self, model: ChatModel):
+    def __init__(self, model: ChatModel, keep_json: bool = False):
+        """``keep_json``: the caller vouches that the calls' messages and tools are not changed while
+        the attributor lives (a trace's are not), so the JSON templates write of them is remembered
+        from call to call; otherwise only within a call."""
         self.model = model
+        self.keep_json = keep_json
+        self._json = JsonMemo()
         self._messages: dict[tuple[int, str], tuple[dict, dict, bytes]] = {}  # (id, shape) -> (original, templated, digest)
         self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
         self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
@@ -307,6 +313,8 @@ class Attributor:
         and the digests of its messages."""
         shape = shape or self._shape
         tools = self._tools_json if self._tools_json[0] is call.tools else (call.tools, json.dumps(call.tools))
+        if tools is not self._tools_json or not self.keep_json:
+            self._json.add(call.tools)
         self._tools_json = tools
         base = hashlib.blake2b(digest_size=16)
         base.update(self.model.prompt_format.sha256.encode())
@@ -335,6 +343,10 @@ class Attributor:
                 digest = hashlib.blake2b(json.dumps(tm).encode(), digest_size=16).digest()  # key order counts
                 entry = (message, tm, digest)
                 self._messages[(id(message), shape)] = entry
+                if self.keep_json:
+                    self._json.add(tm)
+            if not self.keep_json:
+                self._json.add(entry[1])
             templated.append(entry[1])
             digests.append(entry[2])
             key = hashlib.blake2b(key + entry[2], digest_size=16).digest()
@@ -496,9 +508,13 @@ class Attributor:
             if key not in self._marks:
                 one = _mark([m], with_calls, i)
                 self._marks[key] = None if one is None else one[0]
+                if one is not None and self.keep_json:
+                    self._json.add(one[0])
             found = self._marks[key]
             if found is None:
                 return None
+            if not self.keep_json:
+                self._json.add(found)
             marked.append(found)
         return marked
 
@@ -573,6 +589,14 @@ class Attributor:
 
     # -- the whole call ----------------------------------------------------------------------
     def attribute(self, call: Call) -> CallBuckets:
+        with self._json.using():
+            try:
+                return self._attribute(call)
+            finally:
+                if not self.keep_json:
+                    self._json.clear()
+
+    def _attribute(self, call: Call) -> CallBuckets:
         messages, keys, digests, full = self._render_call(call)
         tools = call.tools
         day = call.day

@@ -574,7 +574,7 @@ def profile_trace(
     """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
     one of the model's to attribute with (a caller that reads its views of each call, in ``on_call``),
     else a new one."""
-    attributor = attributor or Attributor(model)
+    attributor = attributor or Attributor(model, keep_json=True)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
     results = ResultTracker()

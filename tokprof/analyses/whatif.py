@@ -215,7 +215,7 @@ class WhatIfReport:
 def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None):
     """The profile of a trace, with what each call's prompt shares with the previous one of its thread
     (in the rendered tokens) and the rendered tokens of each call."""
-    attributor = Attributor(model)
+    attributor = Attributor(model, keep_json=True)
     shared: list[int] = []
     rendered: list[int] = []
     last: dict[str, tuple[str, np.ndarray]] = {}

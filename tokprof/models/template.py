@@ -31,6 +31,7 @@ from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tokprof.errors import ModelError
+from tokprof.models.jsonmemo import remembered_json
 
 #: The date printed by templates that print today's date, when the log gives none.
 DEFAULT_DAY = date(2025, 1, 1)
@@ -60,7 +61,8 @@ _JSON = json.JSONEncoder(ensure_ascii=False)
 
 def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
     if not ensure_ascii and indent is None and separators is None and not sort_keys:
-        return _JSON.encode(x)
+        known = remembered_json(x)
+        return _JSON.encode(x) if known is None else known
     return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
