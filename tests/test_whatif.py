@@ -497,3 +497,32 @@ def test_cost_per_policy():
     assert full.cost == profile.summary().cost.total and full.cost_basis == "computed"
     assert cap.cost_basis == "mixed" and cap.cost < full.cost and cap.cost_saving == round(full.cost - cap.cost, 6)
     assert generous.cost == full.cost and generous.changed_calls == 0
+
+
+def test_an_estimates_changed_calls_are_counted_in_the_logs_units():
+    """For an estimate (counts scaled to reported usage), a call a policy changes is counted like the
+    log's call it replays (the proxy's tokens times that call's scaling): a cap that cuts one
+    character saves next to nothing, not the difference between the proxy's units and the provider's."""
+    import dataclasses
+
+    from tokprof.trace import Usage
+
+    model = dataclasses.replace(tiny_model(CHATML), exact=False, method="a test proxy")
+    model.context_window = 100_000
+    calls = trace_of(conversation(turns=3, calls_per_turn=3))
+    for call in calls:
+        call.reported = Usage(prompt=2 * plain_count(model, call) + 40)
+    trace = make_trace(calls)
+    sizes = sorted(len(m["content"]) for m in calls[-1].messages if m["role"] == "tool")
+    cut = sizes[-2] - 1  # the second longest result, the longest an earlier call's history holds, loses one character
+    report = whatif(trace, model, [P.parse_policy(f"cap:{cut}"), P.parse_policy("window:3")])
+    full, cap, window = report.policies
+    assert full.billed_input == sum(c.reported.prompt for c in calls)
+    note = model.counter.count(P.CUT.format(size=cut + 1, kept=cut))
+    assert cap.changed_calls > 0 and abs(cap.saving) <= (3 * note + 2) * cap.changed_calls  # the note, less a character
+    assert abs(cap.saving) < 0.02 * full.billed_input
+    replayed = P.apply(trace, P.parse_policy("window:3")).calls
+    for call, log, counted in zip(replayed, trace.calls, window.calls):  # scaled as the log's call is
+        if counted.changed:
+            ratio = log.reported.prompt / plain_count(model, log)
+            assert abs(counted.total - plain_count(model, call) * ratio) <= 1

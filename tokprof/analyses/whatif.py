@@ -20,10 +20,11 @@ import numpy as np
 from tokprof import __version__
 from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.attribution import Attributor, RenderError
-from tokprof.estimates import UNRECORDED
+from tokprof.costs import CostSummary, money
+from tokprof.estimates import UNRECORDED, scale_buckets
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
-from tokprof.profiling import Profile, Source, profile_trace
+from tokprof.profiling import CallRow, Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace, Usage
 from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
@@ -40,9 +41,10 @@ class PromptCounter:
     the real prompt too; ``known`` counts already made, by (messages, tools) object and day."""
 
     def __init__(self, model: ChatModel, fixed: dict[tuple, int] | None = None,
-                 known: dict[tuple, tuple[object, int]] | None = None):
+                 known: dict[tuple, tuple[object, int]] | None = None, units: dict[int, "LogUnits"] | None = None):
         self.model = model
         self.fixed = fixed or {}
+        self.units = units or {}
         self.known = known or {}
         self._shape = model.prompt_format.shapes[0]
         self._prepared: dict[int, tuple[dict, dict, str]] = {}  # id(message) -> (message, prepared, shape)
@@ -81,6 +83,9 @@ class PromptCounter:
             tokens = self.model.counter.token_starts_reusing(text, last[1] if last is not None else None, common)
             self._last = (text, tokens)
             rendered = len(tokens[0])
+        units = self.units.get(call.index)
+        if units is not None:  # an estimate: in the units of the log's call, as its profile counts it
+            return units.tokens(rendered)
         return rendered + self.fixed.get((call.model, call.thread), 0)
 
     def text(self, text: str) -> int:
@@ -146,6 +151,7 @@ class PolicyResult:
     cost: float | None = None
     cost_basis: str | None = None
     cost_saving: float | None = None  # against full
+    cost_unpriced: str | None = None  # why some calls have no price (None: every call is priced)
 
     @property
     def shared_share(self) -> float:
@@ -160,6 +166,7 @@ class PolicyResult:
             "shared_prefix_share": self.shared_share, "summaries": self.summaries,
             "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
             "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
+            "cost_unpriced": self.cost_unpriced,
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -241,12 +248,80 @@ def _fixed(row) -> int:
     return max(0, row.buckets.get(UNRECORDED, 0) - row.unexplained)
 
 
+@dataclass(frozen=True)
+class LogUnits:
+    """How an estimate counts a log's call in its profile: the proxy's rendered tokens times
+    ``ratio`` (the call's scaling to its reported usage), plus its ``unrecorded`` part (what the log
+    does not record: the inferred fixed part and the growth its usage shows but its messages do not
+    explain, ``unexplained`` of it), which no policy changes."""
+
+    ratio: float
+    unrecorded: int
+    unexplained: int
+
+    def tokens(self, rendered: int) -> int:
+        return round(rendered * self.ratio) + self.unrecorded
+
+
+def inferred_parts(trace: Trace, profile: Profile) -> dict[tuple, int]:
+    """Per (log model, thread), the inferred part of its prompts the log does not record (the same for
+    every call of it: what the profile inferred from its first call)."""
+    parts: dict[tuple, int] = {}
+    for call, row in zip(trace.calls, profile.calls):
+        parts.setdefault((call.model, call.thread), _fixed(row))
+    return parts
+
+
+def log_units(trace: Trace, profile: Profile) -> dict[int, LogUnits]:
+    """Per log call (by index), its units (:class:`LogUnits`); none for an exact model, whose counts
+    are the prompt's."""
+    if profile.model.exact:
+        return {}
+    parts = inferred_parts(trace, profile)
+    units = {}
+    for call, row in zip(trace.calls, profile.calls):
+        unrecorded = row.buckets.get(UNRECORDED, 0)
+        raw = row.rendered - parts[(call.model, call.thread)] - row.unrendered
+        recorded = row.total - unrecorded - row.unrendered
+        ratio = recorded / raw if raw > 0 and recorded > 0 else 1.0
+        units[row.index] = LogUnits(ratio, unrecorded, row.unexplained)
+    return units
+
+
+def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], originals: set[int]) -> Profile:
+    """An estimate's profile of a policy's trace with every changed call counted in the units of the
+    log's call it replays (a summarising call: of the call it comes before): its rendered buckets
+    scaled by that call's ratio, and that call's unrecorded part, so that changed and unchanged calls
+    are counted alike and a policy saves only what it removes."""
+    if not units:
+        return profile
+    rows: list[CallRow] = []
+    cumulative = 0
+    for call, row in zip(trace.calls, profile.calls):
+        log = units.get(row.index)
+        if id(call) not in originals and log is not None:
+            rendered = {name: count for name, count in row.buckets.items() if name != UNRECORDED}
+            for name, tokens in call.unrendered.items():  # known from usage: not scaled
+                rendered[name] -= tokens
+            scaled = scale_buckets(rendered, round(sum(rendered.values()) * log.ratio))
+            for name, tokens in call.unrendered.items():
+                scaled[name] += tokens
+            buckets = {name: scaled.get(name, log.unrecorded if name == UNRECORDED else 0) for name in row.buckets}
+            if log.unrecorded and UNRECORDED not in buckets:
+                buckets[UNRECORDED] = log.unrecorded
+            row = dataclasses.replace(row, buckets=buckets, total=sum(buckets.values()), unexplained=log.unexplained)
+        cumulative += row.total
+        rows.append(dataclasses.replace(row, cumulative=cumulative))
+    return dataclasses.replace(profile, calls=rows)
+
+
 def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int], rendered: list[int],
             full: PolicyResult | None, window: int | None, log_calls: Sequence[Call],
-            prices: Mapping[str, UserPrice] | None = None) -> PolicyResult:
-    rows = profile.calls
+            prices: Mapping[str, UserPrice] | None = None, units: dict[int, LogUnits] | None = None) -> PolicyResult:
     exact_model = profile.model.exact
     originals = {id(c) for c in log_calls}
+    profile = _in_log_units(profile, trace, units or {}, originals)
+    rows = profile.calls
     calls: list[PolicyCall] = []
     previous: dict[str | None, int] = {}  # thread -> position of its last call
     for position, (call, row) in enumerate(zip(trace.calls, rows)):
@@ -258,9 +333,11 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
             shared = 0
         else:
             if not exact_model:  # the estimate's rendered tokens, in its scaled units
-                own = row.total - fixed
-                shared = min(own, int(round(shared * own / max(1, rendered[position] + row.unrendered))))
-            # the unrecorded part comes first in the real prompt: shared when both carry it
+                own = row.total - row.buckets.get(UNRECORDED, 0) - row.unrendered
+                shared = min(own, int(round(shared * own / max(1, rendered[position]))))
+            # tokens known from usage only (encrypted reasoning the log resends) are in both prompts when
+            # both carry them; the unrecorded part comes first in the real prompt: shared when both carry it
+            shared += min(row.unrendered, rows[before].unrendered)
             shared = min(row.total, rows[before].total, shared + min(fixed, _fixed(rows[before])))
         if isinstance(call, AddedCall):
             kind = "summary"
@@ -287,8 +364,9 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     saving = base - billed
     base_cost = full.cost if full is not None else total
     return PolicyResult(
-        cost=total, cost_basis=cost.basis if cost is not None and total is not None else None,
+        cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
         cost_saving=None if total is None or base_cost is None else round(base_cost - total, 6),
+        cost_unpriced=_unpriced(cost),
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
         calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
@@ -296,6 +374,12 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
         summaries=sum(1 for c in calls if c.kind == "summary"), changed_calls=sum(1 for c in calls if c.changed),
         exact=summary.exact, warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
+
+
+def _unpriced(cost: CostSummary | None) -> str | None:
+    if cost is None or not cost.unpriced:
+        return None
+    return "; ".join(u.reason + (f", {u.calls} calls" if u.calls > 1 else "") for u in cost.unpriced)
 
 
 def whatif(
@@ -319,15 +403,15 @@ def whatif(
             window = known_window([trace.model] + [c.model for c in trace.calls])
     report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
                           warnings=list(baseline.warnings), baseline=baseline)
+    units = log_units(trace, baseline)
     full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices)
     report.policies.append(full)
-    fixed: dict[tuple, int] = {}
+    fixed = inferred_parts(trace, baseline)
     known: dict[tuple, tuple[object, int]] = {}
-    for call, row, count in zip(trace.calls, baseline.calls, base_rendered):
-        fixed.setdefault((call.model, call.thread), _fixed(row))
+    for call, count in zip(trace.calls, base_rendered):
         known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
     for policy in ordered[1:]:
-        counter = PromptCounter(model, fixed, known) if needs_counter(policy) else None
+        counter = PromptCounter(model, fixed, known, units) if needs_counter(policy) else None
         transformed = apply(trace, policy, counter, window)
         if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
             # the policy changes no call: its profile is full's, call for call
@@ -338,5 +422,5 @@ def whatif(
             continue
         profile, shared, rendered = _profile(transformed, model, step)
         report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls,
-                                       prices))
+                                       prices, units))
     return report

@@ -79,6 +79,8 @@ class WhatIfTableRenderer:
                 row.insert(4, _usd(result))
             rows.append(row)
         console.print(fit_table(console, columns, rows))
+        if full.cost_unpriced:
+            console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
             console.print("  *cost estimated: a call a policy changes is priced on its computed prompt, the tokens it shares "
                           "with the previous call of its thread read from the cache, and the log's output; calls it "
