@@ -128,3 +128,21 @@ def test_whatif_report_renders_in_chromium(tmp_path):
     root = re.search(r"<html[^>]*>", result.stdout).group(0)
     assert "data-js-errors" not in root, root
     assert 'data-charts-rendered="7"' in root  # the profile's five, billed input per policy, prompts per call
+
+
+def test_names_from_the_log_cannot_end_or_open_a_script_element(tmp_path):
+    """A tool or model name with ``<!--<script>`` or ``</script>`` in it stays data: the JSON inside the
+    report's script elements holds no ``<``, and reads back to the same names."""
+    hostile = "get_logs<!--<script></script>&"
+    log = json.loads(SAMPLE.read_text(encoding="utf-8"))
+    text = json.dumps(log).replace('"get_logs"', json.dumps(hostile))
+    assert hostile in text
+    path = tmp_path / "log.json"
+    path.write_text(text, encoding="utf-8")
+    out = tmp_path / "report.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    html_text = out.read_text(encoding="utf-8")
+    scripts = re.findall(r'<script id="[^"]*" type="application/json">(.*?)</script>', html_text, re.S)
+    assert scripts and not any("<" in s or ">" in s for s in scripts)
+    assert hostile in json.dumps(embedded_profile(html_text), ensure_ascii=False)
+    assert "<!--<script>" not in html_text

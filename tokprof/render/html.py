@@ -57,6 +57,14 @@ table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-ch
 """
 
 
+
+def _in_script(json_text: str) -> str:
+    """JSON text to place inside a ``<script>`` element: ``<``, ``>`` and ``&`` written as JSON escapes
+    (the same value), so that no text from a log (``</script>``, ``<!--``, ``<script``) can end the
+    element or change how the HTML parser reads it; U+2028 and U+2029 too, for older JavaScript."""
+    return (json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
 def _call_axis(profile: Profile) -> dict:
     """An x axis of calls: ticks at whole calls only, about ten of them."""
     n = max(1, len(profile.calls))
@@ -446,12 +454,12 @@ class HtmlRenderer:
             parts += _results_parts(costs)
         parts += extra_parts or []
         figures.update(extra_figures or {})
-        data = json.dumps(profile.to_dict(), ensure_ascii=False).replace("</", "<\\/")
+        data = _in_script(json.dumps(profile.to_dict(), ensure_ascii=False))
         parts.append(f'<script id="tokprof-profile" type="application/json">{data}</script>')
         for name, text in (embedded or {}).items():
-            safe_text = text.replace("</", "<\\/")
+            safe_text = _in_script(text)
             parts.append(f'<script id="{html.escape(name)}" type="application/json">{safe_text}</script>')
-        figs = json.dumps(figures, ensure_ascii=False).replace("</", "<\\/")
+        figs = _in_script(json.dumps(figures, ensure_ascii=False))
         parts.append(
             "<script>(function(){var figs=" + figs + ";var config={responsive:true,displaylogo:false};"
             "var jobs=Object.keys(figs).map(function(k){return Plotly.newPlot('chart-'+k,figs[k].data,"
