@@ -250,3 +250,35 @@ def test_a_json_file_cut_off_says_truncated(tmp_path, capsys):
     path.write_text(json.dumps(good, indent=1)[:120])  # cut inside a string, or between values
     code, _, err = run(["profile", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith("truncated JSON")
+
+
+@pytest.mark.parametrize("command", [
+    ["profile", "{log}", "-f", "json", "-o", "{log}"],
+    ["profile", "{log}", "-o", "out.txt", "--html", "{log}"],
+    ["tools", "{log}", "-f", "csv", "-o", "{log}"],
+    ["whatif", "{log}", "-p", "window:3", "-o", "{log}"],
+    ["report", "{log}", "-o", "{log}"],
+])
+def test_an_output_never_replaces_the_input(command, tmp_path, capsys, monkeypatch):
+    log = write_json(tmp_path / "log.json", small_transcript())
+    before = log.read_bytes()
+    monkeypatch.chdir(tmp_path)
+    assert main([part.format(log=log) for part in command]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "would overwrite the input" in err
+    assert log.read_bytes() == before and not (tmp_path / "out.txt").exists()
+
+
+def test_csv_cells_from_the_log_never_read_as_formulas(tmp_path, capsys):
+    from tokprof.render import csvsafe
+
+    assert csvsafe.cell('=HYPERLINK("http://x","y")') == '\'=HYPERLINK("http://x","y")'
+    assert [csvsafe.cell(v) for v in ("-5", "-0.25", "+3", "@x", "\tx", "plain", 7)] == ["-5", "-0.25", "+3", "'@x", "'\tx", "plain", 7]
+    log = json.loads(json.dumps(small_transcript()))  # a copy: its tools are shared with other tests
+    log["tools"][0]["function"]["name"] = '=HYPERLINK("http://evil","x")'
+    for m in log["messages"]:
+        for call in m.get("tool_calls") or []:
+            call["function"]["name"] = '=HYPERLINK("http://evil","x")'
+    assert main(["tools", str(write_json(tmp_path / "log.json", log)), "-f", "csv"]) == 0
+    out = capsys.readouterr().out
+    assert '"\'=HYPERLINK(' in out and ',"=HYPERLINK' not in out

@@ -276,15 +276,27 @@ def _profile_of(
                        progress=not no_progress, prices=_user_prices(price, settings))
 
 
-def _write(outputs: list[tuple[Optional[str], str]]) -> None:
-    """Write every output: files first, all of them or none (atomically), then standard output."""
+def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = ()) -> None:
+    """Write every output: files first, all of them or none (atomically), then standard output. An
+    output that is one of the ``inputs`` (``-o`` naming the log) is refused: it would replace it."""
     from tokprof.outputs import write_files
 
+    for path, _ in outputs:
+        for given in inputs:
+            if path and given and _same_file(path, given):
+                raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
     write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
     for path, text in outputs:
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either does not exist (yet), or cannot be read
+        return False
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -344,7 +356,7 @@ def profile(
 
     options = replace(options, calls=_calls(calls, len(result.calls)))
     outputs = [(output, render("profile", fmt, result, options))]
-    _write(outputs + _html_output(html, "profile", result, options))
+    _write(outputs + _html_output(html, "profile", result, options), (log, tools, system, chat_template))
     return EXIT_OK
 
 
@@ -392,7 +404,7 @@ def report(
     options = _options("html", output, window, fill_lines)
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
                          chat_template=chat_template, no_progress=no_progress, price=price)
-    _write([(output, render("profile", "html", result, options))])
+    _write([(output, render("profile", "html", result, options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
 
@@ -462,7 +474,7 @@ def whatif(
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings))
     outputs = [(output, render("whatif", fmt, result, options))]
-    _write(outputs + _html_output(html, "whatif", result, options))
+    _write(outputs + _html_output(html, "whatif", result, options), (log, tools, system, chat_template))
     return EXIT_OK
 
 
@@ -534,7 +546,7 @@ def tools(
     else:
         result = api.tools_report(log, tools=tools_file, system=Path(system) if system else None, model=model,
                                   input_format=input_format, chat_template=chat_template, progress=not no_progress)
-    _write([(output, render("tools", fmt, result, options))])
+    _write([(output, render("tools", fmt, result, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
 
 
@@ -603,7 +615,7 @@ def check(
         folder = str(Path(run.baseline).parent)
         outputs.append((run.baseline, json.dumps(run.measurement.baseline_dict(folder), indent=2) + "\n"))
     outputs.append((output, render("check", fmt, run.result, options)))
-    _write(outputs)
+    _write(outputs, (log, tools_file, system, config, chat_template))
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
     return run.result.exit_code

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
-import csv
 import io
 
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
+from tokprof.render import csvsafe
 
 COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
 #: The reported prompt split by the cache, the call's cost (US dollars) and the computed cache.
@@ -28,7 +28,7 @@ class CsvRenderer:
 
     def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csvsafe.Writer(out)
         names = profile.buckets()
         writer.writerow(["index", *names, *COLUMNS, *COST_COLUMNS])
         for row in profile.calls:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import re
@@ -10,6 +9,7 @@ import re
 from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
+from tokprof.render import csvsafe
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
 SHORT = {
@@ -80,7 +80,7 @@ class SessionsJsonRenderer:
 class SessionsCsvRenderer:
     def render(self, report: SessionsReport, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csvsafe.Writer(out)
         names = report.bucket_names()
         writer.writerow(["session", "path", "format", "model", "calls", "compactions", "billed_input",
                          "billed_input_reported", *names, "exact", "cache_read_reported", "cache_write_reported",

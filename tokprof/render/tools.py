@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 
@@ -12,6 +11,7 @@ from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
+from tokprof.render import csvsafe
 
 CSV_COLUMNS = [
     "catalogue", "name", "marginal", "description_tokens", "parameter_tokens", "parameters", "requests", "calls",
@@ -27,7 +27,7 @@ class ToolsJsonRenderer:
 class ToolsCsvRenderer:
     def render(self, report: ToolsReport, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csvsafe.Writer(out)
         writer.writerow([*CSV_COLUMNS, "exact"])
         exact = _csv(report.model.exact)
         for i, catalogue in enumerate(report.catalogues):

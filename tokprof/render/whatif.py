@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 
@@ -12,6 +11,7 @@ from tokprof.analyses.whatif import WhatIfReport
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render.table import LABELS, SHORT
+from tokprof.render import csvsafe
 
 #: A line per policy in the HTML charts, in order.
 PALETTE = ["#59636e", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
@@ -33,7 +33,7 @@ class WhatIfCsvRenderer:
 
     def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator="\n")
+        writer = csvsafe.Writer(out)
         names = report.bucket_names()
         writer.writerow(["policy", "index", "kind", "thread", *names, "total", "shared_prefix", "messages", "changed"])
         for result in report.policies:
