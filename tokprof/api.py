@@ -345,6 +345,23 @@ def profile(
     return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
 
 
+def saved_profile(path: PathLike) -> Profile | None:
+    """The profile saved at ``path`` (``Profile.save``, ``tokprof profile -f json``), or None when the
+    file is not one (a log). A file that says it is a profile and is not a valid one raises a
+    :class:`TokprofError` naming the file and the field."""
+    from tokprof.profiling import ProfileFileError
+
+    name = os.fspath(path)
+    if not Profile.sniff(name):
+        return None
+    try:
+        return Profile.load(name)
+    except ProfileFileError as exc:
+        raise TokprofError(f"{name}: {exc}") from None
+    except (OSError, ValueError) as exc:
+        raise TokprofError(f"{name}: cannot read the saved profile: {exc}") from None
+
+
 def profile_file(path: PathLike, **options: Any) -> Profile:
     """:func:`profile` of one file, as a plain function of picklable arguments (a model by name), so
     that it can run as a map task in another process; each process loads a model once."""
@@ -702,7 +719,7 @@ def run_check(
         measurement = budgets.measure_catalogue(report)
     else:
         name = os.fspath(log)
-        saved = Profile.load(name) if Profile.sniff(name) else None
+        saved = saved_profile(name)
         if saved is None:
             saved = profile(name, model or config.model, input_format=input_format, tools=tools, system=system_path,
                             chat_template=template, progress=progress, prices=prices)

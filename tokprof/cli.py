@@ -227,16 +227,9 @@ def _not_standard_input(path: Optional[str]) -> None:
 
 def _saved_profile(path: str) -> Optional["Profile"]:
     """The saved profile at ``path``, or None when the file is not one (a log)."""
-    from tokprof.profiling import Profile, ProfileFileError
+    from tokprof import api
 
-    if not Profile.sniff(path):
-        return None
-    try:
-        return Profile.load(path)
-    except ProfileFileError as exc:
-        raise TokprofError(f"{path}: {exc}") from None
-    except (OSError, ValueError) as exc:
-        raise TokprofError(f"{path}: cannot read the saved profile: {exc}") from None
+    return api.saved_profile(path)
 
 
 def _only_for_logs(path: str, **given: object) -> None:

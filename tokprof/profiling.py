@@ -503,6 +503,7 @@ class Profile:
         missing = [key for key in ("model", "source", "calls") if key not in d]
         if missing:
             raise ProfileFileError(f"{missing[0]}: missing: not a complete tokprof profile")
+        _check_calls(d["calls"])
         try:
             summary = d.get("summary") or {}
             catalogue = summary.get("catalogue")
@@ -544,6 +545,41 @@ class Profile:
         """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
         with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f))
+
+
+#: The buckets a saved profile's calls may have.
+SAVED_BUCKETS = (*BUCKETS, UNRECORDED)
+#: More tokens than any prompt or run could hold: a saved count over it was not written by tokprof.
+MAX_TOKENS = 10**15
+
+
+def _whole(value: object) -> bool:
+    return type(value) is int and 0 <= value <= MAX_TOKENS
+
+
+def _check_calls(calls: object) -> None:
+    """What every report reads of a saved profile's calls, checked as a profile's rule has it: each
+    bucket a whole number of tokens, 0 or more, adding up to the call's total; raises
+    :class:`ProfileFileError` naming the first field that is not so."""
+    if not isinstance(calls, list):
+        raise ProfileFileError("calls: expected a list of calls")
+    for i, call in enumerate(calls):
+        if not isinstance(call, dict):
+            raise ProfileFileError(f"calls[{i}]: expected an object")
+        buckets = call.get("buckets")
+        if not isinstance(buckets, dict) or not buckets:
+            raise ProfileFileError(f"calls[{i}].buckets: expected an object of token counts")
+        for name, count in buckets.items():
+            if name not in SAVED_BUCKETS:
+                raise ProfileFileError(f"calls[{i}].buckets: {name!r} is not a bucket (expected {', '.join(SAVED_BUCKETS)})")
+            if not _whole(count):
+                raise ProfileFileError(f"calls[{i}].buckets.{name}: expected a whole number of tokens, 0 or more")
+        for key in ("index", "total", "cumulative", "messages"):
+            if not _whole(call.get(key)):
+                raise ProfileFileError(f"calls[{i}].{key}: expected a whole number, 0 or more")
+        if call["total"] != sum(buckets.values()):
+            raise ProfileFileError(f"calls[{i}].total: {call['total']:,} is not the sum of its buckets "
+                                   f"({sum(buckets.values()):,})")
 
 
 _UNRECORDED_NAMES = {"system": "the system prompt", "tools": "the tool definitions"}
