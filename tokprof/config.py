@@ -82,6 +82,13 @@ class Increase:
     def __str__(self) -> str:
         return f"{self.amount * 100:g}%" if self.relative else f"{self.amount:g}"
 
+    def shown(self, unit: str, short: bool = False) -> str:
+        """As a check shows it for a metric in ``unit``: an absolute amount of a share in percentage
+        points ("0.005 percentage points", or "0.005 pt" when ``short``), else as written."""
+        if unit == "share" and not self.relative:
+            return f"{self.amount * 100:g} {'pt' if short else 'percentage points'}"
+        return str(self)
+
 
 @dataclass
 class Budget:

@@ -189,7 +189,8 @@ class MetricResult:
     level: str | None = None
     baseline: float | None = None
     min: float | None = None
-    allowed_increase: str | None = None
+    allowed_increase: str | None = None  # as written (the JSON's max_increase)
+    increase: Increase | None = None  # the same, to show in the metric's unit
     reasons: list[str] = field(default_factory=list)
     failed: tuple[str, ...] = ()  # what it failed: "budget", "baseline", "not recorded"
     new: bool = False  # measured now, not in the baseline
@@ -278,11 +279,12 @@ def _change_text(metric: str, change: float) -> str:
 def _allowed_text(metric: str, increase: "Increase", base: float) -> str:
     if METRICS[metric][0] == "share" and increase.relative:
         return f"{increase} of it ({increase.allowed(base) * 100:.2f} percentage points)"
-    return str(increase)
+    return increase.shown(METRICS[metric][0])
 
 
 def evaluate(config: Config, measurement: Measurement, baseline: dict | None, baseline_path: str | None) -> CheckResult:
     results = []
+    untolerated: list[str] = []  # metrics in dollars or shares that a global number of tokens does not apply to
     names = list(config.budgets)
     if baseline is not None:
         names += [m for m in METRICS if m not in config.budgets and m in baseline["metrics"]]
@@ -314,7 +316,9 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if increase is not None and not increase.relative and METRICS[name][0] in ("share", "usd") and not (
             budget and budget.max_increase is not None
         ):
-            increase = None  # a global number of tokens says nothing about a share
+            increase = None  # a global number of tokens says nothing about a share or dollars
+            if baseline is not None and name in baseline["metrics"]:
+                untolerated.append(name)
         if increase is None and baseline is not None:
             increase = Increase(0.0, relative=True)  # with a baseline and no tolerance, any increase fails
         if baseline is not None and name not in baseline["metrics"]:
@@ -330,7 +334,7 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
             base = float(baseline["metrics"][name])
             result.baseline = base
             if increase is not None and name in HIGHER_IS_BETTER:
-                result.allowed_increase = str(increase)
+                result.allowed_increase, result.increase = str(increase), increase
                 if value < base - increase.allowed(base):
                     failed.append("baseline")
                     result.reasons.append(
@@ -339,7 +343,7 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
                         f"{_allowed_text(name, increase, base)}"
                     )
             elif increase is not None:
-                result.allowed_increase = str(increase)
+                result.allowed_increase, result.increase = str(increase), increase
                 if value > base + increase.allowed(base):
                     failed.append("baseline")
                     result.reasons.append(
@@ -367,6 +371,13 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         ]
         if baseline.get("chat_template_sha256") != measurement.template_sha256:
             check.notes.append("the baseline was made with another chat template")
+        if untolerated:
+            its = "its own, it fails" if len(untolerated) == 1 else "their own, they fail"
+            fall = " (a fall, for cache_hit_rate)" if "cache_hit_rate" in untolerated else ""
+            check.notes.append(
+                f"the global max_increase ({config.max_increase}) is a number of tokens and does not apply to "
+                f"{', '.join(untolerated)}: without a max_increase of {its} on any increase over the baseline{fall}"
+            )
     return check
 
 

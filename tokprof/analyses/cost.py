@@ -178,6 +178,12 @@ def user_cost(rates: Rates, tokens: PricedTokens) -> dict[str, float]:
     return parts
 
 
+def _long_rate_differs(rates: Rates) -> bool:
+    """Whether the user's rates price a 1-hour cache write above a 5-minute one (the note says they cost more)."""
+    write = rates.input if rates.cache_write is None else rates.cache_write
+    return rates.cache_write_1h is not None and rates.cache_write_1h > write
+
+
 def _user_price(prices: Mapping[str, UserPrice], name: str | None) -> UserPrice | None:
     if name:
         lowered = {k.lower(): v for k, v in prices.items()}
@@ -302,6 +308,10 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
         if user is not None:
             parts = user_cost(user.rates, tokens)
             source, source_version = user.source, None
+            usage = call.reported
+            if (tokens.cache_write and usage is not None and usage.cache_write_1h is None
+                    and _long_rate_differs(user.rates)):
+                notes.append(WRITES_AT_5M)
         elif not name:
             out.append(CallCost(priced=False, basis=basis, source=GENAI_PRICES, source_version=version, tokens=tokens,
                                 reason="the log names no model (set rates with --price)", notes=tuple(notes)))

@@ -34,6 +34,7 @@ from typing import Callable, Sequence
 
 from tokprof.analyses.cost import FIXED_FIRST, find_model
 from tokprof.costs import CallCache
+from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Call, Trace
 
@@ -123,14 +124,22 @@ def _fixed(row: CallRow) -> int:
 
 def estimate_shared(before_row: CallRow, before: Call, call: Call, k: int, tools_changed: bool) -> int:
     """The tokens two prompts share, from their messages: all of the earlier prompt when the call
-    continues it; else its fixed part and the share of its messages' text before message ``k``."""
+    continues it; else its fixed part and the share of its messages' text before message ``k``. When
+    they part at the first message (or at the system prompt), what comes before it: the tool
+    definitions, the part the log does not record (:data:`UNRECORDED`, the inferred system prompt and
+    tools) unless the first message is a system prompt that changed, and when the first message is not
+    a system prompt, the system prompt the chat template adds itself (all of the fixed part)."""
     if tools_changed:
         return 0
     if k >= len(before.messages):
         return before_row.total
     fixed = _fixed(before_row)
     if k == 0 or (before.messages[k]["role"] in ("system", "developer") and k <= 1):
-        return before_row.buckets.get("tool_definitions", 0)
+        system_first = before.messages[0]["role"] in ("system", "developer")
+        if k == 0 and not system_first:
+            return fixed
+        unrecorded = 0 if k == 0 else before_row.buckets.get(UNRECORDED, 0)
+        return before_row.buckets.get("tool_definitions", 0) + unrecorded
     whole = len(json.dumps(before.messages, ensure_ascii=False))
     head = len(json.dumps(before.messages[:k], ensure_ascii=False))
     return fixed + round((before_row.total - fixed) * head / whole) if whole else fixed

@@ -57,21 +57,24 @@ def _limit(m: MetricResult) -> str:
         parts.append(f"max {_value(m, m.max)}")
     if m.min is not None:
         parts.append(f"min {_value(m, m.min)}")
-    if m.allowed_increase is not None:
+    if m.increase is not None:
+        parts.append(f"+{m.increase.shown(METRICS[m.name][0], short=True)}")
+    elif m.allowed_increase is not None:
         parts.append(f"+{m.allowed_increase}")
     return ", ".join(parts) or "-"
 
 
 def _verdict(check: CheckResult) -> str:
-    """"FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like."""
+    """"FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like: each metric
+    counted once, by the first of what it failed (a metric over its budget and the baseline exceeded its
+    budget), so that the counts add up to the metrics that failed."""
+    reasons = (("budget", "exceeded its budget"), ("baseline", "regressed against the baseline"),
+               ("not recorded", "not recorded in the log"))
+
     def count(status: str) -> str:
         found = [m for m in check.metrics if m.status == status]
-        parts = []
-        for reason, text in (("budget", "exceeded its budget"), ("baseline", "regressed against the baseline"),
-                             ("not recorded", "not recorded in the log")):
-            n = sum(reason in m.failed for m in found)
-            if n:
-                parts.append(f"{n} {text}")
+        first = [next((reason for reason, _ in reasons if reason in m.failed), None) for m in found]
+        parts = [f"{first.count(reason)} {text}" for reason, text in reasons if reason in first]
         return ", ".join(parts) or f"{len(found)}"
 
     fails = sum(m.status == FAIL for m in check.metrics)
