@@ -178,3 +178,25 @@ class ChatModel:
             selected=self.selected,
             context_window=self.context_window,
         )
+
+
+class Rendered(str):
+    """A rendered prompt's text that carries its reference tokens: the character offset at which each
+    starts (``starts``), and the ``origin`` of the format that rendered it (a counter takes the starts
+    only from its own format). Slicing or joining it gives a plain ``str``."""
+
+    starts: np.ndarray
+    origin: str
+
+    def __new__(cls, text: str, starts: np.ndarray | None = None, origin: str = ""):
+        self = super().__new__(cls, text)
+        self.starts = starts  # type: ignore[assignment]
+        self.origin = origin
+        return self
+
+
+def reference_starts(text: str, origin: str) -> np.ndarray | None:
+    """The reference token starts ``text`` carries, when a format of this origin rendered it."""
+    if isinstance(text, Rendered) and text.origin == origin and text.starts is not None:
+        return text.starts
+    return None

@@ -104,18 +104,35 @@ def gguf_tokenizer(meta: dict, where: str):
     if pattern is None:
         raise ModelError(f"{where}: tokenizer.ggml.pre {meta['pre']!r} is not one tokprof knows ("
                          f"{', '.join(sorted(PRE_TOKENIZERS))})")
+    if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+        raise ModelError(f"{where}: tokenizer.ggml.tokens is not a list of strings")
     types = meta["types"] or [NORMAL] * len(tokens)
+    if not isinstance(types, list) or len(types) != len(tokens) or not all(isinstance(t, int) for t in types):
+        raise ModelError(f"{where}: tokenizer.ggml.token_type has {len(types) if isinstance(types, list) else 'no'} "
+                         f"integer types for {len(tokens)} tokens")
     vocab = {token: i for i, token in enumerate(tokens)}
-    merges = [tuple(m.split(" ", 1)) for m in meta["merges"]]
-    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False))
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-    ])
-    tokenizer.decoder = decoders.ByteLevel()
-    added = [AddedToken(tokens[i], special=types[i] == CONTROL, normalized=False)
-             for i in range(len(tokens)) if types[i] in (CONTROL, USER_DEFINED)]
-    tokenizer.add_tokens(added)
+    merges = []
+    for n, merge in enumerate(meta["merges"] or []):
+        pair = merge.split(" ", 1) if isinstance(merge, str) else []
+        if len(pair) != 2 or not all(pair) or pair[0] + pair[1] not in vocab or not all(p in vocab for p in pair):
+            raise ModelError(f"{where}: tokenizer.ggml.merges entry {n} ({merge!r}) is not two tokens of the "
+                             "vocabulary, separated by a space, that make a token of it")
+        merges.append((pair[0], pair[1]))
+    try:
+        tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False))
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ])
+        tokenizer.decoder = decoders.ByteLevel()
+        added = [AddedToken(tokens[i], special=types[i] == CONTROL, normalized=False)
+                 for i in range(len(tokens)) if types[i] in (CONTROL, USER_DEFINED)]
+        tokenizer.add_tokens(added)
+    except BaseException as exc:  # tokenizers raises Exception, or its Rust panics (a BaseException)
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ModelError(f"{where}: the tokenizer cannot be built ({type(exc).__name__}: {message})") from None
     return tokenizer
 
 

