@@ -91,6 +91,7 @@ def test_count_takes_the_anthropic_shape(model):
         ([{"role": "robot", "content": "hi"}], None, "request: messages[0].role: unknown role 'robot'"),
         ([{"role": "user"}], None, "request: messages[0].content: missing"),
         ("hello", None, "request: messages: expected a list of messages"),
+        ([], None, "request: messages: empty"),
         ([{"role": "user", "content": "x"}], [{"description": "no name"}], "request: tools[0].name: missing"),
         ([{"role": "tool", "tool_call_id": "z", "content": "x"}], None, "matches no earlier assistant tool call"),
     ],

@@ -93,8 +93,10 @@ def transcript_calls(parallel: bool = True) -> list[Call]:
 
 
 def profiled(model, calls: list[Call]) -> list:
-    """Each call's buckets, the trace fitted to the model first (tool-call ids)."""
+    """Each call's buckets, the trace fitted to the model first (tool-call ids); ``calls`` becomes the
+    fitted calls (fit leaves the ones given as they are), for the references to count the same."""
     trace = fit(Trace(path="test", format="test", calls=calls), model)
+    calls[:] = trace.calls
     attributor = Attributor(model)
     out = []
     for call in trace.calls:

@@ -240,6 +240,7 @@ DEEP = {"role": "user", "content": "x", "extra": json.loads("[" * 300 + "]" * 30
     (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": "all"}).encode(), "tools"),
     (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": [{"bad": 1}]}).encode(), "tools[0].name"),
     (json.dumps({"model": 4, "messages": []}).encode(), "model"),
+    (json.dumps({"messages": []}).encode(), "messages"),
     (json.dumps({"messages": [DEEP]}).encode(), "messages[0]"),
     (b'{"messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}", "messages[0]"),
     (b'{"messages": [{"role": "user", "content": "x", "n": ' + b"9" * 5000 + b"}]}", None),
@@ -450,3 +451,24 @@ def test_the_command_serves_until_interrupted(tmp_path):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_mistral_conversation_extended_with_a_later_result_keeps_the_clients_ids(client):
+    """Ids mapped for Mistral (9 characters) are mapped on the count's copy: the conversation keeps
+    the client's, so a later tool result answering an earlier call matches it, and the mapping's
+    warning is there on every answer."""
+    tools = [{"type": "function", "function": {"name": "get", "description": "d",
+                                                 "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+
+    def call(i, q):
+        return {"id": i, "type": "function", "function": {"name": "get", "arguments": json.dumps({"q": q})}}
+
+    first = [{"role": "user", "content": "hi"},
+             {"role": "assistant", "content": None, "tool_calls": [call("call_one_123456", "a"), call("call_two_123456", "b")]},
+             {"role": "tool", "tool_call_id": "call_one_123456", "content": "result one"}]
+    second = first + [{"role": "tool", "tool_call_id": "call_two_123456", "content": "result two"}]
+    for messages in (first, second):
+        answer = post(client, {"model": "mistral", "messages": messages, "tools": tools})
+        fresh = tokprof.get_model("mistral").count(messages, tools)
+        assert answer["total"] == fresh.total and answer["buckets"] == fresh.as_dict()
+        assert "tool-call-ids-mapped" in [w["code"] for w in answer["warnings"]]

@@ -119,7 +119,8 @@ class Model:
         from tokprof.transforms import fit
 
         call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
-        one = fit(Trace(path="request", format="request", calls=[call]), self.chat)  # in place: ids a model needs
+        one = fit(Trace(path="request", format="request", calls=[call]), self.chat)  # ids a model needs
+        call = one.calls[0]
         notes = list(notes) + list(one.notes)
         with self._lock:
             if self._attributor is None:
@@ -140,6 +141,8 @@ def _prompt(messages: Any, tools: Any, system: Any) -> tuple[list[dict], list[di
 
     if not isinstance(messages, (list, tuple)):
         raise InputError("request", "messages", f"expected a list of messages, found {type(messages).__name__}")
+    if not messages:
+        raise InputError("request", "messages", "empty: a prompt needs at least one message")
     if _anthropic_shape(messages, tools, system):
         from tokprof.formats.anthropic import request_prompt
 

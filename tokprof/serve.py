@@ -537,6 +537,8 @@ class Counter:
         messages = value["messages"]
         if not isinstance(messages, list) or body.messages is None:
             raise _bad(f"expected a list of messages, found {_kind(messages)}", "messages")
+        if not messages:
+            raise _bad("empty: a prompt needs at least one message", "messages")
         tools = value.get("tools")
         if tools is not None and not isinstance(tools, list):
             raise _bad(f"expected a list of tool definitions, found {_kind(tools)}", "tools")

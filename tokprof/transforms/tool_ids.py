@@ -6,11 +6,13 @@ maps each id that is not of that form to one that is, deterministically (the sam
 new one in every call, from its sha256, in base 62; ids already of the form keep theirs and are
 never given to another), in the calls' assistant tool calls, tool messages and responses. The
 prompt then holds the new ids, whose tokens may differ from the log's ids': the profile says so
-with the warning :data:`WARN_TOOL_IDS`.
+with the warning :data:`WARN_TOOL_IDS`. The trace given is not changed: the result holds copies of
+the messages whose ids change.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 
@@ -35,8 +37,9 @@ def _encoded(text: str, length: int) -> str:
 
 
 def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
-    """Map the trace's tool-call ids that are not ``length`` letters and digits to ones that are (in
-    place, as the other transforms do; see the module's docstring). Returns the trace."""
+    """The trace with its tool-call ids that are not ``length`` letters and digits mapped to ones that
+    are (see the module's docstring): a new trace, whose changed messages are copies; the trace given,
+    and the messages its caller holds, are not changed."""
     valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
     messages = []
     for call in trace.calls:
@@ -60,20 +63,28 @@ def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
         taken.add(new)
     if not mapping:
         return trace
-    done: set[int] = set()  # messages shared between calls are changed once
+    copies: dict[int, dict] = {}  # id of a message -> its copy with the new ids (shared messages: one copy)
     for message in messages:
-        if id(message) in done:
+        if id(message) in copies:
             continue
-        done.add(id(message))
+        changed = dict(message)
         if message.get("tool_calls"):
-            message["tool_calls"] = [
+            changed["tool_calls"] = [
                 {**c, "id": mapping[c["id"]]} if c.get("id") in mapping else c for c in message["tool_calls"]
             ]
         if message.get("tool_call_id") in mapping:
-            message["tool_call_id"] = mapping[message["tool_call_id"]]
+            changed["tool_call_id"] = mapping[message["tool_call_id"]]
+        copies[id(message)] = changed if changed != message else message
+
+    def fitted(call):
+        response = copies.get(id(call.response), call.response) if call.response else call.response
+        return dataclasses.replace(call, messages=[copies[id(m)] for m in call.messages], response=response)
+
+    out = dataclasses.replace(trace, calls=[fitted(c) for c in trace.calls],
+                              notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes])
     for original, new in mapping.items():  # the places: each id and the one it became
-        trace.note(WARN_TOOL_IDS, MESSAGE.format(length=length), f"{original} -> {new}")
-    return trace
+        out.note(WARN_TOOL_IDS, MESSAGE.format(length=length), f"{original} -> {new}")
+    return out
 
 
 def fit(trace: Trace, model) -> Trace:
