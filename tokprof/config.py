@@ -207,7 +207,11 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
     for metric, spec in budgets.items():
         where = _where(path, prefix, f"budgets.{metric}")
         if metric not in METRICS:
-            raise ConfigError(f"{where}: unknown metric (expected one of {', '.join(METRICS)})")
+            import difflib
+
+            close = difflib.get_close_matches(metric, METRICS, n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
+            raise ConfigError(f"{where}: unknown metric ({hint}expected one of {', '.join(METRICS)})")
         budget = Budget(metric=metric)
         if isinstance(spec, dict):
             for key in spec:

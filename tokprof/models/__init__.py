@@ -46,7 +46,8 @@ def auto_model(log_models: list[str | None]) -> tuple[str, str]:
         assert name is not None
         spec = registry.lookup(name)
         if spec is not None and not spec.exact:
-            return name, f"the log's model {said} is closed: estimated with a stated proxy"
+            verb = "is" if len(names) == 1 else "are"
+            return name, f"the log's model {said} {verb} closed: estimated with a stated proxy"
         return name, f"the log's model {said}"
     return DEFAULT_MODEL, f"{STAND_IN} for the log's model {said}, which tokprof does not have (name one with --model)"
 

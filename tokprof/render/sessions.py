@@ -24,7 +24,7 @@ class SessionsTableRenderer:
         console, out = text_console(options)
         totals = report.totals()
         exact = "exact" if totals.exact else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] sessions in {safe(report.directory)} ({totals.sessions} sessions, {exact})")
+        console.print(f"[bold]tokprof[/bold] sessions in {safe(report.directory)} ({totals.sessions} session{'' if totals.sessions == 1 else 's'}, {exact})")
         names = report.bucket_names()
         columns = [Column("session", justify="left"), Column("model", justify="left", drop=2), Column("calls"),
                    Column("compact.", "cmp.", drop=1), Column("billed input", "billed"),

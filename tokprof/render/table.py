@@ -79,7 +79,7 @@ class TableRenderer:
         if summary.inferred:
             console.print(f"[bold]INFERRED[/bold]: {safe(summary.inferred)} (give them with --system and --tools).")
         if summary.estimate is not None:
-            console.print(f"[bold]ESTIMATE[/bold]: {safe(_estimate_text(summary))}")
+            console.print(f"[bold]ESTIMATE[/bold]: {safe(_estimate_text(summary, model.selected))}")
         for warning in profile.warnings:
             calls = warning.calls
             count = f" ({len(calls)} of {summary.calls} calls)" if calls else ""
@@ -203,7 +203,7 @@ class TableRenderer:
         return [(key.ljust(width), value) for key, value in lines]
 
 
-def _estimate_text(summary: Summary) -> str:
+def _estimate_text(summary: Summary, selected: str | None = None) -> str:
     estimate = summary.estimate
     assert estimate is not None
     text = f"every count above is an estimate: {estimate.method}. "
@@ -217,4 +217,6 @@ def _estimate_text(summary: Summary) -> str:
             text += (f"; {estimate.unexplained_growth:,} tokens of reported growth that no new message explains are "
                      "in 'unrecorded'")
         text += "; "
-    return text + f"the proxy counted {estimate.billed_input_computed:,} billed input tokens."
+    counter = "the stand-in" if selected and selected.startswith("stand-in") else "the proxy"
+    counted = f"{counter} counted {estimate.billed_input_computed:,} billed input tokens."
+    return text + (counted[0].upper() + counted[1:] if text.endswith(". ") else counted)
