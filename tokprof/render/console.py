@@ -53,23 +53,30 @@ class Column:
 
 def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Table:
     """The table with the longest headers that fits the console's width: full headers, then the
-    short ones, then without the columns that may be dropped, highest ``drop`` first. Cells are
-    never wrapped; at widths nothing fits in, the narrowest table is returned as it is."""
+    short ones, then without the columns that may be dropped, highest ``drop`` first, saying under
+    the table how many were left out. Cells are never wrapped, nor shortened: at widths nothing fits
+    in, the narrowest table folds its cells onto more lines, every character kept."""
     keep = list(range(len(columns)))
     attempts: list[tuple[list[int], bool]] = [(keep, False), (keep, True)]
     for level in sorted({c.drop for c in columns if c.drop}, reverse=True):
         keep = [i for i in keep if columns[i].drop != level]
         attempts.append((keep, True))
-    table = Table()
     unbounded = console.options.update_width(1_000_000)  # measure what the table needs, not what it is given
-    for kept, short in attempts:
+    for number, (kept, short) in enumerate(attempts):
+        last = number == len(attempts) - 1
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for i in kept:
             column = columns[i]
             header = column.short if short and column.short else column.header
-            table.add_column(header, justify=column.justify, no_wrap=True)
+            table.add_column(header, justify=column.justify, no_wrap=not last, overflow="fold")
         for row in rows:
             table.add_row(*(row[i] for i in kept))
-        if Measurement.get(console, unbounded, table).maximum <= console.width:
+        hidden = len(columns) - len(kept)
+        if hidden:
+            table.caption = (f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
+                             "a wider terminal or -f csv shows them)")
+            table.caption_justify = "left"
+        if last or Measurement.get(console, unbounded, table).maximum <= console.width:
             return table
+    raise AssertionError("unreachable: the last attempt is returned")
     return table
