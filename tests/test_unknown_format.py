@@ -70,8 +70,19 @@ def test_a_binary_file(tmp_path, capsys):
     assert run(path, capsys) == f"{NOT_READ}: looks like a binary file"
     path.write_bytes(b"\x1f\x8b\x08\x00" + b"x" * 50)
     assert run(path, capsys) == f"{NOT_READ}: looks like a gzip-compressed file: decompress it first (gunzip)"
-    path.write_bytes(b"\xff\xfe\xfd not text at all, " * 3)
+    path.write_bytes(b"\xfd\xfe\xfd not text at all, " * 3)
     assert run(path, capsys) == f"{NOT_READ}: looks like a binary file (not UTF-8 text)"
+
+
+@pytest.mark.parametrize("encoding, name", [("utf-16", "UTF-16"), ("utf-16-be", None), ("utf-32", "UTF-32")])
+def test_a_log_saved_as_utf_16_says_to_convert_it(encoding, name, tmp_path, capsys):
+    """What Windows PowerShell's ">" writes (UTF-16 with a byte order mark)."""
+    path = tmp_path / "log.json"
+    data = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(encoding)
+    path.write_bytes(data if name else b"\xfe\xff" + data)
+    name = name or "UTF-16"
+    assert run(path, capsys) == (f"{NOT_READ}: looks like {name} text: convert it to UTF-8 first "
+                                 f"(iconv -f {name} -t UTF-8)")
 
 
 def test_unrecognised_json_names_the_formats_only(tmp_path, capsys):

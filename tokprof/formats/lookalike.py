@@ -65,6 +65,11 @@ MAGIC = (
     (b"\xfd7zXZ\x00", "an xz-compressed file", "decompress it first (unxz)"),
     (b"SQLite format 3\x00", "an SQLite database", None),
     (b"%PDF", "a PDF document", None),
+    # UTF-16 text (what Windows PowerShell's ">" writes), byte order marks first; UTF-32's before UTF-16's
+    (b"\xff\xfe\x00\x00", "UTF-32 text", "convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
+    (b"\x00\x00\xfe\xff", "UTF-32 text", "convert it to UTF-8 first (iconv -f UTF-32 -t UTF-8)"),
+    (b"\xff\xfe", "UTF-16 text", "convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
+    (b"\xfe\xff", "UTF-16 text", "convert it to UTF-8 first (iconv -f UTF-16 -t UTF-8)"),
 )
 AIDER_MARK = re.compile(r"^# aider chat started at ", re.MULTILINE)
 TOML_TABLE = re.compile(r"^\s*\[\[?[A-Za-z0-9_.\-\" ]+\]\]?\s*(#.*)?$")
