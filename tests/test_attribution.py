@@ -234,3 +234,20 @@ def test_remembered_json_is_what_json_dumps_writes(keep_json):
         assert not any(text.startswith('{"name": "lookup", "arguments"') for text in remembered)
     else:
         assert remembered == []
+
+
+def test_a_long_lived_attributor_stays_bounded_and_exact(monkeypatch):
+    """Model.count and tokprof serve keep one attributor: what it remembers of messages is bounded,
+    and starting it afresh changes no count."""
+    import tokprof.attribution as attribution
+    from tokprof.trace import Call
+
+    monkeypatch.setattr(attribution, "_REMEMBERED", 30)
+    model = tiny_model(JSON_TEMPLATE)
+    attributor = Attributor(model)
+    for i in range(40):
+        messages = [{"role": "system", "content": "You are a test bot ."}, {"role": "user", "content": f"cat {i}"},
+                    {"role": "assistant", "content": "a cat is an animal ."}, {"role": "user", "content": "dog"}]
+        call = Call(index=i, messages=messages, tools=None)
+        assert attributor.attribute(call) == Attributor(model).attribute(call)
+        assert len(attributor._messages) + len(attributor._marks) <= 30 + 2 * len(messages)

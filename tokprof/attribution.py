@@ -282,6 +282,9 @@ class _Thread:
 
 #: Conversations remembered at once (the main one and its subagents, interleaved).
 _THREADS = 8
+#: How many prepared and marked messages an attributor remembers before it starts them afresh (about
+#: 2 kB each): what a long-lived one (``Model.count``, ``tokprof serve``) holds stays bounded.
+_REMEMBERED = 40_000
 
 
 class Attributor:
@@ -653,6 +656,10 @@ class Attributor:
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
+        if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
+            for cache in (self._messages, self._marks, self._nonblank, self._headers):  # stays bounded
+                cache.clear()
+            self._json.clear()
         return result
 
 
