@@ -657,9 +657,10 @@ class Attributor:
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
         if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
-            for cache in (self._messages, self._marks, self._nonblank, self._headers):  # stays bounded
-                cache.clear()
+            for cache in (self._messages, self._marks, self._nonblank, self._headers, self._prepared):  # stays
+                cache.clear()  # bounded; the memo learns the objects anew from the next call on
             self._json.clear()
+            self._tools_json = (object(), "")
         return result
 
 

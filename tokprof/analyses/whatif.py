@@ -83,10 +83,15 @@ class PromptCounter:
             tokens = self.model.counter.token_starts_reusing(text, last[1] if last is not None else None, common)
             self._last = (text, tokens)
             rendered = len(tokens[0])
+        fixed = self.fixed.get((call.model, call.thread), 0)
         units = self.units.get(call.index)
         if units is not None:  # an estimate: in the units of the log's call, as its profile counts it
-            return units.tokens(rendered)
-        return rendered + self.fixed.get((call.model, call.thread), 0)
+            rendered = round(rendered * units.ratio)
+        # tokens known from usage only (encrypted reasoning) stay where every assistant message stays
+        kept = {id(m) for m in messages if m["role"] == "assistant"}
+        if call.unrendered and all(id(m) in kept for m in call.messages if m["role"] == "assistant"):
+            rendered += sum(call.unrendered.values())
+        return rendered + fixed
 
     def text(self, text: str) -> int:
         return self.model.count(text)
@@ -253,14 +258,14 @@ class LogUnits:
     """How an estimate counts a log's call in its profile: the proxy's rendered tokens times
     ``ratio`` (the call's scaling to its reported usage), plus its ``unrecorded`` part (what the log
     does not record: the inferred fixed part and the growth its usage shows but its messages do not
-    explain, ``unexplained`` of it), which no policy changes."""
+    explain, ``unexplained`` of it), which no policy changes. (The triggers of the policies that
+    count, :class:`PromptCounter`, take the fixed part alone: whether a policy would remove the
+    unexplained growth is not known, and counting it would make ``compact`` compact again and again
+    when it cannot.)"""
 
     ratio: float
     unrecorded: int
     unexplained: int
-
-    def tokens(self, rendered: int) -> int:
-        return round(rendered * self.ratio) + self.unrecorded
 
 
 def inferred_parts(trace: Trace, profile: Profile) -> dict[tuple, int]:
@@ -335,9 +340,12 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
             if not exact_model:  # the estimate's rendered tokens, in its scaled units
                 own = row.total - row.buckets.get(UNRECORDED, 0) - row.unrendered
                 shared = min(own, int(round(shared * own / max(1, rendered[position]))))
-            # tokens known from usage only (encrypted reasoning the log resends) are in both prompts when
-            # both carry them; the unrecorded part comes first in the real prompt: shared when both carry it
-            shared += min(row.unrendered, rows[before].unrendered)
+            # tokens known from usage only (encrypted reasoning the log resends) are spread over the
+            # conversation: shared in the proportion of its rendered tokens the two prompts share; the
+            # unrecorded part comes first in the real prompt: shared when both carry it
+            reasoning = min(row.unrendered, rows[before].unrendered)
+            if reasoning:
+                shared += int(reasoning * min(1.0, shared_raw[position] / max(1, rendered[position])))
             shared = min(row.total, rows[before].total, shared + min(fixed, _fixed(rows[before])))
         if isinstance(call, AddedCall):
             kind = "summary"

@@ -8,18 +8,19 @@ OWASP advises against CSV injection, so that opening the file never runs it.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable
 from typing import IO, Any
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
+#: A number as tokprof writes one (a spreadsheet reads it as a number, not as a formula).
+_NUMBER = re.compile(r"[+-]?\d+(\.\d+)?([eE][+-]?\d+)?")
+
+
 def _number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return _NUMBER.fullmatch(text) is not None
 
 
 def cell(value: Any) -> Any:
