@@ -70,9 +70,12 @@ class Model:
     counted, so counting a conversation again as it grows costs only what it adds.
     """
 
-    def __init__(self, chat: ChatModel):
+    def __init__(self, chat: ChatModel, *, _keep_json: bool = False):
+        """``_keep_json`` (for ``tokprof serve``, which owns the messages it counts and never changes
+        them): the JSON templates write of earlier messages is remembered from count to count."""
         self.chat = chat
         self._attributor: Attributor | None = None
+        self._keep_json = _keep_json
         self._lock = Lock()
 
     @property
@@ -124,7 +127,7 @@ class Model:
         notes = list(notes) + list(one.notes)
         with self._lock:
             if self._attributor is None:
-                self._attributor = Attributor(self.chat)
+                self._attributor = Attributor(self.chat, keep_json=self._keep_json)
             try:
                 found = self._attributor.attribute(call)
             except RenderError as exc:

@@ -389,7 +389,7 @@ class ConversationCache:
                 buckets = self._count(conversation, request, len(conversation.texts))
                 self._keep(conversation)
                 return buckets, True
-        conversation = Conversation(request.key, Model(request.loaded.chat))
+        conversation = Conversation(request.key, Model(request.loaded.chat, _keep_json=True))  # its own messages
         with conversation.lock:
             buckets = self._count(conversation, request, 0)
             self._keep(conversation)
