@@ -187,3 +187,15 @@ def test_nan_budget_rejected(catalogue, capsys):
     config(catalogue, "[budgets]\ntool_definitions = nan\n")
     code, _, err = run(["check", "--tools", "tools.json"], capsys)
     assert code == 2 and "budgets.tool_definitions" in err
+
+
+@pytest.mark.parametrize("toml, said", [
+    ('model = "qwen25"\n[budgets]\ntool_definitions = 100000\n', "tokprof.toml: model: unknown model 'qwen25' (did you mean qwen2.5?"),
+    ('[budgets]\ntool_definitions = { min = 100, max = 10 }\n', "tokprof.toml: budgets.tool_definitions: min is above max"),
+])
+def test_configuration_errors_name_the_file_and_key(toml, said, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tokprof.toml").write_text(toml, encoding="utf-8")
+    write_json(tmp_path / "tools.json", TOOLS)
+    code, _, err = run(["check", "--tools", "tools.json"], capsys)
+    assert code == 2 and err.count("\n") == 1 and said in err, err

@@ -717,6 +717,11 @@ def run_check(
         config = load_config(config)
     template = chat_template if chat_template is not None else config.resolve(config.chat_template)
     system_path = None if system is None else Path(system)
+    if model is None and config.model is not None:
+        try:
+            get_model(config.model, chat_template=template)
+        except ModelError as exc:
+            raise ModelError(f"{config.model_where or 'model'}: {exc}") from None
     if log is None:
         if tools is None:
             raise InputError("check", None, "give a log or a tools file")

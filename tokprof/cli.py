@@ -274,7 +274,9 @@ def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str]
     output that is one of the ``inputs`` (``-o`` naming the log) is refused: it would replace it."""
     from tokprof.outputs import write_files
 
-    for path, _ in outputs:
+    for path, text in outputs:
+        if path is None and text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
+            raise TokprofError("an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE")
         for given in inputs:
             if path and given and _same_file(path, given):
                 raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")

@@ -111,6 +111,7 @@ class Config:
     #: Rates per million tokens by model name ("*": every model), for models genai-prices does not price.
     prices: dict[str, Rates] = field(default_factory=dict)
     whatif: tuple[str, ...] | None = None  # the policies of tokprof whatif, when named
+    model_where: str | None = None  # where ``model`` is set ("tokprof.toml: model"), for its errors
 
     def resolve(self, path: str | None) -> str | None:
         """A path the configuration names, relative to the configuration file's folder."""
@@ -189,6 +190,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
             if not isinstance(data[key], str):
                 raise ConfigError(f"{_where(path, prefix, key)}: expected a string, found {data[key]!r}")
             setattr(config, key, data[key])
+    if config.model is not None:
+        config.model_where = _where(path, prefix, "model")
     if "max_increase" in data:
         config.max_increase = parse_increase(data["max_increase"], _where(path, prefix, "max_increase"))
     prices = data.get("prices", {})
@@ -231,6 +234,8 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
                 if spec["not_recorded"] not in NOT_RECORDED_CHOICES:
                     raise ConfigError(f"{where}.not_recorded: expected \"fail\" or \"skip\", found {spec['not_recorded']!r}")
                 budget.not_recorded = spec["not_recorded"]
+            if budget.min is not None and budget.max is not None and budget.min > budget.max:
+                raise ConfigError(f"{where}: min is above max: no value can pass")
         elif metric in HIGHER_IS_BETTER:
             budget.min = parse_limit(spec, metric, where)
         else:
