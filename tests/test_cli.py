@@ -282,3 +282,15 @@ def test_csv_cells_from_the_log_never_read_as_formulas(tmp_path, capsys):
     assert main(["tools", str(write_json(tmp_path / "log.json", log)), "-f", "csv"]) == 0
     out = capsys.readouterr().out
     assert '"\'=HYPERLINK(' in out and ',"=HYPERLINK' not in out
+
+
+def test_a_bad_input_on_a_github_runner_is_an_annotation_too(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "bad%0A::set-output name=x::y.json"
+    path.write_text('{"messages": [', encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert main(["check", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and out.count("\n") == 1
+    assert out.startswith("::error title=tokprof::") and "%250A" in out and "\n::" not in out[2:]
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    assert main(["check", str(path)]) == 2 and capsys.readouterr().out == ""

@@ -47,9 +47,9 @@ def main() -> int:
 
 
 def _annotation(text: str) -> str:
-    from tokprof.text import shorten, visible
+    from tokprof.github import annotation_text
 
-    return shorten(visible(text), 1000).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return annotation_text(text)
 
 
 def _comment(result) -> None:

@@ -554,7 +554,7 @@ CHECK_HELP = (
     "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
     "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
     "max_increase}.\n\n"
-    "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures are "
+    "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures (and bad input) are "
     "also printed as annotations. Exit codes: 0 pass (warnings allowed), 1 a budget or the baseline failed, 2 bad "
     "input or configuration."
 )
@@ -697,6 +697,11 @@ def main(argv: Optional[list[str]] = None) -> int:
         result = app(args=args, prog_name="tokprof", standalone_mode=False)
     except TokprofError as exc:
         print(f"tokprof: error: {one_line(str(exc))}", file=sys.stderr)
+        from tokprof.github import error_annotation
+
+        command = error_annotation(str(exc))
+        if command:  # a runner shows it on the pull request; nothing else went to standard output
+            sys.stdout.write(command)
         return EXIT_USAGE
     except typer.Exit as exc:
         return int(getattr(exc, "exit_code", 0) or 0)

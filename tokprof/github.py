@@ -102,3 +102,18 @@ def upsert_comment(body: str, token: str, repository: str, number: int, api_url:
 
 
 __all__ = ["MARKER", "outputs", "pull_request", "report", "set_outputs", "upsert_comment"]
+
+
+def annotation_text(text: str) -> str:
+    """Text for a workflow command: one visible line, at most 1,000 characters, escaped as GitHub
+    reads it (``%``, ``\r``, ``\n``), so that nothing from a log can end the command or start another."""
+    from tokprof.text import shorten, visible
+
+    return shorten(visible(text), 1000).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def error_annotation(message: str) -> str | None:
+    """On a GitHub Actions runner, the workflow command that shows an error as an annotation."""
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        return None
+    return f"::error title=tokprof::{annotation_text(message)}\n"
