@@ -73,7 +73,7 @@ def test_session_picks_one(tmp_path, model_dir, capsys):
     code, _, err = run(["profile", str(project), "--model", str(model_dir), "--session", "sess"], capsys)
     assert code == 2 and "2 sessions" in err and err.count("\n") == 1
     code, _, err = run(["profile", str(project), "--model", str(model_dir), "--session", "nope"], capsys)
-    assert code == 2 and "no session match" in err
+    assert code == 2 and "no session matches (the folder has " in err
 
 
 def test_codex_tree_and_mixed_directory(tmp_path, model_dir, capsys):

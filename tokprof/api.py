@@ -546,8 +546,13 @@ def find_session(directory: PathLike, wanted: str) -> str:
             except TokprofError:
                 continue
     if len(matches) != 1:
-        found = "no session" if not matches else f"{len(matches)} sessions ({', '.join(p.name for p in matches[:5])})"
-        raise InputError(name, None, f"--session {wanted}: {found} match")
+        if matches:
+            found = f"{len(matches)} sessions match ({', '.join(p.name for p in matches[:5])})"
+        else:
+            names = [path.stem for _, path in files]
+            listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            found = f"no session matches (the folder has {listed})" if names else "no session matches"
+        raise InputError(name, None, f"--session {wanted}: {found}")
     return str(matches[0])
 
 

@@ -116,7 +116,7 @@ def _check_file(path: str) -> None:
     if not os.path.exists(path):
         raise InputError(path, None, "no such file")
     if os.path.isdir(path):
-        raise InputError(path, None, "is a directory, not a file")
+        raise InputError(path, None, "is a directory, not a file (tokprof profile DIR profiles a folder of sessions)")
 
 
 def _open(path: str) -> IO[bytes]:
