@@ -75,7 +75,7 @@ def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequen
         if hidden:
             table.caption = (f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
                              "a wider terminal or -f csv shows them)")
-            table.caption_justify = "left"
+            table.caption_justify = "default"  # left, and no spaces after it
         if last or Measurement.get(console, unbounded, table).maximum <= console.width:
             return table
     raise AssertionError("unreachable: the last attempt is returned")
