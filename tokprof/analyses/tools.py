@@ -27,6 +27,7 @@ import numpy as np
 
 from tokprof.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.models.jsonmemo import JsonMemo
 from tokprof.models.counters import count_like
 from tokprof.attribution import Attributor
 from tokprof.profiling import Profile, Source
@@ -154,7 +155,16 @@ def catalogue_cost(
     called: set[str] | None = None,
 ) -> Catalogue:
     """The catalogue's costs; with ``called`` (the tool names the log called), also the saving of
-    dropping the tools never called."""
+    dropping the tools never called. Every variant renders the same tool definitions again: their
+    JSON is written once (the catalogue is not changed while it is priced)."""
+    memo = JsonMemo()
+    memo.add(tools)
+    with memo.using():
+        return _catalogue_cost(model, tools, system, day, called)
+
+
+def _catalogue_cost(model: ChatModel, tools: list[dict], system: str | None, day: date | None,
+                    called: set[str] | None) -> Catalogue:
     count = _Counter(model, system, day)
     full = count.whole(tools)
     none = count.none()
