@@ -46,7 +46,7 @@ def tools(repeat: int) -> None:
         times[size] = cpu(lambda: tokprof.tools_report(tools=catalogue, model=model), repeat)
     print("| catalogue | tools (CPU s) |\n| --- | ---: |")
     for size, took in times.items():
-        print(f"| {size} tools | {took:.2f} |")
+        print(f"| {size} tools | {took:.3f} |")
     print(f"\n200 tools / 12 tools: {times[200] / times[12]:.1f}x (limit 20x)\n")
 
 
