@@ -819,3 +819,31 @@ def test_corpus_compaction_call_is_marked_and_bucketed_from_its_own_prompt(compa
     share = row.buckets["unrecorded"] / row.total
     assert share < 0.3  # was 98.9%: the call was read as a subagent with a broken chain
     assert row.buckets["tool_results"] > row.buckets["conversation"] > 0
+
+
+def test_a_parallel_tools_result_written_beside_the_chain_is_in_the_prompt(tmp_path):
+    """Claude Code 2.1 writes each tool_use of a response as a line, and a parallel tool's result as
+    a branch of its own while the chain goes on through the other tool's progress lines: the result
+    answers a call on the chain, and the API took the next request only with it, so it is there."""
+    rows = [
+        user("u1", None, "read both files"),
+        assistant("a1", "u1", "r1", [tool_use("t1", file_path="/a.py")]),
+        assistant("a2", "a1", "r1", [tool_use("t2", name="Bash", command="make")]),
+        user("u2", "a1", [result("t1", "contents of a")]),  # beside the chain: a sibling of a2
+        base("progress", "p1", "a2", data={"type": "bash_progress", "output": "..."}),
+        user("u3", "p1", [result("t2", "make: ok")]),
+        assistant("a3", "u3", "r2", [text("done")]),
+    ]
+    trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
+    last = trace.calls[-1]
+    answered = [m["tool_call_id"] for m in last.messages if m["role"] == "tool"]
+    assert sorted(answered) == ["t1", "t2"]
+    calls = [c["id"] for m in last.messages for c in m.get("tool_calls") or []]
+    assert calls == ["t1", "t2"] and last.messages[-1]["role"] == "tool"
+    assert notes(trace)["results-beside-chain"] == ["line 4"]
+    # a result already on the chain is not added twice
+    rows[3] = user("u2", "a2", [result("t1", "contents of a")])
+    rows[4] = base("progress", "p1", "u2", data={"type": "bash_progress", "output": "..."})
+    trace = read(write_jsonl(tmp_path / "t.jsonl", rows))
+    assert sorted(m["tool_call_id"] for m in trace.calls[-1].messages if m["role"] == "tool") == ["t1", "t2"]
+    assert "results-beside-chain" not in notes(trace)

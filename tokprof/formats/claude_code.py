@@ -40,7 +40,12 @@ the file (warning ``chain-broken``). Along the chain:
   written between two blocks of one response move after it, as Claude Code sends them);
 * a user message becomes one ``tool`` message per ``tool_result`` block, in order (its text, or its
   text blocks joined by newlines), then one ``user`` message with the remaining text, if any. A tool
-  result whose ``tool_use`` is not on the chain is kept as user text (warning ``orphan-tool-result``);
+  result whose ``tool_use`` is not on the chain is kept as user text (warning ``orphan-tool-result``).
+  A ``user`` line of tool results beside the chain (its parent is the parent of a chain line, and
+  it is not on the chain itself: Claude Code 2.1 writes a parallel tool's result as its own branch
+  while the chain goes on through another tool's ``progress`` lines) whose calls are on the chain
+  and not answered yet is placed where that chain line is, before it (warning
+  ``results-beside-chain``): the API takes a request only when every call is answered;
   ``toolUseResult`` is Claude Code's metadata, never sent to the model, and is ignored;
 * an assistant message gets text blocks joined as ``content``, ``tool_use`` (and
   ``server_tool_use``/``mcp_tool_use``) blocks as ``tool_calls`` with ``arguments`` = the JSON of
@@ -201,6 +206,11 @@ ORPHAN_RESULT = (
     "a tool_result answers a tool_use that is not in the prompt's conversation (a broken chain): its "
     "text is kept as user text"
 )
+BESIDE_CHAIN = (
+    "tool results written beside the parentUuid chain (a parallel tool's result, on a branch of its own "
+    "while the chain goes on through another tool's progress lines) answer calls on the chain: they are "
+    "in the prompt, after those calls, as the API requires every call answered"
+)
 ATTACHMENTS = (
     "attachment lines carry context (hook output, reminders, queued prompts) that Claude Code may "
     "render into the prompt in a way the log does not show: they are left out of the rendered prompt "
@@ -322,6 +332,18 @@ class _Transcript:
     tool_uses: dict[str, _Line] = field(default_factory=dict)  # tool_use id -> the line that holds it
     states: dict[tuple[str, bool], _State] = field(default_factory=dict)  # (uuid, thread) -> prompt after it
     compaction: bool = False  # an agent-acompact-*.jsonl file: a compaction call's transcript
+    _children: dict[str, list[_Line]] | None = None
+    _children_of: int = 0  # how many lines the children were gathered from
+
+    def children(self, uuid: str) -> list[_Line]:
+        """The lines whose ``parentUuid`` is ``uuid``, in file order."""
+        if self._children is None or self._children_of != len(self.lines):
+            children: dict[str, list[_Line]] = {}
+            for line in self.lines:
+                if line.parent is not None:
+                    children.setdefault(line.parent, []).append(line)
+            self._children, self._children_of = children, len(self.lines)
+        return self._children.get(uuid, [])
 
 
 @dataclass(frozen=True)
@@ -344,6 +366,22 @@ class _State:
 
     final: list[dict]  # never mutated: a state that adds messages makes a new list
     open: tuple[_Item, ...] = ()
+
+
+def _answered(state: _State, call_id: str) -> bool:
+    """Whether a tool call is answered in the state: in its open items, or in its last messages back
+    to the assistant message that made the call."""
+    for item in state.open:
+        if any(part[0] == "result" and part[1] == call_id for part in item.parts):
+            return True
+    if any(part[0] == "call" and part[1].get("id") == call_id for item in state.open for part in item.parts):
+        return False  # made by a response still open, and not answered after it
+    for message in reversed(state.final):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return True
+        if any(c.get("id") == call_id for c in message.get("tool_calls") or ()):
+            return False
+    return False
 
 
 EMPTY = _State([])
@@ -654,6 +692,7 @@ class _Reader:
         """The state after one more line of the chain."""
         if line.boundary:
             return EMPTY
+        state = self.beside(transcript, state, line)
         if line.type not in MESSAGE_TYPES or line.synthetic:
             return state
         for place in line.skipped:
@@ -671,6 +710,31 @@ class _Reader:
             return _State(state.final, (open_[0].extended(line.parts),) + open_[1:])
         final = state.final + self.check(transcript.path, f"{line.place}: ", open_) if open_ else state.final
         return _State(final, (_Item("assistant", line.key, tuple(line.parts)),))
+
+    def beside(self, transcript: _Transcript, state: _State, line: _Line) -> _State:
+        """The state with the tool results written beside ``line`` (its siblings: the other lines with
+        its parent) that answer tool calls on the chain and are not answered yet: Claude Code writes
+        a parallel tool's result as a branch of its own while the chain goes on through another
+        tool's progress lines, and the API takes the next request only with every call answered."""
+        if line.parent is None:
+            return state
+        for sibling in transcript.children(line.parent):
+            if (sibling is line or sibling.type != "user" or sibling.sidechain != line.sidechain
+                    or not sibling.parts or any(part[0] != "result" for part in sibling.parts)):
+                continue
+            ids = [part[1] for part in sibling.parts]
+            if any(not self.on_chain(transcript, transcript.tool_uses.get(i), sibling) for i in ids):
+                continue
+            if any(_answered(state, i) for i in ids):
+                continue
+            self.note_once("results-beside-chain", BESIDE_CHAIN, f"{sibling.place}")
+            parts = list(sibling.parts)
+            open_ = state.open
+            if open_ and open_[-1].role == "user":
+                state = _State(state.final, open_[:-1] + (open_[-1].extended(parts),))
+            else:
+                state = _State(state.final, open_ + (_Item("user", None, tuple(parts)),))
+        return state
 
     def resolve(self, transcript: _Transcript, line: _Line) -> list[tuple]:
         """A user line's parts, a tool result whose tool_use is not on the chain turned into text."""
