@@ -133,3 +133,13 @@ def test_the_corpus_swe_agent_trajectory(capsys):
 ])
 def test_starts_like_json(data, expected):
     assert lookalike.starts_like_json(data) is expected
+
+
+def test_a_document_nested_too_deeply_says_where(tmp_path, capsys):
+    value: object = "x"
+    for _ in range(300):
+        value = [value]
+    path = tmp_path / "deep.json"
+    path.write_text(json.dumps({"messages": value, "note": "[[[[ in a string ]]]]"}, indent=1), encoding="utf-8")
+    said = run(path, capsys)
+    assert said == "line 201, column 201: invalid JSON: nested too deeply (more than 200 levels)"

@@ -26,6 +26,7 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
+from tokprof.text import visible
 from tokprof.costs import DIGITS, EVERY_MODEL, money, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
 from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
@@ -320,7 +321,7 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
             try:
                 provider, model, exact = genai_price(name, tokens, prompt, day)
             except (LookupError, ValueError) as exc:
-                why = f"genai-prices {version or ''} has no price for {name!r}".replace("  ", " ")
+                why = f"genai-prices {version or ''} has no price for '{visible(name)}'".replace("  ", " ")
                 if isinstance(exc, ValueError) and not isinstance(exc, LookupError):
                     why = f"genai-prices cannot price this usage of {name!r}: {exc}"
                 out.append(CallCost(priced=False, basis=basis, source=GENAI_PRICES, source_version=version,

@@ -324,7 +324,33 @@ def _load(path: str, handle: IO[bytes]) -> Document:
         what = "truncated JSON" if _cut_off(exc, text) else f"invalid JSON: {exc.msg}"
         raise InputError(path, f"line {exc.lineno}, column {exc.colno}", what) from None
     except JSONError as exc:
-        raise InputError(path, None, f"invalid JSON: {exc}") from None
+        where = too_deep_at(text) if str(exc) == TOO_DEEP else None
+        raise InputError(path, where, f"invalid JSON: {exc}") from None
+
+
+def too_deep_at(text: str) -> str | None:
+    """Where JSON text first nests more than :data:`NESTING_LIMIT` deep ("line L, column C"), brackets
+    inside strings not counting; None when it does not (for an error message: a pass over the text)."""
+    depth, in_string, escaped, line, start = 0, False, False, 1, 0
+    for i, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > NESTING_LIMIT:
+                return f"line {line}, column {i - start + 1}"
+        elif char in "]}":
+            depth -= 1
+        if char == "\n":
+            line, start = line + 1, i + 1
+    return None
 
 
 def _jsonl(path: str, handle: IO[bytes]) -> Document:
