@@ -199,3 +199,16 @@ def test_configuration_errors_name_the_file_and_key(toml, said, tmp_path, capsys
     write_json(tmp_path / "tools.json", TOOLS)
     code, _, err = run(["check", "--tools", "tools.json"], capsys)
     assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_a_saved_profile_is_checked_without_the_configured_model(tmp_path, capsys, monkeypatch):
+    """A saved profile needs no model: a configuration naming one this machine does not have still
+    checks it (the CI job that checks a profile made elsewhere)."""
+    monkeypatch.chdir(tmp_path)
+    saved = tmp_path / "run.json"
+    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(saved), "--no-progress"]) == 0
+    (tmp_path / "tokprof.toml").write_text('model = "./no-such-model-dir"\n[budgets]\ntool_definitions = 100000\n',
+                                           encoding="utf-8")
+    capsys.readouterr()
+    code, out, err = run(["check", str(saved)], capsys)
+    assert code == 0, err

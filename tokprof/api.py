@@ -699,6 +699,16 @@ class CheckRun:
     baseline: str | None
 
 
+def _configured_model(model: str | Model | None, config: Config, template: PathLike | None) -> None:
+    """The configuration's model, when it is the one that will count, loaded now so that a name that
+    is wrong is an error naming the file and key."""
+    if model is None and config.model is not None:
+        try:
+            get_model(config.model, chat_template=template)
+        except ModelError as exc:
+            raise ModelError(f"{config.model_where or 'model'}: {exc}") from None
+
+
 def run_check(
     log: PathLike | None = None,
     *,
@@ -722,21 +732,18 @@ def run_check(
         config = load_config(config)
     template = chat_template if chat_template is not None else config.resolve(config.chat_template)
     system_path = None if system is None else Path(system)
-    if model is None and config.model is not None:
-        try:
-            get_model(config.model, chat_template=template)
-        except ModelError as exc:
-            raise ModelError(f"{config.model_where or 'model'}: {exc}") from None
     if log is None:
         if tools is None:
             raise InputError("check", None, "give a log or a tools file")
+        _configured_model(model, config, template)
         report = tools_report(tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL,
                               chat_template=template)
         measurement = budgets.measure_catalogue(report)
     else:
         name = os.fspath(log)
         saved = saved_profile(name)
-        if saved is None:
+        if saved is None:  # a saved profile needs no model
+            _configured_model(model, config, template)
             saved = profile(name, model or config.model, input_format=input_format, tools=tools, system=system_path,
                             chat_template=template, progress=progress, prices=prices)
         measurement = budgets.measure_profile(saved)
