@@ -172,6 +172,27 @@ class HFCounter:
         return cached
 
 
+def byte_lengths(encoding) -> np.ndarray:
+    """Each token's length in bytes, by id, of a tiktoken encoding (its special tokens too)."""
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
+        ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+        lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
+    return lengths
+
+
+def char_starts(byte_starts: np.ndarray, text: str) -> np.ndarray:
+    """The character offsets in ``text`` of offsets into its UTF-8 bytes (where tokens start); an
+    offset inside a character is that character's, as the Hugging Face tokenizer's offsets say."""
+    if text.isascii():
+        return byte_starts
+    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
+    if not len(data):
+        return byte_starts
+    char_of_byte = np.cumsum((data & 0xC0) != 0x80) - 1
+    return char_of_byte[np.minimum(byte_starts, len(data) - 1)]
+
+
 class TiktokenCounter:
     """A :class:`tokprof.models.base.TokenCounter` over a tiktoken vocabulary, with tiktoken's encoder.
 
@@ -198,11 +219,7 @@ class TiktokenCounter:
         specials = sorted(encoding.special_tokens_set, key=len, reverse=True)
         self._longest = len(specials[0]) if specials else 0
         self._specials = re.compile("|".join(re.escape(s) for s in specials)) if specials else None
-        lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
-        for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
-            ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
-            lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
-        self._lengths = lengths
+        self._lengths = byte_lengths(encoding)
         self._checked = False
         self._like_checked = False
 
@@ -218,12 +235,7 @@ class TiktokenCounter:
         """Token starts of a text NFC leaves as it is."""
         ids = self.encoding.encode_to_numpy(text, allowed_special="all")
         lengths = self._lengths[ids]
-        byte_starts = np.cumsum(lengths) - lengths
-        if text.isascii():
-            return byte_starts
-        data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-        char_of_byte = np.cumsum((data & 0xC0) != 0x80) - 1
-        return char_of_byte[byte_starts]
+        return char_starts(np.cumsum(lengths) - lengths, text)
 
     def token_starts(self, text: str) -> np.ndarray:
         if not self._normal(text):

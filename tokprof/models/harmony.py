@@ -351,20 +351,12 @@ def token_starts(tokens: list[int], text: str) -> np.ndarray:
     a token that starts inside a character starts at that character."""
     import numpy as np
 
+    from tokprof.models.counters import byte_lengths, char_starts
+
     if not _LENGTHS:
-        encoding = harmony_tiktoken()
-        lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
-        for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
-            ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
-            lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
-        _LENGTHS[:] = [lengths]
+        _LENGTHS[:] = [byte_lengths(harmony_tiktoken())]
     lengths = _LENGTHS[0][np.asarray(tokens, dtype=np.int64)]
-    byte_starts = np.cumsum(lengths) - lengths
-    if text.isascii():
-        return byte_starts
-    data = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
-    char_of_byte = np.cumsum((data & 0xC0) != 0x80) - 1
-    return char_of_byte[np.minimum(byte_starts, len(data) - 1)] if len(data) else byte_starts
+    return char_starts(np.cumsum(lengths) - lengths, text)
 
 
 class HarmonyCounter:

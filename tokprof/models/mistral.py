@@ -289,11 +289,9 @@ class MistralFormat:
         text = data.decode("utf-8", errors="replace")
         if len(text.encode("utf-8")) != len(data):  # a piece left a broken character: offsets by bytes kept
             return text, np.minimum(byte_starts, max(len(text) - 1, 0))
-        if text.isascii():
-            return text, byte_starts
-        raw = np.frombuffer(data, dtype=np.uint8)
-        char_of_byte = np.cumsum((raw & 0xC0) != 0x80) - 1
-        return text, char_of_byte[np.minimum(byte_starts, len(raw) - 1)] if len(raw) else byte_starts
+        from tokprof.models.counters import char_starts
+
+        return text, char_starts(byte_starts, text)  # the pieces decode to the text: its bytes are theirs
 
     def _pieces(self, tokens: list[int]) -> list[bytes]:
         table = self._table
