@@ -205,13 +205,9 @@ def _calls(value: Optional[str], calls: int) -> Optional[int]:
 
 
 def _levels(fill_lines: str) -> tuple[float, ...]:
-    try:
-        levels = tuple(float(p) / 100 for p in fill_lines.split(",") if p.strip())
-    except ValueError:
-        levels = ()
-    if not levels or not all(0 < level <= 1 for level in levels):
-        raise TokprofError(f"--fill-lines: expected percentages from 1 to 100 like 70,80, found {fill_lines!r}")
-    return levels
+    from tokprof.config import percentages
+
+    return percentages(fill_lines, "--fill-lines")
 
 
 def _options(fmt: str, output: Optional[str], window: Optional[int] = None, fill_lines: str = "70,80") -> RenderOptions:

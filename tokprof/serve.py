@@ -501,13 +501,9 @@ def _same_start(prompt: list[dict], earlier: list[dict]) -> bool:
 def parse_thresholds(value: str | Sequence[float]) -> tuple[float, ...]:
     """Fill thresholds as shares of the window: ``"70,80"`` (percent) or shares such as ``(0.7, 0.8)``."""
     if isinstance(value, str):
-        try:
-            levels = tuple(float(p) / 100 for p in value.split(",") if p.strip())
-        except ValueError:
-            levels = ()
-        if not levels or not all(0 < level <= 1 for level in levels):
-            raise TokprofError(f"--thresholds: expected percentages from 1 to 100 like 70,80, found {value!r}")
-        return tuple(sorted(set(levels)))
+        from tokprof.config import percentages
+
+        return tuple(sorted(set(percentages(value, "--thresholds"))))
     levels = tuple(float(v) for v in value)
     if not all(0 < level <= 1 for level in levels):
         raise TokprofError(f"thresholds: expected shares of the window above 0 and at most 1, found {list(value)}")
