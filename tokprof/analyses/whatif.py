@@ -277,12 +277,11 @@ def inferred_parts(trace: Trace, profile: Profile) -> dict[tuple, int]:
     return parts
 
 
-def log_units(trace: Trace, profile: Profile) -> dict[int, LogUnits]:
-    """Per log call (by index), its units (:class:`LogUnits`); none for an exact model, whose counts
-    are the prompt's."""
+def log_units(trace: Trace, profile: Profile, parts: dict[tuple, int]) -> dict[int, LogUnits]:
+    """Per log call (by index), its units (:class:`LogUnits`), with ``parts`` the profile's inferred
+    parts (:func:`inferred_parts`); none for an exact model, whose counts are the prompt's."""
     if profile.model.exact:
         return {}
-    parts = inferred_parts(trace, profile)
     units = {}
     for call, row in zip(trace.calls, profile.calls):
         unrecorded = row.buckets.get(UNRECORDED, 0)
@@ -411,10 +410,10 @@ def whatif(
             window = known_window([trace.model] + [c.model for c in trace.calls])
     report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
                           warnings=list(baseline.warnings), baseline=baseline)
-    units = log_units(trace, baseline)
+    fixed = inferred_parts(trace, baseline)
+    units = log_units(trace, baseline, fixed)
     full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices)
     report.policies.append(full)
-    fixed = inferred_parts(trace, baseline)
     known: dict[tuple, tuple[object, int]] = {}
     for call, count in zip(trace.calls, base_rendered):
         known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
