@@ -24,7 +24,7 @@ def test_profile_rows_fit(width, capsys, monkeypatch):
     rows = [line for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+(\s+[\d,]+)+\s*$", line)]
     assert len(rows) == 20  # the first and last ten of 59 calls
     assert all(len(line) <= width for line in rows)
-    header = next(line for line in out.splitlines() if line.startswith("call"))
+    header = next(line for line in out.splitlines() if re.match(r"call\s+system\s", line))
     assert len(header) <= width and "total" in header
     assert "39 of 59 calls not shown" in out
 
@@ -65,3 +65,39 @@ def test_text_from_the_log_cannot_style_or_drive_the_terminal(tmp_path, capsys, 
         out = table_at(120, [command, str(path), "--model", "qwen2.5"], capsys, monkeypatch)
         assert "\x1b" not in out and "\u202e" not in out
     assert "look[/bold][red]up\\x1b[31m\\u202e" in out  # shown as written, escapes visible
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_wrapped_lines_hang(width, capsys, monkeypatch, tmp_path):
+    """Prose wraps with a hanging indent: a continuation line never starts at column 0, whatever
+    the length of the path in the title (the table's header is the only line starting 'call')."""
+    deep = tmp_path.joinpath(*["a-long-folder-name"] * 6)
+    deep.mkdir(parents=True)
+    log = deep / SAMPLE.name
+    log.write_bytes(SAMPLE.read_bytes())
+    out = table_at(width, ["profile", str(log)], capsys, monkeypatch)
+    lines = out.splitlines()
+    assert lines[0].startswith("tokprof profile of") and all(line.startswith("  ") for line in lines[1:2])
+    assert not [line for line in lines if line.startswith("calls")]  # "(59 calls, ...)" stayed indented
+    assert all(len(line) <= width for line in lines) and lines[0] == lines[0].rstrip()
+
+
+def test_summary_values_wrap_under_their_column():
+    from tokprof.render.console import hanging_indent
+
+    assert hanging_indent("  billed input              1,243,308 tokens") == len("  billed input              ")
+    assert hanging_indent("warning: a long sentence  with two spaces far in") == 2
+    assert hanging_indent("    a nested line") == 6
+
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+COMPACTED = CORPUS / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+
+
+@pytest.mark.skipif(not COMPACTED.exists(), reason="needs ../shared/corpus")
+def test_a_log_with_subagents_names_each_calls_thread(capsys, monkeypatch):
+    out = table_at(160, ["profile", str(COMPACTED), "--calls", "all"], capsys, monkeypatch)
+    header = next(line for line in out.splitlines() if re.match(r"call\s+thread\s", line))
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s+\S+\s+[\d,]+", line)]
+    threads = {row[1] for row in rows}
+    assert header and "main" in threads and len(threads) > 1

@@ -1,6 +1,9 @@
 """What every text renderer writes with: a rich console on a string buffer, text from logs made
 safe to print, and tables that fit the width they are given.
 
+A line of prose printed as a plain string wraps with a hanging indent (:class:`ProseConsole`), so that
+a long summary line or warning never runs back to column 0 at a narrow width.
+
 Text from a log (model and tool names, paths, warning places) is data: :func:`safe` escapes rich
 markup in it and shows control characters, escape sequences and bidirectional overrides as
 ``\\x1b``-style escapes, so that it can neither break a table nor drive the terminal.
@@ -9,6 +12,7 @@ markup in it and shows control characters, escape sequences and bidirectional ov
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -17,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
 from tokprof.render import RenderOptions
 from tokprof.text import visible
@@ -29,9 +34,48 @@ def safe(value: object) -> str:
     return escape(visible(str(value)))
 
 
+#: A summary line's key ends at a gap of two or more spaces within this many characters.
+KEY_SPAN = 32
+_KEY = re.compile(r" +\S.*?\S?\s{2,}(?=\S)")
+
+
+def hanging_indent(plain: str) -> int:
+    """Where a wrapped line's continuation lines start: under the value of a ``  key  value`` line
+    (a key ended by two or more spaces near the start), else two columns in from the line's own
+    indentation."""
+    key = _KEY.match(plain)
+    if key is not None and key.end() <= KEY_SPAN:
+        return key.end()
+    return len(plain) - len(plain.lstrip(" ")) + 2
+
+
+class ProseConsole(Console):
+    """A console whose plain-string lines wrap with a hanging indent (:func:`hanging_indent`);
+    tables and other renderables print as rich prints them."""
+
+    def print(self, *objects, **kwargs) -> None:
+        if len(objects) != 1 or kwargs or not isinstance(objects[0], str):
+            super().print(*objects, **kwargs)
+            return
+        for paragraph in objects[0].split("\n"):
+            text = Text.from_markup(paragraph)
+            indent = min(hanging_indent(text.plain), max(0, self.width // 2))
+            if text.cell_len <= self.width:
+                super().print(text, no_wrap=True, crop=False)
+                continue
+            first = text.wrap(self, self.width, overflow="fold")[0]
+            first.rstrip()
+            super().print(first, no_wrap=True, crop=False)
+            rest = text[len(first.plain):]
+            rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]  # the space the line broke at
+            for line in rest.wrap(self, self.width - indent, overflow="fold"):
+                line.rstrip()
+                super().print(Text(" " * indent) + line, no_wrap=True, crop=False)
+
+
 def text_console(options: RenderOptions) -> tuple[Console, io.StringIO]:
     out = io.StringIO()
-    console = Console(
+    console = ProseConsole(
         file=out, force_terminal=options.color, no_color=not options.color, width=options.width or DEFAULT_WIDTH,
         highlight=False, color_system="standard" if options.color else None, emoji=False,
     )
@@ -74,7 +118,7 @@ def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequen
         hidden = len(columns) - len(kept)
         if hidden:
             table.caption = (f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
-                             "a wider terminal or -f csv shows them)")
+                             "a wider terminal or -f json shows them)")
             table.caption_justify = "default"  # left, and no spaces after it
         if last or Measurement.get(console, unbounded, table).maximum <= console.width:
             return table
