@@ -54,7 +54,18 @@ table.results td, table.results th, table.whatif td, table.whatif th { padding: 
   border-bottom: 1px solid var(--card); }
 table.results td:nth-child(2), table.results th:nth-child(2), table.whatif td:first-child,
 table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-child { text-align: left; }
+.scroll { overflow-x: auto; max-width: 100%; } .source { overflow-wrap: anywhere; }
+details.warn summary { cursor: pointer; color: #bf8700; }
+@media (max-width: 600px) {
+  body { padding: 12px; }
+  table.results, table.whatif { font-size: 0.78rem; }
+  table.results td, table.results th, table.whatif td, table.whatif th { padding: 3px 5px; }
+  table.results td:nth-child(2) code { word-break: break-all; }
+}
 """
+#: Below this page width plotly's toolbar is left out: it would sit on the legends (the charts still
+#: zoom by dragging, and a double click resets them).
+NARROW = 700
 
 
 
@@ -70,8 +81,10 @@ def _call_axis(profile: Profile) -> dict:
     n = max(1, len(profile.calls))
     step = next(s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10**4, 10**5, 10**6)
                 if n / s <= 12)
+    first = min((c.index for c in profile.calls), default=0)
+    last = max((c.index for c in profile.calls), default=0)
     return {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False, "tickmode": "linear", "tick0": 0,
-            "dtick": step, "tickformat": "d"}
+            "dtick": step, "tickformat": "d", "range": [first - 0.5, last + 0.5]}  # the axis ends where the calls do
 
 
 def _count_axis(title: str, **extra) -> dict:
@@ -88,7 +101,7 @@ def _layout(**extra) -> dict:
         "plot_bgcolor": "rgba(0,0,0,0)",
         "font": {"color": FONT, "family": "system-ui, sans-serif"},
         "margin": {"l": 60, "r": 60, "t": 30, "b": 50},
-        "legend": {"orientation": "h", "y": -0.18},
+        "legend": {"orientation": "h", "y": -0.24, "yanchor": "top"},  # under the x axis title
         "hovermode": "x unified",
         "xaxis": {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False},
         "yaxis": _count_axis("tokens"),
@@ -117,14 +130,19 @@ def _buckets_figure(profile: Profile) -> dict:
     })
     shapes, annotations = [], []
     cross = profile.crossovers()
-    for index, text in ((cross.tool_results_exceed_tool_definitions, "tool results > tool defs"),
-                        (cross.conversation_exceeds_tool_definitions, "conversation > tool defs")):
-        if index is None:
-            continue
+    last = max((c.index for c in profile.calls), default=0)
+    crossings = [(index, text) for index, text in (
+        (cross.tool_results_exceed_tool_definitions, "tool results > tool defs"),
+        (cross.conversation_exceeds_tool_definitions, "conversation > tool defs")) if index is not None]
+    for row, (index, text) in enumerate(crossings):
         shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": index, "x1": index, "y0": 0, "y1": 1,
                        "line": {"color": FONT, "dash": "dash", "width": 1}})
-        annotations.append({"x": index, "y": 1, "xref": "x", "yref": "paper", "text": f"{text} (call {index})",
-                            "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": 11}})
+        # one row each, so that two crossings close together never print over each other; a label
+        # in the right half of the chart reads leftwards from its line
+        annotations.append({"x": index, "y": 1 - 0.08 * row, "xref": "x", "yref": "paper",
+                            "text": f"{text} (call {index})", "showarrow": False,
+                            "xanchor": "right" if index > last / 2 else "left", "yanchor": "top",
+                            "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.6)"})
     layout = _layout(
         xaxis=_call_axis(profile),
         yaxis=_count_axis("tokens in the prompt"),
@@ -344,8 +362,8 @@ def _results_parts(costs: ToolResultCosts) -> list[str]:
         f"cost {costs.carry_cost:,} more (the carry cost: each result's tokens times the later calls that resent "
         "it). These are what to cap or elide first (tokprof whatif).</p>",
         '<div id="chart-results" class="chart"></div>',
-        '<table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th><th>resent by</th>'
-        f"<th>carry cost</th></tr></thead><tbody>{rows}</tbody></table>",
+        '<div class="scroll"><table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th>'
+        f"<th>resent by</th><th>carry cost</th></tr></thead><tbody>{rows}</tbody></table></div>",
     ]
 
 
@@ -397,20 +415,22 @@ class HtmlRenderer:
             f"<script>{get_plotlyjs()}</script>",
             "</head><body>",
             "<h1>Where the prompt tokens went</h1>",
-            f'<div class="muted">{html.escape(profile.source.path)} · model '
+            f'<div class="muted source">{html.escape(profile.source.path)} · model '
             f"{html.escape(model.name)} · tokenizer {html.escape(model.tokenizer)} · template "
             f"{html.escape(model.chat_template)} · "
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
-            "" if exact else f'<p class="estimate">Estimate: {html.escape(str(model.method))}.</p>',
-            f'<p class="estimate">Inferred: {html.escape(profile.inferred)}.</p>' if profile.inferred else "",
+            "" if exact else f'<p><span class="estimate">Estimate:</span> {html.escape(str(model.method))}.</p>',
+            f'<p><span class="estimate">Inferred:</span> {html.escape(profile.inferred)}.</p>' if profile.inferred else "",
             _cards(profile),
         ]
-        if profile.warnings:
-            parts.append('<ul class="warn">' + "".join(
+        if profile.warnings:  # folded: on a phone a long list would come before the first chart
+            count = len(profile.warnings)
+            parts.append(f'<details class="warn"><summary>{count} warning{"s" if count > 1 else ""} about this '
+                         'log</summary><ul class="warn">' + "".join(
                 f"<li>{html.escape(w.message)}" + (f" ({len(w.calls)} calls)" if w.calls else "")
                 + (f": {html.escape(', '.join(w.places[:5]))}" if w.places else "") + "</li>"
-                for w in profile.warnings) + "</ul>")
+                for w in profile.warnings) + "</ul></details>")
         parts.append("<h2>Tokens per call</h2>")
         parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")
@@ -461,7 +481,8 @@ class HtmlRenderer:
             parts.append(f'<script id="{html.escape(name)}" type="application/json">{safe_text}</script>')
         figs = _in_script(json.dumps(figures, ensure_ascii=False))
         parts.append(
-            "<script>(function(){var figs=" + figs + ";var config={responsive:true,displaylogo:false};"
+            "<script>(function(){var figs=" + figs + ";var config={responsive:true,displaylogo:false,"
+            f"displayModeBar:window.innerWidth>={NARROW}?'hover':false}};"
             "var jobs=Object.keys(figs).map(function(k){return Plotly.newPlot('chart-'+k,figs[k].data,"
             "figs[k].layout,config);});Promise.all(jobs).then(function(){document.documentElement.setAttribute("
             "'data-charts-rendered',String(jobs.length));});})();</script>"

@@ -133,10 +133,15 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
                           yaxis=_count_axis("billed input")),
     }
     lines = []
+    seen: dict[tuple[int, ...], str] = {}  # a policy's prompts -> the first policy with the same ones
     for i, result in enumerate(report.policies):
-        lines.append({
-            "type": "scatter", "mode": "lines", "name": result.policy, "x": list(range(len(result.calls))),
-            "y": [c.total for c in result.calls], "line": {"color": PALETTE[i % len(PALETTE)], "width": 1.5},
+        totals = tuple(c.total for c in result.calls)
+        same = seen.setdefault(totals, result.policy)
+        name = result.policy if same == result.policy else f"{result.policy} (same as {same})"
+        lines.append({  # a line that would hide under an identical one is drawn dashed over it, and says so
+            "type": "scatter", "mode": "lines", "name": name, "x": list(range(len(result.calls))),
+            "y": list(totals), "line": {"color": PALETTE[i % len(PALETTE)], "width": 1.5,
+                                        "dash": "solid" if same == result.policy else "dash"},
             "customdata": [f"call {c.index}" + (" (summary)" if c.kind == "summary" else "") for c in result.calls],
             "hovertemplate": "%{customdata}: %{y:,} tokens",
         })
@@ -155,8 +160,9 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
         '<p class="muted">Every call keeps its own new messages; a policy decides what of the earlier history each '
         "prompt carries. Every count is rendered with the model's template, like the profile. Shared prefix: the "
         "prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse).</p>",
-        '<table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th><th>largest prompt</th>'
-        f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table>",
+        '<div class="scroll"><table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th>'
+        "<th>largest prompt</th>"
+        f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table></div>",
         "<h3>Billed input per policy</h3>",
         '<div id="chart-whatif-billed" class="chart"></div>',
         "<h3>Prompt size per call</h3>",
