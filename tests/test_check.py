@@ -55,7 +55,7 @@ def test_pyproject_section(catalogue, capsys):
 def test_warn_only_exits_zero(catalogue, capsys):
     config(catalogue, '[budgets]\ntool_definitions = { max = 10, level = "warn" }\n')
     code, out, _ = run(["check", "--tools", "tools.json"], capsys)
-    assert code == 0 and "WARN" in out and "passed with warnings: 1 exceeded its budget" in out
+    assert code == 0 and "WARN" in out and "passed with warnings: 1 metric exceeded its budget" in out
 
 
 def test_fail_on_absolute_budget(catalogue, capsys):
@@ -89,7 +89,7 @@ def test_regression_against_baseline_and_new_tool(catalogue, capsys):
     assert [t["name"] for t in doc["tools"]["changed"]] == ["get_logs"]
     assert doc["tools"]["removed"] == []
     code, out, _ = run(["check", "--tools", "tools.json", "-f", "markdown"], capsys)
-    assert "| restart\\_pod (added) | - |" in out and "❌ fail" in out and "2 regressed against the baseline" in out
+    assert "| restart\\_pod (added) | - |" in out and "❌ fail" in out and "2 metrics regressed against the baseline" in out
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ Also OpenAI Chat Completions captures ({request, response} pairs, streams, error
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -310,3 +311,19 @@ def test_check_and_tools_label_estimates_and_keep_units(tmp_path, capsys, monkey
     assert json.loads(out)["billed_input"] == computed  # the catalogue's units: the proxy's own counts
     code, out, _ = run(["tools", str(log), "-f", "csv"], capsys)
     assert out.splitlines()[0].endswith(",exact") and out.splitlines()[1].endswith(",false")
+
+
+def test_an_estimates_table_shows_the_proxys_own_count_not_the_reported_twice(tmp_path, capsys, monkeypatch):
+    """An estimate's total is the reported prompt; the column beside it is the proxy's own count, so
+    that the gap next to it reads as what it is."""
+    monkeypatch.setenv("COLUMNS", "160")
+    log = capture_log(tmp_path)
+    code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
+    computed = [c["computed"] for c in json.loads(out)["calls"]]
+    code, out, _ = run(["profile", str(log), "--no-progress"], capsys)
+    header = next(line for line in out.splitlines() if line.startswith("call"))
+    assert "proxy's own count" in header and not re.search(r"\breported\s{2}", header.replace("vs reported", ""))
+    lines = out.splitlines()
+    table = lines[lines.index(header) + 1:lines.index("")]
+    rows = [line.split() for line in table]
+    assert [int(row[-3 if "$" in row[-1] else -2].replace(",", "")) for row in rows] == computed

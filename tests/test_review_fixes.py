@@ -116,7 +116,8 @@ def test_d_closing_line_counts_each_failing_metric_once(tmp_path, qwen25):
     assert {m.name for m in failed} >= {"cost", "cache_hit_rate"}
     assert by_name(result)["cost"].failed == ("budget", "baseline")  # both: counted once
     regressed = sum(m.failed[0] == "baseline" for m in failed)
-    line = f"FAILED: 1 exceeded its budget, {regressed} regressed against the baseline"
+    line = (f"FAILED: 1 metric exceeded its budget, {regressed} metric{'s' if regressed != 1 else ''} regressed "
+            "against the baseline")
     assert 1 + regressed == len(failed)
     assert CheckTableRenderer().render(result).rstrip().endswith(line)
     assert CheckMarkdownRenderer().render(result).startswith(f"### tokprof check: {line}\n")

@@ -472,3 +472,18 @@ def test_a_mistral_conversation_extended_with_a_later_result_keeps_the_clients_i
         fresh = tokprof.get_model("mistral").count(messages, tools)
         assert answer["total"] == fresh.total and answer["buckets"] == fresh.as_dict()
         assert "tool-call-ids-mapped" in [w["code"] for w in answer["warnings"]]
+
+
+def test_fields_the_count_does_not_read_are_named(client):
+    """A misspelt or unsupported field is a warning naming it, never silence; the count is unchanged."""
+    messages = [{"role": "user", "content": "hello"}]
+    plain = post(client, {"model": "qwen2.5", "messages": messages})
+    answer = post(client, {"model": "qwen2.5", "messages": messages, "window": 200, "tool_choice": "auto"})
+    assert answer["total"] == plain["total"]
+    ignored = [w for w in answer["warnings"] if w["code"] == "ignored-fields"]
+    assert len(ignored) == 1 and "window, tool_choice" in ignored[0]["message"]
+    assert not [w for w in plain["warnings"] if w["code"] == "ignored-fields"]
+    body = {"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 10, "thinking": {"type": "enabled"}}
+    answer = post(client, body, "/v1/messages/count_tokens")
+    assert [w["message"] for w in answer["warnings"] if w["code"] == "ignored-fields"][0].count("thinking") == 1
+    assert "max_tokens" not in json.dumps(answer["warnings"])  # a generation option, not part of the prompt

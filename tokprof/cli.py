@@ -57,10 +57,9 @@ LOG_HELP = (
     "shown again without profiling again."
 )
 MODEL_HELP = (
-    "The model that counts: {names} (embedded, offline; the proxies estimate closed models and are scaled to "
-    "reported usage); a model a plug-in package registers; a closed model's name (gpt-4o, claude-sonnet-4-5: its proxy); a directory with "
-    "tokenizer.json; or a Hugging Face Hub id from the local HF cache. Default: chosen from the model the log "
-    "names; a model tokprof does not have gets qwen2.5 as a labelled stand-in."
+    "The model that counts (default: the log's own; else qwen2.5, a labelled stand-in): {names}; a closed "
+    "model's name (its proxy, an estimate); a tokenizer directory, .gguf file, Ollama name or Hub id "
+    "(docs/models.md)."
 )
 PROGRESS_HELP = "Never show a progress bar (it shows on standard error, only when that is a terminal)."
 OUTPUT_HELP = "Write to FILE instead of standard output (atomically: on an error no file is left)."
@@ -164,6 +163,22 @@ def _main(
         "--version", "-V", callback=_version, is_eager=True, help="Print tokprof's version and exit.")] = False,
 ) -> None:
     """Where do my prompt tokens go?"""
+
+
+def _no_type_for_flags() -> None:
+    """typer 0.29 prints ``<bool>`` in the help's type column after flags, which take no value: the
+    column is left empty for them (options with a value keep their metavar)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag and self.metavar is None else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_type_for_flags()
 
 
 # -- helpers ----------------------------------------------------------------------------------

@@ -99,6 +99,28 @@ class Rejected(Exception):
         return {"type": "error", "error": error}
 
 
+#: The body fields each route reads; any other is named in an ``ignored-fields`` warning.
+#: (Anthropic's generation options, which a client may send with the body it counts, are read as
+#: what they are: they do not change a prompt's tokens; tool_choice, thinking and mcp_servers do.)
+READ_FIELDS = {ROUTE_MESSAGES: ("model", "messages", "tools", "system")}
+COUNT_FIELDS = ("model", "messages", "tools")
+NOT_COUNTED = {ROUTE_MESSAGES: ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream",
+                                "metadata", "service_tier")}
+
+
+def ignored_fields(route: str, value: dict) -> str | None:
+    """"ignored fields: window, stream" for fields of a body that the count does not read (a
+    misspelt or unsupported option should not pass in silence), or None."""
+    from tokprof.text import visible
+
+    read = READ_FIELDS.get(route, COUNT_FIELDS)
+    names = [visible(str(name))[:40] for name in value if name not in read and name not in NOT_COUNTED.get(route, ())]
+    if not names:
+        return None
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    return f"ignored fields (they do not change the count): {shown}; read: {', '.join(read)}"
+
+
 def _bad(message: str, where: str | None = None) -> Rejected:
     return Rejected(400, "invalid_request_error", f"{where}: {message}" if where else message, where)
 
@@ -551,8 +573,11 @@ class Counter:
             buckets, reused = self.cache.count(request)
         except InputError as exc:
             raise _bad(exc.what, exc.where) from None
-        return self._answer(route, loaded, requested, buckets, reused), {
-            "model": loaded.name, "total": buckets.total, "reused": reused}
+        answer = self._answer(route, loaded, requested, buckets, reused)
+        ignored = ignored_fields(route, value)
+        if ignored:
+            answer["warnings"].append({"code": "ignored-fields", "message": ignored})
+        return answer, {"model": loaded.name, "total": buckets.total, "reused": reused}
 
     def context_window(self, loaded: Loaded, requested: str | None) -> int | None:
         """The window the fill is measured against: ``--window``; for an estimate the requested model's

@@ -84,7 +84,11 @@ def _load(name: str) -> ChatModel:
         return load_gguf(blob, name=name, origin=f"ollama:{name}")
     proxy = proxies.proxy_for(name)
     if proxy is not None:
+        _check_closed_name(name, proxy)
         return proxies.load_proxy(proxy)
+    served = registry.serving(name) if looks_like_hub_id(name) else None
+    if served is not None and served.exact:  # a Hub id of a model tokprof embeds: no Hub needed
+        return served.load()
     if looks_like_hub_id(name) and not path.parent.is_dir():
         return load_hub(name)
     names = ", ".join(registry.known_names())
@@ -94,6 +98,22 @@ def _load(name: str) -> ChatModel:
     raise ModelError(
         f"unknown model {name!r}{hint}: use one of {names}, a directory with tokenizer.json, a .gguf file, "
         "an Ollama model, or a Hub id (org/name)"
+    )
+
+
+def _check_closed_name(name: str, proxy: str) -> None:
+    """A closed model named on the command line must be one the public model data knows, so that a
+    misspelling ("claude-sonet-4-5") is an error with the closest name rather than a silent proxy."""
+    from tokprof.models import known
+
+    if known.known(name) is not None:
+        return
+    provider, maker = ("anthropic", "an Anthropic") if proxy == "claude-proxy" else ("openai", "an OpenAI")
+    close = known.closest(name, (provider,))
+    hint = f" (did you mean {close}?)" if close else ""
+    raise ModelError(
+        f"unknown model {name!r}{hint}: not {maker} model genai-prices knows; name one it knows, "
+        f"or --model {proxy} for the stated proxy itself"
     )
 
 

@@ -63,3 +63,15 @@ def context_window(names: list[str | None]) -> int | None:
     windows = {k.context_window for n in set(names) if n and (k := known(n)) is not None}
     windows.discard(None)
     return windows.pop() if len(windows) == 1 else None
+
+
+def closest(name: str, providers: tuple[str, ...]) -> str | None:
+    """The model id of these providers closest to a name that is not one (a misspelling), or None."""
+    import difflib
+
+    data = snapshot()
+    if data is None:
+        return None
+    ids = [m.id for p in data.providers if p.id in providers for m in p.models]
+    close = difflib.get_close_matches(name.lower().rsplit("/", 1)[-1], ids, n=1, cutoff=0.6)
+    return close[0] if close else None

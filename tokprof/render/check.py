@@ -68,14 +68,15 @@ def _verdict(check: CheckResult) -> str:
     """"FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like: each metric
     counted once, by the first of what it failed (a metric over its budget and the baseline exceeded its
     budget), so that the counts add up to the metrics that failed."""
-    reasons = (("budget", "exceeded its budget"), ("baseline", "regressed against the baseline"),
-               ("not recorded", "not recorded in the log"))
+    reasons = (("budget", "exceeded its budget", "exceeded their budgets"),
+               ("baseline", "regressed against the baseline", "regressed against the baseline"),
+               ("not recorded", "not recorded in the log", "not recorded in the log"))
 
     def count(status: str) -> str:
         found = [m for m in check.metrics if m.status == status]
-        first = [next((reason for reason, _ in reasons if reason in m.failed), None) for m in found]
-        parts = [f"{first.count(reason)} {text}" for reason, text in reasons if reason in first]
-        return ", ".join(parts) or f"{len(found)}"
+        first = [next((reason for reason, *_ in reasons if reason in m.failed), None) for m in found]
+        parts = [_metrics(first.count(reason), one, many) for reason, one, many in reasons if reason in first]
+        return ", ".join(parts) or _metrics(len(found), "", "")
 
     fails = sum(m.status == FAIL for m in check.metrics)
     warns = sum(m.status == WARN for m in check.metrics)
@@ -86,9 +87,14 @@ def _verdict(check: CheckResult) -> str:
     return "passed"
 
 
+def _metrics(n: int, one: str, many: str) -> str:
+    """"1 metric exceeded its budget", "3 metrics exceeded their budgets"."""
+    return (f"{n} metric {one}" if n == 1 else f"{n} metrics {many}").rstrip()
+
+
 def _level(m: MetricResult) -> str:
-    """What a failure of the metric does, shown where it failed (a passing row shows none)."""
-    return (m.level or "-") if m.status in (FAIL, WARN) else ""
+    """What a failure of the metric does (error fails the build, warn only warns), on every row."""
+    return m.level or "-"
 
 
 def _estimated(check: CheckResult) -> str:

@@ -46,20 +46,22 @@ class TableRenderer:
             f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {safe(model.name)}, {exact})"
         )
         names = profile.buckets()
-        columns = [Column("call")]
+        threads = any(c.thread is not None for c in profile.calls)  # subagents: say whose each call is
+        columns = [Column("call")] + ([Column("thread", justify="left", drop=2)] if threads else [])
         columns += [Column(LABELS[name], SHORT[name]) for name in names]
         columns += [Column("total"), Column("billed so far", "billed", drop=1)]
-        if reported:
-            columns += [Column("reported", drop=2),
-                        Column("computed vs reported" if model.exact else "proxy vs reported", "vs rep.", drop=3)]
+        if reported and model.exact:
+            columns += [Column("reported", drop=2), Column("computed vs reported", "vs rep.", drop=3)]
+        elif reported:  # an estimate's total is the reported prompt: show the proxy's own count beside it
+            columns += [Column("proxy's own count", "proxy", drop=2), Column("proxy vs reported", "proxy±", drop=3)]
         priced = any(c.cost is not None and c.cost.priced for c in profile.calls)  # else the summary says why
         if priced:
             columns.append(Column("cost", drop=4))
         first, last = shown_rows(profile.calls, options.calls)
-        rows = [self._cells(row, names, reported, priced) for row in first]
+        rows = [self._cells(row, names, reported, priced, threads, model.exact) for row in first]
         if last:
             rows.append(["…"] + [""] * (len(columns) - 1))
-            rows += [self._cells(row, names, reported, priced) for row in last]
+            rows += [self._cells(row, names, reported, priced, threads, model.exact) for row in last]
         console.print(fit_table(console, columns, rows))
         if last:
             hidden = len(profile.calls) - len(first) - len(last)
@@ -112,12 +114,14 @@ class TableRenderer:
         console.print()
 
     @staticmethod
-    def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False) -> list[str]:
-        cells = [str(row.index), *(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
+    def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False, threads: bool = False,
+               exact: bool = True) -> list[str]:
+        cells = [str(row.index)] + ([safe(row.thread) if row.thread is not None else "main"] if threads else [])
+        cells += [*(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
         if reported:
             diff = row.difference()
             if diff is not None and row.reported is not None and row.reported.prompt is not None:
-                cells += [f"{row.reported.prompt:,}", f"{diff[1]:+.1%}"]
+                cells += [f"{row.reported.prompt if exact else row.rendered:,}", f"{diff[1]:+.1%}"]
             else:
                 cells += ["-", "-"]
         if priced:
