@@ -15,7 +15,7 @@ DOCS = ROOT / "docs"
 INSTALL = (
     "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && tokprof profile samples/incident_session.json"
 )
-TEST = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest"
+TEST = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest && mypy"
 
 
 def python_blocks() -> list[str]:

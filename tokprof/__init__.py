@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.2.0"
+from tokprof.version import __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS = {

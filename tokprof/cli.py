@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from tokprof import __version__
+from tokprof.version import __version__
 from tokprof.errors import TokprofError
 from tokprof.render import RenderOptions, formats_for
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from tokprof import __version__
+from tokprof.version import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
 from tokprof.carry import ResultTracker, ToolResultCosts

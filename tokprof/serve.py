@@ -49,7 +49,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tokprof import __version__
+from tokprof.version import __version__
 from tokprof.api import Buckets, Model, _anthropic_shape, _prompt, get_model
 from tokprof.errors import InputError, ModelError, TokprofError
 from tokprof.models.base import ChatModel

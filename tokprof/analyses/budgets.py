@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tokprof import __version__
+from tokprof.version import __version__
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
 from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, _shown, finite, text_ok

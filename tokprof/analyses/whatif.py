@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tokprof import __version__
+from tokprof.version import __version__
 from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.attribution import Attributor, RenderError
 from tokprof.costs import CostSummary, money

@@ -1,0 +1,85 @@
+"""The pipeline's layers, enforced: a module imports only modules of its own layer or below, so data
+flows one way (log -> trace -> model -> attribution -> profile -> analyses -> outputs -> front ends).
+A new module must be given its layer here (docs/architecture.md says which)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "tokprof"
+
+#: Layers from the bottom; a module is in the layer of the longest prefix of its name listed here.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.cache", "tokprof.costs",
+              "tokprof.estimates", "tokprof.carry", "tokprof.catalogue", "tokprof.version", "tokprof.outputs")),
+    ("trace", ("tokprof.trace",)),
+    ("formats", ("tokprof.formats",)),
+    ("transforms", ("tokprof.transforms", "tokprof.config")),
+    ("models", ("tokprof.models",)),
+    ("attribution", ("tokprof.attribution",)),
+    ("profile", ("tokprof.profiling",)),
+    ("analyses", ("tokprof.analyses",)),
+    ("outputs", ("tokprof.render",)),
+    ("facade", ("tokprof.api", "tokprof")),
+    ("front ends", ("tokprof.cli", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
+                    "tokprof.distributed")),
+]
+#: What the front ends alone may import: the facade and each other.
+FRONT = ("tokprof.api", "tokprof.cli", "tokprof.serve")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def layer(name: str) -> int:
+    best, found = -1, None
+    for number, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            below = name.startswith(prefix + ".") and prefix != "tokprof"  # the package itself: its __init__ only
+            if (name == prefix or below) and len(prefix) > best:
+                best, found = len(prefix), number
+    if found is None:
+        raise LookupError(name)
+    return found
+
+
+def imports(path: Path) -> set[str]:
+    """The tokprof modules a file imports, at any depth of its code (deferred imports count too)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] == "tokprof":
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "tokprof")
+    return found
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: module_name(p))
+def test_a_module_imports_nothing_above_its_layer(path):
+    name = module_name(path)
+    try:
+        own = layer(name)
+    except LookupError:
+        pytest.fail(f"{name} has no layer: give it one in tests/test_layers.py (docs/architecture.md)")
+    above = {m for m in imports(path) if layer(m) > own}
+    assert not above, f"{name} ({LAYERS[own][0]}) imports {sorted(above)} from above its layer"
+    if own < layer("tokprof.cli"):
+        front = {m for m in imports(path) if m in FRONT and m != name}
+        assert not front or name == "tokprof", f"{name} imports the front ends or the facade: {sorted(front)}"
+
+
+def test_the_layers_name_real_modules():
+    names = {module_name(p) for p in MODULES}
+    for _, prefixes in LAYERS:
+        for prefix in prefixes:
+            assert any(n == prefix or n.startswith(prefix + ".") for n in names), prefix
