@@ -15,6 +15,7 @@ EXPORTED = {
     "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
+    "saved_profile", "find_session", "configured_prices", "run_check", "CheckRun", "render_report", "report_formats",
 }
 
 
@@ -154,3 +155,29 @@ def test_check_a_profile_against_the_sample_config():
     result = tokprof.check(profile, ROOT / "samples" / "tokprof.toml")
     assert result.status == "pass", [(m.name, m.reasons) for m in result.metrics]
     assert json.loads(json.dumps(result.to_dict()))["kind"] == "check"
+
+
+def test_render_report_writes_what_the_command_line_writes(capsys, monkeypatch):
+    """A library user gets every output the CLI writes: the same text for the same result."""
+    from tokprof.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    result = tokprof.profile(SAMPLE)
+    assert tokprof.report_formats(result) == ["table", "json", "csv", "html"]
+    assert main(["profile", str(SAMPLE), "-f", "json"]) == 0
+    assert tokprof.render_report(result, "json") == capsys.readouterr().out
+    assert main(["profile", str(SAMPLE), "--calls", "6"]) == 0
+    assert tokprof.render_report(result, "table", width=100, calls=6) == capsys.readouterr().out
+    with pytest.raises(tokprof.InputError, match="markdown"):
+        tokprof.render_report(result, "markdown")
+    with pytest.raises(TypeError):
+        tokprof.render_report({"not": "a result"})
+
+
+def test_a_check_run_writes_its_baseline(tmp_path):
+    config = tmp_path / "tokprof.toml"
+    config.write_text('baseline = "base.json"\n[budgets]\ntool_definitions = 3000\n', encoding="utf-8")
+    run = tokprof.run_check(SAMPLE, config=config, update_baseline=True)
+    assert run.write_baseline() == str(tmp_path / "base.json")
+    assert json.loads((tmp_path / "base.json").read_text())["metrics"]["tool_definitions"] == 2497
+    assert tokprof.run_check(SAMPLE, config=config).result.exit_code == 0

@@ -38,6 +38,13 @@ _EXPORTS = {
     "check": "tokprof.api",
     "load_config": "tokprof.api",
     "whatif": "tokprof.api",
+    "saved_profile": "tokprof.api",
+    "find_session": "tokprof.api",
+    "configured_prices": "tokprof.api",
+    "run_check": "tokprof.api",
+    "CheckRun": "tokprof.api",
+    "render_report": "tokprof.api",
+    "report_formats": "tokprof.api",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
@@ -60,7 +67,8 @@ if TYPE_CHECKING:
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.api import (
-        Buckets, Model, check, get_model, load_config, profile, profile_directory, profile_file, read_log,
+        Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, profile,
+        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile,
         tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError

@@ -698,6 +698,23 @@ class CheckRun:
     measurement: budgets.Measurement
     baseline: str | None
 
+    def baseline_text(self) -> str:
+        """The JSON a baseline file holds for this run's measurement (what ``--update-baseline``
+        writes to :attr:`baseline`), with paths relative to the baseline's folder."""
+        import json
+
+        folder = str(Path(self.baseline).parent) if self.baseline else "."
+        return json.dumps(self.measurement.baseline_dict(folder), indent=2) + "\n"
+
+    def write_baseline(self) -> str:
+        """Write :meth:`baseline_text` to :attr:`baseline` (atomically) and return its path."""
+        from tokprof.outputs import write_files
+
+        if self.baseline is None:
+            raise TokprofError("no baseline file: give one (baseline = ... in the configuration, or --baseline)")
+        write_files([(self.baseline, self.baseline_text().encode("utf-8"))])
+        return self.baseline
+
 
 def _configured_model(model: str | Model | None, config: Config, template: PathLike | None) -> None:
     """The configuration's model, when it is the one that will count, loaded now so that a name that
@@ -770,3 +787,37 @@ __all__ = [
     "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
     "run_check", "profile_directory", "profile_file", "read_log", "tools_report", "whatif", "ModelError",
 ]
+
+
+#: The kind of each result, as the renderers name it.
+_KINDS = {"Profile": "profile", "SessionsReport": "sessions", "ToolsReport": "tools", "WhatIfReport": "whatif",
+          "CheckResult": "check"}
+
+
+def render_report(
+    result: Any, fmt: str = "table", *, width: int | None = None, color: bool = False, calls: int | None = None,
+    window: int | None = None, levels: Sequence[float] = (0.7, 0.8),
+) -> str:
+    """A result (:class:`Profile`, :class:`SessionsReport`, :class:`ToolsReport`,
+    :class:`WhatIfReport` or :class:`CheckResult`) as text in one of its formats (``table``,
+    ``json``, ``csv``, ``html``, ``markdown``: :func:`report_formats` says which), as the command
+    line writes it. ``width`` is the table's (None: 120 columns), ``calls`` the per-call rows a
+    profile's table shows (None: all), ``window`` and ``levels`` the HTML report's context window and
+    fill lines."""
+    from tokprof.render import RenderOptions, render
+
+    kind = _KINDS.get(type(result).__name__)
+    if kind is None:
+        raise TypeError(f"render_report: not a tokprof result: {type(result).__name__}")
+    if fmt not in report_formats(result):
+        raise InputError("format", None, f"{fmt!r} is not a format of a {kind} result: use one of "
+                         + ", ".join(report_formats(result)))
+    options = RenderOptions(color=color, width=width, calls=calls, window=window, levels=tuple(levels))
+    return render(kind, fmt, result, options)
+
+
+def report_formats(result: Any) -> list[str]:
+    """The formats :func:`render_report` writes a result in."""
+    from tokprof.render import formats_for
+
+    return formats_for(_KINDS[type(result).__name__])

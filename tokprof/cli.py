@@ -1,7 +1,7 @@
-"""The command line: a thin typer client of the public API (:mod:`tokprof.api`).
+"""The command line: a thin typer client of the public API (the names ``import tokprof`` gives).
 
-Each command parses its options, calls the API, renders with a registered renderer and writes the
-outputs. Errors in the user's input are one line on standard error and exit code 2, never a
+Each command parses its options, calls the API, renders the result with ``tokprof.render_report``
+and writes the outputs. Errors in the user's input are one line on standard error and exit code 2, never a
 traceback; the pipeline is imported only when a command runs, so that ``--help`` is fast.
 """
 
@@ -238,7 +238,7 @@ def _not_standard_input(path: Optional[str]) -> None:
 
 def _saved_profile(path: str) -> Optional["Profile"]:
     """The saved profile at ``path``, or None when the file is not one (a log)."""
-    from tokprof import api
+    import tokprof as api  # the public facade: the CLI is its client
 
     return api.saved_profile(path)
 
@@ -254,7 +254,7 @@ def _only_for_logs(path: str, **given: object) -> None:
 
 def _user_prices(price: Optional[list[str]], settings=None) -> dict:
     """The user's rates by model name: the configuration's ``prices``, then ``--price`` over them."""
-    from tokprof import api
+    import tokprof as api  # the public facade: the CLI is its client
 
     return api.configured_prices(settings if settings is not None else api.load_config(), price or ())
 
@@ -267,7 +267,7 @@ def _profile_of(
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
     (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
     prices set the user's rates."""
-    from tokprof import api
+    import tokprof as api  # the public facade: the CLI is its client
 
     _not_standard_input(log)
     saved = _saved_profile(log)
@@ -344,7 +344,7 @@ def profile(
     Every call's prompt split into system, tool definitions, tool results and conversation, the billed
     input over the run, and the tool catalogue's cost.
     """
-    from tokprof import api
+    import tokprof as api  # the public facade: the CLI is its client
 
     options = _options(fmt, output, window, fill_lines)
     if os.path.isdir(log):
@@ -358,19 +358,15 @@ def profile(
                          chat_template=chat_template, no_progress=no_progress, price=price)
     from dataclasses import replace
 
-    from tokprof.render import render
-
     options = replace(options, calls=_calls(calls, len(result.calls)))
-    outputs = [(output, render("profile", fmt, result, options))]
-    _write(outputs + _html_output(html, "profile", result, options), (log, tools, system, chat_template))
+    outputs = [(output, _render(result, fmt, options))]
+    _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
     return EXIT_OK
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
               html, jobs, price=None) -> int:
-    from tokprof import api
-    from tokprof.render import render
-
+    import tokprof as api  # the public facade: the CLI is its client
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
     if fmt not in formats_for("sessions"):
@@ -379,7 +375,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
                                    progress=not no_progress, jobs=jobs, prices=_user_prices(price))
-    _write([(output, render("sessions", fmt, report, options))])
+    _write([(output, _render(report, fmt, options))])
     return EXIT_OK
 
 
@@ -403,14 +399,12 @@ def report(
     The summary, the four buckets per call with the billed input, the tool catalogue, the
     context-window fill and, with reported usage, computed versus reported.
     """
-    from tokprof.render import render
-
     if not output:
         raise TokprofError("--output: expected a file name, found ''")
     options = _options("html", output, window, fill_lines)
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
                          chat_template=chat_template, no_progress=no_progress, price=price)
-    _write([(output, render("profile", "html", result, options))], (log, tools, system, chat_template))
+    _write([(output, _render(result, "html", options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
 
@@ -461,9 +455,7 @@ def whatif(
     carries. Per policy: billed input, its saving against full, the largest prompt, the calls over the
     context window, the billed input per bucket, and the prompt tokens a prefix cache could reuse.
     """
-    from tokprof import api
-    from tokprof.render import render
-
+    import tokprof as api  # the public facade: the CLI is its client
     _not_standard_input(log)
     if window is not None and window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
@@ -479,26 +471,32 @@ def whatif(
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings))
-    outputs = [(output, render("whatif", fmt, result, options))]
-    _write(outputs + _html_output(html, "whatif", result, options), (log, tools, system, chat_template))
+    outputs = [(output, _render(result, fmt, options))]
+    _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
     return EXIT_OK
 
 
-def _html_output(html: Optional[str], kind: str, result: object, options: RenderOptions) -> list[tuple[Optional[str], str]]:
+def _html_output(html: Optional[str], result: object, options: RenderOptions) -> list[tuple[Optional[str], str]]:
     """The --html output, when asked for."""
-    from tokprof.render import render
-
     if html is None:
         return []
     if not html:
         raise TokprofError("--html: expected a file name, found ''")
-    return [(html, render(kind, "html", result, options))]
+    return [(html, _render(result, "html", options))]
+
+
+def _render(result: object, fmt: str, options: RenderOptions) -> str:
+    """A result in a format, through the public API (what a library user gets from render_report)."""
+    import tokprof
+
+    return tokprof.render_report(result, fmt, width=options.width, color=options.color, calls=options.calls,
+                                 window=options.window, levels=options.levels)
 
 
 def _is_saved_profile(path: str) -> bool:
-    from tokprof.profiling import Profile
+    import tokprof
 
-    return Profile.sniff(path)
+    return tokprof.Profile.sniff(path)
 
 
 def _log_or_tools(command: str, log: Optional[str], tools_file: Optional[str], system: Optional[str]) -> None:
@@ -536,9 +534,7 @@ def tools(
     The catalogue's cost per request, the scaffolding a template adds for tools, each tool's marginal
     cost, and, from a log, how often each tool was carried and called.
     """
-    from tokprof import api
-    from tokprof.render import render
-
+    import tokprof as api  # the public facade: the CLI is its client
     _log_or_tools("tools", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
@@ -546,13 +542,11 @@ def tools(
     if saved is not None:
         _only_for_logs(log or "", model=model, input_format=input_format, tools=tools_file, system=system,
                        chat_template=chat_template)
-        from tokprof.analyses.tools import ToolsReport
-
-        result = ToolsReport.from_profile(saved)
+        result = api.ToolsReport.from_profile(saved)
     else:
         result = api.tools_report(log, tools=tools_file, system=Path(system) if system else None, model=model,
                                   input_format=input_format, chat_template=chat_template, progress=not no_progress)
-    _write([(output, render("tools", fmt, result, options))], (log, tools_file, system, chat_template))
+    _write([(output, _render(result, fmt, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
 
 
@@ -600,9 +594,8 @@ def check(
     no_progress: NoProgress = False,
 ) -> int:
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
-    from tokprof import api, github
-    from tokprof.render import render
-
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof import github
     _log_or_tools("check", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
@@ -615,12 +608,9 @@ def check(
                         input_format=input_format, progress=not no_progress, prices=_user_prices(price, settings))
     outputs: list[tuple[Optional[str], str]] = []
     if update_baseline:
-        import json
-
         assert run.baseline is not None
-        folder = str(Path(run.baseline).parent)
-        outputs.append((run.baseline, json.dumps(run.measurement.baseline_dict(folder), indent=2) + "\n"))
-    outputs.append((output, render("check", fmt, run.result, options)))
+        outputs.append((run.baseline, run.baseline_text()))
+    outputs.append((output, _render(run.result, fmt, options)))
     _write(outputs, (log, tools_file, system, config, chat_template))
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
