@@ -1,0 +1,5 @@
+FORMAT = "pi"
+DESCRIPTION = "x"
+
+def sniff(doc):
+    return False

@@ -1,0 +1,5 @@
+FORMAT = "qwen_code"
+DESCRIPTION = "x"
+
+def sniff(doc):
+    return False
