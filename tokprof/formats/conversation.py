@@ -15,6 +15,7 @@ from tokprof.formats.neutral import check_messages
 from tokprof.trace import Call, Trace, Usage
 
 ORPHAN = "a tool result whose call is not in the history is kept as user text"
+EMPTY = "a response with no recorded message before it was skipped: there is no prompt to profile"
 NOT_TEXT = (
     "content that is not text (images, files, inline data) was left out of the prompt: its tokens are in "
     "the reported usage, not in the buckets"
@@ -53,8 +54,12 @@ class Conversation:
         self.messages = list(messages)
 
     def call(self, where: str, model: str | None, usage: Usage | None, response: dict | None, time: Any,
-             kind: str = "call", request_id: str | None = None) -> Call:
-        """A call made on the history as it stands; numbered by :func:`finish`."""
+             kind: str = "call", request_id: str | None = None) -> Call | None:
+        """A call made on the history as it stands (None, with note ``empty-prompt``, when the history is
+        empty: no request is sent without a message)."""
+        if not self.messages:
+            self.trace.note("empty-prompt", EMPTY, where)
+            return None
         call = Call(index=len(self.trace.calls), messages=list(self.messages), tools=None, model=model,
                     reported=usage, day=time.date() if time is not None else None, where=where,
                     response=response, kind=kind, request_id=request_id, time=time)

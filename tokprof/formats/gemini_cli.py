@@ -159,7 +159,7 @@ def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tupl
             history = history[:ids.index(arg)] if arg in ids else []
             trace.note("rewind", REWOUND)
         else:
-            kept = []
+            kept: list[tuple[str, list[dict]]] = []
             for i in arg:
                 where, message = latest[i]
                 chat.replace([m for _, ms in kept for m in ms])
