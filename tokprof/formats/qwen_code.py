@@ -80,6 +80,7 @@ class _Node:
     parent: str | None
     kind: str
     records: list[dict] = field(default_factory=list)
+    wheres: list[str] = field(default_factory=list)  # the line of each record
 
 
 class _Reader:
@@ -158,8 +159,8 @@ class _Reader:
         if node.kind == "system":
             return []
         texts, thoughts, calls, results = [], [], [], []
-        for record in node.records:
-            t, th, c, r = self.parts(chat, where, record.get("message"), node.uuid)
+        for record, at in zip(node.records, node.wheres):
+            t, th, c, r = self.parts(chat, at, record.get("message"), node.uuid)
             texts += t
             thoughts += th
             calls += c
@@ -179,12 +180,12 @@ class _Reader:
             message["tool_calls"] = calls
         clean = chat.check(message, node.where)
         usage, model = None, None
-        for record in node.records:
+        for record, at in zip(node.records, node.wheres):
             if "usageMetadata" in record:
-                usage = self.usage(node.where + ": usageMetadata", record["usageMetadata"])
+                usage = self.usage(at + ": usageMetadata", record["usageMetadata"])
             if record.get("model") is not None:
                 if not isinstance(record["model"], str):
-                    raise InputError(self.trace.path, node.where + ": model", "expected a string")
+                    raise InputError(self.trace.path, at + ": model", "expected a string")
                 model = record["model"]
         if usage is None:
             self.trace.note("no-usage", NO_USAGE, node.where)
@@ -258,6 +259,7 @@ def _nodes(path: str, doc: Document) -> tuple[list[_Node], str | None]:
             key = key if key not in nodes else f"{uuid}#{number}"
             nodes[key] = _Node(uuid, where, parent, kind)
         nodes[key].records.append(value)
+        nodes[key].wheres.append(where)
     return list(nodes.values()), session
 
 
