@@ -201,7 +201,7 @@ def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
     assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
 
 
-@pytest.mark.parametrize("args", [["profile"], ["profle", "x"], ["profile", "x", "--formt", "json"],
+@pytest.mark.parametrize("args", [["profle", "x"], ["profile", "x", "--formt", "json"],
                                   ["profile", "x", "-f", "yaml"], ["profile", "x", "-i", "claude"]])
 def test_usage_error_is_one_line(args, capsys):
     assert main(args) == 2

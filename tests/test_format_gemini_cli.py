@@ -13,10 +13,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-import tokprof
 from conftest import ROOT
 from test_cost import genai
+
+import tokprof
 from tokprof.cli import main
 from tokprof.formats import read_trace
 

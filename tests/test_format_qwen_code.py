@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
 import tokprof
-from conftest import ROOT
 from tokprof.cli import main
 from tokprof.formats import read_trace
 

@@ -82,6 +82,23 @@ def scan(directory: str | Path) -> Found:
     return found
 
 
+def session_format(path: Path) -> str | None:
+    """The session format of one file, recognised from its first lines (None: not a session); a JSON
+    document too long to peek at (a Gemini CLI session file) is parsed whole when it is at most
+    :data:`PEEK_BYTES` long."""
+    path = Path(path)
+    found = _peek(path).format
+    if found is not None or path.suffix != ".json":
+        return found
+    try:
+        if path.stat().st_size > PEEK_BYTES:
+            return None
+        value = parse(path.read_bytes().decode("utf-8-sig"))
+    except (OSError, ValueError):
+        return None
+    return _classify(path, Document(value=value)).format
+
+
 def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
     """Whether a file is below a session's own folder (``<session>/`` beside ``<session>.jsonl``)."""
     parts = path.parent.relative_to(root).parts

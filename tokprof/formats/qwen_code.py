@@ -221,7 +221,7 @@ class _Reader:
         out: list[dict] = []
         for i, content in enumerate(history):
             at = f"{node.where}: systemPayload.compressedHistory[{i}]"
-            texts, thoughts, calls, results = self.parts(chat, at, content, f"{node.uuid}:{i}")
+            texts, _, calls, results = self.parts(chat, at, content, f"{node.uuid}:{i}")
             if isinstance(content, dict) and content.get("role") == "model":
                 message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
                 if calls:
