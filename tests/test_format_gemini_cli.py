@@ -182,3 +182,14 @@ def test_corpus_sessions(name):
     for call, row in priced:
         if row.cost.priced:
             assert row.cost.total == pytest.approx(float(genai(call.model, call.reported, call.day)), abs=1e-8)
+
+
+def test_a_directory_scan_finds_a_session_file_larger_than_the_peek(tmp_path):
+    """Gemini CLI rewrites one JSON object: a real session is soon larger than the 64 KB a scan peeks at."""
+    msgs = messages()
+    msgs[1]["toolCalls"][0]["result"][0]["functionResponse"]["response"]["output"] = "line of a file\n" * 6000
+    folder = tmp_path / "4aa47759" / "chats"
+    folder.mkdir(parents=True)
+    write(folder / "session-2026-03-26T04-33-b36c9e17.json", session(msgs))
+    report = tokprof.profile_directory(tmp_path)
+    assert [(row.format, row.calls) for row in report.sessions] == [("gemini-cli", 2)]

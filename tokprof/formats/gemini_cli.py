@@ -75,6 +75,13 @@ def _is_metadata(value: Any) -> bool:
         and isinstance(value.get("projectHash"), str)
 
 
+def starts_like_session(head: bytes) -> bool:
+    """Whether a JSON document's first bytes are a Gemini CLI session object's (its metadata keys come
+    first), for directory scans that read only a file's start."""
+    start = head[:1024]
+    return start.lstrip()[:1] == b"{" and b'"sessionId"' in start and b'"projectHash"' in start
+
+
 def sniff(doc: Document) -> bool:
     if doc.lines is None:
         value = doc.value
