@@ -193,3 +193,11 @@ def test_a_directory_scan_finds_a_session_file_larger_than_the_peek(tmp_path):
     write(folder / "session-2026-03-26T04-33-b36c9e17.json", session(msgs))
     report = tokprof.profile_directory(tmp_path)
     assert [(row.format, row.calls) for row in report.sessions] == [("gemini-cli", 2)]
+
+
+def test_jsonl_whose_first_line_is_a_whole_record(tmp_path):
+    """gemini-cli's loader takes a metadata line that holds ``messages`` (a legacy record on one line)."""
+    lines = [session(messages()), user("u2", "More?"), gemini("g3", "No.", usage=tokens(9000, 2))]
+    trace = read_trace(str(write(tmp_path / "s.jsonl", lines)))
+    assert trace.format == "gemini-cli" and len(trace.calls) == 3
+    assert [m["role"] for m in trace.calls[2].messages] == ["user", "assistant", "tool", "assistant", "user"]

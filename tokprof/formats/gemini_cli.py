@@ -8,7 +8,8 @@ Two forms, both read (checked against google-gemini/gemini-cli's
 * ``.jsonl`` (newer versions, append-only): a first metadata line ``{sessionId, projectHash,
   startTime, ...}``, then message records (a record is appended again, whole, each time its tool
   calls, results or tokens change: the last one written for an ``id`` is the message, in the place
-  where the ``id`` first appeared), ``{"$rewindTo": id}`` (the history loses that message and every
+  where the ``id`` first appeared; a metadata line holding ``messages``, a whole record on one line,
+  adds them), ``{"$rewindTo": id}`` (the history loses that message and every
   later one; an unknown id clears it) and ``{"$set": {...}}`` metadata updates, whose ``messages``,
   when present, replace the history (Gemini CLI syncs compressed or masked history this way).
 
@@ -143,6 +144,12 @@ def _read_lines(trace: Trace, doc: Document) -> None:
         elif _is_metadata(value):
             if trace.session is None:
                 trace.session = value["sessionId"]
+            listed = value.get("messages")  # a whole ConversationRecord on one line: its messages are added
+            for i, message in enumerate(listed if isinstance(listed, list) else ()):
+                if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                    raise InputError(trace.path, f"{where}: messages[{i}].id", "missing or not a string")
+                latest[message["id"]] = (f"{where}: messages[{i}]", message)
+                events.append(("add", message["id"]))
         else:
             raise InputError(trace.path, where, "not a Gemini CLI record (no id, $rewindTo, $set or sessionId)")
     _replay(trace, latest, events)

@@ -49,7 +49,7 @@ LOCATIONS: list[Location] = [
              skip=("agent-",)),
     Location("codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions",
              project_depth=0),
-    Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl"),
+    Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
              env="GEMINI_CLI_HOME", below_env=".gemini/tmp", project_depth=2),
     Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), project_depth=2),
     Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
