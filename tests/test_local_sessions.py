@@ -17,7 +17,7 @@ from tokprof import api
 from tokprof.cli import main
 from tokprof.formats.locations import LOCATIONS, Location, register
 
-VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR")
+VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR")
 
 
 def jsonl(path: Path, rows: list) -> Path:

@@ -51,7 +51,8 @@ LOCATIONS: list[Location] = [
              project_depth=0),
     Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
              env="GEMINI_CLI_HOME", below_env=".gemini/tmp", project_depth=2),
-    Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), project_depth=2),
+    Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), env="QWEN_RUNTIME_DIR", below_env="projects",
+             project_depth=2),
     Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
 ]
 
