@@ -388,8 +388,8 @@ def sessions(
 
     Claude Code (~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects), Codex (~/.codex/sessions, or
     $CODEX_HOME/sessions), Gemini CLI (~/.gemini/tmp/*/chats, or under $GEMINI_CLI_HOME), Qwen Code
-    (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or $PI_CODING_AGENT_DIR/sessions): each
-    with its agent, project, start time, calls and reported cost.
+    (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or
+    $PI_CODING_AGENT_DIR/sessions): each with its agent, project, start time, calls and reported cost.
     """
     return _local(agent, fmt, output, _options(fmt, output))
 
