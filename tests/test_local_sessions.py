@@ -30,6 +30,7 @@ def jsonl(path: Path, rows: list) -> Path:
 def home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "200")  # every column shown, whatever the terminal running the tests
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     gemini = home / ".gemini/tmp/4aa47759/chats/session-2026-03-26T04-33-b36c9e17.json"
@@ -105,9 +106,17 @@ def test_other_readers_register_their_location(home):
 def test_profile_with_no_log_on_an_empty_machine(tmp_path, monkeypatch, capsys):
     """``tokprof profile`` with no LOG lists the machine's sessions (it was a usage error before #27)."""
     monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
     for name in VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert main(["profile"]) == 0
     assert "(0 sessions, newest first)" in capsys.readouterr().out
     assert main(["profile", "-f", "csv"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_names_from_the_disk_are_escaped_in_the_table(home, capsys):
+    jsonl(home / ".pi/agent/sessions/--evil\x1b[31m--/s.jsonl", pi_log.v3_lines())
+    assert main(["sessions", "--agent", "pi"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "evil" in out
