@@ -201,7 +201,7 @@ def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
     assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
 
 
-@pytest.mark.parametrize("args", [["profile"], ["profle", "x"], ["profile", "x", "--formt", "json"],
+@pytest.mark.parametrize("args", [["profle", "x"], ["profile", "x", "--formt", "json"],
                                   ["profile", "x", "-f", "yaml"], ["profile", "x", "-i", "claude"]])
 def test_usage_error_is_one_line(args, capsys):
     assert main(args) == 2
@@ -238,7 +238,7 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     code, _, err = run(["profile", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1
     assert err.rstrip().endswith(": not a log format tokprof reads (formats: openai-chat, anthropic, openai-responses, "
-                                 "inspect, claude-code, claude-stream-json, codex; --input-format forces one)")
+                                 "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi; --input-format forces one)")
     code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "line 1: missing field 'messages': not an OpenAI Chat Completions request" in err

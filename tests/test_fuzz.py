@@ -32,6 +32,9 @@ import test_format_anthropic as anthropic_log
 import test_format_claude_code as claude_log
 import test_format_claude_stream as stream_log
 import test_format_codex as codex_log
+import test_format_gemini_cli as gemini_log
+import test_format_pi as pi_log
+import test_format_qwen_code as qwen_log
 import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -96,6 +99,12 @@ SEEDS = [
     Seed("claude-code", "session.jsonl", lambda: _jsonl(claude_log.split_response() + claude_log.compacted()[4:])),
     Seed("claude-stream-json", "run.jsonl", lambda: _jsonl(stream_log.run_lines())),
     Seed("codex", "rollout-2025-09-25T09-49-46-x.jsonl", lambda: _jsonl(_codex())),
+    Seed("gemini-cli", "session-2026-03-26T04-33-b36c9e17.json", lambda: _json(gemini_log.session(gemini_log.messages()))),
+    Seed("gemini-cli", "session-2026-03-26T04-33-s2.jsonl",
+         lambda: _jsonl([{"sessionId": "s2", "projectHash": "p"}, *gemini_log.messages(), {"$rewindTo": "g2"}])),
+    Seed("pi", "2026-06-05_sess-1.jsonl", lambda: _jsonl(pi_log.v3_lines())),
+    Seed("pi", "old.jsonl", lambda: _jsonl(pi_log.old_lines())),
+    Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
 ]
 
 

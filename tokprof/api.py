@@ -30,6 +30,7 @@ from tokprof.profiling import Profile, profile_trace
 from tokprof.trace import Call, Note, Trace
 
 if TYPE_CHECKING:
+    from tokprof.analyses.local import LocalSession
     from tokprof.analyses.whatif import WhatIfReport
 
 #: A progress report: True for a bar on standard error when it is a terminal, or a function
@@ -528,6 +529,19 @@ def _map(function: Callable, items: list, jobs: int, advance: Callable[[], None]
             results[futures[future]] = future.result()
             advance()
     return results
+
+
+def local_sessions(agent: str | None = None, *, home: PathLike | None = None,
+                   environ: Mapping[str, str] | None = None) -> list[LocalSession]:
+    """The sessions of every supported agent in its default folder on this machine (or one agent's),
+    newest first, each with its agent, project, start, calls and reported cost
+    (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
+    from tokprof.analyses.local import local_sessions as found
+    from tokprof.formats.locations import agents
+
+    if agent is not None and agent not in agents():
+        raise TokprofError(f"unknown agent {agent!r} (agents: {', '.join(agents())})")
+    return found(agent, None if home is None else Path(home), environ)
 
 
 def find_session(directory: PathLike, wanted: str) -> str:

@@ -108,7 +108,7 @@ def _format_option(kind: str, default: str = "table"):
 InputFormat = Annotated[Optional[str], typer.Option(
     "--input-format", "-i", metavar="NAME", callback=_check_input_format,
     help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
-    "claude-code, claude-stream-json, codex.",
+    "claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi.",
 )]
 ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))]
 ChatTemplate = Annotated[Optional[str], typer.Option(
@@ -122,6 +122,9 @@ SystemFile = Annotated[Optional[str], typer.Option(
     "--system", metavar="FILE", help="The system prompt, for a log that does not record it (Claude Code).")]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help=OUTPUT_HELP)]
 NoProgress = Annotated[bool, typer.Option("--no-progress", help=PROGRESS_HELP)]
+Agent = Annotated[Optional[str], typer.Option(
+    "--agent", metavar="NAME",
+    help="List only this agent's sessions (claude-code, codex, gemini-cli, qwen-code, pi, ...).")]
 Window = Annotated[Optional[int], typer.Option(
     "--window", metavar="N", help="The HTML report's context window in tokens (default: the model's).")]
 PRICE_HELP = (
@@ -317,8 +320,10 @@ PROFILE_EXAMPLES = _esc(
 
 @app.command(epilog=PROFILE_EXAMPLES)
 def profile(
-    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
-                                                                 "Codex sessions: a row per session."))],
+    log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
+                                                                 "Codex sessions: a row per session. None: the "
+                                                                 "sessions of every agent on this machine, as "
+                                                                 "'tokprof sessions' lists them."))] = None,
     input_format: InputFormat = None,
     tools: ToolsFile = None,
     system: SystemFile = None,
@@ -338,6 +343,7 @@ def profile(
     jobs: Annotated[Optional[int], typer.Option(
         "--jobs", "-j", metavar="N", min=1,
         help="With a directory: profile its sessions in N processes (default: one per core).")] = None,
+    agent: Agent = None,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
 
@@ -347,6 +353,10 @@ def profile(
     import tokprof as api  # the public facade: the CLI is its client
 
     options = _options(fmt, output, window, fill_lines)
+    if log is None:
+        return _local(agent, fmt, output, options)
+    if agent is not None:
+        raise TokprofError("--agent picks the sessions listed when no LOG is given")
     if os.path.isdir(log):
         if session is None:
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
@@ -362,6 +372,39 @@ def profile(
     outputs = [(output, _render(result, fmt, options))]
     _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
     return EXIT_OK
+
+
+def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> int:
+    from tokprof import api
+    from tokprof.render import render
+
+    if fmt not in formats_for("local"):
+        raise TokprofError(f"the list of sessions is one of {', '.join(formats_for('local'))}, not {fmt}")
+    _write([(output, render("local", fmt, api.local_sessions(agent), options))])
+    return EXIT_OK
+
+
+SESSIONS_EXAMPLES = _esc(
+    "Examples:\n\n"
+    "  tokprof sessions\n\n"
+    "  tokprof sessions --agent gemini-cli -f json"
+)
+
+
+@app.command(epilog=SESSIONS_EXAMPLES)
+def sessions(
+    agent: Agent = None,
+    fmt: Annotated[str, _format_option("local")] = "table",
+    output: Output = None,
+) -> int:
+    """The sessions of every supported agent on this machine, newest first.
+
+    Claude Code (~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects), Codex (~/.codex/sessions, or
+    $CODEX_HOME/sessions), Gemini CLI (~/.gemini/tmp/*/chats, or under $GEMINI_CLI_HOME), Qwen Code
+    (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or
+    $PI_CODING_AGENT_DIR/sessions): each with its agent, project, start time, calls and reported cost.
+    """
+    return _local(agent, fmt, output, _options(fmt, output))
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
+    "gemini-cli": "tokprof.formats.gemini_cli",
+    "qwen-code": "tokprof.formats.qwen_code",
+    "pi": "tokprof.formats.pi",
     "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
@@ -41,7 +44,7 @@ FORMATS = tuple(READERS)
 
 
 #: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex")
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi")
 
 
 def scan_directory(directory: str) -> "Found":
@@ -68,7 +71,8 @@ def describe_formats() -> str:
 
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
-LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex")
+LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex",
+          "gemini-cli", "qwen-code", "pi")
 
 
 def format_names() -> str:

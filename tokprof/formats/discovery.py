@@ -82,6 +82,11 @@ def scan(directory: str | Path) -> Found:
     return found
 
 
+def session_format(path: Path) -> str | None:
+    """The session format of one file, recognised from its first lines (None: not a session)."""
+    return _peek(Path(path)).format
+
+
 def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
     """Whether a file is below a session's own folder (``<session>/`` beside ``<session>.jsonl``)."""
     parts = path.parent.relative_to(root).parts
@@ -115,8 +120,24 @@ def _peek(path: Path) -> _Peek:
         except ValueError:  # not UTF-8, not JSON, nested too deeply
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON in its first lines")
         return _classify(path, Document(value=value))
+    if _whole_document_is_a_session(path, head):
+        try:
+            return _classify(path, Document(value=parse(path.read_bytes().decode("utf-8-sig"))))
+        except (OSError, ValueError):
+            return _Peek(reason=f"{NOT_SESSION}: not valid JSON")
     return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),
                                      "a JSON document (only its start was read)"))
+
+
+def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
+    """A JSON document that starts like a Gemini CLI session file (one object rewritten whole, often
+    larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed whole to be sure."""
+    from tokprof.formats.gemini_cli import starts_like_session
+
+    try:
+        return starts_like_session(head) and path.stat().st_size <= PEEK_BYTES
+    except OSError:
+        return False
 
 
 def _first_values(f: Any) -> list[tuple[int, Any]]:

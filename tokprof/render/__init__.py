@@ -24,6 +24,10 @@ RENDERERS: dict[str, dict[str, str]] = {
         "json": "tokprof.render.sessions:SessionsJsonRenderer",
         "csv": "tokprof.render.sessions:SessionsCsvRenderer",
     },
+    "local": {
+        "table": "tokprof.render.local:LocalTableRenderer",
+        "json": "tokprof.render.local:LocalJsonRenderer",
+    },
     "tools": {
         "table": "tokprof.render.tools:ToolsTableRenderer",
         "json": "tokprof.render.tools:ToolsJsonRenderer",

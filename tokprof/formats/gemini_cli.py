@@ -1,0 +1,345 @@
+"""Gemini CLI session files: ``~/.gemini/tmp/<project-hash>/chats/session-*.json`` and ``.jsonl``.
+
+Two forms, both read (checked against google-gemini/gemini-cli's
+``packages/core/src/services/chatRecordingService.ts`` and ``chatRecordingTypes.ts``):
+
+* ``.json`` (older versions): one ``ConversationRecord`` ``{sessionId, projectHash, startTime,
+  lastUpdated, messages[], summary?, kind?}``, rewritten whole at every change;
+* ``.jsonl`` (newer versions, append-only): a first metadata line ``{sessionId, projectHash,
+  startTime, ...}``, then message records (a record is appended again, whole, each time its tool
+  calls, results or tokens change: the last one written for an ``id`` is the message, in the place
+  where the ``id`` first appeared; a metadata line holding ``messages``, a whole record on one line,
+  adds them), ``{"$rewindTo": id}`` (the history loses that message and every
+  later one; an unknown id clears it) and ``{"$set": {...}}`` metadata updates, whose ``messages``,
+  when present, replace the history (Gemini CLI syncs compressed or masked history this way).
+
+A message has ``id``, ``timestamp``, ``type`` (``user``, ``gemini``, ``info``, ``error``,
+``warning``) and ``content`` (a string or a list of parts ``[{text}]``). ``gemini`` messages add
+``thoughts`` (``[{subject, description}]``), ``toolCalls`` (``{id, name, args, result, status}``,
+``result`` the ``functionResponse`` parts sent back), ``tokens`` and ``model``.
+
+**Calls.** Each ``gemini`` message is one model response: one call, whose prompt is every ``user``
+and ``gemini`` message before it in the history (``info``, ``error`` and ``warning`` entries are
+the CLI's own and are neither calls nor sent). A ``user`` message becomes a user message (its text
+parts joined); a ``gemini`` message becomes an assistant message (text; thoughts, ``subject:
+description``, as ``reasoning_content``; tool calls with ``args`` as JSON arguments) followed by one
+tool message per tool call that has a result (the ``functionResponse.response`` object's ``output``
+string when it holds only that, else the object's JSON; text parts as they are). Calls rewound or
+replaced later were still made: they stay, with the history they were made on.
+
+**Usage** (``tokens``, per message): ``input`` is ``promptTokenCount`` (cached tokens included),
+``cached`` is ``cachedContentTokenCount``, ``output`` is ``candidatesTokenCount``, ``thoughts``
+``thoughtsTokenCount``, ``tool`` ``toolUsePromptTokenCount``. The call's prompt is ``input + tool``,
+its cache reads ``cached``, its output ``output + thoughts`` (thinking is billed as output); no cache
+writes are reported. A message with ``tokens`` null, or all zero (the first message of some
+sessions), reports no usage (note ``no-usage``).
+
+**What is not recorded.** The system prompt and the tool definitions are not in the file:
+:attr:`Trace.unrecorded` is ``("system", "tools")`` and they are inferred from usage. Gemini's
+tokenizer and chat format are not public: the counts are a stand-in's, labelled estimates, scaled to
+the reported tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.trace import Trace, Usage
+
+FORMAT = "gemini-cli"
+DESCRIPTION = "Gemini CLI session file (~/.gemini/tmp/<project>/chats/session-*.json or .jsonl)"
+
+TYPES = ("user", "gemini", "info", "error", "warning")
+TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
+NO_USAGE = "Gemini messages whose tokens are null or all zero report no usage: their counts are not scaled"
+NO_RESULT = "a tool call without a recorded result (cancelled, or the session ended): no tool message follows it"
+REPLACED = (
+    "a $set.messages record replaced the history (Gemini CLI syncs compressed or masked history): "
+    "later prompts start from it"
+)
+REWOUND = "a $rewindTo record dropped messages from the history: the calls they held stay, as they were made"
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("id"), str) and value.get("type") in TYPES \
+        and "role" not in value and "message" not in value
+
+
+def _is_metadata(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("sessionId"), str) \
+        and isinstance(value.get("projectHash"), str)
+
+
+def starts_like_session(head: bytes) -> bool:
+    """Whether a JSON document's first bytes are a Gemini CLI session object's (its metadata keys come
+    first), for directory scans that read only a file's start."""
+    start = head[:1024]
+    return start.lstrip()[:1] == b"{" and b'"sessionId"' in start and b'"projectHash"' in start
+
+
+def sniff(doc: Document) -> bool:
+    if doc.lines is None:
+        value = doc.value
+        if not isinstance(value, dict) or not isinstance(value.get("messages"), list):
+            return False
+        messages = value["messages"]
+        return _is_metadata(value) or (bool(messages) and all(_is_message(m) for m in messages[:5]))
+    head = [value for _, value in doc.lines.head(5)]
+    return bool(head) and (_is_metadata(head[0]) or any(_is_message(v) for v in head)) \
+        and not any(isinstance(v, dict) and ("uuid" in v or "role" in v) for v in head)
+
+
+def read(path: str, doc: Document) -> Trace:
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+    if doc.lines is None:
+        value = doc.value
+        if not isinstance(value, dict):
+            raise InputError(path, None, f"expected a Gemini CLI session object, found {_kind(value)}")
+        messages = value.get("messages")
+        if not isinstance(messages, list):
+            raise InputError(path, "messages", f"expected a list, found {_kind(messages)}")
+        trace.session = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
+        entries = [(f"messages[{i}]", m) for i, m in enumerate(messages)]
+        _read_messages(trace, entries)
+        return finish(trace)
+    _read_lines(trace, doc)
+    return finish(trace)
+
+
+def _read_lines(trace: Trace, doc: Document) -> None:
+    """Replay the append-only form: the last record of each id, in its first place; rewinds, $set."""
+    assert doc.lines is not None
+    latest: dict[str, tuple[str, dict]] = {}
+    events: list[tuple[str, Any]] = []  # ("add", id) | ("rewind", id) | ("replace", [ids])
+    for number, value in doc.lines:
+        where = f"line {number}"
+        if not isinstance(value, dict):
+            raise InputError(trace.path, where, f"expected a JSON object, found {_kind(value)}")
+        if isinstance(value.get("$rewindTo"), str):
+            events.append(("rewind", value["$rewindTo"]))
+        elif isinstance(value.get("id"), str):
+            latest[value["id"]] = (where, value)
+            events.append(("add", value["id"]))
+        elif "$set" in value:
+            update = value["$set"]
+            if not isinstance(update, dict):
+                raise InputError(trace.path, where + ": $set", f"expected an object, found {_kind(update)}")
+            if "messages" in update:
+                listed = update["messages"]
+                if not isinstance(listed, list):
+                    raise InputError(trace.path, where + ": $set.messages", f"expected a list, found {_kind(listed)}")
+                ids = []
+                for i, message in enumerate(listed):
+                    if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                        raise InputError(trace.path, f"{where}: $set.messages[{i}].id", "missing or not a string")
+                    latest[message["id"]] = (f"{where}: $set.messages[{i}]", message)
+                    ids.append(message["id"])
+                events.append(("replace", ids))
+        elif _is_metadata(value):
+            if trace.session is None:
+                trace.session = value["sessionId"]
+            listed = value.get("messages")  # a whole ConversationRecord on one line: its messages are added
+            for i, message in enumerate(listed if isinstance(listed, list) else ()):
+                if not isinstance(message, dict) or not isinstance(message.get("id"), str):
+                    raise InputError(trace.path, f"{where}: messages[{i}].id", "missing or not a string")
+                latest[message["id"]] = (f"{where}: messages[{i}]", message)
+                events.append(("add", message["id"]))
+        else:
+            raise InputError(trace.path, where, "not a Gemini CLI record (no id, $rewindTo, $set or sessionId)")
+    _replay(trace, latest, events)
+
+
+def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tuple[str, Any]]) -> None:
+    chat = Conversation(trace)
+    history: list[tuple[str, list[dict]]] = []  # (id, its checked messages)
+    done: dict[str, list[dict]] = {}
+    for kind, arg in events:
+        if kind == "add":
+            if any(i == arg for i, _ in history):
+                continue
+            where, message = latest[arg]
+            chat.replace([m for _, ms in history for m in ms])
+            converted = done[arg] if arg in done else _message(chat, where, message)
+            done[arg] = converted
+            history.append((arg, converted))
+        elif kind == "rewind":
+            ids = [i for i, _ in history]
+            history = history[:ids.index(arg)] if arg in ids else []
+            trace.note("rewind", REWOUND)
+        else:
+            kept: list[tuple[str, list[dict]]] = []
+            for i in arg:
+                where, message = latest[i]
+                chat.replace([m for _, ms in kept for m in ms])
+                converted = done[i] if i in done else _message(chat, where, message)
+                done[i] = converted
+                kept.append((i, converted))
+            history = kept
+            trace.note("history-replaced", REPLACED)
+
+
+def _read_messages(trace: Trace, entries: list[tuple[str, Any]]) -> None:
+    chat = Conversation(trace)
+    for where, message in entries:
+        if not isinstance(message, dict):
+            raise InputError(trace.path, where, f"expected a message object, found {_kind(message)}")
+        chat.messages.extend(_message(chat, where, message))
+
+
+def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
+    """The neutral messages of one record (none for info/error entries); a gemini record is a call,
+    made on the history as ``chat`` holds it."""
+    path = chat.trace.path
+    if not isinstance(message, dict):
+        raise InputError(path, where, f"expected a message object, found {_kind(message)}")
+    kind = message.get("type")
+    if kind not in TYPES:
+        raise InputError(path, where + ".type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
+    if kind in ("info", "error", "warning"):
+        return []
+    text = _text(chat, where + ".content", message.get("content"))
+    if kind == "user":
+        return [chat.check({"role": "user", "content": text}, where)]
+    assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+    thoughts = _thoughts(path, where + ".thoughts", message.get("thoughts"))
+    if thoughts:
+        assistant["reasoning_content"] = thoughts
+    calls, results = _tool_calls(chat, where + ".toolCalls", message.get("toolCalls"))
+    if calls:
+        assistant["tool_calls"] = calls
+    model = message.get("model")
+    if model is not None and not isinstance(model, str):
+        raise InputError(path, where + ".model", f"expected a string, found {_kind(model)}")
+    usage = _usage(chat, where + ".tokens", message.get("tokens"))
+    clean = chat.check(assistant, where)
+    chat.call(where, model, usage, clean, parse_time(message.get("timestamp")), request_id=message["id"] if isinstance(message.get("id"), str) else None)
+    out = [clean]
+    for result in results:
+        out.append(chat.check(result, where))
+    return out
+
+
+def _text(chat: Conversation, where: str, content: Any) -> str:
+    """``content``: a string, a part, or a list of parts (text parts joined; other parts noted)."""
+    path = chat.trace.path
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return check_text(path, where, content)
+    parts = content if isinstance(content, list) else [content]
+    texts = []
+    for j, part in enumerate(parts):
+        at = f"{where}[{j}]" if isinstance(content, list) else where
+        if isinstance(part, str):
+            texts.append(check_text(path, at, part))
+        elif not isinstance(part, dict):
+            raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+        elif "text" in part:
+            if not isinstance(part["text"], str):
+                raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
+            if not part.get("thought"):
+                texts.append(check_text(path, at + ".text", part["text"]))
+        else:
+            chat._skip(at, "part")
+    return "\n".join(texts)
+
+
+def _thoughts(path: str, where: str, thoughts: Any) -> str:
+    if thoughts is None:
+        return ""
+    if not isinstance(thoughts, list):
+        raise InputError(path, where, f"expected a list, found {_kind(thoughts)}")
+    out = []
+    for j, thought in enumerate(thoughts):
+        if not isinstance(thought, dict):
+            raise InputError(path, f"{where}[{j}]", f"expected an object, found {_kind(thought)}")
+        pieces = [thought.get(key) for key in ("subject", "description")]
+        for key, piece in zip(("subject", "description"), pieces):
+            if piece is not None and not isinstance(piece, str):
+                raise InputError(path, f"{where}[{j}].{key}", f"expected a string, found {_kind(piece)}")
+        out.append(check_text(path, f"{where}[{j}]", ": ".join(p for p in pieces if p)))
+    return "\n".join(out)
+
+
+def _tool_calls(chat: Conversation, where: str, calls: Any) -> tuple[list[dict], list[dict]]:
+    path = chat.trace.path
+    if calls is None:
+        return [], []
+    if not isinstance(calls, list):
+        raise InputError(path, where, f"expected a list, found {_kind(calls)}")
+    out, results = [], []
+    for j, call in enumerate(calls):
+        at = f"{where}[{j}]"
+        if not isinstance(call, dict):
+            raise InputError(path, at, f"expected a tool call object, found {_kind(call)}")
+        name, call_id = call.get("name"), call.get("id")
+        if not isinstance(name, str):
+            raise InputError(path, at + ".name", "missing or not a string")
+        if not isinstance(call_id, str):
+            raise InputError(path, at + ".id", "missing or not a string")
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise InputError(path, at + ".args", f"expected an object, found {_kind(args)}")
+        out.append({"id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}})
+        result = call.get("result")
+        if result is None:
+            chat.trace.note("tool-result-missing", NO_RESULT, at)
+            continue
+        results.append({"role": "tool", "tool_call_id": call_id, "content": _result(chat, at + ".result", result)})
+    return out, results
+
+
+def _result(chat: Conversation, where: str, result: Any) -> str:
+    """A tool call's ``result`` parts: each ``functionResponse.response`` (its lone ``output`` string,
+    else its JSON), text parts as they are."""
+    path = chat.trace.path
+    parts = result if isinstance(result, list) else [result]
+    texts = []
+    for j, part in enumerate(parts):
+        at = f"{where}[{j}]" if isinstance(result, list) else where
+        if isinstance(part, str):
+            texts.append(check_text(path, at, part))
+            continue
+        if not isinstance(part, dict):
+            raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+        if "functionResponse" in part:
+            response = part["functionResponse"]
+            if not isinstance(response, dict):
+                raise InputError(path, at + ".functionResponse", f"expected an object, found {_kind(response)}")
+            body = response.get("response")
+            if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
+                body = body["output"]
+            texts.append(check_text(path, at + ".functionResponse.response", tool_text(body)))
+        elif isinstance(part.get("text"), str):
+            texts.append(check_text(path, at + ".text", part["text"]))
+        else:
+            chat._skip(at, "part")
+    return "\n".join(texts)
+
+
+def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
+    path = chat.trace.path
+    if tokens is None:
+        chat.trace.note("no-usage", NO_USAGE, where)
+        return None
+    if not isinstance(tokens, dict):
+        raise InputError(path, where, f"expected an object, found {_kind(tokens)}")
+    counts = {key: check_count(path, f"{where}.{key}", tokens.get(key)) for key in TOKEN_FIELDS}
+    if not any(counts.values()):
+        chat.trace.note("no-usage", NO_USAGE, where)
+        return None
+    if counts["input"] is None:
+        raise InputError(path, where + ".input", "missing: the prompt's token count")
+    return Usage(
+        prompt=counts["input"] + (counts["tool"] or 0),
+        cache_read=counts["cached"],
+        cache_write=None,
+        output=(counts["output"] or 0) + (counts["thoughts"] or 0),
+    )

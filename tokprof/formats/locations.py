@@ -1,0 +1,101 @@
+"""Where each agent keeps its sessions on this machine: a small registry, one row per agent.
+
+A row names the agent, the folder it writes sessions to (below the home directory, or below the
+folder an environment variable names, when the agent reads one), and the file pattern of its
+sessions there. :func:`session_files` lists the files of every row (or one agent's), recognised by
+content (:func:`tokprof.formats.discovery.session_format`): a file in an agent's folder that is not
+a session of a format tokprof reads is not listed. Readers of other agents add their row with
+:func:`register` (``register(Location("cline", ...))``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Location:
+    agent: str  # the name ``--agent`` takes
+    default: str  # the sessions folder below the home directory
+    patterns: tuple[str, ...]  # the session files below that folder (Path.glob patterns)
+    env: str | None = None  # the environment variable that moves the folder, if the agent reads one
+    below_env: str = ""  # the sessions folder below the folder that variable names
+    #: The project of a session: the name of the folder this many levels above the file (0: none).
+    project_depth: int = 1
+    #: File names that are not sessions of their own (Claude Code's ``agent-*.jsonl`` subagents are read
+    #: with their session).
+    skip: tuple[str, ...] = ()
+
+    def roots(self, home: Path, environ: Mapping[str, str]) -> list[Path]:
+        """The agent's sessions folders: below the variable's folders (a comma-separated list, as
+        Claude Code's ``CLAUDE_CONFIG_DIR`` may be) when it is set, else below the home directory."""
+        value = environ.get(self.env, "") if self.env else ""
+        if value.strip():
+            return [Path(part.strip()).expanduser() / self.below_env for part in value.split(",") if part.strip()]
+        return [home / self.default]
+
+    def project(self, path: Path) -> str:
+        if self.project_depth <= 0:
+            return ""
+        parents = path.parents
+        return parents[self.project_depth - 1].name if len(parents) >= self.project_depth else ""
+
+
+LOCATIONS: list[Location] = [
+    Location("claude-code", ".claude/projects", ("*/*.jsonl",), env="CLAUDE_CONFIG_DIR", below_env="projects",
+             skip=("agent-",)),
+    Location("codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions",
+             project_depth=0),
+    Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
+             env="GEMINI_CLI_HOME", below_env=".gemini/tmp", project_depth=2),
+    Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), env="QWEN_RUNTIME_DIR", below_env="projects",
+             project_depth=2),
+    Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
+]
+
+
+def register(location: Location) -> None:
+    """Add (or replace, by agent name) an agent's row."""
+    LOCATIONS[:] = [row for row in LOCATIONS if row.agent != location.agent] + [location]
+
+
+def agents() -> tuple[str, ...]:
+    return tuple(row.agent for row in LOCATIONS)
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    agent: str
+    format: str  # the format tokprof reads it as
+    path: Path
+    project: str
+
+
+def session_files(agent: str | None = None, home: Path | None = None,
+                  environ: Mapping[str, str] | None = None) -> list[SessionFile]:
+    """Every agent's session files in its folder (or one agent's), recognised by content."""
+    from tokprof.formats.discovery import session_format
+
+    home = Path.home() if home is None else home
+    environ = os.environ if environ is None else environ
+    out: list[SessionFile] = []
+    seen: set[Path] = set()
+    for row in LOCATIONS:
+        if agent is not None and row.agent != agent:
+            continue
+        for root in row.roots(home, environ):
+            if not root.is_dir():
+                continue
+            for pattern in row.patterns:
+                for path in sorted(root.glob(pattern)):
+                    real = path.resolve()
+                    if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
+                        continue
+                    seen.add(real)
+                    kind = session_format(path)
+                    if kind is not None:
+                        out.append(SessionFile(row.agent, kind, path, row.project(path)))
+    return out

@@ -1,0 +1,292 @@
+"""pi coding-agent sessions: ``~/.pi/agent/sessions/--<cwd>--/<time>_<id>.jsonl``
+(``$PI_CODING_AGENT_DIR/sessions`` when that is set).
+
+Checked against badlogic/pi-mono's ``packages/coding-agent/src/core/session-manager.ts`` and
+``messages.ts``, and ``packages/ai``'s providers. Two layouts, both read:
+
+* **v3 tree** (``version: 3`` in the header): a ``{type: "session", version, id, timestamp, cwd}``
+  header, then entries ``{type, id, parentId, timestamp, ...}``: ``message`` (``message`` an agent
+  message), ``model_change`` (``provider``, ``modelId``), ``thinking_level_change``,
+  ``compaction`` (``summary``, ``firstKeptEntryId``, ``tokensBefore``), ``branch_summary``,
+  ``custom_message``, and entries that are not context (``custom``, ``label``, ``session_info``).
+  Entries form a tree through ``parentId`` (a branch starts where the user went back to);
+* **older layout**: a header ``{type: "session", id, timestamp, cwd, provider, modelId}`` and
+  entries without ``id``/``parentId``, one after the other (pi's migration chains them in file
+  order; compactions name ``firstKeptEntryIndex``).
+
+**Calls.** Each assistant message is one model call. Its prompt is the context pi builds for the
+entry it answers (its ``parentId``, else the entry before it): the entries on the path from the root,
+and after the latest compaction on that path, the compaction's summary (as a user message; pi wraps
+it in a fixed preamble the file does not hold), then the entries from ``firstKeptEntryId`` up to the
+compaction, then those after it. Messages map as pi sends them: ``user`` content (text parts; images
+are left out with note ``content-not-text``); ``assistant`` ``text`` parts as content, ``thinking``
+parts as reasoning, ``toolCall`` parts (``id``, ``name``, ``arguments``) as tool calls;
+``toolResult`` (``toolCallId``, ``content``) as a tool message; ``bashExecution`` (the command and
+its output), ``custom`` and branch summaries as user text. An assistant message that was aborted or
+failed with no usage (``stopReason`` ``aborted``/``error``, every count 0) is not a call and is left out
+of later prompts (note ``failed-call``).
+
+**Usage** (``usage`` of the assistant message): pi's ``input`` excludes the cache (its providers
+subtract cached tokens from OpenAI's and Google's prompt counts; Anthropic's is already so): the
+prompt is ``input + cacheRead + cacheWrite``, cache reads ``cacheRead``, cache writes
+``cacheWrite``, output ``output``. pi's own ``cost`` is not used: tokprof prices the counts.
+A call's model is its message's ``model`` (else the latest ``model_change`` or the header's
+``modelId``): a session that switches models is priced and counted per call.
+
+**Compactions.** A ``compaction`` entry is a compaction (:attr:`Trace.compactions`); the call
+that summarised the conversation is not recorded in the file (note ``compaction``).
+
+**What is not recorded.** pi's system prompt and tool definitions: :attr:`Trace.unrecorded` is
+``("system", "tools")``; they are inferred from usage.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import anthropic_usage, check_count, check_text, parse_time
+from tokprof.trace import Trace
+
+FORMAT = "pi"
+DESCRIPTION = "pi coding-agent session (~/.pi/agent/sessions/--<cwd>--/*.jsonl), v3 tree or older layout"
+
+ENTRY_TYPES = (
+    "message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom_message",
+    "custom", "label", "session_info",
+)
+USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
+FAILED = (
+    "assistant messages that were aborted or failed with no usage (stopReason aborted or error, every count 0) "
+    "are not calls and are left out of later prompts"
+)
+COMPACTION = (
+    "a compaction: the call that summarised the conversation is not recorded in the file (not profiled); "
+    "later prompts start from its summary"
+)
+SUMMARY = "compaction and branch summaries are rendered as user text without pi's fixed preamble around them"
+UNKNOWN = "entry types this reader does not know were skipped"
+
+
+def sniff(doc: Document) -> bool:
+    if doc.lines is None:
+        return False
+    head = [value for _, value in doc.lines.head(3)]
+    first = head[0] if head else None
+    return isinstance(first, dict) and first.get("type") == "session" and isinstance(first.get("id"), str) \
+        and "payload" not in first and "sessionId" not in first
+
+
+class _Reader:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.chat = Conversation(trace)
+        self.context: dict[str, list[dict]] = {}  # entry id -> the context after it
+        self.own: dict[str, list[dict]] = {}  # entry id -> its own messages
+        self.parent: dict[str, str | None] = {}
+        self.order: list[str] = []
+        self.model: str | None = None
+
+    def path_to(self, entry_id: str | None, stop: str | None) -> list[str]:
+        """The ids from ``stop`` (included; the root when None or not on the path) to ``entry_id``."""
+        out: list[str] = []
+        while entry_id is not None:
+            out.append(entry_id)
+            if entry_id == stop:
+                break
+            entry_id = self.parent.get(entry_id)
+        return out[::-1]
+
+    def entry(self, number: int, value: Any, previous: str | None) -> str | None:
+        path, where = self.trace.path, f"line {number}"
+        if not isinstance(value, dict):
+            raise InputError(path, where, f"expected a JSON object, found {_kind(value)}")
+        kind = value.get("type")
+        if kind == "session":
+            if self.trace.session is None and isinstance(value.get("id"), str):
+                self.trace.session = value["id"]
+            self.model = self._model(where, value, "modelId") or self.model
+            return previous
+        entry_id = value.get("id")
+        if entry_id is None:
+            entry_id = f"#{number}"  # the older layout: entries chain in file order
+            parent = previous
+        else:
+            if not isinstance(entry_id, str):
+                raise InputError(path, where + ": id", f"expected a string, found {_kind(entry_id)}")
+            parent = value.get("parentId")
+            if parent is not None and not isinstance(parent, str):
+                raise InputError(path, where + ": parentId", f"expected a string or null, found {_kind(parent)}")
+        if parent is not None and parent not in self.parent:
+            parent = None  # a parent not in the file: the path starts here
+        self.parent[entry_id] = parent
+        self.order.append(entry_id)
+        base = self.context.get(parent, []) if parent is not None else []
+        if kind == "compaction":
+            self.context[entry_id] = self._compaction(where, value, parent)
+            return entry_id
+        if kind == "model_change":
+            self.model = self._model(where, value, "modelId") or self.model
+        elif kind == "message":
+            self._message(where, value, base, entry_id)
+        elif kind in ("branch_summary", "custom_message"):
+            self.own[entry_id] = [self._summary_or_custom(where, value)]
+        elif kind not in ENTRY_TYPES:
+            self.trace.note("unknown-entry-type", UNKNOWN, where)
+        self.context[entry_id] = base + self.own.get(entry_id, [])
+        return entry_id
+
+    def _model(self, where: str, value: dict, key: str) -> str | None:
+        model = value.get(key)
+        if model is not None and not isinstance(model, str):
+            raise InputError(self.trace.path, f"{where}: {key}", f"expected a string, found {_kind(model)}")
+        return model
+
+    def _compaction(self, where: str, value: dict, parent: str | None) -> list[dict]:
+        self.trace.compactions += 1
+        self.trace.note("compaction", COMPACTION, where)
+        summary = value.get("summary")
+        if not isinstance(summary, str):
+            raise InputError(self.trace.path, where + ": summary", "missing or not a string")
+        first = value.get("firstKeptEntryId")
+        if first is None and isinstance(value.get("firstKeptEntryIndex"), int):
+            index = value["firstKeptEntryIndex"]  # older layout: a line index (the header is line 0)
+            first = f"#{index + 1}"
+        self.trace.note("summary-wrapper", SUMMARY, where)
+        out = [self.chat.check({"role": "user", "content": check_text(self.trace.path, where, summary)}, where)]
+        if isinstance(first, str) and first in self.parent:
+            on_path = self.path_to(parent, first)
+            if on_path and on_path[0] == first:
+                for kept in on_path:
+                    out += self.own.get(kept, [])
+        return out
+
+    def _summary_or_custom(self, where: str, value: dict) -> dict:
+        text = value.get("summary") if value.get("type") == "branch_summary" else value.get("content")
+        if isinstance(text, list):
+            text = self._text(where + ": content", text)
+        if not isinstance(text, str):
+            raise InputError(self.trace.path, where, "missing summary or content text")
+        self.trace.note("summary-wrapper", SUMMARY, where)
+        return self.chat.check({"role": "user", "content": text}, where)
+
+    def _text(self, where: str, content: Any) -> str:
+        path = self.trace.path
+        if isinstance(content, str):
+            return check_text(path, where, content)
+        if not isinstance(content, list):
+            raise InputError(path, where, f"expected a string or a list of parts, found {_kind(content)}")
+        texts = []
+        for j, part in enumerate(content):
+            at = f"{where}[{j}]"
+            if not isinstance(part, dict):
+                raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+            if part.get("type") == "text":
+                if not isinstance(part.get("text"), str):
+                    raise InputError(path, at + ".text", "missing or not a string")
+                texts.append(check_text(path, at + ".text", part["text"]))
+            else:
+                self.chat._skip(at, str(part.get("type")))
+        return "\n".join(texts)
+
+    def _message(self, where: str, value: dict, base: list[dict], entry_id: str) -> None:
+        path = self.trace.path
+        message = value.get("message")
+        if not isinstance(message, dict):
+            raise InputError(path, where + ": message", f"expected an object, found {_kind(message)}")
+        role = message.get("role")
+        at = where + ": message"
+        if role == "assistant":
+            self._assistant(where, message, base, entry_id)
+        elif role in ("user", "custom"):
+            text = self._text(at + ".content", message.get("content", ""))
+            self.own[entry_id] = [self.chat.check({"role": "user", "content": text}, where)]
+        elif role == "toolResult":
+            call_id = message.get("toolCallId")
+            if not isinstance(call_id, str):
+                raise InputError(path, at + ".toolCallId", "missing or not a string")
+            text = self._text(at + ".content", message.get("content", ""))
+            self.own[entry_id] = [self.chat.check({"role": "tool", "tool_call_id": call_id, "content": text}, where)]
+        elif role == "bashExecution":
+            if message.get("excludeFromContext"):
+                return
+            pieces = [message.get("command"), message.get("output")]
+            text = "\n".join(p for p in pieces if isinstance(p, str))
+            self.own[entry_id] = [self.chat.check({"role": "user", "content": text}, where)]
+        elif role in ("branchSummary", "compactionSummary"):
+            self.own[entry_id] = [self._summary_or_custom(where, {"type": "branch_summary", **message})]
+        else:
+            raise InputError(path, at + ".role", f"unknown role {role!r}")
+
+    def _assistant(self, where: str, message: dict, base: list[dict], entry_id: str) -> None:
+        path, at = self.trace.path, where + ": message"
+        content = message.get("content", [])
+        if not isinstance(content, list):
+            raise InputError(path, at + ".content", f"expected a list of parts, found {_kind(content)}")
+        texts, thoughts, calls = [], [], []
+        for j, part in enumerate(content):
+            place = f"{at}.content[{j}]"
+            if not isinstance(part, dict):
+                raise InputError(path, place, f"expected a part object, found {_kind(part)}")
+            kind = part.get("type")
+            if kind == "text" and isinstance(part.get("text"), str):
+                texts.append(check_text(path, place, part["text"]))
+            elif kind == "thinking" and isinstance(part.get("thinking"), str):
+                thoughts.append(check_text(path, place, part["thinking"]))
+            elif kind == "toolCall":
+                if not isinstance(part.get("id"), str) or not isinstance(part.get("name"), str):
+                    raise InputError(path, place, "a toolCall needs a string id and name")
+                arguments = part.get("arguments", {})
+                if not isinstance(arguments, (dict, str)):
+                    raise InputError(path, place + ".arguments", f"expected an object, found {_kind(arguments)}")
+                if isinstance(arguments, dict):
+                    arguments = json.dumps(arguments, ensure_ascii=False)
+                calls.append({"id": part["id"], "type": "function",
+                              "function": {"name": part["name"], "arguments": arguments}})
+            else:
+                self.chat._skip(place, str(kind))
+        usage = self._usage(at + ".usage", message.get("usage"))
+        if usage is None and message.get("stopReason") in ("aborted", "error"):
+            self.trace.note("failed-call", FAILED, where)
+            return
+        response: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+        if thoughts:
+            response["reasoning_content"] = "\n".join(thoughts)
+        if calls:
+            response["tool_calls"] = calls
+        clean = self.chat.check(response, where)
+        self.own[entry_id] = [clean]
+        model = self._model(at, message, "model") or self.model
+        self.chat.replace(base)
+        response_id = message.get("responseId")
+        self.chat.call(where, model, usage, clean, parse_time(message.get("timestamp")),
+                       request_id=response_id if isinstance(response_id, str) else None)
+
+    def _usage(self, where: str, usage: Any):
+        if usage is None:
+            return None
+        if not isinstance(usage, dict):
+            raise InputError(self.trace.path, where, f"expected an object, found {_kind(usage)}")
+        counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
+        if not any(counts.values()):
+            return None
+        return anthropic_usage({
+            "input_tokens": counts["input"] or 0, "output_tokens": counts["output"],
+            "cache_read_input_tokens": counts["cacheRead"] or 0,
+            "cache_creation_input_tokens": counts["cacheWrite"] or 0,
+        })
+
+
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is None:
+        raise InputError(path, None, "expected a pi session (JSON lines)")
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+    reader = _Reader(trace)
+    previous: str | None = None
+    for number, value in doc.lines:
+        previous = reader.entry(number, value, previous)
+    return finish(trace)

@@ -1,0 +1,287 @@
+"""Qwen Code chats: ``~/.qwen/projects/<project>/chats/<session>.jsonl``.
+
+Qwen Code is a Gemini CLI fork whose chat recording (``packages/core/src/services/
+chatRecordingService.ts``, ``ChatRecord``) writes one JSON record per line, Claude-Code-like:
+``uuid``, ``parentUuid`` (the records form a tree), ``sessionId``, ``timestamp``, ``type``
+(``user``, ``assistant``, ``tool_result``, ``system``), ``subtype`` for system records, and
+``message``, the Gemini API ``Content`` sent or received (``role`` user/model, ``parts`` of
+``text`` (``thought: true`` for reasoning), ``functionCall {id, name, args}``, ``functionResponse
+{id, name, response}``). Assistant records add ``model`` and ``usageMetadata``.
+
+**Calls.** Each assistant ``uuid`` is one model call: its records (Qwen Code may write one
+logical message as several records with the same ``uuid``) are merged, their parts in order, the
+last ``usageMetadata`` and ``model`` kept. The prompt is the conversation on the ``parentUuid``
+chain that leads to it (a rewind branches the tree; the chain is the branch the call was made on):
+user text, assistant messages (text; thoughts as reasoning; function calls as tool calls with
+``args`` as JSON arguments) and tool results (``functionResponse.response``: its lone ``output``
+string, else its JSON). ``system`` records are Qwen Code's own and are not sent, except a
+``chat_compression`` record, whose ``systemPayload.compressedHistory`` is the history later
+prompts start from (a compaction: :attr:`Trace.compactions`; the summarising call is not recorded,
+note ``compaction``). ``ui_telemetry`` records repeat the usage of API responses for the interface:
+they are not read (counting them would count calls twice). Records of a subagent
+(``isSidechain``/``agentId``) are their own thread.
+
+**Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
+``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
+``candidatesTokenCount + thoughtsTokenCount`` the output. Empty or all-zero usage is no usage
+(note ``no-usage``).
+
+**Models.** Where the log names a Qwen model tokprof embeds (``qwen3-coder-plus`` is Qwen3's
+vocabulary), the counts are exact with that model's own template; other names
+(``coder-model``, Qwen Code's alias for its OAuth model) are counted by a labelled stand-in.
+The system prompt and tool definitions are not recorded: :attr:`Trace.unrecorded` is
+``("system", "tools")``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.trace import Trace, Usage
+
+FORMAT = "qwen-code"
+DESCRIPTION = "Qwen Code chat (~/.qwen/projects/<project>/chats/<session>.jsonl)"
+
+TYPES = ("user", "assistant", "tool_result", "system")
+USAGE_FIELDS = ("promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount", "thoughtsTokenCount",
+                "toolUsePromptTokenCount")
+NO_USAGE = "assistant records with empty or all-zero usageMetadata report no usage: their counts are not scaled"
+COMPACTION = (
+    "a chat_compression record: the history after it is its compressedHistory; the call that summarised the "
+    "conversation is not recorded (not profiled)"
+)
+NO_PARENT = "a parentUuid names no record in the file: the chain starts there"
+
+
+def sniff(doc: Document) -> bool:
+    if doc.lines is None:
+        return False
+    for _, value in doc.lines.head(20):
+        if isinstance(value, dict) and isinstance(value.get("uuid"), str) and value.get("type") in TYPES:
+            message = value.get("message")
+            if isinstance(message, dict) and isinstance(message.get("parts"), list):
+                return True
+            if "systemPayload" in value:
+                return True
+    return False
+
+
+@dataclass
+class _Node:
+    uuid: str
+    where: str
+    parent: str | None
+    kind: str
+    records: list[dict] = field(default_factory=list)
+    wheres: list[str] = field(default_factory=list)  # the line of each record
+
+
+class _Reader:
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.chats: dict[str, Conversation] = {}
+        self.call_ids: set[str] = set()
+        self.pending: dict[str, list[str]] = {}  # tool name -> call ids not answered yet (for responses without id)
+
+    def chat(self, thread: str) -> Conversation:
+        if thread not in self.chats:
+            self.chats[thread] = Conversation(self.trace)
+            self.chats[thread].call_ids = self.call_ids  # tool call ids are known across threads: one set
+        return self.chats[thread]
+
+    def parts(self, chat: Conversation, where: str, message: Any, uuid: str) -> tuple[list[str], list[str], list[dict], list[dict]]:
+        """Texts, thoughts, tool calls and tool messages of a Content's parts."""
+        path = self.trace.path
+        if not isinstance(message, dict):
+            raise InputError(path, where + ": message", f"expected an object, found {_kind(message)}")
+        parts = message.get("parts")
+        if not isinstance(parts, list):
+            raise InputError(path, where + ": message.parts", f"expected a list, found {_kind(parts)}")
+        texts: list[str] = []
+        thoughts: list[str] = []
+        calls: list[dict] = []
+        results: list[dict] = []
+        for j, part in enumerate(parts):
+            at = f"{where}: message.parts[{j}]"
+            if not isinstance(part, dict):
+                raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+            if "text" in part:
+                if not isinstance(part["text"], str):
+                    raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
+                (thoughts if part.get("thought") is True else texts).append(check_text(path, at + ".text", part["text"]))
+            elif "functionCall" in part:
+                calls.append(self.function_call(at + ".functionCall", part["functionCall"], f"{uuid}:{j}"))
+            elif "functionResponse" in part:
+                results.append(self.function_response(at + ".functionResponse", part["functionResponse"]))
+            else:
+                chat._skip(at, "part")
+        return texts, thoughts, calls, results
+
+    def function_call(self, where: str, call: Any, fallback: str) -> dict:
+        path = self.trace.path
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+            raise InputError(path, where + ".name", "missing or not a string")
+        call_id: str = call["id"] if isinstance(call.get("id"), str) else fallback
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise InputError(path, where + ".args", f"expected an object, found {_kind(args)}")
+        self.pending.setdefault(call["name"], []).append(call_id)
+        return {"id": call_id, "type": "function",
+                "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)}}
+
+    def function_response(self, where: str, response: Any) -> dict:
+        path = self.trace.path
+        if not isinstance(response, dict):
+            raise InputError(path, where, f"expected an object, found {_kind(response)}")
+        call_id = response.get("id")
+        name = response.get("name")
+        waiting = self.pending.get(name if isinstance(name, str) else "", [])
+        if not isinstance(call_id, str):
+            call_id = waiting[0] if waiting else ""
+        if call_id in waiting:
+            waiting.remove(call_id)
+        body = response.get("response")
+        if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
+            body = body["output"]
+        return {"role": "tool", "tool_call_id": call_id,
+                "content": check_text(path, where + ".response", tool_text(body))}
+
+    def own(self, node: _Node, chat: Conversation, base: list[dict]) -> list[dict]:
+        """A node's messages (an assistant node is a call, made on ``base``)."""
+        where = node.where
+        if node.kind == "system":
+            return []
+        texts, thoughts, calls, results = [], [], [], []
+        for record, at in zip(node.records, node.wheres):
+            t, th, c, r = self.parts(chat, at, record.get("message"), node.uuid)
+            texts += t
+            thoughts += th
+            calls += c
+            results += r
+        if node.kind == "assistant":
+            return [self.call(node, chat, base, texts, thoughts, calls)]
+        out = [chat.check(result, where) for result in results]
+        if texts:
+            out.append(chat.check({"role": "user", "content": "\n".join(texts)}, where))
+        return out
+
+    def call(self, node: _Node, chat: Conversation, base: list[dict], texts, thoughts, calls) -> dict:
+        message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+        if thoughts:
+            message["reasoning_content"] = "\n".join(thoughts)
+        if calls:
+            message["tool_calls"] = calls
+        clean = chat.check(message, node.where)
+        usage, model = None, None
+        for record, at in zip(node.records, node.wheres):
+            if "usageMetadata" in record:
+                usage = self.usage(at + ": usageMetadata", record["usageMetadata"])
+            if record.get("model") is not None:
+                if not isinstance(record["model"], str):
+                    raise InputError(self.trace.path, at + ": model", "expected a string")
+                model = record["model"]
+        if usage is None:
+            self.trace.note("no-usage", NO_USAGE, node.where)
+        chat.replace(base)
+        call = chat.call(node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")),
+                         request_id=node.uuid)
+        first = node.records[0]
+        agent = first.get("agentId")
+        if call is not None and (first.get("isSidechain") or isinstance(agent, str)):
+            call.thread = agent if isinstance(agent, str) else "sidechain"
+        return clean
+
+    def usage(self, where: str, usage: Any) -> Usage | None:
+        if not isinstance(usage, dict):
+            raise InputError(self.trace.path, where, f"expected an object, found {_kind(usage)}")
+        counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
+        if not any(counts.values()):
+            return None
+        return Usage(
+            prompt=(counts["promptTokenCount"] or 0) + (counts["toolUsePromptTokenCount"] or 0),
+            cache_read=counts["cachedContentTokenCount"],
+            output=(counts["candidatesTokenCount"] or 0) + (counts["thoughtsTokenCount"] or 0),
+        )
+
+    def compressed(self, node: _Node, chat: Conversation) -> list[dict]:
+        """A chat_compression record's history, as the prompts after it start from it."""
+        self.trace.compactions += 1
+        self.trace.note("compaction", COMPACTION, node.where)
+        payload = node.records[-1].get("systemPayload")
+        history = payload.get("compressedHistory") if isinstance(payload, dict) else None
+        if not isinstance(history, list):
+            raise InputError(self.trace.path, node.where + ": systemPayload.compressedHistory", "missing or not a list")
+        out: list[dict] = []
+        for i, content in enumerate(history):
+            at = f"{node.where}: systemPayload.compressedHistory[{i}]"
+            texts, _, calls, results = self.parts(chat, at, content, f"{node.uuid}:{i}")
+            if isinstance(content, dict) and content.get("role") == "model":
+                message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
+                if calls:
+                    message["tool_calls"] = calls
+                out.append(chat.check(message, at))
+            else:
+                out += [chat.check(result, at) for result in results]
+                if texts:
+                    out.append(chat.check({"role": "user", "content": "\n".join(texts)}, at))
+        return out
+
+
+def _nodes(path: str, doc: Document) -> tuple[list[_Node], str | None]:
+    assert doc.lines is not None
+    nodes: dict[str, _Node] = {}
+    session = None
+    for number, value in doc.lines:
+        where = f"line {number}"
+        if not isinstance(value, dict):
+            raise InputError(path, where, f"expected a JSON object, found {_kind(value)}")
+        uuid, kind = value.get("uuid"), value.get("type")
+        if not isinstance(uuid, str):
+            raise InputError(path, where + ": uuid", "missing or not a string")
+        if kind not in TYPES:
+            raise InputError(path, where + ": type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
+        parent = value.get("parentUuid")
+        if parent is not None and not isinstance(parent, str):
+            raise InputError(path, where + ": parentUuid", f"expected a string or null, found {_kind(parent)}")
+        if session is None and isinstance(value.get("sessionId"), str):
+            session = value["sessionId"]
+        if kind == "system" and value.get("subtype") != "chat_compression":
+            kind = "ignored"
+        key = uuid if kind == "assistant" else f"{uuid}#{number}"  # only a response's records are merged
+        if key not in nodes or nodes[key].kind != kind:
+            key = key if key not in nodes else f"{uuid}#{number}"
+            nodes[key] = _Node(uuid, where, parent, kind)
+        nodes[key].records.append(value)
+        nodes[key].wheres.append(where)
+    return list(nodes.values()), session
+
+
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is None:
+        raise InputError(path, None, "expected a Qwen Code chat (JSON lines)")
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+    nodes, trace.session = _nodes(path, doc)
+    reader = _Reader(trace)
+    context: dict[str, list[dict]] = {}
+    for node in nodes:
+        if node.parent is not None and node.parent not in context:
+            trace.note("chain-broken", NO_PARENT, node.where)
+        base = context.get(node.parent, []) if node.parent is not None else []
+        first = node.records[0]
+        agent = first.get("agentId")
+        thread = agent if isinstance(agent, str) else ""
+        chat = reader.chat(thread)
+        if node.kind == "system":
+            context[node.uuid] = reader.compressed(node, chat)
+        elif node.kind == "ignored":
+            context[node.uuid] = base
+        else:
+            context[node.uuid] = base + reader.own(node, chat, base)
+    return finish(trace)
