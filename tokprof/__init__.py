@@ -45,6 +45,8 @@ _EXPORTS = {
     "CheckRun": "tokprof.api",
     "render_report": "tokprof.api",
     "report_formats": "tokprof.api",
+    "local_sessions": "tokprof.api",
+    "LocalSession": "tokprof.analyses.local",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
@@ -63,11 +65,13 @@ __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
     from tokprof.analyses.budgets import CheckResult
+    from tokprof.analyses.local import LocalSession
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.api import (
-        Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, profile,
+        Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
+        profile,
         profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile,
         tools_report, whatif,
     )

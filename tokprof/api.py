@@ -820,7 +820,7 @@ def render_report(
     fill lines."""
     from tokprof.render import RenderOptions, render
 
-    kind = _KINDS.get(type(result).__name__)
+    kind = _kind(result)
     if kind is None:
         raise TypeError(f"render_report: not a tokprof result: {type(result).__name__}")
     if fmt not in report_formats(result):
@@ -834,4 +834,14 @@ def report_formats(result: Any) -> list[str]:
     """The formats :func:`render_report` writes a result in."""
     from tokprof.render import formats_for
 
-    return formats_for(_KINDS[type(result).__name__])
+    kind = _kind(result)
+    if kind is None:
+        raise TypeError(f"report_formats: not a tokprof result: {type(result).__name__}")
+    return formats_for(kind)
+
+
+def _kind(result: Any) -> str | None:
+    """The renderers' name for a result's kind (a list of :class:`LocalSession` is ``local``)."""
+    if isinstance(result, (list, tuple)) and all(type(r).__name__ == "LocalSession" for r in result):
+        return "local"
+    return _KINDS.get(type(result).__name__)

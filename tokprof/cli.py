@@ -375,12 +375,11 @@ def profile(
 
 
 def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> int:
-    from tokprof import api
-    from tokprof.render import render
+    import tokprof as api  # the public facade: the CLI is its client
 
     if fmt not in formats_for("local"):
         raise TokprofError(f"the list of sessions is one of {', '.join(formats_for('local'))}, not {fmt}")
-    _write([(output, render("local", fmt, api.local_sessions(agent), options))])
+    _write([(output, _render(api.local_sessions(agent), fmt, options))])
     return EXIT_OK
 
 
