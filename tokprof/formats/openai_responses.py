@@ -70,7 +70,9 @@ from tokprof.formats.capture import (
 )
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
+from tokprof.formats.neutral import (
+    check_messages, check_model, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time,
+)
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-responses"
@@ -248,19 +250,12 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
         raise InputError(path, prefix + "previous_response_id", f"expected a string, found {_kind(previous)}")
     entry = _Entry(where=where, prefix=prefix, request=request, items=_input_items(path, prefix, request.get("input")),
                    previous=previous)
-    entry.model = _model(path, prefix, request)
+    entry.model = check_model(path, prefix, request)
     entry.day = parse_day(request) or parse_day({"timestamp": ex.timestamp})
     entry.time = parse_time(ex.timestamp)
     if response is not None:
         _read_response(path, f"{where}: response{' (stream)' if ex.stream is not None else ''}.", response, entry)
     return entry
-
-
-def _model(path: str, prefix: str, request: dict) -> str | None:
-    model = request.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError(path, prefix + "model", f"expected a string, found {_kind(model)}")
-    return model
 
 
 def _input_items(path: str, prefix: str, value: Any) -> list[tuple[str, Any]]:
