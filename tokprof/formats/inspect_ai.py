@@ -8,7 +8,7 @@ sample, ``samples/<id>_epoch_<n>.json``. Logs converted to *chunked* samples hol
 members (lists, named by the index of their first item); they are read too. Where a zip holds a
 member name twice, the last entry wins, as in Inspect. Newer Inspect versions compress members with
 Zstandard (zip method 93): Python 3.14 reads them, older Pythons need the ``zstandard`` package
-(used when installed; without it the error says so).
+(used when installed; without it the error says so): `formats/zipmember.py` reads the members.
 
 **Calls.** Every ``model`` event of every sample is one call, sample by sample, in event order,
 named like ``samples[0].events[12]`` (``samples/1_epoch_1.json: events[12]`` in a ``.eval``).
@@ -79,20 +79,17 @@ log (Inspect 0.3.95, OpenAI) reports ``input_tokens`` equal to the provider's ``
 
 from __future__ import annotations
 
-import io
 import json
-import os
 import re
-import struct
 import zipfile
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tokprof.errors import InputError, TokprofError
-from tokprof.formats.jsonfile import Document, parse
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, cache_creation, check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
+from tokprof.formats.zipmember import json_member
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "inspect"
@@ -102,7 +99,6 @@ _ATTACHMENT = re.compile(r"attachment://(\w+)")
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 #: Inspect versions from this one on report ``input_tokens`` without the cached tokens.
 _NORMALISED_USAGE = (0, 3, 184)
-_ZSTANDARD = 93  # the zip compression method of Zstandard
 _HEADERS = ("header.json", "_journal/start.json")
 _NON_TEXT = (
     "content that is not text (images, audio, video, documents, provider data, server-side tool "
@@ -697,7 +693,7 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
             "or samples/ members)",
         )
     trace = Trace(path=path, format=f"{FORMAT}/eval")
-    header = _json_member(path, archive, members[header_name]) if header_name else {"eval": {}}
+    header = json_member(path, archive, members[header_name]) if header_name else {"eval": {}}
     log = _log_info(path, f"{header_name}: " if header_name else "", header)
     if not monoliths and not chunked:
         raise _no_samples(path, header.get("status") if isinstance(header, dict) else None)
@@ -705,7 +701,7 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
     samples = []
     for name in sorted(monoliths + chunked, key=position.__getitem__):
         if name in monoliths:
-            samples.append(_json_sample(path, name, _json_member(path, archive, members[name]), prefix=f"{name}: "))
+            samples.append(_json_sample(path, name, json_member(path, archive, members[name]), prefix=f"{name}: "))
         else:
             samples.append(_chunked_sample(path, archive, members, name))
     return _read_samples(path, trace, log, samples)
@@ -725,7 +721,7 @@ def _sample_members(members: dict[str, zipfile.ZipInfo]) -> tuple[list[str], lis
 def _chunked_sample(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], shell_name: str) -> _Sample:
     """A chunked sample: its shell, and its events, message pool and attachments in chunks."""
     base = shell_name[: -len("sample.json")]
-    shell = _json_member(path, archive, members[shell_name])
+    shell = json_member(path, archive, members[shell_name])
     if not isinstance(shell, dict):
         raise InputError(path, shell_name, f"expected a sample object, found {_kind(shell)}")
     events = _chunks(path, archive, members, base + "events/")
@@ -745,117 +741,8 @@ def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipI
     )
     out: list[tuple[str, Any]] = []
     for _, name in starts:
-        items = _json_member(path, archive, members[name])
+        items = json_member(path, archive, members[name])
         if not isinstance(items, list):
             raise InputError(path, name, f"expected a list (a chunk of the sequence), found {_kind(items)}")
         out.extend((f"{name}: [{i}]", item) for i, item in enumerate(items))
     return out
-
-
-#: The largest uncompressed zip member read, by default (``TOKPROF_MAX_MEMBER_BYTES`` changes it): a
-#: member is one JSON document, read whole, and a few megabytes of zip can hold gigabytes.
-MAX_MEMBER_BYTES = 2 * 1024**3
-MEMBER_LIMIT_VARIABLE = "TOKPROF_MAX_MEMBER_BYTES"
-_CHUNK = 1 << 20
-
-
-def member_limit() -> int:
-    """The size cap of a zip member, in bytes: :data:`MAX_MEMBER_BYTES` or the environment's."""
-    raw = os.environ.get(MEMBER_LIMIT_VARIABLE)
-    if raw is None or not raw.strip():
-        return MAX_MEMBER_BYTES
-    try:
-        value = int(raw)
-    except ValueError:
-        raise TokprofError(f"{MEMBER_LIMIT_VARIABLE}: expected a number of bytes, found {raw!r}") from None
-    if value <= 0:
-        raise TokprofError(f"{MEMBER_LIMIT_VARIABLE}: expected a positive number of bytes, found {raw!r}")
-    return value
-
-
-def _over_limit(size: str, limit: int) -> str:
-    return (f"{size} uncompressed, more than the limit of {limit:,} bytes for one member "
-            f"(set {MEMBER_LIMIT_VARIABLE} to raise it)")
-
-
-def _json_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
-    data = _member_bytes(path, archive, info)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(path, info.filename, f"byte {exc.start}: not UTF-8 text") from None
-    del data
-    try:
-        return parse(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, info.filename, f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
-    except ValueError as exc:
-        raise InputError(path, info.filename, f"invalid JSON: {exc}") from None
-
-
-def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytearray:
-    """A member's bytes, checked against the size cap before reading (its declared size) and while
-    decompressing (a declared size can lie)."""
-    limit = member_limit()
-    if info.file_size > limit:
-        raise InputError(path, info.filename, _over_limit(f"{info.file_size:,} bytes", limit))
-    try:
-        with archive.open(info) as member:
-            return _capped(path, info, member.read, limit)
-    except NotImplementedError:
-        if info.compress_type == _ZSTANDARD:
-            return _zstandard_member(path, archive, info, limit)
-        raise InputError(path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
-        # RuntimeError: an encrypted member; ValueError: offsets out of range
-        raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
-
-
-def _capped(path: str, info: zipfile.ZipInfo, read: Callable[[int], bytes], limit: int) -> bytearray:
-    """Everything ``read`` gives, in chunks, stopping with an error past the cap or the declared size."""
-    out = bytearray()
-    while chunk := read(_CHUNK):
-        out += chunk
-        if len(out) > limit:
-            raise InputError(path, info.filename, _over_limit(f"more than {limit:,} bytes", limit))
-        if len(out) > info.file_size:
-            raise InputError(path, info.filename, f"corrupt zip member (more data than its declared size, {info.file_size:,} bytes)")
-    return out
-
-
-def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, limit: int) -> bytearray:
-    """A Zstandard-compressed member (newer Inspect versions write them), with the zstandard package."""
-    try:
-        import zstandard
-    except ImportError:
-        raise InputError(
-            path, info.filename, "compressed with Zstandard, as newer Inspect versions write .eval logs: this "
-            "Python's zipfile cannot read it; install the zstandard package (pip install zstandard), or convert "
-            "the log to JSON with `inspect log convert --to json`",
-        ) from None
-    raw = _raw_member(path, archive, info)
-    try:
-        reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True)
-        data = _capped(path, info, reader.read, limit)
-    except zstandard.ZstdError as exc:
-        raise InputError(path, info.filename, f"corrupt Zstandard data ({exc})") from None
-    if zlib.crc32(data) != info.CRC:
-        raise InputError(path, info.filename, "corrupt zip member (bad CRC-32)")
-    return data
-
-
-def _raw_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """A member's bytes as stored, after its local header."""
-    handle = archive.fp
-    if handle is None:
-        raise InputError(path, info.filename, "the zip file is closed")
-    handle.seek(info.header_offset)
-    header = handle.read(30)
-    if len(header) < 30 or header[:4] != b"PK\x03\x04":
-        raise InputError(path, info.filename, "corrupt zip member (bad local header)")
-    name_length, extra_length = struct.unpack("<HH", header[26:30])
-    handle.seek(info.header_offset + 30 + name_length + extra_length)
-    raw = handle.read(info.compress_size)
-    if len(raw) < info.compress_size:
-        raise InputError(path, info.filename, "corrupt zip member (truncated)")
-    return raw
