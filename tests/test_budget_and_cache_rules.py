@@ -1,4 +1,4 @@
-"""Review fixes: a global max_increase in tokens and the metrics in dollars or shares, absolute share
+"""Budget and cache rules: a global max_increase in tokens and the metrics in dollars or shares, absolute share
 allowances in percentage points, the 5-minute note at the user's rates, the check's closing count,
 and the shared prefix of a prompt that differs from its first message."""
 

@@ -5,6 +5,7 @@ must each appear, whole lines in order, in the real output; a block with no cut 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 
@@ -69,6 +70,14 @@ def test_shown_output_is_real(page, command, shown, monkeypatch, capsys):
     if any(line.strip() in CUT for line in shown):
         assert contains_in_order(real, pieces(shown)), f"{page}: `{command}` prints otherwise:\n" + "\n".join(real)
     else:
+        if shown != real and os.environ.get("TOKPROF_REGENERATE"):
+            path = ROOT / page
+            text = path.read_text(encoding="utf-8")
+            old = "$ " + command + "\n" + "".join(line + "\n" for line in shown)
+            assert text.count(old) == 1, f"{page}: the block of `{command}` is not unique"
+            path.write_text(text.replace(old, "$ " + command + "\n" + "".join(line + "\n" for line in real)),
+                            encoding="utf-8")
+            return
         assert shown == real, f"{page}: `{command}`"
 
 

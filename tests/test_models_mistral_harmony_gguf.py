@@ -1,4 +1,4 @@
-"""Review fixes of the embedded Mistral and gpt-oss models and of GGUF files:
+"""The embedded Mistral and gpt-oss models and GGUF files:
 
 * a Mistral prompt is counted with mistral-common's own tokens however many renders (and threads)
   came between its render and its count;
