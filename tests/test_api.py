@@ -16,7 +16,7 @@ EXPORTED = {
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
     "saved_profile", "find_session", "configured_prices", "run_check", "CheckRun", "render_report", "report_formats",
-    "local_sessions", "LocalSession",
+    "local_sessions", "LocalSession", "suggest_facts",
 }
 
 

@@ -46,6 +46,7 @@ _EXPORTS = {
     "render_report": "tokprof.api",
     "report_formats": "tokprof.api",
     "local_sessions": "tokprof.api",
+    "suggest_facts": "tokprof.api",
     "LocalSession": "tokprof.analyses.local",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
@@ -72,7 +73,7 @@ if TYPE_CHECKING:
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
         profile,
-        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile,
+        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, suggest_facts,
         tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError

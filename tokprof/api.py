@@ -629,16 +629,21 @@ def whatif(
     window: int | None = None,
     progress: Progress = False,
     prices: PricesArg = None,
+    facts: Sequence[str] = (),
 ) -> "WhatIfReport":
     """Replay a log under context policies (``window:20``, ``compact:80``, …; None: the default set),
     every prompt counted exactly like a profile's, ``full`` (the log as it is) first. ``window`` is
-    the context window in tokens (default: the model's). Raises :class:`TokprofError` for a policy
-    that does not parse (the message lists the policies)."""
+    the context window in tokens (default: the model's). ``facts`` (texts, or ``re:`` regular
+    expressions) are looked for in every prompt: each policy says which it keeps
+    (``PolicyResult.facts``). Raises :class:`TokprofError` for a policy that does not parse (the
+    message lists the policies)."""
+    from tokprof.analyses.retention import parse_fact
     from tokprof.analyses.whatif import whatif as _whatif
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
     if isinstance(policies, str):
         policies = [policies]
+    wanted = [parse_fact(text) for text in ([facts] if isinstance(facts, str) else facts)]
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
@@ -657,13 +662,22 @@ def whatif(
                           "default policies is left out, and no call is counted over the window (give --window N)"))
     with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
-            report = _whatif(trace, chat, parsed, window=window, on_call=advance, prices=_prices(prices))
+            report = _whatif(trace, chat, parsed, window=window, on_call=advance, prices=_prices(prices), facts=wanted)
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue
         report.baseline = attach_catalogue(report.baseline, trace, chat)
     report.warnings += notes
     return report
+
+
+def suggest_facts(log: PathLike | Trace, *, input_format: str | None = None) -> list[str]:
+    """Candidate facts from the user's own messages in a log (standing instructions, identifiers
+    stated once), for :func:`whatif`'s ``facts``: suggestions, for a person to choose from."""
+    from tokprof.analyses.retention import suggest_facts as suggest
+
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format)
+    return suggest(trace)
 
 
 def _window_of(trace: Trace, chat: ChatModel) -> int | None:

@@ -490,8 +490,17 @@ def whatif(
     html: Annotated[Optional[str], typer.Option(
         "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
     no_progress: NoProgress = False,
+    fact: Annotated[Optional[list[str]], typer.Option(
+        "--fact", metavar="TEXT",
+        help="A fact the conversation must not forget, repeatable: each policy says whether its prompts still "
+        "carry it (verbatim; re:PATTERN for a regular expression).")] = None,
+    facts_file: Annotated[Optional[str], typer.Option(
+        "--facts", metavar="FILE", help="Facts to look for, one per line (# starts a comment).")] = None,
+    suggest_facts: Annotated[bool, typer.Option(
+        "--suggest-facts", help="List candidate facts from the user's own messages (standing instructions, "
+        "identifiers stated once), and replay nothing.")] = False,
 ) -> int:
-    """Replay a log under context policies: what each would have billed, exactly.
+    """Replay a log under context policies: what each would have billed, exactly, and what it forgets.
 
     Every call keeps its own new messages; a policy decides what of the earlier history each prompt
     carries. Per policy: billed input, its saving against full, the largest prompt, the calls over the
@@ -505,6 +514,13 @@ def whatif(
         raise TokprofError(f"{log}: whatif replays one log: give a session file (tokprof profile DIR lists them)")
     if _is_saved_profile(log):
         raise TokprofError(f"{log}: a saved profile has no messages to replay: give the log it was made from")
+    if suggest_facts:
+        return _suggested_facts(log, input_format, fmt, output)
+    wanted = list(fact or [])
+    if facts_file is not None:
+        from tokprof.analyses.retention import read_facts
+
+        wanted += read_facts(facts_file)
     policies = list(policy) if policy else None
     settings = api.load_config(config)
     if policies is None:
@@ -512,9 +528,27 @@ def whatif(
     options = _options(fmt, output)
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
-                        progress=not no_progress, prices=_user_prices(price, settings))
+                        progress=not no_progress, prices=_user_prices(price, settings), facts=wanted)
     outputs = [(output, _render(result, fmt, options))]
-    _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
+    _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template, facts_file))
+    return EXIT_OK
+
+
+def _suggested_facts(log: str, input_format: Optional[str], fmt: str, output: Optional[str]) -> int:
+    """--suggest-facts: candidates, labelled as suggestions (JSON: a list of strings)."""
+    import json
+
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.text import visible
+
+    found = api.suggest_facts(log, input_format=input_format)
+    if fmt == "json":
+        text = json.dumps({"suggested_facts": found}, indent=2, ensure_ascii=False) + "\n"
+    else:
+        lines = ["suggested facts, from the user's own messages (suggestions: pass the ones that matter with --fact):"]
+        lines += [f"  {visible(item)}" for item in found] or ["  (none found)"]
+        text = "\n".join(lines) + "\n"
+    _write([(output, text)], (log,))
     return EXIT_OK
 
 

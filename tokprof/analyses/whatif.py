@@ -19,6 +19,7 @@ import numpy as np
 
 from tokprof.version import __version__
 from tokprof.analyses.cost import UserPrice, attach_cost
+from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
 from tokprof.attribution import Attributor, RenderError
 from tokprof.costs import CostSummary, money
 from tokprof.estimates import UNRECORDED, scale_buckets
@@ -157,6 +158,7 @@ class PolicyResult:
     cost_basis: str | None = None
     cost_saving: float | None = None  # against full
     cost_unpriced: str | None = None  # why some calls have no price (None: every call is priced)
+    facts: tuple[FactRetention, ...] = ()  # the facts asked about, as this policy keeps them
 
     @property
     def shared_share(self) -> float:
@@ -172,6 +174,7 @@ class PolicyResult:
             "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
             "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
             "cost_unpriced": self.cost_unpriced,
+            "facts": [f.to_dict() for f in self.facts],
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -392,11 +395,13 @@ def _unpriced(cost: CostSummary | None) -> str | None:
 def whatif(
     trace: Trace, model: ChatModel, policies: Sequence[Policy], *, window: int | None = None,
     on_call: Callable[[], None] | None = None, prices: Mapping[str, UserPrice] | None = None,
+    facts: Sequence[Fact] = (),
 ) -> WhatIfReport:
     """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
     the context window (default: the model's; for an estimate, the log's model's when known), which
     ``compact`` measures against. ``on_call`` is called after each of the log's calls under each policy
-    (len(trace.calls) × len(policies) steps; a summarising call a policy adds is no step)."""
+    (len(trace.calls) × len(policies) steps; a summarising call a policy adds is no step). ``facts``:
+    what each policy keeps of each (:mod:`tokprof.analyses.retention`)."""
     ordered: list[Policy] = [Full()] + [p for p in policies if not isinstance(p, Full)]
 
     def step(call: Call) -> None:
@@ -412,7 +417,13 @@ def whatif(
                           warnings=list(baseline.warnings), baseline=baseline)
     fixed = inferred_parts(trace, baseline)
     units = log_units(trace, baseline, fixed)
-    full = _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices)
+    first = first_calls(trace, facts)
+
+    def kept(result: PolicyResult, replayed: Trace) -> PolicyResult:
+        return dataclasses.replace(result, facts=retention(replayed, facts, first)) if facts else result
+
+    full = kept(_result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices),
+                trace)
     report.policies.append(full)
     known: dict[tuple, tuple[object, int]] = {}
     for call, count in zip(trace.calls, base_rendered):
@@ -424,10 +435,10 @@ def whatif(
             # the policy changes no call: its profile is full's, call for call
             for call in trace.calls:
                 step(call)
-            report.policies.append(_result(policy, transformed, baseline, base_shared, base_rendered, full, window,
-                                           trace.calls, prices))
+            report.policies.append(kept(_result(policy, transformed, baseline, base_shared, base_rendered, full,
+                                                window, trace.calls, prices), transformed))
             continue
         profile, shared, rendered = _profile(transformed, model, step)
-        report.policies.append(_result(policy, transformed, profile, shared, rendered, full, window, trace.calls,
-                                       prices, units))
+        report.policies.append(kept(_result(policy, transformed, profile, shared, rendered, full, window,
+                                            trace.calls, prices, units), transformed))
     return report

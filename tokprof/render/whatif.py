@@ -51,6 +51,31 @@ def _usd(result) -> str:
     return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
 
 
+def facts_kept(result) -> str:
+    """"2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
+    seen = [f for f in result.facts if f.first_call is not None]
+    kept = sum(1 for f in seen if f.kept_in_final)
+    return f"{kept}/{len(seen)}" + (" LOST" if kept < len(seen) else "")
+
+
+def fact_lines(report: WhatIfReport) -> list[str]:
+    """One line per fact: where it enters the conversation, then each policy that drops it."""
+    full = report.policies[0]
+    lines = []
+    for number, fact in enumerate(full.facts):
+        if fact.first_call is None:
+            lines.append(f"fact {fact.text!r}: in no prompt of the log")
+            continue
+        lines.append(f"fact {fact.text!r}: first in call {fact.first_call}")
+        for result in report.policies[1:]:
+            mine = result.facts[number]
+            if mine.calls_missing:
+                last = "none" if mine.last_call is None else f"call {mine.last_call}"
+                lines.append(f"  {result.policy}: {'not in the final prompt' if mine.dropped else 'kept at the end'}; "
+                             f"missing from {len(mine.calls_missing)} later calls (last carried: {last})")
+    return lines
+
+
 class WhatIfTableRenderer:
     def render(self, report: WhatIfReport, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
@@ -67,6 +92,9 @@ class WhatIfTableRenderer:
         priced = any(r.cost is not None for r in report.policies)
         if priced:
             columns.insert(4, Column("cost", drop=4))
+        facts = bool(full.facts)
+        if facts:  # beside the saving: what the policy forgets
+            columns.insert(4, Column("facts kept", "facts"))
         rows = []
         for result in report.policies:
             first = result is full
@@ -77,8 +105,13 @@ class WhatIfTableRenderer:
             ]
             if priced:
                 row.insert(4, _usd(result))
+            if facts:
+                row.insert(4, facts_kept(result))
             rows.append(row)
         console.print(fit_table(console, columns, rows))
+        if facts:
+            for line in fact_lines(report):
+                console.print(f"  {safe(line)}")
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
@@ -151,7 +184,8 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
     rows = "".join(
         f"<tr><td><code>{html_escape(r.policy)}</code></td><td>{r.billed_input:,}</td>"
         f"<td>{'-' if r is full else f'{r.saving:,} ({r.saving_share:.1%})'}</td><td>{r.largest_prompt:,}</td>"
-        f"<td>{_n(r.calls_over_window)}</td><td>{r.shared_prefix:,} ({r.shared_share:.1%})</td>"
+        + (f"<td>{html_escape(facts_kept(r))}</td>" if full.facts else "")
+        + f"<td>{_n(r.calls_over_window)}</td><td>{r.shared_prefix:,} ({r.shared_share:.1%})</td>"
         f"<td>{html_escape(r.description)}</td></tr>"
         for r in report.policies
     )
@@ -161,8 +195,8 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
         "prompt carries. Every count is rendered with the model's template, like the profile. Shared prefix: the "
         "prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse).</p>",
         '<div class="scroll"><table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th>'
-        "<th>largest prompt</th>"
-        f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        "<th>largest prompt</th>" + ("<th>facts kept</th>" if full.facts else "")
+        + f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table></div>",
         "<h3>Billed input per policy</h3>",
         '<div id="chart-whatif-billed" class="chart"></div>',
         "<h3>Prompt size per call</h3>",
