@@ -11,7 +11,7 @@ import tokprof
 from conftest import CHATML, ROOT, WEATHER_TOOL, tiny_model
 from test_whatif import make_trace, trace_of
 from tokprof.analyses.retention import carries, first_calls, parse_fact, retention, suggest_facts
-from tokprof.analyses.whatif import PromptCounter, whatif
+from tokprof.analyses.whatif import whatif
 from tokprof.cli import main
 from tokprof.errors import InputError
 from tokprof.trace import Call
