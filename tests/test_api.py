@@ -17,6 +17,7 @@ EXPORTED = {
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
     "saved_profile", "find_session", "configured_prices", "run_check", "CheckRun", "render_report", "report_formats",
     "local_sessions", "LocalSession", "suggest_facts",
+    "probe", "ProbeReport",
 }
 
 

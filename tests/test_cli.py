@@ -211,7 +211,7 @@ def test_usage_error_is_one_line(args, capsys):
 
 def test_usage_errors_say_what_was_meant(capsys):
     main(["profle", "x"])
-    assert "Did you mean 'profile'?" in capsys.readouterr().err
+    assert "Did you mean 'profile'" in capsys.readouterr().err
     main(["profile", "x", "-f", "jsn"])
     assert "(did you mean json?)" in capsys.readouterr().err
     main(["profile", str(FIXTURES / "good_transcript.json"), "--model", "qwen3x"])

@@ -47,6 +47,8 @@ _EXPORTS = {
     "report_formats": "tokprof.api",
     "local_sessions": "tokprof.api",
     "suggest_facts": "tokprof.api",
+    "probe": "tokprof.api",
+    "ProbeReport": "tokprof.analyses.probe",
     "LocalSession": "tokprof.analyses.local",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
@@ -67,12 +69,13 @@ __all__ = ["__version__", *_EXPORTS]
 if TYPE_CHECKING:
     from tokprof.analyses.budgets import CheckResult
     from tokprof.analyses.local import LocalSession
+    from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
-        profile,
+        probe, profile,
         profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, suggest_facts,
         tools_report, whatif,
     )

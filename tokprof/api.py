@@ -31,6 +31,7 @@ from tokprof.trace import Call, Note, Trace
 
 if TYPE_CHECKING:
     from tokprof.analyses.local import LocalSession
+    from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
 
 #: A progress report: True for a bar on standard error when it is a terminal, or a function
@@ -819,7 +820,7 @@ __all__ = [
 
 #: The kind of each result, as the renderers name it.
 _KINDS = {"Profile": "profile", "SessionsReport": "sessions", "ToolsReport": "tools", "WhatIfReport": "whatif",
-          "CheckResult": "check"}
+          "CheckResult": "check", "ProbeReport": "probe"}
 
 
 def render_report(
@@ -859,3 +860,62 @@ def _kind(result: Any) -> str | None:
     if isinstance(result, (list, tuple)) and all(type(r).__name__ == "LocalSession" for r in result):
         return "local"
     return _KINDS.get(type(result).__name__)
+
+
+def probe(
+    log: PathLike | Trace,
+    question: str,
+    expect: str,
+    endpoint: str,
+    policies: Sequence[str] | None = None,
+    model: str | Model | None = None,
+    *,
+    trials: int = 1,
+    endpoint_model: str | None = None,
+    api_key: str | None = None,
+    temperature: float = 0.0,
+    timeout: float = 60.0,
+    retries: int = 2,
+    max_requests: int = 50,
+    dry_run: bool = False,
+    announce: Callable[[int, int], None] | None = None,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    window: int | None = None,
+) -> "ProbeReport":
+    """Ask a chat model the user runs (an OpenAI-compatible ``endpoint``) ``question`` after each
+    policy's final prompt, and after the fact alone (the control), ``trials`` times each, scoring each
+    answer against ``expect``: hit, confident wrong answer (a value of the same shape), miss, or error.
+    ``announce(requests, prompt_tokens)`` is called before anything is sent; more than
+    ``max_requests`` requests is an error before sending; ``dry_run`` builds and counts the requests
+    and sends nothing. ``model`` is the model that counts the prompts; ``endpoint_model`` the model
+    name sent to the endpoint."""
+    from tokprof.analyses.probe import ProbeReport, requests, run
+    from tokprof.chat_client import ChatClient
+    from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
+
+    for name, value in (("question", question), ("expect", expect), ("endpoint", endpoint)):
+        if not isinstance(value, str) or not value.strip():
+            raise TokprofError(f"{name}: expected a text, found {value!r}")
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise TokprofError(f"trials: expected a positive number, found {trials!r}")
+    if isinstance(policies, str):
+        policies = [policies]
+    parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    chat = _model_for(trace, model, chat_template)
+    from tokprof.transforms import fit
+
+    trace = fit(trace, chat)
+    batch = requests(trace, chat, parsed, question, expect, window or _window_of(trace, chat))
+    count = len(batch) * trials
+    if count > max_requests:
+        raise TokprofError(f"{count} requests ({len(batch)} prompts x {trials} trials) is more than the budget of "
+                           f"{max_requests}: raise it with --max-requests, or ask for fewer policies or trials")
+    if announce is not None:
+        announce(count, sum(r.prompt_tokens for r in batch) * trials)
+    client = ChatClient(endpoint, endpoint_model, api_key, temperature, timeout, retries)
+    report = ProbeReport(question, expect, endpoint, endpoint_model, trials, dry_run=dry_run)
+    return run(report, batch, lambda request: client.complete(request.messages, request.tools))

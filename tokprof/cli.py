@@ -693,6 +693,68 @@ def check(
     return run.result.exit_code
 
 
+PROBE_EXAMPLES = _esc(
+    "Examples:\n\n"
+    "  tokprof probe session.jsonl --endpoint http://127.0.0.1:8080 --question 'Which shard is affected?' "
+    "--expect pay-shard-7 --dry-run\n\n"
+    "  tokprof probe session.jsonl --endpoint http://127.0.0.1:11434 --endpoint-model qwen2.5 -p window:20 "
+    "-p user-verbatim:4 --question 'Which shard?' --expect pay-shard-7 --trials 6"
+)
+
+
+@app.command(epilog=PROBE_EXAMPLES)
+def probe(
+    log: Annotated[str, typer.Argument(metavar="LOG", help="An agent log (as tokprof whatif reads).")],
+    question: Annotated[str, typer.Option("--question", metavar="TEXT", help="The question to ask after each "
+                                          "policy's final prompt.")],
+    expect: Annotated[str, typer.Option("--expect", metavar="TEXT", help="The right answer's value (a hit holds it).")],
+    endpoint: Annotated[str, typer.Option("--endpoint", metavar="URL", help="An OpenAI-compatible chat endpoint you "
+                                          "run (llama.cpp, vLLM, Ollama): nothing is sent without it.")],
+    policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", metavar="P",
+                                                        help="A policy to probe, repeatable (default: whatif's).")] = None,
+    trials: Annotated[int, typer.Option("--trials", metavar="N", min=1, help="Requests per policy.")] = 1,
+    endpoint_model: Annotated[Optional[str], typer.Option(
+        "--endpoint-model", metavar="NAME", help="The model name to send to the endpoint.")] = None,
+    api_key: Annotated[Optional[str], typer.Option(
+        "--api-key", metavar="KEY", envvar="TOKPROF_PROBE_API_KEY",
+        help="A key for a paid API (every request then costs money; a warning says so).")] = None,
+    temperature: Annotated[float, typer.Option("--temperature", metavar="T", help="Sampling temperature.")] = 0.0,
+    timeout: Annotated[float, typer.Option("--timeout", metavar="S", help="Seconds per request.")] = 60.0,
+    max_requests: Annotated[int, typer.Option("--max-requests", metavar="N", min=1,
+                                              help="Refuse to send more requests than this.")] = 50,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count and show what would be sent; send nothing.")] = False,
+    model: ModelName = None,
+    input_format: InputFormat = None,
+    fmt: Annotated[str, _format_option("probe")] = "table",
+    output: Output = None,
+) -> int:
+    """Ask a local model a question after each policy's final prompt: does it still know?
+
+    Per policy, and for the fact alone (the control): hits, confident wrong answers (a value of the
+    expected shape that is not it), misses, with each probe's prompt tokens. Temperature 0 unless
+    --temperature; retries with back-off; the number of requests and tokens is said before sending.
+    """
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.chat_client import is_loopback
+
+    _not_standard_input(log)
+    if api_key and not is_loopback(endpoint):
+        print("tokprof: warning: a paid API: every probe request costs money", file=sys.stderr)
+
+    def announce(requests: int, tokens: int) -> None:
+        verb = "would send" if dry_run else "sending"
+        print(f"tokprof: {verb} {requests} request{'s' if requests != 1 else ''} (about {tokens:,} prompt tokens) "
+              f"to {visible(endpoint)}", file=sys.stderr)
+
+    from tokprof.text import visible
+
+    result = api.probe(log, question, expect, endpoint, policy or None, model, trials=trials,
+                       endpoint_model=endpoint_model, api_key=api_key, temperature=temperature, timeout=timeout,
+                       max_requests=max_requests, dry_run=dry_run, announce=announce, input_format=input_format)
+    _write([(output, _render(result, fmt, _options(fmt, output)))], (log,))
+    return EXIT_OK
+
+
 SERVE_HELP = (
     "Count prompts over a local HTTP endpoint, for harnesses in any language: POST /v1/count (a Chat Completions "
     "body: buckets, total, context window, fill, thresholds crossed), POST /v1/messages/count_tokens (an Anthropic "

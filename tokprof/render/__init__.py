@@ -39,6 +39,10 @@ RENDERERS: dict[str, dict[str, str]] = {
         "csv": "tokprof.render.whatif:WhatIfCsvRenderer",
         "html": "tokprof.render.whatif:WhatIfHtmlRenderer",
     },
+    "probe": {
+        "table": "tokprof.render.probe:ProbeTableRenderer",
+        "json": "tokprof.render.probe:ProbeJsonRenderer",
+    },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",
         "markdown": "tokprof.render.check:CheckMarkdownRenderer",
