@@ -142,3 +142,25 @@ def test_the_cli_shows_what_each_policy_forgets(capsys, monkeypatch, tmp_path):
 def test_the_api_takes_facts():
     report = tokprof.whatif(SAMPLE, ["window:20"], facts=["CheckoutHigh5xxRate"])
     assert report.policies[1].facts[0].dropped and not report.policies[0].facts[0].dropped
+
+
+RETENTION = ROOT / "samples" / "retention_session.json"
+
+
+def test_the_retention_sample_is_its_generators_output(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "session.json"
+    subprocess.run([sys.executable, str(ROOT / "samples" / "retention.py"), "-o", str(out)], check=True)
+    assert out.read_bytes() == RETENTION.read_bytes()
+
+
+def test_the_retention_sample_tells_the_seeds_story():
+    facts = [line for line in (ROOT / "samples" / "retention_facts.txt").read_text().splitlines()
+             if line and not line.startswith("#")]
+    report = tokprof.whatif(RETENTION, ["window:20", "elide:2", "user-verbatim:4"], facts=facts)
+    kept = {r.policy: [f.kept_in_final for f in r.facts] for r in report.policies}
+    assert kept == {"full": [True, True], "window:20": [False, False], "elide:2": [True, False],
+                    "user-verbatim:4": [True, False]}
+    assert report.policies[0].facts[1].first_call == 33
