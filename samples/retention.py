@@ -57,7 +57,7 @@ def metrics(rng: random.Random, service: str) -> str:
 
 def logs(rng: random.Random, service: str) -> str:
     lines = []
-    for i in range(45):
+    for _ in range(45):
         pod = f"{service}-{rng.randrange(16 ** 5):05x}"
         lines.append(f"{pod} level={rng.choice(['info', 'warn', 'error'])} request_id=r-{rng.randrange(10 ** 6):06d} "
                      f"latency_ms={rng.randrange(3, 2400)} msg=\"{rng.choice(['upstream timeout', 'retrying', 'ok', 'slow query', 'pool wait'])}\"")
