@@ -15,6 +15,7 @@ EXPORTED = {
     "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
+    "find_mcp_servers", "list_mcp_servers", "mcp_report", "McpReport",
 }
 
 

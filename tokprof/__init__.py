@@ -38,6 +38,10 @@ _EXPORTS = {
     "check": "tokprof.api",
     "load_config": "tokprof.api",
     "whatif": "tokprof.api",
+    "find_mcp_servers": "tokprof.api",
+    "list_mcp_servers": "tokprof.api",
+    "mcp_report": "tokprof.api",
+    "McpReport": "tokprof.analyses.mcp",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
@@ -59,6 +63,8 @@ if TYPE_CHECKING:
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
+    from tokprof.analyses.mcp import McpReport
+    from tokprof.api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
         Buckets, Model, check, get_model, load_config, profile, profile_directory, profile_file, read_log,
         tools_report, whatif,

@@ -766,7 +766,10 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
+from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: E402  (the MCP facade)
+
 __all__ = [
+    "find_mcp_servers", "list_mcp_servers", "mcp_report",
     "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
     "run_check", "profile_directory", "profile_file", "read_log", "tools_report", "whatif", "ModelError",
 ]

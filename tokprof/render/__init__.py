@@ -35,6 +35,14 @@ RENDERERS: dict[str, dict[str, str]] = {
         "csv": "tokprof.render.whatif:WhatIfCsvRenderer",
         "html": "tokprof.render.whatif:WhatIfHtmlRenderer",
     },
+    "mcp": {
+        "table": "tokprof.render.mcp:McpTableRenderer",
+        "json": "tokprof.render.mcp:McpJsonRenderer",
+    },
+    "mcp-list": {
+        "table": "tokprof.render.mcp:DiscoveryTableRenderer",
+        "json": "tokprof.render.mcp:DiscoveryJsonRenderer",
+    },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",
         "markdown": "tokprof.render.check:CheckMarkdownRenderer",
