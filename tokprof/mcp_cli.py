@@ -17,7 +17,7 @@ from tokprof.errors import TokprofError
 from tokprof.mcpconfig import AGENTS, ServerConfig
 from tokprof.text import visible
 
-MCP_HELP = (
+MCP_HELP: str = (
     "What each configured MCP server costs per request: starts (or reaches) the servers the agents are configured "
     "with, lists their tools (initialize and tools/list only, never tools/call), and prices them as the model sees "
     "them, each tool marginally, as tokprof tools does. Configuration is read from Claude Code (.mcp.json, "
@@ -26,7 +26,7 @@ MCP_HELP = (
     "--trust-project or after a yes at the terminal. Needs the mcp extra: pip install 'tokprof[mcp]'. Exit codes: "
     "0 every server listed, 1 some failed, 2 none listed or bad input. See docs/mcp.md."
 )
-EXAMPLES = _cli._esc(
+EXAMPLES: str = _cli._esc(
     "Examples:\n\n  tokprof mcp --list\n\n  tokprof mcp --trust-project -o catalogue.json\n\n"
     "  tokprof mcp --server 'notes=python notes_server.py' --server docs=http://127.0.0.1:8000/mcp\n\n"
     "  tokprof mcp --log ~/.claude/projects/-home-me-app/3f2a.jsonl"

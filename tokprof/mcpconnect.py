@@ -157,7 +157,7 @@ def _failure_text(exc: BaseException) -> str:
     if "FileNotFoundError" in text or "No such file" in text:
         return f"cannot start: {text}"
     if "Connection closed" in text or "ClosedResourceError" in text or "EndOfStream" in text:
-        return f"exited or closed the connection before answering ({text})"
+        return "exited or closed the connection before answering"
     return text
 
 

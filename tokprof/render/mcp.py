@@ -50,7 +50,7 @@ class McpTableRenderer:
         for failure in report.failures:
             tail = failure.stderr_tail.splitlines()[-1] if failure.stderr_tail else ""
             console.print(f"[red]failed[/red]: {safe(failure.name)} ({safe(failure.origin)}): {safe(failure.reason)}"
-                          + (f"; stderr: {safe(tail)}" if tail else ""))
+                          + (f"; stderr: {safe(tail)}" if tail else ""), soft_wrap=True)
         if report.estimate:
             console.print(f"[bold]ESTIMATE[/bold]: {safe(report.estimate)}")
         return out.getvalue()
