@@ -391,3 +391,44 @@ def test_missing_sdk_gives_the_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(TokprofError, match=r"pip install 'tokprof\[mcp\]'"):
         require_sdk()
+
+
+# -- budgets per server in CI, on the committed catalogue -------------------------------------------------
+def test_check_budgets_per_server_on_committed_catalogue(scripts, tmp_path, capsys):
+    catalogue = tmp_path / "catalogue.json"
+    python = sys.executable
+    run_json(["mcp", "--server", f"github={python} {scripts['server']} 3 0",
+              "--server", f"notes={python} {scripts['server']} 2 0", "-o", str(catalogue)], capsys)
+    config = _write(tmp_path / "tokprof.toml", '[budgets.mcp]\ngithub = 50\n"*" = 100000\ntools = { "*" = 5000 }\n')
+    first = run_json(["check", "--tools", str(catalogue), "--config", str(config), "--no-progress"], capsys, expect=1)
+    github = next(r for r in first["mcp"] if r["kind"] == "server" and r["name"] == "github")
+    assert github["status"] == "fail" and github["max"] == 50 and "over the max of 50" in github["reasons"][0]
+    assert next(r for r in first["mcp"] if r["name"] == "notes")["status"] == "pass"
+    assert {r["name"] for r in first["mcp"] if r["kind"] == "tool"} >= {"mcp__github__tool_0", "mcp__notes__tool_1"}
+    # the baseline is the committed catalogue's costs; CI starts no server
+    _write(config, '[budgets.mcp]\n"*" = 100000\n')
+    baseline = tmp_path / "baseline.json"
+    assert main(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline),
+                 "--update-baseline", "--no-progress"]) == 0
+    capsys.readouterr()
+    doc = json.loads(catalogue.read_text())
+    doc["tools"][0]["function"]["description"] += " It also does a great many other things." * 40
+    doc["tools"].append({"type": "function", "function": {"name": "mcp__jira__search", "description": "Search.",
+                                                          "parameters": {"type": "object", "properties": {}}}})
+    catalogue.write_text(json.dumps(doc))
+    second = run_json(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline),
+                       "--no-progress"], capsys, expect=1)
+    servers = {r["name"]: r for r in second["mcp"] if r["kind"] == "server"}
+    assert servers["jira"]["reasons"] == ["added since the baseline"]
+    assert servers["github"]["change"] > 300 and "against the baseline" in servers["github"]["reasons"][0]
+    main(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline), "-f", "markdown",
+          "--no-progress"])
+    markdown = capsys.readouterr().out
+    assert "**MCP servers and tools**" in markdown and "| server jira |" in markdown
+
+
+def test_bad_mcp_budget_is_one_line(tmp_path, capsys):
+    config = _write(tmp_path / "tokprof.toml", '[budgets.mcp]\ngithub = "lots"\n')
+    tools = _write(tmp_path / "tools.json", json.dumps([{"name": "mcp__a__b", "inputSchema": {"type": "object"}}]))
+    assert main(["check", "--tools", str(tools), "--config", str(config), "--no-progress"]) == 2
+    assert "budgets.mcp.github: expected a number of tokens per request" in capsys.readouterr().err
