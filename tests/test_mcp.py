@@ -331,17 +331,20 @@ def claude_code_log(path: Path) -> Path:
         return {"parentUuid": parent, "isSidechain": False, "sessionId": "s-1", "type": kind, "uuid": uuid,
                 "timestamp": "2026-01-01T10:00:00.000Z", "message": message, **extra}
 
-    use = {"input_tokens": 3, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 0, "output_tokens": 5}
+    def use(prompt: int) -> dict:
+        return {"input_tokens": 3, "cache_creation_input_tokens": prompt - 3, "cache_read_input_tokens": 0,
+                "output_tokens": 5}
+
     rows = [
         row("user", "u1", None, {"role": "user", "content": "find my notes"}),
         row("assistant", "a1", "u1", {"model": "claude-sonnet-4-5-20250929", "id": "m1", "type": "message",
-                                      "role": "assistant", "stop_reason": "tool_use", "usage": use, "content": [
+                                      "role": "assistant", "stop_reason": "tool_use", "usage": use(9000), "content": [
                                           {"type": "tool_use", "id": "t1", "name": "mcp__notes__tool_0",
                                            "input": {"query": "x"}}]}, requestId="r1"),
         row("user", "u2", "a1", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
                                                               "content": "three notes"}]}),
         row("assistant", "a2", "u2", {"model": "claude-sonnet-4-5-20250929", "id": "m2", "type": "message",
-                                      "role": "assistant", "stop_reason": "end_turn", "usage": use,
+                                      "role": "assistant", "stop_reason": "end_turn", "usage": use(9040),
                                       "content": [{"type": "text", "text": "Found three."}]}, requestId="r2"),
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -432,3 +435,14 @@ def test_bad_mcp_budget_is_one_line(tmp_path, capsys):
     tools = _write(tmp_path / "tools.json", json.dumps([{"name": "mcp__a__b", "inputSchema": {"type": "object"}}]))
     assert main(["check", "--tools", str(tools), "--config", str(config), "--no-progress"]) == 2
     assert "budgets.mcp.github: expected a number of tokens per request" in capsys.readouterr().err
+
+
+def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, capsys):
+    log = claude_code_log(tmp_path / "session.jsonl")
+    report = run_json(["tools", str(log), "--no-progress"], capsys)
+    assert report["mcp_servers"] == [{"server": "notes", "tools_called": 1, "calls": 1,
+                                      "result_tokens": report["mcp_servers"][0]["result_tokens"],
+                                      "carry_cost": report["mcp_servers"][0]["carry_cost"]}]
+    assert report["mcp_servers"][0]["result_tokens"] > 0
+    main(["tools", str(log), "--no-progress"])
+    assert "MCP servers" in capsys.readouterr().out

@@ -597,9 +597,13 @@ def tools_report(
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     try:
-        return _tools_report(trace, chat, result.computed_billed_input())
+        report = _tools_report(trace, chat, result.computed_billed_input())
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+    from tokprof.analyses.mcp_rollup import server_rollup
+
+    report.mcp_servers = server_rollup(trace, result.tool_result_costs)
+    return report
 
 
 # -- what-if ------------------------------------------------------------------------------------------
