@@ -16,12 +16,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from conftest import ROOT  # noqa: E402
-from tokprof import api  # noqa: E402
-from tokprof.cli import main  # noqa: E402
-from tokprof.errors import TokprofError  # noqa: E402
-from tokprof.mcpconfig import ServerConfig  # noqa: E402
-from tokprof.mcpconnect import Failure, Listing, list_servers  # noqa: E402
+from conftest import ROOT
+
+from tokprof import api
+from tokprof.cli import main
+from tokprof.errors import TokprofError
+from tokprof.mcpconfig import ServerConfig
+from tokprof.mcpconnect import Failure, Listing, list_servers
 
 # A server written with the SDK's MCPServer: argv = tool count, description length, and an optional
 # environment variable it needs (it exits with a message on standard error when it is not set).

@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Union
 
-from tokprof.mcpconfig import AGENTS, Discovery, ServerConfig, discover, parse_server_option, read_config_file
-from tokprof.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
 from tokprof.analyses.mcp import McpReport
 from tokprof.errors import TokprofError
+from tokprof.mcpconfig import (
+    AGENTS,
+    Discovery,
+    ServerConfig,
+    discover,
+    parse_server_option,
+    read_config_file,
+)
+from tokprof.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -112,7 +119,7 @@ def mcp_report(
         results = items
     else:
         results = list_mcp_servers(items, trust_project=trust_project, timeout=timeout, environ=environ)
-    listed_at = datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    listed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     trace = api.read_log(log, input_format=input_format) if log is not None else None
     chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
     try:

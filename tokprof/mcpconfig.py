@@ -25,9 +25,10 @@ import os
 import re
 import shlex
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from tokprof.errors import InputError, TokprofError
 
@@ -161,7 +162,7 @@ def _servers(table: Any, path: str, where: str, agent: str, project: bool) -> li
 
 
 # -- reading files -----------------------------------------------------------------------------------------
-_JSONC = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
+_JSONC = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DOTALL)
 
 
 def _json(path: Path, comments: bool = False) -> Any:

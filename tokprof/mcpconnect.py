@@ -231,8 +231,7 @@ def _http(client: Any, http: Any, url: str) -> Any:
 
     @asynccontextmanager
     async def both():  # the HTTP client is ours to close
-        async with http:
-            async with client(url, http_client=http) as streams:
-                yield streams[0], streams[1]
+        async with http, client(url, http_client=http) as streams:
+            yield streams[0], streams[1]
 
     return both()

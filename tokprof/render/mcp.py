@@ -27,15 +27,16 @@ class McpTableRenderer:
         console.print(f"[bold]tokprof[/bold] mcp: {len(report.servers)} servers, {len(report.tools)} tools "
                       f"(model {safe(model.name)}, {exact}; names as {report.naming} exposes them)")
         columns = [Column("server", justify="left"), Column("tools"), Column("tokens/req", "per req."),
-                   Column("share"), Column("largest tools", justify="left", drop=1)]
+                   Column("share"), Column("largest tools (tokens)", "largest", justify="left", drop=1)]
+        listed = {t.name: t for t in report.tools}
         logged = report.requests is not None
         if logged:
             columns += [Column("calls"), Column("never-called cost", "unused cost")]
         rows = []
         for server in sorted(report.servers, key=lambda s: (-s.tokens, s.name)):
             share = "-" if server.share is None else f"{server.share:.1%}"
-            row = [safe(server.name), str(server.tools), _n(server.tokens), share,
-                   safe(", ".join(server.largest))]
+            largest = ", ".join(f"{listed[n].listed_name} ({listed[n].marginal:,})" for n in server.largest[:2])
+            row = [safe(server.name), str(server.tools), _n(server.tokens), share, safe(largest)]
             if logged:
                 row += [_n(server.calls), _n(server.never_called_cost)]
             rows.append(row)
@@ -44,7 +45,7 @@ class McpTableRenderer:
         console.print()
         tools = sum(s.tokens for s in report.servers)
         console.print(f"  catalogue per request  {report.total:,} tokens = {tools:,} servers' tools "
-                      f"+ {report.scaffolding:,} scaffolding (added once whenever any tool exists)")
+                      f"+ {report.scaffolding:,} scaffolding")
         if logged:
             console.print(f"  over the log           {safe(report.log)}: {report.requests} requests")
         for failure in report.failures:
