@@ -4,6 +4,7 @@ exactly as ``tokprof tools --tools`` prices the same definitions."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -50,7 +51,9 @@ for i in range(count):
 def greeting() -> str:
     return "hello"
 
-if len(sys.argv) > 4:
+if len(sys.argv) > 5:
+    app.run("sse", host="127.0.0.1", port=int(sys.argv[4]))
+elif len(sys.argv) > 4:
     app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[4]))
 else:
     app.run()
@@ -143,11 +146,11 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def http_server(scripts):
-    """The 300-tool server on streamable HTTP at 127.0.0.1, on a free port."""
+@contextlib.contextmanager
+def _serve(scripts, *args: str):
+    """A server script on HTTP at 127.0.0.1 (streamable HTTP; with "sse" last, SSE), on a free port."""
     port = _free_port()
-    process = subprocess.Popen([sys.executable, str(scripts["server"]), "300", "0", "", str(port)],
+    process = subprocess.Popen([sys.executable, str(scripts["server"]), *args[:3], str(port), *args[3:]],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
@@ -160,7 +163,7 @@ def http_server(scripts):
                 time.sleep(0.05)
         else:
             pytest.fail("the HTTP server did not listen within 10 s")
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield port
     finally:
         process.terminate()
         try:
@@ -168,6 +171,19 @@ def http_server(scripts):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=10)
+
+
+@pytest.fixture
+def http_server(scripts):
+    """The 300-tool server on streamable HTTP at 127.0.0.1, on a free port."""
+    with _serve(scripts, "300", "0", "") as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def test_sse_server_listed(scripts, capsys):
+    with _serve(scripts, "4", "0", "", "sse") as port:
+        report = run_json(["mcp", "--server", f"legacy=sse+http://127.0.0.1:{port}/sse"], capsys)
+        assert report["servers"][0]["transport"] == "sse" and report["servers"][0]["tools"] == 4
 
 
 def run_json(args: list[str], capsys, expect: int = 0) -> dict:
