@@ -381,6 +381,8 @@ def test_log_counts_calls_and_profile_takes_the_catalogue(scripts, tmp_path, cap
     assert server["never_called_cost"] == sum(t["marginal"] * 2 for t in report["tools"] if t["calls"] == 0)
     profile = run_json(["profile", str(log), "--tools", str(catalogue), "--no-progress"], capsys)
     assert profile["summary"]["catalogue"]["total"] > 0
+    label = next(w["message"] for w in profile["warnings"] if w["code"] == "tools-from-mcp")
+    assert label.startswith("tool definitions from the configured MCP servers at 20")
 
 
 # -- the Python API and the JSON schema --------------------------------------------------------------------

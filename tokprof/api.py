@@ -247,6 +247,12 @@ def read_log(
             raise
         except ValueError as exc:
             raise InputError(name, None, str(exc)) from None
+        if isinstance(tools, (str, os.PathLike)):
+            from tokprof.formats.toolsfile import tools_file_source
+
+            label = tools_file_source(os.fspath(tools))
+            if label:
+                trace.notes.append(Note("tools-from-mcp", f"{label} ({os.fspath(tools)})"))
     return trace
 
 
