@@ -465,3 +465,19 @@ def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, c
     assert report["mcp_servers"][0]["result_tokens"] > 0
     main(["tools", str(log), "--no-progress"])
     assert "MCP servers" in capsys.readouterr().out
+
+
+def test_clashing_names_prefixed_and_invalid_listing_is_a_failure():
+    from tokprof.analyses.mcp import mcp_report as price
+    from tokprof.models import resolve_model
+
+    def listing(name, tools):
+        return Listing(ServerConfig(name=name, transport="stdio", origin="test", agent="gemini", command="x"),
+                       tuple(tools), None, None, None, 1, 0.0)
+
+    search = {"name": "search", "description": "Search.", "inputSchema": {"type": "object", "properties": {}}}
+    bad = {"name": "broken", "inputSchema": "not a schema"}
+    report = price(resolve_model("qwen2.5"), [listing("a", [search]), listing("b", [search]), listing("c", [bad])],
+                   "2026-01-01T00:00:00Z")
+    assert [t.name for t in report.tools] == ["search", "b__search"] and report.naming == "plain"
+    assert report.failures[0].name == "c" and "inputSchema" in report.failures[0].reason

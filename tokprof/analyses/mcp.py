@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokprof.analyses.tools import catalogue_cost
-from tokprof.formats.toolsfile import normalise_tools
+from tokprof.errors import InputError
+from tokprof.formats.toolsfile import normalise_tool, normalise_tools
 from tokprof.mcpconfig import ServerConfig
 from tokprof.mcpconnect import Failure, Listing
 from tokprof.models.base import ChatModel, ModelInfo
@@ -161,13 +162,35 @@ def _estimate(model: ChatModel) -> str | None:
 
 
 def catalogue_definitions(listings: Sequence[Listing], naming: str) -> tuple[list[dict], list[tuple[str, str]]]:
-    """The tools in the ``--tools`` format, in the servers' order, and (server, listed name) for each."""
-    raw, owners = [], []
+    """The tools in the ``--tools`` format, in the servers' order, and (server, listed name) for each.
+    A name another server already took is prefixed ``<server>__`` (as Gemini CLI does)."""
+    out: list[dict] = []
+    owners: list[tuple[str, str]] = []
+    taken: set[str] = set()
     for listing in listings:
         for tool in listing.tools:
-            raw.append({**tool, "name": exposed_name(naming, listing.server.name, tool["name"])})
+            name = exposed_name(naming, listing.server.name, tool["name"])
+            if name in taken:
+                name = f"{listing.server.name}__{tool['name']}"
+            taken.add(name)
+            out.append(normalise_tool("MCP servers", listing.server.name, {**tool, "name": name}))
             owners.append((listing.server.name, tool["name"]))
-    return normalise_tools("MCP servers", "tools", raw), owners
+    return out, owners
+
+
+def checked(results: Sequence[Listing | Failure]) -> list[Listing | Failure]:
+    """A server whose listing is not a valid tool catalogue (a tool without a name, a schema that is not an
+    object, a name twice) is a failure, not the end of the report."""
+    out: list[Listing | Failure] = []
+    for result in results:
+        if isinstance(result, Listing):
+            try:
+                normalise_tools(result.server.name, "tools", [dict(t) for t in result.tools])
+            except InputError as exc:
+                out.append(Failure(result.server, f"listed tools that are not valid definitions: {exc.where}: {exc.what}"))
+                continue
+        out.append(result)
+    return out
 
 
 def mcp_report(
@@ -177,6 +200,7 @@ def mcp_report(
     naming: str | None = None,
     trace: Trace | None = None,
 ) -> McpReport:
+    results = checked(results)
     listings = [r for r in results if isinstance(r, Listing)]
     failures = tuple(McpFailure(f.server.name, f.server.origin, f.reason, f.stderr_tail)
                      for f in results if isinstance(f, Failure))
