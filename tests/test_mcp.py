@@ -481,3 +481,9 @@ def test_clashing_names_prefixed_and_invalid_listing_is_a_failure():
                    "2026-01-01T00:00:00Z")
     assert [t.name for t in report.tools] == ["search", "b__search"] and report.naming == "plain"
     assert report.failures[0].name == "c" and "inputSchema" in report.failures[0].reason
+
+
+def test_profile_table_rolls_up_mcp_servers(tmp_path, capsys):
+    log = claude_code_log(tmp_path / "session.jsonl")
+    assert main(["profile", str(log), "--no-progress"]) == 0
+    assert "MCP server notes: 1 result(s) from 1 tool(s)" in capsys.readouterr().out

@@ -44,3 +44,19 @@ def server_rollup(trace: Trace, costs: ToolResultCosts | None) -> list[ServerUse
             carry[server] += cost.carry_cost
     rows = [ServerUse(s, len(tools.get(s, ())), calls[s], tokens[s], carry[s]) for s in set(calls) | set(tokens)]
     return sorted(rows, key=lambda r: (-r.carry_cost, r.server))
+
+
+def rollup_from_results(costs: ToolResultCosts | None) -> list[ServerUse]:
+    """The same rollup from a profile's tool result costs alone (a saved profile keeps no trace): a call
+    is counted by its result."""
+    rows: dict[str, list[int]] = {}
+    for cost in costs.tools if costs is not None else ():
+        server = server_of(cost.tool) if cost.tool and cost.tool.startswith("mcp__") else None
+        if server is not None:
+            row = rows.setdefault(server, [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += cost.results
+            row[2] += cost.tokens
+            row[3] += cost.carry_cost
+    out = [ServerUse(s, *r) for s, r in rows.items()]
+    return sorted(out, key=lambda r: (-r.carry_cost, r.server))
