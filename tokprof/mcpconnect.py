@@ -71,7 +71,8 @@ def list_servers(
     async def main() -> None:
         async with anyio.create_task_group() as group:
             for i, server in enumerate(servers):
-                group.start_soon(_one_into, results, i, server, timeout, environ, workspace or os.getcwd())
+                group.start_soon(_one_into, results, i, server, server.timeout or timeout, environ,
+                                 workspace or os.getcwd())
 
     quiet = logging.getLogger("mcp")
     level, propagate = quiet.level, quiet.propagate
