@@ -487,3 +487,20 @@ def test_profile_table_rolls_up_mcp_servers(tmp_path, capsys):
     log = claude_code_log(tmp_path / "session.jsonl")
     assert main(["profile", str(log), "--no-progress"]) == 0
     assert "MCP server notes: 1 result(s) from 1 tool(s)" in capsys.readouterr().out
+
+
+def test_hostile_configuration_is_one_line_each(tmp_path, monkeypatch, capsys):
+    home, project = tmp_path / "home", tmp_path / "project"
+    _write(project / ".mcp.json", "[" * 100000)
+    _write(home / ".codex/config.toml", "x = " + "[" * 100000)
+    _write(home / ".cursor/mcp.json", json.dumps({"mcpServers": {"\x1b[31mred\x1b[0m": {"command": "\x1b]0;evil\x07"}}}))
+    for name in ("HOME", "XDG_CONFIG_HOME", "APPDATA", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    assert main(["mcp", "--list", "--project", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "nested too deeply" in out and "config.toml" in out
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    assert main(["mcp", "--project", str(tmp_path / "nowhere")]) == 2
+    assert "no MCP servers configured" in capsys.readouterr().err

@@ -176,6 +176,8 @@ def _json(path: Path, comments: bool = False) -> Any:
         return json.loads(text) if text.strip() else {}
     except json.JSONDecodeError as exc:
         raise InputError(str(path), f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise InputError(str(path), None, "not valid JSON: nested too deeply") from None
 
 
 def _top(doc: Any, path: Path) -> dict:
@@ -195,6 +197,8 @@ def read_file(path: Path, agent: str, project: bool = False, project_dir: Path |
             raise InputError(name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise InputError(name, None, f"not valid TOML: {exc}") from None
+        except RecursionError:
+            raise InputError(name, None, "not valid TOML: nested too deeply") from None
         return _servers(data.get("mcp_servers"), name, "mcp_servers", agent, project)
     doc = _top(_json(path, comments=agent in ("vscode", "gemini")), path)
     if agent == "vscode":

@@ -68,7 +68,7 @@ class DiscoveryTableRenderer:
         if rows:
             console.print(fit_table(console, columns, rows))
         for problem in found.problems:
-            console.print(f"[yellow]unreadable[/yellow]: {safe(problem)}")
+            console.print(f"[yellow]unreadable[/yellow]: {safe(problem)}", soft_wrap=True)
         return out.getvalue()
 
 
