@@ -504,3 +504,56 @@ def test_hostile_configuration_is_one_line_each(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
     assert main(["mcp", "--project", str(tmp_path / "nowhere")]) == 2
     assert "no MCP servers configured" in capsys.readouterr().err
+
+
+def _run_in_terminal(args: list[str], answer: bytes, env: dict, limit: float = 60.0) -> tuple[int, str]:
+    """Run tokprof on a pseudo-terminal, answering the first question with ``answer``."""
+    import os
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "tokprof", *args], stdin=follower, stdout=follower,
+                               stderr=follower, env=env, close_fds=True)
+    os.close(follower)
+    seen, answered, deadline = b"", False, time.monotonic() + limit
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the terminal closed: the process is done
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+                if not answered and b"[y/N]" in seen:
+                    os.write(leader, answer)
+                    answered = True
+            elif process.poll() is not None:
+                break
+        code = process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        os.close(leader)
+    return code, seen.decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("answer, starts", [(b"y\n", True), (b"n\n", False)])
+def test_project_servers_start_after_a_yes_at_a_terminal(scripts, tmp_path, answer, starts):
+    import os
+
+    project = tmp_path / "clone"
+    _write(project / ".mcp.json", json.dumps({"mcpServers": {"repo": {"command": sys.executable,
+                                                                      "args": [str(scripts["server"]), "2", "0"]}}}))
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
+    env.update(HOME=str(tmp_path / "empty-home"), PYTHONPATH=str(ROOT), COLUMNS="120")
+    code, out = _run_in_terminal(["mcp", "--project", str(project), "--agent", "claude-code"], answer, env)
+    assert "come from the project's own configuration" in out and str(scripts["server"]) in out
+    if starts:
+        assert code == 0 and "repo" in out and "2 tools" in out
+    else:
+        assert code == 2 and "not started" in out
