@@ -51,7 +51,19 @@ for i in range(count):
 def greeting() -> str:
     return "hello"
 
-if len(sys.argv) > 5:
+if len(sys.argv) > 5 and sys.argv[5] == "auth":  # streamable HTTP that wants "Authorization: Bearer s3cret"
+    import uvicorn
+    inner = app.streamable_http_app()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != b"Bearer s3cret":
+            await send({"type": "http.response.start", "status": 401, "headers": []})
+            await send({"type": "http.response.body", "body": b"unauthorized"})
+            return
+        await inner(scope, receive, send)
+
+    uvicorn.run(guarded, host="127.0.0.1", port=int(sys.argv[4]), log_level="error")
+elif len(sys.argv) > 5:
     app.run("sse", host="127.0.0.1", port=int(sys.argv[4]))
 elif len(sys.argv) > 4:
     app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[4]))
@@ -184,6 +196,19 @@ def test_sse_server_listed(scripts, capsys):
     with _serve(scripts, "4", "0", "", "sse") as port:
         report = run_json(["mcp", "--server", f"legacy=sse+http://127.0.0.1:{port}/sse"], capsys)
         assert report["servers"][0]["transport"] == "sse" and report["servers"][0]["tools"] == 4
+
+
+def test_http_headers_expanded_and_sent_never_printed(scripts, tmp_path, monkeypatch, capsys):
+    with _serve(scripts, "2", "0", "", "auth") as port:
+        config = _write(tmp_path / "mcp.json", json.dumps({"mcpServers": {"guarded": {
+            "type": "http", "url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"}}}}))
+        monkeypatch.setenv("API_TOKEN", "s3cret")
+        report = run_json(["mcp", "--file", str(config)], capsys)
+        assert report["servers"][0]["tools"] == 2 and "s3cret" not in json.dumps(report)
+        monkeypatch.setenv("API_TOKEN", "wrong")
+        code = main(["mcp", "--file", str(config)])
+        out = capsys.readouterr().out
+        assert code == 2 and "failed: guarded" in out and "wrong" not in out
 
 
 def run_json(args: list[str], capsys, expect: int = 0) -> dict:

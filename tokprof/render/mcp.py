@@ -42,10 +42,13 @@ class McpTableRenderer:
             rows.append(row)
         if rows:
             console.print(fit_table(console, columns, rows))
-        console.print()
         tools = sum(s.tokens for s in report.servers)
-        console.print(f"  catalogue per request  {report.total:,} tokens = {tools:,} servers' tools "
-                      f"+ {report.scaffolding:,} scaffolding")
+        if report.servers:
+            console.print()
+            console.print(f"  catalogue per request  {report.total:,} tokens = {tools:,} servers' tools "
+                          f"+ {report.scaffolding:,} scaffolding")
+        else:
+            console.print("  no server listed its tools")
         if logged:
             console.print(f"  over the log           {safe(report.log)}: {report.requests} requests")
         for failure in report.failures:
