@@ -582,3 +582,17 @@ def test_project_servers_start_after_a_yes_at_a_terminal(scripts, tmp_path, answ
         assert code == 0 and "repo" in out and "2 tools" in out
     else:
         assert code == 2 and "not started" in out
+
+
+CODEX_LOG = ROOT.parent / "shared" / "corpus" / "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+
+
+@pytest.mark.skipif(not CODEX_LOG.is_file(), reason="the shared corpus is not here")
+def test_codex_log_profiled_with_the_listed_catalogue(scripts, tmp_path, capsys):
+    catalogue = tmp_path / "catalogue.json"
+    run_json(["mcp", "--server", f"notes={sys.executable} {scripts['server']} 3 0", "--naming", "codex",
+              "-o", str(catalogue)], capsys)
+    profile = run_json(["profile", str(CODEX_LOG), "--tools", str(catalogue), "--no-progress"], capsys)
+    assert profile["calls"][0]["buckets"]["tool_definitions"] > 0
+    assert [t["name"] for t in profile["summary"]["catalogue"]["tools"]][:1] == ["notes__tool_0"]
+    assert any(w["code"] == "tools-from-mcp" for w in profile["warnings"])
