@@ -18,6 +18,7 @@ EXPORTED = {
     "saved_profile", "find_session", "configured_prices", "run_check", "CheckRun", "render_report", "report_formats",
     "local_sessions", "LocalSession", "suggest_facts",
     "probe", "ProbeReport",
+    "find_mcp_servers", "list_mcp_servers", "mcp_report", "McpReport",
 }
 
 

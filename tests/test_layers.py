@@ -17,7 +17,7 @@ PACKAGE = ROOT / "tokprof"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.cache", "tokprof.costs",
               "tokprof.estimates", "tokprof.carry", "tokprof.catalogue", "tokprof.version", "tokprof.outputs",
-              "tokprof.chat_client")),
+              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect")),
     ("trace", ("tokprof.trace",)),
     ("formats", ("tokprof.formats",)),
     ("transforms", ("tokprof.transforms", "tokprof.config")),
@@ -26,9 +26,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses",)),
     ("outputs", ("tokprof.render",)),
-    ("facade", ("tokprof.api", "tokprof")),
+    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof")),
     ("front ends", ("tokprof.cli", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
-                    "tokprof.distributed")),
+                    "tokprof.distributed", "tokprof.mcp_cli")),
 ]
 #: What the front ends alone may import: the facade and each other.
 FRONT = ("tokprof.api", "tokprof.cli", "tokprof.serve")

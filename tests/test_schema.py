@@ -19,7 +19,7 @@ SAMPLES = ROOT / "samples"
 SAMPLE = SAMPLES / "incident_session.json"
 CORPUS = Path(os.environ.get("TOKPROF_CORPUS") or ROOT.parent / "shared" / "corpus")
 COMPACTED = CORPUS / "claude_code_2.1_compacted"
-KINDS = ("profile", "tools", "check", "sessions", "whatif")
+KINDS = ("profile", "tools", "check", "sessions", "whatif", "mcp")
 
 
 def _schema_files() -> dict[str, dict]:

@@ -50,6 +50,10 @@ _EXPORTS = {
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",
     "LocalSession": "tokprof.analyses.local",
+    "find_mcp_servers": "tokprof.api",
+    "list_mcp_servers": "tokprof.api",
+    "mcp_report": "tokprof.api",
+    "McpReport": "tokprof.analyses.mcp",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
@@ -73,6 +77,8 @@ if TYPE_CHECKING:
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
+    from tokprof.analyses.mcp import McpReport
+    from tokprof.api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
         probe, profile,

@@ -249,6 +249,12 @@ def read_log(
             raise
         except ValueError as exc:
             raise InputError(name, None, str(exc)) from None
+        if isinstance(tools, (str, os.PathLike)):
+            from tokprof.formats.toolsfile import tools_file_source
+
+            label = tools_file_source(os.fspath(tools))
+            if label:
+                trace.notes.append(Note("tools-from-mcp", f"{label} ({os.fspath(tools)})"))
     return trace
 
 
@@ -612,9 +618,13 @@ def tools_report(
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     try:
-        return _tools_report(trace, chat, result.computed_billed_input())
+        report = _tools_report(trace, chat, result.computed_billed_input())
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+    from tokprof.analyses.mcp_rollup import server_rollup
+
+    report.mcp_servers = server_rollup(trace, result.tool_result_costs)
+    return report
 
 
 # -- what-if ------------------------------------------------------------------------------------------
@@ -812,7 +822,10 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
+from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: E402  (the MCP facade)
+
 __all__ = [
+    "find_mcp_servers", "list_mcp_servers", "mcp_report",
     "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
     "run_check", "profile_directory", "profile_file", "read_log", "tools_report", "whatif", "ModelError",
 ]

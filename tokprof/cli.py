@@ -821,6 +821,12 @@ def serve(
     return EXIT_OK
 
 
+from tokprof import mcp_cli as _mcp_cli  # noqa: E402  (it uses the helpers above)
+
+app.command(name="mcp", help=_esc(_mcp_cli.MCP_HELP), epilog=_mcp_cli.EXAMPLES,
+            short_help="What each configured MCP server's tools cost per request.")(_mcp_cli.mcp)
+
+
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)

@@ -8,6 +8,7 @@ tokprof.toml they are at the top level and under ``[budgets]``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,44 @@ class Budget:
     not_recorded: str = "fail"  # or "skip"
 
 
+@dataclass(frozen=True)
+class McpBudgets:
+    """``[budgets.mcp]``: server = max tokens per request ("*": every server without its own), and
+    ``tools = { name = max, "*" = max }`` per MCP tool."""
+
+    servers: Mapping[str, float] = field(default_factory=dict)
+    tools: Mapping[str, float] = field(default_factory=dict)
+
+    def for_server(self, name: str) -> float | None:
+        return self.servers.get(name, self.servers.get("*"))
+
+    def for_tool(self, name: str) -> float | None:
+        return self.tools.get(name, self.tools.get("*"))
+
+
+def parse_mcp_budgets(value: object, where: str) -> McpBudgets:
+    """``[budgets.mcp]`` of the configuration; raises :class:`ConfigError` with the place on a bad entry."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a table of server = max tokens per request")
+    servers: dict[str, float] = {}
+    tools: dict[str, float] = {}
+    for key, item in value.items():
+        if key == "tools":
+            if not isinstance(item, dict):
+                raise ConfigError(f"{where}.tools: expected a table of tool = max tokens per request")
+            for tool, limit in item.items():
+                tools[tool] = _limit(limit, f"{where}.tools.{tool}")
+        else:
+            servers[key] = _limit(item, f"{where}.{key}")
+    return McpBudgets(servers, tools)
+
+
+def _limit(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != value:
+        raise ConfigError(f"{where}: expected a number of tokens per request, found {value!r}")
+    return float(value)
+
+
 @dataclass
 class Config:
     path: str | None = None
@@ -111,6 +150,7 @@ class Config:
     #: Rates per million tokens by model name ("*": every model), for models genai-prices does not price.
     prices: dict[str, Rates] = field(default_factory=dict)
     whatif: tuple[str, ...] | None = None  # the policies of tokprof whatif, when named
+    mcp: McpBudgets | None = None  # [budgets.mcp]: per MCP server and per MCP tool
     model_where: str | None = None  # where ``model`` is set ("tokprof.toml: model"), for its errors
 
     def resolve(self, path: str | None) -> str | None:
@@ -221,6 +261,9 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
         raise ConfigError(f"{_where(path, prefix, 'budgets')}: expected a table of metric = budget")
     for metric, spec in budgets.items():
         where = _where(path, prefix, f"budgets.{metric}")
+        if metric == "mcp":
+            config.mcp = parse_mcp_budgets(spec, where)
+            continue
         if metric not in METRICS:
             import difflib
 

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokprof.version import __version__
+from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
-from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, _shown, finite, text_ok
+from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, McpBudgets, _shown, finite, text_ok
 from tokprof.text import visible
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
@@ -236,10 +237,11 @@ class CheckResult:
     baseline_path: str | None = None
     notes: list[str] = field(default_factory=list)
     estimate: str | None = None  # how the counts are estimated, when they are not exact
+    servers: list[ServerResult] = field(default_factory=list)  # per MCP server and tool ([budgets.mcp])
 
     @property
     def status(self) -> str:
-        statuses = {m.status for m in self.metrics}
+        statuses = {m.status for m in self.metrics} | {s.status for s in self.servers}
         return FAIL if FAIL in statuses else WARN if WARN in statuses else PASS
 
     @property
@@ -258,6 +260,7 @@ class CheckResult:
             "baseline": self.baseline_path,
             "metrics": [m.to_dict() for m in self.metrics],
             "tools": {"added": self.tools_added, "removed": self.tools_removed, "changed": self.tools_changed},
+            "mcp": [s.to_dict() for s in self.servers],
             "notes": self.notes,
         }
 
@@ -360,6 +363,8 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         model=measurement.model, source=measurement.source, metrics=results, baseline_path=baseline_path,
         estimate=measurement.estimate,
     )
+    check.servers = evaluate_servers(config.mcp or McpBudgets(), measurement.tools,
+                                     baseline["tools"] if baseline is not None else None)
     if baseline is not None:
         before, after = baseline["tools"], measurement.tools
         check.tools_added = [{"name": n, "marginal": after[n]} for n in sorted(set(after) - set(before))]
@@ -427,7 +432,7 @@ def judge(
             raise ConfigError(f"{baseline_path}: no such baseline file")
         else:
             notes.append(f"no baseline at {baseline_path} yet: make one with --update-baseline")
-    if not config.budgets and baseline is None and not updating:
+    if not config.budgets and config.mcp is None and baseline is None and not updating:
         raise ConfigError(
             "no budgets to check: add [tool.tokprof.budgets] to pyproject.toml (or a tokprof.toml), "
             "pass --config FILE, or compare with --baseline FILE"

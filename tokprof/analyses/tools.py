@@ -46,6 +46,7 @@ class ToolsReport:
     unknown_calls: list[UnknownCall] = field(default_factory=list)
     warnings: list[Note] = field(default_factory=list)
     system_tokens: int | None = None  # what the system prompt costs, for a catalogue priced on its own
+    mcp_servers: list = field(default_factory=list)  # per MCP server the log's tool names carry (mcp_rollup)
 
     @property
     def main(self) -> Catalogue | None:
@@ -102,6 +103,7 @@ class ToolsReport:
             "catalogues": [c.to_dict() for c in self.catalogues],
             "unknown_tool_calls": [u.to_dict() for u in self.unknown_calls],
             "warnings": [w.to_dict() for w in self.warnings],
+            "mcp_servers": [s.to_dict() for s in self.mcp_servers],
         }
 
 

@@ -76,6 +76,18 @@ def read_tools_file(path: str) -> list[dict]:
     return tools
 
 
+#: What ``tokprof mcp -o`` writes in a catalogue's ``source``, so that a profile can say where its tools came from.
+MCP_SOURCE = "tool definitions from the configured MCP servers at "
+
+
+def tools_file_source(path: str) -> str | None:
+    """A catalogue file's ``source`` when ``tokprof mcp -o`` wrote it, else None."""
+    with load(path) as doc:
+        value = doc.value
+    source = value.get("source") if isinstance(value, dict) else None
+    return source if isinstance(source, str) and source.startswith(MCP_SOURCE) and len(source) < 120 else None
+
+
 def read_system_file(path: str) -> str:
     from tokprof.formats.jsonfile import read_text
 

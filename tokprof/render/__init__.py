@@ -43,6 +43,14 @@ RENDERERS: dict[str, dict[str, str]] = {
         "table": "tokprof.render.probe:ProbeTableRenderer",
         "json": "tokprof.render.probe:ProbeJsonRenderer",
     },
+    "mcp": {
+        "table": "tokprof.render.mcp:McpTableRenderer",
+        "json": "tokprof.render.mcp:McpJsonRenderer",
+    },
+    "mcp-list": {
+        "table": "tokprof.render.mcp:DiscoveryTableRenderer",
+        "json": "tokprof.render.mcp:DiscoveryJsonRenderer",
+    },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",
         "markdown": "tokprof.render.check:CheckMarkdownRenderer",

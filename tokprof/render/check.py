@@ -119,6 +119,9 @@ class CheckTableRenderer:
                 if m.status in (FAIL, WARN):
                     console.print(f"  {ICONS[m.status]} {m.name}: {safe(reason)}")
         _tool_lines(check, lambda text: console.print(safe(text)))
+        for server in check.servers:
+            console.print(f"  {ICONS[FAIL] if server.status == FAIL else '-'} MCP {server.kind} {safe(server.name)}: "
+                          f"{safe('; '.join(server.reasons) or 'within budget')}")
         for note in check.notes:
             console.print(f"  note: {safe(note)}")
         console.print(_verdict(check))
@@ -151,6 +154,10 @@ def md(text: object) -> str:
     return _MARKDOWN.sub(r"\\\1", visible(str(text)))
 
 
+def _n(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
 class CheckMarkdownRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         lines = [
@@ -174,6 +181,12 @@ class CheckMarkdownRenderer:
             lines += ["", "**Tools against the baseline** (tokens per request)", "",
                       "| tool | baseline | now | change |", "| --- | ---: | ---: | ---: |"]
             lines += [f"| {md(name)} | {before} | {after} | {change} |" for name, before, after, change in tools]
+        if check.servers:
+            lines += ["", "**MCP servers and tools** (tokens per request)", "",
+                      "| server or tool | now | max | baseline | change | status |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+            lines += [f"| {server.kind} {md(server.name)} | {_n(server.tokens)} | {_n(server.max)} | {_n(server.baseline)} "
+                      f"| {'-' if server.change is None else f'{server.change:+,}'} | "
+                      f"{MD_ICONS[server.status]} {md('; '.join(server.reasons))} |" for server in check.servers]
         for note in check.notes:
             lines += ["", f"_{md(note)}_"]
         return "\n".join(lines) + "\n"
@@ -192,4 +205,8 @@ def github_annotations(check: CheckResult) -> str:
             kind = "error" if m.status == FAIL else "warning"
             message = "; ".join(m.reasons).replace("%", "%25").replace("\n", "%0A")
             lines.append(f"::{kind} title=tokprof {m.name}::{message}")
+    for server in check.servers:
+        if server.status == FAIL:
+            message = "; ".join(server.reasons).replace("%", "%25").replace("\n", "%0A")
+            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
     return "".join(line + "\n" for line in lines)

@@ -105,6 +105,11 @@ class TableRenderer:
                                           Column("carry cost", "carry")], tools))
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
+        from tokprof.analyses.mcp_rollup import rollup_from_results
+
+        for server in rollup_from_results(costs):
+            console.print(f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
+                          f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}")
         if costs.top:
             console.print("  costliest results (carry cost: tokens × the later calls that resent them):")
             rows = [[str(r.call) + (f" ({safe(r.thread)})" if r.thread else ""), safe(r.tool or "(unnamed)"),

@@ -78,6 +78,13 @@ class ToolsTableRenderer:
                 f"[yellow]unknown tool[/yellow]: the model called {safe(repr(unknown.name))} {unknown.calls} "
                 f"time(s), not in the catalogue{close}"
             )
+        if report.mcp_servers:
+            console.print("\n[bold]MCP servers[/bold] (from the tool names)")
+            columns = [Column("server", justify="left"), Column("tools called", "tools"), Column("calls"),
+                       Column("result tokens", "results"), Column("carry cost", "carry")]
+            console.print(fit_table(console, columns, [
+                [safe(s.server), str(s.tools_called), _n(s.calls), _n(s.result_tokens), _n(s.carry_cost)]
+                for s in report.mcp_servers]))
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
         if not model.exact:

@@ -1,0 +1,62 @@
+"""Per MCP server, from a log alone: the tool names carry the server (``mcp__github__create_issue``), so
+the calls, the tokens their results added and those results' carry cost roll up per server with no
+configuration (``mcp_servers`` in the tools report)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from tokprof.analyses.mcp_budgets import server_of
+from tokprof.carry import ToolResultCosts
+from tokprof.trace import Trace
+
+
+@dataclass(frozen=True)
+class ServerUse:
+    server: str
+    tools_called: int  # distinct tools of it the model called
+    calls: int
+    result_tokens: int  # what its results added to the prompts, as the attribution counts them
+    carry_cost: int  # those tokens times the later requests that carried them
+
+    def to_dict(self) -> dict:
+        return {"server": self.server, "tools_called": self.tools_called, "calls": self.calls,
+                "result_tokens": self.result_tokens, "carry_cost": self.carry_cost}
+
+
+def server_rollup(trace: Trace, costs: ToolResultCosts | None) -> list[ServerUse]:
+    """One row per server the log's tool names carry, costliest carry first; empty when none do."""
+    calls: Counter = Counter()
+    tools: dict[str, set[str]] = {}
+    for call in trace.tool_calls():
+        name = call["function"]["name"]
+        server = server_of(name) if name.startswith("mcp__") else None
+        if server is not None:
+            calls[server] += 1
+            tools.setdefault(server, set()).add(name)
+    tokens: Counter = Counter()
+    carry: Counter = Counter()
+    for cost in costs.tools if costs is not None else ():
+        server = server_of(cost.tool) if cost.tool and cost.tool.startswith("mcp__") else None
+        if server is not None:
+            tokens[server] += cost.tokens
+            carry[server] += cost.carry_cost
+    rows = [ServerUse(s, len(tools.get(s, ())), calls[s], tokens[s], carry[s]) for s in set(calls) | set(tokens)]
+    return sorted(rows, key=lambda r: (-r.carry_cost, r.server))
+
+
+def rollup_from_results(costs: ToolResultCosts | None) -> list[ServerUse]:
+    """The same rollup from a profile's tool result costs alone (a saved profile keeps no trace): a call
+    is counted by its result."""
+    rows: dict[str, list[int]] = {}
+    for cost in costs.tools if costs is not None else ():
+        server = server_of(cost.tool) if cost.tool and cost.tool.startswith("mcp__") else None
+        if server is not None:
+            row = rows.setdefault(server, [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += cost.results
+            row[2] += cost.tokens
+            row[3] += cost.carry_cost
+    out = [ServerUse(s, *r) for s, r in rows.items()]
+    return sorted(out, key=lambda r: (-r.carry_cost, r.server))

@@ -1,0 +1,130 @@
+"""The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
+
+Re-exported by :mod:`tokprof.api` and :mod:`tokprof`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Union
+
+from tokprof.analyses.mcp import McpReport
+from tokprof.errors import TokprofError
+from tokprof.mcpconfig import (
+    AGENTS,
+    Discovery,
+    ServerConfig,
+    discover,
+    parse_server_option,
+    read_config_file,
+)
+from tokprof.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
+
+PathLike = Union[str, "os.PathLike[str]"]
+#: Whether servers from a project's own configuration may start: True, False, or a function asked
+#: with those servers (the command line asks at a terminal).
+Trust = Union[bool, Callable[[Sequence[ServerConfig]], bool]]
+UNTRUSTED = ("not started: it comes from the project's own configuration ({origin}); "
+             "start it with --trust-project (trust_project=True) once you have read what it runs")
+
+
+def find_mcp_servers(
+    project: PathLike | None = None,
+    *,
+    home: PathLike | None = None,
+    agents: Sequence[str] | None = None,
+    files: Sequence[PathLike] = (),
+    servers: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+) -> Discovery:
+    """The MCP servers configured for ``project`` (default: the working directory): from the agents'
+    own files (``agents``: any of :data:`tokprof.mcpconfig.AGENTS`, default all), unless ``files``
+    (configuration files in any agent's layout) or ``servers`` (``NAME=COMMAND ARG...`` /
+    ``NAME=URL``) are given, which replace them. Starts nothing."""
+    for agent in agents or ():
+        if agent not in AGENTS:
+            raise TokprofError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
+    if files or servers:
+        found: list[ServerConfig] = []
+        for file in files:
+            found += read_config_file(os.fspath(file))
+        found += [parse_server_option(spec) for spec in servers]
+        return Discovery(tuple(found))
+    return discover(Path(project) if project else None, Path(home) if home else None, environ,
+                    tuple(agents) if agents else AGENTS)
+
+
+def _distinct(servers: Sequence[ServerConfig]) -> list[ServerConfig]:
+    """One server per name: the first found (a project's file before the user's)."""
+    seen: set[str] = set()
+    out = []
+    for server in servers:
+        if server.name not in seen:
+            seen.add(server.name)
+            out.append(server)
+    return out
+
+
+def list_mcp_servers(
+    servers: Sequence[ServerConfig] | Discovery,
+    *,
+    trust_project: Trust = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+    workspace: PathLike | None = None,
+) -> list[Listing | Failure]:
+    """Start (or reach) each server, in parallel, and list its tools: a :class:`Listing` or a
+    :class:`Failure` per server, in order. Servers from a project's own configuration start only
+    when ``trust_project`` is True or returns True for them; otherwise each is a failure saying so."""
+    chosen = _distinct(servers.servers if isinstance(servers, Discovery) else servers)
+    if not chosen:
+        raise TokprofError("no MCP servers configured: give --server NAME=COMMAND, a configuration file, or "
+                           "configure an agent (see tokprof mcp --help)")
+    untrusted = [s for s in chosen if s.project]
+    trusted = trust_project(untrusted) if untrusted and callable(trust_project) else bool(trust_project)
+    start = [s for s in chosen if trusted or not s.project]
+    started = iter(list_servers(start, timeout, environ, os.fspath(workspace) if workspace else None) if start else [])
+    return [next(started) if trusted or not s.project else Failure(s, UNTRUSTED.format(origin=s.origin))
+            for s in chosen]
+
+
+def mcp_report(
+    servers: Sequence[ServerConfig] | Discovery | Sequence[Listing | Failure],
+    *,
+    model: str | None = None,
+    chat_template: PathLike | None = None,
+    naming: str | None = None,
+    log: PathLike | None = None,
+    input_format: str | None = None,
+    trust_project: Trust = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    environ: Mapping[str, str] | None = None,
+) -> McpReport:
+    """What each MCP server's tools cost per request under ``model`` (default: tokprof's default
+    model), priced as ``tokprof tools`` prices a catalogue; with ``log``, how often each tool was
+    called there and what the never-called ones cost over it. ``servers`` are configurations (which
+    are started, see :func:`list_mcp_servers`) or listings already made."""
+    from tokprof import api
+    from tokprof.analyses.mcp import NAMINGS
+    from tokprof.analyses.mcp import mcp_report as _report
+
+    if naming is not None and naming not in NAMINGS:
+        raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
+    items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
+    results: list[Listing | Failure]
+    if items and all(isinstance(i, (Listing, Failure)) for i in items):
+        results = items
+    else:
+        results = list_mcp_servers(items, trust_project=trust_project, timeout=timeout, environ=environ)
+    listed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    trace = api.read_log(log, input_format=input_format) if log is not None else None
+    chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
+    try:
+        return _report(chat, results, listed_at, naming, trace)
+    except TokprofError:
+        raise
+    except Exception as exc:  # a template failing on the catalogue prompt
+        raise TokprofError(f"the chat template failed on the MCP servers' tool catalogue: {exc}") from None
