@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 import test_format_claude_code as cc
 from conftest import ROOT
 from test_sessions import claude_project, codex_tree
+
 from tokprof.cli import main
 
 duckdb = pytest.importorskip("duckdb")

@@ -356,6 +356,7 @@ def profile_directory(
     with_text: bool = False,
     machine: str | None = None,
     user: str | None = None,
+    state: dict | None = None,
 ) -> SessionsReport:
     """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
@@ -363,7 +364,9 @@ def profile_directory(
     count in the first file that holds them). ``jobs``: processes to profile in (default: one per
     core); the report is the same whatever their number. ``records``: also a record per call
     (``report.calls``, see docs/tables.md), with the prompt text when ``with_text``, stamped with the
-    ``machine`` and ``user`` given."""
+    ``machine`` and ``user`` given. ``state``: an incremental run (:mod:`tokprof.incremental`): the
+    state file's entries (``load_state``), which only files that are new or changed are profiled
+    against, replaced in place by the new state."""
     from tokprof.formats import SESSION_FORMATS, scan_directory
 
     name = os.fspath(directory)
@@ -386,7 +389,14 @@ def profile_directory(
     tasks = [SessionTask(kind, str(path)) for kind, path in files]
     jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
     with _progress(progress, 2 * len(tasks), "profiling sessions") as advance:
-        report = run_sessions(tasks, options, local_map(jobs, advance), name)
+        if state is None:
+            report = run_sessions(tasks, options, local_map(jobs, advance), name)
+        else:
+            from tokprof.incremental import run_incremental
+
+            report, fresh, _ = run_incremental(tasks, options, local_map(jobs, advance), name, state)
+            state.clear()
+            state.update(fresh)
     if not report.sessions:
         raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
     report.skipped += not_sessions  # the sessions that failed first, then the files that are no sessions

@@ -337,6 +337,9 @@ def profile(
         "--user", metavar="NAME", help="With a directory: the person the logs are of, on every call's row.")] = None,
     with_text: Annotated[bool, typer.Option(
         "--with-text", help="With -f parquet or csv into a folder: the calls table carries prompts and responses.")] = False,
+    incremental: Annotated[bool, typer.Option(
+        "--incremental", help="With -f parquet or csv into a folder: remember each input in a state file there "
+        "and profile only files that are new or changed (the output is a full run's).")] = False,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
 
@@ -348,14 +351,14 @@ def profile(
     options = _options(fmt, output, window, fill_lines)
     if os.path.isdir(log):
         if session is None:
-            team = _team_options(by, since, until, with_text, machine, user)
+            team = _team_options(by, since, until, with_text, machine, user, incremental)
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
                              no_progress, html, jobs, price, team)
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
-    if fmt == "parquet" or by or since or until or machine or user or with_text:
-        raise TokprofError(f"{log}: -f parquet, --by, --since, --until, --machine, --user and --with-text are for "
+    if fmt == "parquet" or by or since or until or machine or user or with_text or incremental:
+        raise TokprofError(f"{log}: -f parquet, --by, --since, --until, --machine, --user, --with-text and --incremental are for "
                            "a directory of sessions")
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
                          chat_template=chat_template, no_progress=no_progress, price=price)
@@ -375,8 +378,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
     from tokprof.render import render
     from tokprof.render.tables import TeamOptions, rollups_text, table_files, tables, team_view
 
-    team = team or (TeamOptions(), None, None)
-    team, machine, user = team
+    team, machine, user, incremental = team or (TeamOptions(), None, None, False)
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
     if fmt not in formats_for("sessions") + ["parquet"]:
@@ -387,14 +389,23 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
         raise TokprofError(f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o")
     if folder and not os.path.isdir(output):
         raise TokprofError(f"{output}: no such folder (create it first)")
+    if incremental and not folder:
+        raise TokprofError(f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) "
+                           "and -o FOLDER/")
+    from tokprof.incremental import STATE_NAME, load_state, state_bytes
+
+    state = load_state(os.path.join(output, STATE_NAME)) if incremental else None
     records = folder or bool(team.by) or team.filtered
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
                                    progress=not no_progress, jobs=jobs, prices=_user_prices(price), records=records,
-                                   with_text=team.with_text, machine=machine, user=user)
+                                   with_text=team.with_text, machine=machine, user=user, state=state)
     report, calls, rollups = team_view(report, team)
     if folder:
-        _write_bytes(table_files(output, fmt, tables(report, calls, rollups, team.with_text)), (directory,))
+        files = table_files(output, fmt, tables(report, calls, rollups, team.with_text))
+        if state is not None:
+            files.append((os.path.join(output, STATE_NAME), state_bytes(state)))
+        _write_bytes(files, (directory,))
         return EXIT_OK
     text = render("sessions", fmt, report, options)
     if rollups and fmt == "json":
@@ -411,13 +422,13 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
     return EXIT_OK
 
 
-def _team_options(by, since, until, with_text, machine, user):
+def _team_options(by, since, until, with_text, machine, user, incremental=False):
     from tokprof.analyses.rollups import parse_by, parse_when
     from tokprof.render.tables import TeamOptions
 
     team = TeamOptions(tuple(parse_by(by or [])), parse_when(since, "--since") if since else None,
                        parse_when(until, "--until", end=True) if until else None, with_text)
-    return team, machine, user
+    return team, machine, user, incremental
 
 
 def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], ...] = ()) -> None:
