@@ -692,6 +692,41 @@ SERVE_HELP = (
 )
 
 
+@app.command(epilog=_esc("Examples:\n\n  tokprof export ~/.claude/projects/ --endpoint http://127.0.0.1:4318/v1/traces\n\n"
+                         "  tokprof export sessions/ --prometheus /var/lib/node_exporter/textfile/tokprof.prom"))
+def export(
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory of Claude Code or Codex sessions.")],
+    endpoint: Annotated[Optional[str], typer.Option(
+        "--endpoint", metavar="URL", help="Send a span per call to this OTLP HTTP traces endpoint (the otel extra).")] = None,
+    prometheus: Annotated[Optional[str], typer.Option(
+        "--prometheus", metavar="FILE", help="Write Prometheus text exposition (for node_exporter's textfile collector).")] = None,
+    model: ModelName = None,
+    price: Price = None,
+    machine: Annotated[Optional[str], typer.Option("--machine", metavar="NAME", help="The machine, on every call.")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", metavar="NAME", help="The person, on every call.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Processes to profile in.")] = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Per-call spans over OTLP, or metrics for Prometheus, from a directory of sessions."""
+    from tokprof import api
+
+    if not endpoint and not prometheus:
+        raise TokprofError(f"{directory}: give --endpoint URL (OTLP) or --prometheus FILE, or both")
+    if not os.path.isdir(directory):
+        raise TokprofError(f"{directory}: not a directory of sessions")
+    report = api.profile_directory(directory, model, progress=not no_progress, jobs=jobs, prices=_user_prices(price),
+                                   records=True, machine=machine, user=user)
+    if prometheus:
+        from tokprof.export.prometheus import exposition
+
+        _write([(prometheus, exposition(report.calls))], (directory,))
+    if endpoint:
+        from tokprof.export.otlp import send_spans
+
+        send_spans(report.calls, endpoint)
+    return EXIT_OK
+
+
 @app.command(help=_esc(SERVE_HELP), short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",
              epilog=_esc(
     "Examples:\n\n  tokprof serve\n\n  tokprof serve --model qwen3 --model ./my-tokenizer --thresholds 60,75\n\n"
