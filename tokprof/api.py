@@ -370,7 +370,12 @@ def profile_directory(
     from tokprof.formats import SESSION_FORMATS, scan_directory
 
     name = os.fspath(directory)
-    found = scan_directory(name)
+    if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
+        from tokprof.formats.remote import scan_url
+
+        found = scan_url(name)
+    else:
+        found = scan_directory(name)
     files = found.sessions
     not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
     if input_format is not None:

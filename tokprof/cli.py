@@ -349,7 +349,7 @@ def profile(
     from tokprof import api
 
     options = _options(fmt, output, window, fill_lines)
-    if os.path.isdir(log):
+    if os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
             team = _team_options(by, since, until, with_text, machine, user, incremental)
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
@@ -389,6 +389,8 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
         raise TokprofError(f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o")
     if folder and not os.path.isdir(output):
         raise TokprofError(f"{output}: no such folder (create it first)")
+    if incremental and "://" in directory:
+        raise TokprofError(f"{directory}: --incremental takes a local folder")
     if incremental and not folder:
         raise TokprofError(f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) "
                            "and -o FOLDER/")
