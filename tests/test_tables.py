@@ -143,3 +143,43 @@ def test_corpus_branches_and_projects(tmp_path, capsys):
     assert "main" in branches and "unknown" not in branches  # every corpus session records its branch
     codex = [c for c in report.calls if c.agent == "codex"]
     assert codex and all(c.git_commit and c.project for c in codex)
+
+
+def test_rollups_json_is_valid_against_the_sessions_schema(tmp_path, model_dir, capsys):
+    pytest.importorskip("jsonschema")
+    from jsonschema import Draft202012Validator
+    from referencing import Registry, Resource
+    from test_schema import _schema_files, assert_valid
+
+    logs = folder(tmp_path / "logs")
+    code, text, _ = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "branch,day",
+                         "--by", "user", "--no-progress"], capsys)
+    assert code == 0
+    schemas = _schema_files()
+    registry = Registry().with_resources((name, Resource.from_contents(doc)) for name, doc in schemas.items())
+    validator = Draft202012Validator(schemas["sessions.schema.json"], registry=registry)
+    assert_valid({"sessions": validator}, "sessions", json.loads(text))
+    user = json.loads(text)["rollups"][1]["rows"]
+    assert [r["user"] for r in user] == ["unknown"]  # no --user: unknown, never dropped
+
+
+def test_parquet_without_pyarrow_is_a_hint_and_no_file(tmp_path, model_dir, capsys, monkeypatch):
+    import sys
+
+    logs, out = folder(tmp_path / "logs"), tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    code, _, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "-o", str(out),
+                        "--no-progress"], capsys)
+    assert code == 2 and "pip install 'tokprof[parquet]'" in err
+    assert list(out.iterdir()) == []
+
+
+def test_a_branch_that_is_not_a_string_names_the_line(tmp_path, model_dir, capsys):
+    logs = folder(tmp_path / "logs")
+    path = next(logs.rglob("sess-simple.jsonl"))
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    cc.write_jsonl(path, [dict(row, gitBranch=7) for row in rows])
+    code, _, err = run(["profile", str(path), "--model", str(model_dir), "--no-progress"], capsys)
+    assert code == 2 and "gitBranch" in err and "line 2: gitBranch" in err and "Traceback" not in err
