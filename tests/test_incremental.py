@@ -82,3 +82,25 @@ def test_incremental_needs_a_folder_output(tmp_path, model_dir, capsys):
     claude_project(logs / "claude")
     code, _, err = run(["profile", str(logs), "--model", str(model_dir), "--incremental"], capsys)
     assert code == 2 and "--incremental" in err
+
+
+def test_a_damaged_state_file_means_profiling_again(tmp_path, model_dir, capsys):
+    logs = tmp_path / "logs"
+    claude_project(logs / "claude")
+    inc, full = tmp_path / "inc", tmp_path / "full"
+    inc.mkdir()
+    full.mkdir()
+    args = ["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "--no-progress", "-j", "1"]
+    assert run(args + ["-o", str(inc), "--incremental"], capsys)[0] == 0
+    state = inc / ".tokprof-state.json"
+    doc = json.loads(state.read_text())
+    for entry in doc["files"].values():
+        entry["outcome"] = {"row": {"session": 3}}
+        entry["request_ids"] = [1, 2]
+    state.write_text(json.dumps(doc))
+    assert run(args + ["-o", str(inc), "--incremental"], capsys)[0] == 0
+    assert run(args + ["-o", str(full)], capsys)[0] == 0
+    assert tables(inc) == tables(full)
+    state.write_text("{not json")
+    code, _, err = run(args + ["-o", str(inc), "--incremental"], capsys)
+    assert code == 2 and "state file" in err

@@ -714,7 +714,7 @@ def export(
 
     if not endpoint and not prometheus:
         raise TokprofError(f"{directory}: give --endpoint URL (OTLP) or --prometheus FILE, or both")
-    if not os.path.isdir(directory):
+    if not os.path.isdir(directory) and "://" not in directory:
         raise TokprofError(f"{directory}: not a directory of sessions")
     report = api.profile_directory(directory, model, progress=not no_progress, jobs=jobs, prices=_user_prices(price),
                                    records=True, machine=machine, user=user)

@@ -84,16 +84,19 @@ def run_incremental(tasks: Sequence[SessionTask], options: SessionOptions, map_:
         same_stat = old is not None and old.get("size") == stat.st_size and old.get("mtime_ns") == stat.st_mtime_ns
         digest = old["sha256"] if same_stat and old else _hash(task.path)
         fresh = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
-        entries.append((task, old if old is not None and old.get("sha256") == digest else None, fresh))
+        usable = old is not None and old.get("sha256") == digest and _ids_ok(old.get("request_ids"))
+        entries.append((task, old if usable else None, fresh))
     need_ids = [task for task, old, _ in entries if old is None]
     found = dict(zip([t.path for t in need_ids], map_(request_ids, need_ids)))
     ids = [found[task.path] if old is None else old.get("request_ids") for task, old, _ in entries]
     counted = copies(ids)
     todo, outcomes = [], {}
     for (task, old, _), dropped in zip(entries, counted):
-        if (old is not None and old.get("options") == key and sorted(dropped) == old.get("counted")
-                and "outcome" in old):
-            outcomes[task.path] = _outcome(old["outcome"])
+        reused = None
+        if old is not None and old.get("options") == key and sorted(dropped) == old.get("counted"):
+            reused = _outcome(old.get("outcome"))
+        if reused is not None:
+            outcomes[task.path] = reused
         else:
             todo.append(SessionWork(task, options, dropped))
     for work, outcome in zip(todo, map_(profile_session, todo)):
@@ -117,7 +120,19 @@ def _encoded(outcome: Outcome) -> dict:
             "calls": [record.to_dict() for record in outcome.calls]}
 
 
-def _outcome(d: dict) -> Outcome:
+def _ids_ok(ids: object) -> bool:
+    return ids is None or (isinstance(ids, list) and all(isinstance(i, str) for i in ids))
+
+
+def _outcome(d: object) -> Outcome | None:
+    """A remembered outcome, or None when the state file's entry is not one (that file is profiled again)."""
+    try:
+        return _decoded(d)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _decoded(d: dict) -> Outcome:
     if "skipped" in d:
         return Skipped(**d["skipped"])
     calls = []
