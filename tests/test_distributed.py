@@ -55,3 +55,64 @@ def test_dask_on_the_shared_corpus():
     got = profile_paths(paths, scheduler="processes", root=str(folder))
     assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
     assert Path(folder).is_dir()
+
+
+def _corpus_sessions():
+    from tokprof.formats import scan_directory
+
+    return [path for _, path in scan_directory(str(CORPUS)).sessions]
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
+def test_dask_over_the_corpus_equals_jobs_2_row_for_row_with_prices():
+    """One engine: a Dask run applies the user's prices exactly as ``--jobs 2`` does."""
+    import tokprof
+    from tokprof.distributed import profile_paths
+
+    prices = ["my-model=1/2", "0.5/4/0.05/0.6"]
+    expected = tokprof.profile_directory(CORPUS, jobs=2, prices=prices, records=True)
+    unpriced = tokprof.profile_directory(CORPUS, jobs=2, records=True)
+    got = profile_paths(_corpus_sessions(), prices=prices, scheduler="processes", root=str(CORPUS), records=True)
+    assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
+    assert [c.to_dict() for c in got.calls] == [c.to_dict() for c in expected.calls]
+    assert [r.cost for r in expected.sessions] != [r.cost for r in unpriced.sessions]  # the prices count
+    assert sum(c.total for c in got.calls) == got.totals().billed_input
+
+
+def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
+    """profile_directory and the Dask path share the directory engine's functions: neither api nor
+    distributed keeps a directory run of its own, and distributed imports no private name of api."""
+    import ast
+
+    import tokprof.api as api
+    import tokprof.directory as engine
+
+    source = Path(ROOT / "tokprof" / "distributed.py").read_text()
+    imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
+                for a in node.names]
+    assert not [name for name in imported if name.startswith("_")]
+    for gone in ("_map", "_profile_session", "_request_ids", "_copies", "_SessionOptions", "sessions_report"):
+        assert not hasattr(api, gone)
+    assert api.run_sessions is engine.run_sessions
+
+
+def test_local_map_keeps_the_order_and_counts_progress():
+    from tokprof.directory import local_map
+
+    done = []
+    for jobs in (1, 2):
+        done.clear()
+        assert local_map(jobs, lambda: done.append(1))(abs, [-3, 2, -1]) == [3, 2, 1]
+        assert len(done) == 3
+
+
+def test_prices_reach_the_workers(tmp_path, model_dir):
+    import tokprof
+    from tokprof.distributed import profile_paths
+
+    claude_project(tmp_path / "claude")
+    base = tokprof.profile_directory(tmp_path, str(model_dir), jobs=1, prices=["1/2"])
+    paths = [tmp_path / row.path for row in base.sessions]
+    got = profile_paths(paths, str(model_dir), prices=["1/2"], scheduler="threads", root=str(tmp_path))
+    assert [r.cost for r in got.sessions] == [r.cost for r in base.sessions]
+    assert any(r.cost for r in got.sessions)

@@ -9,23 +9,26 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any, Union
 
 from tokprof.analyses import budgets
-from tokprof.analyses.cost import UserPrice, attach_cost, parse_price
-from tokprof.analyses.prefix_cache import attach_cache
-from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
+from tokprof.analyses.cost import UserPrice
+from tokprof.analyses.calls import Stamp
+from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
+from tokprof.analyses.sessions import SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor, RenderError
 from tokprof.config import Config, ConfigError, find_config, load_file
 from tokprof.errors import InputError, ModelError, TokprofError
-from tokprof.models import DEFAULT_MODEL, auto_model, label, resolve_model
+from tokprof.models import DEFAULT_MODEL
+from tokprof.directory import SessionOptions, SessionTask, default_jobs, local_map, run_sessions
 from tokprof.models.base import ChatModel, ModelInfo
+from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
 from tokprof.trace import Call, Note, Trace
 
@@ -40,10 +43,6 @@ Progress = Union[bool, Callable[[int, int], None]]
 PathLike = Union[str, "os.PathLike[str]"]
 #: Tool definitions: a list (OpenAI, flat Responses, Anthropic or MCP shapes), or a JSON file of them.
 ToolsArg = Union[Sequence[dict], PathLike, None]
-#: Prices the user sets, per model name ("*" for every model): rates, ``--price`` specs
-#: (``"0.2/0.6"``, ``"my-model=0.2/0.6/0.02"``), or a mapping of model name to :class:`Rates` or
-#: :class:`UserPrice`.
-PricesArg = Union[Sequence[str], Mapping[str, Any], None]
 
 
 @dataclass(frozen=True)
@@ -181,20 +180,9 @@ def _anthropic_shape(messages: Sequence[Any], tools: Any, system: Any) -> bool:
 
 
 # -- models --------------------------------------------------------------------------------------
-_MODELS: dict[tuple[str, str | None], ChatModel] = {}
-
-
 def _chat_model(name: str | None, chat_template: PathLike | None, log_models: list[str | None] | None) -> ChatModel:
-    """A loaded model, once per process for each name and template; chosen from the log's model
-    names when ``name`` is None (and then labelled with why)."""
-    selected = None
-    if name is None:
-        name, selected = auto_model(log_models or [])
-    template = None if chat_template is None else os.fspath(chat_template)
-    key = (name, template)
-    if key not in _MODELS:
-        _MODELS[key] = resolve_model(name, template)
-    return label(_MODELS[key], selected)
+    """A loaded model, once per process for each name and template (:mod:`tokprof.models.loaded`)."""
+    return chat_model(name, None if chat_template is None else os.fspath(chat_template), log_models)
 
 
 def get_model(name: str = DEFAULT_MODEL, *, chat_template: PathLike | None = None) -> Model:
@@ -295,36 +283,12 @@ def configured_prices(config: Config, specs: Sequence[str] = ()) -> dict[str, Us
 
 def _prices(prices: PricesArg) -> dict[str, UserPrice]:
     """The user's prices by model name, from what :data:`PricesArg` allows."""
-    from tokprof.analyses.cost import PriceError
-    from tokprof.costs import Rates
-
-    if prices is None:
-        return {}
-    out: dict[str, UserPrice] = {}
-    if isinstance(prices, Mapping):
-        for name, value in prices.items():
-            if isinstance(value, UserPrice):
-                out[name] = value
-            elif isinstance(value, Rates):
-                out[name] = UserPrice(value, "the caller's rates")
-            else:
-                raise TypeError(f"prices[{name!r}]: expected Rates or UserPrice, not {type(value).__name__}")
-        return out
-    for spec in prices:
-        try:
-            name, rates = parse_price(spec)
-        except PriceError as exc:
-            raise TokprofError(str(exc)) from None
-        out[name] = UserPrice(rates, "--price")
-    return out
+    return user_prices(prices)
 
 
 def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: PricesArg) -> Profile:
     """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
-    if chat is not None:
-        result = attach_catalogue(result, trace, chat)
-    result = attach_cost(result, trace, _prices(prices))
-    return attach_cache(result, trace)
+    return attach_analyses(result, trace, chat, user_prices(prices))
 
 
 def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
@@ -396,17 +360,30 @@ def profile_directory(
     progress: Progress = False,
     jobs: int | None = None,
     prices: PricesArg = None,
+    records: bool = False,
+    with_text: bool = False,
+    machine: str | None = None,
+    user: str | None = None,
+    state: dict | None = None,
 ) -> SessionsReport:
     """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
     ``.json``/``.jsonl`` file; each call is counted once (a resumed session's copies of earlier calls
     count in the first file that holds them). ``jobs``: processes to profile in (default: one per
-    core); the report is the same whatever their number."""
-    from tokprof.formats import SESSION_FORMATS, read_trace, scan_directory
-    from tokprof.transforms import count_once, supply
+    core); the report is the same whatever their number. ``records``: also a record per call
+    (``report.calls``, see docs/tables.md), with the prompt text when ``with_text``, stamped with the
+    ``machine`` and ``user`` given. ``state``: an incremental run (:mod:`tokprof.incremental`): the
+    state file's entries (``load_state``), which only files that are new or changed are profiled
+    against, replaced in place by the new state."""
+    from tokprof.formats import SESSION_FORMATS, scan_directory
 
     name = os.fspath(directory)
-    found = scan_directory(name)
+    if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
+        from tokprof.formats.remote import scan_url
+
+        found = scan_url(name)
+    else:
+        found = scan_directory(name)
     files = found.sessions
     not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
     if input_format is not None:
@@ -420,122 +397,44 @@ def profile_directory(
             more = ", …" if len(not_sessions) > 1 else ""
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
         raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
-    options = _SessionOptions(model, _tools_arg(tools), _system_arg(system),
-                              None if chat_template is None else os.fspath(chat_template), _prices(prices))
-    tasks = [(kind, str(path)) for kind, path in files]
+    options = session_options(model, tools=tools, system=system, chat_template=chat_template, prices=prices,
+                              records=records, with_text=with_text, machine=machine, user=user)
+    tasks = [SessionTask(kind, str(path)) for kind, path in files]
     jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
     with _progress(progress, 2 * len(tasks), "profiling sessions") as advance:
-        ids = _map(_request_ids, tasks, jobs, advance)  # pass 1: which calls each file holds
-        drop = _copies(ids)
-        outcomes = _map(_profile_session, [(task, options, dropped) for task, dropped in zip(tasks, drop)], jobs,
-                        advance)
-    report = sessions_report(name, tasks, outcomes)
+        if state is None:
+            report = run_sessions(tasks, options, local_map(jobs, advance), name)
+        else:
+            from tokprof.incremental import run_incremental
+
+            report, fresh, _ = run_incremental(tasks, options, local_map(jobs, advance), name, state)
+            state.clear()
+            state.update(fresh)
     if not report.sessions:
         raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
     report.skipped += not_sessions  # the sessions that failed first, then the files that are no sessions
     return report
 
 
-def default_jobs() -> int:
-    """One job per core this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-@dataclass(frozen=True)
-class _SessionOptions:
-    model: str | None
-    tools: list[dict] | None
-    system: str | None
-    chat_template: str | None
-    prices: dict = field(default_factory=dict)  # the user's rates by model name (UserPrice)
-
-
-def _request_ids(task: tuple[str | None, str]) -> list[str] | None:
-    """The provider request ids of a session file's calls, in order (None when it cannot be read)."""
-    from tokprof.formats import read_trace
-
-    kind, path = task
-    try:
-        return [call.request_id for call in read_trace(path, kind).calls if call.request_id is not None]
-    except TokprofError:
-        return None
-
-
-def _copies(ids: list[list[str] | None]) -> list[frozenset[str]]:
-    """Per file, the request ids an earlier file already holds: its copies of calls counted there."""
-    seen: set[str] = set()
-    out = []
-    for found in ids:
-        found = found or []
-        out.append(frozenset(i for i in found if i in seen))
-        seen.update(found)
-    return out
-
-
-def _profile_session(work: tuple[tuple[str | None, str], _SessionOptions, frozenset[str]]):
-    """One session file of a directory: (its row, the model's description), or why it was skipped.
-    A plain function of picklable arguments: it runs in a worker process when there are several jobs."""
-    from tokprof.formats import read_trace
-    from tokprof.transforms import count_once, fit, supply
-
-    (kind, path), options, dropped = work
-    try:
-        trace = count_once(read_trace(path, kind), set(dropped))
-        if options.tools is not None or options.system is not None:
-            try:
-                supply(trace, options.tools, options.system)
-            except ValueError as exc:
-                raise InputError(path, None, str(exc)) from None
-        chat = _model_for(trace, options.model, options.chat_template)
-        trace = fit(trace, chat)
-        result = _finish(profile_trace(trace, chat), trace, None, options.prices)
-    except TokprofError as exc:
-        return Skipped(path, str(exc))
-    except RenderError as exc:  # the template failed on one session: skip it, say why
-        return Skipped(path, f"{path}: {exc}")
-    return SessionRow.from_profile(result, trace.session or Path(path).stem, path), chat.describe()
-
-
-def sessions_report(directory: str, tasks: Sequence[tuple[str | None, str]], outcomes: list) -> SessionsReport:
-    """The report of session files profiled one by one (here, in worker processes, or on a cluster):
-    each task's outcome, a row or why it was skipped, in the tasks' order."""
-    report = SessionsReport(directory=directory, model={})
-    for (_, path), outcome in zip(tasks, outcomes):
-        if isinstance(outcome, Skipped):
-            report.skipped.append(outcome)
-            continue
-        row, info = outcome
-        report.model[info.name] = info
-        try:
-            row.path = str(Path(path).relative_to(directory))
-        except ValueError:
-            pass
-        report.sessions.append(row)
-    return report
-
-
-def _map(function: Callable, items: list, jobs: int, advance: Callable[[], None]) -> list:
-    """``function`` of every item, in order: in this process, or in ``jobs`` worker processes."""
-    if jobs <= 1:
-        out = []
-        for item in items:
-            out.append(function(item))
-            advance()
-        return out
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
-    results: list = [None] * len(items)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(function, item): i for i, item in enumerate(items)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            advance()
-    return results
+def session_options(
+    model: str | None = None,
+    *,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    prices: PricesArg = None,
+    records: bool = False,
+    with_text: bool = False,
+    machine: str | None = None,
+    user: str | None = None,
+) -> SessionOptions:
+    """How each session of a directory run is profiled, from what :func:`profile_directory` takes: the
+    options every map of the directory engine (:mod:`tokprof.directory`) carries to its workers."""
+    if model is not None and not isinstance(model, str):
+        raise TypeError("a directory run takes the model by name")
+    return SessionOptions(model, _tools_arg(tools), _system_arg(system),
+                          None if chat_template is None else os.fspath(chat_template), user_prices(prices),
+                          records, with_text, Stamp(machine, user))
 
 
 def local_sessions(agent: str | None = None, *, home: PathLike | None = None,

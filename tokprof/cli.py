@@ -69,11 +69,11 @@ CALLS_HELP = (
 )
 
 
-def _choice(kind: str):
+def _choice(kind: str, extra: tuple[str, ...] = ()):
     """A callback that checks a --format value against the renderers registered for ``kind``."""
 
     def check(value: str) -> str:
-        choices = formats_for(kind)
+        choices = formats_for(kind) + list(extra)
         if value not in choices:
             import difflib
 
@@ -98,10 +98,11 @@ def _check_input_format(value: Optional[str]) -> Optional[str]:
     return value
 
 
-def _format_option(kind: str, default: str = "table"):
+def _format_option(kind: str, default: str = "table", extra: tuple[str, ...] = ()):
+    names = formats_for(kind) + list(extra)
     return typer.Option(
-        "--format", "-f", metavar="|".join(formats_for(kind)), callback=_choice(kind),
-        help=f"Output format: {', '.join(formats_for(kind))}.", autocompletion=lambda: formats_for(kind),
+        "--format", "-f", metavar="|".join(names), callback=_choice(kind, extra),
+        help=f"Output format: {', '.join(names)}.", autocompletion=lambda: names,
     )
 
 
@@ -332,7 +333,7 @@ def profile(
         help="With a directory: profile the one session whose id or file name is or contains ID.")] = None,
     model: ModelName = None,
     chat_template: ChatTemplate = None,
-    fmt: Annotated[str, _format_option("profile")] = "table",
+    fmt: Annotated[str, _format_option("profile", extra=("parquet",))] = "table",
     output: Output = None,
     calls: Annotated[Optional[str], typer.Option("--calls", metavar="N|all", help=CALLS_HELP)] = None,
     html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")] = None,
@@ -344,6 +345,22 @@ def profile(
         "--jobs", "-j", metavar="N", min=1,
         help="With a directory: profile its sessions in N processes (default: one per core).")] = None,
     agent: Agent = None,
+    by: Annotated[Optional[list[str]], typer.Option(
+        "--by", metavar="DIM[,DIM]", help="With a directory: roll the calls up by project, branch, model, agent, "
+        "day, week or user (repeat for several rollups; join with commas to group by several at once).")] = None,
+    since: Annotated[Optional[str], typer.Option(
+        "--since", metavar="WHEN", help="With a directory: only calls made at or after WHEN (ISO date or time, UTC).")] = None,
+    until: Annotated[Optional[str], typer.Option(
+        "--until", metavar="WHEN", help="With a directory: only calls made before WHEN (an ISO date: to its end).")] = None,
+    machine: Annotated[Optional[str], typer.Option(
+        "--machine", metavar="NAME", help="With a directory: the machine the logs come from, on every call's row.")] = None,
+    user: Annotated[Optional[str], typer.Option(
+        "--user", metavar="NAME", help="With a directory: the person the logs are of, on every call's row.")] = None,
+    with_text: Annotated[bool, typer.Option(
+        "--with-text", help="With -f parquet or csv into a folder: the calls table carries prompts and responses.")] = False,
+    incremental: Annotated[bool, typer.Option(
+        "--incremental", help="With -f parquet or csv into a folder: remember each input in a state file there "
+        "and profile only files that are new or changed (the output is a full run's).")] = False,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
 
@@ -357,13 +374,17 @@ def profile(
         return _local(agent, fmt, output, options)
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
-    if os.path.isdir(log):
+    if os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
+            team = _team_options(by, since, until, with_text, machine, user, incremental)
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
-                             no_progress, html, jobs, price)
+                             no_progress, html, jobs, price, team)
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
+    if fmt == "parquet" or by or since or until or machine or user or with_text or incremental:
+        raise TokprofError(f"{log}: -f parquet, --by, --since, --until, --machine, --user, --with-text and --incremental are for "
+                           "a directory of sessions")
     result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
                          chat_template=chat_template, no_progress=no_progress, price=price)
     from dataclasses import replace
@@ -407,18 +428,70 @@ def sessions(
 
 
 def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
-              html, jobs, price=None) -> int:
+              html, jobs, price=None, team=None) -> int:
     import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.render.tables import TeamOptions, rollups_text, table_files, tables, team_view
+
+    team, machine, user, incremental = team or (TeamOptions(), None, None, False)
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
-    if fmt not in formats_for("sessions"):
-        raise TokprofError(f"{directory}: a directory's report is one of {', '.join(formats_for('sessions'))}, "
-                           f"not {fmt}: add --session ID for one session's {fmt}")
+    if fmt not in formats_for("sessions") + ["parquet"]:
+        raise TokprofError(f"{directory}: a directory's report is one of {', '.join(formats_for('sessions'))} or "
+                           f"parquet, not {fmt}: add --session ID for one session's {fmt}")
+    folder = fmt == "parquet" or (fmt == "csv" and output is not None and (output.endswith("/") or os.path.isdir(output)))
+    if fmt == "parquet" and not output:
+        raise TokprofError(f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o")
+    if folder and not os.path.isdir(output):
+        raise TokprofError(f"{output}: no such folder (create it first)")
+    if incremental and "://" in directory:
+        raise TokprofError(f"{directory}: --incremental takes a local folder")
+    if incremental and not folder:
+        raise TokprofError(f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) "
+                           "and -o FOLDER/")
+    from tokprof.incremental import STATE_NAME, load_state, state_bytes
+
+    state = load_state(os.path.join(output, STATE_NAME)) if incremental else None
+    records = folder or bool(team.by) or team.filtered
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
-                                   progress=not no_progress, jobs=jobs, prices=_user_prices(price))
-    _write([(output, _render(report, fmt, options))])
+                                   progress=not no_progress, jobs=jobs, prices=_user_prices(price), records=records,
+                                   with_text=team.with_text, machine=machine, user=user, state=state)
+    report, calls, rollups = team_view(report, team)
+    if folder:
+        files = table_files(output, fmt, tables(report, calls, rollups, team.with_text))
+        if state is not None:
+            files.append((os.path.join(output, STATE_NAME), state_bytes(state)))
+        _write_bytes(files, (directory,))
+        return EXIT_OK
+    text = _render(report, fmt, options)
+    if rollups and fmt == "json":
+        import json
+
+        doc = json.loads(text)
+        doc["rollups"] = [r.to_dict() for r in rollups]
+        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    elif rollups and fmt == "table":
+        text += rollups_text(rollups)
+    elif rollups:
+        raise TokprofError("--by: rollups are in the table, JSON and Parquet outputs (and CSV into a folder: -o DIR/)")
+    _write([(output, text)])
     return EXIT_OK
+
+
+def _team_options(by, since, until, with_text, machine, user, incremental=False):
+    from tokprof.analyses.rollups import parse_by, parse_when
+    from tokprof.render.tables import TeamOptions
+
+    team = TeamOptions(tuple(parse_by(by or [])), parse_when(since, "--since") if since else None,
+                       parse_when(until, "--until", end=True) if until else None, with_text)
+    return team, machine, user, incremental
+
+
+def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], ...] = ()) -> None:
+    """Write binary files, all of them or none."""
+    from tokprof.outputs import write_files
+
+    write_files(outputs)
 
 
 @app.command(epilog=_esc("Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
@@ -763,6 +836,41 @@ SERVE_HELP = (
     "another address needs a token, which every request then carries as a bearer token. Needs the serve extra: "
     "pip install 'tokprof[serve]'. See docs/serve.md."
 )
+
+
+@app.command(epilog=_esc("Examples:\n\n  tokprof export ~/.claude/projects/ --endpoint http://127.0.0.1:4318/v1/traces\n\n"
+                         "  tokprof export sessions/ --prometheus /var/lib/node_exporter/textfile/tokprof.prom"))
+def export(
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory of Claude Code or Codex sessions.")],
+    endpoint: Annotated[Optional[str], typer.Option(
+        "--endpoint", metavar="URL", help="Send a span per call to this OTLP HTTP traces endpoint (the otel extra).")] = None,
+    prometheus: Annotated[Optional[str], typer.Option(
+        "--prometheus", metavar="FILE", help="Write Prometheus text exposition (for node_exporter's textfile collector).")] = None,
+    model: ModelName = None,
+    price: Price = None,
+    machine: Annotated[Optional[str], typer.Option("--machine", metavar="NAME", help="The machine, on every call.")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", metavar="NAME", help="The person, on every call.")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Processes to profile in.")] = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Per-call spans over OTLP, or metrics for Prometheus, from a directory of sessions."""
+    import tokprof as api  # the public facade: the CLI is its client
+
+    if not endpoint and not prometheus:
+        raise TokprofError(f"{directory}: give --endpoint URL (OTLP) or --prometheus FILE, or both")
+    if not os.path.isdir(directory) and "://" not in directory:
+        raise TokprofError(f"{directory}: not a directory of sessions")
+    report = api.profile_directory(directory, model, progress=not no_progress, jobs=jobs, prices=_user_prices(price),
+                                   records=True, machine=machine, user=user)
+    if prometheus:
+        from tokprof.export.prometheus import exposition
+
+        _write([(prometheus, exposition(report.calls))], (directory,))
+    if endpoint:
+        from tokprof.export.otlp import send_spans
+
+        send_spans(report.calls, endpoint)
+    return EXIT_OK
 
 
 @app.command(help=_esc(SERVE_HELP), short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",

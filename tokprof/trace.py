@@ -71,6 +71,9 @@ class Call:
     thread: str = ""  # "" for the main conversation, else a subagent's id: its prompts have their own fixed part
     request_id: str | None = None  # the provider's id of the call, when the log has one (to count it once)
     time: datetime | None = None  # when the call was made (timezone-aware, UTC), when the log says
+    cwd: str | None = None  # the agent's working directory (the project), when the log records it
+    git_branch: str | None = None  # the git branch the agent worked on, when the log records it
+    git_commit: str | None = None  # the commit it started from, when the log records it
 
 
 @dataclass

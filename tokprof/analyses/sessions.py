@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from tokprof.analyses.calls import CallRecord
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
 
@@ -124,6 +125,7 @@ class SessionsReport:
     model: dict[str, ModelInfo]  # the model (or models) used, by name
     sessions: list[SessionRow] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)  # sessions that could not be read
+    calls: list[CallRecord] = field(default_factory=list)  # a record per call, when asked for (not in to_dict)
 
     @classmethod
     def combine(cls, reports: "list[SessionsReport]", directory: str = "") -> "SessionsReport":
@@ -134,6 +136,7 @@ class SessionsReport:
             combined.model.update(report.model)
             combined.sessions += report.sessions
             combined.skipped += report.skipped
+            combined.calls += report.calls
         return combined
 
     def bucket_names(self) -> list[str]:

@@ -647,6 +647,8 @@ class _Reader:
             thread=str(first.record.get("agentId") or transcript.path) if sidechain else "",
             request_id=None if not key or key in self.positional else key,
             time=parse_time(first.record.get("timestamp")),
+            cwd=_place_text(transcript.path, first, "cwd"),
+            git_branch=_place_text(transcript.path, first, "gitBranch"),
         )
 
     # -- prompts -----------------------------------------------------------------------------------
@@ -1021,11 +1023,11 @@ class _Reader:
                             f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})")
 
 #: The fields of a line kept once it is read (its content is in its parts by then), and of an
-#: assistant line's message. The rest (``toolUseResult``, ``cwd``, snapshots, progress output) is
-#: never read again and is not held.
+#: assistant line's message. The rest (``toolUseResult``, snapshots, progress output) is never read
+#: again and is not held; ``cwd`` and ``gitBranch`` say where the agent worked (``Call.cwd``).
 KEPT_FIELDS = (
     "type", "uuid", "parentUuid", "sessionId", "timestamp", "agentId", "subtype", "logicalParentUuid",
-    "requestId", "isApiErrorMessage", "isSidechain", "parentToolUseID",
+    "requestId", "isApiErrorMessage", "isSidechain", "parentToolUseID", "cwd", "gitBranch",
 )
 KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
 
@@ -1148,3 +1150,13 @@ def _nested_key(record: dict) -> str | None:
         return request
     msg_id = message.get("id") if isinstance(message, dict) else None
     return msg_id if isinstance(msg_id, str) and msg_id else None
+
+
+def _place_text(path: str, line: "_Line", key: str) -> str | None:
+    """A line's ``cwd`` or ``gitBranch`` (where the agent worked), None when it is not recorded."""
+    value = line.record.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, line.prefix + key, f"expected a string, found {_kind(value)}")
+    return check_text(path, line.prefix + key, value)

@@ -227,6 +227,9 @@ class Meta:
     timestamp: Any = None
     instructions: str | None = None  # session_meta.instructions (the user's instructions)
     base: str | None = None  # session_meta.base_instructions.text (the system prompt)
+    cwd: str | None = None  # session_meta.cwd (the project)
+    git_branch: str | None = None  # session_meta.git.branch
+    git_commit: str | None = None  # session_meta.git.commit_hash
 
 
 @dataclass
@@ -354,6 +357,13 @@ class _Parser:
             base = _optional_text(self.path, prefix + "base_instructions", base)
         if base and base.strip():
             self.meta.base = base
+        self.meta.cwd = _optional_text(self.path, prefix + "cwd", payload.get("cwd")) or self.meta.cwd
+        git = payload.get("git")
+        if git is not None and not isinstance(git, dict):
+            raise InputError(self.path, prefix + "git", f"expected an object, found {_kind(git)}")
+        if git:
+            self.meta.git_branch = _optional_text(self.path, prefix + "git.branch", git.get("branch")) or None
+            self.meta.git_commit = _optional_text(self.path, prefix + "git.commit_hash", git.get("commit_hash")) or None
 
     def turn_context(self, number: int, timestamp: Any, payload: dict) -> None:
         prefix = f"line {number}: payload."
@@ -696,6 +706,7 @@ class _Builder:
             response=self.response(prefix, pending),
             kind="compaction" if pending.compaction is not None else "call",
             time=parse_time(entry.timestamp),
+            cwd=self.meta.cwd, git_branch=self.meta.git_branch, git_commit=self.meta.git_commit,
         )
         unrendered = self.unrendered(items)
         if unrendered:

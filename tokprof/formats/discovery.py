@@ -99,9 +99,10 @@ def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
     return False
 
 
-def _peek(path: Path) -> _Peek:
+def _peek(path: Path, opener: Any = None) -> _Peek:
+    """What a file is; ``opener`` opens it when it is not a local file (a URL: tokprof.formats.remote)."""
     try:
-        with open(path, "rb") as f:
+        with (opener() if opener is not None else open(path, "rb")) as f:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")

@@ -120,6 +120,10 @@ def _check_file(path: str) -> None:
 
 
 def _open(path: str) -> IO[bytes]:
+    if "://" in path:  # a URL (s3://, gs://, file://): read as a stream through fsspec
+        from tokprof.formats.remote import open_url
+
+        return open_url(path)
     _check_file(path)
     try:
         return open(path, "rb")

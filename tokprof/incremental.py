@@ -1,0 +1,142 @@
+"""Incremental directory runs: a state file beside the output remembers each input (size,
+modification time, content hash, provider request ids, and what profiling it gave), so that a rerun
+over a folder that grew profiles only the files that are new or changed.
+
+A file's outcome is reused when its content is the same (the hash; size and modification time only
+spare reading it), the run's options are the same, and the request ids earlier files hold (the calls
+it leaves out, counted there) are the same: so calls resumed into a new session file are still
+counted once, and the output is the same as a full run's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from tokprof.analyses.calls import SCHEMA_VERSION, CallRecord
+from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
+from tokprof.directory import (
+    Mapper,
+    Outcome,
+    SessionOptions,
+    SessionOutcome,
+    SessionTask,
+    SessionWork,
+    copies,
+    profile_session,
+    request_ids,
+    sessions_report,
+)
+from tokprof.errors import TokprofError
+from tokprof.models.base import ModelInfo
+
+STATE_NAME = ".tokprof-state.json"
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Stats:
+    files: int
+    profiled: int  # files profiled in this run (new, changed, or whose earlier files changed)
+
+
+def _hash(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def options_key(options: SessionOptions) -> str:
+    """What the run's options are, as a hash: another model, prices or stamp profiles every file again."""
+    return hashlib.sha256(repr(options).encode("utf-8")).hexdigest()
+
+
+def load_state(path: str) -> dict:
+    """The state file's entries by input path (empty when there is none)."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as exc:
+        raise TokprofError(f"{path}: cannot read the state file: {exc}") from None
+    if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION or doc.get("schema") != SCHEMA_VERSION:
+        return {}  # another version: a full run
+    files = doc.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def run_incremental(tasks: Sequence[SessionTask], options: SessionOptions, map_: Mapper, root: str,
+                    state: dict) -> tuple[SessionsReport, dict, Stats]:
+    """A directory run that reuses the state's outcomes where they hold; the report, the new state."""
+    key = options_key(options)
+    entries = []
+    for task in tasks:
+        stat = os.stat(task.path)
+        old = state.get(task.path) if isinstance(state.get(task.path), dict) else None
+        same_stat = old is not None and old.get("size") == stat.st_size and old.get("mtime_ns") == stat.st_mtime_ns
+        digest = old["sha256"] if same_stat and old else _hash(task.path)
+        fresh = {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sha256": digest}
+        usable = old is not None and old.get("sha256") == digest and _ids_ok(old.get("request_ids"))
+        entries.append((task, old if usable else None, fresh))
+    need_ids = [task for task, old, _ in entries if old is None]
+    found = dict(zip([t.path for t in need_ids], map_(request_ids, need_ids)))
+    ids = [found[task.path] if old is None else old.get("request_ids") for task, old, _ in entries]
+    counted = copies(ids)
+    todo, outcomes = [], {}
+    for (task, old, _), dropped in zip(entries, counted):
+        reused = None
+        if old is not None and old.get("options") == key and sorted(dropped) == old.get("counted"):
+            reused = _outcome(old.get("outcome"))
+        if reused is not None:
+            outcomes[task.path] = reused
+        else:
+            todo.append(SessionWork(task, options, dropped))
+    for work, outcome in zip(todo, map_(profile_session, todo)):
+        outcomes[work.task.path] = outcome
+    report = sessions_report(root, tasks, [outcomes[t.path] for t in tasks])
+    new_state = {task.path: dict(fresh, request_ids=found_ids, counted=sorted(dropped), options=key,
+                                 outcome=_encoded(outcomes[task.path]))
+                 for (task, _, fresh), found_ids, dropped in zip(entries, ids, counted)}
+    return report, new_state, Stats(len(tasks), len(todo))
+
+
+def state_bytes(state: dict) -> bytes:
+    doc = {"version": STATE_VERSION, "schema": SCHEMA_VERSION, "files": state}
+    return (json.dumps(doc, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+
+
+def _encoded(outcome: Outcome) -> dict:
+    if isinstance(outcome, Skipped):
+        return {"skipped": dataclasses.asdict(outcome)}
+    return {"row": dataclasses.asdict(outcome.row), "model": outcome.model.to_dict(),
+            "calls": [record.to_dict() for record in outcome.calls]}
+
+
+def _ids_ok(ids: object) -> bool:
+    return ids is None or (isinstance(ids, list) and all(isinstance(i, str) for i in ids))
+
+
+def _outcome(d: object) -> Outcome | None:
+    """A remembered outcome, or None when the state file's entry is not one (that file is profiled again)."""
+    try:
+        return _decoded(d)  # type: ignore[arg-type]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _decoded(d: dict) -> Outcome:
+    if "skipped" in d:
+        return Skipped(**d["skipped"])
+    calls = []
+    for record in d["calls"]:
+        when = record.get("time")
+        calls.append(CallRecord(**dict(record, time=None if when is None else datetime.fromisoformat(when))))
+    return SessionOutcome(SessionRow(**d["row"]), ModelInfo.from_dict(d["model"]), tuple(calls))
