@@ -622,6 +622,16 @@ SERVE_HELP = (
 )
 
 
+@app.command(short_help="One line for Claude Code's status bar (its statusLine command).", epilog=_esc(
+    "In ~/.claude/settings.json:\n\n  {\"statusLine\": {\"type\": \"command\", \"command\": \"tokprof statusline\"}}"))
+def statusline() -> int:
+    """Read Claude Code's status line JSON on standard input and print one short line."""
+    from tokprof.statusline import main as status
+
+    print(status(sys.stdin.read()))
+    return EXIT_OK
+
+
 @app.command(short_help="Follow the sessions being written: context fill, buckets, cost, cache.", epilog=_esc(
     "Examples:\n\n  tokprof watch\n\n  tokprof watch ~/.claude/projects/my-project --json\n\n"
     "  tokprof watch --on-threshold 'notify-send tokprof context'"))

@@ -22,6 +22,7 @@ from typing import Any
 
 from tokprof.errors import TokprofError
 from tokprof.follow import Follower
+from tokprof.models.known import context_window
 from tokprof.trace import Call
 
 THRESHOLDS = (0.7, 0.8)
@@ -77,17 +78,19 @@ class _Totals:
 class LiveSession:
     """One session file followed as it grows. ``update()`` returns the calls added since the last
     update (or since the start: the first update reads the whole file). ``count=False`` leaves
-    buckets out (no tokenizer is loaded)."""
+    buckets out (no tokenizer is loaded), ``price=False`` the cost."""
 
     def __init__(self, path: str, *, thresholds: tuple[float, ...] = THRESHOLDS, count: bool = True,
-                 model: str | None = None):
+                 model: str | None = None, price: bool = True):
         self.path = path
         self.thresholds = tuple(sorted(thresholds))
         self.count = count
+        self.price = price  # False: no cost (genai-prices is not loaded)
         self.model_name = model
         self.follower = Follower(path)
         self.problems: list[str] = []  # bad lines, one message each (the last few kept)
         self._models: dict[str, Any] = {}
+        self._windows: dict[str | None, int | None] = {}  # kept with the state: genai-prices loads once
         self._reset()
 
     def _reset(self) -> None:
@@ -106,7 +109,9 @@ class LiveSession:
     def session(self) -> str | None:
         return self.reader.trace.session
 
-    def update(self) -> list[LiveCall]:
+    def update(self, *, count_every: bool = True) -> list[LiveCall]:
+        """The calls added since the last update. ``count_every=False`` counts the buckets of the
+        last of them only (a session's first read: earlier calls get ``buckets`` None)."""
         appended = self.follower.read()
         if appended.restarted:
             self._reset()
@@ -129,7 +134,8 @@ class LiveSession:
                 calls.append(call)
         if self.format == "other" and (appended.lines or appended.restarted):
             calls = self._read_whole()
-        return [self._figures(call) for call in calls]
+        last = len(calls) - 1
+        return [self._figures(call, count_every or i == last) for i, call in enumerate(calls)]
 
     def _record(self, number: int, raw: bytes) -> Any:
         try:
@@ -155,6 +161,9 @@ class LiveSession:
         return new
 
     # -- figures -----------------------------------------------------------------------------------
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_models": {}}  # models are loaded again when needed
+
     def _model(self, name: str | None) -> Any:
         from tokprof.api import get_model
 
@@ -167,15 +176,15 @@ class LiveSession:
                 self._models[wanted] = None
         return self._models[wanted]
 
-    def _figures(self, call: Call) -> LiveCall:
-        from tokprof.models.known import context_window
-
+    def _figures(self, call: Call, count: bool = True) -> LiveCall:
         model = self._model(call.model) if self.count else None
-        counted = _count(model, call) if model is not None else None
+        counted = _count(model, call) if model is not None and count else None
         reported = call.reported.prompt if call.reported is not None else None
         prompt = reported if reported else (sum(counted.values()) if counted else 0)
         buckets = _anchor(counted, reported) if counted is not None else None
-        window = context_window([call.model]) or (model.context_window if model is not None else None)
+        if call.model not in self._windows:
+            self._windows[call.model] = context_window([call.model])
+        window = self._windows[call.model] or (model.context_window if model is not None else None)
         fill = prompt / window if window else None
         totals = self.totals
         main = call.thread == ""
@@ -191,7 +200,7 @@ class LiveSession:
             prompt=prompt, basis="reported" if reported else "computed", window=window,
             fill=round(fill, 6) if fill is not None else None, thresholds=self.thresholds, past=past, crossed=crossed,
             buckets=buckets, estimate=bool(model is not None and not model.exact),
-            added=added, largest_result=_largest_result(model, call) if model is not None else None,
+            added=added, largest_result=_largest_result(model, call) if counted is not None else None,
             cost=round(totals.cost, 6) if totals.cost is not None else None,
             cache_read_share=round(totals.cache_read / totals.prompt, 6) if totals.prompt else None,
             cache_broke=broke,
@@ -211,7 +220,7 @@ class LiveSession:
             return
         totals.prompt += usage.prompt
         totals.cache_read += usage.cache_read or 0
-        if totals.cost is None or not call.model:
+        if totals.cost is None or not call.model or not self.price:
             totals.cost = None
             return
         try:

@@ -139,7 +139,7 @@ def watch(paths: list[str], *, thresholds: tuple[float, ...], as_json: bool, on_
     watcher = Watcher(paths, thresholds, model)
     watcher.scan()
     for live in watcher.sessions.values():
-        live.update()  # the sessions as they are: only later calls are new
+        live.update(count_every=False)  # the sessions as they are: only later calls are new
     end = None if duration is None else time.monotonic() + duration
 
     def step() -> None:

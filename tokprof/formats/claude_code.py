@@ -337,12 +337,13 @@ class _Transcript:
 
     def children(self, uuid: str) -> list[_Line]:
         """The lines whose ``parentUuid`` is ``uuid``, in file order."""
-        if self._children is None or self._children_of != len(self.lines):
-            children: dict[str, list[_Line]] = {}
-            for line in self.lines:
+        if self._children is None or self._children_of > len(self.lines):
+            self._children, self._children_of = {}, 0
+        if self._children_of < len(self.lines):  # lines added since: gathered alone (lines are only appended)
+            for line in self.lines[self._children_of:]:
                 if line.parent is not None:
-                    children.setdefault(line.parent, []).append(line)
-            self._children, self._children_of = children, len(self.lines)
+                    self._children.setdefault(line.parent, []).append(line)
+            self._children_of = len(self.lines)
         return self._children.get(uuid, [])
 
 
