@@ -17,7 +17,7 @@ def run(tmp_path, payload) -> subprocess.CompletedProcess:
     env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=text, capture_output=True,
-                          text=True, env=env, timeout=60)
+                          text=True, env=env, timeout=60, check=False)
 
 
 def payload(transcript: Path, cost: float | None = 1.234) -> dict:
