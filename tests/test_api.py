@@ -14,7 +14,7 @@ SAMPLE = ROOT / "samples" / "incident_session.json"
 EXPORTED = {
     "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
-    "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
+    "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "LiveSession", "LiveCall", "whatif", "WhatIfReport",
 }
 
 

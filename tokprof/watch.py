@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tokprof.live import LiveCall, LiveSession
+from tokprof import LiveCall, LiveSession
 
 RESCAN = 2.0  # seconds between searches of the folders
 
