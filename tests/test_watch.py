@@ -169,3 +169,31 @@ def test_watch_in_a_terminal(tmp_path):
         proc.kill()
         proc.wait(10)
         os.close(master)
+
+
+def test_a_session_that_moves_and_a_new_one(tmp_path):
+    from tokprof.watch import Watcher
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    f = folder / "a.jsonl"
+    f.write_text(lines([(2000, 0)]))
+    watcher = Watcher([str(folder)], (0.7, 0.8))
+    watcher.scan()
+    assert [c.call for c in watcher.poll()] == [0]
+    moved = folder / "b.jsonl"
+    os.replace(f, moved)
+    with open(moved, "a") as out:
+        out.write(lines([(2000, 0), (3000, 1900)]).split("\n", 3)[3])
+    watcher.scan()
+    assert [(c.call, Path(c.path).name) for c in watcher.poll()] == [(1, "b.jsonl")]  # its state kept
+    (folder / "c.jsonl").write_text(lines([(5000, 0)]))
+    watcher.scan()
+    assert [(c.call, Path(c.path).name) for c in watcher.poll()] == [(0, "c.jsonl")]
+    assert len(watcher.sessions) == 2
+
+
+def test_bad_thresholds_are_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tokprof", "watch", str(tmp_path), "--thresholds", "x"],
+                          capture_output=True, text=True, env=_env(tmp_path), timeout=60, check=False)
+    assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr

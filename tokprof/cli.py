@@ -651,8 +651,9 @@ def watch(
 ) -> int:
     """Follow the sessions being written and show each one's newest call."""
     from tokprof import watch as watcher
+    from tokprof.config import percentages
 
-    watcher.watch(paths or watcher.default_paths(), thresholds=_levels(thresholds), as_json=as_json,
+    watcher.watch(paths or watcher.default_paths(), thresholds=percentages(thresholds, "--thresholds"), as_json=as_json,
                   on_threshold=on_threshold, interval=interval, model=model)
     return EXIT_OK
 
