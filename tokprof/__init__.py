@@ -66,6 +66,8 @@ _EXPORTS = {
     "ModelError": "tokprof.errors",
     "ConfigError": "tokprof.config",
     "Rates": "tokprof.costs",
+    "LiveSession": "tokprof.live",
+    "LiveCall": "tokprof.live",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -88,6 +90,7 @@ if TYPE_CHECKING:
     from tokprof.config import Config, ConfigError
     from tokprof.costs import Rates
     from tokprof.errors import InputError, ModelError, TokprofError
+    from tokprof.live import LiveCall, LiveSession
     from tokprof.profiling import Profile
     from tokprof.trace import Trace
 

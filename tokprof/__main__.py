@@ -1,3 +1,3 @@
-from tokprof.cli import entry
+from tokprof.launch import entry
 
 entry()

@@ -873,6 +873,42 @@ def export(
     return EXIT_OK
 
 
+@app.command(short_help="One line for Claude Code's status bar (its statusLine command).", epilog=_esc(
+    "In ~/.claude/settings.json:\n\n  {\"statusLine\": {\"type\": \"command\", \"command\": \"tokprof statusline\"}}"))
+def statusline() -> int:
+    """Read Claude Code's status line JSON on standard input and print one short line."""
+    from tokprof.statusline import main as status
+
+    print(status(sys.stdin.read()))
+    return EXIT_OK
+
+
+@app.command(short_help="Follow the sessions being written: context fill, buckets, cost, cache.", epilog=_esc(
+    "Examples:\n\n  tokprof watch\n\n  tokprof watch ~/.claude/projects/my-project --json\n\n"
+    "  tokprof watch --on-threshold 'notify-send tokprof context'"))
+def watch(
+    paths: Annotated[Optional[list[str]], typer.Argument(
+        metavar="[PATH]...", help="Session files or folders (default: Claude Code's and Codex's own folders).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON line per new call, no live display.")] = False,
+    on_threshold: Annotated[Optional[str], typer.Option(
+        "--on-threshold", metavar="CMD", help="A command run (not through a shell) when a call crosses a threshold, "
+        "with the figures in TOKPROF_* environment variables.")] = None,
+    thresholds: Annotated[str, typer.Option("--thresholds", metavar="P,Q",
+                                            help="Fill thresholds in percent of the context window.")] = "70,80",
+    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", min=0.05,
+                                            help="Seconds between reads.")] = 0.5,
+    model: Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL",
+                                                 help="The model that counts (default: from each call's model name).")] = None,
+) -> int:
+    """Follow the sessions being written and show each one's newest call."""
+    from tokprof import watch as watcher
+    from tokprof.config import percentages
+
+    watcher.watch(paths or watcher.default_paths(), thresholds=percentages(thresholds, "--thresholds"), as_json=as_json,
+                  on_threshold=on_threshold, interval=interval, model=model)
+    return EXIT_OK
+
+
 @app.command(help=_esc(SERVE_HELP), short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",
              epilog=_esc(
     "Examples:\n\n  tokprof serve\n\n  tokprof serve --model qwen3 --model ./my-tokenizer --thresholds 60,75\n\n"

@@ -337,12 +337,13 @@ class _Transcript:
 
     def children(self, uuid: str) -> list[_Line]:
         """The lines whose ``parentUuid`` is ``uuid``, in file order."""
-        if self._children is None or self._children_of != len(self.lines):
-            children: dict[str, list[_Line]] = {}
-            for line in self.lines:
+        if self._children is None or self._children_of > len(self.lines):
+            self._children, self._children_of = {}, 0
+        if self._children_of < len(self.lines):  # lines added since: gathered alone (lines are only appended)
+            for line in self.lines[self._children_of:]:
                 if line.parent is not None:
-                    children.setdefault(line.parent, []).append(line)
-            self._children, self._children_of = children, len(self.lines)
+                    self._children.setdefault(line.parent, []).append(line)
+            self._children_of = len(self.lines)
         return self._children.get(uuid, [])
 
 
@@ -423,6 +424,32 @@ def read(path: str, doc: Document) -> Trace:
     return trace
 
 
+class Incremental:
+    """A Claude Code transcript read as it is written, one line at a time: :meth:`feed` returns the
+    model call a line starts (a call's prompt is known at its first line), each call once. Prompt
+    states are kept from line to line, so a line costs what it adds. Subagent files are not read."""
+
+    def __init__(self, path: str):
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+        self.reader = _Reader(self.trace)
+        self.transcript = _Transcript(path=path)
+        self.last: dict[bool, str | None] = {}
+
+    def feed(self, number: int, record: Any) -> Call | None:
+        """Add line ``number``; the call it starts, or None. Raises InputError for a bad line."""
+        line = self.reader.add(self.transcript, "", number, record, "", "line", self.last)
+        if line is None or line.type != "assistant" or line.synthetic:
+            return None
+        key = line.key or ""
+        if key in self.reader.seen:
+            return None
+        self.reader.seen.add(key)
+        call = self.reader.call(self.transcript, [line], key)
+        if self.trace.session is None and isinstance(line.record.get("sessionId"), str):
+            self.trace.session = line.record["sessionId"]
+        return call
+
+
 def _session(transcript: _Transcript) -> str | None:
     for line in transcript.lines:
         session = line.record.get("sessionId")
@@ -466,25 +493,32 @@ class _Reader:
         transcript = _Transcript(path=path, origin=origin)
         last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
         for number, record, inner in items:
-            at = f"{unit} {number}"
-            if not isinstance(record, dict):
-                raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
-            kind = record.get("type")
-            if not isinstance(kind, str):
-                raise InputError(path, f"{at}: {inner}type", "missing or not a string: every Claude Code line has a type")
-            line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
-            if line.uuid is not None:
-                if line.uuid in transcript.by_uuid:
-                    self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
-                    continue
-                transcript.by_uuid[line.uuid] = line
-            if kind in MESSAGE_TYPES:
-                last[line.sidechain] = line.uuid
-            for part in line.parts:
-                if part[0] == "call":
-                    transcript.tool_uses.setdefault(part[1]["id"], line)
-            transcript.lines.append(line)
+            self.add(transcript, label, number, record, inner, unit, last)
         return transcript
+
+    def add(self, transcript: _Transcript, label: str, number: int, record: Any, inner: str, unit: str,
+            last: dict[bool, str | None]) -> _Line | None:
+        """Check one line and add it to its transcript (None for a duplicate line)."""
+        path = transcript.path
+        at = f"{unit} {number}"
+        if not isinstance(record, dict):
+            raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            raise InputError(path, f"{at}: {inner}type", "missing or not a string: every Claude Code line has a type")
+        line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
+        if line.uuid is not None:
+            if line.uuid in transcript.by_uuid:
+                self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
+                return None
+            transcript.by_uuid[line.uuid] = line
+        if kind in MESSAGE_TYPES:
+            last[line.sidechain] = line.uuid
+        for part in line.parts:
+            if part[0] == "call":
+                transcript.tool_uses.setdefault(part[1]["id"], line)
+        transcript.lines.append(line)
+        return line
 
     def line(self, path: str, prefix: str, place: str, number: int, record: dict, kind: str,
              last: dict[bool, str | None]) -> _Line:

@@ -1,0 +1,199 @@
+"""tokprof watch: a session followed while a writer appends to it (hand-made Claude Code lines)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tokprof.follow import Follower
+from tokprof.live import LiveSession
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus" / "claude_code_medium_full-session-four.jsonl"
+
+
+def turn(i: int, prompt: int, read: int) -> list[dict]:
+    """One hand-made Claude Code exchange: a user line, an assistant tool call, its result."""
+    base = {"sessionId": "s-1", "isSidechain": False, "timestamp": f"2025-10-01T10:{i:02d}:00Z"}
+    user = {**base, "type": "user", "uuid": f"u{i}", "parentUuid": f"r{i - 1}" if i else None,
+            "message": {"role": "user", "content": f"step {i}: look at the logs"}}
+    assistant = {**base, "type": "assistant", "uuid": f"a{i}", "parentUuid": f"u{i}", "requestId": f"req{i}",
+                 "message": {"id": f"msg{i}", "role": "assistant", "model": "claude-sonnet-4-5",
+                             "stop_reason": "tool_use",
+                             "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"n": i}}],
+                             "usage": {"input_tokens": 10, "cache_creation_input_tokens": prompt - read - 10,
+                                       "cache_read_input_tokens": read, "output_tokens": 50}}}
+    result = {**base, "type": "user", "uuid": f"r{i}", "parentUuid": f"a{i}",
+              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
+                                                       "content": "log line " * (40 * (i + 1))}]}}
+    return [user, assistant, result]
+
+
+def lines(turns: list[tuple[int, int]]) -> str:
+    return "".join(json.dumps(r) + "\n" for i, (p, r) in enumerate(turns) for r in turn(i, p, r))
+
+
+def test_follower_partial_truncated_replaced(tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b'{"a": 1}\n{"b"')
+    follower = Follower(str(f))
+    assert [n for n, _ in follower.read().lines] == [1]
+    with open(f, "ab") as out:
+        out.write(b': 2}\n')
+    got = follower.read()
+    assert got.lines == [(2, b'{"b": 2}')] and not got.restarted
+    f.write_bytes(b'{"c": 3}\n')  # truncated: shorter than what was read
+    got = follower.read()
+    assert got.restarted and got.lines == [(1, b'{"c": 3}')]
+    other = tmp_path / "t.jsonl"
+    other.write_bytes(b'{"d": 4}\n{"e": 5}\n')
+    os.replace(other, f)  # replaced: another file at the path
+    got = follower.read()
+    assert got.restarted and [n for n, _ in got.lines] == [1, 2]
+    f.unlink()
+    assert follower.read().missing
+
+
+def test_live_session_counts_only_new_calls(tmp_path):
+    f = tmp_path / "s.jsonl"
+    text = lines([(20_000, 0), (150_000, 19_000), (165_000, 20_000)])
+    f.write_text(text[: len(text) // 2])  # a partial last line, too
+    live = LiveSession(str(f), count=False)
+    first = live.update()
+    f.write_text(text)
+    second = live.update()
+    assert [c.call for c in first + second] == [0, 1, 2]
+    calls = first + second
+    last = calls[-1]
+    assert last.window == 200_000 and last.fill == pytest.approx(0.825)
+    assert last.past == (0.7, 0.8) and last.crossed == (0.8,)
+    assert calls[1].crossed == (0.7,) and calls[1].cache_broke is False
+    assert last.cache_broke is True  # read 20,000 of the previous 150,000
+    assert last.cost is not None and last.cost > 0
+    assert last.cache_read_share == pytest.approx(39_000 / 335_000, abs=1e-6)
+    assert live.update() == []
+
+
+def test_live_session_buckets_add_up_to_the_report(tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_text(lines([(20_000, 0), (30_000, 19_000)]))
+    calls = LiveSession(str(f)).update()
+    assert all(sum(c.buckets.values()) == c.prompt for c in calls)
+    assert calls[1].largest_result["tool"] == "Read" and calls[1].largest_result["tokens"] > 0
+    assert calls[1].estimate and calls[1].added == 10_000
+
+
+def test_bad_lines_are_skipped(tmp_path):
+    f = tmp_path / "s.jsonl"
+    f.write_text("not json\n" + json.dumps({"type": "user", "uuid": "x", "message": 3}) + "\n" + lines([(2000, 0)]))
+    live = LiveSession(str(f), count=False)
+    assert len(live.update()) == 1 and len(live.problems) == 2
+
+
+def _env(tmp_path):
+    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), COLUMNS="160",
+               PYTHONPATH=str(ROOT), TZ="UTC", LC_ALL="C.UTF-8")
+    return env
+
+
+def _read_until(stream, wanted, timeout=60.0) -> str:
+    got = ""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end and wanted not in got:
+        ready, _, _ = select.select([stream], [], [], 0.5)
+        if ready:
+            chunk = os.read(stream.fileno() if hasattr(stream, "fileno") else stream, 65536)
+            if not chunk:
+                break
+            got += chunk.decode("utf-8", "replace")
+    return got
+
+
+def test_watch_json_and_on_threshold(tmp_path):
+    f = tmp_path / "proj" / "s.jsonl"
+    f.parent.mkdir()
+    f.write_text(lines([(20_000, 0)]))
+    marker = tmp_path / "crossed.txt"
+    hook = f"{sys.executable} -c \"import os; open({str(marker)!r}, 'w').write(os.environ['TOKPROF_THRESHOLD'] + ' ' + os.environ['TOKPROF_PROMPT'])\""
+    proc = subprocess.Popen([sys.executable, "-m", "tokprof", "watch", str(tmp_path / "proj"), "--json",
+                             "--interval", "0.1", "--on-threshold", hook], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env(tmp_path), cwd=tmp_path)
+    try:
+        time.sleep(3)
+        with open(f, "a") as out:
+            out.write(lines([(20_000, 0), (150_000, 19_000)]).split("\n", 3)[3])
+        got = _read_until(proc.stdout, "\n")
+        record = json.loads(got.splitlines()[0])
+        assert record["call"] == 1 and record["crossed"] == [0.7] and record["prompt"] == 150_000
+        end = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < end:
+            time.sleep(0.1)
+        assert marker.read_text() == "0.7 150000"
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert b"Traceback" not in proc.stderr.read()
+
+
+def test_watch_in_a_terminal(tmp_path):
+    import pty
+
+    f = tmp_path / "proj" / "s.jsonl"
+    f.parent.mkdir()
+    f.write_text(lines([(20_000, 0)]))
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "tokprof", "watch", str(f.parent), "--interval", "0.1"],
+                            stdin=slave, stdout=slave, stderr=slave, env=_env(tmp_path), cwd=tmp_path)
+    os.close(slave)
+    try:
+        screen = _read_until(master, "10%")  # the session as it is: 20,000 of 200,000
+        assert "s.jsonl" in screen
+        with open(f, "a") as out:
+            out.write(lines([(20_000, 0), (165_000, 5_000)]).split("\n", 3)[3])
+        screen = _read_until(master, "cache broke")
+        assert "82%" in screen and ">80%" in screen and "cache broke" in screen
+        if CORPUS.exists():  # real lines appended to a session file
+            g = tmp_path / "proj" / "real.jsonl"
+            g.write_text("")
+            with open(CORPUS) as src, open(g, "a") as out:
+                out.writelines(src)
+        assert "Traceback" not in screen
+    finally:
+        proc.kill()
+        proc.wait(10)
+        os.close(master)
+
+
+def test_a_session_that_moves_and_a_new_one(tmp_path):
+    from tokprof.watch import Watcher
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    f = folder / "a.jsonl"
+    f.write_text(lines([(2000, 0)]))
+    watcher = Watcher([str(folder)], (0.7, 0.8))
+    watcher.scan()
+    assert [c.call for c in watcher.poll()] == [0]
+    moved = folder / "b.jsonl"
+    os.replace(f, moved)
+    with open(moved, "a") as out:
+        out.write(lines([(2000, 0), (3000, 1900)]).split("\n", 3)[3])
+    watcher.scan()
+    assert [(c.call, Path(c.path).name) for c in watcher.poll()] == [(1, "b.jsonl")]  # its state kept
+    (folder / "c.jsonl").write_text(lines([(5000, 0)]))
+    watcher.scan()
+    assert [(c.call, Path(c.path).name) for c in watcher.poll()] == [(0, "c.jsonl")]
+    assert len(watcher.sessions) == 2
+
+
+def test_bad_thresholds_are_one_line(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "tokprof", "watch", str(tmp_path), "--thresholds", "x"],
+                          capture_output=True, text=True, env=_env(tmp_path), timeout=60, check=False)
+    assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr
