@@ -958,11 +958,18 @@ def _url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+#: How many connections and requests uvicorn holds at once (more get a 503 at once, so that idle or
+#: half-sent connections cannot exhaust the file descriptors and starve /health), how long an idle
+#: connection stays open, and how large a request head may grow before it is refused.
+CONNECTION_LIMITS: dict[str, Any] = {"limit_concurrency": 256, "timeout_keep_alive": 5,
+                                     "h11_max_incomplete_event_size": 64 * 1024}
+
+
 def _uvicorn_config(app, log_level: str):
     import uvicorn
 
     return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", log_config=None,
-                          proxy_headers=False, timeout_graceful_shutdown=5)
+                          proxy_headers=False, timeout_graceful_shutdown=5, **CONNECTION_LIMITS)
 
 
 def configure_logging(level: int = logging.INFO) -> None:
