@@ -265,22 +265,66 @@ def _profile_of(
                        progress=not no_progress, prices=_user_prices(price, settings))
 
 
-def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = ()) -> None:
+def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = (),
+           replaces: Optional[str] = None) -> None:
     """Write every output: files first, all of them or none (atomically), then standard output. An
-    output that is one of the ``inputs`` (``-o`` naming the log) is refused: it would replace it."""
+    output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
+    (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
+    output is meant to replace (the baseline that ``check --update-baseline`` writes)."""
     from tokprof.outputs import write_files
 
+    protected = [given for given in _protected(inputs) if replaces is None or not _same_path(given, replaces)]
+    named: list[str] = []
     for path, text in outputs:
         if path is None and text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
             raise TokprofError("an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE")
-        for given in inputs:
-            if path and given and _same_file(path, given):
+        if path is None:
+            continue
+        for earlier in named:
+            if _same_path(path, earlier):
+                raise TokprofError(f"{path}: two outputs would be written to the same file ({earlier}): give each its own")
+        named.append(path)
+        for given in protected:
+            if _overwrites(path, given):
                 raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
     write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
     for path, text in outputs:
         if path is None:
             sys.stdout.write(text)
             sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
+
+
+def _protected(inputs: tuple[Optional[str], ...]) -> list[str]:
+    """What no output may replace: the inputs given, the subagent transcripts of a session file (the
+    folder named after it), and the configuration found from the working directory with its baseline
+    (every command may read them)."""
+    out = [given for given in inputs if given]
+    for given in list(out):
+        if os.path.isfile(given):
+            out.append(os.path.splitext(given)[0])  # Claude Code: SESSION.jsonl, SESSION/subagents/*.jsonl
+    try:
+        from tokprof import api
+
+        found = api.load_config(None)
+    except Exception:  # a broken configuration is the command's own error, if it reads one
+        return out
+    return out + [path for path in (found.path, found.resolve(found.baseline)) if path]
+
+
+def _overwrites(path: str, given: str) -> bool:
+    """Whether writing ``path`` would replace ``given``, or a file inside it when it is a folder (a
+    link to either included)."""
+    if _same_file(path, given):
+        return True
+    if not os.path.isdir(given) or not os.path.exists(path):
+        return False
+    inside = os.path.realpath(path)
+    return os.path.commonpath([inside, os.path.realpath(given)]) == os.path.realpath(given)
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether two output paths name one file (it may not exist yet)."""
+    return _same_file(a, b) or os.path.realpath(a) == os.path.realpath(b)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -364,7 +408,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
     report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
                                    system=Path(system) if system else None, chat_template=chat_template,
                                    progress=not no_progress, jobs=jobs, prices=_user_prices(price))
-    _write([(output, render("sessions", fmt, report, options))])
+    _write([(output, render("sessions", fmt, report, options))], (directory, tools, system, chat_template))
     return EXIT_OK
 
 
@@ -606,7 +650,8 @@ def check(
         folder = str(Path(run.baseline).parent)
         outputs.append((run.baseline, json.dumps(run.measurement.baseline_dict(folder), indent=2) + "\n"))
     outputs.append((output, render("check", fmt, run.result, options)))
-    _write(outputs, (log, tools_file, system, config, chat_template))
+    _write(outputs, (log, tools_file, system, config, chat_template, run.baseline),
+           replaces=run.baseline if update_baseline else None)
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
     return run.result.exit_code
