@@ -344,6 +344,9 @@ def check_run(args: list[str], capsys, output: Path | None, what: str) -> int:
     assert code in (0, 2), f"{what}: exit {code}: {err[-2000:]}"
     assert "Traceback" not in err, what
     assert not _RAW_CONTROL.search(out), f"{what}: a raw control character on standard output"
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        ours = re.sub(r"^::error title=tokprof::.*\n", "", out, flags=re.M)  # tokprof's own annotation of an error
+        assert not re.search(r"^[ \t]*(::|##\[)", ours, re.M), f"{what}: a workflow command on standard output"
     if code == 2:
         assert err.startswith("tokprof: error: ") and err.count("\n") == 1, f"{what}: {err[:2000]!r}"
         assert not _RAW_CONTROL.search(err), what
@@ -438,3 +441,20 @@ def test_costly_mutant(seed, kind, tmp_path, capsys, fuzz_model):
     output = tmp_path / "profile.json"
     check_run(["profile", str(path), "--model", str(fuzz_model), "--no-progress", "-f", "json", "-o", str(output)],
               capsys, output, what)
+
+
+# -- on a GitHub runner (#33): no mutant's text starts a workflow command on standard output --------
+_ON_A_RUNNER = [(f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(4)]
+
+
+@pytest.mark.parametrize("name, seed, n", _ON_A_RUNNER, ids=[name for name, _, _ in _ON_A_RUNNER])
+def test_mutant_on_a_runner(name, seed, n, tmp_path, capsys, monkeypatch, fuzz_model):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    data, mutation = _make(seed, n)
+    if rng_name := random.Random(f"{SEED}-runner-{name}").choice(["::error file=app.py::pwned", "::add-mask::x"]):
+        data = data.replace(b'"name": "', b'"name": "' + rng_name.encode(), 1)
+    path = tmp_path / seed.name
+    path.write_bytes(data)
+    for command in ("profile", "tools"):
+        what = f"{name} ({seed.format}: {mutation}; {command} on a runner)"
+        check_run([command, str(path), "--model", str(fuzz_model), "--no-progress"], capsys, None, what)

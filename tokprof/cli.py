@@ -272,6 +272,7 @@ def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str]
     (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
     output is meant to replace (the baseline that ``check --update-baseline`` writes)."""
     from tokprof.outputs import write_files
+    from tokprof.text import no_workflow_commands
 
     protected = [given for given in _protected(inputs) if replaces is None or not _same_path(given, replaces)]
     named: list[str] = []
@@ -290,7 +291,7 @@ def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str]
     write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
     for path, text in outputs:
         if path is None:
-            sys.stdout.write(text)
+            sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
             sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
 
 
