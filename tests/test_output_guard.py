@@ -93,3 +93,12 @@ def test_a_new_file_beside_the_inputs_is_fine(tmp_path, model_dir, capsys):
     simple_session(project / "s1.jsonl")
     code = main(["profile", str(project), "--model", str(model_dir), "-o", str(project / "summary.txt")])
     assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, says", [("nan%", "finite percentage"), ("inf%", "finite percentage"),
+                                         ("-5%", "must not be negative")])
+def test_a_percentage_that_is_not_a_number_is_not_called_negative(value, says):
+    from tokprof.config import ConfigError, parse_increase
+
+    with pytest.raises(ConfigError, match=says):
+        parse_increase(value, "tokprof.toml: max_increase")
