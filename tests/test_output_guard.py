@@ -102,3 +102,26 @@ def test_a_percentage_that_is_not_a_number_is_not_called_negative(value, says):
 
     with pytest.raises(ConfigError, match=says):
         parse_increase(value, "tokprof.toml: max_increase")
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """SIGTERM arriving while the outputs are staged: no .tmp file beside the target, no output."""
+    import signal
+
+    from tokprof import outputs
+
+    real = outputs.write_temporary
+    calls = []
+
+    def then_terminated(target, data):  # the first output staged, SIGTERM while the second is written
+        calls.append(target)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(target, data)
+
+    monkeypatch.setattr(outputs, "write_temporary", then_terminated)
+    with pytest.raises(SystemExit) as stopped:
+        outputs.write_files([(str(tmp_path / "a.json"), b"{}"), (str(tmp_path / "b.html"), b"<html>")])
+    assert stopped.value.code == 143
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
