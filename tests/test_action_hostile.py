@@ -22,7 +22,7 @@ class Stub(BaseHTTPRequestHandler):
     location: str | None = None
     seen: list[tuple[str, str, str | None]] = []
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         self.seen.append(("GET", self.path, self.headers.get("Authorization")))
         if self.location:
             self.send_response(302)
@@ -44,10 +44,10 @@ class Stub(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def do_POST(self):  # noqa: N802
+    def do_POST(self):
         self._write("POST")
 
-    def do_PATCH(self):  # noqa: N802
+    def do_PATCH(self):
         self._write("PATCH")
 
     def log_message(self, *args):

@@ -7,12 +7,12 @@ import json
 import re
 
 import pytest
-
 from conftest import FIXTURES
+
 from tokprof.cli import main
 from tokprof.text import no_workflow_commands
 
-COMMAND_LINE = re.compile(r"^[ \t]*(::|##\[)", re.M)
+COMMAND_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)
 NAMES = ["::error file=app.py::pwned", "::add-mask::secret", "##[error]old", "::stop-commands::tok"]
 
 

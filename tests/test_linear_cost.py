@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import tiny_model, write_json
+
 from tokprof import attribution
 from tokprof.attribution import WARN_BOUNDARIES_ESTIMATED, Attributor
 from tokprof.formats import read_trace

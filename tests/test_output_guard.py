@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-
 import test_format_claude_code as cc
-from conftest import FIXTURES, write_json
+from conftest import FIXTURES
+
 from tokprof.cli import main
 
 TRANSCRIPT = FIXTURES / "good_transcript.json"
