@@ -41,7 +41,7 @@ class GitHub(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         body = self._body()
         self.requests.append(("POST", self.path, body))
-        self.comments.append({"id": len(self.comments) + 1, "body": body["body"]})
+        self.comments.append({"id": len(self.comments) + 1, "body": body["body"], "user": {"login": "github-actions[bot]"}})
         self._reply(201, self.comments[-1])
 
     def do_PATCH(self):  # noqa: N802

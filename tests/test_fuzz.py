@@ -353,6 +353,9 @@ def check_run(args: list[str], capsys, output: Path | None, what: str) -> int:
     assert code in (0, 2), f"{what}: exit {code}: {err[-2000:]}"
     assert "Traceback" not in err, what
     assert not _RAW_CONTROL.search(out), f"{what}: a raw control character on standard output"
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        ours = re.sub(r"^::error title=tokprof::.*\n", "", out, flags=re.M)  # tokprof's own annotation of an error
+        assert not re.search(r"^[ \t]*(::|##\[)", ours, re.M), f"{what}: a workflow command on standard output"
     if code == 2:
         assert err.startswith("tokprof: error: ") and err.count("\n") == 1, f"{what}: {err[:2000]!r}"
         assert not _RAW_CONTROL.search(err), what
@@ -386,3 +389,81 @@ def test_the_seeds_are_valid(tmp_path, capsys, fuzz_model):
         out, err = capsys.readouterr()
         assert code == 0, f"{seed.name}: {err}"
         assert json.loads(out)["source"]["format"].split("/")[0] == seed.format
+
+
+# -- costly mutants (#33): inputs whose cost once grew with the square of their size -----------------
+#: A string whose nesting check once took time quadratic in its length: deep enough to be scanned,
+#: then an unterminated string of escaped quotes.
+QUADRATIC = "[" * 201 + '"' + '\\"' * 20_000
+MANY = 1_500  # messages in one prompt: rendering every prefix would render ~1.1 million messages
+
+
+def _largest_list(value: Any) -> tuple | None:
+    lists = [place for place in _places(value) if isinstance(_get(value, place), list) and _get(value, place)]
+    return max(lists, key=lambda place: len(_get(value, place)), default=None)
+
+
+def mutate_costly(value: Any, kind: str, rng: random.Random) -> tuple[Any, str]:
+    """``quadratic``: a tool call's arguments (else any string) replaced with :data:`QUADRATIC`;
+    ``many``: the largest list (a prompt's messages, mostly) repeated to :data:`MANY` items."""
+    if kind == "many":
+        place = _largest_list(value)
+        if place is None:
+            return value, "no list to repeat"
+        items = _get(value, place)
+        return _replace(value, place, (items * (MANY // len(items) + 1))[:MANY]), f"repeat {place} to {MANY} items"
+    strings = [p for p in _places(value) if isinstance(_get(value, p), str)]
+    named = [p for p in strings if p and p[-1] in ("arguments", "input", "partial_json")]
+    if not (named or strings):
+        return value, "no string"
+    place = rng.choice(named or strings)
+    return _replace(value, place, QUADRATIC), f"quadratic string at {place}"
+
+
+def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
+    data, rng = seed.data(), random.Random(f"{SEED}-costly-{seed.name}-{kind}")
+    if seed.name.endswith(".jsonl"):
+        lines = data.decode().split("\n")
+        numbered = [i for i, line in enumerate(lines) if line.strip()]
+        if kind == "many":  # one JSONL line's largest list, and the lines repeated (a long session)
+            i = max(numbered, key=lambda j: len(lines[j]))
+            value, what = mutate_costly(json.loads(lines[i]), kind, rng)
+            lines[i] = dump(value)
+            return "\n".join(lines).encode(), f"line {i + 1}: {what}"
+        i = rng.choice(numbered)
+        value, what = mutate_costly(json.loads(lines[i]), kind, rng)
+        lines[i] = dump(value)
+        return "\n".join(lines).encode(), f"line {i + 1}: {what}"
+    value, what = mutate_costly(json.loads(data), kind, rng)
+    return dump(value).encode(), what
+
+
+_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith(".eval") for kind in ("quadratic", "many")]
+
+
+@pytest.mark.parametrize("seed, kind", _COSTLY, ids=[f"{seed.name}-{kind}" for seed, kind in _COSTLY])
+def test_costly_mutant(seed, kind, tmp_path, capsys, fuzz_model):
+    data, mutation = costly_mutant(seed, kind)
+    what = f"{seed.name} ({seed.format}: {mutation})"
+    path = tmp_path / seed.name
+    path.write_bytes(data)
+    output = tmp_path / "profile.json"
+    check_run(["profile", str(path), "--model", str(fuzz_model), "--no-progress", "-f", "json", "-o", str(output)],
+              capsys, output, what)
+
+
+# -- on a GitHub runner (#33): no mutant's text starts a workflow command on standard output --------
+_ON_A_RUNNER = [(f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(4)]
+
+
+@pytest.mark.parametrize("name, seed, n", _ON_A_RUNNER, ids=[name for name, _, _ in _ON_A_RUNNER])
+def test_mutant_on_a_runner(name, seed, n, tmp_path, capsys, monkeypatch, fuzz_model):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    data, mutation = _make(seed, n)
+    if rng_name := random.Random(f"{SEED}-runner-{name}").choice(["::error file=app.py::pwned", "::add-mask::x"]):
+        data = data.replace(b'"name": "', b'"name": "' + rng_name.encode(), 1)
+    path = tmp_path / seed.name
+    path.write_bytes(data)
+    for command in ("profile", "tools"):
+        what = f"{name} ({seed.format}: {mutation}; {command} on a runner)"
+        check_run([command, str(path), "--model", str(fuzz_model), "--no-progress"], capsys, None, what)

@@ -24,7 +24,7 @@ def _input(name: str) -> str | None:
 def main() -> int:
     from tokprof import api, github
     from tokprof.render import RenderOptions, render
-    from tokprof.text import shorten, visible
+    from tokprof.text import no_workflow_commands, shorten, visible
 
     log, tools = _input("LOG"), _input("TOOLS")
     try:
@@ -38,7 +38,7 @@ def main() -> int:
         github.set_outputs({"status": "error", "exit-code": "2"})
         return 2
     result = run.result
-    sys.stdout.write(render("check", "table", result, RenderOptions(width=120)))
+    sys.stdout.write(no_workflow_commands(render("check", "table", result, RenderOptions(width=120))))
     github.report(result)
     github.set_outputs(github.outputs(result))
     if (_input("COMMENT") or "").lower() == "true":

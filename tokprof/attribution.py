@@ -79,6 +79,7 @@ WARN_RESULTS_DROPPED = "results-dropped"
 WARN_SYSTEM_DROPPED = "system-dropped"
 WARN_MESSAGES_DROPPED = "messages-dropped"
 WARN_NO_SPANS = "spans-unavailable"
+WARN_BOUNDARIES_ESTIMATED = "boundaries-estimated"
 WARNINGS = {
     WARN_TOOLS_IGNORED: "the chat template does not render tool definitions: tool_definitions is 0 "
     "because the template ignores the tools, not because they cost nothing",
@@ -91,6 +92,10 @@ WARNINGS = {
     WARN_MESSAGES_DROPPED: "the chat template drops the content of some user or assistant messages",
     WARN_NO_SPANS: "the chat template changes message content in a way tokprof cannot follow (content markers "
     "could not be used): buckets rest on message boundaries alone and may be less precise",
+    WARN_BOUNDARIES_ESTIMATED: "the call has too many messages new to it to render every prefix of the "
+    "conversation (the time would grow with the square of their number): where messages start was taken "
+    "from the content markers and each role's header, which may move a few tokens of scaffolding "
+    "between neighbouring messages",
 }
 
 
@@ -261,6 +266,12 @@ _FAILED = ()
 #: Prefix render lengths that are not lengths: not known yet, and the render failed.
 _UNKNOWN, _FAILED_RENDER = -2, -1
 _NEVER = np.iinfo(np.int64).max
+#: How many messages a call's prefix renders may render in all (the render of the first k messages
+#: renders k): past it, where each new message starts is found from the content markers and the
+#: role headers instead (:meth:`Attributor._estimated`), so that a call's time stays linear in its
+#: number of messages. A conversation that grows call by call renders only its new messages'
+#: prefixes (a few per call), far below it; one call of 700 messages new to it reaches it.
+PREFIX_BUDGET = 250_000
 
 
 @dataclass
@@ -445,7 +456,7 @@ class Attributor:
             return reach
         return reach - common_suffix(header, full[max(0, reach - len(header)) : reach], len(header))
 
-    def _boundaries(self, messages, keys, tools, day, full: str, old: _Thread | None, shared: int, common: int):
+    def _boundaries(self, messages, keys, tools, day, full: str, old: _Thread | None, shared: int, common: int, spans=None):
         """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts. Also
         what is known of each prefix, for the next call.
 
@@ -455,7 +466,9 @@ class Attributor:
         Qwen3's empty think block, or cannot render the first k messages alone), so that message
         k-1 keeps all of its text and message k's role header goes with it. The first ``shared``
         prefixes are those of ``old``'s call, whose full render has ``common`` characters in common
-        with ``full``.
+        with ``full``. When rendering the prefixes still unknown would render more than
+        :data:`PREFIX_BUDGET` messages and content ``spans`` are known, the starts of messages 1 to n-1
+        are estimated from them instead (see :meth:`_estimated`); the next call renders them again.
         """
         n = len(messages)
         lengths = np.full(n + 1, _UNKNOWN, dtype=np.int64)  # of each prefix's render; _FAILED_RENDER if none
@@ -475,7 +488,12 @@ class Attributor:
                         continue
                     probe = (reach, probe[1], probe[2])
                 probes[k] = probe
-        for k in np.flatnonzero(lengths == _UNKNOWN)[::-1].tolist():
+        unknown = np.flatnonzero(lengths == _UNKNOWN)
+        estimated: list[int] = []
+        if spans is not None and int(unknown.sum()) > PREFIX_BUDGET:  # quadratic: estimate all but 0 and n
+            estimated = [k for k in unknown.tolist() if 0 < k < n]
+            unknown = unknown[(unknown == 0) | (unknown == n)]
+        for k in unknown[::-1].tolist():
             text = self._top(messages, tools, day, full) if k == n and n else self._prefix(messages, k, tools, day)
             if text is None:
                 lengths[k] = _FAILED_RENDER
@@ -486,6 +504,9 @@ class Attributor:
         values[n] = len(full) if failed[n] else starts[n]
         short = failed | (starts < lengths)
         short[0] = short[n] = False
+        if estimated:
+            short[estimated] = False
+            values[estimated] = self._estimated(messages, estimated, tools, day, full, keys[0], spans)
         for k in np.flatnonzero(short).tolist():
             probe = probes.get(k)
             if probe is None:
@@ -494,7 +515,27 @@ class Attributor:
             if reach:
                 values[k] = reach if failed[k] else max(int(starts[k]), reach)
         b = np.minimum.accumulate(values[::-1])[::-1]  # no message starts after the next one
-        return b.tolist(), (lengths, starts, probes)
+        return b.tolist(), (lengths, starts, probes, bool(estimated))
+
+    def _estimated(self, messages, ks: list[int], tools, day, full: str, base: bytes, spans) -> list[int]:
+        """Where messages ``ks`` start in ``full`` without rendering prefixes (linear in the number of
+        messages): message k's role header (:meth:`_header`, one small render per role) ends where its
+        first marked content starts, so it starts that header's length earlier, as far as ``full``
+        has the header's end there; a message with no marked content or no header found starts where
+        the next one does (:data:`_NEVER`)."""
+        first: dict[int, int] = {}
+        for start, _, index in spans:
+            if index not in first or start < first[index]:
+                first[index] = start
+        out = []
+        for k in ks:
+            start = first.get(k)
+            header = None if start is None else self._header(messages, k, tools, day, base)
+            if start is None or header is None:
+                out.append(_NEVER)
+                continue
+            out.append(start - common_suffix(header, full[max(0, start - len(header)) : start], len(header)))
+        return out
 
     def _contentful(self, digest: bytes, message: dict) -> bool:
         """Whether the message has content that is not blank (remembered by digest)."""
@@ -618,7 +659,9 @@ class Attributor:
 
         spans, marked = self._marked(messages, digests, tools, day, full, old, common)
         result.spans = spans is not None
-        b, prefixes = self._boundaries(messages, keys, tools, day, full, old, shared, common)
+        b, prefixes = self._boundaries(messages, keys, tools, day, full, old, shared, common, spans)
+        if prefixes[3]:
+            result.warnings.append(WARN_BOUNDARIES_ESTIMATED)
         table = np.asarray(spans or [], dtype=np.int64).reshape(-1, 3)  # rows (start, end, message index)
         if spans:
             b = _clamp(b, table, len(messages))
@@ -651,7 +694,7 @@ class Attributor:
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
-        lengths, starts_of, probes = prefixes
+        lengths, starts_of, probes, _ = prefixes
         self._last = (full, tokens[0], starts, b, labels, roles)
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked)
         while len(self._threads) > _THREADS:

@@ -32,6 +32,7 @@ class ToolCost:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCost":
+        _wholes(d, ("results", "tokens", "carry_cost"), "tool_result_costs.tools[]")
         return cls(tool=d.get("tool"), results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
 
 
@@ -52,6 +53,9 @@ class CarriedResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "CarriedResult":
+        _wholes(d, ("call", "tokens", "carry_cost"), "tool_result_costs.top[]")
+        if type(d.get("carried_by")) is not int:
+            raise ValueError("tool_result_costs.top[].carried_by: expected a whole number")
         return cls(call=d["call"], tool=d.get("tool"), tokens=d["tokens"], carried_by=d["carried_by"],
                    carry_cost=d["carry_cost"], thread=d.get("thread"))
 
@@ -73,6 +77,7 @@ class ToolResultCosts:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolResultCosts":
+        _wholes(d, ("results", "tokens", "carry_cost"), "tool_result_costs")
         return cls(tools=tuple(ToolCost.from_dict(t) for t in d["tools"]),
                    top=tuple(CarriedResult.from_dict(r) for r in d["top"]),
                    results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
@@ -153,3 +158,12 @@ class ResultTracker:
                     for r, n in ranked[:TOP])
         return ToolResultCosts(tools=tuple(tools), top=top, results=len(tokens), tokens=sum(n for _, n in tokens),
                                carry_cost=sum(n * r.carried for r, n in tokens))
+
+
+def _wholes(d: dict, keys: tuple[str, ...], where: str) -> dict:
+    """``d``, once each of ``keys`` is a whole number (or null); ValueError naming the first not."""
+    for key in keys:
+        value = d.get(key)
+        if value is not None and type(value) is not int:
+            raise ValueError(f"{where}.{key}: expected a whole number")
+    return d

@@ -91,6 +91,12 @@ class Catalogue:
     @classmethod
     def from_dict(cls, d: dict) -> "Catalogue":
         what_if = d.get("what_if") or {}
+        for key, value in (("total", d.get("total")), ("scaffolding", d.get("scaffolding")),
+                           ("requests", d.get("requests")), ("first_call", d.get("first_call")),
+                           ("trim_descriptions_saving_per_request", what_if.get("trim_descriptions_saving_per_request")),
+                           ("drop_unused_saving_per_request", what_if.get("drop_unused_saving_per_request"))):
+            if value is not None and type(value) is not int:
+                raise ValueError(f"catalogue.{key}: expected a whole number or null")
         return cls(
             total=d["total"], scaffolding=d["scaffolding"], tools=[ToolCost.from_dict(t) for t in d["tools"]],
             trim_saving=what_if.get("trim_descriptions_saving_per_request", 0),

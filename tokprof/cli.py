@@ -284,22 +284,71 @@ def _profile_of(
                        progress=not no_progress, prices=_user_prices(price, settings))
 
 
-def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = ()) -> None:
+def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = (),
+           replaces: Optional[str] = None) -> None:
     """Write every output: files first, all of them or none (atomically), then standard output. An
-    output that is one of the ``inputs`` (``-o`` naming the log) is refused: it would replace it."""
+    output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
+    (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
+    output is meant to replace (the baseline that ``check --update-baseline`` writes)."""
     from tokprof.outputs import write_files
+    from tokprof.text import no_workflow_commands
 
     for path, text in outputs:
         if path is None and text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
             raise TokprofError("an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE")
-        for given in inputs:
-            if path and given and _same_file(path, given):
-                raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
+    _check_outputs([path for path, _ in outputs if path is not None], inputs, replaces)
     write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
     for path, text in outputs:
         if path is None:
-            sys.stdout.write(text)
+            sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
             sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
+
+
+def _check_outputs(paths: list[str], inputs: tuple[Optional[str], ...], replaces: Optional[str] = None) -> None:
+    """Refuse two outputs to one file, and an output that would replace an input (see :func:`_write`)."""
+    protected = [given for given in _protected(inputs) if replaces is None or not _same_path(given, replaces)]
+    named: list[str] = []
+    for path in paths:
+        for earlier in named:
+            if _same_path(path, earlier):
+                raise TokprofError(f"{path}: two outputs would be written to the same file ({earlier}): give each its own")
+        named.append(path)
+        for given in protected:
+            if _overwrites(path, given):
+                raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
+
+
+def _protected(inputs: tuple[Optional[str], ...]) -> list[str]:
+    """What no output may replace: the inputs given, the subagent transcripts of a session file (the
+    folder named after it), and the configuration found from the working directory with its baseline
+    (every command may read them)."""
+    out = [given for given in inputs if given]
+    for given in list(out):
+        if os.path.isfile(given):
+            out.append(os.path.splitext(given)[0])  # Claude Code: SESSION.jsonl, SESSION/subagents/*.jsonl
+    try:
+        import tokprof as api  # the public facade: the CLI is its client
+
+        found = api.load_config(None)
+    except Exception:  # a broken configuration is the command's own error, if it reads one
+        return out
+    return out + [path for path in (found.path, found.resolve(found.baseline)) if path]
+
+
+def _overwrites(path: str, given: str) -> bool:
+    """Whether writing ``path`` would replace ``given``, or a file inside it when it is a folder (a
+    link to either included)."""
+    if _same_file(path, given):
+        return True
+    if not os.path.isdir(given) or not os.path.exists(path):
+        return False
+    inside = os.path.realpath(path)
+    return os.path.commonpath([inside, os.path.realpath(given)]) == os.path.realpath(given)
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether two output paths name one file (it may not exist yet)."""
+    return _same_file(a, b) or os.path.realpath(a) == os.path.realpath(b)
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -461,7 +510,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
         files = table_files(output, fmt, tables(report, calls, rollups, team.with_text))
         if state is not None:
             files.append((os.path.join(output, STATE_NAME), state_bytes(state)))
-        _write_bytes(files, (directory,))
+        _write_bytes(files, (directory, tools, system, chat_template))
         return EXIT_OK
     text = _render(report, fmt, options)
     if rollups and fmt == "json":
@@ -474,7 +523,7 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
         text += rollups_text(rollups)
     elif rollups:
         raise TokprofError("--by: rollups are in the table, JSON and Parquet outputs (and CSV into a folder: -o DIR/)")
-    _write([(output, text)])
+    _write([(output, text)], (directory, tools, system, chat_template))
     return EXIT_OK
 
 
@@ -488,9 +537,10 @@ def _team_options(by, since, until, with_text, machine, user, incremental=False)
 
 
 def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], ...] = ()) -> None:
-    """Write binary files, all of them or none."""
+    """Write binary files, all of them or none, refusing any that would replace an input (:func:`_write`)."""
     from tokprof.outputs import write_files
 
+    _check_outputs([path for path, _ in outputs], inputs)
     write_files(outputs)
 
 
@@ -760,7 +810,8 @@ def check(
         assert run.baseline is not None
         outputs.append((run.baseline, run.baseline_text()))
     outputs.append((output, _render(run.result, fmt, options)))
-    _write(outputs, (log, tools_file, system, config, chat_template))
+    _write(outputs, (log, tools_file, system, config, chat_template, run.baseline),
+           replaces=run.baseline if update_baseline else None)
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
     return run.result.exit_code

@@ -177,7 +177,9 @@ def parse_increase(value: Any, where: str) -> Increase:
             pct = float(value.strip()[:-1])
         except ValueError:
             raise ConfigError(f"{where}: cannot read {value!r} as a percentage") from None
-        if not math.isfinite(pct) or pct < 0 or pct > MAX_NUMBER:
+        if not math.isfinite(pct) or pct > MAX_NUMBER:
+            raise ConfigError(f"{where}: expected a finite percentage up to {MAX_NUMBER:g}%, found {value!r}")
+        if pct < 0:
             raise ConfigError(f"{where}: must not be negative, found {value!r}")
         return Increase(pct / 100.0, relative=True)
     raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")

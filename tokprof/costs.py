@@ -125,6 +125,9 @@ class PricedTokens:
 
     @classmethod
     def from_dict(cls, d: dict) -> "PricedTokens":
+        for key in ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output"):
+            if d.get(key) is not None and type(d[key]) is not int:
+                raise ValueError(f"cost.tokens.{key}: expected a whole number")
         return cls(input=d["input"], cache_write_5m=d["cache_write_5m"], cache_write_1h=d["cache_write_1h"],
                    cache_read=d["cache_read"], output=d.get("output"))
 
@@ -177,6 +180,18 @@ class CallCost:
 
     @classmethod
     def from_dict(cls, d: dict) -> "CallCost":
+        for key in ("input", "cache_write", "cache_read", "output", "other", "total", "without_cache"):
+            value = d.get(key)
+            if value is not None and (type(value) not in (int, float) or value != value):
+                raise ValueError(f"cost.{key}: expected a number or null")
+        for key in ("basis", "source", "source_version", "model", "provider", "date", "reason"):
+            if d.get(key) is not None and type(d[key]) is not str:
+                raise ValueError(f"cost.{key}: expected a string or null")
+        if type(d.get("priced")) is not bool:
+            raise ValueError("cost.priced: expected true or false")
+        buckets = d.get("buckets")
+        if buckets is not None and (type(buckets) is not dict or any(type(v) not in (int, float) for v in buckets.values())):
+            raise ValueError("cost.buckets: expected an object of numbers")
         return cls(
             priced=d["priced"], basis=d["basis"], source=d["source"], source_version=d.get("source_version"),
             model=d.get("model"), provider=d.get("provider"), date=d.get("date"), reason=d.get("reason"),

@@ -9,7 +9,11 @@ and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlin
 from __future__ import annotations
 
 import os
+import signal
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from tokprof.cache import write_temporary
 from tokprof.errors import TokprofError
@@ -30,8 +34,32 @@ def _target(path: str) -> Path:
     return resolved
 
 
+@contextmanager
+def _terminate_as_exit() -> Iterator[None]:
+    """While temporary files exist, SIGTERM (which would end the process at once, leaving them)
+    raises SystemExit(143) instead, so that they are removed as on Ctrl-C; only in the main thread
+    and when nobody else handles SIGTERM."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def write_files(outputs: list[tuple[str, bytes]]) -> None:
-    """Write each (path, data); on any error nothing is left behind and TokprofError says why."""
+    """Write each (path, data); on any error (or SIGTERM) nothing is left behind and TokprofError says why."""
+    with _terminate_as_exit():
+        _write_files(outputs)
+
+
+def _write_files(outputs: list[tuple[str, bytes]]) -> None:
     staged: list[tuple[str, Path, str]] = []  # (as named, target, temporary file)
     through: list[tuple[str, Path, bytes]] = []  # targets that are not regular files
     try:

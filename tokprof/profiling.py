@@ -11,7 +11,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tokprof.version import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
@@ -106,6 +106,7 @@ class CallRow:
 
     @classmethod
     def from_dict(cls, d: dict) -> "CallRow":
+        _check_row(d)
         reported = Usage(**d["reported"]) if d.get("reported") else None
         return cls(
             index=d["index"],
@@ -126,6 +127,31 @@ class CallRow:
             cost=CallCost.from_dict(d["cost"]) if d.get("cost") else None,
             cache=CallCache.from_dict(d["cache"]) if d.get("cache") else None,
         )
+
+
+#: The types of a saved call's fields that the reports read (``docs/schema/profile.schema.json``).
+_ROW_TYPES: dict[str, tuple[type, ...]] = {
+    "index": (int,), "total": (int,), "cumulative": (int,), "messages": (int,), "source": (str,),
+    "computed": (int, type(None)), "exact": (bool,), "kind": (str,), "unrendered": (int,),
+    "thread": (int, str, type(None)), "anchored": (bool,), "unexplained": (int,),
+    "added_messages": (list, type(None)), "reported": (dict, type(None)), "cost": (dict, type(None)),
+    "cache": (dict, type(None)),
+}
+
+
+def _check_row(d: dict) -> None:
+    """Raise :class:`ProfileFileError` at the first field of a saved call of the wrong type."""
+    where = f"calls[{d.get('index')}]" if type(d.get("index")) is int else "a call"
+    for key, types in _ROW_TYPES.items():
+        if key in d and (type(d[key]) not in types):
+            raise ProfileFileError(f"{where}.{key}: expected {' or '.join(_TYPE_NAMES[t] for t in types)}")
+    added = d.get("added_messages")
+    if added is not None and not all(type(role) is str for role in added):
+        raise ProfileFileError(f"{where}.added_messages: expected a list of roles (strings)")
+
+
+_TYPE_NAMES = {int: "a whole number", str: "a string", bool: "true or false", list: "a list", dict: "an object",
+               type(None): "null"}
 
 
 @dataclass(frozen=True)
@@ -521,6 +547,8 @@ class Profile:
                 tool_result_costs=(ToolResultCosts.from_dict(summary["tool_result_costs"])
                                    if summary.get("tool_result_costs") else None),
             )
+        except ProfileFileError:
+            raise
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             raise ProfileFileError(f"not a valid tokprof profile ({type(exc).__name__}: {exc})") from None
 
@@ -543,8 +571,64 @@ class Profile:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Profile":
         """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        with open(path, "rb") as f:
+            data = f.read()
+        return cls.from_dict(_saved_json(data))
+
+
+def _reject_constant(name: str) -> None:
+    raise ProfileFileError(f"{name} is not a number JSON allows (tokprof never writes it)")
+
+
+def _saved_json(data: bytes) -> Any:
+    """A saved profile's JSON value, checked before any report reads it: UTF-8, JSON without NaN or
+    Infinity, nested no deeper than logs may be, and no lone surrogate in any string or key (it
+    could not be written out again); :class:`ProfileFileError` naming the first place that is not."""
+    from tokprof.formats.jsonfile import NESTING_LIMIT, too_deep_at
+
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProfileFileError(f"byte {exc.start}: not UTF-8 text") from None
+    where = too_deep_at(text) if text.count("[") + text.count("{") > NESTING_LIMIT else None
+    if where is not None:
+        raise ProfileFileError(f"{where}: nested too deeply (more than {NESTING_LIMIT} levels)")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise ProfileFileError(f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+    except (RecursionError, ValueError) as exc:
+        if isinstance(exc, ProfileFileError):
+            raise
+        raise ProfileFileError(f"invalid JSON: {str(exc).split(';')[0]}") from None
+    _check_strings(value)
+    return value
+
+
+def _check_strings(value: Any) -> None:
+    """Raise :class:`ProfileFileError` at the first string or key holding a lone surrogate."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                at = f"{where}.{key}" if where else str(key)
+                if _SURROGATE.search(key):
+                    raise ProfileFileError(f"{_visible_place(where or 'the top')}: a key holds a lone surrogate")
+                stack.append((child, at))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}[{i}]") for i, child in enumerate(node))
+        elif isinstance(node, str) and _SURROGATE.search(node):
+            raise ProfileFileError(f"{_visible_place(where)}: a lone surrogate (not valid Unicode)")
+
+
+def _visible_place(where: str) -> str:
+    from tokprof.text import shorten, visible
+
+    return shorten(visible(where), 200)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 #: The buckets a saved profile's calls may have.

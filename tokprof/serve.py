@@ -251,6 +251,21 @@ def _array(text: str, pos: int) -> tuple[list, list[str], int]:
         raise ValueError("expected ',' or ']'")
 
 
+#: What no model name holds: control and bidirectional-format characters, and lone surrogates (which
+#: cannot be encoded in an answer); a request naming one is refused, so it is never echoed back.
+_NOT_IN_A_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _check_model_name(requested: str | None) -> None:
+    if requested is None:
+        return
+    found = _NOT_IN_A_NAME.search(requested)
+    if found is not None:
+        what = "a lone surrogate" if "\ud800" <= found.group() <= "\udfff" else f"U+{ord(found.group()):04X}"
+        raise _bad(f"not a model name: it holds {what} (control, bidirectional and surrogate characters are "
+                   "refused)", "model")
+
+
 def _check_depth(text: str, where: str) -> None:
     from tokprof.formats.jsonfile import TOO_DEEP, too_deep
 
@@ -549,6 +564,7 @@ class Counter:
         requested = value.get("model")
         if requested is not None and not isinstance(requested, str):
             raise _bad(f"expected a string, found {_kind(requested)}", "model")
+        _check_model_name(requested)
         loaded = self.models.resolve(requested)
         if "messages" not in value:
             raise _bad("missing: the request needs its messages", "messages")
@@ -654,11 +670,42 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+#: A Host header (RFC 9110: host [":" port]): a bracketed IPv6 address or a name of letters, digits,
+#: dots and hyphens, then at most a port of digits. Anything else (``localhost:80@evil.example``,
+#: user information, a path, spaces) names no host of ours.
+_HOST_HEADER = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{0,5})?")
+
+
 def _host_name(header: str) -> str:
-    """The name in a Host header, without its port."""
-    if header.startswith("["):
-        return header[1:].split("]", 1)[0]
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    """The name in a Host header, without its port; "" when the header is not one."""
+    found = _HOST_HEADER.fullmatch(header)
+    if found is None:
+        return ""
+    return found.group(1).removeprefix("[").removesuffix("]")
+
+
+#: An Origin header (RFC 6454): scheme "://" host [":" port]; "null" and anything else are foreign.
+_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::[0-9]{1,5})?")
+
+
+def _foreign_origin(headers: dict[bytes, bytes]) -> bool:
+    """Whether a request comes from a web page of another site: its Origin header (sent by browsers
+    on cross-site requests, never by harnesses) names a host that is not the loopback interface."""
+    origin = headers.get(b"origin")
+    if origin is None:
+        return False
+    found = _ORIGIN.fullmatch(origin.decode("latin-1").strip())
+    return found is None or not is_loopback(found.group(1).removeprefix("[").removesuffix("]"))
+
+
+def _not_json(headers: dict[bytes, bytes]) -> bool:
+    """Whether a request's body is declared as something else than JSON (``text/plain`` and the form
+    types are what a web page may send cross-site without asking first). No Content-Type is allowed."""
+    declared = headers.get(b"content-type")
+    if declared is None:
+        return False
+    media = declared.decode("latin-1").split(";", 1)[0].strip().lower()
+    return not (media == "application/json" or (media.startswith("application/") and media.endswith("+json")))
 
 
 def check_bind(host: str, token: str | None) -> None:
@@ -812,7 +859,13 @@ class _Guard:
         self.token = token
         self.state = app.state
 
-    def _refusal(self, headers: dict[bytes, bytes]) -> Rejected | None:
+    def _refusal(self, headers: dict[bytes, bytes], method: str = "GET") -> Rejected | None:
+        if _foreign_origin(headers):
+            return Rejected(403, "permission_error", "this server does not answer web pages of other sites "
+                            "(the Origin header names another host)")
+        if method == "POST" and _not_json(headers):
+            return Rejected(415, "invalid_request_error", "a count request's body is JSON: send "
+                            "'Content-Type: application/json' (or none)")
         if self.token is not None:
             given = None
             authorization = headers.get(b"authorization", b"")
@@ -846,7 +899,7 @@ class _Guard:
             await send(message)
 
         state = scope.setdefault("state", {})
-        refusal = self._refusal(dict(scope.get("headers") or []))
+        refusal = self._refusal(dict(scope.get("headers") or []), scope.get("method", ""))
         try:
             if refusal is not None:
                 state["error"] = refusal
@@ -930,11 +983,18 @@ def _url(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
+#: How many connections and requests uvicorn holds at once (more get a 503 at once, so that idle or
+#: half-sent connections cannot exhaust the file descriptors and starve /health), how long an idle
+#: connection stays open, and how large a request head may grow before it is refused.
+CONNECTION_LIMITS: dict[str, Any] = {"limit_concurrency": 256, "timeout_keep_alive": 5,
+                                     "h11_max_incomplete_event_size": 64 * 1024}
+
+
 def _uvicorn_config(app, log_level: str):
     import uvicorn
 
     return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", log_config=None,
-                          proxy_headers=False, timeout_graceful_shutdown=5)
+                          proxy_headers=False, timeout_graceful_shutdown=5, **CONNECTION_LIMITS)
 
 
 def configure_logging(level: int = logging.INFO) -> None:

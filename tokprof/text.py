@@ -27,3 +27,16 @@ def shorten(text: str, limit: int = 400) -> str:
         return text
     head, tail = limit * 2 // 3, limit // 4
     return f"{text[:head]}…({len(text) - head - tail:,} characters)…{text[-tail:]}"
+
+
+#: A line that a GitHub runner would read as a workflow command (``::error ...``, ``::add-mask::``,
+#: ``::stop-commands::``, or the older ``##[error]``), whatever blanks lead it.
+_COMMAND_START = re.compile(r"^([ \t]*)(?=::|##\[)(.)", re.M)
+
+
+def no_workflow_commands(text: str) -> str:
+    """Report text with no line a runner would obey: a line that starts (after blanks) as a workflow
+    command does (a tool named ``::error file=app.py::...`` starting a table row) gets its first
+    character replaced by its full-width form (U+FF1A for ``:``, U+FF03 for ``#``), so that it reads
+    the same and commands nothing. tokprof's own annotations are written apart."""
+    return _COMMAND_START.sub(lambda m: m.group(1) + chr(ord(m.group(2)) + 0xFEE0), text)

@@ -19,7 +19,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import IO, Any, Iterable, Iterator
 
 from tokprof.errors import InputError
@@ -45,18 +44,44 @@ class JSONError(ValueError):
     """JSON text that cannot be used: nested too deeply, or a number too long to convert."""
 
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+#: What the nesting scanner stops at outside a string: a bracket or a string's opening quote.
+_OUTSIDE = re.compile(r'["\[\]{}]')
+#: A string's rest after its opening quote, up to (not including) its closing quote or the text's end.
+#: Matched once at one position, with no alternative that could backtrack: linear in what it reads
+#: (a search for whole strings, as before, restarted at every quote of an unterminated string and
+#: took time quadratic in its length).
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:\\\Z)?', re.S)
+
+
+def _too_deep_index(text: str) -> int | None:
+    """Where JSON text first nests more than :data:`NESTING_LIMIT` deep (the offset of the bracket
+    that goes too deep), brackets inside strings not counting; None when it does not. One pass,
+    linear in the text's length whatever it holds."""
+    depth, pos, end = 0, 0, len(text)
+    search, rest = _OUTSIDE.search, _STRING_REST.match
+    while pos < end:
+        found = search(text, pos)
+        if found is None:
+            return None
+        char, pos = found.group(), found.end()
+        if char == '"':
+            pos = rest(text, pos).end() + 1  # type: ignore[union-attr]  # always matches
+        elif char in "[{":
+            depth += 1
+            if depth > NESTING_LIMIT:
+                return found.start()
+        else:
+            depth -= 1
+    return None
 
 
 def too_deep(text: str) -> bool:
     """Whether JSON text nests objects and lists more than :data:`NESTING_LIMIT` deep (brackets
-    inside strings do not count). Cheap when the text has fewer brackets than the limit."""
+    inside strings do not count). Cheap when the text has fewer brackets than the limit, and linear
+    in its length otherwise."""
     if text.count("[") + text.count("{") <= NESTING_LIMIT:
         return False
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > NESTING_LIMIT
+    return _too_deep_index(text) is not None
 
 
 def parse(text: str) -> Any:
@@ -335,26 +360,11 @@ def _load(path: str, handle: IO[bytes]) -> Document:
 def too_deep_at(text: str) -> str | None:
     """Where JSON text first nests more than :data:`NESTING_LIMIT` deep ("line L, column C"), brackets
     inside strings not counting; None when it does not (for an error message: a pass over the text)."""
-    depth, in_string, escaped, line, start = 0, False, False, 1, 0
-    for i, char in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > NESTING_LIMIT:
-                return f"line {line}, column {i - start + 1}"
-        elif char in "]}":
-            depth -= 1
-        if char == "\n":
-            line, start = line + 1, i + 1
-    return None
+    index = _too_deep_index(text)
+    if index is None:
+        return None
+    line = text.count("\n", 0, index) + 1
+    return f"line {line}, column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
 
 
 def _jsonl(path: str, handle: IO[bytes]) -> Document:

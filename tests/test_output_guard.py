@@ -1,0 +1,127 @@
+"""``-o`` never replaces what a run reads or may write (#33 item 3), and two outputs never share one
+file (item 8): hand-made logs, a directory of sessions, a configuration found from the working
+directory and its baseline, links."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import test_format_claude_code as cc
+from conftest import FIXTURES
+
+from tokprof.cli import main
+
+TRANSCRIPT = FIXTURES / "good_transcript.json"
+
+
+def refused(args, capsys, protected: Path, what: str = "would overwrite the input") -> None:
+    before = protected.read_bytes()
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.startswith("tokprof: error: ") and what in err and err.count("\n") == 1, err
+    assert protected.read_bytes() == before
+
+
+def simple_session(path: Path, session: str = "s1") -> Path:
+    rows = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")]
+    cc.write_jsonl(path, [dict(row, sessionId=session) for row in rows])
+    return path
+
+
+def test_a_file_of_a_directory_input(tmp_path, model_dir, capsys):
+    project = tmp_path / "project"
+    session = simple_session(project / "s1.jsonl")
+    simple_session(project / "s2.jsonl", "s2")
+    refused(["profile", str(project), "--model", str(model_dir), "-o", str(session)], capsys, session)
+
+
+def test_a_subagent_transcript(tmp_path, model_dir, capsys):
+    session = simple_session(tmp_path / "s1.jsonl")
+    agent = simple_session(tmp_path / "s1" / "subagents" / "agent-a1.jsonl")
+    refused(["profile", str(session), "--model", str(model_dir), "-o", str(agent)], capsys, agent)
+
+
+def test_a_link_to_the_log(tmp_path, model_dir, capsys):
+    log = tmp_path / "log.json"
+    log.write_bytes(TRANSCRIPT.read_bytes())
+    link = tmp_path / "link.json"
+    os.symlink(log, link)
+    refused(["profile", str(log), "--model", str(model_dir), "-f", "json", "-o", str(link)], capsys, log)
+    hard = tmp_path / "hard.json"
+    os.link(log, hard)
+    refused(["profile", str(log), "--model", str(model_dir), "-f", "json", "-o", str(hard)], capsys, log)
+
+
+@pytest.mark.parametrize("command", ["profile", "tools"])
+def test_the_found_configuration_and_its_baseline(tmp_path, model_dir, capsys, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tokprof.toml").write_text('baseline = "base.json"\n')
+    (tmp_path / "base.json").write_text("{}\n")
+    for target in ("tokprof.toml", "base.json"):
+        refused([command, str(TRANSCRIPT), "--model", str(model_dir), "-o", target], capsys, tmp_path / target)
+
+
+def test_the_configured_baseline_in_check(tmp_path, model_dir, capsys):
+    config = tmp_path / "conf" / "tokprof.toml"
+    config.parent.mkdir()
+    config.write_text('baseline = "b.json"\n[budgets]\nlargest_prompt = 100000\n')
+    baseline = config.parent / "b.json"
+    common = ["check", str(TRANSCRIPT), "--model", str(model_dir), "--config", str(config)]
+    assert main([*common, "--update-baseline"]) == 0, capsys.readouterr().err
+    assert baseline.exists()
+    capsys.readouterr()
+    refused(["check", str(TRANSCRIPT), "--model", str(model_dir), "--config", str(config), "-o", str(baseline)],
+            capsys, baseline)
+
+
+def test_two_outputs_to_one_file(tmp_path, model_dir, capsys):
+    out = tmp_path / "out.html"
+    out.write_text("keep")
+    refused(["profile", str(TRANSCRIPT), "--model", str(model_dir), "-o", str(out), "--html", str(out)], capsys, out,
+            "two outputs would be written to the same file")
+    code = main(["profile", str(TRANSCRIPT), "--model", str(model_dir), "-o", str(tmp_path / "a.txt"),
+                 "--html", str(tmp_path / "b.html")])
+    capsys.readouterr()
+    assert code == 0 and (tmp_path / "a.txt").exists() and (tmp_path / "b.html").exists()
+
+
+def test_a_new_file_beside_the_inputs_is_fine(tmp_path, model_dir, capsys):
+    project = tmp_path / "project"
+    simple_session(project / "s1.jsonl")
+    code = main(["profile", str(project), "--model", str(model_dir), "-o", str(project / "summary.txt")])
+    assert code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value, says", [("nan%", "finite percentage"), ("inf%", "finite percentage"),
+                                         ("-5%", "must not be negative")])
+def test_a_percentage_that_is_not_a_number_is_not_called_negative(value, says):
+    from tokprof.config import ConfigError, parse_increase
+
+    with pytest.raises(ConfigError, match=says):
+        parse_increase(value, "tokprof.toml: max_increase")
+
+
+def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
+    """SIGTERM arriving while the outputs are staged: no .tmp file beside the target, no output."""
+    import signal
+
+    from tokprof import outputs
+
+    real = outputs.write_temporary
+    calls = []
+
+    def then_terminated(target, data):  # the first output staged, SIGTERM while the second is written
+        calls.append(target)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(target, data)
+
+    monkeypatch.setattr(outputs, "write_temporary", then_terminated)
+    with pytest.raises(SystemExit) as stopped:
+        outputs.write_files([(str(tmp_path / "a.json"), b"{}"), (str(tmp_path / "b.html"), b"<html>")])
+    assert stopped.value.code == 143
+    assert list(tmp_path.iterdir()) == []
+    assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
