@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof import __version__
-from tokprof.analyses.cost import UserPrice, attach_cost
+from tokprof.analyses.cost import FIXED_FIRST, UserPrice, attach_cost
+from tokprof.analyses.replay_bill import Replayed, replay_usage
 from tokprof.attribution import Attributor, RenderError
 from tokprof.costs import CostSummary, money
 from tokprof.estimates import UNRECORDED, scale_buckets
@@ -27,7 +28,7 @@ from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace, Usage
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
+from tokprof.transforms.policies import AddedCall, Compact, Full, Policy, apply, needs_counter
 
 SCHEMA_VERSION = 1
 
@@ -356,12 +357,15 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     # a changed call is priced on its prompt with the tokens it shares with the previous call of its thread read
     # from the cache, and with the log's output for it (its response is the log's)
     logged = {c.index: c for c in log_calls}  # a replayed call keeps the index of the log's call it replays
-    predicted = {}
-    for position, (call, replayed) in enumerate(zip(trace.calls, calls)):
-        if replayed.changed:
-            original = None if isinstance(call, AddedCall) else logged.get(call.index)
-            output = original.reported.output if original is not None and original.reported else None
-            predicted[position] = Usage(prompt=replayed.total, cache_read=replayed.shared, cache_write=0, output=output)
+    bills = []
+    for call, replayed in zip(trace.calls, calls):
+        original = None if isinstance(call, AddedCall) else logged.get(call.index)
+        output = original.reported.output if original is not None and original.reported else None
+        if isinstance(call, AddedCall) and isinstance(policy, Compact):
+            output = policy.summary_tokens  # the summary it writes
+        fixed_part = sum(replayed.buckets.get(name, 0) for name in FIXED_FIRST)
+        bills.append(Replayed(replayed.total, replayed.shared, fixed_part, output, replayed.changed))
+    predicted = replay_usage(trace.calls, bills, log_calls, trace.model)
     cost = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None,
                        predicted).summary().cost
     total = cost.total if cost is not None and cost.priced else None
@@ -372,7 +376,7 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     base_cost = full.cost if full is not None else total
     return PolicyResult(
         cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
-        cost_saving=None if total is None or base_cost is None else round(base_cost - total, 6),
+        cost_saving=None if total is None or base_cost is None else round(base_cost - (money(total) or 0.0), 6),
         cost_unpriced=_unpriced(cost),
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,

@@ -82,9 +82,10 @@ class WhatIfTableRenderer:
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
-            console.print("  *cost estimated: a call a policy changes is priced on its computed prompt, the tokens it shares "
-                          "with the previous call of its thread read from the cache, and the log's output; calls it "
-                          "keeps are priced on their reported usage")
+            console.print("  *cost estimated: a call a policy changes is billed as its provider would: the prefix it shares "
+                          "with the previous call of its thread read from the cache (within the cache's lifetime and "
+                          "minimum), the rest a cache write at the log's tier (uncached where the log shows no caching), "
+                          "and the log's output; calls it keeps are priced on their reported usage")
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
