@@ -104,3 +104,16 @@ def test_corpus_changed_calls_pay_for_their_cache_writes(name):
     cap = report.policies[1]
     assert cap.changed_calls > 0
     assert cap.cost is not None and cap.cost > 0
+
+
+@pytest.mark.parametrize("name", CC[:1])
+def test_corpus_cost_parts_add_up_to_the_cost(name):
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{name}: the shared corpus is absent")
+    report = tokprof.whatif(path, ["full", "cap:4000"])
+    for result in report.policies:
+        parts = result.to_dict()["cost_parts"]
+        assert set(parts) == {"uncached", "cache_write", "cache_read", "output"}
+        assert sum(parts.values()) == pytest.approx(result.cost, abs=1e-5)
+    assert report.policies[1].cost_parts["cache_write"] > report.policies[0].cost_parts["cache_write"]

@@ -158,6 +158,8 @@ class PolicyResult:
     cost_basis: str | None = None
     cost_saving: float | None = None  # against full
     cost_unpriced: str | None = None  # why some calls have no price (None: every call is priced)
+    #: The cost split as the provider bills it: uncached, cache_write, cache_read, output (None: unpriced).
+    cost_parts: dict[str, float] | None = None
 
     @property
     def shared_share(self) -> float:
@@ -172,7 +174,7 @@ class PolicyResult:
             "shared_prefix_share": self.shared_share, "summaries": self.summaries,
             "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
             "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
-            "cost_unpriced": self.cost_unpriced,
+            "cost_unpriced": self.cost_unpriced, "cost_parts": None if self.cost_parts is None else dict(self.cost_parts),
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -377,7 +379,7 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     return PolicyResult(
         cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
         cost_saving=None if total is None or base_cost is None else round(base_cost - (money(total) or 0.0), 6),
-        cost_unpriced=_unpriced(cost),
+        cost_unpriced=_unpriced(cost), cost_parts=_parts(cost) if total is not None else None,
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
         calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
@@ -385,6 +387,13 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
         summaries=sum(1 for c in calls if c.kind == "summary"), changed_calls=sum(1 for c in calls if c.changed),
         exact=summary.exact, warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
+
+
+def _parts(cost: CostSummary | None) -> dict[str, float] | None:
+    if cost is None:
+        return None
+    return {"uncached": money(cost.input) or 0.0, "cache_write": money(cost.cache_write) or 0.0,
+            "cache_read": money(cost.cache_read) or 0.0, "output": money(cost.output) or 0.0}
 
 
 def _unpriced(cost: CostSummary | None) -> str | None:
