@@ -117,3 +117,16 @@ def test_corpus_cost_parts_add_up_to_the_cost(name):
         assert set(parts) == {"uncached", "cache_write", "cache_read", "output"}
         assert sum(parts.values()) == pytest.approx(result.cost, abs=1e-5)
     assert report.policies[1].cost_parts["cache_write"] > report.policies[0].cost_parts["cache_write"]
+
+
+def test_the_table_shows_cost_parts_behind_a_flag(capsys, monkeypatch):
+    from tokprof.cli import main
+
+    monkeypatch.setenv("COLUMNS", "120")
+    log = ROOT / "samples" / "incident_session.json"
+    args = ["whatif", str(log), "-p", "cap:4000", "--price", "0.5/1.5/0.05", "--no-progress"]
+    assert main(args) == 0
+    assert "Cost parts" not in capsys.readouterr().out
+    assert main(args + ["--cost-parts"]) == 0
+    out = capsys.readouterr().out
+    assert "Cost parts" in out and "cache write" in out

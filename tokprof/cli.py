@@ -7,6 +7,7 @@ traceback; the pipeline is imported only when a command runs, so that ``--help``
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -438,6 +439,9 @@ def whatif(
     output: Output = None,
     html: Annotated[Optional[str], typer.Option(
         "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
+    cost_parts: Annotated[bool, typer.Option(
+        "--cost-parts", help="In the table, each policy's cost split: uncached input, cache writes, cache reads, "
+        "output.")] = False,
     no_progress: NoProgress = False,
 ) -> int:
     """Replay a log under context policies: what each would have billed, exactly.
@@ -460,7 +464,7 @@ def whatif(
     settings = api.load_config(config)
     if policies is None:
         policies = list(settings.whatif) if settings.whatif else None
-    options = _options(fmt, output)
+    options = dataclasses.replace(_options(fmt, output), cost_parts=cost_parts)
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings))

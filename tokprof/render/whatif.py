@@ -79,6 +79,15 @@ class WhatIfTableRenderer:
                 row.insert(4, _usd(result))
             rows.append(row)
         console.print(fit_table(console, columns, rows))
+        if options.cost_parts and priced:
+            console.print()
+            console.print("[bold]Cost parts[/bold] (as the provider bills them, US dollars)")
+            part_columns = [Column("policy", justify="left"), Column("uncached"), Column("cache write", "write"),
+                            Column("cache read", "read"), Column("output")]
+            console.print(fit_table(console, part_columns, [
+                [safe(r.policy), *(("-" if r.cost_parts is None else f"${r.cost_parts[k]:,.4f}")
+                                   for k in ("uncached", "cache_write", "cache_read", "output"))]
+                for r in report.policies]))
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
