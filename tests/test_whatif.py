@@ -487,8 +487,9 @@ def test_the_docs_show_the_real_output_on_the_sample(monkeypatch, capsys):
 
 
 def test_cost_per_policy():
-    """full costs what the profile costs; a changed call is priced on its prompt with the shared prefix
-    read from the cache and the log's output (basis "predicted"); a cap no result reaches costs what full does."""
+    """full costs what the profile costs; a changed call is priced on its prompt as its provider would bill
+    it (here the log shows no caching: all uncached) and the log's output (basis "predicted"); a cap no
+    result reaches costs what full does."""
     log = ROOT / "samples" / "incident_session.json"
     prices = ["0.5/1.5/0.05"]  # $ per million tokens: input, output, cache read (Qwen is priced by the user)
     profile = tokprof.profile(log, prices=prices)

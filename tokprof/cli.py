@@ -7,6 +7,7 @@ traceback; the pipeline is imported only when a command runs, so that ``--help``
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -612,6 +613,9 @@ def whatif(
     output: Output = None,
     html: Annotated[Optional[str], typer.Option(
         "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
+    cost_parts: Annotated[bool, typer.Option(
+        "--cost-parts", help="In the table, each policy's cost split: uncached input, cache writes, cache reads, "
+        "output.")] = False,
     no_progress: NoProgress = False,
     fact: Annotated[Optional[list[str]], typer.Option(
         "--fact", metavar="TEXT",
@@ -648,7 +652,7 @@ def whatif(
     settings = api.load_config(config)
     if policies is None:
         policies = list(settings.whatif) if settings.whatif else None
-    options = _options(fmt, output)
+    options = dataclasses.replace(_options(fmt, output), cost_parts=cost_parts)
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings), facts=wanted)
@@ -689,7 +693,7 @@ def _render(result: object, fmt: str, options: RenderOptions) -> str:
     import tokprof
 
     return tokprof.render_report(result, fmt, width=options.width, color=options.color, calls=options.calls,
-                                 window=options.window, levels=options.levels)
+                                 window=options.window, levels=options.levels, cost_parts=options.cost_parts)
 
 
 def _is_saved_profile(path: str) -> bool:

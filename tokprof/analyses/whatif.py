@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof.version import __version__
-from tokprof.analyses.cost import UserPrice, attach_cost
+from tokprof.analyses.cost import FIXED_FIRST, UserPrice, attach_cost
+from tokprof.analyses.replay_bill import Replayed, replay_usage
 from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
 from tokprof.attribution import Attributor, RenderError
 from tokprof.costs import CostSummary, money
@@ -28,7 +29,7 @@ from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace, Usage
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
+from tokprof.transforms.policies import AddedCall, Compact, Full, Policy, apply, needs_counter
 
 SCHEMA_VERSION = 1
 
@@ -159,6 +160,8 @@ class PolicyResult:
     cost_saving: float | None = None  # against full
     cost_unpriced: str | None = None  # why some calls have no price (None: every call is priced)
     facts: tuple[FactRetention, ...] = ()  # the facts asked about, as this policy keeps them
+    #: The cost split as the provider bills it: uncached, cache_write, cache_read, output (None: unpriced).
+    cost_parts: dict[str, float] | None = None
 
     @property
     def shared_share(self) -> float:
@@ -175,6 +178,7 @@ class PolicyResult:
             "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
             "cost_unpriced": self.cost_unpriced,
             "facts": [f.to_dict() for f in self.facts],
+            "cost_parts": None if self.cost_parts is None else dict(self.cost_parts),
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -359,12 +363,15 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     # a changed call is priced on its prompt with the tokens it shares with the previous call of its thread read
     # from the cache, and with the log's output for it (its response is the log's)
     logged = {c.index: c for c in log_calls}  # a replayed call keeps the index of the log's call it replays
-    predicted = {}
-    for position, (call, replayed) in enumerate(zip(trace.calls, calls)):
-        if replayed.changed:
-            original = None if isinstance(call, AddedCall) else logged.get(call.index)
-            output = original.reported.output if original is not None and original.reported else None
-            predicted[position] = Usage(prompt=replayed.total, cache_read=replayed.shared, cache_write=0, output=output)
+    bills = []
+    for call, replayed in zip(trace.calls, calls):
+        original = None if isinstance(call, AddedCall) else logged.get(call.index)
+        output = original.reported.output if original is not None and original.reported else None
+        if isinstance(call, AddedCall) and isinstance(policy, Compact):
+            output = policy.summary_tokens  # the summary it writes
+        fixed_part = sum(replayed.buckets.get(name, 0) for name in FIXED_FIRST)
+        bills.append(Replayed(replayed.total, replayed.shared, fixed_part, output, replayed.changed))
+    predicted = replay_usage(trace.calls, bills, log_calls, trace.model)
     cost = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None,
                        predicted).summary().cost
     total = cost.total if cost is not None and cost.priced else None
@@ -375,8 +382,8 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     base_cost = full.cost if full is not None else total
     return PolicyResult(
         cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
-        cost_saving=None if total is None or base_cost is None else round(base_cost - total, 6),
-        cost_unpriced=_unpriced(cost),
+        cost_saving=None if total is None or base_cost is None else round(base_cost - (money(total) or 0.0), 6),
+        cost_unpriced=_unpriced(cost), cost_parts=_parts(cost) if total is not None else None,
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
         calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
@@ -384,6 +391,13 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
         summaries=sum(1 for c in calls if c.kind == "summary"), changed_calls=sum(1 for c in calls if c.changed),
         exact=summary.exact, warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
+
+
+def _parts(cost: CostSummary | None) -> dict[str, float] | None:
+    if cost is None:
+        return None
+    return {"uncached": money(cost.input) or 0.0, "cache_write": money(cost.cache_write) or 0.0,
+            "cache_read": money(cost.cache_read) or 0.0, "output": money(cost.output) or 0.0}
 
 
 def _unpriced(cost: CostSummary | None) -> str | None:

@@ -112,12 +112,22 @@ class WhatIfTableRenderer:
         if facts:
             for line in fact_lines(report):
                 console.print(f"  {safe(line)}")
+        if options.cost_parts and priced:
+            console.print()
+            console.print("[bold]Cost parts[/bold] (as the provider bills them, US dollars)")
+            part_columns = [Column("policy", justify="left"), Column("uncached"), Column("cache write", "write"),
+                            Column("cache read", "read"), Column("output")]
+            console.print(fit_table(console, part_columns, [
+                [safe(r.policy), *(("-" if r.cost_parts is None else f"${r.cost_parts[k]:,.4f}")
+                                   for k in ("uncached", "cache_write", "cache_read", "output"))]
+                for r in report.policies]))
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
-            console.print("  *cost estimated: a call a policy changes is priced on its computed prompt, the tokens it shares "
-                          "with the previous call of its thread read from the cache, and the log's output; calls it "
-                          "keeps are priced on their reported usage")
+            console.print("  *cost estimated: a call a policy changes is billed as its provider would: the prefix it shares "
+                          "with the previous call of its thread read from the cache (within the cache's lifetime and "
+                          "minimum), the rest a cache write at the log's tier (uncached where the log shows no caching), "
+                          "and the log's output; calls it keeps are priced on their reported usage")
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
