@@ -5,5 +5,6 @@
 * :mod:`tokprof.record.store`: the recording file, one traced exchange per JSONL line, mode 0600,
   in the shape tokprof's capture readers take.
 
-The forwarding proxy itself (the ``tokprof record`` command) is not built yet.
+* :mod:`tokprof.record.proxy`: the forwarding proxy (a Starlette app); the ``tokprof record``
+  command that runs it and the agent is not built yet.
 """
