@@ -58,3 +58,63 @@ def test_json_and_streams_pass_unchanged_and_are_recorded(tmp_path):
     assert lines[1]["response"]["body_raw"] == ANTHROPIC_STREAM
     trace = tokprof.read_log(recording.path)
     assert [call.reported.prompt for call in trace.calls] == [7, 42]
+
+
+class _Cut(Exception):
+    pass
+
+
+async def _cut(request):
+    await request.body()
+
+    async def events():
+        yield ANTHROPIC_STREAM[:200].encode()  # stops mid-event, then the connection drops
+        await asyncio.sleep(0.01)
+        raise _Cut()
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+async def _error(request):
+    return Response('{"type":"error","error":{"type":"overloaded_error","message":"busy"}}', status_code=529,
+                    media_type="application/json")
+
+
+STUB_FAULTS = Starlette(routes=[Route("/v1/messages", _cut, methods=["POST"]),
+                                Route("/v1/chat/completions", _error, methods=["POST"])])
+
+
+def test_errors_and_disconnects_are_passed_on_and_recorded(tmp_path):
+    import logging
+
+    logging.getLogger("uvicorn.error").setLevel(logging.CRITICAL)  # the stub's own cut is expected
+    recording = Recording(str(tmp_path), "test")
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+    with Running(STUB_FAULTS) as stub:
+        with Running(create_app(recording, {"anthropic": stub.url, "openai": stub.url})) as proxy:
+            with httpx.Client(timeout=10) as client:
+                failed = client.post(proxy.url + "/openai/v1/chat/completions", json={"model": "gpt-4o", "messages": []})
+                assert failed.status_code == 529 and failed.json()["error"]["type"] == "overloaded_error"
+                with pytest.raises(httpx.HTTPError):
+                    client.post(proxy.url + "/anthropic/v1/messages", json=body)
+    recording.close()
+    lines = [json.loads(line) for line in open(recording.path).read().splitlines()]
+    assert [line["response"]["status_code"] for line in lines] == [529, 200]
+    assert lines[1]["tokprof_record"]["complete"] is False
+    assert lines[1]["response"]["body_raw"] == ANTHROPIC_STREAM[:200]
+
+
+def test_ten_concurrent_streams(tmp_path):
+    recording = Recording(str(tmp_path), "test")
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "stream": True, "messages": [{"role": "user", "content": "x"}]}
+
+    async def run(url):
+        async with httpx.AsyncClient(timeout=20) as client:
+            answers = await asyncio.gather(*(client.post(url + "/anthropic/v1/messages", json=body) for _ in range(10)))
+        return [a.text for a in answers]
+
+    with Running(STUB) as stub:
+        with Running(create_app(recording, {"anthropic": stub.url})) as proxy:
+            texts = asyncio.run(run(proxy.url))
+    recording.close()
+    assert texts == [ANTHROPIC_STREAM] * 10
+    assert len(open(recording.path).read().splitlines()) == 10
