@@ -8,16 +8,16 @@ import pytest
 pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
-import httpx  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
-from starlette.responses import Response, StreamingResponse  # noqa: E402
-from starlette.routing import Route  # noqa: E402
+import httpx
+from starlette.applications import Starlette
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
 
-import tokprof  # noqa: E402
-from tests.test_record_store import ANTHROPIC_STREAM  # noqa: E402
-from tokprof.record.proxy import create_app  # noqa: E402
-from tokprof.record.store import Recording  # noqa: E402
-from tokprof.serve import Running  # noqa: E402
+import tokprof
+from tests.test_record_store import ANTHROPIC_STREAM
+from tokprof.record.proxy import create_app
+from tokprof.record.store import Recording
+from tokprof.serve import Running
 
 REPLY = {"type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": [{"type": "text", "text": "hi"}],
          "usage": {"input_tokens": 7, "output_tokens": 1}}
@@ -118,3 +118,27 @@ def test_ten_concurrent_streams(tmp_path):
     recording.close()
     assert texts == [ANTHROPIC_STREAM] * 10
     assert len(open(recording.path).read().splitlines()) == 10
+
+
+def test_the_command_runs_the_agent_through_the_proxy(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    agent = ("import httpx, os, json\n"
+             "r = httpx.post(os.environ['ANTHROPIC_BASE_URL'] + '/v1/messages', timeout=10, headers={'x-api-key': 'sk-x'},\n"
+             "               json={'model': 'claude-sonnet-4-5', 'max_tokens': 5, 'messages': [{'role': 'user', 'content': 'hi'}]})\n"
+             "print(r.status_code)\n")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "HOME": str(tmp_path)}
+    with Running(STUB) as stub:
+        done = subprocess.run([sys.executable, "-m", "tokprof", "record", "-o", str(tmp_path / "rec"), "--upstream",
+                               stub.url, "--", sys.executable, "-c", agent], capture_output=True, text=True, env=env,
+                              timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "200"
+    assert "claude-sonnet-4-5 messages · HTTP 200 · prompt 7" in done.stderr
+    files = list((tmp_path / "rec").iterdir())
+    assert len(files) == 1 and files[0].name.endswith("-python.jsonl") or "python" in files[0].name
+    assert len(tokprof.read_log(files[0]).calls) == 1

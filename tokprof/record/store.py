@@ -16,7 +16,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -44,7 +44,7 @@ class Exchange:
 
 def file_name(agent: str, now: datetime | None = None) -> str:
     """``20261201T210000Z-claude.jsonl``: the run's start (UTC) and the agent's name, made safe."""
-    moment = (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
+    moment = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(agent)).strip("-.") or "agent"
     return f"{moment}-{safe[:40]}.jsonl"
 
@@ -68,7 +68,7 @@ def _body(data: bytes) -> tuple[Any, str | None]:
 
 
 def _iso(moment: float) -> str:
-    return datetime.fromtimestamp(moment, timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(moment, UTC).isoformat().replace("+00:00", "Z")
 
 
 def record_of(ex: Exchange) -> dict:
