@@ -141,4 +141,59 @@ def test_the_command_runs_the_agent_through_the_proxy(tmp_path):
     assert "claude-sonnet-4-5 messages · HTTP 200 · prompt 7" in done.stderr
     files = list((tmp_path / "rec").iterdir())
     assert len(files) == 1 and files[0].name.endswith("-python.jsonl") or "python" in files[0].name
-    assert len(tokprof.read_log(files[0]).calls) == 1
+    calls = tokprof.read_log(files[0]).calls
+    assert [call.reported.prompt for call in calls] == [7]
+
+
+async def _endless(request):
+    body = json.loads(await request.body())
+    if not body.get("stream"):
+        return await _messages(request)
+
+    async def events():
+        yield ANTHROPIC_STREAM.split("\n\n")[0].encode() + b"\n\n"
+        for _ in range(600):  # never finishes within the test (bounded: a minute at most)
+            await asyncio.sleep(0.1)
+            yield b": ping\n\n"
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def test_a_recorder_killed_mid_stream_leaves_a_readable_file(tmp_path):
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "HOME": str(tmp_path)}
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    stub_app = Starlette(routes=[Route("/v1/messages", _endless, methods=["POST"])])
+    with Running(stub_app) as stub:
+        recorder = subprocess.Popen([sys.executable, "-m", "tokprof", "record", "-q", "-o", str(tmp_path / "rec"),
+                                     "--port", str(port), "--upstream", stub.url], env=env, cwd=tmp_path,
+                                    stderr=subprocess.DEVNULL)
+        try:
+            url = f"http://127.0.0.1:{port}/anthropic/v1/messages"
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    assert httpx.post(url, json=body, timeout=10).status_code == 200
+                    break
+                except httpx.ConnectError:
+                    assert time.monotonic() < deadline
+                    time.sleep(0.1)
+            with httpx.stream("POST", url, json={**body, "stream": True}, timeout=10) as answer:
+                next(answer.iter_raw())
+                recorder.kill()
+                recorder.wait(10)  # dead while the stream is still open: that call is lost, no more
+        finally:
+            recorder.kill()
+            recorder.wait(10)
+    files = list((tmp_path / "rec").iterdir())
+    calls = tokprof.read_log(files[0]).calls
+    assert [call.reported.prompt for call in calls] == [7]
