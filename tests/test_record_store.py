@@ -69,3 +69,21 @@ def test_a_recording_is_private_and_reads_as_a_capture(tmp_path):
     trace = tokprof.read_log(recording.path)
     assert len(trace.calls) == 1 and trace.calls[0].reported.prompt == 42
     assert [t["function"]["name"] if "function" in t else t["name"] for t in trace.calls[0].tools] == ["mcp__git__status"]
+
+
+def test_a_recording_profiles_as_the_same_requests_given_as_a_capture(tmp_path):
+    request = {"model": "claude-sonnet-4-5", "max_tokens": 10, "system": "Be brief.",
+               "tools": [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object"}}],
+               "messages": [{"role": "user", "content": "read a.txt"}]}
+    reply = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+             "usage": {"input_tokens": 40, "output_tokens": 1}}
+    recording = Recording(str(tmp_path / "rec"), "agent")
+    recording.append(Exchange(1.0, "POST", "https://api.anthropic.com/v1/messages", {}, json.dumps(request).encode(),
+                              2.0, 200, {}, json.dumps(reply).encode(), False, True))
+    recording.close()
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(json.dumps({"request": request, "response": reply}) + "\n")
+    recorded = tokprof.profile(recording.path, model="qwen2.5")
+    given = tokprof.profile(pairs, model="qwen2.5")
+    assert [c.buckets for c in recorded.calls] == [c.buckets for c in given.calls]
+    assert recorded.calls[0].buckets["tool_definitions"] > 0 and recorded.calls[0].buckets["system"] > 0
