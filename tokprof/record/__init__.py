@@ -5,6 +5,8 @@
 * :mod:`tokprof.record.store`: the recording file, one traced exchange per JSONL line, mode 0600,
   in the shape tokprof's capture readers take.
 
-* :mod:`tokprof.record.proxy`: the forwarding proxy (a Starlette app); the ``tokprof record``
-  command that runs it and the agent is not built yet.
+* :mod:`tokprof.record.proxy`: the forwarding proxy (a Starlette app);
+* :mod:`tokprof.record.run`: the ``tokprof record`` command: the proxy, the agent, the live lines.
+
+See docs/record.md.
 """
