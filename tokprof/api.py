@@ -226,10 +226,10 @@ def read_log(
     ``system`` give what a log does not record (Claude Code, Codex): tool definitions as a list or
     a JSON file, the system prompt as text or as a :class:`pathlib.Path`."""
     from tokprof.formats import read_trace
-    from tokprof.transforms import supply
+    from tokprof.transforms import supply, thread_by_content
 
     name = os.fspath(path)
-    trace = read_trace(name, input_format)
+    trace = thread_by_content(read_trace(name, input_format))
     if tools is not None or system is not None:
         try:
             supply(trace, _tools_arg(tools), _system_arg(system))

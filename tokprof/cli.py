@@ -1026,6 +1026,38 @@ app.command(name="mcp", help=_esc(_mcp_cli.MCP_HELP), epilog=_mcp_cli.EXAMPLES,
             short_help="What each configured MCP server's tools cost per request.")(_mcp_cli.mcp)
 
 
+@app.command(context_settings={"allow_interspersed_args": False},
+             short_help="Record every model call of an agent through a local proxy (tokprof[record]).",
+             epilog=_esc("Examples:\n\n  tokprof record -o recordings -- claude -p 'fix the tests'\n\n"
+                         "  tokprof record -o recordings --port 8766    (just serve; point the agent at it)\n\n"
+                         "See docs/record.md."))
+def record(
+    command: Annotated[Optional[list[str]], typer.Argument(metavar="-- COMMAND [ARGS...]",
+                                                           help="The agent to run (without one: just serve).")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", metavar="DIR", help="The directory of recordings.")] = "recordings",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", min=0, max=65535,
+                                      help="The port on 127.0.0.1 (0: any free port).")] = 0,
+    upstream: Annotated[Optional[list[str]], typer.Option(
+        "--upstream", metavar="[PROVIDER=]URL",
+        help="Where calls go (default: the providers' public APIs); anthropic=URL or openai=URL for one.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per call on standard error.")] = False,
+) -> int:
+    """Record every model call an agent makes through a local forwarding proxy."""
+    import importlib.util
+
+    missing = [name for name in ("httpx", "starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise TokprofError(f"tokprof record needs {' and '.join(missing)}: pip install 'tokprof[record]'")
+    from tokprof.record.run import record as run_record
+
+    upstreams: dict[str, str] = {}
+    for spec in upstream or []:
+        provider, _, url = spec.partition("=") if spec.split("=", 1)[0] in ("anthropic", "openai") else ("", "", spec)
+        for name in ([provider] if provider else ["anthropic", "openai"]):
+            upstreams[name] = url
+    return run_record(output, command or [], port, upstreams, quiet)
+
+
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
