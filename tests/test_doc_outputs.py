@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 
 import pytest
 
@@ -60,7 +61,9 @@ def contains_in_order(real: list[str], wanted: list[list[str]]) -> bool:
 def test_shown_output_is_real(page, command, shown, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.chdir(ROOT)
-    argv = shlex.split(command)[1:]
+    # a command the docs show as `python script.py` runs with this interpreter (its packages)
+    python = shlex.quote(sys.executable)
+    argv = [re.sub(r"(^|=)python(?= )", lambda m: m.group(1) + python, a) for a in shlex.split(command)[1:]]
     if "whatif" in argv[:1]:
         argv.append("--no-progress")
     main(argv)

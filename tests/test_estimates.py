@@ -314,15 +314,15 @@ def test_check_and_tools_label_estimates_and_keep_units(tmp_path, capsys, monkey
 
 
 def test_an_estimates_table_shows_the_proxys_own_count_not_the_reported_twice(tmp_path, capsys, monkeypatch):
-    """An estimate's total is the reported prompt; the column beside it is the proxy's own count, so
-    that the gap next to it reads as what it is."""
+    """An estimate's total is the reported prompt; the column beside it is what was computed before
+    scaling (the proxy's count with the inferred part), so that the gap next to it reads as what it is."""
     monkeypatch.setenv("COLUMNS", "160")
     log = capture_log(tmp_path)
     code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
     computed = [c["computed"] for c in json.loads(out)["calls"]]
     code, out, _ = run(["profile", str(log), "--no-progress"], capsys)
     header = next(line for line in out.splitlines() if line.startswith("call"))
-    assert "proxy's own count" in header and not re.search(r"\breported\s{2}", header.replace("vs reported", ""))
+    assert "computed (proxy + inferred)" in header and not re.search(r"\breported\s{2}", header.replace("vs reported", ""))
     lines = out.splitlines()
     table = lines[lines.index(header) + 1:lines.index("")]
     rows = [line.split() for line in table]

@@ -34,6 +34,8 @@ def test_an_unknown_closed_model_points_to_the_proxy():
         resolve_model("claude-banana")
 
 
-@pytest.mark.parametrize("name", ["claude-sonnet-4-5", "anthropic/claude-sonnet-4-5", "gpt-4o", "claude-proxy"])
+@pytest.mark.parametrize("name", ["claude-sonnet-4-5", "anthropic/claude-sonnet-4-5", "gpt-4o", "claude-proxy",
+                                  "us.anthropic.claude-sonnet-4-20250514-v1:0", "anthropic.claude-3-5-sonnet-20240620-v1:0",
+                                  "claude-3-5-sonnet@20240620", "chatgpt-4o-latest"])
 def test_known_closed_models_are_their_proxies(name):
     assert not resolve_model(name).exact

@@ -72,7 +72,11 @@ def test_scores_tell_a_confident_wrong_answer_from_a_miss():
     assert shape_of("pay-shard-7").fullmatch("pay-shard-12")
     assert score("It is pay-shard-7.", "pay-shard-7") == "hit"
     assert score("It is pay-shard-3.", "pay-shard-7") == "wrong"
+    assert score("The shard is pay-shard-71.", "pay-shard-7") == "wrong"  # the value whole, not a prefix of another
     assert score("I don't know.", "pay-shard-7") == "miss"
+    # a value of one run (a number, a word) has no shape to be confidently wrong in: a miss
+    assert shape_of("7") is None and score("I saw 3 alerts.", "7") == "miss" and score("The value is 17.", "7") == "miss"
+    assert score("I have no idea.", "Bob") == "miss" and score("It was Bob.", "Bob") == "hit"
 
 
 def test_each_policy_is_probed_and_scored(endpoint, model, trace):
@@ -122,3 +126,31 @@ def test_the_cli_says_what_it_sends_and_writes_a_table_or_json(endpoint, tmp_pat
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "probe" and [r["policy"] for r in doc["results"]][1:] == ["full", "window:4"]
     assert doc["results"][2]["wrong"] == 1
+
+
+def test_the_logs_own_answer_is_not_sent_back(endpoint, model):
+    """The final prompt of a policy is what it keeps; the log's answer to it (written with the whole
+    history) is left out, or it would carry back the fact the policy dropped."""
+    messages = session()
+    messages[-1] = {"role": "assistant", "content": f"So the shard is {SHARD}."}
+    trace = make_trace(trace_of(messages))
+    Stub.bodies.clear()
+    report = tokprof.probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], model)
+    assert {r.policy: r.answers[0].outcome for r in report.results}["window:4"] == "wrong"
+    assert all(m.get("content") != f"So the shard is {SHARD}." for b in Stub.bodies for m in b["messages"])
+
+
+def test_no_control_row_without_the_fact_in_the_log_and_no_pattern_to_expect(endpoint, model, trace):
+    report = tokprof.probe(trace, "Which shard?", "pay-shard-99", endpoint, ["window:4"], model, dry_run=True)
+    assert [r.policy for r in report.results] == ["full", "window:4"] and "no control row" in report.notes[0]
+    with pytest.raises(tokprof.TokprofError, match="pattern"):
+        tokprof.probe(trace, "Which shard?", "re:pay-shard-\\d", endpoint, ["window:4"], model, dry_run=True)
+
+
+def test_the_client_keeps_a_query_and_loopback_means_loopback():
+    from tokprof.chat_client import ChatClient, is_loopback
+
+    assert ChatClient("https://h.example/openai/deployments/d?api-version=1").url == \
+        "https://h.example/openai/deployments/d/v1/chat/completions?api-version=1"
+    assert is_loopback("http://127.0.0.1:8080") and is_loopback("http://[::1]:9")
+    assert not is_loopback("http://127.attacker.example:8080")

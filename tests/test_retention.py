@@ -133,7 +133,7 @@ def test_the_cli_shows_what_each_policy_forgets(capsys, monkeypatch, tmp_path):
     assert main(["whatif", str(SAMPLE), "-p", "window:20", "--fact", "r-88419", "-f", "json", "--no-progress"]) == 0
     doc = json.loads(capsys.readouterr().out)
     fact = doc["policies"][1]["facts"][0]
-    assert set(fact) == {"text", "first_call", "last_call", "kept_in_final", "calls_missing"}
+    assert set(fact) == {"text", "first_call", "last_call", "kept_in_final", "calls_missing", "note"}
     assert fact["text"] == "r-88419" and fact["first_call"] == 23
     assert main(["whatif", str(SAMPLE), "--suggest-facts", "-f", "json"]) == 0
     assert "r-88419" in json.loads(capsys.readouterr().out)["suggested_facts"]
@@ -164,3 +164,22 @@ def test_the_retention_sample_tells_the_seeds_story():
     assert kept == {"full": [True, True], "window:20": [False, False], "elide:2": [True, False],
                     "user-verbatim:4": [True, False]}
     assert report.policies[0].facts[1].first_call == 33
+
+
+def test_a_fact_only_subagents_carry_says_so(tiny):
+    main = trace_of(session())
+    sub = trace_of([{"role": "user", "content": "the secret is zebra-42"}, {"role": "assistant", "content": "ok"}],
+                   thread="sub")
+    trace = make_trace(main, sub)
+    fact = parse_fact("zebra-42")
+    (result,) = retention(trace, [fact], first_calls(trace, [fact]))
+    assert result.first_call is None and result.note and "subagents" in result.note
+
+
+def test_suggestions_see_each_user_message_once_however_often_it_is_copied():
+    messages = session()
+    calls = [Call(index=i, messages=[dict(m) for m in messages[:n]], tools=None)  # copies, as readers make
+             for i, n in enumerate(range(3, len(messages), 4))]
+    found = suggest_facts(make_trace(calls))
+    assert any(s.startswith("Always page the on-call") for s in found)
+    assert len(found) == len(set(found))

@@ -485,5 +485,7 @@ def test_fields_the_count_does_not_read_are_named(client):
     assert not [w for w in plain["warnings"] if w["code"] == "ignored-fields"]
     body = {"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 10, "thinking": {"type": "enabled"}}
     answer = post(client, body, "/v1/messages/count_tokens")
-    assert [w["message"] for w in answer["warnings"] if w["code"] == "ignored-fields"][0].count("thinking") == 1
+    said = [w["message"] for w in answer["warnings"] if w["code"] == "ignored-fields"][0]
+    assert said.count("thinking") == 2 and "change the provider's own count" not in said  # named, and why
+    assert "thinking changes the provider's own count, not tokprof's" in said
     assert "max_tokens" not in json.dumps(answer["warnings"])  # a generation option, not part of the prompt

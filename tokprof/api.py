@@ -732,7 +732,7 @@ __all__ = [
 
 #: The kind of each result, as the renderers name it.
 _KINDS = {"Profile": "profile", "SessionsReport": "sessions", "ToolsReport": "tools", "WhatIfReport": "whatif",
-          "CheckResult": "check", "ProbeReport": "probe"}
+          "CheckResult": "check", "ProbeReport": "probe", "McpReport": "mcp", "Discovery": "mcp-list"}
 
 
 def render_report(
@@ -805,7 +805,7 @@ def probe(
     ``max_requests`` requests is an error before sending; ``dry_run`` builds and counts the requests
     and sends nothing. ``model`` is the model that counts the prompts; ``endpoint_model`` the model
     name sent to the endpoint."""
-    from tokprof.analyses.probe import ProbeReport, requests, run
+    from tokprof.analyses.probe import CONTROL, NO_CONTROL, ProbeReport, requests, run
     from tokprof.chat_client import ChatClient
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
@@ -814,6 +814,8 @@ def probe(
             raise TokprofError(f"{name}: expected a text, found {value!r}")
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise TokprofError(f"trials: expected a positive number, found {trials!r}")
+    if expect.startswith("re:"):
+        raise TokprofError("expect: the value a right answer holds, as text (a pattern cannot be scored)")
     if isinstance(policies, str):
         policies = [policies]
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
@@ -831,4 +833,6 @@ def probe(
         announce(count, sum(r.prompt_tokens for r in batch) * trials)
     client = ChatClient(endpoint, endpoint_model, api_key, temperature, timeout, retries)
     report = ProbeReport(question, expect, endpoint, endpoint_model, trials, dry_run=dry_run)
+    if not batch or batch[0].policy != CONTROL:
+        report.notes.append(NO_CONTROL)
     return run(report, batch, lambda request: client.complete(request.messages, request.tools))

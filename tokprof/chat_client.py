@@ -5,6 +5,7 @@ another host with the key. Standard library only."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import time
 import urllib.error
@@ -31,10 +32,12 @@ class ChatClient:
 
     @property
     def url(self) -> str:
-        base = self.endpoint.rstrip("/")
-        if base.endswith("/chat/completions"):
-            return base
-        return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+        """The completions URL: ``/v1/chat/completions`` added to the endpoint's path, its query kept."""
+        parts = urllib.parse.urlsplit(self.endpoint)
+        path = parts.path.rstrip("/")
+        if not path.endswith("/chat/completions"):
+            path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
+        return urllib.parse.urlunsplit(parts._replace(path=path))
 
     def body(self, messages, tools) -> dict:
         body: dict = {"messages": list(messages), "temperature": self.temperature, "stream": False}
@@ -65,10 +68,14 @@ class ChatClient:
                     break  # the request itself is wrong: retrying sends it wrong again
             except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
                 last = str(getattr(exc, "reason", exc)) or type(exc).__name__
-            except (ValueError, KeyError, TypeError, IndexError):
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError):
                 last = "not a Chat Completions answer"
                 break
-        raise ChatError(f"{self.url}: {last}")
+        raise ChatError(f"{self._shown_url()}: {last}")
+
+    def _shown_url(self) -> str:
+        """The URL without its query (which may hold a key)."""
+        return urllib.parse.urlunsplit(urllib.parse.urlsplit(self.url)._replace(query=""))
 
 
 def _answer(doc) -> str:
@@ -90,6 +97,20 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
+LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def loopback_host(host: str) -> bool:
+    """Whether a host name or address is the loopback interface (``127.attacker.example`` is not)."""
+    host = host.strip().lower().removeprefix("[").removesuffix("]")
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def is_loopback(endpoint: str) -> bool:
-    host = urllib.parse.urlsplit(endpoint).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    """Whether an endpoint URL points at this machine's loopback interface."""
+    return loopback_host(urllib.parse.urlsplit(endpoint).hostname or "")

@@ -77,8 +77,7 @@ def mcp(
         help="Write the listed tools to FILE in the --tools format (for tokprof tools/profile/check --tools).")] = None,
 ) -> int:
     """What each configured MCP server's tools cost per request."""
-    from tokprof import api
-    from tokprof.render import render
+    import tokprof as api  # the public facade: the CLI is its client
 
     if timeout <= 0:
         raise TokprofError("--timeout: give a positive number of seconds")
@@ -87,7 +86,7 @@ def mcp(
     if list_only:
         if output:
             raise TokprofError("--list starts nothing, so it has no catalogue to write with -o")
-        _cli._write([(None, render("mcp-list", fmt, found, options))])
+        _cli._write([(None, _cli._render(found, fmt, options))])
         return _cli.EXIT_OK
     for problem in found.problems:
         print(f"tokprof: warning: {_cli.one_line(problem)}", file=sys.stderr)
@@ -96,7 +95,7 @@ def mcp(
     outputs: list[tuple[Optional[str], str]] = []
     if output and report.tools:
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))
-    outputs.append((None, render("mcp", fmt, report, options)))
+    outputs.append((None, _cli._render(report, fmt, options)))
     _cli._write(outputs, (log,))
     if not report.servers:
         return _cli.EXIT_USAGE

@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -50,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tokprof.version import __version__
+from tokprof.chat_client import loopback_host
 from tokprof.api import Buckets, Model, _anthropic_shape, _prompt, get_model
 from tokprof.errors import InputError, ModelError, TokprofError
 from tokprof.models.base import ChatModel
@@ -64,7 +64,6 @@ DEFAULT_TIMEOUT = 30.0
 DEFAULT_WORKERS = 4
 TOKEN_VARIABLE = "TOKPROF_SERVE_TOKEN"
 #: Host names that are the loopback interface (besides any address in 127.0.0.0/8 and ::1).
-LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 #: What a conversation is estimated to hold in memory per character of its last request's messages
 #: and tools: the attributor's renders, their labels and token offsets, the converted and marked
 #: messages, and the JSON texts kept here (measured by benchmarks/bench_serve.py --calibrate).
@@ -104,6 +103,7 @@ class Rejected(Exception):
 #: what they are: they do not change a prompt's tokens; tool_choice, thinking and mcp_servers do.)
 READ_FIELDS = {ROUTE_MESSAGES: ("model", "messages", "tools", "system")}
 COUNT_FIELDS = ("model", "messages", "tools")
+PROVIDER_COUNTS = ("tool_choice", "thinking", "mcp_servers")  # fields Anthropic's count_tokens counts
 NOT_COUNTED = {ROUTE_MESSAGES: ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream",
                                 "metadata", "service_tier")}
 
@@ -118,7 +118,10 @@ def ignored_fields(route: str, value: dict) -> str | None:
     if not names:
         return None
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
-    return f"ignored fields (they do not change the count): {shown}; read: {', '.join(read)}"
+    counted = [n for n in names if n in PROVIDER_COUNTS]
+    why = (f"; {', '.join(counted)} change{'s' if len(counted) == 1 else ''} the provider's own count, not tokprof's"
+           if counted else "")
+    return f"ignored fields, not read by this count: {shown}{why}; read: {', '.join(read)}"
 
 
 def _bad(message: str, where: str | None = None) -> Rejected:
@@ -661,13 +664,7 @@ class Counter:
 # -- HTTP ----------------------------------------------------------------------------------------
 def is_loopback(host: str) -> bool:
     """Whether a listening address or a Host header's name is the loopback interface."""
-    host = host.strip().lower().removeprefix("[").removesuffix("]")
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return loopback_host(host)
 
 
 #: A Host header (RFC 9110: host [":" port]): a bracketed IPv6 address or a name of letters, digits,

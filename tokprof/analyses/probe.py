@@ -18,13 +18,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from tokprof.analyses.retention import carries, parse_fact
+from tokprof.analyses.retention import carries, main_calls, parse_fact, texts
 from tokprof.analyses.whatif import PromptCounter
 from tokprof.models.base import ChatModel
 from tokprof.trace import Call, Trace
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply
+from tokprof.transforms.policies import Full, Policy, apply
 
 CONTROL = "control (the fact alone)"
+NO_CONTROL = ("no message of the log holds the expected value: there is no control row, and a hit cannot be "
+              "told from a guess")
 OUTCOMES = ("hit", "wrong", "miss", "error")
 
 
@@ -70,32 +72,44 @@ class ProbeReport:
     trials: int
     results: list[ProbeResult] = field(default_factory=list)
     dry_run: bool = False
+    notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"kind": "probe", "question": self.question, "expect": self.expect, "endpoint": self.endpoint,
                 "model": self.model, "trials": self.trials, "dry_run": self.dry_run,
-                "results": [r.to_dict() for r in self.results]}
+                "results": [r.to_dict() for r in self.results], "notes": list(self.notes)}
 
 
-def shape_of(expect: str) -> re.Pattern[str]:
-    """A pattern for values shaped like the expected one: runs of letters, digits and the same
-    separators (``pay-shard-7`` -> letters-letters-digits)."""
+def shape_of(expect: str) -> re.Pattern[str] | None:
+    """A pattern for values shaped like the expected one: its runs of digits as any digits, its long
+    runs of letters as any letters, its separators and short words as they are (``pay-shard-7`` ->
+    ``pay-<letters>-<digits>``). None for a value of one run (``7``, ``Bob``): any number or word
+    would be "of its shape", so a wrong answer cannot be told from a miss."""
+    runs = re.findall(r"[A-Za-z]+|\d+|[^A-Za-z\d]+", expect)
+    if len(runs) < 2:
+        return None
     parts = []
-    for run in re.findall(r"[A-Za-z]+|\d+|[^A-Za-z\d]+", expect):
+    for run in runs:
         if run.isdigit():
             parts.append(r"\d+")
         elif run.isalpha():
-            parts.append(re.escape(run) if len(run) > 3 else r"[A-Za-z]+")
+            parts.append(r"[A-Za-z]+" if len(run) > 3 else re.escape(run))
         else:
             parts.append(re.escape(run))
     return re.compile(r"(?<![\w-])" + "".join(parts) + r"(?![\w-])", re.I)
 
 
+def _whole(value: str) -> re.Pattern[str]:
+    """The value as a whole word: ``pay-shard-7`` is not in ``pay-shard-71``."""
+    return re.compile(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", re.I)
+
+
 def score(answer: str, expect: str) -> str:
-    """hit, wrong (a value of the expected shape that is not it) or miss."""
-    if expect.lower() in answer.lower():
+    """hit (the value, whole), wrong (another value of its shape) or miss."""
+    if _whole(expect).search(answer):
         return "hit"
-    if any(m.group(0).lower() != expect.lower() for m in shape_of(expect).finditer(answer)):
+    shape = shape_of(expect)
+    if shape is not None and shape.search(answer):
         return "wrong"
     return "miss"
 
@@ -114,13 +128,10 @@ def _sendable(message: dict) -> dict:
     return out
 
 
-def _main_calls(trace: Trace) -> list[Call]:
-    return [c for c in trace.calls if not isinstance(c, AddedCall) and not c.thread]
-
-
 def _with_question(call: Call, question: str) -> list[dict]:
-    """The call's prompt, its answer when the log has it, and the question (messages as the trace holds them)."""
-    return [*call.messages, *([call.response] if call.response else []), {"role": "user", "content": question}]
+    """The policy's final prompt and the question. The log's own answer to that prompt is left out:
+    it was written with the whole history, and would carry back what the policy dropped."""
+    return [*call.messages, {"role": "user", "content": question}]
 
 
 def requests(trace: Trace, model: ChatModel, policies: Sequence[Policy], question: str, expect: str,
@@ -129,12 +140,13 @@ def requests(trace: Trace, model: ChatModel, policies: Sequence[Policy], questio
     counter = PromptCounter(model)
     out = []
     fact = parse_fact(expect)
-    holder = next((m for c in _main_calls(trace) for m in c.messages if carries([m], fact)), None)
-    context = holder.get("content") if holder and isinstance(holder.get("content"), str) else expect
-    control = Call(index=0, messages=[{"role": "user", "content": f"{context}\n\n{question}"}], tools=None)
-    out.append(ProbeRequest(CONTROL, tuple(control.messages), None, counter.prompt(control.messages, control)))
+    holder = next((m for c in main_calls(trace) for m in c.messages if carries([m], fact)), None)
+    if holder is not None:  # the fact alone: the text of the log's first message that holds it
+        context = "\n".join(t for t in texts(holder.get("content")) if t) or json.dumps(holder, ensure_ascii=False)
+        control = Call(index=0, messages=[{"role": "user", "content": f"{context}\n\n{question}"}], tools=None)
+        out.append(ProbeRequest(CONTROL, tuple(control.messages), None, counter.prompt(control.messages, control)))
     for policy in [Full(), *(p for p in policies if not isinstance(p, Full))]:
-        replayed = _main_calls(apply(trace, policy, counter, window))
+        replayed = main_calls(apply(trace, policy, counter, window))
         if not replayed:
             continue
         last = replayed[-1]

@@ -22,6 +22,7 @@ from tokprof.transforms.policies import AddedCall
 
 #: The longest fact taken, in characters (a fact is a needle, not a document).
 MAX_FACT = 2000
+SUBAGENTS_ONLY = "only subagents' prompts carry it: retention is followed in the main conversation"
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class FactRetention:
     last_call: int | None  # the last call whose prompt carries it under this policy
     kept_in_final: bool | None  # whether the final prompt carries it (None: the fact never appears)
     calls_missing: tuple[int, ...]  # calls after first_call whose prompts do not carry it
+    note: str | None = None  # why there is nothing to say (a fact only subagents' prompts carry)
 
     @property
     def dropped(self) -> bool:
@@ -53,7 +55,7 @@ class FactRetention:
 
     def to_dict(self) -> dict:
         return {"text": self.text, "first_call": self.first_call, "last_call": self.last_call,
-                "kept_in_final": self.kept_in_final, "calls_missing": list(self.calls_missing)}
+                "kept_in_final": self.kept_in_final, "calls_missing": list(self.calls_missing), "note": self.note}
 
 
 def parse_fact(text: str) -> Fact:
@@ -81,41 +83,42 @@ def read_facts(path: str | Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def _texts(value: Any) -> Iterable[str]:
+def texts(value: Any) -> Iterable[str]:
     """Every string a message holds (content, parts, tool calls' names and arguments)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            yield from _texts(item)
+            yield from texts(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _texts(item)
+            yield from texts(item)
 
 
 def carries(messages: Sequence[dict], fact: Fact) -> bool:
     """Whether one message of a prompt holds the fact whole."""
-    return any(fact.pattern.search(text) for message in messages for text in _texts(message))
+    return any(fact.pattern.search(text) for message in messages for text in texts(message))
 
 
-def _calls(trace: Trace) -> list[Call]:
+def main_calls(trace: Trace) -> list[Call]:
     """The calls that replay a call of the log (not the summarising calls a policy adds), main thread."""
     return [c for c in trace.calls if not isinstance(c, AddedCall) and not c.thread]
 
 
 def first_calls(trace: Trace, facts: Sequence[Fact]) -> list[int | None]:
     """For each fact, the log's first call whose prompt carries it."""
-    calls = _calls(trace)
+    calls = main_calls(trace)
     return [next((c.index for c in calls if carries(c.messages, fact)), None) for fact in facts]
 
 
 def retention(trace: Trace, facts: Sequence[Fact], first: Sequence[int | None]) -> tuple[FactRetention, ...]:
     """Each fact under a policy's trace, given where it first appears in the log (:func:`first_calls`)."""
-    calls = _calls(trace)
+    calls = main_calls(trace)
     out = []
     for fact, start in zip(facts, first):
         if start is None:
-            out.append(FactRetention(fact.text, None, None, None, ()))
+            elsewhere = any(carries(c.messages, fact) for c in trace.calls if c.thread)
+            out.append(FactRetention(fact.text, None, None, None, (), SUBAGENTS_ONLY if elsewhere else None))
             continue
         later = [c for c in calls if c.index >= start]
         held = [c.index for c in later if carries(c.messages, fact)]
@@ -134,12 +137,11 @@ def suggest_facts(trace: Trace, limit: int = 12) -> list[str]:
     "never"), then identifiers stated once (names with digits, hyphens or underscores). Suggestions
     only: a person decides which matter."""
     user: list[str] = []
-    seen: set[int] = set()
-    for call in trace.calls:
+    for call in trace.calls:  # each user message once, however many prompts (or copies) hold it
         for message in call.messages:
-            if message.get("role") == "user" and id(message) not in seen:
-                seen.add(id(message))
-                user.extend(t for t in _texts(message.get("content")) if t.strip())
+            if message.get("role") == "user":
+                user.extend(t for t in texts(message.get("content")) if t.strip())
+    user = list(dict.fromkeys(user))
     text = "\n".join(user)
     found: list[str] = []
     for match in _STANDING.finditer(text):

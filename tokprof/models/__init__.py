@@ -9,6 +9,7 @@ directory or a GGUF file, and a name Ollama's model folder holds is its GGUF fil
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from tokprof.errors import ModelError
@@ -101,18 +102,25 @@ def _load(name: str) -> ChatModel:
     )
 
 
+#: A cloud's wrapping of a closed model's name: Bedrock's ``us.anthropic.`` and ``-v1:0``, Vertex's ``@date``.
+_WRAPPED = re.compile(r"^(?:[\w-]+[./:])*?(?=(?:claude|gpt|chatgpt|o\d))|(?:-v\d+(?::\d+)?|@[\w.-]+)$", re.I)
+
+
 def _check_closed_name(name: str, proxy: str) -> None:
     """A closed model named on the command line must be one the public model data knows, so that a
-    misspelling ("claude-sonet-4-5") is an error with the closest name rather than a silent proxy."""
+    misspelling ("claude-sonet-4-5") is an error with the closest name rather than a silent proxy. A
+    name the data lists, or one with no close known name, is taken as it is."""
     from tokprof.models import known
 
-    if known.known(name) is not None:
+    bare = _WRAPPED.sub("", name)
+    if known.known(name) is not None or known.known(bare) is not None:
         return
     provider, maker = ("anthropic", "an Anthropic") if proxy == "claude-proxy" else ("openai", "an OpenAI")
-    close = known.closest(name, (provider,))
-    hint = f" (did you mean {close}?)" if close else ""
+    close = known.closest(bare, (provider,))
+    if close is None or close == bare.lower():
+        return  # listed, or nothing it could be a misspelling of
     raise ModelError(
-        f"unknown model {name!r}{hint}: not {maker} model genai-prices knows; name one it knows, "
+        f"unknown model {name!r} (did you mean {close}?): not {maker} model genai-prices knows; name one it knows, "
         f"or --model {proxy} for the stated proxy itself"
     )
 

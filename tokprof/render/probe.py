@@ -25,10 +25,11 @@ class ProbeTableRenderer:
         rows = []
         for result in report.results:
             first = result.answers[0].text if result.answers else ("(dry run: not sent)" if report.dry_run else "")
-            rows.append([safe(result.policy), f"{result.prompt_tokens:,}", str(result.count("hit")),
-                         str(result.count("wrong")), str(result.count("miss")), str(result.count("error")),
-                         safe(first[:60])])
+            counts = [str(result.count(o)) if not report.dry_run else "-" for o in ("hit", "wrong", "miss", "error")]
+            rows.append([safe(result.policy), f"{result.prompt_tokens:,}", *counts, safe(first[:60])])
         console.print(fit_table(console, columns, rows))
+        for note in report.notes:
+            console.print(f"[yellow]note[/yellow]: {safe(note)}")
         console.print("  hit: the answer holds the expected value; confident wrong: a value of the same shape that is not "
                       "it; miss: neither (a refusal, another subject). The control asks the fact alone.")
         return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())

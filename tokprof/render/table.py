@@ -52,8 +52,9 @@ class TableRenderer:
         columns += [Column("total"), Column("billed so far", "billed", drop=1)]
         if reported and model.exact:
             columns += [Column("reported", drop=2), Column("computed vs reported", "vs rep.", drop=3)]
-        elif reported:  # an estimate's total is the reported prompt: show the proxy's own count beside it
-            columns += [Column("proxy's own count", "proxy", drop=2), Column("proxy vs reported", "proxy±", drop=3)]
+        elif reported:  # an estimate's total is the reported prompt: beside it, what was computed before scaling
+            columns += [Column("computed (proxy + inferred)", "computed", drop=2),
+                        Column("computed vs reported", "vs rep.", drop=3)]
         priced = any(c.cost is not None and c.cost.priced for c in profile.calls)  # else the summary says why
         if priced:
             columns.append(Column("cost", drop=4))

@@ -64,7 +64,7 @@ def fact_lines(report: WhatIfReport) -> list[str]:
     lines = []
     for number, fact in enumerate(full.facts):
         if fact.first_call is None:
-            lines.append(f"fact {fact.text!r}: in no prompt of the log")
+            lines.append(f"fact {fact.text!r}: {fact.note or 'in no prompt of the log'}")
             continue
         lines.append(f"fact {fact.text!r}: first in call {fact.first_call}")
         for result in report.policies[1:]:
