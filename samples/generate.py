@@ -341,7 +341,7 @@ def get_trace(w: World, now: datetime, trace_id: str, include_attributes: bool =
                   f"  CheckoutService.placeOrder [tx]: tx.propagation=REQUIRED tx.isolation=READ_COMMITTED "
                   f"cart.id={w.hexid(8)} items=3",
                   f"  OrderController.checkout: http.status_code=503 k8s.pod={w.traced_pod} app.version=2.41.0",
-                  f"  edge-gateway: http.route=/v1/checkout client.region=eu-west-1 user_agent=acme-ios/7.12.0"]
+                  "  edge-gateway: http.route=/v1/checkout client.region=eu-west-1 user_agent=acme-ios/7.12.0"]
     return "\n".join(lines)
 
 

@@ -20,7 +20,6 @@ def profile_calls(model, path):
 
 
 def assert_invariants(model, trace, results, shape="parsed"):
-    from tokprof.models.template import template_messages
 
     for call, r in zip(trace.calls, results):
         for value in r.as_dict().values():
@@ -113,7 +112,6 @@ def test_date_is_pinned(tmp_path):
     assert "01 Jan 2025" in first
     log["timestamp"] = "2026-03-14T09:00:00Z"
     trace = read_trace(str(write_json(tmp_path / "t.json", log)))
-    from tokprof.models.template import template_messages
 
     text = model.prompt_format.render(model.prompt_format.prepare(trace.calls[0].messages, model.prompt_format.shapes[0]), None, True, trace.calls[0].day)
     assert "14 Mar 2026" in text

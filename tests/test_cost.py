@@ -6,18 +6,17 @@ from __future__ import annotations
 import json
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 import tokprof
 from conftest import ROOT
 from tokprof.analyses import budgets
-from tokprof.analyses.cost import attach_cost, parse_price
+from tokprof.analyses.cost import parse_price
 from tokprof.analyses.prefix_cache import _openai_read, attach_cache, rules_for
 from tokprof.cli import main
 from tokprof.config import ConfigError, load_file
-from tokprof.costs import WRITES_AT_5M, PriceError, Rates
+from tokprof.costs import WRITES_AT_5M, PriceError
 from tokprof.formats import read_trace
 from tokprof.formats.neutral import anthropic_usage
 from tokprof.profiling import Profile

@@ -141,7 +141,6 @@ def test_rewriting_template_really_rewrites(tmp_path):
     """The differential test covers a template whose longer render does not extend the shorter one."""
     model = tiny_model(REWRITING)
     trace = read_trace(str(write_session(tmp_path)))
-    from tokprof.models.template import template_messages
 
     renders = [model.prompt_format.render(model.prompt_format.prepare(c.messages, model.prompt_format.shapes[0]), c.tools, False) for c in trace.calls]
     assert any(not later.startswith(earlier) for earlier, later in zip(renders, renders[1:]))

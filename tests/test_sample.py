@@ -48,7 +48,6 @@ def test_sample_profile(qwen25):
 
 def test_segment_cache_matches_whole_encode(qwen25, qwen3):
     """Tokenizing text between added tokens separately gives exactly the tokens of the whole text."""
-    from tokprof.models.template import template_messages
 
     from tokprof.models.counters import HFCounter
 

@@ -61,7 +61,7 @@ def test_hostile_saved_profile(saved, tmp_path, capsys, change, says):
     assert text != json.dumps(saved)
     path = tmp_path / "bad.json"
     path.write_text(text, encoding="utf-8")
-    for code, out, err in run_all(path, capsys, tmp_path):
+    for code, _out, err in run_all(path, capsys, tmp_path):
         assert code == 2, err
         assert err.startswith(f"tokprof: error: {path}: ") and says in err and err.count("\n") == 1, err
     assert not (tmp_path / "r.html").exists()
@@ -84,7 +84,7 @@ def test_saved_profile_fuzz(saved, tmp_path, capsys, n):
         what.append(f"{place} = {dump(new)[:30]!r}")
     path = tmp_path / "mutant.json"
     path.write_text(dump(value), encoding="utf-8")
-    for code, out, err in run_all(path, capsys, tmp_path):
+    for code, _out, err in run_all(path, capsys, tmp_path):
         assert code in (0, 2), (what, err[-1500:])
         assert "Traceback" not in err, what
         if code == 2:

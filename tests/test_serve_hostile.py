@@ -52,7 +52,7 @@ def test_host_check(client, host, status):
 @pytest.mark.parametrize("model", ["\\ud800", "claude-\\udfff", "a\\u202eb", "x\\u001b[31m", "q\\u0085"])
 def test_unechoable_model_name_is_400(client, model):
     for route in ("/v1/count", "/v1/messages/count_tokens"):
-        raw = ('{"model": "%s", "messages": [{"role": "user", "content": "hi"}]}' % model).encode()
+        raw = (f'{{"model": "{model}", "messages": [{{"role": "user", "content": "hi"}}]}}').encode()
         response = client.post(route, content=raw)
         assert response.status_code == 400, response.text
         assert response.json()["error"]["type"] == "invalid_request_error"

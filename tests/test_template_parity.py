@@ -8,7 +8,6 @@ import pytest
 
 from conftest import FIXTURES, train_tiny_tokenizer
 from tokprof.formats import read_trace
-from tokprof.models.template import template_messages
 
 
 @pytest.mark.parametrize("model_name", ["qwen2.5", "qwen3"])

@@ -5,12 +5,11 @@ the texts a policy writes are the documented ones."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 import tokprof
-from conftest import CHATML, FIXTURES, ROOT, WEATHER_TOOL, tiny_model, write_json
+from conftest import CHATML, FIXTURES, ROOT, WEATHER_TOOL, tiny_model
 from tokprof.analyses.whatif import PromptCounter, shared_tokens, whatif
 from tokprof.cli import main
 from tokprof.profiling import profile_trace

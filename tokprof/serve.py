@@ -138,7 +138,7 @@ def _kind(value: Any) -> str:
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 #: The C scanner of JSON strings (json.decoder has it; typeshed does not say so).
-_SCANSTRING: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")
+_SCANSTRING: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")  # noqa: B009 (not in the stubs)
 
 
 @dataclass
@@ -778,7 +778,7 @@ def create_app(
         loop = asyncio.get_running_loop()
         try:
             return await asyncio.wait_for(loop.run_in_executor(pool, function), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise Rejected(503, "timeout_error", f"counting took longer than {timeout:g} s (--timeout); the prompt "
                            "may be too large or its chat template too slow") from None
 

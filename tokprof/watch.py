@@ -67,7 +67,7 @@ class Watcher:
         if time.monotonic() - self.scanned >= RESCAN:
             self.scan()
         new: list[LiveCall] = []
-        for key, live in list(self.sessions.items()):
+        for _key, live in list(self.sessions.items()):
             if not os.path.exists(live.follower.path):
                 continue  # moved or deleted: kept until it shows up again
             new += live.update()

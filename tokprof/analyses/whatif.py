@@ -28,7 +28,7 @@ from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
-from tokprof.trace import Call, Note, Trace, Usage
+from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.policies import AddedCall, Compact, Full, Policy, apply, needs_counter
 
 SCHEMA_VERSION = 1

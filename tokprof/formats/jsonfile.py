@@ -294,7 +294,7 @@ class Document:
 
     value: Any = None
     lines: Lines | None = None  # set for JSONL; a list of (line, value) is taken too
-    
+
     def __post_init__(self) -> None:
         if self.lines is not None and not isinstance(self.lines, Lines):
             self.lines = Lines(self.lines)

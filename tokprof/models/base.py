@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Protocol, Tuple, Union, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: What a token counter remembers of a text to count a text that starts the same way again:
 #: (token starts, positions of added tokens or None), as :meth:`TokenCounter.token_starts_reusing` returns.
-Tokens = Tuple["np.ndarray", Union["np.ndarray", None]]
+Tokens = tuple["np.ndarray", Union["np.ndarray", None]]
 
 
 @runtime_checkable

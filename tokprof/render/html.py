@@ -292,7 +292,7 @@ def _cost_text(profile: Profile) -> str:
     if not lines:
         return ""
     items = "".join(f"<li><b>{html.escape(k.strip())}</b>: {html.escape(v)}</li>" for k, v in lines)
-    notes = list((s.cost.notes if s.cost else ())) + list((s.cache.notes if s.cache else ()))
+    notes = list(s.cost.notes if s.cost else ()) + list(s.cache.notes if s.cache else ())
     extra = "".join(f"<li class=\"muted\">{html.escape(n)}</li>" for n in notes)
     return f"<ul>{items}{extra}</ul>"
 
