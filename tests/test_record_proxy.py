@@ -14,7 +14,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import tokprof
-from tests.test_record_store import ANTHROPIC_STREAM
+from test_record_store import ANTHROPIC_STREAM
 from tokprof.record.proxy import create_app
 from tokprof.record.store import Recording
 from tokprof.serve import Running
