@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 #: Format name -> module, in the order auto-detection tries them.
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
+    "otel": "tokprof.formats.otel",
     "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
@@ -68,7 +69,9 @@ def describe_formats() -> str:
 
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
-LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex")
+LISTED = (
+    "openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex", "otel",
+)
 
 
 def format_names() -> str:
