@@ -34,6 +34,7 @@ import test_format_claude_stream as stream_log
 import test_format_codex as codex_log
 import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
+import test_format_opencode as opencode_log
 import test_format_otel as otel_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
 from tokprof.cli import main
@@ -98,6 +99,7 @@ SEEDS = [
     Seed("claude-stream-json", "run.jsonl", lambda: _jsonl(stream_log.run_lines())),
     Seed("codex", "rollout-2025-09-25T09-49-46-x.jsonl", lambda: _jsonl(_codex())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
+    Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
 ]
 
 

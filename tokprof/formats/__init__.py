@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 READERS = {
     "inspect": "tokprof.formats.inspect_ai",
     "otel": "tokprof.formats.otel",
+    "opencode": "tokprof.formats.opencode",
     "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
@@ -42,7 +43,7 @@ FORMATS = tuple(READERS)
 
 
 #: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex")
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "opencode")
 
 
 def scan_directory(directory: str) -> "Found":
@@ -70,7 +71,7 @@ def describe_formats() -> str:
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
 LISTED = (
-    "openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex", "otel",
+    "openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex", "otel", "opencode",
 )
 
 
@@ -138,6 +139,10 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         if input_format not in (None, "inspect"):
             raise InputError(path, None, f"a zip file, not a log of format {input_format}")
         return reader("inspect").read_zip(path)
+    if input_format in (None, "opencode") and reader("opencode").is_sqlite(path):  # opencode.db
+        trace = reader("opencode").read_db(path)
+        _shown_safely(trace)
+        return trace
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
     try:
