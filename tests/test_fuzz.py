@@ -37,6 +37,8 @@ import test_format_pi as pi_log
 import test_format_qwen_code as qwen_log
 import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
+import test_format_opencode as opencode_log
+import test_format_otel as otel_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
 from tokprof.cli import main
 from tokprof.formats import FORMATS
@@ -105,6 +107,8 @@ SEEDS = [
     Seed("pi", "2026-06-05_sess-1.jsonl", lambda: _jsonl(pi_log.v3_lines())),
     Seed("pi", "old.jsonl", lambda: _jsonl(pi_log.old_lines())),
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
+    Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
+    Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
 ]
 
 

@@ -633,6 +633,8 @@ class Attributor:
 
     # -- the whole call ----------------------------------------------------------------------
     def attribute(self, call: Call) -> CallBuckets:
+        if not call.messages and not call.tools:  # a prompt the log does not record at all (see Call.unrendered)
+            return CallBuckets()
         with self._json.using():
             try:
                 return self._attribute(call)

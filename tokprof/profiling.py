@@ -703,8 +703,10 @@ def profile_trace(
         results.observe(position, call, attributor.message_tokens)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
-            counts[name] += tokens
-        counted.append(Counted(counts, _reported(call), (call.model, call.thread), _unrecorded(trace, call),
+            counts[name] = counts.get(name, 0) + tokens
+        # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
+        unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
+        counted.append(Counted(counts, _reported(call), (call.model, call.thread), unrecorded,
                                call.messages, call.tools))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)

@@ -33,6 +33,8 @@ READERS = {
     "gemini-cli": "tokprof.formats.gemini_cli",
     "qwen-code": "tokprof.formats.qwen_code",
     "pi": "tokprof.formats.pi",
+    "otel": "tokprof.formats.otel",
+    "opencode": "tokprof.formats.opencode",
     "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
@@ -44,7 +46,7 @@ FORMATS = tuple(READERS)
 
 
 #: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi")
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi", "opencode")
 
 
 def scan_directory(directory: str) -> "Found":
@@ -72,7 +74,7 @@ def describe_formats() -> str:
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
 LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex",
-          "gemini-cli", "qwen-code", "pi")
+          "gemini-cli", "qwen-code", "pi", "otel", "opencode")
 
 
 def format_names() -> str:
@@ -83,7 +85,7 @@ def not_a_log(path: str, found: Lookalike | None) -> str:
     """One short line for a file no reader takes: what it looks like, else the formats' names."""
     if found is not None:
         return "not a log format tokprof reads: " + found.phrase(path)
-    return f"not a log format tokprof reads (formats: {format_names()}; --input-format forces one)"
+    return f"not a log format tokprof reads (formats: {format_names()}; -i FORMAT forces one)"
 
 
 def _not_json(path: str) -> Lookalike | None:
@@ -139,6 +141,10 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         if input_format not in (None, "inspect"):
             raise InputError(path, None, f"a zip file, not a log of format {input_format}")
         return reader("inspect").read_zip(path)
+    if input_format in (None, "opencode") and reader("opencode").is_sqlite(path):  # opencode.db
+        trace = reader("opencode").read_db(path)
+        _shown_safely(trace)
+        return trace
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
     try:

@@ -54,6 +54,9 @@ LOCATIONS: list[Location] = [
     Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), env="QWEN_RUNTIME_DIR", below_env="projects",
              project_depth=2),
     Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
+    # OpenCode: its SQLite store (read for its newest main session), and the older storage/ files
+    Location("opencode", ".local/share/opencode", ("opencode.db", "storage/session/*/*.json"), env="XDG_DATA_HOME",
+             below_env="opencode", project_depth=0),
 ]
 
 

@@ -1,0 +1,433 @@
+"""OpenCode sessions: its SQLite store, the older JSON storage, and ``opencode run --format json``.
+
+OpenCode keeps its sessions in ``~/.local/share/opencode/`` (``$XDG_DATA_HOME/opencode``):
+
+* current versions: ``opencode.db``, SQLite, tables ``session`` (``id``, ``parent_id``, ``title``,
+  ``directory``, ``time_created``, ...), ``message`` (``id``, ``session_id``, ``time_created``,
+  ``data``: the message info as JSON, without ``id``/``sessionID``) and ``part`` (``id``,
+  ``message_id``, ``session_id``, ``time_created``, ``data``: the part as JSON). Read with the
+  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written). The newest main session
+  (no ``parent_id``) is profiled; the others are named in the note ``other-sessions``;
+* older versions: ``storage/session/<project>/<session>.json``, ``storage/message/<session>/
+  <message>.json`` and ``storage/part/<message>/<part>.json``; tokprof reads the session file and
+  finds its messages and parts from there;
+* ``opencode run --format json``: one event per line, ``{type, timestamp, sessionID, part}`` with
+  ``type`` ``step_start``, ``text``, ``reasoning``, ``tool_use`` (the call and its result in one
+  ``tool`` part: ``part.tool``, ``part.callID``, ``part.state.input/output``) and ``step_finish``
+  (``part.tokens``, ``part.cost``). The stream holds no user message and no model name.
+
+Calls. An assistant message is one or more steps, each one model call, from a ``step-start`` part to
+its ``step-finish`` part, whose ``tokens{input, output, reasoning, cache{read, write}}`` is the
+call's usage (an assistant message without step parts is one call with the message's ``tokens``).
+OpenCode's ``tokens.input`` excludes the cache reads and writes, so ``prompt`` = ``input +
+cache.read + cache.write``; ``output`` = ``output + reasoning`` (OpenCode bills both at the output
+rate). A step with all-zero tokens in a message with an ``error`` is not a billed call (warning
+``error-response``).
+
+The prompt of a call is the session so far: user messages (their ``text`` parts, synthetic ones
+included: OpenCode sends them), then for each earlier step one assistant message (``text`` parts as
+content, ``reasoning`` as reasoning, ``tool`` parts as tool calls with ``arguments`` = the JSON of
+``state.input``) followed by one ``tool`` message per tool part (``state.output``, or
+``state.error``). ``file`` parts and others that are not text are left out (warning
+``content-not-text``). After an assistant message marked ``summary`` (a compaction) later prompts
+start from its summary, and its calls are ``kind = "compaction"``.
+
+What is not recorded: OpenCode records neither its system prompt nor its tool definitions
+(``unrecorded = ("system", "tools")``), inferred from the first call's reported prompt as for
+Claude Code. The run stream also lacks the user's messages: they fall in the same inferred part
+(warning ``no-user-messages``). The cost OpenCode computed is in the note ``log-cost``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import Document, load, parse
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
+from tokprof.trace import Call, Trace, Usage
+
+FORMAT = "opencode"
+DESCRIPTION = (
+    "OpenCode sessions: opencode.db (SQLite), the older storage/ session files, and `opencode run --format json` "
+    "event streams"
+)
+
+EVENTS = ("step_start", "step_finish", "text", "reasoning", "tool_use", "error")
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+NOT_TEXT = (
+    "message parts that are not text (files, images) cannot be rendered by a chat template: they are left out "
+    "of the prompt and their tokens are not counted"
+)
+NO_USERS = (
+    "an `opencode run --format json` stream holds no user message: the prompt the run started from is counted "
+    "in the inferred 'unrecorded' part, with the system prompt and tool definitions"
+)
+ERROR_STEP = "an assistant message with an error and no tokens is not a billed call: it is skipped"
+LOG_COST = "the cost OpenCode itself computed for these calls, beside the one tokprof computes from their usage"
+OTHER_SESSIONS = "the store holds other sessions: the newest main session is profiled"
+
+
+@dataclass
+class Message:
+    """One OpenCode message: its info (role, model, tokens, ...) and its parts, in order."""
+
+    where: str
+    info: dict
+    parts: list[tuple[str, dict]] = field(default_factory=list)
+
+
+# -- detection -------------------------------------------------------------------------------------
+def sniff(doc: Document) -> bool:
+    if doc.lines is not None:
+        head = [value for _, value in doc.lines.head(20)]
+        return any(_is_event(value) for value in head)
+    value = doc.value
+    return isinstance(value, dict) and _is_session_file(value)
+
+
+def _is_event(value: Any) -> bool:
+    return (isinstance(value, dict) and value.get("type") in EVENTS and isinstance(value.get("part"), dict)
+            and "sessionID" in value)
+
+
+def _is_session_file(value: dict) -> bool:
+    session = value.get("id")
+    return isinstance(session, str) and session.startswith("ses_") and "projectID" in value and "time" in value
+
+
+def is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is not None:
+        return _stream(path, doc)
+    if isinstance(doc.value, dict) and _is_session_file(doc.value):
+        return _storage(path, doc.value)
+    raise InputError(path, None, "expected an OpenCode session file (storage/session/...) or a run --format json stream")
+
+
+def _stream(path: str, doc: Document) -> Trace:
+    assert doc.lines is not None
+    messages: dict[str, Message] = {}
+    session = None
+    for n, event in doc.lines:
+        where = f"line {n}"
+        if not isinstance(event, dict):
+            raise InputError(path, where, f"expected an event object, found {_kind(event)}")
+        if event.get("type") not in EVENTS:
+            continue
+        part = event.get("part")
+        if not isinstance(part, dict):
+            if event.get("type") == "error":
+                continue
+            raise InputError(path, where + ": part", f"expected an object, found {_kind(part)}")
+        message_id = part.get("messageID")
+        if not isinstance(message_id, str):
+            raise InputError(path, where + ": part.messageID", "missing or not a string")
+        session = session or event.get("sessionID")
+        if message_id not in messages:
+            info = {"role": "assistant", "time": {"created": event.get("timestamp")}}
+            messages[message_id] = Message(where, info)
+        messages[message_id].parts.append((f"{where}: part", part))
+    trace = Trace(path=path, format=f"{FORMAT}/run-json", unrecorded=("system", "tools"),
+                  session=session if isinstance(session, str) else None)
+    _Builder(path, trace).build(list(messages.values()))
+    trace.note("no-user-messages", NO_USERS)
+    return trace
+
+
+def _storage(path: str, session: dict) -> Trace:
+    root = Path(path).resolve().parent.parent.parent  # storage/session/<project>/<session>.json
+    session_id = session["id"]
+    message_dir = root / "message" / session_id
+    if not message_dir.is_dir():
+        raise InputError(path, "id", f"no message folder for this session (looked for {message_dir})")
+    messages = []
+    for file in sorted(message_dir.glob("*.json")):
+        info = _json_file(file)
+        if not isinstance(info, dict):
+            raise InputError(str(file), None, f"expected a message object, found {_kind(info)}")
+        message = Message(str(file), info)
+        part_dir = root / "part" / str(info.get("id", file.stem))
+        for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
+            part = _json_file(part_file)
+            if not isinstance(part, dict):
+                raise InputError(str(part_file), None, f"expected a part object, found {_kind(part)}")
+            message.parts.append((str(part_file), part))
+        messages.append(message)
+    messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
+    trace = Trace(path=path, format=f"{FORMAT}/storage", unrecorded=("system", "tools"), session=session_id)
+    _Builder(path, trace).build(messages)
+    return trace
+
+
+def _json_file(file: Path) -> Any:
+    with load(str(file)) as doc:
+        if doc.lines is not None:
+            raise InputError(str(file), None, "expected one JSON object")
+        return doc.value
+
+
+def read_db(path: str, session_id: str | None = None) -> Trace:
+    """A session of OpenCode's SQLite store: the one named, else the newest main session."""
+    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
+    try:
+        db = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise InputError(path, None, f"cannot open the SQLite database ({exc})") from None
+    try:
+        return _db(path, db, session_id)
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, None, f"not an OpenCode database ({exc})") from None
+    finally:
+        db.close()
+
+
+def sessions_in_db(path: str) -> list[tuple[str, int]]:
+    """The main sessions of an OpenCode store, newest first: (id, time created in ms)."""
+    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True)
+    try:
+        rows = db.execute("SELECT id, time_created FROM session WHERE parent_id IS NULL ORDER BY time_created DESC")
+        return [(str(r[0]), int(r[1] or 0)) for r in rows]
+    finally:
+        db.close()
+
+
+def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
+    rows = db.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created DESC, id DESC").fetchall()
+    if session_id is None:
+        if not rows:
+            raise InputError(path, "session", "no session in the database")
+        session_id = str(rows[0][0])
+    messages: list[Message] = []
+    by_id: dict[str, Message] = {}
+    for message_id, created, data in db.execute(
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)):
+        where = f"message {message_id}"
+        info = _row_json(path, where + ": data", data)
+        info.setdefault("id", message_id)
+        info.setdefault("time", {"created": created})
+        by_id[str(message_id)] = Message(where, info)
+        messages.append(by_id[str(message_id)])
+    for part_id, message_id, data in db.execute(
+            "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)):
+        message = by_id.get(str(message_id))
+        if message is not None:
+            where = f"part {part_id}"
+            message.parts.append((where, _row_json(path, where + ": data", data)))
+    trace = Trace(path=path, format=f"{FORMAT}/sqlite", unrecorded=("system", "tools"), session=session_id)
+    _Builder(path, trace).build(messages)
+    if len(rows) > 1:
+        trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")
+    return trace
+
+
+def _row_json(path: str, where: str, data: Any) -> dict:
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    if not isinstance(data, str):
+        raise InputError(path, where, f"expected JSON text, found {_kind(data)}")
+    try:
+        value = parse(data)
+    except ValueError as exc:
+        raise InputError(path, where, f"invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InputError(path, where, f"expected an object, found {_kind(value)}")
+    return value
+
+
+def _created(info: dict) -> float:
+    time = info.get("time")
+    value = time.get("created") if isinstance(time, dict) else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+
+
+# -- messages to calls -----------------------------------------------------------------------------
+class _Builder:
+    def __init__(self, path: str, trace: Trace):
+        self.path = path
+        self.trace = trace
+        self.history: list[dict] = []
+        self.call_ids: set[str] = set()
+        self.cost = 0.0
+        self.cost_seen = False
+
+    def fail(self, where: str, what: str) -> InputError:
+        return InputError(self.path, where, what)
+
+    def build(self, messages: list[Message]) -> None:
+        for message in messages:
+            role = message.info.get("role")
+            if role == "user":
+                self.user(message)
+            elif role == "assistant":
+                self.assistant(message)
+            else:
+                raise self.fail(message.where + ": role", f"expected user or assistant, found {role!r}")
+        if not self.trace.calls:
+            raise InputError(self.path, None, "no model call (assistant step) in the session")
+        models = {c.model for c in self.trace.calls if c.model}
+        self.trace.model = models.pop() if len(models) == 1 else None
+        if self.cost_seen:
+            self.trace.note("log-cost", LOG_COST, f"{self.cost:.6f} USD in all")
+
+    def user(self, message: Message) -> None:
+        texts = []
+        for where, part in message.parts:
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(self.text(where, part))
+            elif kind in ("file", "image", "agent", "subtask"):
+                self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
+        if texts:
+            self.history.extend(check_messages(self.path, message.where + ": ",
+                                               [{"role": "user", "content": "\n".join(texts)}]))
+
+    def text(self, where: str, part: dict) -> str:
+        text = part.get("text")
+        if not isinstance(text, str):
+            raise self.fail(where + ".text", f"expected a string, found {_kind(text)}")
+        return text
+
+    def assistant(self, message: Message) -> None:
+        info = message.info
+        model = check_model(self.path, message.where + ": ", {"model": info.get("modelID")})
+        steps: list[list[tuple[str, dict]]] = [[]]
+        finishes: list[tuple[str, dict] | None] = []
+        for where, part in message.parts:
+            kind = part.get("type")
+            if kind == "step-start" and steps[-1]:
+                steps.append([])
+                finishes.append(None)
+            if kind == "step-finish":
+                finishes.append((where, part))
+                steps.append([])
+                continue
+            steps[-1].append((where, part))
+        while len(finishes) < len(steps):
+            finishes.append(None)
+        summary = info.get("summary") is True
+        has_steps = any(f is not None for f in finishes)
+        for step, finish in zip(steps, finishes):
+            if not step and finish is None:
+                continue
+            if finish is not None:
+                usage = self.usage(finish[0] + ".tokens", finish[1].get("tokens"))
+                self.add_cost(finish[1].get("cost"))
+            elif not has_steps:
+                usage = self.usage(message.where + ": tokens", info.get("tokens"))
+                self.add_cost(info.get("cost"))
+            else:
+                usage = None  # a step cut off before its step-finish: no usage
+            where = finish[0] if finish is not None else (step[0][0] if step else message.where)
+            self.step(message, step, usage, model, where, summary)
+        if summary:
+            self.trace.compactions += 1
+            self.history = [m for m in self.history[-1:] if m["role"] == "assistant"]
+            self.call_ids = set()
+
+    def step(self, message: Message, parts: list[tuple[str, dict]], usage: Usage | None, model: str | None,
+             where: str, summary: bool) -> None:
+        if info_error(message.info) and (usage is None or not (usage.prompt or usage.output)):
+            self.trace.note("error-response", ERROR_STEP, where)
+            return
+        texts, thoughts, calls, results = [], [], [], []
+        for at, part in parts:
+            kind = part.get("type")
+            if kind == "text":
+                texts.append(self.text(at, part))
+            elif kind == "reasoning":
+                thoughts.append(self.text(at, part))
+            elif kind == "tool":
+                tool_call, result = self.tool(at, part)
+                calls.append(tool_call)
+                results.append(result)
+            elif kind in ("file", "image"):
+                self.trace.note("content-not-text", NOT_TEXT, f"{at} ({kind})")
+        time = parse_time(_created(message.info) or None)
+        call = Call(index=len(self.trace.calls), messages=list(self.history), tools=None, model=model, reported=usage,
+                    day=time.date() if time else None, where=where, time=time,
+                    kind="compaction" if summary else "call")
+        self.trace.calls.append(call)
+        if not (texts or thoughts or calls):
+            return
+        answer = assistant_message(texts, thoughts, calls)
+        added = check_messages(self.path, where + ": ", [answer, *results], call_ids=self.call_ids)
+        call.response = added[0]
+        self.history.extend(added)
+
+    def tool(self, where: str, part: dict) -> tuple[dict, dict]:
+        call_id, name, state = part.get("callID"), part.get("tool"), part.get("state")
+        if not isinstance(call_id, str):
+            raise self.fail(where + ".callID", f"expected a string, found {_kind(call_id)}")
+        if not isinstance(name, str) or not name:
+            raise self.fail(where + ".tool", "missing or not a string")
+        if not isinstance(state, dict):
+            raise self.fail(where + ".state", f"expected an object, found {_kind(state)}")
+        arguments = state.get("input", {})
+        if not isinstance(arguments, dict):
+            raise self.fail(where + ".state.input", f"expected an object, found {_kind(arguments)}")
+        output = state.get("output") if state.get("status") != "error" else state.get("error")
+        if output is None:
+            output = ""
+        if not isinstance(output, str):
+            raise self.fail(where + ".state.output", f"expected a string, found {_kind(output)}")
+        call = {"id": call_id, "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
+        return call, {"role": "tool", "tool_call_id": call_id, "content": output}
+
+    def usage(self, where: str, tokens: Any) -> Usage | None:
+        if tokens is None:
+            return None
+        if not isinstance(tokens, dict):
+            raise self.fail(where, f"expected an object, found {_kind(tokens)}")
+        cache = tokens.get("cache", {})
+        if not isinstance(cache, dict):
+            raise self.fail(where + ".cache", f"expected an object, found {_kind(cache)}")
+        fresh = check_count(self.path, where + ".input", _whole(tokens.get("input")))
+        output = check_count(self.path, where + ".output", _whole(tokens.get("output")))
+        reasoning = check_count(self.path, where + ".reasoning", _whole(tokens.get("reasoning")))
+        read = check_count(self.path, where + ".cache.read", _whole(cache.get("read")))
+        write = check_count(self.path, where + ".cache.write", _whole(cache.get("write")))
+        if fresh is None and output is None:
+            return None
+        prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
+        return Usage(prompt=prompt, cache_read=read, cache_write=write,
+                     output=None if output is None else output + (reasoning or 0))
+
+    def add_cost(self, cost: Any) -> None:
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < 1e9:
+            self.cost += cost
+            self.cost_seen = True
+
+
+def info_error(info: dict) -> bool:
+    return info.get("error") is not None
+
+
+def _whole(value: Any) -> Any:
+    """A count OpenCode wrote as a float with no fraction (JavaScript numbers) as an int."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def default_store() -> str:
+    """Where OpenCode keeps its data: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return os.path.join(base, "opencode")

@@ -1,0 +1,640 @@
+"""OpenTelemetry GenAI spans: the model calls an instrumented agent exported as traces.
+
+Three layouts are read, each a JSON file or JSONL (one record per line):
+
+* OTLP/JSON, as collectors and the OTLP file exporter write it: ``{"resourceSpans": [{"resource",
+  "scopeSpans": [{"scope", "spans": [...]}]}]}``, span attributes as ``[{"key", "value":
+  {"stringValue" | "intValue" | "doubleValue" | "boolValue" | "arrayValue" | "kvlistValue"}}]``
+  (``intValue`` may be a string, as protobuf's JSON mapping writes 64-bit integers);
+* flat span dumps: ``{"spans": [...]}``, a list of spans, or one span per line, each span an object
+  with ``name`` and ``attributes`` as a plain object (any-agent's dumps, the SDK's console exporter);
+* GitHub Copilot CLI's file exporter: JSONL of ``{"type": "span" | "metric", ...}`` records; metric
+  records are not calls and are skipped.
+
+Which spans are calls: a span whose ``gen_ai.operation.name`` is a model operation (``chat``,
+``text_completion``, ``generate_content``, ``call_llm``, ...), or whose ``openinference.span.kind``
+is ``LLM``; without either, a span with prompt or usage attributes. Agent, tool and embedding spans
+(``invoke_agent``, ``execute_tool``, ``embeddings``) are not calls (an ``invoke_agent`` span's usage
+is the sum of its calls'). Spans with the same ``gen_ai.response.id`` are one call (two
+instrumentations of one request). Calls are in the order of their start times, file order for ties.
+A span whose status is an error is skipped (warning ``error-response``) unless it reports usage.
+
+The prompt, from the first layout a span has:
+
+* the GenAI conventions: ``gen_ai.system_instructions`` (parts) as the system message,
+  ``gen_ai.input.messages`` (``[{role, parts: [{type: text, content} | {type: tool_call, id, name,
+  arguments} | {type: tool_call_response, id, response} | {type: reasoning, content}]}]``, or
+  Chat-Completions-style ``{role, content}`` messages, as any-agent writes them), the response from
+  ``gen_ai.output.messages``; tools from ``gen_ai.tool.definitions`` (``{type, name, description,
+  parameters}`` or the OpenAI shape). A value may be a JSON string or the value itself;
+* the older layout (OpenLLMetry): ``gen_ai.prompt.N.role/content``, ``.tool_calls.M.{id, name,
+  arguments}``, ``.tool_call_id``, the response from ``gen_ai.completion.N.*``, tools from
+  ``llm.request.functions.N.{name, description, parameters}``;
+* OpenInference: ``llm.input_messages.N.message.role/content`` (or ``.contents.M.message_content.
+  text``), ``.tool_calls.M.tool_call.{id, function.name, function.arguments}``, ``.tool_call_id``,
+  the response from ``llm.output_messages.N.*``, tools from ``llm.tools.N.tool.json_schema``.
+
+Parts that are not text (blobs, files, URIs) are left out (warning ``content-not-text``).
+
+Usage: ``gen_ai.usage.input_tokens`` (the whole prompt, cache reads and writes included, as the
+conventions say), ``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.cache_creation.
+input_tokens``, ``gen_ai.usage.output_tokens``; the older ``gen_ai.usage.prompt_tokens`` /
+``completion_tokens`` / ``cache_read_input_tokens`` / ``cache_creation_input_tokens``; OpenInference's
+``llm.token_count.prompt`` / ``completion`` / ``prompt_details.cache_read`` / ``prompt_details.
+cache_write``. A count may be a number or a numeric string; ``[REDACTED]`` (or any redaction
+marker) is not recorded, never 0 (warning ``usage-redacted``).
+
+What the spans do not record. Without content capture a call's span has no messages: its prompt is
+not recorded and the reported prompt is counted whole in ``unrecorded`` (:attr:`Call.unrendered`,
+warning ``content-not-captured``): usage, cost and cache only. A call with messages but no tool
+definitions while tools are called, or with definitions that are names only (Copilot), leaves the
+tools unrecorded (``Trace.unrecorded``), inferred as for Claude Code. A file with calls but neither
+content nor usage on any of them cannot be profiled: an error says so.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from tokprof.errors import InputError
+from tokprof.formats.capture import records
+from tokprof.formats.jsonfile import Document, parse
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import (
+    assistant_message, check_count, check_messages, check_text, check_tools, parse_time,
+)
+from tokprof.trace import Call, Trace, Usage
+
+FORMAT = "otel"
+DESCRIPTION = (
+    "OpenTelemetry GenAI spans: OTLP/JSON exports, flat span dumps and Copilot CLI's file exporter JSONL "
+    "(gen_ai.*, OpenInference llm.* attributes)"
+)
+
+#: ``gen_ai.operation.name`` values that are a model call, and those that are not.
+CALL_OPERATIONS = ("chat", "text_completion", "generate_content", "call_llm", "completion", "responses")
+NOT_CALLS = ("invoke_agent", "create_agent", "execute_tool", "embeddings", "invoke_workflow")
+UNRECORDED = "unrecorded"
+
+INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
+READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
+             "llm.token_count.prompt_details.cache_read")
+WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
+              "llm.token_count.prompt_details.cache_write")
+MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
+#: Attributes that hold a prompt (for detection and for telling a call span).
+PROMPT_MARKS = ("gen_ai.input.messages", "gen_ai.prompt.0.", "llm.input_messages.0.", "gen_ai.prompt")
+_REDACTED = re.compile(r"\[?(REDACTED|redacted|Redacted)\]?|<redacted>|\*{3,}")
+
+NOT_CAPTURED = (
+    "the spans do not record these calls' prompts (content capture was off): their reported prompts are "
+    "counted whole in 'unrecorded', so only usage, cost and cache are known for them"
+)
+REDACTED = (
+    "usage values are redacted ([REDACTED]) in these spans: they are not recorded, not 0"
+)
+NOT_TEXT = (
+    "message parts that are not text (blobs, files, URIs) cannot be rendered by a chat template: they are "
+    "left out of the prompt and their tokens are not counted"
+)
+ERROR_SPAN = "the span's status is an error and it reports no usage: it is skipped (not a billed call)"
+NAMES_ONLY = (
+    "gen_ai.tool.definitions holds only the tools' names (no descriptions or parameters): the tool "
+    "definitions are not recorded"
+)
+LOG_COST = "the cost the spans themselves report, beside the one tokprof computes from their usage"
+
+
+@dataclass(frozen=True)
+class Span:
+    where: str
+    name: str
+    span_id: str | None
+    trace_id: str | None
+    start: datetime | None
+    status_error: bool
+    attrs: dict[str, Any]
+
+
+# -- detection -------------------------------------------------------------------------------------
+def sniff(doc: Document) -> bool:
+    if doc.lines is not None:
+        return any(_looks_otel(value) for _, value in doc.lines.head(20))
+    return _looks_otel(doc.value)
+
+
+def _looks_otel(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_is_genai_span(item) for item in value[:20])
+    if not isinstance(value, dict):
+        return False
+    if isinstance(value.get("resourceSpans"), list):
+        return True
+    if isinstance(value.get("spans"), list):
+        return any(_is_genai_span(item) for item in value["spans"][:50])
+    return _is_genai_span(value) or (value.get("type") == "metric" and isinstance(value.get("dataPoints"), list)
+                                     and str(value.get("name", "")).startswith("gen_ai."))
+
+
+def _is_genai_span(value: Any) -> bool:
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
+        return False
+    attrs = value.get("attributes")
+    keys: list[str] = []
+    if isinstance(attrs, dict):
+        keys = [k for k in attrs if isinstance(k, str)]
+    elif isinstance(attrs, list):
+        keys = [a["key"] for a in attrs if isinstance(a, dict) and isinstance(a.get("key"), str)]
+    return any(k.startswith(("gen_ai.", "llm.", "openinference.")) for k in keys)
+
+
+# -- spans -----------------------------------------------------------------------------------------
+def read(path: str, doc: Document) -> Trace:
+    shape = "jsonl" if doc.lines is not None else "json"
+    trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+    reader = _Reader(path, trace)
+    for span in _spans(path, doc):
+        reader.span(span)
+    return reader.finish()
+
+
+def _spans(path: str, doc: Document) -> Iterator[Span]:
+    for where, record in records(path, doc):
+        yield from _record_spans(path, where, record)
+
+
+def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
+    if isinstance(record, list):
+        for i, item in enumerate(record):
+            yield from _record_spans(path, f"{where}[{i}]", item)
+        return
+    if not isinstance(record, dict):
+        raise InputError(path, where, f"expected a span or an OTLP export object, found {_kind(record)}")
+    if "resourceSpans" in record:
+        yield from _otlp(path, where, record["resourceSpans"])
+    elif "spans" in record and "attributes" not in record:
+        spans = record["spans"]
+        if not isinstance(spans, list):
+            raise InputError(path, where + ": spans", f"expected a list, found {_kind(spans)}")
+        for i, item in enumerate(spans):
+            yield _span(path, f"{where}: spans[{i}]", item)
+    elif record.get("type") in ("metric", "log") or ("dataPoints" in record and "attributes" not in record):
+        return
+    elif "name" in record or "attributes" in record:
+        yield _span(path, where, record)
+    elif not record:
+        return
+    else:
+        raise InputError(path, where, "expected a span (name, attributes) or an OTLP export (resourceSpans)")
+
+
+def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
+    if not isinstance(resource_spans, list):
+        raise InputError(path, where + ": resourceSpans", f"expected a list, found {_kind(resource_spans)}")
+    for i, resource in enumerate(resource_spans):
+        at = f"{where}: resourceSpans[{i}]"
+        if not isinstance(resource, dict):
+            raise InputError(path, at, f"expected an object, found {_kind(resource)}")
+        scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans", []))
+        if not isinstance(scopes, list):
+            raise InputError(path, at + ".scopeSpans", f"expected a list, found {_kind(scopes)}")
+        for j, scope in enumerate(scopes):
+            spans = scope.get("spans", []) if isinstance(scope, dict) else None
+            if not isinstance(spans, list):
+                raise InputError(path, f"{at}.scopeSpans[{j}].spans", f"expected a list, found {_kind(spans)}")
+            for k, item in enumerate(spans):
+                yield _span(path, f"{at}.scopeSpans[{j}].spans[{k}]", item)
+
+
+def _span(path: str, where: str, span: Any) -> Span:
+    if not isinstance(span, dict):
+        raise InputError(path, where, f"expected a span object, found {_kind(span)}")
+    name = span.get("name", "")
+    if not isinstance(name, str):
+        raise InputError(path, where + ".name", f"expected a string, found {_kind(name)}")
+    attrs = _attributes(path, where + ".attributes", span.get("attributes"))
+    context: dict = span["context"] if isinstance(span.get("context"), dict) else {}
+    span_id = span.get("spanId", span.get("span_id", context.get("span_id")))
+    trace_id = span.get("traceId", span.get("trace_id", context.get("trace_id")))
+    status: dict = span["status"] if isinstance(span.get("status"), dict) else {}
+    code = status.get("code", status.get("status_code"))
+    error = code in (2, "STATUS_CODE_ERROR", "ERROR", "error")
+    return Span(where=where, name=name, span_id=None if span_id is None else str(span_id),
+                trace_id=None if trace_id is None else str(trace_id), start=_start(span), status_error=error,
+                attrs=attrs)
+
+
+def _start(span: dict) -> datetime | None:
+    for key in ("startTimeUnixNano", "start_time", "startTime", "start_time_unix_nano"):
+        value = span.get(key)
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
+            value = value[0] + value[1] / 1e9  # [seconds, nanoseconds] (JavaScript's HrTime)
+        elif isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 10**14:  # nanoseconds
+            value = value / 1e9
+        if value is not None:
+            found = parse_time(value)
+            if found is not None:
+                return found
+    return None
+
+
+def _attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
+    if attrs is None:
+        return {}
+    if isinstance(attrs, dict):
+        return attrs
+    if not isinstance(attrs, list):
+        raise InputError(path, where, f"expected an object or a list of {{key, value}}, found {_kind(attrs)}")
+    out = {}
+    for i, item in enumerate(attrs):
+        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
+            raise InputError(path, f"{where}[{i}].key", "missing or not a string")
+        out[item["key"]] = _any_value(path, f"{where}[{i}].value", item.get("value"))
+    return out
+
+
+def _any_value(path: str, where: str, value: Any) -> Any:
+    """An OTLP AnyValue as a plain value."""
+    if not isinstance(value, dict):
+        return value
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        raw = value["intValue"]
+        if isinstance(raw, str) and re.fullmatch(r"-?\d{1,20}", raw):
+            return int(raw)
+        return raw
+    for key in ("doubleValue", "boolValue", "bytesValue"):
+        if key in value:
+            return value[key]
+    if "arrayValue" in value:
+        items = value["arrayValue"].get("values", []) if isinstance(value["arrayValue"], dict) else None
+        if not isinstance(items, list):
+            raise InputError(path, where + ".arrayValue.values", "expected a list")
+        return [_any_value(path, f"{where}.arrayValue.values[{i}]", v) for i, v in enumerate(items)]
+    if "kvlistValue" in value:
+        items = value["kvlistValue"].get("values", []) if isinstance(value["kvlistValue"], dict) else None
+        if not isinstance(items, list):
+            raise InputError(path, where + ".kvlistValue.values", "expected a list")
+        return _attributes(path, where + ".kvlistValue.values", items)
+    return None
+
+
+# -- calls -----------------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, path: str, trace: Trace):
+        self.path = path
+        self.trace = trace
+        self.calls: list[tuple[datetime | None, int, Call]] = []
+        self.seen: set[str] = set()
+        self.tools_unrecorded = False
+        self.tools_called = False  # a tool span, or a tool call in a prompt or response
+        self.without_tools: list[bool] = []  # per call with content but no tool definitions: whether it calls tools
+        self.log_cost = 0.0
+        self.log_cost_seen = False
+
+    def fail(self, where: str, what: str) -> InputError:
+        return InputError(self.path, where, what)
+
+    def span(self, span: Span) -> None:
+        if span.attrs.get("gen_ai.operation.name") == "execute_tool" or "gen_ai.tool.name" in span.attrs:
+            self.tools_called = True
+        if not _is_call(span):
+            return
+        a = span.attrs
+        usage = self.usage(span)
+        if span.status_error and usage is None:
+            self.trace.note("error-response", ERROR_SPAN, span.where)
+            return
+        response_id = a.get("gen_ai.response.id")
+        if isinstance(response_id, str) and response_id:
+            if response_id in self.seen:
+                return
+            self.seen.add(response_id)
+        model = next((a[k] for k in MODEL_KEYS if isinstance(a.get(k), str) and a[k]), None)
+        prefix = f"{span.where}: "
+        messages = self.messages(prefix, a)
+        tools = self.tools(prefix, a) if messages is not None else None
+        response = self.response(prefix, a)
+        call = Call(index=0, messages=messages or [], tools=tools, model=model, reported=usage,
+                    day=span.start.date() if span.start else None, where=span.where + f" ({span.name})" if span.name else span.where,
+                    response=response, time=span.start,
+                    request_id=response_id if isinstance(response_id, str) and response_id else None)
+        if messages is None:
+            self.trace.note("content-not-captured", NOT_CAPTURED, span.where)
+            if usage is not None and usage.prompt:
+                call.unrendered = {UNRECORDED: usage.prompt}
+        elif tools is None:
+            self.without_tools.append(self.calls_tools(messages, response))
+        self.cost(span)
+        self.calls.append((span.start, len(self.calls), call))
+
+    def finish(self) -> Trace:
+        if not self.calls:
+            raise InputError(self.path, None, "no model call span (gen_ai chat spans or OpenInference LLM spans) in the trace")
+        ordered = sorted(self.calls, key=lambda item: (item[0] is None, item[0] or datetime.min.replace(tzinfo=timezone.utc), item[1]))
+        calls = [call for _, _, call in ordered]
+        if all(not c.messages and c.reported is None for c in calls):
+            raise InputError(self.path, None, (
+                f"{len(calls)} model call span(s), but none records its prompt (content capture off) or its usage "
+                "(redacted or absent): there is nothing to profile"))
+        for index, call in enumerate(calls):
+            call.index = index
+        self.trace.calls = calls
+        if self.without_tools and (self.tools_called or any(self.without_tools)):
+            self.tools_unrecorded = True
+        if self.tools_unrecorded:
+            self.trace.unrecorded = ("tools",)
+        models = {c.model for c in calls if c.model}
+        self.trace.model = models.pop() if len(models) == 1 else None
+        if self.log_cost_seen:
+            self.trace.note("log-cost", LOG_COST, f"{self.log_cost:.6f} USD in all")
+        return self.trace
+
+    # -- usage -------------------------------------------------------------------------------------
+    def count(self, span: Span, keys: tuple[str, ...]) -> int | None:
+        for key in keys:
+            if key not in span.attrs:
+                continue
+            value = span.attrs[key]
+            where = f"{span.where}: attributes.{key}"
+            if isinstance(value, str):
+                if _REDACTED.fullmatch(value.strip()):
+                    self.trace.note("usage-redacted", REDACTED, where)
+                    return None
+                if re.fullmatch(r"\d{1,13}(\.0+)?", value.strip()):
+                    value = int(float(value))
+                else:
+                    raise self.fail(where, f"expected a token count, found {value[:40]!r}")
+            if isinstance(value, float) and value.is_integer():
+                value = int(value)
+            return check_count(self.path, where, value)
+        return None
+
+    def usage(self, span: Span) -> Usage | None:
+        prompt, output = self.count(span, INPUT_KEYS), self.count(span, OUTPUT_KEYS)
+        read, write = self.count(span, READ_KEYS), self.count(span, WRITE_KEYS)
+        if prompt is None and output is None:
+            return None
+        return Usage(prompt=prompt, cache_read=read, cache_write=write, output=output)
+
+    def cost(self, span: Span) -> None:
+        found = [span.attrs.get(k) for k in ("gen_ai.usage.cost", "gen_ai.usage.input_cost", "gen_ai.usage.output_cost",
+                                            "llm.cost.total")]
+        numbers = [v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e9]
+        if "gen_ai.usage.cost" in span.attrs or "llm.cost.total" in span.attrs:
+            numbers = numbers[:1] if numbers else []
+        if numbers:
+            self.log_cost_seen = True
+            self.log_cost += sum(numbers)
+
+    # -- the prompt --------------------------------------------------------------------------------
+    def json_attr(self, where: str, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return parse(value)
+            except ValueError as exc:
+                raise self.fail(where, f"invalid JSON: {exc}") from None
+        return value
+
+    def messages(self, prefix: str, a: dict) -> list[dict] | None:
+        """The prompt's messages, or None when the span records none (content capture off)."""
+        out: list[dict] = []
+        system = a.get("gen_ai.system_instructions")
+        if system is not None and not _redacted(system):
+            out.extend(self.system(prefix + "attributes.gen_ai.system_instructions", system))
+        raw = a.get("gen_ai.input.messages")
+        if raw is not None and not _redacted(raw):
+            where = prefix + "attributes.gen_ai.input.messages"
+            value = self.json_attr(where, raw)
+            if not isinstance(value, list):
+                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            for i, message in enumerate(value):
+                out.extend(self.semconv_message(f"{where}[{i}]", message))
+        elif _indexed(a, "gen_ai.prompt"):
+            out.extend(self.flat_messages(prefix, a, "gen_ai.prompt", openinference=False))
+        elif _indexed(a, "llm.input_messages"):
+            out.extend(self.flat_messages(prefix, a, "llm.input_messages", openinference=True))
+        if raw is None and not _indexed(a, "gen_ai.prompt") and not _indexed(a, "llm.input_messages"):
+            return None
+        return check_messages(self.path, prefix, out, skip=self.not_text)
+
+    def not_text(self, where: str, kind: str) -> None:
+        self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
+
+    def system(self, where: str, value: Any) -> list[dict]:
+        value = self.json_attr(where, value) if isinstance(value, str) and value.lstrip().startswith(("[", "{")) else value
+        if isinstance(value, str):
+            return [{"role": "system", "content": check_text(self.path, where, value)}] if value else []
+        if isinstance(value, dict):
+            value = [value]
+        if not isinstance(value, list):
+            raise self.fail(where, f"expected text or a list of parts, found {_kind(value)}")
+        texts = self.parts(where, value)[0]
+        return [{"role": "system", "content": "\n".join(texts)}] if texts else []
+
+    def parts(self, where: str, parts: Any) -> tuple[list[str], list[str], list[dict], list[dict]]:
+        """Texts, reasoning, tool calls and tool results of a list of GenAI message parts."""
+        if not isinstance(parts, list):
+            raise self.fail(where, f"expected a list of parts, found {_kind(parts)}")
+        texts, thoughts, calls, results = [], [], [], []
+        for j, part in enumerate(parts):
+            at = f"{where}[{j}]"
+            if isinstance(part, str):
+                texts.append(part)
+                continue
+            if not isinstance(part, dict):
+                raise self.fail(at, f"expected a part object, found {_kind(part)}")
+            kind = part.get("type")
+            if kind == "text" or (kind is None and "content" in part):
+                texts.append(self.text(at + ".content", part.get("content", part.get("text"))))
+            elif kind in ("reasoning", "thinking"):
+                thoughts.append(self.text(at + ".content", part.get("content", "")))
+            elif kind == "tool_call":
+                calls.append(self.tool_call(at, part.get("id"), part.get("name"), part.get("arguments")))
+            elif kind == "tool_call_response":
+                results.append({"role": "tool", "tool_call_id": part.get("id"), "content": _as_text(part.get("response"))})
+            elif isinstance(kind, str):
+                self.not_text(at, kind)
+            else:
+                raise self.fail(at + ".type", "missing or not a string")
+        return texts, thoughts, calls, results
+
+    def text(self, where: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self.fail(where, f"expected a string, found {_kind(value)}")
+        return value
+
+    def tool_call(self, where: str, call_id: Any, name: Any, arguments: Any) -> dict:
+        if not isinstance(name, str) or not name:
+            raise self.fail(where + ".name", "missing or not a string")
+        if call_id is not None and not isinstance(call_id, str):
+            raise self.fail(where + ".id", f"expected a string, found {_kind(call_id)}")
+        if arguments is None:
+            arguments = "{}"
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments, ensure_ascii=False)
+        return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+    def semconv_message(self, where: str, message: Any) -> list[dict]:
+        if not isinstance(message, dict):
+            raise self.fail(where, f"expected a message object, found {_kind(message)}")
+        role = message.get("role")
+        if "parts" not in message:  # Chat Completions style ({role, content, tool_calls})
+            return [message]
+        texts, thoughts, calls, results = self.parts(where + ".parts", message["parts"])
+        if role == "assistant":
+            return [assistant_message(texts, thoughts, calls)]
+        out = list(results)
+        if texts or not results:
+            out.append({"role": role, "content": "\n".join(texts)})
+        return out
+
+    def flat_messages(self, prefix: str, a: dict, base: str, openinference: bool) -> list[dict]:
+        out = []
+        for n in _indices(a, base):
+            key = f"{base}.{n}.message" if openinference else f"{base}.{n}"
+            role = a.get(f"{key}.role")
+            content = a.get(f"{key}.content")
+            if content is None and openinference:
+                texts = []
+                for m in _indices(a, f"{key}.contents"):
+                    part = f"{key}.contents.{m}.message_content"
+                    kind = a.get(f"{part}.type", "text")
+                    if kind == "text":
+                        texts.append(a.get(f"{part}.text", ""))
+                    else:
+                        self.not_text(f"{prefix}attributes.{part}", str(kind))
+                content = "\n".join(str(t) for t in texts) if texts else None
+            call_prefix = f"{key}.tool_calls"
+            calls = []
+            for m in _indices(a, call_prefix):
+                c = f"{call_prefix}.{m}.tool_call" if openinference else f"{call_prefix}.{m}"
+                name = a.get(f"{c}.function.name") if openinference else a.get(f"{c}.name")
+                args = a.get(f"{c}.function.arguments") if openinference else a.get(f"{c}.arguments")
+                calls.append(self.tool_call(f"{prefix}attributes.{c}", a.get(f"{c}.id"), name, args))
+            message: dict[str, Any] = {"role": role, "content": content}
+            if calls:
+                message["tool_calls"] = calls
+            if a.get(f"{key}.tool_call_id") is not None:
+                message["tool_call_id"] = a.get(f"{key}.tool_call_id")
+            out.append(message)
+        return out
+
+    def calls_tools(self, messages: list[dict], response: dict | None) -> bool:
+        return any(m.get("tool_calls") for m in messages + ([response] if response else []))
+
+    def tools(self, prefix: str, a: dict) -> list[dict] | None:
+        raw = a.get("gen_ai.tool.definitions")
+        tools: list[dict] = []
+        if raw is not None and not _redacted(raw):
+            where = prefix + "attributes.gen_ai.tool.definitions"
+            value = self.json_attr(where, raw)
+            if not isinstance(value, list):
+                raise self.fail(where, f"expected a list of tool definitions, found {_kind(value)}")
+            tools = [self.tool(f"{where}[{i}]", t) for i, t in enumerate(value)]
+            if tools and all(set(t["function"]) == {"name"} for t in tools):
+                self.trace.note("tool-names-only", NAMES_ONLY, where)
+                self.tools_unrecorded = True
+                return None
+        elif _indexed(a, "llm.tools"):
+            for n in _indices(a, "llm.tools"):
+                key = f"llm.tools.{n}.tool.json_schema"
+                tools.append(self.tool(prefix + "attributes." + key, self.json_attr(prefix + "attributes." + key, a.get(key))))
+        elif _indexed(a, "llm.request.functions"):
+            for n in _indices(a, "llm.request.functions"):
+                key = f"llm.request.functions.{n}"
+                params = a.get(f"{key}.parameters")
+                definition = {"name": a.get(f"{key}.name"), "description": a.get(f"{key}.description"),
+                              "parameters": self.json_attr(f"{prefix}attributes.{key}.parameters", params)
+                              if params is not None else None}
+                tools.append(self.tool(prefix + "attributes." + key, definition))
+        else:
+            return None
+        return check_tools(self.path, prefix, tools)
+
+    def tool(self, where: str, tool: Any) -> dict:
+        if not isinstance(tool, dict):
+            raise self.fail(where, f"expected a tool object, found {_kind(tool)}")
+        if isinstance(tool.get("function"), dict):
+            return {"type": "function", "function": tool["function"]}
+        function: dict[str, Any] = {"name": tool.get("name")}
+        if tool.get("description") is not None:
+            function["description"] = tool["description"]
+        schema = tool.get("parameters", tool.get("input_schema"))
+        if schema is not None:
+            function["parameters"] = schema
+        return {"type": "function", "function": function}
+
+    def response(self, prefix: str, a: dict) -> dict | None:
+        raw = a.get("gen_ai.output.messages")
+        out: list[dict] = []
+        if raw is not None and not _redacted(raw):
+            where = prefix + "attributes.gen_ai.output.messages"
+            value = self.json_attr(where, raw)
+            if not isinstance(value, list):
+                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            for i, message in enumerate(value):
+                out.extend(m for m in self.semconv_message(f"{where}[{i}]", message) if m.get("role") == "assistant")
+        elif _indexed(a, "gen_ai.completion"):
+            out = self.flat_messages(prefix, a, "gen_ai.completion", openinference=False)
+        elif _indexed(a, "llm.output_messages"):
+            out = self.flat_messages(prefix, a, "llm.output_messages", openinference=True)
+        out = [m for m in out if m.get("role") == "assistant"]
+        if not out:
+            return None
+        message = dict(out[0])
+        message.pop("tool_call_id", None)
+        return check_messages(self.path, prefix + "response.", [message], call_ids=set())[0]
+
+
+def _is_call(span: Span) -> bool:
+    a = span.attrs
+    operation = a.get("gen_ai.operation.name")
+    if operation in NOT_CALLS:
+        return False
+    kind = a.get("openinference.span.kind")
+    if kind is not None:
+        return kind == "LLM"
+    if operation in CALL_OPERATIONS:
+        return True
+    if operation is not None and not isinstance(operation, str):
+        return False
+    return any(key in a for key in INPUT_KEYS + OUTPUT_KEYS) or any(
+        key.startswith(PROMPT_MARKS) for key in a)
+
+
+def _redacted(value: Any) -> bool:
+    return isinstance(value, str) and bool(_REDACTED.fullmatch(value.strip()))
+
+
+def _indexed(a: dict, base: str) -> bool:
+    return any(key.startswith(base + ".0.") for key in a)
+
+
+def _indices(a: dict, base: str) -> list[int]:
+    """The N of ``base.N.*`` keys, in order."""
+    found: set[int] = set()
+    start = base + "."
+    for key in a:
+        if key.startswith(start):
+            head = key[len(start):].split(".", 1)[0]
+            if head.isdigit() and len(head) < 7:
+                found.add(int(head))
+    return sorted(found)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)
+
