@@ -737,14 +737,14 @@ _KINDS = {"Profile": "profile", "SessionsReport": "sessions", "ToolsReport": "to
 
 def render_report(
     result: Any, fmt: str = "table", *, width: int | None = None, color: bool = False, calls: int | None = None,
-    window: int | None = None, levels: Sequence[float] = (0.7, 0.8),
+    window: int | None = None, levels: Sequence[float] = (0.7, 0.8), cost_parts: bool = False,
 ) -> str:
     """A result (:class:`Profile`, :class:`SessionsReport`, :class:`ToolsReport`,
     :class:`WhatIfReport` or :class:`CheckResult`) as text in one of its formats (``table``,
     ``json``, ``csv``, ``html``, ``markdown``: :func:`report_formats` says which), as the command
     line writes it. ``width`` is the table's (None: 120 columns), ``calls`` the per-call rows a
     profile's table shows (None: all), ``window`` and ``levels`` the HTML report's context window and
-    fill lines."""
+    fill lines; ``cost_parts`` adds a what-if table's cost in parts."""
     from tokprof.render import RenderOptions, render
 
     kind = _kind(result)
@@ -753,7 +753,8 @@ def render_report(
     if fmt not in report_formats(result):
         raise InputError("format", None, f"{fmt!r} is not a format of a {kind} result: use one of "
                          + ", ".join(report_formats(result)))
-    options = RenderOptions(color=color, width=width, calls=calls, window=window, levels=tuple(levels))
+    options = RenderOptions(color=color, width=width, calls=calls, window=window, levels=tuple(levels),
+                            cost_parts=cost_parts)
     return render(kind, fmt, result, options)
 
 

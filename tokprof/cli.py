@@ -7,6 +7,7 @@ traceback; the pipeline is imported only when a command runs, so that ``--help``
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -572,6 +573,9 @@ def whatif(
     suggest_facts: Annotated[bool, typer.Option(
         "--suggest-facts", help="List candidate facts from the user's own messages (standing instructions, "
         "identifiers stated once), and replay nothing.")] = False,
+    cost_parts: Annotated[bool, typer.Option(
+        "--cost-parts", help="Also show each policy's cost in parts: uncached input, cache writes, cache reads, "
+        "output (the JSON always has them).")] = False,
 ) -> int:
     """Replay a log under context policies: what each would have billed, exactly, and what it forgets.
 
@@ -598,7 +602,7 @@ def whatif(
     settings = api.load_config(config)
     if policies is None:
         policies = list(settings.whatif) if settings.whatif else None
-    options = _options(fmt, output)
+    options = dataclasses.replace(_options(fmt, output), cost_parts=cost_parts)
     result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
                         system=Path(system) if system else None, chat_template=chat_template, window=window,
                         progress=not no_progress, prices=_user_prices(price, settings), facts=wanted)
@@ -639,7 +643,7 @@ def _render(result: object, fmt: str, options: RenderOptions) -> str:
     import tokprof
 
     return tokprof.render_report(result, fmt, width=options.width, color=options.color, calls=options.calls,
-                                 window=options.window, levels=options.levels)
+                                 window=options.window, levels=options.levels, cost_parts=options.cost_parts)
 
 
 def _is_saved_profile(path: str) -> bool:

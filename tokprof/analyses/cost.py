@@ -37,8 +37,9 @@ GENAI_PRICES = "genai-prices"
 FIXED_FIRST = (UNRECORDED, "system", "tool_definitions")
 
 NO_USAGE = "the log reports no usage: priced on the computed prompt, with no cache, and the output not priced"
-PREDICTED = ("a call a policy changed: priced on its computed prompt, the tokens it shares with the previous call of "
-             "its thread read from the cache (no minimum, lifetime or write price applied), and the log's output")
+PREDICTED = ("a call a policy changed: billed as its provider would bill its computed prompt (the log's cache read "
+             "less the prefix the policy rewrote, the rest written at the log's cache tier; docs/whatif.md), and the "
+             "log's output")
 NO_DATE = "the log gives no date: priced at today's rates"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = ("bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "

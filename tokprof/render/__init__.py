@@ -70,6 +70,7 @@ class RenderOptions:
     calls: int | None = None
     window: int | None = None
     levels: tuple[float, ...] = (0.7, 0.8)
+    cost_parts: bool = False  # whatif's table: each policy's cost in parts
 
 
 def formats_for(kind: str) -> list[str]:

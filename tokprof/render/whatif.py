@@ -51,6 +51,12 @@ def _usd(result) -> str:
     return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
 
 
+def _parts(result) -> list[str]:
+    parts = result.cost_parts or {}
+    return ["-" if parts.get(name) is None else f"${parts[name]:,.4f}"
+            for name in ("uncached", "cache_write", "cache_read", "output")]
+
+
 def facts_kept(result) -> str:
     """"2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
     seen = [f for f in result.facts if f.first_call is not None]
@@ -115,9 +121,16 @@ class WhatIfTableRenderer:
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
-            console.print("  *cost estimated: a call a policy changes is priced on its computed prompt, the tokens it shares "
-                          "with the previous call of its thread read from the cache, and the log's output; calls it "
-                          "keeps are priced on their reported usage")
+            console.print("  *cost estimated: a call a policy changes is billed as the log's provider would bill it: "
+                          "the log's cache read less the prefix the policy rewrote, the rest written at the log's cache "
+                          "tier, and the log's output; calls it keeps are priced on their reported usage")
+        if priced and options.cost_parts:
+            console.print()
+            console.print("[bold]Cost parts[/bold]")
+            console.print(fit_table(console, [Column("policy", justify="left"), Column("uncached"),
+                                              Column("cache write", "write"), Column("cache read", "read"),
+                                              Column("output"), Column("cost")],
+                                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.policies]))
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
