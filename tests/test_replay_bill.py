@@ -238,3 +238,49 @@ def test_cost_parts_in_the_json_and_behind_a_flag_in_the_table(capsys, monkeypat
     assert main(["whatif", str(sample), "--no-progress", "-p", "cap:4000", "--cost-parts", *prices]) == 0
     out = capsys.readouterr().out
     assert "Cost parts" in out and "cache write" in out
+
+
+# -- compact: on time, and paid for -----------------------------------------------------------------------
+def test_a_summarising_call_is_billed_input_and_output():
+    """compact's summarising calls are in the policy's billed tokens (their prompts) and its cost (their
+    prompts and their summaries' tokens as output)."""
+    from conftest import CHATML, tiny_model
+    from test_whatif import conversation, make_trace, plain_count, trace_of
+
+    from tokprof.analyses.cost import UserPrice
+    from tokprof.analyses.whatif import whatif
+    from tokprof.transforms import policies as P
+
+    model = tiny_model(CHATML)
+    model.context_window = 400
+    calls = trace_of(conversation())
+    for call in calls:
+        call.reported = Usage(prompt=plain_count(model, call), output=5)
+    trace = make_trace(calls)
+    prices = {"*": UserPrice(Rates(input=1, output=10), "test")}
+    full, compact = whatif(trace, model, [P.parse_policy("compact:40:30")], prices=prices).policies
+    assert compact.summaries >= 1
+    assert compact.billed_input == sum(c.total for c in compact.calls)
+    summaries = [c for c in compact.calls if c.kind == "summary"]
+    assert sum(c.total for c in summaries) > 0
+    outputs = 5 * len(calls) + 30 * len(summaries)
+    assert compact.cost_parts["output"] == pytest.approx(outputs * 10 / 1e6)
+    assert compact.cost_parts["uncached"] == pytest.approx(compact.billed_input * 1 / 1e6)  # the log shows no cache
+    assert compact.cost == pytest.approx((compact.billed_input + outputs * 10) / 1e6)
+
+
+@pytest.mark.skipif(not (CORPUS / "claude_code_2.1_compacted").is_dir(), reason="the shared corpus is absent")
+def test_compact_fires_before_a_prompt_goes_over_its_threshold():
+    """On a real Claude Code session whose prompts reach 167,094 tokens (the log compacts itself at 169,910):
+    compact:80 compacts before a prompt goes over 160,000, counting what the estimate bills (the part of
+    the prompt the log does not record included), and the summary is paid for."""
+    import tokprof
+
+    log = next((CORPUS / "claude_code_2.1_compacted").glob("*.jsonl"))
+    report = tokprof.whatif(log, ["compact:80"])
+    full, compact = report.policies
+    threshold = 0.8 * report.context_window
+    assert any(c.total > threshold for c in full.calls if c.kind == "call")
+    assert compact.summaries >= 1
+    assert all(c.total <= threshold for c in compact.calls if c.kind == "call")
+    assert compact.cost_parts["output"] > full.cost_parts["output"]  # the summaries' tokens

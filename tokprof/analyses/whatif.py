@@ -98,6 +98,13 @@ class PromptCounter:
     def text(self, text: str) -> int:
         return self.model.count(text)
 
+    def growth(self, call: Call) -> int:
+        """What an estimate's profile bills in the log's call beyond :meth:`prompt`'s count: its unrecorded part
+        (the growth its messages do not explain, and an inferred part larger than its thread's first call's),
+        which no policy removes."""
+        units = self.units.get(call.index)
+        return max(0, units.unrecorded - self.fixed.get((call.model, call.thread), 0)) if units is not None else 0
+
 
 def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
     """How many first tokens two tokenized texts have in common: tokens at the same place, of the same
