@@ -1,132 +1,286 @@
-"""The bill of a call a what-if policy changes, as the log's provider would make it (issue #26, item 1).
-
-Small calls written here by hand, with hand-computed usage; and the corpus logs: a policy that
-changes nothing costs exactly what the profile says, and ``full`` is the profile's cost."""
+"""What-if bills: a call a policy changes is billed as the log's provider would bill it (the shared
+prefix read, the rest written at the log's tier, an expired prefix or a model switch written again,
+no caching where the log shows none). The logs are made by hand here; the bills are computed by hand
+at the rates below ($ per million tokens: input 3, output 15, cache read 0.3, 5-minute write 3.75,
+1-hour write 6: Anthropic's Sonnet rates)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-import tokprof
-from tokprof.analyses.replay_bill import Replayed, replay_usage
-from tokprof.trace import Call, Usage
+from tokprof.analyses.cost import priced_tokens, user_cost
+from tokprof.analyses.replay_bill import Replayed, billed_usage
+from tokprof.costs import Rates, money
+from tokprof.trace import Call, Trace, Usage
+from tokprof.transforms.policies import AddedCall
 
-CORPUS = ROOT.parent / "shared" / "corpus"
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-SONNET = "claude-sonnet-4-5"
-M1 = [{"role": "user", "content": "a"}]
-M2 = M1 + [{"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}]
-
-
-def _call(index, messages, usage, seconds=0.0, model=SONNET):
-    return Call(index=index, messages=messages, tools=None, model=model, reported=usage,
-                time=T0 + timedelta(seconds=seconds))
+RATES = Rates(input=3, output=15, cache_read=0.3, cache_write=3.75, cache_write_1h=6)
+T0 = datetime(2025, 10, 1, 12, 0, tzinfo=timezone.utc)
+SONNET = "claude-sonnet-4-5"  # Anthropic's rules, a minimum of 1,024 tokens to cache
 
 
-def _bill(log, replayed_totals, seconds, shared=(0, 5000), fixed=1000):
-    calls = [_call(c.index, c.messages, None if i else c.reported, s, c.model) for i, (c, s) in enumerate(zip(log, seconds))]
-    bills = [Replayed(replayed_totals[0], shared[0], fixed, 10, False),
-             Replayed(replayed_totals[1], shared[1], fixed, 20, True)]
-    return replay_usage(calls, bills, log)[1]
+def usage(prompt: int, read: int, write: int, output: int, long: bool = False) -> Usage:
+    return Usage(prompt=prompt, cache_read=read, cache_write=write, output=output,
+                 cache_write_5m=0 if long else write, cache_write_1h=write if long else 0)
 
 
-def test_a_continuing_call_reads_the_previous_prompt_and_writes_the_rest_at_5m():
-    log = [_call(0, M1, Usage(prompt=5000, cache_read=0, cache_write=5000, output=10, cache_write_5m=5000,
-                              cache_write_1h=0)),
-           _call(1, M2, Usage(prompt=8000, cache_read=5000, cache_write=3000, output=20, cache_write_5m=3000,
-                              cache_write_1h=0), 60)]
-    usage = _bill(log, (5000, 7000), (0, 60))
-    assert (usage.prompt, usage.cache_read, usage.cache_write, usage.cache_write_5m, usage.cache_write_1h) == (
-        7000, 5000, 2000, 2000, 0)
-    assert usage.output == 20
+def log(usages: list[Usage], minutes: list[float], models: list[str] | None = None) -> list[Call]:
+    models = models or [SONNET] * len(usages)
+    return [Call(index=i, messages=[{"role": "user", "content": f"turn {i}"}], tools=None, model=models[i], reported=u,
+                 time=T0 + timedelta(minutes=m), where=f"line {i}")
+            for i, (u, m) in enumerate(zip(usages, minutes))]
 
 
-def test_a_1h_log_writes_at_1h_and_its_entry_outlives_5_minutes():
-    log = [_call(0, M1, Usage(prompt=5000, cache_read=0, cache_write=5000, output=10, cache_write_5m=0,
-                              cache_write_1h=5000)),
-           _call(1, M2, Usage(prompt=8000, cache_read=5000, cache_write=3000, output=20, cache_write_5m=0,
-                              cache_write_1h=3000), 1200)]
-    usage = _bill(log, (5000, 7000), (0, 1200))
-    assert (usage.cache_read, usage.cache_write_5m, usage.cache_write_1h) == (5000, 0, 2000)
+def replay(calls: list[Call], changed: dict[int, tuple[int, int]]) -> tuple[Trace, list[Replayed]]:
+    """The policy's trace: the calls in ``changed`` (index -> (prompt, shared)) rewritten, with no usage."""
+    out, counted = [], []
+    for call in calls:
+        if call.index in changed:
+            total, shared = changed[call.index]
+            out.append(Call(index=call.index, messages=[{"role": "user", "content": "cut"}], tools=None, model=call.model,
+                            reported=None, time=call.time, where=call.where))
+            counted.append(Replayed(total=total, shared=shared, changed=True))
+        else:
+            out.append(call)
+            counted.append(Replayed(total=call.reported.prompt, shared=0, changed=False))
+    return Trace(path="t.json", format="test", calls=out), counted
 
 
-def test_an_idle_gap_past_the_lifetime_makes_the_prefix_a_write():
-    log = [_call(0, M1, Usage(prompt=5000, cache_read=0, cache_write=5000, output=10)),
-           _call(1, M2, Usage(prompt=8000, cache_read=0, cache_write=8000, output=20), 400)]
-    usage = _bill(log, (5000, 7000), (0, 400))
-    assert (usage.cache_read, usage.cache_write) == (0, 7000)
+def dollars(u: Usage) -> float:
+    return round(user_cost(RATES, priced_tokens(u, u.prompt or 0)[0])["total"], 9)
 
 
-def test_a_changed_prefix_reads_the_fixed_part_only():
-    changed = [{"role": "user", "content": "A"}] + M2[1:]
-    log = [_call(0, M1, Usage(prompt=5000, cache_read=0, cache_write=5000, output=10)),
-           _call(1, changed, Usage(prompt=8000, cache_read=5000, cache_write=3000, output=20), 60)]
-    usage = _bill(log, (5000, 7000), (0, 60), shared=(0, 1500), fixed=1200)
-    assert (usage.cache_read, usage.cache_write) == (1200, 5800)
+def three_calls(long: bool = False, minutes=(0, 1, 2), models=None) -> list[Call]:
+    return log([usage(2000, 0, 2000, 50, long), usage(3000, 2000, 1000, 60, long), usage(4000, 3000, 1000, 70, long)],
+               list(minutes), models)
 
 
-def test_a_log_without_caching_is_billed_uncached():
-    log = [_call(0, M1, Usage(prompt=5000, cache_read=0, cache_write=0, output=10)),
-           _call(1, M2, Usage(prompt=8000, cache_read=0, cache_write=0, output=20), 60)]
-    usage = _bill(log, (5000, 7000), (0, 60))
-    assert (usage.prompt, usage.cache_read, usage.cache_write, usage.uncached) == (7000, 0, 0, 7000)
+def test_five_minute_writes():
+    calls = three_calls()
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    bill = billed_usage(trace, counted, calls)
+    assert 0 not in bill  # kept as logged: its reported usage
+    assert bill[1] == Usage(prompt=2800, cache_read=2000, cache_write=800, output=60, cache_write_5m=800, cache_write_1h=0)
+    assert bill[2] == Usage(prompt=3700, cache_read=2800, cache_write=900, output=70, cache_write_5m=900, cache_write_1h=0)
+    # 2,000 read at 0.3 + 800 written at 3.75 + 60 out at 15; 2,800 x 0.3 + 900 x 3.75 + 70 x 15
+    assert dollars(bill[1]) == pytest.approx(0.0045) and dollars(bill[2]) == pytest.approx(0.005265)
 
 
-CC = ["claude_code_medium_full-session-four.jsonl",
-      "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"]
+def test_one_hour_writes_and_their_lifetime():
+    calls = three_calls(long=True, minutes=(0, 20, 40))  # 20 minutes apart: inside the 1-hour lifetime
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    bill = billed_usage(trace, counted, calls)
+    assert bill[1].cache_read == 2000 and bill[1].cache_write_1h == 800 and bill[1].cache_write_5m == 0
+    assert bill[2].cache_read == 2800 and bill[2].cache_write_1h == 900
+    assert dollars(bill[1]) == pytest.approx((2000 * 0.3 + 800 * 6 + 60 * 15) / 1e6)
 
 
-@pytest.mark.parametrize("name", CC)
-def test_corpus_full_is_the_profile_cost_and_a_no_op_policy_saves_nothing(name):
-    path = CORPUS / name
-    if not path.exists():
-        pytest.skip(f"{name}: the shared corpus is absent")
-    profile = tokprof.profile(path)
-    report = tokprof.whatif(path, ["full", "compact:99"])
+def unlogged(calls: list[Call], index: int) -> list[Call]:
+    """The calls with one reporting no usage: its read is the rules' (lifetime, model)."""
+    calls[index].reported = None
+    return calls
+
+
+def test_an_idle_gap_is_a_write():
+    # as logged: 10 minutes before the third call, past the 5-minute lifetime, the log's call read nothing
+    calls = log([usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 0, 4000, 70)], [0, 1, 11])
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    bill = billed_usage(trace, counted, calls)
+    assert bill[1].cache_read == 2000
+    assert bill[2] == Usage(prompt=3700, cache_read=0, cache_write=3700, output=70, cache_write_5m=3700, cache_write_1h=0)
+    assert dollars(bill[2]) == pytest.approx((3700 * 3.75 + 70 * 15) / 1e6)
+    # by the rules, for a call whose usage the log does not report
+    for long, minutes, read in ((False, 11, 0), (False, 4, 2800), (True, 40, 2800), (True, 70, 0)):
+        calls = unlogged(three_calls(long=long, minutes=(0, 1, minutes)), 2)
+        trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+        assert billed_usage(trace, counted, calls)[2].cache_read == read, (long, minutes)
+
+
+def test_a_part_the_log_read_past_the_lifetime_is_read():
+    """A prefix kept longer than the rules say (Claude Code's system prompt, warm from other sessions):
+    the log's call read it after an idle gap, so the replayed call reads as much of it as it shares."""
+    calls = log([usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 1500, 2500, 70)], [0, 1, 11])
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    bill = billed_usage(trace, counted, calls)[2]
+    assert bill.cache_read == 1500 and bill.cache_write == 2200
+
+
+def test_a_model_switch_reads_nothing():
+    calls = log([usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 0, 4000, 70)], [0, 1, 2],
+                [SONNET, SONNET, "claude-opus-4-1"])
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    bill = billed_usage(trace, counted, calls)
+    assert bill[2].cache_read == 0 and bill[2].cache_write == 3700
+    calls = unlogged(three_calls(models=[SONNET, SONNET, "claude-opus-4-1"]), 2)  # by the rules
+    trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
+    assert billed_usage(trace, counted, calls)[2].cache_read == 0
+
+
+def test_below_the_minimum_nothing_is_read_or_written():
+    calls = three_calls()
+    trace, counted = replay(calls, {1: (2800, 900), 2: (1000, 0)})
+    bill = billed_usage(trace, counted, calls)
+    assert bill[1].cache_read == 0 and bill[1].cache_write == 2800  # a prefix of 900 is not cached
+    assert bill[2] == Usage(prompt=1000, cache_read=0, cache_write=0, output=70, cache_write_5m=0, cache_write_1h=0)
+
+
+def test_the_read_is_at_most_what_the_previous_call_cached():
+    calls = log([usage(2000, 0, 1500, 50), usage(3000, 1500, 1500, 60)], [0, 1])  # call 0 cached 1,500 of 2,000
+    trace, counted = replay(calls, {1: (2900, 2000)})
+    assert billed_usage(trace, counted, calls)[1].cache_read == 1500
+
+
+def test_a_log_with_no_caching_is_billed_uncached():
+    calls = log([Usage(prompt=2000, output=5), Usage(prompt=3000, output=6)], [0, 1])
+    trace, counted = replay(calls, {1: (2900, 2000)})
+    assert billed_usage(trace, counted, calls)[1] == Usage(prompt=2900, cache_read=0, cache_write=0, output=6,
+                                                           cache_write_5m=0, cache_write_1h=0)
+
+
+def test_openai_reads_in_steps_and_writes_nothing():
+    calls = log([Usage(prompt=3000, cache_read=0, output=5), Usage(prompt=4000, cache_read=2944, output=6)], [0, 1],
+                ["gpt-4o", "gpt-4o"])
+    trace, counted = replay(calls, {1: (3900, 2999)})
+    bill = billed_usage(trace, counted, calls)[1]
+    assert bill.cache_read == 1024 + (2999 - 1024) // 128 * 128 and bill.cache_write == 0
+
+
+def test_a_prompt_equal_to_the_logs_keeps_its_usage():
+    calls = three_calls()
+    copy = Call(index=1, messages=[dict(m) for m in calls[1].messages], tools=None, model=SONNET, time=calls[1].time)
+    trace = Trace(path="t.json", format="test", calls=[calls[0], copy, calls[2]])
+    counted = [Replayed(2000, 0, False), Replayed(2990, 1990, True), Replayed(4000, 3000, False)]
+    assert billed_usage(trace, counted, calls)[1] == calls[1].reported
+
+
+def test_a_summarising_call_bills_its_summary():
+    calls = three_calls()
+    summary = AddedCall(index=2, messages=[{"role": "user", "content": "summarise"}], tools=None, model=SONNET, time=calls[2].time)
+    after = Call(index=2, messages=[{"role": "user", "content": "summary"}], tools=None, model=SONNET, time=calls[2].time)
+    trace = Trace(path="t.json", format="test", calls=[calls[0], calls[1], summary, after])
+    counted = [Replayed(2000, 0, False), Replayed(3000, 2000, False), Replayed(3050, 3000, True, output=500),
+               Replayed(2600, 1500, True)]
+    bill = billed_usage(trace, counted, calls)
+    assert bill[2] == Usage(prompt=3050, cache_read=3000, cache_write=50, output=500, cache_write_5m=50, cache_write_1h=0)
+    assert bill[3].cache_read == 1500 and bill[3].cache_write == 1100 and bill[3].output == 70
+
+
+# -- the invariants, on the shared corpus of real logs -------------------------------------------------
+CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus"
+NO_OPS = ["cap:100000000", "window:1000000", "elide:1000000"]  # policies that change no prompt
+
+
+def corpus_logs() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    logs = [p for p in sorted(CORPUS.iterdir()) if p.is_file() and p.suffix in (".jsonl", ".json", ".traj")]
+    return logs + sorted((CORPUS / "claude_code_2.1_compacted").glob("*.jsonl"))
+
+
+LOGS = corpus_logs()
+CLAUDE = [p for p in LOGS if p.name.startswith("claude_code") or p.parent.name.startswith("claude_code")]
+
+
+@pytest.mark.parametrize("log", LOGS or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
+                         ids=[p.name[:40] for p in LOGS] or ["absent"])
+def test_a_policy_that_changes_nothing_costs_what_the_profile_does(log):
+    import tokprof
+    from tokprof.errors import InputError
+
+    try:
+        profile = tokprof.profile(log)
+    except InputError as exc:
+        pytest.skip(f"{log.name}: {exc}")
+    report = tokprof.whatif(log, NO_OPS)
+    cost = profile.summary().cost
     full = report.policies[0]
-    assert full.cost == pytest.approx(profile.summary().cost.total, abs=1e-6)
-    no_op = report.policies[1]
-    assert no_op.changed_calls == 0 and no_op.cost_saving == 0
+    assert full.cost == (money(cost.total) if cost is not None and cost.priced else None)  # the full row is the profile
+    for result in report.policies[1:]:
+        assert result.changed_calls == 0, result.policy
+        assert result.cost == full.cost and result.cost_saving in (0.0, None) and result.cost_parts == full.cost_parts
 
 
-@pytest.mark.parametrize("name", CC)
-def test_corpus_changed_calls_pay_for_their_cache_writes(name):
-    """An independent recount: every changed Anthropic call's predicted usage writes what it does
-    not read, so a policy's cache-write dollars are never below the writes of its changed calls at
-    the 5-minute rate (1.25x input)."""
-    path = CORPUS / name
-    if not path.exists():
-        pytest.skip(f"{name}: the shared corpus is absent")
-    report = tokprof.whatif(path, ["full", "cap:4000"])
-    cap = report.policies[1]
-    assert cap.changed_calls > 0
-    assert cap.cost is not None and cap.cost > 0
+@pytest.mark.parametrize("log", CLAUDE or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
+                         ids=[p.name[:40] for p in CLAUDE] or ["absent"])
+def test_removing_a_few_tokens_changes_the_cost_by_about_their_share(log):
+    """A cap just under the longest tool result (66 characters cut, a note added) changes a few tokens
+    of a real Claude Code session: its cost changes by about their share, not by the cache's discount."""
+    import tokprof
+
+    trace = tokprof.read_log(log)
+    longest = max(len(m["content"]) for c in trace.calls for m in c.messages
+                  if m["role"] == "tool" and isinstance(m.get("content"), str))
+    full, cap = tokprof.whatif(log, [f"cap:{longest - 66}"]).policies
+    assert cap.changed_calls > 0 and abs(cap.saving_share) < 0.001
+    assert abs(cap.cost_saving / full.cost - cap.saving_share) < 0.001
 
 
-@pytest.mark.parametrize("name", CC[:1])
-def test_corpus_cost_parts_add_up_to_the_cost(name):
-    path = CORPUS / name
-    if not path.exists():
-        pytest.skip(f"{name}: the shared corpus is absent")
-    report = tokprof.whatif(path, ["full", "cap:4000"])
-    for result in report.policies:
-        parts = result.to_dict()["cost_parts"]
-        assert set(parts) == {"uncached", "cache_write", "cache_read", "output"}
-        assert sum(parts.values()) == pytest.approx(result.cost, abs=1e-5)
-    assert report.policies[1].cost_parts["cache_write"] > report.policies[0].cost_parts["cache_write"]
+# -- the output ---------------------------------------------------------------------------------------
+def test_cost_parts_in_the_json_and_behind_a_flag_in_the_table(capsys, monkeypatch):
+    import json
 
-
-def test_the_table_shows_cost_parts_behind_a_flag(capsys, monkeypatch):
     from tokprof.cli import main
 
+    sample = Path(__file__).resolve().parent.parent / "samples" / "incident_session.json"
     monkeypatch.setenv("COLUMNS", "120")
-    log = ROOT / "samples" / "incident_session.json"
-    args = ["whatif", str(log), "-p", "cap:4000", "--price", "0.5/1.5/0.05", "--no-progress"]
-    assert main(args) == 0
+    prices = ["--price", "0.5/1.5/0.05"]
+    assert main(["whatif", str(sample), "--no-progress", "-p", "cap:4000", "-f", "json", *prices]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for policy in doc["policies"]:
+        parts = policy["cost_parts"]
+        assert set(parts) == {"uncached", "cache_write", "cache_read", "output"}
+        assert sum(v or 0 for v in parts.values()) == pytest.approx(policy["cost"], abs=1e-5)
+    assert main(["whatif", str(sample), "--no-progress", "-p", "cap:4000", *prices]) == 0
     assert "Cost parts" not in capsys.readouterr().out
-    assert main(args + ["--cost-parts"]) == 0
+    assert main(["whatif", str(sample), "--no-progress", "-p", "cap:4000", "--cost-parts", *prices]) == 0
     out = capsys.readouterr().out
     assert "Cost parts" in out and "cache write" in out
+
+
+# -- compact: on time, and paid for -----------------------------------------------------------------------
+def test_a_summarising_call_is_billed_input_and_output():
+    """compact's summarising calls are in the policy's billed tokens (their prompts) and its cost (their
+    prompts and their summaries' tokens as output)."""
+    from conftest import CHATML, tiny_model
+    from test_whatif import conversation, make_trace, plain_count, trace_of
+
+    from tokprof.analyses.cost import UserPrice
+    from tokprof.analyses.whatif import whatif
+    from tokprof.transforms import policies as P
+
+    model = tiny_model(CHATML)
+    model.context_window = 400
+    calls = trace_of(conversation())
+    for call in calls:
+        call.reported = Usage(prompt=plain_count(model, call), output=5)
+    trace = make_trace(calls)
+    prices = {"*": UserPrice(Rates(input=1, output=10), "test")}
+    full, compact = whatif(trace, model, [P.parse_policy("compact:40:30")], prices=prices).policies
+    assert compact.summaries >= 1
+    assert compact.billed_input == sum(c.total for c in compact.calls)
+    summaries = [c for c in compact.calls if c.kind == "summary"]
+    assert sum(c.total for c in summaries) > 0
+    outputs = 5 * len(calls) + 30 * len(summaries)
+    assert compact.cost_parts["output"] == pytest.approx(outputs * 10 / 1e6)
+    assert compact.cost_parts["uncached"] == pytest.approx(compact.billed_input * 1 / 1e6)  # the log shows no cache
+    assert compact.cost == pytest.approx((compact.billed_input + outputs * 10) / 1e6)
+
+
+@pytest.mark.skipif(not (CORPUS / "claude_code_2.1_compacted").is_dir(), reason="the shared corpus is absent")
+def test_compact_fires_before_a_prompt_goes_over_its_threshold():
+    """On a real Claude Code session whose prompts reach 167,094 tokens (the log compacts itself at 169,910):
+    compact:80 compacts before a prompt goes over 160,000, counting what the estimate bills (the part of
+    the prompt the log does not record included), and the summary is paid for."""
+    import tokprof
+
+    log = next((CORPUS / "claude_code_2.1_compacted").glob("*.jsonl"))
+    report = tokprof.whatif(log, ["compact:80"])
+    full, compact = report.policies
+    threshold = 0.8 * report.context_window
+    assert any(c.total > threshold for c in full.calls if c.kind == "call")
+    assert compact.summaries >= 1
+    assert all(c.total <= threshold for c in compact.calls if c.kind == "call")
+    assert compact.cost_parts["output"] > full.cost_parts["output"]  # the summaries' tokens

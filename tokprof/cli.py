@@ -613,9 +613,6 @@ def whatif(
     output: Output = None,
     html: Annotated[Optional[str], typer.Option(
         "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
-    cost_parts: Annotated[bool, typer.Option(
-        "--cost-parts", help="In the table, each policy's cost split: uncached input, cache writes, cache reads, "
-        "output.")] = False,
     no_progress: NoProgress = False,
     fact: Annotated[Optional[list[str]], typer.Option(
         "--fact", metavar="TEXT",
@@ -626,6 +623,9 @@ def whatif(
     suggest_facts: Annotated[bool, typer.Option(
         "--suggest-facts", help="List candidate facts from the user's own messages (standing instructions, "
         "identifiers stated once), and replay nothing.")] = False,
+    cost_parts: Annotated[bool, typer.Option(
+        "--cost-parts", help="Also show each policy's cost in parts: uncached input, cache writes, cache reads, "
+        "output (the JSON always has them).")] = False,
 ) -> int:
     """Replay a log under context policies: what each would have billed, exactly, and what it forgets.
 

@@ -31,6 +31,7 @@ METRICS: dict[str, tuple[str, bool, str]] = {
     "largest_call_cost": ("usd", True, "the costliest call's cost in US dollars"),
     "cache_hit_rate": ("share", True, "reported cache reads as a share of the reported prompts"),
     "uncached_input": ("tokens", True, "reported prompt tokens neither read from nor written to the cache"),
+    "cache_miss_cost": ("usd", True, "US dollars paid for shared prefixes the cache did not serve (cache misses)"),
 }
 #: Metrics where more is better: a bare budget is a minimum, and a baseline fails on a fall.
 HIGHER_IS_BETTER = {"cache_hit_rate"}

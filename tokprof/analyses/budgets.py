@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tokprof.version import __version__
+from tokprof.analyses.cache_loss import miss_cost
 from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
 from tokprof.analyses.tools import ToolsReport
 from tokprof.catalogue import CatalogueSummary
@@ -135,6 +136,11 @@ def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: d
         unknown["cache_hit_rate"] = NO_CACHE_USAGE
     else:
         metrics["cache_hit_rate"] = round(usage.hit_rate or 0.0, 6)
+    missed = miss_cost(profile)
+    if missed.total is None:
+        unknown["cache_miss_cost"] = (missed.why or "not measured") + " (or set not_recorded = \"skip\" on this budget)"
+    else:
+        metrics["cache_miss_cost"] = missed.total
     if usage is None:
         unknown["uncached_input"] = "not recorded: the log reports no usage (or set not_recorded = \"skip\" on this budget)"
     else:

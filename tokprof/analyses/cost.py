@@ -37,9 +37,9 @@ GENAI_PRICES = "genai-prices"
 FIXED_FIRST = (UNRECORDED, "system", "tool_definitions")
 
 NO_USAGE = "the log reports no usage: priced on the computed prompt, with no cache, and the output not priced"
-PREDICTED = ("a call a policy changed: priced as its provider would bill its computed prompt (the prefix it shares "
-             "with the previous call of its thread read from the cache under the profile's cache rules, the rest "
-             "written at the log's write tier, or uncached where the log shows no caching), and the log's output")
+PREDICTED = ("a call a policy changed: billed as its provider would bill its computed prompt (the log's cache read "
+             "less the prefix the policy rewrote, the rest written at the log's cache tier; docs/whatif.md), and the "
+             "log's output")
 NO_DATE = "the log gives no date: priced at today's rates"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = ("bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "

@@ -1,121 +1,172 @@
-"""How the log's provider would bill a call a what-if policy changed.
+"""The usage a provider would bill for the calls a what-if policy changes.
 
-A changed call has no reported usage (that was the log's prompt's), so its usage is predicted under
-the cache rules :mod:`tokprof.analyses.prefix_cache` uses for the profile:
+A call a policy leaves as it is keeps the log's reported usage. A call it changes (or adds) gets the
+usage its provider would have reported for its prompt, under the cache rules :mod:`prefix_cache`
+uses to predict reads:
 
-* the log shows no caching for the call's model (no call of it read or wrote the cache): the whole
-  prompt is uncached input;
-* **Anthropic**: the prefix it shares with the previous replayed call of its thread is read from the
-  cache when that call's cache entry is alive (a call that continues the previous one reads all of
-  it; one that parts from it reads its fixed part, tools and system prompt, when the prefix holds
-  it), not past the entry's lifetime (5 minutes, or 1 hour for a 1-hour write), and not under the
-  model's minimum cacheable length; the rest of the prompt is a cache write at the tier the log's
-  call wrote (``usage.cache_creation``: 5-minute or 1-hour; a call that wrote nothing takes the
-  tier of the log's last write before it). A prompt under the minimum is not cached at all.
-* **OpenAI**: the shared prefix is read in OpenAI's steps from 1,024 tokens, not after 10 minutes
-  idle; the rest is uncached input (OpenAI has no cache writes).
-* other providers: the shared prefix is read, the rest uncached.
+* the part it shares with the previous call of its thread is **read** from the cache, at most what
+  that call put in the cache (its reads and writes), and none when it is below the provider's
+  minimum cacheable length. When the log reports the usage of the call it replays, the replayed call
+  reads what the log's call read less the part of the log's shared prefix it no longer shares (so a
+  prefix the policy rewrites is written again, and a policy that changes nothing reads what the log
+  read): the log shows what the provider kept (an entry past its lifetime, an ``idle-gap``, is read as
+  nothing, so the prompt is written again; an entry evicted early likewise; a part kept longer, like
+  a system prompt other sessions keep warm, is read). A call the log does not have (a summarising
+  call a policy adds) or whose call reports no usage has the rules' read instead: none when the time
+  since the previous call is past the cache's lifetime (5 minutes, or 1 hour when that call wrote
+  the 1-hour cache; OpenAI: 10 minutes) or the previous call was another model (a cache is per
+  model);
+* Anthropic: the rest is **written** to the cache when the log's calls write it (Claude Code writes
+  on every call), at the tier the log's call wrote (5 minutes or 1 hour, as ``usage.cache_creation``
+  says; a call of the log that wrote nothing: the log's share of 1-hour writes), unless the prompt is
+  below the minimum; OpenAI writes nothing (the rest is uncached input);
+* a log that shows no caching at all (no call read or wrote the cache) is billed uncached;
+* the output is the log's output for the call (a summarising call a policy adds: its summary).
 
-The output is the log's for the call it replays; a summarising call a policy adds outputs its summary.
+A changed call whose prompt equals the log's (the same messages and tools) keeps the log's usage, so
+a policy that changes nothing costs exactly what the profile does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from tokprof.analyses.prefix_cache import (
-    ANTHROPIC,
-    LONG_TTL,
-    OPENAI,
-    OPENAI_IDLE,
-    SHORT_TTL,
-    _openai_read,
-    anthropic_minimum,
-    first_difference,
-    rules_for,
-)
-from tokprof.trace import Call, Usage
+from tokprof.analyses.prefix_cache import (ANTHROPIC, LONG_TTL, OPENAI, OPENAI_IDLE, SHORT_TTL, _gap,
+                                           _openai_read, anthropic_minimum, rules_for)
+from tokprof.trace import Call, Trace, Usage
 
 
 @dataclass(frozen=True)
 class Replayed:
-    """What the bill of one replayed call needs: its prompt, the tokens it shares with the previous
-    replayed call of its thread, its fixed part (tools, system prompt, the inferred unrecorded part),
-    and its output tokens (None: not recorded)."""
+    """What the bill needs of one call of a policy's trace."""
 
-    total: int
-    shared: int
-    fixed: int
-    output: int | None
+    total: int  # its prompt, in the log's units
+    shared: int  # the tokens it shares with the previous call of its thread (0 for a thread's first)
     changed: bool
+    output: int | None = None  # a call the policy adds: its output (None: the log's call's)
 
 
-def _long_share(usage: Usage | None) -> float | None:
-    """The share of a call's cache writes at the 1-hour tier (None: it wrote nothing)."""
-    if usage is None or not usage.cache_write:
-        return None
-    return min(usage.cache_write_1h or 0, usage.cache_write) / usage.cache_write
+@dataclass(frozen=True)
+class LogCaching:
+    """How the log's calls use the cache: whether any reads or writes it, and its share of 1-hour writes."""
+
+    reads: bool
+    writes: bool
+    long_share: float
+
+    @classmethod
+    def of(cls, calls: Sequence[Call]) -> "LogCaching":
+        usages = [c.reported for c in calls if c.reported is not None and c.reported.prompt]
+        written = sum(u.cache_write or 0 for u in usages)
+        long = sum(min(u.cache_write_1h or 0, u.cache_write or 0) for u in usages)
+        return cls(reads=any(u.cache_read for u in usages), writes=written > 0,
+                   long_share=long / written if written else 0.0)
 
 
-def _caching_models(log_calls: Sequence[Call]) -> set[str | None]:
-    return {c.model for c in log_calls if c.reported and ((c.reported.cache_read or 0) + (c.reported.cache_write or 0))}
+def _long_share(original: Call | None, log: LogCaching) -> float:
+    usage = original.reported if original is not None else None
+    if usage is not None and usage.cache_write:
+        return min(usage.cache_write_1h or 0, usage.cache_write) / usage.cache_write
+    return log.long_share
 
 
-def _gap(a: datetime | None, b: datetime | None) -> float | None:
-    if a is None or b is None:
-        return None
-    try:
-        return (b - a).total_seconds()
-    except TypeError:
-        return None
+def _cached(usage: Usage | None, total: int, rules: str | None) -> int:
+    """What a call leaves in the cache for the next one: its reads and writes (Anthropic), else its prompt."""
+    if rules != ANTHROPIC:
+        return total
+    if usage is None or not usage.prompt:
+        return 0
+    return (usage.cache_read or 0) + (usage.cache_write or 0)
 
 
-def replay_usage(calls: Sequence[Call], replayed: Sequence[Replayed], log_calls: Sequence[Call],
-                 model: str | None = None) -> dict[int, Usage]:
-    """Per position of a changed call, the usage the provider would report for it (see the module)."""
+def _same_prompt(call: Call, original: Call | None) -> bool:
+    return (original is not None and original.reported is not None and bool(original.reported.prompt)
+            and call.messages == original.messages and call.tools == original.tools)
+
+
+def billed_usage(trace: Trace, replayed: Sequence[Replayed], log_calls: Sequence[Call],
+                 log_shared: Mapping[int, int] | None = None) -> dict[int, Usage]:
+    """By position in the policy's ``trace``, the usage to bill each changed call on (module doc).
+    ``log_shared``: by log call index, the tokens it shares with the previous call of its thread, counted
+    as ``Replayed.shared`` is (the replay of ``full``)."""
+    log = LogCaching.of(log_calls)
     logged = {c.index: c for c in log_calls}
-    caching = _caching_models(log_calls)
-    tier: dict[str, float] = {}  # thread -> the 1-hour share of the log's last write
-    previous: dict[str, int] = {}  # thread -> position of its last replayed call
-    written: dict[int, float] = {}  # position -> the 1-hour share of what it wrote
+    times = [getattr(c, "time", None) for c in trace.calls]
+    last: dict[str | None, tuple[int, int, str | None, bool]] = {}  # thread -> (position, cached, model, 1-hour)
     out: dict[int, Usage] = {}
-    for position, (call, bill) in enumerate(zip(calls, replayed)):
-        log = logged.get(call.index)
-        share = _long_share(log.reported) if log is not None else None
-        share = tier.get(call.thread, 0.0) if share is None else share
-        tier[call.thread] = share
-        written[position] = share
-        before = previous.get(call.thread)
-        previous[call.thread] = position
-        if not bill.changed:
-            continue
-        name = call.model or model
+    for position, (call, counted) in enumerate(zip(trace.calls, replayed)):
+        name = call.model or trace.model
         rules = rules_for(name)
-        if name not in caching:
-            out[position] = Usage(prompt=bill.total, cache_read=0, cache_write=0, output=bill.output)
+        added = type(call).__name__ == "AddedCall"
+        original = None if added else logged.get(call.index)
+        before = last.get(call.thread)
+        if not counted.changed or _same_prompt(call, original):
+            usage = call.reported if not counted.changed else original.reported  # type: ignore[union-attr]
+            long = bool(usage and usage.cache_write_1h)
+            last[call.thread] = (position, _cached(usage, counted.total, rules), name, long)
+            if counted.changed and usage is not None:
+                out[position] = usage
             continue
-        gap = None if before is None else _gap(calls[before].time, call.time)
-        if rules == ANTHROPIC:
-            minimum = anthropic_minimum(name)
+        output = counted.output if added else (original.reported.output if original and original.reported else None)
+        logged_usage = original.reported if original is not None and original.reported is not None else None
+        if not (log.reads or log.writes):
             read = 0
-            if before is not None:
-                prior, lifetime = calls[before], LONG_TTL if written[before] >= 0.5 else SHORT_TTL
-                extends = (first_difference(prior.messages, call.messages) >= len(prior.messages)
-                           and prior.tools == call.tools)
-                cached = replayed[before].total if replayed[before].total >= minimum else 0
-                read = min(cached, bill.shared) if extends else (bill.fixed if bill.fixed <= bill.shared else 0)
-                if (gap is not None and gap > lifetime) or read < minimum:
-                    read = 0
-            write = bill.total - read if bill.total >= minimum else 0
-            long = round(write * share)
-            out[position] = Usage(prompt=bill.total, cache_read=read, cache_write=write, output=bill.output,
-                                  cache_write_5m=write - long, cache_write_1h=long)
-        elif rules == OPENAI:
-            read = 0 if before is None or (gap is not None and gap > OPENAI_IDLE) else _openai_read(bill.shared)
-            out[position] = Usage(prompt=bill.total, cache_read=read, cache_write=0, output=bill.output)
+        elif logged_usage is not None and logged_usage.prompt:
+            read = _read_as_logged(counted, before, logged_usage, None if log_shared is None else log_shared.get(call.index),
+                                   name, rules)
         else:
-            out[position] = Usage(prompt=bill.total, cache_read=bill.shared if before is not None else 0,
-                                  cache_write=0, output=bill.output)
+            read = _read(counted, before, position, times, name, rules)
+        write, long_written = 0, 0
+        if rules == ANTHROPIC and log.writes and counted.total >= anthropic_minimum(name):
+            write = counted.total - read
+            long_written = round(write * _long_share(original, log))
+        usage = Usage(prompt=counted.total, cache_read=read, cache_write=write, output=output,
+                      cache_write_5m=write - long_written, cache_write_1h=long_written)
+        out[position] = usage
+        last[call.thread] = (position, _cached(usage, counted.total, rules), name, long_written > 0)
     return out
+
+
+def _read_as_logged(counted: Replayed, before: tuple[int, int, str | None, bool] | None, usage: Usage,
+                    logged_shared: int | None, name: str | None, rules: str | None) -> int:
+    """The tokens a changed call reads when the log's call it replays reports its usage: what the log's call
+    read (what the provider kept, lifetimes and evictions included), less the part of the prefix the log's
+    call shared with its previous call that the replayed one does not share with its own (``logged_shared``,
+    counted as ``counted.shared`` is; None: the replayed call's shared prefix itself), at most what the
+    previous call cached."""
+    if before is None:
+        return 0
+    logged_read = usage.cache_read or 0
+    if logged_shared is None:
+        read = min(counted.shared, logged_read)
+    else:
+        read = logged_read - max(0, logged_shared - counted.shared)
+    read = max(0, min(read, before[1], counted.total))
+    if rules == ANTHROPIC:
+        return read if read >= anthropic_minimum(name) else 0
+    if rules == OPENAI:
+        return _openai_read(read)
+    return read
+
+
+def _read(counted: Replayed, before: tuple[int, int, str | None, bool] | None, position: int,
+          times: Sequence, name: str | None, rules: str | None) -> int:
+    """The tokens a changed call reads from the cache (module doc)."""
+    if before is None:
+        return 0
+    at, cached, model, long = before
+    if model != name:
+        return 0
+    gap = _gap(times, at, position)
+    if rules == ANTHROPIC:
+        if gap is not None and gap > (LONG_TTL if long else SHORT_TTL):
+            return 0
+        read = min(counted.shared, cached, counted.total)
+        return read if read >= anthropic_minimum(name) else 0
+    if rules == OPENAI:
+        if gap is not None and gap > OPENAI_IDLE:
+            return 0
+        return _openai_read(min(counted.shared, cached, counted.total))
+    return min(counted.shared, cached, counted.total)
+

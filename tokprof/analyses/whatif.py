@@ -18,18 +18,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof.version import __version__
-from tokprof.analyses.cost import FIXED_FIRST, UserPrice, attach_cost
-from tokprof.analyses.replay_bill import Replayed, replay_usage
+from tokprof.analyses.cost import UserPrice, attach_cost
+from tokprof.analyses.replay_bill import Replayed, billed_usage
 from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
 from tokprof.attribution import Attributor, RenderError
-from tokprof.costs import CostSummary, money
+from tokprof.costs import DIGITS, CostSummary, money
 from tokprof.estimates import UNRECORDED, scale_buckets
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
 from tokprof.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace
-from tokprof.transforms.policies import AddedCall, Compact, Full, Policy, apply, needs_counter
+from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
 
 SCHEMA_VERSION = 1
 
@@ -98,6 +98,13 @@ class PromptCounter:
     def text(self, text: str) -> int:
         return self.model.count(text)
 
+    def growth(self, call: Call) -> int:
+        """What an estimate's profile bills in the log's call beyond :meth:`prompt`'s count: its unrecorded part
+        (the growth its messages do not explain, and an inferred part larger than its thread's first call's),
+        which no policy removes."""
+        units = self.units.get(call.index)
+        return max(0, units.unrecorded - self.fixed.get((call.model, call.thread), 0)) if units is not None else 0
+
 
 def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
     """How many first tokens two tokenized texts have in common: tokens at the same place, of the same
@@ -160,8 +167,8 @@ class PolicyResult:
     cost_saving: float | None = None  # against full
     cost_unpriced: str | None = None  # why some calls have no price (None: every call is priced)
     facts: tuple[FactRetention, ...] = ()  # the facts asked about, as this policy keeps them
-    #: The cost split as the provider bills it: uncached, cache_write, cache_read, output (None: unpriced).
-    cost_parts: dict[str, float] | None = None
+    #: The cost's parts in US dollars (None: unpriced): "uncached" input, "cache_write", "cache_read", "output".
+    cost_parts: dict[str, float | None] | None = None
 
     @property
     def shared_share(self) -> float:
@@ -177,8 +184,8 @@ class PolicyResult:
             "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
             "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
             "cost_unpriced": self.cost_unpriced,
-            "facts": [f.to_dict() for f in self.facts],
             "cost_parts": None if self.cost_parts is None else dict(self.cost_parts),
+            "facts": [f.to_dict() for f in self.facts],
             "per_call": [c.to_dict() for c in self.calls],
         }
 
@@ -360,18 +367,13 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
         calls.append(PolicyCall(index=row.index, kind=kind, thread=row.thread, total=row.total,
                                 buckets=dict(row.buckets), shared=shared, messages=row.messages,
                                 changed=id(call) not in originals))
-    # a changed call is priced on its prompt with the tokens it shares with the previous call of its thread read
-    # from the cache, and with the log's output for it (its response is the log's)
-    logged = {c.index: c for c in log_calls}  # a replayed call keeps the index of the log's call it replays
-    bills = []
-    for call, replayed in zip(trace.calls, calls):
-        original = None if isinstance(call, AddedCall) else logged.get(call.index)
-        output = original.reported.output if original is not None and original.reported else None
-        if isinstance(call, AddedCall) and isinstance(policy, Compact):
-            output = policy.summary_tokens  # the summary it writes
-        fixed_part = sum(replayed.buckets.get(name, 0) for name in FIXED_FIRST)
-        bills.append(Replayed(replayed.total, replayed.shared, fixed_part, output, replayed.changed))
-    predicted = replay_usage(trace.calls, bills, log_calls, trace.model)
+    # a changed call is billed as its provider would bill it (tokprof.analyses.replay_bill): the shared prefix
+    # read from the cache under the profile's cache rules, the rest written at the log's tier, the log's output
+    summary_output = getattr(policy, "summary_tokens", None)
+    counted = [Replayed(total=c.total, shared=c.shared, changed=c.changed,
+                        output=summary_output if c.kind == "summary" else None) for c in calls]
+    log_shared = None if full is None else {c.index: c.shared for c in full.calls}
+    predicted = billed_usage(trace, counted, log_calls, log_shared)
     cost = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None,
                        predicted).summary().cost
     total = cost.total if cost is not None and cost.priced else None
@@ -382,7 +384,7 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     base_cost = full.cost if full is not None else total
     return PolicyResult(
         cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
-        cost_saving=None if total is None or base_cost is None else round(base_cost - (money(total) or 0.0), 6),
+        cost_saving=None if total is None or base_cost is None else round(base_cost - round(total, DIGITS), 6),
         cost_unpriced=_unpriced(cost), cost_parts=_parts(cost) if total is not None else None,
         policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
         saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
@@ -393,11 +395,11 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     )
 
 
-def _parts(cost: CostSummary | None) -> dict[str, float] | None:
+def _parts(cost: CostSummary | None) -> dict[str, float | None] | None:
     if cost is None:
         return None
-    return {"uncached": money(cost.input) or 0.0, "cache_write": money(cost.cache_write) or 0.0,
-            "cache_read": money(cost.cache_read) or 0.0, "output": money(cost.output) or 0.0}
+    return {"uncached": money(cost.input), "cache_write": money(cost.cache_write),
+            "cache_read": money(cost.cache_read), "output": money(cost.output)}
 
 
 def _unpriced(cost: CostSummary | None) -> str | None:

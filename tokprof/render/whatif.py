@@ -51,6 +51,12 @@ def _usd(result) -> str:
     return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
 
 
+def _parts(result) -> list[str]:
+    parts = result.cost_parts or {}
+    return ["-" if parts.get(name) is None else f"${parts[name]:,.4f}"
+            for name in ("uncached", "cache_write", "cache_read", "output")]
+
+
 def facts_kept(result) -> str:
     """"2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
     seen = [f for f in result.facts if f.first_call is not None]
@@ -112,22 +118,19 @@ class WhatIfTableRenderer:
         if facts:
             for line in fact_lines(report):
                 console.print(f"  {safe(line)}")
-        if options.cost_parts and priced:
-            console.print()
-            console.print("[bold]Cost parts[/bold] (as the provider bills them, US dollars)")
-            part_columns = [Column("policy", justify="left"), Column("uncached"), Column("cache write", "write"),
-                            Column("cache read", "read"), Column("output")]
-            console.print(fit_table(console, part_columns, [
-                [safe(r.policy), *(("-" if r.cost_parts is None else f"${r.cost_parts[k]:,.4f}")
-                                   for k in ("uncached", "cache_write", "cache_read", "output"))]
-                for r in report.policies]))
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
-            console.print("  *cost estimated: a call a policy changes is billed as its provider would: the prefix it shares "
-                          "with the previous call of its thread read from the cache (within the cache's lifetime and "
-                          "minimum), the rest a cache write at the log's tier (uncached where the log shows no caching), "
-                          "and the log's output; calls it keeps are priced on their reported usage")
+            console.print("  *cost estimated: a call a policy changes is billed as the log's provider would bill it: "
+                          "the log's cache read less the prefix the policy rewrote, the rest written at the log's cache "
+                          "tier, and the log's output; calls it keeps are priced on their reported usage")
+        if priced and options.cost_parts:
+            console.print()
+            console.print("[bold]Cost parts[/bold]")
+            console.print(fit_table(console, [Column("policy", justify="left"), Column("uncached"),
+                                              Column("cache write", "write"), Column("cache read", "read"),
+                                              Column("output"), Column("cost")],
+                                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.policies]))
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()

@@ -504,6 +504,11 @@ class _Replayer:
         return out
 
     # -- the policies that count ------------------------------------------------------------------
+    def _growth(self, call: Call) -> int:
+        """The tokens the log's usage shows in the call's prompt that no message explains (a counter that knows them)."""
+        growth = getattr(self.counter, "growth", None)
+        return growth(call) if callable(growth) else 0
+
     def _count(self, messages: list[dict], call: Call) -> int:
         if self.counter is None:
             raise PolicyError(f"policy {self.policy.spec!r} needs token counts: give apply() a counter")
@@ -584,8 +589,11 @@ class _Replayer:
         threshold = self.policy.percent / 100 * self.window
         fresh_in_prompt = len(prompt) - (len(messages) - fresh)
         history = prompt[:fresh_in_prompt]
-        if (call.kind == "compaction" or not any(m["role"] not in ALWAYS_KEPT for m in history)
-                or self._count(prompt, call) <= threshold):
+        # what is billed: the prompt and the growth the log's usage shows that no message explains (which no
+        # policy removes); nothing to compact when the history carries nothing but system messages and the summary
+        carried_summary = state[2] if state is not None else None
+        carries = any(m["role"] not in ALWAYS_KEPT and m is not carried_summary for m in history)
+        if call.kind == "compaction" or not carries or self._count(prompt, call) + self._growth(call) <= threshold:
             return prompt, []
         # compact: a summarising call with the history and the instruction, then the conversation from the summary
         text = self._stand_in(self.policy.summary_tokens)
