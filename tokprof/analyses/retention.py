@@ -122,7 +122,8 @@ def retention(trace: Trace, facts: Sequence[Fact], first: Sequence[int | None]) 
             continue
         later = [c for c in calls if c.index >= start]
         held = [c.index for c in later if carries(c.messages, fact)]
-        missing = tuple(c.index for c in later if c.index not in set(held))
+        carried = set(held)
+        missing = tuple(c.index for c in later if c.index not in carried)
         final = bool(calls) and carries(calls[-1].messages, fact)
         out.append(FactRetention(fact.text, start, held[-1] if held else None, final, missing))
     return tuple(out)
