@@ -11,7 +11,8 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 from dataclasses import dataclass
 
 #: How many single results a profile keeps, by carry cost.
@@ -111,7 +112,7 @@ class ResultTracker:
         self._threads: dict[str, dict[tuple, _Result]] = {}
         self._results: list[_Result] = []
 
-    def observe(self, position: int, call, message_tokens) -> None:
+    def observe(self, position: int, call: Any, message_tokens: Callable[[int], int]) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
         (:meth:`tokprof.attribution.Attributor.message_tokens`)."""
         seen = self._threads.setdefault(call.thread, {})

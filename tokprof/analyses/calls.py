@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 
 from tokprof.attribution import BUCKETS
+from tokprof.costs import CallCost
 from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Call, Trace
@@ -129,7 +130,7 @@ def _record(row: CallRow, call: Call, result: Profile, session: str, path: str, 
     )
 
 
-def _part(cost, name: str, priced: bool) -> float | None:
+def _part(cost: CallCost | None, name: str, priced: bool) -> float | None:
     if not priced or cost is None:
         return None
     value = getattr(cost, name)

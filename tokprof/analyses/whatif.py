@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import date
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -52,7 +53,7 @@ class PromptCounter:
         self._prepared: dict[int, tuple[dict, dict, str]] = {}  # id(message) -> (message, prepared, shape)
         self._last: tuple[str, Tokens] | None = None
 
-    def render(self, messages: list[dict], tools: list[dict] | None, day) -> str:
+    def render(self, messages: list[dict], tools: list[dict] | None, day: date | None) -> str:
         template = self.model.prompt_format
         shapes = [self._shape] + [s for s in template.shapes if s != self._shape]
         error: Exception | None = None
@@ -238,7 +239,8 @@ class WhatIfReport:
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
-def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None):
+def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None
+             ) -> tuple[Profile, list[int], list[int]]:
     """The profile of a trace, with what each call's prompt shares with the previous one of its thread
     (in the rendered tokens) and the rendered tokens of each call."""
     attributor = Attributor(model, keep_json=True)
@@ -262,7 +264,7 @@ def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | N
     return profile, shared, rendered
 
 
-def _fixed(row) -> int:
+def _fixed(row: CallRow) -> int:
     """The inferred part of a call's prompt the log does not record (not an estimate's unexplained growth)."""
     return max(0, row.buckets.get(UNRECORDED, 0) - row.unexplained)
 

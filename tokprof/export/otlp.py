@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timezone
+from typing import Any
 
 from tokprof.analyses.calls import ALL_BUCKETS, CallRecord
 from tokprof.errors import TokprofError
@@ -77,7 +78,7 @@ def send_spans(records: Sequence[CallRecord], endpoint: str, timeout: float = 10
     results: list = []
     export = exporter.export
 
-    def counted(spans):  # remember whether each batch got through
+    def counted(spans: Sequence[Any]) -> Any:  # remember whether each batch got through
         result = export(spans)
         results.append(result)
         return result

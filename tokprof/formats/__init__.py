@@ -125,7 +125,7 @@ def _starts_like_zip(path: str) -> bool:
         return False
 
 
-def _sniff(module: ModuleType, doc) -> bool:
+def _sniff(module: ModuleType, doc: Document) -> bool:
     """A reader's guess; a guess that fails on odd input is a no, never a traceback."""
     try:
         return bool(module.sniff(doc))

@@ -12,6 +12,7 @@ Two shapes are read:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Iterable
 
 from tokprof.errors import InputError
@@ -133,7 +134,7 @@ NOT_TEXT = (
 )
 
 
-def _skipper(trace: Trace):
+def _skipper(trace: Trace) -> Callable[[str, str], None]:
     return lambda where, kind: trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
 
 

@@ -50,7 +50,7 @@ from tokprof.formats.conversation import Conversation, finish
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, check_count, check_text, parse_time
-from tokprof.trace import Trace
+from tokprof.trace import Trace, Usage
 
 FORMAT = "pi"
 DESCRIPTION = "pi coding-agent session (~/.pi/agent/sessions/--<cwd>--/*.jsonl), v3 tree or older layout"
@@ -266,7 +266,7 @@ class _Reader:
         self.chat.call(where, model, usage, clean, parse_time(message.get("timestamp")),
                        request_id=response_id if isinstance(response_id, str) else None)
 
-    def _usage(self, where: str, usage: Any):
+    def _usage(self, where: str, usage: Any) -> Usage | None:
         if usage is None:
             return None
         if not isinstance(usage, dict):

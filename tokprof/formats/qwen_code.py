@@ -172,7 +172,8 @@ class _Reader:
             out.append(chat.check({"role": "user", "content": "\n".join(texts)}, where))
         return out
 
-    def call(self, node: _Node, chat: Conversation, base: list[dict], texts, thoughts, calls) -> dict:
+    def call(self, node: _Node, chat: Conversation, base: list[dict], texts: list[str],
+             thoughts: list[str], calls: list[dict]) -> dict:
         message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
         if thoughts:
             message["reasoning_content"] = "\n".join(thoughts)

@@ -15,6 +15,7 @@ import logging
 import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
 
 from tokprof.record.redact import redacted
 from tokprof.record.store import Exchange, Recording
@@ -63,7 +64,7 @@ def decoded(data: bytes, encoding: str) -> bytes:
 
 
 def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
-               on_call: Callable[[dict], None] | None = None):
+               on_call: Callable[[dict], None] | None = None) -> Any:
     import httpx
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -74,7 +75,7 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
     logging.getLogger("uvicorn.error").addFilter(_Quiet())
     client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=30.0), follow_redirects=False)
 
-    async def forward(request: Request):
+    async def forward(request: Request) -> Any:
         provider, path = route(request.url.path, request.headers)
         url = targets[provider].rstrip("/") + path + (f"?{request.url.query}" if request.url.query else "")
         body = await request.body()

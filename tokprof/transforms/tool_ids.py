@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import re
 
-from tokprof.trace import Trace
+from tokprof.trace import Call, Trace
 
 WARN_TOOL_IDS = "tool-call-ids-mapped"
 MESSAGE = (
@@ -76,7 +76,7 @@ def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
             changed["tool_call_id"] = mapping[message["tool_call_id"]]
         copies[id(message)] = changed if changed != message else message
 
-    def fitted(call):
+    def fitted(call: Call) -> Call:
         response = copies.get(id(call.response), call.response) if call.response else call.response
         return dataclasses.replace(call, messages=[copies[id(m)] for m in call.messages], response=response)
 
@@ -87,7 +87,7 @@ def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
     return out
 
 
-def fit(trace: Trace, model) -> Trace:
+def fit(trace: Trace, model: object) -> Trace:
     """The trace as the model's prompt format takes it: its tool-call ids mapped when the format
     demands ids of one length (``ChatModel.tool_call_id_length``)."""
     length = getattr(model, "tool_call_id_length", None)
