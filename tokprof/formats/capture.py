@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, TypeGuard
 
 from tokprof.errors import InputError
+from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
 
@@ -147,8 +148,7 @@ def response_body(record: Any) -> Any:
 
 def exchange(path: str, where: str, record: Any) -> Exchange:
     """Unwrap one record, checking its envelope (not the request inside it)."""
-    if not isinstance(record, dict):
-        raise InputError(path, where, f"expected a captured request object, found {_kind(record)}")
+    record = expect_object(path, where, record, "a captured request object")
     if "request" not in record:
         return Exchange(where=where, request=record, record=record)
     request, response = record["request"], record.get("response")

@@ -98,6 +98,7 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.errors import InputError
+from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, check_text, parse_day, parse_time
@@ -312,8 +313,7 @@ class _Parser:
 
     def line(self, number: int, value: Any, legacy: bool) -> None:
         where = f"line {number}"
-        if not isinstance(value, dict):
-            raise InputError(self.path, where, f"expected a JSON object, found {_kind(value)}")
+        value = expect_object(self.path, where, value, "a JSON object")
         if legacy:
             self.legacy_line(number, value)
             return
@@ -322,8 +322,7 @@ class _Parser:
             self.note("unknown-type", f"{where} ({kind if isinstance(kind, str) else 'no type'})")
             return
         payload = value.get("payload")
-        if not isinstance(payload, dict):
-            raise InputError(self.path, where + ": payload", f"expected an object, found {_kind(payload)}")
+        payload = expect_object(self.path, where + ": payload", payload)
         handler = getattr(self, kind)
         handler(number, value.get("timestamp"), payload)
 
@@ -395,13 +394,11 @@ class _Parser:
         replacement = payload.get("replacement_history")
         items = None
         if replacement is not None:
-            if not isinstance(replacement, list):
-                raise InputError(self.path, prefix + "replacement_history", f"expected a list, found {_kind(replacement)}")
+            replacement = expect_list(self.path, prefix + "replacement_history", replacement)
             items = []
             for i, value in enumerate(replacement):
                 at = f"{prefix}replacement_history[{i}]"
-                if not isinstance(value, dict):
-                    raise InputError(self.path, at, f"expected an item object, found {_kind(value)}")
+                value = expect_object(self.path, at, value, "an item object")
                 item = _item(self.path, self, f"line {number}", at + ".", value)
                 if item is not None:
                     if item.kind == "message":
@@ -419,12 +416,6 @@ def _optional_text(path: str, where: str, value: Any) -> str | None:
     return check_text(path, where, value)
 
 
-def _required_text(path: str, where: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InputError(path, where, "missing or not a string" if value is None else f"expected a string, found {_kind(value)}")
-    return check_text(path, where, value)
-
-
 def _count(path: str, number: int, timestamp: Any, payload: dict) -> Entry | None:
     """A token_count event, or None when it carries no usage (a rate-limit update)."""
     prefix = f"line {number}: payload."
@@ -433,14 +424,12 @@ def _count(path: str, number: int, timestamp: Any, payload: dict) -> Entry | Non
         return _usage_entry(path, number, timestamp, prefix, payload, payload)
     if info is None:
         return None
-    if not isinstance(info, dict):
-        raise InputError(path, prefix + "info", f"expected an object, found {_kind(info)}")
+    info = expect_object(path, prefix + "info", info)
     last = info.get("last_token_usage")
     if not isinstance(last, dict):
         raise InputError(path, prefix + "info.last_token_usage", "missing or not an object")
     total = info.get("total_token_usage", last)
-    if not isinstance(total, dict):
-        raise InputError(path, prefix + "info.total_token_usage", f"expected an object, found {_kind(total)}")
+    total = expect_object(path, prefix + "info.total_token_usage", total)
     return _usage_entry(path, number, timestamp, prefix + "info.last_token_usage.", last, total)
 
 
@@ -460,8 +449,7 @@ def _usage_entry(path: str, number: int, timestamp: Any, at: str, last: dict, to
 def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) -> Item | None:
     """One response item as an :class:`Item`, or None when it is skipped."""
     kind = payload.get("type")
-    if not isinstance(kind, str):
-        raise InputError(path, prefix + "type", "missing or not a string")
+    kind = string(path, prefix + "type", kind)
     if kind == "message":
         role = payload.get("role")
         if role not in MESSAGE_ROLES:
@@ -480,7 +468,7 @@ def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) ->
             parser.note("web-search", where)
         return Item("call", where, call=_tool_call(path, prefix, kind, payload))
     if kind in RESULT_TYPES:
-        call_id = _required_text(path, prefix + "call_id", payload.get("call_id"))
+        call_id = string(path, prefix + "call_id", payload.get("call_id"))
         text = _output(path, parser, where, prefix + "output", payload.get("output"))
         return Item("result", where, call_id=call_id, text=text)
     if kind in OPAQUE_TYPES:
@@ -495,18 +483,16 @@ def _parts(path: str, parser: _Parser, where: str, at: str, parts: Any) -> str:
     """Text parts joined by newlines; parts that are not text are left out with a note."""
     if isinstance(parts, str):
         return check_text(path, at, parts)
-    if not isinstance(parts, list):
-        raise InputError(path, at, f"expected a list of content parts, found {_kind(parts)}")
+    parts = expect_list(path, at, parts, "a list of content parts")
     texts = []
     for j, part in enumerate(parts):
-        if not isinstance(part, dict):
-            raise InputError(path, f"{at}[{j}]", f"expected a content part object, found {_kind(part)}")
+        part = expect_object(path, f"{at}[{j}]", part, "a content part object")
         kind = part.get("type")
         key = "text" if kind in TEXT_PARTS else "refusal" if kind == "refusal" else None
         if key is None:
             parser.note("content-not-text", f"{where} ({kind})")
             continue
-        texts.append(_required_text(path, f"{at}[{j}].{key}", part.get(key)))
+        texts.append(string(path, f"{at}[{j}].{key}", part.get(key)))
     return "\n".join(texts)
 
 
@@ -531,13 +517,11 @@ def _reasoning_text(path: str, prefix: str, payload: dict) -> tuple[str, bool]:
         parts = payload.get(key)
         if parts is None:
             continue
-        if not isinstance(parts, list):
-            raise InputError(path, prefix + key, f"expected a list, found {_kind(parts)}")
+        parts = expect_list(path, prefix + key, parts)
         texts = []
         for j, part in enumerate(parts):
-            if not isinstance(part, dict):
-                raise InputError(path, f"{prefix}{key}[{j}]", f"expected an object, found {_kind(part)}")
-            texts.append(_required_text(path, f"{prefix}{key}[{j}].text", part.get("text")))
+            part = expect_object(path, f"{prefix}{key}[{j}]", part)
+            texts.append(string(path, f"{prefix}{key}[{j}].text", part.get("text")))
         if texts:
             return "\n".join(texts), key == "content"
     return "", False
@@ -550,12 +534,12 @@ def _tool_call(path: str, prefix: str, kind: str, payload: dict) -> dict:
     if kind in ("function_call", "custom_tool_call"):
         if call_id is None:
             raise InputError(path, prefix + "call_id", "missing: a tool call needs its id")
-        name = _required_text(path, prefix + "name", payload.get("name"))
+        name = string(path, prefix + "name", payload.get("name"))
         key = "arguments" if kind == "function_call" else "input"
         arguments = payload.get(key)
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments, ensure_ascii=False)
-        arguments = _required_text(path, prefix + key, arguments)
+        arguments = string(path, prefix + key, arguments)
     else:
         name = "local_shell" if kind == "local_shell_call" else "web_search"
         action = payload.get("action")

@@ -47,6 +47,7 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_text, parse_time
@@ -99,11 +100,9 @@ def read(path: str, doc: Document) -> Trace:
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
     if doc.lines is None:
         value = doc.value
-        if not isinstance(value, dict):
-            raise InputError(path, None, f"expected a Gemini CLI session object, found {_kind(value)}")
+        value = expect_object(path, None, value, "a Gemini CLI session object")
         messages = value.get("messages")
-        if not isinstance(messages, list):
-            raise InputError(path, "messages", f"expected a list, found {_kind(messages)}")
+        messages = expect_list(path, "messages", messages)
         trace.session = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
         entries = [(f"messages[{i}]", m) for i, m in enumerate(messages)]
         _read_messages(trace, entries)
@@ -119,8 +118,7 @@ def _read_lines(trace: Trace, doc: Document) -> None:
     events: list[tuple[str, Any]] = []  # ("add", id) | ("rewind", id) | ("replace", [ids])
     for number, value in doc.lines:
         where = f"line {number}"
-        if not isinstance(value, dict):
-            raise InputError(trace.path, where, f"expected a JSON object, found {_kind(value)}")
+        value = expect_object(trace.path, where, value, "a JSON object")
         if isinstance(value.get("$rewindTo"), str):
             events.append(("rewind", value["$rewindTo"]))
         elif isinstance(value.get("id"), str):
@@ -128,12 +126,10 @@ def _read_lines(trace: Trace, doc: Document) -> None:
             events.append(("add", value["id"]))
         elif "$set" in value:
             update = value["$set"]
-            if not isinstance(update, dict):
-                raise InputError(trace.path, where + ": $set", f"expected an object, found {_kind(update)}")
+            update = expect_object(trace.path, where + ": $set", update)
             if "messages" in update:
                 listed = update["messages"]
-                if not isinstance(listed, list):
-                    raise InputError(trace.path, where + ": $set.messages", f"expected a list, found {_kind(listed)}")
+                listed = expect_list(trace.path, where + ": $set.messages", listed)
                 ids = []
                 for i, message in enumerate(listed):
                     if not isinstance(message, dict) or not isinstance(message.get("id"), str):
@@ -187,8 +183,7 @@ def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tupl
 def _read_messages(trace: Trace, entries: list[tuple[str, Any]]) -> None:
     chat = Conversation(trace)
     for where, message in entries:
-        if not isinstance(message, dict):
-            raise InputError(trace.path, where, f"expected a message object, found {_kind(message)}")
+        message = expect_object(trace.path, where, message, "a message object")
         chat.messages.extend(_message(chat, where, message))
 
 
@@ -196,8 +191,7 @@ def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
     """The neutral messages of one record (none for info/error entries); a gemini record is a call,
     made on the history as ``chat`` holds it."""
     path = chat.trace.path
-    if not isinstance(message, dict):
-        raise InputError(path, where, f"expected a message object, found {_kind(message)}")
+    message = expect_object(path, where, message, "a message object")
     kind = message.get("type")
     if kind not in TYPES:
         raise InputError(path, where + ".type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
@@ -253,12 +247,10 @@ def _text(chat: Conversation, where: str, content: Any) -> str:
 def _thoughts(path: str, where: str, thoughts: Any) -> str:
     if thoughts is None:
         return ""
-    if not isinstance(thoughts, list):
-        raise InputError(path, where, f"expected a list, found {_kind(thoughts)}")
+    thoughts = expect_list(path, where, thoughts)
     out = []
     for j, thought in enumerate(thoughts):
-        if not isinstance(thought, dict):
-            raise InputError(path, f"{where}[{j}]", f"expected an object, found {_kind(thought)}")
+        thought = expect_object(path, f"{where}[{j}]", thought)
         pieces = [thought.get(key) for key in ("subject", "description")]
         for key, piece in zip(("subject", "description"), pieces):
             if piece is not None and not isinstance(piece, str):
@@ -271,21 +263,14 @@ def _tool_calls(chat: Conversation, where: str, calls: Any) -> tuple[list[dict],
     path = chat.trace.path
     if calls is None:
         return [], []
-    if not isinstance(calls, list):
-        raise InputError(path, where, f"expected a list, found {_kind(calls)}")
+    calls = expect_list(path, where, calls)
     out, results = [], []
-    for j, call in enumerate(calls):
-        at = f"{where}[{j}]"
-        if not isinstance(call, dict):
-            raise InputError(path, at, f"expected a tool call object, found {_kind(call)}")
+    for at, call in objects(path, where, calls, "a tool call object"):
         name, call_id = call.get("name"), call.get("id")
-        if not isinstance(name, str):
-            raise InputError(path, at + ".name", "missing or not a string")
-        if not isinstance(call_id, str):
-            raise InputError(path, at + ".id", "missing or not a string")
+        name = string(path, at + ".name", name)
+        call_id = string(path, at + ".id", call_id)
         args = call.get("args", {})
-        if not isinstance(args, dict):
-            raise InputError(path, at + ".args", f"expected an object, found {_kind(args)}")
+        args = expect_object(path, at + ".args", args)
         out.append({"id": call_id, "type": "function",
                     "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}})
         result = call.get("result")
@@ -307,12 +292,10 @@ def _result(chat: Conversation, where: str, result: Any) -> str:
         if isinstance(part, str):
             texts.append(check_text(path, at, part))
             continue
-        if not isinstance(part, dict):
-            raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+        part = expect_object(path, at, part, "a part object")
         if "functionResponse" in part:
             response = part["functionResponse"]
-            if not isinstance(response, dict):
-                raise InputError(path, at + ".functionResponse", f"expected an object, found {_kind(response)}")
+            response = expect_object(path, at + ".functionResponse", response)
             body = response.get("response")
             if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
                 body = body["output"]
@@ -329,8 +312,7 @@ def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
     if tokens is None:
         chat.trace.note("no-usage", NO_USAGE, where)
         return None
-    if not isinstance(tokens, dict):
-        raise InputError(path, where, f"expected an object, found {_kind(tokens)}")
+    tokens = expect_object(path, where, tokens)
     counts = {key: check_count(path, f"{where}.{key}", tokens.get(key)) for key in TOKEN_FIELDS}
     if not any(counts.values()):
         chat.trace.note("no-usage", NO_USAGE, where)

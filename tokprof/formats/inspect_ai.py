@@ -86,6 +86,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tokprof.errors import InputError
+from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, cache_creation, check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
@@ -257,16 +258,14 @@ def _log_info(path: str, prefix: str, header: Any) -> _Log:
 def _json_sample(path: str, where: str, sample: Any, prefix: str | None = None) -> _Sample:
     """A sample as the .json log (and a .eval sample member) holds it."""
     prefix = f"{where}." if prefix is None else prefix
-    if not isinstance(sample, dict):
-        raise InputError(path, where, f"expected a sample object, found {_kind(sample)}")
+    sample = expect_object(path, where, sample, "a sample object")
     events_field, events, attachments = "events", sample.get("events"), sample.get("attachments")
     transcript = sample.get("transcript")
     if events is None and isinstance(transcript, dict):  # logs before events and attachments were fields
         events_field, events, attachments = "transcript.events", transcript.get("events"), transcript.get("content")
     if events is None:
         events = []
-    if not isinstance(events, list):
-        raise InputError(path, prefix + events_field, f"expected a list of events, found {_kind(events)}")
+    events = expect_list(path, prefix + events_field, events, "a list of events")
     if attachments is not None and not isinstance(attachments, dict):
         raise InputError(path, prefix + "attachments", f"expected an object, found {_kind(attachments)}")
     roots = [(f"{prefix}{events_field}[{j}]", event) for j, event in enumerate(events)]
@@ -293,13 +292,11 @@ def _retried(sample: dict) -> bool:
 def _pool(path: str, prefix: str, events_data: Any) -> list[tuple[str, Any]]:
     if events_data is None:
         return []
-    if not isinstance(events_data, dict):
-        raise InputError(path, prefix + "events_data", f"expected an object, found {_kind(events_data)}")
+    events_data = expect_object(path, prefix + "events_data", events_data)
     messages = events_data.get("messages")
     if messages is None:
         return []
-    if not isinstance(messages, list):
-        raise InputError(path, prefix + "events_data.messages", f"expected a list of messages, found {_kind(messages)}")
+    messages = expect_list(path, prefix + "events_data.messages", messages, "a list of messages")
     return [(f"{prefix}events_data.messages[{k}]", message) for k, message in enumerate(messages)]
 
 
@@ -323,8 +320,7 @@ def _flatten(roots: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
 def _read_sample(ctx: _Context) -> None:
     seen: set[str] = set()
     for where, event in ctx.sample.events:
-        if not isinstance(event, dict):
-            raise InputError(ctx.path, where, f"expected an event object, found {_kind(event)}")
+        event = expect_object(ctx.path, where, event, "an event object")
         if event.get("event") != "model":
             continue
         uuid = event.get("uuid")
@@ -398,11 +394,9 @@ def _input(ctx: _Context, where: str, event: dict) -> list[tuple[str, Any]]:
     refs = event.get("input_refs")
     if refs is None:
         messages = event.get("input")
-        if not isinstance(messages, list):
-            raise InputError(ctx.path, where + ".input", f"expected a list of messages, found {_kind(messages)}")
+        messages = expect_list(ctx.path, where + ".input", messages, "a list of messages")
         return [(f"{where}.input[{i}]", message) for i, message in enumerate(messages)]
-    if not isinstance(refs, list):
-        raise InputError(ctx.path, where + ".input_refs", f"expected a list of [start, end] ranges, found {_kind(refs)}")
+    refs = expect_list(ctx.path, where + ".input_refs", refs, "a list of [start, end] ranges")
     pool = ctx.sample.pool
     out: list[tuple[str, Any]] = []
     for k, ref in enumerate(refs):
@@ -429,8 +423,7 @@ def _checked(path: str, prefix: str, messages: list[dict], places: list[str]) ->
 
 
 def _message(ctx: _Context, where: str, message: Any, quiet: bool = False) -> dict:
-    if not isinstance(message, dict):
-        raise InputError(ctx.path, where, f"expected a message object, found {_kind(message)}")
+    message = expect_object(ctx.path, where, message, "a message object")
     role = message.get("role")
     text, reasoning = _content(ctx, where + ".content", message.get("content"), quiet)
     out: dict[str, Any] = {"role": role, "content": text}
@@ -455,17 +448,13 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
         return None, []
     if isinstance(content, str):
         return ctx.text(where, content), []
-    if not isinstance(content, list):
-        raise InputError(ctx.path, where, f"expected a string or a list of content items, found {_kind(content)}")
+    content = expect_list(ctx.path, where, content, "a string or a list of content items")
     texts: list[str] = []
     reasoning: list[str] = []
-    for j, item in enumerate(content):
-        at = f"{where}[{j}]"
-        if not isinstance(item, dict):
-            raise InputError(ctx.path, at, f"expected a content item object, found {_kind(item)}")
+    for at, item in objects(ctx.path, where, content, "a content item object"):
         kind = item.get("type")
         if kind == "text":
-            texts.append(ctx.text(at + ".text", _string(ctx.path, at + ".text", item.get("text"))))
+            texts.append(ctx.text(at + ".text", string(ctx.path, at + ".text", item.get("text"))))
         elif kind == "reasoning" and item.get("redacted"):
             if not quiet:
                 ctx.trace.note(
@@ -473,7 +462,7 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
                     "tokens are not counted", ctx.place(at),
                 )
         elif kind == "reasoning":
-            reasoning.append(ctx.text(at + ".reasoning", _string(ctx.path, at + ".reasoning", item.get("reasoning"))))
+            reasoning.append(ctx.text(at + ".reasoning", string(ctx.path, at + ".reasoning", item.get("reasoning"))))
         elif isinstance(kind, str):
             if not quiet:
                 ctx.trace.note("content-not-text", _NON_TEXT, ctx.place(f"{at} ({kind})"))
@@ -482,20 +471,10 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
     return "\n".join(texts), reasoning
 
 
-def _string(path: str, where: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise InputError(path, where, f"expected a string, found {_kind(value)}")
-    return value
-
-
 def _tool_calls(ctx: _Context, where: str, calls: Any) -> list[dict]:
-    if not isinstance(calls, list):
-        raise InputError(ctx.path, where, f"expected a list of tool calls, found {_kind(calls)}")
+    calls = expect_list(ctx.path, where, calls, "a list of tool calls")
     out = []
-    for j, call in enumerate(calls):
-        at = f"{where}[{j}]"
-        if not isinstance(call, dict):
-            raise InputError(ctx.path, at, f"expected a tool call object, found {_kind(call)}")
+    for at, call in objects(ctx.path, where, calls, "a tool call object"):
         name = call.get("function")
         if not isinstance(name, str):
             raise InputError(ctx.path, at + ".function", f"expected the tool's name, a string, found {_kind(name)}")
@@ -520,13 +499,11 @@ def _tool_error(ctx: _Context, where: str, message: dict) -> str | None:
 def _tools(ctx: _Context, where: str, tools: Any) -> list[dict] | None:
     if tools is None or tools == []:
         return None
-    if not isinstance(tools, list):
-        raise InputError(ctx.path, where, f"expected a list of tool definitions, found {_kind(tools)}")
+    tools = expect_list(ctx.path, where, tools, "a list of tool definitions")
     out = []
     for k, tool in enumerate(tools):
         at = f"{where}[{k}]"
-        if not isinstance(tool, dict):
-            raise InputError(ctx.path, at, f"expected a tool object, found {_kind(tool)}")
+        tool = expect_object(ctx.path, at, tool, "a tool object")
         name = tool.get("name")
         if not isinstance(name, str) or not name:
             raise InputError(ctx.path, at + ".name", "missing or not a string")
@@ -647,8 +624,7 @@ def _inspect_usage(ctx: _Context, where: str, usage: Any, model: str | None) -> 
     """Inspect's ``ModelUsage``, with the cached tokens added back when ``input_tokens`` excludes them."""
     if usage is None:
         return None
-    if not isinstance(usage, dict):
-        raise InputError(ctx.path, where, f"expected an object, found {_kind(usage)}")
+    usage = expect_object(ctx.path, where, usage)
     counts = {
         key: check_count(ctx.path, f"{where}.{key}", usage.get(key))
         for key in ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
@@ -722,8 +698,7 @@ def _chunked_sample(path: str, archive: zipfile.ZipFile, members: dict[str, zipf
     """A chunked sample: its shell, and its events, message pool and attachments in chunks."""
     base = shell_name[: -len("sample.json")]
     shell = json_member(path, archive, members[shell_name])
-    if not isinstance(shell, dict):
-        raise InputError(path, shell_name, f"expected a sample object, found {_kind(shell)}")
+    shell = expect_object(path, shell_name, shell, "a sample object")
     events = _chunks(path, archive, members, base + "events/")
     pool = _chunks(path, archive, members, base + "messages/")
     attachments = {str(i): text for i, (_, text) in enumerate(_chunks(path, archive, members, base + "attachments/"))}
@@ -742,7 +717,6 @@ def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipI
     out: list[tuple[str, Any]] = []
     for _, name in starts:
         items = json_member(path, archive, members[name])
-        if not isinstance(items, list):
-            raise InputError(path, name, f"expected a list (a chunk of the sequence), found {_kind(items)}")
+        items = expect_list(path, name, items, "a list (a chunk of the sequence)")
         out.extend((f"{name}: [{i}]", item) for i, item in enumerate(items))
     return out

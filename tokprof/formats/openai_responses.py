@@ -68,6 +68,7 @@ from tokprof.formats.capture import (
     Exchange, endpoint_kind, error_code, error_text, exchange, first_records, records, request_body, response_body,
     sse_events, url_path,
 )
+from tokprof.formats.fields import expect_object, expect_list, objects
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -263,8 +264,7 @@ def _input_items(path: str, prefix: str, value: Any) -> list[tuple[str, Any]]:
         return []
     if isinstance(value, str):
         return [(prefix + "input", {"type": "message", "role": "user", "content": value})]
-    if not isinstance(value, list):
-        raise InputError(path, prefix + "input", f"expected a string or a list of items, found {_kind(value)}")
+    value = expect_list(path, prefix + "input", value, "a string or a list of items")
     return [(f"{prefix}input[{i}]", item) for i, item in enumerate(value)]
 
 
@@ -324,8 +324,7 @@ def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:
     output = body.get("output")
     if output is None:
         output = []
-    if not isinstance(output, list):
-        raise InputError(path, prefix + "output", f"expected a list of items, found {_kind(output)}")
+    output = expect_list(path, prefix + "output", output, "a list of items")
     entry.response_id = response_id
     entry.output = [(f"{prefix}output[{i}]", item) for i, item in enumerate(output)]
     entry.usage = _usage(path, prefix, body.get("usage"))
@@ -346,8 +345,7 @@ def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None
     """The response's function calls, as one assistant message (None when it made none)."""
     calls = []
     for place, item in output:
-        if not isinstance(item, dict):
-            raise InputError(path, place, f"expected an output item object, found {_kind(item)}")
+        item = expect_object(path, place, item, "an output item object")
         if isinstance(item.get("type"), str) and item["type"] in CALL_ITEMS:
             calls.append(_tool_call(path, place, item))
     if not calls:
@@ -464,8 +462,7 @@ class _Builder:
         self.reasoning_places: list[str] = []
 
     def add(self, place: str, item: Any) -> None:
-        if not isinstance(item, dict):
-            raise InputError(self.path, place, f"expected an input item object, found {_kind(item)}")
+        item = expect_object(self.path, place, item, "an input item object")
         kind = item.get("type")
         if kind == "message" or (kind is None and "role" in item):
             self.message(place, item)
@@ -501,13 +498,9 @@ class _Builder:
         """Text of a string or a list of parts, joined by newlines; parts that are not text left out."""
         if isinstance(content, str):
             return check_text(self.path, where, content)
-        if not isinstance(content, list):
-            raise InputError(self.path, where, f"expected a string or a list of content parts, found {_kind(content)}")
+        content = expect_list(self.path, where, content, "a string or a list of content parts")
         texts = []
-        for j, part in enumerate(content):
-            at = f"{where}[{j}]"
-            if not isinstance(part, dict):
-                raise InputError(self.path, at, f"expected a content part object, found {_kind(part)}")
+        for at, part in objects(self.path, where, content, "a content part object"):
             kind = part.get("type")
             if kind in NOT_TEXT_PARTS:
                 _note(self.trace, "content-not-text", f"{at} ({kind})")
@@ -598,14 +591,12 @@ class _Builder:
 def _tools(path: str, trace: Trace, prefix: str, tools: Any) -> list[dict] | None:
     if tools is None:
         return None
-    if not isinstance(tools, list):
-        raise InputError(path, prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
+    tools = expect_list(path, prefix + "tools", tools, "a list of tool definitions")
     return check_tools(path, prefix, [_tool(path, trace, f"{prefix}tools[{i}]", tool) for i, tool in enumerate(tools)])
 
 
 def _tool(path: str, trace: Trace, where: str, tool: Any) -> dict:
-    if not isinstance(tool, dict):
-        raise InputError(path, where, f"expected a tool object, found {_kind(tool)}")
+    tool = expect_object(path, where, tool, "a tool object")
     kind = tool.get("type")
     if not isinstance(kind, str):
         raise InputError(path, where + ".type", f"expected a string, found {_kind(kind)}")

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.errors import InputError
+from tokprof.formats.fields import expect_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
@@ -126,8 +127,7 @@ def _stream(path: str, doc: Document) -> Trace:
     session = None
     for n, event in doc.lines:
         where = f"line {n}"
-        if not isinstance(event, dict):
-            raise InputError(path, where, f"expected an event object, found {_kind(event)}")
+        event = expect_object(path, where, event, "an event object")
         if event.get("type") not in EVENTS:
             continue
         part = event.get("part")
@@ -136,8 +136,7 @@ def _stream(path: str, doc: Document) -> Trace:
                 continue
             raise InputError(path, where + ": part", f"expected an object, found {_kind(part)}")
         message_id = part.get("messageID")
-        if not isinstance(message_id, str):
-            raise InputError(path, where + ": part.messageID", "missing or not a string")
+        message_id = string(path, where + ": part.messageID", message_id)
         session = session or event.get("sessionID")
         if message_id not in messages:
             info = {"role": "assistant", "time": {"created": event.get("timestamp")}}
@@ -246,8 +245,7 @@ def _row_json(path: str, where: str, data: Any) -> dict:
         value = parse(data)
     except ValueError as exc:
         raise InputError(path, where, f"invalid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise InputError(path, where, f"expected an object, found {_kind(value)}")
+    value = expect_object(path, where, value)
     return value
 
 

@@ -62,6 +62,7 @@ from typing import Any, Iterator
 
 from tokprof.errors import InputError
 from tokprof.formats.capture import records
+from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -173,14 +174,12 @@ def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
         for i, item in enumerate(record):
             yield from _record_spans(path, f"{where}[{i}]", item)
         return
-    if not isinstance(record, dict):
-        raise InputError(path, where, f"expected a span or an OTLP export object, found {_kind(record)}")
+    record = expect_object(path, where, record, "a span or an OTLP export object")
     if "resourceSpans" in record:
         yield from _otlp(path, where, record["resourceSpans"])
     elif "spans" in record and "attributes" not in record:
         spans = record["spans"]
-        if not isinstance(spans, list):
-            raise InputError(path, where + ": spans", f"expected a list, found {_kind(spans)}")
+        spans = expect_list(path, where + ": spans", spans)
         for i, item in enumerate(spans):
             yield _span(path, f"{where}: spans[{i}]", item)
     elif record.get("type") in ("metric", "log") or ("dataPoints" in record and "attributes" not in record):
@@ -194,26 +193,21 @@ def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
 
 
 def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
-    if not isinstance(resource_spans, list):
-        raise InputError(path, where + ": resourceSpans", f"expected a list, found {_kind(resource_spans)}")
+    resource_spans = expect_list(path, where + ": resourceSpans", resource_spans)
     for i, resource in enumerate(resource_spans):
         at = f"{where}: resourceSpans[{i}]"
-        if not isinstance(resource, dict):
-            raise InputError(path, at, f"expected an object, found {_kind(resource)}")
+        resource = expect_object(path, at, resource)
         scopes = resource.get("scopeSpans", resource.get("instrumentationLibrarySpans", []))
-        if not isinstance(scopes, list):
-            raise InputError(path, at + ".scopeSpans", f"expected a list, found {_kind(scopes)}")
+        scopes = expect_list(path, at + ".scopeSpans", scopes)
         for j, scope in enumerate(scopes):
             spans = scope.get("spans", []) if isinstance(scope, dict) else None
-            if not isinstance(spans, list):
-                raise InputError(path, f"{at}.scopeSpans[{j}].spans", f"expected a list, found {_kind(spans)}")
+            spans = expect_list(path, f"{at}.scopeSpans[{j}].spans", spans)
             for k, item in enumerate(spans):
                 yield _span(path, f"{at}.scopeSpans[{j}].spans[{k}]", item)
 
 
 def _span(path: str, where: str, span: Any) -> Span:
-    if not isinstance(span, dict):
-        raise InputError(path, where, f"expected a span object, found {_kind(span)}")
+    span = expect_object(path, where, span, "a span object")
     name = span.get("name", "")
     if not isinstance(name, str):
         raise InputError(path, where + ".name", f"expected a string, found {_kind(name)}")

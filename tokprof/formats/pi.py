@@ -47,6 +47,7 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, check_count, check_text, parse_time
@@ -103,8 +104,7 @@ class _Reader:
 
     def entry(self, number: int, value: Any, previous: str | None) -> str | None:
         path, where = self.trace.path, f"line {number}"
-        if not isinstance(value, dict):
-            raise InputError(path, where, f"expected a JSON object, found {_kind(value)}")
+        value = expect_object(path, where, value, "a JSON object")
         kind = value.get("type")
         if kind == "session":
             if self.trace.session is None and isinstance(value.get("id"), str):
@@ -150,8 +150,7 @@ class _Reader:
         self.trace.compactions += 1
         self.trace.note("compaction", COMPACTION, where)
         summary = value.get("summary")
-        if not isinstance(summary, str):
-            raise InputError(self.trace.path, where + ": summary", "missing or not a string")
+        summary = string(self.trace.path, where + ": summary", summary)
         first = value.get("firstKeptEntryId")
         if first is None and isinstance(value.get("firstKeptEntryIndex"), int):
             index = value["firstKeptEntryIndex"]  # older layout: a line index (the header is line 0)
@@ -178,13 +177,9 @@ class _Reader:
         path = self.trace.path
         if isinstance(content, str):
             return check_text(path, where, content)
-        if not isinstance(content, list):
-            raise InputError(path, where, f"expected a string or a list of parts, found {_kind(content)}")
+        content = expect_list(path, where, content, "a string or a list of parts")
         texts = []
-        for j, part in enumerate(content):
-            at = f"{where}[{j}]"
-            if not isinstance(part, dict):
-                raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+        for at, part in objects(path, where, content, "a part object"):
             if part.get("type") == "text":
                 if not isinstance(part.get("text"), str):
                     raise InputError(path, at + ".text", "missing or not a string")
@@ -196,8 +191,7 @@ class _Reader:
     def _message(self, where: str, value: dict, base: list[dict], entry_id: str) -> None:
         path = self.trace.path
         message = value.get("message")
-        if not isinstance(message, dict):
-            raise InputError(path, where + ": message", f"expected an object, found {_kind(message)}")
+        message = expect_object(path, where + ": message", message)
         role = message.get("role")
         at = where + ": message"
         if role == "assistant":
@@ -207,8 +201,7 @@ class _Reader:
             self.own[entry_id] = [self.chat.check({"role": "user", "content": text}, where)]
         elif role == "toolResult":
             call_id = message.get("toolCallId")
-            if not isinstance(call_id, str):
-                raise InputError(path, at + ".toolCallId", "missing or not a string")
+            call_id = string(path, at + ".toolCallId", call_id)
             text = self._text(at + ".content", message.get("content", ""))
             self.own[entry_id] = [self.chat.check({"role": "tool", "tool_call_id": call_id, "content": text}, where)]
         elif role == "bashExecution":
@@ -225,13 +218,9 @@ class _Reader:
     def _assistant(self, where: str, message: dict, base: list[dict], entry_id: str) -> None:
         path, at = self.trace.path, where + ": message"
         content = message.get("content", [])
-        if not isinstance(content, list):
-            raise InputError(path, at + ".content", f"expected a list of parts, found {_kind(content)}")
+        content = expect_list(path, at + ".content", content, "a list of parts")
         texts, thoughts, calls = [], [], []
-        for j, part in enumerate(content):
-            place = f"{at}.content[{j}]"
-            if not isinstance(part, dict):
-                raise InputError(path, place, f"expected a part object, found {_kind(part)}")
+        for place, part in objects(path, f"{at}.content", content, "a part object"):
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str):
                 texts.append(check_text(path, place, part["text"]))
@@ -269,8 +258,7 @@ class _Reader:
     def _usage(self, where: str, usage: Any) -> Usage | None:
         if usage is None:
             return None
-        if not isinstance(usage, dict):
-            raise InputError(self.trace.path, where, f"expected an object, found {_kind(usage)}")
+        usage = expect_object(self.trace.path, where, usage)
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None

@@ -41,6 +41,7 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_text, parse_time
@@ -99,19 +100,16 @@ class _Reader:
     def parts(self, chat: Conversation, where: str, message: Any, uuid: str) -> tuple[list[str], list[str], list[dict], list[dict]]:
         """Texts, thoughts, tool calls and tool messages of a Content's parts."""
         path = self.trace.path
-        if not isinstance(message, dict):
-            raise InputError(path, where + ": message", f"expected an object, found {_kind(message)}")
+        message = expect_object(path, where + ": message", message)
         parts = message.get("parts")
-        if not isinstance(parts, list):
-            raise InputError(path, where + ": message.parts", f"expected a list, found {_kind(parts)}")
+        parts = expect_list(path, where + ": message.parts", parts)
         texts: list[str] = []
         thoughts: list[str] = []
         calls: list[dict] = []
         results: list[dict] = []
         for j, part in enumerate(parts):
             at = f"{where}: message.parts[{j}]"
-            if not isinstance(part, dict):
-                raise InputError(path, at, f"expected a part object, found {_kind(part)}")
+            part = expect_object(path, at, part, "a part object")
             if "text" in part:
                 if not isinstance(part["text"], str):
                     raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
@@ -130,16 +128,14 @@ class _Reader:
             raise InputError(path, where + ".name", "missing or not a string")
         call_id: str = call["id"] if isinstance(call.get("id"), str) else fallback
         args = call.get("args", {})
-        if not isinstance(args, dict):
-            raise InputError(path, where + ".args", f"expected an object, found {_kind(args)}")
+        args = expect_object(path, where + ".args", args)
         self.pending.setdefault(call["name"], []).append(call_id)
         return {"id": call_id, "type": "function",
                 "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)}}
 
     def function_response(self, where: str, response: Any) -> dict:
         path = self.trace.path
-        if not isinstance(response, dict):
-            raise InputError(path, where, f"expected an object, found {_kind(response)}")
+        response = expect_object(path, where, response)
         call_id = response.get("id")
         name = response.get("name")
         waiting = self.pending.get(name if isinstance(name, str) else "", [])
@@ -200,8 +196,7 @@ class _Reader:
         return clean
 
     def usage(self, where: str, usage: Any) -> Usage | None:
-        if not isinstance(usage, dict):
-            raise InputError(self.trace.path, where, f"expected an object, found {_kind(usage)}")
+        usage = expect_object(self.trace.path, where, usage)
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None
@@ -241,11 +236,9 @@ def _nodes(path: str, doc: Document) -> tuple[list[_Node], str | None]:
     session = None
     for number, value in doc.lines:
         where = f"line {number}"
-        if not isinstance(value, dict):
-            raise InputError(path, where, f"expected a JSON object, found {_kind(value)}")
+        value = expect_object(path, where, value, "a JSON object")
         uuid, kind = value.get("uuid"), value.get("type")
-        if not isinstance(uuid, str):
-            raise InputError(path, where + ": uuid", "missing or not a string")
+        uuid = string(path, where + ": uuid", uuid)
         if kind not in TYPES:
             raise InputError(path, where + ": type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
         parent = value.get("parentUuid")

@@ -17,13 +17,13 @@ from __future__ import annotations
 from typing import Any
 
 from tokprof.errors import InputError
+from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import load
 
 
 def normalise_tool(path: str, where: str, tool: Any) -> dict:
-    if not isinstance(tool, dict):
-        raise InputError(path, where, f"expected a tool object, found {_kind(tool)}")
+    tool = expect_object(path, where, tool, "a tool object")
     body = tool["function"] if isinstance(tool.get("function"), dict) else tool
     name = body.get("name")
     label = f"{where} ({name})" if isinstance(name, str) and name else where
@@ -44,8 +44,7 @@ def normalise_tool(path: str, where: str, tool: Any) -> dict:
 
 
 def normalise_tools(path: str, where: str, tools: Any) -> list[dict]:
-    if not isinstance(tools, list):
-        raise InputError(path, where or None, f"expected a list of tool definitions, found {_kind(tools)}")
+    tools = expect_list(path, where or None, tools, "a list of tool definitions")
     out, names = [], set()
     for i, tool in enumerate(tools):
         item = normalise_tool(path, f"{where}[{i}]" if where else f"tools[{i}]", tool)

@@ -1,0 +1,46 @@
+"""The field checks every reader shares: a value of the expected JSON type or an ``InputError`` that
+names the file, the place (``line 4: message.content[2].text``) and what was found.
+
+Each check returns the value with its type narrowed, so a reader reads a field and checks it in one
+step: ``text = string(path, at + ".text", part.get("text"))``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.jsonfile import kind_of
+from tokprof.formats.neutral import check_text
+
+
+def expect_object(path: str, where: str | None, value: Any, what: str = "an object") -> dict:
+    """``value`` when it is a JSON object; ``what`` names it in the error (``"a part object"``)."""
+    if not isinstance(value, dict):
+        raise InputError(path, where, f"expected {what}, found {kind_of(value)}")
+    return value
+
+
+def expect_list(path: str, where: str | None, value: Any, what: str = "a list") -> list:
+    if not isinstance(value, list):
+        raise InputError(path, where, f"expected {what}, found {kind_of(value)}")
+    return value
+
+
+def objects(path: str, where: str, value: Any, what: str = "an object", listed: str = "a list") -> list[tuple[str, dict]]:
+    """A list of objects, each checked, as (place, object) pairs: ``where[0]``, ``where[1]``, ..."""
+    return [(f"{where}[{j}]", expect_object(path, f"{where}[{j}]", item, what))
+            for j, item in enumerate(expect_list(path, where, value, listed))]
+
+
+def string(path: str, where: str, value: Any) -> str:
+    """A string that can be tokenized; a missing one is said to be missing."""
+    if not isinstance(value, str):
+        raise InputError(path, where, "missing: expected a string" if value is None
+                         else f"expected a string, found {kind_of(value)}")
+    return check_text(path, where, value)
+
+
+def optional_string(path: str, where: str, value: Any) -> str | None:
+    """``string``, or None when the field is absent or null."""
+    return None if value is None else string(path, where, value)
