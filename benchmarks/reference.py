@@ -28,7 +28,7 @@ from collections import defaultdict
 import jinja2
 import numpy as np
 
-from tokprof.attribution import (
+from tokprof.attribution.attributor import (
     CONVERSATION,
     RESULTS,
     SYSTEM,

@@ -1,11 +1,11 @@
-"""Usage-anchored estimates (tokprof.estimates): a call's buckets are its predecessor's plus what it
+"""Usage-anchored estimates (tokprof.attribution.estimates): a call's buckets are its predecessor's plus what it
 adds, and reported growth its new messages cannot explain goes to 'unrecorded'."""
 
 from __future__ import annotations
 
 import pytest
 
-from tokprof.estimates import BAND, NOISE, UNRECORDED, Counted, attribute, ratios
+from tokprof.attribution.estimates import BAND, NOISE, UNRECORDED, Counted, attribute, ratios
 
 
 def call(counts, reported, messages, key=("m", ""), unrecorded=False):

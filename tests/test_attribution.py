@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import CHATML, small_transcript, tiny_model, write_json
-from tokprof.attribution import (
+from tokprof.attribution.attributor import (
     WARN_RESULTS_DROPPED,
     WARN_TOOLS_IGNORED,
     Attributor,
@@ -237,7 +237,7 @@ def test_remembered_json_is_what_json_dumps_writes(keep_json):
 def test_a_long_lived_attributor_stays_bounded_and_exact(monkeypatch):
     """Model.count and tokprof serve keep one attributor: what it remembers of messages is bounded,
     and starting it afresh changes no count."""
-    import tokprof.attribution as attribution
+    import tokprof.attribution.attributor as attribution
     from tokprof.trace import Call
 
     monkeypatch.setattr(attribution, "_REMEMBERED", 30)

@@ -13,8 +13,8 @@ import tokprof
 from tokprof.analyses import budgets
 from tokprof.analyses.prefix_cache import estimate_shared
 from tokprof.config import load_file
-from tokprof.costs import WRITES_AT_5M
-from tokprof.estimates import UNRECORDED
+from tokprof.billing import WRITES_AT_5M
+from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow
 from tokprof.render.check import CheckMarkdownRenderer, CheckTableRenderer
 from tokprof.trace import Call, Trace, Usage

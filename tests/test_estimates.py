@@ -10,10 +10,10 @@ import pytest
 
 from conftest import small_transcript, write_json
 from test_qwen_tokenizer import CORPUS, random_texts
-from tokprof.attribution import BUCKETS
+from tokprof.attribution.attributor import BUCKETS
 from tokprof.cli import main
 from tokprof.models.proxies import proxy_for
-from tokprof.estimates import scale_buckets
+from tokprof.attribution.estimates import scale_buckets
 
 
 def run(args, capsys):

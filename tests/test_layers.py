@@ -15,8 +15,8 @@ PACKAGE = ROOT / "tokprof"
 
 #: Layers from the bottom; a module is in the layer of the longest prefix of its name listed here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.cache", "tokprof.costs",
-              "tokprof.estimates", "tokprof.carry", "tokprof.catalogue", "tokprof.version", "tokprof.outputs",
+    ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.files", "tokprof.billing",
+              "tokprof.version", "tokprof.outputs",
               "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow")),
     ("trace", ("tokprof.trace",)),
     ("formats", ("tokprof.formats",)),

@@ -8,8 +8,8 @@ import json
 import pytest
 from conftest import tiny_model, write_json
 
-from tokprof import attribution
-from tokprof.attribution import WARN_BOUNDARIES_ESTIMATED, Attributor
+import tokprof.attribution.attributor as attribution
+from tokprof.attribution.attributor import WARN_BOUNDARIES_ESTIMATED, Attributor
 from tokprof.formats import read_trace
 from tokprof.formats.jsonfile import NESTING_LIMIT, too_deep, too_deep_at
 

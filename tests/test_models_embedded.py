@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, ROOT
-from tokprof.attribution import Attributor
+from tokprof.attribution.attributor import Attributor
 from tokprof.formats import read_trace
 from tokprof.models import resolve_model
 from tokprof.models.template import DEFAULT_DAY

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import CHATML, ROOT, tiny_model
-from tokprof.attribution import Attributor
+from tokprof.attribution.attributor import Attributor
 from tokprof.formats import read_trace
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -207,7 +207,7 @@ def test_follow_is_exact_or_unknown():
     """_follow(cp(X, old), len(X), cp(old, new)) is cp(X, new) or None, never a wrong number."""
     import random
 
-    from tokprof.attribution import _follow
+    from tokprof.attribution.attributor import _follow
 
     rng = random.Random(1)
     told = 0
@@ -222,7 +222,7 @@ def test_follow_is_exact_or_unknown():
 def test_unmark_matching_reuses_exactly():
     import random
 
-    from tokprof.attribution import _CLOSE, _OPEN_BASE, _unmark, _unmark_matching
+    from tokprof.attribution.attributor import _CLOSE, _OPEN_BASE, _unmark, _unmark_matching
 
     rng = random.Random(2)
 
@@ -275,7 +275,7 @@ def test_clamp_matches_reference():
     import numpy as np
 
     from reference import clamp
-    from tokprof.attribution import _clamp
+    from tokprof.attribution.attributor import _clamp
 
     rng = random.Random(4)
     for _ in range(2000):

@@ -13,7 +13,7 @@ import pytest
 
 from tokprof.analyses.cost import priced_tokens, user_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
-from tokprof.costs import Rates, money
+from tokprof.billing import Rates, money
 from tokprof.trace import Call, Trace, Usage
 from tokprof.transforms.policies import AddedCall
 

@@ -54,7 +54,7 @@ def test_proxy_scales_the_rest_to_the_reported_prompt():
     fixed = profile.calls[0].buckets[UNRECORDED]
     assert fixed > 0 and profile.calls[0].computed == 500
     assert profile.summary().reconciliation.max_call != 0  # the first call agrees by construction
-    # growth the few new messages cannot explain goes to 'unrecorded' (tokprof.estimates), on top of the fixed part
+    # growth the few new messages cannot explain goes to 'unrecorded' (tokprof.attribution.estimates), on top of the fixed part
     for before, row in zip(profile.calls, profile.calls[1:]):
         assert row.anchored and row.buckets[UNRECORDED] == before.buckets[UNRECORDED] + row.unexplained
 

@@ -65,7 +65,7 @@ _EXPORTS = {
     "InputError": "tokprof.errors",
     "ModelError": "tokprof.errors",
     "ConfigError": "tokprof.config",
-    "Rates": "tokprof.costs",
+    "Rates": "tokprof.billing",
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
 }
@@ -88,7 +88,7 @@ if TYPE_CHECKING:
         tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError
-    from tokprof.costs import Rates
+    from tokprof.billing import Rates
     from tokprof.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.profiling import Profile

@@ -22,7 +22,7 @@ from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.sessions import SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
-from tokprof.attribution import BUCKETS, WARNINGS, Attributor, RenderError
+from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
 from tokprof.config import Config, ConfigError, find_config, load_file
 from tokprof.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL

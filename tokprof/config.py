@@ -15,7 +15,7 @@ from typing import Any
 
 import tomllib
 
-from tokprof.costs import PriceError, Rates, parse_rates
+from tokprof.billing import PriceError, Rates, parse_rates
 from tokprof.errors import TokprofError
 
 #: metric name -> (unit, needs a log, description)

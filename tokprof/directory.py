@@ -21,7 +21,7 @@ from tokprof.analyses.calls import CallRecord, Stamp, call_records
 from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.finish import attach_analyses
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
-from tokprof.attribution import RenderError
+from tokprof.attribution.attributor import RenderError
 from tokprof.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model

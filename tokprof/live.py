@@ -250,7 +250,7 @@ def _count(model: Any, call: Call) -> dict[str, int] | None:
 def _anchor(counted: dict[str, int], reported: int | None) -> dict[str, int]:
     """The counted buckets against the reported prompt: scaled down to it when larger, the rest of a
     larger report in ``unrecorded`` (what the log does not record)."""
-    from tokprof.estimates import UNRECORDED, scale_buckets
+    from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 
     total = sum(counted.values())
     if not reported:

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from tokprof.cache import write_temporary
+from tokprof.files import write_temporary
 from tokprof.errors import TokprofError
 
 

@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from tokprof.version import __version__
-from tokprof.attribution import BUCKETS, WARNINGS, Attributor
-from tokprof.cache import write_atomic
-from tokprof.carry import ResultTracker, ToolResultCosts
-from tokprof.catalogue import CatalogueSummary
-from tokprof.costs import CacheSummary, CallCache, CallCost, CostSummary, summarise
-from tokprof.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
+from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
+from tokprof.files import write_atomic
+from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
+from tokprof.attribution.catalogue import CatalogueSummary
+from tokprof.billing import CacheSummary, CallCache, CallCost, CostSummary, summarise
+from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
 from tokprof.trace import Call, Note, Trace, Usage
@@ -36,7 +36,7 @@ INFERENCE = (
 RECONCILE_THRESHOLD = 0.03
 #: The same for an estimate (a proxy, or an inferred part), whose counts are expected to differ somewhat.
 PROXY_THRESHOLD = 0.15
-#: How an estimate's buckets are made to agree with what was billed (see tokprof.estimates).
+#: How an estimate's buckets are made to agree with what was billed (see tokprof.attribution.estimates).
 SCALING = (
     "where a call reports usage, its buckets add up to the reported prompt: a call that continues the previous "
     "one of its thread is that call's buckets plus the estimate's growth, made to add up to the reported growth "
@@ -59,7 +59,7 @@ class CallRow:
     kind: str = "call"  # or "compaction"
     unrendered: int = 0  # tokens known from usage only (encrypted reasoning), included in the buckets
     thread: str | None = None  # None for the main conversation, else a subagent's id
-    anchored: bool = False  # an estimate's buckets: the previous call's plus its growth (tokprof.estimates)
+    anchored: bool = False  # an estimate's buckets: the previous call's plus its growth (tokprof.attribution.estimates)
     unexplained: int = 0  # reported growth the call's new messages do not explain, in 'unrecorded'
     #: The roles of the messages this call's prompt adds to the previous call of its thread (None when it
     #: is the thread's first call or does not continue the previous one: a rewrite, a compaction).
@@ -301,7 +301,7 @@ class Summary:
     not_recorded: tuple[str, ...] = ()
     cost: CostSummary | None = None
     cache: CacheSummary | None = None
-    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.carry)
+    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.attribution.tool_results)
 
     def to_dict(self) -> dict:
         out: dict = {
@@ -364,9 +364,9 @@ class Profile:
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
     compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
     not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
-    ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.estimates)
+    ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.attribution.estimates)
     cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
-    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.carry)
+    tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.attribution.tool_results)
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""

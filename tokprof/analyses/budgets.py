@@ -16,7 +16,7 @@ from tokprof.version import __version__
 from tokprof.analyses.cache_loss import miss_cost
 from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
 from tokprof.analyses.tools import ToolsReport
-from tokprof.catalogue import CatalogueSummary
+from tokprof.attribution.catalogue import CatalogueSummary
 from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, McpBudgets, _shown, finite, text_ok
 from tokprof.text import visible
 from tokprof.models.base import ModelInfo

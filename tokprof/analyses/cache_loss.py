@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from tokprof.analyses.cost import genai_price
-from tokprof.costs import CallCost, PricedTokens
+from tokprof.billing import CallCost, PricedTokens
 from tokprof.profiling import CallRow, Profile
 
 MILLION = 10 ** 6

@@ -27,8 +27,8 @@ from typing import Any, Callable, Mapping
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
 from tokprof.text import visible
-from tokprof.costs import DIGITS, EVERY_MODEL, money, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
-from tokprof.estimates import UNRECORDED
+from tokprof.billing import DIGITS, EVERY_MODEL, money, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
+from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Trace, Usage
 

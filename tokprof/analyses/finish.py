@@ -9,7 +9,7 @@ from typing import Any, Union
 from tokprof.analyses.cost import PriceError, UserPrice, attach_cost, parse_price
 from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.tools import attach_catalogue
-from tokprof.costs import Rates
+from tokprof.billing import Rates
 from tokprof.errors import TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.profiling import Profile

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from tokprof.analyses.mcp_budgets import server_of
-from tokprof.carry import ToolResultCosts
+from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.trace import Trace
 
 

@@ -33,8 +33,8 @@ from datetime import datetime
 from typing import Callable, Sequence
 
 from tokprof.analyses.cost import FIXED_FIRST, find_model
-from tokprof.costs import CallCache
-from tokprof.estimates import UNRECORDED
+from tokprof.billing import CallCache
+from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Call, Trace
 

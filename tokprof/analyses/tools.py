@@ -25,11 +25,11 @@ from datetime import date
 
 import numpy as np
 
-from tokprof.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
+from tokprof.attribution.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.models.counters import count_like
-from tokprof.attribution import Attributor
+from tokprof.attribution.attributor import Attributor
 from tokprof.profiling import Profile, Source
 from tokprof.trace import Call, Note, Trace
 

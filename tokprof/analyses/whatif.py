@@ -22,9 +22,9 @@ from tokprof.version import __version__
 from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
 from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
-from tokprof.attribution import Attributor, RenderError
-from tokprof.costs import DIGITS, CostSummary, money
-from tokprof.estimates import UNRECORDED, scale_buckets
+from tokprof.attribution.attributor import Attributor, RenderError
+from tokprof.billing import DIGITS, CostSummary, money
+from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace

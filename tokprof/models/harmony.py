@@ -78,7 +78,7 @@ def harmony_encoding():
 
         from openai_harmony import HarmonyEncodingName, HarmonyError, load_harmony_encoding
 
-        from tokprof.cache import cache_dir, write_atomic
+        from tokprof.files import cache_dir, write_atomic
         from tokprof.models.proxies import o200k_vocab
 
         data = gzip.decompress(o200k_vocab().read_bytes())

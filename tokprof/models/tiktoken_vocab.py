@@ -4,7 +4,7 @@ A vocabulary is a plain ``.tiktoken`` file, a gzipped one, or a quicktok ``.voca
 ranks in quicktok's binary layout, :func:`quicktok_ranks`).
 
 transformers' ``TikTokenConverter`` does the conversion (about 5 s); the result is cached under
-:func:`tokprof.cache.cache_dir`, keyed by the vocabulary, the pattern and the added tokens, so
+:func:`tokprof.files.cache_dir`, keyed by the vocabulary, the pattern and the added tokens, so
 later runs load it in about a second with neither network nor transformers.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, normalizers
 
-from tokprof.cache import cache_dir, write_atomic
+from tokprof.files import cache_dir, write_atomic
 from tokprof.errors import ModelError
 
 #: Bump when the conversion changes, so that stale cached tokenizers are not used.

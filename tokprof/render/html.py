@@ -11,8 +11,8 @@ import html
 import json
 from collections import Counter
 
-from tokprof.carry import ToolResultCosts
-from tokprof.catalogue import Catalogue
+from tokprof.attribution.tool_results import ToolResultCosts
+from tokprof.attribution.catalogue import Catalogue
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
 

@@ -3,7 +3,7 @@ then the run's summary. Text from the log is printed through :func:`safe`."""
 
 from __future__ import annotations
 
-from tokprof.estimates import UNRECORDED
+from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console

@@ -8,7 +8,7 @@ import json
 from rich.console import Console
 
 from tokprof.analyses.tools import ToolsReport
-from tokprof.catalogue import Catalogue
+from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
