@@ -115,7 +115,7 @@ def test_cline_task_calls_prompts_and_usage(tmp_path):
     assert last.messages[2] == {"role": "tool", "tool_call_id": "toolu_1", "content": "a small feline"}
     assert first.reported.prompt == 2003 and first.reported.cache_write == 2000
     assert last.reported.prompt == 2050 and last.reported.cache_read == 2000 and last.reported.output == 40
-    assert first.time.isoformat() == "2026-01-01T12:00:00.050000+00:00"
+    assert first.time.isoformat() == "2026-01-01T12:00:00.050000+00:00" and first.cwd == "/work/app"
     codes = {note.code for note in trace.notes}
     assert {"not-billed", "log-cost"} <= codes and "usage-includes-cache" not in codes
     assert trace.tool_calls()[0]["id"] == "toolu_1"
@@ -182,12 +182,14 @@ def roo_task() -> tuple[list, list]:
 
 def test_roo_task_text_tools_condense_and_inclusive_usage(tmp_path):
     history, ui = roo_task()
-    # the failed request left no assistant message: pairing in order, the assistants answer requests 1 and 2
     path = write_task(tmp_path / "rooveterinaryinc.roo-cline" / "tasks" / "t1", history, ui)
     trace = read_trace(str(path))
     codes = {note.code for note in trace.notes}
     assert {"usage-includes-cache", "text-tool-results", "reasoning-items", "not-billed"} <= codes
     assert [c.reported.prompt for c in trace.calls] == [1500, 1700]
+    first, last = trace.calls  # the failed request left no message: the assistants answer the billed two
+    assert first.response["content"].startswith("Let me look.") and last.response["content"] == "A cat is a small feline."
+    assert [m["content"] for m in last.messages] == ["Summary: the user asked to define cat."]
     prompt, output, _ = independent_sums(ui, includes_cache=True)
     assert sum(c.reported.prompt for c in trace.calls) == prompt and sum(c.reported.output for c in trace.calls) == output
     check_buckets(tokprof.profile(trace, "qwen2.5"))
@@ -200,7 +202,7 @@ def test_condensed_messages_leave_later_prompts(tmp_path):
     trace = read_trace(str(write_task(tmp_path / "t", history, ui)))
     first, last = trace.calls
     assert [m["content"] for m in last.messages][-1] == "Summary: the user asked to define cat."
-    assert len(last.messages) == 2  # the condensed pair is hidden behind its summary
+    assert len(last.messages) == 1  # Roo Code's fresh start: the prompt starts at the summary
     assert first.messages[0]["content"].startswith("<task>")
 
 
@@ -252,3 +254,49 @@ def test_not_a_history_is_not_claimed(tmp_path):
     other.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
     assert not tokprof.formats.reader("cline").sniff(tokprof.formats.load(str(other)))
     assert session_files(str(tmp_path)) == []
+
+
+def test_found_where_each_agent_keeps_its_tasks(tmp_path):
+    """VS Code and its forks on Linux, macOS and Windows paths; Cline's own data folder and its variables."""
+    home = tmp_path / "home"
+    history, ui, metadata = cline_task()
+    places = {
+        "cline": [".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1",
+                  "Library/Application Support/Cursor/User/globalStorage/saoudrizwan.claude-dev/tasks/2",
+                  ".cline/data/tasks/3"],
+        "roo": ["AppData/Roaming/Code - Insiders/User/globalStorage/rooveterinaryinc.roo-cline/tasks/4",
+                ".config/VSCodium/User/globalStorage/rooveterinaryinc.roo-cline/tasks/5"],
+        "kilo": [".config/Windsurf/User/globalStorage/kilocode.kilo-code/tasks/6"],
+    }
+    for folders in places.values():
+        for folder in folders:
+            write_task(home / folder, history, ui, metadata)
+    (home / ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/7").mkdir()  # a task with no history yet
+    rows = tokprof.local_sessions(home=home, environ={})
+    assert sorted((row.agent, Path(row.path).parent.name) for row in rows) == sorted(
+        (agent, folder.rsplit("/", 1)[1]) for agent, folders in places.items() for folder in folders)
+    assert all(row.format == "cline" and row.calls == 2 and row.cost is not None for row in rows)
+    assert [row.agent for row in tokprof.local_sessions("kilo", home=home, environ={})] == ["kilo"]
+    moved = tmp_path / "cline-data"
+    write_task(moved / "tasks" / "8", history, ui)
+    found = {Path(row.path).parent.name for row in tokprof.local_sessions("cline", home=home,
+                                                                          environ={"CLINE_DATA_DIR": str(moved)})}
+    assert "8" in found
+    cline_dir = tmp_path / "cline-dir"
+    write_task(cline_dir / "data" / "tasks" / "9", history, ui)
+    found = {Path(row.path).parent.name for row in tokprof.local_sessions("cline", home=home,
+                                                                          environ={"CLINE_DIR": str(cline_dir)})}
+    assert "9" in found
+
+
+def test_sessions_command_lists_them(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("CLINE_DATA_DIR", "CLINE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    history, ui, metadata = cline_task()
+    write_task(home / ".config/Code/User/globalStorage/rooveterinaryinc.roo-cline/tasks/1", history, ui, metadata)
+    assert main(["sessions", "--agent", "roo", "-f", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sessions"]
+    assert [(row["agent"], row["calls"]) for row in listed] == [("roo", 2)]
+    assert listed[0]["start"] == "2026-01-01T12:00:00.050000+00:00"

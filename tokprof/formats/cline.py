@@ -23,15 +23,17 @@ The three agents (Roo Code is a fork of Cline, Kilo Code a fork of Roo Code) kee
 **Calls.** Each ``api_req_started`` entry is one request. Its response is the assistant message
 the history gained after it (the first assistant message whose ``ts`` is at or after the request's
 and before the next request's; without timestamps, the k-th assistant message answers the k-th
-request), and its prompt is the history before that response (without a response: the history
+request; a request without usage that left no message is passed over when that makes them pair),
+and its prompt is the history before that response (without a response: the history
 as it stood before the next request). A request whose counts are all zero or absent is not a billed
 call and is left out (note ``not-billed``): a request that failed before its first chunk and was
 retried (``error_retry``, ``api_req_failed``: the retry updates the same entry), one cancelled
 before anything streamed, one the agent removed. A cancelled or failed request with usage is a
 billed call. The prompt leaves out what the agent left out: Cline's truncation keeps the first two
-messages and those after the deleted range's end; Roo Code hides a message whose
-``condenseParent`` (``truncationParent``) names a summary (marker) in the prompt; tool results
-whose call was cut off go too. Cline's in-place edits of earlier messages (``context_history.json``,
+messages and those after the deleted range's end; Roo Code starts the prompt at the latest
+condensing summary (``isSummary``) in it and hides a message whose ``condenseParent``
+(``truncationParent``) names a summary (marker) in the prompt; tool results whose call was cut off
+go too. Cline's in-place edits of earlier messages (``context_history.json``,
 e.g. a file read replaced by a notice) are not applied (note ``context-edits``).
 
 **Messages.** ``text`` blocks are text; a user message's ``tool_result`` blocks become tool
@@ -48,6 +50,9 @@ second way (note ``usage-includes-cache``). Output is ``tokensOut``. ``cost`` is
 computed (note ``log-cost``, beside tokprof's own priced cost); ``deleted_api_reqs`` entries (the
 sums of requests whose messages were deleted) are named in a note, not profiled.
 
+**Project.** A call's working directory is the one the first environment details in its prompt
+name (``# Current Working Directory (/path) Files``; Roo Code: ``Workspace``).
+
 **Models.** A call's model is its response's ``modelInfo.modelId``, else the ``task_metadata.json``
 ``model_usage`` entry in force at the request (an open model routed through OpenRouter, such as
 ``qwen/qwen3-coder``, is counted exactly where tokprof embeds it).
@@ -61,6 +66,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -84,6 +90,8 @@ CONTEXT_HISTORY = "context_history.json"
 COMPANIONS = (UI_MESSAGES, METADATA, CONTEXT_HISTORY, "history_item.json", "settings.json", "claude_messages.json")
 MARKERS = ("<task>", "<environment_details>", "<user_message>", "<feedback>")
 COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
+#: The working directory in the environment details the agents add to user messages (Cline, Roo Code).
+CWD = re.compile(r"# Current (?:Working|Workspace) Directory \((.{1,4096}?)\) Files")
 
 NOT_BILLED = (
     "API requests with no usage (failed before the first chunk and retried, cancelled before anything "
@@ -425,10 +433,16 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
             end = response if response is not None else next((i for i, t in enumerate(filled) if t >= stop), len(history))
             out.append((end, response))
         return out
+    answered = requests
     if len(assistants) != len(requests):
-        trace.note("unpaired-requests", UNPAIRED)
-    for k in range(len(requests)):
-        response = assistants[k] if k < len(assistants) else None
+        billed = [r for r in requests if r.billed]
+        if len(assistants) == len(billed):  # the requests without usage left no message
+            answered = billed
+        else:
+            trace.note("unpaired-requests", UNPAIRED)
+    responses = {r.where: i for r, i in zip(answered, assistants)}
+    for request in requests:
+        response = responses.get(request.where)
         out.append((response if response is not None else len(history), response))
     return out
 
@@ -436,12 +450,14 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
 def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]:
     """The history entries a prompt ending at ``end`` was sent with."""
     indices = [i for i in range(end) if deleted is None or i < 2 or i > deleted[1]]
-    entries = [history[i] for i in indices]
-    summaries = {m.get("condenseId") for m in entries if isinstance(m, dict) and m.get("condenseId")}
-    markers = {m.get("truncationId") for m in entries if isinstance(m, dict) and m.get("truncationId")}
-    return [i for i, m in zip(indices, entries)
-            if not (isinstance(m, dict) and (m.get("condenseParent") in summaries or m.get("truncationParent") in markers)
-                    and (m.get("condenseParent") or m.get("truncationParent")))]
+    summaries = [i for i in indices if isinstance(history[i], dict) and history[i].get("isSummary") is True]
+    if summaries:  # Roo Code's fresh start: the prompt starts at the latest summary
+        indices = [i for i in indices if i >= summaries[-1]]
+    entries = [history[i] if isinstance(history[i], dict) else {} for i in indices]
+    ids = {m.get("condenseId") for m in entries if m.get("isSummary")} | \
+        {m.get("truncationId") for m in entries if m.get("isTruncationMarker")}
+    ids.discard(None)
+    return [i for i, m in zip(indices, entries) if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids]
 
 
 def _prompt(converted: list[list[dict]], kept: list[int]) -> list[dict]:
@@ -450,9 +466,19 @@ def _prompt(converted: list[list[dict]], kept: list[int]) -> list[dict]:
     return [m for m in messages if m["role"] != "tool" or m.get("tool_call_id") in ids]
 
 
+def _cwd(messages: list[dict]) -> str | None:
+    for message in messages:
+        if message["role"] == "user" and isinstance(message.get("content"), str):
+            found = CWD.search(message["content"])
+            if found:
+                return found.group(1)
+    return None
+
+
 def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: list[Request],
            models: list[tuple[float | None, str]]) -> None:
     includes_cache = _includes_cache(requests)
+    cwds = [_cwd(messages) for messages in converted]
     if includes_cache:
         trace.note("usage-includes-cache", INCLUDES_CACHE)
     for request, (end, response) in zip(requests, _pairs(trace, history, requests)):
@@ -460,7 +486,8 @@ def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: l
         if usage is None and request.listed:
             trace.note("not-billed", NOT_BILLED, request.where)
             continue
-        messages = _prompt(converted, _kept(history, end, request.deleted))
+        kept = _kept(history, end, request.deleted)
+        messages = _prompt(converted, kept)
         if not messages:
             trace.note("empty-prompt", "a request with no recorded message before it was skipped", request.where)
             continue
@@ -469,8 +496,9 @@ def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: l
         model = info.get("modelId") if isinstance(info, dict) and isinstance(info.get("modelId"), str) else None
         request_id = answer.get("id") if isinstance(answer, dict) and isinstance(answer.get("id"), str) else None
         time = parse_time(request.ts)
+        cwd = next((cwds[i] for i in kept if cwds[i]), None)
         trace.calls.append(Call(
             index=len(trace.calls), messages=messages, tools=None, model=model or _model_at(models, request.ts),
             reported=usage, day=time.date() if time is not None else None, where=request.where,
             response=converted[response][0] if response is not None and converted[response] else None,
-            request_id=request_id, time=time))
+            request_id=request_id, time=time, cwd=cwd))
