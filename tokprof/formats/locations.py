@@ -72,7 +72,7 @@ LOCATIONS: list[Location] = [
              below_env="opencode", project_depth=0),
     *(Location(agent, "", vscode_tasks(extension), project_depth=0) for agent, extension in (
         ("cline", "saoudrizwan.claude-dev"), ("roo", "rooveterinaryinc.roo-cline"), ("kilo", "kilocode.kilo-code"))),
-    # Cline's own data folder (its CLI, and the extension since its SDK migration): CLINE_DATA_DIR, else CLINE_DIR/data
+    # Cline's CLI data folder: CLINE_DATA_DIR, else CLINE_DIR/data, else ~/.cline/data
     Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DATA_DIR", below_env="tasks", project_depth=0),
     Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DIR", below_env="data/tasks", project_depth=0),
 ]
