@@ -145,6 +145,9 @@ def test_a_task_folder_is_one_session(tmp_path, capsys):
     assert read_trace(str(folder)).session == "1767268800000"
     assert main(["profile", str(folder), "--model", "qwen2.5", "-f", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["calls"]) == 2
+    assert len(tokprof.profile(str(folder), "qwen2.5").calls) == 2
+    assert main(["whatif", str(folder), "--model", "qwen2.5", "-p", "window:2", "-f", "json", "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"]
     # a folder of task folders is a directory of sessions; the companions are not listed as skipped
     other = [{k: v for k, v in m.items() if k != "id"} for m in history]  # request ids are counted once per directory
     write_task(tmp_path / "tasks" / "1767268900000", other, ui)
@@ -300,3 +303,24 @@ def test_sessions_command_lists_them(tmp_path, monkeypatch, capsys):
     listed = json.loads(capsys.readouterr().out)["sessions"]
     assert [(row["agent"], row["calls"]) for row in listed] == [("roo", 2)]
     assert listed[0]["start"] == "2026-01-01T12:00:00.050000+00:00"
+
+
+def test_an_open_model_through_openrouter_is_counted_exactly(tmp_path):
+    history, ui, _ = cline_task()
+    for message in history:
+        if "modelInfo" in message:
+            message["modelInfo"] = {"modelId": "qwen/qwen-2.5-coder-32b-instruct", "providerId": "openrouter"}
+    profile = tokprof.profile(str(write_task(tmp_path / "t", history, ui)))
+    model = json.loads(tokprof.render_report(profile, "json"))["model"]
+    assert model["name"] == "qwen2.5" and model["exact"] is True
+    check_buckets(profile)
+
+
+def test_text_from_the_log_is_escaped(tmp_path, capsys):
+    history, ui, _ = cline_task()
+    history[0]["content"][1] = env("# Current Working Directory (/work/\x1b[2Japp) Files")
+    for message in history:
+        if "modelInfo" in message:
+            message["modelInfo"] = {"modelId": "evil\x1b]0;title\x07", "providerId": "x"}
+    trace = read_trace(str(write_task(tmp_path / "t", history, ui)))
+    assert "\x1b" not in (trace.model or "") and all("\x1b" not in (c.cwd or "") for c in trace.calls)

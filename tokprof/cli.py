@@ -638,6 +638,7 @@ def whatif(
     _not_standard_input(log)
     if window is not None and window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
+    log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
     if os.path.isdir(log):
         raise TokprofError(f"{log}: whatif replays one log: give a session file (tokprof profile DIR lists them)")
     if _is_saved_profile(log):

@@ -77,6 +77,7 @@ from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, check_text, parse_time
+from tokprof.text import visible
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "cline"
@@ -470,8 +471,8 @@ def _cwd(messages: list[dict]) -> str | None:
     for message in messages:
         if message["role"] == "user" and isinstance(message.get("content"), str):
             found = CWD.search(message["content"])
-            if found:
-                return found.group(1)
+            if found:  # shown and used as a key, never tokenized: escaped as the names a trace shows are
+                return visible(found.group(1))
     return None
 
 
