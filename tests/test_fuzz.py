@@ -37,6 +37,7 @@ import test_format_pi as pi_log
 import test_format_qwen_code as qwen_log
 import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
+import test_format_cline as cline_log
 import test_format_opencode as opencode_log
 import test_format_otel as otel_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -109,6 +110,7 @@ SEEDS = [
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
+    Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
 ]
 
 

@@ -40,6 +40,7 @@ _EXPORTS = {
     "whatif": "tokprof.api",
     "saved_profile": "tokprof.api",
     "find_session": "tokprof.api",
+    "session_in_folder": "tokprof.api",
     "configured_prices": "tokprof.api",
     "run_check": "tokprof.api",
     "CheckRun": "tokprof.api",
@@ -84,8 +85,8 @@ if TYPE_CHECKING:
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
         probe, profile,
-        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, suggest_facts,
-        tools_report, whatif,
+        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, session_in_folder,
+        suggest_facts, tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError
     from tokprof.billing import Rates

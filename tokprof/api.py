@@ -450,6 +450,14 @@ def local_sessions(agent: str | None = None, *, home: PathLike | None = None,
     return found(agent, None if home is None else Path(home), environ)
 
 
+def session_in_folder(path: PathLike) -> str | None:
+    """The session file a folder is, when the folder is one session (a Cline, Roo Code or Kilo Code
+    task folder: its ``api_conversation_history.json``); None for a file, or a folder of sessions."""
+    from tokprof.formats import session_in_folder as found
+
+    return found(os.fspath(path))
+
+
 def find_session(directory: PathLike, wanted: str) -> str:
     """The session file in a directory whose file name or session id is (or contains, or starts
     with) ``wanted``; raises InputError unless exactly one matches."""

@@ -424,6 +424,7 @@ def profile(
         return _local(agent, fmt, output, options)
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
+    log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
     if os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
             team = _team_options(by, since, until, with_text, machine, user, incremental)
@@ -637,6 +638,7 @@ def whatif(
     _not_standard_input(log)
     if window is not None and window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
+    log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
     if os.path.isdir(log):
         raise TokprofError(f"{log}: whatif replays one log: give a session file (tokprof profile DIR lists them)")
     if _is_saved_profile(log):

@@ -32,6 +32,7 @@ READERS = {
     "inspect": "tokprof.formats.inspect_ai",
     "gemini-cli": "tokprof.formats.gemini_cli",
     "qwen-code": "tokprof.formats.qwen_code",
+    "cline": "tokprof.formats.cline",
     "pi": "tokprof.formats.pi",
     "otel": "tokprof.formats.otel",
     "opencode": "tokprof.formats.opencode",
@@ -46,7 +47,7 @@ FORMATS = tuple(READERS)
 
 
 #: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi", "opencode")
+SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi", "opencode", "cline")
 
 
 def scan_directory(directory: str) -> "Found":
@@ -63,6 +64,14 @@ def session_files(directory: str) -> list[tuple[str, Path]]:
     return scan_directory(directory).sessions
 
 
+def session_in_folder(path: str) -> str | None:
+    """The session file a folder is, when it is one session (a Cline, Roo Code or Kilo Code task
+    folder: its ``api_conversation_history.json``); None otherwise."""
+    from tokprof.formats.cline import history_file
+
+    return history_file(path) if "://" not in path else None
+
+
 def reader(name: str) -> ModuleType:
     return importlib.import_module(READERS[name])
 
@@ -74,7 +83,7 @@ def describe_formats() -> str:
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
 LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex",
-          "gemini-cli", "qwen-code", "pi", "otel", "opencode")
+          "gemini-cli", "qwen-code", "pi", "otel", "opencode", "cline")
 
 
 def format_names() -> str:
@@ -137,6 +146,7 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
     """Read a log in the named format, or in the first format that recognises it."""
     if input_format is not None and input_format not in READERS:
         raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(FORMATS)})")
+    path = session_in_folder(path) or path
     if _is_zip(path):
         if input_format not in (None, "inspect"):
             raise InputError(path, None, f"a zip file, not a log of format {input_format}")
@@ -158,6 +168,8 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
         module: ModuleType | None
         if input_format is not None:
             module = reader(input_format)
+        elif os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
+            module = reader("cline")
         else:
             module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
             if module is None:

@@ -4,6 +4,9 @@ rollout, whatever its name; every other such file is listed with why it is not r
 
 * Files are found at any depth (``Path.rglob``: a symlinked folder is not entered, a symlinked file
   is found; a file reached twice is listed once, by its resolved path).
+* A Cline, Roo Code or Kilo Code task folder's ``api_conversation_history.json`` is a session, known
+  by its name; the folder's other files (``ui_messages.json``, ``task_metadata.json``, ...) are read
+  with it and not listed.
 * A Claude Code session's own folder (``<session>/`` beside ``<session>.jsonl``) holds its
   subagent transcripts, read with the session: it is not searched. An ``agent-*.jsonl`` transcript
   beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
@@ -56,7 +59,7 @@ def scan(directory: str | Path) -> Found:
     own_folders: dict[Path, bool] = {}
     peeked: list[tuple[Path, _Peek]] = []
     for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES):
-        if not path.is_file() or _in_session_folder(root, path, own_folders):
+        if not path.is_file() or _in_session_folder(root, path, own_folders) or _task_companion(path):
             continue
         real = path.resolve()  # a symlinked file or folder is one file, listed once
         if real in seen:
@@ -87,6 +90,13 @@ def session_format(path: Path) -> str | None:
     return _peek(Path(path)).format
 
 
+def _task_companion(path: Path) -> bool:
+    """Whether a file is one of a Cline-family task folder's other files (read with its history)."""
+    from tokprof.formats.cline import COMPANIONS, HISTORY
+
+    return path.name in COMPANIONS and (path.parent / HISTORY).is_file()
+
+
 def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
     """Whether a file is below a session's own folder (``<session>/`` beside ``<session>.jsonl``)."""
     parts = path.parent.relative_to(root).parts
@@ -109,6 +119,8 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             if not lookalike.starts_like_json(head):
                 return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
             whole = len(head) < HEAD_BYTES
+            if _cline_history(path, head):  # one JSON list, often larger than a peek: known by its name
+                return _Peek(format="cline")
             f.seek(0)
             values = _first_values(f)
     except OSError as exc:
@@ -128,6 +140,12 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON")
     return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),
                                      "a JSON document (only its start was read)"))
+
+
+def _cline_history(path: Path, head: bytes) -> bool:
+    from tokprof.formats.cline import HISTORY
+
+    return path.name == HISTORY and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
 
 
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:

@@ -44,6 +44,19 @@ class Location:
         return parents[self.project_depth - 1].name if len(parents) >= self.project_depth else ""
 
 
+#: Where VS Code and its forks keep an extension's storage, below the home directory: Linux, macOS,
+#: Windows (``%APPDATA%`` is ``AppData/Roaming``). ``*`` is the application's folder: ``Code``, ``Code -
+#: Insiders``, ``VSCodium``, ``Cursor``, ``Windsurf``, ``Trae``, ``Kiro``, ... whichever are there.
+EDITOR_STORAGE = (".config/*/User/globalStorage", "Library/Application Support/*/User/globalStorage",
+                  "AppData/Roaming/*/User/globalStorage")
+CLINE_TASK = "*/api_conversation_history.json"  # a Cline-family task: tasks/<task id>/
+
+
+def vscode_tasks(extension: str) -> tuple[str, ...]:
+    """The task folders of a Cline-family extension (by its id) in every VS Code-like editor."""
+    return tuple(f"{storage}/{extension}/tasks/{CLINE_TASK}" for storage in EDITOR_STORAGE)
+
+
 LOCATIONS: list[Location] = [
     Location("claude-code", ".claude/projects", ("*/*.jsonl",), env="CLAUDE_CONFIG_DIR", below_env="projects",
              skip=("agent-",)),
@@ -57,16 +70,21 @@ LOCATIONS: list[Location] = [
     # OpenCode: its SQLite store (read for its newest main session), and the older storage/ files
     Location("opencode", ".local/share/opencode", ("opencode.db", "storage/session/*/*.json"), env="XDG_DATA_HOME",
              below_env="opencode", project_depth=0),
+    *(Location(agent, "", vscode_tasks(extension), project_depth=0) for agent, extension in (
+        ("cline", "saoudrizwan.claude-dev"), ("roo", "rooveterinaryinc.roo-cline"), ("kilo", "kilocode.kilo-code"))),
+    # Cline's CLI data folder: CLINE_DATA_DIR, else CLINE_DIR/data, else ~/.cline/data
+    Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DATA_DIR", below_env="tasks", project_depth=0),
+    Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DIR", below_env="data/tasks", project_depth=0),
 ]
 
 
 def register(location: Location) -> None:
-    """Add (or replace, by agent name) an agent's row."""
+    """Add (or replace, by agent name) an agent's row (its rows, for an agent with several)."""
     LOCATIONS[:] = [row for row in LOCATIONS if row.agent != location.agent] + [location]
 
 
 def agents() -> tuple[str, ...]:
-    return tuple(row.agent for row in LOCATIONS)
+    return tuple(dict.fromkeys(row.agent for row in LOCATIONS))  # an agent may have several rows
 
 
 @dataclass(frozen=True)

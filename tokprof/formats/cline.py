@@ -1,0 +1,505 @@
+"""Cline, Roo Code and Kilo Code task folders: ``<globalStorage>/<extension id>/tasks/<task id>/``.
+
+The three agents (Roo Code is a fork of Cline, Kilo Code a fork of Roo Code) keep a task in one folder
+(checked against cline/cline's ``src/core/storage/disk.ts``, ``src/core/task/index.ts`` and
+``src/shared/ExtensionMessage.ts`` before its SDK migration, and RooCodeInc/Roo-Code's
+``src/core/task-persistence/`` and ``src/core/task/Task.ts``):
+
+* ``api_conversation_history.json``: the messages sent to the model, Anthropic-shaped
+  (``{role, content}``, content a string or blocks ``text``, ``image``, ``thinking``, ``tool_use``,
+  ``tool_result``), each with ``ts`` (milliseconds) in newer versions; Cline adds ``modelInfo``
+  (``modelId``, ``providerId``) and ``metrics`` to assistant messages, Roo Code adds ``condenseId`` /
+  ``condenseParent``, ``truncationId`` / ``truncationParent`` (non-destructive condensing) and stored
+  ``{type: "reasoning"}`` items. It is what tokprof reads: the path given, or the task folder;
+* ``ui_messages.json``: what the chat panel shows, ``{ts, type: ask|say, say, ask, text, ...}``. A
+  ``say == "api_req_started"`` entry is one API request; its ``text`` is JSON ``{request, tokensIn,
+  tokensOut, cacheWrites, cacheReads, cost, cancelReason, streamingFailedMessage}`` (Roo Code adds
+  ``apiProtocol``; very old versions put the counts in a following ``api_req_finished`` entry).
+  Each entry records ``conversationHistoryDeletedRange``, the part of the history Cline's context
+  truncation left out;
+* ``task_metadata.json``: ``model_usage[{ts, model_id, model_provider_id, mode}]``,
+  ``environment_history[{cline_version, ...}]``, ``files_in_context``.
+
+**Calls.** Each ``api_req_started`` entry is one request. Its response is the assistant message
+the history gained after it (the first assistant message whose ``ts`` is at or after the request's
+and before the next request's; without timestamps, the k-th assistant message answers the k-th
+request; a request without usage that left no message is passed over when that makes them pair),
+and its prompt is the history before that response (without a response: the history
+as it stood before the next request). A request whose counts are all zero or absent is not a billed
+call and is left out (note ``not-billed``): a request that failed before its first chunk and was
+retried (``error_retry``, ``api_req_failed``: the retry updates the same entry), one cancelled
+before anything streamed, one the agent removed. A cancelled or failed request with usage is a
+billed call. The prompt leaves out what the agent left out: Cline's truncation keeps the first two
+messages and those after the deleted range's end; Roo Code starts the prompt at the latest
+condensing summary (``isSummary``) in it and hides a message whose ``condenseParent``
+(``truncationParent``) names a summary (marker) in the prompt; tool results whose call was cut off
+go too. Cline's in-place edits of earlier messages (``context_history.json``,
+e.g. a file read replaced by a notice) are not applied (note ``context-edits``).
+
+**Messages.** ``text`` blocks are text; a user message's ``tool_result`` blocks become tool
+messages; an assistant message's ``tool_use`` blocks tool calls and ``thinking`` blocks reasoning;
+images and documents are left out (note ``content-not-text``). Older versions (and Cline's XML tool
+protocol) send tool results as user text (``[read_file for 'x'] Result:``): kept as the user text
+the model was sent, so they count in ``conversation`` (note ``text-tool-results``).
+
+**Usage.** ``tokensIn`` is the provider's input count less the cache in Cline (and in Roo Code
+before 3.30), so the prompt is ``tokensIn + cacheWrites + cacheReads``; Roo Code since (and Cline's
+generic OpenAI-compatible provider) writes the whole prompt, cache included, in ``tokensIn``. A file
+in which every request with cache tokens has ``tokensIn`` at least its cache tokens is read the
+second way (note ``usage-includes-cache``). Output is ``tokensOut``. ``cost`` is what the agent
+computed (note ``log-cost``, beside tokprof's own priced cost); ``deleted_api_reqs`` entries (the
+sums of requests whose messages were deleted) are named in a note, not profiled.
+
+**Project.** A call's working directory is the one the first environment details in its prompt
+name (``# Current Working Directory (/path) Files``; Roo Code: ``Workspace``).
+
+**Models.** A call's model is its response's ``modelInfo.modelId``, else the ``task_metadata.json``
+``model_usage`` entry in force at the request (an open model routed through OpenRouter, such as
+``qwen/qwen3-coder``, is counted exactly where tokprof embeds it).
+
+**What is not recorded.** The system prompt and the tool definitions: :attr:`Trace.unrecorded` is
+``("system", "tools")``, inferred from usage as for Claude Code.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.jsonfile import Document, load
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.jsonfile import parse
+from tokprof.formats.neutral import assistant_message, check_count, check_text, parse_time
+from tokprof.text import visible
+from tokprof.trace import Call, Trace, Usage
+
+FORMAT = "cline"
+DESCRIPTION = "Cline, Roo Code or Kilo Code task (tasks/<task id>/api_conversation_history.json, or the task folder)"
+
+HISTORY = "api_conversation_history.json"
+UI_MESSAGES = "ui_messages.json"
+METADATA = "task_metadata.json"
+CONTEXT_HISTORY = "context_history.json"
+#: The task folder's other files: read with the history, never sessions of their own.
+COMPANIONS = (UI_MESSAGES, METADATA, CONTEXT_HISTORY, "history_item.json", "settings.json", "claude_messages.json")
+MARKERS = ("<task>", "<environment_details>", "<user_message>", "<feedback>")
+COUNTS = ("tokensIn", "tokensOut", "cacheWrites", "cacheReads")
+#: The working directory in the environment details the agents add to user messages (Cline, Roo Code).
+CWD = re.compile(r"# Current (?:Working|Workspace) Directory \((.{1,4096}?)\) Files")
+
+NOT_BILLED = (
+    "API requests with no usage (failed before the first chunk and retried, cancelled before anything "
+    "streamed) are not billed calls: left out"
+)
+INCLUDES_CACHE = (
+    "tokensIn includes the cache reads and writes in this file (every request with cache tokens has tokensIn "
+    "at least those): the prompt is tokensIn"
+)
+TEXT_RESULTS = (
+    "tool results sent as user text ([tool for 'x'] Result:, the older text tool protocol) are kept as that text "
+    "and count in conversation, not tool_results"
+)
+CONTEXT_EDITS = (
+    "context_history.json records the agent's edits of earlier messages in later prompts (file reads replaced "
+    "by notices): not applied, so those prompts may count more than was sent"
+)
+NO_UI = "no ui_messages.json beside the history: the calls report no usage"
+UNPAIRED = "the API requests and the history's assistant messages do not pair one to one: paired in order"
+LOG_COST = "the cost the agent itself computed for these calls (its own cost field), beside the one tokprof computes"
+DELETED = "requests whose messages were deleted from the task (deleted_api_reqs) are not profiled"
+REASONING = "stored reasoning items (encrypted or summarised) are left out of the prompt: their tokens are in the usage"
+
+
+@dataclass(frozen=True)
+class Request:
+    """One ``api_req_started`` entry."""
+
+    where: str
+    ts: float | None
+    counts: tuple[int | None, ...]  # tokensIn, tokensOut, cacheWrites, cacheReads
+    cost: float | None
+    deleted: tuple[int, int] | None  # conversationHistoryDeletedRange in force
+    listed: bool = True  # from ui_messages.json (False: an assistant message of a task without it)
+
+    @property
+    def billed(self) -> bool:
+        return any(self.counts)
+
+
+# -- detection -------------------------------------------------------------------------------------
+def history_file(path: str) -> str | None:
+    """The history file of a task folder (None when ``path`` is not a folder holding one)."""
+    candidate = os.path.join(path, HISTORY)
+    return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
+
+
+def _single_value(doc: Document) -> Any:
+    if doc.lines is None:
+        return doc.value
+    head = doc.lines.head(2)
+    return head[0][1] if len(head) == 1 else None
+
+
+def _is_reasoning_item(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("type") == "reasoning" and "role" not in message
+
+
+def _first_text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content[:20000]
+    texts = [b.get("text") for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    return "\n".join(t for t in texts if isinstance(t, str))[:20000]
+
+
+def sniff(doc: Document) -> bool:
+    value = _single_value(doc)
+    if not isinstance(value, list) or not value:
+        return False
+    head = [m for m in value[:5] if not _is_reasoning_item(m)]
+    if not head or not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
+                           and isinstance(m.get("content"), (str, list)) for m in head):
+        return False
+    if head[0]["role"] != "user":
+        return False
+    return any(isinstance(m.get("ts"), (int, float)) for m in head) or any(k in _first_text(head[0]) for k in MARKERS)
+
+
+# -- reading ---------------------------------------------------------------------------------------
+def read(path: str, doc: Document) -> Trace:
+    history = _single_value(doc)
+    if not isinstance(history, list):
+        raise InputError(path, None, f"expected a list of messages (a Cline task's {HISTORY}), found {_kind(history)}")
+    folder = Path(path).parent
+    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=folder.name or None)
+    converted = _convert(trace, history)
+    ui_path = folder / UI_MESSAGES
+    if ui_path.is_file():
+        requests = _requests(trace, str(ui_path), _companion(str(ui_path), list))
+    else:
+        trace.note("no-usage", NO_UI)
+        requests = [Request(f"[{i}]", None, (None,) * 4, None, None, listed=False)
+                    for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
+    models = _model_usage(folder / METADATA)
+    if (folder / CONTEXT_HISTORY).is_file() and _companion(str(folder / CONTEXT_HISTORY), (list, dict)):
+        trace.note("context-edits", CONTEXT_EDITS)
+    _calls(trace, history, converted, requests, models)
+    return finish(trace)
+
+
+def _companion(path: str, kinds: Any) -> Any:
+    """A companion file's value (a list or object), or an error naming it."""
+    with load(path) as doc:
+        value = _single_value(doc)
+    if not isinstance(value, kinds):
+        raise InputError(path, None, f"expected {'a list' if kinds is list else 'a JSON list or object'}, found {_kind(value)}")
+    return value
+
+
+def _convert(trace: Trace, history: list) -> list[list[dict]]:
+    """Each history entry's neutral messages, in order (none for stored reasoning items)."""
+    chat = Conversation(trace)
+    out: list[list[dict]] = []
+    for i, message in enumerate(history):
+        where = f"[{i}]"
+        if _is_reasoning_item(message):
+            trace.note("reasoning-items", REASONING, where)
+            out.append([])
+            continue
+        if not isinstance(message, dict):
+            raise InputError(trace.path, where, f"expected a message object, found {_kind(message)}")
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            raise InputError(trace.path, where + ".role", f"expected user or assistant, found {role!r}")
+        blocks = _blocks(trace.path, where + ".content", message.get("content"))
+        if role == "user":
+            out.append([chat.check(m, where) for m in _user(chat, blocks)])
+        else:
+            out.append([chat.check(_assistant(chat, blocks, message), where)])
+    return out
+
+
+def _blocks(path: str, where: str, content: Any) -> list[tuple[str, dict]]:
+    if isinstance(content, str):
+        return [(where, {"type": "text", "text": content})]
+    if not isinstance(content, list):
+        raise InputError(path, where, f"expected a string or a list of content blocks, found {_kind(content)}")
+    out = []
+    for j, block in enumerate(content):
+        at = f"{where}[{j}]"
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise InputError(path, at, "expected a content block with a string type")
+        out.append((at, block))
+    return out
+
+
+def _text(path: str, where: str, block: dict, key: str = "text") -> str:
+    value = block.get(key)
+    if not isinstance(value, str):
+        raise InputError(path, f"{where}.{key}", f"expected a string, found {_kind(value)}")
+    return check_text(path, f"{where}.{key}", value)
+
+
+def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
+    path = chat.trace.path
+    results, texts = [], []
+    for at, block in blocks:
+        kind = block["type"]
+        if kind == "text":
+            text = _text(path, at, block)
+            if text.startswith("[") and "] Result:" in text[:300]:
+                chat.trace.note("text-tool-results", TEXT_RESULTS, at)
+            texts.append(text)
+        elif kind == "tool_result":
+            call_id = block.get("tool_use_id")
+            if not isinstance(call_id, str):
+                raise InputError(path, at + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+            content = block.get("content")
+            parts = [] if content is None else _blocks(path, at + ".content", content)
+            pieces = []
+            for part_at, part in parts:
+                if part["type"] == "text":
+                    pieces.append(_text(path, part_at, part))
+                else:
+                    chat._skip(part_at, part["type"])
+            results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(pieces)})
+        else:
+            chat._skip(at, kind)
+    if texts or not results:
+        results.append({"role": "user", "content": "\n".join(texts)})
+    return results
+
+
+def _assistant(chat: Conversation, blocks: list[tuple[str, dict]], message: dict) -> dict:
+    path = chat.trace.path
+    texts, thoughts, calls = [], [], []
+    for at, block in blocks:
+        kind = block["type"]
+        if kind == "text":
+            texts.append(_text(path, at, block))
+        elif kind == "thinking":
+            thoughts.append(_text(path, at, block, "thinking"))
+        elif kind == "tool_use":
+            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
+            if not isinstance(call_id, str) or not isinstance(name, str) or not name:
+                raise InputError(path, at, "a tool_use block needs a string id and name")
+            if not isinstance(arguments, (dict, str)):
+                raise InputError(path, at + ".input", f"expected an object, found {_kind(arguments)}")
+            text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+            calls.append({"id": call_id, "type": "function",
+                          "function": {"name": name, "arguments": check_text(path, at + ".input", text)}})
+        else:
+            chat._skip(at, kind)
+    if isinstance(message.get("reasoning_content"), str) and not thoughts:  # Roo Code's DeepSeek-style reasoning
+        thoughts.append(check_text(path, "reasoning_content", message["reasoning_content"]))
+    return assistant_message(texts, thoughts, calls)
+
+
+# -- ui_messages.json ------------------------------------------------------------------------------
+def _requests(trace: Trace, ui_path: str, entries: list) -> list[Request]:
+    requests: list[Request] = []
+    deleted_sum = [0, 0, 0, 0]
+    deleted_seen = False
+    cost_sum, cost_seen = 0.0, False
+    for i, entry in enumerate(entries):
+        where = f"[{i}]"
+        if not isinstance(entry, dict):
+            raise InputError(ui_path, where, f"expected a message object, found {_kind(entry)}")
+        deleted = _range(ui_path, where, entry.get("conversationHistoryDeletedRange"))
+        if requests and deleted is not None:  # the range in force for the latest request
+            requests[-1] = replace(requests[-1], deleted=deleted)
+        say = entry.get("say")
+        if say not in ("api_req_started", "api_req_finished", "deleted_api_reqs"):
+            continue
+        counts, cost = _info(ui_path, where, entry.get("text"))
+        if say == "deleted_api_reqs":
+            deleted_sum = [a + (b or 0) for a, b in zip(deleted_sum, counts)]
+            deleted_seen = True
+            continue
+        if say == "api_req_finished":  # very old versions: the counts of the request before
+            if requests and not any(c is not None for c in requests[-1].counts):
+                last = requests[-1]
+                requests[-1] = replace(last, counts=counts, cost=cost)
+            continue
+        ts = entry.get("ts")
+        requests.append(Request(f"{UI_MESSAGES}{where}", ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+                                counts, cost, deleted))
+    for request in requests:
+        if request.billed and request.cost is not None:
+            cost_sum += request.cost
+            cost_seen = True
+    if cost_seen:
+        trace.note("log-cost", LOG_COST, f"{cost_sum:.6f} USD in all")
+    if deleted_seen:
+        trace.note("deleted-requests", DELETED, "tokensIn {}, tokensOut {}, cacheWrites {}, cacheReads {}".format(*deleted_sum))
+    return requests
+
+
+def _range(path: str, where: str, value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if (not isinstance(value, list) or len(value) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+        raise InputError(path, where + ".conversationHistoryDeletedRange", "expected two non-negative integers")
+    return value[0], value[1]
+
+
+def _info(path: str, where: str, text: Any) -> tuple[tuple[int | None, ...], float | None]:
+    """The counts and cost of an ``api_req_started`` entry's JSON text."""
+    at = where + ".text"
+    if text is None:
+        return (None,) * 4, None
+    if not isinstance(text, str):
+        raise InputError(path, at, f"expected a JSON string, found {_kind(text)}")
+    try:
+        info = parse(text)
+    except ValueError:
+        raise InputError(path, at, "not valid JSON") from None
+    if not isinstance(info, dict):
+        raise InputError(path, at, f"expected a JSON object, found {_kind(info)}")
+    counts = tuple(check_count(path, f"{at}.{key}", info.get(key)) for key in COUNTS)
+    cost = info.get("cost")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
+                             or not math.isfinite(cost) or cost < 0):
+        raise InputError(path, f"{at}.cost", f"expected a non-negative number, found {_kind(cost)}")
+    return counts, cost
+
+
+def _includes_cache(requests: list[Request]) -> bool:
+    cached = [r for r in requests if r.billed and (r.counts[2] or 0) + (r.counts[3] or 0) > 0]
+    return bool(cached) and all((r.counts[0] or 0) >= (r.counts[2] or 0) + (r.counts[3] or 0) for r in cached)
+
+
+def _usage(request: Request, includes_cache: bool) -> Usage | None:
+    fresh, output, writes, reads = request.counts
+    if not request.billed:
+        return None
+    prompt = (fresh or 0) if includes_cache else (fresh or 0) + (writes or 0) + (reads or 0)
+    return Usage(prompt=prompt, cache_read=reads or 0, cache_write=writes or 0, output=output or 0)
+
+
+# -- task_metadata.json ----------------------------------------------------------------------------
+def _model_usage(path: Path) -> list[tuple[float | None, str]]:
+    if not path.is_file():
+        return []
+    value = _companion(str(path), dict)
+    entries = value.get("model_usage") or []
+    if not isinstance(entries, list):
+        raise InputError(str(path), "model_usage", f"expected a list, found {_kind(entries)}")
+    out = []
+    for i, entry in enumerate(entries):
+        model = entry.get("model_id") if isinstance(entry, dict) else None
+        if not isinstance(model, str):
+            raise InputError(str(path), f"model_usage[{i}].model_id", "missing or not a string")
+        ts = entry.get("ts")
+        out.append((ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None, model))
+    return out
+
+
+def _model_at(models: list[tuple[float | None, str]], ts: float | None) -> str | None:
+    if not models:
+        return None
+    if ts is None:
+        return models[-1][1]
+    earlier = [model for when, model in models if when is None or when <= ts]
+    return earlier[-1] if earlier else models[0][1]
+
+
+# -- calls -----------------------------------------------------------------------------------------
+def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[int, int | None]]:
+    """Each request's (prompt end, response index): the prompt is ``history[:end]``."""
+    assistants = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
+    stamps = [m.get("ts") if isinstance(m, dict) else None for m in history]
+    timed = bool(assistants) and all(isinstance(stamps[i], (int, float)) for i in assistants) \
+        and all(r.ts is not None for r in requests)
+    out: list[tuple[int, int | None]] = []
+    if timed:
+        known = 0.0
+        filled = []
+        for stamp in stamps:  # an entry without ts is as old as the one before it
+            known = stamp if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else known
+            filled.append(known)
+        for k, request in enumerate(requests):
+            start = request.ts or 0.0
+            stop = requests[k + 1].ts if k + 1 < len(requests) else None
+            stop = math.inf if stop is None else stop
+            response = next((i for i in assistants if start <= filled[i] < stop), None)
+            end = response if response is not None else next((i for i, t in enumerate(filled) if t >= stop), len(history))
+            out.append((end, response))
+        return out
+    answered = requests
+    if len(assistants) != len(requests):
+        billed = [r for r in requests if r.billed]
+        if len(assistants) == len(billed):  # the requests without usage left no message
+            answered = billed
+        else:
+            trace.note("unpaired-requests", UNPAIRED)
+    responses = {r.where: i for r, i in zip(answered, assistants)}
+    for request in requests:
+        response = responses.get(request.where)
+        out.append((response if response is not None else len(history), response))
+    return out
+
+
+def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]:
+    """The history entries a prompt ending at ``end`` was sent with."""
+    indices = [i for i in range(end) if deleted is None or i < 2 or i > deleted[1]]
+    summaries = [i for i in indices if isinstance(history[i], dict) and history[i].get("isSummary") is True]
+    if summaries:  # Roo Code's fresh start: the prompt starts at the latest summary
+        indices = [i for i in indices if i >= summaries[-1]]
+    entries = [history[i] if isinstance(history[i], dict) else {} for i in indices]
+    ids = {m.get("condenseId") for m in entries if m.get("isSummary")} | \
+        {m.get("truncationId") for m in entries if m.get("isTruncationMarker")}
+    ids.discard(None)
+    return [i for i, m in zip(indices, entries) if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids]
+
+
+def _prompt(converted: list[list[dict]], kept: list[int]) -> list[dict]:
+    messages = [m for i in kept for m in converted[i]]
+    ids = {c["id"] for m in messages for c in m.get("tool_calls") or () if isinstance(c.get("id"), str)}
+    return [m for m in messages if m["role"] != "tool" or m.get("tool_call_id") in ids]
+
+
+def _cwd(messages: list[dict]) -> str | None:
+    for message in messages:
+        if message["role"] == "user" and isinstance(message.get("content"), str):
+            found = CWD.search(message["content"])
+            if found:  # shown and used as a key, never tokenized: escaped as the names a trace shows are
+                return visible(found.group(1))
+    return None
+
+
+def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: list[Request],
+           models: list[tuple[float | None, str]]) -> None:
+    includes_cache = _includes_cache(requests)
+    cwds = [_cwd(messages) for messages in converted]
+    if includes_cache:
+        trace.note("usage-includes-cache", INCLUDES_CACHE)
+    for request, (end, response) in zip(requests, _pairs(trace, history, requests)):
+        usage = _usage(request, includes_cache)
+        if usage is None and request.listed:
+            trace.note("not-billed", NOT_BILLED, request.where)
+            continue
+        kept = _kept(history, end, request.deleted)
+        messages = _prompt(converted, kept)
+        if not messages:
+            trace.note("empty-prompt", "a request with no recorded message before it was skipped", request.where)
+            continue
+        answer = history[response] if response is not None else None
+        info = answer.get("modelInfo") if isinstance(answer, dict) else None
+        model = info.get("modelId") if isinstance(info, dict) and isinstance(info.get("modelId"), str) else None
+        request_id = answer.get("id") if isinstance(answer, dict) and isinstance(answer.get("id"), str) else None
+        time = parse_time(request.ts)
+        cwd = next((cwds[i] for i in kept if cwds[i]), None)
+        trace.calls.append(Call(
+            index=len(trace.calls), messages=messages, tools=None, model=model or _model_at(models, request.ts),
+            reported=usage, day=time.date() if time is not None else None, where=request.where,
+            response=converted[response][0] if response is not None and converted[response] else None,
+            request_id=request_id, time=time, cwd=cwd))
