@@ -444,9 +444,10 @@ def local_sessions(agent: str | None = None, *, home: PathLike | None = None,
     (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
     from tokprof.analyses.local import local_sessions as found
     from tokprof.formats.locations import agents
+    from tokprof.text import did_you_mean
 
     if agent is not None and agent not in agents():
-        raise TokprofError(f"unknown agent {agent!r} (agents: {', '.join(agents())})")
+        raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, agents())} (agents: {', '.join(agents())})")
     return found(agent, None if home is None else Path(home), environ)
 
 

@@ -76,11 +76,9 @@ def _choice(kind: str, extra: tuple[str, ...] = ()):
     def check(value: str) -> str:
         choices = formats_for(kind) + list(extra)
         if value not in choices:
-            import difflib
+            from tokprof.text import did_you_mean
 
-            close = difflib.get_close_matches(value, choices, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}{hint}")
+            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}{did_you_mean(value, choices)}")
         return value
 
     return check
@@ -91,11 +89,9 @@ def _check_input_format(value: Optional[str]) -> Optional[str]:
         return None
     formats = _input_formats()
     if value not in formats:
-        import difflib
+        from tokprof.text import did_you_mean
 
-        close = difflib.get_close_matches(value, formats, n=1)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        raise typer.BadParameter(f"{value!r} is not one of {', '.join(formats)}{hint}")
+        raise typer.BadParameter(f"{value!r} is not one of {', '.join(formats)}{did_you_mean(value, formats)}")
     return value
 
 

@@ -13,6 +13,7 @@ from typing import Union
 
 from tokprof.analyses.mcp import McpReport
 from tokprof.errors import TokprofError
+from tokprof.text import did_you_mean
 from tokprof.mcpconfig import (
     AGENTS,
     Discovery,
@@ -46,7 +47,7 @@ def find_mcp_servers(
     ``NAME=URL``) are given, which replace them. Starts nothing."""
     for agent in agents or ():
         if agent not in AGENTS:
-            raise TokprofError(f"unknown agent {agent!r}: expected one of {', '.join(AGENTS)}")
+            raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, AGENTS)}: expected one of {', '.join(AGENTS)}")
     if files or servers:
         found: list[ServerConfig] = []
         for file in files:

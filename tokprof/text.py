@@ -40,3 +40,11 @@ def no_workflow_commands(text: str) -> str:
     character replaced by its full-width form (U+FF1A for ``:``, U+FF03 for ``#``), so that it reads
     the same and commands nothing. tokprof's own annotations are written apart."""
     return _COMMAND_START.sub(lambda m: m.group(1) + chr(ord(m.group(2)) + 0xFEE0), text)
+
+
+def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
+    """`` (did you mean X?)`` for the choice closest to a mistyped ``value``, or nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(value, list(choices), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
