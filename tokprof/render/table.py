@@ -21,6 +21,19 @@ SHORT = {
     "system": "system", "tool_definitions": "tools", "tool_results": "results", "conversation": "convers.",
     "unrecorded": "unrecorded",
 }
+#: What a cell shows for a bucket the log does not record (its tokens are in ``unrecorded``), never 0.
+NOT_RECORDED = "n/r"
+NOT_RECORDED_NOTE = "n/r: not recorded by the log; those tokens are in unrecorded (inferred from usage)"
+
+
+def missing_buckets(not_recorded: tuple[str, ...]) -> frozenset[str]:
+    """The buckets a log does not record, from a profile's ``not_recorded`` (``system_prompt``, ...)."""
+    return frozenset({"system_prompt": "system"}.get(name, name) for name in not_recorded)
+
+
+def bucket_cell(value: int, name: str, missing: frozenset[str]) -> str:
+    """A bucket's figure: ``n/r`` for an empty bucket the log does not record."""
+    return NOT_RECORDED if value == 0 and name in missing else f"{value:,}"
 
 
 def shown_rows(calls: list[CallRow], limit: int | None) -> tuple[list[CallRow], list[CallRow]]:
@@ -59,14 +72,17 @@ class TableRenderer:
         if priced:
             columns.append(Column("cost", drop=4))
         first, last = shown_rows(profile.calls, options.calls)
-        rows = [self._cells(row, names, reported, priced, threads, model.exact) for row in first]
+        missing = missing_buckets(summary.not_recorded)
+        rows = [self._cells(row, names, reported, priced, threads, model.exact, missing) for row in first]
         if last:
             rows.append(["…"] + [""] * (len(columns) - 1))
-            rows += [self._cells(row, names, reported, priced, threads, model.exact) for row in last]
+            rows += [self._cells(row, names, reported, priced, threads, model.exact, missing) for row in last]
         console.print(fit_table(console, columns, rows))
         if last:
             hidden = len(profile.calls) - len(first) - len(last)
             console.print(f"  {hidden:,} of {len(profile.calls):,} calls not shown (--calls all shows every call)")
+        if missing & set(names):
+            console.print(f"  {NOT_RECORDED_NOTE}")
         if any(c.cost is not None and c.cost.basis == "computed" and c.cost.priced for c in profile.calls):
             console.print("  *cost of the computed prompt: the call reports no usage (an estimate; output not priced)")
         console.print()
@@ -121,9 +137,10 @@ class TableRenderer:
 
     @staticmethod
     def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False, threads: bool = False,
-               exact: bool = True) -> list[str]:
+               exact: bool = True, missing: frozenset[str] = frozenset()) -> list[str]:
         cells = [str(row.index)] + ([safe(row.thread) if row.thread is not None else "main"] if threads else [])
-        cells += [*(f"{row.buckets.get(b, 0):,}" for b in names), f"{row.total:,}", f"{row.cumulative:,}"]
+        cells += [*(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names), f"{row.total:,}",
+                  f"{row.cumulative:,}"]
         if reported:
             diff = row.difference()
             if diff is not None and row.reported is not None and row.reported.prompt is not None:
@@ -162,8 +179,12 @@ class TableRenderer:
                      f"{check.mean_relative_difference:.1%} mean per call, largest "
                      f"{check.max_relative_difference:+.1%} (call {check.max_call})")
                 )
+        missing = missing_buckets(summary.not_recorded)
         for name in names:
             label = estimated if name != UNRECORDED else ""
+            if summary.buckets_billed[name] == 0 and name in missing:
+                lines.append((f"  {LABELS[name]}", "not recorded (the log does not hold it: in unrecorded)"))
+                continue
             lines.append(
                 (f"  {LABELS[name]}", f"{summary.buckets_billed[name]:>12,}  {summary.shares[name]:6.1%}{label}")
             )

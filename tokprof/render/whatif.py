@@ -10,7 +10,7 @@ from rich.table import Table
 from tokprof.analyses.whatif import WhatIfReport
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.render.table import LABELS, SHORT
+from tokprof.render.table import LABELS, NOT_RECORDED_NOTE, SHORT, bucket_cell, missing_buckets
 from tokprof.render import csvsafe
 
 #: A line per policy in the HTML charts, in order.
@@ -135,9 +135,13 @@ class WhatIfTableRenderer:
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
         bucket_columns = [Column("policy", justify="left")] + [Column(LABELS[n], SHORT[n]) for n in names]
+        missing = missing_buckets(report.baseline.not_recorded) if report.baseline is not None else frozenset()
         console.print(fit_table(console, bucket_columns, [
-            [safe(r.policy), *(_n(r.buckets_billed.get(n, 0)) for n in names)] for r in report.policies
+            [safe(r.policy), *(bucket_cell(r.buckets_billed.get(n, 0), n, missing) for n in names)]
+            for r in report.policies
         ]))
+        if missing & set(names):
+            console.print(f"  {NOT_RECORDED_NOTE}")
         console.print()
         console.print("[bold]Policies[/bold]")
         what = Table(show_header=False, show_edge=False, pad_edge=False, box=None)
