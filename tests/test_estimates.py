@@ -208,11 +208,11 @@ def test_more_proxy_names():
 
 
 def test_a_model_tokprof_does_not_have_is_a_labelled_stand_in(tmp_path, capsys):
-    log = write_json(tmp_path / "t.json", {**small_transcript(), "model": "gemini-1.5-pro"})
+    log = write_json(tmp_path / "t.json", {**small_transcript(), "model": "grok-4"})
     code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
     doc = json.loads(out)
     assert code == 0 and doc["model"]["name"] == "qwen2.5" and doc["model"]["exact"] is False
-    assert "gemini-1.5-pro" in doc["model"]["method"] and doc["summary"]["exact"] is False
+    assert "grok-4" in doc["model"]["method"] and doc["summary"]["exact"] is False
     code, out, _ = run(["profile", str(log), "--model", "qwen2.5", "-f", "json"], capsys)
     assert json.loads(out)["model"]["exact"] is True  # named on purpose: exact for that model
 
@@ -327,3 +327,16 @@ def test_an_estimates_table_shows_the_proxys_own_count_not_the_reported_twice(tm
     table = lines[lines.index(header) + 1:lines.index("")]
     rows = [line.split() for line in table]
     assert [int(row[-3 if "$" in row[-1] else -2].replace(",", "")) for row in rows] == computed
+
+
+def test_gemini_is_counted_by_its_stated_proxy_not_by_a_stand_in(tmp_path, capsys):
+    for name in ("gemini-2.5-pro", "models/gemini-3.1-pro-preview", "google/gemini-2.0-flash", "gemini-1.5-pro@001"):
+        assert proxy_for(name) == "gemini-proxy", name
+    assert proxy_for("gemma-3-27b-it") is None  # open weights
+    log = write_json(tmp_path / "t.json", {**small_transcript(), "model": "gemini-2.5-pro"})
+    code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 0 and doc["model"]["name"] == "gemini-proxy" and doc["model"]["exact"] is False
+    assert "Gemini's tokenizer is not public" in doc["model"]["method"]
+    for call in doc["calls"]:
+        assert all(v >= 0 for v in call["buckets"].values()) and sum(call["buckets"].values()) == call["total"]

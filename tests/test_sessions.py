@@ -118,7 +118,7 @@ def test_a_session_model_tokprof_does_not_have_is_a_labelled_stand_in(tmp_path, 
     day = tmp_path / "sessions"
     day.mkdir()
     count = cx.Counter()
-    cx.write(day, [cx.meta(session="g-1"), cx.user("fix it"), cx.context(model="gemini-2.5-pro"), count(100),
+    cx.write(day, [cx.meta(session="g-1"), cx.user("fix it"), cx.context(model="grok-4-fast"), count(100),
                    cx.say("done")], name="rollout-2025-09-25T09-00-00-g-1.jsonl")
     code, out, _ = run(["profile", str(day), "-f", "json"], capsys)
     row = json.loads(out)["sessions"][0]

@@ -37,6 +37,7 @@ class SessionRow:
     unpriced: str | None = None  # why some calls are not, when they are not
     cache_read_reported: int | None = None
     cache_write_reported: int | None = None
+    not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
 
     @classmethod
     def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
@@ -64,6 +65,7 @@ class SessionRow:
             unpriced="; ".join(u.reason for u in summary.cost.unpriced) if summary.cost and summary.cost.unpriced else None,
             cache_read_reported=summary.reported.cache_read if summary.reported else None,
             cache_write_reported=summary.reported.cache_write if summary.reported else None,
+            not_recorded=tuple(summary.not_recorded),
         )
 
     def shares(self) -> dict[str, float]:
@@ -93,6 +95,7 @@ class SessionRow:
             "priced": self.priced,
             "unpriced": self.unpriced,
             "warnings": self.warnings,
+            "not_recorded": list(self.not_recorded),
         }
 
 

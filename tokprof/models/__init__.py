@@ -103,7 +103,7 @@ def _load(name: str) -> ChatModel:
 
 
 #: A cloud's wrapping of a closed model's name: Bedrock's ``us.anthropic.`` and ``-v1:0``, Vertex's ``@date``.
-_WRAPPED = re.compile(r"^(?:[\w-]+[./:])*?(?=(?:claude|gpt|chatgpt|o\d))|(?:-v\d+(?::\d+)?|@[\w.-]+)$", re.I)
+_WRAPPED = re.compile(r"^(?:[\w-]+[./:])*?(?=(?:claude|gpt|chatgpt|o\d|gemini))|(?:-v\d+(?::\d+)?|@[\w.-]+)$", re.I)
 
 
 def _check_closed_name(name: str, proxy: str) -> None:
@@ -115,7 +115,8 @@ def _check_closed_name(name: str, proxy: str) -> None:
     bare = _WRAPPED.sub("", name)
     if known.known(name) is not None or known.known(bare) is not None:
         return
-    provider, maker = ("anthropic", "an Anthropic") if proxy == "claude-proxy" else ("openai", "an OpenAI")
+    provider, maker = {"claude-proxy": ("anthropic", "an Anthropic"), "gemini-proxy": ("google", "a Google")}.get(
+        proxy, ("openai", "an OpenAI"))
     close = known.closest(bare, (provider,))
     if close is None or close == bare.lower():
         return  # listed, or nothing it could be a misspelling of

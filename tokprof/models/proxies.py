@@ -15,6 +15,11 @@ call's buckets to the reported prompt (see :func:`tokprof.profiling.scale_bucket
   The tools are rendered the way Anthropic's tool-use documentation describes: a system prompt
   with the tool definitions in JSON Schema, before the caller's system prompt; turns as
   ``Human:`` / ``Assistant:`` text, tool calls and results as tagged blocks.
+* **gemini-proxy** (Gemini): neither Gemini's tokenizer nor its prompt format is public; o200k_base
+  stands in for the tokenizer. The request is rendered as the Gemini API's JSON shows it: the
+  system instruction, the function declarations as JSON, then each turn as ``user:`` / ``model:``
+  with its parts (function calls as ``{"name", "args"}``, function responses as
+  ``{"name", "response"}``).
 """
 
 from __future__ import annotations
@@ -132,6 +137,37 @@ Assistant:
 {%- endif -%}
 """
 
+GEMINI_TEMPLATE = """
+{%- for m in messages if m.role == 'system' or m.role == 'developer' -%}
+{%- if loop.first %}system_instruction:
+{% endif -%}
+{{ m.content }}
+{% endfor -%}
+{%- if tools -%}
+function_declarations:
+{% for tool in tools -%}
+{%- set f = tool.function if tool.function is defined else tool -%}
+{{ {"name": f.name, "description": f.description | default('', true), "parameters": f.parameters | default({}, true)} | tojson }}
+{% endfor -%}
+{% endif -%}
+{%- for m in messages if m.role != 'system' and m.role != 'developer' -%}
+{%- if m.role == 'assistant' -%}
+model: {{ m.content or '' }}
+{%- for c in m.tool_calls or [] -%}
+{{ {"functionCall": {"name": c.function.name, "args": c.function.arguments}} | tojson }}
+{%- endfor %}
+{% elif m.role == 'tool' -%}
+user: {{ {"functionResponse": {"response": m.content}} | tojson }}
+{% else -%}
+user: {{ m.content }}
+{% endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+model:
+{%- endif -%}
+"""
+
+
 @dataclass(frozen=True)
 class Proxy:
     template: str
@@ -152,6 +188,12 @@ PROXIES = {
         "and of the tools as Anthropic's tool-use documentation describes",
         window=200000,
     ),
+    "gemini-proxy": Proxy(
+        template=GEMINI_TEMPLATE,
+        method="o200k_base tokens (Gemini's tokenizer is not public) of tokprof's rendering of the request as "
+        "the Gemini API's JSON holds it (system instruction, function declarations, user/model turns)",
+        window=1048576,
+    ),
 }
 
 #: OpenAI's closed models: GPT-3.5 to GPT-5 (not the open GPT-2, GPT-J, GPT-NeoX, GPT-SW3 or
@@ -163,6 +205,8 @@ _OPENAI_NAME = re.compile(
 )
 #: Claude: bare, or after a provider prefix (``anthropic/``, Bedrock's ``us.anthropic.``, Vertex).
 _CLAUDE_NAME = re.compile(r"^(([\w-]+[/.:])*anthropic[/.:])?claude", re.I)
+#: Gemini (not the open Gemma): bare, or after ``google/``, ``models/``, Vertex's ``publishers/google/models/``.
+_GEMINI_NAME = re.compile(r"^(([\w-]+[/.:])*)?gemini-", re.I)
 
 
 def proxy_for(name: str | None) -> str | None:
@@ -173,6 +217,8 @@ def proxy_for(name: str | None) -> str | None:
         return "claude-proxy"
     if _OPENAI_NAME.match(name):
         return "openai-proxy"
+    if _GEMINI_NAME.match(name):
+        return "gemini-proxy"
     return None
 
 
@@ -227,5 +273,11 @@ SPECS = [
         summary="an estimate for Claude: o200k_base tokens of Anthropic's documented tool-use rendering, scaled to "
         "reported usage",
         serves=lambda name: proxy_for(name) == "claude-proxy",
+    ),
+    ModelSpec(
+        name="gemini-proxy", aliases=("gemini", "google"), load=lambda: load_proxy("gemini-proxy"), exact=False,
+        summary="an estimate for Gemini: o200k_base tokens of a rendering of the Gemini API's request, scaled to "
+        "reported usage",
+        serves=lambda name: proxy_for(name) == "gemini-proxy",
     ),
 ]

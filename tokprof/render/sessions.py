@@ -10,6 +10,7 @@ from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
+from tokprof.render.table import NOT_RECORDED, NOT_RECORDED_NOTE, missing_buckets
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
 SHORT = {
@@ -32,18 +33,22 @@ class SessionsTableRenderer:
         columns += [Column(SHORT.get(name, name), TINY.get(name)) for name in names]
         columns.append(Column("cost", drop=4))
         rows = []
+        missing_everywhere = frozenset.intersection(*(missing_buckets(r.not_recorded) for r in report.sessions)) \
+            if report.sessions else frozenset()
         for row in report.sessions:
             shares = row.shares()
+            missing = missing_buckets(row.not_recorded)
             rows.append([
                 safe(row.session[:ID_WIDTH]), safe(re.sub(r"-\d{8}$", "", row.model or "-")), f"{row.calls:,}",
                 f"{row.compactions:,}", f"{row.billed_input:,}",
                 "-" if row.billed_input_reported is None else f"{row.billed_input_reported:,}",
-                *(f"{shares.get(name, 0.0):.1%}" for name in names), _cost(row.cost, row.priced),
+                *(_share(shares.get(name, 0.0), name, missing) for name in names), _cost(row.cost, row.priced),
             ])
         reported = totals.billed_input_reported
         rows.append([
             "[bold]total[/bold]", "", f"{totals.calls:,}", f"{totals.compactions:,}", f"{totals.billed_input:,}",
-            "-" if reported is None else f"{reported:,}", *(f"{totals.shares.get(name, 0.0):.1%}" for name in names),
+            "-" if reported is None else f"{reported:,}",
+            *(_share(totals.shares.get(name, 0.0), name, missing_everywhere) for name in names),
             _cost(totals.cost, totals.priced),
         ])
         console.print(fit_table(console, columns, rows))
@@ -59,6 +64,8 @@ class SessionsTableRenderer:
                 console.print(f"  unpriced calls in {safe(row.session[:ID_WIDTH])}: {safe(row.unpriced)}")
         if any(not row.priced for row in report.sessions):
             console.print("  +cost: some calls have no price, and are not in it")
+        if any(missing_buckets(r.not_recorded) & set(names) for r in report.sessions):
+            console.print(f"  {NOT_RECORDED_NOTE}")
         if "unrecorded" in names:
             console.print("  *unrec.: the 'unrecorded' bucket; give what the logs do not record with --system and --tools")
         for row in report.sessions:
@@ -106,3 +113,8 @@ def _cost(value: float | None, priced: bool) -> str:
 
 
 SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRenderer, "csv": SessionsCsvRenderer}
+
+
+def _share(share: float, name: str, missing: frozenset[str]) -> str:
+    """A bucket's share of a session's billed input: ``n/r`` for an empty bucket its log does not record."""
+    return NOT_RECORDED if share == 0 and name in missing else f"{share:.1%}"
