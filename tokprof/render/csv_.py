@@ -5,6 +5,7 @@ import io
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
+from tokprof.render.table import missing_buckets
 
 COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
 #: The reported prompt split by the cache, the call's cost (US dollars) and the computed cache.
@@ -30,12 +31,13 @@ class CsvRenderer:
         out = io.StringIO()
         writer = csvsafe.Writer(out)
         names = profile.buckets()
+        missing = missing_buckets(profile.not_recorded)
         writer.writerow(["index", *names, *COLUMNS, *COST_COLUMNS])
         for row in profile.calls:
             reported = row.reported.prompt if row.reported else None
             diff = row.difference()
             writer.writerow(
-                [row.index, *(row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
+                [row.index, *("" if b in missing and not row.buckets.get(b) else row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
                  "" if reported is None else reported, "" if diff is None else diff[0], row.rendered,
                  "true" if row.exact else "false", row.kind, row.unrendered, *_cost_cells(row)]
             )
