@@ -19,7 +19,7 @@ EXPORTED = {
     "local_sessions", "LocalSession", "suggest_facts",
     "probe", "ProbeReport",
     "find_mcp_servers", "list_mcp_servers", "mcp_report", "McpReport",
-    "LiveSession", "LiveCall",
+    "LiveSession", "LiveCall", "LiveRecording",
 }
 
 

@@ -68,6 +68,7 @@ _EXPORTS = {
     "Rates": "tokprof.costs",
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
+    "LiveRecording": "tokprof.live_record",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -91,6 +92,7 @@ if TYPE_CHECKING:
     from tokprof.costs import Rates
     from tokprof.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
+    from tokprof.live_record import LiveRecording
     from tokprof.profiling import Profile
     from tokprof.trace import Trace
 

@@ -176,6 +176,11 @@ class LiveSession:
                 self._models[wanted] = None
         return self._models[wanted]
 
+    def figures(self, call: Call) -> LiveCall:
+        """The figures of a call read elsewhere (``tokprof record`` feeds its recorded calls), as the
+        session's next call."""
+        return self._figures(call)
+
     def _figures(self, call: Call, count: bool = True) -> LiveCall:
         model = self._model(call.model) if self.count else None
         counted = _count(model, call) if model is not None and count else None
