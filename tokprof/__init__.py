@@ -40,6 +40,7 @@ _EXPORTS = {
     "whatif": "tokprof.api",
     "saved_profile": "tokprof.api",
     "find_session": "tokprof.api",
+    "recordings": "tokprof.api",
     "configured_prices": "tokprof.api",
     "run_check": "tokprof.api",
     "CheckRun": "tokprof.api",
@@ -85,7 +86,7 @@ if TYPE_CHECKING:
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
         probe, profile,
-        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, suggest_facts,
+        profile_directory, profile_file, read_log, recordings, render_report, report_formats, run_check, saved_profile, suggest_facts,
         tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError

@@ -9,6 +9,9 @@ a Responses call that continues an earlier response (``previous_response_id``) h
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 from tokprof.errors import InputError
@@ -37,3 +40,35 @@ def call_of(path: str, number: int, record: Any) -> Call | None:
     except InputError:
         return None
     return trace.calls[0] if trace.calls else None
+
+
+#: How ``tokprof record`` names a recording: the run's start (UTC) and the agent.
+RECORDING_NAME = re.compile(r"^\d{8}T\d{6}Z-.+\.jsonl$")
+
+
+def is_recording(path: Path) -> bool:
+    """Whether a file is a recording ``tokprof record`` wrote: its name, and a first line that says so
+    (``tokprof_record``). An empty recording (a run without calls yet) is one too."""
+    if not RECORDING_NAME.match(path.name) or not path.is_file():
+        return False
+    try:
+        with open(path, "rb") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    if not first.strip():
+        return True
+    try:
+        record = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and isinstance(record.get("tokprof_record"), dict)
+
+
+def recordings(directory: str) -> list[Path]:
+    """The recordings in a directory (not its subfolders), oldest first (their names start with the
+    time), or none when any other log file is there too (a folder of agent sessions)."""
+    folder = Path(directory)
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".jsonl", ".json") and p.is_file())
+    found = [p for p in files if is_recording(p)]
+    return found if len(found) == len(files) else []
