@@ -57,7 +57,7 @@ class LiveCall:
     cache_broke: bool
 
     def to_dict(self) -> dict:
-        out = asdict(self)
+        out = {"schema_version": 1, "kind": "watch", **asdict(self)}  # docs/schema/watch.schema.json
         out["thresholds"], out["past"], out["crossed"] = list(self.thresholds), list(self.past), list(self.crossed)
         return out
 
