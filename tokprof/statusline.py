@@ -125,7 +125,10 @@ def _buckets(transcript: str, call: int) -> list[str]:
         return []
     found = counter.counted(transcript)
     if found is None or found.call < call:
-        counter.ensure(transcript)
+        try:
+            counter.ensure(transcript)
+        except OSError:  # a cache folder not writable, no process to spare: the line without buckets
+            return []
     if found is None or found.call > call:  # none yet, or of a file since replaced
         return []
     mark = "~" if found.estimate else ""
