@@ -120,7 +120,8 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
     finally:
         for lock in (folder / "cache" / "tokprof" / "statusline").glob("*.lock"):
             pid = lock.read_text().strip()
-            if pid:
+            if pid and "statusline_counter" in (Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+                                                if Path(f"/proc/{pid}").exists() else ""):
                 try:
                     os.kill(int(pid), 15)  # the counter this benchmark started
                 except ProcessLookupError:
