@@ -372,7 +372,8 @@ PROFILE_EXAMPLES = _esc(
 @app.command(epilog=PROFILE_EXAMPLES)
 def profile(
     log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
-                                                                 "Codex sessions: a row per session. None: the "
+                                                                 "Codex sessions: a row per session (of tokprof "
+                                                                 "record's recordings: the newest). None: the "
                                                                  "sessions of every agent on this machine, as "
                                                                  "'tokprof sessions' lists them."))] = None,
     input_format: InputFormat = None,
