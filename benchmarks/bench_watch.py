@@ -8,7 +8,10 @@
    ``2x`` the first tenth's (an update costs what was appended, not the session's size).
 2. ``tokprof statusline`` (a process, as Claude Code runs it) on a 200-call session: the first call
    (reads it all), then repeat calls each after one more call was appended. Limit: 300 ms each
-   (Claude Code runs it at most every 300 ms).
+   (Claude Code runs it at most every 300 ms). The bucket counter it starts
+   (:mod:`tokprof.statusline_counter`) runs meanwhile, on the same two cores: the seconds until its
+   buckets of the session's calls are written, the first time and after each appended call, are
+   printed too (no limit: the line shows the newest buckets written).
 
 Usage: python benchmarks/bench_watch.py [--calls 1000] [--step 10]
 The session is generated here (no corpus file); HOME and XDG_CACHE_HOME point to a temporary folder.
@@ -70,13 +73,31 @@ def follow(calls: int, step: int, folder: Path, count: bool) -> tuple[list[float
     return times, path.stat().st_size / 1e6
 
 
-def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float, list[float]]:
+def _counted(folder: Path) -> int | None:
+    """The call whose buckets the counter wrote last."""
+    for found in (folder / "cache" / "tokprof" / "statusline").glob("*.buckets.json"):
+        try:
+            return json.loads(found.read_text())["call"]
+        except (OSError, ValueError, KeyError):
+            return None
+    return None
+
+
+def _wait_counted(folder: Path, call: int, limit: float = 120.0) -> float:
+    t = time.perf_counter()
+    while (_counted(folder) or -1) < call and time.perf_counter() - t < limit:
+        time.sleep(0.02)
+    return time.perf_counter() - t
+
+
+def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float, list[float], float, list[float]]:
     path = folder / "status.jsonl"
     path.write_text("".join(call_lines(i) for i in range(calls)))
     payload = json.dumps({"session_id": "bench", "transcript_path": str(path), "model": {"id": "claude-sonnet-4-5",
                           "display_name": "Sonnet 4.5"}, "workspace": {"current_dir": str(folder)},
                           "cost": {"total_cost_usd": 1.0}})
-    env = dict(os.environ, HOME=str(folder), XDG_CACHE_HOME=str(folder / "cache"), PYTHONPATH=str(ROOT))
+    env = dict(os.environ, HOME=str(folder), XDG_CACHE_HOME=str(folder / "cache"), PYTHONPATH=str(ROOT),
+               TOKPROF_STATUSLINE_IDLE="30")
 
     def once() -> float:
         t = time.perf_counter()
@@ -85,34 +106,51 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
         assert done.returncode == 0 and done.stdout.startswith("ctx"), done.stdout + done.stderr
         return time.perf_counter() - t
 
-    first = once()
-    repeat = []
-    for i in range(calls, calls + repeats):
-        with open(path, "a") as out:
-            out.write(call_lines(i))
-        repeat.append(once())
-    return first, repeat
+    try:
+        first = once()  # starts the counter
+        first_counted = _wait_counted(folder, calls - 1)
+        repeat, lag = [], []
+        for i in range(calls, calls + repeats):
+            with open(path, "a") as out:
+                out.write(call_lines(i))
+            repeat.append(once())
+            lag.append(_wait_counted(folder, i))
+            assert "results" in subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=payload,
+                                               text=True, capture_output=True, env=env, timeout=60).stdout
+    finally:
+        for lock in (folder / "cache" / "tokprof" / "statusline").glob("*.lock"):
+            pid = lock.read_text().strip()
+            if pid and "statusline_counter" in (Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
+                                                if Path(f"/proc/{pid}").exists() else ""):
+                try:
+                    os.kill(int(pid), 15)  # the counter this benchmark started
+                except ProcessLookupError:
+                    pass
+    return first, repeat, first_counted, lag
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--step", type=int, default=10)
+    parser.add_argument("--statusline-only", action="store_true", help="Only the status line's part.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         print(f"| watch: {args.calls} calls, updates of {args.step} calls | first tenth, median s | last tenth, "
               "median s | ratio (limit 2) |")
         print("| --- | --- | --- | --- |")
-        for count in (False, True):
+        for count in () if args.statusline_only else (False, True):
             times, size = follow(args.calls, args.step, Path(tmp), count)
             tenth = max(len(times) // 10, 1)
             early, late = statistics.median(times[:tenth]), statistics.median(times[-tenth:])
             what = "read, figures from usage" if not count else "read and counted (claude-proxy)"
             print(f"| {what}, {size:.1f} MB | {early:.4f} | {late:.4f} | {late / early:.2f} |")
-        first, repeat = statusline(Path(tmp))
+        first, repeat, first_counted, lag = statusline(Path(tmp))
         print(f"\n| statusline, 200 calls | seconds |\n| --- | --- |\n| first call | {first:.3f} |")
         print(f"| repeat calls, median (limit 0.300) | {statistics.median(repeat):.3f} |")
         print(f"| repeat calls, slowest | {max(repeat):.3f} |")
+        print(f"| the counter's first buckets, after the first call | {first_counted:.3f} |")
+        print(f"| the newest call's buckets, after its repeat call, median | {statistics.median(lag):.3f} |")
 
 
 if __name__ == "__main__":

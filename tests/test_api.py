@@ -15,11 +15,12 @@ EXPORTED = {
     "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
-    "saved_profile", "find_session", "session_in_folder", "configured_prices", "run_check", "CheckRun", "render_report", "report_formats",
+    "saved_profile", "find_session", "session_in_folder", "recordings", "configured_prices", "run_check", "CheckRun",
+    "render_report", "report_formats",
     "local_sessions", "LocalSession", "suggest_facts",
     "probe", "ProbeReport",
     "find_mcp_servers", "list_mcp_servers", "mcp_report", "McpReport",
-    "LiveSession", "LiveCall",
+    "LiveSession", "LiveCall", "LiveRecording",
 }
 
 

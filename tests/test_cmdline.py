@@ -52,6 +52,14 @@ def test_profile_of_a_directory_calls_profile_directory(spy, tmp_path):
     assert calls[0][1][0] == str(tmp_path) and calls[0][2]["jobs"] == 1
 
 
+def test_profile_of_a_folder_of_recordings_calls_profile_on_the_newest(spy, tmp_path):
+    for name in ("20261201T210000Z-claude.jsonl", "20261201T220000Z-claude.jsonl"):
+        (tmp_path / name).write_text("")  # tokprof record's names; no call recorded yet
+    calls = spy("profile")
+    assert run(["profile", str(tmp_path), "--no-progress"]) == "profile"
+    assert calls[0][1][0] == str(tmp_path / "20261201T220000Z-claude.jsonl")
+
+
 def test_whatif_calls_tokprof_whatif(spy):
     calls = spy("whatif")
     assert run(["whatif", SAMPLE, "-p", "window:4", "--no-progress"]) == "whatif"

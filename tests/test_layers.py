@@ -26,9 +26,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses", "tokprof.directory", "tokprof.incremental")),
     ("outputs", ("tokprof.render", "tokprof.export")),
-    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof")),
+    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof")),
     ("front ends", ("tokprof.cli", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
-                    "tokprof.distributed", "tokprof.mcp_cli", "tokprof.watch", "tokprof.statusline", "tokprof.launch",
+                    "tokprof.distributed", "tokprof.mcp_cli", "tokprof.watch", "tokprof.statusline", "tokprof.statusline_counter", "tokprof.launch",
                     "tokprof.record")),
 ]
 #: What the front ends alone may import: the facade and each other.

@@ -138,7 +138,8 @@ def test_the_command_runs_the_agent_through_the_proxy(tmp_path):
                               timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "200"
-    assert "claude-sonnet-4-5 messages · HTTP 200 · prompt 7" in done.stderr
+    assert "tokprof record: claude-sonnet-4-5 · prompt 7 = system 0 + tools 0 + results 0 + conversation 7 (estimate) " \
+           "· ctx 0% of 200k · cache read 0% so far · <$0.0001 so far" in done.stderr
     files = list((tmp_path / "rec").iterdir())
     assert len(files) == 1 and files[0].name.endswith("-python.jsonl") or "python" in files[0].name
     calls = tokprof.read_log(files[0]).calls

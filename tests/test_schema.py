@@ -19,7 +19,7 @@ SAMPLES = ROOT / "samples"
 SAMPLE = SAMPLES / "incident_session.json"
 CORPUS = Path(os.environ.get("TOKPROF_CORPUS") or ROOT.parent / "shared" / "corpus")
 COMPACTED = CORPUS / "claude_code_2.1_compacted"
-KINDS = ("profile", "tools", "check", "sessions", "whatif", "mcp")
+KINDS = ("profile", "tools", "check", "sessions", "whatif", "mcp", "watch")
 
 
 def _schema_files() -> dict[str, dict]:
@@ -249,3 +249,73 @@ def test_the_whatif_schema_is_strict(validators, capsys):
         doc = json.loads(json.dumps(good))
         change(doc)
         assert not validators["whatif"].is_valid(doc)
+
+
+# -- watch --json ------------------------------------------------------------------------------------
+def _watch_lines(path: Path, count: bool) -> list[dict]:
+    from tokprof import LiveSession
+
+    return [json.loads(call.to_json()) for call in LiveSession(str(path), count=count).update()]
+
+
+def test_watch_lines_of_a_session_being_written(validators, tmp_path):
+    from test_watch import lines
+
+    session = tmp_path / "s.jsonl"
+    session.write_text(lines([(20_000, 0), (150_000, 19_000), (165_000, 20_000)]))
+    for count in (False, True):
+        docs = _watch_lines(session, count)
+        assert len(docs) == 3
+        for doc in docs:
+            assert_valid(validators, "watch", doc)
+        assert (docs[-1]["buckets"] is not None) is count and docs[-1]["crossed"] == [0.8]
+
+
+def test_watch_lines_of_a_session_without_usage_and_of_a_recording(validators, tmp_path):
+    import tokprof
+    from test_record_live import exchange, main_call, reply
+
+    session = tmp_path / "s.jsonl"
+    turn = {"type": "user", "sessionId": "s", "uuid": "u0", "parentUuid": None, "timestamp": "2025-10-01T10:00:00Z",
+            "message": {"role": "user", "content": "hello"}}
+    answer = {"type": "assistant", "sessionId": "s", "uuid": "a0", "parentUuid": "u0",
+              "timestamp": "2025-10-01T10:00:01Z", "message": {"id": "m0", "role": "assistant", "model": "unknown-model",
+                                                               "content": [{"type": "text", "text": "hi"}]}}
+    session.write_text(json.dumps(turn) + "\n" + json.dumps(answer) + "\n")
+    docs = _watch_lines(session, True)
+    assert docs and docs[0]["basis"] == "computed" and docs[0]["cost"] is None
+    assert_valid(validators, "watch", docs[0])
+    live = tokprof.LiveRecording(str(tmp_path / "r.jsonl"))
+    figures = live.add(exchange(main_call(1), reply(30_000, 20_000)))
+    assert figures is not None
+    assert_valid(validators, "watch", figures.to_dict())
+
+
+def test_the_watch_schema_is_strict(validators, tmp_path):
+    from test_watch import lines
+
+    session = tmp_path / "s.jsonl"
+    session.write_text(lines([(20_000, 0), (150_000, 19_000)]))
+    good = _watch_lines(session, True)[-1]
+    bad = [
+        lambda d: d.update(surprise=1),
+        lambda d: d["buckets"].update(other=1),
+        lambda d: d["buckets"].update(system=-1),
+        lambda d: d.update(basis="guessed"),
+        lambda d: d.pop("cost"),
+        lambda d: d.update(cache_read_share=1.5),
+    ]
+    for change in bad:
+        doc = json.loads(json.dumps(good))
+        change(doc)
+        assert not validators["watch"].is_valid(doc)
+
+
+def test_watch_lines_of_a_corpus_session(validators):
+    session = CORPUS / "claude_code_medium_full-session-four.jsonl"
+    if not session.exists():
+        pytest.skip(f"the shared corpus is not at {CORPUS}")
+    docs = _watch_lines(session, False)
+    assert docs
+    for doc in docs:
+        assert_valid(validators, "watch", doc)

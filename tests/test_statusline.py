@@ -13,8 +13,9 @@ from test_watch import lines
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(tmp_path, payload) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+def run(tmp_path, payload, buckets: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               TOKPROF_STATUSLINE_BUCKETS="1" if buckets else "0", TOKPROF_STATUSLINE_IDLE="20")
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=text, capture_output=True,
                           text=True, env=env, timeout=60, check=False)
@@ -52,3 +53,52 @@ def test_statusline_never_a_traceback(tmp_path):
     f.write_text("garbage\n")
     done = run(tmp_path, payload(f))
     assert done.returncode == 0 and done.stdout == "tokprof: no model call yet\n"
+
+
+def _counter_pid(tmp_path) -> int | None:
+    """The pid of the counter this test started, while it runs (its lock file names it)."""
+    for lock in (tmp_path / "cache" / "tokprof" / "statusline").glob("*.lock"):
+        text = lock.read_text().strip()
+        try:
+            running = text and "statusline_counter" in Path(f"/proc/{text}/cmdline").read_text(errors="replace")
+        except OSError:
+            running = False
+        return int(text) if running else None
+    return None
+
+
+def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
+    import signal
+    import time
+
+    f = tmp_path / "s.jsonl"
+    f.write_text(lines([(20_000, 0), (150_000, 19_000)]))
+    first = run(tmp_path, payload(f), buckets=True)  # starts the counter: no buckets yet
+    assert first.returncode == 0 and first.stdout.startswith("ctx 75% ! of 200k · +130k · ")
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            done = run(tmp_path, payload(f), buckets=True)
+            if "results" in done.stdout or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        # Claude Code records neither system prompt nor tools: the rest of the report is unrecorded
+        assert done.stdout.startswith("ctx 75% ! of 200k · +130k · results ~"), done.stdout
+        assert " · unrecorded ~" in done.stdout and done.stdout.endswith(" · $1.23 · cache 11%\n")
+        assert "tools" not in done.stdout
+        with open(f, "a") as out:  # one more call: counted by the same counter
+            out.write(lines([(20_000, 0), (150_000, 19_000), (152_000, 149_000)]).split("\n", 6)[6])
+        deadline = time.monotonic() + 60
+        while True:
+            done = run(tmp_path, payload(f), buckets=True)
+            if done.stdout.startswith("ctx 76% ! of 200k · +2.0k · results") or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        assert done.stdout.startswith("ctx 76% ! of 200k · +2.0k · results ~"), done.stdout
+    finally:
+        pid = _counter_pid(tmp_path)
+        if pid:
+            try:
+                os.kill(pid, signal.SIGTERM)  # the counter this test started (it would exit when idle)
+            except ProcessLookupError:
+                pass

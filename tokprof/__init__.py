@@ -41,6 +41,7 @@ _EXPORTS = {
     "saved_profile": "tokprof.api",
     "find_session": "tokprof.api",
     "session_in_folder": "tokprof.api",
+    "recordings": "tokprof.api",
     "configured_prices": "tokprof.api",
     "run_check": "tokprof.api",
     "CheckRun": "tokprof.api",
@@ -69,6 +70,7 @@ _EXPORTS = {
     "Rates": "tokprof.billing",
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
+    "LiveRecording": "tokprof.live_record",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -85,13 +87,14 @@ if TYPE_CHECKING:
     from tokprof.api import (
         Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
         probe, profile,
-        profile_directory, profile_file, read_log, render_report, report_formats, run_check, saved_profile, session_in_folder,
-        suggest_facts, tools_report, whatif,
+        profile_directory, profile_file, read_log, recordings, render_report, report_formats, run_check, saved_profile,
+        session_in_folder, suggest_facts, tools_report, whatif,
     )
     from tokprof.config import Config, ConfigError
     from tokprof.billing import Rates
     from tokprof.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
+    from tokprof.live_record import LiveRecording
     from tokprof.profiling import Profile
     from tokprof.trace import Trace
 

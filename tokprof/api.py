@@ -485,6 +485,15 @@ def find_session(directory: PathLike, wanted: str) -> str:
     return str(matches[0])
 
 
+def recordings(directory: PathLike) -> list[str]:
+    """The recordings ``tokprof record`` wrote in a directory, oldest first; none when the directory
+    holds other logs too (a folder of agent sessions) or is no folder."""
+    from tokprof.formats.recorded import recordings as found
+
+    name = os.fspath(directory)
+    return [str(path) for path in found(name)] if os.path.isdir(name) else []
+
+
 # -- tools and budgets ----------------------------------------------------------------------------
 def tools_report(
     log: PathLike | Trace | None = None,

@@ -368,7 +368,8 @@ PROFILE_EXAMPLES = _esc(
 @app.command(epilog=PROFILE_EXAMPLES)
 def profile(
     log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
-                                                                 "Codex sessions: a row per session. None: the "
+                                                                 "Codex sessions: a row per session (of tokprof "
+                                                                 "record's recordings: the newest). None: the "
                                                                  "sessions of every agent on this machine, as "
                                                                  "'tokprof sessions' lists them."))] = None,
     input_format: InputFormat = None,
@@ -421,7 +422,10 @@ def profile(
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
     log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
-    if os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
+    recorded = api.recordings(log)
+    if recorded:  # a folder of tokprof record's recordings: one of them, profiled whole
+        log = _recording(log, recorded, session)
+    elif os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
             team = _team_options(by, since, until, with_text, machine, user, incremental)
             return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
@@ -440,6 +444,24 @@ def profile(
     outputs = [(output, _render(result, fmt, options))]
     _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
     return EXIT_OK
+
+
+def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> str:
+    """The recording a folder of recordings profiles: the one ``--session`` names, else the newest."""
+    from tokprof.text import visible
+
+    names = [os.path.basename(path) for path in recorded]
+    if wanted is not None:
+        matches = [path for path, name in zip(recorded, names) if wanted in name]
+        if len(matches) != 1:
+            listed = ", ".join(visible(n) for n in names[-5:]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            raise TokprofError(f"{directory}: --session {wanted}: {len(matches) or 'no'} recordings match "
+                               f"(the folder has {listed})")
+        return matches[0]
+    if len(recorded) > 1:
+        print(f"tokprof: {visible(directory)}: {len(recorded)} recordings; the newest, {visible(names[-1])} "
+              "(--session NAME for another)", file=sys.stderr)
+    return recorded[-1]
 
 
 def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> int:

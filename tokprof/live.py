@@ -57,7 +57,7 @@ class LiveCall:
     cache_broke: bool
 
     def to_dict(self) -> dict:
-        out = asdict(self)
+        out = {"schema_version": 1, "kind": "watch", **asdict(self)}  # docs/schema/watch.schema.json
         out["thresholds"], out["past"], out["crossed"] = list(self.thresholds), list(self.past), list(self.crossed)
         return out
 
@@ -175,6 +175,11 @@ class LiveSession:
                 self._note(str(exc))
                 self._models[wanted] = None
         return self._models[wanted]
+
+    def figures(self, call: Call) -> LiveCall:
+        """The figures of a call read elsewhere (``tokprof record`` feeds its recorded calls), as the
+        session's next call."""
+        return self._figures(call)
 
     def _figures(self, call: Call, count: bool = True) -> LiveCall:
         model = self._model(call.model) if self.count else None

@@ -11,8 +11,9 @@ call's prompt against its model's window, what it added, the session's cost (Cla
 Repeat calls are cheap: the follower and reader state is kept in the user's cache directory
 (``$XDG_CACHE_HOME/tokprof/statusline``, else ``~/.cache/tokprof/statusline``), one file per
 transcript (named by the SHA-256 of its path), so a call reads only what was appended. No tokenizer
-is loaded (buckets would need one: ``tokprof watch`` counts them). Nothing from the log reaches the
-line but numbers; a problem prints ``tokprof: ...`` and exits 0.
+is loaded: the buckets shown are the newest a background counter wrote
+(:mod:`tokprof.statusline_counter`, started here when calls are not counted yet). Nothing from the
+log reaches the line but numbers; a problem prints ``tokprof: ...`` and exits 0.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def cache_dir() -> Path:
 
 def _state_file(transcript: str) -> Path:
     return cache_dir() / (hashlib.sha256(os.path.abspath(transcript).encode()).hexdigest()[:32] + ".pickle")
+
+
+def state_file(transcript: str) -> Path:
+    """The file of a transcript's state (the bucket counter's files are named after it)."""
+    return _state_file(transcript)
 
 
 def _load(transcript: str) -> Any:
@@ -95,6 +101,7 @@ def line(payload: dict) -> str:
         parts.append(f"prompt {_k(last.prompt)}")
     if last.added is not None:
         parts.append(f"+{_k(last.added)}" if last.added >= 0 else f"-{_k(-last.added)}")
+    parts += _buckets(transcript, last.call)
     cost = (payload.get("cost") or {}).get("total_cost_usd") if isinstance(payload.get("cost"), dict) else None
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         parts.append(f"${cost:.2f}")
@@ -103,6 +110,29 @@ def line(payload: dict) -> str:
     if last.cache_broke:
         parts.append("cache broke")
     return " · ".join(parts)
+
+
+#: The buckets the line shows, by their short names; ``~`` marks an estimate.
+SHOWN = (("tool_definitions", "tools"), ("tool_results", "results"), ("unrecorded", "unrecorded"))
+
+
+def _buckets(transcript: str, call: int) -> list[str]:
+    """The newest buckets the counter wrote (a call behind at most while it counts), and the counter
+    started when calls are not counted yet (:mod:`tokprof.statusline_counter`)."""
+    from tokprof import statusline_counter as counter
+
+    if not counter.enabled():
+        return []
+    found = counter.counted(transcript)
+    if found is None or found.call < call:
+        try:
+            counter.ensure(transcript)
+        except OSError:  # a cache folder not writable, no process to spare: the line without buckets
+            return []
+    if found is None or found.call > call:  # none yet, or of a file since replaced
+        return []
+    mark = "~" if found.estimate else ""
+    return [f"{label} {mark}{_k(found.buckets[name])}" for name, label in SHOWN if found.buckets.get(name)]
 
 
 def main(stdin: str) -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from tokprof.analyses.mcp_budgets import server_of
 from tokprof.attribution.tool_results import ToolResultCosts
+from tokprof.attribution.catalogue import Catalogue
 from tokprof.trace import Trace
 
 
@@ -60,3 +61,46 @@ def rollup_from_results(costs: ToolResultCosts | None) -> list[ServerUse]:
             row[3] += cost.carry_cost
     out = [ServerUse(s, *r) for s, r in rows.items()]
     return sorted(out, key=lambda r: (-r.carry_cost, r.server))
+
+
+#: The row of the catalogue's tools that no MCP server's name carries (the agent's own tools).
+NOT_MCP = "(not MCP)"
+
+
+@dataclass(frozen=True)
+class ServerCatalogue:
+    """One MCP server's part of a log's tool catalogue, and what the log did with its tools."""
+
+    server: str  # or NOT_MCP
+    tools: int  # its tools in the catalogue
+    unused: int  # of them, never called
+    definitions: int  # tokens per request: its tools' marginal costs (the counting model's own counts)
+    calls: int  # calls the model made to its tools
+    result_tokens: int
+    carry_cost: int
+
+    def to_dict(self) -> dict:
+        return {"server": self.server, "tools": self.tools, "unused": self.unused, "definitions": self.definitions,
+                "calls": self.calls, "result_tokens": self.result_tokens, "carry_cost": self.carry_cost}
+
+
+def catalogue_rollup(catalogue: Catalogue, costs: ToolResultCosts | None) -> list[ServerCatalogue]:
+    """One row per MCP server of a catalogue (every tool definition a request carried: called or not),
+    the costliest definitions first, then one row of the tools of no server; empty when no tool name
+    carries a server."""
+    rows: dict[str, list[int]] = {}
+    for tool in catalogue.tools:
+        row = rows.setdefault(server_of(tool.name) or NOT_MCP, [0, 0, 0, 0, 0, 0])
+        row[0] += 1
+        row[1] += bool(tool.unused)
+        row[2] += tool.marginal
+        row[3] += tool.calls or 0
+    for cost in costs.tools if costs is not None else ():
+        server = (server_of(cost.tool) if cost.tool else None) or NOT_MCP
+        if server in rows:
+            rows[server][4] += cost.tokens
+            rows[server][5] += cost.carry_cost
+    if set(rows) <= {NOT_MCP}:
+        return []
+    out = [ServerCatalogue(name, *row) for name, row in rows.items()]
+    return sorted(out, key=lambda r: (r.server == NOT_MCP, -r.definitions, r.server))

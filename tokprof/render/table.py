@@ -92,6 +92,7 @@ class TableRenderer:
             console.print(f"  {key}  {value}")
         if summary.tool_result_costs is not None:
             self._result_costs(console, summary)
+        self._mcp_servers(console, summary, model.exact)
         console.print(f"  tokenizer: {safe(model.tokenizer)}; template: {safe(model.chat_template)}")
         if model.selected:
             console.print(f"  model chosen: {safe(model.selected)}")
@@ -122,9 +123,10 @@ class TableRenderer:
                                           Column("carry cost", "carry")], tools))
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
-        from tokprof.analyses.mcp_rollup import rollup_from_results
+        from tokprof.analyses.mcp_rollup import catalogue_rollup, rollup_from_results
 
-        for server in rollup_from_results(costs):
+        shown = summary.catalogue is not None and catalogue_rollup(summary.catalogue.catalogue, costs)
+        for server in [] if shown else rollup_from_results(costs):
             console.print(f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
                           f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}")
         if costs.top:
@@ -133,6 +135,23 @@ class TableRenderer:
                      f"{r.tokens:,}", f"{r.carried_by:,}", f"{r.carry_cost:,}"] for r in costs.top]
             console.print(fit_table(console, [Column("call"), Column("tool", justify="left"), Column("tokens"),
                                               Column("resent by", "resent"), Column("carry cost", "carry")], rows))
+        console.print()
+
+    @staticmethod
+    def _mcp_servers(console, summary: Summary, exact: bool) -> None:
+        """Per MCP server: its tools' definitions per request (every one, called or not) and its results."""
+        from tokprof.analyses.mcp_rollup import catalogue_rollup
+
+        rows = catalogue_rollup(summary.catalogue.catalogue, summary.tool_result_costs) if summary.catalogue else []
+        if not rows:
+            return
+        units = "" if exact else ", the proxy's own counts, not scaled"
+        console.print(f"[bold]MCP servers[/bold] (from the tool names; definitions: tokens per request{units})")
+        cells = [[safe(r.server), f"{r.tools:,}", f"{r.unused:,}", f"{r.definitions:,}", f"{r.calls:,}",
+                  f"{r.result_tokens:,}", f"{r.carry_cost:,}"] for r in rows]
+        console.print(fit_table(console, [Column("server", justify="left"), Column("tools"), Column("unused"),
+                                          Column("definitions", "defs"), Column("calls"),
+                                          Column("result tokens", "results"), Column("carry cost", "carry")], cells))
         console.print()
 
     @staticmethod
