@@ -7,7 +7,7 @@ from tokprof.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.render.money import cache_lines, call_cost, cost_lines, usage_lines
+from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
 
 LABELS = {
     "system": "system",
@@ -45,6 +45,11 @@ class TableRenderer:
             f"[bold]tokprof[/bold] profile of {safe(profile.source.path)} "
             f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {safe(model.name)}, {exact})"
         )
+        headline = forensics_lines(summary.cache, summary.cost)
+        if headline:
+            width = max(len(k) for k, _ in headline)
+            for key, value in headline:
+                console.print(f"  {key.ljust(width)}  {safe(value)}")
         names = profile.buckets()
         threads = any(c.thread is not None for c in profile.calls)  # subagents: say whose each call is
         columns = [Column("call")] + ([Column("thread", justify="left", drop=2)] if threads else [])
