@@ -48,11 +48,13 @@ def unit_price(cost: CallCost, part: str, prompt: int) -> float | None:
             return paid / count
     if cost.model is None or cost.source != "genai-prices" or prompt <= 0:
         return None
-    probe = {"input": 0, "cache_write_5m": 0, "cache_write_1h": 0, "cache_read": 0, "output": None}
-    probe[part] = prompt
+    counts = {"input": 0, "cache_write_5m": 0, "cache_read": 0}
+    counts[part] = prompt
+    probe = PricedTokens(input=counts["input"], cache_write_5m=counts["cache_write_5m"], cache_write_1h=0,
+                         cache_read=counts["cache_read"], output=None)
     key = "cache_write" if part == "cache_write_5m" else part
     try:
-        parts = genai_price(cost.model, PricedTokens(**probe), prompt, date.fromisoformat(cost.date) if cost.date else None)
+        parts = genai_price(cost.model, probe, prompt, date.fromisoformat(cost.date) if cost.date else None)
     except (LookupError, ValueError):
         return None
     return float(parts[2][key]) / prompt
