@@ -271,11 +271,12 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
                       "a cache is per model")
         uncached = bool(call.reported and call.reported.prompt and not call.reported.cache_read
                         and not call.reported.cache_write)
-        if (miss in (None, "below-prediction") and rules == ANTHROPIC and uncached and predicted
-                and predicted >= anthropic_minimum(name)):
-            miss = "no-breakpoint"
+        if (miss in (None, "below-prediction", "below-minimum") and rules == ANTHROPIC and uncached
+                and min(common, before_row.total if not before.reported else before.reported.prompt or 0)
+                >= anthropic_minimum(name)):
+            miss = "no-breakpoint"  # a breakpoint at the end of the previous prompt would have had it read
             detail = (f"the call neither read nor wrote the cache: no cache breakpoint (cache_control) where one "
-                      f"would pay ({predicted:,} tokens shared with the previous call)")
+                      f"would pay ({common:,} tokens shared with the previous call)")
         elif (miss is None and predicted and reported is not None
                 and reported < predicted - (OPENAI_STEP if rules == OPENAI else 0) - max(predicted // 100, 0)):
             miss = "below-prediction"
