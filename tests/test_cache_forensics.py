@@ -199,3 +199,23 @@ def test_every_corpus_log_with_cache_usage_has_a_measured_loss_within_its_cost()
         assert lost.cost == pytest.approx(sum(c.cache.lost_cost or 0 for c in found.calls), abs=1e-6)
         for row in found.calls:  # what a call lost is at most what it did not read
             assert 0 <= row.cache.lost <= row.reported.prompt - (row.reported.cache_read or 0), (name, row.index)
+
+
+def test_a_directory_of_sessions_adds_up_by_reason_and_names_the_worst():
+    from tokprof.analyses.sessions import SessionRow, SessionsReport
+    from tokprof.render import RenderOptions
+    from tokprof.render.sessions import SessionsTableRenderer
+
+    idle = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 6))
+    switch = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 1, model=HAIKU))
+    kept = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 5000, 1000), 1))
+    rows = [SessionRow.from_profile(p, name, name + ".jsonl") for p, name in
+            ((idle, "aaaa1111"), (switch, "bbbb2222"), (kept, "cccc3333"))]
+    totals = SessionsReport("dir", {}, rows).totals()
+    assert totals.cache_lost_cost == pytest.approx(dollars(5000, WRITE_5M) + 5000 * (1.25 - 0.10) / 1e6, abs=1e-8)
+    assert list(totals.cache_lost_by_reason) == ["idle-gap", "model-switch"]  # costliest first
+    assert [(w.session, w.reason) for w in totals.cache_worst] == [("aaaa1111", "idle-gap"), ("bbbb2222", "model-switch")]
+    assert rows[2].cache_lost_cost == 0 and rows[2].cache_hit_rate == pytest.approx(5000 / 11000, abs=1e-6)
+    text = SessionsTableRenderer().render(SessionsReport("dir", {}, rows), RenderOptions(width=200))
+    assert "cache: misses cost $0.023 over 3 sessions" in text
+    assert "costliest sessions: aaaa1111 $0.017 (most: idle-gap), bbbb2222 $0.0057 (most: model-switch)" in text
