@@ -219,3 +219,43 @@ def test_a_directory_of_sessions_adds_up_by_reason_and_names_the_worst():
     text = SessionsTableRenderer().render(SessionsReport("dir", {}, rows), RenderOptions(width=200))
     assert "cache: misses cost $0.023 over 3 sessions" in text
     assert "costliest sessions: aaaa1111 $0.017 (most: idle-gap), bbbb2222 $0.0057 (most: model-switch)" in text
+
+
+def test_the_html_report_has_a_cache_timeline_that_fits_a_phone_and_a_desktop(tmp_path):
+    """The cache section comes first, its per-call timeline marks the lost tokens with what changed,
+    and at 400 and 1280 pixels nothing scrolls sideways (as tests/test_html_layout.py checks)."""
+    import re
+    import shutil
+
+    edited = turns(4)
+    edited[0] = {"role": "system", "content": "You are a careful assistant. Today is Thursday."}
+    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 6),
+                    call(2, turns(3), usage(7000, 6000, 1000), 7), call(3, edited, usage(8000, 1200, 6800), 8))
+    page = tmp_path / "report.html"
+    page.write_text(tokprof.render_report(found, "html"), encoding="utf-8")
+    text = page.read_text(encoding="utf-8")
+    assert text.index("<h2>Cache</h2>") < text.index("<h2>Tokens per call</h2>")
+    figures = json.loads(re.search(r"var figs=(\{.*?\});var config", text, re.S).group(1))
+    lost = next(t for t in figures["cachetime"]["data"] if t["name"] == "lost to a miss")
+    assert lost["y"] == [0, 5000, 0, 5800]
+    assert "prefix changed (system prompt)" in lost["customdata"][3]
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("needs Chromium (Debian package chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the test extra)")
+    from test_html_layout import MEASURE
+
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (400, 1280):
+                tab = browser.new_page(viewport={"width": width, "height": 1000})
+                tab.goto(page.as_uri())
+                tab.wait_for_function("document.documentElement.hasAttribute('data-charts-rendered')", timeout=60000)
+                layout = tab.evaluate(MEASURE)
+                tab.close()
+                assert layout["errors"] is None and layout["scroll"] <= width
+                assert all(right <= width for right in layout["tables"])
+                assert "chart-cachetime" in layout["charts"]
+        finally:
+            browser.close()
