@@ -171,9 +171,31 @@ NOT_TEXT = (
 )
 STREAM_START = (
     "Claude Code wrote these calls' usage when the response stream started (no line of the call has a "
-    "stop_reason): the prompt counts are complete, but output_tokens is a placeholder that under-reports "
-    "the output (the largest value seen is kept)"
+    "stop_reason, and its output_tokens is under one token per 10 characters of its output): the prompt "
+    "counts are complete, but output_tokens is a placeholder that under-reports the output (the largest "
+    "value seen is kept)"
 )
+#: An output count under one token per this many characters of the call's output (text, thinking, tool
+#: calls' names and arguments) is a placeholder: final counts run at 1 to 7 characters a token on real
+#: Claude Code 2.0 and 2.1 sessions, streaming-start placeholders at 23 and more.
+PLACEHOLDER_CHARACTERS = 10
+
+
+def _output_characters(lines: list) -> int:
+    """The characters of a call's output over its lines: text, thinking, tool calls' names and arguments."""
+    total = 0
+    for line in lines:
+        for part in line.parts:
+            if part[0] in ("text", "thinking"):
+                total += len(part[1])
+            elif part[0] == "call":
+                total += len(part[1]["function"]["name"]) + len(part[1]["function"]["arguments"])
+    return total
+
+
+def _placeholder(output: int | None, lines: list) -> bool:
+    """Whether a call's output count (written before its stream ended) looks like a placeholder."""
+    return output is None or output * PLACEHOLDER_CHARACTERS < _output_characters(lines)
 SYNTHETIC = (
     "assistant lines Claude Code wrote itself (model <synthetic> or isApiErrorMessage: API errors, "
     "'No response requested.') are not model calls: they are skipped and left out of later prompts"
@@ -842,7 +864,7 @@ class _Reader:
                 best[key] = max(best.get(key, 0), value)  # the cache writes by lifetime (5 min, 1 h)
         if not best:
             return None
-        if not stopped:
+        if not stopped and _placeholder(best.get("output_tokens"), lines):
             self.trace.note("usage-at-stream-start", STREAM_START, lines[0].place)
         return anthropic_usage(best)
 

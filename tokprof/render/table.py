@@ -105,6 +105,9 @@ class TableRenderer:
         console.print()
         console.print(f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
                       f"{costs.carry_cost:,} more (carry cost)")
+        differs = _adds_up(costs.tokens + costs.carry_cost, summary, costs.results)
+        if differs:
+            console.print(f"  {differs}")
         tools = [[safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
                  for t in costs.tools[:10]]
         console.print(fit_table(console, [Column("tool", justify="left"), Column("results"), Column("tokens"),
@@ -216,6 +219,17 @@ class TableRenderer:
             lines.append(("tool catalogue", "not recorded (give it with --tools FILE to price each tool)"))
         width = max(len(k) for k, _ in lines)
         return [(key.ljust(width), value) for key, value in lines]
+
+
+def _adds_up(total: int, summary: Summary, results: int) -> str:
+    """Nothing when the tool results' tokens and carry cost add up to the tool-results bucket; else why not."""
+    bucket = summary.buckets_billed.get("tool_results", 0)
+    if total == bucket:
+        return ""
+    if abs(total - bucket) <= results:  # an estimate scales each result by its call's factor, rounded per result
+        return f"together the tool-results bucket, {bucket:,}, up to rounding per result ({total - bucket:+,})"
+    return (f"together {total:,} of the tool-results bucket's {bucket:,}: the rest is tool-result tokens outside the "
+            "results counted here (unrendered, or a result repeated within one prompt)")
 
 
 def _estimate_text(summary: Summary, selected: str | None = None) -> str:

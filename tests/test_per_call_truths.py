@@ -1,0 +1,55 @@
+"""What the reports say is true of each call it is said of (#26 item 4): the usage-at-stream-start
+warning names only the calls whose output count looks like a placeholder; an estimate's tool-results
+table adds up to its bucket (or says why not); `tools` and `profile` report the same billed input or
+label the difference; a subagent is named by its agent id and kind, never by its file's path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tokprof
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT.parent / "shared" / "corpus"
+CC21 = CORPUS / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
+CC20 = CORPUS / "claude_code_medium_full-session-four.jsonl"
+ESTIMATED = (CC21, CC20, CORPUS / "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+             CORPUS / "pi" / "pi_large-session.jsonl")
+
+
+def needs(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip("the shared corpus is absent")
+    return path
+
+
+@pytest.mark.parametrize("log", ESTIMATED, ids=lambda p: p.name[:24])
+def test_an_estimates_tool_results_add_up_to_their_bucket(log):
+    """Each result's tokens and each resend are in the units of the call they are in, as that call's
+    tool-results bucket was scaled: so they add up to the bucket, up to rounding per result."""
+    found = tokprof.profile(needs(log))
+    summary = found.summary()
+    costs = summary.tool_result_costs
+    assert abs(costs.tokens + costs.carry_cost - summary.buckets_billed["tool_results"]) <= costs.results
+    assert sum(t.tokens + t.carry_cost for t in costs.tools) == costs.tokens + costs.carry_cost
+
+
+def test_the_21_session_adds_up_exactly_and_the_table_says_nothing_more():
+    found = tokprof.profile(needs(CC21))
+    costs = found.summary().tool_result_costs
+    assert (costs.tokens, costs.carry_cost) == (160610, 7171016)  # 7,331,626: the bucket
+    assert "up to rounding" not in tokprof.render_report(found, "table")
+
+
+def test_stream_start_names_only_calls_with_placeholder_output():
+    """Claude Code 2.1.39 writes final output counts on most calls without a stop_reason: only 34 of the
+    session's 157 calls (21 of the main conversation, the subagent's 13) have one under a token per 10
+    characters of their output. Claude Code 2.0.27: 25 of 30."""
+    for log, flagged, calls in ((CC21, 34, 157), (CC20, 25, 30)):
+        found = tokprof.profile(needs(log))
+        note = next(w for w in found.warnings if w.code == "usage-at-stream-start")
+        assert len(note.places) == flagged and len(found.calls) == calls
+        under = [c.index for c in found.calls if c.cost and any("under-reported" in n for n in c.cost.notes)]
+        assert len(under) == flagged
