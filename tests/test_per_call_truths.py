@@ -53,3 +53,17 @@ def test_stream_start_names_only_calls_with_placeholder_output():
         assert len(note.places) == flagged and len(found.calls) == calls
         under = [c.index for c in found.calls if c.cost and any("under-reported" in n for n in c.cost.notes)]
         assert len(under) == flagged
+
+
+def test_tools_and_profile_report_the_same_billed_input_or_label_the_difference():
+    sample = ROOT / "samples" / "incident_session.json"  # exact counts: one billed input
+    report = tokprof.tools_report(sample)
+    assert report.billed_input == report.billed_input_profile == tokprof.profile(sample).summary().billed_input
+    assert "tokprof profile reports" not in tokprof.render_report(report, "table")
+    found = tokprof.profile(needs(CC21))
+    estimate = tokprof.tools_report(CC21, tools=ROOT / "samples" / "tools_anthropic.json")
+    assert estimate.billed_input == found.computed_billed_input() == 11665153  # the catalogue's (proxy) units
+    assert estimate.billed_input_profile == found.summary().billed_input == 16486538
+    text = tokprof.render_report(estimate, "table", width=200)
+    assert "(11,665,153 as the proxy counts it; tokprof profile reports 16,486,538, scaled to the reported usage)" in text
+    assert estimate.to_dict()["billed_input_profile"] == 16486538
