@@ -67,3 +67,26 @@ def test_tools_and_profile_report_the_same_billed_input_or_label_the_difference(
     text = tokprof.render_report(estimate, "table", width=200)
     assert "(11,665,153 as the proxy counts it; tokprof profile reports 16,486,538, scaled to the reported usage)" in text
     assert estimate.to_dict()["billed_input_profile"] == 16486538
+
+
+def test_a_subagent_is_named_by_its_agent_id_and_kind_never_by_a_path(tmp_path):
+    """Hand-made Claude Code sessions (the reader's test helpers): a sidechain of the session file without
+    an agentId (Claude Code 1.0), a subagent rebuilt from the progress lines' copies, a subagent file."""
+    import test_format_claude_code as cc
+
+    rows = cc.main_thread_with_task(cc.subagent_lines())
+    for row in rows:
+        row.pop("agentId", None)
+    inline = cc.read(cc.write_jsonl(tmp_path / "inline.jsonl", rows))
+    assert [c.thread for c in inline.calls] == ["", "sidechain s-u1", "sidechain s-u1", ""]
+    session = cc.write_jsonl(tmp_path / f"{cc.SESSION}.jsonl",
+                             cc.main_thread_with_task(cc.progress_copies(cc.subagent_lines())))
+    rebuilt = tokprof.profile(session)
+    assert {c.thread for c in rebuilt.calls} == {None, "a1b2"}
+    text = tokprof.render_report(rebuilt, "table", width=200)
+    assert "subagent a1b2 (rebuilt from progress lines)" in text and str(tmp_path) not in text.split("\n", 1)[1]
+    subagent = cc.write_jsonl(tmp_path / "f" / cc.SESSION / "subagents" / "agent-c3d4.jsonl",
+                              [{k: v for k, v in row.items() if k != "agentId"} for row in cc.subagent_lines()])
+    main = cc.write_jsonl(tmp_path / "f" / f"{cc.SESSION}.jsonl", cc.main_thread_with_task([]))
+    assert subagent.exists()
+    assert {c.thread for c in cc.read(main).calls} == {"", "c3d4"}

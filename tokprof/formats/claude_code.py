@@ -181,6 +181,25 @@ STREAM_START = (
 PLACEHOLDER_CHARACTERS = 10
 
 
+def _thread_name(transcript: "_Transcript", first: "_Line") -> str:
+    """A subagent's thread: its agent id (the line's ``agentId``, else its transcript's name
+    ``agent-<id>.jsonl``), else, for a sidechain of the session file with neither, ``sidechain`` and the
+    start of the uuid of its first line: never a file's path."""
+    agent = first.record.get("agentId")
+    if isinstance(agent, str) and agent:
+        return agent
+    name = Path(transcript.path).name
+    if name.startswith("agent-") and name.endswith(".jsonl") and transcript.path != "":
+        return name[len("agent-"):-len(".jsonl")]
+    line, seen = first, 0
+    while line.parent is not None and line.parent in transcript.by_uuid and seen < len(transcript.by_uuid):
+        parent = transcript.by_uuid[line.parent]
+        if not parent.sidechain:
+            break
+        line, seen = parent, seen + 1
+    return "sidechain " + (line.uuid or str(line.number))[:8]
+
+
 def _output_characters(lines: list) -> int:
     """The characters of a call's output over its lines: text, thinking, tool calls' names and arguments."""
     total = 0
@@ -700,7 +719,7 @@ class _Reader:
             response=response,
             kind="compaction" if compaction else "call",
             # a subagent has its own system prompt and tools: its own inferred fixed part
-            thread=str(first.record.get("agentId") or transcript.path) if sidechain else "",
+            thread=_thread_name(transcript, first) if sidechain else "",
             request_id=None if not key or key in self.positional else key,
             time=parse_time(first.record.get("timestamp")),
             cwd=_place_text(transcript.path, first, "cwd"),
@@ -915,9 +934,9 @@ class _Reader:
             if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):
                 check_text(transcript.path, f"line {line.number}: data.prompt", prompt)
                 opening = {"type": "user", "message": {"role": "user", "content": prompt}}
-                thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt"), "data."))
+                thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt", agent), "data."))
             parent = thread[-1][1]["uuid"] if thread else None
-            thread.append((line.number, _copy(nested, parent, f"progress:{line.number}"), "data.message."))
+            thread.append((line.number, _copy(nested, parent, f"progress:{line.number}", agent), "data.message."))
         out: list[list[Call]] = []
         for records in threads.values():
             keys = {self.nested_key(record) for _, record, _ in records} - {None}
@@ -1102,11 +1121,14 @@ def _kept(record: dict, kind: str) -> dict:
     return kept
 
 
-def _copy(record: dict, parent: str | None, fallback_uuid: str) -> dict:
-    """A subagent line copied from a progress line, linked to the previous copy of its thread."""
+def _copy(record: dict, parent: str | None, fallback_uuid: str, agent: object = None) -> dict:
+    """A subagent line copied from a progress line, linked to the previous copy of its thread, with the
+    progress line's agent id (its thread's name) when the copy has none."""
     out = dict(record)
     out["parentUuid"] = parent
     out["isSidechain"] = True
+    if isinstance(agent, str) and agent and agent != "?" and not out.get("agentId"):
+        out["agentId"] = agent
     if not isinstance(out.get("uuid"), str):
         out["uuid"] = fallback_uuid
     return out

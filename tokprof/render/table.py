@@ -181,6 +181,9 @@ class TableRenderer:
         if len(threads) > 1:
             for thread in threads:
                 who = "main conversation" if thread.thread is None else f"subagent {safe(thread.thread)}"
+                if thread.thread is not None and any(c.thread == thread.thread and "from progress" in c.where
+                                                     for c in profile.calls):
+                    who += " (rebuilt from progress lines)"
                 lines.append((f"  {who}", f"{thread.calls:,} calls, {thread.billed_input:,} billed, final prompt "
                               f"{thread.final_prompt:,}, largest {thread.largest_prompt:,}"))
         if summary.compactions:
