@@ -259,3 +259,13 @@ def test_the_html_report_has_a_cache_timeline_that_fits_a_phone_and_a_desktop(tm
                 assert "chart-cachetime" in layout["charts"]
         finally:
             browser.close()
+
+
+def test_an_estimated_prefix_before_a_compaction_is_not_a_loss_when_the_provider_read_one():
+    """Claude Code 2.1.39, after its compaction (call 72): the provider read the system prompt and tools,
+    21,445 tokens, where tokprof infers 25,857 before the summary: the difference is the estimate's."""
+    found = tokprof.profile(corpus("claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"))
+    cache = found.calls[72].cache
+    assert (cache.miss, cache.part, cache.shared_basis, cache.reported) == ("prefix-changed", "compaction", "messages", 21445)
+    assert cache.lost == 0 and found.summary().cache.lost.cost == 0
+    assert "no miss cost anything" in tokprof.render_report(found, "table", width=200).splitlines()[1]

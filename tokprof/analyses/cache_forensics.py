@@ -10,7 +10,8 @@ would have served, less what the call read (``reported_read``), at most what it 
 * ``prefix-changed`` in the system prompt, the tools, an earlier message or its reasoning: what the
   previous call left in the cache (had that part stayed as it was, the rest would have been read);
   after a ``compaction`` or a ``rewrite`` (the conversation cut short), only the prefix before the
-  change (the rest is new text: nothing to keep);
+  change (the rest is new text: nothing to keep), and none when that prefix is estimated from the
+  messages and the provider read one (the difference is the estimate's, not a miss);
 * ``below-minimum``: the shared prefix (too short to be cached at all);
 * ``no-breakpoint``: the shared prefix, which a cache breakpoint would have had read.
 
@@ -77,7 +78,11 @@ def expected_read(cache: CallCache, before: int, prompt: int) -> int:
     if cache.miss in (None, "first-call"):
         return 0
     if cache.miss == "prefix-changed":
-        return min(before, prompt) if cache.part in FROM_PREVIOUS else min(shared, prompt)
+        if cache.part in FROM_PREVIOUS:
+            return min(before, prompt)
+        if cache.shared_basis == "messages" and (cache.reported or 0) > 0:
+            return 0  # an estimated prefix before a compaction or a cut, and the provider read one: no loss to tell
+        return min(shared, prompt)
     if cache.miss in ("below-minimum", "no-breakpoint"):
         return min(shared, prompt)
     return min(shared, before, prompt)
