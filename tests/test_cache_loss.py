@@ -45,6 +45,7 @@ def test_cache_miss_cost_fails_a_build(tmp_path, medium, capsys):
     miss = metrics["cache_miss_cost"]
     assert miss["status"] == "fail" and miss["max"] == 0.05 and miss["unit"] == "usd"
     assert miss["value"] == miss_cost(medium).total
+    assert any("most of it idle-gap, $0.0988 on 1 call; the costliest break: call 14" in r for r in miss["reasons"])
     assert metrics["cache_hit_rate"]["status"] == "pass"  # 94.6% of the prompts read from the cache
     config.write_text('[budgets]\ncache_miss_cost = "$0.50"\n')
     assert main(["check", str(MEDIUM), "--config", str(config), "--no-progress"]) == 0
