@@ -26,10 +26,12 @@ def medium():
 
 def test_an_idle_gap_is_priced_as_the_writes_it_caused(medium):
     """The one miss of a real Claude Code 2.0 session (claude-sonnet-4-5: $3.75 a 5-minute write, $0.30 a
-    read, per million): call 14, 5.5 minutes after call 13, read 13,168 tokens of the prefix it shared."""
+    read, per million): call 14, 5.5 minutes after call 13, read 13,168 tokens of the 41,813 that call 13
+    left in the cache (its 41,247 read and 566 written; its 2 uncached input tokens were not cached)."""
     row = medium.calls[14]
     assert row.cache.miss == "idle-gap" and row.cache.reported == 13168
-    lost = min(row.cache.shared, 42248) - 13168
+    lost = 41247 + 566 - 13168
+    assert row.cache.lost == lost == 28645
     found = miss_cost(medium)
     assert found.by_reason == {"idle-gap": pytest.approx(lost * (3.75 - 0.30) / 1e6, abs=1e-8)}
     assert found.total == pytest.approx(found.by_reason["idle-gap"])
@@ -43,6 +45,7 @@ def test_cache_miss_cost_fails_a_build(tmp_path, medium, capsys):
     miss = metrics["cache_miss_cost"]
     assert miss["status"] == "fail" and miss["max"] == 0.05 and miss["unit"] == "usd"
     assert miss["value"] == miss_cost(medium).total
+    assert any("most of it idle-gap, $0.0988 on 1 call; the costliest break: call 14" in r for r in miss["reasons"])
     assert metrics["cache_hit_rate"]["status"] == "pass"  # 94.6% of the prompts read from the cache
     config.write_text('[budgets]\ncache_miss_cost = "$0.50"\n')
     assert main(["check", str(MEDIUM), "--config", str(config), "--no-progress"]) == 0

@@ -125,8 +125,15 @@ def test_tool_results_written_between_blocks_follow_the_whole_response(tmp_path)
     assert second.response == {"role": "assistant", "content": "Done."}
 
 
-def test_usage_at_stream_start_is_noted(tmp_path):
+def test_usage_at_stream_start_names_the_calls_whose_output_looks_like_a_placeholder(tmp_path):
+    """A call without a stop_reason whose output count is under one token per 10 characters of its output
+    is noted; one whose count fits its output (a final count) is not, nor one with a stop_reason."""
     trace = read(write_jsonl(tmp_path / "s.jsonl", split_response()))
+    assert "usage-at-stream-start" not in notes(trace)  # req_1: 57 tokens for about 70 characters
+    rows = split_response()
+    long_read = tool_use("t2", file_path="/b.py", note="x" * 800)
+    rows[5] = assistant("a4", "r1", "req_1", [long_read], usage(out=40))  # 40 tokens for 850 characters
+    trace = read(write_jsonl(tmp_path / "p.jsonl", rows))
     assert notes(trace)["usage-at-stream-start"] == ["line 3"]  # req_2 has a stop_reason
 
 

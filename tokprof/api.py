@@ -541,6 +541,7 @@ def tools_report(
     from tokprof.analyses.mcp_rollup import server_rollup
 
     report.mcp_servers = server_rollup(trace, result.tool_result_costs)
+    report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
     return report
 
 

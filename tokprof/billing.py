@@ -308,7 +308,10 @@ def summarise(costs: list[tuple[int, CallCost | None]]) -> CostSummary | None:
 
 # -- the computed cache ----------------------------------------------------------------------------
 #: Why a call read less from the cache than a prefix cache could have given it.
-MISS_CODES = ("first-call", "idle-gap", "prefix-changed", "below-minimum", "below-prediction")
+MISS_CODES = ("first-call", "idle-gap", "model-switch", "prefix-changed", "below-minimum", "no-breakpoint",
+              "below-prediction")
+#: Which part of the prompt a ``prefix-changed`` call changed (``CallCache.part``).
+CHANGED_PARTS = ("system", "tools", "message", "reasoning", "rewrite", "compaction")
 
 
 @dataclass(frozen=True)
@@ -332,18 +335,106 @@ class CallCache:
     detail: str | None = None
     changed_at: int | None = None
     gap: float | None = None
+    part: str | None = None  # prefix-changed: which part changed (CHANGED_PARTS)
+    lost: int | None = None  # tokens a kept cache would have read, that the call paid more for (None: not measured)
+    lost_cost: float | None = None  # what they cost over the read price, US dollars (None: not measured)
 
     def to_dict(self) -> dict:
         return {"shared": self.shared, "shared_basis": self.shared_basis, "predicted_read": self.predicted,
                 "reported_read": self.reported, "rules": self.rules, "miss": self.miss, "detail": self.detail,
-                "changed_at": self.changed_at, "gap_seconds": self.gap}
+                "changed_at": self.changed_at, "gap_seconds": self.gap, "part": self.part,
+                "lost_tokens": self.lost, "lost_cost": self.lost_cost}
 
     @classmethod
     def from_dict(cls, d: dict) -> "CallCache":
         return cls(shared=d.get("shared"), shared_basis=d.get("shared_basis", "messages"),
                    predicted=d.get("predicted_read"), reported=d.get("reported_read"), rules=d.get("rules"),
                    miss=d.get("miss"), detail=d.get("detail"), changed_at=d.get("changed_at"),
-                   gap=d.get("gap_seconds"))
+                   gap=d.get("gap_seconds"), part=d.get("part"), lost=d.get("lost_tokens"),
+                   lost_cost=d.get("lost_cost"))
+
+
+@dataclass(frozen=True)
+class ReasonLoss:
+    """The cache misses of one reason (a miss code, and for ``prefix-changed`` the part that changed):
+    how many calls, the tokens a kept cache would have read, and what they cost over the read price."""
+
+    reason: str
+    part: str | None
+    calls: int
+    tokens: int
+    cost: float
+
+    @property
+    def label(self) -> str:
+        return self.reason + (f" ({self.part})" if self.part else "")
+
+    def to_dict(self) -> dict:
+        return {"reason": self.reason, "part": self.part, "calls": self.calls, "tokens": self.tokens,
+                "cost": money(self.cost)}
+
+
+@dataclass(frozen=True)
+class CacheBreak:
+    """A call that broke the cache: what it lost, why, and what changed (``detail``)."""
+
+    call: int
+    thread: str | None
+    reason: str
+    part: str | None
+    detail: str | None
+    tokens: int
+    cost: float
+
+    def to_dict(self) -> dict:
+        return {"call": self.call, "thread": self.thread, "reason": self.reason, "part": self.part,
+                "detail": self.detail, "tokens": self.tokens, "cost": money(self.cost)}
+
+
+#: How many cache breaks a summary lists (the costliest; every call's ``cache`` has its own).
+BREAKS_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class CacheLoss:
+    """What the run's cache misses cost: in all (None: not measurable, ``why``), by reason (costliest
+    first), and the costliest breaks."""
+
+    cost: float | None
+    tokens: int | None
+    by_reason: tuple[ReasonLoss, ...] = ()
+    breaks: tuple[CacheBreak, ...] = ()
+    calls: int = 0  # the calls that lost anything
+    why: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"cost": money(self.cost), "tokens": self.tokens, "calls": self.calls, "why": self.why,
+                "by_reason": [r.to_dict() for r in self.by_reason], "breaks": [b.to_dict() for b in self.breaks]}
+
+
+def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
+    """The run's :class:`CacheLoss` of its calls' caches (``(index, thread, cache)``, in log order)."""
+    if not any(cache.reported is not None for _, _, cache in rows):
+        return CacheLoss(None, None, why="not recorded: the log reports no cache usage")
+    unmeasured = next(((index, cache) for index, _, cache in rows if cache.lost is None or cache.lost_cost is None), None)
+    if unmeasured is not None:
+        index, cache = unmeasured
+        why = (f"not measurable: call {index}'s cache miss ({cache.miss}) cannot be priced" if cache.miss
+               else "not measured: a profile made without cache forensics")
+        return CacheLoss(None, None, why=why)
+    groups: dict[tuple[str, str | None], list[CallCache]] = {}
+    breaks: list[CacheBreak] = []
+    for index, thread, cache in rows:
+        if not cache.lost or not cache.miss:
+            continue
+        groups.setdefault((cache.miss, cache.part), []).append(cache)
+        breaks.append(CacheBreak(index, thread, cache.miss, cache.part, cache.detail, cache.lost, cache.lost_cost or 0.0))
+    by_reason = [ReasonLoss(reason, part, len(group), sum(c.lost or 0 for c in group),
+                            round(sum(c.lost_cost or 0.0 for c in group), DIGITS)) for (reason, part), group in groups.items()]
+    by_reason.sort(key=lambda r: (-r.cost, -r.tokens, r.label))
+    breaks.sort(key=lambda b: (-b.cost, -b.tokens, b.call))
+    return CacheLoss(cost=round(sum(r.cost for r in by_reason), DIGITS), tokens=sum(r.tokens for r in by_reason),
+                     by_reason=tuple(by_reason), breaks=tuple(breaks[:BREAKS_SHOWN]), calls=len(breaks))
 
 
 @dataclass(frozen=True)
@@ -360,9 +451,11 @@ class CacheSummary:
     hit_rate_predicted: float | None
     misses: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    lost: CacheLoss | None = None  # what the misses cost (tokprof.analyses.cache_forensics)
 
     def to_dict(self) -> dict:
         return {"rules": list(self.rules), "prompt": self.prompt, "shared": self.shared,
                 "predicted_read": self.predicted, "reported_read": self.reported,
                 "hit_rate_reported": self.hit_rate_reported, "hit_rate_predicted": self.hit_rate_predicted,
-                "misses": dict(self.misses), "notes": list(self.notes)}
+                "misses": dict(self.misses), "notes": list(self.notes),
+                **({"lost": self.lost.to_dict()} if self.lost is not None else {})}

@@ -18,7 +18,7 @@ from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
 from tokprof.files import write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
-from tokprof.billing import CacheSummary, CallCache, CallCost, CostSummary, summarise
+from tokprof.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
 from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
@@ -459,6 +459,7 @@ class Profile:
             hit_rate_predicted=round(sum(predicted) / prompt, 6) if predicted and prompt else None,
             misses=misses,
             notes=self.cache_notes,
+            lost=cache_loss([(c.index, c.thread, c.cache) for c in rows if c.cache is not None]),
         )
 
     def threads(self) -> list[ThreadSummary]:

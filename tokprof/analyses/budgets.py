@@ -40,6 +40,7 @@ class Measurement:
     estimate: str | None = None  # how the counts are estimated, when they are not exact
     unknown: dict[str, str] = field(default_factory=dict)  # metric -> why it has no value
     mode: str = "log"  # "log", or "static" for a tool catalogue priced on its own
+    explain: dict[str, str] = field(default_factory=dict)  # metric -> what most of its value is, for a failure
 
     def baseline_dict(self, folder: str | None = None) -> dict:
         """The baseline to commit; ``folder``: where it is written, so that its source is stored
@@ -83,6 +84,7 @@ def measure(
     metrics["tool_definitions"] = main.total if main else 0
     metrics["largest_tool"] = max((t.marginal for t in main.tools), default=0) if main else 0
     metrics["system_prompt"] = system_tokens
+    explain: dict[str, str] = {}
     if profile is not None:
         summary = profile.summary()
         metrics["first_prompt"] = profile.calls[0].total if profile.calls else 0
@@ -92,7 +94,7 @@ def measure(
         share = catalogue.unused_waste_share if catalogue else None
         metrics["unused_tool_waste"] = share or 0.0
         unknown = {}
-        _measure_cost(profile, metrics, unknown)
+        _measure_cost(profile, metrics, unknown, explain)
         for part, metrics_of_part in NOT_RECORDED_METRICS.items():
             if part in profile.not_recorded:
                 for name in metrics_of_part:
@@ -112,13 +114,15 @@ def measure(
         tools=tools,
         estimate=estimate,
         unknown=unknown,
+        explain=explain,
     )
 
 
 NO_CACHE_USAGE = ("not recorded: the log reports no cache usage (or set not_recorded = \"skip\" on this budget)")
 
 
-def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: dict[str, str]) -> None:
+def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: dict[str, str],
+                  explain: dict[str, str]) -> None:
     """The cost and cache metrics of a profile: unpriced calls make the cost unknown, never $0."""
     summary = profile.summary()
     cost = summary.cost
@@ -141,6 +145,12 @@ def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: d
         unknown["cache_miss_cost"] = (missed.why or "not measured") + " (or set not_recorded = \"skip\" on this budget)"
     else:
         metrics["cache_miss_cost"] = missed.total
+        lost = summary.cache.lost if summary.cache else None
+        if lost is not None and lost.breaks:
+            worst = lost.by_reason[0]
+            explain["cache_miss_cost"] = (f"most of it {worst.label}, ${worst.cost:.4f} on {worst.calls} call"
+                                          f"{'' if worst.calls == 1 else 's'}; the costliest break: call "
+                                          f"{lost.breaks[0].call}, docs/cache.md")
     if usage is None:
         unknown["uncached_input"] = "not recorded: the log reports no usage (or set not_recorded = \"skip\" on this budget)"
     else:
@@ -317,7 +327,8 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         failed: list[str] = []
         if budget and budget.max is not None and value > budget.max:
             failed.append("budget")
-            result.reasons.append(f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}")
+            result.reasons.append(f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}"
+                                  + (f" ({measurement.explain[name]})" if name in measurement.explain else ""))
         if budget and budget.min is not None and value < budget.min:
             failed.append("budget")
             result.reasons.append(f"below the budget: {_fmt(name, value)}, under the min of {_fmt(name, budget.min)}")

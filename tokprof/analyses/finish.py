@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
+from tokprof.analyses.cache_forensics import attach_losses
 from tokprof.analyses.cost import PriceError, UserPrice, attach_cost, parse_price
 from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.tools import attach_catalogue
@@ -44,8 +45,9 @@ def user_prices(prices: PricesArg) -> dict[str, UserPrice]:
 
 
 def attach_analyses(result: Profile, trace: Trace, chat: ChatModel | None, prices: dict[str, UserPrice]) -> Profile:
-    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
+    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost, the computed cache and
+    what its misses cost."""
     if chat is not None:
         result = attach_catalogue(result, trace, chat)
     result = attach_cost(result, trace, prices)
-    return attach_cache(result, trace)
+    return attach_losses(attach_cache(result, trace))

@@ -113,9 +113,39 @@ def change_reason(before: Call, call: Call, k: int, tools_changed: bool) -> str:
         k < len(before.messages) and before.messages[k]["role"] in ("system", "developer")
     ):
         return f"the system prompt changed (message {k})"
+    if _reasoning_only(before.messages, call.messages, k):
+        return f"the reasoning of message {k} was dropped or rewritten"
     if k < len(call.messages) and len(call.messages) < len(before.messages):
         return f"the conversation was rewritten from message {k} (a compaction or a cut)"
     return f"message {k} changed"
+
+
+def _reasoning_only(before: Sequence[dict], after: Sequence[dict], k: int) -> bool:
+    """Whether message ``k`` of the two prompts differs only in its reasoning (dropped or rewritten)."""
+    if k >= len(before) or k >= len(after) or before[k].get("role") != "assistant":
+        return False
+    if not before[k].get("reasoning_content"):
+        return False
+    strip = ("reasoning_content",)
+    return ({key: v for key, v in before[k].items() if key not in strip}
+            == {key: v for key, v in after[k].items() if key not in strip})
+
+
+def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
+    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.billing.CHANGED_PARTS`)."""
+    if tools_changed:
+        return "tools"
+    if call.kind == "compaction" or before.kind == "compaction":
+        return "compaction"
+    if k < len(call.messages) and call.messages[k]["role"] in ("system", "developer") or (
+        k < len(before.messages) and before.messages[k]["role"] in ("system", "developer")
+    ):
+        return "system"
+    if _reasoning_only(before.messages, call.messages, k):
+        return "reasoning"
+    if k < len(call.messages) and len(call.messages) < len(before.messages):
+        return "rewrite"
+    return "message"
 
 
 def _fixed(row: CallRow) -> int:
@@ -200,10 +230,12 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
         miss: str | None = None
         detail: str | None = None
         predicted: int | None = None
+        part: str | None = None
         if not extends:
-            miss = "prefix-changed"
+            miss, part = "prefix-changed", changed_part(before, call, k, tools_changed)
             detail = f"the prompt differs from the previous one from message {k} on: " + change_reason(
                 before, call, k, tools_changed)
+        switched = rules is not None and (before.model or trace.model) != name
         if rules == ANTHROPIC:
             minimum = anthropic_minimum(name)
             usage = before.reported
@@ -233,14 +265,26 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
             elif common < OPENAI_MIN and miss is None:
                 miss = "below-minimum"
                 detail = f"the shared prefix ({common:,} tokens) is below OpenAI's minimum of {OPENAI_MIN:,}"
-        if (miss is None and predicted and reported is not None
+        if switched:
+            predicted, miss, part = 0, "model-switch", None
+            detail = (f"the previous call of its conversation used {before.model or trace.model}, this one {name}: "
+                      "a cache is per model")
+        uncached = bool(call.reported and call.reported.prompt and not call.reported.cache_read
+                        and not call.reported.cache_write)
+        if (miss in (None, "below-prediction", "below-minimum") and rules == ANTHROPIC and uncached
+                and min(common, before_row.total if not before.reported else before.reported.prompt or 0)
+                >= anthropic_minimum(name)):
+            miss = "no-breakpoint"  # a breakpoint at the end of the previous prompt would have had it read
+            detail = (f"the call neither read nor wrote the cache: no cache breakpoint (cache_control) where one "
+                      f"would pay ({common:,} tokens shared with the previous call)")
+        elif (miss is None and predicted and reported is not None
                 and reported < predicted - (OPENAI_STEP if rules == OPENAI else 0) - max(predicted // 100, 0)):
             miss = "below-prediction"
             expired = "an entry past its lifetime (the log gives no times to check), " if gap is None else ""
             detail = (f"the provider read {reported:,} tokens where its rules give {predicted:,}: {expired}an entry "
                       "evicted early, breakpoints elsewhere, or another server")
         out.append(CallCache(shared=common, shared_basis=basis, predicted=predicted, reported=reported, rules=rules,
-                             miss=miss, detail=detail, changed_at=None if extends else k, gap=gap))
+                             miss=miss, detail=detail, changed_at=None if extends else k, gap=gap, part=part))
     return out
 
 

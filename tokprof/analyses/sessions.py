@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tokprof.analyses.calls import CallRecord
+from tokprof.billing import CacheSummary
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
 
@@ -38,6 +39,9 @@ class SessionRow:
     cache_read_reported: int | None = None
     cache_write_reported: int | None = None
     not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
+    cache_hit_rate: float | None = None  # reported cache reads over the reported prompts
+    cache_lost_cost: float | None = None  # what the cache misses cost (None: not measured, or no cache usage)
+    cache_lost_by_reason: dict[str, float] = field(default_factory=dict)  # by reason label, costliest first
 
     @classmethod
     def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
@@ -66,6 +70,7 @@ class SessionRow:
             cache_read_reported=summary.reported.cache_read if summary.reported else None,
             cache_write_reported=summary.reported.cache_write if summary.reported else None,
             not_recorded=tuple(summary.not_recorded),
+            **_cache_fields(summary.cache),
         )
 
     def shares(self) -> dict[str, float]:
@@ -91,12 +96,24 @@ class SessionRow:
             "weighted_relative_difference": self.weighted_relative_difference,
             "cache_read_reported": self.cache_read_reported,
             "cache_write_reported": self.cache_write_reported,
+            "cache_hit_rate": self.cache_hit_rate,
+            "cache_lost_cost": self.cache_lost_cost,
+            "cache_lost_by_reason": dict(self.cache_lost_by_reason),
             "cost": None if self.cost is None else round(self.cost, 8),
             "priced": self.priced,
             "unpriced": self.unpriced,
             "warnings": self.warnings,
             "not_recorded": list(self.not_recorded),
         }
+
+
+@dataclass(frozen=True)
+class WorstSession:
+    """A session among those whose cache misses cost most, and its costliest reason."""
+
+    session: str
+    cost: float
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -112,6 +129,38 @@ class SessionTotals:
     cost: float | None = None  # US dollars, over the priced sessions' priced calls
     priced: bool = False  # every call of every session priced
     currency: str = "USD"
+    cache_lost_cost: float | None = None  # what the cache misses cost, over the sessions that measure it
+    cache_lost_by_reason: dict[str, float] = field(default_factory=dict)  # by reason label, costliest first
+    cache_worst: tuple[WorstSession, ...] = ()  # the sessions whose misses cost most
+
+
+def _cache_fields(cache: CacheSummary | None) -> dict:
+    lost = cache.lost if cache is not None else None
+    if cache is None or lost is None or lost.cost is None:
+        return {"cache_hit_rate": cache.hit_rate_reported if cache is not None else None}
+    return {"cache_hit_rate": cache.hit_rate_reported, "cache_lost_cost": lost.cost,
+            "cache_lost_by_reason": {r.label: r.cost for r in lost.by_reason if r.cost}}
+
+
+#: How many sessions the totals name as the costliest in cache misses.
+WORST_SHOWN = 5
+
+
+def cache_totals(rows: list[SessionRow]) -> dict:
+    """The cache-miss fields of :class:`SessionTotals`: in all, by reason, the costliest sessions."""
+    measured = [r for r in rows if r.cache_lost_cost is not None]
+    if not measured:
+        return {}
+    by_reason: dict[str, float] = {}
+    for row in measured:
+        for label, cost in row.cache_lost_by_reason.items():
+            by_reason[label] = by_reason.get(label, 0.0) + cost
+    ordered = dict(sorted(((k, round(v, 8)) for k, v in by_reason.items()), key=lambda kv: (-kv[1], kv[0])))
+    worst = sorted((r for r in measured if r.cache_lost_cost), key=lambda r: (-(r.cache_lost_cost or 0.0), r.session))
+    return {"cache_lost_cost": round(sum(r.cache_lost_cost or 0.0 for r in measured), 8),
+            "cache_lost_by_reason": ordered,
+            "cache_worst": tuple(WorstSession(r.session, r.cache_lost_cost or 0.0,
+                                              next(iter(r.cache_lost_by_reason), None)) for r in worst[:WORST_SHOWN])}
 
 
 @dataclass(frozen=True)
@@ -164,6 +213,7 @@ class SessionsReport:
             exact=all(r.exact for r in self.sessions),
             cost=round(sum(r.cost or 0.0 for r in costs), 8) if (costs := [r for r in self.sessions if r.cost is not None]) else None,
             priced=bool(self.sessions) and all(r.priced for r in self.sessions),
+            **cache_totals(self.sessions),
         )
 
     def to_dict(self) -> dict:

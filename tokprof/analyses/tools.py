@@ -47,6 +47,9 @@ class ToolsReport:
     warnings: list[Note] = field(default_factory=list)
     system_tokens: int | None = None  # what the system prompt costs, for a catalogue priced on its own
     mcp_servers: list = field(default_factory=list)  # per MCP server the log's tool names carry (mcp_rollup)
+    #: the billed input ``tokprof profile`` reports (an estimate's, scaled to the reported usage), when it
+    #: differs from ``billed_input`` (the catalogue's units) or a profile gave it
+    billed_input_profile: int | None = None
 
     @property
     def main(self) -> Catalogue | None:
@@ -89,6 +92,7 @@ class ToolsReport:
             model=profile.model, source=profile.source, catalogues=[section.catalogue] if section else [],
             billed_input=profile.computed_billed_input(),
             unknown_calls=list(section.unknown_tool_calls) if section else [], warnings=warnings,
+            billed_input_profile=sum(c.total for c in profile.calls),
         )
 
     def to_dict(self) -> dict:
@@ -99,6 +103,7 @@ class ToolsReport:
             "model": self.model.to_dict(),
             "source": self.source.to_dict(),
             "billed_input": self.billed_input,
+            "billed_input_profile": self.billed_input_profile,
             "catalogue": section.to_dict() if section else None,
             "catalogues": [c.to_dict() for c in self.catalogues],
             "unknown_tool_calls": [u.to_dict() for u in self.unknown_calls],

@@ -11,6 +11,7 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
 from typing import Any
 from dataclasses import dataclass
@@ -85,11 +86,21 @@ class ToolResultCosts:
 
 
 class _Result:
-    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread")
+    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread", "carriers")
 
     def __init__(self, position: int, call: int, order: int, tool: str | None, tokens: int, thread: str):
         self.position, self.call, self.order, self.tool = position, call, order, tool
         self.tokens, self.carried, self.thread = tokens, 0, thread
+        self.carriers = array("i")  # the positions of the later calls that resent it
+
+    def scaled(self, scale: dict[int, float] | None) -> tuple[int, int]:
+        """Its tokens and carry cost, each occurrence in the units of the call it is in (an estimate
+        scales every call by its own factor, so that the results add up to the calls' buckets)."""
+        if not scale:
+            return self.tokens, self.tokens * self.carried
+        own = self.tokens * scale.get(self.position, 1.0)
+        carry = sum(self.tokens * scale.get(p, 1.0) for p in self.carriers)
+        return int(round(own)), int(round(own + carry)) - int(round(own))
 
 
 def _tool_names(messages: Sequence[dict]) -> dict[str, str]:
@@ -129,6 +140,7 @@ class ResultTracker:
             found = seen.get(key)
             if found is not None:
                 found.carried += 1
+                found.carriers.append(position)
                 continue
             if names is None:
                 names = _tool_names(call.messages)
@@ -142,23 +154,20 @@ class ResultTracker:
         factor that makes an estimate's raw counts its scaled ones (absent: 1)."""
         if not self._results:
             return None
-        tokens: list[tuple[_Result, int]] = []
-        for r in self._results:
-            factor = (scale or {}).get(r.position)
-            tokens.append((r, r.tokens if factor is None else int(round(r.tokens * factor))))
+        tokens: list[tuple[_Result, int, int]] = [(r, *r.scaled(scale)) for r in self._results]
         per_tool: dict[str | None, list[int]] = {}
-        for r, n in tokens:
+        for r, n, carry in tokens:
             entry = per_tool.setdefault(r.tool, [0, 0, 0])
             entry[0] += 1
             entry[1] += n
-            entry[2] += n * r.carried
+            entry[2] += carry
         tools = sorted((ToolCost(tool, *values) for tool, values in per_tool.items()),
                        key=lambda t: (-t.carry_cost, -t.tokens, t.tool or ""))
-        ranked = sorted(tokens, key=lambda item: (-item[1] * item[0].carried, item[0].order))
-        top = tuple(CarriedResult(r.call, r.tool, n, r.carried, n * r.carried, r.thread or None)
-                    for r, n in ranked[:TOP])
-        return ToolResultCosts(tools=tuple(tools), top=top, results=len(tokens), tokens=sum(n for _, n in tokens),
-                               carry_cost=sum(n * r.carried for r, n in tokens))
+        ranked = sorted(tokens, key=lambda item: (-item[2], item[0].order))
+        top = tuple(CarriedResult(r.call, r.tool, n, r.carried, carry, r.thread or None)
+                    for r, n, carry in ranked[:TOP])
+        return ToolResultCosts(tools=tuple(tools), top=top, results=len(tokens), tokens=sum(n for _, n, _ in tokens),
+                               carry_cost=sum(carry for _, _, carry in tokens))
 
 
 def _wholes(d: dict, keys: tuple[str, ...], where: str) -> dict:

@@ -171,9 +171,50 @@ NOT_TEXT = (
 )
 STREAM_START = (
     "Claude Code wrote these calls' usage when the response stream started (no line of the call has a "
-    "stop_reason): the prompt counts are complete, but output_tokens is a placeholder that under-reports "
-    "the output (the largest value seen is kept)"
+    "stop_reason, and its output_tokens is under one token per 10 characters of its output): the prompt "
+    "counts are complete, but output_tokens is a placeholder that under-reports the output (the largest "
+    "value seen is kept)"
 )
+#: An output count under one token per this many characters of the call's output (text, thinking, tool
+#: calls' names and arguments) is a placeholder: final counts run at 1 to 7 characters a token on real
+#: Claude Code 2.0 and 2.1 sessions, streaming-start placeholders at 23 and more.
+PLACEHOLDER_CHARACTERS = 10
+
+
+def _thread_name(transcript: "_Transcript", first: "_Line") -> str:
+    """A subagent's thread: its agent id (the line's ``agentId``, else its transcript's name
+    ``agent-<id>.jsonl``), else, for a sidechain of the session file with neither, ``sidechain`` and the
+    start of the uuid of its first line: never a file's path."""
+    agent = first.record.get("agentId")
+    if isinstance(agent, str) and agent:
+        return agent
+    name = Path(transcript.path).name
+    if name.startswith("agent-") and name.endswith(".jsonl") and transcript.path != "":
+        return name[len("agent-"):-len(".jsonl")]
+    line, seen = first, 0
+    while line.parent is not None and line.parent in transcript.by_uuid and seen < len(transcript.by_uuid):
+        parent = transcript.by_uuid[line.parent]
+        if not parent.sidechain:
+            break
+        line, seen = parent, seen + 1
+    return "sidechain " + (line.uuid or str(line.number))[:8]
+
+
+def _output_characters(lines: list) -> int:
+    """The characters of a call's output over its lines: text, thinking, tool calls' names and arguments."""
+    total = 0
+    for line in lines:
+        for part in line.parts:
+            if part[0] in ("text", "thinking"):
+                total += len(part[1])
+            elif part[0] == "call":
+                total += len(part[1]["function"]["name"]) + len(part[1]["function"]["arguments"])
+    return total
+
+
+def _placeholder(output: int | None, lines: list) -> bool:
+    """Whether a call's output count (written before its stream ended) looks like a placeholder."""
+    return output is None or output * PLACEHOLDER_CHARACTERS < _output_characters(lines)
 SYNTHETIC = (
     "assistant lines Claude Code wrote itself (model <synthetic> or isApiErrorMessage: API errors, "
     "'No response requested.') are not model calls: they are skipped and left out of later prompts"
@@ -678,7 +719,7 @@ class _Reader:
             response=response,
             kind="compaction" if compaction else "call",
             # a subagent has its own system prompt and tools: its own inferred fixed part
-            thread=str(first.record.get("agentId") or transcript.path) if sidechain else "",
+            thread=_thread_name(transcript, first) if sidechain else "",
             request_id=None if not key or key in self.positional else key,
             time=parse_time(first.record.get("timestamp")),
             cwd=_place_text(transcript.path, first, "cwd"),
@@ -842,7 +883,7 @@ class _Reader:
                 best[key] = max(best.get(key, 0), value)  # the cache writes by lifetime (5 min, 1 h)
         if not best:
             return None
-        if not stopped:
+        if not stopped and _placeholder(best.get("output_tokens"), lines):
             self.trace.note("usage-at-stream-start", STREAM_START, lines[0].place)
         return anthropic_usage(best)
 
@@ -893,9 +934,9 @@ class _Reader:
             if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):
                 check_text(transcript.path, f"line {line.number}: data.prompt", prompt)
                 opening = {"type": "user", "message": {"role": "user", "content": prompt}}
-                thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt"), "data."))
+                thread.append((line.number, _copy(opening, None, f"progress:{line.number}:prompt", agent), "data."))
             parent = thread[-1][1]["uuid"] if thread else None
-            thread.append((line.number, _copy(nested, parent, f"progress:{line.number}"), "data.message."))
+            thread.append((line.number, _copy(nested, parent, f"progress:{line.number}", agent), "data.message."))
         out: list[list[Call]] = []
         for records in threads.values():
             keys = {self.nested_key(record) for _, record, _ in records} - {None}
@@ -1080,11 +1121,14 @@ def _kept(record: dict, kind: str) -> dict:
     return kept
 
 
-def _copy(record: dict, parent: str | None, fallback_uuid: str) -> dict:
-    """A subagent line copied from a progress line, linked to the previous copy of its thread."""
+def _copy(record: dict, parent: str | None, fallback_uuid: str, agent: object = None) -> dict:
+    """A subagent line copied from a progress line, linked to the previous copy of its thread, with the
+    progress line's agent id (its thread's name) when the copy has none."""
     out = dict(record)
     out["parentUuid"] = parent
     out["isSidechain"] = True
+    if isinstance(agent, str) and agent and agent != "?" and not out.get("agentId"):
+        out["agentId"] = agent
     if not isinstance(out.get("uuid"), str):
         out["uuid"] = fallback_uuid
     return out

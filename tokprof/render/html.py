@@ -55,6 +55,8 @@ table.results td, table.results th, table.whatif td, table.whatif th { padding: 
 table.results td:nth-child(2), table.results th:nth-child(2), table.whatif td:first-child,
 table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-child { text-align: left; }
 .scroll { overflow-x: auto; max-width: 100%; } .source { overflow-wrap: anywhere; }
+table.breaks td:last-child { overflow-wrap: anywhere; min-width: 10em; }
+table.breaks td:nth-child(4), table.breaks th:nth-child(4) { text-align: left; }
 details.warn summary { cursor: pointer; color: #bf8700; }
 @media (max-width: 600px) {
   body { padding: 12px; }
@@ -282,6 +284,70 @@ def _cache_figure(profile: Profile) -> dict | None:
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile), yaxis=_count_axis("tokens"))}
 
 
+CACHE_COLORS = {"read": "#76b7b2", "written": "#f28e2b", "lost": "#d1242f", "uncached": "#9c9c9c"}
+
+
+def _cache_timeline(profile: Profile) -> dict | None:
+    """Per call, its reported prompt in what the cache did with it: read, newly written, lost to a miss
+    (what a kept cache would have read: red, with what changed and its dollars in the hover), uncached."""
+    rows = [c for c in profile.calls if c.cache is not None and c.reported is not None and c.reported.prompt]
+    if not rows or not any(c.reported and (c.reported.cache_read or c.reported.cache_write) for c in rows):
+        return None
+    from tokprof.render.money import dollars, reason_label
+
+    parts: dict[str, list[int]] = {name: [] for name in CACHE_COLORS}
+    hover: list[str] = []
+    for c in rows:
+        usage, cache = c.reported, c.cache
+        assert usage is not None and cache is not None and usage.prompt
+        read, written = usage.cache_read or 0, usage.cache_write or 0
+        lost = cache.lost or 0
+        lost_written = min(lost, written)
+        parts["read"].append(read)
+        parts["lost"].append(lost)
+        parts["written"].append(written - lost_written)
+        parts["uncached"].append(max(0, usage.prompt - read - written - (lost - lost_written)))
+        text = ""
+        if cache.miss and cache.miss != "first-call":
+            text = f"{reason_label(cache.miss, cache.part)}: {cache.detail or ''}"
+            if lost:
+                text += f" ({dollars(cache.lost_cost)} lost)"
+        hover.append(html.escape(text, quote=False))
+    x = [c.index for c in rows]
+    names = {"read": "read from the cache", "written": "written (new)", "lost": "lost to a miss",
+             "uncached": "uncached input"}
+    data = [{"type": "bar", "name": names[name], "x": x, "y": values, "marker": {"color": CACHE_COLORS[name]},
+             "customdata": hover, "hovertemplate": "%{y:,} tokens" + ("<br>%{customdata}" if name == "lost" else "")}
+            for name, values in parts.items()]
+    return {"data": data, "layout": _layout(barmode="stack", bargap=0, xaxis=_call_axis(profile),
+                                            yaxis=_count_axis("tokens in the prompt"))}
+
+
+def _forensics_parts(profile: Profile, timeline: bool) -> list[str]:
+    """The cache section: the hit rate, what the misses cost by reason, the per-call timeline (when
+    ``timeline``), the costliest breaks."""
+    from tokprof.render.money import dollars, forensics_lines, reason_label
+
+    summary = profile.summary()
+    lines = forensics_lines(summary.cache, summary.cost, breaks=0)
+    if not lines:
+        return []
+    out = ["<h2>Cache</h2>", "<ul>" + "".join(f"<li>{html.escape(v)}</li>" for k, v in lines if k.strip()) + "</ul>"]
+    if timeline:
+        out.append('<p class="muted">Each call\'s prompt as the provider billed it: read from the cache, written, '
+                   "uncached, and in red the tokens a kept cache would have read (hover for what changed).</p>")
+        out.append('<div id="chart-cachetime" class="chart"></div>')
+    lost = summary.cache.lost if summary.cache else None
+    if lost is not None and lost.breaks:
+        rows = "".join(
+            f"<tr><td>{b.call}{' (' + html.escape(b.thread) + ')' if b.thread else ''}</td>"
+            f"<td>{dollars(b.cost)}</td><td>{b.tokens:,}</td><td>{html.escape(reason_label(b.reason, b.part))}</td>"
+            f"<td>{html.escape(b.detail or '')}</td></tr>" for b in lost.breaks[:5])
+        out.append('<div class="scroll"><table class="whatif breaks"><thead><tr><th>call</th><th>lost</th>'
+                   f"<th>tokens</th><th>why</th><th>what changed</th></tr></thead><tbody>{rows}</tbody></table></div>")
+    return out
+
+
 def _cost_text(profile: Profile) -> str:
     """The summary's cost and cache lines, as a list."""
     from tokprof.render.money import cache_lines, cost_lines
@@ -401,6 +467,10 @@ class HtmlRenderer:
         costs = profile.tool_result_costs
         if costs is not None and costs.tools:
             figures["results"] = _results_figure(costs)
+        timeline = _cache_timeline(profile)
+        forensics = _forensics_parts(profile, timeline is not None)
+        if timeline and forensics:
+            figures["cachetime"] = timeline
 
         parts = [
             "<!DOCTYPE html>",
@@ -431,6 +501,7 @@ class HtmlRenderer:
                 f"<li>{html.escape(w.message)}" + (f" ({len(w.calls)} calls)" if w.calls else "")
                 + (f": {html.escape(', '.join(w.places[:5]))}" if w.places else "") + "</li>"
                 for w in profile.warnings) + "</ul></details>")
+        parts += forensics
         parts.append("<h2>Tokens per call</h2>")
         parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
                      "billed so far (right axis, dotted).</p>")

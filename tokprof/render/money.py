@@ -128,3 +128,50 @@ def cache_lines(cache: CacheSummary | None) -> list[tuple[str, str]]:
         lines.append(("  misses", ", ".join(f"{code} {n}" for code, n in cache.misses.items())
                       + " (calls[].cache in the JSON says why)"))
     return lines
+
+
+REASON_WORDS = {
+    "idle-gap": "idle past the cache lifetime", "model-switch": "model switch",
+    "below-minimum": "under the minimum length", "no-breakpoint": "no cache breakpoint",
+    "below-prediction": "read less than the rules give",
+}
+PART_WORDS = {"system": "system prompt", "tools": "tools", "message": "an earlier message",
+              "reasoning": "reasoning dropped", "rewrite": "conversation cut", "compaction": "compaction"}
+
+
+def reason_label(reason: str, part: str | None) -> str:
+    """A miss reason in words: ``prefix-changed`` by the part that changed."""
+    if reason == "prefix-changed":
+        return f"prefix changed ({PART_WORDS.get(part or '', 'a part of it')})"
+    return REASON_WORDS.get(reason, reason)
+
+
+def forensics_lines(cache: CacheSummary | None, cost: CostSummary | None, breaks: int = 2) -> list[tuple[str, str]]:
+    """The cache's headline: the hit rate, what the misses cost by reason, and the costliest breaks."""
+    if cache is None or cache.lost is None or not (cache.rules or cache.reported is not None):
+        return []
+    lost = cache.lost
+    if cache.hit_rate_reported is not None:
+        rate = f"{cache.hit_rate_reported:.1%} of the prompts read from the cache"
+    elif cache.hit_rate_predicted is not None:
+        rate = f"{cache.hit_rate_predicted:.1%} of the prompts could be read from the cache (the log reports no reads)"
+    else:
+        rate = "the log reports no cache reads"
+    if lost.cost is None:
+        return [("cache", f"{rate}; what the misses cost: {lost.why}")]
+    if not lost.cost:
+        return [("cache", f"{rate}; no miss cost anything")]
+    estimate = " (an estimate)" if any("estimated" in n for n in cache.notes) else ""
+    share = f", {lost.cost / cost.total:.1%} of the cost" if cost is not None and cost.total else ""
+    lines = [("cache", f"{rate}; misses cost {dollars(lost.cost)}{estimate}{share}: keeping the cache would have "
+                       "saved that")]
+    shown = [f"{reason_label(r.reason, r.part)} {dollars(r.cost)} ({r.calls} call{'' if r.calls == 1 else 's'})"
+             for r in lost.by_reason if r.cost]
+    lines.append(("  by reason", "; ".join(shown)))
+    for n, b in enumerate(lost.breaks[:breaks]):
+        who = f"call {b.call}" + (f" ({b.thread})" if b.thread else "")
+        lines.append(("  costliest" if n == 0 else "", f"{who} {dollars(b.cost)} ({b.tokens:,} tokens): "
+                      + (b.detail or reason_label(b.reason, b.part))))
+    if lost.calls > breaks:
+        lines.append(("", f"and {lost.calls - breaks} more (summary.cache.lost, calls[].cache in the JSON)"))
+    return lines

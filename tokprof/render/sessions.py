@@ -52,6 +52,8 @@ class SessionsTableRenderer:
             _cost(totals.cost, totals.priced),
         ])
         console.print(fit_table(console, columns, rows))
+        for line in _cache_lines(report):
+            console.print(safe(line))
         for label, key in (("ESTIMATE", "estimate"), ("INFERRED", "inferred")):
             texts: dict[str, int] = {}
             for row in report.sessions:
@@ -102,6 +104,25 @@ class SessionsCsvRenderer:
                 "" if row.cost is None else f"{row.cost:.8f}".rstrip("0").rstrip("."), "true" if row.priced else "false",
             ])
         return out.getvalue()
+
+
+def _cache_lines(report: SessionsReport) -> list[str]:
+    """What the sessions' cache misses cost: in all, by reason, and the costliest sessions."""
+    from tokprof.render.money import dollars
+
+    totals = report.totals()
+    if totals.cache_lost_cost is None:
+        return []
+    measured = sum(1 for r in report.sessions if r.cache_lost_cost is not None)
+    share = f", {totals.cache_lost_cost / totals.cost:.1%} of the cost" if totals.cost else ""
+    head = (f"cache: misses cost {dollars(totals.cache_lost_cost)} over {measured} session"
+            f"{'' if measured == 1 else 's'} ({'what keeping the cache would have saved' + share})")
+    if not totals.cache_lost_cost:
+        return [head]
+    reasons = "; ".join(f"{label} {dollars(cost)}" for label, cost in list(totals.cache_lost_by_reason.items())[:5])
+    worst = ", ".join(f"{w.session[:ID_WIDTH]} {dollars(w.cost)}" + (f" (most: {w.reason})" if w.reason else "")
+                      for w in totals.cache_worst)
+    return [head, f"  by reason: {reasons}", f"  costliest sessions: {worst}"]
 
 
 def _cost(value: float | None, priced: bool) -> str:

@@ -7,7 +7,7 @@ from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.render.money import cache_lines, call_cost, cost_lines, usage_lines
+from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
 
 LABELS = {
     "system": "system",
@@ -58,6 +58,11 @@ class TableRenderer:
             f"[bold]tokprof[/bold] profile of {safe(profile.source.path)} "
             f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {safe(model.name)}, {exact})"
         )
+        headline = forensics_lines(summary.cache, summary.cost)
+        if headline:
+            width = max(len(k) for k, _ in headline)
+            for key, value in headline:
+                console.print(f"  {key.ljust(width)}  {safe(value)}")
         names = profile.buckets()
         threads = any(c.thread is not None for c in profile.calls)  # subagents: say whose each call is
         columns = [Column("call")] + ([Column("thread", justify="left", drop=2)] if threads else [])
@@ -117,6 +122,9 @@ class TableRenderer:
         console.print()
         console.print(f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
                       f"{costs.carry_cost:,} more (carry cost)")
+        differs = _adds_up(costs.tokens + costs.carry_cost, summary, costs.results)
+        if differs:
+            console.print(f"  {differs}")
         tools = [[safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
                  for t in costs.tools[:10]]
         console.print(fit_table(console, [Column("tool", justify="left"), Column("results"), Column("tokens"),
@@ -213,6 +221,9 @@ class TableRenderer:
         if len(threads) > 1:
             for thread in threads:
                 who = "main conversation" if thread.thread is None else f"subagent {safe(thread.thread)}"
+                if thread.thread is not None and any(c.thread == thread.thread and "from progress" in c.where
+                                                     for c in profile.calls):
+                    who += " (rebuilt from progress lines)"
                 lines.append((f"  {who}", f"{thread.calls:,} calls, {thread.billed_input:,} billed, final prompt "
                               f"{thread.final_prompt:,}, largest {thread.largest_prompt:,}"))
         if summary.compactions:
@@ -251,6 +262,17 @@ class TableRenderer:
             lines.append(("tool catalogue", "not recorded (give it with --tools FILE to price each tool)"))
         width = max(len(k) for k, _ in lines)
         return [(key.ljust(width), value) for key, value in lines]
+
+
+def _adds_up(total: int, summary: Summary, results: int) -> str:
+    """Nothing when the tool results' tokens and carry cost add up to the tool-results bucket; else why not."""
+    bucket = summary.buckets_billed.get("tool_results", 0)
+    if total == bucket:
+        return ""
+    if abs(total - bucket) <= results:  # an estimate scales each result by its call's factor, rounded per result
+        return f"together the tool-results bucket, {bucket:,}, up to rounding per result ({total - bucket:+,})"
+    return (f"together {total:,} of the tool-results bucket's {bucket:,}: the rest is tool-result tokens outside the "
+            "results counted here (unrendered, or a result repeated within one prompt)")
 
 
 def _estimate_text(summary: Summary, selected: str | None = None) -> str:

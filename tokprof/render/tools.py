@@ -68,6 +68,9 @@ class ToolsTableRenderer:
             waste = report.unused_waste() or 0
             share = waste / report.billed_input if report.billed_input else 0.0
             counted = "" if model.exact else " as the proxy counts it"
+            shown = report.billed_input_profile
+            if shown is not None and shown != report.billed_input:
+                counted += f"; tokprof profile reports {shown:,}, scaled to the reported usage"
             console.print(
                 f"  unused tools cost {waste:,} tokens over the run, {share:.1%} of billed input "
                 f"({report.billed_input:,}{counted})"
