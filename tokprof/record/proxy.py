@@ -99,12 +99,26 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
                                 status_code=502)
         got = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in answer.headers.raw]
 
+        length = answer.headers.get("content-length", "")
+        expected = int(length) if length.isdigit() else None
+
+        def save(chunks: list[bytes], error: str | None) -> None:
+            data = decoded(b"".join(chunks), answer.headers.get("content-encoding", ""))
+            stream = "text/event-stream" in answer.headers.get("content-type", "")
+            _save(recording, on_call, Exchange(started, request.method, url, redacted(sent), body, time.time(),
+                                               answer.status_code, redacted(got), data, stream, error is None, error))
+
         async def relay() -> AsyncIterator[bytes]:
             chunks: list[bytes] = []
             error: str | None = "client disconnected"
+            saved, received = not keep, 0
             try:
                 async for chunk in answer.aiter_raw():
                     chunks.append(chunk)
+                    received += len(chunk)
+                    if not saved and expected is not None and received >= expected:
+                        save(chunks, None)  # a body of known length: on disk before its last bytes reach the client
+                        saved = True
                     yield chunk
                 error = None
             except httpx.HTTPError as exc:
@@ -112,12 +126,8 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
                 raise UpstreamGone(error) from None
             finally:
                 await answer.aclose()
-                if keep:
-                    data = decoded(b"".join(chunks), answer.headers.get("content-encoding", ""))
-                    stream = "text/event-stream" in answer.headers.get("content-type", "")
-                    _save(recording, on_call, Exchange(started, request.method, url, redacted(sent), body, time.time(),
-                                                       answer.status_code, redacted(got), data, stream, error is None,
-                                                       error))
+                if not saved:  # a chunked body or a stream: its end reaches the client after this
+                    save(chunks, error)
 
         response = StreamingResponse(relay(), status_code=answer.status_code)
         response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in got
