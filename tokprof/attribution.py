@@ -705,7 +705,7 @@ class Attributor:
             return full
         state = old.splice
         check = None
-        if state.body_len >= 2 * max(state.checked_len, 1):  # a sample: the prompt has doubled since the last
+        if state.due():  # a sample (the prompt has doubled since the last, and enough was spliced since)
             try:
                 check = _render(self.model, messages, call.tools, True, call.day)
             except Exception:
@@ -716,13 +716,11 @@ class Attributor:
                 self._splice_failed = True
             debug(call.where, spliced)
             return None
-        if check is not None:
-            spliced.state.checked_len = spliced.state.body_len
         state = spliced.state
         self._threads.pop(thread)
         self._threads[thread] = _Thread(keys, check, np.concatenate([old.lengths[: k + 1], spliced.lengths]),
                                         np.concatenate([old.starts[: k + 1], spliced.starts]),
-                                        {**{i: p for i, p in old.probes.items() if i < k}, **spliced.probes},
+                                        _merged(old.probes, spliced.probes),
                                         (state.starts.view(), None), None, state)
         self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
         self._forget_if_full()
@@ -826,6 +824,13 @@ class Attributor:
         _, _, starts, b, labels, roles = self._last
         lo, hi = np.searchsorted(starts, [b[k], b[k + 1]], side="left")
         return int(np.count_nonzero(labels[starts[lo:hi]] == roles[k]))
+
+
+def _merged(probes: dict, new: dict) -> dict:
+    """The probes of a thread's previous call (all of its messages, before the new ones) with those of
+    the messages a call adds: the previous call's dict, extended (it is not used again)."""
+    probes.update(new)
+    return probes
 
 
 def _paint_regions(size: int, b: list[int], roles: np.ndarray) -> np.ndarray:

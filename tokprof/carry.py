@@ -11,8 +11,9 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: How many single results a profile keeps, by carry cost.
 TOP = 10
@@ -84,11 +85,30 @@ class ToolResultCosts:
 
 
 class _Result:
-    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread")
+    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread", "base")
 
     def __init__(self, position: int, call: int, order: int, tool: str | None, tokens: int, thread: str):
         self.position, self.call, self.order, self.tool = position, call, order, tool
         self.tokens, self.carried, self.thread = tokens, 0, thread
+        self.base = 0  # the thread's extensions so far when it was last brought up to date (see _Thread)
+
+
+@dataclass
+class _Thread:
+    """What a thread's previous call held: its messages, the results in them (by key), and how many
+    calls since then extended it (each holds every one of those results once more: ``carried`` is
+    brought up to date from ``extensions`` and each result's ``base`` when the thread is not extended)."""
+
+    seen: dict = field(default_factory=dict)  # key -> _Result, every result the thread has had
+    messages: Sequence[dict] | None = None
+    present: dict = field(default_factory=dict)  # key -> _Result, the results the previous call held
+    names: dict | None = None  # the previous call's tool names by call id (None: not made yet)
+    extensions: int = 0
+
+    def settle(self) -> None:
+        for r in self.present.values():
+            r.carried += self.extensions - r.base
+            r.base = self.extensions
 
 
 def _tool_names(messages: Sequence[dict]) -> dict[str, str]:
@@ -108,39 +128,56 @@ class ResultTracker:
     the end."""
 
     def __init__(self) -> None:
-        self._threads: dict[str, dict[tuple, _Result]] = {}
+        self._threads: dict[str, _Thread] = {}
         self._results: list[_Result] = []
 
     def observe(self, position: int, call, message_tokens) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
         (:meth:`tokprof.attribution.Attributor.message_tokens`)."""
-        seen = self._threads.setdefault(call.thread, {})
-        here: set[tuple] = set()
-        names: dict[str, str] | None = None
-        for k, message in enumerate(call.messages):
+        thread = self._threads.setdefault(call.thread, _Thread())
+        seen, messages, before = thread.seen, call.messages, thread.messages
+        start = 0
+        if before is not None and len(before) <= len(messages) and all(map(operator.is_, before, messages)):
+            thread.extensions += 1  # the same messages and more: each result they held is held once more
+            start = len(before)
+            here = thread.present
+            names = thread.names
+            if names is not None:
+                names.update(_tool_names(messages[start:]))
+        else:
+            thread.settle()
+            here = {}
+            names = None
+        for k in range(start, len(messages)):
+            message = messages[k]
             if message.get("role") != "tool":
                 continue
             content = message.get("content")
             key = (message.get("tool_call_id"), content if isinstance(content, str) else repr(content))
             if key in here:
                 continue
-            here.add(key)
             found = seen.get(key)
             if found is not None:
                 found.carried += 1
+                found.base = thread.extensions
+                here[key] = found
                 continue
             if names is None:
-                names = _tool_names(call.messages)
+                names = _tool_names(messages)
             result = _Result(position, call.index, len(self._results), names.get(key[0]) if key[0] else None,
                              message_tokens(k), call.thread)
-            seen[key] = result
+            result.base = thread.extensions
+            seen[key] = here[key] = result
             self._results.append(result)
+        thread.messages, thread.present, thread.names = messages, here, names
 
     def costs(self, scale: dict[int, float] | None = None) -> ToolResultCosts | None:
         """The costs, or None when no prompt holds a tool result. ``scale``: per call position, the
         factor that makes an estimate's raw counts its scaled ones (absent: 1)."""
         if not self._results:
             return None
+        for thread in self._threads.values():
+            thread.settle()
         tokens: list[tuple[_Result, int]] = []
         for r in self._results:
             factor = (scale or {}).get(r.position)

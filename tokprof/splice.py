@@ -42,13 +42,18 @@ LOG = logging.getLogger("tokprof.splice")
 #: Messages before the new ones that the window renders with them (besides the conversation's head).
 CONTEXT = 2
 #: A window that has grown past this many messages starts again from the last :data:`CONTEXT`.
-WINDOW_MAX = 10
+WINDOW_MAX = 4
 #: A call that adds more messages than this is rendered whole.
 NEW_MAX = 64
 #: Calls of each conversation shape that are attributed both ways before splicing is trusted.
 CHECK_FIRST = 2
 #: The reason given when the whole render, rendered to check a splice, differs from the spliced text.
 CHECK_FAILED = "the whole render differs from the spliced one (a sampled check)"
+#: A sampled check renders the whole prompt once the prompt has doubled since the thread's last check
+#: and at least its length divided by this many characters of calls have been spliced since: about a
+#: quarter of the splices' own time goes to checking (a whole render writes about 20 million
+#: characters a second, a splice takes about a millisecond).
+CHECK_CHARS_PER_CALL = 5000
 #: Characters of the previous render searched back from the splice for a point where tokens split.
 TAIL = 4096
 
@@ -112,6 +117,11 @@ class SpliceState:
     tools_warning: str | None
     window: Window | None = None
     checked_len: int = 0  # the body's length at the last check against a full render
+    since_check: int = 0  # calls spliced since then
+
+    def due(self) -> bool:
+        """Whether the next splice is to be checked against a whole render (see :data:`CHECK_CHARS_PER_CALL`)."""
+        return self.body_len >= 2 * max(self.checked_len, 1) and self.since_check * CHECK_CHARS_PER_CALL >= self.body_len
     _text: str | None = field(default=None, repr=False)
 
     def text(self) -> str:
@@ -204,12 +214,24 @@ class Spliced:
 def _without_tools(fmt, messages, day, generation: bool) -> tuple[int, str] | None:
     """The render with no tool catalogue, as the rule makes it (tools None, else [], with the
     template picked for tools), and which of the two worked."""
-    for attempt, tools in enumerate((None, [])):
+    choices: tuple[list | None, ...] = (None, [])
+    for attempt, tools in enumerate(choices):
         try:
             return attempt, fmt.render(messages, tools, add_generation_prompt=generation, day=day, template_tools=True)
         except Exception:  # noqa: BLE001 - a template's own failure: the next way, or none
             continue
     return None
+
+
+def _cut_generation(att, text: str) -> str | None:
+    """``text`` (rendered with the template picked for tools) without its generation prompt, when the
+    template's form shows that prompt is a fixed text written last and it is known
+    (:meth:`tokprof.models.template.ChatTemplate.generation_is_suffix`); else None."""
+    key = att.model.prompt_format.generation_suffix_key(True)
+    suffix = att._suffixes.get(key) if key is not None else None
+    if suffix is None or not text.endswith(suffix):
+        return None
+    return text[: len(text) - len(suffix)]
 
 
 def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: list[bytes], old,
@@ -296,10 +318,12 @@ def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: lis
         whole_nt = found[1]
         if not whole_nt.startswith(window.top_without_tools) or whole_nt[len(window.top_without_tools) :] != added:
             return "the tool catalogue changes what the new messages add"
-        found_top = _without_tools(fmt, wm, day, False)
-        if found_top is None:
-            return "the window does not render without tools"
-        top_nt = found_top[1]
+        top_nt = _cut_generation(att, whole_nt)
+        if top_nt is None:
+            found_top = _without_tools(fmt, wm, day, False)
+            if found_top is None or found_top[0] != found[0]:
+                return "the window does not render without tools"
+            top_nt = found_top[1]
     if check is not None and (len(check) != state.body_len + len(added) or not check.endswith(added)
                               or check[: state.body_len] != state.text()[: state.body_len]):
         return CHECK_FAILED
@@ -367,6 +391,9 @@ def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: lis
     state.gen, state._text = gen, None
     state.counts, state.floor, state.dropped = counts, floor, frozenset(dropped)
     state.window = Window(head, window.start, n, top, top_nt)
+    state.since_check = 0 if check is not None else state.since_check + 1
+    if check is not None:
+        state.checked_len = state.body_len
     shift = state.body_len - len(added_plain) - len(base)  # window positions to the prompt's (the old body)
     lengths = np.asarray(prefix_lengths + [len(top)], dtype=np.int64)
     starts_of = np.asarray(prefix_starts + [len(top)], dtype=np.int64)
