@@ -41,6 +41,10 @@ same first message) does not redo what it can take from it, and takes nothing it
   taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
 * Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
   inside the common prefix are the earlier call's (:meth:`TokenCounter.token_starts_reusing`).
+* Splicing (:mod:`tokprof.splice`): a call that has all of the earlier call's messages and more
+  renders only a window of its new messages and splices them onto the earlier render, where checks
+  in the window, both ways on the first calls of each shape, and against sampled whole renders
+  allow it; every other call goes the way above.
 * Two shortcuts follow from a template's form, checked on its syntax tree: a template that writes
   the generation prompt last, as fixed text, gives the render without it by cutting it off
   (:meth:`PromptFormat.generation_suffix_key`); a template that reads its tools only in a head of
@@ -363,7 +367,7 @@ class Attributor:
         same = 0
         if last is not None and last[2][0] == key:
             limit = min(len(last[0]), len(call.messages))
-            if all(map(operator.is_, last[0][:limit], call.messages[:limit])):  # slices of one list
+            if all(map(operator.is_, last[0], call.messages)):  # slices of one list (map stops at the shorter)
                 same = limit
             while same < limit and _same(last[0][same], call.messages[same]):
                 same += 1
