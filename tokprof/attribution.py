@@ -722,7 +722,7 @@ class Attributor:
             return None
         state = spliced.state
         self._threads.pop(thread)
-        self._threads[thread] = _Thread(keys, check, np.concatenate([old.lengths[: k + 1], spliced.lengths]),
+        self._threads[thread] = _Thread(keys, None, np.concatenate([old.lengths[: k + 1], spliced.lengths]),
                                         np.concatenate([old.starts[: k + 1], spliced.starts]),
                                         _merged(old.probes, spliced.probes),
                                         (state.starts.view(), None), None, state)
