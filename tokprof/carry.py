@@ -11,7 +11,6 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -137,8 +136,8 @@ class ResultTracker:
         thread = self._threads.setdefault(call.thread, _Thread())
         seen, messages, before = thread.seen, call.messages, thread.messages
         start = 0
-        if before is not None and len(before) <= len(messages) and all(map(operator.is_, before, messages)):
-            thread.extensions += 1  # the same messages and more: each result they held is held once more
+        if before is not None and len(before) <= len(messages) and list(before) == list(messages[: len(before)]):
+            thread.extensions += 1  # the same messages and more (equal: the same keys): each result held once more
             start = len(before)
             here = thread.present
             names = thread.names

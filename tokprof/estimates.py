@@ -23,8 +23,6 @@ reported prompt minus the fixed part. Calls without usage keep the estimate's ow
 
 from __future__ import annotations
 
-import operator
-
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -95,11 +93,8 @@ def fixed_parts(calls: Sequence[Counted]) -> dict[tuple, int]:
 
 def starts_with(messages: Sequence[dict], prefix: Sequence[dict]) -> bool:
     """Whether a prompt's messages start with another prompt's (the same objects, or equal ones)."""
-    if len(messages) < len(prefix):
-        return False
-    if all(map(operator.is_, prefix, messages)):  # slices of one list: compared at C speed
-        return True
-    return all(a is b or a == b for a, b in zip(prefix, messages))
+    # list equality compares each pair as ``a is b or a == b``, at C speed (logs share the objects)
+    return len(messages) >= len(prefix) and list(prefix) == list(messages[: len(prefix)])
 
 
 def _extends(call: Counted, before: Counted) -> bool:
