@@ -134,3 +134,16 @@ def test_profiles_are_the_same_either_way(monkeypatch):
     monkeypatch.setenv("TOKPROF_INCREMENTAL", "0")
     off = profile_trace(trace, model)
     assert on.to_dict() == off.to_dict()
+
+
+def test_a_tokenizer_whose_added_tokens_nothing_normalises_is_split_exactly():
+    """DeepSeek-V4's added tokens say ``normalized`` but its normaliser is empty: its prompts are
+    tokenized segment by segment (so splicing reuses tokens), exactly as the whole text is."""
+    import numpy as np
+
+    model = _model("deepseek-v4")
+    counter, fmt = model.counter, model.prompt_format
+    assert counter.segmentable()
+    for call in read_trace(str(SAMPLES[0])).calls[::6]:
+        text = fmt.render(fmt.prepare(call.messages, fmt.shapes[0]), call.tools, True, call.day)
+        assert np.array_equal(counter._segmented_starts(text), counter._encode_starts(text)), call.where

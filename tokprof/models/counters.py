@@ -28,9 +28,11 @@ def _spec(tokenizer: Tokenizer) -> dict:
             for t in tokenizer.get_added_tokens_decoder().values()
         ]
         pre = tokenizer.pre_tokenizer
+        normalizer = tokenizer.normalizer
         return {
             "model": {"type": type(tokenizer.model).__name__},
             "pre_tokenizer": None if pre is None else json.loads(pre.__getstate__()),
+            "normalizer": None if normalizer is None else json.loads(normalizer.__getstate__()),
             "added_tokens": added,
         }
     except (AttributeError, TypeError, ValueError):
@@ -65,7 +67,11 @@ def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
     if not safe(spec.get("pre_tokenizer")):
         return None
     added = spec.get("added_tokens") or []
-    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or t.get("normalized") for t in added):
+    normalizer = spec.get("normalizer")
+    # an added token matched after normalisation is matched as written when nothing normalises (DeepSeek's)
+    plain = normalizer is None or (normalizer.get("type") == "Sequence" and not normalizer.get("normalizers"))
+    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or (t.get("normalized") and not plain)
+                        for t in added):
         return None
     contents = sorted({t["content"] for t in added}, key=len, reverse=True)
     return re.compile("|".join(re.escape(c) for c in contents)), len(contents[0])
