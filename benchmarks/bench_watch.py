@@ -13,7 +13,13 @@
    buckets of the session's calls are written, the first time and after each appended call, are
    printed too (no limit: the line shows the newest buckets written).
 
-Usage: python benchmarks/bench_watch.py [--calls 1000] [--step 10]
+3. One call appended to a 1,000-call session (issue #31, #32 item 2): the CPU time of re-profiling it
+   from the state ``tokprof watch`` keeps (a :class:`tokprof.live.LiveSession` counting buckets with
+   claude-proxy: the new call is spliced onto the previous call's render, :mod:`tokprof.splice`) and
+   from the state ``tokprof statusline`` keeps in its cache directory (loaded, updated and saved, in
+   process). Limit: 50 ms each; the median of ``--repeat`` appended calls.
+
+Usage: python benchmarks/bench_watch.py [--calls 1000] [--step 10] [--repeat 5]
 The session is generated here (no corpus file); HOME and XDG_CACHE_HOME point to a temporary folder.
 """
 
@@ -129,13 +135,48 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
     return first, repeat, first_counted, lag
 
 
+def appended_one(folder: Path, calls: int, repeat: int) -> tuple[list[float], list[float], int]:
+    """CPU seconds of re-profiling a ``calls``-call session after one call is appended: from watch's
+    state and from statusline's; and how many calls watch's model spliced."""
+    from tokprof import statusline as status
+    from tokprof.live import LiveSession
+
+    path = folder / "appended.jsonl"
+    path.write_text("".join(call_lines(i) for i in range(calls)))
+    live = LiveSession(str(path), count=True)
+    live.update(count_every=True)
+    payload = {"session_id": "bench", "transcript_path": str(path), "model": {"id": "claude-sonnet-4-5"}}
+    status.line(payload)  # the state is in the cache directory from here on
+    watch, line = [], []
+    for i in range(calls, calls + repeat):
+        with open(path, "a") as out:
+            out.write(call_lines(i))
+        t = time.process_time()
+        found = live.update()
+        watch.append(time.process_time() - t)
+        assert len(found) == 1 and found[0].buckets is not None
+        t = time.process_time()
+        assert status.line(payload).startswith("ctx")
+        line.append(time.process_time() - t)
+    model = next(iter(live._models.values()))
+    return watch, line, model._attributor.spliced
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--step", type=int, default=10)
     parser.add_argument("--statusline-only", action="store_true", help="Only the status line's part.")
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["HOME"], os.environ["XDG_CACHE_HOME"] = tmp, str(Path(tmp) / "cache")
+        watch, line, spliced = appended_one(Path(tmp), args.calls, args.repeat)
+        print(f"| one call appended to {args.calls} calls, CPU ms (limit 50) | median | slowest |\n| --- | --- | --- |")
+        print(f"| watch (counted, claude-proxy; {spliced} calls spliced) | {1000 * statistics.median(watch):.1f} | "
+              f"{1000 * max(watch):.1f} |")
+        print(f"| statusline (state loaded, updated, saved) | {1000 * statistics.median(line):.1f} | "
+              f"{1000 * max(line):.1f} |\n")
         print(f"| watch: {args.calls} calls, updates of {args.step} calls | first tenth, median s | last tenth, "
               "median s | ratio (limit 2) |")
         print("| --- | --- | --- | --- |")

@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("formats", ("tokprof.formats",)),
     ("transforms", ("tokprof.transforms", "tokprof.config")),
     ("models", ("tokprof.models",)),
-    ("attribution", ("tokprof.attribution",)),
+    ("attribution", ("tokprof.attribution", "tokprof.splice")),
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses", "tokprof.directory", "tokprof.incremental")),
     ("outputs", ("tokprof.render", "tokprof.export")),

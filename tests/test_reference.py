@@ -106,11 +106,13 @@ def interleaved(tmp_path, seed=9):
 def assert_agree(model, path):
     trace = read_trace(str(path))
     reference = Reference(model)
-    attributor = Attributor(model)
+    both = [Attributor(model, incremental=True), Attributor(model, incremental=False)]  # spliced and whole
     for call in trace.calls:
         want = reference.attribute(call)
-        got = attributor.attribute(call)
-        assert (got.as_dict(), got.warnings, got.spans) == (want.as_dict(), want.warnings, want.spans), call.where
+        for attributor in both:
+            got = attributor.attribute(call)
+            assert (got.as_dict(), got.warnings, got.spans) == (want.as_dict(), want.warnings, want.spans), (
+                call.where, attributor.incremental)
     return trace
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 #: The prompt states kept for lines to come (a rewind to an older line rebuilds its state once).
-KEPT_STATES = 256
+KEPT_STATES = 16
 STATE_VERSION = 1
 
 

@@ -41,6 +41,10 @@ same first message) does not redo what it can take from it, and takes nothing it
   taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
 * Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
   inside the common prefix are the earlier call's (:meth:`TokenCounter.token_starts_reusing`).
+* Splicing (:mod:`tokprof.splice`): a call that has all of the earlier call's messages and more
+  renders only a window of its new messages and splices them onto the earlier render, where checks
+  in the window, both ways on the first calls of each shape, and against sampled whole renders
+  allow it; every other call goes the way above.
 * Two shortcuts follow from a template's form, checked on its syntax tree: a template that writes
   the generation prompt last, as fixed text, gives the render without it by cutting it off
   (:meth:`PromptFormat.generation_suffix_key`); a template that reads its tools only in a head of
@@ -53,6 +57,8 @@ from __future__ import annotations
 import bisect
 import hashlib
 import json
+import operator
+import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -61,6 +67,7 @@ import numpy as np
 
 from tokprof.models.base import ChatModel
 from tokprof.models.jsonmemo import JsonMemo
+from tokprof.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
 
@@ -261,6 +268,8 @@ def _follow(known: int, length: int, common: int) -> int | None:
     return known if known == length else None
 
 
+#: The reason splicing gives when the whole render, rendered to check it, differs from the spliced one.
+_CHECK_FAILED = CHECK_FAILED
 #: A stand-in probe whose render failed (its value is 0 whatever the prompt).
 _FAILED = ()
 #: Prefix render lengths that are not lengths: not known yet, and the render failed.
@@ -283,12 +292,20 @@ class _Thread:
     the two full renders, so nothing is assumed about how the template renders a longer prompt."""
 
     keys: list[bytes]
-    full: str
+    rendered: str | None  # the full render (None: the splice state's, joined when asked)
     lengths: np.ndarray  # per prefix k, its render's length (_FAILED_RENDER when it failed)
     starts: np.ndarray  # per prefix k, the common prefix of its render with full
     probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
     tokens: tuple
     marked: tuple | None  # (marked render, its spans, its marker positions) when markers were used
+    splice: SpliceState | None = None  # what the next call may splice its new messages onto
+
+    @property
+    def full(self) -> str:
+        if self.rendered is None:
+            assert self.splice is not None
+            self.rendered = self.splice.text()
+        return self.rendered
 
 
 #: Conversations remembered at once (the main one and its subagents, interleaved).
@@ -302,12 +319,20 @@ class Attributor:
     """Attributes calls of one log, reusing what earlier calls of the same conversation established
     (see "Long logs" in the module's docstring)."""
 
-    def __init__(self, model: ChatModel, keep_json: bool = False):
+    def __init__(self, model: ChatModel, keep_json: bool = False, incremental: bool | None = None):
         """``keep_json``: the caller vouches that the calls' messages and tools are not changed while
         the attributor lives (a trace's are not), so the JSON templates write of them is remembered
-        from call to call; otherwise only within a call."""
+        from call to call; otherwise only within a call. ``incremental``: splice a call's new
+        messages onto the previous call's render where checks allow it (:mod:`tokprof.splice`); by
+        default unless ``TOKPROF_INCREMENTAL=0``. The buckets are the same either way."""
         self.model = model
         self.keep_json = keep_json
+        self.incremental = incremental if incremental is not None else os.environ.get("TOKPROF_INCREMENTAL", "1") != "0"
+        self._splice_checks: dict[tuple, int] = {}  # conversation shape -> calls checked both ways
+        self._splice_off: set[tuple] = set()  # shapes whose check failed
+        self._splice_failed = False  # a sampled check failed: no more splicing
+        self._with_calls = True  # whether the last call's markers went around tool calls too
+        self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
         self._json = JsonMemo()
         self._messages: dict[tuple[int, str], tuple[dict, dict, bytes]] = {}  # (id, shape) -> (original, templated, digest)
         self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
@@ -342,6 +367,8 @@ class Attributor:
         same = 0
         if last is not None and last[2][0] == key:
             limit = min(len(last[0]), len(call.messages))
+            if all(map(operator.is_, last[0], call.messages)):  # slices of one list (map stops at the shorter)
+                same = limit
             while same < limit and _same(last[0][same], call.messages[same]):
                 same += 1
         if same:
@@ -544,10 +571,12 @@ class Attributor:
             found = self._nonblank[digest] = bool((message.get("content") or "").strip())
         return found
 
-    def _mark(self, messages: list[dict], digests: list[bytes], with_calls: bool) -> list[dict] | None:
-        """:func:`_mark`, message by message, remembered by message digest and index."""
+    def _mark(self, messages: list[dict], digests: list[bytes], with_calls: bool,
+              indices: list[int] | None = None) -> list[dict] | None:
+        """:func:`_mark`, message by message, remembered by message digest and index (``indices``: each
+        message's index, when they are not 0, 1, ...)."""
         marked = []
-        for i, (m, digest) in enumerate(zip(messages, digests)):
+        for i, m, digest in zip(indices or range(len(messages)), messages, digests):
             key = (digest, i, with_calls)
             if key not in self._marks:
                 one = _mark([m], with_calls, i)
@@ -581,6 +610,7 @@ class Attributor:
                 continue
             found = _unmark_matching(text, full, old.marked if old is not None else None, common)
             if found is not None:
+                self._with_calls = with_calls
                 return found[0], (text, found[0], found[1])
         return None, None
 
@@ -643,6 +673,72 @@ class Attributor:
                     self._json.clear()
 
     def _attribute(self, call: Call) -> CallBuckets:
+        if self.incremental and not self._splice_failed and call.messages:
+            found = self._try_splice(call)
+            if found is not None:
+                return found
+        return self._attribute_full(call)
+
+    def _try_splice(self, call: Call) -> CallBuckets | None:
+        """The call's buckets by splicing (:mod:`tokprof.splice`), or None: rendered whole. The first
+        calls of each shape are attributed both ways (the full way's result is the one given), and
+        the prompt is rendered whole and compared each time it has doubled."""
+        messages, keys, digests = self._prepare(call)
+        thread = keys[1] if len(keys) > 1 else keys[0]
+        old = self._threads.get(thread)
+        if old is None or old.splice is None or old.splice.shape != self._shape:
+            return None
+        k, n = len(old.keys) - 1, len(messages)
+        if n <= k or keys[k] != old.keys[k]:
+            return None
+        shape = shape_key(self._shape, call.tools, messages, k)
+        if shape in self._splice_off:
+            return None
+        if self._splice_checks.get(shape, 0) < CHECK_FIRST:
+            full = self._attribute_full(call)
+            last, new = self._last, self._threads[thread]
+            spliced = splice_call(self, call, messages, keys, digests, old)
+            self._last = last
+            if isinstance(spliced, str):
+                debug(call.where, spliced)
+            elif spliced.buckets == full and spliced.state.text() == new.full:
+                self._splice_checks[shape] = self._splice_checks.get(shape, 0) + 1
+            else:
+                self._splice_off.add(shape)
+                debug(call.where, f"splicing gave other buckets than the full render for this shape {shape[2:]}")
+            return full
+        state = old.splice
+        check = None
+        if state.due():  # a sample (the prompt has doubled since the last, and enough was spliced since)
+            try:
+                check = _render(self.model, messages, call.tools, True, call.day)
+            except Exception:
+                return None
+        spliced = splice_call(self, call, messages, keys, digests, old, check)
+        if isinstance(spliced, str):
+            if check is not None and spliced == _CHECK_FAILED:
+                self._splice_failed = True
+            debug(call.where, spliced)
+            return None
+        state = spliced.state
+        self._threads.pop(thread)
+        self._threads[thread] = _Thread(keys, None, np.concatenate([old.lengths[: k + 1], spliced.lengths]),
+                                        np.concatenate([old.starts[: k + 1], spliced.starts]),
+                                        _merged(old.probes, spliced.probes),
+                                        (state.starts.view(), None), None, state)
+        self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
+        self._forget_if_full()
+        self.spliced += 1
+        return spliced.buckets
+
+    def _forget_if_full(self) -> None:
+        if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
+            for cache in (self._messages, self._marks, self._nonblank, self._headers, self._prepared):  # stays
+                cache.clear()  # bounded; the memo learns the objects anew from the next call on
+            self._json.clear()
+            self._tools_json = (object(), "")
+
+    def _attribute_full(self, call: Call) -> CallBuckets:
         messages, keys, digests, full = self._render_call(call)
         tools = call.tools
         day = call.day
@@ -670,6 +766,7 @@ class Attributor:
         roles = np.fromiter((ROLE_BUCKET[m["role"]] for m in messages), dtype=np.int8, count=len(messages))
         labels = _paint_regions(len(full), b, roles)
 
+        warning = None
         if tools:
             regions, warning = self._tool_regions(messages, tools, day, full, b)
             if warning:
@@ -696,16 +793,21 @@ class Attributor:
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
-        lengths, starts_of, probes, _ = prefixes
+        lengths, starts_of, probes, estimated = prefixes
         self._last = (full, tokens[0], starts, b, labels, roles)
-        self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked)
+        splice = None
+        n = len(messages)
+        if self.incremental and spans is not None and not estimated and n and 0 <= lengths[n] == starts_of[n]:
+            body = int(lengths[n])
+            splice = SpliceState(
+                self._shape, self._with_calls, [full[:body]], body, full[body:], Grow(labels, np.int8),
+                Grow(tokens[0], np.int64), counts.astype(np.int64), Grow(np.asarray(b, dtype=np.int64), np.int64),
+                Grow(roles, np.int8), int(table[:, 1].max()) if len(table) else 0, frozenset(dropped), warning,
+                checked_len=body)
+        self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
-        if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
-            for cache in (self._messages, self._marks, self._nonblank, self._headers, self._prepared):  # stays
-                cache.clear()  # bounded; the memo learns the objects anew from the next call on
-            self._json.clear()
-            self._tools_json = (object(), "")
+        self._forget_if_full()
         return result
 
 
@@ -714,6 +816,8 @@ class Attributor:
         """The last call's rendered prompt and the character offset at which each of its tokens starts."""
         if self._last is None:
             raise ValueError("no call attributed yet")
+        if isinstance(self._last[0], SpliceState):  # the arrays grow in place: a copy of the starts
+            return self._last[0].text(), self._last[2].copy()
         return self._last[0], self._last[1]
 
     def message_tokens(self, k: int) -> int:
@@ -724,6 +828,13 @@ class Attributor:
         _, _, starts, b, labels, roles = self._last
         lo, hi = np.searchsorted(starts, [b[k], b[k + 1]], side="left")
         return int(np.count_nonzero(labels[starts[lo:hi]] == roles[k]))
+
+
+def _merged(probes: dict, new: dict) -> dict:
+    """The probes of a thread's previous call (all of its messages, before the new ones) with those of
+    the messages a call adds: the previous call's dict, extended (it is not used again)."""
+    probes.update(new)
+    return probes
 
 
 def _paint_regions(size: int, b: list[int], roles: np.ndarray) -> np.ndarray:

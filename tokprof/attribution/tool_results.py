@@ -11,10 +11,9 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
-from dataclasses import dataclass
 
 #: How many single results a profile keeps, by carry cost.
 TOP = 10
@@ -86,21 +85,55 @@ class ToolResultCosts:
 
 
 class _Result:
-    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread", "carriers")
+    __slots__ = ("position", "call", "order", "tool", "tokens", "carried", "thread", "base", "spans", "singles")
 
     def __init__(self, position: int, call: int, order: int, tool: str | None, tokens: int, thread: str):
         self.position, self.call, self.order, self.tool = position, call, order, tool
         self.tokens, self.carried, self.thread = tokens, 0, thread
-        self.carriers = array("i")  # the positions of the later calls that resent it
+        self.base = 0  # the thread's extensions so far when it was last brought up to date (see _Thread)
+        # Who resent it, for an estimate's per-call scaling: runs of the thread's extending calls
+        # (indices into _Thread.extended) and the positions of the other calls that held it again.
+        self.spans: list[tuple[int, int]] = []
+        self.singles: list[int] = []
 
-    def scaled(self, scale: dict[int, float] | None) -> tuple[int, int]:
+    def scaled(self, scale: dict[int, float] | None, extended: Sequence[float]) -> tuple[int, int]:
         """Its tokens and carry cost, each occurrence in the units of the call it is in (an estimate
-        scales every call by its own factor, so that the results add up to the calls' buckets)."""
+        scales every call by its own factor, so that the results add up to the calls' buckets).
+        ``extended``: the running sums of the scale over its thread's extending calls."""
         if not scale:
             return self.tokens, self.tokens * self.carried
         own = self.tokens * scale.get(self.position, 1.0)
-        carry = sum(self.tokens * scale.get(p, 1.0) for p in self.carriers)
-        return int(round(own)), int(round(own + carry)) - int(round(own))
+        times = sum(extended[end] - extended[start] for start, end in self.spans)
+        times += sum(scale.get(p, 1.0) for p in self.singles)
+        return int(round(own)), int(round(own + self.tokens * times)) - int(round(own))
+
+
+@dataclass
+class _Thread:
+    """What a thread's previous call held: its messages, the results in them (by key), and how many
+    calls since then extended it (each holds every one of those results once more: ``carried`` is
+    brought up to date from ``extensions`` and each result's ``base`` when the thread is not extended)."""
+
+    seen: dict = field(default_factory=dict)  # key -> _Result, every result the thread has had
+    messages: Sequence[dict] | None = None
+    present: dict = field(default_factory=dict)  # key -> _Result, the results the previous call held
+    names: dict | None = None  # the previous call's tool names by call id (None: not made yet)
+    extensions: int = 0
+    extended: list[int] = field(default_factory=list)  # the position of each extending call, in order
+
+    def settle(self) -> None:
+        for r in self.present.values():
+            if self.extensions > r.base:
+                r.carried += self.extensions - r.base
+                r.spans.append((r.base, self.extensions))
+            r.base = self.extensions
+
+    def running(self, scale: dict[int, float] | None) -> list[float]:
+        """The running sums of ``scale`` over the extending calls (index i: the first i of them)."""
+        out = [0.0]
+        for p in self.extended:
+            out.append(out[-1] + (scale or {}).get(p, 1.0))
+        return out
 
 
 def _tool_names(messages: Sequence[dict]) -> dict[str, str]:
@@ -120,41 +153,61 @@ class ResultTracker:
     the end."""
 
     def __init__(self) -> None:
-        self._threads: dict[str, dict[tuple, _Result]] = {}
+        self._threads: dict[str, _Thread] = {}
         self._results: list[_Result] = []
 
     def observe(self, position: int, call: Any, message_tokens: Callable[[int], int]) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
-        (:meth:`tokprof.attribution.Attributor.message_tokens`)."""
-        seen = self._threads.setdefault(call.thread, {})
-        here: set[tuple] = set()
-        names: dict[str, str] | None = None
-        for k, message in enumerate(call.messages):
+        (:meth:`tokprof.attribution.attributor.Attributor.message_tokens`)."""
+        thread = self._threads.setdefault(call.thread, _Thread())
+        seen, messages, before = thread.seen, call.messages, thread.messages
+        start = 0
+        if before is not None and len(before) <= len(messages) and list(before) == list(messages[: len(before)]):
+            thread.extensions += 1  # the same messages and more (equal: the same keys): each result held once more
+            thread.extended.append(position)
+            start = len(before)
+            here = thread.present
+            names = thread.names
+            if names is not None:
+                names.update(_tool_names(messages[start:]))
+        else:
+            thread.settle()
+            here = {}
+            names = None
+        for k in range(start, len(messages)):
+            message = messages[k]
             if message.get("role") != "tool":
                 continue
             content = message.get("content")
             key = (message.get("tool_call_id"), content if isinstance(content, str) else repr(content))
             if key in here:
                 continue
-            here.add(key)
             found = seen.get(key)
             if found is not None:
                 found.carried += 1
-                found.carriers.append(position)
+                found.singles.append(position)
+                found.base = thread.extensions
+                here[key] = found
                 continue
             if names is None:
-                names = _tool_names(call.messages)
+                names = _tool_names(messages)
             result = _Result(position, call.index, len(self._results), names.get(key[0]) if key[0] else None,
                              message_tokens(k), call.thread)
-            seen[key] = result
+            result.base = thread.extensions
+            seen[key] = here[key] = result
             self._results.append(result)
+        thread.messages, thread.present, thread.names = messages, here, names
 
     def costs(self, scale: dict[int, float] | None = None) -> ToolResultCosts | None:
         """The costs, or None when no prompt holds a tool result. ``scale``: per call position, the
         factor that makes an estimate's raw counts its scaled ones (absent: 1)."""
         if not self._results:
             return None
-        tokens: list[tuple[_Result, int, int]] = [(r, *r.scaled(scale)) for r in self._results]
+        for thread in self._threads.values():
+            thread.settle()
+        running = {key: thread.running(scale) for key, thread in self._threads.items()} if scale else {}
+        tokens: list[tuple[_Result, int, int]] = [(r, *r.scaled(scale, running.get(r.thread, [0.0])))
+                                                   for r in self._results]
         per_tool: dict[str | None, list[int]] = {}
         for r, n, carry in tokens:
             entry = per_tool.setdefault(r.tool, [0, 0, 0])

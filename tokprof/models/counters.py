@@ -28,9 +28,11 @@ def _spec(tokenizer: Tokenizer) -> dict:
             for t in tokenizer.get_added_tokens_decoder().values()
         ]
         pre = tokenizer.pre_tokenizer
+        normalizer = tokenizer.normalizer
         return {
             "model": {"type": type(tokenizer.model).__name__},
             "pre_tokenizer": None if pre is None else json.loads(pre.__getstate__()),
+            "normalizer": None if normalizer is None else json.loads(normalizer.__getstate__()),
             "added_tokens": added,
         }
     except (AttributeError, TypeError, ValueError):
@@ -65,7 +67,11 @@ def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
     if not safe(spec.get("pre_tokenizer")):
         return None
     added = spec.get("added_tokens") or []
-    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or t.get("normalized") for t in added):
+    normalizer = spec.get("normalizer")
+    # an added token matched after normalisation is matched as written when nothing normalises (DeepSeek's)
+    plain = normalizer is None or (normalizer.get("type") == "Sequence" and not normalizer.get("normalizers"))
+    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or (t.get("normalized") and not plain)
+                        for t in added):
         return None
     contents = sorted({t["content"] for t in added}, key=len, reverse=True)
     return re.compile("|".join(re.escape(c) for c in contents)), len(contents[0])
@@ -163,6 +169,20 @@ class HFCounter:
         starts, new_added = self._scan(text, cut)
         j = int(np.searchsorted(before, cut))
         return np.concatenate([before[:j], starts]), np.concatenate([added[:i], new_added])
+
+    def split_tail(self, text: str, common: int) -> int | None:
+        """The last point of ``text`` at or before ``common`` (0 when there is none) where the tokens of
+        every text with these first ``common`` characters split: where an added token starts, at least
+        the longest added token's length before ``common`` (the scan decides there from the next
+        ``longest`` characters). ``text`` starts where the scan can start (a split point). None when
+        this tokenizer is not used segment by segment, or before its first check."""
+        if not self._checked or not self.segmentable() or not isinstance(self._splitter, re.Pattern):
+            return None
+        cut = 0
+        for match in self._splitter.finditer(text, 0, common):
+            if match.start() <= common - self._longest:
+                cut = match.start()
+        return cut
 
     def _piece(self, piece: str) -> np.ndarray:
         cached = self._segments.get(piece)
@@ -279,6 +299,14 @@ class TiktokenCounter:
             return starts, None
         return self._reuse(text, previous[0], common), None
 
+    def split_tail(self, text: str, common: int) -> int | None:
+        """The last point of ``text`` before ``common`` where the tokens of every text with these first
+        ``common`` characters split (:meth:`_cut`; 0 when there is none). None when ``text`` is one NFC
+        changes (its tokens are the fallback's), or before the first check of reuse."""
+        if not self._checked or not self._normal(text):
+            return None
+        return self._cut(text, common)
+
     def _suffix_cut(self, reference: str, suffix: int) -> int | None:
         """The first point of ``reference`` at which its last ``suffix`` characters (shared with another
         text) split the same way in both: just after a newline, inside the shared end, followed by visible
@@ -359,6 +387,9 @@ class LazyHFCounter:
 
     def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
         return self._get().token_starts_reusing(text, previous, common)
+
+    def split_tail(self, text: str, common: int) -> int | None:
+        return self._get().split_tail(text, common) if self._counter is not None else None
 
 
 def count_like(counter: TokenCounter, text: str, reference: str, reference_starts: np.ndarray) -> int:

@@ -1,0 +1,149 @@
+"""Incremental rendering (tokprof.splice): every call's buckets are the same with splicing on and off.
+
+Each shipped template that loads here is run over the sample logs, the fixtures and (when present)
+the corpus's Claude Code and Codex sessions, with incremental rendering on and off, and every call's
+buckets, warnings and spans are compared. Small templates written here check that a template which
+breaks the splice falls back to the full render: one rewriting earlier turns (caught in the window),
+one numbering its messages (the window cannot see it: caught by the first calls' check both ways).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+
+from conftest import CHATML, FIXTURES, ROOT, tiny_model
+from tokprof.attribution.attributor import Attributor
+from tokprof.formats import read_trace
+from tokprof.profiling import profile_trace
+from tokprof.transforms import fit
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from generate_session import records, session  # noqa: E402
+
+CORPUS = ROOT.parent / "shared" / "corpus"
+SAMPLES = [ROOT / "samples" / "incident_session.json", ROOT / "samples" / "retention_session.json"]
+LOGS = SAMPLES[1:] + sorted(FIXTURES.glob("good_*"))
+CORPUS_LOGS = [
+    ("claude-proxy", "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"),
+    ("openai-proxy", "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl"),
+]
+TEMPLATES = ["qwen2.5", "qwen3", "llama3.1", "deepseek-v4", "claude-proxy", "openai-proxy", "gpt-oss", "mistral"]
+
+# Each message header carries its index: a window renders other numbers than the whole prompt, which
+# no check in the window can see (the render of the window still extends the render of its context).
+NUMBERED = CHATML.replace("{{- '<|im_start|>' + m.role + '\\n' }}",
+                          "{{- '<|im_start|>' + m.role + ' ' + (loop.index0 | string) + '\\n' }}")
+# Tool results older than the last two messages are shown as "[old result]".
+REWRITING = (
+    "{%- for m in messages %}"
+    "{{- '<|im_start|>' + m.role + '\\n' }}"
+    "{%- if m.role == 'tool' and loop.index0 < (messages | length) - 2 %}{{- '[old result]' }}"
+    "{%- else %}{{- m.content or '' }}{%- endif %}"
+    "{{- '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+def _model(name):
+    from tokprof.errors import TokprofError
+    from tokprof.models import resolve_model
+
+    try:
+        return resolve_model(name)
+    except (TokprofError, ImportError) as exc:  # a template whose files or package are not here
+        pytest.skip(f"{name}: {exc}")
+
+
+def both_ways(model, trace):
+    """Every call attributed with splicing on and off: the two lists of results, and the spliced count."""
+    on, off = Attributor(model, keep_json=True, incremental=True), Attributor(model, keep_json=True, incremental=False)
+    spliced, whole = [], []
+    for call in trace.calls:
+        a, b = on.attribute(call), off.attribute(call)
+        spliced.append((a.as_dict(), a.warnings, a.spans, on.last_prompt()[0]))
+        whole.append((b.as_dict(), b.warnings, b.spans, off.last_prompt()[0]))
+    return spliced, whole, on.spliced
+
+
+def assert_same(model, trace):
+    spliced, whole, count = both_ways(model, trace)
+    for call, a, b in zip(trace.calls, spliced, whole):
+        assert a == b, f"{trace.path} {call.where}: spliced {a[:3]} whole {b[:3]}"
+    return count
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_every_shipped_template_gives_the_same_buckets_spliced(name):
+    model = _model(name)
+    for path in LOGS:
+        assert_same(model, fit(read_trace(str(path)), model))
+
+
+@pytest.mark.parametrize("name,relative", CORPUS_LOGS, ids=[n for n, _ in CORPUS_LOGS])
+def test_corpus_sessions_give_the_same_buckets_spliced(name, relative):
+    path = CORPUS / relative
+    if not path.is_file():
+        pytest.skip("the corpus is not here")
+    model = _model(name)
+    trace = fit(read_trace(str(path)), model)
+    assert assert_same(model, trace) > len(trace.calls) // 2  # most calls are spliced
+
+
+def test_templates_that_extend_their_prompts_are_spliced():
+    for name in ("qwen2.5", "qwen3", "llama3.1", "claude-proxy", "openai-proxy"):
+        model = _model(name)
+        trace = fit(read_trace(str(SAMPLES[1])), model)
+        assert assert_same(model, trace) > len(trace.calls) // 2, name
+
+
+def _session(tmp_path, calls=10):
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records(session(calls, 120, 2, 3))), encoding="utf-8")
+    return read_trace(str(path))
+
+
+def test_a_template_rewriting_earlier_turns_falls_back(tmp_path, caplog):
+    model = tiny_model(REWRITING)
+    with caplog.at_level(logging.DEBUG, logger="tokprof.splice"):
+        assert assert_same(model, _session(tmp_path)) == 0
+    assert "rewrites earlier messages" in caplog.text
+
+
+def test_a_template_the_window_cannot_check_is_caught_both_ways(tmp_path, caplog):
+    model = tiny_model(NUMBERED)
+    with caplog.at_level(logging.DEBUG, logger="tokprof.splice"):
+        assert assert_same(model, _session(tmp_path)) == 0
+    assert "other buckets than the full render" in caplog.text
+
+
+def test_a_plain_template_is_spliced_and_sampled(tmp_path):
+    model = tiny_model(CHATML)
+    trace = _session(tmp_path, calls=30)
+    assert assert_same(model, trace) >= 20
+
+
+def test_profiles_are_the_same_either_way(monkeypatch):
+    model = _model("qwen2.5")
+    trace = read_trace(str(SAMPLES[0]))
+    on = profile_trace(trace, model, attributor=Attributor(model, keep_json=True, incremental=True))
+    monkeypatch.setenv("TOKPROF_INCREMENTAL", "0")
+    off = profile_trace(trace, model)
+    assert on.to_dict() == off.to_dict()
+
+
+def test_a_tokenizer_whose_added_tokens_nothing_normalises_is_split_exactly():
+    """DeepSeek-V4's added tokens say ``normalized`` but its normaliser is empty: its prompts are
+    tokenized segment by segment (so splicing reuses tokens), exactly as the whole text is."""
+    import numpy as np
+
+    model = _model("deepseek-v4")
+    counter, fmt = model.counter, model.prompt_format
+    assert counter.segmentable()
+    for call in read_trace(str(SAMPLES[0])).calls[::6]:
+        text = fmt.render(fmt.prepare(call.messages, fmt.shapes[0]), call.tools, True, call.day)
+        assert np.array_equal(counter._segmented_starts(text), counter._encode_starts(text)), call.where
