@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from tokprof.api import Buckets
 from tokprof.errors import InputError, TokprofError
 from tokprof.version import __version__
 from tokprof.serve.answers import ROUTE_MESSAGES, bad, kind_of
-from tokprof.serve.body import check_depth, check_model_name, ignored_fields, parse_body
+from tokprof.serve.body import Body, check_depth, check_model_name, ignored_fields, parse_body
 from tokprof.serve.conversations import ConversationCache, Request
 from tokprof.serve.limits import DEFAULT_THRESHOLDS
 from tokprof.serve.models import Loaded, Models
@@ -27,6 +28,37 @@ def parse_thresholds(value: str | Sequence[float]) -> tuple[float, ...]:
     return tuple(sorted(set(levels)))
 
 
+@dataclass(frozen=True)
+class Read:
+    """A count request's body, checked: the model it names and the one that counts it, its parts."""
+
+    route: str
+    body: Body
+    requested: str | None
+    name: str
+    messages: list
+    tools: list | None
+    system: Any
+
+    @property
+    def texts(self) -> list[str]:
+        assert self.body.messages is not None  # checked by Counter.read
+        return self.body.messages
+
+    @property
+    def tools_text(self) -> str:
+        return self.body.texts.get("tools", "null") if self.tools is not None else "null"
+
+    @property
+    def system_text(self) -> str:
+        return self.body.texts.get("system", "null") if self.system is not None else "null"
+
+    @property
+    def key(self) -> tuple:
+        """What a conversation is found by (as :attr:`Request.key`)."""
+        return (self.route, self.name, self.tools_text, self.system_text, self.texts[0] if self.texts else None)
+
+
 class Counter:
     """What the routes do, without HTTP: a body in, a JSON answer out (or :class:`Rejected`)."""
 
@@ -37,15 +69,16 @@ class Counter:
         self.thresholds = tuple(thresholds)
         self.window = window
 
-    def count(self, route: str, raw: bytes) -> tuple[dict, dict]:
-        """The answer to a count request, and what its log line says (nothing of its content)."""
+    def read(self, route: str, raw: bytes) -> Read:
+        """A count request's body, checked (:class:`Rejected` for what is wrong), and the name of the
+        model that counts it (not loaded yet)."""
         body = parse_body(raw)
         value = body.value
         requested = value.get("model")
         if requested is not None and not isinstance(requested, str):
             raise bad(f"expected a string, found {kind_of(requested)}", "model")
         check_model_name(requested)
-        loaded = self.models.resolve(requested)
+        name = self.models.canonical(requested)
         if "messages" not in value:
             raise bad("missing: the request needs its messages", "messages")
         messages = value["messages"]
@@ -62,15 +95,20 @@ class Counter:
         for key in ("tools", "system"):
             if key in body.texts and (key == "tools" or route == ROUTE_MESSAGES):
                 check_depth(body.texts[key], key)
-        request = Request(route, loaded, messages, body.messages, tools, body.texts.get("tools", "null") if tools
-                          is not None else "null", system, body.texts.get("system", "null") if system is not None
-                          else "null")
+        return Read(route, body, requested, name, messages, tools, system)
+
+    def count(self, route: str, raw: bytes) -> tuple[dict, dict]:
+        """The answer to a count request, and what its log line says (nothing of its content)."""
+        read = self.read(route, raw)
+        loaded = self.models.resolve(read.requested)
+        request = Request(route, loaded, read.messages, read.texts, read.tools, read.tools_text, read.system,
+                          read.system_text)
         try:
             buckets, reused = self.cache.count(request)
         except InputError as exc:
             raise bad(exc.what, exc.where) from None
-        answer = self._answer(route, loaded, requested, buckets, reused)
-        ignored = ignored_fields(route, value)
+        answer = self._answer(route, loaded, read.requested, buckets, reused)
+        ignored = ignored_fields(route, read.body.value)
         if ignored:
             answer["warnings"].append({"code": "ignored-fields", "message": ignored})
         return answer, {"model": loaded.name, "total": buckets.total, "reused": reused}

@@ -13,7 +13,11 @@ from tokprof.errors import TokprofError
 from tokprof.serve.answers import LOG
 from tokprof.serve.app import create_app
 from tokprof.serve.guard import check_bind
-from tokprof.serve.limits import CONNECTION_LIMITS, DEFAULT_HOST, DEFAULT_PORT
+from tokprof.serve.limits import CONNECTION_LIMITS, DEFAULT_HOST, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_READ_TIMEOUT
+
+#: The time the requests in flight are given to be answered when the server stops (their counts
+#: have ended by then: the workers are stopped first).
+STOP_GRACE = 2
 
 
 def _socket(host: str, port: int) -> socket.socket:
@@ -44,8 +48,29 @@ def _url(sock: socket.socket) -> str:
 def _uvicorn_config(app, log_level: str):
     import uvicorn
 
+    from tokprof.serve.connections import bounded_protocol, descriptor_room
+
+    state = getattr(app, "state", None)
+    read_timeout = getattr(state, "read_timeout", DEFAULT_READ_TIMEOUT)
+    connections = descriptor_room(getattr(state, "max_connections", DEFAULT_MAX_CONNECTIONS))
     return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", log_config=None,
-                          proxy_headers=False, timeout_graceful_shutdown=5, **CONNECTION_LIMITS)
+                          proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE,
+                          http=bounded_protocol(connections, read_timeout), **CONNECTION_LIMITS)
+
+
+def _server(config):
+    """A uvicorn server that, told to stop, first stops the app's workers: the counts in flight end
+    (their requests get 503) rather than hold the server up."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        async def shutdown(self, sockets=None) -> None:
+            pool = getattr(getattr(self.config.app, "state", None), "pool", None)
+            if pool is not None:
+                pool.close()
+            await super().shutdown(sockets)
+
+    return Server(config)
 
 
 def configure_logging(level: int = logging.INFO) -> None:
@@ -62,13 +87,12 @@ def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, quiet: bool = F
           on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
     """Run the server until interrupted (the ``tokprof serve`` command): ``options`` as
     :func:`create_app` takes them. Refuses to listen beyond the loopback interface without a token."""
-    import uvicorn
 
     check_bind(host, options.get("token"))
     configure_logging(logging.WARNING if quiet else logging.INFO)
     app = create_app(**options)
     sock = _socket(host, port)
-    server = uvicorn.Server(_uvicorn_config(app, "warning"))
+    server = _server(_uvicorn_config(app, "warning"))
     if on_ready is not None:
         on_ready(_url(sock))
     try:
@@ -82,12 +106,11 @@ class Running:
     ``with Running(app) as server: server.url``. It stops when the block ends."""
 
     def __init__(self, app, host: str = "127.0.0.1", port: int = 0):
-        import uvicorn
 
         self.app = app
         self.sock = _socket(host, port)
         self.url = _url(self.sock)
-        self.server = uvicorn.Server(_uvicorn_config(app, "warning"))
+        self.server = _server(_uvicorn_config(app, "warning"))
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name="tokprof-serve")
 
