@@ -16,8 +16,12 @@ import resource
 from collections import OrderedDict
 from typing import Any
 
-#: File descriptors kept for everything but connections (the workers' sockets, models, logs).
-RESERVED_DESCRIPTORS = 64
+#: Connections accepted in one turn of the event loop (and the listening queue): before any of them
+#: can close an idle one, so file descriptors are kept for them besides the connection cap.
+ACCEPT_BATCH = 32
+#: File descriptors kept for everything but connections: two turns' accepted connections beyond the
+#: cap (a closed connection's descriptor is freed on the next turn), the workers' sockets, models, logs.
+RESERVED_DESCRIPTORS = 2 * ACCEPT_BATCH + 64
 
 
 def descriptor_room(wanted: int) -> int:

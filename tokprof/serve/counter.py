@@ -8,6 +8,7 @@ from typing import Any
 
 from tokprof.api import Buckets
 from tokprof.errors import InputError, TokprofError
+from tokprof.text import visible
 from tokprof.version import __version__
 from tokprof.serve.answers import ROUTE_MESSAGES, bad, kind_of
 from tokprof.serve.body import Body, check_depth, check_model_name, ignored_fields, parse_body
@@ -143,7 +144,7 @@ class Counter:
         answer["fill"] = fill
         answer["thresholds"] = list(self.thresholds)
         answer["crossed"] = [t for t in self.thresholds if window and total >= t * window]
-        answer["warnings"] = [{"code": n.code, "message": n.message} for n in buckets.warnings]
+        answer["warnings"] = [{"code": n.code, "message": visible(n.message)} for n in buckets.warnings]  # never raw
         answer["reused"] = reused
         return answer
 

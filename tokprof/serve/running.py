@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from tokprof.errors import TokprofError
 from tokprof.serve.answers import LOG
+from tokprof.serve.connections import ACCEPT_BATCH
 from tokprof.serve.app import create_app
 from tokprof.serve.guard import check_bind
 from tokprof.serve.limits import CONNECTION_LIMITS, DEFAULT_HOST, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_READ_TIMEOUT
@@ -35,7 +36,7 @@ def _socket(host: str, port: int) -> socket.socket:
     except (socket.gaierror, UnicodeError) as exc:
         sock.close()
         raise TokprofError(f"--host {host}: not an address of this machine ({exc})") from None
-    sock.listen(128)
+    sock.listen(ACCEPT_BATCH)
     sock.set_inheritable(True)
     return sock
 
@@ -55,7 +56,7 @@ def _uvicorn_config(app, log_level: str):
     connections = descriptor_room(getattr(state, "max_connections", DEFAULT_MAX_CONNECTIONS))
     return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", log_config=None,
                           proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE,
-                          http=bounded_protocol(connections, read_timeout), **CONNECTION_LIMITS)
+                          http=bounded_protocol(connections, read_timeout), backlog=ACCEPT_BATCH, **CONNECTION_LIMITS)
 
 
 def _server(config):
