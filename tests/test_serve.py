@@ -335,7 +335,7 @@ def test_a_bug_is_a_500_without_a_traceback_or_the_request(monkeypatch, caplog):
     def broken(route, raw):
         raise RuntimeError("secret-in-the-bug " + raw.decode())
 
-    monkeypatch.setattr(app.state.counter, "read", broken)  # a bug in the server's process
+    monkeypatch.setattr(serve.app, "routing_key", broken)  # a bug in the server's own process
     with caplog.at_level(logging.INFO, logger="tokprof.serve"):
         response = client.post("/v1/count", json={"messages": [{"role": "user", "content": "secret-content"}]})
     assert response.status_code == 500 and response.json()["error"]["type"] == "api_error"

@@ -23,11 +23,12 @@ A request extending a conversation also converts only the messages it adds (``ch
 from the first new one, with the tool call ids of the ones before), and hands the attributor the
 same message objects as before for the rest, so that comparing them costs nothing.
 
-**Threads.** Counting is CPU-bound: it runs in a pool of worker threads, so the event loop stays
-free to read requests; each conversation has a lock, and each request a time limit
-(:data:`DEFAULT_TIMEOUT`). A chat template's own time limit (``TOKPROF_TEMPLATE_TIMEOUT``) needs
-the main thread's alarm signal, so it does not apply here: its other limits (output, powers,
-ranges) do, and the request's time limit answers the client (the render then finishes in its thread).
+**Workers.** Counting is CPU-bound: it runs in worker processes (:mod:`tokprof.serve.pool`), one
+request at a time each, so the server's event loop never waits for a count: it reads requests,
+refuses bad ones and answers ``/health`` whatever a count costs. A count past its request's time
+limit (:data:`DEFAULT_TIMEOUT`) is stopped by killing its worker, which is started again. What is in
+flight (:class:`tokprof.serve.limits.InFlight`) and the connections
+(:mod:`tokprof.serve.connections`) are bounded, and slow heads and bodies time out.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from tokprof.errors import TokprofError
 from tokprof.version import __version__
 from tokprof.serve.answers import LOG, ROUTE_COUNT, ROUTE_MESSAGES, Rejected, response
+from tokprof.serve.body import routing_key
 from tokprof.serve.conversations import ConversationCache
 from tokprof.serve.counter import Counter, parse_thresholds
 from tokprof.serve.guard import Guard, place_of
@@ -63,7 +64,7 @@ def create_app(
 
         chosen.default = DEFAULT_MODEL
     levels = parse_thresholds(thresholds)
-    counter = Counter(chosen, ConversationCache(1, 1), levels, window)  # here: reading requests; workers count
+    counter = Counter(chosen, ConversationCache(1, 1), levels, window)  # here for /v1/models: workers count
     pool = WorkerPool(workers, chosen.configured, cache_entries=cache_entries,
                       cache_bytes=cache_bytes, thresholds=levels, window=window)
     inflight = InFlight(max_inflight, max_inflight_bytes)
@@ -123,7 +124,7 @@ def create_app(
             try:
                 raw = await read_body(request, held)
                 deadline = time.monotonic() + timeout
-                key = await asyncio.get_running_loop().run_in_executor(None, lambda: hash(counter.read(route, raw).key))
+                key = await asyncio.get_running_loop().run_in_executor(None, routing_key, route, raw)
                 answer, said = await pool.count(route, raw, key, deadline)
             finally:
                 inflight.release(held[0])

@@ -175,3 +175,51 @@ def check_depth(text: str, where: str) -> None:
 
     if too_deep(text):
         raise bad(TOO_DEEP, where)
+
+
+#: A decoder that keeps no object it reads (each becomes None as soon as it is read): to find where
+#: values end without holding what they hold.
+_SKIPPER = json.JSONDecoder(object_pairs_hook=lambda pairs: None)
+
+
+def routing_key(route: str, raw: bytes) -> int:
+    """What the server routes a request by (to the worker that keeps its conversation), read without
+    holding the body's values: a hash of the route and the JSON texts of the body's ``model``,
+    ``tools``, ``system`` and first message, the same for every request of a conversation. A body
+    that cannot be read so is routed by its first bytes: its worker says what is wrong."""
+    try:
+        parts = _top_level_texts(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, IndexError, RecursionError):
+        return hash((route, raw[:256]))
+    return hash((route, parts.get("model"), parts.get("tools"), parts.get("system"), parts.get("messages")))
+
+
+def _top_level_texts(text: str) -> dict[str, str]:
+    """The JSON text of each top-level value of an object, but for ``messages`` its first element's."""
+    pos = _skip(text, 0)
+    if text[pos] != "{":
+        raise ValueError("not an object")
+    pos = _skip(text, pos + 1)
+    found: dict[str, str] = {}
+    if text[pos] == "}":
+        return found
+    while True:
+        if text[pos] != '"':
+            raise ValueError("expected a key")
+        key, pos = _SCANSTRING(text, pos + 1, True)
+        pos = _skip(text, pos)
+        if text[pos] != ":":
+            raise ValueError("expected ':'")
+        start = pos = _skip(text, pos + 1)
+        _, pos = _SKIPPER.raw_decode(text, pos)
+        found[key] = text[start:pos]
+        if key == "messages" and text[start] == "[":
+            first = _skip(text, start + 1)
+            found[key] = "" if text[first] == "]" else text[first:_SKIPPER.raw_decode(text, first)[1]]
+        pos = _skip(text, pos)
+        if text[pos] == ",":
+            pos = _skip(text, pos + 1)
+            continue
+        if text[pos] == "}":
+            return found
+        raise ValueError("expected ',' or '}'")
