@@ -19,6 +19,8 @@ from tokprof.serve.limits import CONNECTION_LIMITS, DEFAULT_HOST, DEFAULT_MAX_CO
 #: The time the requests in flight are given to be answered when the server stops (their counts
 #: have ended by then: the workers are stopped first).
 STOP_GRACE = 2
+#: Connections the kernel queues until they are accepted (they hold no descriptor of the server's).
+LISTEN_QUEUE = 1024
 
 
 def _socket(host: str, port: int) -> socket.socket:
@@ -60,11 +62,17 @@ def _uvicorn_config(app, log_level: str):
 
 
 def _server(config):
-    """A uvicorn server that, told to stop, first stops the app's workers: the counts in flight end
-    (their requests get 503) rather than hold the server up."""
+    """A uvicorn server whose listening queue is :data:`LISTEN_QUEUE` (asyncio makes it the accept
+    batch, :data:`ACCEPT_BATCH`), and that, told to stop, first stops the app's workers: the counts in
+    flight end (their requests get 503) rather than hold the server up."""
     import uvicorn
 
     class Server(uvicorn.Server):
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets)
+            for sock in sockets or ():  # the kernel's queue of connections longer than a turn's batch
+                sock.listen(LISTEN_QUEUE)
+
         async def shutdown(self, sockets=None) -> None:
             pool = getattr(getattr(self.config.app, "state", None), "pool", None)
             if pool is not None:
