@@ -47,21 +47,48 @@ def bodies(calls: int, seed: int, model: str) -> list[bytes]:
             for r in records(session(calls, 720, 16, seed))]
 
 
-def rss(pid: int) -> tuple[int, int]:
-    """(resident, peak resident) bytes of a process."""
+def _status(pid: int) -> tuple[int, int]:
     values = {}
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        for line in status:
-            key, _, rest = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
-                values[key] = int(rest.split()[0]) * 1024
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    values[key] = int(rest.split()[0]) * 1024
+    except OSError:  # ended meanwhile
+        pass
     return values.get("VmRSS", 0), values.get("VmHWM", 0)
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (the server's workers)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+def rss(pid: int) -> tuple[int, int]:
+    """(resident, sum of the peaks resident) bytes of a process and its children (the server and its
+    worker processes)."""
+    total = peak = 0
+    for one in [pid, *children(pid)]:
+        now, high = _status(one)
+        total += now
+        peak += high
+    return total, peak
+
+
 class Server:
-    def __init__(self, model: str, conversations: int):
+    def __init__(self, model: str, conversations: int, *options: str):
         command = [sys.executable, "-m", "tokprof", "serve", "--port", "0", "--quiet", "--model", model,
-                   "--conversations", str(conversations), "--timeout", "600"]
+                   "--conversations", str(conversations), "--timeout", "600", *options]
         env = dict(os.environ)
         env.pop("TOKPROF_SERVE_TOKEN", None)
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
@@ -92,7 +119,7 @@ def post(connection: http.client.HTTPConnection, body: bytes) -> tuple[float, di
 def baseline(calls: list[bytes], model_name: str) -> list[float]:
     """Per call: one render of its prompt with the template, and tokenizing what it adds to the
     previous call's render (after their common prefix)."""
-    from tokprof.api import _prompt
+    from tokprof import read_prompt
     from tokprof.models import resolve_model
     from tokprof.textdiff import common_prefix
 
@@ -102,8 +129,8 @@ def baseline(calls: list[bytes], model_name: str) -> list[float]:
     out, previous = [], ""
     for body in calls:
         doc = json.loads(body)
-        prompt, tools, _ = _prompt(doc["messages"], doc.get("tools"), None)
-        messages = fmt.prepare(prompt, shape)
+        prompt = read_prompt(doc["messages"], doc.get("tools"))
+        messages, tools = fmt.prepare(prompt.messages, shape), prompt.tools
         best = float("inf")
         for _ in range(3):  # the least of three: the machine's cores are shared
             started = time.perf_counter()
@@ -177,6 +204,162 @@ def load(server: Server, conversations: list[list[list[bytes]]], requests: int) 
             "peak": rss(server.process.pid)[1], "done": done[0]}
 
 
+# -- hostile inputs: time per byte and per message, /health during a heavy count, big bodies -------
+def _message(i: int, words: int = 4) -> dict:
+    return {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * words}
+
+
+def hostile(kind: str, size: int, nonce: int = 0, words: int = 4) -> tuple[bytes, int]:
+    """A request body of ``kind`` grown to about ``size`` (bytes, or messages for "many messages"),
+    and its number of messages. The shapes that were quadratic (#33): a tool call's arguments of
+    ``[`` x201 (refused: nested too deep), or x150 (counted), then ``"``, then ``\\"`` repeated; many
+    short messages; and one long message. ``nonce`` makes the first message another conversation's."""
+    first = {"role": "user", "content": f"go {nonce}"}
+    if kind == "many messages":
+        messages = [first] + [_message(i, words) for i in range(1, size)]
+    elif kind.startswith("quadratic arguments"):
+        depth = 201 if "201" in kind else 150
+        arguments = "[" * depth + '"' + '\\"' * (size // 4)
+        call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+        messages = [first, {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "call_1", "content": "done"}]
+    else:  # one long message
+        messages = [{"role": "user", "content": f"{nonce} " + "word " * (size // 5)}]
+    return json.dumps({"messages": messages}).encode(), len(messages)
+
+
+def timed(server: Server, body: bytes, path: str = "/v1/count") -> tuple[float, int]:
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=900)
+    started = time.perf_counter()
+    connection.request("POST", path, body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    response.read()
+    connection.close()
+    return time.perf_counter() - started, response.status
+
+
+def health_latency(server: Server) -> float:
+    connection = http.client.HTTPConnection(server.host, server.port, timeout=60)
+    started = time.perf_counter()
+    connection.request("GET", "/health")
+    connection.getresponse().read()
+    connection.close()
+    return time.perf_counter() - started
+
+
+def worst_case(server: Server) -> None:
+    print("| input | size | messages | status | time (s) | µs per KB | µs per message | per-KB time / smallest's |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    plans = {"quadratic arguments, [ x201": (64_000, 256_000, 1_024_000),
+             "quadratic arguments, [ x150": (64_000, 256_000, 1_024_000),
+             "many messages": (2_000, 8_000, 32_000, 64_000),
+             "one long message": (256_000, 1_024_000, 4_096_000)}
+    nonce = 0
+    for kind, sizes in plans.items():
+        first = None
+        for size in sizes:
+            nonce += 1
+            body, messages = hostile(kind, size, nonce)
+            elapsed, status = timed(server, body)  # a new conversation's first request: a fresh count
+            per_kb = elapsed * 1e6 / (len(body) / 1000)
+            first = first or per_kb
+            print(f"| {kind} | {len(body):,} B | {messages:,} | {status} | {elapsed:.2f} | {per_kb:.0f} | "
+                  f"{elapsed * 1e6 / messages:.0f} | {per_kb / first:.2f} |")
+    print()
+
+
+def health_during_heavy(server: Server) -> None:
+    idle = [health_latency(server) for _ in range(50)]
+    body, messages = hostile("many messages", 24_000, 99, words=20)
+    done: list[float] = []
+    heavy = threading.Thread(target=lambda: done.append(timed(server, body)[0]))
+    heavy.start()
+    time.sleep(0.3)  # the heavy count under way in a worker
+    during = []
+    while heavy.is_alive() and len(during) < 2000:
+        during.append(health_latency(server))
+        time.sleep(0.01)
+    heavy.join()
+    print("| /health latency (ms) | median | p95 | max | samples |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print(f"| idle | {statistics.median(idle) * 1000:.1f} | {percentile(idle, 0.95) * 1000:.1f} | "
+          f"{max(idle) * 1000:.1f} | {len(idle)} |")
+    if during:
+        print(f"| while a {len(body) / 1e6:.1f} MB count of {messages:,} messages runs ({done[0]:.1f} s) | "
+              f"{statistics.median(during) * 1000:.1f} | {percentile(during, 0.95) * 1000:.1f} | "
+              f"{max(during) * 1000:.1f} | {len(during)} |")
+    print()
+
+
+def big_bodies(server: Server, clients: int = 24, size: int = 19_000_000) -> None:
+    """``clients`` bodies of ``size`` bytes at once: what the server and its workers hold at the peak,
+    and how many were counted or refused (--max-inflight-bytes)."""
+    count = size // 1000  # messages of about 1 KB (fewer than 65,533: see docs/serve.md, Speed)
+    body, messages = hostile("many messages", count, words=100)
+    while len(body) > size:
+        count = int(count * size / len(body) * 0.99)
+        body, messages = hostile("many messages", count, words=100)
+    statuses: list[str] = []
+    lock = threading.Lock()
+    peak = [rss(server.process.pid)[0]]
+    own = [_status(server.process.pid)[0]]  # the server's process alone
+    stop = threading.Event()
+
+    def client() -> None:
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=900)
+        connection.request("POST", "/v1/count", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        connection.close()
+        kind = "" if response.status == 200 else f" {json.loads(data)['error']['type']}"
+        with lock:
+            statuses.append(f"{response.status}{kind}")
+
+    def monitor() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss(server.process.pid)[0])
+            own[0] = max(own[0], _status(server.process.pid)[0])
+            stop.wait(0.05)
+
+    watcher = threading.Thread(target=monitor)
+    watcher.start()
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    before = peak[0]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    stop.set()
+    watcher.join()
+    counts = {status: statuses.count(status) for status in sorted(set(statuses))}
+    print(f"| {clients} concurrent bodies of {len(body) / 1e6:.1f} MB ({messages:,} messages) | value |")
+    print("| --- | ---: |")
+    print(f"| answers by status | {', '.join(f'{k}: {v}' for k, v in counts.items())} |")
+    print(f"| server and workers' memory before | {before / 2**20:.0f} MiB |")
+    print(f"| server and workers' peak memory (sampled every 50 ms) | {peak[0] / 2**20:.0f} MiB |")
+    print(f"| the server's process alone, peak | {own[0] / 2**20:.0f} MiB |\n")
+
+
+def hostile_part(model: str) -> None:
+    print("hostile inputs ...", file=sys.stderr)
+    server = Server(model, 32, "--timeout", "120")
+    try:
+        timed(server, hostile("many messages", 10)[0])  # the workers warmed up
+        worst_case(server)
+        health_during_heavy(server)
+    finally:
+        server.stop()
+
+
+def bodies_part(model: str) -> None:
+    print("big bodies at once ...", file=sys.stderr)
+    server = Server(model, 32, "--timeout", "60")
+    try:
+        big_bodies(server)
+    finally:
+        server.stop()
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -189,10 +372,20 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--model", default="qwen2.5")
     parser.add_argument("--conversations", type=int, help="the server's cache bound (default: --concurrency)")
+    parser.add_argument("--part", choices=("all", "load", "hostile", "bodies"), default="all",
+                        help="the replay and load test, the hostile inputs, the big bodies at once, or all")
     args = parser.parse_args()
     if not 0 < args.requests <= 100_000 or not 0 < args.concurrency <= 64 or not 1 < args.calls <= 2000:
         raise SystemExit("bounded runs only: --requests up to 100,000, --concurrency up to 64, --calls up to 2,000")
 
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+          f"{platform.python_version()}; model {args.model}\n")
+    if args.part in ("all", "hostile"):
+        hostile_part(args.model)
+    if args.part in ("all", "bodies"):
+        bodies_part(args.model)
+    if args.part in ("hostile", "bodies"):
+        return 0
     rounds = -(-args.requests // (args.concurrency * args.calls))  # conversations each client needs
     print(f"generating {args.concurrency * rounds + 1} conversations of {args.calls} calls ...", file=sys.stderr)
     first = bodies(args.calls, 1000, args.model)
@@ -231,8 +424,7 @@ def main() -> int:
     lat = [latencies[i] for i in extending]
     bas = [base[i] for i in extending]
     ratios = [latency / b for latency, b in zip(lat, bas)]
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-          f"{platform.python_version()}; model {args.model}; conversations of {args.calls} calls "
+    print(f"conversations of {args.calls} calls "
           f"(final prompt {answers[-1]['total']:,} tokens, body {len(first[-1]):,} bytes)\n")
     print("| sequential replay (1 client) | median (ms) | p95 (ms) |")
     print("| --- | ---: | ---: |")

@@ -12,7 +12,7 @@ from conftest import FIXTURES, ROOT, WEATHER_TOOL, small_transcript, write_json
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 EXPORTED = {
-    "__version__", "Buckets", "Model", "get_model", "read_log", "profile", "profile_file", "profile_directory",
+    "__version__", "Buckets", "Model", "Prompt", "read_prompt", "extend_prompt", "is_anthropic_shape", "get_model", "read_log", "profile", "profile_file", "profile_directory",
     "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
     "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
     "saved_profile", "find_session", "session_in_folder", "recordings", "configured_prices", "run_check", "CheckRun",

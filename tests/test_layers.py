@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "tokprof.version", "tokprof.outputs",
               "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow")),
     ("trace", ("tokprof.trace",)),
-    ("formats", ("tokprof.formats",)),
+    ("formats", ("tokprof.formats", "tokprof.prompts")),
     ("transforms", ("tokprof.transforms", "tokprof.config")),
     ("models", ("tokprof.models",)),
     ("attribution", ("tokprof.attribution", "tokprof.splice")),
@@ -76,7 +76,7 @@ def test_a_module_imports_nothing_above_its_layer(path):
     above = {m for m in imports(path) if layer(m) > own}
     assert not above, f"{name} ({LAYERS[own][0]}) imports {sorted(above)} from above its layer"
     if own < layer("tokprof.api"):  # the facade's own modules (api, mcp_api, live) are one room
-        front = {m for m in imports(path) if m in FRONT and m != name}
+        front = {m for m in imports(path) if (m in FRONT or m.startswith("tokprof.serve.")) and m != name}
         assert not front, f"{name} imports the front ends or the facade: {sorted(front)}"
 
 
@@ -85,3 +85,18 @@ def test_the_layers_name_real_modules():
     for _, prefixes in LAYERS:
         for prefix in prefixes:
             assert any(n == prefix or n.startswith(prefix + ".") for n in names), prefix
+
+
+def private_names(path: Path) -> set[str]:
+    """The underscore names a file imports from the facade (``from tokprof.api import _prompt``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module in ("tokprof", "tokprof.api"):
+            found.update(a.name for a in node.names if a.name.startswith("_") and a.name != "__version__")
+    return found
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) == len(LAYERS) - 1],
+                         ids=lambda p: module_name(p))
+def test_the_front_ends_use_no_private_name_of_the_facade(path):
+    assert not private_names(path), f"{module_name(path)} imports {sorted(private_names(path))} from the facade"

@@ -11,7 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -335,7 +335,7 @@ def test_a_bug_is_a_500_without_a_traceback_or_the_request(monkeypatch, caplog):
     def broken(route, raw):
         raise RuntimeError("secret-in-the-bug " + raw.decode())
 
-    monkeypatch.setattr(app.state.counter, "count", broken)
+    monkeypatch.setattr(serve.app, "routing_key", broken)  # a bug in the server's own process
     with caplog.at_level(logging.INFO, logger="tokprof.serve"):
         response = client.post("/v1/count", json={"messages": [{"role": "user", "content": "secret-content"}]})
     assert response.status_code == 500 and response.json()["error"]["type"] == "api_error"
@@ -343,14 +343,40 @@ def test_a_bug_is_a_500_without_a_traceback_or_the_request(monkeypatch, caplog):
     assert "RuntimeError" in caplog.text and "secret" not in caplog.text and "Traceback" not in caplog.text
 
 
-def test_a_slow_count_gets_503(monkeypatch):
-    app = serve.create_app(["qwen2.5"], timeout=0.05)
-    release = threading.Event()
-    monkeypatch.setattr(app.state.counter, "count", lambda route, raw: release.wait(5))
+def test_a_bug_in_a_worker_is_a_500_without_the_request(caplog):
+    """A worker's reply to a bug names its type and place only; the server answers 500 with them."""
+    from tokprof.serve import pool, worker
+
+    class Broken:
+        cache = serve.ConversationCache()
+        models = serve.Models(["qwen2.5"])
+
+        def count(self, route, raw):
+            raise KeyError("secret-in-the-bug " + raw.decode())
+
+    reply = worker.answer(Broken(), "count", b'{"secret": 1}')
+    assert reply[:2] == ("bug", "KeyError") and "secret" not in repr(reply)
+    with caplog.at_level(logging.INFO, logger="tokprof.serve"), pytest.raises(serve.Rejected) as raised:
+        pool._decode(reply)
+    assert raised.value.status == 500 and "KeyError" in raised.value.message and "secret" not in caplog.text
+
+
+def test_a_slow_count_gets_503_and_its_worker_is_restarted():
+    app = serve.create_app(["qwen2.5"], timeout=0.05, workers=1)
     client = TestClient(app, base_url=LOCAL)
-    response = client.post("/v1/count", json={"messages": []})
-    release.set()
+    assert post(client, {"messages": [{"role": "user", "content": "hello"}]})["total"] > 0  # the worker started
+    heavy = {"messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20}
+                          for i in range(4000)]}
+    response = client.post("/v1/count", json=heavy)
     assert response.status_code == 503 and response.json()["error"]["type"] == "timeout_error"
+    assert client.get("/health").json()["workers"]["timeouts"] == 1  # /health answered while it restarts
+    for _ in range(600):  # the killed worker is started again (bounded: 60 s)
+        workers = client.get("/health").json()["workers"]
+        if workers["running"] == 1 and workers["busy"] == 0:
+            break
+        time.sleep(0.1)
+    assert workers["restarts"] == 1
+    assert post(client, {"messages": [{"role": "user", "content": "hello again"}]})["total"] > 0
 
 
 def test_log_lines_hold_nothing_of_the_request(client, caplog):
@@ -369,7 +395,7 @@ def test_log_lines_hold_nothing_of_the_request(client, caplog):
 
 # -- the cache -------------------------------------------------------------------------------------------
 def test_the_cache_is_bounded_in_conversations_and_memory():
-    app = serve.create_app(["qwen2.5"], cache_entries=2)
+    app = serve.create_app(["qwen2.5"], cache_entries=2, workers=1)  # one worker: its cache has the bounds
     client = TestClient(app, base_url=LOCAL)
     conversations = [records(session(3, 100, 2, seed)) for seed in (41, 42, 43)]
     for calls in conversations:
@@ -382,7 +408,7 @@ def test_the_cache_is_bounded_in_conversations_and_memory():
     assert evicted["buckets"] == fresh("qwen2.5", conversations[0][2]["messages"], conversations[0][2]["tools"])
     assert post(client, conversations[2][2])["reused"] is True
 
-    small = TestClient(serve.create_app(["qwen2.5"], cache_bytes=100_000), base_url=LOCAL)
+    small = TestClient(serve.create_app(["qwen2.5"], cache_bytes=100_000, workers=1), base_url=LOCAL)
     calls = records(session(6, 2000, 2, 44))
     answers = [post(small, body) for body in calls]
     assert answers[0]["reused"] is False and answers[-1]["reused"] is False  # over the bound: not kept

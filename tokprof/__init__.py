@@ -29,6 +29,10 @@ from tokprof.version import __version__
 _EXPORTS = {
     "Buckets": "tokprof.api",
     "Model": "tokprof.api",
+    "Prompt": "tokprof.prompts",
+    "read_prompt": "tokprof.api",
+    "extend_prompt": "tokprof.api",
+    "is_anthropic_shape": "tokprof.api",
     "get_model": "tokprof.api",
     "read_log": "tokprof.api",
     "profile": "tokprof.api",
@@ -96,6 +100,7 @@ if TYPE_CHECKING:
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
     from tokprof.profiling import Profile
+    from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
     from tokprof.trace import Trace
 
 

@@ -30,6 +30,7 @@ from tokprof.directory import SessionOptions, SessionTask, default_jobs, local_m
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
+from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt  # noqa: F401 (the facade exports them)
 from tokprof.trace import Call, Note, Trace
 
 if TYPE_CHECKING:
@@ -71,12 +72,13 @@ class Model:
     counted, so counting a conversation again as it grows costs only what it adds.
     """
 
-    def __init__(self, chat: ChatModel, *, _keep_json: bool = False):
-        """``_keep_json`` (for ``tokprof serve``, which owns the messages it counts and never changes
-        them): the JSON templates write of earlier messages is remembered from count to count."""
+    def __init__(self, chat: ChatModel, *, keep_json: bool = False):
+        """``keep_json`` (for a caller that owns the messages it counts and never changes them, as
+        ``tokprof serve`` does): the JSON templates write of earlier messages is remembered from
+        count to count."""
         self.chat = chat
         self._attributor: Attributor | None = None
-        self._keep_json = _keep_json
+        self._keep_json = keep_json
         self._lock = Lock()
 
     @property
@@ -113,19 +115,17 @@ class Model:
         Messages shape, with ``system`` as Anthropic's top-level system prompt), ``tools`` in any
         of the shapes :func:`read_log` takes. ``date`` pins templates that print today's date.
         Raises :class:`InputError` naming the message and field that is wrong."""
-        prompt, tool_list, notes = _prompt(messages, tools, system)
-        return self._count_prompt(prompt, tool_list, notes, date)
+        return self.count_prompt(read_prompt(messages, tools, system=system), date=date)
 
-    def _count_prompt(self, prompt: list[dict], tool_list: list[dict] | None, notes: Sequence[Note],
-                      date: date | None) -> Buckets:
-        """The buckets of a prompt already in the neutral form (what :func:`_prompt` returns). For
-        ``tokprof serve``, which converts only the messages a request adds to the previous one."""
+    def count_prompt(self, prompt: Prompt, *, date: date | None = None) -> Buckets:
+        """The buckets of a prompt already in the neutral form (:func:`read_prompt`'s): for a caller
+        that converts only the messages a prompt adds to the previous one (``tokprof serve``)."""
         from tokprof.transforms import fit
 
-        call = Call(index=0, messages=prompt, tools=tool_list, day=date, where="request")
+        call = Call(index=0, messages=prompt.messages, tools=prompt.tools, day=date, where="request")
         one = fit(Trace(path="request", format="request", calls=[call]), self.chat)  # ids a model needs
         call = one.calls[0]
-        notes = list(notes) + list(one.notes)
+        notes = list(prompt.notes) + list(one.notes)
         with self._lock:
             if self._attributor is None:
                 self._attributor = Attributor(self.chat, keep_json=self._keep_json)
@@ -136,47 +136,6 @@ class Model:
         warnings = tuple(notes) + tuple(Note(code, WARNINGS[code]) for code in found.warnings)
         return Buckets(found.system, found.tool_definitions, found.tool_results, found.conversation, self.exact,
                        warnings)
-
-
-def _prompt(messages: Any, tools: Any, system: Any) -> tuple[list[dict], list[dict] | None, list[Note]]:
-    """Neutral messages and tools from a Chat Completions or an Anthropic Messages prompt."""
-    from tokprof.formats.neutral import check_messages, check_tools
-    from tokprof.formats.toolsfile import normalise_tools
-
-    if not isinstance(messages, (list, tuple)):
-        raise InputError("request", "messages", f"expected a list of messages, found {type(messages).__name__}")
-    if not messages:
-        raise InputError("request", "messages", "empty: a prompt needs at least one message")
-    if _anthropic_shape(messages, tools, system):
-        from tokprof.formats.anthropic import request_prompt
-
-        body = {"messages": list(messages), "tools": None if tools is None else list(tools), "system": system}
-        prompt, tool_list, notes = request_prompt("request", body)
-        return prompt, tool_list, notes
-    prompt = check_messages("request", "", list(messages))
-    if system is not None:
-        if not isinstance(system, str):
-            raise InputError("request", "system", f"expected a string, found {type(system).__name__}")
-        prompt = [{"role": "system", "content": system}, *prompt]
-    tool_list = None
-    if tools is not None:
-        tool_list = check_tools("request", "", normalise_tools("request", "tools", list(tools)))
-    return prompt, tool_list, []
-
-
-def _anthropic_shape(messages: Sequence[Any], tools: Any, system: Any) -> bool:
-    """Whether a prompt is written in the Anthropic Messages shape: content blocks of its own kinds,
-    tools with ``input_schema``, or a system prompt given as blocks."""
-    if isinstance(system, list):
-        return True
-    if tools and any(isinstance(t, dict) and "input_schema" in t for t in tools):
-        return True
-    kinds = {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "image", "document"}
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in kinds for b in content):
-            return True
-    return False
 
 
 # -- models --------------------------------------------------------------------------------------

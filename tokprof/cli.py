@@ -1014,9 +1014,22 @@ def serve(
         help="Conversations kept for reuse at most (the least recently used are dropped first).")] = 32,
     cache_memory: Annotated[int, typer.Option(
         "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB.")] = 512,
-    workers: Annotated[int, typer.Option("--workers", metavar="N", min=1, help="Threads that count.")] = 4,
+    workers: Annotated[int, typer.Option(
+        "--workers", metavar="N", min=1, help="Processes that count, one request at a time each.")] = 2,
     timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", min=0.001, help="The time a count may take before its request gets 503.")] = 30.0,
+        "--timeout", metavar="SECONDS", min=0.001, help="The time a count may take (waiting for a worker included) "
+        "before its request gets 503 and its worker is restarted.")] = 30.0,
+    max_inflight: Annotated[int, typer.Option(
+        "--max-inflight", metavar="N", min=1, help="Count requests read or counted at once; more get 503.")] = 32,
+    max_inflight_bytes: Annotated[int, typer.Option(
+        "--max-inflight-bytes", metavar="BYTES", min=1,
+        help="The bodies of the requests in flight, in bytes, at most; more get 503.")] = 64 * 1024 * 1024,
+    read_timeout: Annotated[float, typer.Option(
+        "--read-timeout", metavar="SECONDS", min=0.001,
+        help="The time a request's head, then its body, may take to arrive.")] = 10.0,
+    max_connections: Annotated[int, typer.Option(
+        "--max-connections", metavar="N", min=1,
+        help="Open connections at most; beyond it the one idle longest is closed.")] = 512,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per request on standard error.")] = False,
 ) -> int:
     """Count prompts over a local HTTP endpoint."""
@@ -1036,7 +1049,8 @@ def serve(
 
     server.serve(host, port, quiet=quiet, on_ready=ready, models=model or (), token=token, max_body=max_body,
                  thresholds=thresholds, window=window, cache_entries=conversations,
-                 cache_bytes=cache_memory * 1024 * 1024, workers=workers, timeout=timeout)
+                 cache_bytes=cache_memory * 1024 * 1024, workers=workers, timeout=timeout, max_inflight=max_inflight,
+                 max_inflight_bytes=max_inflight_bytes, read_timeout=read_timeout, max_connections=max_connections)
     return EXIT_OK
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from tokprof.errors import TokprofError
 from tokprof.follow import Follower
 from tokprof.models.known import context_window
+from tokprof.prompts import Prompt
 from tokprof.trace import Call
 
 THRESHOLDS = (0.7, 0.8)
@@ -246,7 +247,7 @@ def _claude_line(record: Any) -> bool:
 
 def _count(model: Any, call: Call) -> dict[str, int] | None:
     try:
-        found = model._count_prompt(call.messages, call.tools, (), call.day)
+        found = model.count_prompt(Prompt(call.messages, call.tools), date=call.day)
     except TokprofError:
         return None
     return found.as_dict()
