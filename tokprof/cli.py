@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from tokprof.version import __version__
+from tokprof.cli_startup import fast_coercion, light_rich_help
 from tokprof.errors import TokprofError
 from tokprof.render import RenderOptions, formats_for
 
@@ -184,6 +185,7 @@ def _no_type_for_flags() -> None:
 
 
 _no_type_for_flags()
+fast_coercion()
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -1069,6 +1071,8 @@ def _usage_line(exc: Exception, argv: list[str]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
+    if not args or "-h" in args or "--help" in args:
+        light_rich_help()
     try:
         result = app(args=args, prog_name="tokprof", standalone_mode=False)
     except TokprofError as exc:
