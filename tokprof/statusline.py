@@ -9,7 +9,8 @@ call's prompt against its model's window, what it added, the session's cost (Cla
 ``cost.total_cost_usd``, when given: genai-prices is not loaded) and cache read share.
 
 Repeat calls are cheap: the follower and reader state is kept in the user's cache directory
-(``$XDG_CACHE_HOME/tokprof/statusline``, else ``~/.cache/tokprof/statusline``), one file per
+(``statusline`` in tokprof's cache: ``$TOKPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/tokprof``, else
+``~/.cache/tokprof``), one file per
 transcript (named by the SHA-256 of its path), so a call reads only what was appended. No tokenizer
 is loaded (buckets would need one: ``tokprof watch`` counts them). Nothing from the log reaches the
 line but numbers; a problem prints ``tokprof: ...`` and exits 0.
@@ -32,8 +33,11 @@ STATE_VERSION = 1
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tokprof" / "statusline"
+    """``statusline`` in tokprof's cache (:func:`tokprof.cache.cache_dir`: ``$TOKPROF_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tokprof``, else ``~/.cache/tokprof``)."""
+    from tokprof.cache import cache_dir as tokprof_cache
+
+    return tokprof_cache() / "statusline"
 
 
 def _state_file(transcript: str) -> Path:

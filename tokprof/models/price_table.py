@@ -79,12 +79,29 @@ class Entry:
 
 
 # -- the table in the cache ------------------------------------------------------------------------
+@lru_cache(maxsize=1)
 def genai_version() -> str | None:
+    """The installed genai-prices' version (None: not installed): from its ``.dist-info`` folder's
+    name beside the package (importlib.metadata costs more than the rest of a lookup), else from
+    importlib.metadata."""
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        spec = importlib.util.find_spec("genai_prices")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.origin:
+        found = sorted(Path(spec.origin).parent.parent.glob("genai_prices-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name[len("genai_prices-"):-len(".dist-info")]
     try:
         from importlib.metadata import version
 
         return version("genai-prices")
-    except Exception:  # pragma: no cover - not installed
+    except Exception:  # pragma: no cover - a package without metadata
         return None
 
 
