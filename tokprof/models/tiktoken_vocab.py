@@ -15,11 +15,13 @@ import hashlib
 import json
 import os
 from pathlib import Path
-
-from tokenizers import AddedToken, Tokenizer, normalizers
+from typing import TYPE_CHECKING
 
 from tokprof.cache import cache_dir, write_atomic
 from tokprof.errors import ModelError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer  # loaded when a tokenizer is converted or read (a tiktoken count needs none)
 
 #: Bump when the conversion changes, so that stale cached tokenizers are not used.
 CONVERSION_VERSION = 1
@@ -106,6 +108,7 @@ def _plain_vocab(vocab: Path, digest: str) -> Path:
 def convert(vocab: Path, pattern: str, added: list[tuple[str, bool, int]], normalize_nfc: bool) -> Tokenizer:
     """Convert a tiktoken vocabulary; ``added`` are ``(token, special, id)`` in id order."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from tokenizers import AddedToken, normalizers
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     # tiktoken keeps a copy of every vocabulary it reads in $TMPDIR/data-gym-cache unless told not to
@@ -180,6 +183,8 @@ def _verified(path: Path, check: Path) -> Tokenizer | None:
         return None
     if hashlib.sha256(data).hexdigest() != expected:
         return None
+    from tokenizers import Tokenizer
+
     try:
         return Tokenizer.from_str(data.decode("utf-8"))
     except Exception:  # tokenizers raises bare Exceptions
