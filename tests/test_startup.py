@@ -134,3 +134,24 @@ def test_the_whole_command_line_is_built_for_help_typos_and_options():
         assert command_named(cli.app, args) is None, args
     code, _, err = run(["profil", "x"])
     assert code == 2 and "profile" in err  # typer's suggestion needs the other commands
+
+
+# -- leaving without the teardown ------------------------------------------------------------------------
+def test_a_command_leaves_with_its_code_its_output_and_the_exit_handlers_run(tmp_path):
+    log = tmp_path / "one.json"
+    log.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}))
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+            "sys.argv = ['tokprof', *sys.argv[1:]]\n"
+            "from tokprof.launch import entry\nentry()\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120")
+    done = subprocess.run([sys.executable, "-c", code, "profile", str(log), "-m", "qwen2.5", "-f", "json"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0 and json.loads(done.stdout)["kind"] == "profile"
+    assert "handler ran" in done.stderr
+    bad = subprocess.run([sys.executable, "-c", code, "profile", str(tmp_path / "missing.json")],
+                         capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert bad.returncode == 2 and "tokprof: error:" in bad.stderr and "handler ran" in bad.stderr
+    head = subprocess.run(f"{sys.executable} -m tokprof profile {log} -m qwen2.5 | head -c 10", shell=True,
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert head.returncode == 0 and len(head.stdout) == 10 and "Traceback" not in head.stderr
