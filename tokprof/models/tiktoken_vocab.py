@@ -28,14 +28,23 @@ CONVERSION_VERSION = 1
 
 
 def package_file(package: str, distribution: str, what: str, *parts: str) -> Path:
-    """A data file shipped inside an installed package (a vocabulary), or a clear error."""
-    from importlib import resources
+    """A data file shipped inside an installed package (a vocabulary), or a clear error. The
+    package is found, not imported (importing one can cost more than reading its file)."""
+    import importlib.util
 
     try:
-        root = resources.files(package)
-    except ModuleNotFoundError:
-        raise ModelError(f"the {distribution} package is not installed (pip install {distribution})") from None
-    path = Path(str(root.joinpath(*parts)))
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise ModelError(f"the {distribution} package is not installed (pip install {distribution})")
+    if spec.submodule_search_locations:
+        root = Path(list(spec.submodule_search_locations)[0])
+    else:
+        from importlib import resources
+
+        root = Path(str(resources.files(package)))
+    path = root.joinpath(*parts)
     if not path.exists():
         raise ModelError(f"{distribution} has no {what} at {path}")
     return path
