@@ -120,6 +120,7 @@ def _table(path: str) -> dict:
 
 
 _ENTRIES: dict[str, Entry | None] = {}
+_MISSING: Any = object()
 
 
 def entry(name: str) -> Entry | None:
@@ -132,9 +133,13 @@ def entry(name: str) -> Entry | None:
         return None
     path = str(table_path(version))
     names = _table(path)["names"]
+    found = _MISSING
     if name in names:
-        found = _decoded(names[name])
-    else:
+        try:
+            found = _decoded(names[name])
+        except (KeyError, TypeError, ValueError, IndexError, ArithmeticError):  # a damaged entry: made again
+            found = _MISSING
+    if found is _MISSING:
         raw = _encoded(_built(name))
         found = _decoded(raw)
         _remember(path, name, raw)
