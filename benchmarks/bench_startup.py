@@ -1,14 +1,17 @@
-"""Start-up: how long `tokprof --help`, `tokprof --version` and a one-call profile take, against
-the interpreter's own start (`python -c pass`), in fresh processes.
+"""Start-up: how long `tokprof --help`, `tokprof --version`, `tokprof statusline` and one-call
+profiles take, against the interpreter's own start (`python -c pass`), in fresh processes.
 
 Usage: python benchmarks/bench_startup.py [--repeat 9]
 
-Prints a Markdown table: the median wall time of each command, what it adds to `python -c pass`,
-and that as a ratio of the stated limit (help and version: 0.3 s added; a one-call profile: 0.5 s
-added, issue #17). Ratios under 1 meet the limit. The tokenizer cache is warmed first (a first run
-converts the vocabulary once, about 5 s, and is not start-up), and the commands run with Python's
-bytecode cache as an installed package has it (``PYTHONDONTWRITEBYTECODE`` is left out of their
-environment: without the cache every start compiles tokprof's modules again, about 0.1 s more).
+Prints a Markdown table: the median wall time and CPU time (user + system, what the process itself
+used: steadier than wall time on shared cores) of each command, what each adds to `python -c pass`,
+and those as ratios of the stated limit (help, version and the status line: 0.3 s added; a one-call
+profile: 0.5 s added, issues #17 and #32). Ratios under 1 meet the limit. The one-call profiles are
+of a model genai-prices does not price (Qwen2.5) and of one it does (Claude Sonnet 4). The caches
+are warmed first, in a temporary cache (a first run converts the vocabulary once, and writes the price
+table and the status line's state; that is not start-up), and the commands run with Python's bytecode
+cache as an installed package has it (``PYTHONDONTWRITEBYTECODE`` is left out of their environment:
+without the cache every start compiles tokprof's modules again, about 0.1 s more).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -25,20 +29,26 @@ import time
 from pathlib import Path
 
 #: What each command may add to the interpreter's start, in seconds.
-LIMITS = {"--help": 0.3, "--version": 0.3, "profile (1 call)": 0.5}
+LIMITS = {"--help": 0.3, "--version": 0.3, "statusline": 0.3, "profile (1 call)": 0.5,
+          "profile (1 call, priced)": 0.5}
 
 
 #: The commands' environment: with the bytecode cache.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def wall(args: list[str], repeat: int) -> float:
-    times = []
+def timed(args: list[str], repeat: int, stdin: str = "") -> tuple[float, float]:
+    """The median wall time and the median CPU time (user + system) of ``repeat`` runs."""
+    walls, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        subprocess.run(args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=ENV)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def main() -> None:
@@ -46,26 +56,41 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        ENV.update(TOKPROF_CACHE_DIR=str(Path(tmp) / "cache"), XDG_CACHE_HOME=str(Path(tmp) / "xdg"))  # not the user's
+        messages = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
         log = Path(tmp) / "one.json"
-        log.write_text(json.dumps({"model": "Qwen/Qwen2.5-7B-Instruct", "messages": [
-            {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}))
+        log.write_text(json.dumps({"model": "Qwen/Qwen2.5-7B-Instruct", "messages": messages}))
+        priced = Path(tmp) / "priced.json"
+        priced.write_text(json.dumps({"model": "claude-sonnet-4-20250514", "messages": messages}))
+        transcript = Path(tmp) / "session.jsonl"
+        transcript.write_text(json.dumps({
+            "type": "assistant", "sessionId": "s", "uuid": "a1", "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-20250514",
+                        "content": [{"type": "text", "text": "hi"}],
+                        "usage": {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 3}}}) + "\n")
+        status = json.dumps({"transcript_path": str(transcript)})
         tokprof = [sys.executable, "-m", "tokprof"]
         commands = {
-            "--help": tokprof + ["--help"],
-            "--version": tokprof + ["--version"],
-            "profile (1 call)": tokprof + ["profile", str(log), "--no-progress"],
+            "--help": (tokprof + ["--help"], ""),
+            "--version": (tokprof + ["--version"], ""),
+            "statusline": (tokprof + ["statusline"], status),
+            "profile (1 call)": (tokprof + ["profile", str(log), "--no-progress"], ""),
+            "profile (1 call, priced)": (tokprof + ["profile", str(priced), "--no-progress"], ""),
         }
-        for command in commands.values():  # warm the tokenizer and bytecode caches
-            subprocess.run(command, check=True, capture_output=True, env=ENV)
-        base = wall([sys.executable, "-c", "pass"], args.repeat)
+        for command, stdin in commands.values():  # warm the tokenizer, price table and bytecode caches
+            subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=ENV)
+        base_wall, base_cpu = timed([sys.executable, "-c", "pass"], args.repeat)
         print(f"Machine: {platform.machine()}, Python {platform.python_version()}, median of {args.repeat} runs\n")
-        print("| command | wall | added to `python -c pass` | limit | added / limit |")
-        print("| --- | ---: | ---: | ---: | ---: |")
-        print(f"| `python -c pass` | {base:.3f} s | | | |")
-        for name, command in commands.items():
-            took = wall(command, args.repeat)
-            added = took - base
-            print(f"| `tokprof {name}` | {took:.3f} s | {added:.3f} s | {LIMITS[name]} s | {added / LIMITS[name]:.2f} |")
+        print("| command | wall | CPU | wall added to `python -c pass` | CPU added | limit | wall added / limit "
+              "| CPU added / limit |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print(f"| `python -c pass` | {base_wall:.3f} s | {base_cpu:.3f} s | | | | | |")
+        for name, (command, stdin) in commands.items():
+            took, cpu = timed(command, args.repeat, stdin)
+            added, cpu_added = took - base_wall, cpu - base_cpu
+            limit = LIMITS[name]
+            print(f"| `tokprof {name}` | {took:.3f} s | {cpu:.3f} s | {added:.3f} s | {cpu_added:.3f} s | {limit} s "
+                  f"| {added / limit:.2f} | {cpu_added / limit:.2f} |")
 
 
 if __name__ == "__main__":

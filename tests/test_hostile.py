@@ -148,12 +148,14 @@ def test_standard_output_on_a_full_device(capsys):
 
 
 def test_a_replaced_cache_entry_is_rebuilt(tmp_path, monkeypatch):
+    from tokenizers import Tokenizer
+
     from tokprof.models import qwen, tiktoken_vocab
 
     monkeypatch.setenv("TOKPROF_CACHE_DIR", str(tmp_path))
     first, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)
     entry = next((tmp_path / "tokenizers").glob("qwen-*.json"))
-    entry.write_text(tiktoken_vocab.Tokenizer(tiktoken_vocab.Tokenizer.from_str(entry.read_text()).model).to_str())
+    entry.write_text(Tokenizer(Tokenizer.from_str(entry.read_text()).model).to_str())
     again, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)  # the entry no longer matches its checksum: built again
     assert again.encode("<|im_start|>hi").ids == first.encode("<|im_start|>hi").ids
     assert tiktoken_vocab._verified(entry, entry.with_suffix(".sha256")) is not None

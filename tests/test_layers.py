@@ -27,7 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analyses", ("tokprof.analyses", "tokprof.directory", "tokprof.incremental")),
     ("outputs", ("tokprof.render", "tokprof.export")),
     ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof")),
-    ("front ends", ("tokprof.cli", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
+    ("front ends", ("tokprof.cli", "tokprof.cli_startup", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
                     "tokprof.distributed", "tokprof.mcp_cli", "tokprof.watch", "tokprof.statusline", "tokprof.statusline_counter", "tokprof.launch",
                     "tokprof.record")),
 ]

@@ -13,9 +13,11 @@ from test_watch import lines
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(tmp_path, payload, buckets: bool = False) -> subprocess.CompletedProcess:
+def run(tmp_path, payload, buckets: bool = False, **extra: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
                TOKPROF_STATUSLINE_BUCKETS="1" if buckets else "0", TOKPROF_STATUSLINE_IDLE="20")
+    env.pop("TOKPROF_CACHE_DIR", None)  # the state goes to XDG_CACHE_HOME (tests point TOKPROF_CACHE_DIR elsewhere)
+    env.update(extra)
     text = payload if isinstance(payload, str) else json.dumps(payload)
     return subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=text, capture_output=True,
                           text=True, env=env, timeout=60, check=False)
@@ -38,6 +40,8 @@ def test_statusline_line_and_its_state(tmp_path):
     first = run(tmp_path, payload(f))
     assert first.returncode == 0 and first.stdout == "ctx 75% ! of 200k · +130k · $1.23 · cache 11%\n"
     assert list((tmp_path / "cache" / "tokprof" / "statusline").glob("*.pickle"))
+    elsewhere = run(tmp_path, payload(f), TOKPROF_CACHE_DIR=str(tmp_path / "own"))  # and TOKPROF_CACHE_DIR first
+    assert elsewhere.stdout == first.stdout and list((tmp_path / "own" / "statusline").glob("*.pickle"))
     with open(f, "a") as out:  # one more call, read from the kept state
         out.write(lines([(20_000, 0), (150_000, 19_000), (152_000, 149_000)]).split("\n", 6)[6])
     second = run(tmp_path, payload(f, cost=None))

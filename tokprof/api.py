@@ -34,6 +34,7 @@ from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prom
 from tokprof.trace import Call, Note, Trace
 
 if TYPE_CHECKING:
+    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
@@ -699,7 +700,17 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
-from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: E402  (the MCP facade)
+_MCP_FACADE = ("find_mcp_servers", "list_mcp_servers", "mcp_report")
+
+
+def __getattr__(name: str) -> Any:
+    """The MCP facade (:mod:`tokprof.mcp_api`), loaded when first asked for."""
+    if name in _MCP_FACADE:
+        from tokprof import mcp_api
+
+        return getattr(mcp_api, name)
+    raise AttributeError(f"module 'tokprof.api' has no attribute {name!r}")
+
 
 __all__ = [
     "find_mcp_servers", "list_mcp_servers", "mcp_report",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from tokprof.version import __version__
+from tokprof.cli_startup import command_named, fast_coercion, light_rich_help
 from tokprof.errors import TokprofError
 from tokprof.render import RenderOptions, formats_for
 
@@ -180,6 +181,7 @@ def _no_type_for_flags() -> None:
 
 
 _no_type_for_flags()
+fast_coercion()
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -595,7 +597,7 @@ def report(
 
 
 def _policy_help() -> str:
-    from tokprof.transforms.policies import DEFAULT_POLICIES, SYNTAX
+    from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
 
     return (f"A context policy to replay the log under, repeatable: {', '.join(SYNTAX)}. Default: whatif in "
             f"[tool.tokprof] or tokprof.toml, else {', '.join(DEFAULT_POLICIES)}. full is always shown first.")
@@ -1103,6 +1105,12 @@ def _usage_line(exc: Exception, argv: list[str]) -> str:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = sys.argv[1:] if argv is None else list(argv)
+    if not args or "-h" in args or "--help" in args:
+        light_rich_help()
+    only = command_named(app, args)
+    registered = app.registered_commands
+    if only is not None:
+        app.registered_commands = [only]  # build only the command that runs (typer builds them all)
     try:
         result = app(args=args, prog_name="tokprof", standalone_mode=False)
     except TokprofError as exc:
@@ -1133,6 +1141,8 @@ def main(argv: Optional[list[str]] = None) -> int:
             raise
         print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_USAGE
+    finally:
+        app.registered_commands = registered
     return result if isinstance(result, int) else EXIT_OK
 
 

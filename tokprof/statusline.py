@@ -9,7 +9,8 @@ call's prompt against its model's window, what it added, the session's cost (Cla
 ``cost.total_cost_usd``, when given: genai-prices is not loaded) and cache read share.
 
 Repeat calls are cheap: the follower and reader state is kept in the user's cache directory
-(``$XDG_CACHE_HOME/tokprof/statusline``, else ``~/.cache/tokprof/statusline``), one file per
+(``statusline`` in tokprof's cache: ``$TOKPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/tokprof``, else
+``~/.cache/tokprof``), one file per
 transcript (named by the SHA-256 of its path), so a call reads only what was appended. No tokenizer
 is loaded: the buckets shown are the newest a background counter wrote
 (:mod:`tokprof.statusline_counter`, started here when calls are not counted yet). Nothing from the
@@ -33,8 +34,11 @@ STATE_VERSION = 1
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "tokprof" / "statusline"
+    """``statusline`` in tokprof's cache (:func:`tokprof.files.cache_dir`: ``$TOKPROF_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/tokprof``, else ``~/.cache/tokprof``)."""
+    from tokprof.files import cache_dir as tokprof_cache
+
+    return tokprof_cache() / "statusline"
 
 
 def _state_file(transcript: str) -> Path:

@@ -60,30 +60,29 @@ class UserPrice:
 
 # -- genai-prices --------------------------------------------------------------------------------
 def genai_version() -> str | None:
-    try:
-        from importlib.metadata import version
+    from tokprof.models.price_table import genai_version as version
 
-        return version("genai-prices")
-    except Exception:  # pragma: no cover - not installed
-        return None
+    return version()
 
 
 def find_model(name: str) -> tuple[Any, Any]:
-    """genai-prices' provider and model for a log's model name (:func:`tokprof.models.known.find`)."""
-    from tokprof.models.known import find
+    """genai-prices' provider and model for a log's model name (their ``id``; from the table of the
+    models logs name, :mod:`tokprof.models.price_table`); raises LookupError when it has none."""
+    from tokprof.models.price_table import entry
 
-    return find(name)
+    found = entry(name)
+    if found is None:
+        raise LookupError(f"genai-prices has no model for {name!r}")
+    return found.provider, found.model
 
 
-def genai_usage(tokens: PricedTokens, prompt: int) -> Any:
-    """genai-prices' usage for a call: ``input_tokens`` is the whole prompt, as genai-prices counts it."""
-    from genai_prices import Usage as GenaiUsage
-
+def genai_usage(tokens: PricedTokens, prompt: int) -> dict[str, int]:
+    """genai-prices' usage keys for a call: ``input_tokens`` is the whole prompt, as genai-prices counts it."""
     values: dict[str, int] = {"input_tokens": prompt, "cache_read_tokens": tokens.cache_read,
                               "cache_write_tokens": tokens.cache_write, "output_tokens": tokens.output or 0}
     if tokens.cache_write_1h:
         values["cache_write_1h_tokens"] = tokens.cache_write_1h
-    return GenaiUsage(**values)
+    return values
 
 
 def _moment(day: date | None) -> datetime:
@@ -91,62 +90,43 @@ def _moment(day: date | None) -> datetime:
 
 
 def genai_parts(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
-    """The price of ``usage`` split into input, cache_write, cache_read, output and other, applying the
-    model's price on ``moment`` unit by unit as genai-prices does (its total is their sum)."""
-    from genai_prices.data_units import unit_data
-    from genai_prices.decompose import compute_leaf_values
-    from genai_prices.types import TieredPrices, calc_unit_price
-    from genai_prices.units import UnitRegistry
+    """The price of ``usage`` (genai-prices' ``Usage``) split into input, cache_write, cache_read,
+    output and other, applying the model's price on ``moment`` unit by unit as genai-prices does."""
+    from tokprof.models.price_table import genai_split
 
-    price = model.get_prices(moment)
-    registry = _registry(UnitRegistry, unit_data)
-    priced = [(unit, getattr(price, unit.price_key)) for unit in registry.units.values()
-              if getattr(price, unit.price_key, None) is not None]
-    tokens = {unit.usage_key: unit for unit, _ in priced if unit.usage_key != "requests"}
-    counts: dict[str, Any] = compute_leaf_values(set(tokens), usage, tokens) if tokens else {}
-    if any(unit.usage_key == "requests" for unit, _ in priced):
-        counts["requests"] = 1
-    total_input = usage.input_tokens if any(isinstance(p, TieredPrices) for _, p in priced) else 0
-    parts = {name: Decimal(0) for name in ("input", "cache_write", "cache_read", "output", "other")}
-    for unit, unit_price in priced:
-        amount = calc_unit_price(unit_price, counts.get(unit.usage_key), total_input, unit.per)
-        dims = unit.dimensions
-        if dims.get("family") != "tokens":
-            parts["other"] += amount
-        elif dims.get("direction") == "output":
-            parts["output"] += amount
-        elif dims.get("token_type") == "cache_read":
-            parts["cache_read"] += amount
-        elif dims.get("token_type") == "cache_write":
-            parts["cache_write"] += amount
-        elif dims.get("direction") == "input":
-            parts["input"] += amount
-        else:
-            parts["other"] += amount
-    return parts
-
-
-_REGISTRY: list = []
-
-
-def _registry(cls: Any, data: Any) -> Any:
-    if not _REGISTRY:
-        _REGISTRY.append(cls(data))
-    return _REGISTRY[0]
+    return genai_split(model, usage, moment)
 
 
 def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) -> tuple[Any, Any, dict[str, Decimal]]:
-    """genai-prices' provider, model and the price split of one call (``total`` is ``calc_price``'s)."""
-    from genai_prices import calc_price
+    """genai-prices' provider, model and the price split of one call (``total`` is ``calc_price``'s):
+    from the table of the models logs name where it can say, else from genai-prices itself."""
+    from tokprof.models import price_table
 
     provider, model = find_model(name)
     usage = genai_usage(tokens, prompt)
-    moment = _moment(day)
-    total = calc_price(usage, model.id, provider_id=provider.id, genai_request_timestamp=moment).total_price
-    parts = genai_parts(model, usage, moment)
+    found = price_table.entry(name)
+    parts = price_table.price_parts(found, usage, day) if found is not None else None
+    if parts is None:
+        from tokprof.models.known import find
+
+        parts = price_table.genai_parts(*find(name), usage, day)
+    total = parts.pop("total")
     parts["other"] += total - sum(parts.values())  # nothing, unless genai-prices prices something more
     parts["total"] = total
     return provider, model, parts
+
+
+def writes_1h_apart(name: str, day: date | None) -> bool:
+    """Whether genai-prices prices the model's 1-hour cache writes apart from the 5-minute ones on ``day``."""
+    from tokprof.models import price_table
+
+    found = price_table.entry(name)
+    flag = price_table.writes_1h(found, day) if found is not None else None
+    if flag is None:
+        from tokprof.models.known import find
+
+        flag = getattr(find(name)[1].get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None
+    return flag
 
 
 # -- the tokens of a call ------------------------------------------------------------------------
@@ -333,7 +313,7 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
             model_id, provider_id = model.id, provider.id
             usage = call.reported
             if (tokens.cache_write and usage is not None and usage.cache_write_1h is None
-                    and getattr(model.get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None):
+                    and writes_1h_apart(name, day)):
                 notes.append(WRITES_AT_5M)
             if day is None:
                 notes.append(NO_DATE)

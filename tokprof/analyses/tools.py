@@ -25,6 +25,7 @@ from datetime import date
 
 import numpy as np
 
+from tokprof.analyses.tool_pieces import pieces
 from tokprof.attribution.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.jsonmemo import JsonMemo
@@ -131,7 +132,10 @@ class _Counter:
         self.reference: tuple[str, np.ndarray] | None = None  # the whole catalogue's render and token starts
 
     def __call__(self, tools: list[dict] | None) -> int:
-        text = self._render(tools)
+        return self.text(self._render(tools))
+
+    def text(self, text: str) -> int:
+        """The count of a rendered prompt."""
         if self.reference is None:
             return len(self.model.counter.token_starts(text))
         return count_like(self.model.counter, text, *self.reference)
@@ -160,20 +164,26 @@ def catalogue_cost(
     system: str | None = None,
     day: date | None = None,
     called: set[str] | None = None,
+    splice: bool = True,
 ) -> Catalogue:
     """The catalogue's costs; with ``called`` (the tool names the log called), also the saving of
     dropping the tools never called. Every variant renders the same tool definitions again: their
-    JSON is written once (the catalogue is not changed while it is priced)."""
+    JSON is written once (the catalogue is not changed while it is priced). Where the template
+    writes each tool on its own, the variants without a tool (or with its description emptied) are
+    spliced from each tool rendered once (:mod:`tokprof.analyses.tool_pieces`); ``splice=False``
+    renders each of them."""
     memo = JsonMemo()
     memo.add(tools)
     with memo.using():
-        return _catalogue_cost(model, tools, system, day, called)
+        return _catalogue_cost(model, tools, system, day, called, splice)
 
 
 def _catalogue_cost(model: ChatModel, tools: list[dict], system: str | None, day: date | None,
-                    called: set[str] | None) -> Catalogue:
+                    called: set[str] | None, splice: bool = True) -> Catalogue:
     count = _Counter(model, system, day)
     full = count.whole(tools)
+    emptied_tools = {k: _emptied(tool) for k, tool in enumerate(tools) if tool.get("function", {}).get("description")}
+    split = pieces(count._render, tools, emptied_tools, count.reference[0]) if splice and count.reference else None
     none = count.none()
     total = full - none
     costs = []
@@ -187,11 +197,16 @@ def _catalogue_cost(model: ChatModel, tools: list[dict], system: str | None, day
         function = tool.get("function", {})
         if twin is not None:
             marginal = count([tool, twin]) - count([twin])
+        elif split is not None:
+            marginal = full - count.text(split.without(k))
         else:
             marginal = full - count(tools[:k] + tools[k + 1 :])
-        emptied = list(tools)
-        emptied[k] = {**tool, "function": {**function, "description": ""}}
-        description = full - count(emptied) if function.get("description") else 0
+        if not function.get("description"):
+            description = 0
+        elif split is not None:
+            description = full - count.text(split.with_variant(k))
+        else:
+            description = full - count(tools[:k] + [emptied_tools[k]] + tools[k + 1 :])
         properties = (function.get("parameters") or {}).get("properties") or {}
         costs.append(
             ToolCost(
@@ -217,6 +232,11 @@ def _catalogue_cost(model: ChatModel, tools: list[dict], system: str | None, day
         trim_saving=full - count(trimmed),
         drop_unused_saving=drop_unused_saving,
     )
+
+
+def _emptied(tool: dict) -> dict:
+    """The tool with its description emptied."""
+    return {**tool, "function": {**tool.get("function", {}), "description": ""}}
 
 
 def _system_prompt(messages: list[dict]) -> str | None:

@@ -7,11 +7,15 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from tokenizers import Tokenizer
 
 from tokprof.models.base import TokenCounter, Tokens
 from tokprof.textdiff import common_prefix, common_suffix
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer  # loaded by whoever makes the tokenizer: a tiktoken count needs none
 
 #: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
 #: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
@@ -197,7 +201,7 @@ def byte_lengths(encoding) -> np.ndarray:
     lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
     for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
         ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
-        lengths[ranks] = np.fromiter((size(token) for token in table), dtype=np.int64, count=len(table))
+        lengths[ranks] = np.fromiter(map(size, table), dtype=np.int64, count=len(table))
     return lengths
 
 

@@ -47,15 +47,17 @@ def find(name: str) -> tuple[Any, Any]:
 
 @lru_cache(maxsize=512)
 def known(name: str | None) -> KnownModel | None:
-    """The model a log's model name is, in the public data; None when it is not there."""
+    """The model a log's model name is, in the public data; None when it is not there (from the
+    table of the models logs name, :mod:`tokprof.models.price_table`: genai-prices is loaded only
+    for a name the table has not seen)."""
     if not name:
         return None
-    try:
-        found_provider, model = find(name)
-    except LookupError:
+    from tokprof.models.price_table import entry
+
+    found = entry(name)
+    if found is None:
         return None
-    window = model.context_window if isinstance(model.context_window, int) and model.context_window > 0 else None
-    return KnownModel(found_provider.id, model.id, window)
+    return KnownModel(found.provider.id, found.model.id, found.model.context_window)
 
 
 def context_window(names: list[str | None]) -> int | None:

@@ -9,8 +9,6 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tokenizers import Tokenizer
-
 from tokprof.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.models.counters import HFCounter
@@ -59,6 +57,8 @@ def load_directory(path: Path, name: str | None = None, origin: str | None = Non
     if not tokenizer_file.is_file():
         raise ModelError(f"{path}: no tokenizer.json (tokprof needs a fast tokenizer file)")
     try:
+        from tokenizers import Tokenizer
+
         tokenizer = Tokenizer.from_file(str(tokenizer_file))
     except Exception as exc:  # tokenizers raises bare Exceptions
         raise ModelError(f"{tokenizer_file}: cannot load: {exc}") from None

@@ -15,25 +15,36 @@ import hashlib
 import json
 import os
 from pathlib import Path
-
-from tokenizers import AddedToken, Tokenizer, normalizers
+from typing import TYPE_CHECKING
 
 from tokprof.files import cache_dir, write_atomic
 from tokprof.errors import ModelError
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer  # loaded when a tokenizer is converted or read (a tiktoken count needs none)
 
 #: Bump when the conversion changes, so that stale cached tokenizers are not used.
 CONVERSION_VERSION = 1
 
 
 def package_file(package: str, distribution: str, what: str, *parts: str) -> Path:
-    """A data file shipped inside an installed package (a vocabulary), or a clear error."""
-    from importlib import resources
+    """A data file shipped inside an installed package (a vocabulary), or a clear error. The
+    package is found, not imported (importing one can cost more than reading its file)."""
+    import importlib.util
 
     try:
-        root = resources.files(package)
-    except ModuleNotFoundError:
-        raise ModelError(f"the {distribution} package is not installed (pip install {distribution})") from None
-    path = Path(str(root.joinpath(*parts)))
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise ModelError(f"the {distribution} package is not installed (pip install {distribution})")
+    if spec.submodule_search_locations:
+        root = Path(list(spec.submodule_search_locations)[0])
+    else:
+        from importlib import resources
+
+        root = Path(str(resources.files(package)))
+    path = root.joinpath(*parts)
     if not path.exists():
         raise ModelError(f"{distribution} has no {what} at {path}")
     return path
@@ -106,6 +117,7 @@ def _plain_vocab(vocab: Path, digest: str) -> Path:
 def convert(vocab: Path, pattern: str, added: list[tuple[str, bool, int]], normalize_nfc: bool) -> Tokenizer:
     """Convert a tiktoken vocabulary; ``added`` are ``(token, special, id)`` in id order."""
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from tokenizers import AddedToken, normalizers
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     # tiktoken keeps a copy of every vocabulary it reads in $TMPDIR/data-gym-cache unless told not to
@@ -180,6 +192,8 @@ def _verified(path: Path, check: Path) -> Tokenizer | None:
         return None
     if hashlib.sha256(data).hexdigest() != expected:
         return None
+    from tokenizers import Tokenizer
+
     try:
         return Tokenizer.from_str(data.decode("utf-8"))
     except Exception:  # tokenizers raises bare Exceptions

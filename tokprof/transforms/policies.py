@@ -26,13 +26,7 @@ from typing import Protocol, Union
 from tokprof.errors import TokprofError
 from tokprof.trace import Call, Trace
 
-#: The policies, as a user writes them (for help and error messages).
-SYNTAX = (
-    "full", "window:N", "window-tokens:T", "elide:K", "cap:C", "user-verbatim:K", "compact:P[:S]",
-    "clear-tool-uses:TRIGGER:KEEP",
-)
-#: ``tokprof whatif`` without --policy (and without ``whatif`` in the configuration).
-DEFAULT_POLICIES = ("full", "window", "elide", "cap:4000", "user-verbatim:4", "compact:80")
+from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX  # noqa: F401  (named here too)
 
 #: What ``elide`` puts in place of a tool result: the tool's name and the result's size in characters.
 ELIDED = "[tool result elided by tokprof: {tool}, {size:,} characters]"
