@@ -3,6 +3,7 @@ states built along their ``parentUuid`` chains (see :mod:`tokprof.formats.claude
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ MESSAGE_TYPES = ("user", "assistant")
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     """One transcript line, checked; conversation lines hold their content as parts."""
 
@@ -37,7 +38,7 @@ class Line:
     skipped: list[str] = field(default_factory=list)  # places of blocks that are not text
 
 
-@dataclass
+@dataclass(slots=True)
 class Transcript:
     path: str  # the file, for errors
     lines: list[Line] = field(default_factory=list)
@@ -61,7 +62,7 @@ class Transcript:
         return self._children.get(uuid, [])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """A message being assembled from the lines of a chain: ``parts`` as the lines hold them."""
 
@@ -73,7 +74,7 @@ class Item:
         return Item(self.role, self.key, self.parts + tuple(parts))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class State:
     """The prompt after a line of a thread: messages no later line can change (checked, and shared by
     every state and call that follows), then the items later lines may still extend (the last
@@ -115,15 +116,24 @@ KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
 def kept(record: dict, kind: str) -> dict:
     """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`); a progress line keeps
     its data only when it copies a subagent's line (``agent_progress``)."""
-    out = {key: record[key] for key in KEPT_FIELDS if key in record}
+    out = {key: _shared(key, record[key]) for key in KEPT_FIELDS if key in record}
     message = record.get("message")
     if kind == "assistant" and isinstance(message, dict):
-        out["message"] = {key: message[key] for key in KEPT_MESSAGE_FIELDS if key in message}
+        out["message"] = {key: _shared(key, message[key]) for key in KEPT_MESSAGE_FIELDS if key in message}
     elif kind == "progress":
         data = record.get("data")
         if isinstance(data, dict) and data.get("type") == "agent_progress":
             out["data"] = data
     return out
+
+
+#: Fields whose few values repeat on every line (a session's id, its folder, the model): one string
+#: each is held for all the lines, not a copy per line.
+SHARED_FIELDS = frozenset(("type", "sessionId", "agentId", "subtype", "cwd", "gitBranch", "model", "stop_reason"))
+
+
+def _shared(key: str, value: Any) -> Any:
+    return sys.intern(value) if key in SHARED_FIELDS and type(value) is str else value
 
 
 def copy_line(record: dict, parent: str | None, fallback_uuid: str) -> dict:

@@ -100,6 +100,8 @@ class Reader:
         self.noted: set[tuple[str, str]] = set()
         self.types_noted: set[str] = set()
         self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
+        #: (id(final), id(open)) of a state -> (final, open, its messages as one list, taken by a call)
+        self.lists: dict[tuple[int, int], tuple[list[dict], tuple, list[dict], bool]] = {}
         self.boundaries: list[Line] = []  # compact_boundary lines, in reading order
         self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
         self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
@@ -246,7 +248,7 @@ class Reader:
         prefix = f"{first.place}: "
         if state is None:
             state = self.state_before(transcript, first)
-        messages = state.final + self.check(transcript.path, prefix, state.open)
+        messages = self.joined(transcript.path, prefix, state, for_call=True)
         parts = [part for line in lines for part in line.parts]
         response = check_messages(transcript.path, prefix + "response ", [assistant(parts)])[0]
         model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
@@ -332,7 +334,7 @@ class Reader:
         if open_ and open_[0].role == "assistant" and open_[0].key == line.key:
             # another block of the same response: tool results written in between move after it
             return State(state.final, (open_[0].extended(line.parts),) + open_[1:])
-        final = state.final + self.check(transcript.path, f"{line.place}: ", open_) if open_ else state.final
+        final = self.joined(transcript.path, f"{line.place}: ", state) if open_ else state.final
         return State(final, (Item("assistant", line.key, tuple(line.parts)),))
 
     def beside(self, transcript: Transcript, state: State, line: Line) -> State:
@@ -382,6 +384,22 @@ class Reader:
             current = transcript.by_uuid.get(current.parent) if current.parent else None
             steps += 1
         return False
+
+    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> list[dict]:
+        """A state's messages as one list: its final messages, then its open items converted. A call's
+        prompt and the final messages of the state after the call's first line are the same list
+        (a state's final list is never changed), so a long session holds one list per call, not two;
+        two calls never share one."""
+        key = (id(state.final), id(state.open))
+        found = self.lists.get(key)
+        if found is not None and found[0] is state.final and found[1] is state.open:
+            _, _, messages, taken = found
+        else:
+            messages, taken = state.final + self.check(path, prefix, state.open), False
+        if for_call and taken:
+            return list(messages)
+        self.lists[key] = (state.final, state.open, messages, taken or for_call)
+        return messages
 
     def check(self, path: str, prefix: str, items: tuple[Item, ...]) -> list[dict]:
         """Neutral messages for items, through check_messages. Tool results may answer a response
