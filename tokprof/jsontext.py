@@ -2,7 +2,7 @@
 
 ``json.dumps(value, indent=2)`` encodes in pure Python and keeps every piece it makes (a key, a
 comma, an indent) in one list before joining them: about six times the text's size in small
-strings (a 200,000-call profile's 440 MB of JSON took 2.4 GB more). :func:`dumps` joins the same
+strings (13 kB per call of a profile, measured at 5,000 calls: about 2.6 GB at 200,000). :func:`dumps` joins the same
 pieces as they come, a batch at a time: the same text, at about twice its size.
 """
 
