@@ -1,24 +1,29 @@
-"""Peak memory and time of `tokprof profile` on a large synthetic Claude Code session, against the
-size of its largest prompt.
+"""Peak memory and time of `tokprof profile` on three shapes of large Claude Code log, against the
+size of the log and of its largest prompt.
 
-The session is what makes real Claude Code logs large: most of a line is never sent to the model.
-Every edit's ``toolUseResult`` keeps the whole original file (``originalFile``), a command's
-``progress`` lines repeat its output as it grows, its ``toolUseResult`` keeps the whole output, and
-reads keep the file's content twice; what goes to the model (the tool results, a few kilobytes, and
-the assistant's text and tool calls) is a small part. The conversation is compacted every
-``--calls-per-compaction`` calls (a ``compact_boundary`` and its summary), so the prompts stay the
-size of a real context window. Everything comes from ``random.Random(--seed)``.
+1. **A big session** (``--size-mb``): what makes real Claude Code logs large is what is never sent to
+   the model. Every edit's ``toolUseResult`` keeps the whole original file (``originalFile``), a
+   command's ``progress`` lines repeat its output as it grows, its ``toolUseResult`` keeps the whole
+   output, and reads keep the file's content twice; what goes to the model (the tool results, a few
+   kilobytes, and the assistant's text and tool calls) is a small part. The conversation is
+   compacted every ``--calls-per-compaction`` calls, so the prompts stay the size of a real context
+   window. Limit: the memory the log adds is at most ``LIMIT_TEXT`` times the prompt text the trace
+   keeps (the largest prompt of each stretch between compactions, added up).
+2. **Many calls** (``--calls``): short calls (a sentence and a tool call, a 200-word result), compacted
+   every ``--calls-per-compaction`` calls. What grows is what is kept per call: the call in the
+   trace (its prompt's list of the messages it shares with the calls before it), its row in the
+   profile, its part of the JSON written. Limit: at most ``LIMIT_CALL_KB`` kB added per call.
+3. **One huge tool result** (``--result-mb``): a command whose output is sent to the model whole.
+   The prompt is rendered (with and without markers), tokenized and painted once or twice. Limit:
+   at most ``LIMIT_PROMPT`` times the largest prompt's text.
 
-tokprof reads a JSONL log as a stream and keeps of each line only what later lines and the calls
-need, so memory should follow the prompts, not the file: the trace keeps every call's prompt (the
-messages of each compaction segment, shared between its calls), and profiling needs the largest
-one rendered and tokenized. The limit stated here: the memory the log adds (peak RSS minus that of
-profiling a 3-call log of the same shape) is at most ``LIMIT`` times the prompt text the trace
-keeps (the largest prompt of each segment, added up), and far below the file's size.
+The memory a log adds is the peak RSS of `tokprof profile LOG -f json -o FILE` in a fresh process
+minus that of profiling a 3-call log of the same shape (the program and the model's tokenizer).
+Everything comes from ``random.Random(--seed)``.
 
-Usage: python benchmarks/bench_memory.py [--size-mb 1024] [--calls-per-compaction 120] [--model qwen2.5]
-       [--seed 7] [--keep PATH]
-Prints a Markdown table row (with the machine) for docs/performance.md. No timed assertion.
+Usage: python benchmarks/bench_memory.py [--shape big,calls,result] [--size-mb 1024] [--calls 2000]
+       [--result-mb 20] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
+Prints Markdown table rows (with the machine) for docs/performance.md. No timed assertion.
 """
 
 from __future__ import annotations
@@ -34,7 +39,9 @@ import tempfile
 import time
 from pathlib import Path
 
-LIMIT = 40  # memory the log adds / the prompt text the trace keeps
+LIMIT_TEXT = 40  # a big session: memory the log adds / the prompt text the trace keeps
+LIMIT_CALL_KB = 24  # many calls: memory the log adds per call (kB)
+LIMIT_PROMPT = 20  # one huge tool result: memory the log adds / the largest prompt's text
 SESSION = "bench-memory-0001"
 MODEL = "claude-sonnet-4-5-20250929"
 WORDS = (
@@ -166,6 +173,59 @@ def generate(path: Path, size: int, per_segment: int, seed: int) -> Writer:
     return w
 
 
+def generate_calls(path: Path, calls: int, per_segment: int, seed: int) -> Writer:
+    """A session of many short calls: a sentence and a Read call each, a 200-word result."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        w = Writer(f, rng)
+        w.line("user", message={"role": "user", "content": "Work through the backlog in TODO.md."})
+        w.sent(40)
+        for i in range(calls):
+            use = {"type": "tool_use", "id": f"toolu_{i}", "name": "Read", "input": {"file_path": f"src/m{i % 40}.py"}}
+            w.response([{"type": "text", "text": w.text(60)}, use], 2000 + w.segment_text // 4)
+            w.result(use["id"], w.text(1200), {"type": "text", "file": {"filePath": f"src/m{i % 40}.py"}})
+            if w.calls % per_segment == 0 and i + 1 < calls:
+                w.compact()
+        w.kept_text += w.segment_text
+    return w
+
+
+def generate_result(path: Path, size: int, seed: int) -> Writer:
+    """Three calls, the second answered by one tool result of ``size`` characters (a table dump)."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8") as f:
+        w = Writer(f, rng)
+        w.line("user", message={"role": "user", "content": "Find the duplicated rows in the orders table."})
+        w.sent(50)
+        dump = {"type": "tool_use", "id": "toolu_dump", "name": "Bash", "input": {"command": "psql -c 'table orders'"}}
+        w.response([{"type": "text", "text": "Dumping the table."}, dump], 2000)
+        rows, length = [], 0
+        while length < size:
+            row = f"{rng.randrange(10**6):>7} | {w.text(rng.randrange(40, 90))} | {rng.randrange(10**4)}.{rng.randrange(100):02}"
+            rows.append(row)
+            length += len(row) + 1
+        w.result("toolu_dump", "\n".join(rows)[:size], {"stdout": "", "interrupted": False})
+        w.response([{"type": "text", "text": w.text(200)}], 2000 + size // 4)
+        w.kept_text += w.segment_text
+    return w
+
+
+SHAPES = {
+    "big": "synthetic Claude Code session",
+    "calls": "many short calls",
+    "result": "one huge tool result",
+}
+
+
+def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool = False) -> Writer:
+    """The log of a shape (``small``: its 3-call version, for the baseline)."""
+    if shape == "big":
+        return generate(path, 1 if small else int(args.size_mb * 1024 * 1024), args.calls_per_compaction, args.seed)
+    if shape == "calls":
+        return generate_calls(path, 3 if small else args.calls, args.calls_per_compaction, args.seed)
+    return generate_result(path, 1000 if small else int(args.result_mb * 1024 * 1024), args.seed)
+
+
 def run_profile(log: Path, model: str, output: Path) -> tuple[float, float, int]:
     """Wall time (s), peak RSS (MB) and exit code of `tokprof profile LOG -f json -o OUTPUT`."""
     command = [sys.executable, "-m", "tokprof", "profile", str(log), "--model", model, "--no-progress",
@@ -179,41 +239,63 @@ def run_profile(log: Path, model: str, output: Path) -> tuple[float, float, int]
     return elapsed, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
 
 
+def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
+    """One table row: the shape's log, profiled beside its 3-call version."""
+    keep = Path(args.keep) if args.keep else folder
+    keep.mkdir(parents=True, exist_ok=True)
+    log = keep / f"{SESSION}-{shape}.jsonl"
+    start = time.perf_counter()
+    session = generate_shape(shape, log, args)
+    generated = time.perf_counter() - start
+    small = folder / "small" / f"{SESSION}-{shape}.jsonl"
+    small.parent.mkdir(exist_ok=True)
+    generate_shape(shape, small, args, small=True)
+    _, base_rss, code = run_profile(small, args.model, folder / "small.json")
+    assert code == 0, "the 3-call log did not profile"
+    elapsed, rss, code = run_profile(log, args.model, folder / "profile.json")
+    assert code == 0, "the log did not profile"
+    summary = json.loads((folder / "profile.json").read_text(encoding="utf-8"))["summary"]
+    size = log.stat().st_size / 1e6
+    added = max(rss - base_rss, 0.0)
+    if shape == "big":
+        against, limit = added / (session.kept_text / 1e6), f"{LIMIT_TEXT}x text kept"
+        ratio = f"{against:.1f}x text kept"
+    elif shape == "calls":
+        against, limit = added * 1000 / summary["calls"], f"{LIMIT_CALL_KB} kB / call"
+        ratio = f"{against:.1f} kB / call"
+    else:
+        against, limit = added / (session.largest_text / 1e6), f"{LIMIT_PROMPT}x prompt"
+        ratio = f"{against:.1f}x prompt"
+    return (f"| {SHAPES[shape]}, {size:,.1f} MB, {session.n:,} lines | {summary['calls']:,} | "
+            f"{summary['compactions'] if 'compactions' in summary else 0} | "
+            f"{summary['largest_prompt']:,} / {session.largest_text / 1e6:.2f} | {session.kept_text / 1e6:.1f} | "
+            f"{rss:,.0f} | {base_rss:,.0f} | {added:,.0f} | {added / size:.2f} | {ratio} | {limit} | "
+            f"{elapsed:.0f} (+{generated:.0f} generating) |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=float, default=1024)
+    parser.add_argument("--shape", default="big,calls,result", help="comma-separated: big, calls, result")
+    parser.add_argument("--size-mb", type=float, default=1024, help="the big session's size")
+    parser.add_argument("--calls", type=int, default=2000, help="the calls of the many-calls log")
+    parser.add_argument("--result-mb", type=float, default=20, help="the huge tool result's size")
     parser.add_argument("--calls-per-compaction", type=int, default=120)
     parser.add_argument("--model", default="qwen2.5")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--keep", help="write the session here (and keep it), not in a temporary folder")
+    parser.add_argument("--keep", help="write the logs in this folder (and keep them), not in a temporary one")
     args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as folder:
-        log = Path(args.keep) if args.keep else Path(folder) / f"{SESSION}.jsonl"
-        start = time.perf_counter()
-        session = generate(log, int(args.size_mb * 1024 * 1024), args.calls_per_compaction, args.seed)
-        generated = time.perf_counter() - start
-        small = Path(folder) / "small" / f"{SESSION}.jsonl"
-        small.parent.mkdir()
-        generate(small, 1, args.calls_per_compaction, args.seed)  # one turn: three calls
-        base_time, base_rss, code = run_profile(small, args.model, Path(folder) / "small.json")
-        assert code == 0, "the 3-call log did not profile"
-        elapsed, rss, code = run_profile(log, args.model, Path(folder) / "profile.json")
-        assert code == 0, "the log did not profile"
-        summary = json.loads((Path(folder) / "profile.json").read_text())["summary"]
-
-    size = log.stat().st_size if args.keep else int(args.size_mb * 1024 * 1024)
-    added = rss - base_rss
-    kept = session.kept_text / 1e6
+    shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape {unknown[0]!r} (expected {', '.join(SHAPES)})")
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-          f"{platform.python_version()}, model {args.model}; generated in {generated:.0f} s")
+          f"{platform.python_version()}, model {args.model}")
     print("| log | calls | compactions | largest prompt (tokens / MB of text) | prompt text kept (MB) | peak RSS (MB) "
-          "| 3-call log (MB) | added (MB) | added / text kept | limit | added / file | time (s) |")
+          "| 3-call log (MB) | added (MB) | added / MB of log | added against | limit | time (s) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    print(f"| synthetic Claude Code, {size / 1024**3:.2f} GiB, {session.n:,} lines | {summary['calls']:,} | "
-          f"{summary['compactions']} | {summary['largest_prompt']:,} / {session.largest_text / 1e6:.2f} | {kept:.1f} | "
-          f"{rss:,.0f} | {base_rss:,.0f} | {added:,.0f} | {added / kept:.1f}x | {LIMIT}x | "
-          f"{added / (size / 1e6):.3f} | {elapsed:.0f} |")
+    with tempfile.TemporaryDirectory() as folder:
+        for shape in shapes:
+            print(measure(shape, args, Path(folder)), flush=True)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from tokprof.files import write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
 from tokprof.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
+from tokprof.jsontext import dumps
 from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
@@ -514,7 +515,7 @@ class Profile:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return dumps(self.to_dict()) + "\n"  # json.dumps(indent=2) without its pieces held at once
 
     @classmethod
     def from_dict(cls, d: dict) -> "Profile":

@@ -16,7 +16,7 @@ from tokprof.text import visible
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """Usage as the provider reported it, normalised.
 
@@ -52,7 +52,7 @@ class Usage:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     """One model call: the prompt it was sent (messages and tools) and what was reported."""
 

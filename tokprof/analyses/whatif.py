@@ -11,7 +11,6 @@ common prefix of the two prompts' tokens: what a prefix cache could reuse).
 from __future__ import annotations
 
 import dataclasses
-import json
 from datetime import date
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from tokprof.analyses.retention import Fact, FactRetention, first_calls, retenti
 from tokprof.attribution.attributor import Attributor, RenderError
 from tokprof.billing import DIGITS, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
+from tokprof.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
@@ -235,7 +235,7 @@ class WhatIfReport:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return dumps(self.to_dict()) + "\n"
 
 
 # -- the analysis ---------------------------------------------------------------------------------------

@@ -120,7 +120,7 @@ def read(path: str, doc: Document) -> Trace:
         raise InputError(path, None, "expected stream-json output: one JSON object per line")
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
     stream = _Stream()
-    reader = claude_code._Reader(trace)
+    reader = claude_code.Reader(trace)
     transcript = reader.parse(path, "", _convert(path, at, numbered, stream), unit=at)
     reader.rekey([transcript])
     calls = reader.calls(transcript)
@@ -130,7 +130,7 @@ def read(path: str, doc: Document) -> Trace:
         raise InputError(path, None, "no model call in the stream (no assistant message)")
     _opening_prompts(trace)
     trace.session = _text(stream.init.get("session_id")) or stream.session
-    trace.model = claude_code._main_model(trace.calls) or _text(stream.init.get("model"))
+    trace.model = claude_code.main_model(trace.calls) or _text(stream.init.get("model"))
     _reconcile(path, at, trace, calls, stream.results)
     return trace
 

@@ -1,0 +1,189 @@
+"""The lines of a Claude Code transcript once checked, the transcripts that hold them, and the prompt
+states built along their ``parentUuid`` chains (see :mod:`tokprof.formats.claude_code` for the rules)."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from tokprof.errors import InputError
+from tokprof.formats.claude_blocks import Part, ToolResult, ToolUse
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import check_text
+
+MESSAGE_TYPES = ("user", "assistant")
+USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+@dataclass(slots=True)
+class Line:
+    """One transcript line, checked; conversation lines hold their content as parts."""
+
+    number: int
+    prefix: str  # error places of the line's fields: "line 7: " or "line 7: data.message."
+    place: str  # the line in notes and Call.where: "line 7" or "<session>/subagents/agent-a.jsonl line 3"
+    record: dict
+    type: str
+    uuid: str | None
+    parent: str | None
+    sidechain: bool
+    key: str | None = None  # assistant lines: the model call they belong to
+    request: str | None = None  # assistant lines: their requestId
+    message_id: str | None = None  # assistant lines: their message.id
+    prompt_usage: tuple | None = None  # assistant lines: input, cache-write and cache-read tokens, as written
+    synthetic: bool = False
+    boundary: bool = False  # a compact_boundary: the context restarts after it
+    parts: list[Part] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # places of blocks that are not text
+
+
+@dataclass(slots=True)
+class Transcript:
+    path: str  # the file, for errors
+    lines: list[Line] = field(default_factory=list)
+    by_uuid: dict[str, Line] = field(default_factory=dict)
+    origin: str = ""  # ", from progress" for threads rebuilt from progress lines
+    tool_uses: dict[str, Line] = field(default_factory=dict)  # tool_use id -> the line that holds it
+    states: dict[tuple[str, bool], State] = field(default_factory=dict)  # (uuid, thread) -> prompt after it
+    compaction: bool = False  # an agent-acompact-*.jsonl file: a compaction call's transcript
+    _children: dict[str, list[Line]] | None = None
+    _children_of: int = 0  # how many lines the children were gathered from
+
+    def children(self, uuid: str) -> list[Line]:
+        """The lines whose ``parentUuid`` is ``uuid``, in file order."""
+        if self._children is None or self._children_of > len(self.lines):
+            self._children, self._children_of = {}, 0
+        if self._children_of < len(self.lines):  # lines added since: gathered alone (lines are only appended)
+            for line in self.lines[self._children_of:]:
+                if line.parent is not None:
+                    self._children.setdefault(line.parent, []).append(line)
+            self._children_of = len(self.lines)
+        return self._children.get(uuid, [])
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """A message being assembled from the lines of a chain: ``parts`` as the lines hold them."""
+
+    role: str
+    key: str | None
+    parts: tuple[Part, ...]
+
+    def extended(self, parts: "list[Part] | tuple[Part, ...]") -> Item:
+        return Item(self.role, self.key, self.parts + tuple(parts))
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The prompt after a line of a thread: messages no later line can change (checked, and shared by
+    every state and call that follows), then the items later lines may still extend (the last
+    response and the user lines after it)."""
+
+    final: list[dict]  # never mutated: a state that adds messages makes a new list
+    open: tuple[Item, ...] = ()
+
+
+def answered(state: State, call_id: str) -> bool:
+    """Whether a tool call is answered in the state: in its open items, or in its last messages back
+    to the assistant message that made the call."""
+    for item in state.open:
+        if any(isinstance(part, ToolResult) and part.call_id == call_id for part in item.parts):
+            return True
+    if any(isinstance(part, ToolUse) and part.id == call_id for item in state.open for part in item.parts):
+        return False  # made by a response still open, and not answered after it
+    for message in reversed(state.final):
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            return True
+        if any(c.get("id") == call_id for c in message.get("tool_calls") or ()):
+            return False
+    return False
+
+
+EMPTY = State([])
+
+
+#: The fields of a line kept once it is read (its content is in its parts by then), and of an
+#: assistant line's message. The rest (``toolUseResult``, snapshots, progress output) is never read
+#: again and is not held; ``cwd`` and ``gitBranch`` say where the agent worked (``Call.cwd``).
+KEPT_FIELDS = (
+    "type", "uuid", "parentUuid", "sessionId", "timestamp", "agentId", "subtype", "logicalParentUuid",
+    "requestId", "isApiErrorMessage", "isSidechain", "parentToolUseID", "cwd", "gitBranch",
+)
+KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
+
+
+def kept(record: dict, kind: str) -> dict:
+    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`); a progress line keeps
+    its data only when it copies a subagent's line (``agent_progress``)."""
+    out = {key: _shared(key, record[key]) for key in KEPT_FIELDS if key in record}
+    message = record.get("message")
+    if kind == "assistant" and isinstance(message, dict):
+        out["message"] = {key: _shared(key, message[key]) for key in KEPT_MESSAGE_FIELDS if key in message}
+    elif kind == "progress":
+        data = record.get("data")
+        if isinstance(data, dict) and data.get("type") == "agent_progress":
+            out["data"] = data
+    return out
+
+
+#: Fields whose few values repeat on every line (a session's id, its folder, the model): one string
+#: each is held for all the lines, not a copy per line.
+SHARED_FIELDS = frozenset(("type", "sessionId", "agentId", "subtype", "cwd", "gitBranch", "model", "stop_reason"))
+
+
+def _shared(key: str, value: Any) -> Any:
+    return sys.intern(value) if key in SHARED_FIELDS and type(value) is str else value
+
+
+def copy_line(record: dict, parent: str | None, fallback_uuid: str, agent: object = None) -> dict:
+    """A subagent line copied from a progress line, linked to the previous copy of its thread, with the
+    progress line's agent id (its thread's name) when the copy has none."""
+    out = dict(record)
+    if isinstance(agent, str) and agent and agent != "?" and not out.get("agentId"):
+        out["agentId"] = agent
+    out["parentUuid"] = parent
+    out["isSidechain"] = True
+    if not isinstance(out.get("uuid"), str):
+        out["uuid"] = fallback_uuid
+    return out
+
+
+def call_key(path: str, line: Line, message: dict) -> str:
+    """The model call an assistant line belongs to: its requestId, else its message id."""
+    for value, name in ((line.record.get("requestId"), "requestId"), (message.get("id"), "message.id")):
+        if value is not None and not isinstance(value, str):
+            raise InputError(path, line.prefix + name, f"expected a string, found {_kind(value)}")
+        if value:
+            return value
+    return f"{line.place} ({line.uuid})"
+
+
+def prompt_usage(usage: Any) -> tuple | None:
+    """The prompt side of a line's usage (input, cache-write, cache-read tokens), for telling calls apart."""
+    if not isinstance(usage, dict):
+        return None
+    values = tuple(v if isinstance(v, int) else None for v in (usage.get(k) for k in USAGE_FIELDS[:3]))
+    return values if any(v is not None for v in values) else None
+
+
+def nested_key(record: dict) -> str | None:
+    """The call key of an assistant line copied into a progress line: its requestId, else its message id."""
+    if record.get("type") != "assistant":
+        return None
+    message = record.get("message")
+    request = record.get("requestId")
+    if isinstance(request, str) and request:
+        return request
+    msg_id = message.get("id") if isinstance(message, dict) else None
+    return msg_id if isinstance(msg_id, str) and msg_id else None
+
+
+def place_text(path: str, line: Line, key: str) -> str | None:
+    """A line's ``cwd`` or ``gitBranch`` (where the agent worked), None when it is not recorded."""
+    value = line.record.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, line.prefix + key, f"expected a string, found {_kind(value)}")
+    return check_text(path, line.prefix + key, value)

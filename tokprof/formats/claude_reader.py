@@ -1,0 +1,619 @@
+"""The Claude Code reader's machinery: lines checked as they are read, grouped into model calls,
+and each call's prompt built along the ``parentUuid`` chain (the rules are in
+:mod:`tokprof.formats.claude_code`; compaction calls are in :mod:`tokprof.formats.claude_compaction`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from tokprof.errors import InputError
+from tokprof.formats.claude_blocks import (
+    Part, Text, Thinking, ToolResult, ToolUse, assistant, assistant_part, blocks, stand_in, user_part,
+)
+from tokprof.formats.claude_lines import (
+    EMPTY, MESSAGE_TYPES, USAGE_FIELDS, Item, Line, State, Transcript, answered, call_key, copy_line, kept, nested_key,
+    place_text, prompt_usage,
+)
+from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
+from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.neutral import (
+    anthropic_usage, cache_creation, check_count, check_messages, check_model, check_text, parse_day, parse_time,
+)
+from tokprof.trace import Call, Trace, Usage
+
+#: Line types that are not conversation and need no warning.
+QUIET_TYPES = (
+    "system", "summary", "progress", "file-history-snapshot", "queue-operation", "custom-title",
+    "last-prompt", "tag", "agent-name", "ai-title", "pr-link",
+)
+SYNTHETIC_MODEL = "<synthetic>"
+COMPACT_PREFIX = "agent-acompact-"  # the file name of a compaction call's transcript (2.1)
+COMPACT_AGENT = "acompact-"  # the agentId of its lines
+
+NOT_TEXT = (
+    "content that is not text (images, documents, redacted thinking, server tool results) cannot be "
+    "rendered by a chat template: it is left out of the prompt and its tokens are not counted"
+)
+STREAM_START = (
+    "Claude Code wrote these calls' usage when the response stream started (no line of the call has a "
+    "stop_reason, and its output_tokens is under one token per 10 characters of its output): the prompt "
+    "counts are complete, but output_tokens is a placeholder that under-reports the output (the largest "
+    "value seen is kept)"
+)
+#: An output count under one token per this many characters of the call's output (text, thinking, tool
+#: calls' names and arguments) is a placeholder: final counts run at 1 to 7 characters a token on real
+#: Claude Code 2.0 and 2.1 sessions, streaming-start placeholders at 23 and more.
+PLACEHOLDER_CHARACTERS = 10
+
+
+def thread_name(transcript: Transcript, first: Line) -> str:
+    """A subagent's thread: its agent id (the line's ``agentId``, else its transcript's name
+    ``agent-<id>.jsonl``), else, for a sidechain of the session file with neither, ``sidechain`` and the
+    start of the uuid of its first line: never a file's path."""
+    agent = first.record.get("agentId")
+    if isinstance(agent, str) and agent:
+        return agent
+    name = Path(transcript.path).name
+    if name.startswith("agent-") and name.endswith(".jsonl") and transcript.path != "":
+        return name[len("agent-"):-len(".jsonl")]
+    line, seen = first, 0
+    while line.parent is not None and line.parent in transcript.by_uuid and seen < len(transcript.by_uuid):
+        parent = transcript.by_uuid[line.parent]
+        if not parent.sidechain:
+            break
+        line, seen = parent, seen + 1
+    return "sidechain " + (line.uuid or str(line.number))[:8]
+
+
+def output_characters(lines: list[Line]) -> int:
+    """The characters of a call's output over its lines: text, thinking, tool calls' names and arguments."""
+    total = 0
+    for line in lines:
+        for part in line.parts:
+            if isinstance(part, (Text, Thinking)):
+                total += len(part.text)
+            elif isinstance(part, ToolUse):
+                total += len(part.call["function"]["name"]) + len(part.call["function"]["arguments"])
+    return total
+
+
+def placeholder(output: int | None, lines: list[Line]) -> bool:
+    """Whether a call's output count (written before its stream ended) looks like a placeholder."""
+    return output is None or output * PLACEHOLDER_CHARACTERS < output_characters(lines)
+SYNTHETIC = (
+    "assistant lines Claude Code wrote itself (model <synthetic> or isApiErrorMessage: API errors, "
+    "'No response requested.') are not model calls: they are skipped and left out of later prompts"
+)
+COMPACTION = (
+    "a compaction (compact_boundary) is a model call that summarised the conversation, but no transcript "
+    "records it (Claude Code before 2.1 writes none; 2.1 writes <session>/subagents/agent-acompact-*.jsonl, "
+    "missing here), so it is not profiled (compactMetadata.preTokens is the context size, not billed "
+    "usage); later prompts start from the compact summary"
+)
+COMPACTION_UNMATCHED = (
+    "a compaction transcript (agent-acompact-*.jsonl) continues no line of the session and matches no "
+    "compact_boundary: it is read as a subagent of its own"
+)
+REQUEST_REUSED = (
+    "a requestId is shared by lines of different responses (different message.id, or different prompt "
+    "usage; a sanitiser that writes one placeholder for every id does this): counting them as one call "
+    "would merge separate calls, so their calls are told apart by message.id, else by the line's position "
+    "(and are not matched with copies in other files)"
+)
+MICROCOMPACT = (
+    "Claude Code cleared old tool results from the context here (microcompact_boundary) but the "
+    "transcript keeps them in full: later prompts may render tool results the model no longer saw"
+)
+CHAIN_BROKEN = (
+    "a line's parentUuid names a line that is not in the file (the session was cut or resumed from "
+    "elsewhere): the prompt starts after the missing line"
+)
+ORPHAN_RESULT = (
+    "a tool_result answers a tool_use that is not in the prompt's conversation (a broken chain): its "
+    "text is kept as user text"
+)
+BESIDE_CHAIN = (
+    "tool results written beside the parentUuid chain (a parallel tool's result, on a branch of its own "
+    "while the chain goes on through another tool's progress lines) answer calls on the chain: they are "
+    "in the prompt, after those calls, as the API requires every call answered"
+)
+ATTACHMENTS = (
+    "attachment lines carry context (hook output, reminders, queued prompts) that Claude Code may "
+    "render into the prompt in a way the log does not show: they are left out of the rendered prompt "
+    "(any tokens they add fall in the unrecorded part)"
+)
+UNKNOWN_TYPE = "lines of a type tokprof does not know are skipped (newer Claude Code versions add types)"
+DUPLICATE_LINE = "a line repeats the uuid of an earlier line: the repeat is skipped"
+DUPLICATE_CALL = "a model call (requestId) that appears in more than one transcript is counted once"
+FROM_PROGRESS = (
+    "these subagent calls are in no subagent transcript file (it is missing): they are rebuilt from "
+    "the copies of the subagent's lines in the session's progress lines, in file order"
+)
+
+
+class Reader:
+    """Turns transcripts into calls, gathering notes on the trace and the calls already counted."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self.seen: set[str] = set()  # keys of the calls counted
+        self.noted: set[tuple[str, str]] = set()
+        self.types_noted: set[str] = set()
+        self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
+        #: (id(final), id(open)) of a state -> (final, open, its messages as one list, taken by a call)
+        self.lists: dict[tuple[int, int], tuple[list[dict], tuple, list[dict], bool]] = {}
+        self.boundaries: list[Line] = []  # compact_boundary lines, in reading order
+        self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
+        self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
+        self.positional: set[str] = set()  # call keys made from a line's position: no provider id
+
+    def note_once(self, code: str, message: str, place: str) -> None:
+        if (code, place) not in self.noted:
+            self.noted.add((code, place))
+            self.trace.note(code, message, place)
+
+    # -- parsing -----------------------------------------------------------------------------------
+    def parse(self, path: str, label: str, items: Iterable[tuple[int, Any, str]], origin: str = "",
+              unit: str = "line") -> Transcript:
+        """Check the lines of one file (or one thread rebuilt from progress lines), as they are read;
+        ``unit`` names them in places ("item" for the values of a JSON list). Each line keeps only the
+        fields read later (:func:`kept`): a long session's tool metadata, snapshots and progress
+        output are not held."""
+        transcript = Transcript(path=path, origin=origin)
+        last: dict[bool, str | None] = {}  # the last conversation line of each thread, for the file-order fallback
+        for number, record, inner in items:
+            self.add(transcript, label, number, record, inner, unit, last)
+        return transcript
+
+    def add(self, transcript: Transcript, label: str, number: int, record: Any, inner: str, unit: str,
+            last: dict[bool, str | None]) -> Line | None:
+        """Check one line and add it to its transcript (None for a duplicate line)."""
+        path = transcript.path
+        at = f"{unit} {number}"
+        if not isinstance(record, dict):
+            raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
+        kind = record.get("type")
+        if not isinstance(kind, str):
+            raise InputError(path, f"{at}: {inner}type", "missing or not a string: every Claude Code line has a type")
+        line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
+        if line.uuid is not None:
+            if line.uuid in transcript.by_uuid:
+                self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
+                return None
+            transcript.by_uuid[line.uuid] = line
+        if kind in MESSAGE_TYPES:
+            last[line.sidechain] = line.uuid
+        for part in line.parts:
+            if isinstance(part, ToolUse):
+                transcript.tool_uses.setdefault(part.id, line)
+        transcript.lines.append(line)
+        return line
+
+    def line(self, path: str, prefix: str, place: str, number: int, record: dict, kind: str,
+             last: dict[bool, str | None]) -> Line:
+        uuid = record.get("uuid")
+        if uuid is not None and not isinstance(uuid, str):
+            raise InputError(path, prefix + "uuid", f"expected a string, found {_kind(uuid)}")
+        sidechain = record.get("isSidechain") is True
+        if uuid is None and kind in MESSAGE_TYPES:
+            uuid = f"#{number}"  # no uuid: the line is still a link of the file-order chain
+        if "parentUuid" in record:
+            parent = record["parentUuid"]
+            if parent is not None and not isinstance(parent, str):
+                raise InputError(path, prefix + "parentUuid", f"expected a string or null, found {_kind(parent)}")
+        else:
+            parent = last.get(sidechain) if kind in MESSAGE_TYPES else None
+        line = Line(number, prefix, place, record, kind, uuid, parent, sidechain)
+        if kind in MESSAGE_TYPES:
+            self.message(path, line)
+        elif kind == "system":
+            self.system(line)
+        elif kind == "attachment":
+            self.note_type("attachment-lines", ATTACHMENTS, line)
+        elif kind not in QUIET_TYPES:
+            self.note_type("unknown-line-type", UNKNOWN_TYPE, line)
+        line.record = kept(record, kind)
+        return line
+
+    def note_type(self, code: str, message: str, line: Line) -> None:
+        if line.type not in self.types_noted:  # one place per type: a long session has thousands
+            self.types_noted.add(line.type)
+            self.trace.note(code, message, f"{line.place} ({line.type})")
+
+    def system(self, line: Line) -> None:
+        subtype = line.record.get("subtype")
+        if subtype == "compact_boundary":
+            line.boundary = True
+            self.trace.compactions += 1
+            self.boundaries.append(line)  # noted at the end, unless its call is recorded
+        elif subtype == "microcompact_boundary":
+            self.trace.note("microcompact", MICROCOMPACT, line.place)
+
+    def message(self, path: str, line: Line) -> None:
+        message = line.record.get("message")
+        if not isinstance(message, dict):
+            raise InputError(path, line.prefix + "message", f"expected the message, an object, found {_kind(message)}")
+        where = line.prefix + "message.content"
+        found = blocks(path, where, message.get("content"))
+        parts: list[Part | None]
+        if line.type == "user":
+            parts = [user_part(path, line.place, line.skipped, at, block) for at, block in found]
+        else:
+            check_model(path, line.prefix + "message.", message)
+            line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
+            line.key = call_key(path, line, message)
+            request, message_id = line.record.get("requestId"), message.get("id")
+            line.request = request if isinstance(request, str) and request else None
+            line.message_id = message_id if isinstance(message_id, str) and message_id else None
+            line.prompt_usage = prompt_usage(message.get("usage"))
+            parts = [assistant_part(path, line.place, line.skipped, at, block) for at, block in found]
+        line.parts = [part for part in parts if part is not None]
+
+    # -- calls -------------------------------------------------------------------------------------
+    def groups(self, transcript: Transcript) -> dict[str, list[Line]]:
+        """The lines of each model call of a transcript, in the order of their first lines."""
+        groups: dict[str, list[Line]] = {}
+        for line in transcript.lines:
+            if line.type == "assistant" and not line.synthetic:
+                groups.setdefault(line.key or "", []).append(line)
+            elif line.synthetic:
+                self.note_once("synthetic-message", SYNTHETIC, line.place)
+        return groups
+
+    def first_time(self, key: str, lines: list[Line], quiet_duplicates: bool = False) -> bool:
+        """Whether a call is counted for the first time (a call in two transcripts is counted once)."""
+        if key in self.seen:
+            if not quiet_duplicates:
+                self.note_once("duplicate-call", DUPLICATE_CALL, lines[0].place)
+            return False
+        self.seen.add(key)
+        return True
+
+    def calls(self, transcript: Transcript, quiet_duplicates: bool = False) -> list[tuple[float, Call]]:
+        """One call per model call of a transcript not counted yet, in the order of its first line,
+        each with the line number of its first line."""
+        out: list[tuple[float, Call]] = []
+        for key, lines in self.groups(transcript).items():
+            if not self.first_time(key, lines, quiet_duplicates):
+                continue
+            call = self.call(transcript, lines, key)
+            out.append((lines[0].number, call))
+            if transcript.origin:
+                self.trace.note("subagent-from-progress", FROM_PROGRESS, call.where)
+        return out
+
+    def call(self, transcript: Transcript, lines: list[Line], key: str, state: State | None = None,
+             compaction: bool = False) -> Call:
+        first = lines[0]
+        prefix = f"{first.place}: "
+        if state is None:
+            state = self.state_before(transcript, first)
+        messages = self.joined(transcript.path, prefix, state, for_call=True)
+        parts = [part for line in lines for part in line.parts]
+        response = check_messages(transcript.path, prefix + "response ", [assistant(parts)])[0]
+        model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
+        if compaction:
+            where = first.place + " (compaction)"
+        else:
+            where = first.place + (f" (subagent{transcript.origin})" if first.sidechain else transcript.origin)
+        sidechain = first.sidechain and not compaction
+        return Call(
+            index=0,  # numbered once every call is read, in time order
+            messages=messages,
+            tools=None,
+            model=model,
+            reported=self.usage(transcript.path, lines),
+            day=parse_day({"timestamp": first.record.get("timestamp")}),
+            where=where,
+            response=response,
+            kind="compaction" if compaction else "call",
+            # a subagent has its own system prompt and tools: its own inferred fixed part
+            thread=thread_name(transcript, first) if sidechain else "",
+            request_id=None if not key or key in self.positional else key,
+            time=parse_time(first.record.get("timestamp")),
+            cwd=place_text(transcript.path, first, "cwd"),
+            git_branch=place_text(transcript.path, first, "gitBranch"),
+        )
+
+    # -- prompts -----------------------------------------------------------------------------------
+    def state_before(self, transcript: Transcript, first: Line) -> State:
+        """The prompt of a call: the state of its thread after the parent of its first line."""
+        return self.state_after(transcript, self.parent(transcript, first), first.sidechain, first)
+
+    def state_after(self, transcript: Transcript, current: Line | None, thread: bool, first: Line) -> State:
+        """The state of a thread after a line (``first`` is the line whose prompt is wanted, for
+        errors). States are built from the states of their parents and kept, so a long session costs
+        one pass."""
+        path: list[Line] = []
+        base = EMPTY
+        while current is not None:
+            memo = transcript.states.get((current.uuid or "", thread))
+            if memo is not None:
+                base = memo
+                break
+            if current.type in MESSAGE_TYPES and current.sidechain != thread:
+                break  # the start of a subagent's thread: it does not see the parent's conversation
+            path.append(current)
+            if current.boundary:
+                break  # a compaction: the context restarts after it
+            if len(path) > len(transcript.lines):
+                raise InputError(transcript.path, first.prefix + "parentUuid", "the parentUuid chain loops")
+            current = self.parent(transcript, current)
+        state = base
+        for link in reversed(path):
+            state = self.extend(transcript, state, link)
+            if link.uuid is not None:
+                transcript.states[(link.uuid, thread)] = state
+        return state
+
+    def parent(self, transcript: Transcript, line: Line) -> Line | None:
+        if line.parent is None:
+            return None
+        found = transcript.by_uuid.get(line.parent)
+        if found is None:
+            self.note_once("chain-broken", CHAIN_BROKEN, f"{line.place} (parent {line.parent})")
+        return found
+
+    def extend(self, transcript: Transcript, state: State, line: Line) -> State:
+        """The state after one more line of the chain."""
+        if line.boundary:
+            return EMPTY
+        state = self.beside(transcript, state, line)
+        if line.type not in MESSAGE_TYPES or line.synthetic:
+            return state
+        for place in line.skipped:
+            self.note_once("content-not-text", NOT_TEXT, place)
+        open_ = state.open
+        if line.type == "user":
+            parts = self.resolve(transcript, line)
+            if not parts:
+                return state
+            if open_ and open_[-1].role == "user":  # consecutive user lines are sent as one message
+                return State(state.final, open_[:-1] + (open_[-1].extended(parts),))
+            return State(state.final, open_ + (Item("user", None, tuple(parts)),))
+        if open_ and open_[0].role == "assistant" and open_[0].key == line.key:
+            # another block of the same response: tool results written in between move after it
+            return State(state.final, (open_[0].extended(line.parts),) + open_[1:])
+        final = self.joined(transcript.path, f"{line.place}: ", state) if open_ else state.final
+        return State(final, (Item("assistant", line.key, tuple(line.parts)),))
+
+    def beside(self, transcript: Transcript, state: State, line: Line) -> State:
+        """The state with the tool results written beside ``line`` (its siblings: the other lines with
+        its parent) that answer tool calls on the chain and are not answered yet: Claude Code writes
+        a parallel tool's result as a branch of its own while the chain goes on through another
+        tool's progress lines, and the API takes the next request only with every call answered."""
+        if line.parent is None:
+            return state
+        for sibling in transcript.children(line.parent):
+            if (sibling is line or sibling.type != "user" or sibling.sidechain != line.sidechain
+                    or not sibling.parts or any(not isinstance(part, ToolResult) for part in sibling.parts)):
+                continue
+            ids = [part.call_id for part in sibling.parts if isinstance(part, ToolResult)]
+            if any(not self.on_chain(transcript, transcript.tool_uses.get(i), sibling) for i in ids):
+                continue
+            if any(answered(state, i) for i in ids):
+                continue
+            self.note_once("results-beside-chain", BESIDE_CHAIN, f"{sibling.place}")
+            parts = list(sibling.parts)
+            open_ = state.open
+            if open_ and open_[-1].role == "user":
+                state = State(state.final, open_[:-1] + (open_[-1].extended(parts),))
+            else:
+                state = State(state.final, open_ + (Item("user", None, tuple(parts)),))
+        return state
+
+    def resolve(self, transcript: Transcript, line: Line) -> list[Part]:
+        """A user line's parts, a tool result whose tool_use is not on the chain turned into text."""
+        out = []
+        for part in line.parts:
+            if isinstance(part, ToolResult) and not self.on_chain(transcript, transcript.tool_uses.get(part.call_id), line):
+                self.note_once("orphan-tool-result", ORPHAN_RESULT, f"{line.place} ({part.call_id})")
+                part = Text(part.text)
+            out.append(part)
+        return out
+
+    def on_chain(self, transcript: Transcript, target: Line | None, line: Line) -> bool:
+        """Is ``target`` an ancestor of ``line`` in its context (usually a step or two up)?"""
+        current = transcript.by_uuid.get(line.parent) if line.parent else None
+        steps = 0
+        while target is not None and current is not None and steps <= len(transcript.lines):
+            if current is target:
+                return True
+            if current.boundary or (current.type in MESSAGE_TYPES and current.sidechain != line.sidechain):
+                return False
+            current = transcript.by_uuid.get(current.parent) if current.parent else None
+            steps += 1
+        return False
+
+    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> list[dict]:
+        """A state's messages as one list: its final messages, then its open items converted. A call's
+        prompt and the final messages of the state after the call's first line are the same list
+        (a state's final list is never changed), so a long session holds one list per call, not two;
+        two calls never share one."""
+        key = (id(state.final), id(state.open))
+        found = self.lists.get(key)
+        if found is not None and found[0] is state.final and found[1] is state.open:
+            _, _, messages, taken = found
+        else:
+            messages, taken = state.final + self.check(path, prefix, state.open), False
+        if for_call and taken:
+            return list(messages)
+        self.lists[key] = (state.final, state.open, messages, taken or for_call)
+        return messages
+
+    def check(self, path: str, prefix: str, items: tuple[Item, ...]) -> list[dict]:
+        """Neutral messages for items, through check_messages. Tool results may answer a response
+        before these items: stand-in assistant messages declare those calls, and are dropped. The
+        items of a state are converted once: a call and the state after it share the messages."""
+        cached = self.converted.get(id(items))
+        if cached is not None and cached[0] is items:
+            return cached[1]
+        out: list[dict] = []
+        declared: set[str] = set()
+        earlier: list[str] = []
+        for item in items:
+            if item.role == "assistant":
+                message = assistant(list(item.parts))
+                declared.update(call["id"] for call in message.get("tool_calls", []))
+                out.append(message)
+                continue
+            results = [{"role": "tool", "tool_call_id": p.call_id, "content": p.text} for p in item.parts
+                       if isinstance(p, ToolResult)]
+            earlier += [m["tool_call_id"] for m in results if m["tool_call_id"] not in declared]
+            out.extend(results)
+            texts = [p.text for p in item.parts if isinstance(p, Text)]
+            if texts:
+                out.append({"role": "user", "content": "\n".join(texts)})
+        stand_ins = [stand_in(earlier)] if earlier else []
+        checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins):]
+        self.converted[id(items)] = (items, checked)
+        return checked
+
+    def usage(self, path: str, lines: list[Line]) -> Usage | None:
+        """The largest value of each usage field over the call's lines (output grows across them)."""
+        best: dict[str, int] = {}
+        stopped = False
+        for line in lines:
+            message = line.record["message"]
+            stopped = stopped or message.get("stop_reason") is not None
+            usage = message.get("usage")
+            if usage is None:
+                continue
+            if not isinstance(usage, dict):
+                raise InputError(path, line.prefix + "message.usage", f"expected an object, found {_kind(usage)}")
+            for key in USAGE_FIELDS:
+                value = check_count(path, f"{line.prefix}message.usage.{key}", usage.get(key))
+                if value is not None:
+                    best[key] = max(best.get(key, 0), value)
+            for key, value in cache_creation(path, f"{line.prefix}message.usage", usage).items():
+                best[key] = max(best.get(key, 0), value)  # the cache writes by lifetime (5 min, 1 h)
+        if not best:
+            return None
+        if not stopped and placeholder(best.get("output_tokens"), lines):
+            self.trace.note("usage-at-stream-start", STREAM_START, lines[0].place)
+        return anthropic_usage(best)
+
+    # -- subagents ---------------------------------------------------------------------------------
+    def subagent_file(self, session: Path, sub: Path) -> Transcript:
+        """A subagent transcript beside the session, parsed (its calls are made once every file is)."""
+        try:
+            label = sub.relative_to(session.parent).as_posix() + " "
+        except ValueError:
+            label = sub.name + " "
+        with load(str(sub)) as doc:
+            numbered: Iterable[tuple[int, Any]]
+            if doc.lines is not None:
+                numbered = doc.lines  # read as a stream: once
+            elif isinstance(doc.value, dict):
+                numbered = [(1, doc.value)]
+            else:
+                raise InputError(str(sub), None, "expected a JSONL transcript: one JSON object per line")
+            transcript = self.parse(str(sub), label, ((n, record, "") for n, record in numbered))
+        for line in transcript.lines:
+            line.sidechain = True  # a subagent's own file: every line is the subagent's
+        transcript.compaction = sub.name.startswith(COMPACT_PREFIX) or any(
+            str(line.record.get("agentId") or "").startswith(COMPACT_AGENT) for line in transcript.lines[:1]
+        )
+        if doc.truncated_line is not None:
+            self.trace.note("truncated-line", TRUNCATED_LAST_LINE, f"{label}line {doc.truncated_line}")
+        return transcript
+
+    def progress_calls(self, transcript: Transcript) -> list[list[Call]]:
+        """Calls of subagents known only from the copies in ``agent_progress`` lines, a list per thread."""
+        threads: dict[str, list[tuple[int, Any, str]]] = {}
+        seen_lines: set[str] = set()
+        for line in transcript.lines:
+            data = line.record.get("data") if line.type == "progress" else None
+            if not isinstance(data, dict) or data.get("type") != "agent_progress":
+                continue
+            nested = data.get("message")
+            if not isinstance(nested, dict) or nested.get("type") not in MESSAGE_TYPES:
+                continue
+            uuid = nested.get("uuid")
+            if isinstance(uuid, str):
+                if uuid in seen_lines:
+                    continue
+                seen_lines.add(uuid)
+            agent = data.get("agentId") or line.record.get("parentToolUseID") or "?"
+            thread = threads.setdefault(str(agent), [])
+            prompt = data.get("prompt")
+            if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):
+                check_text(transcript.path, f"line {line.number}: data.prompt", prompt)
+                opening = {"type": "user", "message": {"role": "user", "content": prompt}}
+                thread.append((line.number, copy_line(opening, None, f"progress:{line.number}:prompt", agent),
+                               "data."))
+            parent = thread[-1][1]["uuid"] if thread else None
+            thread.append((line.number, copy_line(nested, parent, f"progress:{line.number}", agent), "data.message."))
+        out: list[list[Call]] = []
+        for records in threads.values():
+            keys = {self.nested_key(record) for _, record, _ in records} - {None}
+            if keys and keys <= self.seen:
+                continue  # the subagent's own transcript was read
+            rebuilt = self.parse(transcript.path, "", records, origin=", from progress")
+            for line in rebuilt.lines:
+                line.sidechain = True
+            self.rekey_lines(rebuilt.lines, note=False)
+            out.append([call for _, call in self.calls(rebuilt, quiet_duplicates=True)])
+        return out
+
+    def nested_key(self, record: dict) -> str | None:
+        """The call key of a line copied into a progress line, as :meth:`rekey` gives it."""
+        key = nested_key(record)
+        request = record.get("requestId")
+        if key is None or not isinstance(request, str) or request not in self.reused:
+            return key
+        message = record.get("message")
+        message_id = message.get("id") if isinstance(message, dict) else None
+        usages = self.reused[request].get(message_id if isinstance(message_id, str) else None, set())
+        return message_id if isinstance(message_id, str) and message_id and len(usages) <= 1 else None
+
+    def note_unrecorded_compactions(self) -> None:
+        for line in self.boundaries:
+            if id(line) not in self.recorded:
+                self.trace.note("compaction", COMPACTION, line.place)
+
+    # -- reused request ids ------------------------------------------------------------------------
+    def rekey(self, transcripts: list[Transcript]) -> None:
+        """Tell apart the calls of a requestId shared by lines of different responses.
+
+        The lines of one response share their ``message.id`` and the prompt side of their usage
+        (only ``output_tokens`` grows); a requestId on lines with different message ids, or with
+        different prompt usage under one message id, is not one call. Those lines' calls are keyed by
+        ``message.id`` when it tells them apart, else by the place of their first line."""
+        lines_of: dict[str, list[Line]] = {}
+        for transcript in transcripts:
+            for line in transcript.lines:
+                if line.type == "assistant" and line.request and not line.synthetic:
+                    lines_of.setdefault(line.request, []).append(line)
+        for request, lines in lines_of.items():
+            usages: dict[str | None, set[tuple]] = {}
+            for line in lines:
+                found = usages.setdefault(line.message_id, set())
+                if line.prompt_usage is not None:
+                    found.add(line.prompt_usage)
+            if len([m for m in usages if m]) > 1 or any(len(u) > 1 for u in usages.values()):
+                self.reused[request] = usages
+        for transcript in transcripts:
+            self.rekey_lines(transcript.lines)
+
+    def rekey_lines(self, lines: list[Line], note: bool = True) -> None:
+        """The fallback keys of the lines whose requestId is reused (see :meth:`rekey`)."""
+        firsts: dict[tuple, str] = {}
+        calls: dict[str, dict[str, str]] = {}  # requestId -> call key -> the place of its first line
+        for line in lines:
+            if line.type != "assistant" or line.request is None or line.request not in self.reused or line.synthetic:
+                continue
+            usages = self.reused[line.request].get(line.message_id, set())
+            if line.message_id and len(usages) <= 1:
+                line.key = line.message_id
+            else:
+                signature = (line.request, line.message_id, line.prompt_usage)
+                line.key = firsts.setdefault(signature, f"{line.request} at {line.place}")
+                self.positional.add(line.key)
+            calls.setdefault(line.request, {}).setdefault(line.key, line.place)
+        for request, found in calls.items() if note else ():
+            shown = list(found.values())
+            more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
+            self.trace.note("request-id-reused", REQUEST_REUSED,
+                            f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})")
