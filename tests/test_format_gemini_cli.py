@@ -143,6 +143,7 @@ def test_zero_and_null_tokens_are_no_usage(tmp_path):
 @pytest.mark.parametrize("field, value, where", [
     ("input", "many", "messages[1].tokens.input"),
     ("cached", -3, "messages[1].tokens.cached"),
+    ("cached", 9000, "messages[1].tokens.cached"),  # more cached tokens than the prompt (8,756) holding them
 ])
 def test_malformed_tokens_name_the_file_and_field(tmp_path, capsys, field, value, where):
     msgs = messages()

@@ -50,7 +50,7 @@ from tokprof.formats.conversation import Conversation, finish, tool_text
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, check_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "gemini-cli"
@@ -319,9 +319,9 @@ def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
         return None
     if counts["input"] is None:
         raise InputError(path, where + ".input", "missing: the prompt's token count")
-    return Usage(
+    return check_cached(path, where, Usage(
         prompt=counts["input"] + (counts["tool"] or 0),
         cache_read=counts["cached"],
         cache_write=None,
         output=(counts["output"] or 0) + (counts["thoughts"] or 0),
-    )
+    ), "cached")

@@ -263,6 +263,16 @@ def check_count(path: str, where: str, value: Any) -> int | None:
     return value
 
 
+def check_cached(path: str, where: str, usage: Usage, cached: str) -> Usage:
+    """Usage whose prompt count includes the cache: the cache reads and writes (``cached`` names their
+    field in the log) cannot be more than the prompt."""
+    cache = (usage.cache_read or 0) + (usage.cache_write or 0)
+    if usage.prompt is not None and cache > usage.prompt:
+        raise InputError(path, f"{where}.{cached}",
+                         f"{cache:,} cached tokens, more than the prompt's {usage.prompt:,} that include them")
+    return usage
+
+
 def _found(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return describe_number(value)

@@ -44,7 +44,7 @@ from tokprof.formats.conversation import Conversation, finish, tool_text
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, check_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "qwen-code"
@@ -200,11 +200,11 @@ class _Reader:
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None
-        return Usage(
+        return check_cached(self.trace.path, where, Usage(
             prompt=(counts["promptTokenCount"] or 0) + (counts["toolUsePromptTokenCount"] or 0),
             cache_read=counts["cachedContentTokenCount"],
             output=(counts["candidatesTokenCount"] or 0) + (counts["thoughtsTokenCount"] or 0),
-        )
+        ), "cachedContentTokenCount")
 
     def compressed(self, node: _Node, chat: Conversation) -> list[dict]:
         """A chat_compression record's history, as the prompts after it start from it."""
