@@ -382,7 +382,7 @@ def _usage(request: Request, includes_cache: bool) -> Usage | None:
     if not request.billed:
         return None
     prompt = (fresh or 0) if includes_cache else (fresh or 0) + (writes or 0) + (reads or 0)
-    return Usage(prompt=prompt, cache_read=reads or 0, cache_write=writes or 0, output=output or 0)
+    return Usage(prompt=prompt, cache_read=reads, cache_write=writes, output=output)  # absent: not recorded
 
 
 # -- task_metadata.json ----------------------------------------------------------------------------
