@@ -342,6 +342,21 @@ def test_list_starts_nothing_and_prints_no_secret(tmp_path, monkeypatch, capsys)
     assert "hunter2" not in json.dumps(doc) and doc["kind"] == "mcp-list"
 
 
+def test_list_hides_secrets_written_into_arguments_and_urls(tmp_path, capsys):
+    """Tokens pasted into a configuration's args or URL (a common way to configure a server) are not
+    printed: the value of a secret-named argument, the one after a secret-named flag, a URL's password
+    and query values."""
+    config = {"mcpServers": {
+        "a": {"command": "npx", "args": ["-y", "srv", "--token=tok-111", "--api-key", "key-222", "--port", "8"]},
+        "b": {"type": "http", "url": "https://me:pw-333@example.test/mcp?key=key-444&v=1"}}}
+    path = _write(tmp_path / "c.json", json.dumps(config))
+    for fmt in ("table", "json"):
+        assert main(["mcp", "--list", "--file", str(path), "-f", fmt]) == 0
+        out = capsys.readouterr().out
+        assert not any(secret in out for secret in ("tok-111", "key-222", "pw-333", "key-444")), out
+        assert "--port" in out and "8" in out and "example.test/mcp" in out
+
+
 def test_bad_configuration_is_one_line(tmp_path, capsys):
     bad = _write(tmp_path / "bad.json", '{"mcpServers": {"x": {"args": ["a"]}}}')
     assert main(["mcp", "--list", "--file", str(bad)]) == 2
