@@ -357,6 +357,13 @@ def test_list_hides_secrets_written_into_arguments_and_urls(tmp_path, capsys):
         assert "--port" in out and "8" in out and "example.test/mcp" in out
 
 
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_timeout_must_be_a_finite_positive_number(value, capsys):
+    assert main(["mcp", "--server", "w=http://127.0.0.1:9/mcp", "--timeout", value]) == 2  # before: NaN reached anyio
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--timeout" in err
+
+
 def test_bad_configuration_is_one_line(tmp_path, capsys):
     bad = _write(tmp_path / "bad.json", '{"mcpServers": {"x": {"args": ["a"]}}}')
     assert main(["mcp", "--list", "--file", str(bad)]) == 2
