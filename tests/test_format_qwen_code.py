@@ -105,6 +105,15 @@ def test_an_alias_model_is_a_labelled_stand_in(tmp_path):
     assert not profile.model.exact
 
 
+def test_calls_carry_the_records_cwd_and_branch(tmp_path):
+    """Each record says where Qwen Code worked (``cwd``, ``gitBranch`` when in a repository)."""
+    rows = lines()
+    rows[-1]["gitBranch"] = "feat/x"
+    calls = read_trace(str(write(tmp_path / "q.jsonl", rows))).calls
+    assert {call.cwd for call in calls} == {"/work/app"}
+    assert [call.git_branch for call in calls][-1] == "feat/x" and calls[0].git_branch is None
+
+
 def test_not_read_as_claude_code(tmp_path):
     """Qwen Code lines have Claude Code's uuid/sessionId/type: detection must try Qwen Code first."""
     assert read_trace(str(write(tmp_path / "q.jsonl", lines()))).format == "qwen-code"

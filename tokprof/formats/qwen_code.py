@@ -19,7 +19,8 @@ string, else its JSON). ``system`` records are Qwen Code's own and are not sent,
 prompts start from (a compaction: :attr:`Trace.compactions`; the summarising call is not recorded,
 note ``compaction``). ``ui_telemetry`` records repeat the usage of API responses for the interface:
 they are not read (counting them would count calls twice). Records of a subagent
-(``isSidechain``/``agentId``) are their own thread.
+(``isSidechain``/``agentId``) are their own thread. A call's ``cwd`` and ``gitBranch`` are its
+response record's.
 
 **Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
 ``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
@@ -44,7 +45,7 @@ from tokprof.formats.conversation import Conversation, finish, tool_text
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_cached, check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, check_text, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "qwen-code"
@@ -189,10 +190,13 @@ class _Reader:
         chat.replace(base)
         call = chat.call(node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")),
                          request_id=node.uuid)
-        first = node.records[0]
+        first, last = node.records[0], node.records[-1]
         agent = first.get("agentId")
         if call is not None and (first.get("isSidechain") or isinstance(agent, str)):
             call.thread = agent if isinstance(agent, str) else "sidechain"
+        if call is not None:  # where the agent worked, as the response's record says
+            call.cwd = optional_text(self.trace.path, node.wheres[-1] + ": cwd", last.get("cwd"))
+            call.git_branch = optional_text(self.trace.path, node.wheres[-1] + ": gitBranch", last.get("gitBranch"))
         return clean
 
     def usage(self, where: str, usage: Any) -> Usage | None:
