@@ -3,7 +3,7 @@ modification time, content hash, provider request ids, and what profiling it gav
 over a folder that grew profiles only the files that are new or changed.
 
 A file's outcome is reused when its content is the same (the hash; size and modification time only
-spare reading it), the run's options are the same, and the request ids earlier files hold (the calls
+spare reading it), the run's options and the tokprof and genai-prices versions are the same, and the request ids earlier files hold (the calls
 it leaves out, counted there) are the same: so calls resumed into a new session file are still
 counted once, and the output is the same as a full run's.
 """
@@ -34,6 +34,7 @@ from tokprof.directory import (
 )
 from tokprof.errors import TokprofError
 from tokprof.models.base import ModelInfo
+from tokprof.version import __version__
 
 STATE_NAME = ".tokprof-state.json"
 STATE_VERSION = 1
@@ -54,8 +55,12 @@ def _hash(path: str) -> str:
 
 
 def options_key(options: SessionOptions) -> str:
-    """What the run's options are, as a hash: another model, prices or stamp profiles every file again."""
-    return hashlib.sha256(repr(options).encode("utf-8")).hexdigest()
+    """What the run's options and code are, as a hash: another model, prices or stamp, another tokprof
+    or genai-prices (other counting, other rates) profiles every file again."""
+    from tokprof.analyses.cost import genai_version
+
+    code = f"tokprof {__version__}, genai-prices {genai_version()}"
+    return hashlib.sha256(f"{options!r} {code}".encode()).hexdigest()
 
 
 def load_state(path: str) -> dict:
