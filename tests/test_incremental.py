@@ -121,6 +121,15 @@ def test_a_damaged_state_file_means_profiling_again(tmp_path, model_dir, capsys)
     assert run(args + ["-o", str(inc), "--incremental"], capsys)[0] == 0
     assert run(args + ["-o", str(full)], capsys)[0] == 0
     assert tables(inc) == tables(full)
+    doc = json.loads(state.read_text())  # whole outcomes whose values have the wrong types
+    for entry in doc["files"].values():
+        entry["outcome"]["row"]["calls"] = "many"
+        for record in entry["outcome"]["calls"]:
+            record["total"] = "lots"
+    state.write_text(json.dumps(doc))
+    code, _, err = run(args + ["-o", str(inc), "--incremental"], capsys)
+    assert code == 0, err  # before: a pyarrow traceback
+    assert tables(inc) == tables(full)
     state.write_text("{not json")
     code, _, err = run(args + ["-o", str(inc), "--incremental"], capsys)
     assert code == 2 and "state file" in err
