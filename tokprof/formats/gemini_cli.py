@@ -46,7 +46,7 @@ import json
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
@@ -296,10 +296,8 @@ def _result(chat: Conversation, where: str, result: Any) -> str:
         if "functionResponse" in part:
             response = part["functionResponse"]
             response = expect_object(path, at + ".functionResponse", response)
-            body = response.get("response")
-            if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
-                body = body["output"]
-            texts.append(check_text(path, at + ".functionResponse.response", tool_text(body)))
+            texts.append(check_text(path, at + ".functionResponse.response",
+                                    function_response_text(response.get("response"))))
         elif isinstance(part.get("text"), str):
             texts.append(check_text(path, at + ".text", part["text"]))
         else:

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
@@ -144,11 +144,8 @@ class _Reader:
             call_id = waiting[0] if waiting else ""
         if call_id in waiting:
             waiting.remove(call_id)
-        body = response.get("response")
-        if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
-            body = body["output"]
         return {"role": "tool", "tool_call_id": call_id,
-                "content": check_text(path, where + ".response", tool_text(body))}
+                "content": check_text(path, where + ".response", function_response_text(response.get("response")))}
 
     def own(self, node: _Node, chat: Conversation, base: list[dict]) -> list[dict]:
         """A node's messages (an assistant node is a call, made on ``base``)."""
