@@ -194,29 +194,35 @@ def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
     message = expect_object(path, where, message, "a message object")
     kind = message.get("type")
     if kind not in TYPES:
-        raise InputError(path, where + ".type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
+        raise InputError(path, _field(where, "type"), f"expected one of {', '.join(TYPES)}, found {kind!r}")
     if kind in ("info", "error", "warning"):
         return []
-    text = _text(chat, where + ".content", message.get("content"))
+    text = _text(chat, _field(where, "content"), message.get("content"))
     if kind == "user":
         return [chat.check({"role": "user", "content": text}, where)]
     assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
-    thoughts = _thoughts(path, where + ".thoughts", message.get("thoughts"))
+    thoughts = _thoughts(path, _field(where, "thoughts"), message.get("thoughts"))
     if thoughts:
         assistant["reasoning_content"] = thoughts
-    calls, results = _tool_calls(chat, where + ".toolCalls", message.get("toolCalls"))
+    calls, results = _tool_calls(chat, _field(where, "toolCalls"), message.get("toolCalls"))
     if calls:
         assistant["tool_calls"] = calls
     model = message.get("model")
     if model is not None and not isinstance(model, str):
-        raise InputError(path, where + ".model", f"expected a string, found {_kind(model)}")
-    usage = _usage(chat, where + ".tokens", message.get("tokens"))
+        raise InputError(path, _field(where, "model"), f"expected a string, found {_kind(model)}")
+    usage = _usage(chat, _field(where, "tokens"), message.get("tokens"))
     clean = chat.check(assistant, where)
     chat.call(where, model, usage, clean, parse_time(message.get("timestamp")), request_id=message["id"] if isinstance(message.get("id"), str) else None)
     out = [clean]
     for result in results:
         out.append(chat.check(result, where))
     return out
+
+
+def _field(where: str, name: str) -> str:
+    """A message field's place: ``messages[3].tokens`` in a ``.json`` file, ``line 4: tokens`` in a
+    ``.jsonl`` one (the record is the message)."""
+    return f"{where}: {name}" if where.startswith("line ") and ":" not in where else f"{where}.{name}"
 
 
 def _text(chat: Conversation, where: str, content: Any) -> str:
