@@ -234,6 +234,14 @@ def test_http_server_of_300_tools_priced_as_tools_prices_them(http_server, tmp_p
     _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
 
 
+def test_no_tool_listed_says_the_catalogue_is_not_written(scripts, tmp_path, capsys):
+    catalogue = tmp_path / "catalogue.json"
+    code = main(["mcp", "--server", f"none={sys.executable} {scripts['server']} 0 0", "-o", str(catalogue)])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and not catalogue.exists()
+    assert "not written" in err  # before: silence, and CI found no catalogue later
+
+
 def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
     python = sys.executable

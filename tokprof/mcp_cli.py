@@ -96,6 +96,8 @@ def mcp(
     outputs: list[tuple[Optional[str], str]] = []
     if output and report.tools:
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))
+    elif output:
+        print(f"tokprof: warning: no server listed a tool: {visible(output)} not written", file=sys.stderr)
     outputs.append((None, _cli._render(report, fmt, options)))
     _cli._write(outputs, (log,))
     if not report.servers:
