@@ -89,6 +89,31 @@ def test_an_endpoint_that_refuses_is_an_error(tmp_path, model_dir, capsys):
     code, _, err = run(["export", str(logs), "--model", str(model_dir), "--no-progress",
                         "--endpoint", f"http://127.0.0.1:{port}/v1/traces"], capsys)
     assert code == 2 and "did not take the spans" in err
+    code, _, err = run(["export", str(logs), "--model", str(model_dir), "--no-progress", "--endpoint", "ftp://x"],
+                       capsys)
+    assert code == 2 and err.startswith("tokprof: error: --endpoint ftp://x: expected an http") and err.count("\n") == 1
+
+
+def test_a_refused_export_is_one_line_in_a_real_process(tmp_path, model_dir):
+    """The OpenTelemetry SDK logs its own "Failed to export spans batch" line to stderr (pytest's log
+    capture hides it in process): the command's stderr is tokprof's one error line alone."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    logs = folder(tmp_path / "logs")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, "-m", "tokprof", "export", str(logs), "--model", str(model_dir),
+                           "--no-progress", "--endpoint", f"http://127.0.0.1:{port}/v1/traces"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("tokprof: error: "), done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
 
 
 def test_prometheus_exposition_parses(tmp_path, model_dir, capsys):

@@ -217,6 +217,23 @@ def test_cline_truncation_range_leaves_messages_out(tmp_path):
     assert [m["role"] for m in last.messages] == ["user", "assistant", "user"]
 
 
+def test_truncation_range_starting_at_1_leaves_message_1_out(tmp_path):
+    """Older Cline truncated from index 1 (keeping only the task): its getTruncatedMessages keeps
+    history[:start] and history[end + 1:], whatever the start."""
+    history, ui, _ = cline_task()
+    ui[5]["conversationHistoryDeletedRange"] = [1, 2]
+    last = read_trace(str(write_task(tmp_path / "t", history, ui))).calls[-1]
+    assert [m["content"][:6] for m in last.messages] == ["<task>", "\n\n[Res", "[TASK "]
+
+
+def test_absent_counts_are_not_recorded_not_zero(tmp_path):
+    """An OpenAI-compatible provider's request records tokensIn alone: its cache and output are unknown."""
+    history, ui, _ = cline_task()
+    ui[1]["text"] = json.dumps({"request": "x", "tokensIn": 2050})
+    first = read_trace(str(write_task(tmp_path / "t", history, ui))).calls[0].reported
+    assert (first.prompt, first.cache_read, first.cache_write, first.output) == (2050, None, None, None)
+
+
 def test_old_api_req_finished_counts(tmp_path):
     history, _, _ = cline_task()
     finished = {"ts": T0 + 100, "type": "say", "say": "api_req_finished",

@@ -143,6 +143,7 @@ def test_zero_and_null_tokens_are_no_usage(tmp_path):
 @pytest.mark.parametrize("field, value, where", [
     ("input", "many", "messages[1].tokens.input"),
     ("cached", -3, "messages[1].tokens.cached"),
+    ("cached", 9000, "messages[1].tokens.cached"),  # more cached tokens than the prompt (8,756) holding them
 ])
 def test_malformed_tokens_name_the_file_and_field(tmp_path, capsys, field, value, where):
     msgs = messages()
@@ -151,6 +152,14 @@ def test_malformed_tokens_name_the_file_and_field(tmp_path, capsys, field, value
     assert main(["profile", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and f"{path}: {where}" in err
+
+
+def test_malformed_jsonl_record_names_the_line_and_field(tmp_path, capsys):
+    lines = [{"sessionId": "s2", "projectHash": "p"}, *messages()]
+    lines[2]["tokens"]["cached"] = -3
+    path = write(tmp_path / "s.jsonl", lines)
+    assert main(["profile", str(path)]) == 2
+    assert f"{path}: line 3: tokens.cached: expected" in capsys.readouterr().err  # before: "line 3.tokens.cached"
 
 
 def test_malformed_tool_call_is_one_line(tmp_path, capsys):

@@ -186,6 +186,7 @@ def test_older_layout_and_openinference(tmp_path):
 @pytest.mark.parametrize("attrs, field", [
     ({"gen_ai.usage.input_tokens": "lots"}, "attributes.gen_ai.usage.input_tokens"),
     ({"gen_ai.usage.input_tokens": -3}, "attributes.gen_ai.usage.input_tokens"),
+    (usage(50, 1, read=40, write=20), "attributes.gen_ai.usage.cache_read.input_tokens"),  # cache over the prompt
     ({"gen_ai.input.messages": "[{not json"}, "attributes.gen_ai.input.messages"),
     ({"gen_ai.input.messages": [{"role": "user", "parts": [{"type": "tool_call"}]}]}, "parts[0].name"),
 ])

@@ -140,6 +140,18 @@ def test_older_layout_chains_in_file_order(tmp_path):
     assert sum(call.reported.prompt for call in trace.calls) == own_sum(lines)
 
 
+def test_the_headers_cwd_is_every_calls_project(tmp_path):
+    """pi records the folder it worked in once, in the session header: ``--by project`` groups by it."""
+    for lines in (v3_lines(), old_lines()):
+        trace = read_trace(str(write(tmp_path / "s.jsonl", lines)))
+        assert trace.calls and {call.cwd for call in trace.calls} == {"/work/app"}
+    lines = v3_lines()
+    lines[0]["cwd"] = 7
+    path = write(tmp_path / "bad.jsonl", lines)
+    with pytest.raises(tokprof.InputError, match="line 1: cwd"):
+        read_trace(str(path))
+
+
 def test_malformed_usage_names_the_file_and_field(tmp_path, capsys):
     lines = v3_lines()
     lines[3]["message"]["usage"]["cacheRead"] = "lots"

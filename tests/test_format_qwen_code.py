@@ -105,18 +105,28 @@ def test_an_alias_model_is_a_labelled_stand_in(tmp_path):
     assert not profile.model.exact
 
 
+def test_calls_carry_the_records_cwd_and_branch(tmp_path):
+    """Each record says where Qwen Code worked (``cwd``, ``gitBranch`` when in a repository)."""
+    rows = lines()
+    rows[-1]["gitBranch"] = "feat/x"
+    calls = read_trace(str(write(tmp_path / "q.jsonl", rows))).calls
+    assert {call.cwd for call in calls} == {"/work/app"}
+    assert [call.git_branch for call in calls][-1] == "feat/x" and calls[0].git_branch is None
+
+
 def test_not_read_as_claude_code(tmp_path):
     """Qwen Code lines have Claude Code's uuid/sessionId/type: detection must try Qwen Code first."""
     assert read_trace(str(write(tmp_path / "q.jsonl", lines()))).format == "qwen-code"
 
 
-def test_malformed_usage_names_the_file_and_field(tmp_path, capsys):
+@pytest.mark.parametrize("field, value", [("promptTokenCount", 1.5), ("cachedContentTokenCount", 10**6)])
+def test_malformed_usage_names_the_file_and_field(tmp_path, capsys, field, value):
     rows = lines()
-    rows[2]["usageMetadata"]["promptTokenCount"] = 1.5
+    rows[2]["usageMetadata"][field] = value  # 10**6 cached: more than the prompt that includes them
     path = write(tmp_path / "bad.jsonl", rows)
     assert main(["profile", str(path)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and f"{path}: line 3: usageMetadata.promptTokenCount" in err
+    assert out == "" and err.count("\n") == 1 and f"{path}: line 3: usageMetadata.{field}" in err
 
 
 @pytest.mark.parametrize("name", ["019f0000-0000-7000-8000-000000000004.jsonl", "system_telemetry.jsonl"])

@@ -77,6 +77,26 @@ def test_only_new_or_changed_files_are_profiled(tmp_path, model_dir):
     assert stats.profiled == 4  # other prices: every file again
 
 
+def test_another_tokprof_or_genai_prices_profiles_every_file_again(tmp_path, model_dir, monkeypatch):
+    """A state file written by another version holds that version's counts and rates: not reused."""
+    import tokprof
+    from tokprof.directory import SessionTask, local_map
+    from tokprof.formats import scan_directory
+    from tokprof.incremental import run_incremental
+
+    logs = tmp_path / "logs"
+    claude_project(logs / "claude")
+    options = tokprof.api.session_options(str(model_dir), records=True)
+    tasks = [SessionTask(kind, str(path)) for kind, path in scan_directory(str(logs)).sessions]
+    _, state, stats = run_incremental(tasks, options, local_map(1), str(logs), {})
+    monkeypatch.setattr("tokprof.incremental.__version__", "99.0")
+    _, state, again = run_incremental(tasks, options, local_map(1), str(logs), state)
+    assert again.profiled == stats.files
+    monkeypatch.setattr("tokprof.analyses.cost.genai_version", lambda: "99.0")
+    _, _, again = run_incremental(tasks, options, local_map(1), str(logs), state)
+    assert again.profiled == stats.files
+
+
 def test_incremental_needs_a_folder_output(tmp_path, model_dir, capsys):
     logs = tmp_path / "logs"
     claude_project(logs / "claude")
@@ -100,6 +120,15 @@ def test_a_damaged_state_file_means_profiling_again(tmp_path, model_dir, capsys)
     state.write_text(json.dumps(doc))
     assert run(args + ["-o", str(inc), "--incremental"], capsys)[0] == 0
     assert run(args + ["-o", str(full)], capsys)[0] == 0
+    assert tables(inc) == tables(full)
+    doc = json.loads(state.read_text())  # whole outcomes whose values have the wrong types
+    for entry in doc["files"].values():
+        entry["outcome"]["row"]["calls"] = "many"
+        for record in entry["outcome"]["calls"]:
+            record["total"] = "lots"
+    state.write_text(json.dumps(doc))
+    code, _, err = run(args + ["-o", str(inc), "--incremental"], capsys)
+    assert code == 0, err  # before: a pyarrow traceback
     assert tables(inc) == tables(full)
     state.write_text("{not json")
     code, _, err = run(args + ["-o", str(inc), "--incremental"], capsys)

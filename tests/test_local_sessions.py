@@ -83,6 +83,10 @@ def test_environment_variables_move_the_folders(home, tmp_path, monkeypatch):
     rows = api.local_sessions()
     assert [row.project for row in rows if row.agent == "claude-code"] == ["-elsewhere"]
     assert [row.project for row in rows if row.agent == "pi"] == ["--x--"]
+    pi_dir = tmp_path / "pi, agent"  # a comma in another agent's folder is part of its name
+    jsonl(pi_dir / "sessions/--y--/s.jsonl", pi_log.old_lines())
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
+    assert [row.project for row in api.local_sessions() if row.agent == "pi"] == ["--y--"]
 
 
 def test_an_unreadable_session_is_a_row_with_its_error(home):

@@ -235,6 +235,14 @@ def test_http_server_of_300_tools_priced_as_tools_prices_them(http_server, tmp_p
     _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
 
 
+def test_no_tool_listed_says_the_catalogue_is_not_written(scripts, tmp_path, capsys):
+    catalogue = tmp_path / "catalogue.json"
+    code = main(["mcp", "--server", f"none={sys.executable} {scripts['server']} 0 0", "-o", str(catalogue)])
+    err = capsys.readouterr().err
+    assert code in (0, 2) and not catalogue.exists()
+    assert "not written" in err  # before: silence, and CI found no catalogue later
+
+
 def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
     python = sys.executable
@@ -341,6 +349,28 @@ def test_list_starts_nothing_and_prints_no_secret(tmp_path, monkeypatch, capsys)
     assert "API_KEY" in out and "Authorization" in out
     doc = run_json(["mcp", "--list", "--project", str(project)], capsys)
     assert "hunter2" not in json.dumps(doc) and doc["kind"] == "mcp-list"
+
+
+def test_list_hides_secrets_written_into_arguments_and_urls(tmp_path, capsys):
+    """Tokens pasted into a configuration's args or URL (a common way to configure a server) are not
+    printed: the value of a secret-named argument, the one after a secret-named flag, a URL's password
+    and query values."""
+    config = {"mcpServers": {
+        "a": {"command": "npx", "args": ["-y", "srv", "--token=tok-111", "--api-key", "key-222", "--port", "8"]},
+        "b": {"type": "http", "url": "https://me:pw-333@example.test/mcp?key=key-444&v=1"}}}
+    path = _write(tmp_path / "c.json", json.dumps(config))
+    for fmt in ("table", "json"):
+        assert main(["mcp", "--list", "--file", str(path), "-f", fmt]) == 0
+        out = capsys.readouterr().out
+        assert not any(secret in out for secret in ("tok-111", "key-222", "pw-333", "key-444")), out
+        assert "--port" in out and "8" in out and "example.test/mcp" in out
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_timeout_must_be_a_finite_positive_number(value, capsys):
+    assert main(["mcp", "--server", "w=http://127.0.0.1:9/mcp", "--timeout", value]) == 2  # before: NaN reached anyio
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--timeout" in err
 
 
 def test_bad_configuration_is_one_line(tmp_path, capsys):

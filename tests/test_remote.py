@@ -58,6 +58,18 @@ def test_s3_prefix_equals_the_local_folder(tmp_path, model_dir, capsys, s3):
     assert json.loads(via_file)["totals"] == a["totals"]
 
 
+def test_another_stores_missing_package_is_named_not_the_s3_extra(capsys):
+    pytest.importorskip("fsspec")
+    try:
+        import gcsfs  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        pytest.skip("gcsfs is installed")
+    code, _, err = run(["profile", "gs://bucket/logs/"], capsys)
+    assert code == 2 and "gcsfs" in err and "tokprof[s3]" not in err  # the s3 extra would not install gcsfs
+
+
 def test_a_missing_bucket_is_one_line(tmp_path, model_dir, capsys, s3):
     code, _, err = run(["profile", "s3://no-such-bucket/x/", "--model", str(model_dir), "--no-progress"], capsys)
     assert code == 2 and "no-such-bucket" in err and "Traceback" not in err

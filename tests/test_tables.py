@@ -101,6 +101,8 @@ def test_rollups_in_table_and_json_with_unknown(tmp_path, model_dir, capsys):
     branch, pair = doc["rollups"]
     assert [r["branch"] for r in branch["rows"]] == ["feat/x", "unknown"]  # unknown last, never dropped
     assert sum(r["billed_input"] for r in branch["rows"]) == doc["totals"]["billed_input"]
+    writes = [s["cache_write_reported"] for s in doc["sessions"] if s.get("cache_write_reported") is not None]
+    assert writes and sum(r["reported_cache_write"] or 0 for r in branch["rows"]) == sum(writes)  # teams pay for them
     assert {(r["agent"], r["project"]) for r in pair["rows"]} == {
         ("claude-code", "/home/me/app"), ("claude-code", "unknown"), ("codex", "/w")}
     code, table, _ = run(["profile", str(logs), "--model", str(model_dir), "--by", "branch", "--no-progress"], capsys)

@@ -326,7 +326,7 @@ def profile_directory(
     user: str | None = None,
     state: dict | None = None,
 ) -> SessionsReport:
-    """A directory of Claude Code or Codex sessions (found by content): a summary row per session and
+    """A directory of agent sessions of any format tokprof reads (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
     ``.json``/``.jsonl`` file; each call is counted once (a resumed session's copies of earlier calls
     count in the first file that holds them). ``jobs``: processes to profile in (default: one per

@@ -918,7 +918,7 @@ SERVE_HELP = (
 @app.command(epilog=_esc("Examples:\n\n  tokprof export ~/.claude/projects/ --endpoint http://127.0.0.1:4318/v1/traces\n\n"
                          "  tokprof export sessions/ --prometheus /var/lib/node_exporter/textfile/tokprof.prom"))
 def export(
-    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory of Claude Code or Codex sessions.")],
+    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory of sessions (any agent format tokprof reads).")],
     endpoint: Annotated[Optional[str], typer.Option(
         "--endpoint", metavar="URL", help="Send a span per call to this OTLP HTTP traces endpoint (the otel extra).")] = None,
     prometheus: Annotated[Optional[str], typer.Option(

@@ -3,7 +3,7 @@ modification time, content hash, provider request ids, and what profiling it gav
 over a folder that grew profiles only the files that are new or changed.
 
 A file's outcome is reused when its content is the same (the hash; size and modification time only
-spare reading it), the run's options are the same, and the request ids earlier files hold (the calls
+spare reading it), the run's options and the tokprof and genai-prices versions are the same, and the request ids earlier files hold (the calls
 it leaves out, counted there) are the same: so calls resumed into a new session file are still
 counted once, and the output is the same as a full run's.
 """
@@ -13,10 +13,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from tokprof.analyses.calls import SCHEMA_VERSION, CallRecord
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
@@ -34,6 +38,7 @@ from tokprof.directory import (
 )
 from tokprof.errors import TokprofError
 from tokprof.models.base import ModelInfo
+from tokprof.version import __version__
 
 STATE_NAME = ".tokprof-state.json"
 STATE_VERSION = 1
@@ -54,8 +59,12 @@ def _hash(path: str) -> str:
 
 
 def options_key(options: SessionOptions) -> str:
-    """What the run's options are, as a hash: another model, prices or stamp profiles every file again."""
-    return hashlib.sha256(repr(options).encode("utf-8")).hexdigest()
+    """What the run's options and code are, as a hash: another model, prices or stamp, another tokprof
+    or genai-prices (other counting, other rates) profiles every file again."""
+    from tokprof.analyses.cost import genai_version
+
+    code = f"tokprof {__version__}, genai-prices {genai_version()}"
+    return hashlib.sha256(f"{options!r} {code}".encode()).hexdigest()
 
 
 def load_state(path: str) -> dict:
@@ -134,9 +143,42 @@ def _outcome(d: object) -> Outcome | None:
 
 def _decoded(d: dict) -> Outcome:
     if "skipped" in d:
-        return Skipped(**d["skipped"])
+        return _typed(Skipped, d["skipped"])
     calls = []
     for record in d["calls"]:
         when = record.get("time")
-        calls.append(CallRecord(**dict(record, time=None if when is None else datetime.fromisoformat(when))))
-    return SessionOutcome(SessionRow(**d["row"]), ModelInfo.from_dict(d["model"]), tuple(calls))
+        calls.append(_typed(CallRecord, dict(record, time=None if when is None else datetime.fromisoformat(when))))
+    return SessionOutcome(_typed(SessionRow, d["row"]), ModelInfo.from_dict(d["model"]), tuple(calls))
+
+
+_T = TypeVar("_T")
+
+
+def _typed(cls: type[_T], values: dict) -> _T:
+    """A dataclass from a state file's fields, each of its declared type (ValueError if not: a damaged
+    state file, whose entry is profiled again, not rendered)."""
+    hints = typing.get_type_hints(cls)
+    for name, value in values.items():
+        if name in hints and not _fits(value, hints[name]):
+            raise ValueError(f"{cls.__name__}.{name}")
+    return cls(**values)
+
+
+def _fits(value: object, hint: Any) -> bool:
+    args = typing.get_args(hint)
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if origin is dict:
+        return isinstance(value, dict) and all(_fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items())
+    if origin in (list, tuple):
+        return isinstance(value, (list, tuple)) and all(_fits(v, args[0]) for v in value)
+    return isinstance(value, hint) if isinstance(hint, type) else True

@@ -5,6 +5,7 @@ command line by :mod:`tokprof.cli`."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -79,7 +80,7 @@ def mcp(
     """What each configured MCP server's tools cost per request."""
     import tokprof as api  # the public facade: the CLI is its client
 
-    if timeout <= 0:
+    if not 0 < timeout < math.inf:  # NaN too
         raise TokprofError("--timeout: give a positive number of seconds")
     found = api.find_mcp_servers(project, agents=agent, files=file or (), servers=server or ())
     options = _cli._options(fmt, None)
@@ -95,6 +96,8 @@ def mcp(
     outputs: list[tuple[Optional[str], str]] = []
     if output and report.tools:
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))
+    elif output:
+        print(f"tokprof: warning: no server listed a tool: {visible(output)} not written", file=sys.stderr)
     outputs.append((None, _cli._render(report, fmt, options)))
     _cli._write(outputs, (log,))
     if not report.servers:

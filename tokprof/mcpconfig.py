@@ -25,6 +25,7 @@ import os
 import re
 import shlex
 import tomllib
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,38 @@ from tokprof.errors import InputError, TokprofError
 
 AGENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini")
 TRANSPORTS = ("stdio", "http", "sse")
+HIDDEN = "***"
+#: An argument or query parameter name that says its value is a secret (``--api-key``, ``token=``).
+_SECRET_NAME = re.compile(r"(?i)(token|secret|passw|api[-_]?key|auth|credential|^key$|^--?key$)")
+
+
+def shown_args(args: tuple[str, ...]) -> tuple[str, ...]:
+    """Arguments as ``--list`` shows them: the value of a secret-named ``--name=value``/``NAME=value``,
+    or the argument after a secret-named flag, hidden."""
+    out: list[str] = []
+    for i, arg in enumerate(args):
+        name, eq, _ = arg.partition("=")
+        if eq and name and _SECRET_NAME.search(name):
+            out.append(f"{name}={HIDDEN}")
+        elif i and args[i - 1].startswith("-") and "=" not in args[i - 1] and _SECRET_NAME.search(args[i - 1]):
+            out.append(HIDDEN)
+        else:
+            out.append(arg)
+    return tuple(out)
+
+
+def shown_url(url: str | None) -> str | None:
+    """A URL as ``--list`` shows it: a password and the query's values hidden (tokens travel there)."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.partition(':')[0]}:{HIDDEN}@{host}" if ":" in user else netloc
+    query = "&".join(f"{key}={HIDDEN}" if eq else key for key, eq, _ in
+                     (pair.partition("=") for pair in parts.query.split("&") if pair)) if parts.query else ""
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 @dataclass(frozen=True)
@@ -55,11 +88,12 @@ class ServerConfig:
     timeout: float | None = None  # a per-server start-up time-out the configuration sets, in seconds
 
     def describe(self) -> str:
-        """What starting it would run or reach, without any environment or header value."""
+        """What starting it would run or reach, without any environment or header value, URL query
+        value or password, or secret-named argument's value."""
         if self.transport == "stdio":
-            what = " ".join(shlex.quote(a) for a in (self.command or "", *self.args))
+            what = " ".join(shlex.quote(a) for a in (self.command or "", *shown_args(self.args)))
         else:
-            what = f"{self.transport} {self.url}"
+            what = f"{self.transport} {shown_url(self.url)}"
         extra = []
         if self.env:
             extra.append("env " + ", ".join(k for k, _ in self.env))
@@ -72,9 +106,9 @@ class ServerConfig:
     def to_dict(self) -> dict:
         return {
             "name": self.name, "transport": self.transport, "origin": self.origin, "agent": self.agent,
-            "project": self.project, "command": self.command, "args": list(self.args),
+            "project": self.project, "command": self.command, "args": list(shown_args(self.args)),
             "env": sorted(k for k, _ in self.env), "headers": sorted(k for k, _ in self.headers),
-            "cwd": self.cwd, "url": self.url,
+            "cwd": self.cwd, "url": shown_url(self.url),
         }
 
 

@@ -24,6 +24,7 @@ class RollupRow:
     reported_calls: int  # calls whose prompt the log reports
     reported_prompt: int | None
     reported_cache_read: int | None
+    reported_cache_write: int | None
     reported_output: int | None
     cost: float | None  # US dollars over the priced calls (None: none priced)
     priced_calls: int
@@ -32,7 +33,8 @@ class RollupRow:
         return {**dict(zip(by, self.key)), "sessions": self.sessions, "calls": self.calls,
                 "billed_input": self.billed_input, "buckets": dict(self.buckets),
                 "reported_calls": self.reported_calls, "reported_prompt": self.reported_prompt,
-                "reported_cache_read": self.reported_cache_read, "reported_output": self.reported_output,
+                "reported_cache_read": self.reported_cache_read, "reported_cache_write": self.reported_cache_write,
+                "reported_output": self.reported_output,
                 "cost": None if self.cost is None else round(self.cost, 8), "priced_calls": self.priced_calls}
 
 
@@ -109,6 +111,7 @@ def _row(key: tuple[str, ...], calls: list[CallRecord]) -> RollupRow:
         reported_calls=sum(1 for c in calls if c.reported_prompt is not None),
         reported_prompt=_known_sum([c.reported_prompt for c in calls]),
         reported_cache_read=_known_sum([c.reported_cache_read for c in calls]),
+        reported_cache_write=_known_sum([c.reported_cache_write for c in calls]),
         reported_output=_known_sum([c.reported_output for c in calls]),
         cost=sum(priced) if priced else None, priced_calls=len(priced),
     )

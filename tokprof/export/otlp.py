@@ -72,8 +72,11 @@ def send_spans(records: Sequence[CallRecord], endpoint: str, timeout: float = 10
         from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
     except ImportError:
         raise TokprofError("OTLP export needs the otel extra: pip install 'tokprof[otel]'") from None
+    import logging
     import time
 
+    if not endpoint.lower().startswith(("http://", "https://")):
+        raise TokprofError(f"--endpoint {endpoint}: expected an http:// or https:// URL (OTLP over HTTP)")
     exporter = OTLPSpanExporter(endpoint=endpoint, timeout=timeout)
     results: list = []
     export = exporter.export
@@ -84,15 +87,21 @@ def send_spans(records: Sequence[CallRecord], endpoint: str, timeout: float = 10
         return result
 
     exporter.export = counted  # type: ignore[method-assign]
-    provider = TracerProvider(resource=Resource.create({"service.name": "tokprof"}))
-    provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=512))
-    tracer = provider.get_tracer("tokprof")
-    now = time.time_ns()
-    for r in records:
-        start = _nanos(r.time, now)
-        span = tracer.start_span(f"chat {r.model or 'unknown'}", start_time=start, attributes=attributes(r))
-        span.end(end_time=start + 1_000_000)
-    provider.shutdown()  # flushes
+    sdk_log = logging.getLogger("opentelemetry")  # its failures are tokprof's one error line, not log lines
+    level = sdk_log.level
+    sdk_log.setLevel(logging.CRITICAL)
+    try:
+        provider = TracerProvider(resource=Resource.create({"service.name": "tokprof"}))
+        provider.add_span_processor(BatchSpanProcessor(exporter, max_export_batch_size=512))
+        tracer = provider.get_tracer("tokprof")
+        now = time.time_ns()
+        for r in records:
+            start = _nanos(r.time, now)
+            span = tracer.start_span(f"chat {r.model or 'unknown'}", start_time=start, attributes=attributes(r))
+            span.end(end_time=start + 1_000_000)
+        provider.shutdown()  # flushes
+    finally:
+        sdk_log.setLevel(level)
     if any(result != SpanExportResult.SUCCESS for result in results):
         raise TokprofError(f"{endpoint}: the OTLP endpoint did not take the spans")
     return len(records)

@@ -29,8 +29,8 @@ as it stood before the next request). A request whose counts are all zero or abs
 call and is left out (note ``not-billed``): a request that failed before its first chunk and was
 retried (``error_retry``, ``api_req_failed``: the retry updates the same entry), one cancelled
 before anything streamed, one the agent removed. A cancelled or failed request with usage is a
-billed call. The prompt leaves out what the agent left out: Cline's truncation keeps the first two
-messages and those after the deleted range's end; Roo Code starts the prompt at the latest
+billed call. The prompt leaves out what the agent left out: Cline's truncation keeps the messages
+before the deleted range (the first two; the first alone in older versions) and those after its end; Roo Code starts the prompt at the latest
 condensing summary (``isSummary``) in it and hides a message whose ``condenseParent``
 (``truncationParent``) names a summary (marker) in the prompt; tool results whose call was cut off
 go too. Cline's in-place edits of earlier messages (``context_history.json``,
@@ -382,7 +382,7 @@ def _usage(request: Request, includes_cache: bool) -> Usage | None:
     if not request.billed:
         return None
     prompt = (fresh or 0) if includes_cache else (fresh or 0) + (writes or 0) + (reads or 0)
-    return Usage(prompt=prompt, cache_read=reads or 0, cache_write=writes or 0, output=output or 0)
+    return Usage(prompt=prompt, cache_read=reads, cache_write=writes, output=output)  # absent: not recorded
 
 
 # -- task_metadata.json ----------------------------------------------------------------------------
@@ -450,7 +450,7 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
 
 def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]:
     """The history entries a prompt ending at ``end`` was sent with."""
-    indices = [i for i in range(end) if deleted is None or i < 2 or i > deleted[1]]
+    indices = [i for i in range(end) if deleted is None or i < deleted[0] or i > deleted[1]]
     summaries = [i for i in indices if isinstance(history[i], dict) and history[i].get("isSummary") is True]
     if summaries:  # Roo Code's fresh start: the prompt starts at the latest summary
         indices = [i for i in indices if i >= summaries[-1]]

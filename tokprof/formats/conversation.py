@@ -74,6 +74,14 @@ def finish(trace: Trace) -> Trace:
     return trace
 
 
+def function_response_text(body: Any) -> str:
+    """A Gemini API ``functionResponse.response`` as the model is sent it (Gemini CLI, Qwen Code): its
+    lone ``output`` string, else the object's JSON."""
+    if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
+        return body["output"]
+    return tool_text(body)
+
+
 def tool_text(value: Any) -> str:
     """A tool's result as the model is sent it: a string as it is, else its JSON."""
     import json

@@ -46,11 +46,11 @@ import json
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, check_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "gemini-cli"
@@ -194,29 +194,35 @@ def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
     message = expect_object(path, where, message, "a message object")
     kind = message.get("type")
     if kind not in TYPES:
-        raise InputError(path, where + ".type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
+        raise InputError(path, _field(where, "type"), f"expected one of {', '.join(TYPES)}, found {kind!r}")
     if kind in ("info", "error", "warning"):
         return []
-    text = _text(chat, where + ".content", message.get("content"))
+    text = _text(chat, _field(where, "content"), message.get("content"))
     if kind == "user":
         return [chat.check({"role": "user", "content": text}, where)]
     assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
-    thoughts = _thoughts(path, where + ".thoughts", message.get("thoughts"))
+    thoughts = _thoughts(path, _field(where, "thoughts"), message.get("thoughts"))
     if thoughts:
         assistant["reasoning_content"] = thoughts
-    calls, results = _tool_calls(chat, where + ".toolCalls", message.get("toolCalls"))
+    calls, results = _tool_calls(chat, _field(where, "toolCalls"), message.get("toolCalls"))
     if calls:
         assistant["tool_calls"] = calls
     model = message.get("model")
     if model is not None and not isinstance(model, str):
-        raise InputError(path, where + ".model", f"expected a string, found {_kind(model)}")
-    usage = _usage(chat, where + ".tokens", message.get("tokens"))
+        raise InputError(path, _field(where, "model"), f"expected a string, found {_kind(model)}")
+    usage = _usage(chat, _field(where, "tokens"), message.get("tokens"))
     clean = chat.check(assistant, where)
     chat.call(where, model, usage, clean, parse_time(message.get("timestamp")), request_id=message["id"] if isinstance(message.get("id"), str) else None)
     out = [clean]
     for result in results:
         out.append(chat.check(result, where))
     return out
+
+
+def _field(where: str, name: str) -> str:
+    """A message field's place: ``messages[3].tokens`` in a ``.json`` file, ``line 4: tokens`` in a
+    ``.jsonl`` one (the record is the message)."""
+    return f"{where}: {name}" if where.startswith("line ") and ":" not in where else f"{where}.{name}"
 
 
 def _text(chat: Conversation, where: str, content: Any) -> str:
@@ -296,10 +302,8 @@ def _result(chat: Conversation, where: str, result: Any) -> str:
         if "functionResponse" in part:
             response = part["functionResponse"]
             response = expect_object(path, at + ".functionResponse", response)
-            body = response.get("response")
-            if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
-                body = body["output"]
-            texts.append(check_text(path, at + ".functionResponse.response", tool_text(body)))
+            texts.append(check_text(path, at + ".functionResponse.response",
+                                    function_response_text(response.get("response"))))
         elif isinstance(part.get("text"), str):
             texts.append(check_text(path, at + ".text", part["text"]))
         else:
@@ -319,9 +323,9 @@ def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
         return None
     if counts["input"] is None:
         raise InputError(path, where + ".input", "missing: the prompt's token count")
-    return Usage(
+    return check_cached(path, where, Usage(
         prompt=counts["input"] + (counts["tool"] or 0),
         cache_read=counts["cached"],
         cache_write=None,
         output=(counts["output"] or 0) + (counts["thoughts"] or 0),
-    )
+    ), "cached")

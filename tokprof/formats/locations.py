@@ -28,13 +28,15 @@ class Location:
     #: File names that are not sessions of their own (Claude Code's ``agent-*.jsonl`` subagents are read
     #: with their session).
     skip: tuple[str, ...] = ()
+    several: bool = False  # the variable may list several folders, comma-separated (Claude Code's)
 
     def roots(self, home: Path, environ: Mapping[str, str]) -> list[Path]:
-        """The agent's sessions folders: below the variable's folders (a comma-separated list, as
-        Claude Code's ``CLAUDE_CONFIG_DIR`` may be) when it is set, else below the home directory."""
+        """The agent's sessions folders: below the variable's folder (folders, for a variable that lists
+        several) when it is set, else below the home directory."""
         value = environ.get(self.env, "") if self.env else ""
         if value.strip():
-            return [Path(part.strip()).expanduser() / self.below_env for part in value.split(",") if part.strip()]
+            parts = value.split(",") if self.several else [value]
+            return [Path(part.strip()).expanduser() / self.below_env for part in parts if part.strip()]
         return [home / self.default]
 
     def project(self, path: Path) -> str:
@@ -59,7 +61,7 @@ def vscode_tasks(extension: str) -> tuple[str, ...]:
 
 LOCATIONS: list[Location] = [
     Location("claude-code", ".claude/projects", ("*/*.jsonl",), env="CLAUDE_CONFIG_DIR", below_env="projects",
-             skip=("agent-",)),
+             skip=("agent-",), several=True),
     Location("codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions",
              project_depth=0),
     Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),

@@ -263,6 +263,26 @@ def check_count(path: str, where: str, value: Any) -> int | None:
     return value
 
 
+def optional_text(path: str, where: str, value: Any) -> str | None:
+    """A recorded string such as where the agent worked (``cwd``, a git branch): None when absent or
+    empty, else a checked string."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, where, f"expected a string, found {_kind(value)}")
+    return check_text(path, where, value)
+
+
+def check_cached(path: str, where: str, usage: Usage, cached: str) -> Usage:
+    """Usage whose prompt count includes the cache: the cache reads and writes (``cached`` names their
+    field in the log) cannot be more than the prompt."""
+    cache = (usage.cache_read or 0) + (usage.cache_write or 0)
+    if usage.prompt is not None and cache > usage.prompt:
+        raise InputError(path, f"{where}.{cached}",
+                         f"{cache:,} cached tokens, more than the prompt's {usage.prompt:,} that include them")
+    return usage
+
+
 def _found(value: Any) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return describe_number(value)

@@ -66,7 +66,7 @@ from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
-    assistant_message, check_count, check_messages, check_text, check_tools, parse_time,
+    assistant_message, check_cached, check_count, check_messages, check_text, check_tools, parse_time,
 )
 from tokprof.trace import Call, Trace, Usage
 
@@ -377,7 +377,9 @@ class _Reader:
         read, write = self.count(span, READ_KEYS), self.count(span, WRITE_KEYS)
         if prompt is None and output is None:
             return None
-        return Usage(prompt=prompt, cache_read=read, cache_write=write, output=output)
+        cached = next((key for key in READ_KEYS + WRITE_KEYS if key in span.attrs), "")
+        return check_cached(self.path, f"{span.where}: attributes", Usage(prompt=prompt, cache_read=read,
+                            cache_write=write, output=output), cached)
 
     def cost(self, span: Span) -> None:
         found = [span.attrs.get(k) for k in ("gen_ai.usage.cost", "gen_ai.usage.input_cost", "gen_ai.usage.output_cost",

@@ -36,6 +36,8 @@ A call's model is its message's ``model`` (else the latest ``model_change`` or t
 **Compactions.** A ``compaction`` entry is a compaction (:attr:`Trace.compactions`); the call
 that summarised the conversation is not recorded in the file (note ``compaction``).
 
+**Project.** The header's ``cwd`` is every call's :attr:`Call.cwd`.
+
 **What is not recorded.** pi's system prompt and tool definitions: :attr:`Trace.unrecorded` is
 ``("system", "tools")``; they are inferred from usage.
 """
@@ -50,7 +52,7 @@ from tokprof.formats.conversation import Conversation, finish
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, check_count, check_text, parse_time
+from tokprof.formats.neutral import anthropic_usage, check_count, check_text, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "pi"
@@ -91,6 +93,7 @@ class _Reader:
         self.parent: dict[str, str | None] = {}
         self.order: list[str] = []
         self.model: str | None = None
+        self.cwd: str | None = None  # the session header's: the project the agent worked in
 
     def path_to(self, entry_id: str | None, stop: str | None) -> list[str]:
         """The ids from ``stop`` (included; the root when None or not on the path) to ``entry_id``."""
@@ -110,6 +113,7 @@ class _Reader:
             if self.trace.session is None and isinstance(value.get("id"), str):
                 self.trace.session = value["id"]
             self.model = self._model(where, value, "modelId") or self.model
+            self.cwd = optional_text(path, where + ": cwd", value.get("cwd")) or self.cwd
             return previous
         entry_id = value.get("id")
         if entry_id is None:
@@ -277,4 +281,6 @@ def read(path: str, doc: Document) -> Trace:
     previous: str | None = None
     for number, value in doc.lines:
         previous = reader.entry(number, value, previous)
+    for call in trace.calls:
+        call.cwd = reader.cwd
     return finish(trace)

@@ -19,7 +19,8 @@ string, else its JSON). ``system`` records are Qwen Code's own and are not sent,
 prompts start from (a compaction: :attr:`Trace.compactions`; the summarising call is not recorded,
 note ``compaction``). ``ui_telemetry`` records repeat the usage of API responses for the interface:
 they are not read (counting them would count calls twice). Records of a subagent
-(``isSidechain``/``agentId``) are their own thread.
+(``isSidechain``/``agentId``) are their own thread. A call's ``cwd`` and ``gitBranch`` are its
+response record's.
 
 **Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
 ``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
@@ -40,11 +41,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, check_text, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "qwen-code"
@@ -143,11 +144,8 @@ class _Reader:
             call_id = waiting[0] if waiting else ""
         if call_id in waiting:
             waiting.remove(call_id)
-        body = response.get("response")
-        if isinstance(body, dict) and set(body) == {"output"} and isinstance(body["output"], str):
-            body = body["output"]
         return {"role": "tool", "tool_call_id": call_id,
-                "content": check_text(path, where + ".response", tool_text(body))}
+                "content": check_text(path, where + ".response", function_response_text(response.get("response")))}
 
     def own(self, node: _Node, chat: Conversation, base: list[dict]) -> list[dict]:
         """A node's messages (an assistant node is a call, made on ``base``)."""
@@ -189,10 +187,13 @@ class _Reader:
         chat.replace(base)
         call = chat.call(node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")),
                          request_id=node.uuid)
-        first = node.records[0]
+        first, last = node.records[0], node.records[-1]
         agent = first.get("agentId")
         if call is not None and (first.get("isSidechain") or isinstance(agent, str)):
             call.thread = agent if isinstance(agent, str) else "sidechain"
+        if call is not None:  # where the agent worked, as the response's record says
+            call.cwd = optional_text(self.trace.path, node.wheres[-1] + ": cwd", last.get("cwd"))
+            call.git_branch = optional_text(self.trace.path, node.wheres[-1] + ": gitBranch", last.get("gitBranch"))
         return clean
 
     def usage(self, where: str, usage: Any) -> Usage | None:
@@ -200,11 +201,11 @@ class _Reader:
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None
-        return Usage(
+        return check_cached(self.trace.path, where, Usage(
             prompt=(counts["promptTokenCount"] or 0) + (counts["toolUsePromptTokenCount"] or 0),
             cache_read=counts["cachedContentTokenCount"],
             output=(counts["candidatesTokenCount"] or 0) + (counts["thoughtsTokenCount"] or 0),
-        )
+        ), "cachedContentTokenCount")
 
     def compressed(self, node: _Node, chat: Conversation) -> list[dict]:
         """A chat_compression record's history, as the prompts after it start from it."""

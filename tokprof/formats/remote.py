@@ -24,8 +24,9 @@ def _fs(url: str) -> tuple[Any, str]:
         raise InputError(url, None, f"reading URLs needs fsspec: {HINT}") from None
     try:
         return url_to_fs(url)
-    except ImportError as exc:
-        raise InputError(url, None, f"no file system for this URL ({exc}): {HINT}") from None
+    except ImportError as exc:  # fsspec names the package (gcsfs, adlfs, ...); tokprof's extra holds S3's
+        hint = f": {HINT}" if url.split("://", 1)[0].lower() in ("s3", "s3a") else ""
+        raise InputError(url, None, f"no file system for this URL ({exc}){hint}") from None
     except ValueError as exc:
         raise InputError(url, None, f"not a URL fsspec knows: {exc}") from None
 

@@ -45,7 +45,8 @@ def tables(report: SessionsReport, calls: Sequence[CallRecord], rollups: Sequenc
                  [tuple(getattr(row, name) for name in SESSION_FIELDS) for row in report.sessions])]
     for rollup in rollups:
         names = (*rollup.by, "sessions", "calls", "billed_input", *_bucket_names(rollup), "reported_calls",
-                 "reported_prompt", "reported_cache_read", "reported_output", "cost", "priced_calls")
+                 "reported_prompt", "reported_cache_read", "reported_cache_write", "reported_output", "cost",
+                 "priced_calls")
         rows = []
         for row in rollup.rows:
             d = row.to_dict(rollup.by)
