@@ -17,7 +17,8 @@ PACKAGE = ROOT / "tokprof"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.cache", "tokprof.costs",
               "tokprof.estimates", "tokprof.carry", "tokprof.catalogue", "tokprof.version", "tokprof.outputs",
-              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow")),
+              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow", "tokprof.bounded",
+              "tokprof.schemacheck")),
     ("trace", ("tokprof.trace",)),
     ("formats", ("tokprof.formats",)),
     ("transforms", ("tokprof.transforms", "tokprof.config")),

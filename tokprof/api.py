@@ -606,7 +606,8 @@ def load_config(path: PathLike | None = None) -> Config:
     if path is None:
         return find_config(Path.cwd()) or Config()
     if not Path(path).is_file():
-        raise ConfigError(f"{os.fspath(path)}: no such configuration file")
+        exists = os.path.exists(path) and not os.path.isdir(path)
+        raise ConfigError(f"{os.fspath(path)}: " + ("not a regular file" if exists else "no such configuration file"))
     return load_file(Path(path))
 
 

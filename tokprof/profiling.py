@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import tokprof.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution import BUCKETS, WARNINGS, Attributor
 from tokprof.cache import write_atomic
@@ -561,7 +562,7 @@ class Profile:
         """Whether a file looks like a saved profile (its JSON object says ``"kind": "profile"`` near
         the start, as :meth:`save` writes it); :meth:`load` checks the rest."""
         try:
-            with open(path, "rb") as f:
+            with bounded.open_input(path) as f:
                 head = f.read(2048)
         except OSError:
             return False
@@ -571,9 +572,7 @@ class Profile:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Profile":
         """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
-        with open(path, "rb") as f:
-            data = f.read()
-        return cls.from_dict(_saved_json(data))
+        return cls.from_dict(_saved_json(bounded.read_bytes(path, "saved profile")))
 
 
 def _reject_constant(name: str) -> None:
