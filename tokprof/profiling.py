@@ -10,6 +10,8 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
@@ -531,6 +533,7 @@ class Profile:
         if missing:
             raise ProfileFileError(f"{missing[0]}: missing: not a complete tokprof profile")
         _check_calls(d["calls"])
+        _check_schema(d)
         try:
             summary = d.get("summary") or {}
             catalogue = summary.get("catalogue")
@@ -573,6 +576,26 @@ class Profile:
     def load(cls, path: str | os.PathLike) -> "Profile":
         """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
         return cls.from_dict(_saved_json(bounded.read_bytes(path, "saved profile")))
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    """The published schema of a profile (docs/schema/profile.schema.json, shipped in the package)."""
+    return json.loads(resources.files("tokprof").joinpath("schemas/profile.schema.json").read_text(encoding="utf-8"))
+
+
+def _check_schema(d: dict) -> None:
+    """A saved profile checked against the published schema before any report reads it: every field
+    of the type and range the schema gives (fields a profile of an older version lacks may be missing;
+    its version is checked before). :class:`ProfileFileError` names the first place that is not."""
+    from tokprof.schemacheck import Checker, SchemaMismatch
+
+    current = d.get("schema_version") == SCHEMA_VERSION
+    checked = d if current else {**d, "schema_version": SCHEMA_VERSION}
+    try:
+        Checker(_schema(), required=current).check(checked)
+    except SchemaMismatch as exc:
+        raise ProfileFileError(f"{_visible_place(exc.place or 'the top')}: {exc.problem}") from None
 
 
 def _reject_constant(name: str) -> None:

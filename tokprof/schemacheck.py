@@ -23,12 +23,30 @@ _TYPES = {"null": "null", "boolean": "true or false", "integer": "a whole number
           "string": "a string", "array": "a list", "object": "an object"}
 
 
-class SchemaMismatch(ValueError):
-    """A value that the schema does not allow: ``place`` is where, ``problem`` is what."""
+Place = tuple  # the keys and indexes from the top to a value, made into text only for a message
 
-    def __init__(self, place: str, problem: str):
-        super().__init__(f"{place or 'the top'}: {problem}")
-        self.place, self.problem = place, problem
+
+def place_text(place: Place) -> str:
+    """``("calls", 3, "cost")`` as ``calls[3].cost``."""
+    text = ""
+    for key in place:
+        text = f"{text}[{key}]" if isinstance(key, int) else (f"{text}.{key}" if text else str(key))
+    return text
+
+
+class SchemaMismatch(ValueError):
+    """A value that the schema does not allow: ``place`` is where (text), ``problem`` is what."""
+
+    def __init__(self, place: Place, problem: str):
+        super().__init__(problem)
+        self.at, self.problem = place, problem  # the text is made when asked: most mismatches are tries
+
+    @property
+    def place(self) -> str:
+        return place_text(self.at)
+
+    def __str__(self) -> str:
+        return f"{self.place or 'the top'}: {self.problem}"
 
 
 def _is(value: Any, kind: str) -> bool:
@@ -51,6 +69,8 @@ def _is(value: Any, kind: str) -> bool:
 
 def _same(a: Any, b: Any) -> bool:
     """JSON equality: true is not 1, 1 is 1.0."""
+    if type(a) is str or type(b) is str:
+        return a == b
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
@@ -61,12 +81,6 @@ def _same(a: Any, b: Any) -> bool:
 @lru_cache(maxsize=256)
 def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(text)
-
-
-def _at(place: str, key: str | int) -> str:
-    if isinstance(key, int):
-        return f"{place}[{key}]"
-    return f"{place}.{key}" if place else key
 
 
 def _short(value: Any) -> str:
@@ -83,7 +97,7 @@ class Checker:
 
     def check(self, value: Any) -> None:
         """Raise :class:`SchemaMismatch` at the first place ``value`` does not match."""
-        self._check(value, self.root, "")
+        self._check(value, self.root, ())
 
     def _resolve(self, ref: str) -> dict:
         if not ref.startswith("#"):
@@ -93,14 +107,14 @@ class Checker:
             node = node[part.replace("~1", "/").replace("~0", "~")]
         return node
 
-    def _matches(self, value: Any, schema: Any, place: str) -> bool:
+    def _matches(self, value: Any, schema: Any, place: Place) -> bool:
         try:
             self._check(value, schema, place)
         except SchemaMismatch:
             return False
         return True
 
-    def _check(self, value: Any, schema: Any, place: str) -> set[str]:
+    def _check(self, value: Any, schema: Any, place: Place) -> set[str]:
         """Check, and return the names of the object's properties the schema evaluated."""
         if schema is True or schema == {}:
             return set()
@@ -129,10 +143,10 @@ class Checker:
         if type(value) is dict and schema.get("unevaluatedProperties") is False:
             extra = sorted(set(value) - evaluated)
             if extra:
-                raise SchemaMismatch(_at(place, extra[0]), "not a field of this object")
+                raise SchemaMismatch(place + (extra[0],), "not a field of this object")
         return evaluated
 
-    def _one_of(self, value: Any, forms: list, place: str) -> set[str]:
+    def _one_of(self, value: Any, forms: list, place: Place) -> set[str]:
         matched = [form for form in forms if self._matches(value, form, place)]
         if len(matched) == 1:
             return self._check(value, matched[0], place)
@@ -141,48 +155,22 @@ class Checker:
         raise SchemaMismatch(place, f"{_short(value)} matches {'none' if not matched else 'more than one'} "
                                     "of the forms allowed here")
 
-    def _scalar(self, value: Any, schema: dict, place: str) -> None:
-        kinds = schema.get("type")
-        if kinds is not None:
-            kinds = [kinds] if isinstance(kinds, str) else kinds
-            if not any(_is(value, kind) for kind in kinds):
-                raise SchemaMismatch(place, "expected " + " or ".join(_TYPES.get(k, k) for k in kinds))
-        if "const" in schema and not _same(value, schema["const"]):
-            raise SchemaMismatch(place, f"expected {_short(schema['const'])}")
-        if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
-            raise SchemaMismatch(place, "expected one of " + ", ".join(_short(o) for o in schema["enum"]))
-        if type(value) in (int, float):
-            for key, fails, says in (("minimum", lambda v, b: v < b, "at least"),
-                                     ("maximum", lambda v, b: v > b, "at most"),
-                                     ("exclusiveMinimum", lambda v, b: v <= b, "over"),
-                                     ("exclusiveMaximum", lambda v, b: v >= b, "under")):
-                if key in schema and fails(value, schema[key]):
-                    raise SchemaMismatch(place, f"expected a number {says} {schema[key]}")
-        if type(value) is str:
-            if len(value) < schema.get("minLength", 0):
-                raise SchemaMismatch(place, f"expected at least {schema['minLength']} characters")
-            if "maxLength" in schema and len(value) > schema["maxLength"]:
-                raise SchemaMismatch(place, f"expected at most {schema['maxLength']} characters")
-            if "pattern" in schema and not _pattern(schema["pattern"]).search(value):
-                raise SchemaMismatch(place, f"{_short(value)} is not of the form {schema['pattern']}")
+    def _scalar(self, value: Any, schema: dict, place: Place) -> None:
+        for key in schema:
+            check = _SCALAR.get(key)
+            if check is not None:
+                problem = check(value, schema[key], schema)
+                if problem is not None:
+                    raise SchemaMismatch(place, problem)
 
-    def _object(self, value: dict, schema: dict, place: str) -> set[str]:
+    def _object(self, value: dict, schema: dict, place: Place) -> set[str]:
         properties = schema.get("properties", {})
-        if self.required:
-            for name in schema.get("required", ()):
-                if name not in value:
-                    raise SchemaMismatch(_at(place, name), "missing")
-        for name, needs in schema.get("dependentRequired", {}).items():
-            if name in value and self.required:
-                for other in needs:
-                    if other not in value:
-                        raise SchemaMismatch(_at(place, other), f"missing (it goes with {name})")
         names = schema.get("propertyNames")
         patterns = schema.get("patternProperties", {})
         additional = schema.get("additionalProperties", True)
         evaluated: set[str] = set()
         for name, item in value.items():
-            at = _at(place, name)
+            at = place + (name,)
             if names is not None:
                 try:
                     self._check(name, names, at)
@@ -203,9 +191,18 @@ class Checker:
                 known = True
             if known:
                 evaluated.add(name)
+        if self.required:
+            for name in schema.get("required", ()):
+                if name not in value:
+                    raise SchemaMismatch(place + (name,), "missing")
+        for name, needs in schema.get("dependentRequired", {}).items():
+            if name in value and self.required:
+                for other in needs:
+                    if other not in value:
+                        raise SchemaMismatch(place + (other,), f"missing (it goes with {name})")
         return evaluated
 
-    def _array(self, value: list, schema: dict, place: str) -> None:
+    def _array(self, value: list, schema: dict, place: Place) -> None:
         if len(value) < schema.get("minItems", 0):
             raise SchemaMismatch(place, f"expected at least {schema['minItems']} items")
         if "maxItems" in schema and len(value) > schema["maxItems"]:
@@ -213,11 +210,58 @@ class Checker:
         items = schema.get("items")
         if items is not None:
             for index, item in enumerate(value):
-                self._check(item, items, _at(place, index))
+                self._check(item, items, place + (index,))
         if schema.get("uniqueItems"):
             seen = set()
             for index, item in enumerate(value):
                 key = json.dumps(item, sort_keys=True)
                 if key in seen:
-                    raise SchemaMismatch(_at(place, index), "a repeated item (the items must differ)")
+                    raise SchemaMismatch(place + (index,), "a repeated item (the items must differ)")
                 seen.add(key)
+
+
+def _type(value: Any, kinds: Any, schema: dict) -> str | None:
+    kinds = [kinds] if isinstance(kinds, str) else kinds
+    if any(_is(value, kind) for kind in kinds):
+        return None
+    return "expected " + " or ".join(_TYPES.get(k, k) for k in kinds)
+
+
+def _const(value: Any, const: Any, schema: dict) -> str | None:
+    return None if _same(value, const) else f"expected {_short(const)}"
+
+
+def _enum(value: Any, options: Any, schema: dict) -> str | None:
+    if any(_same(value, option) for option in options):
+        return None
+    return "expected one of " + ", ".join(_short(o) for o in options)
+
+
+def _bound(says: str, fails: Any) -> Any:
+    def check(value: Any, bound: Any, schema: dict) -> str | None:
+        if type(value) in (int, float) and fails(value, bound):
+            return f"expected a number {says} {bound}"
+        return None
+    return check
+
+
+def _min_length(value: Any, size: int, schema: dict) -> str | None:
+    return f"expected at least {size} characters" if type(value) is str and len(value) < size else None
+
+
+def _max_length(value: Any, size: int, schema: dict) -> str | None:
+    return f"expected at most {size} characters" if type(value) is str and len(value) > size else None
+
+
+def _pattern_of(value: Any, pattern: str, schema: dict) -> str | None:
+    if type(value) is str and not _pattern(pattern).search(value):
+        return f"{_short(value)} is not of the form {pattern}"
+    return None
+
+
+_SCALAR = {
+    "type": _type, "const": _const, "enum": _enum,
+    "minimum": _bound("at least", lambda v, b: v < b), "maximum": _bound("at most", lambda v, b: v > b),
+    "exclusiveMinimum": _bound("over", lambda v, b: v <= b), "exclusiveMaximum": _bound("under", lambda v, b: v >= b),
+    "minLength": _min_length, "maxLength": _max_length, "pattern": _pattern_of,
+}
