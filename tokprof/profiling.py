@@ -516,7 +516,9 @@ class Profile:
         }
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        from tokprof.text import json_text
+
+        return json_text(self.to_dict())
 
     @classmethod
     def from_dict(cls, d: dict) -> "Profile":

@@ -40,3 +40,16 @@ def no_workflow_commands(text: str) -> str:
     character replaced by its full-width form (U+FF1A for ``:``, U+FF03 for ``#``), so that it reads
     the same and commands nothing. tokprof's own annotations are written apart."""
     return _COMMAND_START.sub(lambda m: m.group(1) + chr(ord(m.group(2)) + 0xFEE0), text)
+
+
+def json_text(value: object, indent: int | None = 2) -> str:
+    """A report's JSON, strictly: a NaN or an infinity (which JSON has no form for, and Python would
+    write as ``NaN``) is a :class:`tokprof.errors.TokprofError`, never invalid JSON written out."""
+    import json
+
+    from tokprof.errors import TokprofError
+
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError:
+        raise TokprofError("the report holds a number JSON cannot write (NaN or infinity): not written") from None
