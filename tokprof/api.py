@@ -6,6 +6,7 @@ Everything here is exported from :mod:`tokprof`; see its docstring for an exampl
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from threading import Lock
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from tokprof.analyses import budgets
 from tokprof.analyses.cost import UserPrice
@@ -31,6 +32,8 @@ from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
 from tokprof.trace import Call, Note, Trace
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from tokprof.analyses.local import LocalSession
@@ -286,11 +289,25 @@ def _prices(prices: PricesArg) -> dict[str, UserPrice]:
     return user_prices(prices)
 
 
+def _one_run(function: Callable[..., T]) -> Callable[..., T]:
+    """The renders of one call of ``function`` are one run: their time together is bounded
+    (``TOKPROF_TEMPLATE_RUN_TIMEOUT``, tokprof.models.template.Limits)."""
+    from tokprof.models.template import template_run
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> T:
+        with template_run():
+            return function(*args, **kwargs)
+
+    return run
+
+
 def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: PricesArg) -> Profile:
     """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
     return attach_analyses(result, trace, chat, user_prices(prices))
 
 
+@_one_run
 def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
     from tokprof.transforms import fit
 
@@ -477,6 +494,7 @@ def find_session(directory: PathLike, wanted: str) -> str:
 
 
 # -- tools and budgets ----------------------------------------------------------------------------
+@_one_run
 def tools_report(
     log: PathLike | Trace | None = None,
     *,
@@ -527,6 +545,7 @@ def tools_report(
 
 
 # -- what-if ------------------------------------------------------------------------------------------
+@_one_run
 def whatif(
     log: PathLike | Trace,
     policies: Sequence[str] | None = None,
@@ -665,6 +684,7 @@ def _configured_model(model: str | Model | None, config: Config, template: PathL
             raise ModelError(f"{config.model_where or 'model'}: {exc}") from None
 
 
+@_one_run
 def run_check(
     log: PathLike | None = None,
     *,

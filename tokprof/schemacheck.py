@@ -114,6 +114,15 @@ class Checker:
             return False
         return True
 
+    def _holds(self, value: Any, schema: Any, place: Place) -> bool:
+        """Whether a condition (``if``, ``not``) holds: its ``required`` fields count even when
+        missing fields are allowed (an older layout)."""
+        demanding, self.required = self.required, True
+        try:
+            return self._matches(value, schema, place)
+        finally:
+            self.required = demanding
+
     def _check(self, value: Any, schema: Any, place: Place) -> set[str]:
         """Check, and return the names of the object's properties the schema evaluated."""
         if schema is True or schema == {}:
@@ -134,10 +143,10 @@ class Checker:
             raise SchemaMismatch(place, f"{_short(value)} matches none of the forms allowed here")
         if "oneOf" in schema:
             evaluated |= self._one_of(value, schema["oneOf"], place)
-        if "not" in schema and self._matches(value, schema["not"], place):
+        if "not" in schema and self._holds(value, schema["not"], place):
             raise SchemaMismatch(place, "has a form not allowed here")
         if "if" in schema:
-            branch = schema.get("then" if self._matches(value, schema["if"], place) else "else")
+            branch = schema.get("then" if self._holds(value, schema["if"], place) else "else")
             if branch is not None:
                 evaluated |= self._check(value, branch, place)
         if type(value) is dict and schema.get("unevaluatedProperties") is False:
