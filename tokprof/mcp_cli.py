@@ -96,7 +96,8 @@ def mcp(
     if output and report.tools:
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))
     outputs.append((None, _cli._render(report, fmt, options)))
-    _cli._write(outputs, (log,))
+    read = tuple(dict.fromkeys(s.origin for s in found.servers if s.origin != "--server"))  # the configurations read
+    _cli._write(outputs, (log, chat_template, *(str(f) for f in file or ()), *found.searched, *read))
     if not report.servers:
         return _cli.EXIT_USAGE
     return _cli.EXIT_FAIL if report.failures else _cli.EXIT_OK
