@@ -354,7 +354,7 @@ def saved_profile(path: PathLike) -> Profile | None:
     except ProfileFileError as exc:
         raise TokprofError(f"{name}: {exc}") from None
     except (OSError, ValueError) as exc:
-        raise TokprofError(f"{name}: cannot read the saved profile: {exc}") from None
+        raise TokprofError(f"{name}: cannot read the saved profile: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def profile_file(path: PathLike, **options: Any) -> Profile:
