@@ -80,3 +80,26 @@ def test_catalogue_costs_are_those_of_whole_renders(name, monkeypatch):
     monkeypatch.setattr(analysis, "count_like", lambda counter, text, *reference: counter.count(text))
     plain = analysis.catalogue_cost(model, catalogue, "You are a test bot.", called={"tool_1"})
     assert fast == plain
+
+
+def test_a_run_of_millions_of_blanks_is_one_line(tmp_path, capsys):
+    """#33: tokenizers' patterns backtrack over a long run of one white-space character (Hugging Face's
+    aborted the process on 12 million spaces): over LONGEST_BLANK_RUN it is a one-line error."""
+    import json as _json
+
+    from conftest import FIXTURES
+    from tokprof.cli import main
+    from tokprof.errors import ModelError
+    from tokprof.models.counters import LONGEST_BLANK_RUN, check_blank_runs
+
+    check_blank_runs("a" + " " * LONGEST_BLANK_RUN + "b", "test")  # at the limit: counted
+    with pytest.raises(ModelError, match="a run of over"):
+        check_blank_runs("a" + "\n" * (LONGEST_BLANK_RUN + 1), "test")
+    log = _json.loads((FIXTURES / "good_transcript.json").read_text())
+    user = next(m for m in log["messages"] if m["role"] == "user")
+    user["content"] = "look" + " " * (LONGEST_BLANK_RUN + 10) + "here"
+    path = tmp_path / "spaces.json"
+    path.write_text(_json.dumps(log))
+    assert main(["profile", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tokprof: error: ") and "a run of over 2,000,000 ' ' characters" in err and err.count("\n") == 1

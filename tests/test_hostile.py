@@ -62,7 +62,7 @@ def test_limits_change_no_count(capsys):
     from tokprof.models.template import _compile
 
     model = resolve_model("qwen2.5")
-    assert _compile(model.prompt_format.select(True), False).environment.intercepted_binops == {"*", "**"}
+    assert _compile(model.prompt_format.select(True), False).environment.intercepted_binops == {"*", "**", "+", "%"}
     assert main(["profile", str(LOG), "-f", "json"]) == 0  # the embedded template renders as before
     assert json.loads(capsys.readouterr().out)["summary"]["billed_input"] > 0
 

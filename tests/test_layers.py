@@ -17,7 +17,8 @@ PACKAGE = ROOT / "tokprof"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.files", "tokprof.billing",
               "tokprof.version", "tokprof.outputs",
-              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow", "tokprof.jsontext")),
+              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow", "tokprof.jsontext",
+              "tokprof.bounded", "tokprof.schemacheck")),
     ("trace", ("tokprof.trace",)),
     ("formats", ("tokprof.formats", "tokprof.prompts")),
     ("transforms", ("tokprof.transforms", "tokprof.config")),

@@ -30,8 +30,14 @@ def test_dumps_is_json_dumps_with_indent_byte_for_byte(value):
     assert dumps(value, indent=None) == json.dumps(value, ensure_ascii=False)
 
 
-def test_dumps_writes_nan_as_json_dumps_does():
-    assert dumps({"x": math.nan}) == json.dumps({"x": math.nan}, indent=2, ensure_ascii=False)
+def test_dumps_refuses_nan_rather_than_writing_invalid_json():
+    import pytest
+
+    from tokprof.errors import TokprofError
+
+    for value in (math.nan, math.inf):
+        with pytest.raises(TokprofError, match="NaN or infinity"):
+            dumps({"x": value})
 
 
 def _line(kind: str, uuid: str, parent: str | None, **extra) -> dict:

@@ -4,6 +4,7 @@ directory and its baseline, links."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -125,3 +126,27 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
     assert stopped.value.code == 143
     assert list(tmp_path.iterdir()) == []
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+def test_the_sessions_list_never_replaces_a_session(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    session = home / ".claude/projects/-work-app/s1.jsonl"
+    session.parent.mkdir(parents=True)
+    simple_session(session)
+    refused(["sessions", "-f", "json", "-o", str(session)], capsys, session)
+
+
+def test_the_mcp_catalogue_never_replaces_a_configuration_it_read(tmp_path, capsys):
+    import sys
+
+    from test_mcp import SERVER
+
+    server = tmp_path / "server.py"
+    server.write_text(SERVER, encoding="utf-8")
+    config = tmp_path / "mcp.json"
+    config.write_text('{"mcpServers": {"one": {"command": ' + json.dumps(sys.executable) + ', "args": ['
+                      + json.dumps(str(server)) + ', "1", "0"]}}}')
+    refused(["mcp", "--file", str(config), "-o", str(config)], capsys, config)

@@ -27,6 +27,15 @@ def saved(tmp_path_factory, fuzz_model_dir):
 
 
 @pytest.fixture(scope="module")
+def priced(tmp_path_factory, fuzz_model_dir):
+    """A saved profile with every call priced (a cost summary, per-call costs, tool result costs)."""
+    path = tmp_path_factory.mktemp("priced") / "run.json"
+    assert main(["profile", str(FIXTURES / "good_transcript.json"), "--model", str(fuzz_model_dir), "-f", "json",
+                 "--price", "1/2/0.1", "-o", str(path), "--no-progress"]) == 0
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
 def fuzz_model_dir(tmp_path_factory):
     from conftest import CHATML, train_tiny_tokenizer, write_json
 
@@ -93,3 +102,45 @@ def test_saved_profile_fuzz(saved, tmp_path, capsys, n):
     out, _ = capsys.readouterr()
     if code == 0:
         json.loads(out, parse_constant=lambda name: pytest.fail(f"{what}: {name} written back"))
+
+
+def swap_type(value, rng: random.Random):
+    """A value of another JSON type where the schema wants this one: a number in a list, a string as a
+    number, an object as a list, a list as a string."""
+    if isinstance(value, bool):
+        return rng.choice(["true", 1, None])
+    if isinstance(value, (int, float)):
+        return rng.choice([[value], str(value), {"n": value}, -value - 1, value + 0.5, 10**16])
+    if isinstance(value, str):
+        return rng.choice([[value], 7, {"s": value}, value + "\ud800"])
+    if isinstance(value, list):
+        return rng.choice([json.dumps(value), {"0": value}, value + value, [[value]]])
+    if isinstance(value, dict):
+        return rng.choice([list(value.values()), json.dumps(value), {**value, "extra": 1}, {}])
+    return rng.choice([0, "", [], {}])
+
+
+@pytest.mark.parametrize("n", range(int(os.environ.get("TOKPROF_FUZZ_MUTANTS") or 24)))
+def test_priced_saved_profile_fuzz(priced, tmp_path, capsys, n):
+    """Type-swapping mutants of a priced profile (#33: a list where a number belongs in the cost
+    summary was a TypeError): every command ends with 0, or 2 and one line naming the field."""
+    rng = random.Random(f"33-priced-{n}")
+    value = json.loads(json.dumps(priced))
+    places = [p for p in _places(value)[1:] if p[0] in ("summary", "calls", "model", "source", "warnings")]
+    what = []
+    for _ in range(rng.randint(1, 2)):
+        place = rng.choice(places)
+        try:
+            current = _get(value, place)
+        except (KeyError, IndexError, TypeError):
+            continue
+        new = swap_type(current, rng)
+        value = _replace(value, place, new)
+        what.append(f"{place} = {dump(new)[:30]!r}")
+    path = tmp_path / "mutant.json"
+    path.write_text(dump(value), encoding="utf-8")
+    for code, _out, err in run_all(path, capsys, tmp_path):
+        assert code in (0, 2), (what, err[-1500:])
+        assert "Traceback" not in err, what
+        if code == 2:
+            assert err.startswith(f"tokprof: error: {path}: ") and err.count("\n") == 1, (what, err)

@@ -223,7 +223,6 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
 
 
 def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
-    import builtins
 
     from tokprof.formats import discovery
 
@@ -231,12 +230,16 @@ def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
     locked = project / "locked.jsonl"
     locked.write_text("{}\n")
 
+    from tokprof import bounded
+
+    opened = bounded.open_input
+
     def guarded(path, *args, **kwargs):
         if Path(path) == locked:
             raise PermissionError(13, "Permission denied", str(path))
-        return builtins.open(path, *args, **kwargs)
+        return opened(path, *args, **kwargs)
 
-    monkeypatch.setattr(discovery, "open", guarded, raising=False)
+    monkeypatch.setattr(bounded, "open_input", guarded)  # discovery opens a user's files through it
     found = discovery.scan(project)
     assert (locked, "unreadable: Permission denied") in found.skipped
     assert [path.name for _, path in found.sessions] == ["sess-compacted.jsonl", "sess-simple.jsonl"]

@@ -6,6 +6,7 @@ Everything here is exported from :mod:`tokprof`; see its docstring for an exampl
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from threading import Lock
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from tokprof.analyses import budgets
 from tokprof.analyses.cost import UserPrice
@@ -32,6 +33,8 @@ from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
 from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt  # noqa: F401 (the facade exports them)
 from tokprof.trace import Call, Note, Trace
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
@@ -246,11 +249,25 @@ def _prices(prices: PricesArg) -> dict[str, UserPrice]:
     return user_prices(prices)
 
 
+def _one_run(function: Callable[..., T]) -> Callable[..., T]:
+    """The renders of one call of ``function`` are one run: their time together is bounded
+    (``TOKPROF_TEMPLATE_RUN_TIMEOUT``, tokprof.models.template.Limits)."""
+    from tokprof.models.template import template_run
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> T:
+        with template_run():
+            return function(*args, **kwargs)
+
+    return run
+
+
 def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: PricesArg) -> Profile:
     """The analyses a profile carries: the tool catalogue (with ``chat``), the cost and the computed cache."""
     return attach_analyses(result, trace, chat, user_prices(prices))
 
 
+@_one_run
 def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
     from tokprof.transforms import fit
 
@@ -297,7 +314,7 @@ def saved_profile(path: PathLike) -> Profile | None:
     except ProfileFileError as exc:
         raise TokprofError(f"{name}: {exc}") from None
     except (OSError, ValueError) as exc:
-        raise TokprofError(f"{name}: cannot read the saved profile: {exc}") from None
+        raise TokprofError(f"{name}: cannot read the saved profile: {getattr(exc, 'strerror', None) or exc}") from None
 
 
 def profile_file(path: PathLike, **options: Any) -> Profile:
@@ -455,6 +472,7 @@ def recordings(directory: PathLike) -> list[str]:
 
 
 # -- tools and budgets ----------------------------------------------------------------------------
+@_one_run
 def tools_report(
     log: PathLike | Trace | None = None,
     *,
@@ -506,6 +524,7 @@ def tools_report(
 
 
 # -- what-if ------------------------------------------------------------------------------------------
+@_one_run
 def whatif(
     log: PathLike | Trace,
     policies: Sequence[str] | None = None,
@@ -585,7 +604,8 @@ def load_config(path: PathLike | None = None) -> Config:
     if path is None:
         return find_config(Path.cwd()) or Config()
     if not Path(path).is_file():
-        raise ConfigError(f"{os.fspath(path)}: no such configuration file")
+        exists = os.path.exists(path) and not os.path.isdir(path)
+        raise ConfigError(f"{os.fspath(path)}: " + ("not a regular file" if exists else "no such configuration file"))
     return load_file(Path(path))
 
 
@@ -643,6 +663,7 @@ def _configured_model(model: str | Model | None, config: Config, template: PathL
             raise ModelError(f"{config.model_where or 'model'}: {exc}") from None
 
 
+@_one_run
 def run_check(
     log: PathLike | None = None,
     *,

@@ -471,7 +471,8 @@ def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> in
 
     if fmt not in formats_for("local"):
         raise TokprofError(f"the list of sessions is one of {', '.join(formats_for('local'))}, not {fmt}")
-    _write([(output, _render(api.local_sessions(agent), fmt, options))])
+    sessions = api.local_sessions(agent)
+    _write([(output, _render(sessions, fmt, options))], tuple(row.path for row in sessions))  # -o never replaces one
     return EXIT_OK
 
 

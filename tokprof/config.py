@@ -15,6 +15,7 @@ from typing import Any
 
 import tomllib
 
+import tokprof.bounded as bounded
 from tokprof.billing import PriceError, Rates, parse_rates
 from tokprof.errors import TokprofError
 
@@ -319,7 +320,7 @@ def _policies(value: Any, where: str) -> tuple[str, ...]:
 def _load_toml(path: Path, data: bytes | None = None) -> dict:
     try:
         if data is None:
-            data = path.read_bytes()
+            data = bounded.read_bytes(path, "configuration")
         return tomllib.loads(data.decode("utf-8"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
@@ -351,7 +352,7 @@ def find_config(start: Path) -> Config | None:
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                raw = candidate.read_bytes()
+                raw = bounded.read_bytes(candidate, "configuration")
             except OSError:
                 continue  # an unreadable pyproject.toml is not ours to judge
             if b"tokprof" not in raw:

@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from typing import IO, Any
 
+import tokprof.bounded as bounded
 from tokprof.analyses.budgets import CheckResult
 from tokprof.text import visible
 
@@ -81,10 +82,7 @@ def pull_request(event_path: str | None) -> int | None:
     if not event_path:
         return None
     try:
-        with open(event_path, "rb") as f:
-            data = f.read(EVENT_LIMIT + 1)  # /dev/zero, or any endless file, is read no further
-        if len(data) > EVENT_LIMIT:
-            return None
+        data = bounded.read_bytes(event_path, "event", EVENT_LIMIT)  # /dev/zero is read no further
         event = json.loads(data.decode("utf-8"))
     except (OSError, ValueError, RecursionError):
         return None

@@ -15,8 +15,18 @@ BATCH = 4096  # pieces joined at a time
 
 
 def dumps(value: Any, indent: int | None = 2) -> str:
-    """``json.dumps(value, indent=indent, ensure_ascii=False)``, byte for byte."""
-    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent)
+    """``json.dumps(value, indent=indent, ensure_ascii=False)``, byte for byte; a NaN or an infinity
+    (which JSON has no form for) is a :class:`tokprof.errors.TokprofError`, never invalid JSON."""
+    from tokprof.errors import TokprofError
+
+    encoder = json.JSONEncoder(ensure_ascii=False, indent=indent, allow_nan=False)
+    try:
+        return _joined(encoder, value)
+    except ValueError:
+        raise TokprofError("the report holds a number JSON cannot write (NaN or infinity): not written") from None
+
+
+def _joined(encoder: json.JSONEncoder, value: Any) -> str:
     joined: list[str] = []
     batch: list[str] = []
     for piece in encoder.iterencode(value):

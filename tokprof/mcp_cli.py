@@ -99,7 +99,8 @@ def mcp(
     elif output:
         print(f"tokprof: warning: no server listed a tool: {visible(output)} not written", file=sys.stderr)
     outputs.append((None, _cli._render(report, fmt, options)))
-    _cli._write(outputs, (log,))
+    read = tuple(dict.fromkeys(s.origin for s in found.servers if s.origin != "--server"))  # the configurations read
+    _cli._write(outputs, (log, chat_template, *(str(f) for f in file or ()), *found.searched, *read))
     if not report.servers:
         return _cli.EXIT_USAGE
     return _cli.EXIT_FAIL if report.failures else _cli.EXIT_OK

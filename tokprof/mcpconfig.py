@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tokprof.bounded as bounded
 from tokprof.errors import InputError, TokprofError
 
 AGENTS = ("claude-code", "claude-desktop", "cursor", "vscode", "codex", "gemini")
@@ -201,7 +202,7 @@ _JSONC = re.compile(r'"(?:\\.|[^"\\])*"|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.DO
 
 def _json(path: Path, comments: bool = False) -> Any:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = bounded.read_text(path, "configuration")
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(str(path), None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     if comments:
@@ -226,7 +227,7 @@ def read_file(path: Path, agent: str, project: bool = False, project_dir: Path |
     name = str(path)
     if agent == "codex":
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(bounded.read_text(path, "configuration"))
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(name, None, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         except tomllib.TOMLDecodeError as exc:

@@ -10,9 +10,12 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
+import tokprof.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
 from tokprof.files import write_atomic
@@ -532,6 +535,7 @@ class Profile:
         if missing:
             raise ProfileFileError(f"{missing[0]}: missing: not a complete tokprof profile")
         _check_calls(d["calls"])
+        _check_schema(d)
         try:
             summary = d.get("summary") or {}
             catalogue = summary.get("catalogue")
@@ -563,7 +567,7 @@ class Profile:
         """Whether a file looks like a saved profile (its JSON object says ``"kind": "profile"`` near
         the start, as :meth:`save` writes it); :meth:`load` checks the rest."""
         try:
-            with open(path, "rb") as f:
+            with bounded.open_input(path) as f:
                 head = f.read(2048)
         except OSError:
             return False
@@ -573,9 +577,27 @@ class Profile:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Profile":
         """Read a profile saved by :meth:`save` (or ``tokprof profile --format json``)."""
-        with open(path, "rb") as f:
-            data = f.read()
-        return cls.from_dict(_saved_json(data))
+        return cls.from_dict(_saved_json(bounded.read_bytes(path, "saved profile")))
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    """The published schema of a profile (docs/schema/profile.schema.json, shipped in the package)."""
+    return json.loads(resources.files("tokprof").joinpath("schemas/profile.schema.json").read_text(encoding="utf-8"))
+
+
+def _check_schema(d: dict) -> None:
+    """A saved profile checked against the published schema before any report reads it: every field
+    of the type and range the schema gives (fields a profile of an older version lacks may be missing;
+    its version is checked before). :class:`ProfileFileError` names the first place that is not."""
+    from tokprof.schemacheck import Checker, SchemaMismatch
+
+    current = d.get("schema_version") == SCHEMA_VERSION
+    checked = d if current else {**d, "schema_version": SCHEMA_VERSION}
+    try:
+        Checker(_schema(), required=current).check(checked)
+    except SchemaMismatch as exc:
+        raise ProfileFileError(f"{_visible_place(exc.place or 'the top')}: {exc.problem}") from None
 
 
 def _reject_constant(name: str) -> None:

@@ -48,3 +48,11 @@ def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
 
     close = difflib.get_close_matches(value, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def json_text(value: object, indent: int | None = 2) -> str:
+    """A report's JSON, strictly: a NaN or an infinity (which JSON has no form for, and Python would
+    write as ``NaN``) is a :class:`tokprof.errors.TokprofError`, never invalid JSON written out."""
+    from tokprof.jsontext import dumps
+
+    return dumps(value, indent) + "\n"

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import tokprof.bounded as bounded
 from tokprof.version import __version__
 from tokprof.analyses.cache_loss import miss_cost
 from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
@@ -159,8 +160,7 @@ def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: d
 
 def load_baseline(path: str, measurement: Measurement) -> dict:
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = json.loads(bounded.read_text(path, "baseline"))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read baseline: {exc.strerror}") from None
     except ValueError as exc:
@@ -443,7 +443,7 @@ def judge(
     baseline = None
     notes = []
     if not updating and baseline_path:
-        if Path(baseline_path).is_file():
+        if Path(baseline_path).exists() and not Path(baseline_path).is_dir():  # a device too: read, capped
             baseline = load_baseline(baseline_path, measurement)
         elif explicit:
             raise ConfigError(f"{baseline_path}: no such baseline file")

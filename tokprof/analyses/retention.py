@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tokprof.bounded as bounded
 from tokprof.errors import InputError
 from tokprof.trace import Call, Trace
 from tokprof.transforms.policies import AddedCall
@@ -75,7 +76,7 @@ def parse_fact(text: str) -> Fact:
 def read_facts(path: str | Path) -> list[str]:
     """The facts of a file, one per line (blank lines and lines starting with ``#`` left out)."""
     try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
+        lines = bounded.read_text(path, "facts").splitlines()
     except OSError as exc:
         raise InputError(str(path), None, f"cannot read the facts file: {exc.strerror}") from None
     except UnicodeDecodeError as exc:

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+import tokprof.bounded as bounded
 from tokprof.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
@@ -128,7 +129,7 @@ def _is_zip(path: str) -> bool:
 
 def _starts_like_zip(path: str) -> bool:
     try:
-        with open(path, "rb") as f:
+        with bounded.open_input(path) as f:
             return f.read(4) == b"PK\x03\x04"
     except OSError:
         return False

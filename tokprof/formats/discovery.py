@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tokprof.bounded as bounded
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
@@ -112,7 +113,7 @@ def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
 def _peek(path: Path, opener: Any = None) -> _Peek:
     """What a file is; ``opener`` opens it when it is not a local file (a URL: tokprof.formats.remote)."""
     try:
-        with (opener() if opener is not None else open(path, "rb")) as f:
+        with (opener() if opener is not None else bounded.open_input(path)) as f:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")
@@ -135,7 +136,7 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
         return _classify(path, Document(value=value))
     if _whole_document_is_a_session(path, head):
         try:
-            return _classify(path, Document(value=parse(path.read_bytes().decode("utf-8-sig"))))
+            return _classify(path, Document(value=parse(bounded.read_bytes(path, "log").decode("utf-8-sig"))))
         except (OSError, ValueError):
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON")
     return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),

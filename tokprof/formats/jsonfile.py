@@ -18,9 +18,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
+import tokprof.bounded as bounded
 from tokprof.errors import InputError
 
 #: How deep a JSON value from a log may nest (objects and lists). JSON Schemas, Inspect's events and
@@ -142,6 +144,15 @@ def _check_file(path: str) -> None:
         raise InputError(path, None, "no such file")
     if os.path.isdir(path):
         raise InputError(path, None, "is a directory, not a file (tokprof profile DIR profiles a folder of sessions)")
+    if _is_pipe(path):
+        raise InputError(path, None, "is a pipe, not a file (a log is read more than once): save it to a file and give its path")
+
+
+def _is_pipe(path: str) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode) or stat.S_ISSOCK(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _open(path: str) -> IO[bytes]:
@@ -151,15 +162,16 @@ def _open(path: str) -> IO[bytes]:
         return open_url(path)
     _check_file(path)
     try:
-        return open(path, "rb")
+        return bounded.open_input(path)  # a FIFO without a writer reads as empty, never waits
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
 
 
-def read_text(path: str) -> str:
+def read_text(path: str, what: str = "log") -> str:
+    """A file's text, read no further than the cap for ``what`` (:data:`tokprof.bounded.CAPS`)."""
     with _open(path) as f:
         try:
-            data = f.read()
+            data = bounded.read_handle(f, what)
         except OSError as exc:
             raise InputError(path, None, f"cannot read: {exc.strerror}") from None
     return _text(path, data)
@@ -204,7 +216,7 @@ class Lines:
         seen = 0  # values given so far
         number = 0
         try:
-            for raw in handle:
+            for raw in lines_of(handle, self.path, number):
                 number += 1
                 start, offset = offset, offset + len(raw)
                 # split on newlines only: U+2028 and friends are valid inside JSON strings
@@ -315,12 +327,14 @@ class Document:
         self.close()
 
 
-def load(path: str) -> Document:
+def load(path: str, what: str = "log") -> Document:
     """Parse a file as one JSON value, or as JSONL when it holds one value per line (streamed: see
-    :class:`Lines`). Errors in the first lines are raised here; later ones as the lines are read."""
+    :class:`Lines`). Errors in the first lines are raised here; later ones as the lines are read. A
+    document is read no further than the cap for ``what`` (:data:`tokprof.bounded.CAPS`), a line no
+    further than :func:`line_cap`."""
     handle = _open(path)
     try:
-        doc = _load(path, handle)
+        doc = _load(path, handle, what)
     except BaseException:
         handle.close()
         raise
@@ -329,11 +343,11 @@ def load(path: str) -> Document:
     return doc
 
 
-def _load(path: str, handle: IO[bytes]) -> Document:
+def _load(path: str, handle: IO[bytes], what: str = "log") -> Document:
     try:
         if path.endswith(".jsonl"):
             return _jsonl(path, handle)
-        first = _first_value(path, handle)
+        first = _first_value(path, handle, what)
         if first is not None:
             number, value, end = first
             handle.seek(end)
@@ -342,7 +356,7 @@ def _load(path: str, handle: IO[bytes]) -> Document:
             handle.seek(0)
             return _jsonl(path, handle)
         handle.seek(0)
-        data = handle.read()
+        data = bounded.read_handle(handle, what)
     except OSError as exc:
         raise InputError(path, None, f"cannot read: {exc.strerror}") from None
     text = _text(path, data)
@@ -374,12 +388,12 @@ def _jsonl(path: str, handle: IO[bytes]) -> Document:
     return Document(lines=lines)
 
 
-def _first_value(path: str, handle: IO[bytes]) -> tuple[int, Any, int] | None:
+def _first_value(path: str, handle: IO[bytes], what: str = "log") -> tuple[int, Any, int] | None:
     """The first non-blank line's value when that line is a JSON value of its own (the file may be
     JSONL), with its number and where it ends; None when it is not (a pretty-printed document)."""
     number = 0
     offset = 0
-    for raw in handle:
+    for raw in lines_of(handle, path, what=what):
         number += 1
         offset += len(raw)
         try:
@@ -396,5 +410,28 @@ def _first_value(path: str, handle: IO[bytes]) -> tuple[int, Any, int] | None:
 
 
 def _blank_from(handle: IO[bytes]) -> bool:
-    """Whether nothing but white space follows (the rest of the file is read)."""
-    return all(not raw.decode("utf-8", "replace").strip() for raw in handle)
+    """Whether nothing but white space follows (the rest of the file is read, a line at most
+    :func:`line_cap` long at a time: a longer one is not blank)."""
+    limit = line_cap()
+    while raw := handle.readline(limit + 1):
+        if len(raw) > limit or raw.decode("utf-8", "replace").strip():
+            return False
+    return True
+
+
+def line_cap() -> int:
+    """The longest line of a JSONL log read, in bytes (``TOKPROF_MAX_READ_LOG_LINE`` in MiB raises it)."""
+    return bounded.cap("log line")
+
+
+def lines_of(handle: IO[bytes], path: str, before: int = 0, what: str = "log line") -> Iterator[bytes]:
+    """A file's lines, each read no further than :func:`line_cap` (``/dev/zero`` is one endless
+    line), or the cap of ``what`` when it is lower: an :class:`InputError` naming the line that is longer."""
+    limit = min(line_cap(), bounded.cap(what))
+    number = before
+    while raw := handle.readline(limit + 1):
+        number += 1
+        if len(raw) > limit and not raw.endswith(b"\n"):
+            error = bounded.too_large(what if bounded.cap(what) <= line_cap() else "log line", limit)
+            raise InputError(path, f"line {number}", f"a line {error.strerror}")
+        yield raw

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import tokprof.bounded as bounded
+
 #: How much of a file is read to tell what it looks like.
 HEAD_BYTES = 64 * 1024
 
@@ -35,7 +37,7 @@ CLAUDE_RESULT = Lookalike(
 
 def read_head(path: str | Path, size: int = HEAD_BYTES) -> bytes:
     """The first bytes of a file (raises OSError)."""
-    with open(path, "rb") as f:
+    with bounded.open_input(path) as f:  # a FIFO: never waited for
         return f.read(size)
 
 

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tokprof.bounded as bounded
 from tokprof.errors import InputError
 from tokprof.formats.fields import expect_object, string
 from tokprof.formats.jsonfile import Document, load, parse
@@ -106,7 +107,7 @@ def _is_session_file(value: dict) -> bool:
 
 def is_sqlite(path: str) -> bool:
     try:
-        with open(path, "rb") as f:
+        with bounded.open_input(path) as f:
             return f.read(16) == SQLITE_MAGIC
     except OSError:
         return False

@@ -57,7 +57,7 @@ def normalise_tools(path: str, where: str, tools: Any) -> list[dict]:
 
 
 def read_tools_file(path: str) -> list[dict]:
-    with load(path) as doc:
+    with load(path, "tools file") as doc:
         if doc.lines is not None:
             raise InputError(path, None, "expected one JSON list of tool definitions, found JSON lines")
     value = doc.value
@@ -90,4 +90,4 @@ def tools_file_source(path: str) -> str | None:
 def read_system_file(path: str) -> str:
     from tokprof.formats.jsonfile import read_text
 
-    return read_text(path)
+    return read_text(path, "system prompt")

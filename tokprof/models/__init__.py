@@ -12,6 +12,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+import tokprof.bounded as bounded
 from tokprof.errors import ModelError
 from tokprof.models import registry
 from tokprof.models.base import ChatModel, ModelInfo, PromptFormat, TokenCounter
@@ -142,7 +143,7 @@ def resolve_model(
         if path.is_dir():
             raise ModelError(f"{chat_template}: is a directory, not a chat template file")
         try:
-            source = path.read_text(encoding="utf-8")
+            source = bounded.read_text(path, "chat template")
         except OSError as exc:
             raise ModelError(f"{chat_template}: cannot read chat template: {exc.strerror}") from None
         except UnicodeDecodeError as exc:

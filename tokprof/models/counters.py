@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tokprof.errors import ModelError
 from tokprof.models.base import TokenCounter, Tokens
 from tokprof.textdiff import common_prefix, common_suffix
 
@@ -81,6 +82,23 @@ def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
     return re.compile("|".join(re.escape(c) for c in contents)), len(contents[0])
 
 
+#: The longest run of one white-space character a text may hold: tokenizers' pre-tokenizer patterns
+#: (``\s+(?!\S)``) backtrack over such a run; Hugging Face's takes 17 s on 3 million spaces and aborts
+#: the process on 12 million, tiktoken's gives up. Longer runs are a one-line error instead.
+LONGEST_BLANK_RUN = 2_000_000
+
+
+def check_blank_runs(text: str, origin: str) -> None:
+    """Raise :class:`ModelError` for a text with a run of one blank character over :data:`LONGEST_BLANK_RUN`
+    (a few passes of ``str.find`` over texts that long, none over shorter ones)."""
+    if len(text) <= LONGEST_BLANK_RUN:
+        return
+    for blank in " \n\t\r":
+        if text.find(blank * (LONGEST_BLANK_RUN + 1)) >= 0:
+            raise ModelError(f"the tokenizer ({origin}) cannot split a text with a run of over "
+                             f"{LONGEST_BLANK_RUN:,} {blank!r} characters (its pattern backtracks over it)")
+
+
 @dataclass
 class HFCounter:
     """A :class:`tokprof.models.base.TokenCounter` over a Hugging Face fast tokenizer."""
@@ -93,9 +111,11 @@ class HFCounter:
     _longest: int = field(default=0, repr=False)  # the longest added token, in characters
 
     def count(self, text: str) -> int:
+        check_blank_runs(text, self.origin)
         return len(self.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def _encode_starts(self, text: str) -> np.ndarray:
+        check_blank_runs(text, self.origin)
         offsets = self.tokenizer.encode(text, add_special_tokens=False).offsets
         return np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
 
@@ -253,12 +273,31 @@ class TiktokenCounter:
     def count(self, text: str) -> int:
         if not self._normal(text):
             text = unicodedata.normalize("NFC", text)
-        return len(self.encoding.encode_to_numpy(text, allowed_special="all"))  # 4 bytes a token, not a list
+        try:
+            return len(self.encoding.encode_to_numpy(text, allowed_special="all"))  # 4 bytes a token, not a list
+        except ValueError as exc:  # tiktoken's regex out of stack (millions of spaces in a row)
+            return self._fallen_back(exc, text).count(text)
+
+    def _fallen_back(self, exc: ValueError, text: str) -> "TokenCounter":
+        """The fallback counter for a text tiktoken's encoder gives up on (it is the same vocabulary);
+        without one, a one-line error."""
+        if "Regex error" not in str(exc):
+            raise exc
+        check_blank_runs(text, self.origin)  # the fallback's pattern would backtrack too, for minutes
+        if self.fallback is None:
+            raise ModelError(f"the tokenizer ({self.origin}) cannot split a text of {len(text):,} characters: "
+                             "its pattern ran out of stack (a run of millions of spaces?)") from None
+        return self.fallback
 
     def _starts(self, text: str) -> np.ndarray:
         """Token starts of a text NFC leaves as it is: each token's start is the sum of the byte
         lengths before it (worked out in place: a huge text holds two arrays of its tokens, not four)."""
-        lengths = self._lengths[self.encoding.encode_to_numpy(text, allowed_special="all")]
+        try:
+            ids = self.encoding.encode_to_numpy(text, allowed_special="all")
+        except ValueError as exc:
+            return self._fallen_back(exc, text).token_starts(text)
+        lengths = self._lengths[ids]
+        del ids
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
             np.cumsum(lengths[:-1], out=starts[1:])

@@ -9,6 +9,7 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
+import tokprof.bounded as bounded
 from tokprof.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.models.counters import HFCounter
@@ -32,10 +33,10 @@ def template_from_config(config: dict, directory: Path | None, origin: str) -> C
     special = {k: t for k in SPECIAL_KEYS if (t := _token_text(config.get(k))) is not None}
     source = None
     if directory is not None and (directory / "chat_template.jinja").is_file():
-        source = (directory / "chat_template.jinja").read_text(encoding="utf-8")
+        source = bounded.read_text(directory / "chat_template.jinja", "chat template")
     elif directory is not None and (directory / "chat_template.json").is_file():
         try:
-            source = json.loads((directory / "chat_template.json").read_text(encoding="utf-8")).get("chat_template")
+            source = json.loads(bounded.read_text(directory / "chat_template.json", "chat template")).get("chat_template")
         except ValueError as exc:
             raise ModelError(f"{directory / 'chat_template.json'}: invalid JSON: {exc}") from None
     else:

@@ -16,8 +16,10 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -25,12 +27,15 @@ from functools import cached_property, lru_cache
 from typing import Any, ClassVar
 
 import jinja2
+import jinja2.compiler
 import jinja2.ext
+import jinja2.filters
 import jinja2.nodes
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from tokprof.errors import ModelError
+from tokprof.models import template_sizes as sizes
 from tokprof.models.jsonmemo import remembered_json
 
 #: The date printed by templates that print today's date, when the log gives none.
@@ -63,7 +68,57 @@ def _tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False
     if not ensure_ascii and indent is None and separators is None and not sort_keys:
         known = remembered_json(x)
         return _JSON.encode(x) if known is None else known
-    return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    if indent is None or (type(indent) is int and indent <= 0):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    step = indent if type(indent) is int else len(str(indent))
+    _fits(step * 8, "tojson(indent=...)")  # json writes indent times depth on every line: never a huge step
+    pieces, size = [], 0  # counted as it is made (indent=10**6 writes a megabyte a line)
+    for piece in sizes.json_chunks(x, indent, separators, sort_keys, ensure_ascii):
+        size += len(piece)
+        _fits(size, "tojson(indent=...)")
+        pieces.append(piece)
+    return "".join(pieces)
+
+
+def _fits(size: int, what: str) -> None:
+    """Refuse an operation whose result would be longer than a render may write."""
+    limit = _BUDGET.limits.output
+    if size > limit:
+        raise _over(f"{what} would make too long a string or list", "output", f"{limit:,}")
+
+
+def _center(value, width=80):
+    _fits(max(len(str(value)), width if type(width) is int else 0), "center")
+    return jinja2.filters.do_center(value, width)
+
+
+def _indent(value, width=4, first=False, blank=False):
+    _fits(sizes.indented(value, width), "indent")
+    return jinja2.filters.do_indent(value, width, first, blank)
+
+
+@jinja2.pass_eval_context
+def _replace(eval_ctx, value, old, new, count=None):
+    _fits(sizes.replaced(value, old, new, -1 if count is None else count), "replace")
+    return jinja2.filters.do_replace(eval_ctx, value, old, new, count)
+
+
+def _format(value, *args, **kwargs):
+    _fits(sizes.formatted(str(value), args, kwargs, "%"), "format")
+    return jinja2.filters.do_format(value, *args, **kwargs)
+
+
+@jinja2.pass_eval_context
+def _join(eval_ctx, value, d="", attribute=None):
+    if isinstance(value, (list, tuple)):
+        _fits(sizes.joined(d, value), "join")
+    return jinja2.filters.do_join(eval_ctx, value, d, attribute)
+
+
+#: Filters that could make a huge string in one step, checked first (tojson is set apart).
+_SIZED_FILTERS = {"center": _center, "indent": _indent, "replace": _replace, "format": _format, "join": _join}
+#: Filters whose output is not a function of the input, removed: a profile must not change from run to run.
+_UNPINNED_FILTERS = ("random",)
 
 
 #: Every attribute a plain dict has (those of dict and of object): ``getattr(d, name)`` fails for any other name.
@@ -74,6 +129,17 @@ _LOOP_NUMBERS = frozenset({"index0", "index", "first", "last", "length", "revind
 
 class TemplateLimitError(jinja2.exceptions.SecurityError):
     """A chat template went over one of the limits it runs under (see :class:`Limits`)."""
+
+
+class _CheckedConcat(jinja2.compiler.CodeGenerator):
+    """``a ~ b`` compiled to a join that counts its size first (:meth:`_Environment.checked_concat`)."""
+
+    def visit_Concat(self, node, frame):
+        self.write("environment.checked_concat((")
+        for arg in node.nodes:
+            self.visit(arg, frame)
+            self.write(", ")
+        self.write("))")
 
 
 @dataclass(frozen=True)
@@ -87,15 +153,23 @@ class Limits:
     * ``power_bits``: the size in bits of a number ``**`` may make (``TOKPROF_TEMPLATE_MAX_POWER_BITS``);
     * ``range_items``: numbers all of a render's ``range()`` calls may give, together
       (``TOKPROF_TEMPLATE_MAX_RANGE``);
-    * ``seconds``: the time a render may take (``TOKPROF_TEMPLATE_TIMEOUT``; checked on the main thread).
+    * ``seconds``: the time a render may take (``TOKPROF_TEMPLATE_TIMEOUT``; checked on the main thread);
+    * ``run_seconds``: the time all the renders of one run (a profile, a what-if, a check) may take
+      together (``TOKPROF_TEMPLATE_RUN_TIMEOUT``).
 
-    ``lipsum`` (random text) is not there at all.
+    Every operation that makes a string or list (``*``, ``+``, ``~``, ``%``, ``format``, ``center``,
+    ``ljust``, ``rjust``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``indent``,
+    ``tojson(indent=...)``) is refused before it runs when its result would be longer than
+    ``output``, so that memory stays within a few times that. ``lipsum`` and ``random`` (random
+    text and choices) are not there at all, and object addresses (``<... at 0x7f...>``) are
+    written as ``0x0``: a render is a function of its input.
     """
 
     output: int = 256 * 1024 * 1024
     power_bits: int = 16384
     range_items: int = 1_000_000
     seconds: float = 30.0
+    run_seconds: float = 600.0
 
     @classmethod
     def from_environment(cls) -> "Limits":
@@ -106,7 +180,7 @@ class Limits:
             if raw is None:
                 continue
             try:
-                value = float(raw) if name == "seconds" else int(raw)
+                value = float(raw) if name in ("seconds", "run_seconds") else int(raw)
             except ValueError:
                 raise ModelError(f"{variable}: expected a number, found {raw!r}") from None
             if value <= 0:
@@ -120,6 +194,7 @@ LIMIT_VARIABLES = {
     "power_bits": "TOKPROF_TEMPLATE_MAX_POWER_BITS",
     "range_items": "TOKPROF_TEMPLATE_MAX_RANGE",
     "seconds": "TOKPROF_TEMPLATE_TIMEOUT",
+    "run_seconds": "TOKPROF_TEMPLATE_RUN_TIMEOUT",
 }
 
 
@@ -159,19 +234,57 @@ class _Environment(ImmutableSandboxedEnvironment):
     always are. The results are the same, failures included; everything else goes the sandbox's way.
     """
 
-    intercepted_binops = frozenset({"*", "**"})
+    intercepted_binops = frozenset({"*", "**", "+", "%"})
+    code_generator_class = _CheckedConcat
 
     def call_binop(self, context, operator, left, right):
+        if operator == "+" and type(left) is str and type(right) is str:  # most of a template's work: kept short
+            if len(left) + len(right) > _BUDGET.limits.output:
+                _fits(len(left) + len(right), "'+'")
+            return left + right
         limits = _BUDGET.limits
-        if operator == "**":
+        if operator == "+":
+            if isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+                _fits((len(left) + len(right)) * sizes.unit(left), "'+'")
+        elif operator == "%":
+            if isinstance(left, str):
+                _fits(sizes.formatted(left, (right,), {}, "%"), "'%'")
+        elif operator == "**":
             if type(left) in (int, bool) and type(right) in (int, bool) and right > 0 and abs(left) > 1:
                 if right * abs(left).bit_length() > limits.power_bits:
                     raise _over(f"{left} ** {right} is too large a number", "power_bits", f"{limits.power_bits:,} bits")
         elif operator == "*":
             for sized, times in ((left, right), (right, left)):
-                if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times > limits.output:
+                if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times * sizes.unit(sized) > limits.output:
                     raise _over("'*' made too long a string or list", "output", f"{limits.output:,}")
         return super().call_binop(context, operator, left, right)
+
+    def checked_concat(self, parts):
+        """``a ~ b ~ ...``: each part as text, refused when together they are too long."""
+        texts = [str(part) for part in parts]
+        _fits(sizes.concatenated(texts), "'~'")
+        return "".join(texts)
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 (the sandbox's own signature)
+        owner = getattr(__obj, "__self__", None)
+        if isinstance(owner, str):
+            size = sizes.method_result(getattr(__obj, "__name__", ""), owner, args, kwargs)
+            if size is not None:
+                _fits(size, f"str.{__obj.__name__}")
+        return super().call(__context, __obj, *args, **kwargs)
+
+    def wrap_str_format(self, value):
+        wrapped = super().wrap_str_format(value)
+        if wrapped is None:
+            return None
+        text = value.__self__
+
+        def checked(*args, **kwargs):
+            mapping = args[0] if value.__name__ == "format_map" and args else None
+            _fits(sizes.formatted(text, args if mapping is None else (mapping,), kwargs, "{"), f"str.{value.__name__}")
+            return wrapped(*args, **kwargs)
+
+        return checked
 
     def getattr(self, obj, attribute):
         kind = type(obj)
@@ -225,6 +338,9 @@ def _compile(source: str, lenient: bool) -> jinja2.Template:
         undefined=jinja2.ChainableUndefined if lenient else jinja2.Undefined,
     )
     env.filters["tojson"] = _tojson
+    env.filters.update(_SIZED_FILTERS)
+    for name in _UNPINNED_FILTERS:
+        env.filters.pop(name, None)
     env.globals["raise_exception"] = _raise_exception
     env.globals["dict"] = _Dict()
     env.globals["namespace"] = _Namespace
@@ -247,6 +363,8 @@ class ChatTemplate:
     special_tokens: dict[str, str] = field(default_factory=dict)
     #: Message shapes to try (a :class:`tokprof.models.base.PromptFormat` member).
     shapes: ClassVar[tuple[str, ...]] = SHAPES
+    #: The templates (text, leniency) seen to render the same input the same twice.
+    _steady: set[tuple[str, bool]] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def prepare(self, messages: list[dict], shape: str) -> list[dict]:
         """The neutral messages as the template gets them (:func:`template_messages`)."""
@@ -287,8 +405,19 @@ class ChatTemplate:
         by default it follows ``tools``.
         """
         has_tools = bool(tools) if template_tools is None else template_tools
-        template = _compile(self.select(has_tools), lenient)
-        return _limited(template, self._variables(messages, tools, add_generation_prompt, day))
+        source = self.select(has_tools)
+        template = _compile(source, lenient)
+        text = _limited(template, self._variables(messages, tools, add_generation_prompt, day))
+        if (source, lenient) not in self._steady:  # the first render of each template is made twice
+            again = _limited(template, self._variables(messages, tools, add_generation_prompt, day))
+            if again != text:
+                raise ModelError(
+                    f"the chat template {self.origin} renders the same messages differently twice: its output "
+                    "depends on more than its input (a random choice, a clock, a counter), so counts would "
+                    "change from run to run"
+                )
+            self._steady.add((source, lenient))
+        return text
 
     def _variables(self, messages, tools, add_generation_prompt: bool, day: date | None) -> dict:
         pinned = day or DEFAULT_DAY
@@ -358,13 +487,60 @@ class ChatTemplate:
         return self.select(has_tools) if self.generation_is_suffix(has_tools) else None
 
 
+class _RunClock(threading.local):
+    """The time this thread's renders took in the run under way (:func:`template_run`)."""
+
+    depth: int = 0
+    spent: float = 0.0
+
+
+_RUN = _RunClock()
+
+
+@contextlib.contextmanager
+def template_run() -> Iterator[None]:
+    """One run (a profile, a what-if, a check): the renders inside take at most ``run_seconds``
+    together (:class:`Limits`). Runs inside a run are part of it."""
+    if _RUN.depth == 0:
+        _RUN.spent = 0.0
+    _RUN.depth += 1
+    try:
+        yield
+    finally:
+        _RUN.depth -= 1
+
+
+#: An object's address as Python prints it (``<Cycler object at 0x7f3a...>``): not a function of the input.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
+
+
 def _limited(template: jinja2.Template, variables: dict) -> str:
     """Render under the limits (:class:`Limits`, read from the environment at each render)."""
     limits = Limits.from_environment()
     _BUDGET.limits, _BUDGET.range_left = limits, limits.range_items
+    seconds, run_limit = limits.seconds, False
+    if _RUN.depth:
+        left = limits.run_seconds - _RUN.spent
+        if left <= 0:
+            raise _run_over(limits)
+        if left < seconds:
+            seconds, run_limit = left, True
+    started = time.monotonic()
+    try:
+        text = _render(template, variables, limits, seconds, run_limit)
+    finally:
+        _RUN.spent += time.monotonic() - started
+    return _ADDRESS.sub(" at 0x0", text) if "0x" in text else text
+
+
+def _run_over(limits: Limits) -> TemplateLimitError:
+    return _over("its renders in this run took too long together", "run_seconds", f"{limits.run_seconds:g} seconds")
+
+
+def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds: float, run_limit: bool) -> str:
     pieces: list[str] = []
     size = 0
-    with _deadline(limits):
+    with _deadline(limits, seconds, run_limit):
         try:
             chunks = template.generate(**variables)
             while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
@@ -384,17 +560,19 @@ def _limited(template: jinja2.Template, variables: dict) -> str:
 
 
 @contextlib.contextmanager
-def _deadline(limits: Limits) -> Iterator[None]:
+def _deadline(limits: Limits, seconds: float, run_limit: bool) -> Iterator[None]:
     """A time limit on what runs inside, where a signal can give one (the main thread, on Unix)."""
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         yield
         return
 
     def expired(signum, frame):
+        if run_limit:
+            raise _run_over(limits)
         raise _over("a render took too long", "seconds", f"{limits.seconds:g} seconds")
 
     previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, limits.seconds)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:

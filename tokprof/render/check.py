@@ -3,9 +3,9 @@ GitHub Actions annotations."""
 
 from __future__ import annotations
 
-import json
 import re
 
+from tokprof.text import json_text
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
 from tokprof.config import METRICS
 from tokprof.render.console import Column, fit_table, safe, text_console
@@ -194,7 +194,7 @@ class CheckMarkdownRenderer:
 
 class CheckJsonRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
-        return json.dumps(check.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return json_text(check.to_dict())
 
 
 def github_annotations(check: CheckResult) -> str:

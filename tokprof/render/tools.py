@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import io
-import json
 
 from rich.console import Console
 
+from tokprof.text import json_text
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, safe, text_console
@@ -21,7 +21,7 @@ CSV_COLUMNS = [
 
 class ToolsJsonRenderer:
     def render(self, report: ToolsReport, options: RenderOptions = RenderOptions()) -> str:
-        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        return json_text(report.to_dict())
 
 
 class ToolsCsvRenderer:

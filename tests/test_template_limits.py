@@ -1,0 +1,114 @@
+"""Chat templates, round two (#33 item 6): an operation that would make a huge string is refused
+before it takes the memory; the renders of one run are bounded together; and a render is a
+function of its input (no ``random``, addresses pinned, a template that renders the same input
+differently twice is an error). Templates are hand-made, each a few characters of hostile Jinja."""
+
+from __future__ import annotations
+
+import itertools
+import resource
+
+import pytest
+
+from conftest import CHATML, FIXTURES
+from tokprof.cli import main
+from tokprof.models.template import ChatTemplate, _compile
+
+LOG = FIXTURES / "good_transcript.json"
+#: A cap on this process's memory growth for the cases below would be process-wide; instead each case
+#: is checked to end quickly with the limit named, and the peak is compared after (see the last test).
+HUGE = [
+    ("{{ 'x'.center(10**10) }}", "str.center"),
+    ("{{ 'x'.ljust(10**10) }}", "str.ljust"),
+    ("{{ 'x'.rjust(3 * 10**9) }}", "str.rjust"),
+    ("{{ 'x'.zfill(10**10) }}", "str.zfill"),
+    ("{{ 'x'|center(10**10) }}", "center"),
+    ("{{ '{:>9999999999}'.format('x') }}", "str.format"),
+    ("{{ '{:>{w}}'.format('x', w=10**10) }}", "str.format"),
+    ("{{ '%9999999999s' % 'x' }}", "'%'"),
+    ("{{ '%*s' % (10**10, 'x') }}", "'%'"),
+    ("{{ '%*s'|format(10**10, 'x') }}", "format"),
+    ("{{ messages|tojson(indent=10**9) }}", "tojson(indent=...)"),
+    ("{{ 'x'|indent(10**10, true) }}", "indent"),
+    ("{% set s = 'x' * 100000 %}{{ s.replace('', s) }}", "str.replace"),
+    ("{% set s = 'x' * 100000 %}{{ s|replace('', s) }}", "replace"),
+    ("{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "'~'"),
+    ("{% set ns = namespace(s='xx') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "'+'"),
+    ("{% set ns = namespace(s=[1]) %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}{% endfor %}", "'+'"),
+    ("{% set s = 'x' * 10**6 %}{{ ([s] * 1000)|join(s) }}", "join"),
+    ("{% set s = 'x' * 10**6 %}{{ s.join([s] * 300) }}", "str.join"),
+]
+
+
+def one_line_error(args, capsys) -> str:
+    code = main(args)
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert out == "" and err.count("\n") == 1 and err.startswith("tokprof: error: ") and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("source, operation", HUGE, ids=[op + "-" + str(i) for i, (_, op) in enumerate(HUGE)])
+def test_a_huge_string_is_refused_before_it_is_made(source, operation, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_OUTPUT", str(64 * 1024 * 1024))
+    template = tmp_path / "t.jinja"
+    template.write_text(source)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
+    assert "went over a limit" in err and "TOKPROF_TEMPLATE_MAX_OUTPUT" in err, err
+    assert "too long a string or list" in err, err
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 1024, f"{operation}: the peak grew {grown_mb:.0f} MB before the limit fired"
+
+
+def test_the_whole_run_has_a_time_limit(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOKPROF_TEMPLATE_RUN_TIMEOUT", "0.2")
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_RANGE", str(10**9))
+    template = tmp_path / "t.jinja"
+    template.write_text("{% for a in range(10**6) %}{% endfor %}" + CHATML)  # about 50 ms a render
+    err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
+    assert "its renders in this run took too long together" in err and "TOKPROF_TEMPLATE_RUN_TIMEOUT" in err, err
+
+
+def test_a_run_under_its_time_limit_is_unchanged(tmp_path, capsys, monkeypatch):
+    template = tmp_path / "t.jinja"
+    template.write_text(CHATML)
+    assert main(["profile", str(LOG), "--chat-template", str(template), "-f", "json"]) == 0
+    first = capsys.readouterr().out
+    monkeypatch.setenv("TOKPROF_TEMPLATE_RUN_TIMEOUT", "60")
+    assert main(["profile", str(LOG), "--chat-template", str(template), "-f", "json"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_random_is_not_there(tmp_path, capsys):
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages|random }}" + CHATML)
+    assert "random" in one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
+
+
+def test_addresses_are_pinned():
+    source = "{{ cycler('a', 'b') }}|{{ namespace }}|{{ range }}|{{ (cycler('a')|string) ~ '' }}"
+    text = ChatTemplate(source, "test").render([{"role": "user", "content": "hi"}], None, False)
+    assert "0x0>" in text and not any(f"0x{d}" in text for d in "123456789abcdef"), text
+    again = ChatTemplate(source, "test").render([{"role": "user", "content": "hi"}], None, False)
+    assert again == text
+
+
+def test_a_template_that_renders_differently_twice_is_an_error():
+    from tokprof.errors import ModelError
+
+    source = "{{ tick() }}" + CHATML + "{# counter #}"
+    _compile(source, False).environment.globals["tick"] = itertools.count().__next__  # state outside the input
+    template = ChatTemplate(source, "test-counter")
+    with pytest.raises(ModelError, match="renders the same messages differently twice"):
+        template.render([{"role": "user", "content": "hi"}], None, True)
+    steady = ChatTemplate(CHATML, "test")
+    first = steady.render([{"role": "user", "content": "hi"}], None, True)
+    assert steady.render([{"role": "user", "content": "hi"}], None, True) == first
+
+
+def test_ordinary_operations_still_work():
+    source = ("{{ 'ab'.center(6, '*') }}|{{ '%-4s|' % 'x' }}{{ '{:>3}'.format(7) }}|{{ [1, 2]|tojson(indent=1) }}"
+              "|{{ 'a-b'.replace('-', '+') }}|{{ 'x' ~ 1 ~ none }}|{{ [1] + [2] }}|{{ ', '.join(['a', 'b']) }}")
+    text = ChatTemplate(source, "test").render([], None, False)
+    assert text == '**ab**|x   |  7|[\n 1,\n 2\n]|a+b|x1None|[1, 2]|a, b'
