@@ -98,6 +98,6 @@ COMPACTED = CORPUS / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-8715
 def test_a_log_with_subagents_names_each_calls_thread(capsys, monkeypatch):
     out = table_at(160, ["profile", str(COMPACTED), "--calls", "all"], capsys, monkeypatch)
     header = next(line for line in out.splitlines() if re.match(r"call\s+thread\s", line))
-    rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s+\S+\s+[\d,]+", line)]
+    rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s+\S+\s+(n/r|[\d,]+)\s", line)]
     threads = {row[1] for row in rows}
     assert header and "main" in threads and len(threads) > 1
