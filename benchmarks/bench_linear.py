@@ -38,16 +38,24 @@ def worst_arguments(size: int) -> str:
 
 
 def one_call(path: Path, messages: list[dict]) -> Path:
-    record = {"request": {"model": "Qwen/Qwen2.5-7B-Instruct", "messages": messages},
-              "response": {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}}
+    record = {
+        "request": {"model": "Qwen/Qwen2.5-7B-Instruct", "messages": messages},
+        "response": {"choices": [{"message": {"role": "assistant", "content": "ok"}}]},
+    }
     path.write_text(json.dumps(record) + "\n")
     return path
 
 
 def with_arguments(path: Path, size: int) -> Path:
     call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": worst_arguments(size)}}
-    return one_call(path, [{"role": "user", "content": "go"}, {"role": "assistant", "content": None, "tool_calls": [call]},
-                           {"role": "tool", "tool_call_id": "c1", "content": "done"}])
+    return one_call(
+        path,
+        [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+        ],
+    )
 
 
 def with_messages(path: Path, n: int) -> Path:

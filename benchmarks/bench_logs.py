@@ -69,7 +69,7 @@ def limits(trace: Trace, model: ChatModel, repeat: int) -> tuple[float, float]:
         for call in trace.calls:
             text = render(model, call)
             before = last.get(call.thread, "")
-            model.counter.count(text[common_prefix(before, text):])
+            model.counter.count(text[common_prefix(before, text) :])
             last[call.thread] = text
 
     return cpu(one, repeat), cpu(every, repeat)
@@ -115,8 +115,10 @@ def converted(model: ChatModel) -> ChatModel:
 
 def generated(calls: int, folder: Path) -> Path:
     path = folder / f"generated-{calls}.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "generate_session.py"), "--calls", str(calls),
-                    "-o", str(path)], check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "generate_session.py"), "--calls", str(calls), "-o", str(path)],
+        check=True,
+    )
     return path
 
 
@@ -127,18 +129,27 @@ def main() -> None:
     args = parser.parse_args()
     corpus = Path(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
-        logs = [("generated, 300 calls", generated(300, Path(tmp)), "qwen2.5"),
-                ("the sample (incident_session.json)", ROOT / "samples" / "incident_session.json", "qwen2.5")]
+        logs = [
+            ("generated, 300 calls", generated(300, Path(tmp)), "qwen2.5"),
+            ("the sample (incident_session.json)", ROOT / "samples" / "incident_session.json", "qwen2.5"),
+        ]
         for name, relative, model in (
-            ("Claude Code 2.1, 157 calls", "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
-             "claude-proxy"),
-            ("Codex 0.40, 85 calls", "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
-             "openai-proxy"),
+            (
+                "Claude Code 2.1, 157 calls",
+                "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+                "claude-proxy",
+            ),
+            (
+                "Codex 0.40, 85 calls",
+                "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+                "openai-proxy",
+            ),
         ):
             if (corpus / relative).is_file():
                 logs.append((name, corpus / relative, model))
-        print(f"Machine: {platform.machine()}, Python {platform.python_version()}; CPU seconds, median of "
-              f"{args.repeat}\n")
+        print(
+            f"Machine: {platform.machine()}, Python {platform.python_version()}; CPU seconds, median of {args.repeat}\n"
+        )
         print("| log | model | work | L1 | L2 | L3 | work / L1 | work / L2 | work / L3 | agrees | same whole |")
         print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
         for name, path, model_name in logs:
@@ -151,17 +162,21 @@ def main() -> None:
             slow = profile_trace(trace, converted(model))
             agrees = all(a.buckets == b.buckets for a, b in zip(fast.calls, slow.calls))
             same = fast.to_dict() == whole(trace, model).to_dict()
-            print(f"| {name} | {model_name} | {work:.2f} s | {l1:.2f} s | {l2:.2f} s | {l3:.2f} s | {work / l1:.1f}x | "
-                  f"{work / l2:.1f}x | {work / l3:.1f}x | {'yes' if agrees else 'NO'} | {'yes' if same else 'NO'} |")
+            print(
+                f"| {name} | {model_name} | {work:.2f} s | {l1:.2f} s | {l2:.2f} s | {l3:.2f} s | {work / l1:.1f}x | "
+                f"{work / l2:.1f}x | {work / l3:.1f}x | {'yes' if agrees else 'NO'} | {'yes' if same else 'NO'} |"
+            )
         model = resolve_model("qwen2.5")
         times, third = {}, {}
         for calls in (300, 3000):
             trace = read_trace(str(generated(calls, Path(tmp))))
             times[calls] = cpu(lambda: profile_trace(trace, model), args.repeat)
             third[calls] = limit_l3(trace, model, 1)
-        print(f"\nGrowth: 300 calls {times[300]:.2f} s, 3,000 calls {times[3000]:.2f} s: "
-              f"{times[3000] / times[300]:.1f}x (limit 12x); work / L3 {times[300] / third[300]:.1f}x and "
-              f"{times[3000] / third[3000]:.1f}x")
+        print(
+            f"\nGrowth: 300 calls {times[300]:.2f} s, 3,000 calls {times[3000]:.2f} s: "
+            f"{times[3000] / times[300]:.1f}x (limit 12x); work / L3 {times[300] / third[300]:.1f}x and "
+            f"{times[3000] / third[3000]:.1f}x"
+        )
 
 
 if __name__ == "__main__":

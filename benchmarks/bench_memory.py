@@ -87,10 +87,20 @@ class Writer:
         self.n += 1
         self.clock += 1.5
         uuid = f"u{self.n:08d}"
-        row = {"parentUuid": self.parent if chained else None, "isSidechain": False, "userType": "external",
-               "cwd": "/home/dev/project", "sessionId": SESSION, "version": "2.1.39", "gitBranch": "main",
-               "slug": "bench-memory", "type": kind, "uuid": uuid,
-               "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock)) + ".000Z", **fields}
+        row = {
+            "parentUuid": self.parent if chained else None,
+            "isSidechain": False,
+            "userType": "external",
+            "cwd": "/home/dev/project",
+            "sessionId": SESSION,
+            "version": "2.1.39",
+            "gitBranch": "main",
+            "slug": "bench-memory",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(self.clock)) + ".000Z",
+            **fields,
+        }
         self.f.write(json.dumps(row) + "\n")
         if chained:
             self.parent = uuid
@@ -102,8 +112,13 @@ class Writer:
 
     def compact(self) -> None:
         self.kept_text += self.segment_text
-        self.line("system", subtype="compact_boundary", content="Conversation compacted",
-                  logicalParentUuid=self.parent, compactMetadata={"trigger": "auto", "preTokens": 150000})
+        self.line(
+            "system",
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid=self.parent,
+            compactMetadata={"trigger": "auto", "preTokens": 150000},
+        )
         self.segment_text = 0
         summary = "This session is being continued from a previous conversation. Summary: " + self.text(3000)
         self.line("user", message={"role": "user", "content": summary}, isCompactSummary=True)
@@ -114,11 +129,21 @@ class Writer:
         self.calls += 1
         request = f"req_{self.calls:07d}"
         for i, block in enumerate(blocks):
-            usage = {"input_tokens": 6, "cache_creation_input_tokens": 400, "cache_read_input_tokens": prompt,
-                     "output_tokens": 30 + 40 * i}
-            message = {"model": MODEL, "id": f"msg_{self.calls:07d}", "type": "message", "role": "assistant",
-                       "content": [block], "stop_reason": "tool_use" if i == len(blocks) - 1 else None,
-                       "usage": usage}
+            usage = {
+                "input_tokens": 6,
+                "cache_creation_input_tokens": 400,
+                "cache_read_input_tokens": prompt,
+                "output_tokens": 30 + 40 * i,
+            }
+            message = {
+                "model": MODEL,
+                "id": f"msg_{self.calls:07d}",
+                "type": "message",
+                "role": "assistant",
+                "content": [block],
+                "stop_reason": "tool_use" if i == len(blocks) - 1 else None,
+                "usage": usage,
+            }
             self.line("assistant", message=message, requestId=request)
             self.sent(len(json.dumps(block)))
 
@@ -130,8 +155,13 @@ class Writer:
     def progress(self, call_id: str, output: str, steps: int = 6) -> None:
         for step in range(1, steps + 1):
             part = output[: len(output) * step // steps]
-            data = {"type": "bash_progress", "output": part[-2000:], "fullOutput": part,
-                    "elapsedTimeSeconds": step, "totalLines": part.count("\n")}
+            data = {
+                "type": "bash_progress",
+                "output": part[-2000:],
+                "fullOutput": part,
+                "elapsedTimeSeconds": step,
+                "totalLines": part.count("\n"),
+            }
             self.line("progress", chained=False, data=data, toolUseID=call_id, parentToolUseID=call_id)
 
 
@@ -147,14 +177,27 @@ def generate(path: Path, size: int, per_segment: int, seed: int) -> Writer:
             prompt = 2000 + w.segment_text // 4
             name = f"src/app/module_{rng.randrange(40)}.py"
             original = w.code(rng.randrange(150_000, 900_000))  # the file being edited
-            edit = {"type": "tool_use", "id": f"toolu_e{turn}", "name": "Edit",
-                    "input": {"file_path": name, "old_string": w.text(120), "new_string": w.text(160)}}
+            edit = {
+                "type": "tool_use",
+                "id": f"toolu_e{turn}",
+                "name": "Edit",
+                "input": {"file_path": name, "old_string": w.text(120), "new_string": w.text(160)},
+            }
             w.response([{"type": "text", "text": w.text(rng.randrange(100, 400))}, edit], prompt)
             snippet = w.code(800)
-            w.result(f"toolu_e{turn}", f"The file {name} has been updated. Here's a snippet:\n{snippet}", {
-                "filePath": name, "oldString": edit["input"]["old_string"], "newString": edit["input"]["new_string"],
-                "originalFile": original, "structuredPatch": [{"oldStart": 10, "lines": snippet.splitlines()}],
-                "userModified": False, "replaceAll": False})
+            w.result(
+                f"toolu_e{turn}",
+                f"The file {name} has been updated. Here's a snippet:\n{snippet}",
+                {
+                    "filePath": name,
+                    "oldString": edit["input"]["old_string"],
+                    "newString": edit["input"]["new_string"],
+                    "originalFile": original,
+                    "structuredPatch": [{"oldStart": 10, "lines": snippet.splitlines()}],
+                    "userModified": False,
+                    "replaceAll": False,
+                },
+            )
             run = {"type": "tool_use", "id": f"toolu_b{turn}", "name": "Bash", "input": {"command": "make test"}}
             w.response([run], prompt + 500)
             output = w.text(rng.randrange(30_000, 120_000))
@@ -163,10 +206,18 @@ def generate(path: Path, size: int, per_segment: int, seed: int) -> Writer:
             read = {"type": "tool_use", "id": f"toolu_r{turn}", "name": "Read", "input": {"file_path": name}}
             w.response([read], prompt + 1500)
             content = w.code(rng.randrange(2000, 6000))
-            w.result(read["id"], content, {"type": "text", "file": {"filePath": name, "content": content,
-                                                                      "numLines": content.count("\n") + 1}})
-            w.line("file-history-snapshot", chained=False, messageId=f"m{turn}", isSnapshotUpdate=False,
-                   snapshot={"trackedFileBackups": {name: {"backupFileName": f"{turn:x}@v2", "version": 2}}})
+            w.result(
+                read["id"],
+                content,
+                {"type": "text", "file": {"filePath": name, "content": content, "numLines": content.count("\n") + 1}},
+            )
+            w.line(
+                "file-history-snapshot",
+                chained=False,
+                messageId=f"m{turn}",
+                isSnapshotUpdate=False,
+                snapshot={"trackedFileBackups": {name: {"backupFileName": f"{turn:x}@v2", "version": 2}}},
+            )
             if w.calls % per_segment < 3 and turn > 1:
                 w.compact()
         w.kept_text += w.segment_text
@@ -228,8 +279,20 @@ def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool
 
 def run_profile(log: Path, model: str, output: Path) -> tuple[float, float, int]:
     """Wall time (s), peak RSS (MB) and exit code of `tokprof profile LOG -f json -o OUTPUT`."""
-    command = [sys.executable, "-m", "tokprof", "profile", str(log), "--model", model, "--no-progress",
-               "-f", "json", "-o", str(output)]
+    command = [
+        sys.executable,
+        "-m",
+        "tokprof",
+        "profile",
+        str(log),
+        "--model",
+        model,
+        "--no-progress",
+        "-f",
+        "json",
+        "-o",
+        str(output),
+    ]
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -266,11 +329,13 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
     else:
         against, limit = added / (session.largest_text / 1e6), f"{LIMIT_PROMPT}x prompt"
         ratio = f"{against:.1f}x prompt"
-    return (f"| {SHAPES[shape]}, {size:,.1f} MB, {session.n:,} lines | {summary['calls']:,} | "
-            f"{summary['compactions'] if 'compactions' in summary else 0} | "
-            f"{summary['largest_prompt']:,} / {session.largest_text / 1e6:.2f} | {session.kept_text / 1e6:.1f} | "
-            f"{rss:,.0f} | {base_rss:,.0f} | {added:,.0f} | {added / size:.2f} | {ratio} | {limit} | "
-            f"{elapsed:.0f} (+{generated:.0f} generating) |")
+    return (
+        f"| {SHAPES[shape]}, {size:,.1f} MB, {session.n:,} lines | {summary['calls']:,} | "
+        f"{summary['compactions'] if 'compactions' in summary else 0} | "
+        f"{summary['largest_prompt']:,} / {session.largest_text / 1e6:.2f} | {session.kept_text / 1e6:.1f} | "
+        f"{rss:,.0f} | {base_rss:,.0f} | {added:,.0f} | {added / size:.2f} | {ratio} | {limit} | "
+        f"{elapsed:.0f} (+{generated:.0f} generating) |"
+    )
 
 
 def main() -> None:
@@ -288,10 +353,14 @@ def main() -> None:
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:
         parser.error(f"unknown shape {unknown[0]!r} (expected {', '.join(SHAPES)})")
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-          f"{platform.python_version()}, model {args.model}")
-    print("| log | calls | compactions | largest prompt (tokens / MB of text) | prompt text kept (MB) | peak RSS (MB) "
-          "| 3-call log (MB) | added (MB) | added / MB of log | added against | limit | time (s) |")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+        f"{platform.python_version()}, model {args.model}"
+    )
+    print(
+        "| log | calls | compactions | largest prompt (tokens / MB of text) | prompt text kept (MB) | peak RSS (MB) "
+        "| 3-call log (MB) | added (MB) | added / MB of log | added against | limit | time (s) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     with tempfile.TemporaryDirectory() as folder:
         for shape in shapes:

@@ -31,8 +31,10 @@ def main() -> None:
     model = resolve_model(args.model)
     load = time.perf_counter() - start
     trace = read_trace(args.log)
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
-          f"model load {load:.2f} s (cached tokenizer)")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}, "
+        f"model load {load:.2f} s (cached tokenizer)"
+    )
     print("| log | calls | billed input | final prompt | profile (s) | tools (s) | billed tokens / s | peak RSS (MB) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for _ in range(args.repeat):
@@ -45,9 +47,11 @@ def main() -> None:
         tools_report(trace, model, summary.billed_input)
         priced = time.perf_counter() - start
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"| {Path(args.log).name} | {summary.calls} | {summary.billed_input:,} | "
-              f"{summary.final_prompt:,} | {profiled:.2f} | {priced:.2f} | "
-              f"{summary.billed_input / profiled:,.0f} | {rss:.0f} |")
+        print(
+            f"| {Path(args.log).name} | {summary.calls} | {summary.billed_input:,} | "
+            f"{summary.final_prompt:,} | {profiled:.2f} | {priced:.2f} | "
+            f"{summary.billed_input / profiled:,.0f} | {rss:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,12 @@ from tokprof.record.proxy import create_app
 from tokprof.record.store import Recording
 from tokprof.serve import Running
 
-CHUNK = b"event: content_block_delta\ndata: " + b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"' + b"x" * 900 + b'"}}\n\n'
+CHUNK = (
+    b"event: content_block_delta\ndata: "
+    + b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"'
+    + b"x" * 900
+    + b'"}}\n\n'
+)
 CHUNKS = 5000  # about 5 MB
 
 
@@ -30,6 +35,7 @@ async def _stream(request):
     async def body():
         for _ in range(count):
             yield CHUNK
+
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
@@ -65,10 +71,14 @@ def main() -> None:
             t_direct, t_proxy = _ttfb(client, direct), _ttfb(client, through)
             mb_direct, mb_proxy = _throughput(client, direct), _throughput(client, through)
         recording.close()
-    print(f"time to first byte: direct {t_direct * 1e3:.2f} ms, through the proxy {t_proxy * 1e3:.2f} ms "
-          f"(added {(t_proxy - t_direct) * 1e3:.2f} ms; limit 5 ms: ratio {(t_proxy - t_direct) * 1e3 / 5:.2f})")
-    print(f"throughput: direct {mb_direct:.0f} MB/s, through the proxy {mb_proxy:.0f} MB/s "
-          f"(ratio {mb_proxy / mb_direct:.2f})")
+    print(
+        f"time to first byte: direct {t_direct * 1e3:.2f} ms, through the proxy {t_proxy * 1e3:.2f} ms "
+        f"(added {(t_proxy - t_direct) * 1e3:.2f} ms; limit 5 ms: ratio {(t_proxy - t_direct) * 1e3 / 5:.2f})"
+    )
+    print(
+        f"throughput: direct {mb_direct:.0f} MB/s, through the proxy {mb_proxy:.0f} MB/s "
+        f"(ratio {mb_proxy / mb_direct:.2f})"
+    )
 
 
 if __name__ == "__main__":

@@ -62,8 +62,10 @@ def machine() -> str:
     except OSError:
         pass
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return (f"{os.cpu_count()} cores ({cpu}), {memory:.0f} GiB, {platform.machine()}, "
-            f"{platform.python_implementation()} {platform.python_version()}")
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {memory:.0f} GiB, {platform.machine()}, "
+        f"{platform.python_implementation()} {platform.python_version()}"
+    )
 
 
 def main() -> int:
@@ -74,8 +76,11 @@ def main() -> int:
     parser.add_argument("--result-size", type=int, default=720)
     parser.add_argument("--tools", type=int, default=16)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--no-reference", action="store_true",
-                        help="time tokprof and the limit only (for sessions too long for the reference)")
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="time tokprof and the limit only (for sessions too long for the reference)",
+    )
     args = parser.parse_args()
 
     if args.log:
@@ -116,7 +121,9 @@ def main() -> int:
     model = resolve_model(args.model)
     last = trace.calls[-1]
     start = time.perf_counter()
-    text = model.prompt_format.render(model.prompt_format.prepare(last.messages, model.prompt_format.shapes[0]), last.tools, True, last.day)
+    text = model.prompt_format.render(
+        model.prompt_format.prepare(last.messages, model.prompt_format.shapes[0]), last.tools, True, last.day
+    )
     model.counter.token_starts(text)
     limit = time.perf_counter() - start
 
@@ -148,13 +155,17 @@ def main() -> int:
         print(f"reference time: {theirs:.1f} s ({spent})")
     print(f"peak RSS: {peak:.0f} MB ({baseline:.0f} MB with the model and log loaded, before profiling)")
     print()
-    print("| log | calls | final prompt | billed input | reference (s) | tokprof (s) | ratio | limit (s) "
-          "| tokprof / limit | peak RSS (MB) | added by profiling (MB) |")
+    print(
+        "| log | calls | final prompt | billed input | reference (s) | tokprof (s) | ratio | limit (s) "
+        "| tokprof / limit | peak RSS (MB) | added by profiling (MB) |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     reference_time, ratio = ("-", "-") if theirs is None else (f"{theirs:.1f}", f"{theirs / ours:.0f}x")
-    print(f"| {name} | {summary.calls} | {summary.final_prompt:,} | {summary.billed_input:,} | "
-          f"{reference_time} | {ours:.2f} | {ratio} | {limit:.2f} | {ours / limit:.1f}x | {peak:.0f} | "
-          f"{peak - baseline:.0f} |")
+    print(
+        f"| {name} | {summary.calls} | {summary.final_prompt:,} | {summary.billed_input:,} | "
+        f"{reference_time} | {ours:.2f} | {ratio} | {limit:.2f} | {ours / limit:.1f}x | {peak:.0f} | "
+        f"{peak - baseline:.0f} |"
+    )
     if not args.log:
         os.unlink(path)
     return 1 if bad else 0

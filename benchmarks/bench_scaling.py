@@ -51,10 +51,12 @@ def tools(repeat: int) -> None:
 
 
 def directory(corpus: Path, copies: int, repeat: int, folder: Path) -> None:
-    sources = [corpus / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
-               corpus / "claude_code_medium_full-session-four.jsonl",
-               corpus / "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
-               corpus / "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"]
+    sources = [
+        corpus / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+        corpus / "claude_code_medium_full-session-four.jsonl",
+        corpus / "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+        corpus / "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    ]
     sources = [s for s in sources if s.is_file()]
     if not sources:
         print(f"jobs: no corpus at {corpus}: skipped")
@@ -74,7 +76,8 @@ def directory(corpus: Path, copies: int, repeat: int, folder: Path) -> None:
                     copy = copy.replace(old, str(uuid.UUID(int=rng.getrandbits(128))))
                     break
             copy = copy.replace('"requestId":"req_', f'"requestId":"req_{n}x').replace(
-                '"requestId": "req_', f'"requestId": "req_{n}x')
+                '"requestId": "req_', f'"requestId": "req_{n}x'
+            )
             (sessions / f"{n}-{source.name}").write_text(copy, encoding="utf-8")
     command = [sys.executable, "-m", "tokprof", "profile", str(sessions), "-f", "json", "--no-progress"]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -88,10 +91,12 @@ def directory(corpus: Path, copies: int, repeat: int, folder: Path) -> None:
             times.append(time.perf_counter() - start)
         walls[jobs], outputs[jobs] = statistics.median(times), done.stdout
     report = json.loads(outputs[1])
-    print(f"| directory | sessions | jobs 1 (s) | jobs 2 (s) | speed-up | same report |\n"
-          f"| --- | ---: | ---: | ---: | ---: | --- |\n"
-          f"| {len(sources)} corpus logs x {copies} | {len(report.get('sessions', []))} | {walls[1]:.1f} | "
-          f"{walls[2]:.1f} | {walls[1] / walls[2]:.2f}x | {'yes' if outputs[1] == outputs[2] else 'NO'} |")
+    print(
+        f"| directory | sessions | jobs 1 (s) | jobs 2 (s) | speed-up | same report |\n"
+        f"| --- | ---: | ---: | ---: | ---: | --- |\n"
+        f"| {len(sources)} corpus logs x {copies} | {len(report.get('sessions', []))} | {walls[1]:.1f} | "
+        f"{walls[2]:.1f} | {walls[1] / walls[2]:.2f}x | {'yes' if outputs[1] == outputs[2] else 'NO'} |"
+    )
     print(f"\n(limit: at least 1.6x with 2 jobs; {os.cpu_count()} cores here)")
 
 

@@ -43,8 +43,10 @@ from generate_session import records, session  # noqa: E402
 
 def bodies(calls: int, seed: int, model: str) -> list[bytes]:
     """One request body per call of a generated conversation, encoded as a harness sends them."""
-    return [json.dumps(dict(r, model=model), ensure_ascii=False).encode("utf-8")
-            for r in records(session(calls, 720, 16, seed))]
+    return [
+        json.dumps(dict(r, model=model), ensure_ascii=False).encode("utf-8")
+        for r in records(session(calls, 720, 16, seed))
+    ]
 
 
 def _status(pid: int) -> tuple[int, int]:
@@ -87,8 +89,22 @@ def rss(pid: int) -> tuple[int, int]:
 
 class Server:
     def __init__(self, model: str, conversations: int, *options: str):
-        command = [sys.executable, "-m", "tokprof", "serve", "--port", "0", "--quiet", "--model", model,
-                   "--conversations", str(conversations), "--timeout", "600", *options]
+        command = [
+            sys.executable,
+            "-m",
+            "tokprof",
+            "serve",
+            "--port",
+            "0",
+            "--quiet",
+            "--model",
+            model,
+            "--conversations",
+            str(conversations),
+            "--timeout",
+            "600",
+            *options,
+        ]
         env = dict(os.environ)
         env.pop("TOKPROF_SERVE_TOKEN", None)
         self.process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
@@ -200,8 +216,14 @@ def load(server: Server, conversations: list[list[list[bytes]]], requests: int) 
     stop.set()
     watcher.join()
     samples.append((done[0], rss(server.process.pid)[0]))
-    return {"elapsed": elapsed, "latencies": latencies, "reused": reused[0], "samples": samples,
-            "peak": rss(server.process.pid)[1], "done": done[0]}
+    return {
+        "elapsed": elapsed,
+        "latencies": latencies,
+        "reused": reused[0],
+        "samples": samples,
+        "peak": rss(server.process.pid)[1],
+        "done": done[0],
+    }
 
 
 # -- hostile inputs: time per byte and per message, /health during a heavy count, big bodies -------
@@ -221,8 +243,11 @@ def hostile(kind: str, size: int, nonce: int = 0, words: int = 4) -> tuple[bytes
         depth = 201 if "201" in kind else 150
         arguments = "[" * depth + '"' + '\\"' * (size // 4)
         call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}
-        messages = [first, {"role": "assistant", "content": None, "tool_calls": [call]},
-                    {"role": "tool", "tool_call_id": "call_1", "content": "done"}]
+        messages = [
+            first,
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+        ]
     else:  # one long message
         messages = [{"role": "user", "content": f"{nonce} " + "word " * (size // 5)}]
     return json.dumps({"messages": messages}).encode(), len(messages)
@@ -250,10 +275,12 @@ def health_latency(server: Server) -> float:
 def worst_case(server: Server) -> None:
     print("| input | size | messages | status | time (s) | µs per KB | µs per message | per-KB time / smallest's |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    plans = {"quadratic arguments, [ x201": (64_000, 256_000, 1_024_000),
-             "quadratic arguments, [ x150": (64_000, 256_000, 1_024_000),
-             "many messages": (2_000, 8_000, 32_000, 64_000),
-             "one long message": (256_000, 1_024_000, 4_096_000)}
+    plans = {
+        "quadratic arguments, [ x201": (64_000, 256_000, 1_024_000),
+        "quadratic arguments, [ x150": (64_000, 256_000, 1_024_000),
+        "many messages": (2_000, 8_000, 32_000, 64_000),
+        "one long message": (256_000, 1_024_000, 4_096_000),
+    }
     nonce = 0
     for kind, sizes in plans.items():
         first = None
@@ -263,8 +290,10 @@ def worst_case(server: Server) -> None:
             elapsed, status = timed(server, body)  # a new conversation's first request: a fresh count
             per_kb = elapsed * 1e6 / (len(body) / 1000)
             first = first or per_kb
-            print(f"| {kind} | {len(body):,} B | {messages:,} | {status} | {elapsed:.2f} | {per_kb:.0f} | "
-                  f"{elapsed * 1e6 / messages:.0f} | {per_kb / first:.2f} |")
+            print(
+                f"| {kind} | {len(body):,} B | {messages:,} | {status} | {elapsed:.2f} | {per_kb:.0f} | "
+                f"{elapsed * 1e6 / messages:.0f} | {per_kb / first:.2f} |"
+            )
     print()
 
 
@@ -282,12 +311,16 @@ def health_during_heavy(server: Server) -> None:
     heavy.join()
     print("| /health latency (ms) | median | p95 | max | samples |")
     print("| --- | ---: | ---: | ---: | ---: |")
-    print(f"| idle | {statistics.median(idle) * 1000:.1f} | {percentile(idle, 0.95) * 1000:.1f} | "
-          f"{max(idle) * 1000:.1f} | {len(idle)} |")
+    print(
+        f"| idle | {statistics.median(idle) * 1000:.1f} | {percentile(idle, 0.95) * 1000:.1f} | "
+        f"{max(idle) * 1000:.1f} | {len(idle)} |"
+    )
     if during:
-        print(f"| while a {len(body) / 1e6:.1f} MB count of {messages:,} messages runs ({done[0]:.1f} s) | "
-              f"{statistics.median(during) * 1000:.1f} | {percentile(during, 0.95) * 1000:.1f} | "
-              f"{max(during) * 1000:.1f} | {len(during)} |")
+        print(
+            f"| while a {len(body) / 1e6:.1f} MB count of {messages:,} messages runs ({done[0]:.1f} s) | "
+            f"{statistics.median(during) * 1000:.1f} | {percentile(during, 0.95) * 1000:.1f} | "
+            f"{max(during) * 1000:.1f} | {len(during)} |"
+        )
     print()
 
 
@@ -372,14 +405,20 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--model", default="qwen2.5")
     parser.add_argument("--conversations", type=int, help="the server's cache bound (default: --concurrency)")
-    parser.add_argument("--part", choices=("all", "load", "hostile", "bodies"), default="all",
-                        help="the replay and load test, the hostile inputs, the big bodies at once, or all")
+    parser.add_argument(
+        "--part",
+        choices=("all", "load", "hostile", "bodies"),
+        default="all",
+        help="the replay and load test, the hostile inputs, the big bodies at once, or all",
+    )
     args = parser.parse_args()
     if not 0 < args.requests <= 100_000 or not 0 < args.concurrency <= 64 or not 1 < args.calls <= 2000:
         raise SystemExit("bounded runs only: --requests up to 100,000, --concurrency up to 64, --calls up to 2,000")
 
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-          f"{platform.python_version()}; model {args.model}\n")
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+        f"{platform.python_version()}; model {args.model}\n"
+    )
     if args.part in ("all", "hostile"):
         hostile_part(args.model)
     if args.part in ("all", "bodies"):
@@ -389,7 +428,9 @@ def main() -> int:
     rounds = -(-args.requests // (args.concurrency * args.calls))  # conversations each client needs
     print(f"generating {args.concurrency * rounds + 1} conversations of {args.calls} calls ...", file=sys.stderr)
     first = bodies(args.calls, 1000, args.model)
-    plan = [[bodies(args.calls, 2000 + 100 * c + r, args.model) for r in range(rounds)] for c in range(args.concurrency)]
+    plan = [
+        [bodies(args.calls, 2000 + 100 * c + r, args.model) for r in range(rounds)] for c in range(args.concurrency)
+    ]
 
     print("timing the baseline ...", file=sys.stderr)
     base = baseline(first, args.model)
@@ -424,18 +465,26 @@ def main() -> int:
     lat = [latencies[i] for i in extending]
     bas = [base[i] for i in extending]
     ratios = [latency / b for latency, b in zip(lat, bas)]
-    print(f"conversations of {args.calls} calls "
-          f"(final prompt {answers[-1]['total']:,} tokens, body {len(first[-1]):,} bytes)\n")
+    print(
+        f"conversations of {args.calls} calls "
+        f"(final prompt {answers[-1]['total']:,} tokens, body {len(first[-1]):,} bytes)\n"
+    )
     print("| sequential replay (1 client) | median (ms) | p95 (ms) |")
     print("| --- | ---: | ---: |")
-    print(f"| extending request, round trip | {statistics.median(lat) * 1000:.1f} | {percentile(lat, 0.95) * 1000:.1f} |")
-    print(f"| baseline: render once + tokenize what it adds | {statistics.median(bas) * 1000:.1f} | "
-          f"{percentile(bas, 0.95) * 1000:.1f} |")
+    print(
+        f"| extending request, round trip | {statistics.median(lat) * 1000:.1f} | {percentile(lat, 0.95) * 1000:.1f} |"
+    )
+    print(
+        f"| baseline: render once + tokenize what it adds | {statistics.median(bas) * 1000:.1f} | "
+        f"{percentile(bas, 0.95) * 1000:.1f} |"
+    )
     print(f"| ratio of the medians (limit 3) | {statistics.median(lat) / statistics.median(bas):.2f} | |")
     print(f"| median of per-call ratios | {statistics.median(ratios):.2f} | |")
     inner = [in_process[i] for i in extending]
-    print(f"| the library in process: Model.count of the same requests | {statistics.median(inner) * 1000:.1f} | "
-          f"{percentile(inner, 0.95) * 1000:.1f} |")
+    print(
+        f"| the library in process: Model.count of the same requests | {statistics.median(inner) * 1000:.1f} | "
+        f"{percentile(inner, 0.95) * 1000:.1f} |"
+    )
     print(f"| fresh count of the last prompt, in process | {fresh_time * 1000:.0f} | |")
     print(f"| fresh / last extending request | {fresh_time / latencies[-1]:.0f}x | |\n")
 
@@ -443,8 +492,10 @@ def main() -> int:
     print(f"| load test ({result['done']} requests, {args.concurrency} clients) | value |")
     print("| --- | ---: |")
     print(f"| throughput | {result['done'] / result['elapsed']:.1f} requests/s |")
-    print(f"| latency median / p95 / max | {statistics.median(load_lat) * 1000:.0f} / "
-          f"{percentile(load_lat, 0.95) * 1000:.0f} / {max(load_lat) * 1000:.0f} ms |")
+    print(
+        f"| latency median / p95 / max | {statistics.median(load_lat) * 1000:.0f} / "
+        f"{percentile(load_lat, 0.95) * 1000:.0f} / {max(load_lat) * 1000:.0f} ms |"
+    )
     print(f"| median latency / median baseline | {statistics.median(load_lat) / statistics.median(bas):.1f} |")
     print(f"| requests that extended a conversation | {result['reused']} of {result['done']} |")
     print(f"| server memory idle (model loaded) | {idle / 2**20:.0f} MiB |")

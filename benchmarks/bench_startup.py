@@ -29,8 +29,7 @@ import time
 from pathlib import Path
 
 #: What each command may add to the interpreter's start, in seconds.
-LIMITS = {"--help": 0.3, "--version": 0.3, "statusline": 0.3, "profile (1 call)": 0.5,
-          "profile (1 call, priced)": 0.5}
+LIMITS = {"--help": 0.3, "--version": 0.3, "statusline": 0.3, "profile (1 call)": 0.5, "profile (1 call, priced)": 0.5}
 
 
 #: The commands' environment: with the bytecode cache.
@@ -43,8 +42,9 @@ def timed(args: list[str], repeat: int, stdin: str = "") -> tuple[float, float]:
     for _ in range(repeat):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run(args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                       env=ENV)
+        subprocess.run(
+            args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
+        )
         walls.append(time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -63,11 +63,24 @@ def main() -> None:
         priced = Path(tmp) / "priced.json"
         priced.write_text(json.dumps({"model": "claude-sonnet-4-20250514", "messages": messages}))
         transcript = Path(tmp) / "session.jsonl"
-        transcript.write_text(json.dumps({
-            "type": "assistant", "sessionId": "s", "uuid": "a1", "timestamp": "2026-01-01T00:00:00Z",
-            "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-20250514",
+        transcript.write_text(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "sessionId": "s",
+                    "uuid": "a1",
+                    "timestamp": "2026-01-01T00:00:00Z",
+                    "message": {
+                        "id": "m1",
+                        "role": "assistant",
+                        "model": "claude-sonnet-4-20250514",
                         "content": [{"type": "text", "text": "hi"}],
-                        "usage": {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 3}}}) + "\n")
+                        "usage": {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 3},
+                    },
+                }
+            )
+            + "\n"
+        )
         status = json.dumps({"transcript_path": str(transcript)})
         tokprof = [sys.executable, "-m", "tokprof"]
         commands = {
@@ -81,16 +94,20 @@ def main() -> None:
             subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=ENV)
         base_wall, base_cpu = timed([sys.executable, "-c", "pass"], args.repeat)
         print(f"Machine: {platform.machine()}, Python {platform.python_version()}, median of {args.repeat} runs\n")
-        print("| command | wall | CPU | wall added to `python -c pass` | CPU added | limit | wall added / limit "
-              "| CPU added / limit |")
+        print(
+            "| command | wall | CPU | wall added to `python -c pass` | CPU added | limit | wall added / limit "
+            "| CPU added / limit |"
+        )
         print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         print(f"| `python -c pass` | {base_wall:.3f} s | {base_cpu:.3f} s | | | | | |")
         for name, (command, stdin) in commands.items():
             took, cpu = timed(command, args.repeat, stdin)
             added, cpu_added = took - base_wall, cpu - base_cpu
             limit = LIMITS[name]
-            print(f"| `tokprof {name}` | {took:.3f} s | {cpu:.3f} s | {added:.3f} s | {cpu_added:.3f} s | {limit} s "
-                  f"| {added / limit:.2f} | {cpu_added / limit:.2f} |")
+            print(
+                f"| `tokprof {name}` | {took:.3f} s | {cpu:.3f} s | {added:.3f} s | {cpu_added:.3f} s | {limit} s "
+                f"| {added / limit:.2f} | {cpu_added / limit:.2f} |"
+            )
 
 
 if __name__ == "__main__":

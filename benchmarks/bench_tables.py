@@ -22,8 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("request handler cache worker queue retry timeout config service module parser token buffer index "
-         "schema column table migration deploy build test fixture error warning trace span metric").split()
+WORDS = (
+    "request handler cache worker queue retry timeout config service module parser token buffer index "
+    "schema column table migration deploy build test fixture error warning trace span metric"
+).split()
 
 
 def words(rng: random.Random, n: int) -> str:
@@ -41,26 +43,61 @@ def session_lines(rng: random.Random, number: int, calls: int) -> list[dict]:
         common = {"isSidechain": False, "sessionId": sid, "timestamp": stamp, "cwd": project, "gitBranch": branch}
         if i == 0 or i % 4 == 0:
             uuid = f"{sid}-u{i}"
-            lines.append({**common, "parentUuid": parent, "type": "user", "uuid": uuid,
-                          "message": {"role": "user", "content": words(rng, 30)}})
+            lines.append(
+                {
+                    **common,
+                    "parentUuid": parent,
+                    "type": "user",
+                    "uuid": uuid,
+                    "message": {"role": "user", "content": words(rng, 30)},
+                }
+            )
             parent = uuid
         elif lines[-1]["type"] == "assistant":
             uuid = f"{sid}-r{i}"
             call_id = lines[-1]["message"]["content"][0]["id"]
-            lines.append({**common, "parentUuid": parent, "type": "user", "uuid": uuid,
-                          "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call_id,
-                                                                    "content": words(rng, 80)}]}})
+            lines.append(
+                {
+                    **common,
+                    "parentUuid": parent,
+                    "type": "user",
+                    "uuid": uuid,
+                    "message": {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": words(rng, 80)}],
+                    },
+                }
+            )
             parent = uuid
         uuid = f"{sid}-a{i}"
         grown = rng.randrange(100, 400)
-        usage = {"input_tokens": 3, "cache_creation_input_tokens": grown, "cache_read_input_tokens": prompt,
-                 "output_tokens": rng.randrange(20, 200)}
+        usage = {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": grown,
+            "cache_read_input_tokens": prompt,
+            "output_tokens": rng.randrange(20, 200),
+        }
         prompt += grown
         block = {"type": "tool_use", "id": f"toolu_{sid}_{i}", "name": "Read", "input": {"file_path": f"/src/{i}.py"}}
-        message = {"model": "claude-sonnet-4-5-20250929", "id": f"msg_{sid}_{i}", "type": "message",
-                   "role": "assistant", "content": [block], "stop_reason": "tool_use", "usage": usage}
-        lines.append({**common, "parentUuid": parent, "type": "assistant", "uuid": uuid, "message": message,
-                      "requestId": f"req_{sid}_{i}"})
+        message = {
+            "model": "claude-sonnet-4-5-20250929",
+            "id": f"msg_{sid}_{i}",
+            "type": "message",
+            "role": "assistant",
+            "content": [block],
+            "stop_reason": "tool_use",
+            "usage": usage,
+        }
+        lines.append(
+            {
+                **common,
+                "parentUuid": parent,
+                "type": "assistant",
+                "uuid": uuid,
+                "message": message,
+                "requestId": f"req_{sid}_{i}",
+            }
+        )
         parent = uuid
     return lines
 
@@ -89,8 +126,24 @@ def main() -> None:
         logs, out = Path(tmp) / "logs", Path(tmp) / "out"
         out.mkdir()
         size = generate(logs, args.sessions, args.calls, args.seed)
-        command = [sys.executable, "-m", "tokprof", "profile", str(logs), "-f", "parquet", "-o", str(out),
-                   "--model", args.model, "--jobs", str(args.jobs), "--no-progress", "--by", "project,branch"]
+        command = [
+            sys.executable,
+            "-m",
+            "tokprof",
+            "profile",
+            str(logs),
+            "-f",
+            "parquet",
+            "-o",
+            str(out),
+            "--model",
+            args.model,
+            "--jobs",
+            str(args.jobs),
+            "--no-progress",
+            "--by",
+            "project,branch",
+        ]
         started = time.perf_counter()
         subprocess.run(command, check=True)
         seconds = time.perf_counter() - started
@@ -101,18 +154,29 @@ def main() -> None:
         calls = pq.read_metadata(out / "calls.parquet").num_rows
     per_session = seconds / args.sessions
     day = 100_000
-    print(json.dumps({
-        "sessions": args.sessions, "calls": calls, "input_mb": round(size / 1e6, 1), "jobs": args.jobs,
-        "cores": os.cpu_count(), "seconds": round(seconds, 1), "sessions_per_second": round(1 / per_session, 1),
-        "peak_rss_mb_largest_process": round(peak_kb / 1024), "output_mb": round(output / 1e6, 2),
-        "output_bytes_per_call": round(output / max(calls, 1)),
-        "extrapolated_100k_per_day": {
-            "core_hours": round(per_session * args.jobs * day / 3600, 1),
-            "hours_on_these_jobs": round(per_session * day / 3600, 1),
-            "output_mb": round(output / args.sessions * day / 1e6),
-            "calls_rows": calls // args.sessions * day,
-        },
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "sessions": args.sessions,
+                "calls": calls,
+                "input_mb": round(size / 1e6, 1),
+                "jobs": args.jobs,
+                "cores": os.cpu_count(),
+                "seconds": round(seconds, 1),
+                "sessions_per_second": round(1 / per_session, 1),
+                "peak_rss_mb_largest_process": round(peak_kb / 1024),
+                "output_mb": round(output / 1e6, 2),
+                "output_bytes_per_call": round(output / max(calls, 1)),
+                "extrapolated_100k_per_day": {
+                    "core_hours": round(per_session * args.jobs * day / 3600, 1),
+                    "hours_on_these_jobs": round(per_session * day / 3600, 1),
+                    "output_mb": round(output / args.sessions * day / 1e6),
+                    "calls_rows": calls // args.sessions * day,
+                },
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -43,18 +43,54 @@ def call_lines(i: int) -> str:
     base = {"sessionId": "bench", "isSidechain": False, "timestamp": f"2025-10-01T10:00:{i % 60:02d}Z"}
     prompt = 12_000 + 900 * i
     rows = [
-        {**base, "type": "user", "uuid": f"u{i}", "parentUuid": f"r{i - 1}" if i else None,
-         "message": {"role": "user", "content": f"step {i}: check worker {i % 17} and its queue"}},
-        {**base, "type": "assistant", "uuid": f"a{i}", "parentUuid": f"u{i}", "requestId": f"req{i}",
-         "message": {"id": f"msg{i}", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "tool_use",
-                     "content": [{"type": "text", "text": f"Looking at worker {i}."},
-                                 {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"grep w{i} log"}}],
-                     "usage": {"input_tokens": 6, "cache_creation_input_tokens": 900,
-                               "cache_read_input_tokens": prompt - 906, "output_tokens": 80}}},
-        {**base, "type": "user", "uuid": f"r{i}", "parentUuid": f"a{i}",
-         "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
-                                                  "content": "\n".join(f"{t} worker={i} queue={t * 7 % 97} retry={t % 3}"
-                                                                       for t in range(40 + i % 30))}]}},
+        {
+            **base,
+            "type": "user",
+            "uuid": f"u{i}",
+            "parentUuid": f"r{i - 1}" if i else None,
+            "message": {"role": "user", "content": f"step {i}: check worker {i % 17} and its queue"},
+        },
+        {
+            **base,
+            "type": "assistant",
+            "uuid": f"a{i}",
+            "parentUuid": f"u{i}",
+            "requestId": f"req{i}",
+            "message": {
+                "id": f"msg{i}",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "stop_reason": "tool_use",
+                "content": [
+                    {"type": "text", "text": f"Looking at worker {i}."},
+                    {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": f"grep w{i} log"}},
+                ],
+                "usage": {
+                    "input_tokens": 6,
+                    "cache_creation_input_tokens": 900,
+                    "cache_read_input_tokens": prompt - 906,
+                    "output_tokens": 80,
+                },
+            },
+        },
+        {
+            **base,
+            "type": "user",
+            "uuid": f"r{i}",
+            "parentUuid": f"a{i}",
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"t{i}",
+                        "content": "\n".join(
+                            f"{t} worker={i} queue={t * 7 % 97} retry={t % 3}" for t in range(40 + i % 30)
+                        ),
+                    }
+                ],
+            },
+        },
     ]
     return "".join(json.dumps(r) + "\n" for r in rows)
 
@@ -99,16 +135,34 @@ def _wait_counted(folder: Path, call: int, limit: float = 120.0) -> float:
 def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float, list[float], float, list[float]]:
     path = folder / "status.jsonl"
     path.write_text("".join(call_lines(i) for i in range(calls)))
-    payload = json.dumps({"session_id": "bench", "transcript_path": str(path), "model": {"id": "claude-sonnet-4-5",
-                          "display_name": "Sonnet 4.5"}, "workspace": {"current_dir": str(folder)},
-                          "cost": {"total_cost_usd": 1.0}})
-    env = dict(os.environ, HOME=str(folder), XDG_CACHE_HOME=str(folder / "cache"), PYTHONPATH=str(ROOT),
-               TOKPROF_STATUSLINE_IDLE="30")
+    payload = json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": str(path),
+            "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+            "workspace": {"current_dir": str(folder)},
+            "cost": {"total_cost_usd": 1.0},
+        }
+    )
+    env = dict(
+        os.environ,
+        HOME=str(folder),
+        XDG_CACHE_HOME=str(folder / "cache"),
+        PYTHONPATH=str(ROOT),
+        TOKPROF_STATUSLINE_IDLE="30",
+    )
 
     def once() -> float:
         t = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=payload, text=True,
-                              capture_output=True, env=env, timeout=60, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "tokprof", "statusline"],
+            input=payload,
+            text=True,
+            capture_output=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
         assert done.returncode == 0 and done.stdout.startswith("ctx"), done.stdout + done.stderr
         return time.perf_counter() - t
 
@@ -121,13 +175,23 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
                 out.write(call_lines(i))
             repeat.append(once())
             lag.append(_wait_counted(folder, i))
-            assert "results" in subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=payload,
-                                               text=True, capture_output=True, env=env, timeout=60).stdout
+            assert (
+                "results"
+                in subprocess.run(
+                    [sys.executable, "-m", "tokprof", "statusline"],
+                    input=payload,
+                    text=True,
+                    capture_output=True,
+                    env=env,
+                    timeout=60,
+                ).stdout
+            )
     finally:
         for lock in (folder / "cache" / "tokprof" / "statusline").glob("*.lock"):
             pid = lock.read_text().strip()
-            if pid and "statusline_counter" in (Path(f"/proc/{pid}/cmdline").read_text(errors="replace")
-                                                if Path(f"/proc/{pid}").exists() else ""):
+            if pid and "statusline_counter" in (
+                Path(f"/proc/{pid}/cmdline").read_text(errors="replace") if Path(f"/proc/{pid}").exists() else ""
+            ):
                 try:
                     os.kill(int(pid), 15)  # the counter this benchmark started
                 except ProcessLookupError:
@@ -173,12 +237,18 @@ def main() -> None:
         os.environ["HOME"], os.environ["XDG_CACHE_HOME"] = tmp, str(Path(tmp) / "cache")
         watch, line, spliced = appended_one(Path(tmp), args.calls, args.repeat)
         print(f"| one call appended to {args.calls} calls, CPU ms (limit 50) | median | slowest |\n| --- | --- | --- |")
-        print(f"| watch (counted, claude-proxy; {spliced} calls spliced) | {1000 * statistics.median(watch):.1f} | "
-              f"{1000 * max(watch):.1f} |")
-        print(f"| statusline (state loaded, updated, saved) | {1000 * statistics.median(line):.1f} | "
-              f"{1000 * max(line):.1f} |\n")
-        print(f"| watch: {args.calls} calls, updates of {args.step} calls | first tenth, median s | last tenth, "
-              "median s | ratio (limit 2) |")
+        print(
+            f"| watch (counted, claude-proxy; {spliced} calls spliced) | {1000 * statistics.median(watch):.1f} | "
+            f"{1000 * max(watch):.1f} |"
+        )
+        print(
+            f"| statusline (state loaded, updated, saved) | {1000 * statistics.median(line):.1f} | "
+            f"{1000 * max(line):.1f} |\n"
+        )
+        print(
+            f"| watch: {args.calls} calls, updates of {args.step} calls | first tenth, median s | last tenth, "
+            "median s | ratio (limit 2) |"
+        )
         print("| --- | --- | --- | --- |")
         for count in () if args.statusline_only else (False, True):
             times, size = follow(args.calls, args.step, Path(tmp), count)

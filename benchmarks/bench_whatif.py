@@ -53,8 +53,10 @@ def main() -> int:
         name = f"generated, {args.calls} calls"
     trace = read_trace(path)
     policies = parse_policies(args.policy or list(DEFAULT_POLICIES))
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
-          f"policies: {', '.join(p.spec for p in policies)}")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} {platform.python_version()}; "
+        f"policies: {', '.join(p.spec for p in policies)}"
+    )
     print("| log | calls | billed input (full) | profile (s) | policy set (s) | ratio | limit | ratio / limit |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     profiles: list[float] = []
@@ -74,11 +76,15 @@ def main() -> int:
         sets.append(replayed)
         billed = profile.summary().billed_input
         per_policy = [(r.policy, r.billed_input, r.saving) for r in report.policies]
-        print(f"| {name} | {len(trace.calls)} | {billed:,} | {profiled:.2f} | {replayed:.2f} | {ratio:.1f}x | "
-              f"{LIMIT:g}x | {ratio / LIMIT:.2f} |")
+        print(
+            f"| {name} | {len(trace.calls)} | {billed:,} | {profiled:.2f} | {replayed:.2f} | {ratio:.1f}x | "
+            f"{LIMIT:g}x | {ratio / LIMIT:.2f} |"
+        )
     best = min(sets) / min(profiles)  # each at its least disturbed (the machine's cores are shared)
-    print(f"| best of {args.repeat} | {len(trace.calls)} | {billed:,} | {min(profiles):.2f} | {min(sets):.2f} | "
-          f"{best:.1f}x | {LIMIT:g}x | {best / LIMIT:.2f} |")
+    print(
+        f"| best of {args.repeat} | {len(trace.calls)} | {billed:,} | {min(profiles):.2f} | {min(sets):.2f} | "
+        f"{best:.1f}x | {LIMIT:g}x | {best / LIMIT:.2f} |"
+    )
     print()
     print("| policy | billed input | saving |")
     print("| --- | ---: | ---: |")

@@ -37,17 +37,44 @@ WORDS = (
     "session user account order invoice payment ledger report export import batch stream event listener "
     "the a an of to in for on with by from and or not is was will should could returns raises uses when if"
 ).split()
-IDENTS = ["user_id", "order_id", "retry_count", "max_workers", "batch_size", "timeout_ms", "cache_key",
-          "session_token", "region", "shard", "is_active", "created_at", "updated_at", "payload", "status"]
+IDENTS = [
+    "user_id",
+    "order_id",
+    "retry_count",
+    "max_workers",
+    "batch_size",
+    "timeout_ms",
+    "cache_key",
+    "session_token",
+    "region",
+    "shard",
+    "is_active",
+    "created_at",
+    "updated_at",
+    "payload",
+    "status",
+]
 SERVICES = ["api-gateway", "billing", "checkout", "inventory", "search", "notifier", "auth", "ledger"]
-FILES = ["src/app/handlers.py", "src/app/models.py", "src/app/cache.py", "src/app/queue.py", "src/app/config.py",
-         "src/app/routes.py", "src/app/workers.py", "src/app/db.py", "tests/test_handlers.py", "tests/test_queue.py"]
-PARAM_KINDS = [("path", "string", "A path relative to the repository root."),
-               ("query", "string", "What to search for (a regular expression)."),
-               ("service", "string", "The service name."),
-               ("limit", "integer", "At most this many results."),
-               ("since", "string", "Start of the time range, RFC 3339 UTC."),
-               ("recursive", "boolean", "Whether to descend into subdirectories.")]
+FILES = [
+    "src/app/handlers.py",
+    "src/app/models.py",
+    "src/app/cache.py",
+    "src/app/queue.py",
+    "src/app/config.py",
+    "src/app/routes.py",
+    "src/app/workers.py",
+    "src/app/db.py",
+    "tests/test_handlers.py",
+    "tests/test_queue.py",
+]
+PARAM_KINDS = [
+    ("path", "string", "A path relative to the repository root."),
+    ("query", "string", "What to search for (a regular expression)."),
+    ("service", "string", "The service name."),
+    ("limit", "integer", "At most this many results."),
+    ("since", "string", "Start of the time range, RFC 3339 UTC."),
+    ("recursive", "boolean", "Whether to descend into subdirectories."),
+]
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -66,14 +93,16 @@ def make_tools(rng: random.Random, count: int) -> list[dict]:
         names.add(name)
         params = rng.sample(PARAM_KINDS, rng.randint(1, 4))
         properties = {p: {"type": t, "description": d} for p, t, d in params}
-        tools.append({
-            "type": "function",
-            "function": {
-                "name": name,
-                "description": " ".join(sentence(rng, rng.randint(6, 16)) for _ in range(rng.randint(1, 3))),
-                "parameters": {"type": "object", "properties": properties, "required": [params[0][0]]},
-            },
-        })
+        tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": name,
+                    "description": " ".join(sentence(rng, rng.randint(6, 16)) for _ in range(rng.randint(1, 3))),
+                    "parameters": {"type": "object", "properties": properties, "required": [params[0][0]]},
+                },
+            }
+        )
     return tools
 
 
@@ -87,24 +116,34 @@ def tool_result(rng: random.Random, size: int) -> str:
     while total < size:
         n += 1
         if style == 0:  # log lines
-            line = (f"2026-03-14T09:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z "
-                    f"{rng.choice(['INFO', 'WARN', 'ERROR', 'DEBUG']):>5} {rng.choice(SERVICES)} "
-                    f"[{rng.randint(1, 64)}] {sentence(rng, rng.randint(4, 12))} "
-                    f"{rng.choice(IDENTS)}={rng.randint(0, 99999)}")
+            line = (
+                f"2026-03-14T09:{rng.randint(0, 59):02d}:{rng.randint(0, 59):02d}.{rng.randint(0, 999):03d}Z "
+                f"{rng.choice(['INFO', 'WARN', 'ERROR', 'DEBUG']):>5} {rng.choice(SERVICES)} "
+                f"[{rng.randint(1, 64)}] {sentence(rng, rng.randint(4, 12))} "
+                f"{rng.choice(IDENTS)}={rng.randint(0, 99999)}"
+            )
         elif style == 1:  # JSON records
-            line = json.dumps({rng.choice(IDENTS): rng.randint(0, 10**6), "status": rng.choice(["ok", "failed", "retry"]),
-                               "service": rng.choice(SERVICES), "note": sentence(rng, rng.randint(3, 8))})
+            line = json.dumps(
+                {
+                    rng.choice(IDENTS): rng.randint(0, 10**6),
+                    "status": rng.choice(["ok", "failed", "retry"]),
+                    "service": rng.choice(SERVICES),
+                    "note": sentence(rng, rng.randint(3, 8)),
+                }
+            )
         elif style == 2:  # a source listing
             indent = "    " * rng.randint(0, 3)
             ident = rng.choice(IDENTS)
-            line = rng.choice([
-                f"{n:4d}  {indent}def {rng.choice(WORDS)}_{ident}(self, {ident}, timeout=None):",
-                f"{n:4d}  {indent}{ident} = self.{rng.choice(WORDS)}.get({ident!r}, {rng.randint(0, 100)})",
-                f"{n:4d}  {indent}if {ident} is None:",
-                f"{n:4d}  {indent}    raise ValueError(f\"{sentence(rng, 4)} {{{ident}}}\")",
-                f"{n:4d}  {indent}# {sentence(rng, rng.randint(4, 10))}",
-                f"{n:4d}  {indent}return {ident}",
-            ])
+            line = rng.choice(
+                [
+                    f"{n:4d}  {indent}def {rng.choice(WORDS)}_{ident}(self, {ident}, timeout=None):",
+                    f"{n:4d}  {indent}{ident} = self.{rng.choice(WORDS)}.get({ident!r}, {rng.randint(0, 100)})",
+                    f"{n:4d}  {indent}if {ident} is None:",
+                    f'{n:4d}  {indent}    raise ValueError(f"{sentence(rng, 4)} {{{ident}}}")',
+                    f"{n:4d}  {indent}# {sentence(rng, rng.randint(4, 10))}",
+                    f"{n:4d}  {indent}return {ident}",
+                ]
+            )
         else:  # a table
             line = " | ".join(f"{rng.choice(IDENTS)}:{rng.randint(0, 9999):>5}" for _ in range(rng.randint(3, 6)))
         lines.append(line)
@@ -118,19 +157,30 @@ def arguments(rng: random.Random, tool: dict) -> str:
         if name not in tool["function"]["parameters"]["required"] and rng.random() < 0.5:
             continue
         kind = spec["type"]
-        args[name] = (rng.randint(1, 200) if kind == "integer" else rng.random() < 0.5 if kind == "boolean"
-                      else rng.choice(FILES + SERVICES) if name in ("path", "service") else sentence(rng, 3)[:-1])
+        args[name] = (
+            rng.randint(1, 200)
+            if kind == "integer"
+            else rng.random() < 0.5
+            if kind == "boolean"
+            else rng.choice(FILES + SERVICES)
+            if name in ("path", "service")
+            else sentence(rng, 3)[:-1]
+        )
     return json.dumps(args)
 
 
 def session(calls: int, result_size: int, n_tools: int, seed: int) -> dict:
     rng = random.Random(seed)
     tools = make_tools(rng, n_tools)
-    system = ("You are Forge, a coding agent working in the repository of a retail platform. Use the tools to "
-              "read code, run tests and inspect production; explain what you find briefly. "
-              + " ".join(sentence(rng, rng.randint(8, 20)) for _ in range(12)))
-    messages: list[dict] = [{"role": "system", "content": system},
-                            {"role": "user", "content": sentence(rng, rng.randint(15, 40))}]
+    system = (
+        "You are Forge, a coding agent working in the repository of a retail platform. Use the tools to "
+        "read code, run tests and inspect production; explain what you find briefly. "
+        + " ".join(sentence(rng, rng.randint(8, 20)) for _ in range(12))
+    )
+    messages: list[dict] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": sentence(rng, rng.randint(15, 40))},
+    ]
     call_id = 0
     made = 0
     since_user = 0
@@ -138,8 +188,12 @@ def session(calls: int, result_size: int, n_tools: int, seed: int) -> dict:
         made += 1
         since_user += 1
         if since_user >= rng.randint(6, 16) or made == calls:  # a short report, then the user's next turn
-            messages.append({"role": "assistant", "content": " ".join(sentence(rng, rng.randint(8, 25))
-                                                                       for _ in range(rng.randint(1, 4)))})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": " ".join(sentence(rng, rng.randint(8, 25)) for _ in range(rng.randint(1, 4))),
+                }
+            )
             if made < calls:
                 messages.append({"role": "user", "content": sentence(rng, rng.randint(6, 30))})
             since_user = 0
@@ -148,8 +202,13 @@ def session(calls: int, result_size: int, n_tools: int, seed: int) -> dict:
         tool_calls = []
         for tool in chosen:
             call_id += 1
-            tool_calls.append({"id": f"call_{call_id:05d}", "type": "function",
-                               "function": {"name": tool["function"]["name"], "arguments": arguments(rng, tool)}})
+            tool_calls.append(
+                {
+                    "id": f"call_{call_id:05d}",
+                    "type": "function",
+                    "function": {"name": tool["function"]["name"], "arguments": arguments(rng, tool)},
+                }
+            )
         content = sentence(rng, rng.randint(5, 15)) if rng.random() < 0.3 else None
         messages.append({"role": "assistant", "content": content, "tool_calls": tool_calls})
         for tc in tool_calls:

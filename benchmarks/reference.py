@@ -184,7 +184,11 @@ class Reference:
         start = time.perf_counter()
         try:
             return self.model.prompt_format.render(
-                messages, tools, add_generation_prompt=generation, day=day, lenient=lenient,
+                messages,
+                tools,
+                add_generation_prompt=generation,
+                day=day,
+                lenient=lenient,
                 template_tools=template_tools,
             )
         finally:

@@ -23,13 +23,19 @@ from tokprof.cli import main  # noqa: E402
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 CORPUS = ROOT.parent / "shared" / "corpus"
-LOGS = [SAMPLE, *(CORPUS / name for name in (
-    "claude_code_medium_full-session-four.jsonl",
-    "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
-    "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
-    "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
-    "inspect_eval_browser_2025-05-12T20-27-36-04-00.json",
-))]
+LOGS = [
+    SAMPLE,
+    *(
+        CORPUS / name
+        for name in (
+            "claude_code_medium_full-session-four.jsonl",
+            "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+            "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+            "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+            "inspect_eval_browser_2025-05-12T20-27-36-04-00.json",
+        )
+    ),
+]
 COMMANDS = [
     ("profile", ["profile", "{log}", "--calls", "all"]),
     ("profile.json", ["profile", "{log}", "-f", "json"]),

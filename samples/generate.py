@@ -47,9 +47,9 @@ def iso(t: datetime, ms: bool = False) -> str:
 
 # --- the incident, as a tiny world model -------------------------------------------------------
 
-DEPLOY = (at("08:41"), at("08:47"))      # checkout v2.41.0 rolls out with pool size 10
-FIX = (at("09:31"), at("09:38"))         # config override db.pool.maxSize=50, rolling restart
-FAILOVER = at("09:42")                   # DBA team fails payments-db over to its replica
+DEPLOY = (at("08:41"), at("08:47"))  # checkout v2.41.0 rolls out with pool size 10
+FIX = (at("09:31"), at("09:38"))  # config override db.pool.maxSize=50, rolling restart
+FAILOVER = at("09:42")  # DBA team fails payments-db over to its replica
 PODS, SURGE, MAX_CONN, OTHER_CLIENTS = 12, 3, 800, 60
 
 
@@ -108,8 +108,14 @@ def metric_row(w: World, metric: str, t: datetime) -> list:
         if FAILOVER <= t < FAILOVER + timedelta(minutes=1):
             frac += 0.008
         err = total * frac
-        return [f"{total:.1f}", f"{err:.2f}", f"{100 * frac:.2f}", f"{err * 0.18:.2f}", f"{err * 0.74:.2f}",
-                f"{err * 0.08:.2f}"]
+        return [
+            f"{total:.1f}",
+            f"{err:.2f}",
+            f"{100 * frac:.2f}",
+            f"{err * 0.18:.2f}",
+            f"{err * 0.74:.2f}",
+            f"{err * 0.08:.2f}",
+        ]
     if metric == "http_latency_ms":
         slow = f > 0.08 or FAILOVER <= t < FAILOVER + timedelta(minutes=1)
         p99 = 3040 + g(0, 12) if f > 0.08 else 1380 + g(0, 90) if slow else 205 + g(0, 14)
@@ -140,9 +146,11 @@ def query_metrics(w: World, now: datetime, metric: str, service: str, window: st
     span, step = WINDOWS[window]
     end, count = now.replace(second=now.second - now.second % min(step, 60)), span // step
     cols = METRIC_COLUMNS[metric]
-    lines = [f"# prometheus-prod  metric={metric}  service={service}  aggregation={aggregation}",
-             f"# window={window}  step={step}s  points={count}  end={iso(end)}",
-             "timestamp              " + "  ".join(f"{c:>13}" for c in cols)]
+    lines = [
+        f"# prometheus-prod  metric={metric}  service={service}  aggregation={aggregation}",
+        f"# window={window}  step={step}s  points={count}  end={iso(end)}",
+        "timestamp              " + "  ".join(f"{c:>13}" for c in cols),
+    ]
     for i in range(count):
         t = end - timedelta(seconds=step * (count - 1 - i))
         lines.append(iso(t) + "   " + "  ".join(f"{v:>13}" for v in metric_row(w, metric, t)))
@@ -170,14 +178,33 @@ Caused by: java.sql.SQLTransientConnectionException: HikariPool-1 - Connection i
 \t... 59 common frames omitted"""
 
 CHECKOUT_ERRORS = [  # (weight, logger, message, with stack trace)
-    (3, "c.a.c.web.ApiExceptionHandler", "503 SERVICE_UNAVAILABLE POST /v1/checkout: "
-        "Could not open JDBC Connection for transaction", True),
-    (5, "c.a.c.web.ApiExceptionHandler", "503 SERVICE_UNAVAILABLE GET /v1/checkout/sessions/{sid}: HikariPool-1 - "
-        "Connection is not available, request timed out after 3000ms (stack suppressed, 1 of {k} in 10s)", False),
-    (2, "c.a.c.service.CheckoutService", "placeOrder failed cart={cart} customer={cust}: "
-        "CannotCreateTransactionException, order not created, idempotency key released", False),
-    (1, "c.a.c.outbox.OutboxRelay", "outbox poll failed: HikariPool-1 - Connection is not available, "
-        "request timed out after 3000ms; retrying in 5s", False),
+    (
+        3,
+        "c.a.c.web.ApiExceptionHandler",
+        "503 SERVICE_UNAVAILABLE POST /v1/checkout: Could not open JDBC Connection for transaction",
+        True,
+    ),
+    (
+        5,
+        "c.a.c.web.ApiExceptionHandler",
+        "503 SERVICE_UNAVAILABLE GET /v1/checkout/sessions/{sid}: HikariPool-1 - "
+        "Connection is not available, request timed out after 3000ms (stack suppressed, 1 of {k} in 10s)",
+        False,
+    ),
+    (
+        2,
+        "c.a.c.service.CheckoutService",
+        "placeOrder failed cart={cart} customer={cust}: "
+        "CannotCreateTransactionException, order not created, idempotency key released",
+        False,
+    ),
+    (
+        1,
+        "c.a.c.outbox.OutboxRelay",
+        "outbox poll failed: HikariPool-1 - Connection is not available, "
+        "request timed out after 3000ms; retrying in 5s",
+        False,
+    ),
 ]
 
 
@@ -204,47 +231,91 @@ def checkout_errors(w: World, since: datetime, until: datetime, limit: int) -> l
             traced, w.traced_at, w.traced_pod = True, t, entry[0].split(" | ")[0]
 
 
-HIKARI_CONFIG = [("connectionTimeout", "3000"), ("idleTimeout", "600000"), ("maxLifetime", "1800000"),
-                 ("maximumPoolSize", "{size}"), ("minimumIdle", "{size}"), ("leakDetectionThreshold", "0"),
-                 ("jdbcUrl", "jdbc:postgresql://{db}.prod.internal:5432/{dbname}"), ("poolName", '"HikariPool-1"')]
+HIKARI_CONFIG = [
+    ("connectionTimeout", "3000"),
+    ("idleTimeout", "600000"),
+    ("maxLifetime", "1800000"),
+    ("maximumPoolSize", "{size}"),
+    ("minimumIdle", "{size}"),
+    ("leakDetectionThreshold", "0"),
+    ("jdbcUrl", "jdbc:postgresql://{db}.prod.internal:5432/{dbname}"),
+    ("poolName", '"HikariPool-1"'),
+]
 
 
-def startup_lines(w: World, pod: str, t: datetime, app: str, version: str, size: int, db: str,
-                  unknown: str | None) -> list[str]:
+def startup_lines(
+    w: World, pod: str, t: datetime, app: str, version: str, size: int, db: str, unknown: str | None
+) -> list[str]:
     def line(level: str, logger: str, msg: str) -> str:
         nonlocal t
         t += timedelta(milliseconds=w.rng.randint(3, 900))
         return f"{pod} | {iso(t, ms=True)} {level:>5} 1 --- [           main] {logger:<34}: {msg}"
 
     main = "".join(part.title() for part in app.split("-")) + "Application"
-    out = [line("INFO", f"c.a.{app.split('-')[0]}.{main}", f"Starting {main} v{version} using Java 21.0.2 with PID 1"),
-           line("INFO", "c.a.config.ConfigLoader", f"Loaded {w.rng.randint(140, 156)} properties from configsvc "
-                "(profile=prod, revision=r-88412)")]
+    out = [
+        line("INFO", f"c.a.{app.split('-')[0]}.{main}", f"Starting {main} v{version} using Java 21.0.2 with PID 1"),
+        line(
+            "INFO",
+            "c.a.config.ConfigLoader",
+            f"Loaded {w.rng.randint(140, 156)} properties from configsvc (profile=prod, revision=r-88412)",
+        ),
+    ]
     if unknown:
-        out.append(line("WARN", "c.a.config.ConfigBinder", f"Unknown configuration property 'db.pool.max_size' (value "
-                        f"'{unknown}') ignored; did you mean 'db.pool.maxSize'? (acme-config 3.0 uses camelCase keys)"))
-    out.append(line("INFO", "c.a.config.ConfigBinder", f"Bound {w.rng.randint(120, 139)} properties, "
-                    f"{1 if unknown else 0} unknown, 0 invalid"))
+        out.append(
+            line(
+                "WARN",
+                "c.a.config.ConfigBinder",
+                f"Unknown configuration property 'db.pool.max_size' (value "
+                f"'{unknown}') ignored; did you mean 'db.pool.maxSize'? (acme-config 3.0 uses camelCase keys)",
+            )
+        )
+    out.append(
+        line(
+            "INFO",
+            "c.a.config.ConfigBinder",
+            f"Bound {w.rng.randint(120, 139)} properties, {1 if unknown else 0} unknown, 0 invalid",
+        )
+    )
     out.append(line("INFO", "com.zaxxer.hikari.HikariConfig", "HikariPool-1 - configuration:"))
     for key, value in HIKARI_CONFIG:
         value = value.format(size=size, db=db, dbname=db.split("-")[0])
         out.append(line("INFO", "com.zaxxer.hikari.HikariConfig", f"{key:.<32}{value}"))
     out.append(line("INFO", "com.zaxxer.hikari.HikariDataSource", "HikariPool-1 - Starting..."))
-    out.append(line("INFO", "com.zaxxer.hikari.pool.HikariPool",
-                    f"HikariPool-1 - Added connection org.postgresql.jdbc.PgConnection@{w.hexid(8)}"))
+    out.append(
+        line(
+            "INFO",
+            "com.zaxxer.hikari.pool.HikariPool",
+            f"HikariPool-1 - Added connection org.postgresql.jdbc.PgConnection@{w.hexid(8)}",
+        )
+    )
     out.append(line("INFO", "com.zaxxer.hikari.HikariDataSource", "HikariPool-1 - Start completed."))
     out.append(line("INFO", "o.s.b.w.embedded.tomcat.TomcatWebServer", "Tomcat started on port 8080 (http)"))
-    out.append(line("INFO", f"c.a.{app.split('-')[0]}.{main}",
-                    f"Started {main} in {w.rng.uniform(18, 26):.2f} seconds"))
+    out.append(
+        line("INFO", f"c.a.{app.split('-')[0]}.{main}", f"Started {main} in {w.rng.uniform(18, 26):.2f} seconds")
+    )
     return out
 
 
 def startup_logs(w: World, service: str, limit: int) -> list[str]:
-    spec = {"checkout": (w.pods["new"], DEPLOY[0], "2.41.0", 10, "orders-db", "50"),
-            "inventory": ([f"inventory-58b9c7d4f-{w.suffix()}" for _ in range(8)], at("07:55"), "1.18.2", 10,
-                          "inventory-db", "40"),
-            "search-api": ([f"search-api-7c6d5f8b9-{w.suffix()}" for _ in range(6)], at("06:30"), "5.2.0", 20,
-                           "catalog-db", None)}[service]
+    spec = {
+        "checkout": (w.pods["new"], DEPLOY[0], "2.41.0", 10, "orders-db", "50"),
+        "inventory": (
+            [f"inventory-58b9c7d4f-{w.suffix()}" for _ in range(8)],
+            at("07:55"),
+            "1.18.2",
+            10,
+            "inventory-db",
+            "40",
+        ),
+        "search-api": (
+            [f"search-api-7c6d5f8b9-{w.suffix()}" for _ in range(6)],
+            at("06:30"),
+            "5.2.0",
+            20,
+            "catalog-db",
+            None,
+        ),
+    }[service]
     pods, start, version, size, db, unknown = spec
     lines = []
     for i, pod in enumerate(pods):
@@ -254,8 +325,12 @@ def startup_logs(w: World, service: str, limit: int) -> list[str]:
 
 
 FAILOVER_EVENTS = [  # level, caller, msg, err; the first two happen as connections are killed
-    ("warn", "store/pg.go:211", "query failed",
-     "FATAL: terminating connection due to administrator command (SQLSTATE 57P01)"),
+    (
+        "warn",
+        "store/pg.go:211",
+        "query failed",
+        "FATAL: terminating connection due to administrator command (SQLSTATE 57P01)",
+    ),
     ("warn", "store/pool.go:64", "retrying", "pgx: conn closed; attempt {n}/3"),
     ("error", "store/pg.go:118", "acquire conn", "dial tcp 10.42.7.15:5432: connect: connection refused"),
     ("error", "api/authorize.go:87", "authorize failed", "store: no healthy primary (payments-db-a read-only)"),
@@ -272,26 +347,53 @@ def payments_logs(w: World, since: datetime, until: datetime, limit: int) -> lis
         if t >= until:
             break
         if not FAILOVER - timedelta(seconds=5) <= t < FAILOVER + timedelta(seconds=50):
-            out.append(entry(t, level="warn", caller="api/authorize.go:142", msg="issuer slow",
-                             issuer=w.rng.choice(["visa-eu", "mc-eu", "amex"]), latency_ms=w.rng.randint(1200, 2600),
-                             req_id=w.hexid(16)))
+            out.append(
+                entry(
+                    t,
+                    level="warn",
+                    caller="api/authorize.go:142",
+                    msg="issuer slow",
+                    issuer=w.rng.choice(["visa-eu", "mc-eu", "amex"]),
+                    latency_ms=w.rng.randint(1200, 2600),
+                    req_id=w.hexid(16),
+                )
+            )
     t = FAILOVER + timedelta(milliseconds=w.rng.randint(200, 900))
     while t < FAILOVER + timedelta(seconds=41):
-        level, caller, msg, err = w.rng.choice(FAILOVER_EVENTS[:2] if t < FAILOVER + timedelta(seconds=6)
-                                               else FAILOVER_EVENTS[1:])
-        out.append(entry(t, level=level, caller=caller, msg=msg, req_id=w.hexid(16),
-                         err=err.replace("{n}", str(w.rng.randint(1, 3)))))
+        level, caller, msg, err = w.rng.choice(
+            FAILOVER_EVENTS[:2] if t < FAILOVER + timedelta(seconds=6) else FAILOVER_EVENTS[1:]
+        )
+        out.append(
+            entry(
+                t,
+                level=level,
+                caller=caller,
+                msg=msg,
+                req_id=w.hexid(16),
+                err=err.replace("{n}", str(w.rng.randint(1, 3))),
+            )
+        )
         t += timedelta(milliseconds=w.rng.randint(150, 1600))
-    for msg in ("topology change: new primary payments-db-b (10.42.7.22), old primary demoted",
-                "pool reset complete: 40/40 connections to payments-db-b",
-                "error rate back under threshold (0.3% over 30s)"):
+    for msg in (
+        "topology change: new primary payments-db-b (10.42.7.22), old primary demoted",
+        "pool reset complete: 40/40 connections to payments-db-b",
+        "error rate back under threshold (0.3% over 30s)",
+    ):
         t += timedelta(milliseconds=w.rng.randint(800, 4000))
         out.append(entry(t, level="warn", caller="store/failover.go:53", msg=msg))
     return [line for _, line in sorted(out)][-limit:]
 
 
-def get_logs(w: World, now: datetime, service: str, since: str, until: str = "", level: str = "INFO",
-             query: str = "", limit: int = 100) -> str:
+def get_logs(
+    w: World,
+    now: datetime,
+    service: str,
+    since: str,
+    until: str = "",
+    level: str = "INFO",
+    query: str = "",
+    limit: int = 100,
+) -> str:
     start, end = parse(since), parse(until) if until else now
     if service == "checkout" and level == "ERROR":
         lines = checkout_errors(w, start, end, limit)
@@ -327,21 +429,27 @@ TRACE_SPANS = [  # (depth, service, span, start ms, duration ms, status)
 
 def get_trace(w: World, now: datetime, trace_id: str, include_attributes: bool = True, max_depth: int = 10) -> str:
     start = w.traced_at - timedelta(milliseconds=3047)
-    lines = [f"trace {trace_id}  root=edge-gateway POST /v1/checkout  start={iso(start, ms=True)}",
-             f"duration=3052.6ms  spans={len(TRACE_SPANS)}  errors=4  sampled_by=tail(error)",
-             "", f"{'service':<14}{'span':<46}{'start_ms':>10}{'dur_ms':>10}  status"]
+    lines = [
+        f"trace {trace_id}  root=edge-gateway POST /v1/checkout  start={iso(start, ms=True)}",
+        f"duration=3052.6ms  spans={len(TRACE_SPANS)}  errors=4  sampled_by=tail(error)",
+        "",
+        f"{'service':<14}{'span':<46}{'start_ms':>10}{'dur_ms':>10}  status",
+    ]
     for depth, service, span, offset, dur, status in TRACE_SPANS:
         lines.append(f"{service:<14}{'  ' * depth + span:<46}{offset:>10.1f}{dur:>10.1f}  {status}")
     if include_attributes:
-        lines += ["", "attributes of error spans:",
-                  "  HikariPool.getConnection: db.system=postgresql db.name=orders pool.name=HikariPool-1",
-                  "    pool.total=10 pool.active=10 pool.idle=0 pool.waiting=41 timeout_ms=3000",
-                  "    exception.type=java.sql.SQLTransientConnectionException",
-                  "    exception.message=HikariPool-1 - Connection is not available, request timed out after 3000ms",
-                  f"  CheckoutService.placeOrder [tx]: tx.propagation=REQUIRED tx.isolation=READ_COMMITTED "
-                  f"cart.id={w.hexid(8)} items=3",
-                  f"  OrderController.checkout: http.status_code=503 k8s.pod={w.traced_pod} app.version=2.41.0",
-                  "  edge-gateway: http.route=/v1/checkout client.region=eu-west-1 user_agent=acme-ios/7.12.0"]
+        lines += [
+            "",
+            "attributes of error spans:",
+            "  HikariPool.getConnection: db.system=postgresql db.name=orders pool.name=HikariPool-1",
+            "    pool.total=10 pool.active=10 pool.idle=0 pool.waiting=41 timeout_ms=3000",
+            "    exception.type=java.sql.SQLTransientConnectionException",
+            "    exception.message=HikariPool-1 - Connection is not available, request timed out after 3000ms",
+            f"  CheckoutService.placeOrder [tx]: tx.propagation=REQUIRED tx.isolation=READ_COMMITTED "
+            f"cart.id={w.hexid(8)} items=3",
+            f"  OrderController.checkout: http.status_code=503 k8s.pod={w.traced_pod} app.version=2.41.0",
+            "  edge-gateway: http.route=/v1/checkout client.region=eu-west-1 user_agent=acme-ios/7.12.0",
+        ]
     return "\n".join(lines)
 
 
@@ -380,47 +488,91 @@ default in application.yaml is 10 (sized for staging) and prod relies on the con
 
 
 def search_runbooks(w: World, now: datetime, query: str, limit: int = 5, team: str = "") -> str:
-    others = [("RB-087", "orders-db: max_connections reached / PgBouncer saturation", 0.71),
-              ("RB-140", "payments-api: upstream issuer latency and timeouts", 0.58),
-              ("RB-031", "Generic: elevated 5xx after a deploy (rollback decision tree)", 0.55),
-              ("RB-203", "configsvc: override precedence and key migration notes", 0.52)]
+    others = [
+        ("RB-087", "orders-db: max_connections reached / PgBouncer saturation", 0.71),
+        ("RB-140", "payments-api: upstream issuer latency and timeouts", 0.58),
+        ("RB-031", "Generic: elevated 5xx after a deploy (rollback decision tree)", 0.55),
+        ("RB-203", "configsvc: override precedence and key migration notes", 0.52),
+    ]
     lines = [f"# {1 + len(others)} results for {query!r}", "", "[1] RB-112 score=0.93", RUNBOOK]
     for i, (rid, title, score) in enumerate(others[: limit - 1], 2):
         lines.append(f"[{i}] {rid} score={score:.2f} -- {title} (excerpt omitted; open with limit=1 and the id)")
     return "\n".join(lines)
 
 
-def get_service_status(w: World, now: datetime, service: str, include_pods: bool = True,
-                       include_events: bool = True) -> str:
+def get_service_status(
+    w: World, now: datetime, service: str, include_pods: bool = True, include_events: bool = True
+) -> str:
     rolling = FIX[0] <= now < FIX[1]
     done = round(PODS * ramp(now, *FIX))
     key = "new" if now < FIX[0] else "fix"
-    pods = [("new", p) for p in w.pods["new"][done:]] + [("fix", p) for p in w.pods["fix"][: min(PODS, done + SURGE)]] \
-        if rolling else [(key, p) for p in w.pods[key]]
-    status = {"service": service, "namespace": service, "cluster": "prod-eu-west-1",
-              "status": "rolling_update" if rolling else "degraded" if bad(now) > 0.5 else "healthy",
-              "version": "2.41.0", "replicas": {"desired": PODS, "ready": sum(1 for _ in pods) - (1 if rolling else 0),
-                                                 "updated": min(PODS, done + SURGE) if rolling else PODS},
-              "hpa": {"min": 8, "max": 16, "current": PODS, "target_cpu": "65%"},
-              "slo": {"availability_target": "99.9%", "availability_1h": "88.41%" if bad(now) > 0.5 else "96.12%",
-                      "error_budget_remaining_30d": "41.7%" if bad(now) > 0.5 else "38.9%"},
-              "dependencies": {"orders-db": "ok", "payments-api": "ok", "cart": "ok", "inventory": "ok",
-                               "pricing": "ok", "redis-checkout": "ok"}}
+    pods = (
+        [("new", p) for p in w.pods["new"][done:]] + [("fix", p) for p in w.pods["fix"][: min(PODS, done + SURGE)]]
+        if rolling
+        else [(key, p) for p in w.pods[key]]
+    )
+    status = {
+        "service": service,
+        "namespace": service,
+        "cluster": "prod-eu-west-1",
+        "status": "rolling_update" if rolling else "degraded" if bad(now) > 0.5 else "healthy",
+        "version": "2.41.0",
+        "replicas": {
+            "desired": PODS,
+            "ready": sum(1 for _ in pods) - (1 if rolling else 0),
+            "updated": min(PODS, done + SURGE) if rolling else PODS,
+        },
+        "hpa": {"min": 8, "max": 16, "current": PODS, "target_cpu": "65%"},
+        "slo": {
+            "availability_target": "99.9%",
+            "availability_1h": "88.41%" if bad(now) > 0.5 else "96.12%",
+            "error_budget_remaining_30d": "41.7%" if bad(now) > 0.5 else "38.9%",
+        },
+        "dependencies": {
+            "orders-db": "ok",
+            "payments-api": "ok",
+            "cart": "ok",
+            "inventory": "ok",
+            "pricing": "ok",
+            "redis-checkout": "ok",
+        },
+    }
     if include_pods:
-        status["pods"] = [{"name": p, "rs": w.rs[k], "version": "2.41.0", "phase": "Running",
-                           "ready": not (rolling and i == len(pods) - 1), "restarts": 0,
-                           "age": f"{max(1, (now - FIX[0]).seconds // 60 - w.pods[k].index(p) // 3)}m" if k == "fix"
-                           else "31m" if now < FIX[0] else "52m",
-                           "cpu_m": w.rng.randint(310, 780), "mem_mi": w.rng.randint(1100, 1480),
-                           "node": f"ip-10-42-{w.rng.randint(1, 9)}-{w.rng.randint(10, 250)}"
-                                   ".eu-west-1.compute.internal"}
-                          for i, (k, p) in enumerate(pods)]
+        status["pods"] = [
+            {
+                "name": p,
+                "rs": w.rs[k],
+                "version": "2.41.0",
+                "phase": "Running",
+                "ready": not (rolling and i == len(pods) - 1),
+                "restarts": 0,
+                "age": f"{max(1, (now - FIX[0]).seconds // 60 - w.pods[k].index(p) // 3)}m"
+                if k == "fix"
+                else "31m"
+                if now < FIX[0]
+                else "52m",
+                "cpu_m": w.rng.randint(310, 780),
+                "mem_mi": w.rng.randint(1100, 1480),
+                "node": f"ip-10-42-{w.rng.randint(1, 9)}-{w.rng.randint(10, 250)}.eu-west-1.compute.internal",
+            }
+            for i, (k, p) in enumerate(pods)
+        ]
     if include_events:
-        status["events"] = ([{"time": iso(FIX[0] + timedelta(seconds=20 * i)), "reason": "ScalingReplicaSet",
-                              "message": f"Scaled up replica set checkout-{w.rs['fix']} to {min(PODS, i + SURGE)}"}
-                             for i in range(0, done + 1)] if now >= FIX[0] else []) + \
-            [{"time": iso(DEPLOY[1]), "reason": "DeploymentRollout", "message": "checkout v2.41.0 rollout complete"},
-             {"time": iso(at("08:52:30")), "reason": "SLOBurn", "message": "fast burn 14.4x on availability"}]
+        status["events"] = (
+            [
+                {
+                    "time": iso(FIX[0] + timedelta(seconds=20 * i)),
+                    "reason": "ScalingReplicaSet",
+                    "message": f"Scaled up replica set checkout-{w.rs['fix']} to {min(PODS, i + SURGE)}",
+                }
+                for i in range(0, done + 1)
+            ]
+            if now >= FIX[0]
+            else []
+        ) + [
+            {"time": iso(DEPLOY[1]), "reason": "DeploymentRollout", "message": "checkout v2.41.0 rollout complete"},
+            {"time": iso(at("08:52:30")), "reason": "SLOBurn", "message": "fast burn 14.4x on availability"},
+        ]
     return json.dumps(status, indent=2)
 
 
@@ -434,42 +586,98 @@ CHECKOUT_HISTORY = [  # version, started, author, approver, status, strategy
     ("2.39.2", "2026-03-04T11:02", "r.kowalski", "s.haddad", "rolled_back", "canary 10% 15m, then rolling"),
     ("2.39.1", "2026-03-03T15:40", "d.ferreira", "j.okafor", "succeeded", "canary 10% 15m, then rolling"),
 ]
-PRS = ["Add Apple Pay express button behind flag", "Bump spring-boot to 3.2.3", "Fix rounding in multi-currency "
-       "totals", "Log idempotency key on retry", "Remove legacy v0 coupon endpoint", "Tune cart cache TTL to 90s",
-       "Add tracing to PricingClient", "Retry inventory check once on 502", "Update gift-card validation rules",
-       "Move feature flags to flagd", "Fix N+1 in order history query", "Upgrade postgres driver to 42.7.2"]
-TODAY = {"checkout": ["#4127 Migrate config keys to camelCase for acme-config 3.0 (db.pool.max_size -> "
-                      "db.pool.maxSize, db.pool.connection_timeout_ms -> db.pool.connectionTimeoutMs)",
-                      "#4131 Bump acme-config to 3.0.1", "#4119 Show delivery window on order confirmation"],
-         "inventory": ["#882 Bump acme-config to 3.0.1", "#879 Migrate config keys to camelCase"],
-         "search-api": ["#1520 Bump acme-config to 3.0.1 and migrate keys", "#1517 Boost in-stock items"],
-         "notifications": ["#301 Fix SMS template for delivery updates"]}
+PRS = [
+    "Add Apple Pay express button behind flag",
+    "Bump spring-boot to 3.2.3",
+    "Fix rounding in multi-currency totals",
+    "Log idempotency key on retry",
+    "Remove legacy v0 coupon endpoint",
+    "Tune cart cache TTL to 90s",
+    "Add tracing to PricingClient",
+    "Retry inventory check once on 502",
+    "Update gift-card validation rules",
+    "Move feature flags to flagd",
+    "Fix N+1 in order history query",
+    "Upgrade postgres driver to 42.7.2",
+]
+TODAY = {
+    "checkout": [
+        "#4127 Migrate config keys to camelCase for acme-config 3.0 (db.pool.max_size -> "
+        "db.pool.maxSize, db.pool.connection_timeout_ms -> db.pool.connectionTimeoutMs)",
+        "#4131 Bump acme-config to 3.0.1",
+        "#4119 Show delivery window on order confirmation",
+    ],
+    "inventory": ["#882 Bump acme-config to 3.0.1", "#879 Migrate config keys to camelCase"],
+    "search-api": ["#1520 Bump acme-config to 3.0.1 and migrate keys", "#1517 Boost in-stock items"],
+    "notifications": ["#301 Fix SMS template for delivery updates"],
+}
 
 
-def deployment(w: World, service: str, version: str, started: str, author: str, approver: str, status: str,
-               strategy: str, changes: list[str]) -> dict:
+def deployment(
+    w: World,
+    service: str,
+    version: str,
+    started: str,
+    author: str,
+    approver: str,
+    status: str,
+    strategy: str,
+    changes: list[str],
+) -> dict:
     t = datetime.fromisoformat(started + ":00+00:00")
-    return {"id": f"dep-{w.rng.randint(30000, 39999)}", "service": service, "environment": "prod",
-            "version": version, "commit": w.hexid(40), "author": author, "approved_by": approver,
-            "started": iso(t), "finished": iso(t + timedelta(minutes=6, seconds=w.rng.randint(0, 59))),
-            "status": status, "strategy": strategy,
-            "pipeline": f"https://ci.acme.internal/{service}/{w.rng.randint(9000, 9999)}",
-            "changes": changes}
+    return {
+        "id": f"dep-{w.rng.randint(30000, 39999)}",
+        "service": service,
+        "environment": "prod",
+        "version": version,
+        "commit": w.hexid(40),
+        "author": author,
+        "approved_by": approver,
+        "started": iso(t),
+        "finished": iso(t + timedelta(minutes=6, seconds=w.rng.randint(0, 59))),
+        "status": status,
+        "strategy": strategy,
+        "pipeline": f"https://ci.acme.internal/{service}/{w.rng.randint(9000, 9999)}",
+        "changes": changes,
+    }
 
 
-def list_deployments(w: World, now: datetime, service: str = "", environment: str = "prod", since: str = "",
-                     limit: int = 20) -> str:
+def list_deployments(
+    w: World, now: datetime, service: str = "", environment: str = "prod", since: str = "", limit: int = 20
+) -> str:
     if service == "checkout":
-        deps = [deployment(w, "checkout", *row, changes=TODAY["checkout"] if row[0] == "2.41.0" else
-                           [f"#{w.rng.randint(3900, 4110)} {pr}" for pr in w.rng.sample(PRS, 3)])
-                for row in CHECKOUT_HISTORY[:limit]]
+        deps = [
+            deployment(
+                w,
+                "checkout",
+                *row,
+                changes=TODAY["checkout"]
+                if row[0] == "2.41.0"
+                else [f"#{w.rng.randint(3900, 4110)} {pr}" for pr in w.rng.sample(PRS, 3)],
+            )
+            for row in CHECKOUT_HISTORY[:limit]
+        ]
     else:
-        rows = [("search-api", "5.2.0", "2026-03-14T06:30", "l.moreau", "k.ito"),
-                ("inventory", "1.18.2", "2026-03-14T07:55", "p.santos", "k.ito"),
-                ("notifications", "0.33.1", "2026-03-14T08:10", "e.varga", "s.haddad"),
-                ("checkout", "2.41.0", "2026-03-14T08:41", "m.lindqvist", "j.okafor")]
-        deps = [deployment(w, svc, v, s, a, ap, "succeeded", "canary 10% 15m, then rolling" if svc != "checkout"
-                           else "rolling (canary skipped: fast-track)", TODAY[svc]) for svc, v, s, a, ap in rows]
+        rows = [
+            ("search-api", "5.2.0", "2026-03-14T06:30", "l.moreau", "k.ito"),
+            ("inventory", "1.18.2", "2026-03-14T07:55", "p.santos", "k.ito"),
+            ("notifications", "0.33.1", "2026-03-14T08:10", "e.varga", "s.haddad"),
+            ("checkout", "2.41.0", "2026-03-14T08:41", "m.lindqvist", "j.okafor"),
+        ]
+        deps = [
+            deployment(
+                w,
+                svc,
+                v,
+                s,
+                a,
+                ap,
+                "succeeded",
+                "canary 10% 15m, then rolling" if svc != "checkout" else "rolling (canary skipped: fast-track)",
+                TODAY[svc],
+            )
+            for svc, v, s, a, ap in rows
+        ]
     return json.dumps({"environment": environment, "count": len(deps), "deployments": deps}, indent=2)
 
 
@@ -490,8 +698,9 @@ ALERTS = [  # name, service, severity, start, end (None = still firing at 'now' 
 ]
 
 
-def get_alert_history(w: World, now: datetime, service: str = "", since: str = "", state: str = "any",
-                      limit: int = 50) -> str:
+def get_alert_history(
+    w: World, now: datetime, service: str = "", since: str = "", state: str = "any", limit: int = 50
+) -> str:
     start = parse(since) if since else now - timedelta(hours=6)
     out = []
     for name, svc, sev, begin, end, value, summary in ALERTS:
@@ -499,28 +708,69 @@ def get_alert_history(w: World, now: datetime, service: str = "", since: str = "
         if (service and svc != service) or b > now or (e and e < start):
             continue
         firing = e is None or e > now
-        out.append({"id": f"alrt-{w.hexid(10)}", "alert": name, "service": svc, "severity": sev,
-                    "state": "firing" if firing else "resolved", "started": iso(b),
-                    "resolved": None if firing else iso(e),
-                    "value": value, "summary": summary, "notified": ["pagerduty:sre-primary"] if sev == "page" else
-                    ["slack:#alerts-" + svc], "runbook": f"https://runbooks.acme.internal/{svc}",
-                    "labels": {"cluster": "prod-eu-west-1", "team": svc.split("-")[0], "env": "prod"}})
+        out.append(
+            {
+                "id": f"alrt-{w.hexid(10)}",
+                "alert": name,
+                "service": svc,
+                "severity": sev,
+                "state": "firing" if firing else "resolved",
+                "started": iso(b),
+                "resolved": None if firing else iso(e),
+                "value": value,
+                "summary": summary,
+                "notified": ["pagerduty:sre-primary"] if sev == "page" else ["slack:#alerts-" + svc],
+                "runbook": f"https://runbooks.acme.internal/{svc}",
+                "labels": {"cluster": "prod-eu-west-1", "team": svc.split("-")[0], "env": "prod"},
+            }
+        )
     out.sort(key=lambda a: a["started"], reverse=True)
     query = {"service": service or "*", "since": iso(start), "state": state}
     return json.dumps({"query": query, "alerts": out[:limit]}, indent=2)
 
 
-def create_ticket(w: World, now: datetime, project: str, title: str, description: str, severity: str, service: str,
-                  employee_id: str, labels: list[str] | None = None) -> str:
+def create_ticket(
+    w: World,
+    now: datetime,
+    project: str,
+    title: str,
+    description: str,
+    severity: str,
+    service: str,
+    employee_id: str,
+    labels: list[str] | None = None,
+) -> str:
     number = w.tickets[project]
     w.tickets[project] += 1
-    return json.dumps({"ticket": f"{project}-{number}", "url": f"https://jira.acme.internal/browse/{project}-{number}",
-                       "status": "Open", "severity": severity, "service": service, "reporter": employee_id,
-                       "assignee": "team-" + service, "created": iso(now), "labels": labels or []}, indent=2)
+    return json.dumps(
+        {
+            "ticket": f"{project}-{number}",
+            "url": f"https://jira.acme.internal/browse/{project}-{number}",
+            "status": "Open",
+            "severity": severity,
+            "service": service,
+            "reporter": employee_id,
+            "assignee": "team-" + service,
+            "created": iso(now),
+            "labels": labels or [],
+        },
+        indent=2,
+    )
 
 
-RENDERERS = {f.__name__: f for f in (get_logs, query_metrics, list_deployments, get_service_status, search_runbooks,
-                                     create_ticket, get_trace, get_alert_history)}
+RENDERERS = {
+    f.__name__: f
+    for f in (
+        get_logs,
+        query_metrics,
+        list_deployments,
+        get_service_status,
+        search_runbooks,
+        create_ticket,
+        get_trace,
+        get_alert_history,
+    )
+}
 
 
 def unknown_tool(name: str) -> str:
@@ -530,6 +780,7 @@ def unknown_tool(name: str) -> str:
 
 
 # --- assembly ----------------------------------------------------------------------------------
+
 
 def build() -> dict:
     w = World(random.Random(SEED))
@@ -542,8 +793,13 @@ def build() -> dict:
             tool_calls = []
             for name, args in calls:
                 count += 1
-                tool_calls.append({"id": f"call_{count:03d}", "type": "function",
-                                   "function": {"name": name, "arguments": json.dumps(args)}})
+                tool_calls.append(
+                    {
+                        "id": f"call_{count:03d}",
+                        "type": "function",
+                        "function": {"name": name, "arguments": json.dumps(args)},
+                    }
+                )
             messages.append({"role": "assistant", "content": None, "tool_calls": tool_calls})
             for call, (name, args) in zip(tool_calls, calls):
                 content = RENDERERS[name](w, now, **args) if name in RENDERERS else unknown_tool(name)
@@ -554,16 +810,27 @@ def build() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-o", "--output", type=Path, default=Path(__file__).resolve().parent / "incident_session.json",
-                        help="where to write the transcript (default: incident_session.json next to this script)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=Path(__file__).resolve().parent / "incident_session.json",
+        help="where to write the transcript (default: incident_session.json next to this script)",
+    )
     out = parser.parse_args().output
     with open(out, "w", encoding="utf-8", newline="\n") as fh:
         json.dump(build(), fh, indent=1, ensure_ascii=False)
         fh.write("\n")
     # The catalogue and system prompt on their own, for `tokprof tools --tools ... --system ...`.
     # Written in Anthropic's tool format, to show that tokprof reads it.
-    anthropic = [{"name": t["function"]["name"], "description": t["function"]["description"],
-                  "input_schema": t["function"]["parameters"]} for t in TOOLS]
+    anthropic = [
+        {
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "input_schema": t["function"]["parameters"],
+        }
+        for t in TOOLS
+    ]
     with open(out.with_name("tools_anthropic.json"), "w", encoding="utf-8", newline="\n") as fh:
         json.dump(anthropic, fh, indent=1, ensure_ascii=False)
         fh.write("\n")

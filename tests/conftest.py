@@ -109,7 +109,9 @@ def small_transcript(system: bool = True, tools: bool = True) -> dict:
         {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}],
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}
+            ],
         },
         {"role": "tool", "tool_call_id": "c1", "content": "cat is an animal"},
         {"role": "assistant", "content": "A cat is an animal."},

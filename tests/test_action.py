@@ -41,7 +41,9 @@ class GitHub(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802
         body = self._body()
         self.requests.append(("POST", self.path, body))
-        self.comments.append({"id": len(self.comments) + 1, "body": body["body"], "user": {"login": "github-actions[bot]"}})
+        self.comments.append(
+            {"id": len(self.comments) + 1, "body": body["body"], "user": {"login": "github-actions[bot]"}}
+        )
         self._reply(201, self.comments[-1])
 
     def do_PATCH(self):  # noqa: N802
@@ -64,8 +66,11 @@ def github(tmp_path, monkeypatch):
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": 7}}))
     for name, value in {
-        "GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": str(event), "GITHUB_REPOSITORY": "acme/agent",
-        "GITHUB_API_URL": f"http://127.0.0.1:{server.server_port}", "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_REPOSITORY": "acme/agent",
+        "GITHUB_API_URL": f"http://127.0.0.1:{server.server_port}",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
         "GITHUB_OUTPUT": str(tmp_path / "output.txt"),
     }.items():
         monkeypatch.setenv(name, value)
@@ -91,8 +96,13 @@ def catalogue_change(tmp_path, monkeypatch):
     assert main(["check", "--tools", "tools.json", "--system", "system.txt", "--update-baseline"]) == 0
     tools = json.loads((work / "tools.json").read_text())
     tools[0]["description"] += " It also explains every field of every record it returns, at length, twice."
-    tools.append({"name": "restart_service", "description": "Restart one service.",
-                  "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}}})
+    tools.append(
+        {
+            "name": "restart_service",
+            "description": "Restart one service.",
+            "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+        }
+    )
     (work / "tools.json").write_text(json.dumps(tools))
     return work
 
@@ -102,7 +112,12 @@ def test_the_action_checks_comments_and_sets_outputs(tmp_path, monkeypatch, caps
 
     catalogue_change(tmp_path, monkeypatch)
     capsys.readouterr()
-    for name, value in {"TOOLS": "tools.json", "SYSTEM": "system.txt", "COMMENT": "true", "GITHUB_TOKEN": "t0ken"}.items():
+    for name, value in {
+        "TOOLS": "tools.json",
+        "SYSTEM": "system.txt",
+        "COMMENT": "true",
+        "GITHUB_TOKEN": "t0ken",
+    }.items():
         monkeypatch.setenv(f"INPUT_{name}", value)
     assert action.main() == 1
     out = capsys.readouterr().out
@@ -141,8 +156,9 @@ def test_the_sample_and_its_tightened_config(tmp_path, monkeypatch, capsys, gith
     tight = tmp_path / "tight"
     tight.mkdir()
     shutil.copy(SAMPLES / "tokprof-baseline.json", tight / "tokprof-baseline.json")
-    (tight / "tokprof.toml").write_text((SAMPLES / "tokprof.toml").read_text().replace(
-        "tool_definitions = 3000", "tool_definitions = 2000"))
+    (tight / "tokprof.toml").write_text(
+        (SAMPLES / "tokprof.toml").read_text().replace("tool_definitions = 3000", "tool_definitions = 2000")
+    )
     (tmp_path / "output.txt").unlink()
     monkeypatch.setenv("INPUT_CONFIG", str(tight / "tokprof.toml"))
     assert action.main() == 1

@@ -31,8 +31,16 @@ def evil_log(tmp_path: Path) -> Path:
     return path
 
 
-EVENTS = [b'{"pull_request": {"number": 7}}', b"[" * 50_000, b"\xff\xfe", b"null", b'{"pull_request": []}',
-          b'{"pull_request": {"number": "7"}}', "/dev/zero", "a directory"]
+EVENTS = [
+    b'{"pull_request": {"number": 7}}',
+    b"[" * 50_000,
+    b"\xff\xfe",
+    b"null",
+    b'{"pull_request": []}',
+    b'{"pull_request": {"number": "7"}}',
+    "/dev/zero",
+    "a directory",
+]
 OUTPUTS = ["fine", "a directory", "/dev/full", "missing/parent/file"]
 ANSWERS = [b"[]", b"{", b'{"message": "Not Found"}', b"[1, 2, null]", "a full page", "redirect", b"\x00" * 64]
 
@@ -46,16 +54,32 @@ def environment(rng: random.Random, tmp_path: Path, url: str, handler) -> dict[s
     else:
         (tmp_path / "event.json").write_bytes(event)
         event_path = str(tmp_path / "event.json")
-    places = {"fine": str(tmp_path / "out.txt"), "a directory": str(tmp_path), "/dev/full": "/dev/full",
-              "missing/parent/file": str(tmp_path / "missing" / "parent" / "file")}
+    places = {
+        "fine": str(tmp_path / "out.txt"),
+        "a directory": str(tmp_path),
+        "/dev/full": "/dev/full",
+        "missing/parent/file": str(tmp_path / "missing" / "parent" / "file"),
+    }
     answer = rng.choice(ANSWERS)
     handler.location = "http://example.invalid/steal" if answer == "redirect" else None
-    handler.answer = (json.dumps([comment("hi", "someone", i) for i in range(100)]).encode()
-                      if answer == "a full page" else answer if isinstance(answer, bytes) else b"[]")
-    return {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": event_path, "GITHUB_OUTPUT": places[rng.choice(OUTPUTS)],
-            "GITHUB_STEP_SUMMARY": places[rng.choice(OUTPUTS)], "GITHUB_API_URL": url,
-            "GITHUB_REPOSITORY": "acme/agent", "INPUT_COMMENT": "true", "INPUT_GITHUB_TOKEN": "t0ken",
-            "INPUT_CONFIG": str(ROOT / "samples" / "tokprof.toml")}
+    handler.answer = (
+        json.dumps([comment("hi", "someone", i) for i in range(100)]).encode()
+        if answer == "a full page"
+        else answer
+        if isinstance(answer, bytes)
+        else b"[]"
+    )
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_PATH": event_path,
+        "GITHUB_OUTPUT": places[rng.choice(OUTPUTS)],
+        "GITHUB_STEP_SUMMARY": places[rng.choice(OUTPUTS)],
+        "GITHUB_API_URL": url,
+        "GITHUB_REPOSITORY": "acme/agent",
+        "INPUT_COMMENT": "true",
+        "INPUT_GITHUB_TOKEN": "t0ken",
+        "INPUT_CONFIG": str(ROOT / "samples" / "tokprof.toml"),
+    }
 
 
 @pytest.fixture
@@ -98,10 +122,16 @@ def test_the_comment_is_posted_safely(api, tmp_path, monkeypatch, capsys):
     handler, url = api
     (tmp_path / "event.json").write_text('{"pull_request": {"number": 7}}')
     monkeypatch.setenv("INPUT_LOG", str(evil_log(tmp_path)))
-    for key, value in {"GITHUB_ACTIONS": "true", "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
-                       "GITHUB_OUTPUT": str(tmp_path / "out.txt"), "GITHUB_API_URL": url,
-                       "GITHUB_REPOSITORY": "acme/agent", "INPUT_COMMENT": "true", "INPUT_GITHUB_TOKEN": "t0ken",
-                       "INPUT_CONFIG": str(ROOT / "samples" / "tokprof.toml")}.items():
+    for key, value in {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_PATH": str(tmp_path / "event.json"),
+        "GITHUB_OUTPUT": str(tmp_path / "out.txt"),
+        "GITHUB_API_URL": url,
+        "GITHUB_REPOSITORY": "acme/agent",
+        "INPUT_COMMENT": "true",
+        "INPUT_GITHUB_TOKEN": "t0ken",
+        "INPUT_CONFIG": str(ROOT / "samples" / "tokprof.toml"),
+    }.items():
         monkeypatch.setenv(key, value)
     code = action.main()
     out = capsys.readouterr().out

@@ -75,7 +75,9 @@ def comment(body, login, id=1):
 
 
 def test_mentions_and_links_are_neutralised():
-    text = github.comment_text("tool @alice and @acme/team, mail a@b.example, see https://evil.example/x or www.evil.example")
+    text = github.comment_text(
+        "tool @alice and @acme/team, mail a@b.example, see https://evil.example/x or www.evil.example"
+    )
     assert "@" not in text and "://" not in text and "www." not in text
     assert "&#64;alice" in text and "&#64;acme/team" in text and "https:&#47;&#47;evil.example/x" in text
     assert text.startswith(github.MARKER + "\n")
@@ -89,8 +91,9 @@ def test_a_long_report_is_cut_and_says_so():
 
 def test_only_the_bots_own_comment_is_edited(api):
     handler, url = api
-    handler.answer = json.dumps([comment(github.MARKER + "\nmine? no", "mallory"),
-                                 comment("quoting " + github.MARKER, github.BOT, 2)]).encode()
+    handler.answer = json.dumps(
+        [comment(github.MARKER + "\nmine? no", "mallory"), comment("quoting " + github.MARKER, github.BOT, 2)]
+    ).encode()
     assert github.upsert_comment("report", "t0ken", "acme/agent", 7, url) == "created"
     assert [m for m, _, _ in handler.seen if m != "GET"] == ["POST"]
     handler.seen.clear()
@@ -115,9 +118,14 @@ def test_a_redirect_to_another_host_is_not_followed_with_the_token(api):
         other.shutdown()
 
 
-@pytest.mark.parametrize("answer, message", [
-    (b'{"message": "odd"}', "not a list"), (b"<html>rate limited</html>", "not JSON"), (b"[" * 100_000, "not JSON"),
-])
+@pytest.mark.parametrize(
+    "answer, message",
+    [
+        (b'{"message": "odd"}', "not a list"),
+        (b"<html>rate limited</html>", "not JSON"),
+        (b"[" * 100_000, "not JSON"),
+    ],
+)
 def test_malformed_answers_are_one_line(api, answer, message):
     handler, url = api
     handler.answer = answer

@@ -30,9 +30,11 @@ def sound(found, calls):
 
 
 def test_growth_in_the_band_is_the_content_scaled():
-    calls = steps(({"system": 100, "tool_results": 0, "conversation": 10}, 120),
-                  ({"system": 100, "tool_results": 100, "conversation": 20}, 250),
-                  ({"system": 100, "tool_results": 200, "conversation": 30}, 370))
+    calls = steps(
+        ({"system": 100, "tool_results": 0, "conversation": 10}, 120),
+        ({"system": 100, "tool_results": 100, "conversation": 20}, 250),
+        ({"system": 100, "tool_results": 200, "conversation": 30}, 370),
+    )
     found = attribute(calls, exact=False)
     sound(found, calls)
     first, second, third = found.calls
@@ -43,10 +45,12 @@ def test_growth_in_the_band_is_the_content_scaled():
 
 
 def test_growth_beyond_the_band_goes_to_unrecorded_not_to_the_buckets_that_did_not_grow():
-    calls = steps(({"system": 500, "tool_results": 0, "conversation": 50}, 550),
-                  ({"system": 500, "tool_results": 100, "conversation": 60}, 660),  # ratio 1.0
-                  ({"system": 500, "tool_results": 200, "conversation": 70}, 770),  # ratio 1.0
-                  ({"system": 500, "tool_results": 210, "conversation": 80}, 5000))  # +20 estimated, +4,230 billed
+    calls = steps(
+        ({"system": 500, "tool_results": 0, "conversation": 50}, 550),
+        ({"system": 500, "tool_results": 100, "conversation": 60}, 660),  # ratio 1.0
+        ({"system": 500, "tool_results": 200, "conversation": 70}, 770),  # ratio 1.0
+        ({"system": 500, "tool_results": 210, "conversation": 80}, 5000),
+    )  # +20 estimated, +4,230 billed
     found = attribute(calls, exact=False)
     sound(found, calls)
     last, before = found.calls[-1], found.calls[-2]
@@ -73,8 +77,10 @@ def test_a_call_that_does_not_extend_is_scaled_whole():
 
 def test_a_model_switch_mid_thread_does_not_make_the_history_a_fixed_part():
     history = conversation(20)
-    opus = [call({"conversation": 100 * k}, 100 * k + 1000, history[:k], key=("opus", ""), unrecorded=True)
-            for k in range(1, 18)]
+    opus = [
+        call({"conversation": 100 * k}, 100 * k + 1000, history[:k], key=("opus", ""), unrecorded=True)
+        for k in range(1, 18)
+    ]
     haiku = call({"conversation": 1800}, 1800 + 300, history[:18], key=("haiku", ""), unrecorded=True)
     found = attribute([*opus, haiku], exact=False)
     assert found.fixed[("opus", "")] == 1000 and found.fixed[("haiku", "")] == 300
@@ -88,6 +94,10 @@ def test_exact_counts_are_never_scaled():
 
 
 def test_ratios_are_medians_per_model():
-    calls = steps(({"conversation": 100}, 100), ({"conversation": 200}, 220), ({"conversation": 300}, 340),
-                  ({"conversation": 400}, 2000))
+    calls = steps(
+        ({"conversation": 100}, 100),
+        ({"conversation": 200}, 220),
+        ({"conversation": 300}, 340),
+        ({"conversation": 400}, 2000),
+    )
     assert ratios(calls) == {"m": pytest.approx(1.2)}

@@ -12,15 +12,55 @@ from conftest import FIXTURES, ROOT, WEATHER_TOOL, small_transcript, write_json
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 EXPORTED = {
-    "__version__", "Buckets", "Model", "Prompt", "read_prompt", "extend_prompt", "is_anthropic_shape", "get_model", "read_log", "profile", "profile_file", "profile_directory",
-    "tools_report", "check", "load_config", "Profile", "Trace", "ToolsReport", "CheckResult", "SessionsReport",
-    "Config", "TokprofError", "InputError", "ModelError", "ConfigError", "Rates", "whatif", "WhatIfReport",
-    "saved_profile", "find_session", "session_in_folder", "recordings", "configured_prices", "run_check", "CheckRun",
-    "render_report", "report_formats",
-    "local_sessions", "LocalSession", "suggest_facts",
-    "probe", "ProbeReport",
-    "find_mcp_servers", "list_mcp_servers", "mcp_report", "McpReport",
-    "LiveSession", "LiveCall", "LiveRecording",
+    "__version__",
+    "Buckets",
+    "Model",
+    "Prompt",
+    "read_prompt",
+    "extend_prompt",
+    "is_anthropic_shape",
+    "get_model",
+    "read_log",
+    "profile",
+    "profile_file",
+    "profile_directory",
+    "tools_report",
+    "check",
+    "load_config",
+    "Profile",
+    "Trace",
+    "ToolsReport",
+    "CheckResult",
+    "SessionsReport",
+    "Config",
+    "TokprofError",
+    "InputError",
+    "ModelError",
+    "ConfigError",
+    "Rates",
+    "whatif",
+    "WhatIfReport",
+    "saved_profile",
+    "find_session",
+    "session_in_folder",
+    "recordings",
+    "configured_prices",
+    "run_check",
+    "CheckRun",
+    "render_report",
+    "report_formats",
+    "local_sessions",
+    "LocalSession",
+    "suggest_facts",
+    "probe",
+    "ProbeReport",
+    "find_mcp_servers",
+    "list_mcp_servers",
+    "mcp_report",
+    "McpReport",
+    "LiveSession",
+    "LiveCall",
+    "LiveRecording",
 }
 
 
@@ -83,10 +123,15 @@ def test_count_sees_objects_changed_in_place_between_calls(model):
 def test_count_takes_the_anthropic_shape(model):
     anthropic = [
         {"role": "user", "content": "define cat"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {"word": "cat"}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "lookup", "input": {"word": "cat"}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "cat is an animal"}]},
     ]
-    tools = [{"name": "lookup", "description": "Look up a word.", "input_schema": WEATHER_TOOL["function"]["parameters"]}]
+    tools = [
+        {"name": "lookup", "description": "Look up a word.", "input_schema": WEATHER_TOOL["function"]["parameters"]}
+    ]
     chat = small_transcript()["messages"][:4]
     assert model.count(anthropic, tools, system="You are a test bot.") == model.count(chat, [WEATHER_TOOL])
 

@@ -42,15 +42,18 @@ def signature(function) -> str:
 
 
 def public_functions() -> list[str]:
-    return sorted(name for name in tokprof.__all__
-                  if inspect.isfunction(getattr(tokprof, name)))
+    return sorted(name for name in tokprof.__all__ if inspect.isfunction(getattr(tokprof, name)))
 
 
 def test_every_public_function_is_documented_with_its_real_signature():
     text = API.read_text(encoding="utf-8")
     if os.environ.get("TOKPROF_REGENERATE"):
-        text = HEADING.sub(lambda m: f"### `{signature(getattr(tokprof, m.group(1)))}`"
-                           if m.group(1) in public_functions() else m.group(0), text)
+        text = HEADING.sub(
+            lambda m: (
+                f"### `{signature(getattr(tokprof, m.group(1)))}`" if m.group(1) in public_functions() else m.group(0)
+            ),
+            text,
+        )
         API.write_text(text, encoding="utf-8")
     documented = {m.group(1): m.group(0)[5:-1] for m in HEADING.finditer(text)}
     for name in public_functions():

@@ -24,9 +24,7 @@ def assert_invariants(model, trace, results, shape="parsed"):
     for call, r in zip(trace.calls, results):
         for value in r.as_dict().values():
             assert value >= 0
-        full = model.prompt_format.render(
-            model.prompt_format.prepare(call.messages, shape), call.tools, True, call.day
-        )
+        full = model.prompt_format.render(model.prompt_format.prepare(call.messages, shape), call.tools, True, call.day)
         assert r.total == model.count(full)
 
 
@@ -113,7 +111,12 @@ def test_date_is_pinned(tmp_path):
     log["timestamp"] = "2026-03-14T09:00:00Z"
     trace = read_trace(str(write_json(tmp_path / "t.json", log)))
 
-    text = model.prompt_format.render(model.prompt_format.prepare(trace.calls[0].messages, model.prompt_format.shapes[0]), None, True, trace.calls[0].day)
+    text = model.prompt_format.render(
+        model.prompt_format.prepare(trace.calls[0].messages, model.prompt_format.shapes[0]),
+        None,
+        True,
+        trace.calls[0].day,
+    )
     assert "14 Mar 2026" in text
 
 
@@ -121,7 +124,9 @@ def test_qwen25_default_system_prompt(qwen25, tmp_path):
     """Qwen2.5 prints its own system prompt when the log has none: that is system, never negative."""
     with_tools = profile_calls(qwen25, write_json(tmp_path / "a.json", small_transcript(system=False)))
     without_tools = profile_calls(qwen25, write_json(tmp_path / "b.json", small_transcript(system=False, tools=False)))
-    default_block = "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+    default_block = (
+        "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+    )
     assert without_tools[1][0].system == qwen25.count(default_block)
     assert with_tools[1][0].system == without_tools[1][0].system
     assert with_tools[1][0].tool_definitions > 100
@@ -149,8 +154,10 @@ def test_qwen3_tool_call_stays_in_conversation(qwen3, tmp_path):
 def test_invariants_on_every_fixture(model_name, tmp_path, request):
     from conftest import FIXTURES
 
-    model = tiny_model() if model_name == "tiny" else request.getfixturevalue(
-        {"qwen2.5": "qwen25", "qwen3": "qwen3"}[model_name]
+    model = (
+        tiny_model()
+        if model_name == "tiny"
+        else request.getfixturevalue({"qwen2.5": "qwen25", "qwen3": "qwen3"}[model_name])
     )
     paths = sorted(FIXTURES.glob("good_*"))
     assert paths
@@ -217,10 +224,17 @@ def test_remembered_json_is_what_json_dumps_writes(keep_json):
 
     model = tiny_model(JSON_TEMPLATE)
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
-    messages = [{"role": "user", "content": "cat"},
-                {"role": "assistant", "content": None, "tool_calls": [
-                    {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"a": "dog"}'}}]},
-                {"role": "tool", "tool_call_id": "c1", "content": "a cat is an animal"}]
+    messages = [
+        {"role": "user", "content": "cat"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"a": "dog"}'}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "a cat is an animal"},
+    ]
     attributor = Attributor(model, keep_json=keep_json)
     first = attributor.attribute(Call(index=0, messages=messages[:1], tools=tools))
     second = attributor.attribute(Call(index=1, messages=messages, tools=tools))
@@ -244,8 +258,12 @@ def test_a_long_lived_attributor_stays_bounded_and_exact(monkeypatch):
     model = tiny_model(JSON_TEMPLATE)
     attributor = Attributor(model)
     for i in range(40):
-        messages = [{"role": "system", "content": "You are a test bot ."}, {"role": "user", "content": f"cat {i}"},
-                    {"role": "assistant", "content": "a cat is an animal ."}, {"role": "user", "content": "dog"}]
+        messages = [
+            {"role": "system", "content": "You are a test bot ."},
+            {"role": "user", "content": f"cat {i}"},
+            {"role": "assistant", "content": "a cat is an animal ."},
+            {"role": "user", "content": "dog"},
+        ]
         call = Call(index=i, messages=messages, tools=None)
         assert attributor.attribute(call) == Attributor(model).attribute(call)
         assert len(attributor._messages) + len(attributor._marks) <= 30 + 2 * len(messages)

@@ -33,12 +33,15 @@ def one_line(args, capsys) -> str:
     return err
 
 
-@pytest.mark.parametrize("args, what", [
-    (["profile", str(LOG), "--chat-template", ZERO], "chat template"),
-    (["profile", str(LOG), "--tools", ZERO], "tools file"),
-    (["profile", str(LOG), "--system", ZERO], "system prompt"),
-    (["tools", "--tools", ZERO], "tools file"),
-])
+@pytest.mark.parametrize(
+    "args, what",
+    [
+        (["profile", str(LOG), "--chat-template", ZERO], "chat template"),
+        (["profile", str(LOG), "--tools", ZERO], "tools file"),
+        (["profile", str(LOG), "--system", ZERO], "system prompt"),
+        (["tools", "--tools", ZERO], "tools file"),
+    ],
+)
 def test_dev_zero_is_read_no_further_than_its_cap(args, what, capsys):
     err = one_line(args, capsys)
     assert f"{ZERO}: " in err and f"over the 1 MiB a {what} may have" in err, err

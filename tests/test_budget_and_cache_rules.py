@@ -26,22 +26,38 @@ DAY = date(2025, 10, 26)
 def conversation(turns: int) -> list[dict]:
     messages = [{"role": "user", "content": "define cat " * 30}]
     for i in range(turns):
-        messages += [{"role": "assistant", "content": f"step {i} " + "word " * 60},
-                     {"role": "user", "content": f"go on {i} " + "more " * 60}]
+        messages += [
+            {"role": "assistant", "content": f"step {i} " + "word " * 60},
+            {"role": "user", "content": f"go on {i} " + "more " * 60},
+        ]
     return messages
 
 
 def trace_of(*usages: Usage, messages: list[list[dict]] | None = None, unrecorded: tuple[str, ...] = ()) -> Trace:
-    calls = [Call(index=i, messages=messages[i] if messages else conversation(i), tools=None, model=SONNET,
-                  reported=usage, day=DAY, where=f"call {i}") for i, usage in enumerate(usages)]
+    calls = [
+        Call(
+            index=i,
+            messages=messages[i] if messages else conversation(i),
+            tools=None,
+            model=SONNET,
+            reported=usage,
+            day=DAY,
+            where=f"call {i}",
+        )
+        for i, usage in enumerate(usages)
+    ]
     return Trace(path="test.json", format="test", calls=calls, model=SONNET, unrecorded=unrecorded)
 
 
-GOOD = (Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
-        Usage(prompt=11_000, cache_read=9000, cache_write=2000, output=1))
+GOOD = (
+    Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
+    Usage(prompt=11_000, cache_read=9000, cache_write=2000, output=1),
+)
 # a little worse: a few more uncached tokens, a slightly lower hit rate and a higher cost
-WORSE = (Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
-         Usage(prompt=11_000, cache_read=8990, cache_write=2000, output=1))
+WORSE = (
+    Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
+    Usage(prompt=11_000, cache_read=8990, cache_write=2000, output=1),
+)
 
 
 def check(tmp_path, toml: str, baseline_usages=GOOD, usages=WORSE) -> budgets.CheckResult:
@@ -69,7 +85,9 @@ def test_a_global_number_of_tokens_does_not_apply_to_dollars_and_shares_and_says
     # ... and the report says why, naming them
     note = next(n for n in result.notes if n.startswith("the global max_increase (1000)"))
     assert "does not apply to unused_tool_waste, cost, largest_call_cost, cache_hit_rate" in note
-    assert "fail on any increase" in note and "note: the global max_increase (1000)" in CheckTableRenderer().render(result)
+    assert "fail on any increase" in note and "note: the global max_increase (1000)" in CheckTableRenderer().render(
+        result
+    )
     # a relative global value applies to every metric, with no such note
     relative = check(tmp_path, 'max_increase = "5%"\n[budgets]\ncost = "$5"\n')
     assert by_name(relative)["cost"].status == budgets.PASS and not any("number of tokens" in n for n in relative.notes)
@@ -90,8 +108,12 @@ def test_b_absolute_share_allowance_is_shown_in_percentage_points(tmp_path, qwen
     assert "| min 1.00%, +0.005 pt |" in markdown and "5e-05" not in markdown
     assert metric.to_dict()["max_increase"] == "5e-05"  # the JSON keeps it as written
     # a relative one, and one in tokens, read as before
-    tokens = check(tmp_path, '[budgets]\nuncached_input = { max = 5000, max_increase = 5 }\n')
-    assert by_name(tokens)["uncached_input"].reasons[-1].endswith("1,010 is up 10 from the baseline's 1,000, more than the allowed 5")
+    tokens = check(tmp_path, "[budgets]\nuncached_input = { max = 5000, max_increase = 5 }\n")
+    assert (
+        by_name(tokens)["uncached_input"]
+        .reasons[-1]
+        .endswith("1,010 is up 10 from the baseline's 1,000, more than the allowed 5")
+    )
     assert "| max 5,000, +5 |" in CheckMarkdownRenderer().render(tokens)
 
 
@@ -116,8 +138,10 @@ def test_d_closing_line_counts_each_failing_metric_once(tmp_path, qwen25):
     assert {m.name for m in failed} >= {"cost", "cache_hit_rate"}
     assert by_name(result)["cost"].failed == ("budget", "baseline")  # both: counted once
     regressed = sum(m.failed[0] == "baseline" for m in failed)
-    line = (f"FAILED: 1 metric exceeded its budget, {regressed} metric{'s' if regressed != 1 else ''} regressed "
-            "against the baseline")
+    line = (
+        f"FAILED: 1 metric exceeded its budget, {regressed} metric{'s' if regressed != 1 else ''} regressed "
+        "against the baseline"
+    )
     assert 1 + regressed == len(failed)
     assert CheckTableRenderer().render(result).rstrip().endswith(line)
     assert CheckMarkdownRenderer().render(result).startswith(f"### tokprof check: {line}\n")
@@ -146,8 +170,10 @@ def test_e_a_changed_first_message_still_shares_what_comes_before_it():
 def test_e_compaction_like_rewrite_predicts_the_unrecorded_part_read(qwen25):
     first = conversation(3)
     rewritten = [{"role": "user", "content": "summary " * 50}]
-    usages = (Usage(prompt=21_000, cache_read=0, cache_write=20_990, output=5),
-              Usage(prompt=25_000, cache_read=20_000, cache_write=4990, output=5))
+    usages = (
+        Usage(prompt=21_000, cache_read=0, cache_write=20_990, output=5),
+        Usage(prompt=25_000, cache_read=20_000, cache_write=4990, output=5),
+    )
     trace = trace_of(*usages, messages=[first, rewritten], unrecorded=("system", "tools"))
     profile = tokprof.profile(trace, "qwen2.5")
     before = profile.calls[0]

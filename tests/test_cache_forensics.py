@@ -25,8 +25,14 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 
 
 def usage(prompt: int, read: int, write: int, long: bool = False, output: int = 50) -> Usage:
-    return Usage(prompt=prompt, cache_read=read, cache_write=write, output=output,
-                 cache_write_5m=0 if long else write, cache_write_1h=write if long else 0)
+    return Usage(
+        prompt=prompt,
+        cache_read=read,
+        cache_write=write,
+        output=output,
+        cache_write_5m=0 if long else write,
+        cache_write_1h=write if long else 0,
+    )
 
 
 def turns(n: int) -> list[dict]:
@@ -40,8 +46,17 @@ def turns(n: int) -> list[dict]:
 
 
 def call(i: int, messages: list[dict], use: Usage, minutes: float, model: str = SONNET, **extra) -> Call:
-    return Call(index=i, messages=messages, tools=extra.pop("tools", None), model=model, reported=use,
-                time=T0 + timedelta(minutes=minutes), day=T0.date(), where=f"line {i + 1}", **extra)
+    return Call(
+        index=i,
+        messages=messages,
+        tools=extra.pop("tools", None),
+        model=model,
+        reported=use,
+        time=T0 + timedelta(minutes=minutes),
+        day=T0.date(),
+        where=f"line {i + 1}",
+        **extra,
+    )
 
 
 def profile(*calls: Call):
@@ -53,8 +68,11 @@ def dollars(tokens: int, paid: float) -> float:
 
 
 def test_calls_that_keep_the_cache_lose_nothing():
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 5000, 1000), 1),
-                    call(2, turns(3), usage(7000, 6000, 1000), 2))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, turns(2), usage(6000, 5000, 1000), 1),
+        call(2, turns(3), usage(7000, 6000, 1000), 2),
+    )
     lost = found.summary().cache.lost
     assert lost.cost == 0 and lost.tokens == 0 and lost.by_reason == () and lost.breaks == ()
     assert [c.cache.lost for c in found.calls] == [0, 0, 0]
@@ -73,11 +91,13 @@ def test_an_idle_gap_past_five_minutes_loses_what_the_previous_call_cached():
 
 
 def test_a_one_hour_write_outlives_the_gap_and_an_expired_one_is_priced_at_its_own_rate():
-    kept = profile(call(0, turns(1), usage(5000, 0, 5000, long=True), 0),
-                   call(1, turns(2), usage(6000, 5000, 1000, long=True), 20))
+    kept = profile(
+        call(0, turns(1), usage(5000, 0, 5000, long=True), 0), call(1, turns(2), usage(6000, 5000, 1000, long=True), 20)
+    )
     assert kept.calls[1].cache.miss is None and kept.summary().cache.lost.cost == 0
-    expired = profile(call(0, turns(1), usage(5000, 0, 5000, long=True), 0),
-                      call(1, turns(2), usage(6000, 0, 6000, long=True), 70))
+    expired = profile(
+        call(0, turns(1), usage(5000, 0, 5000, long=True), 0), call(1, turns(2), usage(6000, 0, 6000, long=True), 70)
+    )
     cache = expired.calls[1].cache
     assert cache.miss == "idle-gap" and cache.lost == 5000
     assert cache.lost_cost == pytest.approx(dollars(5000, WRITE_1H), abs=1e-8)  # $0.0285
@@ -97,8 +117,11 @@ def test_a_system_prompt_edit_loses_everything_the_previous_call_cached_after_it
     tools) and wrote the rest; had the system prompt stayed, all 6,000 cached tokens were read."""
     edited = turns(3)
     edited[0] = {"role": "system", "content": "You are a careful assistant. Today is Thursday."}
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 5000, 1000), 1),
-                    call(2, edited, usage(7000, 1200, 5800), 2))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, turns(2), usage(6000, 5000, 1000), 1),
+        call(2, edited, usage(7000, 1200, 5800), 2),
+    )
     cache = found.calls[2].cache
     assert (cache.miss, cache.part, cache.changed_at) == ("prefix-changed", "system", 0)
     assert cache.lost == 6000 - 1200
@@ -109,14 +132,19 @@ def test_a_system_prompt_edit_loses_everything_the_previous_call_cached_after_it
 def test_a_tool_catalogue_change_and_dropped_reasoning_say_which_part_changed():
     tools_a = [{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}]
     tools_b = tools_a + [{"name": "write", "description": "Write a file", "input_schema": {"type": "object"}}]
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0, tools=tools_a),
-                    call(1, turns(2), usage(6000, 0, 6000), 1, tools=tools_b))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0, tools=tools_a),
+        call(1, turns(2), usage(6000, 0, 6000), 1, tools=tools_b),
+    )
     assert (found.calls[1].cache.part, found.calls[1].cache.lost) == ("tools", 5000)
     thought = turns(2)
     thought[2] = {**thought[2], "reasoning_content": "let me think"}
     dropped = turns(3)
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, thought, usage(6000, 5000, 1000), 1),
-                    call(2, [*thought[:2], dropped[2], *dropped[3:]], usage(7000, 2000, 5000), 2))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, thought, usage(6000, 5000, 1000), 1),
+        call(2, [*thought[:2], dropped[2], *dropped[3:]], usage(7000, 2000, 5000), 2),
+    )
     cache = found.calls[2].cache
     assert (cache.miss, cache.part) == ("prefix-changed", "reasoning") and "reasoning" in cache.detail
     assert cache.lost == 6000 - 2000
@@ -125,10 +153,12 @@ def test_a_tool_catalogue_change_and_dropped_reasoning_say_which_part_changed():
 def test_a_compaction_loses_only_the_prefix_before_the_summary():
     """After a compaction the prompt is new text: a kept cache could have served only the part before it."""
     summary = [turns(1)[0], {"role": "user", "content": "Summary: questions 0 to 5 answered."}]
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 5000, 1000), 1),
-                    call(2, turns(2) + [{"role": "user", "content": "Summarise."}], usage(6100, 6000, 100), 2,
-                         kind="compaction"),
-                    call(3, summary, usage(1500, 0, 1500), 3))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, turns(2), usage(6000, 5000, 1000), 1),
+        call(2, turns(2) + [{"role": "user", "content": "Summarise."}], usage(6100, 6000, 100), 2, kind="compaction"),
+        call(3, summary, usage(1500, 0, 1500), 3),
+    )
     cache = found.calls[3].cache
     assert (cache.miss, cache.part) == ("prefix-changed", "compaction")
     assert cache.lost == min(cache.shared, 1500)
@@ -152,8 +182,11 @@ def test_below_the_minimum_nothing_is_cached():
 
 
 def test_the_headline_the_json_and_the_check_metric_agree(tmp_path):
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 6),
-                    call(2, turns(3), usage(7000, 6000, 1000), 7))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, turns(2), usage(6000, 0, 6000), 6),
+        call(2, turns(3), usage(7000, 6000, 1000), 7),
+    )
     data = found.to_dict()
     lost = data["summary"]["cache"]["lost"]
     assert lost["cost"] == pytest.approx(dollars(5000, WRITE_5M), abs=1e-8) and lost["calls"] == 1
@@ -188,9 +221,11 @@ def test_a_real_claude_code_session_idle_gap():
 def test_every_corpus_log_with_cache_usage_has_a_measured_loss_within_its_cost():
     if not CORPUS.exists():
         pytest.skip("the shared corpus is absent")
-    for name in ("claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
-                 "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
-                 "pi/pi_large-session.jsonl"):
+    for name in (
+        "claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl",
+        "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+        "pi/pi_large-session.jsonl",
+    ):
         found = tokprof.profile(corpus(name))
         summary = found.summary()
         lost = summary.cache.lost
@@ -207,14 +242,21 @@ def test_a_directory_of_sessions_adds_up_by_reason_and_names_the_worst():
     from tokprof.render.sessions import SessionsTableRenderer
 
     idle = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 6))
-    switch = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 1, model=HAIKU))
+    switch = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 1, model=HAIKU)
+    )
     kept = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 5000, 1000), 1))
-    rows = [SessionRow.from_profile(p, name, name + ".jsonl") for p, name in
-            ((idle, "aaaa1111"), (switch, "bbbb2222"), (kept, "cccc3333"))]
+    rows = [
+        SessionRow.from_profile(p, name, name + ".jsonl")
+        for p, name in ((idle, "aaaa1111"), (switch, "bbbb2222"), (kept, "cccc3333"))
+    ]
     totals = SessionsReport("dir", {}, rows).totals()
     assert totals.cache_lost_cost == pytest.approx(dollars(5000, WRITE_5M) + 5000 * (1.25 - 0.10) / 1e6, abs=1e-8)
     assert list(totals.cache_lost_by_reason) == ["idle-gap", "model-switch"]  # costliest first
-    assert [(w.session, w.reason) for w in totals.cache_worst] == [("aaaa1111", "idle-gap"), ("bbbb2222", "model-switch")]
+    assert [(w.session, w.reason) for w in totals.cache_worst] == [
+        ("aaaa1111", "idle-gap"),
+        ("bbbb2222", "model-switch"),
+    ]
     assert rows[2].cache_lost_cost == 0 and rows[2].cache_hit_rate == pytest.approx(5000 / 11000, abs=1e-6)
     text = SessionsTableRenderer().render(SessionsReport("dir", {}, rows), RenderOptions(width=200))
     assert "cache: misses cost $0.023 over 3 sessions" in text
@@ -229,8 +271,12 @@ def test_the_html_report_has_a_cache_timeline_that_fits_a_phone_and_a_desktop(tm
 
     edited = turns(4)
     edited[0] = {"role": "system", "content": "You are a careful assistant. Today is Thursday."}
-    found = profile(call(0, turns(1), usage(5000, 0, 5000), 0), call(1, turns(2), usage(6000, 0, 6000), 6),
-                    call(2, turns(3), usage(7000, 6000, 1000), 7), call(3, edited, usage(8000, 1200, 6800), 8))
+    found = profile(
+        call(0, turns(1), usage(5000, 0, 5000), 0),
+        call(1, turns(2), usage(6000, 0, 6000), 6),
+        call(2, turns(3), usage(7000, 6000, 1000), 7),
+        call(3, edited, usage(8000, 1200, 6800), 8),
+    )
     page = tmp_path / "report.html"
     page.write_text(tokprof.render_report(found, "html"), encoding="utf-8")
     text = page.read_text(encoding="utf-8")
@@ -266,6 +312,11 @@ def test_an_estimated_prefix_before_a_compaction_is_not_a_loss_when_the_provider
     21,445 tokens, where tokprof infers 25,857 before the summary: the difference is the estimate's."""
     found = tokprof.profile(corpus("claude_code_2.1_compacted/8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"))
     cache = found.calls[72].cache
-    assert (cache.miss, cache.part, cache.shared_basis, cache.reported) == ("prefix-changed", "compaction", "messages", 21445)
+    assert (cache.miss, cache.part, cache.shared_basis, cache.reported) == (
+        "prefix-changed",
+        "compaction",
+        "messages",
+        21445,
+    )
     assert cache.lost == 0 and found.summary().cache.lost.cost == 0
     assert "no miss cost anything" in tokprof.render_report(found, "table", width=200).splitlines()[1]

@@ -77,8 +77,16 @@ def test_regression_against_baseline_and_new_tool(catalogue, capsys):
     # a new tool and a longer description: more than 5% more
     bigger = json.loads(json.dumps(TOOLS))
     bigger[0]["function"]["description"] += " Also returns the pod name, the container and the trace id of every line."
-    bigger.append({"type": "function", "function": {"name": "restart_pod", "description": "Restart one pod.",
-                   "parameters": {"type": "object", "properties": {"pod": {"type": "string"}}}}})
+    bigger.append(
+        {
+            "type": "function",
+            "function": {
+                "name": "restart_pod",
+                "description": "Restart one pod.",
+                "parameters": {"type": "object", "properties": {"pod": {"type": "string"}}},
+            },
+        }
+    )
     write_json(catalogue / "tools.json", bigger)
     code, out, _ = run(["check", "--tools", "tools.json", "-f", "json"], capsys)
     doc = json.loads(out)
@@ -89,7 +97,11 @@ def test_regression_against_baseline_and_new_tool(catalogue, capsys):
     assert [t["name"] for t in doc["tools"]["changed"]] == ["get_logs"]
     assert doc["tools"]["removed"] == []
     code, out, _ = run(["check", "--tools", "tools.json", "-f", "markdown"], capsys)
-    assert "| restart\\_pod (added) | - |" in out and "❌ fail" in out and "2 metrics regressed against the baseline" in out
+    assert (
+        "| restart\\_pod (added) | - |" in out
+        and "❌ fail" in out
+        and "2 metrics regressed against the baseline" in out
+    )
 
 
 @pytest.mark.parametrize(
@@ -147,12 +159,15 @@ def test_sample_passes_example_config_and_tightened_copy_fails(tmp_path, capsys,
     assert code == 1 and "tool_definitions" in out and "FAILED" in out
 
 
-@pytest.mark.parametrize("metrics, tools, key", [
-    ({"tool_definitions": "abc"}, {}, "metrics.tool_definitions: expected a non-negative number"),
-    ({"tool_definitions": None}, {}, "metrics.tool_definitions"),
-    ({}, {"get_logs": "x"}, "tools.get_logs: expected a number of tokens"),
-    ({"nonsense": 1}, {}, "metrics.nonsense: unknown metric"),
-])
+@pytest.mark.parametrize(
+    "metrics, tools, key",
+    [
+        ({"tool_definitions": "abc"}, {}, "metrics.tool_definitions: expected a non-negative number"),
+        ({"tool_definitions": None}, {}, "metrics.tool_definitions"),
+        ({}, {"get_logs": "x"}, "tools.get_logs: expected a number of tokens"),
+        ({"nonsense": 1}, {}, "metrics.nonsense: unknown metric"),
+    ],
+)
 def test_bad_baseline_values(catalogue, capsys, metrics, tools, key):
     write_json(catalogue / "b.json", {"schema_version": 1, "model": "qwen2.5", "metrics": metrics, "tools": tools})
     code, _, err = run(["check", "--tools", "tools.json", "--baseline", "b.json"], capsys)
@@ -161,8 +176,15 @@ def test_bad_baseline_values(catalogue, capsys, metrics, tools, key):
 
 def test_per_metric_increase_keeps_other_metrics_checked(catalogue, capsys):
     config(catalogue, '[budgets]\nlargest_tool = { max = 100000, max_increase = "50%" }\n')
-    write_json(catalogue / "b.json", {"schema_version": 1, "model": "qwen2.5",
-                                      "metrics": {"tool_definitions": 10, "largest_tool": 10000}, "tools": {}})
+    write_json(
+        catalogue / "b.json",
+        {
+            "schema_version": 1,
+            "model": "qwen2.5",
+            "metrics": {"tool_definitions": 10, "largest_tool": 10000},
+            "tools": {},
+        },
+    )
     code, out, _ = run(["check", "--tools", "tools.json", "--baseline", "b.json", "-f", "json"], capsys)
     doc = json.loads(out)
     by = {m["metric"]: m for m in doc["metrics"]}
@@ -189,10 +211,19 @@ def test_nan_budget_rejected(catalogue, capsys):
     assert code == 2 and "budgets.tool_definitions" in err
 
 
-@pytest.mark.parametrize("toml, said", [
-    ('model = "qwen25"\n[budgets]\ntool_definitions = 100000\n', "tokprof.toml: model: unknown model 'qwen25' (did you mean qwen2.5?"),
-    ('[budgets]\ntool_definitions = { min = 100, max = 10 }\n', "tokprof.toml: budgets.tool_definitions: min is above max"),
-])
+@pytest.mark.parametrize(
+    "toml, said",
+    [
+        (
+            'model = "qwen25"\n[budgets]\ntool_definitions = 100000\n',
+            "tokprof.toml: model: unknown model 'qwen25' (did you mean qwen2.5?",
+        ),
+        (
+            "[budgets]\ntool_definitions = { min = 100, max = 10 }\n",
+            "tokprof.toml: budgets.tool_definitions: min is above max",
+        ),
+    ],
+)
 def test_configuration_errors_name_the_file_and_key(toml, said, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "tokprof.toml").write_text(toml, encoding="utf-8")
@@ -207,8 +238,9 @@ def test_a_saved_profile_is_checked_without_the_configured_model(tmp_path, capsy
     monkeypatch.chdir(tmp_path)
     saved = tmp_path / "run.json"
     assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(saved), "--no-progress"]) == 0
-    (tmp_path / "tokprof.toml").write_text('model = "./no-such-model-dir"\n[budgets]\ntool_definitions = 100000\n',
-                                           encoding="utf-8")
+    (tmp_path / "tokprof.toml").write_text(
+        'model = "./no-such-model-dir"\n[budgets]\ntool_definitions = 100000\n', encoding="utf-8"
+    )
     capsys.readouterr()
     code, out, err = run(["check", str(saved)], capsys)
     assert code == 0, err

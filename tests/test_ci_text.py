@@ -30,8 +30,17 @@ def hostile_log(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("args", [["profile"], ["tools"], ["profile", "--calls", "all"], ["tools", "-f", "csv"],
-                                  ["profile", "-f", "csv"], ["whatif"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["profile"],
+        ["tools"],
+        ["profile", "--calls", "all"],
+        ["tools", "-f", "csv"],
+        ["profile", "-f", "csv"],
+        ["whatif"],
+    ],
+)
 def test_no_line_starts_a_workflow_command(tmp_path, model_dir, capsys, monkeypatch, args):
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     path = hostile_log(tmp_path)
@@ -44,5 +53,6 @@ def test_no_line_starts_a_workflow_command(tmp_path, model_dir, capsys, monkeypa
 
 def test_neutralised_lines_read_the_same():
     assert no_workflow_commands("::error x::y\n  ::add-mask::z\nok ::a\n##[group]b\n") == (
-        "\uff1a:error x::y\n  \uff1a:add-mask::z\nok ::a\n\uff03#[group]b\n")
+        "\uff1a:error x::y\n  \uff1a:add-mask::z\nok ::a\n\uff03#[group]b\n"
+    )
     assert no_workflow_commands('{"name": "::error::x"}\n') == '{"name": "::error::x"}\n'  # JSON never starts so

@@ -91,7 +91,10 @@ def _bad_cases(tmp_path):
     write_json(tmp_path / "orphan.json", variant(m3={"role": "tool", "tool_call_id": "zzz", "content": "x"}))
     write_json(tmp_path / "content.json", variant(m1={"role": "user", "content": 42}))
     (tmp_path / "bad.jsonl").write_text(
-        json.dumps({"messages": good["messages"][:2]}) + "\n" + '{"messages": [\n' + json.dumps({"messages": good["messages"][:2]})
+        json.dumps({"messages": good["messages"][:2]})
+        + "\n"
+        + '{"messages": [\n'
+        + json.dumps({"messages": good["messages"][:2]})
     )
     (tmp_path / "scalar.json").write_text("42")
     return cases
@@ -150,7 +153,10 @@ def test_chat_template_override(tmp_path, capsys):
 def test_console_script_runs():
     result = subprocess.run(
         [sys.executable, "-m", "tokprof", "profile", str(FIXTURES / "good_transcript.json"), "-f", "csv"],
-        capture_output=True, text=True, cwd=ROOT, timeout=300,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no progress bar when stderr is not a terminal, no library noise
@@ -159,14 +165,22 @@ def test_console_script_runs():
 @pytest.mark.parametrize(
     "raw, expected",
     [
-        ('{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "n": '
-         + "1" * 5000 + "}", "invalid JSON: Exceeds the limit"),
+        (
+            '{"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}], "n": '
+            + "1" * 5000
+            + "}",
+            "invalid JSON: Exceeds the limit",
+        ),
         ("[" * 100000 + "]" * 100000, "invalid JSON: nested too deeply"),
-        ('{"messages": [{"role": "user", "content": "bad \\ud800 text"}, {"role": "assistant", "content": "y"}]}',
-         "messages[0].content: invalid Unicode"),
-        ('{"tools": [{"type": "function", "function": {"name": "f", "description": 3}}], "messages": '
-         '[{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
-         "tools[0].function.description: expected a string"),
+        (
+            '{"messages": [{"role": "user", "content": "bad \\ud800 text"}, {"role": "assistant", "content": "y"}]}',
+            "messages[0].content: invalid Unicode",
+        ),
+        (
+            '{"tools": [{"type": "function", "function": {"name": "f", "description": 3}}], "messages": '
+            '[{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]}',
+            "tools[0].function.description: expected a string",
+        ),
     ],
 )
 def test_more_bad_input(raw, expected, tmp_path, capsys):
@@ -178,8 +192,12 @@ def test_more_bad_input(raw, expected, tmp_path, capsys):
 
 @pytest.mark.parametrize(
     "content, expected",
-    [(b"\xff\xfe", "not UTF-8 text"), (b"  ", "the chat template is empty"),
-     (b"{{ x }", "syntax error at line 1"), (b"{{ x | frobnicate }}", "No filter named 'frobnicate'")],
+    [
+        (b"\xff\xfe", "not UTF-8 text"),
+        (b"  ", "the chat template is empty"),
+        (b"{{ x }", "syntax error at line 1"),
+        (b"{{ x | frobnicate }}", "No filter named 'frobnicate'"),
+    ],
 )
 def test_bad_chat_template_names_the_file(content, expected, tmp_path, capsys):
     template = tmp_path / "t.jinja"
@@ -201,8 +219,15 @@ def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
     assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
 
 
-@pytest.mark.parametrize("args", [["profle", "x"], ["profile", "x", "--formt", "json"],
-                                  ["profile", "x", "-f", "yaml"], ["profile", "x", "-i", "claude"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["profle", "x"],
+        ["profile", "x", "--formt", "json"],
+        ["profile", "x", "-f", "yaml"],
+        ["profile", "x", "-i", "claude"],
+    ],
+)
 def test_usage_error_is_one_line(args, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
@@ -237,8 +262,10 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     path.write_text(json.dumps({"type": "user", "message": {"role": "user", "content": "hi"}}) + "\n")
     code, _, err = run(["profile", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1
-    assert err.rstrip().endswith(": not a log format tokprof reads (formats: openai-chat, anthropic, openai-responses, "
-                                 "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)")
+    assert err.rstrip().endswith(
+        ": not a log format tokprof reads (formats: openai-chat, anthropic, openai-responses, "
+        "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)"
+    )
     code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
     assert code == 2 and err.count("\n") == 1
     assert "line 1: missing field 'messages': not an OpenAI Chat Completions request" in err
@@ -252,13 +279,16 @@ def test_a_json_file_cut_off_says_truncated(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1 and err.rstrip().endswith("truncated JSON")
 
 
-@pytest.mark.parametrize("command", [
-    ["profile", "{log}", "-f", "json", "-o", "{log}"],
-    ["profile", "{log}", "-o", "out.txt", "--html", "{log}"],
-    ["tools", "{log}", "-f", "csv", "-o", "{log}"],
-    ["whatif", "{log}", "-p", "window:3", "-o", "{log}"],
-    ["report", "{log}", "-o", "{log}"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["profile", "{log}", "-f", "json", "-o", "{log}"],
+        ["profile", "{log}", "-o", "out.txt", "--html", "{log}"],
+        ["tools", "{log}", "-f", "csv", "-o", "{log}"],
+        ["whatif", "{log}", "-p", "window:3", "-o", "{log}"],
+        ["report", "{log}", "-o", "{log}"],
+    ],
+)
 def test_an_output_never_replaces_the_input(command, tmp_path, capsys, monkeypatch):
     log = write_json(tmp_path / "log.json", small_transcript())
     before = log.read_bytes()
@@ -273,7 +303,15 @@ def test_csv_cells_from_the_log_never_read_as_formulas(tmp_path, capsys):
     from tokprof.render import csvsafe
 
     assert csvsafe.cell('=HYPERLINK("http://x","y")') == '\'=HYPERLINK("http://x","y")'
-    assert [csvsafe.cell(v) for v in ("-5", "-0.25", "+3", "@x", "\tx", "plain", 7)] == ["-5", "-0.25", "+3", "'@x", "'\tx", "plain", 7]
+    assert [csvsafe.cell(v) for v in ("-5", "-0.25", "+3", "@x", "\tx", "plain", 7)] == [
+        "-5",
+        "-0.25",
+        "+3",
+        "'@x",
+        "'\tx",
+        "plain",
+        7,
+    ]
     log = json.loads(json.dumps(small_transcript()))  # a copy: its tools are shared with other tests
     log["tools"][0]["function"]["name"] = '=HYPERLINK("http://evil","x")'
     for m in log["messages"]:
@@ -281,7 +319,7 @@ def test_csv_cells_from_the_log_never_read_as_formulas(tmp_path, capsys):
             call["function"]["name"] = '=HYPERLINK("http://evil","x")'
     assert main(["tools", str(write_json(tmp_path / "log.json", log)), "-f", "csv"]) == 0
     out = capsys.readouterr().out
-    assert '"\'=HYPERLINK(' in out and ',"=HYPERLINK' not in out
+    assert "\"'=HYPERLINK(" in out and ',"=HYPERLINK' not in out
 
 
 def test_a_bad_input_on_a_github_runner_is_an_annotation_too(tmp_path, capsys, monkeypatch):

@@ -42,7 +42,7 @@ def run(argv):
 def test_profile_calls_tokprof_profile(spy):
     calls = spy("profile")
     assert run(["profile", SAMPLE, "--model", "qwen3", "--no-progress"]) == "profile"
-    (name, args, kwargs), = calls
+    ((name, args, kwargs),) = calls
     assert args == (SAMPLE, "qwen3") and kwargs["progress"] is False and kwargs["input_format"] is None
 
 
@@ -75,7 +75,9 @@ def test_tools_calls_tools_report(spy):
 
 def test_check_calls_run_check(spy):
     calls = spy("run_check")
-    assert run(["check", SAMPLE, "--config", str(ROOT / "samples" / "tokprof.toml"), "--update-baseline"]) == "run_check"
+    assert (
+        run(["check", SAMPLE, "--config", str(ROOT / "samples" / "tokprof.toml"), "--update-baseline"]) == "run_check"
+    )
     assert calls[0][1] == (SAMPLE,) and calls[0][2]["update_baseline"] is True
 
 

@@ -32,8 +32,12 @@ def genai(model: str, usage: Usage, day: date | None = DAY, provider: str | None
     """genai-prices' own price for a reported usage (input_tokens is the whole prompt)."""
     from genai_prices import Usage as GenaiUsage, calc_price
 
-    values = {"input_tokens": usage.prompt, "cache_read_tokens": usage.cache_read or 0,
-              "cache_write_tokens": usage.cache_write or 0, "output_tokens": usage.output or 0}
+    values = {
+        "input_tokens": usage.prompt,
+        "cache_read_tokens": usage.cache_read or 0,
+        "cache_write_tokens": usage.cache_write or 0,
+        "output_tokens": usage.output or 0,
+    }
     if usage.cache_write_1h:
         values["cache_write_1h_tokens"] = usage.cache_write_1h
     when = datetime.combine(day, datetime.min.time(), tzinfo=timezone.utc) if day else None
@@ -43,25 +47,41 @@ def genai(model: str, usage: Usage, day: date | None = DAY, provider: str | None
 def conversation(turns: int) -> list[dict]:
     messages = [SYSTEM, {"role": "user", "content": "define cat " * 30}]
     for i in range(turns):
-        messages += [{"role": "assistant", "content": f"step {i} " + "word " * 60},
-                     {"role": "user", "content": f"go on {i} " + "more " * 60}]
+        messages += [
+            {"role": "assistant", "content": f"step {i} " + "word " * 60},
+            {"role": "user", "content": f"go on {i} " + "more " * 60},
+        ]
     return messages
 
 
-def trace_of(*usages: Usage | None, model: str | None = SONNET, tools: list | None = None, day: date | None = DAY,
-             messages: list[list[dict]] | None = None) -> Trace:
+def trace_of(
+    *usages: Usage | None,
+    model: str | None = SONNET,
+    tools: list | None = None,
+    day: date | None = DAY,
+    messages: list[list[dict]] | None = None,
+) -> Trace:
     calls = []
     for i, usage in enumerate(usages):
         prompt = messages[i] if messages else conversation(i)
-        calls.append(Call(index=i, messages=prompt, tools=tools, model=model, reported=usage, day=day,
-                          where=f"call {i}"))
+        calls.append(
+            Call(index=i, messages=prompt, tools=tools, model=model, reported=usage, day=day, where=f"call {i}")
+        )
     return Trace(path="test.json", format="test", calls=calls, model=model)
 
 
 # -- usage: the cache writes by lifetime ------------------------------------------------------------
 def test_anthropic_usage_splits_the_cache_writes_by_lifetime():
-    usage = anthropic_usage({"input_tokens": 3, "cache_creation_input_tokens": 8052, "cache_read_input_tokens": 17842,
-                             "ephemeral_5m_input_tokens": 52, "ephemeral_1h_input_tokens": 8000, "output_tokens": 10})
+    usage = anthropic_usage(
+        {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": 8052,
+            "cache_read_input_tokens": 17842,
+            "ephemeral_5m_input_tokens": 52,
+            "ephemeral_1h_input_tokens": 8000,
+            "output_tokens": 10,
+        }
+    )
     assert (usage.prompt, usage.cache_write, usage.cache_write_5m, usage.cache_write_1h) == (25897, 8052, 52, 8000)
     assert usage.uncached == 3
     assert usage.to_dict()["cache_write_1h"] == 8000
@@ -73,24 +93,38 @@ def test_anthropic_usage_splits_the_cache_writes_by_lifetime():
 
 
 def test_anthropic_reader_reads_cache_creation(tmp_path):
-    usage = {"input_tokens": 5, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 100, "output_tokens": 7,
-             "cache_creation": {"ephemeral_5m_input_tokens": 5, "ephemeral_1h_input_tokens": 15}}
+    usage = {
+        "input_tokens": 5,
+        "cache_creation_input_tokens": 20,
+        "cache_read_input_tokens": 100,
+        "output_tokens": 7,
+        "cache_creation": {"ephemeral_5m_input_tokens": 5, "ephemeral_1h_input_tokens": 15},
+    }
     body = {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}]}
     response = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "yo"}], "usage": usage}
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps({"request": body, "response": response}) + "\n")
     reported = read_trace(str(path), "anthropic").calls[0].reported
     assert (reported.prompt, reported.cache_write, reported.cache_write_5m, reported.cache_write_1h) == (125, 20, 5, 15)
-    path.write_text(json.dumps({"request": body, "response": dict(response, usage=dict(usage, cache_creation=3))}) + "\n")
+    path.write_text(
+        json.dumps({"request": body, "response": dict(response, usage=dict(usage, cache_creation=3))}) + "\n"
+    )
     with pytest.raises(tokprof.InputError, match="cache_creation"):
         read_trace(str(path), "anthropic")
 
 
 def test_openai_chat_reads_cache_write_tokens(tmp_path):
-    record = {"request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
-              "response": {"choices": [{"message": {"role": "assistant", "content": "yo"}}],
-                           "usage": {"prompt_tokens": 2000, "completion_tokens": 5,
-                                     "prompt_tokens_details": {"cached_tokens": 1024, "cache_write_tokens": 900}}}}
+    record = {
+        "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        "response": {
+            "choices": [{"message": {"role": "assistant", "content": "yo"}}],
+            "usage": {
+                "prompt_tokens": 2000,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 1024, "cache_write_tokens": 900},
+            },
+        },
+    }
     path = tmp_path / "log.jsonl"
     path.write_text(json.dumps(record) + "\n")
     reported = read_trace(str(path), "openai-chat").calls[0].reported
@@ -99,8 +133,10 @@ def test_openai_chat_reads_cache_write_tokens(tmp_path):
 
 # -- prices ----------------------------------------------------------------------------------------------
 def test_cost_is_genai_prices_own_price_split_into_parts(qwen25):
-    usages = [Usage(prompt=20_000, cache_read=0, cache_write=19_990, output=300),
-              Usage(prompt=21_000, cache_read=19_990, cache_write=1000, output=200)]
+    usages = [
+        Usage(prompt=20_000, cache_read=0, cache_write=19_990, output=300),
+        Usage(prompt=21_000, cache_read=19_990, cache_write=1000, output=200),
+    ]
     profile = tokprof.profile(trace_of(*usages), "qwen2.5")
     for row, usage in zip(profile.calls, usages):
         cost = row.cost
@@ -178,8 +214,14 @@ def test_price_override_for_a_private_model(tmp_path, capsys):
 
 def test_price_override_from_the_configuration(tmp_path, monkeypatch, capsys):
     log = tmp_path / "log.json"
-    log.write_text(json.dumps({"model": "acme-private-llm-7", "messages": [
-        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]}))
+    log.write_text(
+        json.dumps(
+            {
+                "model": "acme-private-llm-7",
+                "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}],
+            }
+        )
+    )
     (tmp_path / "tokprof.toml").write_text('[prices]\n"acme-private-llm-7" = { input = 1.5, output = 2 }\n')
     monkeypatch.chdir(tmp_path)
     assert main(["profile", str(log), "-f", "json", "--model", "qwen2.5"]) == 0
@@ -199,8 +241,13 @@ def test_price_override_from_the_configuration(tmp_path, monkeypatch, capsys):
 
 
 def test_saved_profile_keeps_the_cost(tmp_path, qwen25):
-    profile = tokprof.profile(trace_of(Usage(prompt=3000, cache_read=0, cache_write=2990, output=5),
-                                       Usage(prompt=3200, cache_read=2990, cache_write=200, output=5)), "qwen2.5")
+    profile = tokprof.profile(
+        trace_of(
+            Usage(prompt=3000, cache_read=0, cache_write=2990, output=5),
+            Usage(prompt=3200, cache_read=2990, cache_write=200, output=5),
+        ),
+        "qwen2.5",
+    )
     again = Profile.from_dict(json.loads(profile.to_json()))
     assert again.to_dict() == profile.to_dict()
 
@@ -215,13 +262,17 @@ def test_ttl_miss_against_the_calls_times(qwen25):
     """A 5-minute entry is gone after 10 idle minutes; a 1-hour one is not."""
     start = datetime(2025, 10, 26, 10, 0, tzinfo=timezone.utc)
     times = [start, start + timedelta(minutes=10)]
-    short = trace_of(Usage(prompt=3000, cache_read=0, cache_write=2997, output=5),
-                     Usage(prompt=3300, cache_read=0, cache_write=3297, output=5))
+    short = trace_of(
+        Usage(prompt=3000, cache_read=0, cache_write=2997, output=5),
+        Usage(prompt=3300, cache_read=0, cache_write=3297, output=5),
+    )
     calls = _cached(short, times).calls
     assert calls[1].cache.miss == "idle-gap" and calls[1].cache.predicted == 0
     assert "5-minute lifetime" in calls[1].cache.detail and calls[1].cache.gap == 600
-    long = trace_of(Usage(prompt=3000, cache_read=0, cache_write=2997, output=5, cache_write_5m=0, cache_write_1h=2997),
-                    Usage(prompt=3300, cache_read=2997, cache_write=300, output=5, cache_write_5m=0, cache_write_1h=300))
+    long = trace_of(
+        Usage(prompt=3000, cache_read=0, cache_write=2997, output=5, cache_write_5m=0, cache_write_1h=2997),
+        Usage(prompt=3300, cache_read=2997, cache_write=300, output=5, cache_write_5m=0, cache_write_1h=300),
+    )
     calls = _cached(long, times).calls
     assert calls[1].cache.miss is None and calls[1].cache.predicted == 2997 == calls[1].cache.reported
     # without times, lifetimes are not checked, and the profile says so
@@ -233,8 +284,10 @@ def test_ttl_miss_against_the_calls_times(qwen25):
 def test_prefix_change_is_explained(qwen25):
     first = conversation(1)
     edited = [{"role": "system", "content": "You are a different assistant. " * 40}] + conversation(2)[1:]
-    usages = [Usage(prompt=3000, cache_read=0, cache_write=2997, output=5),
-              Usage(prompt=3300, cache_read=0, cache_write=3297, output=5)]
+    usages = [
+        Usage(prompt=3000, cache_read=0, cache_write=2997, output=5),
+        Usage(prompt=3300, cache_read=0, cache_write=3297, output=5),
+    ]
     calls = _cached(trace_of(*usages, messages=[first, edited])).calls
     cache = calls[1].cache
     assert cache.miss == "prefix-changed" and cache.changed_at == 0 and "system prompt changed" in cache.detail
@@ -254,15 +307,23 @@ def test_prefix_change_is_explained(qwen25):
 
 
 def test_below_the_minimum_and_openai_steps(qwen25):
-    tiny = trace_of(Usage(prompt=300, cache_read=0, cache_write=0, output=5),
-                    Usage(prompt=400, cache_read=0, cache_write=0, output=5),
-                    messages=[[{"role": "user", "content": "hi"}],
-                              [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"},
-                               {"role": "user", "content": "and?"}]])
+    tiny = trace_of(
+        Usage(prompt=300, cache_read=0, cache_write=0, output=5),
+        Usage(prompt=400, cache_read=0, cache_write=0, output=5),
+        messages=[
+            [{"role": "user", "content": "hi"}],
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "yo"},
+                {"role": "user", "content": "and?"},
+            ],
+        ],
+    )
     assert _cached(tiny).calls[1].cache.miss == "below-minimum"
     assert rules_for("gpt-4o") == "openai" and rules_for(SONNET) == "anthropic" and rules_for("acme-llm") is None
-    openai = trace_of(Usage(prompt=1600, cache_read=0, output=5), Usage(prompt=2000, cache_read=1536, output=5),
-                      model="gpt-4o")
+    openai = trace_of(
+        Usage(prompt=1600, cache_read=0, output=5), Usage(prompt=2000, cache_read=1536, output=5), model="gpt-4o"
+    )
     calls = _cached(openai, shared=lambda position: 300 if position else None).calls
     assert calls[1].cache.shared_basis == "tokens"  # from the hook, in the provider's units
     assert calls[1].cache.predicted == _openai_read(calls[1].cache.shared)
@@ -270,8 +331,10 @@ def test_below_the_minimum_and_openai_steps(qwen25):
 
 
 def test_claude_cache_prediction_follows_the_previous_prompt(qwen25):
-    usages = [Usage(prompt=17748, cache_read=0, cache_write=17745, output=3),
-              Usage(prompt=17902, cache_read=17745, cache_write=154, output=24)]
+    usages = [
+        Usage(prompt=17748, cache_read=0, cache_write=17745, output=3),
+        Usage(prompt=17902, cache_read=17745, cache_write=154, output=24),
+    ]
     calls = _cached(trace_of(*usages)).calls
     assert calls[0].cache.miss == "first-call"
     assert calls[1].cache.predicted == 17745 == calls[1].cache.reported
@@ -280,8 +343,10 @@ def test_claude_cache_prediction_follows_the_previous_prompt(qwen25):
 
 # -- budgets -----------------------------------------------------------------------------------------------
 def test_cost_and_cache_budgets(tmp_path, qwen25):
-    usages = [Usage(prompt=100_000, cache_read=0, cache_write=99_000, output=1000),
-              Usage(prompt=101_000, cache_read=99_000, cache_write=2000, output=1000)]
+    usages = [
+        Usage(prompt=100_000, cache_read=0, cache_write=99_000, output=1000),
+        Usage(prompt=101_000, cache_read=99_000, cache_write=2000, output=1000),
+    ]
     profile = tokprof.profile(trace_of(*usages), "qwen2.5")
     measurement = budgets.measure_profile(profile)
     total = profile.summary().cost.total
@@ -292,7 +357,10 @@ def test_cost_and_cache_budgets(tmp_path, qwen25):
     result = budgets.judge(measurement, load_file(config), None)
     by_name = {m.name: m for m in result.metrics}
     assert by_name["cost"].status == budgets.PASS
-    assert by_name["cache_hit_rate"].status == budgets.FAIL and "under the min of 80.00%" in by_name["cache_hit_rate"].reasons[0]
+    assert (
+        by_name["cache_hit_rate"].status == budgets.FAIL
+        and "under the min of 80.00%" in by_name["cache_hit_rate"].reasons[0]
+    )
     assert by_name["largest_call_cost"].status == budgets.FAIL
     config.write_text('[budgets]\ncost = "$0.10"\ncache_hit_rate = "40%"\n')
     by_name = {m.name: m for m in budgets.judge(measurement, load_file(config), None).metrics}
@@ -304,10 +372,20 @@ def test_cost_and_cache_budgets(tmp_path, qwen25):
 
 
 def test_cache_hit_rate_baseline_fails_on_a_fall(tmp_path, qwen25):
-    good = tokprof.profile(trace_of(Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
-                                    Usage(prompt=11_000, cache_read=9000, cache_write=2000, output=1)), "qwen2.5")
-    bad = tokprof.profile(trace_of(Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
-                                   Usage(prompt=11_000, cache_read=0, cache_write=11_000, output=1)), "qwen2.5")
+    good = tokprof.profile(
+        trace_of(
+            Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
+            Usage(prompt=11_000, cache_read=9000, cache_write=2000, output=1),
+        ),
+        "qwen2.5",
+    )
+    bad = tokprof.profile(
+        trace_of(
+            Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
+            Usage(prompt=11_000, cache_read=0, cache_write=11_000, output=1),
+        ),
+        "qwen2.5",
+    )
     config = tmp_path / "tokprof.toml"
     config.write_text('max_increase = "5%"\n[budgets]\ncache_hit_rate = { min = "1%" }\n')
     settings = load_file(config)

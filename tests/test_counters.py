@@ -12,7 +12,7 @@ from test_qwen_tokenizer import CORPUS, random_texts
 from tokprof.models.counters import HFCounter
 
 EXTRA = [
-    "line one\nline two\n/path/after/newline\n  indented\n\tTabbed\n{\"json\": [1, 2]}\n<|im_start|>user\nhi<|im_end|>",
+    'line one\nline two\n/path/after/newline\n  indented\n\tTabbed\n{"json": [1, 2]}\n<|im_start|>user\nhi<|im_end|>',
     "ends with newline\n",
     "\n\n\nX",
     "punctuation.\n/slash then\n.dot then\n!bang",
@@ -72,10 +72,22 @@ def test_catalogue_costs_are_those_of_whole_renders(name, monkeypatch):
     model = resolve_model(name)
     rng = random.Random(5)
     words = ["fetch", "the", "data", "\n", "/path", "Returns:", "a", "list", "of", "records.", "é", "{x}", "\nNote"]
-    catalogue = [{"type": "function", "function": {
-        "name": f"tool_{i}", "description": " ".join(rng.choice(words) for _ in range(rng.randint(0, 30))),
-        "parameters": {"type": "object", "properties": {f"p{j}": {"type": "string", "description": rng.choice(words)}
-                                                        for j in range(rng.randint(0, 4))}}}} for i in range(15)]
+    catalogue = [
+        {
+            "type": "function",
+            "function": {
+                "name": f"tool_{i}",
+                "description": " ".join(rng.choice(words) for _ in range(rng.randint(0, 30))),
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        f"p{j}": {"type": "string", "description": rng.choice(words)} for j in range(rng.randint(0, 4))
+                    },
+                },
+            },
+        }
+        for i in range(15)
+    ]
     fast = analysis.catalogue_cost(model, catalogue, "You are a test bot.", called={"tool_1"})
     monkeypatch.setattr(analysis, "count_like", lambda counter, text, *reference: counter.count(text))
     plain = analysis.catalogue_cost(model, catalogue, "You are a test bot.", called={"tool_1"})
@@ -102,4 +114,6 @@ def test_a_run_of_millions_of_blanks_is_one_line(tmp_path, capsys):
     path.write_text(_json.dumps(log))
     assert main(["profile", str(path), "--no-progress"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("tokprof: error: ") and "a run of over 2,000,000 ' ' characters" in err and err.count("\n") == 1
+    assert (
+        err.startswith("tokprof: error: ") and "a run of over 2,000,000 ' ' characters" in err and err.count("\n") == 1
+    )

@@ -26,7 +26,8 @@ def test_dask_local_gives_the_directory_report(tmp_path, model_dir):
     for scheduler in ("threads", "processes"):
         got = profile_paths(paths, str(model_dir), scheduler=scheduler, root=str(tmp_path))
         assert json.dumps(got.to_dict()) == json.dumps(
-            dict(expected.to_dict(), skipped=[]))  # the directory mode also lists what is not a session
+            dict(expected.to_dict(), skipped=[])
+        )  # the directory mode also lists what is not a session
     assert project.exists()
 
 
@@ -88,8 +89,7 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
     import tokprof.directory as engine
 
     source = Path(ROOT / "tokprof" / "distributed.py").read_text()
-    imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)
-                for a in node.names]
+    imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) for a in node.names]
     assert not [name for name in imported if name.startswith("_")]
     for gone in ("_map", "_profile_session", "_request_ids", "_copies", "_SessionOptions", "sessions_report"):
         assert not hasattr(api, gone)

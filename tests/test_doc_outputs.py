@@ -49,7 +49,7 @@ def contains_in_order(real: list[str], wanted: list[list[str]]) -> bool:
     at = 0
     for piece in wanted:
         for start in range(at, len(real) - len(piece) + 1):
-            if real[start:start + len(piece)] == piece:
+            if real[start : start + len(piece)] == piece:
                 at = start + len(piece)
                 break
         else:
@@ -78,8 +78,9 @@ def test_shown_output_is_real(page, command, shown, monkeypatch, capsys):
             text = path.read_text(encoding="utf-8")
             old = "$ " + command + "\n" + "".join(line + "\n" for line in shown)
             assert text.count(old) == 1, f"{page}: the block of `{command}` is not unique"
-            path.write_text(text.replace(old, "$ " + command + "\n" + "".join(line + "\n" for line in real)),
-                            encoding="utf-8")
+            path.write_text(
+                text.replace(old, "$ " + command + "\n" + "".join(line + "\n" for line in real)), encoding="utf-8"
+            )
             return
         assert shown == real, f"{page}: `{command}`"
 

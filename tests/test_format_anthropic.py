@@ -34,18 +34,29 @@ def sse(*events: dict) -> str:
 
 
 def message_start(usage: dict) -> dict:
-    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-               "content": [], "stop_reason": None, "usage": usage}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [],
+        "stop_reason": None,
+        "usage": usage,
+    }
     return {"type": "message_start", "message": message}
 
 
 def traced(body, response: dict | None = None, raw: str | None = None, status: int = 200, url: str = URL) -> dict:
     """One claude-trace line, with credentials in the headers (they must never come out)."""
     out = {
-        "request": {"timestamp": 1767268800.5, "method": "POST", "url": url,
-                    "headers": {"x-api-key": SECRET, "anthropic-version": "2023-06-01"}, "body": body},
-        "response": {"timestamp": 1767268801.0, "status_code": status,
-                     "headers": {"request-id": "req_SECRETHEADER"}},
+        "request": {
+            "timestamp": 1767268800.5,
+            "method": "POST",
+            "url": url,
+            "headers": {"x-api-key": SECRET, "anthropic-version": "2023-06-01"},
+            "body": body,
+        },
+        "response": {"timestamp": 1767268801.0, "status_code": status, "headers": {"request-id": "req_SECRETHEADER"}},
         "logged_at": "2026-01-01T12:00:01.000Z",
     }
     if raw is not None:
@@ -57,7 +68,10 @@ def traced(body, response: dict | None = None, raw: str | None = None, status: i
 
 def first_body() -> dict:
     return {
-        "model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True, "system": SYSTEM,
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "stream": True,
+        "system": SYSTEM,
         "tools": [LOOKUP, BASH],
         "messages": [{"role": "user", "content": [{"type": "text", "text": "define cat"}]}],
     }
@@ -65,8 +79,9 @@ def first_body() -> dict:
 
 def first_stream() -> str:
     return sse(
-        message_start({"input_tokens": 10, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0,
-                       "output_tokens": 1}),
+        message_start(
+            {"input_tokens": 10, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 0, "output_tokens": 1}
+        ),
         {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "a cat"}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
@@ -76,8 +91,11 @@ def first_stream() -> str:
         {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Look"}},
         {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": " up"}},
         {"type": "content_block_stop", "index": 1},
-        {"type": "content_block_start", "index": 2,
-         "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}},
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}},
+        },
         {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": '{"word": '}},
         {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": '"cat"}'}},
         {"type": "content_block_stop", "index": 2},
@@ -90,26 +108,44 @@ def conversation() -> list[dict]:
     """user, assistant (thinking, text, tool_use), user (tool_result, text)."""
     return [
         {"role": "user", "content": "define cat"},
-        {"role": "assistant", "content": [
-            {"type": "thinking", "thinking": "a cat", "signature": "sig"},
-            {"type": "text", "text": "Look up"},
-            {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"word": "cat"}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "cat is an animal",
-             "cache_control": {"type": "ephemeral"}},
-            {"type": "text", "text": "define dog"},
-        ]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "thinking", "thinking": "a cat", "signature": "sig"},
+                {"type": "text", "text": "Look up"},
+                {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {"word": "cat"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "cat is an animal",
+                    "cache_control": {"type": "ephemeral"},
+                },
+                {"type": "text", "text": "define dog"},
+            ],
+        },
     ]
 
 
 def second_body() -> dict:
-    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "system": SYSTEM, "tools": [LOOKUP, BASH],
-            "messages": conversation()}
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "system": SYSTEM,
+        "tools": [LOOKUP, BASH],
+        "messages": conversation(),
+    }
 
 
 SECOND_RESPONSE = {
-    "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+    "id": "msg_2",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
     "content": [{"type": "text", "text": "A cat is an animal."}],
     "stop_reason": "end_turn",
     "usage": {"input_tokens": 5, "cache_creation_input_tokens": 20, "cache_read_input_tokens": 100, "output_tokens": 7},
@@ -124,13 +160,22 @@ def cut_body() -> dict:
     ]
     messages += [
         {"role": "assistant", "content": "A cat is an animal."},
-        {"role": "user", "content": [
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
-            {"type": "text", "text": "what is this"},
-        ]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+                {"type": "text", "text": "what is this"},
+            ],
+        },
     ]
-    return {"model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": True, "system": SYSTEM,
-            "tools": [LOOKUP, BASH], "messages": messages}
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "stream": True,
+        "system": SYSTEM,
+        "tools": [LOOKUP, BASH],
+        "messages": messages,
+    }
 
 
 CUT_STREAM = sse(
@@ -147,19 +192,36 @@ STREAM_ERROR = sse(
 
 def claude_trace_lines() -> list[dict]:
     return [
-        {"request": {"timestamp": 1767268790.0, "method": "POST", "url": "https://statsig.anthropic.com/v1/rgstr",
-                     "headers": {"x-api-key": SECRET}, "body": {"events": [{"eventName": "start"}]}},
-         "response": {"status_code": 202, "headers": {}, "body": {"success": True}}},
-        {"request": {"timestamp": 1767268791.0, "method": "GET", "url": "https://api.anthropic.com/v1/models",
-                     "headers": {"x-api-key": SECRET}, "body": None},
-         "response": {"status_code": 200, "headers": {}, "body": {"data": []}}},
-        traced({"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "define cat"}]},
-               {"input_tokens": 12}, url="https://api.anthropic.com/v1/messages/count_tokens"),
-        traced(first_body(), raw=first_stream()),                       # line 4: call 0, streamed
-        traced(second_body(), SECOND_RESPONSE),                        # line 5: call 1, JSON
-        traced(second_body(), ERROR_BODY, status=529),                 # line 6: skipped
-        traced(cut_body(), raw=CUT_STREAM),                            # line 7: call 2, cut off
-        traced(second_body(), raw=STREAM_ERROR),                       # line 8: skipped
+        {
+            "request": {
+                "timestamp": 1767268790.0,
+                "method": "POST",
+                "url": "https://statsig.anthropic.com/v1/rgstr",
+                "headers": {"x-api-key": SECRET},
+                "body": {"events": [{"eventName": "start"}]},
+            },
+            "response": {"status_code": 202, "headers": {}, "body": {"success": True}},
+        },
+        {
+            "request": {
+                "timestamp": 1767268791.0,
+                "method": "GET",
+                "url": "https://api.anthropic.com/v1/models",
+                "headers": {"x-api-key": SECRET},
+                "body": None,
+            },
+            "response": {"status_code": 200, "headers": {}, "body": {"data": []}},
+        },
+        traced(
+            {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": "define cat"}]},
+            {"input_tokens": 12},
+            url="https://api.anthropic.com/v1/messages/count_tokens",
+        ),
+        traced(first_body(), raw=first_stream()),  # line 4: call 0, streamed
+        traced(second_body(), SECOND_RESPONSE),  # line 5: call 1, JSON
+        traced(second_body(), ERROR_BODY, status=529),  # line 6: skipped
+        traced(cut_body(), raw=CUT_STREAM),  # line 7: call 2, cut off
+        traced(second_body(), raw=STREAM_ERROR),  # line 8: skipped
     ]
 
 
@@ -207,8 +269,10 @@ def test_system_and_tools(trace_file):
         {"role": "user", "content": "define cat"},
     ]
     assert call.tools == [
-        {"type": "function", "function": {"name": "lookup", "description": "Look up a word.",
-                                          "parameters": LOOKUP["input_schema"]}},
+        {
+            "type": "function",
+            "function": {"name": "lookup", "description": "Look up a word.", "parameters": LOOKUP["input_schema"]},
+        },
         {"type": "function", "function": {"name": "bash", "description": "", "parameters": {"type": "bash_20250124"}}},
     ]
 
@@ -217,9 +281,12 @@ def test_streamed_response_and_usage(trace_file):
     call = read(trace_file).calls[0]
     assert call.reported.to_dict() == {"prompt": 110, "cache_read": 0, "cache_write": 100, "output": 42}
     assert call.response == {
-        "role": "assistant", "content": "Look up", "reasoning_content": "a cat",
-        "tool_calls": [{"id": "toolu_1", "type": "function",
-                        "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}],
+        "role": "assistant",
+        "content": "Look up",
+        "reasoning_content": "a cat",
+        "tool_calls": [
+            {"id": "toolu_1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}
+        ],
     }
 
 
@@ -227,9 +294,14 @@ def test_tool_round_trip_and_json_response(trace_file):
     call = read(trace_file).calls[1]
     assert call.messages[1:] == [
         {"role": "user", "content": "define cat"},
-        {"role": "assistant", "content": "Look up", "reasoning_content": "a cat",
-         "tool_calls": [{"id": "toolu_1", "type": "function",
-                         "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}]},
+        {
+            "role": "assistant",
+            "content": "Look up",
+            "reasoning_content": "a cat",
+            "tool_calls": [
+                {"id": "toolu_1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "toolu_1", "content": "cat is an animal"},
         {"role": "user", "content": "define dog"},
     ]
@@ -251,9 +323,16 @@ def test_message_delta_usage_replaces_start_usage(tmp_path):
     stream = sse(
         message_start({"input_tokens": 10, "cache_read_input_tokens": 5, "output_tokens": 1}),
         {"type": "message_delta", "delta": {}, "usage": {"output_tokens": 3}},
-        {"type": "message_delta", "delta": {}, "usage": {
-            "input_tokens": 30, "cache_read_input_tokens": 5, "output_tokens": 9,
-            "server_tool_use": {"web_search_requests": 1}}},
+        {
+            "type": "message_delta",
+            "delta": {},
+            "usage": {
+                "input_tokens": 30,
+                "cache_read_input_tokens": 5,
+                "output_tokens": 9,
+                "server_tool_use": {"web_search_requests": 1},
+            },
+        },
         {"type": "message_stop"},
     )
     body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -272,21 +351,33 @@ def test_usage_without_input_tokens(tmp_path):
 
 # -- message shapes --------------------------------------------------------------------------------
 def test_tool_results_come_before_the_remaining_text(tmp_path):
-    body = {"model": "m", "messages": [
-        {"role": "user", "content": "go"},
-        {"role": "assistant", "content": [
-            {"type": "tool_use", "id": "a", "name": "lookup", "input": {"word": "çat"}},
-            {"type": "tool_use", "id": "b", "name": "lookup", "input": {}},
-        ]},
-        {"role": "user", "content": [
-            {"type": "text", "text": "before"},
-            {"type": "tool_result", "tool_use_id": "a", "content": [{"type": "text", "text": "one"},
-                                                                   {"type": "text", "text": "two"}]},
-            {"type": "tool_result", "tool_use_id": "b", "is_error": True},
-            {"type": "text", "text": "after"},
-        ]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "again"}]},
-    ]}
+    body = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "a", "name": "lookup", "input": {"word": "çat"}},
+                    {"type": "tool_use", "id": "b", "name": "lookup", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "before"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "a",
+                        "content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}],
+                    },
+                    {"type": "tool_result", "tool_use_id": "b", "is_error": True},
+                    {"type": "text", "text": "after"},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "b", "content": "again"}]},
+        ],
+    }
     messages = read(write_json(tmp_path / "one.json", body)).calls[0].messages
     assert messages[1]["content"] is None
     assert messages[1]["tool_calls"][0]["function"]["arguments"] == '{"word": "çat"}'
@@ -299,21 +390,30 @@ def test_tool_results_come_before_the_remaining_text(tmp_path):
 
 
 def test_same_role_runs_and_prefill_are_kept(tmp_path):
-    body = {"model": "m", "system": "Be brief.", "messages": [
-        {"role": "user", "content": "one"},
-        {"role": "user", "content": "two"},
-        {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "xyz"}]},
-        {"role": "user", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]},
-        {"role": "assistant", "content": "{"},
-    ]}
+    body = {
+        "model": "m",
+        "system": "Be brief.",
+        "messages": [
+            {"role": "user", "content": "one"},
+            {"role": "user", "content": "two"},
+            {"role": "assistant", "content": [{"type": "redacted_thinking", "data": "xyz"}]},
+            {"role": "user", "content": [{"type": "document", "source": {"type": "text", "data": "d"}}]},
+            {"role": "assistant", "content": "{"},
+        ],
+    }
     trace = read(write_json(tmp_path / "one.json", body))
     assert trace.format == "anthropic/records"
     assert [(m["role"], m["content"]) for m in trace.calls[0].messages] == [
-        ("system", "Be brief."), ("user", "one"), ("user", "two"), ("assistant", ""), ("user", ""),
+        ("system", "Be brief."),
+        ("user", "one"),
+        ("user", "two"),
+        ("assistant", ""),
+        ("user", ""),
         ("assistant", "{"),
     ]
     assert notes(trace)["content-not-text"] == [
-        "record 0: messages[2].content[0] (redacted_thinking)", "record 0: messages[3].content[0] (document)",
+        "record 0: messages[2].content[0] (redacted_thinking)",
+        "record 0: messages[3].content[0] (document)",
     ]
 
 
@@ -324,24 +424,38 @@ def test_server_tools(tmp_path):
         {"type": "computer_20250124", "name": "computer", "display_width_px": 1024, "display_height_px": 768},
         {"type": "custom", "name": "mine", "input_schema": {"type": "object"}},
     ]
-    body = {"model": "m", "tools": tools, "messages": [
-        {"role": "user", "content": "search"},
-        {"role": "assistant", "content": [
-            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "cats"}},
-            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
-            {"type": "text", "text": "Cats are animals."},
-        ]},
-        {"role": "user", "content": "thanks"},
-    ]}
+    body = {
+        "model": "m",
+        "tools": tools,
+        "messages": [
+            {"role": "user", "content": "search"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "cats"}},
+                    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+                    {"type": "text", "text": "Cats are animals."},
+                ],
+            },
+            {"role": "user", "content": "thanks"},
+        ],
+    }
     trace = read(write_jsonl(tmp_path / "log.jsonl", [body, body]))
     functions = [t["function"] for t in trace.calls[0].tools]
-    assert functions[1] == {"name": "web_search", "description": "",
-                            "parameters": {"type": "web_search_20250305", "max_uses": 5}}
-    assert functions[0] == {"name": "str_replace_based_edit_tool", "description": "",
-                            "parameters": {"type": "text_editor_20250429"}}
+    assert functions[1] == {
+        "name": "web_search",
+        "description": "",
+        "parameters": {"type": "web_search_20250305", "max_uses": 5},
+    }
+    assert functions[0] == {
+        "name": "str_replace_based_edit_tool",
+        "description": "",
+        "parameters": {"type": "text_editor_20250429"},
+    }
     assert functions[3] == {"name": "mine", "parameters": {"type": "object"}}
     assert notes(trace)["server-tool"] == [
-        "line 1: tools[0] (text_editor_20250429)", "line 1: tools[1] (web_search_20250305)",
+        "line 1: tools[0] (text_editor_20250429)",
+        "line 1: tools[1] (web_search_20250305)",
         "line 1: tools[2] (computer_20250124)",
     ]
     assert trace.calls[0].messages[1]["tool_calls"][0]["function"]["name"] == "web_search"
@@ -414,23 +528,32 @@ def test_sniff_responses(tmp_path):
 
 def test_openai_chat_is_not_sniffed(tmp_path):
     record = {
-        "request": {"model": "gpt-4o", "messages": [{"role": "system", "content": "Be brief."},
-                                                    {"role": "user", "content": "hi"}],
-                    "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
-        "response": {"id": "c", "object": "chat.completion", "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "hello"}}],
-            "usage": {"prompt_tokens": 5, "completion_tokens": 1}},
+        "request": {
+            "model": "gpt-4o",
+            "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+        },
+        "response": {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 1},
+        },
     }
     path = write_jsonl(tmp_path / "chat.jsonl", [record, record["request"]])
     assert not anthropic.sniff(load(str(path)))
     assert read_trace(str(path)).format == "openai-chat/jsonl"
-    transcript = write_json(tmp_path / "t.json", {"model": "x", "messages": [
-        {"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]})
+    transcript = write_json(
+        tmp_path / "t.json",
+        {"model": "x", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]},
+    )
     assert not anthropic.sniff(load(str(transcript)))
 
 
-@pytest.mark.parametrize("value", [None, 3, "text", [], [1, "x", None], {"request": 5}, {"messages": "x"},
-                                   [{"request": {"url": 5, "body": None}}]])
+@pytest.mark.parametrize(
+    "value",
+    [None, 3, "text", [], [1, "x", None], {"request": 5}, {"messages": "x"}, [{"request": {"url": 5, "body": None}}]],
+)
 def test_sniff_never_raises(tmp_path, value):
     path = write_json(tmp_path / "odd.json", value)
     assert anthropic.sniff(load(str(path))) is False
@@ -462,39 +585,79 @@ def user(content) -> dict:
         (user([{"text": "x"}]), "line 1: messages[0].content[0].type", "missing or not a string"),
         (user(["x"]), "line 1: messages[0].content[0]", "expected a content block object"),
         (user([{"type": "text", "text": 3}]), "line 1: messages[0].content[0].text", "expected a string"),
-        (user([{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]),
-         "line 1: messages[0].content[0].tool_use_id", "'nope' matches no tool_use block"),
-        (user([{"type": "tool_use", "id": "a", "name": "f", "input": {}}]),
-         "line 1: messages[0].content[0].type", "belongs in an assistant message"),
-        ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": "x"}]}]},
-         "line 1: messages[0].content[0].input", "expected an object, found a string"),
-        ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f"}]}]},
-         "line 1: messages[0].content[0].id", "expected a string, found null"),
-        ({"messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": None}]}]},
-         "line 1: messages[0].content[0].thinking", "expected a string"),
+        (
+            user([{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]),
+            "line 1: messages[0].content[0].tool_use_id",
+            "'nope' matches no tool_use block",
+        ),
+        (
+            user([{"type": "tool_use", "id": "a", "name": "f", "input": {}}]),
+            "line 1: messages[0].content[0].type",
+            "belongs in an assistant message",
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "a", "name": "f", "input": "x"}]}
+                ]
+            },
+            "line 1: messages[0].content[0].input",
+            "expected an object, found a string",
+        ),
+        (
+            {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f"}]}]},
+            "line 1: messages[0].content[0].id",
+            "expected a string, found null",
+        ),
+        (
+            {"messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": None}]}]},
+            "line 1: messages[0].content[0].thinking",
+            "expected a string",
+        ),
         ({**user("x"), "system": 4}, "line 1: system", "expected a string or a list of text blocks"),
         ({**user("x"), "system": [{"type": "text"}]}, "line 1: system[0].text", "expected a string"),
         ({**user("x"), "tools": {}}, "line 1: tools", "expected a list of tool definitions"),
         ({**user("x"), "tools": [{"name": "f"}]}, "line 1: tools[0].input_schema", "expected an object, found null"),
         ({**user("x"), "tools": [{"input_schema": {}}]}, "line 1: tools[0].name", "missing"),
-        ({**user("x"), "tools": [{"name": "f", "description": 1, "input_schema": {}}]},
-         "line 1: tools[0].description", "expected a string"),
-        ({**user("x"), "tools": [{"name": "f", "type": 3}]}, "line 1: tools[0].type",
-         "expected a string, found a number"),
+        (
+            {**user("x"), "tools": [{"name": "f", "description": 1, "input_schema": {}}]},
+            "line 1: tools[0].description",
+            "expected a string",
+        ),
+        (
+            {**user("x"), "tools": [{"name": "f", "type": 3}]},
+            "line 1: tools[0].type",
+            "expected a string, found a number",
+        ),
         ({**user("x"), "tools": [LOOKUP, LOOKUP]}, "line 1: tools[1].name", "duplicate tool name 'lookup'"),
         ({**user("x"), "model": 4}, "line 1: model", "expected a string"),
         ({"request": user("x"), "response": [1]}, "line 1: response", "expected the response message"),
-        ({"request": user("x"), "response": {"type": "message", "content": 3}}, "line 1: response.content",
-         "expected a string or a list of content blocks"),
-        ({"request": user("x"), "response": {"type": "message", "content": [], "usage": {"input_tokens": "ten"}}},
-         "line 1: response.usage.input_tokens", "expected a non-negative integer"),
-        ({"request": user("x"), "response": {"type": "message", "content": [], "usage": 5}},
-         "line 1: response.usage", "expected an object"),
-        ({"request": user("x"), "response": sse(message_start({"input_tokens": -1}), {"type": "message_stop"})},
-         "line 1: response (stream) usage.input_tokens", "expected a non-negative integer"),
+        (
+            {"request": user("x"), "response": {"type": "message", "content": 3}},
+            "line 1: response.content",
+            "expected a string or a list of content blocks",
+        ),
+        (
+            {"request": user("x"), "response": {"type": "message", "content": [], "usage": {"input_tokens": "ten"}}},
+            "line 1: response.usage.input_tokens",
+            "expected a non-negative integer",
+        ),
+        (
+            {"request": user("x"), "response": {"type": "message", "content": [], "usage": 5}},
+            "line 1: response.usage",
+            "expected an object",
+        ),
+        (
+            {"request": user("x"), "response": sse(message_start({"input_tokens": -1}), {"type": "message_stop"})},
+            "line 1: response (stream) usage.input_tokens",
+            "expected a non-negative integer",
+        ),
         ({"request": user(5)}, "line 1: request.messages[0].content", "expected a string or a list"),
-        (traced(user([{"type": "text", "text": True}]), SECOND_RESPONSE),
-         "line 1: request.body.messages[0].content[0].text", "expected a string, found a boolean"),
+        (
+            traced(user([{"type": "text", "text": True}]), SECOND_RESPONSE),
+            "line 1: request.body.messages[0].content[0].text",
+            "expected a string, found a boolean",
+        ),
         ({"request": {"url": 5, "body": user("x")}}, "line 1: request.url", "expected a string, found a number"),
         (traced("not json", SECOND_RESPONSE), "line 1: request.body", "not JSON"),
         ({"request": user("bad \ud800")}, "line 1: request.messages[0].content", "invalid Unicode"),

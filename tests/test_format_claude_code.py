@@ -27,8 +27,14 @@ def corpus_file() -> Path:
 
 # -- building transcripts --------------------------------------------------------------------------
 def base(kind: str, uuid: str | None, parent: str | None, sidechain: bool = False, **extra) -> dict:
-    row = {"parentUuid": parent, "isSidechain": sidechain, "sessionId": SESSION, "type": kind,
-           "uuid": uuid, "timestamp": "2025-10-26T10:38:30.633Z"}
+    row = {
+        "parentUuid": parent,
+        "isSidechain": sidechain,
+        "sessionId": SESSION,
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": "2025-10-26T10:38:30.633Z",
+    }
     row.update(extra)
     return row
 
@@ -38,14 +44,34 @@ def user(uuid: str, parent: str | None, content, **extra) -> dict:
 
 
 def usage(fresh=3, write=100, read=1000, out=5, **extra) -> dict:
-    return {"input_tokens": fresh, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
-            "output_tokens": out, **extra}
+    return {
+        "input_tokens": fresh,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
+        **extra,
+    }
 
 
-def assistant(uuid: str, parent: str | None, request: str, blocks: list, use: dict | None = None,
-              model: str = MODEL, stop=None, **extra) -> dict:
-    message = {"model": model, "id": "msg_" + request, "type": "message", "role": "assistant",
-               "content": blocks, "stop_reason": stop, "usage": use if use is not None else usage()}
+def assistant(
+    uuid: str,
+    parent: str | None,
+    request: str,
+    blocks: list,
+    use: dict | None = None,
+    model: str = MODEL,
+    stop=None,
+    **extra,
+) -> dict:
+    message = {
+        "model": model,
+        "id": "msg_" + request,
+        "type": "message",
+        "role": "assistant",
+        "content": blocks,
+        "stop_reason": stop,
+        "usage": use if use is not None else usage(),
+    }
     return base("assistant", uuid, parent, message=message, requestId=request, **extra)
 
 
@@ -85,8 +111,9 @@ def split_response() -> list[dict]:
     return [
         {"type": "file-history-snapshot", "messageId": "u1", "snapshot": {}, "isSnapshotUpdate": False},
         user("u1", None, "Read a.py and b.py"),
-        assistant("a1", "u1", "req_1", [{"type": "thinking", "thinking": "two files", "signature": "sig"}],
-                  usage(out=3)),
+        assistant(
+            "a1", "u1", "req_1", [{"type": "thinking", "thinking": "two files", "signature": "sig"}], usage(out=3)
+        ),
         assistant("a2", "a1", "req_1", [text("Reading both.")], usage(out=10)),
         assistant("a3", "a2", "req_1", [tool_use("t1")], usage(out=57)),
         user("r1", "a3", [result("t1", "alpha")], toolUseResult={"secret": "metadata"}),
@@ -161,9 +188,14 @@ def test_usage_normalisation(tmp_path):
         user("u3", "a2", "three"),
         assistant("a3", "u3", "r3", [text("z")], {}, stop="end_turn"),
         user("u4", "a3", "four"),
-        assistant("a4", "u4", "r4", [text("w")], usage(fresh=4, write=0, read=900, out=12,
-                                                        cache_creation={"ephemeral_5m_input_tokens": 0}),
-                  stop="end_turn"),
+        assistant(
+            "a4",
+            "u4",
+            "r4",
+            [text("w")],
+            usage(fresh=4, write=0, read=900, out=12, cache_creation={"ephemeral_5m_input_tokens": 0}),
+            stop="end_turn",
+        ),
     ]
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
     got = [c.reported.to_dict() if c.reported else None for c in trace.calls]
@@ -179,8 +211,20 @@ def test_usage_normalisation(tmp_path):
 def test_cache_writes_by_lifetime(tmp_path):
     rows = [
         user("u1", None, "one"),
-        assistant("a1", "u1", "r1", [text("x")], usage(fresh=3, write=300, read=0, out=2, cache_creation={
-            "ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200}), stop="end_turn"),
+        assistant(
+            "a1",
+            "u1",
+            "r1",
+            [text("x")],
+            usage(
+                fresh=3,
+                write=300,
+                read=0,
+                out=2,
+                cache_creation={"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 200},
+            ),
+            stop="end_turn",
+        ),
     ]
     [call] = read(write_jsonl(tmp_path / "s.jsonl", rows)).calls
     assert call.reported is not None and (call.reported.cache_write_5m, call.reported.cache_write_1h) == (100, 200)
@@ -193,11 +237,23 @@ def test_meta_lines_commands_and_synthetic_messages(tmp_path):
         user("m2", "m1", "<command-name>/model</command-name>"),
         user("m3", "m2", "<local-command-stdout>Set model</local-command-stdout>"),
         base("system", "s1", "m3", subtype="local_command", content="<command-name>/cost</command-name>"),
-        {"type": "attachment", "uuid": "at1", "parentUuid": "s1", "sessionId": SESSION,
-         "attachment": {"type": "hook_additional_context", "content": ["ctx"]}},
+        {
+            "type": "attachment",
+            "uuid": "at1",
+            "parentUuid": "s1",
+            "sessionId": SESSION,
+            "attachment": {"type": "hook_additional_context", "content": ["ctx"]},
+        },
         user("u1", "at1", "hello"),
-        assistant("x1", "u1", "", [text("API Error: overloaded")], model="<synthetic>",
-                  use=usage(fresh=0, write=0, read=0, out=0), isApiErrorMessage=True),
+        assistant(
+            "x1",
+            "u1",
+            "",
+            [text("API Error: overloaded")],
+            model="<synthetic>",
+            use=usage(fresh=0, write=0, read=0, out=0),
+            isApiErrorMessage=True,
+        ),
         user("u2", "x1", "hello again"),
         assistant("a1", "u2", "req_1", [text("hi")]),
         {"type": "future-thing", "uuid": "f1", "sessionId": SESSION},
@@ -206,8 +262,13 @@ def test_meta_lines_commands_and_synthetic_messages(tmp_path):
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
     assert len(trace.calls) == 1
     call = trace.calls[0]
-    assert call.messages == [{"role": "user", "content": "Caveat: local commands below.\n<command-name>/model</command-name>\n"
-                              "<local-command-stdout>Set model</local-command-stdout>\nhello\nhello again"}]
+    assert call.messages == [
+        {
+            "role": "user",
+            "content": "Caveat: local commands below.\n<command-name>/model</command-name>\n"
+            "<local-command-stdout>Set model</local-command-stdout>\nhello\nhello again",
+        }
+    ]
     found = notes(trace)
     assert found["synthetic-message"] == ["line 7"]
     assert found["attachment-lines"] == ["line 5 (attachment)"]
@@ -278,10 +339,22 @@ def compacted() -> list[dict]:
         assistant("a1", "u1", "r1", [tool_use("t1", "Bash", command="make")]),
         user("r1", "a1", [result("t1", "long build log")]),
         assistant("a2", "r1", "r2", [text("built")]),
-        base("system", "b1", None, subtype="compact_boundary", content="Conversation compacted",
-             logicalParentUuid="a2", compactMetadata={"trigger": "auto", "preTokens": 155000}),
-        user("s1", "b1", "This session is being continued from a previous conversation. Summary: built it.",
-             isCompactSummary=True, isVisibleInTranscriptOnly=True),
+        base(
+            "system",
+            "b1",
+            None,
+            subtype="compact_boundary",
+            content="Conversation compacted",
+            logicalParentUuid="a2",
+            compactMetadata={"trigger": "auto", "preTokens": 155000},
+        ),
+        user(
+            "s1",
+            "b1",
+            "This session is being continued from a previous conversation. Summary: built it.",
+            isCompactSummary=True,
+            isVisibleInTranscriptOnly=True,
+        ),
         user("u2", "s1", "now test it"),
         assistant("a3", "u2", "r3", [text("testing")]),
     ]
@@ -291,8 +364,12 @@ def test_compaction_restarts_the_prompt_from_the_summary(tmp_path):
     trace = read(write_jsonl(tmp_path / "s.jsonl", compacted()))
     assert len(trace.calls) == 3 and all(c.kind == "call" for c in trace.calls)
     after = trace.calls[2]
-    assert after.messages == [{"role": "user", "content": "This session is being continued from a previous "
-                               "conversation. Summary: built it.\nnow test it"}]
+    assert after.messages == [
+        {
+            "role": "user",
+            "content": "This session is being continued from a previous conversation. Summary: built it.\nnow test it",
+        }
+    ]
     assert "long build log" not in json.dumps(after.messages)
     assert notes(trace)["compaction"] == ["line 5"]
     assert "not profiled" in next(n.message for n in trace.notes if n.code == "compaction")
@@ -315,19 +392,36 @@ def compaction_transcript(request_parent: str | None = "a2", hook_parent: str | 
     keep (after a main-thread tool result), the summarisation request, the summary."""
     extra = {"agentId": "acompact-f00d"}
     return [
-        user("c-m1", hook_parent, "<system-reminder>hook says hi</system-reminder>", sidechain=True, isMeta=True,
-             timestamp=at(25), **extra),
+        user(
+            "c-m1",
+            hook_parent,
+            "<system-reminder>hook says hi</system-reminder>",
+            sidechain=True,
+            isMeta=True,
+            timestamp=at(25),
+            **extra,
+        ),
         user("c-u1", request_parent, SUMMARY_REQUEST, sidechain=True, timestamp=at(32), **extra),
-        assistant("c-a1", "c-u1", "req_c", [text("<summary>built it</summary>")],
-                  usage(fresh=3, write=50, read=1100, out=300), sidechain=True, stop="end_turn",
-                  timestamp=at(38), **extra),
+        assistant(
+            "c-a1",
+            "c-u1",
+            "req_c",
+            [text("<summary>built it</summary>")],
+            usage(fresh=3, write=50, read=1100, out=300),
+            sidechain=True,
+            stop="end_turn",
+            timestamp=at(38),
+            **extra,
+        ),
     ]
 
 
 def compacted_session(tmp_path: Path, sub_rows: list[dict] | None = None) -> Path:
     session = write_jsonl(tmp_path / f"{SESSION}.jsonl", timed(compacted()))
-    write_jsonl(tmp_path / SESSION / "subagents" / "agent-acompact-f00d.jsonl",
-                compaction_transcript() if sub_rows is None else sub_rows)
+    write_jsonl(
+        tmp_path / SESSION / "subagents" / "agent-acompact-f00d.jsonl",
+        compaction_transcript() if sub_rows is None else sub_rows,
+    )
     return session
 
 
@@ -391,8 +485,10 @@ def test_calls_are_numbered_in_time_order_with_their_threads(tmp_path):
     write_jsonl(tmp_path / SESSION / "subagents" / "agent-a1b2.jsonl", timed(subagent_lines(), start=10))
     trace = read(session)
     assert [c.where for c in trace.calls] == [
-        "line 2", f"{SESSION}/subagents/agent-a1b2.jsonl line 2 (subagent)",
-        f"{SESSION}/subagents/agent-a1b2.jsonl line 4 (subagent)", "line 4",
+        "line 2",
+        f"{SESSION}/subagents/agent-a1b2.jsonl line 2 (subagent)",
+        f"{SESSION}/subagents/agent-a1b2.jsonl line 4 (subagent)",
+        "line 4",
     ]
     assert [c.index for c in trace.calls] == [0, 1, 2, 3]
     assert trace.calls[0].time == datetime(2025, 10, 26, 10, 0, 5, tzinfo=timezone.utc)
@@ -400,9 +496,14 @@ def test_calls_are_numbered_in_time_order_with_their_threads(tmp_path):
 
 
 def test_a_thread_keeps_its_order_when_its_clock_steps_back(tmp_path):
-    rows = [user("u1", None, "one", timestamp=at(50)), assistant("a1", "u1", "r1", [text("x")], timestamp=at(50)),
-            user("u2", "a1", "two", timestamp=at(10)), assistant("a2", "u2", "r2", [text("y")], timestamp=at(10)),
-            user("u3", "a2", "three"), assistant("a3", "u3", "r3", [text("z")], timestamp=None)]
+    rows = [
+        user("u1", None, "one", timestamp=at(50)),
+        assistant("a1", "u1", "r1", [text("x")], timestamp=at(50)),
+        user("u2", "a1", "two", timestamp=at(10)),
+        assistant("a2", "u2", "r2", [text("y")], timestamp=at(10)),
+        user("u3", "a2", "three"),
+        assistant("a3", "u3", "r3", [text("z")], timestamp=None),
+    ]
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
     assert [c.where for c in trace.calls] == ["line 2", "line 4", "line 6"]
     assert trace.calls[2].time is None
@@ -452,8 +553,13 @@ def test_a_request_id_shared_by_different_calls_is_not_one_call(tmp_path, same_m
     assert [c.where for c in trace.calls] == ["line 2", "line 5", "line 7"]
     assert [c.reported.prompt for c in trace.calls] == [3 + 0 + 1000, 4 + 100 + 1001, 5 + 200 + 1002]
     assert trace.calls[0].response == {"role": "assistant", "content": "answer 0\nmore"}
-    assert [m["content"] for m in trace.calls[2].messages] == ["question 0", "answer 0\nmore", "question 1",
-                                                               "answer 1", "question 2"]
+    assert [m["content"] for m in trace.calls[2].messages] == [
+        "question 0",
+        "answer 0\nmore",
+        "question 1",
+        "answer 1",
+        "question 2",
+    ]
     expected_ids = [None, None, None] if same_message_ids else ["msg_0", "msg_1", "msg_2"]
     assert [c.request_id for c in trace.calls] == expected_ids
     assert notes(trace)["request-id-reused"] == ["requestId req_REDACTED on 3 calls (line 2, line 5, line 7)"]
@@ -465,8 +571,11 @@ def test_a_request_id_of_one_response_is_not_reused(tmp_path):
 
 
 def test_microcompact_is_noted(tmp_path):
-    rows = compacted()[:4] + [base("system", "m1", "a2", subtype="microcompact_boundary"),
-                              user("u2", "m1", "more"), assistant("a3", "u2", "r3", [text("x")])]
+    rows = compacted()[:4] + [
+        base("system", "m1", "a2", subtype="microcompact_boundary"),
+        user("u2", "m1", "more"),
+        assistant("a3", "u2", "r3", [text("x")]),
+    ]
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
     assert "long build log" in json.dumps(trace.calls[2].messages)  # passes through the system line
     assert notes(trace)["microcompact"] == ["line 5"]
@@ -478,11 +587,27 @@ def subagent_lines(parent: str | None = None) -> list[dict]:
     extra = {"agentId": "a1b2"}
     return [
         user("s-u1", parent, "Find the config", sidechain=True, **extra),
-        assistant("s-a1", "s-u1", "req_s1", [tool_use("st1", "Glob", pattern="*.toml")],
-                  usage(fresh=4, write=300, read=0, out=20), model=SUB_MODEL, sidechain=True, **extra),
+        assistant(
+            "s-a1",
+            "s-u1",
+            "req_s1",
+            [tool_use("st1", "Glob", pattern="*.toml")],
+            usage(fresh=4, write=300, read=0, out=20),
+            model=SUB_MODEL,
+            sidechain=True,
+            **extra,
+        ),
         user("s-r1", "s-a1", [result("st1", "pyproject.toml")], sidechain=True, **extra),
-        assistant("s-a2", "s-r1", "req_s2", [text("pyproject.toml")],
-                  usage(fresh=5, write=20, read=300, out=9), model=SUB_MODEL, sidechain=True, **extra),
+        assistant(
+            "s-a2",
+            "s-r1",
+            "req_s2",
+            [text("pyproject.toml")],
+            usage(fresh=5, write=20, read=300, out=9),
+            model=SUB_MODEL,
+            sidechain=True,
+            **extra,
+        ),
     ]
 
 
@@ -502,9 +627,22 @@ def progress_copies(lines: list[dict], parent: str = "a1") -> list[dict]:
         nested = {k: row[k] for k in ("type", "message", "uuid", "timestamp") if k in row}
         if "requestId" in row:
             nested["requestId"] = row["requestId"]
-        out.append(base("progress", f"p{i}", parent, toolUseID=f"agent_msg_{i}", parentToolUseID="task1",
-                        data={"type": "agent_progress", "agentId": "a1b2", "prompt": "Find the config",
-                              "message": nested, "normalizedMessages": []}))
+        out.append(
+            base(
+                "progress",
+                f"p{i}",
+                parent,
+                toolUseID=f"agent_msg_{i}",
+                parentToolUseID="task1",
+                data={
+                    "type": "agent_progress",
+                    "agentId": "a1b2",
+                    "prompt": "Find the config",
+                    "message": nested,
+                    "normalizedMessages": [],
+                },
+            )
+        )
         parent = f"p{i}"
     return out
 
@@ -544,7 +682,10 @@ def test_progress_copies_stand_in_for_a_missing_subagent_file(tmp_path):
     session = write_jsonl(tmp_path / f"{SESSION}.jsonl", main_thread_with_task(progress_copies(subagent_lines())))
     trace = read(session)
     check_subagent_calls(trace, "(subagent, from progress)")
-    assert notes(trace)["subagent-from-progress"] == ["line 4 (subagent, from progress)", "line 6 (subagent, from progress)"]
+    assert notes(trace)["subagent-from-progress"] == [
+        "line 4 (subagent, from progress)",
+        "line 6 (subagent, from progress)",
+    ]
 
 
 def test_progress_copies_of_assistant_lines_only_start_from_the_prompt(tmp_path):
@@ -573,8 +714,10 @@ def test_a_call_in_two_transcripts_is_counted_once(tmp_path):
     write_jsonl(tmp_path / SESSION / "subagents" / "agent-a1b2.jsonl", subagent_lines())
     trace = read(session)
     check_subagent_calls(trace, "(subagent)")
-    assert notes(trace)["duplicate-call"] == [f"{SESSION}/subagents/agent-a1b2.jsonl line 2",
-                                              f"{SESSION}/subagents/agent-a1b2.jsonl line 4"]
+    assert notes(trace)["duplicate-call"] == [
+        f"{SESSION}/subagents/agent-a1b2.jsonl line 2",
+        f"{SESSION}/subagents/agent-a1b2.jsonl line 4",
+    ]
 
 
 def test_subagent_file_errors_name_that_file(tmp_path):
@@ -601,60 +744,111 @@ def test_sessions_of_a_project_folder(tmp_path):
 # -- detection ----------------------------------------------------------------------------------------
 def test_sniff(tmp_path):
     assert claude_code.sniff(load(str(write_jsonl(tmp_path / "s.jsonl", split_response()))))
-    anthropic_capture = [{"request": {"model": MODEL, "messages": [{"role": "user", "content": "x"}]},
-                          "response": {"type": "message", "content": []}}]
-    codex = [{"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}},
-             {"timestamp": "t", "type": "response_item", "payload": {"type": "message"}}]
+    anthropic_capture = [
+        {
+            "request": {"model": MODEL, "messages": [{"role": "user", "content": "x"}]},
+            "response": {"type": "message", "content": []},
+        }
+    ]
+    codex = [
+        {"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}},
+        {"timestamp": "t", "type": "response_item", "payload": {"type": "message"}},
+    ]
     chat = [{"messages": [{"role": "user", "content": "x"}], "model": "gpt-4o"}]
     for i, rows in enumerate([anthropic_capture, codex, chat]):
         assert not claude_code.sniff(load(str(write_jsonl(tmp_path / f"o{i}.jsonl", rows))))
 
 
-@pytest.mark.parametrize("doc", [
-    Document(value={"type": "user", "sessionId": "x"}), Document(value=[1, 2]), Document(lines=[]),
-    Document(lines=[(1, None), (2, "user"), (3, [1]), (4, {"type": None, "uuid": 3})]),
-])
+@pytest.mark.parametrize(
+    "doc",
+    [
+        Document(value={"type": "user", "sessionId": "x"}),
+        Document(value=[1, 2]),
+        Document(lines=[]),
+        Document(lines=[(1, None), (2, "user"), (3, [1]), (4, {"type": None, "uuid": 3})]),
+    ],
+)
 def test_sniff_never_raises(doc):
     assert claude_code.sniff(doc) is False
 
 
 # -- odd input ----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("row, where, what", [
-    ([1, 2], "line 1", "expected a transcript line object, found a list"),
-    ({"uuid": "x"}, "line 1: type", "missing or not a string"),
-    ({"type": "user", "uuid": 5}, "line 1: uuid", "expected a string, found a number"),
-    ({"type": "user", "uuid": "x", "parentUuid": 5}, "line 1: parentUuid", "expected a string or null"),
-    ({"type": "user", "message": "hi"}, "line 1: message", "expected the message, an object"),
-    ({"type": "user", "message": {"role": "user"}}, "line 1: message.content", "missing"),
-    ({"type": "user", "message": {"content": 3}}, "line 1: message.content", "expected a string or a list"),
-    ({"type": "user", "message": {"content": [3]}}, "line 1: message.content[0]", "expected a content block"),
-    ({"type": "user", "message": {"content": [{"text": "x"}]}}, "line 1: message.content[0].type", "missing"),
-    ({"type": "user", "message": {"content": [{"type": "text", "text": 1}]}}, "line 1: message.content[0].text",
-     "expected a string"),
-    ({"type": "user", "message": {"content": [{"type": "tool_result"}]}}, "line 1: message.content[0].tool_use_id",
-     "expected a string"),
-    ({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": 4}]}},
-     "line 1: message.content[0].content", "expected a string or a list"),
-    ({"type": "user", "message": {"content": [tool_use("t")]}}, "line 1: message.content[0].type",
-     "belongs in an assistant message"),
-    ({"type": "assistant", "message": {"content": [result("t")]}}, "line 1: message.content[0].type",
-     "belongs in a user message"),
-    ({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t", "name": "R", "input": "x"}]}},
-     "line 1: message.content[0].input", "expected an object"),
-    ({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": 1, "name": "R"}]}},
-     "line 1: message.content[0].id", "expected a string"),
-    ({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t"}]}},
-     "line 1: message.content[0].name", "missing"),
-    ({"type": "assistant", "message": {"content": [], "model": 4}}, "line 1: message.model", "expected a string"),
-    ({"type": "assistant", "requestId": 9, "message": {"content": []}}, "line 1: requestId", "expected a string"),
-    ({"type": "assistant", "requestId": "r", "message": {"content": [], "usage": [1]}}, "line 1: message.usage",
-     "expected an object"),
-    ({"type": "assistant", "requestId": "r", "message": {"content": [], "usage": {"input_tokens": -1}}},
-     "line 1: message.usage.input_tokens", "non-negative integer"),
-    ({"type": "assistant", "requestId": "r", "message": {"content": [], "usage": {"output_tokens": "3"}}},
-     "line 1: message.usage.output_tokens", "non-negative integer"),
-    ({"type": "user", "message": {"content": "bad \ud800 text"}}, "line 1: message.content.text", "invalid Unicode"),
-])
+@pytest.mark.parametrize(
+    "row, where, what",
+    [
+        ([1, 2], "line 1", "expected a transcript line object, found a list"),
+        ({"uuid": "x"}, "line 1: type", "missing or not a string"),
+        ({"type": "user", "uuid": 5}, "line 1: uuid", "expected a string, found a number"),
+        ({"type": "user", "uuid": "x", "parentUuid": 5}, "line 1: parentUuid", "expected a string or null"),
+        ({"type": "user", "message": "hi"}, "line 1: message", "expected the message, an object"),
+        ({"type": "user", "message": {"role": "user"}}, "line 1: message.content", "missing"),
+        ({"type": "user", "message": {"content": 3}}, "line 1: message.content", "expected a string or a list"),
+        ({"type": "user", "message": {"content": [3]}}, "line 1: message.content[0]", "expected a content block"),
+        ({"type": "user", "message": {"content": [{"text": "x"}]}}, "line 1: message.content[0].type", "missing"),
+        (
+            {"type": "user", "message": {"content": [{"type": "text", "text": 1}]}},
+            "line 1: message.content[0].text",
+            "expected a string",
+        ),
+        (
+            {"type": "user", "message": {"content": [{"type": "tool_result"}]}},
+            "line 1: message.content[0].tool_use_id",
+            "expected a string",
+        ),
+        (
+            {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t", "content": 4}]}},
+            "line 1: message.content[0].content",
+            "expected a string or a list",
+        ),
+        (
+            {"type": "user", "message": {"content": [tool_use("t")]}},
+            "line 1: message.content[0].type",
+            "belongs in an assistant message",
+        ),
+        (
+            {"type": "assistant", "message": {"content": [result("t")]}},
+            "line 1: message.content[0].type",
+            "belongs in a user message",
+        ),
+        (
+            {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t", "name": "R", "input": "x"}]}},
+            "line 1: message.content[0].input",
+            "expected an object",
+        ),
+        (
+            {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": 1, "name": "R"}]}},
+            "line 1: message.content[0].id",
+            "expected a string",
+        ),
+        (
+            {"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "t"}]}},
+            "line 1: message.content[0].name",
+            "missing",
+        ),
+        ({"type": "assistant", "message": {"content": [], "model": 4}}, "line 1: message.model", "expected a string"),
+        ({"type": "assistant", "requestId": 9, "message": {"content": []}}, "line 1: requestId", "expected a string"),
+        (
+            {"type": "assistant", "requestId": "r", "message": {"content": [], "usage": [1]}},
+            "line 1: message.usage",
+            "expected an object",
+        ),
+        (
+            {"type": "assistant", "requestId": "r", "message": {"content": [], "usage": {"input_tokens": -1}}},
+            "line 1: message.usage.input_tokens",
+            "non-negative integer",
+        ),
+        (
+            {"type": "assistant", "requestId": "r", "message": {"content": [], "usage": {"output_tokens": "3"}}},
+            "line 1: message.usage.output_tokens",
+            "non-negative integer",
+        ),
+        (
+            {"type": "user", "message": {"content": "bad \ud800 text"}},
+            "line 1: message.content.text",
+            "invalid Unicode",
+        ),
+    ],
+)
 def test_odd_input_is_one_line_error(tmp_path, row, where, what):
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps(row) + "\n" + json.dumps(assistant("z", None, "rz", [text("x")])) + "\n")
@@ -695,7 +889,11 @@ def test_odd_but_readable_lines(tmp_path):
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
     assert [c.messages for c in trace.calls] == [
         [{"role": "user", "content": "hello"}],
-        [{"role": "user", "content": "hello"}, {"role": "assistant", "content": ""}, {"role": "user", "content": "again"}],
+        [
+            {"role": "user", "content": "hello"},
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": "again"},
+        ],
     ]
     assert trace.calls[1].response == {"role": "assistant", "content": "ok"}
     assert notes(trace)["duplicate-line"] == ["line 2"]
@@ -724,8 +922,6 @@ def registered(monkeypatch):
                 readers["claude-code"] = "tokprof.formats.claude_code"
         monkeypatch.setattr(formats, "READERS", readers)
         monkeypatch.setattr(formats, "FORMATS", tuple(readers))
-
-
 
 
 def profile(args: list[str], capsys) -> dict:
@@ -765,8 +961,9 @@ def reported_prompts(path: Path) -> dict[str, int]:
         row = json.loads(raw)
         if row.get("type") == "assistant":
             use = row["message"]["usage"]
-            out[row["requestId"]] = (use["input_tokens"] + use["cache_creation_input_tokens"]
-                                     + use["cache_read_input_tokens"])
+            out[row["requestId"]] = (
+                use["input_tokens"] + use["cache_creation_input_tokens"] + use["cache_read_input_tokens"]
+            )
     return out
 
 

@@ -19,26 +19,58 @@ SUB_MODEL = "claude-haiku-4-5-20251001"
 
 
 def init() -> dict:
-    return {"type": "system", "subtype": "init", "cwd": "/w", "session_id": SESSION, "tools": ["Task", "Bash"],
-            "mcp_servers": [], "model": MODEL, "permissionMode": "default", "apiKeySource": "none"}
+    return {
+        "type": "system",
+        "subtype": "init",
+        "cwd": "/w",
+        "session_id": SESSION,
+        "tools": ["Task", "Bash"],
+        "mcp_servers": [],
+        "model": MODEL,
+        "permissionMode": "default",
+        "apiKeySource": "none",
+    }
 
 
 def usage(fresh: int, write: int, read: int, out: int) -> dict:
-    return {"input_tokens": fresh, "cache_creation_input_tokens": write, "cache_read_input_tokens": read,
-            "output_tokens": out, "service_tier": "standard"}
+    return {
+        "input_tokens": fresh,
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": out,
+        "service_tier": "standard",
+    }
 
 
-def assistant(message_id: str, blocks: list, use: dict, parent: str | None = None, model: str = MODEL,
-              stop: str | None = None) -> dict:
-    message = {"id": message_id, "type": "message", "role": "assistant", "model": model, "content": blocks,
-               "stop_reason": stop, "stop_sequence": None, "usage": use}
-    return {"type": "assistant", "message": message, "parent_tool_use_id": parent, "session_id": SESSION,
-            "uuid": f"u-{message_id}-{len(blocks)}"}
+def assistant(
+    message_id: str, blocks: list, use: dict, parent: str | None = None, model: str = MODEL, stop: str | None = None
+) -> dict:
+    message = {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": use,
+    }
+    return {
+        "type": "assistant",
+        "message": message,
+        "parent_tool_use_id": parent,
+        "session_id": SESSION,
+        "uuid": f"u-{message_id}-{len(blocks)}",
+    }
 
 
 def user(content, parent: str | None = None) -> dict:
-    return {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": parent,
-            "session_id": SESSION}
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "parent_tool_use_id": parent,
+        "session_id": SESSION,
+    }
 
 
 def text(value: str) -> dict:
@@ -54,9 +86,20 @@ def tool_result(call_id: str, content: str) -> dict:
 
 
 def result(fresh: int, write: int, read: int, out: int, turns: int = 2, cost: float = 0.0123) -> dict:
-    return {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5000, "duration_api_ms": 4000,
-            "num_turns": turns, "result": "Two files.", "session_id": SESSION, "total_cost_usd": cost,
-            "usage": usage(fresh, write, read, out), "modelUsage": {}, "permission_denials": []}
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "duration_ms": 5000,
+        "duration_api_ms": 4000,
+        "num_turns": turns,
+        "result": "Two files.",
+        "session_id": SESSION,
+        "total_cost_usd": cost,
+        "usage": usage(fresh, write, read, out),
+        "modelUsage": {},
+        "permission_denials": [],
+    }
 
 
 def run_lines() -> list[dict]:
@@ -100,8 +143,9 @@ def test_one_call_per_message_id_and_the_result_reconciled(tmp_path):
     found = notes(trace)
     assert found["prompt-not-recorded"] == ["line 2"]
     assert found["usage-at-stream-start"] == ["line 2"]
-    assert found["result-totals"] == ["line 7: success, 2 turns, input 10, cache writes 2,030, cache reads 22,000, "
-                                      "output 40, total_cost_usd 0.0123"]
+    assert found["result-totals"] == [
+        "line 7: success, 2 turns, input 10, cache writes 2,030, cache reads 22,000, output 40, total_cost_usd 0.0123"
+    ]
     assert found["result-differs"] == ["line 7: output 40 vs 11 in the calls"]  # placeholders of stream start
 
 
@@ -117,10 +161,14 @@ def test_a_result_that_matches_the_calls_is_no_warning(tmp_path):
 def test_a_subagent_is_a_thread_of_its_own(tmp_path):
     rows = [
         init(),
-        assistant("msg_1", [tool_use("task1", "Task", description="find", prompt="Find the config")],
-                  usage(4, 2000, 10000, 20)),
-        assistant("msg_s1", [tool_use("st1", "Glob", pattern="*.toml")], usage(4, 300, 0, 5), parent="task1",
-                  model=SUB_MODEL),
+        assistant(
+            "msg_1",
+            [tool_use("task1", "Task", description="find", prompt="Find the config")],
+            usage(4, 2000, 10000, 20),
+        ),
+        assistant(
+            "msg_s1", [tool_use("st1", "Glob", pattern="*.toml")], usage(4, 300, 0, 5), parent="task1", model=SUB_MODEL
+        ),
         user([tool_result("st1", "pyproject.toml")], parent="task1"),
         assistant("msg_s2", [text("pyproject.toml")], usage(5, 20, 300, 9), parent="task1", model=SUB_MODEL),
         user([tool_result("task1", "pyproject.toml")]),
@@ -142,8 +190,15 @@ def test_detected_and_told_from_a_transcript(tmp_path):
     path = write_jsonl(tmp_path / "run.jsonl", run_lines())
     assert read_trace(str(path)).format == "claude-stream-json"
     assert claude_stream.sniff(load(str(path)))
-    transcript = [{"type": "user", "sessionId": "x", "uuid": "u1", "parentUuid": None,
-                   "message": {"role": "user", "content": "hi"}}]
+    transcript = [
+        {
+            "type": "user",
+            "sessionId": "x",
+            "uuid": "u1",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "hi"},
+        }
+    ]
     assert not claude_stream.sniff(load(str(write_jsonl(tmp_path / "t.jsonl", transcript))))
     without_init = write_jsonl(tmp_path / "no-init.jsonl", run_lines()[1:])
     assert read_trace(str(without_init)).format == "claude-stream-json"
@@ -158,18 +213,34 @@ def test_the_verbose_json_list_is_read_too(tmp_path):
     assert notes(trace)["result-totals"][0].startswith("item 6: success")
 
 
-@pytest.mark.parametrize("row, where, what", [
-    ([1], "line 2", "expected a stream-json message object, found a list"),
-    ({"session_id": SESSION}, "line 2: type", "missing or not a string"),
-    ({"type": "assistant", "parent_tool_use_id": 5, "message": {}}, "line 2: parent_tool_use_id",
-     "expected a string or null"),
-    ({"type": "assistant", "parent_tool_use_id": None, "message": {"content": [{"type": "text", "text": 4}]}},
-     "line 2: message.content[0].text", "expected a string"),
-    ({"type": "result", "session_id": SESSION, "usage": [1]}, "line 2: usage", "expected an object"),
-    ({"type": "result", "session_id": SESSION, "usage": {"input_tokens": -3}}, "line 2: usage.input_tokens",
-     "non-negative integer"),
-    ({"type": "result", "session_id": SESSION, "total_cost_usd": "free"}, "line 2: total_cost_usd", "expected a number"),
-])
+@pytest.mark.parametrize(
+    "row, where, what",
+    [
+        ([1], "line 2", "expected a stream-json message object, found a list"),
+        ({"session_id": SESSION}, "line 2: type", "missing or not a string"),
+        (
+            {"type": "assistant", "parent_tool_use_id": 5, "message": {}},
+            "line 2: parent_tool_use_id",
+            "expected a string or null",
+        ),
+        (
+            {"type": "assistant", "parent_tool_use_id": None, "message": {"content": [{"type": "text", "text": 4}]}},
+            "line 2: message.content[0].text",
+            "expected a string",
+        ),
+        ({"type": "result", "session_id": SESSION, "usage": [1]}, "line 2: usage", "expected an object"),
+        (
+            {"type": "result", "session_id": SESSION, "usage": {"input_tokens": -3}},
+            "line 2: usage.input_tokens",
+            "non-negative integer",
+        ),
+        (
+            {"type": "result", "session_id": SESSION, "total_cost_usd": "free"},
+            "line 2: total_cost_usd",
+            "expected a number",
+        ),
+    ],
+)
 def test_odd_input_is_one_line_error(tmp_path, row, where, what):
     path = write_jsonl(tmp_path / "run.jsonl", [init(), row, *run_lines()[1:3]])
     with pytest.raises(InputError) as info:

@@ -27,10 +27,22 @@ SONNET = "claude-sonnet-4-5-20250929"
 
 
 def req(ts: int, tokens_in: int, tokens_out: int, writes: int, reads: int, cost: float | None, **extra) -> dict:
-    info = {"request": "[read_file] ...", "tokensIn": tokens_in, "tokensOut": tokens_out, "cacheWrites": writes,
-            "cacheReads": reads, **({"cost": cost} if cost is not None else {}), **extra}
-    return {"ts": T0 + ts, "type": "say", "say": "api_req_started", "text": json.dumps(info),
-            "conversationHistoryIndex": -1}
+    info = {
+        "request": "[read_file] ...",
+        "tokensIn": tokens_in,
+        "tokensOut": tokens_out,
+        "cacheWrites": writes,
+        "cacheReads": reads,
+        **({"cost": cost} if cost is not None else {}),
+        **extra,
+    }
+    return {
+        "ts": T0 + ts,
+        "type": "say",
+        "say": "api_req_started",
+        "text": json.dumps(info),
+        "conversationHistoryIndex": -1,
+    }
 
 
 def env(text: str = "# Current Working Directory (/work/app) Files\ncat.txt") -> dict:
@@ -43,17 +55,42 @@ def cline_task() -> tuple[list, list, dict]:
     model_info = {"modelId": SONNET, "providerId": "anthropic", "mode": "act"}
     history = [
         {"role": "user", "content": [{"type": "text", "text": "<task>\nDefine cat.\n</task>"}, env()], "ts": T0 + 60},
-        {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
-                                          {"type": "tool_use", "id": "toolu_1", "name": "read_file",
-                                           "input": {"path": "cat.txt"}}],
-         "modelInfo": model_info, "id": "req_1", "ts": T0 + 200},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-                                      "content": [{"type": "text", "text": "a small feline"}]}, env()], "ts": T0 + 260},
-        {"role": "assistant", "content": [{"type": "text", "text": "\n\n[Response interrupted by user]"}],
-         "modelInfo": model_info, "ts": T0 + 310},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "cat.txt"}},
+            ],
+            "modelInfo": model_info,
+            "id": "req_1",
+            "ts": T0 + 200,
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": [{"type": "text", "text": "a small feline"}],
+                },
+                env(),
+            ],
+            "ts": T0 + 260,
+        },
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "\n\n[Response interrupted by user]"}],
+            "modelInfo": model_info,
+            "ts": T0 + 310,
+        },
         {"role": "user", "content": [{"type": "text", "text": "[TASK RESUMPTION] Continue."}, env()], "ts": T0 + 410},
-        {"role": "assistant", "content": [{"type": "text", "text": "A cat is a small feline."}],
-         "modelInfo": model_info, "id": "req_3", "ts": T0 + 500},
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "A cat is a small feline."}],
+            "modelInfo": model_info,
+            "id": "req_3",
+            "ts": T0 + 500,
+        },
     ]
     ui = [
         {"ts": T0, "type": "say", "say": "task", "text": "Define cat."},
@@ -64,10 +101,21 @@ def cline_task() -> tuple[list, list, dict]:
         req(400, 20, 40, 30, 2000, 0.0015),
         {"ts": T0 + 510, "type": "say", "say": "completion_result", "text": "A cat is a small feline."},
     ]
-    metadata = {"files_in_context": [], "model_usage": [{"ts": T0 + 40, "model_id": SONNET,
-                                                         "model_provider_id": "anthropic", "mode": "act"}],
-                "environment_history": [{"ts": T0, "os_name": "linux", "os_version": "6", "os_arch": "x64",
-                                         "host_name": "VS Code", "host_version": "1.99", "cline_version": "3.35.0"}]}
+    metadata = {
+        "files_in_context": [],
+        "model_usage": [{"ts": T0 + 40, "model_id": SONNET, "model_provider_id": "anthropic", "mode": "act"}],
+        "environment_history": [
+            {
+                "ts": T0,
+                "os_name": "linux",
+                "os_version": "6",
+                "os_arch": "x64",
+                "host_name": "VS Code",
+                "host_version": "1.99",
+                "cline_version": "3.35.0",
+            }
+        ],
+    }
     return history, ui, metadata
 
 
@@ -161,15 +209,31 @@ def roo_task() -> tuple[list, list]:
     """A Roo Code task: tool results as user text (the XML protocol), no ts in the history, tokensIn the
     whole prompt (cache included), a condensed history, a stored reasoning item."""
     history = [
-        {"role": "user", "content": [{"type": "text", "text": "<task>\nDefine cat.\n</task>"}, env()],
-         "condenseParent": "c1"},
-        {"role": "assistant", "content": "Let me look.\n<read_file>\n<path>cat.txt</path>\n</read_file>",
-         "condenseParent": "c1"},
-        {"role": "user", "content": [{"type": "text", "text": "[read_file for 'cat.txt'] Result:"},
-                                     {"type": "text", "text": "a small feline"}, env()]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "<task>\nDefine cat.\n</task>"}, env()],
+            "condenseParent": "c1",
+        },
+        {
+            "role": "assistant",
+            "content": "Let me look.\n<read_file>\n<path>cat.txt</path>\n</read_file>",
+            "condenseParent": "c1",
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[read_file for 'cat.txt'] Result:"},
+                {"type": "text", "text": "a small feline"},
+                env(),
+            ],
+        },
         {"type": "reasoning", "encrypted_content": "gAAAA", "summary": []},
-        {"role": "user", "content": [{"type": "text", "text": "Summary: the user asked to define cat."}],
-         "isSummary": True, "condenseId": "c1"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Summary: the user asked to define cat."}],
+            "isSummary": True,
+            "condenseId": "c1",
+        },
         {"role": "assistant", "content": [{"type": "text", "text": "A cat is a small feline."}]},
     ]
     ui = [
@@ -191,10 +255,14 @@ def test_roo_task_text_tools_condense_and_inclusive_usage(tmp_path):
     assert {"usage-includes-cache", "text-tool-results", "reasoning-items", "not-billed"} <= codes
     assert [c.reported.prompt for c in trace.calls] == [1500, 1700]
     first, last = trace.calls  # the failed request left no message: the assistants answer the billed two
-    assert first.response["content"].startswith("Let me look.") and last.response["content"] == "A cat is a small feline."
+    assert (
+        first.response["content"].startswith("Let me look.") and last.response["content"] == "A cat is a small feline."
+    )
     assert [m["content"] for m in last.messages] == ["Summary: the user asked to define cat."]
     prompt, output, _ = independent_sums(ui, includes_cache=True)
-    assert sum(c.reported.prompt for c in trace.calls) == prompt and sum(c.reported.output for c in trace.calls) == output
+    assert (
+        sum(c.reported.prompt for c in trace.calls) == prompt and sum(c.reported.output for c in trace.calls) == output
+    )
     check_buckets(tokprof.profile(trace, "qwen2.5"))
 
 
@@ -236,8 +304,12 @@ def test_absent_counts_are_not_recorded_not_zero(tmp_path):
 
 def test_old_api_req_finished_counts(tmp_path):
     history, _, _ = cline_task()
-    finished = {"ts": T0 + 100, "type": "say", "say": "api_req_finished",
-                "text": json.dumps({"tokensIn": 5, "tokensOut": 7, "cacheWrites": 0, "cacheReads": 0, "cost": 0.01})}
+    finished = {
+        "ts": T0 + 100,
+        "type": "say",
+        "say": "api_req_finished",
+        "text": json.dumps({"tokensIn": 5, "tokensOut": 7, "cacheWrites": 0, "cacheReads": 0, "cost": 0.01}),
+    }
     ui = [{"ts": T0 + 50, "type": "say", "say": "api_req_started", "text": json.dumps({"request": "x"})}, finished]
     trace = read_trace(str(write_task(tmp_path / "t", history[:2], ui)))
     assert [(c.reported.prompt, c.reported.output) for c in trace.calls] == [(5, 7)]
@@ -250,14 +322,17 @@ def test_without_ui_messages_calls_report_no_usage(tmp_path):
     assert "no-usage" in {n.code for n in trace.notes}
 
 
-@pytest.mark.parametrize("target, change, named", [
-    ("ui", lambda ui: ui[1].update(text=json.dumps({"tokensIn": "many"})), "[1].text.tokensIn"),
-    ("ui", lambda ui: ui[1].update(text="{not json"), "[1].text"),
-    ("ui", lambda ui: ui[5].update(conversationHistoryDeletedRange=[2]), "[5].conversationHistoryDeletedRange"),
-    ("history", lambda h: h[1]["content"][1].update(input=[1]), "[1].content[1].input"),
-    ("history", lambda h: h[2].update(role="system"), "[2].role"),
-    ("metadata", lambda m: m["model_usage"][0].update(model_id=7), "model_usage[0].model_id"),
-])
+@pytest.mark.parametrize(
+    "target, change, named",
+    [
+        ("ui", lambda ui: ui[1].update(text=json.dumps({"tokensIn": "many"})), "[1].text.tokensIn"),
+        ("ui", lambda ui: ui[1].update(text="{not json"), "[1].text"),
+        ("ui", lambda ui: ui[5].update(conversationHistoryDeletedRange=[2]), "[5].conversationHistoryDeletedRange"),
+        ("history", lambda h: h[1]["content"][1].update(input=[1]), "[1].content[1].input"),
+        ("history", lambda h: h[2].update(role="system"), "[2].role"),
+        ("metadata", lambda m: m["model_usage"][0].update(model_id=7), "model_usage[0].model_id"),
+    ],
+)
 def test_malformed_is_one_line_naming_the_file_and_field(tmp_path, capsys, target, change, named):
     history, ui, metadata = cline_task()
     change({"ui": ui, "history": history, "metadata": metadata}[target])
@@ -281,11 +356,15 @@ def test_found_where_each_agent_keeps_its_tasks(tmp_path):
     home = tmp_path / "home"
     history, ui, metadata = cline_task()
     places = {
-        "cline": [".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1",
-                  "Library/Application Support/Cursor/User/globalStorage/saoudrizwan.claude-dev/tasks/2",
-                  ".cline/data/tasks/3"],
-        "roo": ["AppData/Roaming/Code - Insiders/User/globalStorage/rooveterinaryinc.roo-cline/tasks/4",
-                ".config/VSCodium/User/globalStorage/rooveterinaryinc.roo-cline/tasks/5"],
+        "cline": [
+            ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/1",
+            "Library/Application Support/Cursor/User/globalStorage/saoudrizwan.claude-dev/tasks/2",
+            ".cline/data/tasks/3",
+        ],
+        "roo": [
+            "AppData/Roaming/Code - Insiders/User/globalStorage/rooveterinaryinc.roo-cline/tasks/4",
+            ".config/VSCodium/User/globalStorage/rooveterinaryinc.roo-cline/tasks/5",
+        ],
         "kilo": [".config/Windsurf/User/globalStorage/kilocode.kilo-code/tasks/6"],
     }
     for folders in places.values():
@@ -294,18 +373,23 @@ def test_found_where_each_agent_keeps_its_tasks(tmp_path):
     (home / ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/7").mkdir()  # a task with no history yet
     rows = tokprof.local_sessions(home=home, environ={})
     assert sorted((row.agent, Path(row.path).parent.name) for row in rows) == sorted(
-        (agent, folder.rsplit("/", 1)[1]) for agent, folders in places.items() for folder in folders)
+        (agent, folder.rsplit("/", 1)[1]) for agent, folders in places.items() for folder in folders
+    )
     assert all(row.format == "cline" and row.calls == 2 and row.cost is not None for row in rows)
     assert [row.agent for row in tokprof.local_sessions("kilo", home=home, environ={})] == ["kilo"]
     moved = tmp_path / "cline-data"
     write_task(moved / "tasks" / "8", history, ui)
-    found = {Path(row.path).parent.name for row in tokprof.local_sessions("cline", home=home,
-                                                                          environ={"CLINE_DATA_DIR": str(moved)})}
+    found = {
+        Path(row.path).parent.name
+        for row in tokprof.local_sessions("cline", home=home, environ={"CLINE_DATA_DIR": str(moved)})
+    }
     assert "8" in found
     cline_dir = tmp_path / "cline-dir"
     write_task(cline_dir / "data" / "tasks" / "9", history, ui)
-    found = {Path(row.path).parent.name for row in tokprof.local_sessions("cline", home=home,
-                                                                          environ={"CLINE_DIR": str(cline_dir)})}
+    found = {
+        Path(row.path).parent.name
+        for row in tokprof.local_sessions("cline", home=home, environ={"CLINE_DIR": str(cline_dir)})
+    }
     assert "9" in found
 
 

@@ -25,42 +25,72 @@ MODEL = "gemini-2.5-pro"
 
 
 def tokens(input: int, output: int, cached: int = 0, thoughts: int = 0, tool: int = 0) -> dict:
-    return {"input": input, "output": output, "cached": cached, "thoughts": thoughts, "tool": tool,
-            "total": input + output + thoughts + tool}
+    return {
+        "input": input,
+        "output": output,
+        "cached": cached,
+        "thoughts": thoughts,
+        "tool": tool,
+        "total": input + output + thoughts + tool,
+    }
 
 
 def user(id: str, text, ts: str = "2026-03-26T04:33:40.000Z") -> dict:
     return {"id": id, "timestamp": ts, "type": "user", "content": text}
 
 
-def gemini(id: str, text: str = "", calls: list | None = None, usage: dict | None = None,
-           ts: str = "2026-03-26T04:34:00.000Z") -> dict:
-    message = {"id": id, "timestamp": ts, "type": "gemini", "content": text,
-               "thoughts": [{"subject": "Planning", "description": "Read the file first.", "timestamp": ts}],
-               "tokens": usage, "model": MODEL}
+def gemini(
+    id: str, text: str = "", calls: list | None = None, usage: dict | None = None, ts: str = "2026-03-26T04:34:00.000Z"
+) -> dict:
+    message = {
+        "id": id,
+        "timestamp": ts,
+        "type": "gemini",
+        "content": text,
+        "thoughts": [{"subject": "Planning", "description": "Read the file first.", "timestamp": ts}],
+        "tokens": usage,
+        "model": MODEL,
+    }
     if calls is not None:
         message["toolCalls"] = calls
     return message
 
 
 def tool_call(id: str, name: str, args: dict, output: str | None) -> dict:
-    call = {"id": id, "name": name, "args": args, "status": "success", "timestamp": "2026-03-26T04:34:01.000Z",
-            "displayName": name, "description": "", "renderOutputAsMarkdown": True}
+    call = {
+        "id": id,
+        "name": name,
+        "args": args,
+        "status": "success",
+        "timestamp": "2026-03-26T04:34:01.000Z",
+        "displayName": name,
+        "description": "",
+        "renderOutputAsMarkdown": True,
+    }
     if output is not None:
         call["result"] = [{"functionResponse": {"id": id, "name": name, "response": {"output": output}}}]
     return call
 
 
 def session(messages: list) -> dict:
-    return {"sessionId": "b36c9e17", "projectHash": "4aa47759", "startTime": "2026-03-26T04:33:40.000Z",
-            "lastUpdated": "2026-03-26T04:40:00.000Z", "messages": messages, "kind": "main"}
+    return {
+        "sessionId": "b36c9e17",
+        "projectHash": "4aa47759",
+        "startTime": "2026-03-26T04:33:40.000Z",
+        "lastUpdated": "2026-03-26T04:40:00.000Z",
+        "messages": messages,
+        "kind": "main",
+    }
 
 
 def messages() -> list:
     return [
         user("u1", [{"text": "Fix the validator."}]),
-        gemini("g1", calls=[tool_call("read_file_1", "read_file", {"file_path": "TASK.md"}, "The task: fix it.")],
-               usage=tokens(8756, 30, thoughts=177)),
+        gemini(
+            "g1",
+            calls=[tool_call("read_file_1", "read_file", {"file_path": "TASK.md"}, "The task: fix it.")],
+            usage=tokens(8756, 30, thoughts=177),
+        ),
         {"id": "i1", "timestamp": "2026-03-26T04:34:02.000Z", "type": "info", "content": "Request cancelled."},
         {"id": "e1", "timestamp": "2026-03-26T04:34:03.000Z", "type": "error", "content": "Quota exceeded."},
         gemini("g2", text="Done: the regex is fixed.", usage=tokens(8868, 12, cached=8000, tool=5)),
@@ -68,8 +98,9 @@ def messages() -> list:
 
 
 def write(path: Path, value) -> Path:
-    path.write_text(json.dumps(value, indent=2) if not isinstance(value, list) else
-                    "".join(json.dumps(v) + "\n" for v in value))
+    path.write_text(
+        json.dumps(value, indent=2) if not isinstance(value, list) else "".join(json.dumps(v) + "\n" for v in value)
+    )
     return path
 
 
@@ -108,7 +139,8 @@ def test_jsonl_keeps_the_last_record_of_each_id_and_replays_rewinds(tmp_path):
     lines = [
         {"sessionId": "s2", "projectHash": "p", "startTime": "2026-03-26T04:33:40.000Z"},
         user("u1", "Fix the validator."),
-        g1_early, g1,  # the record is appended again, whole, when its tool calls and tokens come in
+        g1_early,
+        g1,  # the record is appended again, whole, when its tool calls and tokens come in
         user("u2", "Wrong turn."),
         gemini("g2", text="Going the wrong way.", usage=tokens(9000, 4)),
         {"$rewindTo": "u2"},
@@ -127,8 +159,14 @@ def test_jsonl_keeps_the_last_record_of_each_id_and_replays_rewinds(tmp_path):
 
 def test_jsonl_set_messages_replaces_the_history(tmp_path):
     kept = [user("u9", "Summary of the work so far.")]
-    lines = [{"sessionId": "s3", "projectHash": "p"}, user("u1", "a"), gemini("g1", "b", usage=tokens(100, 1)),
-             {"$set": {"messages": kept}}, user("u2", "c"), gemini("g2", "d", usage=tokens(50, 1))]
+    lines = [
+        {"sessionId": "s3", "projectHash": "p"},
+        user("u1", "a"),
+        gemini("g1", "b", usage=tokens(100, 1)),
+        {"$set": {"messages": kept}},
+        user("u2", "c"),
+        gemini("g2", "d", usage=tokens(50, 1)),
+    ]
     trace = read_trace(str(write(tmp_path / "s.jsonl", lines)))
     assert [m["content"] for m in trace.calls[1].messages] == ["Summary of the work so far.", "c"]
 
@@ -140,11 +178,14 @@ def test_zero_and_null_tokens_are_no_usage(tmp_path):
     assert any(note.code == "no-usage" for note in trace.notes)
 
 
-@pytest.mark.parametrize("field, value, where", [
-    ("input", "many", "messages[1].tokens.input"),
-    ("cached", -3, "messages[1].tokens.cached"),
-    ("cached", 9000, "messages[1].tokens.cached"),  # more cached tokens than the prompt (8,756) holding them
-])
+@pytest.mark.parametrize(
+    "field, value, where",
+    [
+        ("input", "many", "messages[1].tokens.input"),
+        ("cached", -3, "messages[1].tokens.cached"),
+        ("cached", 9000, "messages[1].tokens.cached"),  # more cached tokens than the prompt (8,756) holding them
+    ],
+)
 def test_malformed_tokens_name_the_file_and_field(tmp_path, capsys, field, value, where):
     msgs = messages()
     msgs[1]["tokens"][field] = value
@@ -177,8 +218,11 @@ def test_corpus_sessions(name):
     if not path.exists():
         pytest.skip(f"{name}: the shared corpus is absent")
     raw = json.loads(path.read_text())["messages"]
-    billed = sum(m["tokens"]["input"] + (m["tokens"].get("tool") or 0) for m in raw
-                 if m["type"] == "gemini" and m.get("tokens") and any(m["tokens"].values()))
+    billed = sum(
+        m["tokens"]["input"] + (m["tokens"].get("tool") or 0)
+        for m in raw
+        if m["type"] == "gemini" and m.get("tokens") and any(m["tokens"].values())
+    )
     trace = read_trace(str(path))
     assert trace.format == "gemini-cli"
     assert len(trace.calls) == sum(1 for m in raw if m["type"] == "gemini")

@@ -42,7 +42,10 @@ ASSISTANT = {
     "model": "test",
 }
 TOOL_MESSAGE = {"role": "tool", "content": "cat is an animal", "tool_call_id": "c1", "function": "lookup"}
-IMAGE_USER = {"role": "user", "content": [{"type": "text", "text": "a dog"}, {"type": "image", "image": "data:image/png;base64,AAAA"}]}
+IMAGE_USER = {
+    "role": "user",
+    "content": [{"type": "text", "text": "a dog"}, {"type": "image", "image": "data:image/png;base64,AAAA"}],
+}
 
 
 def model_event(messages, usage=None, output_message=None, **extra):
@@ -64,44 +67,88 @@ def model_event(messages, usage=None, output_message=None, **extra):
 def inspect_log() -> dict:
     """Two samples: a tool round trip with reasoning, an attachment and an image; an error event."""
     first = model_event(
-        [SYSTEM, USER], usage={"input_tokens": 20, "output_tokens": 5, "total_tokens": 25},
-        output_message={"role": "assistant", "content": [{"type": "reasoning", "reasoning": "a cat"}], "tool_calls": [CALL]},
+        [SYSTEM, USER],
+        usage={"input_tokens": 20, "output_tokens": 5, "total_tokens": 25},
+        output_message={
+            "role": "assistant",
+            "content": [{"type": "reasoning", "reasoning": "a cat"}],
+            "tool_calls": [CALL],
+        },
     )
     second = model_event(
         [SYSTEM, USER, ASSISTANT, TOOL_MESSAGE, IMAGE_USER],
         usage={"input_tokens": 40, "output_tokens": 6, "total_tokens": 46, "input_tokens_cache_read": 16},
         call={
             "request": {"messages": [], "extra_headers": {"x-secret": "never read"}},
-            "response": {"usage": {"prompt_tokens": 40, "completion_tokens": 6, "prompt_tokens_details": {"cached_tokens": 16}}},
+            "response": {
+                "usage": {"prompt_tokens": 40, "completion_tokens": 6, "prompt_tokens_details": {"cached_tokens": 16}}
+            },
         },
     )
     failed = model_event([{"role": "user", "content": "define dog"}], error="RateLimitError", tools=[])
     failed["output"] = {"model": "test", "choices": []}
     third = model_event(
-        [{"role": "user", "content": "define dog"}], tools=[],
-        call={"request": {}, "response": {"type": "message", "usage": {
-            "input_tokens": 3, "cache_creation_input_tokens": 5, "cache_read_input_tokens": 10, "output_tokens": 7}}},
-    )
-    return json.loads(json.dumps({  # no shared objects: tests change the log in place
-        "version": 2,
-        "status": "success",
-        "eval": {"task": "t", "model": "openai/test", "created": "2025-05-12T20:27:36-04:00",
-                 "packages": {"inspect_ai": "0.3.95.dev16+g6527d0861"}, "dataset": {}, "config": {}},
-        "plan": {},
-        "samples": [
-            {
-                "id": 1, "epoch": 1, "input": "x", "target": "y",
-                "events": [
-                    {"event": "span_begin", "id": "s", "name": "solvers"},
-                    first,
-                    {"event": "tool", "id": "c1", "function": "lookup", "arguments": {"word": "cat"}, "result": "cat is an animal"},
-                    second,
-                ],
-                "attachments": {HASH: "define cat"},
+        [{"role": "user", "content": "define dog"}],
+        tools=[],
+        call={
+            "request": {},
+            "response": {
+                "type": "message",
+                "usage": {
+                    "input_tokens": 3,
+                    "cache_creation_input_tokens": 5,
+                    "cache_read_input_tokens": 10,
+                    "output_tokens": 7,
+                },
             },
-            {"id": "two", "epoch": 1, "input": "x", "target": "y", "events": [failed, third], "attachments": {}},
-        ],
-    }))
+        },
+    )
+    return json.loads(
+        json.dumps(
+            {  # no shared objects: tests change the log in place
+                "version": 2,
+                "status": "success",
+                "eval": {
+                    "task": "t",
+                    "model": "openai/test",
+                    "created": "2025-05-12T20:27:36-04:00",
+                    "packages": {"inspect_ai": "0.3.95.dev16+g6527d0861"},
+                    "dataset": {},
+                    "config": {},
+                },
+                "plan": {},
+                "samples": [
+                    {
+                        "id": 1,
+                        "epoch": 1,
+                        "input": "x",
+                        "target": "y",
+                        "events": [
+                            {"event": "span_begin", "id": "s", "name": "solvers"},
+                            first,
+                            {
+                                "event": "tool",
+                                "id": "c1",
+                                "function": "lookup",
+                                "arguments": {"word": "cat"},
+                                "result": "cat is an animal",
+                            },
+                            second,
+                        ],
+                        "attachments": {HASH: "define cat"},
+                    },
+                    {
+                        "id": "two",
+                        "epoch": 1,
+                        "input": "x",
+                        "target": "y",
+                        "events": [failed, third],
+                        "attachments": {},
+                    },
+                ],
+            }
+        )
+    )
 
 
 def write_eval(path: Path, log: dict, compression: int = zipfile.ZIP_DEFLATED) -> Path:
@@ -158,7 +205,9 @@ def test_json_log_end_to_end(tmp_path, capsys, model_dir):
     assert doc["calls"][1]["buckets"]["tool_results"] > 0
     codes = {w["code"]: w for w in doc["warnings"]}
     assert codes["error-response"]["places"] == ["samples[1].events[0] (sample two, epoch 1)"]
-    assert codes["content-not-text"]["places"] == ["samples[0].events[3].input[4].content[1] (image) (sample 1, epoch 1)"]
+    assert codes["content-not-text"]["places"] == [
+        "samples[0].events[3].input[4].content[1] (image) (sample 1, epoch 1)"
+    ]
 
 
 def test_eval_zip_matches_the_json_log(tmp_path, capsys, model_dir):
@@ -180,15 +229,30 @@ def test_messages_and_tools(tmp_path):
     assert first.response["reasoning_content"] == "a cat" and first.response["tool_calls"][0]["id"] == "c1"
     assistant, tool, user = second.messages[2:]
     assert assistant == {
-        "role": "assistant", "content": "Look up", "reasoning_content": "a cat",
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}],
+        "role": "assistant",
+        "content": "Look up",
+        "reasoning_content": "a cat",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "cat"}'}}
+        ],
     }
     assert tool == {"role": "tool", "content": "cat is an animal", "tool_call_id": "c1"}
     assert user == {"role": "user", "content": "a dog"}
-    assert second.tools == [{"type": "function", "function": {
-        "name": "lookup", "description": "Look up a word.",
-        "parameters": {"type": "object", "properties": {"word": {"type": "string", "description": "The word."}},
-                       "required": ["word"], "additionalProperties": False}}}]
+    assert second.tools == [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "description": "Look up a word.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"word": {"type": "string", "description": "The word."}},
+                    "required": ["word"],
+                    "additionalProperties": False,
+                },
+            },
+        }
+    ]
     assert third.tools is None and third.where == "samples[1].events[1]"
 
 
@@ -221,7 +285,7 @@ def test_corrupt_zip_member_is_named(tmp_path, capsys):
     path = write_eval(tmp_path / "run.eval", inspect_log(), zipfile.ZIP_STORED)
     data = bytearray(path.read_bytes())
     at = data.index(b"define cat")
-    data[at:at + 6] = b"DEFINE"
+    data[at : at + 6] = b"DEFINE"
     path.write_bytes(bytes(data))
     err = fails(capsys, path)
     assert f"{path}: samples/1_epoch_1.json: cannot read the zip member" in err and "CRC" in err
@@ -282,10 +346,15 @@ def test_chunked_samples(tmp_path):
         archive.writestr(base + "messages/0.json", json.dumps(pool))
         archive.writestr(base + "attachments/0.json", json.dumps(["define cat"]))
     trace = read_trace(str(path))
-    assert [c.where for c in trace.calls] == ["samples/1_epoch_1/events/0.json: [1]", "samples/1_epoch_1/events/2.json: [1]"]
+    assert [c.where for c in trace.calls] == [
+        "samples/1_epoch_1/events/0.json: [1]",
+        "samples/1_epoch_1/events/2.json: [1]",
+    ]
     assert trace.calls[0].messages[1] == {"role": "user", "content": "define cat"}
     assert trace.calls[1].messages[1] == {"role": "user", "content": "define cat"}
-    assert trace.notes[0].places == ["samples/1_epoch_1/events/2.json: [1].input[4].content[1] (image) (sample 1, epoch 1)"]
+    assert trace.notes[0].places == [
+        "samples/1_epoch_1/events/2.json: [1].input[4].content[1] (image) (sample 1, epoch 1)"
+    ]
 
 
 def _relabelled_zip(tmp_path: Path, method: int = 93) -> Path:
@@ -294,7 +363,7 @@ def _relabelled_zip(tmp_path: Path, method: int = 93) -> Path:
     data = bytearray(path.read_bytes())
     for signature, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
         for match in re.finditer(re.escape(signature), bytes(data)):
-            data[match.start() + offset:match.start() + offset + 2] = method.to_bytes(2, "little")
+            data[match.start() + offset : match.start() + offset + 2] = method.to_bytes(2, "little")
     path.write_bytes(bytes(data))
     return path
 
@@ -303,7 +372,8 @@ def test_zstandard_members(tmp_path, capsys, monkeypatch):
     if hasattr(zipfile, "ZIP_ZSTANDARD"):
         pytest.skip("this Python's zipfile reads Zstandard members itself")
     assert "header.json: compressed with a method this Python cannot read (zip method 99)" in fails(
-        capsys, _relabelled_zip(tmp_path, 99))
+        capsys, _relabelled_zip(tmp_path, 99)
+    )
     path = _relabelled_zip(tmp_path)
     monkeypatch.setitem(sys.modules, "zstandard", None)  # not installed
     err = fails(capsys, path)
@@ -327,8 +397,12 @@ def usage_log(usage=None, response=None, version="0.3.200", model="openai/test")
     if response is not None:
         event["call"] = {"request": {}, "response": response}
     packages = {"inspect_ai": version} if version else {}
-    return {"version": 2, "status": "success", "eval": {"model": model, "packages": packages},
-            "samples": [{"id": 1, "epoch": 1, "events": [event]}]}
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": {"model": model, "packages": packages},
+        "samples": [{"id": 1, "epoch": 1, "events": [event]}],
+    }
 
 
 @pytest.mark.parametrize(
@@ -337,16 +411,31 @@ def usage_log(usage=None, response=None, version="0.3.200", model="openai/test")
         # no cache: input_tokens is the prompt under either reading
         ({"input_tokens": 50, "output_tokens": 5}, None, "openai/x", 50),
         # total_tokens decides: cache excluded (Inspect >= 0.3.184, or Anthropic)...
-        ({"input_tokens": 10, "input_tokens_cache_read": 30, "output_tokens": 5, "total_tokens": 45}, "0.3.95", "openai/x", 40),
+        (
+            {"input_tokens": 10, "input_tokens_cache_read": 30, "output_tokens": 5, "total_tokens": 45},
+            "0.3.95",
+            "openai/x",
+            40,
+        ),
         # ... or included (OpenAI before 0.3.184, as in the corpus log)
-        ({"input_tokens": 40, "input_tokens_cache_read": 30, "output_tokens": 5, "total_tokens": 45}, "0.3.200", "openai/x", 40),
+        (
+            {"input_tokens": 40, "input_tokens_cache_read": 30, "output_tokens": 5, "total_tokens": 45},
+            "0.3.200",
+            "openai/x",
+            40,
+        ),
         # cache larger than input: it cannot be included
         ({"input_tokens": 10, "input_tokens_cache_read": 30}, "0.3.95", "openai/x", 40),
         # no total: the version, then the provider
         ({"input_tokens": 50, "input_tokens_cache_read": 30}, "0.3.184", "openai/x", 80),
         ({"input_tokens": 50, "input_tokens_cache_read": 30}, "0.3.183", "openai/x", 50),
         ({"input_tokens": 50, "input_tokens_cache_read": 30}, "0.3.183", "anthropic/claude", 80),
-        ({"input_tokens": 50, "input_tokens_cache_read": 30, "input_tokens_cache_write": 5}, None, "anthropic/claude", 85),
+        (
+            {"input_tokens": 50, "input_tokens_cache_read": 30, "input_tokens_cache_write": 5},
+            None,
+            "anthropic/claude",
+            85,
+        ),
         ({"input_tokens": 50, "input_tokens_cache_read": 30}, None, "google/gemini", 50),
     ],
 )
@@ -359,16 +448,47 @@ def test_inspect_usage_rule(tmp_path, usage, version, model, prompt):
 @pytest.mark.parametrize(
     "response, expected",
     [
-        ({"object": "response", "usage": {"input_tokens": 40, "input_tokens_details": {"cached_tokens": 30}, "output_tokens": 5}},
-         (40, 30, None, 5)),
+        (
+            {
+                "object": "response",
+                "usage": {"input_tokens": 40, "input_tokens_details": {"cached_tokens": 30}, "output_tokens": 5},
+            },
+            (40, 30, None, 5),
+        ),
         ({"type": "message", "usage": {"input_tokens": 4, "output_tokens": 5}}, (4, None, None, 5)),
-        ({"usage": {"input_tokens": 4, "cache_read_input_tokens": 30, "cache_creation_input_tokens": 6, "output_tokens": 5}},
-         (40, 30, 6, 5)),
-        ({"usage_metadata": {"prompt_token_count": 40, "cached_content_token_count": 30, "candidates_token_count": 4,
-                             "thoughts_token_count": 2}}, (40, 30, None, 6)),
+        (
+            {
+                "usage": {
+                    "input_tokens": 4,
+                    "cache_read_input_tokens": 30,
+                    "cache_creation_input_tokens": 6,
+                    "output_tokens": 5,
+                }
+            },
+            (40, 30, 6, 5),
+        ),
+        (
+            {
+                "usage_metadata": {
+                    "prompt_token_count": 40,
+                    "cached_content_token_count": 30,
+                    "candidates_token_count": 4,
+                    "thoughts_token_count": 2,
+                }
+            },
+            (40, 30, None, 6),
+        ),
         ({"usageMetadata": {"promptTokenCount": 40}}, (40, None, None, None)),
-        ({"usage": {"prompt_tokens": 40, "prompt_tokens_details": {"cached_tokens": 8, "cache_write_tokens": 2},
-                    "completion_tokens": 1}}, (40, 8, 2, 1)),
+        (
+            {
+                "usage": {
+                    "prompt_tokens": 40,
+                    "prompt_tokens_details": {"cached_tokens": 8, "cache_write_tokens": 2},
+                    "completion_tokens": 1,
+                }
+            },
+            (40, 8, 2, 1),
+        ),
         # unrecognised, or without a prompt count: Inspect's usage
         ({"usage": {"tokens": 3}}, (7, None, None, 1)),
         ({"usage": {"prompt_tokens": None}}, (7, None, None, 1)),
@@ -385,8 +505,12 @@ def test_provider_usage_is_preferred(tmp_path, response, expected):
 
 
 def one_sample(events, **sample) -> dict:
-    return {"version": 2, "status": "success", "eval": {"model": "openai/test"},
-            "samples": [{"id": 1, "epoch": 1, "events": events, **sample}]}
+    return {
+        "version": 2,
+        "status": "success",
+        "eval": {"model": "openai/test"},
+        "samples": [{"id": 1, "epoch": 1, "events": events, **sample}],
+    }
 
 
 def test_nested_events_and_legacy_transcript(tmp_path):
@@ -395,7 +519,10 @@ def test_nested_events_and_legacy_transcript(tmp_path):
     subtask = {"event": "subtask", "name": "s", "events": [tool]}
     trace = read_log(tmp_path, one_sample([event, subtask, event]))
     assert [c.where for c in trace.calls] == [
-        "samples[0].events[0]", "samples[0].events[1].events[0].events[1]", "samples[0].events[2]"]
+        "samples[0].events[0]",
+        "samples[0].events[1].events[0].events[1]",
+        "samples[0].events[2]",
+    ]
     log = one_sample(None)
     del log["samples"][0]["events"]
     log["samples"][0]["transcript"] = {"events": [model_event([USER])], "content": {HASH: "define cat"}}
@@ -413,7 +540,10 @@ def test_message_pool(tmp_path):
     assert [len(c.messages) for c in trace.calls] == [2, 4]
     assert trace.calls[1].messages[3]["tool_call_id"] == "c1"
     second["input_refs"] = [[1, 9]]
-    assert "samples[0].events[1].input_refs[0]: expected a range [start, end] inside the sample's message pool" in error_of(tmp_path, log)
+    assert (
+        "samples[0].events[1].input_refs[0]: expected a range [start, end] inside the sample's message pool"
+        in error_of(tmp_path, log)
+    )
     second["input_refs"] = [[0, 1], [3, 4]]  # a tool message whose call is not in the prompt: named in the pool
     assert "samples[0].events_data.messages[3].tool_call_id: 'c1' matches no earlier" in error_of(tmp_path, log)
 
@@ -424,10 +554,14 @@ def test_skipped_kept_and_noted_events(tmp_path):
     pending["output"] = {"choices": []}
     cached = model_event(prompt, cache="read", uuid="u2")
     again = model_event(prompt, uuid="u1")
-    redacted = model_event([{"role": "assistant", "content": [{"type": "reasoning", "reasoning": "ENC", "redacted": True}]}, *prompt])
+    redacted = model_event(
+        [{"role": "assistant", "content": [{"type": "reasoning", "reasoning": "ENC", "redacted": True}]}, *prompt]
+    )
     redacted["tools"] = [TOOL | {"name": "web_search", "options": {"__internal_tool_type__": "web_search"}}]
     errored = model_event(prompt, error="boom")  # an error after output: the call stands
-    log = one_sample([pending, cached, again, again, redacted, errored], error_retries=[{"message": "x", "events": [again]}])
+    log = one_sample(
+        [pending, cached, again, again, redacted, errored], error_retries=[{"message": "x", "events": [again]}]
+    )
     trace = read_log(tmp_path, log)
     assert [c.where for c in trace.calls] == [f"samples[0].events[{i}]" for i in (0, 2, 4, 5)]
     assert trace.calls[0].reported is None
@@ -443,12 +577,22 @@ def test_skipped_kept_and_noted_events(tmp_path):
 
 
 def test_tool_errors_and_older_fields(tmp_path):
-    assistant = {"role": "assistant", "content": "", "reasoning": "hmm", "tool_calls": [CALL | {"arguments": '{"word": "x"}'}]}
+    assistant = {
+        "role": "assistant",
+        "content": "",
+        "reasoning": "hmm",
+        "tool_calls": [CALL | {"arguments": '{"word": "x"}'}],
+    }
     failed = TOOL_MESSAGE | {"content": "", "error": {"type": "parsing", "message": "bad word"}}
     older = TOOL_MESSAGE | {"tool_error": "old error"}
-    trace = read_log(tmp_path, one_sample([model_event([USER, assistant, failed, older])], attachments={HASH: "define cat"}))
+    trace = read_log(
+        tmp_path, one_sample([model_event([USER, assistant, failed, older])], attachments={HASH: "define cat"})
+    )
     messages = trace.calls[0].messages
-    assert messages[1]["reasoning_content"] == "hmm" and messages[1]["tool_calls"][0]["function"]["arguments"] == '{"word": "x"}'
+    assert (
+        messages[1]["reasoning_content"] == "hmm"
+        and messages[1]["tool_calls"][0]["function"]["arguments"] == '{"word": "x"}'
+    )
     assert [messages[2]["content"], messages[3]["content"]] == ["bad word", "old error"]
 
 
@@ -465,12 +609,14 @@ def test_no_usable_call(tmp_path, capsys):
 
 def _set(path: str, value):
     """A change to the log: set the value at a dotted path (list indexes as numbers)."""
+
     def change(log):
         keys = [int(k) if k.isdigit() else k for k in path.split(".")]
         target = log
         for key in keys[:-1]:
             target = target[key]
         target[keys[-1]] = value
+
     return change
 
 
@@ -483,7 +629,10 @@ def _set(path: str, value):
         (_set("samples.0.events", "x"), ": samples[0].events: expected a list of events"),
         (_set("samples.0.events.1", None), ": samples[0].events[1]: expected an event object"),
         (_set("samples.0.attachments", []), ": samples[0].attachments: expected an object"),
-        (_set("samples.0.attachments", {}), f": samples[0].events[1].input[1].content: 'attachment://{HASH}' has no entry"),
+        (
+            _set("samples.0.attachments", {}),
+            f": samples[0].events[1].input[1].content: 'attachment://{HASH}' has no entry",
+        ),
         (_set(f"samples.0.attachments.{HASH}", 5), f": samples[0].attachments.{HASH}: expected a string"),
         (_set("samples.0.events_data", {"messages": 3}), ": samples[0].events_data.messages: expected a list"),
         (_set("samples.0.events_data", "x"), ": samples[0].events_data: expected an object"),
@@ -491,34 +640,79 @@ def _set(path: str, value):
         (_set("samples.0.events.1.input", []), ": samples[0].events[1].input: empty: a call needs a prompt"),
         (_set("samples.0.events.1.input_refs", {}), ": samples[0].events[1].input_refs: expected a list"),
         (_set("samples.0.events.1.input.0", "x"), ": samples[0].events[1].input[0]: expected a message object"),
-        (_set("samples.0.events.1.input.0.role", "robot"), ": samples[0].events[1].input[0].role: unknown role 'robot'"),
-        (_set("samples.0.events.1.input.0.content", 3), ": samples[0].events[1].input[0].content: expected a string or a list"),
+        (
+            _set("samples.0.events.1.input.0.role", "robot"),
+            ": samples[0].events[1].input[0].role: unknown role 'robot'",
+        ),
+        (
+            _set("samples.0.events.1.input.0.content", 3),
+            ": samples[0].events[1].input[0].content: expected a string or a list",
+        ),
         (_set("samples.0.events.1.input.0.content", None), ": samples[0].events[1].input[0].content: missing"),
         (_set("samples.0.events.1.input.0.content", [3]), ".input[0].content[0]: expected a content item object"),
-        (_set("samples.0.events.1.input.0.content", [{"text": "x"}]), ".input[0].content[0].type: expected the content item's type"),
-        (_set("samples.0.events.1.input.0.content", [{"type": "text"}]), ".input[0].content[0].text: missing: expected a string"),
-        (_set("samples.0.events.1.input.0.content", [{"type": "reasoning"}]), ".content[0].reasoning: missing: expected a string"),
+        (
+            _set("samples.0.events.1.input.0.content", [{"text": "x"}]),
+            ".input[0].content[0].type: expected the content item's type",
+        ),
+        (
+            _set("samples.0.events.1.input.0.content", [{"type": "text"}]),
+            ".input[0].content[0].text: missing: expected a string",
+        ),
+        (
+            _set("samples.0.events.1.input.0.content", [{"type": "reasoning"}]),
+            ".content[0].reasoning: missing: expected a string",
+        ),
         (_set("samples.0.events.1.input.0.content", "bad \ud800"), ".input[0].content: invalid Unicode"),
-        (_set("samples.0.events.3.input.2.tool_calls", "x"), ".events[3].input[2].tool_calls: expected a list of tool calls"),
+        (
+            _set("samples.0.events.3.input.2.tool_calls", "x"),
+            ".events[3].input[2].tool_calls: expected a list of tool calls",
+        ),
         (_set("samples.0.events.3.input.2.tool_calls", [3]), ".input[2].tool_calls[0]: expected a tool call object"),
-        (_set("samples.0.events.3.input.2.tool_calls.0.function", {"name": "x"}), ".tool_calls[0].function: expected the tool's name"),
+        (
+            _set("samples.0.events.3.input.2.tool_calls.0.function", {"name": "x"}),
+            ".tool_calls[0].function: expected the tool's name",
+        ),
         (_set("samples.0.events.3.input.2.tool_calls.0.arguments", 3), ".tool_calls[0].arguments: expected an object"),
         (_set("samples.0.events.3.input.2.tool_calls.0.id", 3), ".input[2].tool_calls[0].id: expected a string"),
-        (_set("samples.0.events.3.input.3.tool_call_id", "zz"), ".events[3].input[3].tool_call_id: 'zz' matches no earlier"),
+        (
+            _set("samples.0.events.3.input.3.tool_call_id", "zz"),
+            ".events[3].input[3].tool_call_id: 'zz' matches no earlier",
+        ),
         (_set("samples.0.events.3.input.3.tool_call_id", None), ".events[3].input[3].tool_call_id: missing"),
         (_set("samples.0.events.1.tools", {}), ": samples[0].events[1].tools: expected a list of tool definitions"),
         (_set("samples.0.events.1.tools", [3]), ": samples[0].events[1].tools[0]: expected a tool object"),
         (_set("samples.0.events.1.tools", [{"description": "x"}]), ".events[1].tools[0].name: missing or not a string"),
         (_set("samples.0.events.1.tools", [TOOL, TOOL]), ".events[1].tools[1].function.name: duplicate tool name"),
-        (_set("samples.0.events.1.tools", [TOOL | {"parameters": "x"}]), ".tools[0].function.parameters: expected an object"),
-        (_set("samples.0.events.1.tools", [TOOL | {"description": 3}]), ".tools[0].function.description: expected a string"),
+        (
+            _set("samples.0.events.1.tools", [TOOL | {"parameters": "x"}]),
+            ".tools[0].function.parameters: expected an object",
+        ),
+        (
+            _set("samples.0.events.1.tools", [TOOL | {"description": 3}]),
+            ".tools[0].function.description: expected a string",
+        ),
         (_set("samples.0.events.1.model", 3), ": samples[0].events[1].model: expected a string"),
         (_set("samples.0.events.1.output.usage", []), ": samples[0].events[1].output.usage: expected an object"),
-        (_set("samples.0.events.1.output.usage.input_tokens", -1), ".output.usage.input_tokens: expected a non-negative integer"),
-        (_set("samples.0.events.1.output.usage.output_tokens", "5"), ".output.usage.output_tokens: expected a non-negative"),
-        (_set("samples.0.events.3.call.response.usage.prompt_tokens", 1.5), ".call.response.usage.prompt_tokens: expected a non-negative"),
-        (_set("samples.0.events.3.call.response.usage.prompt_tokens_details", 3), ".usage.prompt_tokens_details: expected an object"),
-        (_set("samples.0.events.1.output.choices.0.message.tool_calls.0.id", 5), ".output.choices[0].message.tool_calls[0].id: expected"),
+        (
+            _set("samples.0.events.1.output.usage.input_tokens", -1),
+            ".output.usage.input_tokens: expected a non-negative integer",
+        ),
+        (
+            _set("samples.0.events.1.output.usage.output_tokens", "5"),
+            ".output.usage.output_tokens: expected a non-negative",
+        ),
+        (
+            _set("samples.0.events.3.call.response.usage.prompt_tokens", 1.5),
+            ".call.response.usage.prompt_tokens: expected a non-negative",
+        ),
+        (
+            _set("samples.0.events.3.call.response.usage.prompt_tokens_details", 3),
+            ".usage.prompt_tokens_details: expected an object",
+        ),
+        (
+            _set("samples.0.events.1.output.choices.0.message.tool_calls.0.id", 5),
+            ".output.choices[0].message.tool_calls[0].id: expected",
+        ),
     ],
 )
 def test_odd_input(tmp_path, change, expected):

@@ -36,24 +36,53 @@ def conversation() -> list[tuple[dict, list[dict]]]:
     """(message info, parts) of a session: a user turn, an assistant message of two steps (a tool call
     then an answer), and a failed assistant message with no tokens."""
     user = {"id": "msg_01", "role": "user", "time": {"created": 1767268800000}}
-    assistant = {"id": "msg_02", "role": "assistant", "modelID": MODEL, "providerID": "anthropic",
-                 "time": {"created": 1767268801000}, "cost": 0.0123, "tokens": tokens(30, 60, read=2000, write=500)}
-    failed = {"id": "msg_03", "role": "assistant", "modelID": MODEL, "providerID": "anthropic",
-              "time": {"created": 1767268809000}, "error": {"name": "APIError"}, "tokens": tokens(0, 0)}
+    assistant = {
+        "id": "msg_02",
+        "role": "assistant",
+        "modelID": MODEL,
+        "providerID": "anthropic",
+        "time": {"created": 1767268801000},
+        "cost": 0.0123,
+        "tokens": tokens(30, 60, read=2000, write=500),
+    }
+    failed = {
+        "id": "msg_03",
+        "role": "assistant",
+        "modelID": MODEL,
+        "providerID": "anthropic",
+        "time": {"created": 1767268809000},
+        "error": {"name": "APIError"},
+        "tokens": tokens(0, 0),
+    }
     return [
         (user, [{"id": "prt_01", "type": "text", "text": "Define cat."}]),
-        (assistant, [
-            {"id": "prt_02", "type": "step-start"},
-            {"id": "prt_03", "type": "text", "text": "Let me look."},
-            {"id": "prt_04", "type": "tool", "callID": "call_1", "tool": "lookup",
-             "state": {"status": "completed", "input": {"word": "cat"}, "output": "a small feline"}},
-            {"id": "prt_05", "type": "step-finish", "cost": 0.008, "tokens": tokens(10, 20, write=500, reasoning=5)},
-            {"id": "prt_06", "type": "step-start"},
-            {"id": "prt_07", "type": "text", "text": "A cat is a small feline."},
-            {"id": "prt_08", "type": "step-finish", "cost": 0.0043, "tokens": tokens(20, 40, read=2000)},
-        ]),
-        (failed, [{"id": "prt_09", "type": "step-start"},
-                  {"id": "prt_10", "type": "step-finish", "tokens": tokens(0, 0)}]),
+        (
+            assistant,
+            [
+                {"id": "prt_02", "type": "step-start"},
+                {"id": "prt_03", "type": "text", "text": "Let me look."},
+                {
+                    "id": "prt_04",
+                    "type": "tool",
+                    "callID": "call_1",
+                    "tool": "lookup",
+                    "state": {"status": "completed", "input": {"word": "cat"}, "output": "a small feline"},
+                },
+                {
+                    "id": "prt_05",
+                    "type": "step-finish",
+                    "cost": 0.008,
+                    "tokens": tokens(10, 20, write=500, reasoning=5),
+                },
+                {"id": "prt_06", "type": "step-start"},
+                {"id": "prt_07", "type": "text", "text": "A cat is a small feline."},
+                {"id": "prt_08", "type": "step-finish", "cost": 0.0043, "tokens": tokens(20, 40, read=2000)},
+            ],
+        ),
+        (
+            failed,
+            [{"id": "prt_09", "type": "step-start"}, {"id": "prt_10", "type": "step-finish", "tokens": tokens(0, 0)}],
+        ),
     ]
 
 
@@ -70,13 +99,20 @@ def write_db(path) -> None:
     """)
     db.execute("INSERT INTO session VALUES (?, 'prj', NULL, 's', '/src', 'old', '1.1', 1, 1)", ("ses_old",))
     db.execute("INSERT INTO session VALUES (?, 'prj', NULL, 's', '/src', 'test', '1.1', 1767268800000, 1)", (SESSION,))
-    db.execute("INSERT INTO session VALUES ('ses_child', 'prj', ?, 's', '/src', 'sub', '1.1', 1767268900000, 1)", (SESSION,))
+    db.execute(
+        "INSERT INTO session VALUES ('ses_child', 'prj', ?, 's', '/src', 'sub', '1.1', 1767268900000, 1)", (SESSION,)
+    )
     for info, parts in conversation():
         data = {k: v for k, v in info.items() if k != "id"}
-        db.execute("INSERT INTO message VALUES (?, ?, ?, 0, ?)", (info["id"], SESSION, info["time"]["created"], json.dumps(data)))
+        db.execute(
+            "INSERT INTO message VALUES (?, ?, ?, 0, ?)",
+            (info["id"], SESSION, info["time"]["created"], json.dumps(data)),
+        )
         for part in parts:
             body = {k: v for k, v in part.items() if k != "id"}
-            db.execute("INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (part["id"], info["id"], SESSION, json.dumps(body)))
+            db.execute(
+                "INSERT INTO part VALUES (?, ?, ?, 0, 0, ?)", (part["id"], info["id"], SESSION, json.dumps(body))
+            )
     db.commit()
     db.close()
 
@@ -126,15 +162,26 @@ def test_storage_files(tmp_path):
     storage = tmp_path / "storage"
     session_file = storage / "session" / "prj" / f"{SESSION}.json"
     session_file.parent.mkdir(parents=True)
-    write_json(session_file, {"id": SESSION, "projectID": "prj", "directory": "/src", "title": "t",
-                              "version": "0.9", "time": {"created": 1767268800000, "updated": 1}})
+    write_json(
+        session_file,
+        {
+            "id": SESSION,
+            "projectID": "prj",
+            "directory": "/src",
+            "title": "t",
+            "version": "0.9",
+            "time": {"created": 1767268800000, "updated": 1},
+        },
+    )
     for info, parts in conversation():
         (storage / "message" / SESSION).mkdir(parents=True, exist_ok=True)
         write_json(storage / "message" / SESSION / f"{info['id']}.json", {**info, "sessionID": SESSION})
         (storage / "part" / info["id"]).mkdir(parents=True, exist_ok=True)
         for part in parts:
-            write_json(storage / "part" / info["id"] / f"{part['id']}.json",
-                       {**part, "messageID": info["id"], "sessionID": SESSION})
+            write_json(
+                storage / "part" / info["id"] / f"{part['id']}.json",
+                {**part, "messageID": info["id"], "sessionID": SESSION},
+            )
     trace = read_trace(str(session_file))
     assert trace.format == "opencode/storage"
     check_calls(trace)
@@ -142,9 +189,17 @@ def test_storage_files(tmp_path):
 
 def run_events() -> list[dict]:
     _, parts = conversation()[1]
-    return [{"type": {"step-start": "step_start", "step-finish": "step_finish", "tool": "tool_use"}.get(p["type"], p["type"]),
-             "timestamp": 1767268801000 + i, "sessionID": SESSION,
-             "part": {**p, "sessionID": SESSION, "messageID": "msg_02"}} for i, p in enumerate(parts)]
+    return [
+        {
+            "type": {"step-start": "step_start", "step-finish": "step_finish", "tool": "tool_use"}.get(
+                p["type"], p["type"]
+            ),
+            "timestamp": 1767268801000 + i,
+            "sessionID": SESSION,
+            "part": {**p, "sessionID": SESSION, "messageID": "msg_02"},
+        }
+        for i, p in enumerate(parts)
+    ]
 
 
 def test_run_json_stream(tmp_path):
@@ -156,10 +211,13 @@ def test_run_json_stream(tmp_path):
     assert {"no-user-messages", "log-cost"} <= {n.code for n in trace.notes}
 
 
-@pytest.mark.parametrize("field, value, named", [
-    ("tokens", {"input": "many", "output": 1}, "tokens.input"),
-    ("state", None, ".state"),
-])
+@pytest.mark.parametrize(
+    "field, value, named",
+    [
+        ("tokens", {"input": "many", "output": 1}, "tokens.input"),
+        ("state", None, ".state"),
+    ],
+)
 def test_malformed_is_one_line(tmp_path, capsys, field, value, named):
     events = run_events()
     target = events[3] if field == "tokens" else events[2]

@@ -24,9 +24,14 @@ T = "2026-06-05T05:24:28.000Z"
 
 
 def usage(input: int, output: int, read: int = 0, write: int = 0) -> dict:
-    return {"input": input, "output": output, "cacheRead": read, "cacheWrite": write,
-            "totalTokens": input + output + read + write,
-            "cost": {"input": 0.001, "output": 0.001, "cacheRead": 0, "cacheWrite": 0, "total": 0.002}}
+    return {
+        "input": input,
+        "output": output,
+        "cacheRead": read,
+        "cacheWrite": write,
+        "totalTokens": input + output + read + write,
+        "cost": {"input": 0.001, "output": 0.001, "cacheRead": 0, "cacheWrite": 0, "total": 0.002},
+    }
 
 
 def entry(id: str, parent: str | None, message: dict) -> dict:
@@ -41,31 +46,63 @@ def answer(model: str, use: dict | None, text: str = "", calls: list | None = No
     content = [{"type": "thinking", "thinking": "Look first."}] if calls else []
     content += [{"type": "text", "text": text}] if text else []
     content += [{"type": "toolCall", "id": c, "name": "read", "arguments": {"path": "a.md"}} for c in calls or []]
-    message = {"role": "assistant", "content": content, "api": "anthropic-messages", "provider": "anthropic",
-               "model": model, "stopReason": stop, "timestamp": 1780637068257}
+    message = {
+        "role": "assistant",
+        "content": content,
+        "api": "anthropic-messages",
+        "provider": "anthropic",
+        "model": model,
+        "stopReason": stop,
+        "timestamp": 1780637068257,
+    }
     if use is not None:
         message["usage"] = use
     return message
 
 
 def result(call_id: str, text: str) -> dict:
-    return {"role": "toolResult", "toolCallId": call_id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": False, "timestamp": 1780637068300}
+    return {
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": "read",
+        "content": [{"type": "text", "text": text}],
+        "isError": False,
+        "timestamp": 1780637068300,
+    }
 
 
 def v3_lines() -> list:
     return [
         {"type": "session", "version": 3, "id": "sess-1", "timestamp": T, "cwd": "/work/app"},
-        {"type": "model_change", "id": "m1", "parentId": None, "timestamp": T, "provider": "anthropic",
-         "modelId": "claude-sonnet-4-5"},
+        {
+            "type": "model_change",
+            "id": "m1",
+            "parentId": None,
+            "timestamp": T,
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+        },
         entry("u1", "m1", say("Read a.md.")),
         entry("a1", "u1", answer("claude-sonnet-4-5", usage(10, 20, read=1000, write=200), calls=["t1"])),
         entry("r1", "a1", result("t1", "# A\nSome notes.")),
         entry("a2", "r1", answer("claude-sonnet-4-5", usage(30, 15, read=1200), text="It has notes.")),
-        {"type": "compaction", "id": "c1", "parentId": "a2", "timestamp": T, "summary": "The user read a.md.",
-         "firstKeptEntryId": "a2", "tokensBefore": 1300},
-        {"type": "model_change", "id": "m2", "parentId": "c1", "timestamp": T, "provider": "openai",
-         "modelId": "gpt-5.1-codex"},
+        {
+            "type": "compaction",
+            "id": "c1",
+            "parentId": "a2",
+            "timestamp": T,
+            "summary": "The user read a.md.",
+            "firstKeptEntryId": "a2",
+            "tokensBefore": 1300,
+        },
+        {
+            "type": "model_change",
+            "id": "m2",
+            "parentId": "c1",
+            "timestamp": T,
+            "provider": "openai",
+            "modelId": "gpt-5.1-codex",
+        },
         entry("u2", "m2", say("Now summarise.")),
         entry("a3", "u2", answer("gpt-5.1-codex", usage(0, 0), stop="aborted")),
         entry("a4", "u2", answer("gpt-5.1-codex", usage(400, 50, read=100), text="Summary.")),
@@ -76,11 +113,21 @@ def v3_lines() -> list:
 
 def old_lines() -> list:
     return [
-        {"type": "session", "id": "sess-old", "timestamp": T, "cwd": "/work/app", "provider": "anthropic",
-         "modelId": "claude-sonnet-4-5", "thinkingLevel": "off"},
+        {
+            "type": "session",
+            "id": "sess-old",
+            "timestamp": T,
+            "cwd": "/work/app",
+            "provider": "anthropic",
+            "modelId": "claude-sonnet-4-5",
+            "thinkingLevel": "off",
+        },
         {"type": "message", "timestamp": T, "message": say("Read a.md.")},
-        {"type": "message", "timestamp": T, "message": answer("claude-sonnet-4-5", usage(10, 20, 1000, 200),
-                                                              calls=["t1"])},
+        {
+            "type": "message",
+            "timestamp": T,
+            "message": answer("claude-sonnet-4-5", usage(10, 20, 1000, 200), calls=["t1"]),
+        },
         {"type": "message", "timestamp": T, "message": result("t1", "# A")},
         {"type": "thinking_level_change", "timestamp": T, "thinkingLevel": "high"},
         {"type": "message", "timestamp": T, "message": answer("claude-sonnet-4-5", usage(5, 3, 1210), text="Ok.")},

@@ -23,8 +23,16 @@ T = "2026-08-17T13:00:00.000Z"
 
 
 def record(uuid: str, parent: str | None, kind: str, **extra) -> dict:
-    return {"uuid": uuid, "parentUuid": parent, "sessionId": "qs-1", "timestamp": T, "type": kind,
-            "cwd": "/work/app", "version": "0.21.13", **extra}
+    return {
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "qs-1",
+        "timestamp": T,
+        "type": kind,
+        "cwd": "/work/app",
+        "version": "0.21.13",
+        **extra,
+    }
 
 
 def user(uuid: str, parent: str | None, text: str) -> dict:
@@ -39,8 +47,13 @@ def model(uuid: str, parent: str, parts: list, usage: dict | None = None, name: 
 
 
 def usage(prompt: int, out: int, cached: int = 0, thoughts: int = 0) -> dict:
-    return {"promptTokenCount": prompt, "candidatesTokenCount": out, "cachedContentTokenCount": cached,
-            "thoughtsTokenCount": thoughts, "totalTokenCount": prompt + out + thoughts}
+    return {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": out,
+        "cachedContentTokenCount": cached,
+        "thoughtsTokenCount": thoughts,
+        "totalTokenCount": prompt + out + thoughts,
+    }
 
 
 def lines() -> list:
@@ -49,15 +62,40 @@ def lines() -> list:
         user("u1", None, "What is in README.md?"),
         model("a1", "u1", [{"text": "Reading it first.", "thought": True}]),
         model("a1", "u1", [call], usage(1200, 20, cached=0, thoughts=30)),  # the same response, completed
-        record("t1", "a1", "tool_result", message={"role": "user", "parts": [
-            {"functionResponse": {"id": "call-1", "name": "read_file", "response": {"output": "# App\nNotes."}}}]}),
-        record("s1", "t1", "system", subtype="ui_telemetry", systemPayload={"uiEvent": {
-            "event.name": "qwen-code.api_response", "input_token_count": 1200, "output_token_count": 20}}),
+        record(
+            "t1",
+            "a1",
+            "tool_result",
+            message={
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": "call-1", "name": "read_file", "response": {"output": "# App\nNotes."}}}
+                ],
+            },
+        ),
+        record(
+            "s1",
+            "t1",
+            "system",
+            subtype="ui_telemetry",
+            systemPayload={
+                "uiEvent": {"event.name": "qwen-code.api_response", "input_token_count": 1200, "output_token_count": 20}
+            },
+        ),
         model("a2", "s1", [{"text": "It holds notes."}], usage(1300, 8, cached=1100)),
-        record("c1", "a2", "system", subtype="chat_compression", systemPayload={
-            "info": {"originalTokenCount": 1308, "newTokenCount": 40},
-            "compressedHistory": [{"role": "user", "parts": [{"text": "Summary: README holds notes."}]},
-                                  {"role": "model", "parts": [{"text": "Got it."}]}]}),
+        record(
+            "c1",
+            "a2",
+            "system",
+            subtype="chat_compression",
+            systemPayload={
+                "info": {"originalTokenCount": 1308, "newTokenCount": 40},
+                "compressedHistory": [
+                    {"role": "user", "parts": [{"text": "Summary: README holds notes."}]},
+                    {"role": "model", "parts": [{"text": "Got it."}]},
+                ],
+            },
+        ),
         user("u2", "c1", "Thanks."),
         model("a3", "u2", [{"text": "You're welcome."}], usage(90, 4)),
     ]
@@ -70,7 +108,9 @@ def write(path: Path, rows: list) -> Path:
 
 def own_sum(rows: list) -> int:
     """The billed input as the file states it: the promptTokenCount of each response, once (its last record)."""
-    last = {row["uuid"]: row["usageMetadata"] for row in rows if row.get("type") == "assistant" and row.get("usageMetadata")}
+    last = {
+        row["uuid"]: row["usageMetadata"] for row in rows if row.get("type") == "assistant" and row.get("usageMetadata")
+    }
     return sum(u.get("promptTokenCount", 0) + u.get("toolUsePromptTokenCount", 0) for u in last.values())
 
 

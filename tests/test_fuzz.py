@@ -60,11 +60,19 @@ def _json(value: Any) -> bytes:
 def _codex() -> list:
     count = codex_log.Counter()
     return [
-        codex_log.meta(instructions="Be brief."), codex_log.context(), codex_log.user("list files"),
-        count(100, output=30, cached=64, reasoning=20), codex_log.think("Listing"), codex_log.call("c1"),
-        codex_log.result("c1", "a.txt\nb.txt"), count(140, output=12), codex_log.say("Two files."),
-        codex_log.line("compacted", {"message": "Listed two files."}), codex_log.user("and now?"),
-        count(60, output=5), codex_log.say("Done."),
+        codex_log.meta(instructions="Be brief."),
+        codex_log.context(),
+        codex_log.user("list files"),
+        count(100, output=30, cached=64, reasoning=20),
+        codex_log.think("Listing"),
+        codex_log.call("c1"),
+        codex_log.result("c1", "a.txt\nb.txt"),
+        count(140, output=12),
+        codex_log.say("Two files."),
+        codex_log.line("compacted", {"message": "Listed two files."}),
+        codex_log.user("and now?"),
+        count(60, output=5),
+        codex_log.say("Done."),
     ]
 
 
@@ -102,9 +110,14 @@ SEEDS = [
     Seed("claude-code", "session.jsonl", lambda: _jsonl(claude_log.split_response() + claude_log.compacted()[4:])),
     Seed("claude-stream-json", "run.jsonl", lambda: _jsonl(stream_log.run_lines())),
     Seed("codex", "rollout-2025-09-25T09-49-46-x.jsonl", lambda: _jsonl(_codex())),
-    Seed("gemini-cli", "session-2026-03-26T04-33-b36c9e17.json", lambda: _json(gemini_log.session(gemini_log.messages()))),
-    Seed("gemini-cli", "session-2026-03-26T04-33-s2.jsonl",
-         lambda: _jsonl([{"sessionId": "s2", "projectHash": "p"}, *gemini_log.messages(), {"$rewindTo": "g2"}])),
+    Seed(
+        "gemini-cli", "session-2026-03-26T04-33-b36c9e17.json", lambda: _json(gemini_log.session(gemini_log.messages()))
+    ),
+    Seed(
+        "gemini-cli",
+        "session-2026-03-26T04-33-s2.jsonl",
+        lambda: _jsonl([{"sessionId": "s2", "projectHash": "p"}, *gemini_log.messages(), {"$rewindTo": "g2"}]),
+    ),
     Seed("pi", "2026-06-05_sess-1.jsonl", lambda: _jsonl(pi_log.v3_lines())),
     Seed("pi", "old.jsonl", lambda: _jsonl(pi_log.old_lines())),
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
@@ -128,14 +141,46 @@ class Raw:
 
 DEEP = "[" * 3000 + "]" * 3000
 STRANGE_STRINGS = [
-    "", "\ud800", "a\udfffb", "\x1b[31mred\x1b[0m\x07", "\x1b]8;;http://x\x07link\x1b]8;;\x07", "\r\rover",
-    "\u202eevil\u202c", "[/bold]", "[bold red]loud[/]", "name\n::error::pwned", "tab\tand\x00nul", "\x9b2J",
-    "x" * 200_000, "attachment://missing", "data: {}", "event: error\ndata: {\"type\": \"error\"}\n\n",
-    "{\"type\": \"error\"}", "[" * 3000, DEEP, '{"a": ' + DEEP + "}",
+    "",
+    "\ud800",
+    "a\udfffb",
+    "\x1b[31mred\x1b[0m\x07",
+    "\x1b]8;;http://x\x07link\x1b]8;;\x07",
+    "\r\rover",
+    "\u202eevil\u202c",
+    "[/bold]",
+    "[bold red]loud[/]",
+    "name\n::error::pwned",
+    "tab\tand\x00nul",
+    "\x9b2J",
+    "x" * 200_000,
+    "attachment://missing",
+    "data: {}",
+    'event: error\ndata: {"type": "error"}\n\n',
+    '{"type": "error"}',
+    "[" * 3000,
+    DEEP,
+    '{"a": ' + DEEP + "}",
 ]
 ODD_VALUES: list[Any] = [
-    None, True, False, 0, -1, 1.5, -0.0, 10**12 + 1, int("9" * 4300), float("nan"), float("inf"), 1e308,
-    [], {}, [None], {"": None}, Raw(DEEP), Raw("{" * 0 + '{"a":' * 3000 + "1" + "}" * 3000),
+    None,
+    True,
+    False,
+    0,
+    -1,
+    1.5,
+    -0.0,
+    10**12 + 1,
+    int("9" * 4300),
+    float("nan"),
+    float("inf"),
+    1e308,
+    [],
+    {},
+    [None],
+    {"": None},
+    Raw(DEEP),
+    Raw("{" * 0 + '{"a":' * 3000 + "1" + "}" * 3000),
 ]
 
 
@@ -264,7 +309,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
         return data[:cut], f"cut at byte {cut}"
     if choice < 0.5:
         at = rng.randrange(size)
-        return data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1:], f"flip a bit of byte {at}"
+        return data[:at] + bytes([data[at] ^ (1 << rng.randrange(8))]) + data[at + 1 :], f"flip a bit of byte {at}"
     if choice < 0.7:
         at = rng.randrange(size)
         junk = rng.choice([b"\x00", b"\xff\xfe", b"\x1b[2J", b"\n", b"}", b'"', b"\\", b"\xed\xa0\x80", b"\r\n\r\n"])
@@ -272,7 +317,7 @@ def mutate_bytes(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     if choice < 0.85:
         at = rng.randrange(size)
         length = rng.randrange(1, 64)
-        return data[:at] + data[at + length:], f"delete {length} bytes at {at}"
+        return data[:at] + data[at + length :], f"delete {length} bytes at {at}"
     lines = data.split(b"\n")
     i, j = rng.randrange(len(lines)), rng.randrange(len(lines))
     if rng.random() < 0.5:
@@ -454,8 +499,12 @@ def test_costly_mutant(seed, kind, tmp_path, capsys, fuzz_model):
     path = tmp_path / seed.name
     path.write_bytes(data)
     output = tmp_path / "profile.json"
-    check_run(["profile", str(path), "--model", str(fuzz_model), "--no-progress", "-f", "json", "-o", str(output)],
-              capsys, output, what)
+    check_run(
+        ["profile", str(path), "--model", str(fuzz_model), "--no-progress", "-f", "json", "-o", str(output)],
+        capsys,
+        output,
+        what,
+    )
 
 
 # -- on a GitHub runner (#33): no mutant's text starts a workflow command on standard output --------

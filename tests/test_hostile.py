@@ -45,8 +45,10 @@ def test_templates_run_under_limits(source, expected, tmp_path, capsys):
 def test_a_render_has_a_time_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TOKPROF_TEMPLATE_TIMEOUT", "0.2")
     template = tmp_path / "t.jinja"
-    template.write_text("{% for a in range(1000) %}{% for b in range(1000) %}{% for c in messages %}{% endfor %}"
-                        "{% endfor %}{% endfor %}")
+    template.write_text(
+        "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in messages %}{% endfor %}"
+        "{% endfor %}{% endfor %}"
+    )
     monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_RANGE", str(10**9))
     err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
     assert "a render took too long" in err and "TOKPROF_TEMPLATE_TIMEOUT" in err
@@ -95,19 +97,26 @@ def test_an_unrelated_broken_pyproject_does_not_stop_the_walk(tmp_path, capsys, 
 @pytest.mark.parametrize(
     "baseline, expected",
     [
-        ('{"schema_version": 1, "model": "qwen2.5", "metrics": {"billed_input": 1' + "0" * 400 + '}, "tools": {}}',
-         "metrics.billed_input: expected a non-negative number, found a 401-digit number"),
-        ('{"schema_version": 1, "model": "qwen2.5", "metrics": {}, "tools": {"\\ud800x": 3}}',
-         "a tool name is not valid Unicode"),
-        ('{"schema_version": 1, "model": "qwen2.5", "metrics": ' + "[" * 100000 + "]" * 100000 + "}",
-         "baseline is not valid JSON"),
+        (
+            '{"schema_version": 1, "model": "qwen2.5", "metrics": {"billed_input": 1' + "0" * 400 + '}, "tools": {}}',
+            "metrics.billed_input: expected a non-negative number, found a 401-digit number",
+        ),
+        (
+            '{"schema_version": 1, "model": "qwen2.5", "metrics": {}, "tools": {"\\ud800x": 3}}',
+            "a tool name is not valid Unicode",
+        ),
+        (
+            '{"schema_version": 1, "model": "qwen2.5", "metrics": ' + "[" * 100000 + "]" * 100000 + "}",
+            "baseline is not valid JSON",
+        ),
     ],
 )
 def test_hostile_baselines(baseline, expected, tmp_path, capsys):
     (tmp_path / "b.json").write_text(baseline)
     (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
-    err = one_line_error(["check", str(LOG), "--config", str(tmp_path / "tokprof.toml"), "--baseline",
-                          str(tmp_path / "b.json")], capsys)
+    err = one_line_error(
+        ["check", str(LOG), "--config", str(tmp_path / "tokprof.toml"), "--baseline", str(tmp_path / "b.json")], capsys
+    )
     assert expected in err
 
 
@@ -124,8 +133,18 @@ def test_outputs_are_all_or_nothing(tmp_path, capsys):
 
 def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, capsys):
     (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
-    one_line_error(["check", str(LOG), "--config", str(tmp_path / "tokprof.toml"), "--update-baseline",
-                    "-o", str(tmp_path / "missing" / "report.txt")], capsys)
+    one_line_error(
+        [
+            "check",
+            str(LOG),
+            "--config",
+            str(tmp_path / "tokprof.toml"),
+            "--update-baseline",
+            "-o",
+            str(tmp_path / "missing" / "report.txt"),
+        ],
+        capsys,
+    )
     assert not (tmp_path / "tokprof-baseline.json").exists()
 
 
@@ -142,8 +161,13 @@ def test_standard_output_on_a_full_device(capsys):
     import sys
 
     with open("/dev/full", "w") as full:
-        result = subprocess.run([sys.executable, "-m", "tokprof", "profile", str(LOG)], stdout=full,
-                                stderr=subprocess.PIPE, text=True, timeout=120)
+        result = subprocess.run(
+            [sys.executable, "-m", "tokprof", "profile", str(LOG)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and "No space left" in result.stderr
 
 

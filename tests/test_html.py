@@ -92,8 +92,19 @@ def test_failed_report_leaves_existing_file_alone(tmp_path, capsys):
 
 
 def test_bad_window_options(tmp_path, capsys):
-    assert main(["report", str(FIXTURES / "good_transcript.json"), "-o", str(tmp_path / "r.html"),
-                 "--fill-lines", "seventy"]) == 2
+    assert (
+        main(
+            [
+                "report",
+                str(FIXTURES / "good_transcript.json"),
+                "-o",
+                str(tmp_path / "r.html"),
+                "--fill-lines",
+                "seventy",
+            ]
+        )
+        == 2
+    )
     assert "--fill-lines" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
@@ -101,9 +112,19 @@ def test_bad_window_options(tmp_path, capsys):
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package chromium)")
 def test_report_renders_in_chromium(sample_report, tmp_path):
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
-        "--virtual-time-budget=20000", "--dump-dom", sample_report.as_uri(),
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        sample_report.as_uri(),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     dom = result.stdout
@@ -117,12 +138,38 @@ def test_report_renders_in_chromium(sample_report, tmp_path):
 @pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian package chromium)")
 def test_whatif_report_renders_in_chromium(tmp_path):
     page = tmp_path / "whatif.html"
-    assert main(["whatif", str(SAMPLE), "-p", "compact:30", "-p", "cap:2000", "--html", str(page), "-o",
-                 str(tmp_path / "w.txt"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "whatif",
+                str(SAMPLE),
+                "-p",
+                "compact:30",
+                "-p",
+                "cap:2000",
+                "--html",
+                str(page),
+                "-o",
+                str(tmp_path / "w.txt"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-quic", f"--user-data-dir={tmp_path / 'profile'}",
-        "--virtual-time-budget=20000", "--dump-dom", page.as_uri(),
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=20000",
+        "--dump-dom",
+        page.as_uri(),
     ]
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     root = re.search(r"<html[^>]*>", result.stdout).group(0)

@@ -43,9 +43,18 @@ MEASURE = """() => {
 def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="needs playwright (the test extra)")
     with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync", "--disable-quic"])
+        launched = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-quic",
+            ],
+        )
         yield launched
         launched.close()
 
@@ -73,8 +82,24 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pages")
     report, whatif = folder / "report.html", folder / "whatif.html"
     assert main(["report", str(SAMPLE), "-o", str(report)]) == 0
-    assert main(["whatif", str(SAMPLE), "-p", "compact:80", "-p", "cap:2000", "--html", str(whatif),
-                 "-o", str(folder / "whatif.txt"), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "whatif",
+                str(SAMPLE),
+                "-p",
+                "compact:80",
+                "-p",
+                "cap:2000",
+                "--html",
+                str(whatif),
+                "-o",
+                str(folder / "whatif.txt"),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return report, whatif
 
 
@@ -99,8 +124,9 @@ def test_report_layout(browser, pages, tmp_path, width):
 def test_warnings_are_folded(browser, tmp_path):
     """A log with warnings (here a cut-off last line) lists them folded (closed) above the first chart."""
     path = tmp_path / "records.jsonl"
-    path.write_text((FIXTURES / "good_records.jsonl").read_text(encoding="utf-8") + '{"request": {"mod',
-                    encoding="utf-8")
+    path.write_text(
+        (FIXTURES / "good_records.jsonl").read_text(encoding="utf-8") + '{"request": {"mod', encoding="utf-8"
+    )
     page = tmp_path / "warned.html"
     assert main(["report", str(path), "-o", str(page)]) == 0
     assert '<details class="warn">' in page.read_text(encoding="utf-8")

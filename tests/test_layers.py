@@ -15,10 +15,25 @@ PACKAGE = ROOT / "tokprof"
 
 #: Layers from the bottom; a module is in the layer of the longest prefix of its name listed here.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("tokprof.errors", "tokprof.text", "tokprof.textdiff", "tokprof.files", "tokprof.billing",
-              "tokprof.version", "tokprof.outputs",
-              "tokprof.chat_client", "tokprof.mcpconfig", "tokprof.mcpconnect", "tokprof.follow", "tokprof.jsontext",
-              "tokprof.bounded", "tokprof.schemacheck")),
+    (
+        "base",
+        (
+            "tokprof.errors",
+            "tokprof.text",
+            "tokprof.textdiff",
+            "tokprof.files",
+            "tokprof.billing",
+            "tokprof.version",
+            "tokprof.outputs",
+            "tokprof.chat_client",
+            "tokprof.mcpconfig",
+            "tokprof.mcpconnect",
+            "tokprof.follow",
+            "tokprof.jsontext",
+            "tokprof.bounded",
+            "tokprof.schemacheck",
+        ),
+    ),
     ("trace", ("tokprof.trace",)),
     ("formats", ("tokprof.formats", "tokprof.prompts")),
     ("transforms", ("tokprof.transforms", "tokprof.config")),
@@ -28,9 +43,24 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analyses", ("tokprof.analyses", "tokprof.directory", "tokprof.incremental")),
     ("outputs", ("tokprof.render", "tokprof.export")),
     ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof")),
-    ("front ends", ("tokprof.cli", "tokprof.cli_startup", "tokprof.__main__", "tokprof.serve", "tokprof.action", "tokprof.github",
-                    "tokprof.distributed", "tokprof.mcp_cli", "tokprof.watch", "tokprof.statusline", "tokprof.statusline_counter", "tokprof.launch",
-                    "tokprof.record")),
+    (
+        "front ends",
+        (
+            "tokprof.cli",
+            "tokprof.cli_startup",
+            "tokprof.__main__",
+            "tokprof.serve",
+            "tokprof.action",
+            "tokprof.github",
+            "tokprof.distributed",
+            "tokprof.mcp_cli",
+            "tokprof.watch",
+            "tokprof.statusline",
+            "tokprof.statusline_counter",
+            "tokprof.launch",
+            "tokprof.record",
+        ),
+    ),
 ]
 #: What the front ends alone may import: the facade and each other.
 FRONT = ("tokprof.api", "tokprof.cli", "tokprof.serve")
@@ -57,7 +87,12 @@ def imports(path: Path) -> set[str]:
     """The tokprof modules a file imports, at any depth of its code (deferred imports count too)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.split(".")[0] == "tokprof":
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and node.module.split(".")[0] == "tokprof"
+        ):
             found.add(node.module)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "tokprof")
@@ -97,7 +132,8 @@ def private_names(path: Path) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("path", [p for p in MODULES if layer(module_name(p)) == len(LAYERS) - 1],
-                         ids=lambda p: module_name(p))
+@pytest.mark.parametrize(
+    "path", [p for p in MODULES if layer(module_name(p)) == len(LAYERS) - 1], ids=lambda p: module_name(p)
+)
 def test_the_front_ends_use_no_private_name_of_the_facade(path):
     assert not private_names(path), f"{module_name(path)} imports {sorted(private_names(path))} from the facade"

@@ -14,16 +14,19 @@ from tokprof.formats import read_trace
 from tokprof.formats.jsonfile import NESTING_LIMIT, too_deep, too_deep_at
 
 
-@pytest.mark.parametrize("text, deep", [
-    ("[" * (NESTING_LIMIT + 1) + '"' + '\\"' * 5000, True),  # what took quadratic time: deep, then an open string
-    ("[" * NESTING_LIMIT + '"' + '\\"' * 5000 + "[", False),  # the "[" is inside the unterminated string
-    ("[" * NESTING_LIMIT + '"\\\\"' + "[", True),  # an escaped backslash closes nothing: the string ends
-    ("[" * NESTING_LIMIT + '"\\\\' + "[", False),
-    ("[" * NESTING_LIMIT + '"\\' , False),  # a lone backslash at the very end
-    ('"' + "[" * 500 + '"', False),
-    ("[]" * 1000, False),
-    ("{" * NESTING_LIMIT + "[" + "]" + "}" * NESTING_LIMIT, True),
-])
+@pytest.mark.parametrize(
+    "text, deep",
+    [
+        ("[" * (NESTING_LIMIT + 1) + '"' + '\\"' * 5000, True),  # what took quadratic time: deep, then an open string
+        ("[" * NESTING_LIMIT + '"' + '\\"' * 5000 + "[", False),  # the "[" is inside the unterminated string
+        ("[" * NESTING_LIMIT + '"\\\\"' + "[", True),  # an escaped backslash closes nothing: the string ends
+        ("[" * NESTING_LIMIT + '"\\\\' + "[", False),
+        ("[" * NESTING_LIMIT + '"\\', False),  # a lone backslash at the very end
+        ('"' + "[" * 500 + '"', False),
+        ("[]" * 1000, False),
+        ("{" * NESTING_LIMIT + "[" + "]" + "}" * NESTING_LIMIT, True),
+    ],
+)
 def test_nesting_check(text, deep):
     assert too_deep(text) is deep
     assert (too_deep_at(text) is not None) is deep
@@ -38,8 +41,10 @@ def _many(tmp_path, n: int):
     messages = [{"role": "system", "content": "You are a test bot."}]
     messages += [{"role": "user" if i % 2 == 0 else "assistant", "content": f"word {i}"} for i in range(n)]
     messages.append({"role": "user", "content": "define cat"})
-    record = {"request": {"model": "tiny", "messages": messages},
-              "response": {"choices": [{"message": {"role": "assistant", "content": "ok"}}]}}
+    record = {
+        "request": {"model": "tiny", "messages": messages},
+        "response": {"choices": [{"message": {"role": "assistant", "content": "ok"}}]},
+    }
     path = tmp_path / "many.jsonl"
     path.write_text(json.dumps(record) + "\n")
     return read_trace(str(path))
@@ -57,8 +62,11 @@ def test_many_messages_estimated_past_the_budget(tmp_path, monkeypatch):
     assert WARN_BOUNDARIES_ESTIMATED not in exact.warnings
     assert WARN_BOUNDARIES_ESTIMATED in estimated.warnings
     assert estimated.as_dict() == exact.as_dict()
-    assert estimated.total == model.count(model.prompt_format.render(
-        model.prompt_format.prepare(trace.calls[0].messages, "parsed"), None, True, trace.calls[0].day))
+    assert estimated.total == model.count(
+        model.prompt_format.render(
+            model.prompt_format.prepare(trace.calls[0].messages, "parsed"), None, True, trace.calls[0].day
+        )
+    )
 
 
 def test_default_budget_leaves_growing_conversations_exact(tmp_path):

@@ -14,6 +14,7 @@ from conftest import ROOT
 def test_ruff_is_clean():
     ruff = shutil.which("ruff") or (pytest.importorskip("ruff") and None)
     command = [ruff] if ruff else [sys.executable, "-m", "ruff"]
-    result = subprocess.run([*command, "check", "--no-cache", "--quiet", str(ROOT)], capture_output=True, text=True,
-                            cwd=ROOT, timeout=120)
+    result = subprocess.run(
+        [*command, "check", "--no-cache", "--quiet", str(ROOT)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-1000:]

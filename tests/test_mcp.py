@@ -27,7 +27,7 @@ from tokprof.mcpconnect import Failure, Listing, list_servers
 
 # A server written with the SDK's MCPServer: argv = tool count, description length, and an optional
 # environment variable it needs (it exits with a message on standard error when it is not set).
-SERVER = '''
+SERVER = """
 import os, sys
 from mcp.server.mcpserver import MCPServer
 
@@ -69,10 +69,10 @@ elif len(sys.argv) > 4:
     app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[4]))
 else:
     app.run()
-'''
+"""
 
 # A low-level SDK server whose tools/list answers three tools a page, with a cursor.
-PAGINATED = '''
+PAGINATED = """
 import anyio
 from mcp import types
 from mcp.server.lowlevel import Server
@@ -93,7 +93,7 @@ async def main():
         await server.run(read, write, server.create_initialization_options())
 
 anyio.run(main)
-'''
+"""
 HANGS = "import time\ntime.sleep(120)\n"
 EXITS = "import sys\nprint('fatal: no configuration', file=sys.stderr)\nsys.exit(3)\n"
 GARBAGE = "import sys, time\nprint('Starting server... ok', flush=True)\ntime.sleep(120)\n"
@@ -102,7 +102,13 @@ GARBAGE = "import sys, time\nprint('Starting server... ok', flush=True)\ntime.sl
 @pytest.fixture
 def scripts(tmp_path) -> dict[str, Path]:
     out = {}
-    for name, text in {"server": SERVER, "paged": PAGINATED, "hangs": HANGS, "exits": EXITS, "garbage": GARBAGE}.items():
+    for name, text in {
+        "server": SERVER,
+        "paged": PAGINATED,
+        "hangs": HANGS,
+        "exits": EXITS,
+        "garbage": GARBAGE,
+    }.items():
         path = tmp_path / f"{name}.py"
         path.write_text(text, encoding="utf-8")
         out[name] = path
@@ -110,8 +116,16 @@ def scripts(tmp_path) -> dict[str, Path]:
 
 
 def stdio(name: str, script: Path, *args: str, env: dict | None = None, project: bool = False) -> ServerConfig:
-    return ServerConfig(name=name, transport="stdio", origin="test", agent="claude-code", project=project,
-                        command=sys.executable, args=(str(script), *args), env=tuple((env or {}).items()))
+    return ServerConfig(
+        name=name,
+        transport="stdio",
+        origin="test",
+        agent="claude-code",
+        project=project,
+        command=sys.executable,
+        args=(str(script), *args),
+        env=tuple((env or {}).items()),
+    )
 
 
 def by_name(results) -> dict:
@@ -163,8 +177,11 @@ def _free_port() -> int:
 def _serve(scripts, *args: str):
     """A server script on HTTP at 127.0.0.1 (streamable HTTP; with "sse" last, SSE), on a free port."""
     port = _free_port()
-    process = subprocess.Popen([sys.executable, str(scripts["server"]), *args[:3], str(port), *args[3:]],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, str(scripts["server"]), *args[:3], str(port), *args[3:]],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(200):
             try:
@@ -201,8 +218,20 @@ def test_sse_server_listed(scripts, capsys):
 
 def test_http_headers_expanded_and_sent_never_printed(scripts, tmp_path, monkeypatch, capsys):
     with _serve(scripts, "2", "0", "", "auth") as port:
-        config = _write(tmp_path / "mcp.json", json.dumps({"mcpServers": {"guarded": {
-            "type": "http", "url": f"http://127.0.0.1:{port}/mcp", "headers": {"Authorization": "Bearer ${API_TOKEN}"}}}}))
+        config = _write(
+            tmp_path / "mcp.json",
+            json.dumps(
+                {
+                    "mcpServers": {
+                        "guarded": {
+                            "type": "http",
+                            "url": f"http://127.0.0.1:{port}/mcp",
+                            "headers": {"Authorization": "Bearer ${API_TOKEN}"},
+                        }
+                    }
+                }
+            ),
+        )
         monkeypatch.setenv("API_TOKEN", "s3cret")
         report = run_json(["mcp", "--file", str(config)], capsys)
         assert report["servers"][0]["tools"] == 2 and "s3cret" not in json.dumps(report)
@@ -223,7 +252,8 @@ def _same_figures(report: dict, tools: dict) -> None:
     catalogue = tools["catalogues"][0]
     assert report["total"] == catalogue["total"] and report["scaffolding"] == catalogue["scaffolding"]
     assert [(t["name"], t["marginal"], t["description_tokens"]) for t in report["tools"]] == [
-        (t["name"], t["marginal"], t["description_tokens"]) for t in catalogue["tools"]]
+        (t["name"], t["marginal"], t["description_tokens"]) for t in catalogue["tools"]
+    ]
     assert sum(s["tokens"] for s in report["servers"]) + report["scaffolding"] == report["total"]
 
 
@@ -246,9 +276,20 @@ def test_no_tool_listed_says_the_catalogue_is_not_written(scripts, tmp_path, cap
 def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
     python = sys.executable
-    report = run_json([
-        "mcp", "--server", f"one={python} {scripts['server']} 1 0", "--server", f"twelve={python} {scripts['server']} 12 1",
-        "--server", f"huge={python} {scripts['server']} 1 2000", "-o", str(catalogue)], capsys)
+    report = run_json(
+        [
+            "mcp",
+            "--server",
+            f"one={python} {scripts['server']} 1 0",
+            "--server",
+            f"twelve={python} {scripts['server']} 12 1",
+            "--server",
+            f"huge={python} {scripts['server']} 1 2000",
+            "-o",
+            str(catalogue),
+        ],
+        capsys,
+    )
     assert [s["tools"] for s in report["servers"]] == [1, 12, 1]
     assert report["model"]["exact"] is True and report["estimate"] is None
     assert abs(sum(s["share"] for s in report["servers"]) + report["scaffolding"] / report["total"] - 1) < 1e-4
@@ -262,16 +303,24 @@ def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
 
 
 def test_closed_model_is_a_labelled_estimate(scripts, capsys):
-    report = run_json(["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0", "-m", "claude-sonnet-4-5"],
-                      capsys)
+    report = run_json(
+        ["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0", "-m", "claude-sonnet-4-5"], capsys
+    )
     assert report["model"]["exact"] is False and "Anthropic" in report["estimate"]
     main(["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0", "-m", "gpt-4o"])
     assert "ESTIMATE" in capsys.readouterr().out
 
 
 def test_failures_exit_one_and_say_why(scripts, capsys):
-    code = main(["mcp", "--server", f"one={sys.executable} {scripts['server']} 1 0",
-                 "--server", f"exits={sys.executable} {scripts['exits']}"])
+    code = main(
+        [
+            "mcp",
+            "--server",
+            f"one={sys.executable} {scripts['server']} 1 0",
+            "--server",
+            f"exits={sys.executable} {scripts['exits']}",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "failed: exits (--server): exited" in out and "fatal: no configuration" in out
@@ -288,27 +337,65 @@ def _write(path: Path, text: str) -> Path:
 def agent_configs(home: Path, project: Path) -> None:
     """One file per place an agent keeps servers, written by hand in each agent's documented layout."""
     _write(project / ".mcp.json", json.dumps({"mcpServers": {"proj": {"command": "npx", "args": ["-y", "proj-mcp"]}}}))
-    _write(home / ".claude.json", json.dumps({
-        "mcpServers": {"github": {"type": "http", "url": "https://api.example/mcp",
-                                  "headers": {"Authorization": "Bearer ${GH_TOKEN}"}}},
-        "projects": {str(project.resolve()): {"mcpServers": {"local": {"command": "uvx", "args": ["local-mcp"],
-                                                                       "env": {"API_KEY": "hunter2"}}}}},
-    }))
-    _write(home / "Library/Application Support/Claude/claude_desktop_config.json",
-           json.dumps({"mcpServers": {"desktop_mac": {"command": "node", "args": ["d.js"]}}}))
-    _write(home / ".config/Claude/claude_desktop_config.json",
-           json.dumps({"mcpServers": {"desktop_linux": {"command": "node", "args": ["l.js"]}}}))
+    _write(
+        home / ".claude.json",
+        json.dumps(
+            {
+                "mcpServers": {
+                    "github": {
+                        "type": "http",
+                        "url": "https://api.example/mcp",
+                        "headers": {"Authorization": "Bearer ${GH_TOKEN}"},
+                    }
+                },
+                "projects": {
+                    str(project.resolve()): {
+                        "mcpServers": {
+                            "local": {"command": "uvx", "args": ["local-mcp"], "env": {"API_KEY": "hunter2"}}
+                        }
+                    }
+                },
+            }
+        ),
+    )
+    _write(
+        home / "Library/Application Support/Claude/claude_desktop_config.json",
+        json.dumps({"mcpServers": {"desktop_mac": {"command": "node", "args": ["d.js"]}}}),
+    )
+    _write(
+        home / ".config/Claude/claude_desktop_config.json",
+        json.dumps({"mcpServers": {"desktop_linux": {"command": "node", "args": ["l.js"]}}}),
+    )
     _write(project / ".cursor/mcp.json", json.dumps({"mcpServers": {"cursor_proj": {"url": "http://127.0.0.1:9/mcp"}}}))
     _write(home / ".cursor/mcp.json", json.dumps({"mcpServers": {"cursor_user": {"command": "cursor-mcp"}}}))
-    _write(project / ".vscode/mcp.json", '{\n  // comments are allowed\n  "servers": {"vs_proj": {"type": "sse", '
-           '"url": "http://127.0.0.1:9/sse"},},\n}')
-    _write(home / ".config/Code/User/settings.json",
-           '{"editor.fontSize": 14, /* a comment */ "mcp": {"servers": {"vs_user": {"type": "stdio", "command": "vs"}}}}')
-    _write(home / ".codex/config.toml", '[mcp_servers.codex_docs]\ncommand = "docs-mcp"\nargs = ["--stdio"]\n'
-           'env = { DOCS_TOKEN = "abc123" }\n\n[mcp_servers.codex_http]\nurl = "https://codex.example/mcp"\n')
-    _write(project / ".gemini/settings.json", json.dumps({"mcpServers": {"gem_proj": {"httpUrl": "http://127.0.0.1:9/mcp"}}}))
-    _write(home / ".gemini/settings.json", json.dumps({"mcpServers": {"gem_user": {"url": "http://127.0.0.1:9/sse"},
-                                                                      "gem_off": {"command": "x", "disabled": True}}}))
+    _write(
+        project / ".vscode/mcp.json",
+        '{\n  // comments are allowed\n  "servers": {"vs_proj": {"type": "sse", "url": "http://127.0.0.1:9/sse"},},\n}',
+    )
+    _write(
+        home / ".config/Code/User/settings.json",
+        '{"editor.fontSize": 14, /* a comment */ "mcp": {"servers": {"vs_user": {"type": "stdio", "command": "vs"}}}}',
+    )
+    _write(
+        home / ".codex/config.toml",
+        '[mcp_servers.codex_docs]\ncommand = "docs-mcp"\nargs = ["--stdio"]\n'
+        'env = { DOCS_TOKEN = "abc123" }\n\n[mcp_servers.codex_http]\nurl = "https://codex.example/mcp"\n',
+    )
+    _write(
+        project / ".gemini/settings.json",
+        json.dumps({"mcpServers": {"gem_proj": {"httpUrl": "http://127.0.0.1:9/mcp"}}}),
+    )
+    _write(
+        home / ".gemini/settings.json",
+        json.dumps(
+            {
+                "mcpServers": {
+                    "gem_user": {"url": "http://127.0.0.1:9/sse"},
+                    "gem_off": {"command": "x", "disabled": True},
+                }
+            }
+        ),
+    )
 
 
 def test_configuration_of_every_agent_found(tmp_path):
@@ -319,12 +406,19 @@ def test_configuration_of_every_agent_found(tmp_path):
     assert not found.problems
     servers = {s.name: s for s in found.servers}
     expected = {
-        "proj": ("claude-code", "stdio", True), "github": ("claude-code", "http", False),
-        "local": ("claude-code", "stdio", False), "desktop_mac": ("claude-desktop", "stdio", False),
-        "desktop_linux": ("claude-desktop", "stdio", False), "cursor_proj": ("cursor", "http", True),
-        "cursor_user": ("cursor", "stdio", False), "vs_proj": ("vscode", "sse", True),
-        "vs_user": ("vscode", "stdio", False), "codex_docs": ("codex", "stdio", False),
-        "codex_http": ("codex", "http", False), "gem_proj": ("gemini", "http", True), "gem_user": ("gemini", "sse", False),
+        "proj": ("claude-code", "stdio", True),
+        "github": ("claude-code", "http", False),
+        "local": ("claude-code", "stdio", False),
+        "desktop_mac": ("claude-desktop", "stdio", False),
+        "desktop_linux": ("claude-desktop", "stdio", False),
+        "cursor_proj": ("cursor", "http", True),
+        "cursor_user": ("cursor", "stdio", False),
+        "vs_proj": ("vscode", "sse", True),
+        "vs_user": ("vscode", "stdio", False),
+        "codex_docs": ("codex", "stdio", False),
+        "codex_http": ("codex", "http", False),
+        "gem_proj": ("gemini", "http", True),
+        "gem_user": ("gemini", "sse", False),
     }
     assert {n: (s.agent, s.transport, s.project) for n, s in servers.items()} == expected
     assert servers["codex_docs"].env == (("DOCS_TOKEN", "abc123"),)
@@ -355,9 +449,12 @@ def test_list_hides_secrets_written_into_arguments_and_urls(tmp_path, capsys):
     """Tokens pasted into a configuration's args or URL (a common way to configure a server) are not
     printed: the value of a secret-named argument, the one after a secret-named flag, a URL's password
     and query values."""
-    config = {"mcpServers": {
-        "a": {"command": "npx", "args": ["-y", "srv", "--token=tok-111", "--api-key", "key-222", "--port", "8"]},
-        "b": {"type": "http", "url": "https://me:pw-333@example.test/mcp?key=key-444&v=1"}}}
+    config = {
+        "mcpServers": {
+            "a": {"command": "npx", "args": ["-y", "srv", "--token=tok-111", "--api-key", "key-222", "--port", "8"]},
+            "b": {"type": "http", "url": "https://me:pw-333@example.test/mcp?key=key-444&v=1"},
+        }
+    }
     path = _write(tmp_path / "c.json", json.dumps(config))
     for fmt in ("table", "json"):
         assert main(["mcp", "--list", "--file", str(path), "-f", fmt]) == 0
@@ -385,8 +482,10 @@ def test_project_config_refused_without_trust(tmp_path, monkeypatch, capsys):
     project = tmp_path / "clone"
     marker = tmp_path / "ran"
     script = _write(tmp_path / "touch.py", f"open({str(marker)!r}, 'w').write('x')\n" + SERVER)
-    _write(project / ".mcp.json", json.dumps({"mcpServers": {"repo": {"command": sys.executable,
-                                                                      "args": [str(script), "2", "0"]}}}))
+    _write(
+        project / ".mcp.json",
+        json.dumps({"mcpServers": {"repo": {"command": sys.executable, "args": [str(script), "2", "0"]}}}),
+    )
     monkeypatch.setenv("HOME", str(tmp_path / "empty-home"))
     monkeypatch.setenv("CI", "true")
     assert main(["mcp", "--project", str(project), "--agent", "claude-code"]) == 2
@@ -400,25 +499,65 @@ def test_project_config_refused_without_trust(tmp_path, monkeypatch, capsys):
 # -- with a log ---------------------------------------------------------------------------------------
 def claude_code_log(path: Path) -> Path:
     """A hand-written Claude Code transcript: two requests, one call of mcp__notes__tool_0."""
+
     def row(kind, uuid, parent, message, **extra):
-        return {"parentUuid": parent, "isSidechain": False, "sessionId": "s-1", "type": kind, "uuid": uuid,
-                "timestamp": "2026-01-01T10:00:00.000Z", "message": message, **extra}
+        return {
+            "parentUuid": parent,
+            "isSidechain": False,
+            "sessionId": "s-1",
+            "type": kind,
+            "uuid": uuid,
+            "timestamp": "2026-01-01T10:00:00.000Z",
+            "message": message,
+            **extra,
+        }
 
     def use(prompt: int) -> dict:
-        return {"input_tokens": 3, "cache_creation_input_tokens": prompt - 3, "cache_read_input_tokens": 0,
-                "output_tokens": 5}
+        return {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": prompt - 3,
+            "cache_read_input_tokens": 0,
+            "output_tokens": 5,
+        }
 
     rows = [
         row("user", "u1", None, {"role": "user", "content": "find my notes"}),
-        row("assistant", "a1", "u1", {"model": "claude-sonnet-4-5-20250929", "id": "m1", "type": "message",
-                                      "role": "assistant", "stop_reason": "tool_use", "usage": use(9000), "content": [
-                                          {"type": "tool_use", "id": "t1", "name": "mcp__notes__tool_0",
-                                           "input": {"query": "x"}}]}, requestId="r1"),
-        row("user", "u2", "a1", {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                                              "content": "three notes"}]}),
-        row("assistant", "a2", "u2", {"model": "claude-sonnet-4-5-20250929", "id": "m2", "type": "message",
-                                      "role": "assistant", "stop_reason": "end_turn", "usage": use(9040),
-                                      "content": [{"type": "text", "text": "Found three."}]}, requestId="r2"),
+        row(
+            "assistant",
+            "a1",
+            "u1",
+            {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": "m1",
+                "type": "message",
+                "role": "assistant",
+                "stop_reason": "tool_use",
+                "usage": use(9000),
+                "content": [{"type": "tool_use", "id": "t1", "name": "mcp__notes__tool_0", "input": {"query": "x"}}],
+            },
+            requestId="r1",
+        ),
+        row(
+            "user",
+            "u2",
+            "a1",
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "three notes"}]},
+        ),
+        row(
+            "assistant",
+            "a2",
+            "u2",
+            {
+                "model": "claude-sonnet-4-5-20250929",
+                "id": "m2",
+                "type": "message",
+                "role": "assistant",
+                "stop_reason": "end_turn",
+                "usage": use(9040),
+                "content": [{"type": "text", "text": "Found three."}],
+            },
+            requestId="r2",
+        ),
     ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -457,8 +596,17 @@ def test_json_matches_the_published_schema(scripts, capsys):
     from jsonschema import Draft202012Validator
 
     schema = json.loads((ROOT / "docs" / "schema" / "mcp.schema.json").read_text(encoding="utf-8"))
-    doc = run_json(["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0",
-                    "--server", f"exits={sys.executable} {scripts['exits']}"], capsys, expect=1)
+    doc = run_json(
+        [
+            "mcp",
+            "--server",
+            f"one={sys.executable} {scripts['server']} 2 0",
+            "--server",
+            f"exits={sys.executable} {scripts['exits']}",
+        ],
+        capsys,
+        expect=1,
+    )
     errors = list(Draft202012Validator(schema).iter_errors(doc))
     assert not errors, [e.message for e in errors[:5]]
 
@@ -475,8 +623,18 @@ def test_missing_sdk_gives_the_install_hint(monkeypatch):
 def test_check_budgets_per_server_on_committed_catalogue(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
     python = sys.executable
-    run_json(["mcp", "--server", f"github={python} {scripts['server']} 3 0",
-              "--server", f"notes={python} {scripts['server']} 2 0", "-o", str(catalogue)], capsys)
+    run_json(
+        [
+            "mcp",
+            "--server",
+            f"github={python} {scripts['server']} 3 0",
+            "--server",
+            f"notes={python} {scripts['server']} 2 0",
+            "-o",
+            str(catalogue),
+        ],
+        capsys,
+    )
     config = _write(tmp_path / "tokprof.toml", '[budgets.mcp]\ngithub = 50\n"*" = 100000\ntools = { "*" = 5000 }\n')
     first = run_json(["check", "--tools", str(catalogue), "--config", str(config), "--no-progress"], capsys, expect=1)
     github = next(r for r in first["mcp"] if r["kind"] == "server" and r["name"] == "github")
@@ -486,21 +644,58 @@ def test_check_budgets_per_server_on_committed_catalogue(scripts, tmp_path, caps
     # the baseline is the committed catalogue's costs; CI starts no server
     _write(config, '[budgets.mcp]\n"*" = 100000\n')
     baseline = tmp_path / "baseline.json"
-    assert main(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline),
-                 "--update-baseline", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "check",
+                "--tools",
+                str(catalogue),
+                "--config",
+                str(config),
+                "--baseline",
+                str(baseline),
+                "--update-baseline",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
     doc = json.loads(catalogue.read_text())
     doc["tools"][0]["function"]["description"] += " It also does a great many other things." * 40
-    doc["tools"].append({"type": "function", "function": {"name": "mcp__jira__search", "description": "Search.",
-                                                          "parameters": {"type": "object", "properties": {}}}})
+    doc["tools"].append(
+        {
+            "type": "function",
+            "function": {
+                "name": "mcp__jira__search",
+                "description": "Search.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    )
     catalogue.write_text(json.dumps(doc))
-    second = run_json(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline),
-                       "--no-progress"], capsys, expect=1)
+    second = run_json(
+        ["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline), "--no-progress"],
+        capsys,
+        expect=1,
+    )
     servers = {r["name"]: r for r in second["mcp"] if r["kind"] == "server"}
     assert servers["jira"]["reasons"] == ["added since the baseline"]
     assert servers["github"]["change"] > 300 and "against the baseline" in servers["github"]["reasons"][0]
-    main(["check", "--tools", str(catalogue), "--config", str(config), "--baseline", str(baseline), "-f", "markdown",
-          "--no-progress"])
+    main(
+        [
+            "check",
+            "--tools",
+            str(catalogue),
+            "--config",
+            str(config),
+            "--baseline",
+            str(baseline),
+            "-f",
+            "markdown",
+            "--no-progress",
+        ]
+    )
     markdown = capsys.readouterr().out
     assert "**MCP servers and tools**" in markdown and "| server jira |" in markdown
 
@@ -515,9 +710,15 @@ def test_bad_mcp_budget_is_one_line(tmp_path, capsys):
 def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, capsys):
     log = claude_code_log(tmp_path / "session.jsonl")
     report = run_json(["tools", str(log), "--no-progress"], capsys)
-    assert report["mcp_servers"] == [{"server": "notes", "tools_called": 1, "calls": 1,
-                                      "result_tokens": report["mcp_servers"][0]["result_tokens"],
-                                      "carry_cost": report["mcp_servers"][0]["carry_cost"]}]
+    assert report["mcp_servers"] == [
+        {
+            "server": "notes",
+            "tools_called": 1,
+            "calls": 1,
+            "result_tokens": report["mcp_servers"][0]["result_tokens"],
+            "carry_cost": report["mcp_servers"][0]["carry_cost"],
+        }
+    ]
     assert report["mcp_servers"][0]["result_tokens"] > 0
     main(["tools", str(log), "--no-progress"])
     assert "MCP servers" in capsys.readouterr().out
@@ -528,13 +729,23 @@ def test_clashing_names_prefixed_and_invalid_listing_is_a_failure():
     from tokprof.models import resolve_model
 
     def listing(name, tools):
-        return Listing(ServerConfig(name=name, transport="stdio", origin="test", agent="gemini", command="x"),
-                       tuple(tools), None, None, None, 1, 0.0)
+        return Listing(
+            ServerConfig(name=name, transport="stdio", origin="test", agent="gemini", command="x"),
+            tuple(tools),
+            None,
+            None,
+            None,
+            1,
+            0.0,
+        )
 
     search = {"name": "search", "description": "Search.", "inputSchema": {"type": "object", "properties": {}}}
     bad = {"name": "broken", "inputSchema": "not a schema"}
-    report = price(resolve_model("qwen2.5"), [listing("a", [search]), listing("b", [search]), listing("c", [bad])],
-                   "2026-01-01T00:00:00Z")
+    report = price(
+        resolve_model("qwen2.5"),
+        [listing("a", [search]), listing("b", [search]), listing("c", [bad])],
+        "2026-01-01T00:00:00Z",
+    )
     assert [t.name for t in report.tools] == ["search", "b__search"] and report.naming == "plain"
     assert report.failures[0].name == "c" and "inputSchema" in report.failures[0].reason
 
@@ -549,7 +760,9 @@ def test_hostile_configuration_is_one_line_each(tmp_path, monkeypatch, capsys):
     home, project = tmp_path / "home", tmp_path / "project"
     _write(project / ".mcp.json", "[" * 100000)
     _write(home / ".codex/config.toml", "x = " + "[" * 100000)
-    _write(home / ".cursor/mcp.json", json.dumps({"mcpServers": {"\x1b[31mred\x1b[0m": {"command": "\x1b]0;evil\x07"}}}))
+    _write(
+        home / ".cursor/mcp.json", json.dumps({"mcpServers": {"\x1b[31mred\x1b[0m": {"command": "\x1b]0;evil\x07"}}})
+    )
     for name in ("HOME", "XDG_CONFIG_HOME", "APPDATA", "CODEX_HOME"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(home))
@@ -569,8 +782,14 @@ def _run_in_terminal(args: list[str], answer: bytes, env: dict, limit: float = 6
     import select
 
     leader, follower = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "tokprof", *args], stdin=follower, stdout=follower,
-                               stderr=follower, env=env, close_fds=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", *args],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        env=env,
+        close_fds=True,
+    )
     os.close(follower)
     seen, answered, deadline = b"", False, time.monotonic() + limit
     try:
@@ -603,8 +822,10 @@ def test_project_servers_start_after_a_yes_at_a_terminal(scripts, tmp_path, answ
     import os
 
     project = tmp_path / "clone"
-    _write(project / ".mcp.json", json.dumps({"mcpServers": {"repo": {"command": sys.executable,
-                                                                      "args": [str(scripts["server"]), "2", "0"]}}}))
+    _write(
+        project / ".mcp.json",
+        json.dumps({"mcpServers": {"repo": {"command": sys.executable, "args": [str(scripts["server"]), "2", "0"]}}}),
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "GITHUB_ACTIONS")}
     env.update(HOME=str(tmp_path / "empty-home"), PYTHONPATH=str(ROOT), COLUMNS="120")
     code, out = _run_in_terminal(["mcp", "--project", str(project), "--agent", "claude-code"], answer, env)
@@ -615,14 +836,29 @@ def test_project_servers_start_after_a_yes_at_a_terminal(scripts, tmp_path, answ
         assert code == 2 and "not started" in out
 
 
-CODEX_LOG = ROOT.parent / "shared" / "corpus" / "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+CODEX_LOG = (
+    ROOT.parent
+    / "shared"
+    / "corpus"
+    / "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+)
 
 
 @pytest.mark.skipif(not CODEX_LOG.is_file(), reason="the shared corpus is not here")
 def test_codex_log_profiled_with_the_listed_catalogue(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
-    run_json(["mcp", "--server", f"notes={sys.executable} {scripts['server']} 3 0", "--naming", "codex",
-              "-o", str(catalogue)], capsys)
+    run_json(
+        [
+            "mcp",
+            "--server",
+            f"notes={sys.executable} {scripts['server']} 3 0",
+            "--naming",
+            "codex",
+            "-o",
+            str(catalogue),
+        ],
+        capsys,
+    )
     profile = run_json(["profile", str(CODEX_LOG), "--tools", str(catalogue), "--no-progress"], capsys)
     assert profile["calls"][0]["buckets"]["tool_definitions"] > 0
     assert [t["name"] for t in profile["summary"]["catalogue"]["tools"]][:1] == ["notes__tool_0"]

@@ -20,11 +20,22 @@ SESSION = "mem-1"
 MODEL = "claude-sonnet-4-5-20250929"
 
 
-@pytest.mark.parametrize("value", [
-    {}, [], "", 0, None, True, -1.5, 1e300, "é \u2028 \U0001f600 \"quoted\" \\ \n\t",
-    {"a": [], "b": {}, "c": [1, [2, [3, {}]]], "d": {"e": None, "f": False}},
-    [{"index": i, "buckets": {"system": i, "conversation": 2 * i}, "where": f"line {i}"} for i in range(BATCH)],
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {},
+        [],
+        "",
+        0,
+        None,
+        True,
+        -1.5,
+        1e300,
+        'é \u2028 \U0001f600 "quoted" \\ \n\t',
+        {"a": [], "b": {}, "c": [1, [2, [3, {}]]], "d": {"e": None, "f": False}},
+        [{"index": i, "buckets": {"system": i, "conversation": 2 * i}, "where": f"line {i}"} for i in range(BATCH)],
+    ],
+)
 def test_dumps_is_json_dumps_with_indent_byte_for_byte(value):
     assert dumps(value) == json.dumps(value, indent=2, ensure_ascii=False)
     assert dumps(value, indent=None) == json.dumps(value, ensure_ascii=False)
@@ -41,18 +52,37 @@ def test_dumps_refuses_nan_rather_than_writing_invalid_json():
 
 
 def _line(kind: str, uuid: str, parent: str | None, **extra) -> dict:
-    return {"parentUuid": parent, "isSidechain": False, "sessionId": SESSION, "type": kind, "uuid": uuid,
-            "cwd": "/home/dev/project", "gitBranch": "main", "timestamp": "2025-10-26T10:38:30.633Z", **extra}
+    return {
+        "parentUuid": parent,
+        "isSidechain": False,
+        "sessionId": SESSION,
+        "type": kind,
+        "uuid": uuid,
+        "cwd": "/home/dev/project",
+        "gitBranch": "main",
+        "timestamp": "2025-10-26T10:38:30.633Z",
+        **extra,
+    }
 
 
 def _session(calls: int) -> list[dict]:
     rows = [_line("user", "u0", None, message={"role": "user", "content": "Read the files."})]
     parent = "u0"
     for i in range(calls):
-        message = {"model": MODEL, "id": f"msg_{i}", "type": "message", "role": "assistant", "stop_reason": "tool_use",
-                   "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"/{i}.py"}}],
-                   "usage": {"input_tokens": 3, "cache_creation_input_tokens": 10, "cache_read_input_tokens": 100 + i,
-                             "output_tokens": 5}}
+        message = {
+            "model": MODEL,
+            "id": f"msg_{i}",
+            "type": "message",
+            "role": "assistant",
+            "stop_reason": "tool_use",
+            "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"/{i}.py"}}],
+            "usage": {
+                "input_tokens": 3,
+                "cache_creation_input_tokens": 10,
+                "cache_read_input_tokens": 100 + i,
+                "output_tokens": 5,
+            },
+        }
         rows.append(_line("assistant", f"a{i}", parent, message=message, requestId=f"req_{i}"))
         result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"text of {i}.py"}
         rows.append(_line("user", f"r{i}", f"a{i}", message={"role": "user", "content": [result]}))
@@ -96,7 +126,6 @@ def test_parts_are_frozen_dataclasses_with_the_assistant_message_of_before():
     call = {"id": "t1", "type": "function", "function": {"name": "Read", "arguments": "{}"}}
     parts = (Text("a"), Thinking("hmm"), ToolUse(call), Text("b"))
     message = assistant(parts)
-    assert message == {"role": "assistant", "content": "a\nb", "reasoning_content": "hmm",
-                       "tool_calls": [call]}
+    assert message == {"role": "assistant", "content": "a\nb", "reasoning_content": "hmm", "tool_calls": [call]}
     with pytest.raises(AttributeError):
         ToolResult("t1", "x").text = "y"  # type: ignore[misc]

@@ -11,8 +11,9 @@ from tokprof.errors import ModelError
 from tokprof.models import resolve_model
 
 
-@pytest.mark.parametrize("hub_id,embedded", [("Qwen/Qwen2.5-7B-Instruct", "qwen2.5"),
-                                             ("meta-llama/Llama-3.1-8B-Instruct", "llama3.1")])
+@pytest.mark.parametrize(
+    "hub_id,embedded", [("Qwen/Qwen2.5-7B-Instruct", "qwen2.5"), ("meta-llama/Llama-3.1-8B-Instruct", "llama3.1")]
+)
 def test_a_hub_id_of_an_embedded_model_needs_no_hub(hub_id, embedded, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr("tokprof.models.local.load_hub", lambda name: pytest.fail("the Hub was tried"))
@@ -34,8 +35,18 @@ def test_an_unknown_closed_model_points_to_the_proxy():
         resolve_model("claude-banana")
 
 
-@pytest.mark.parametrize("name", ["claude-sonnet-4-5", "anthropic/claude-sonnet-4-5", "gpt-4o", "claude-proxy",
-                                  "us.anthropic.claude-sonnet-4-20250514-v1:0", "anthropic.claude-3-5-sonnet-20240620-v1:0",
-                                  "claude-3-5-sonnet@20240620", "chatgpt-4o-latest"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "claude-sonnet-4-5",
+        "anthropic/claude-sonnet-4-5",
+        "gpt-4o",
+        "claude-proxy",
+        "us.anthropic.claude-sonnet-4-20250514-v1:0",
+        "anthropic.claude-3-5-sonnet-20240620-v1:0",
+        "claude-3-5-sonnet@20240620",
+        "chatgpt-4o-latest",
+    ],
+)
 def test_known_closed_models_are_their_proxies(name):
     assert not resolve_model(name).exact

@@ -28,33 +28,78 @@ from tokprof.trace import Call, Trace
 from tokprof.transforms import fit
 
 TOOLS = [
-    {"type": "function", "function": {
-        "name": "read_file", "description": "Read a file from the repository.",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "Repository path"}},
-                       "required": ["path"]}}},
-    {"type": "function", "function": {
-        "name": "run_tests", "description": "Run the test suite.",
-        "parameters": {"type": "object", "properties": {"pattern": {"type": "string"}, "verbose": {"type": "boolean"}}}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file from the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "Repository path"}},
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "run_tests",
+            "description": "Run the test suite.",
+            "parameters": {
+                "type": "object",
+                "properties": {"pattern": {"type": "string"}, "verbose": {"type": "boolean"}},
+            },
+        },
+    },
 ]
 _CONVERSATION = [
     {"role": "system", "content": "You are a careful coding agent. Answer briefly."},
     {"role": "user", "content": "The tests in tokprof fail since this morning; find out why."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_8f3a1b2c4d5e", "type": "function",
-         "function": {"name": "run_tests", "arguments": "{\"pattern\": \"test_cli\", \"verbose\": true}"}}]},
-    {"role": "tool", "tool_call_id": "call_8f3a1b2c4d5e",
-     "content": "FAILED tests/test_cli.py::test_help - AssertionError: 'qwen3' not in output\n1 failed, 41 passed"},
-    {"role": "assistant", "content": "One failure in the help text. Reading the CLI.", "tool_calls": [
-        {"id": "call_00000000000x", "type": "function",
-         "function": {"name": "read_file", "arguments": "{\"path\": \"tokprof/cli.py\"}"}},
-        {"id": "call_00000000000y", "type": "function",
-         "function": {"name": "read_file", "arguments": "{\"path\": \"tests/test_cli.py\"}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_8f3a1b2c4d5e",
+                "type": "function",
+                "function": {"name": "run_tests", "arguments": '{"pattern": "test_cli", "verbose": true}'},
+            }
+        ],
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "call_8f3a1b2c4d5e",
+        "content": "FAILED tests/test_cli.py::test_help - AssertionError: 'qwen3' not in output\n1 failed, 41 passed",
+    },
+    {
+        "role": "assistant",
+        "content": "One failure in the help text. Reading the CLI.",
+        "tool_calls": [
+            {
+                "id": "call_00000000000x",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "tokprof/cli.py"}'},
+            },
+            {
+                "id": "call_00000000000y",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "tests/test_cli.py"}'},
+            },
+        ],
+    },
     {"role": "tool", "tool_call_id": "call_00000000000x", "content": "def help():\n    return 'models: qwen2.5'\n"},
-    {"role": "tool", "tool_call_id": "call_00000000000y", "content": "def test_help():\n    assert 'qwen3' in help()\n"},
+    {
+        "role": "tool",
+        "tool_call_id": "call_00000000000y",
+        "content": "def test_help():\n    assert 'qwen3' in help()\n",
+    },
     {"role": "assistant", "content": "The help lists only qwen2.5; the test expects qwen3 too. Café, 日本語, ✓."},
     {"role": "user", "content": "Fix it, then run the tests again."},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_zzz", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}]},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "call_zzz", "type": "function", "function": {"name": "run_tests", "arguments": "{}"}}],
+    },
     {"role": "tool", "tool_call_id": "call_zzz", "content": "42 passed"},
 ]
 
@@ -69,8 +114,15 @@ def _sequential(conversation: list[dict]) -> list[dict]:
             for j, call in enumerate(m["tool_calls"]):
                 out.append({**m, "content": m["content"] if j == 0 else None, "tool_calls": [call]})
                 out.append(results[call["id"]])
-        elif not (m["role"] == "tool" and any(m is results.get(c["id"]) for o in conversation
-                                              if len(o.get("tool_calls") or []) > 1 for c in o["tool_calls"])):
+        elif not (
+            m["role"] == "tool"
+            and any(
+                m is results.get(c["id"])
+                for o in conversation
+                if len(o.get("tool_calls") or []) > 1
+                for c in o["tool_calls"]
+            )
+        ):
             out.append(m)
     return out
 
@@ -110,8 +162,11 @@ def profiled(model, calls: list[Call]) -> list:
 def _tokenizer_directory(tmp_path: Path, model, tokenizer) -> Path:
     """A tokenizer directory as a Hub repository holds it: tokenizer.json and tokenizer_config.json."""
     tokenizer.save(str(tmp_path / "tokenizer.json"))
-    config = {"chat_template": model.prompt_format.source, **model.prompt_format.special_tokens,
-              "tokenizer_class": "PreTrainedTokenizerFast"}
+    config = {
+        "chat_template": model.prompt_format.source,
+        **model.prompt_format.special_tokens,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
     (tmp_path / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
     return tmp_path
 
@@ -151,11 +206,15 @@ def test_jinja_families_match_apply_chat_template(name, tmp_path):
         rendered = model.prompt_format.render(messages, call.tools, True, call.day)
         # tokprof pins the date templates print (the call's, else 2025-01-01); transformers prints today's
         pinned = {"date_string": (call.day or DEFAULT_DAY).strftime("%d %b %Y")} if "strftime_now" in source else {}
-        theirs = hf.apply_chat_template(json.loads(json.dumps(messages)), tools=call.tools,
-                                        add_generation_prompt=True, tokenize=False, **pinned)
+        theirs = hf.apply_chat_template(
+            json.loads(json.dumps(messages)), tools=call.tools, add_generation_prompt=True, tokenize=False, **pinned
+        )
         assert rendered == theirs, call.where
-        ids = _ids(hf.apply_chat_template(json.loads(json.dumps(messages)), tools=call.tools,
-                                          add_generation_prompt=True, tokenize=True, **pinned))
+        ids = _ids(
+            hf.apply_chat_template(
+                json.loads(json.dumps(messages)), tools=call.tools, add_generation_prompt=True, tokenize=True, **pinned
+            )
+        )
         assert buckets.total == len(ids), call.where
 
 
@@ -206,7 +265,8 @@ def test_gpt_oss_matches_harmony():
     for call, buckets in zip(calls, profiled(model, calls)):
         messages = model.prompt_format.prepare(call.messages, "harmony")
         reference = harmony_encoding().render_conversation_for_completion(
-            conversation(messages, call.tools, call.day), Role.ASSISTANT)
+            conversation(messages, call.tools, call.day), Role.ASSISTANT
+        )
         text = model.prompt_format.render(messages, call.tools, True, call.day)
         assert text == harmony_encoding().decode_utf8(reference), call.where
         assert model.counter.count(text) == len(reference), call.where
@@ -229,13 +289,18 @@ def _tiny_bpe():
     from tokprof.models.gguf import PRE_TOKENIZERS
 
     tokenizer = Tokenizer(models.BPE())
-    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRE_TOKENIZERS["llama-bpe"]), behavior="isolated", invert=False),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-    ])
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(PRE_TOKENIZERS["llama-bpe"]), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+        ]
+    )
     tokenizer.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=600, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-                                  special_tokens=["<s>", "</s>", "<|start|>", "<|end|>"])
+    trainer = trainers.BpeTrainer(
+        vocab_size=600,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=["<s>", "</s>", "<|start|>", "<|end|>"],
+    )
     corpus = [json.dumps(m, ensure_ascii=False) for m in _CONVERSATION] + [json.dumps(TOOLS)] * 3
     tokenizer.train_from_iterator(corpus, trainer)
     return tokenizer
@@ -277,8 +342,11 @@ def test_gguf_file_matches_apply_chat_template(tmp_path):
     calls = transcript_calls()
     for call, buckets in zip(calls, profiled(model, calls)):
         messages = model.prompt_format.prepare(call.messages, model.prompt_format.shapes[0])
-        ids = _ids(hf.apply_chat_template(json.loads(json.dumps(messages)), tools=call.tools,
-                                          add_generation_prompt=True, tokenize=True))
+        ids = _ids(
+            hf.apply_chat_template(
+                json.loads(json.dumps(messages)), tools=call.tools, add_generation_prompt=True, tokenize=True
+            )
+        )
         assert buckets.total == len(ids), call.where
 
 
@@ -292,10 +360,17 @@ def test_ollama_name_resolves_through_its_manifest(tmp_path, monkeypatch):
     (root / "blobs" / f"sha256-{digest}").write_bytes(blob_data)
     manifest = root / "manifests" / "registry.ollama.ai" / "library" / "tinyllm" / "1b"
     manifest.parent.mkdir(parents=True)
-    manifest.write_text(json.dumps({"schemaVersion": 2, "layers": [
-        {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:" + "0" * 64},
-        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}"},
-    ]}))
+    manifest.write_text(
+        json.dumps(
+            {
+                "schemaVersion": 2,
+                "layers": [
+                    {"mediaType": "application/vnd.ollama.image.template", "digest": "sha256:" + "0" * 64},
+                    {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}"},
+                ],
+            }
+        )
+    )
     monkeypatch.setenv("OLLAMA_MODELS", str(root))
     model = resolve_model("tinyllm:1b")
     assert model.name == "tinyllm:1b" and model.prompt_format.origin == "gguf:" + f"sha256-{digest}"
@@ -307,15 +382,28 @@ def test_ollama_name_resolves_through_its_manifest(tmp_path, monkeypatch):
 
 
 # -- choosing, ids, the docs --------------------------------------------------------------------
-@pytest.mark.parametrize("log_name, expected", [
-    ("meta-llama/Llama-3.3-70B-Instruct", "llama3.3"), ("llama3.1:8b", "llama3.1"),
-    ("Meta-Llama-3.2-3B-Instruct", "llama3.2"), ("mistralai/Mistral-7B-Instruct-v0.3", "mistral"),
-    ("open-mistral-nemo", "mistral-nemo"), ("mistral-large-2411", "mistral-large"),
-    ("mistral-small-latest", "mistral-small"), ("codestral-latest", "codestral"),
-    ("openai/gpt-oss-120b", "gpt-oss"), ("gpt-oss:20b", "gpt-oss"), ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4"),
-    ("deepseek-chat", "deepseek-v4"), ("Qwen/Qwen3.6-27B", "qwen3.6"), ("qwen3.5:9b", "qwen3.5"),
-    ("Qwen/Qwen3-8B", "qwen3"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5"), ("gpt-4o", "openai-proxy"),
-])
+@pytest.mark.parametrize(
+    "log_name, expected",
+    [
+        ("meta-llama/Llama-3.3-70B-Instruct", "llama3.3"),
+        ("llama3.1:8b", "llama3.1"),
+        ("Meta-Llama-3.2-3B-Instruct", "llama3.2"),
+        ("mistralai/Mistral-7B-Instruct-v0.3", "mistral"),
+        ("open-mistral-nemo", "mistral-nemo"),
+        ("mistral-large-2411", "mistral-large"),
+        ("mistral-small-latest", "mistral-small"),
+        ("codestral-latest", "codestral"),
+        ("openai/gpt-oss-120b", "gpt-oss"),
+        ("gpt-oss:20b", "gpt-oss"),
+        ("deepseek-ai/DeepSeek-V4-Flash", "deepseek-v4"),
+        ("deepseek-chat", "deepseek-v4"),
+        ("Qwen/Qwen3.6-27B", "qwen3.6"),
+        ("qwen3.5:9b", "qwen3.5"),
+        ("Qwen/Qwen3-8B", "qwen3"),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5"),
+        ("gpt-4o", "openai-proxy"),
+    ],
+)
 def test_a_log_model_is_chosen_not_stood_in_for(log_name, expected):
     from tokprof.models import auto_model
 
@@ -339,8 +427,11 @@ def test_tool_call_ids_are_mapped_deterministically_with_a_warning():
 
     def trace():
         shared = copy.deepcopy(_CONVERSATION)
-        return Trace(path="t", format="t", calls=[Call(index=0, messages=shared[:4], tools=None),
-                                                  Call(index=1, messages=shared, tools=None)])
+        return Trace(
+            path="t",
+            format="t",
+            calls=[Call(index=0, messages=shared[:4], tools=None), Call(index=1, messages=shared, tools=None)],
+        )
 
     first, second = fit_tool_call_ids(trace()), fit_tool_call_ids(trace())
     ids = [c["id"] for m in first.calls[1].messages for c in m.get("tool_calls") or []]
@@ -361,9 +452,24 @@ def test_a_profile_of_an_openai_log_with_mistral_warns_of_mapped_ids():
         assert sum(row.buckets.values()) == row.total and min(row.buckets.values()) >= 0
 
 
-EMBEDDED = ["llama3.1", "llama3.2", "llama3.3", "mistral", "mistral-nemo", "ministral-8b", "mistral-small",
-            "mistral-large", "mixtral", "codestral", "pixtral", "pixtral-large", "gpt-oss", "deepseek-v4", "qwen3.5",
-            "qwen3.6"]
+EMBEDDED = [
+    "llama3.1",
+    "llama3.2",
+    "llama3.3",
+    "mistral",
+    "mistral-nemo",
+    "ministral-8b",
+    "mistral-small",
+    "mistral-large",
+    "mixtral",
+    "codestral",
+    "pixtral",
+    "pixtral-large",
+    "gpt-oss",
+    "deepseek-v4",
+    "qwen3.5",
+    "qwen3.6",
+]
 
 
 def test_the_docs_table_lists_every_embedded_name_with_its_checksums():
@@ -390,8 +496,13 @@ def test_a_plugin_model_is_found_by_name_only_when_no_shipped_one_has_it(monkeyp
 
     shipped = registry.lookup("qwen2.5")
     assert shipped is not None
-    plugin = registry.ModelSpec("my-model", "a plug-in's model", load=shipped.load, aliases=("qwen2.5",),
-                                serves=lambda name: name.startswith("My"))
+    plugin = registry.ModelSpec(
+        "my-model",
+        "a plug-in's model",
+        load=shipped.load,
+        aliases=("qwen2.5",),
+        serves=lambda name: name.startswith("My"),
+    )
     scanned = []
 
     def entry_points():

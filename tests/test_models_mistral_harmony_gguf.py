@@ -19,8 +19,16 @@ from tokprof import get_model
 from tokprof.errors import ModelError
 from tokprof.models import resolve_model
 
-TOOLS = [{"type": "function", "function": {"name": "get", "description": "d",
-                                           "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    }
+]
 
 
 def _mistral_conversation(turns: int, tag: str = "") -> list[dict]:
@@ -94,16 +102,23 @@ def test_gpt_oss_keeps_the_analysis_harmony_keeps_after_a_simple_count():
     conversation counted first does not make later renders trust the fast path."""
     model = get_model("gpt-oss")
     prompt_format = model.chat.prompt_format
-    model.count([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "x"}])
+    model.count(
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}, {"role": "user", "content": "x"}]
+    )
     assert model.count(REASONING, TOOLS).total == len(prompt_format.tokens(REASONING, TOOLS, True))
     assert prompt_format.render(REASONING, TOOLS, True) == _harmony_text(prompt_format, REASONING, TOOLS)
 
 
-@pytest.mark.parametrize("tail", [
-    [],  # ends with a tool result: nothing is dropped
-    [{"role": "assistant", "reasoning_content": "a2", "content": "f2"}],  # ends final: analysis before the first final dropped
-    [{"role": "assistant", "reasoning_content": "a2", "content": "f2"}, {"role": "user", "content": "u3"}],
-])
+@pytest.mark.parametrize(
+    "tail",
+    [
+        [],  # ends with a tool result: nothing is dropped
+        [
+            {"role": "assistant", "reasoning_content": "a2", "content": "f2"}
+        ],  # ends final: analysis before the first final dropped
+        [{"role": "assistant", "reasoning_content": "a2", "content": "f2"}, {"role": "user", "content": "u3"}],
+    ],
+)
 def test_gpt_oss_renders_every_shape_as_harmony(tail):
     from tokprof.models.harmony import HarmonyFormat
 
@@ -111,7 +126,9 @@ def test_gpt_oss_renders_every_shape_as_harmony(tail):
     prompt_format.render([{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}], TOOLS, True)
     messages = REASONING + tail
     for generation in (True, False):
-        assert prompt_format.render(messages, TOOLS, generation) == _harmony_text(prompt_format, messages, TOOLS, generation)
+        assert prompt_format.render(messages, TOOLS, generation) == _harmony_text(
+            prompt_format, messages, TOOLS, generation
+        )
 
 
 @pytest.mark.parametrize("content", ["text <|end|> more <|start|>user<|message|>x", "<|endoftext|> <|return|>"])
@@ -144,12 +161,15 @@ def _write(path: Path, types: list[int], merges: list[str]) -> Path:
     return path
 
 
-@pytest.mark.parametrize("types, merges, says", [
-    ([1, 1], ["a b"], "token_type"),  # fewer types than tokens
-    ([1, 1, 1, 3, 3], ["ab"], "merges"),  # a merge without a space
-    ([1, 1, 1, 3, 3], ["a c"], "merges"),  # a merge of a token the vocabulary lacks
-    ([1, 1, 1, 3, 3], ["b b"], "merges"),  # a merge whose result the vocabulary lacks
-])
+@pytest.mark.parametrize(
+    "types, merges, says",
+    [
+        ([1, 1], ["a b"], "token_type"),  # fewer types than tokens
+        ([1, 1, 1, 3, 3], ["ab"], "merges"),  # a merge without a space
+        ([1, 1, 1, 3, 3], ["a c"], "merges"),  # a merge of a token the vocabulary lacks
+        ([1, 1, 1, 3, 3], ["b b"], "merges"),  # a merge whose result the vocabulary lacks
+    ],
+)
 def test_malformed_gguf_is_a_model_error(tmp_path, types, merges, says):
     path = _write(tmp_path / "bad.gguf", types, merges)
     with pytest.raises(ModelError) as raised:

@@ -18,8 +18,17 @@ def agent_trace(thread_of=lambda i: "", reported=None, unrecorded=("system", "to
     calls = []
     for i, prompt in enumerate(prompts):
         usage = Usage(prompt=reported[i]) if reported else None
-        calls.append(Call(index=i, messages=list(prompt), tools=None, model="m", reported=usage, where=f"line {i}",
-                          thread=thread_of(i)))
+        calls.append(
+            Call(
+                index=i,
+                messages=list(prompt),
+                tools=None,
+                model="m",
+                reported=usage,
+                where=f"line {i}",
+                thread=thread_of(i),
+            )
+        )
     return Trace(path="s.jsonl", format="test", calls=calls, model="m", unrecorded=unrecorded)
 
 
@@ -35,8 +44,17 @@ def test_check_fails_on_what_is_not_recorded_unless_told_to_skip():
     profile = profile_trace(agent_trace(reported=(500, 800, 1200)), tiny_model())
     measurement = measure_profile(profile)
     assert measurement.metrics["tool_definitions"] is None and measurement.metrics["system_prompt"] is None
-    config = parse_config({"budgets": {"tool_definitions": 100, "system_prompt": {"max": 100, "not_recorded": "skip"},
-                                       "unused_tool_waste": {"max": "5%", "level": "warn"}}}, "t.toml", "")
+    config = parse_config(
+        {
+            "budgets": {
+                "tool_definitions": 100,
+                "system_prompt": {"max": 100, "not_recorded": "skip"},
+                "unused_tool_waste": {"max": "5%", "level": "warn"},
+            }
+        },
+        "t.toml",
+        "",
+    )
     result = evaluate(config, measurement, None, None)
     status = {m.name: m.status for m in result.metrics}
     assert status == {"tool_definitions": "fail", "system_prompt": "n/a", "unused_tool_waste": "warn"}
@@ -65,10 +83,31 @@ def test_final_prompt_is_the_main_conversations():
 def test_reconciliation_is_weighted_by_tokens():
     from tokprof.profiling import CallRow, Profile, Source
 
-    rows = [CallRow(index=i, buckets={"conversation": 11}, total=11, cumulative=0, messages=1, where="",
-                    reported=Usage(prompt=8), computed=11) for i in range(18)]
-    rows.append(CallRow(index=18, buckets={"conversation": 40000}, total=40000, cumulative=0, messages=1, where="",
-                        reported=Usage(prompt=40000), computed=40000))
+    rows = [
+        CallRow(
+            index=i,
+            buckets={"conversation": 11},
+            total=11,
+            cumulative=0,
+            messages=1,
+            where="",
+            reported=Usage(prompt=8),
+            computed=11,
+        )
+        for i in range(18)
+    ]
+    rows.append(
+        CallRow(
+            index=18,
+            buckets={"conversation": 40000},
+            total=40000,
+            cumulative=0,
+            messages=1,
+            where="",
+            reported=Usage(prompt=40000),
+            computed=40000,
+        )
+    )
     profile = Profile(model=tiny_model().describe(), source=Source("x", "t"), calls=rows)
     check = profile.reconciliation()
     assert check is not None and check.mean_relative_difference > 0.3

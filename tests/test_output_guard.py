@@ -74,17 +74,34 @@ def test_the_configured_baseline_in_check(tmp_path, model_dir, capsys):
     assert main([*common, "--update-baseline"]) == 0, capsys.readouterr().err
     assert baseline.exists()
     capsys.readouterr()
-    refused(["check", str(TRANSCRIPT), "--model", str(model_dir), "--config", str(config), "-o", str(baseline)],
-            capsys, baseline)
+    refused(
+        ["check", str(TRANSCRIPT), "--model", str(model_dir), "--config", str(config), "-o", str(baseline)],
+        capsys,
+        baseline,
+    )
 
 
 def test_two_outputs_to_one_file(tmp_path, model_dir, capsys):
     out = tmp_path / "out.html"
     out.write_text("keep")
-    refused(["profile", str(TRANSCRIPT), "--model", str(model_dir), "-o", str(out), "--html", str(out)], capsys, out,
-            "two outputs would be written to the same file")
-    code = main(["profile", str(TRANSCRIPT), "--model", str(model_dir), "-o", str(tmp_path / "a.txt"),
-                 "--html", str(tmp_path / "b.html")])
+    refused(
+        ["profile", str(TRANSCRIPT), "--model", str(model_dir), "-o", str(out), "--html", str(out)],
+        capsys,
+        out,
+        "two outputs would be written to the same file",
+    )
+    code = main(
+        [
+            "profile",
+            str(TRANSCRIPT),
+            "--model",
+            str(model_dir),
+            "-o",
+            str(tmp_path / "a.txt"),
+            "--html",
+            str(tmp_path / "b.html"),
+        ]
+    )
     capsys.readouterr()
     assert code == 0 and (tmp_path / "a.txt").exists() and (tmp_path / "b.html").exists()
 
@@ -96,8 +113,9 @@ def test_a_new_file_beside_the_inputs_is_fine(tmp_path, model_dir, capsys):
     assert code == 0, capsys.readouterr().err
 
 
-@pytest.mark.parametrize("value, says", [("nan%", "finite percentage"), ("inf%", "finite percentage"),
-                                         ("-5%", "must not be negative")])
+@pytest.mark.parametrize(
+    "value, says", [("nan%", "finite percentage"), ("inf%", "finite percentage"), ("-5%", "must not be negative")]
+)
 def test_a_percentage_that_is_not_a_number_is_not_called_negative(value, says):
     from tokprof.config import ConfigError, parse_increase
 
@@ -147,6 +165,11 @@ def test_the_mcp_catalogue_never_replaces_a_configuration_it_read(tmp_path, caps
     server = tmp_path / "server.py"
     server.write_text(SERVER, encoding="utf-8")
     config = tmp_path / "mcp.json"
-    config.write_text('{"mcpServers": {"one": {"command": ' + json.dumps(sys.executable) + ', "args": ['
-                      + json.dumps(str(server)) + ', "1", "0"]}}}')
+    config.write_text(
+        '{"mcpServers": {"one": {"command": '
+        + json.dumps(sys.executable)
+        + ', "args": ['
+        + json.dumps(str(server))
+        + ', "1", "0"]}}}'
+    )
     refused(["mcp", "--file", str(config), "-o", str(config)], capsys, config)

@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
 CC21 = CORPUS / "claude_code_2.1_compacted" / "8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"
 CC20 = CORPUS / "claude_code_medium_full-session-four.jsonl"
-ESTIMATED = (CC21, CC20, CORPUS / "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
-             CORPUS / "pi" / "pi_large-session.jsonl")
+ESTIMATED = (
+    CC21,
+    CC20,
+    CORPUS / "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+    CORPUS / "pi" / "pi_large-session.jsonl",
+)
 
 
 def needs(path: Path) -> Path:
@@ -65,7 +69,9 @@ def test_tools_and_profile_report_the_same_billed_input_or_label_the_difference(
     assert estimate.billed_input == found.computed_billed_input() == 11665153  # the catalogue's (proxy) units
     assert estimate.billed_input_profile == found.summary().billed_input == 16486538
     text = tokprof.render_report(estimate, "table", width=200)
-    assert "(11,665,153 as the proxy counts it; tokprof profile reports 16,486,538, scaled to the reported usage)" in text
+    assert (
+        "(11,665,153 as the proxy counts it; tokprof profile reports 16,486,538, scaled to the reported usage)" in text
+    )
     assert estimate.to_dict()["billed_input_profile"] == 16486538
 
 
@@ -79,14 +85,17 @@ def test_a_subagent_is_named_by_its_agent_id_and_kind_never_by_a_path(tmp_path):
         row.pop("agentId", None)
     inline = cc.read(cc.write_jsonl(tmp_path / "inline.jsonl", rows))
     assert [c.thread for c in inline.calls] == ["", "sidechain s-u1", "sidechain s-u1", ""]
-    session = cc.write_jsonl(tmp_path / f"{cc.SESSION}.jsonl",
-                             cc.main_thread_with_task(cc.progress_copies(cc.subagent_lines())))
+    session = cc.write_jsonl(
+        tmp_path / f"{cc.SESSION}.jsonl", cc.main_thread_with_task(cc.progress_copies(cc.subagent_lines()))
+    )
     rebuilt = tokprof.profile(session)
     assert {c.thread for c in rebuilt.calls} == {None, "a1b2"}
     text = tokprof.render_report(rebuilt, "table", width=200)
     assert "subagent a1b2 (rebuilt from progress lines)" in text and str(tmp_path) not in text.split("\n", 1)[1]
-    subagent = cc.write_jsonl(tmp_path / "f" / cc.SESSION / "subagents" / "agent-c3d4.jsonl",
-                              [{k: v for k, v in row.items() if k != "agentId"} for row in cc.subagent_lines()])
+    subagent = cc.write_jsonl(
+        tmp_path / "f" / cc.SESSION / "subagents" / "agent-c3d4.jsonl",
+        [{k: v for k, v in row.items() if k != "agentId"} for row in cc.subagent_lines()],
+    )
     main = cc.write_jsonl(tmp_path / "f" / f"{cc.SESSION}.jsonl", cc.main_thread_with_task([]))
     assert subagent.exists()
     assert {c.thread for c in cc.read(main).calls} == {"", "c3d4"}

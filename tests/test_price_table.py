@@ -22,10 +22,20 @@ USAGES = [
     {"input_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0},
     {"input_tokens": 1_234, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 56},
     {"input_tokens": 150_001, "cache_read_tokens": 120_000, "cache_write_tokens": 20_000, "output_tokens": 3_001},
-    {"input_tokens": 250_001, "cache_read_tokens": 10_000, "cache_write_tokens": 200_000, "output_tokens": 7,
-     "cache_write_1h_tokens": 150_000},
+    {
+        "input_tokens": 250_001,
+        "cache_read_tokens": 10_000,
+        "cache_write_tokens": 200_000,
+        "output_tokens": 7,
+        "cache_write_1h_tokens": 150_000,
+    },
     {"input_tokens": 1_000_003, "cache_read_tokens": 999_000, "cache_write_tokens": 1_000, "output_tokens": 0},
-    {"input_tokens": 10, "cache_read_tokens": 20, "cache_write_tokens": 0, "output_tokens": 0},  # refused: more read than prompt
+    {
+        "input_tokens": 10,
+        "cache_read_tokens": 20,
+        "cache_write_tokens": 0,
+        "output_tokens": 0,
+    },  # refused: more read than prompt
 ]
 
 
@@ -77,8 +87,17 @@ def test_every_model_genai_prices_has_is_priced_as_genai_prices_prices_it():
     assert written > 1500 and kept > 1500 and checked > 15_000, (written, kept, checked)
 
 
-@pytest.mark.parametrize("name", ["claude-sonnet-4-20250514", "gpt-4o", "gpt-5.1-codex", "anthropic/claude-opus-4-1",
-                                  "gemini-2.5-pro", "deepseek-chat"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "claude-sonnet-4-20250514",
+        "gpt-4o",
+        "gpt-5.1-codex",
+        "anthropic/claude-opus-4-1",
+        "gemini-2.5-pro",
+        "deepseek-chat",
+    ],
+)
 def test_the_models_agents_use_are_in_the_table_with_their_prices(name):
     found = price_table.entry(name)
     assert found is not None
@@ -86,8 +105,17 @@ def test_the_models_agents_use_are_in_the_table_with_their_prices(name):
         assert found.periods is not None, name
 
 
-@pytest.mark.parametrize("name", ["claude-sonnet-4-20250514", "gpt-4o", "gemini-2.5-pro", "deepseek-chat",
-                                  "openai/gpt-4.1-mini", "no-such-model-xyz"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "claude-sonnet-4-20250514",
+        "gpt-4o",
+        "gemini-2.5-pro",
+        "deepseek-chat",
+        "openai/gpt-4.1-mini",
+        "no-such-model-xyz",
+    ],
+)
 @pytest.mark.parametrize("day", [None, date(2025, 3, 1), date(2026, 1, 15)])
 def test_a_call_costs_what_genai_prices_says(name, day):
     tokens = PricedTokens(input=30_000, cache_write_5m=5_000, cache_write_1h=2_000, cache_read=200_000, output=900)

@@ -33,8 +33,13 @@ class Stub(BaseHTTPRequestHandler):
             return
         if "slow" in question:
             time.sleep(1.0)
-        answer = ("I cannot say." if "refuse" in question
-                  else f"The shard is {SHARD}." if SHARD in prompt else "The shard is pay-shard-3.")
+        answer = (
+            "I cannot say."
+            if "refuse" in question
+            else f"The shard is {SHARD}."
+            if SHARD in prompt
+            else "The shard is pay-shard-3."
+        )
         data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}]}).encode()
         self.send_response(200)
         self.send_header("content-type", "application/json")
@@ -75,21 +80,24 @@ def test_scores_tell_a_confident_wrong_answer_from_a_miss():
     assert score("The shard is pay-shard-71.", "pay-shard-7") == "wrong"  # the value whole, not a prefix of another
     assert score("I don't know.", "pay-shard-7") == "miss"
     # a value of one run (a number, a word) has no shape to be confidently wrong in: a miss
-    assert shape_of("7") is None and score("I saw 3 alerts.", "7") == "miss" and score("The value is 17.", "7") == "miss"
+    assert (
+        shape_of("7") is None and score("I saw 3 alerts.", "7") == "miss" and score("The value is 17.", "7") == "miss"
+    )
     assert score("I have no idea.", "Bob") == "miss" and score("It was Bob.", "Bob") == "hit"
 
 
 def test_each_policy_is_probed_and_scored(endpoint, model, trace):
     Stub.bodies.clear()
-    report = tokprof.probe(trace, "Which shard is affected?", SHARD, endpoint, ["window:4", "elide:1"], model,
-                           trials=2)
+    report = tokprof.probe(trace, "Which shard is affected?", SHARD, endpoint, ["window:4", "elide:1"], model, trials=2)
     by = {r.policy: r for r in report.results}
     assert list(by)[0].startswith("control")
     assert by["full"].count("hit") == 2 and by["window:4"].count("wrong") == 2 and by["elide:1"].count("wrong") == 2
     assert by["control (the fact alone)"].count("hit") == 2
     assert all(r.prompt_tokens > 0 for r in report.results)
     assert len(Stub.bodies) == 2 * 4 and all(b["temperature"] == 0.0 and b["stream"] is False for b in Stub.bodies)
-    arguments = [c["function"]["arguments"] for b in Stub.bodies for m in b["messages"] for c in m.get("tool_calls", [])]
+    arguments = [
+        c["function"]["arguments"] for b in Stub.bodies for m in b["messages"] for c in m.get("tool_calls", [])
+    ]
     assert arguments and all(isinstance(a, str) for a in arguments)  # as Chat Completions holds them
 
 
@@ -105,8 +113,17 @@ def test_refusals_errors_and_time_outs_are_answers_not_crashes(endpoint, model, 
 def test_a_dry_run_sends_nothing_and_the_budget_is_checked_first(endpoint, model, trace):
     Stub.bodies.clear()
     said = []
-    report = tokprof.probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], model, trials=3, dry_run=True,
-                           announce=lambda n, tokens: said.append((n, tokens)))
+    report = tokprof.probe(
+        trace,
+        "Which shard?",
+        SHARD,
+        endpoint,
+        ["window:4"],
+        model,
+        trials=3,
+        dry_run=True,
+        announce=lambda n, tokens: said.append((n, tokens)),
+    )
     assert not Stub.bodies and said[0][0] == 9 and all(not r.answers for r in report.results)
     with pytest.raises(tokprof.TokprofError, match="more than the budget of 5"):
         tokprof.probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], model, trials=3, max_requests=5)
@@ -117,12 +134,48 @@ def test_the_cli_says_what_it_sends_and_writes_a_table_or_json(endpoint, tmp_pat
     monkeypatch.setenv("COLUMNS", "120")
     log = tmp_path / "log.json"
     log.write_text(json.dumps({"messages": session()}), encoding="utf-8")
-    assert main(["probe", str(log), "--endpoint", endpoint, "--question", "Which shard?", "--expect", SHARD,
-                 "-p", "window:4", "--model", "qwen2.5"]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                str(log),
+                "--endpoint",
+                endpoint,
+                "--question",
+                "Which shard?",
+                "--expect",
+                SHARD,
+                "-p",
+                "window:4",
+                "--model",
+                "qwen2.5",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert "sending 3 requests" in captured.err and "window:4" in captured.out and "confident wrong" in captured.out
-    assert main(["probe", str(log), "--endpoint", endpoint, "--question", "Which shard?", "--expect", SHARD,
-                 "-p", "window:4", "-f", "json", "--model", "qwen2.5"]) == 0
+    assert (
+        main(
+            [
+                "probe",
+                str(log),
+                "--endpoint",
+                endpoint,
+                "--question",
+                "Which shard?",
+                "--expect",
+                SHARD,
+                "-p",
+                "window:4",
+                "-f",
+                "json",
+                "--model",
+                "qwen2.5",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "probe" and [r["policy"] for r in doc["results"]][1:] == ["full", "window:4"]
     assert doc["results"][2]["wrong"] == 1
@@ -150,7 +203,9 @@ def test_no_control_row_without_the_fact_in_the_log_and_no_pattern_to_expect(end
 def test_the_client_keeps_a_query_and_loopback_means_loopback():
     from tokprof.chat_client import ChatClient, is_loopback
 
-    assert ChatClient("https://h.example/openai/deployments/d?api-version=1").url == \
-        "https://h.example/openai/deployments/d/v1/chat/completions?api-version=1"
+    assert (
+        ChatClient("https://h.example/openai/deployments/d?api-version=1").url
+        == "https://h.example/openai/deployments/d/v1/chat/completions?api-version=1"
+    )
     assert is_loopback("http://127.0.0.1:8080") and is_loopback("http://[::1]:9")
     assert not is_loopback("http://127.attacker.example:8080")

@@ -35,7 +35,21 @@ CORPUS = [
 
 def random_texts(n: int = 60, seed: int = 7) -> list[str]:
     rng = random.Random(seed)
-    pieces = CORPUS + [" ", "\n", "\t", "  ", "'s", "'T", "123", "😀", "你", "<|im_end|>", "é", "e\u0301", "<tool_call>"]
+    pieces = CORPUS + [
+        " ",
+        "\n",
+        "\t",
+        "  ",
+        "'s",
+        "'T",
+        "123",
+        "😀",
+        "你",
+        "<|im_end|>",
+        "é",
+        "e\u0301",
+        "<tool_call>",
+    ]
     return ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 25))) for _ in range(n)]
 
 
@@ -68,10 +82,14 @@ def reference_ids(reference, text: str, added: list[tuple[str, bool]]) -> list[i
 def test_conversion_matches_reference(model_name, reference, request):
     model = request.getfixturevalue({"qwen2.5": "qwen25", "qwen3": "qwen3"}[model_name])
     added = QWEN2_ADDED if model_name == "qwen2.5" else QWEN3_ADDED
-    texts = CORPUS + random_texts() + [
-        "<tool_call>\n{\"name\": \"f\"}\n</tool_call> <|fim_prefix|>x<|fim_suffix|>y<|fim_middle|> <|file_sep|>",
-        "<tool_response>\nok\n</tool_response> <think>\nhmm\n</think>",
-    ]
+    texts = (
+        CORPUS
+        + random_texts()
+        + [
+            '<tool_call>\n{"name": "f"}\n</tool_call> <|fim_prefix|>x<|fim_suffix|>y<|fim_middle|> <|file_sep|>',
+            "<tool_response>\nok\n</tool_response> <think>\nhmm\n</think>",
+        ]
+    )
     from tokprof.models.qwen import qwen_tokenizer
 
     converted, _ = qwen_tokenizer(added)  # the fallback for texts NFC changes

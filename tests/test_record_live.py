@@ -12,38 +12,79 @@ import tokprof
 from tokprof.record.run import call_line, live_line
 from tokprof.record.store import Exchange, record_of
 
-TOOLS = [{"name": "Read", "description": "Read a file from the workspace", "input_schema": {
-    "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
+TOOLS = [
+    {
+        "name": "Read",
+        "description": "Read a file from the workspace",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }
+]
 SYSTEM = "You are a careful coding agent. " * 30
 
 
 def exchange(request: dict, response: dict, status: int = 200, path: str = "/v1/messages") -> dict:
-    return record_of(Exchange(1.0, "POST", "https://api.anthropic.com" + path, {}, json.dumps(request).encode(), 2.0,
-                              status, {"content-type": "application/json"}, json.dumps(response).encode(), False, True))
+    return record_of(
+        Exchange(
+            1.0,
+            "POST",
+            "https://api.anthropic.com" + path,
+            {},
+            json.dumps(request).encode(),
+            2.0,
+            status,
+            {"content-type": "application/json"},
+            json.dumps(response).encode(),
+            False,
+            True,
+        )
+    )
 
 
 def reply(prompt: int, read: int) -> dict:
-    return {"type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "stop_reason": "end_turn",
-            "content": [{"type": "text", "text": "done"}],
-            "usage": {"input_tokens": prompt - read - 100, "cache_creation_input_tokens": 100,
-                      "cache_read_input_tokens": read, "output_tokens": 20}}
+    return {
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "stop_reason": "end_turn",
+        "content": [{"type": "text", "text": "done"}],
+        "usage": {
+            "input_tokens": prompt - read - 100,
+            "cache_creation_input_tokens": 100,
+            "cache_read_input_tokens": read,
+            "output_tokens": 20,
+        },
+    }
 
 
 def main_call(turns: int) -> dict:
     messages: list[dict] = [{"role": "user", "content": "read the config"}]
     for i in range(turns):
-        messages += [{"role": "assistant", "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read",
-                                                        "input": {"path": f"f{i}"}}]},
-                     {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
-                                                   "content": "key = value\n" * 200}]}]
+        messages += [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"path": f"f{i}"}}],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "key = value\n" * 200}],
+            },
+        ]
     return {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": SYSTEM, "tools": TOOLS, "messages": messages}
 
 
 def test_each_call_gets_its_figures(tmp_path):
     live = tokprof.LiveRecording(str(tmp_path / "r.jsonl"))
     first = live.add(exchange(main_call(0), reply(20_000, 0)))
-    side = live.add(exchange({"model": "claude-haiku-4-5", "max_tokens": 10,
-                              "messages": [{"role": "user", "content": "a title for this"}]}, reply(300, 0)))
+    side = live.add(
+        exchange(
+            {
+                "model": "claude-haiku-4-5",
+                "max_tokens": 10,
+                "messages": [{"role": "user", "content": "a title for this"}],
+            },
+            reply(300, 0),
+        )
+    )
     count = live.add(exchange(main_call(1), {"input_tokens": 900}, path="/v1/messages/count_tokens"))
     error = live.add(exchange(main_call(1), {"type": "error", "error": {"type": "overloaded_error"}}, status=529))
     second = live.add(exchange(main_call(1), reply(150_000, 19_000)))

@@ -25,26 +25,50 @@ ANTHROPIC_STREAM = (
 
 
 def test_secret_headers_are_redacted():
-    out = redacted([("Authorization", "Bearer sk-1"), ("x-api-key", "sk-2"), ("Cookie", "a=b"),
-                    ("X-Goog-Api-Key", "k"), ("x-session-token", "t"), ("anthropic-version", "2023-06-01")])
-    assert out == {"authorization": "[redacted]", "x-api-key": "[redacted]", "cookie": "[redacted]",
-                   "x-goog-api-key": "[redacted]", "x-session-token": "[redacted]", "anthropic-version": "2023-06-01"}
+    out = redacted(
+        [
+            ("Authorization", "Bearer sk-1"),
+            ("x-api-key", "sk-2"),
+            ("Cookie", "a=b"),
+            ("X-Goog-Api-Key", "k"),
+            ("x-session-token", "t"),
+            ("anthropic-version", "2023-06-01"),
+        ]
+    )
+    assert out == {
+        "authorization": "[redacted]",
+        "x-api-key": "[redacted]",
+        "cookie": "[redacted]",
+        "x-goog-api-key": "[redacted]",
+        "x-session-token": "[redacted]",
+        "anthropic-version": "2023-06-01",
+    }
 
 
 def test_an_anthropic_stream_rebuilds_with_usage():
     body = rebuild(ANTHROPIC_STREAM)
-    assert body["content"] == [{"type": "text", "text": "Hello"},
-                               {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a"}}]
+    assert body["content"] == [
+        {"type": "text", "text": "Hello"},
+        {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a"}},
+    ]
     assert body["usage"] == {"input_tokens": 12, "cache_read_input_tokens": 30, "output_tokens": 9}
     assert body["stop_reason"] == "tool_use"
 
 
 def test_a_chat_stream_rebuilds_with_usage():
-    chunks = [{"object": "chat.completion.chunk", "id": "c", "model": "gpt-4o",
-               "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}]},
-              {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": " there"},
-                                                               "finish_reason": "stop"}]},
-              {"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}}]
+    chunks = [
+        {
+            "object": "chat.completion.chunk",
+            "id": "c",
+            "model": "gpt-4o",
+            "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hi"}}],
+        },
+        {
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": " there"}, "finish_reason": "stop"}],
+        },
+        {"object": "chat.completion.chunk", "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2}},
+    ]
     text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
     body = rebuild(text)
     assert body["choices"][0]["message"]["content"] == "Hi there"
@@ -53,14 +77,29 @@ def test_a_chat_stream_rebuilds_with_usage():
 
 def test_a_recording_is_private_and_reads_as_a_capture(tmp_path):
     recording = Recording(str(tmp_path / "rec"), "/usr/bin/claude")
-    request = {"model": "claude-sonnet-4-5", "max_tokens": 10, "stream": True, "system": "Be brief.",
-               "tools": [{"name": "mcp__git__status", "description": "git status", "input_schema": {"type": "object"}}],
-               "messages": [{"role": "user", "content": "hi"}]}
-    recording.append(Exchange(
-        started=1.0, method="POST", url="https://u:p@api.anthropic.com/v1/messages?api_key=s&beta=true",
-        request_headers=redacted([("x-api-key", "sk-secret")]), request_body=json.dumps(request).encode(),
-        finished=2.0, status=200, response_headers={"content-type": "text/event-stream"},
-        response_body=ANTHROPIC_STREAM.encode(), stream=True, complete=True))
+    request = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "stream": True,
+        "system": "Be brief.",
+        "tools": [{"name": "mcp__git__status", "description": "git status", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    recording.append(
+        Exchange(
+            started=1.0,
+            method="POST",
+            url="https://u:p@api.anthropic.com/v1/messages?api_key=s&beta=true",
+            request_headers=redacted([("x-api-key", "sk-secret")]),
+            request_body=json.dumps(request).encode(),
+            finished=2.0,
+            status=200,
+            response_headers={"content-type": "text/event-stream"},
+            response_body=ANTHROPIC_STREAM.encode(),
+            stream=True,
+            complete=True,
+        )
+    )
     recording.close()
     assert stat.S_IMODE(os.stat(recording.path).st_mode) == 0o600
     assert os.path.basename(recording.path).endswith("-claude.jsonl")
@@ -68,18 +107,41 @@ def test_a_recording_is_private_and_reads_as_a_capture(tmp_path):
     assert "sk-secret" not in text and "u:p@" not in text and "api_key=s" not in text
     trace = tokprof.read_log(recording.path)
     assert len(trace.calls) == 1 and trace.calls[0].reported.prompt == 42
-    assert [t["function"]["name"] if "function" in t else t["name"] for t in trace.calls[0].tools] == ["mcp__git__status"]
+    assert [t["function"]["name"] if "function" in t else t["name"] for t in trace.calls[0].tools] == [
+        "mcp__git__status"
+    ]
 
 
 def test_a_recording_profiles_as_the_same_requests_given_as_a_capture(tmp_path):
-    request = {"model": "claude-sonnet-4-5", "max_tokens": 10, "system": "Be brief.",
-               "tools": [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object"}}],
-               "messages": [{"role": "user", "content": "read a.txt"}]}
-    reply = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
-             "usage": {"input_tokens": 40, "output_tokens": 1}}
+    request = {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 10,
+        "system": "Be brief.",
+        "tools": [{"name": "Read", "description": "Read a file", "input_schema": {"type": "object"}}],
+        "messages": [{"role": "user", "content": "read a.txt"}],
+    }
+    reply = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {"input_tokens": 40, "output_tokens": 1},
+    }
     recording = Recording(str(tmp_path / "rec"), "agent")
-    recording.append(Exchange(1.0, "POST", "https://api.anthropic.com/v1/messages", {}, json.dumps(request).encode(),
-                              2.0, 200, {}, json.dumps(reply).encode(), False, True))
+    recording.append(
+        Exchange(
+            1.0,
+            "POST",
+            "https://api.anthropic.com/v1/messages",
+            {},
+            json.dumps(request).encode(),
+            2.0,
+            200,
+            {},
+            json.dumps(reply).encode(),
+            False,
+            True,
+        )
+    )
     recording.close()
     pairs = tmp_path / "pairs.jsonl"
     pairs.write_text(json.dumps({"request": request, "response": reply}) + "\n")

@@ -112,14 +112,24 @@ def assert_agree(model, path):
         for attributor in both:
             got = attributor.attribute(call)
             assert (got.as_dict(), got.warnings, got.spans) == (want.as_dict(), want.warnings, want.spans), (
-                call.where, attributor.incremental)
+                call.where,
+                attributor.incremental,
+            )
     return trace
 
 
 @pytest.mark.parametrize(
     "template",
     [CHATML, REWRITING, COUNTING, GENERATION_INSIDE, HERMES, TRIMMING, TOOLS_EVERYWHERE],
-    ids=["chatml", "rewriting", "counting", "generation-inside", "hermes", "trimming-string-arguments", "tools-everywhere"],
+    ids=[
+        "chatml",
+        "rewriting",
+        "counting",
+        "generation-inside",
+        "hermes",
+        "trimming-string-arguments",
+        "tools-everywhere",
+    ],
 )
 @pytest.mark.parametrize("form", ["transcript", "records"])
 def test_tiny_templates(template, form, tmp_path):
@@ -136,7 +146,9 @@ def test_template_forms(qwen25, qwen3):
     assert ChatTemplate(CHATML, "t").tools_head(True)
     assert not ChatTemplate(TOOLS_EVERYWHERE, "t").tools_head(True)
     assert not ChatTemplate(GENERATION_INSIDE, "t").generation_is_suffix(True)
-    assert not ChatTemplate("{% if add_generation_prompt %}{{ messages | length }}{% endif %}", "t").generation_is_suffix(True)
+    assert not ChatTemplate(
+        "{% if add_generation_prompt %}{{ messages | length }}{% endif %}", "t"
+    ).generation_is_suffix(True)
 
 
 def test_rewriting_template_really_rewrites(tmp_path):
@@ -144,7 +156,12 @@ def test_rewriting_template_really_rewrites(tmp_path):
     model = tiny_model(REWRITING)
     trace = read_trace(str(write_session(tmp_path)))
 
-    renders = [model.prompt_format.render(model.prompt_format.prepare(c.messages, model.prompt_format.shapes[0]), c.tools, False) for c in trace.calls]
+    renders = [
+        model.prompt_format.render(
+            model.prompt_format.prepare(c.messages, model.prompt_format.shapes[0]), c.tools, False
+        )
+        for c in trace.calls
+    ]
     assert any(not later.startswith(earlier) for earlier, later in zip(renders, renders[1:]))
 
 

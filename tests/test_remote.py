@@ -24,9 +24,13 @@ def s3(monkeypatch):
     server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                       "AWS_DEFAULT_REGION": "us-east-1", "FSSPEC_S3_ENDPOINT_URL": endpoint,
-                       "AWS_ENDPOINT_URL": endpoint}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,
+        "AWS_ENDPOINT_URL": endpoint,
+    }.items():
         monkeypatch.setenv(key, value)
     import fsspec.config
 
@@ -51,7 +55,8 @@ def test_s3_prefix_equals_the_local_folder(tmp_path, model_dir, capsys, s3):
     assert code == 0, err
     a, b = json.loads(local), json.loads(remote)
     assert [(r["session"], r["path"], r["billed_input"]) for r in a["sessions"]] == [
-        (r["session"], r["path"], r["billed_input"]) for r in b["sessions"]]
+        (r["session"], r["path"], r["billed_input"]) for r in b["sessions"]
+    ]
     assert a["totals"] == b["totals"]
     code, via_file, err = run(["profile", f"file://{logs}/", *args], capsys)
     assert code == 0, err

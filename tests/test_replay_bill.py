@@ -23,15 +23,30 @@ SONNET = "claude-sonnet-4-5"  # Anthropic's rules, a minimum of 1,024 tokens to 
 
 
 def usage(prompt: int, read: int, write: int, output: int, long: bool = False) -> Usage:
-    return Usage(prompt=prompt, cache_read=read, cache_write=write, output=output,
-                 cache_write_5m=0 if long else write, cache_write_1h=write if long else 0)
+    return Usage(
+        prompt=prompt,
+        cache_read=read,
+        cache_write=write,
+        output=output,
+        cache_write_5m=0 if long else write,
+        cache_write_1h=write if long else 0,
+    )
 
 
 def log(usages: list[Usage], minutes: list[float], models: list[str] | None = None) -> list[Call]:
     models = models or [SONNET] * len(usages)
-    return [Call(index=i, messages=[{"role": "user", "content": f"turn {i}"}], tools=None, model=models[i], reported=u,
-                 time=T0 + timedelta(minutes=m), where=f"line {i}")
-            for i, (u, m) in enumerate(zip(usages, minutes))]
+    return [
+        Call(
+            index=i,
+            messages=[{"role": "user", "content": f"turn {i}"}],
+            tools=None,
+            model=models[i],
+            reported=u,
+            time=T0 + timedelta(minutes=m),
+            where=f"line {i}",
+        )
+        for i, (u, m) in enumerate(zip(usages, minutes))
+    ]
 
 
 def replay(calls: list[Call], changed: dict[int, tuple[int, int]]) -> tuple[Trace, list[Replayed]]:
@@ -40,8 +55,17 @@ def replay(calls: list[Call], changed: dict[int, tuple[int, int]]) -> tuple[Trac
     for call in calls:
         if call.index in changed:
             total, shared = changed[call.index]
-            out.append(Call(index=call.index, messages=[{"role": "user", "content": "cut"}], tools=None, model=call.model,
-                            reported=None, time=call.time, where=call.where))
+            out.append(
+                Call(
+                    index=call.index,
+                    messages=[{"role": "user", "content": "cut"}],
+                    tools=None,
+                    model=call.model,
+                    reported=None,
+                    time=call.time,
+                    where=call.where,
+                )
+            )
             counted.append(Replayed(total=total, shared=shared, changed=True))
         else:
             out.append(call)
@@ -54,8 +78,11 @@ def dollars(u: Usage) -> float:
 
 
 def three_calls(long: bool = False, minutes=(0, 1, 2), models=None) -> list[Call]:
-    return log([usage(2000, 0, 2000, 50, long), usage(3000, 2000, 1000, 60, long), usage(4000, 3000, 1000, 70, long)],
-               list(minutes), models)
+    return log(
+        [usage(2000, 0, 2000, 50, long), usage(3000, 2000, 1000, 60, long), usage(4000, 3000, 1000, 70, long)],
+        list(minutes),
+        models,
+    )
 
 
 def test_five_minute_writes():
@@ -63,8 +90,12 @@ def test_five_minute_writes():
     trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
     bill = billed_usage(trace, counted, calls)
     assert 0 not in bill  # kept as logged: its reported usage
-    assert bill[1] == Usage(prompt=2800, cache_read=2000, cache_write=800, output=60, cache_write_5m=800, cache_write_1h=0)
-    assert bill[2] == Usage(prompt=3700, cache_read=2800, cache_write=900, output=70, cache_write_5m=900, cache_write_1h=0)
+    assert bill[1] == Usage(
+        prompt=2800, cache_read=2000, cache_write=800, output=60, cache_write_5m=800, cache_write_1h=0
+    )
+    assert bill[2] == Usage(
+        prompt=3700, cache_read=2800, cache_write=900, output=70, cache_write_5m=900, cache_write_1h=0
+    )
     # 2,000 read at 0.3 + 800 written at 3.75 + 60 out at 15; 2,800 x 0.3 + 900 x 3.75 + 70 x 15
     assert dollars(bill[1]) == pytest.approx(0.0045) and dollars(bill[2]) == pytest.approx(0.005265)
 
@@ -90,7 +121,9 @@ def test_an_idle_gap_is_a_write():
     trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
     bill = billed_usage(trace, counted, calls)
     assert bill[1].cache_read == 2000
-    assert bill[2] == Usage(prompt=3700, cache_read=0, cache_write=3700, output=70, cache_write_5m=3700, cache_write_1h=0)
+    assert bill[2] == Usage(
+        prompt=3700, cache_read=0, cache_write=3700, output=70, cache_write_5m=3700, cache_write_1h=0
+    )
     assert dollars(bill[2]) == pytest.approx((3700 * 3.75 + 70 * 15) / 1e6)
     # by the rules, for a call whose usage the log does not report
     for long, minutes, read in ((False, 11, 0), (False, 4, 2800), (True, 40, 2800), (True, 70, 0)):
@@ -109,8 +142,11 @@ def test_a_part_the_log_read_past_the_lifetime_is_read():
 
 
 def test_a_model_switch_reads_nothing():
-    calls = log([usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 0, 4000, 70)], [0, 1, 2],
-                [SONNET, SONNET, "claude-opus-4-1"])
+    calls = log(
+        [usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 0, 4000, 70)],
+        [0, 1, 2],
+        [SONNET, SONNET, "claude-opus-4-1"],
+    )
     trace, counted = replay(calls, {1: (2800, 2000), 2: (3700, 2800)})
     bill = billed_usage(trace, counted, calls)
     assert bill[2].cache_read == 0 and bill[2].cache_write == 3700
@@ -136,13 +172,17 @@ def test_the_read_is_at_most_what_the_previous_call_cached():
 def test_a_log_with_no_caching_is_billed_uncached():
     calls = log([Usage(prompt=2000, output=5), Usage(prompt=3000, output=6)], [0, 1])
     trace, counted = replay(calls, {1: (2900, 2000)})
-    assert billed_usage(trace, counted, calls)[1] == Usage(prompt=2900, cache_read=0, cache_write=0, output=6,
-                                                           cache_write_5m=0, cache_write_1h=0)
+    assert billed_usage(trace, counted, calls)[1] == Usage(
+        prompt=2900, cache_read=0, cache_write=0, output=6, cache_write_5m=0, cache_write_1h=0
+    )
 
 
 def test_openai_reads_in_steps_and_writes_nothing():
-    calls = log([Usage(prompt=3000, cache_read=0, output=5), Usage(prompt=4000, cache_read=2944, output=6)], [0, 1],
-                ["gpt-4o", "gpt-4o"])
+    calls = log(
+        [Usage(prompt=3000, cache_read=0, output=5), Usage(prompt=4000, cache_read=2944, output=6)],
+        [0, 1],
+        ["gpt-4o", "gpt-4o"],
+    )
     trace, counted = replay(calls, {1: (3900, 2999)})
     bill = billed_usage(trace, counted, calls)[1]
     assert bill.cache_read == 1024 + (2999 - 1024) // 128 * 128 and bill.cache_write == 0
@@ -158,13 +198,23 @@ def test_a_prompt_equal_to_the_logs_keeps_its_usage():
 
 def test_a_summarising_call_bills_its_summary():
     calls = three_calls()
-    summary = AddedCall(index=2, messages=[{"role": "user", "content": "summarise"}], tools=None, model=SONNET, time=calls[2].time)
-    after = Call(index=2, messages=[{"role": "user", "content": "summary"}], tools=None, model=SONNET, time=calls[2].time)
+    summary = AddedCall(
+        index=2, messages=[{"role": "user", "content": "summarise"}], tools=None, model=SONNET, time=calls[2].time
+    )
+    after = Call(
+        index=2, messages=[{"role": "user", "content": "summary"}], tools=None, model=SONNET, time=calls[2].time
+    )
     trace = Trace(path="t.json", format="test", calls=[calls[0], calls[1], summary, after])
-    counted = [Replayed(2000, 0, False), Replayed(3000, 2000, False), Replayed(3050, 3000, True, output=500),
-               Replayed(2600, 1500, True)]
+    counted = [
+        Replayed(2000, 0, False),
+        Replayed(3000, 2000, False),
+        Replayed(3050, 3000, True, output=500),
+        Replayed(2600, 1500, True),
+    ]
     bill = billed_usage(trace, counted, calls)
-    assert bill[2] == Usage(prompt=3050, cache_read=3000, cache_write=50, output=500, cache_write_5m=50, cache_write_1h=0)
+    assert bill[2] == Usage(
+        prompt=3050, cache_read=3000, cache_write=50, output=500, cache_write_5m=50, cache_write_1h=0
+    )
     assert bill[3].cache_read == 1500 and bill[3].cache_write == 1100 and bill[3].output == 70
 
 
@@ -184,8 +234,11 @@ LOGS = corpus_logs()
 CLAUDE = [p for p in LOGS if p.name.startswith("claude_code") or p.parent.name.startswith("claude_code")]
 
 
-@pytest.mark.parametrize("log", LOGS or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
-                         ids=[p.name[:40] for p in LOGS] or ["absent"])
+@pytest.mark.parametrize(
+    "log",
+    LOGS or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
+    ids=[p.name[:40] for p in LOGS] or ["absent"],
+)
 def test_a_policy_that_changes_nothing_costs_what_the_profile_does(log):
     import tokprof
     from tokprof.errors import InputError
@@ -203,16 +256,23 @@ def test_a_policy_that_changes_nothing_costs_what_the_profile_does(log):
         assert result.cost == full.cost and result.cost_saving in (0.0, None) and result.cost_parts == full.cost_parts
 
 
-@pytest.mark.parametrize("log", CLAUDE or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
-                         ids=[p.name[:40] for p in CLAUDE] or ["absent"])
+@pytest.mark.parametrize(
+    "log",
+    CLAUDE or [pytest.param(None, marks=pytest.mark.skip(reason="the shared corpus is absent"))],
+    ids=[p.name[:40] for p in CLAUDE] or ["absent"],
+)
 def test_removing_a_few_tokens_changes_the_cost_by_about_their_share(log):
     """A cap just under the longest tool result (66 characters cut, a note added) changes a few tokens
     of a real Claude Code session: its cost changes by about their share, not by the cache's discount."""
     import tokprof
 
     trace = tokprof.read_log(log)
-    longest = max(len(m["content"]) for c in trace.calls for m in c.messages
-                  if m["role"] == "tool" and isinstance(m.get("content"), str))
+    longest = max(
+        len(m["content"])
+        for c in trace.calls
+        for m in c.messages
+        if m["role"] == "tool" and isinstance(m.get("content"), str)
+    )
     full, cap = tokprof.whatif(log, [f"cap:{longest - 66}"]).policies
     assert cap.changed_calls > 0 and abs(cap.saving_share) < 0.001
     assert abs(cap.cost_saving / full.cost - cap.saving_share) < 0.001

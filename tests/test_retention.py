@@ -31,13 +31,22 @@ def tiny():
 def session() -> list[dict]:
     """A standing rule in the first user message, a fact named once in a tool result of turn 2, then
     turns that do not repeat either."""
-    messages: list[dict] = [{"role": "system", "content": "You are a test bot ."},
-                            {"role": "user", "content": "Always page the on-call before a rollback . define cat"}]
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a test bot ."},
+        {"role": "user", "content": "Always page the on-call before a rollback . define cat"},
+    ]
     for turn in range(6):
         if turn:
             messages.append({"role": "user", "content": f"define cat {turn}"})
-        messages.append({"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"c{turn}", "type": "function", "function": {"name": "lookup", "arguments": {"word": "cat"}}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": f"c{turn}", "type": "function", "function": {"name": "lookup", "arguments": {"word": "cat"}}}
+                ],
+            }
+        )
         result = f"the affected shard is {SHARD} . " if turn == 2 else ""
         messages.append({"role": "tool", "tool_call_id": f"c{turn}", "content": result + "cat is an animal . " * 6})
         messages.append({"role": "assistant", "content": "A cat is an animal ."})
@@ -85,10 +94,18 @@ def test_a_compaction_summary_carries_a_fact_only_if_it_says_it(tiny):
     messages = session()
     calls = trace_of(messages)
     for summary, kept in (("summary: the shard is pay-shard-7", True), ("summary: cats are animals", False)):
-        compaction = Call(index=0, messages=messages[:-1] + [{"role": "user", "content": "summarise"}],
-                          tools=[WEATHER_TOOL], kind="compaction", response={"role": "assistant", "content": summary})
-        after = Call(index=0, messages=[{"role": "user", "content": summary}, {"role": "user", "content": "go on"}],
-                     tools=[WEATHER_TOOL])
+        compaction = Call(
+            index=0,
+            messages=messages[:-1] + [{"role": "user", "content": "summarise"}],
+            tools=[WEATHER_TOOL],
+            kind="compaction",
+            response={"role": "assistant", "content": summary},
+        )
+        after = Call(
+            index=0,
+            messages=[{"role": "user", "content": summary}, {"role": "user", "content": "go on"}],
+            tools=[WEATHER_TOOL],
+        )
         trace = make_trace(calls + [compaction, after])
         fact = parse_fact(SHARD)
         (result,) = retention(trace, [fact], first_calls(trace, [fact]))
@@ -123,8 +140,24 @@ def test_the_cli_shows_what_each_policy_forgets(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("COLUMNS", "120")
     facts = tmp_path / "facts.txt"
     facts.write_text("# the incident\nr-88419\n", encoding="utf-8")
-    assert main(["whatif", str(SAMPLE), "-p", "window:20", "-p", "elide:2", "--fact", "CheckoutHigh5xxRate",
-                 "--facts", str(facts), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "whatif",
+                str(SAMPLE),
+                "-p",
+                "window:20",
+                "-p",
+                "elide:2",
+                "--fact",
+                "CheckoutHigh5xxRate",
+                "--facts",
+                str(facts),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "facts kept" in out and "2/2 LOST" not in out
     row = next(line for line in out.splitlines() if line.startswith("window:20"))
@@ -157,19 +190,27 @@ def test_the_retention_sample_is_its_generators_output(tmp_path):
 
 
 def test_the_retention_sample_tells_the_seeds_story():
-    facts = [line for line in (ROOT / "samples" / "retention_facts.txt").read_text().splitlines()
-             if line and not line.startswith("#")]
+    facts = [
+        line
+        for line in (ROOT / "samples" / "retention_facts.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     report = tokprof.whatif(RETENTION, ["window:20", "elide:2", "user-verbatim:4"], facts=facts)
     kept = {r.policy: [f.kept_in_final for f in r.facts] for r in report.policies}
-    assert kept == {"full": [True, True], "window:20": [False, False], "elide:2": [True, False],
-                    "user-verbatim:4": [True, False]}
+    assert kept == {
+        "full": [True, True],
+        "window:20": [False, False],
+        "elide:2": [True, False],
+        "user-verbatim:4": [True, False],
+    }
     assert report.policies[0].facts[1].first_call == 33
 
 
 def test_a_fact_only_subagents_carry_says_so(tiny):
     main = trace_of(session())
-    sub = trace_of([{"role": "user", "content": "the secret is zebra-42"}, {"role": "assistant", "content": "ok"}],
-                   thread="sub")
+    sub = trace_of(
+        [{"role": "user", "content": "the secret is zebra-42"}, {"role": "assistant", "content": "ok"}], thread="sub"
+    )
     trace = make_trace(main, sub)
     fact = parse_fact("zebra-42")
     (result,) = retention(trace, [fact], first_calls(trace, [fact]))
@@ -178,8 +219,10 @@ def test_a_fact_only_subagents_carry_says_so(tiny):
 
 def test_suggestions_see_each_user_message_once_however_often_it_is_copied():
     messages = session()
-    calls = [Call(index=i, messages=[dict(m) for m in messages[:n]], tools=None)  # copies, as readers make
-             for i, n in enumerate(range(3, len(messages), 4))]
+    calls = [
+        Call(index=i, messages=[dict(m) for m in messages[:n]], tools=None)  # copies, as readers make
+        for i, n in enumerate(range(3, len(messages), 4))
+    ]
     found = suggest_facts(make_trace(calls))
     assert any(s.startswith("Always page the on-call") for s in found)
     assert len(found) == len(set(found))

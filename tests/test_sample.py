@@ -55,7 +55,9 @@ def test_segment_cache_matches_whole_encode(qwen25, qwen3):
     for model in (qwen25, qwen3):
         counter = HFCounter(model.counter.fallback.tokenizer, "converted")  # the Hugging Face counter
         for call in trace.calls[::7]:
-            text = model.prompt_format.render(model.prompt_format.prepare(call.messages, model.prompt_format.shapes[0]), call.tools, True, call.day)
+            text = model.prompt_format.render(
+                model.prompt_format.prepare(call.messages, model.prompt_format.shapes[0]), call.tools, True, call.day
+            )
             assert counter.segmentable()
             whole = counter._encode_starts(text)
             assert np.array_equal(counter._segmented_starts(text), whole)

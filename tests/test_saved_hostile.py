@@ -21,8 +21,22 @@ COMMANDS = [["profile"], ["profile", "-f", "json"], ["tools"], ["profile", "-f",
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory, fuzz_model_dir):
     path = tmp_path_factory.mktemp("saved") / "run.json"
-    assert main(["profile", str(FIXTURES / "good_transcript.json"), "--model", str(fuzz_model_dir), "-f", "json",
-                 "-o", str(path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                str(FIXTURES / "good_transcript.json"),
+                "--model",
+                str(fuzz_model_dir),
+                "-f",
+                "json",
+                "-o",
+                str(path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return json.loads(path.read_text())
 
 
@@ -30,8 +44,24 @@ def saved(tmp_path_factory, fuzz_model_dir):
 def priced(tmp_path_factory, fuzz_model_dir):
     """A saved profile with every call priced (a cost summary, per-call costs, tool result costs)."""
     path = tmp_path_factory.mktemp("priced") / "run.json"
-    assert main(["profile", str(FIXTURES / "good_transcript.json"), "--model", str(fuzz_model_dir), "-f", "json",
-                 "--price", "1/2/0.1", "-o", str(path), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "profile",
+                str(FIXTURES / "good_transcript.json"),
+                "--model",
+                str(fuzz_model_dir),
+                "-f",
+                "json",
+                "--price",
+                "1/2/0.1",
+                "-o",
+                str(path),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     return json.loads(path.read_text())
 
 
@@ -58,13 +88,19 @@ def run_all(path, capsys, tmp_path) -> list[tuple[int, str, str]]:
     return out
 
 
-@pytest.mark.parametrize("change, says", [
-    (lambda d, text: text[:-1] + ', "extra": ' + "[" * 1000 + "]" * 1000 + "}", "nested too deeply"),
-    (lambda d, text: text.replace('"cumulative": ', '"cumulative": [1], "x": ', 1), "calls[0].cumulative"),
-    (lambda d, text: text.replace('"model": {"name": "', '"model": {"name": "\\ud800', 1), "model.name: a lone surrogate"),
-    (lambda d, text: text.replace('"total": null', '"total": NaN', 1), "NaN is not a number JSON allows"),
-    (lambda d, text: text.replace('"total": null', '"total": Infinity', 1), "Infinity is not a number"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda d, text: text[:-1] + ', "extra": ' + "[" * 1000 + "]" * 1000 + "}", "nested too deeply"),
+        (lambda d, text: text.replace('"cumulative": ', '"cumulative": [1], "x": ', 1), "calls[0].cumulative"),
+        (
+            lambda d, text: text.replace('"model": {"name": "', '"model": {"name": "\\ud800', 1),
+            "model.name: a lone surrogate",
+        ),
+        (lambda d, text: text.replace('"total": null', '"total": NaN', 1), "NaN is not a number JSON allows"),
+        (lambda d, text: text.replace('"total": null', '"total": Infinity', 1), "Infinity is not a number"),
+    ],
+)
 def test_hostile_saved_profile(saved, tmp_path, capsys, change, says):
     text = change(saved, json.dumps(saved))
     assert text != json.dumps(saved)

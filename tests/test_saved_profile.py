@@ -49,15 +49,18 @@ def test_a_damaged_saved_profile_is_one_line(tmp_path, capsys):
     assert code == 2 and err.startswith(f"tokprof: error: {path}: calls[0].buckets: expected") and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("change, said", [
-    (lambda c: c["buckets"].update(system="abc"), "calls[3].buckets.system: expected a whole number of tokens"),
-    (lambda c: c["buckets"].update(system=10**400), "calls[3].buckets.system: expected a whole number of tokens"),
-    (lambda c: c["buckets"].update(system=-5), "calls[3].buckets.system: expected a whole number of tokens"),
-    (lambda c: c["buckets"].update(system=True), "calls[3].buckets.system: expected a whole number of tokens"),
-    (lambda c: c.update(total=12345), "calls[3].total: 12,345 is not the sum of its buckets"),
-    (lambda c: c["buckets"].update({"\x1b[31m[bold]": 0}), "calls[3].buckets: '\\x1b[31m[bold]' is not a bucket"),
-    (lambda c: c.update(messages=None), "calls[3].messages: expected a whole number"),
-])
+@pytest.mark.parametrize(
+    "change, said",
+    [
+        (lambda c: c["buckets"].update(system="abc"), "calls[3].buckets.system: expected a whole number of tokens"),
+        (lambda c: c["buckets"].update(system=10**400), "calls[3].buckets.system: expected a whole number of tokens"),
+        (lambda c: c["buckets"].update(system=-5), "calls[3].buckets.system: expected a whole number of tokens"),
+        (lambda c: c["buckets"].update(system=True), "calls[3].buckets.system: expected a whole number of tokens"),
+        (lambda c: c.update(total=12345), "calls[3].total: 12,345 is not the sum of its buckets"),
+        (lambda c: c["buckets"].update({"\x1b[31m[bold]": 0}), "calls[3].buckets: '\\x1b[31m[bold]' is not a bucket"),
+        (lambda c: c.update(messages=None), "calls[3].messages: expected a whole number"),
+    ],
+)
 @pytest.mark.parametrize("command", ["profile", "check", "report"])
 def test_a_saved_profile_that_breaks_the_rule_is_one_line(change, said, command, tmp_path, capsys):
     """Every report reads a saved profile's buckets: they must be whole numbers, 0 or more, adding up
@@ -69,5 +72,5 @@ def test_a_saved_profile_that_breaks_the_rule_is_one_line(change, said, command,
     saved.write_text(json.dumps(data), encoding="utf-8")
     args = [command, str(saved)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])
     code, out, err = run(args, capsys)
-    assert code == 2 and err == f"tokprof: error: {saved}: {said}" + err[len(f"tokprof: error: {saved}: {said}"):]
+    assert code == 2 and err == f"tokprof: error: {saved}: {said}" + err[len(f"tokprof: error: {saved}: {said}") :]
     assert err.count("\n") == 1 and "\x1b" not in err and not (tmp_path / "r.html").exists()

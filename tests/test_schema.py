@@ -127,8 +127,10 @@ def test_tools_of_the_sample(validators, capsys):
 
 
 def test_tools_of_a_catalogue_alone(validators, capsys):
-    doc = run_json(["tools", "--tools", str(SAMPLES / "tools_anthropic.json"),
-                    "--system", str(SAMPLES / "system_prompt.txt")], capsys)
+    doc = run_json(
+        ["tools", "--tools", str(SAMPLES / "tools_anthropic.json"), "--system", str(SAMPLES / "system_prompt.txt")],
+        capsys,
+    )
     assert_valid(validators, "tools", doc)
     assert doc["source"]["format"] == "tools" and doc["billed_input"] is None
 
@@ -148,19 +150,28 @@ def test_check_of_the_sample(validators, capsys):
 
 def test_check_of_a_catalogue_alone(validators, capsys, monkeypatch, tmp_path):
     # the sample's budgets without its baseline, which measures a log (a catalogue alone is another mode)
-    config = "\n".join(line for line in (SAMPLES / "tokprof.toml").read_text(encoding="utf-8").splitlines()
-                       if not line.startswith("baseline"))
+    config = "\n".join(
+        line
+        for line in (SAMPLES / "tokprof.toml").read_text(encoding="utf-8").splitlines()
+        if not line.startswith("baseline")
+    )
     (tmp_path / "tokprof.toml").write_text(config, encoding="utf-8")
     monkeypatch.chdir(tmp_path)  # the configuration is found from the working directory
-    doc = run_json(["check", "--tools", str(SAMPLES / "tools_anthropic.json"), "--system",
-                    str(SAMPLES / "system_prompt.txt")], capsys)
+    doc = run_json(
+        ["check", "--tools", str(SAMPLES / "tools_anthropic.json"), "--system", str(SAMPLES / "system_prompt.txt")],
+        capsys,
+    )
     assert_valid(validators, "check", doc)
     assert {m["metric"] for m in doc["metrics"] if m["status"] == "n/a"} >= {"first_prompt", "billed_input"}
 
 
 def test_check_that_fails_against_a_changed_baseline(validators, saved, tmp_path, capsys):
     """Tools added, removed and changed against the baseline; a budget over its max; another template."""
-    config = (SAMPLES / "tokprof.toml").read_text(encoding="utf-8").replace("tool_definitions = 3000", "tool_definitions = 2000")
+    config = (
+        (SAMPLES / "tokprof.toml")
+        .read_text(encoding="utf-8")
+        .replace("tool_definitions = 3000", "tool_definitions = 2000")
+    )
     (tmp_path / "tokprof.toml").write_text(config, encoding="utf-8")
     baseline = json.loads((SAMPLES / "tokprof-baseline.json").read_text(encoding="utf-8"))
     baseline["tools"].pop("get_logs")
@@ -194,7 +205,8 @@ CORPUS_LOGS = corpus_logs()
 
 
 @pytest.mark.parametrize(
-    "log", CORPUS_LOGS or [pytest.param(None, marks=pytest.mark.skip(reason=f"the shared corpus is not at {CORPUS}"))],
+    "log",
+    CORPUS_LOGS or [pytest.param(None, marks=pytest.mark.skip(reason=f"the shared corpus is not at {CORPUS}"))],
     ids=[path.name[:40] for path in CORPUS_LOGS] or ["absent"],
 )
 def test_profile_of_every_corpus_log(validators, log, capsys):
@@ -216,8 +228,10 @@ def test_sessions_of_the_compacted_corpus_directory(validators, capsys):
 
 # -- whatif ------------------------------------------------------------------------------------------
 def test_whatif_of_the_sample(validators, capsys):
-    doc = run_json(["whatif", str(SAMPLE), "-p", "compact:30", "-p", "window-tokens:20000",
-                    "-p", "clear-tool-uses:30000:2"], capsys)
+    doc = run_json(
+        ["whatif", str(SAMPLE), "-p", "compact:30", "-p", "window-tokens:20000", "-p", "clear-tool-uses:30000:2"],
+        capsys,
+    )
     assert_valid(validators, "whatif", doc)
     assert [p["policy"] for p in doc["policies"]][:2] == ["full", "compact:30"]
     assert any(c["kind"] == "summary" for c in doc["policies"][1]["per_call"])
@@ -276,11 +290,27 @@ def test_watch_lines_of_a_session_without_usage_and_of_a_recording(validators, t
     from test_record_live import exchange, main_call, reply
 
     session = tmp_path / "s.jsonl"
-    turn = {"type": "user", "sessionId": "s", "uuid": "u0", "parentUuid": None, "timestamp": "2025-10-01T10:00:00Z",
-            "message": {"role": "user", "content": "hello"}}
-    answer = {"type": "assistant", "sessionId": "s", "uuid": "a0", "parentUuid": "u0",
-              "timestamp": "2025-10-01T10:00:01Z", "message": {"id": "m0", "role": "assistant", "model": "unknown-model",
-                                                               "content": [{"type": "text", "text": "hi"}]}}
+    turn = {
+        "type": "user",
+        "sessionId": "s",
+        "uuid": "u0",
+        "parentUuid": None,
+        "timestamp": "2025-10-01T10:00:00Z",
+        "message": {"role": "user", "content": "hello"},
+    }
+    answer = {
+        "type": "assistant",
+        "sessionId": "s",
+        "uuid": "a0",
+        "parentUuid": "u0",
+        "timestamp": "2025-10-01T10:00:01Z",
+        "message": {
+            "id": "m0",
+            "role": "assistant",
+            "model": "unknown-model",
+            "content": [{"type": "text", "text": "hi"}],
+        },
+    }
     session.write_text(json.dumps(turn) + "\n" + json.dumps(answer) + "\n")
     docs = _watch_lines(session, True)
     assert docs and docs[0]["basis"] == "computed" and docs[0]["cost"] is None

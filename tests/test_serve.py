@@ -57,24 +57,60 @@ def post(client, body, route="/v1/count", **kwargs):
 
 def anthropic_conversation(turns: int) -> tuple[list[dict], list[dict]]:
     """An Anthropic Messages conversation: tool_use, tool_result, text, an image (not text: a note)."""
-    tools = [{"name": "lookup", "description": "Look up a word.",
-              "input_schema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]}}]
-    messages: list[dict] = [{"role": "user", "content": [{"type": "text", "text": "Define some animals."},
-                                                         {"type": "image", "source": {"type": "base64", "data": "x"}}]}]
+    tools = [
+        {
+            "name": "lookup",
+            "description": "Look up a word.",
+            "input_schema": {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+        }
+    ]
+    messages: list[dict] = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Define some animals."},
+                {"type": "image", "source": {"type": "base64", "data": "x"}},
+            ],
+        }
+    ]
     for i in range(turns):
-        messages.append({"role": "assistant", "content": [
-            {"type": "text", "text": f"Looking up word {i}."},
-            {"type": "tool_use", "id": f"toolu_{i}", "name": "lookup", "input": {"word": f"animal {i}", "n": i}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"animal {i} is an animal " * (i + 1)}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Looking up word {i}."},
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_{i}",
+                        "name": "lookup",
+                        "input": {"word": f"animal {i}", "n": i},
+                    },
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": f"toolu_{i}",
+                        "content": f"animal {i} is an animal " * (i + 1),
+                    }
+                ],
+            }
+        )
     return messages, tools
 
 
 # -- counts ------------------------------------------------------------------------------------
 def test_counts_equal_the_library(client):
     log = small_transcript()
-    for messages, tools in [(log["messages"][:2], None), (log["messages"][:-1], log["tools"]),
-                            ([{"role": "user", "content": "hello"}], [])]:
+    for messages, tools in [
+        (log["messages"][:2], None),
+        (log["messages"][:-1], log["tools"]),
+        ([{"role": "user", "content": "hello"}], []),
+    ]:
         body = {"model": "qwen2.5", "messages": messages}
         if tools is not None:
             body["tools"] = tools
@@ -114,8 +150,13 @@ def test_the_model_a_request_names(client):
 
 def test_anthropic_count_tokens_equals_the_proxy(client):
     messages, tools = anthropic_conversation(2)
-    body = {"model": "claude-sonnet-4-5", "system": [{"type": "text", "text": "You are terse."}], "tools": tools,
-            "messages": messages, "max_tokens": 1024}
+    body = {
+        "model": "claude-sonnet-4-5",
+        "system": [{"type": "text", "text": "You are terse."}],
+        "tools": tools,
+        "messages": messages,
+        "max_tokens": 1024,
+    }
     answer = post(client, body, "/v1/messages/count_tokens")
     buckets = tokprof.get_model("claude-proxy").count(messages, tools, system=body["system"])
     assert answer["input_tokens"] == buckets.total == answer["total"]
@@ -184,8 +225,11 @@ def test_values_that_compare_equal_but_render_apart_are_not_matched(client):
     """1 == True and {"a", "b"} == {"b", "a"} in Python, but templates write them apart: requests are
     matched to conversations by their JSON text."""
     call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": {"word": "cat", "n": 1}}}
-    first = [{"role": "user", "content": "define cat"}, {"role": "assistant", "content": "", "tool_calls": [call]},
-             {"role": "tool", "tool_call_id": "c1", "content": "cat is an animal"}]
+    first = [
+        {"role": "user", "content": "define cat"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "cat is an animal"},
+    ]
     post(client, {"messages": first, "tools": [WEATHER_TOOL]})
     second = json.loads(json.dumps(first))
     second[1]["tool_calls"][0]["function"]["arguments"] = {"n": True, "word": "cat"}
@@ -209,7 +253,9 @@ def test_models_and_health(client, model_dir):
     names = [m["id"] for m in models["data"]]
     assert {"qwen2.5", "qwen3", "claude-proxy", "openai-proxy"} <= set(names) and models["default"] == "qwen2.5"
     health = client.get("/health").json()
-    assert health["status"] == "ok" and health["version"] == tokprof.__version__ and "qwen2.5" in health["loaded_models"]
+    assert (
+        health["status"] == "ok" and health["version"] == tokprof.__version__ and "qwen2.5" in health["loaded_models"]
+    )
 
     local = TestClient(serve.create_app([str(model_dir)]), base_url=LOCAL)
     listed = {m["id"]: m for m in local.get("/v1/models").json()["data"]}
@@ -229,22 +275,25 @@ def test_a_request_never_makes_the_server_read_a_path(client, model_dir):
 DEEP = {"role": "user", "content": "x", "extra": json.loads("[" * 300 + "]" * 300)}
 
 
-@pytest.mark.parametrize("content, field", [
-    (b"{bad json", None),
-    (b"[1, 2]", None),
-    (b"\xff\xfe", None),
-    (json.dumps({"model": "qwen2.5"}).encode(), "messages"),
-    (json.dumps({"messages": "hello"}).encode(), "messages"),
-    (json.dumps({"messages": [{"role": "usr", "content": "x"}]}).encode(), "messages[0].role"),
-    (json.dumps({"messages": [{"role": "user", "content": 3}]}).encode(), "messages[0].content"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": "all"}).encode(), "tools"),
-    (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": [{"bad": 1}]}).encode(), "tools[0].name"),
-    (json.dumps({"model": 4, "messages": []}).encode(), "model"),
-    (json.dumps({"messages": []}).encode(), "messages"),
-    (json.dumps({"messages": [DEEP]}).encode(), "messages[0]"),
-    (b'{"messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}", "messages[0]"),
-    (b'{"messages": [{"role": "user", "content": "x", "n": ' + b"9" * 5000 + b"}]}", None),
-])
+@pytest.mark.parametrize(
+    "content, field",
+    [
+        (b"{bad json", None),
+        (b"[1, 2]", None),
+        (b"\xff\xfe", None),
+        (json.dumps({"model": "qwen2.5"}).encode(), "messages"),
+        (json.dumps({"messages": "hello"}).encode(), "messages"),
+        (json.dumps({"messages": [{"role": "usr", "content": "x"}]}).encode(), "messages[0].role"),
+        (json.dumps({"messages": [{"role": "user", "content": 3}]}).encode(), "messages[0].content"),
+        (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": "all"}).encode(), "tools"),
+        (json.dumps({"messages": [{"role": "user", "content": "x"}], "tools": [{"bad": 1}]}).encode(), "tools[0].name"),
+        (json.dumps({"model": 4, "messages": []}).encode(), "model"),
+        (json.dumps({"messages": []}).encode(), "messages"),
+        (json.dumps({"messages": [DEEP]}).encode(), "messages[0]"),
+        (b'{"messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}", "messages[0]"),
+        (b'{"messages": [{"role": "user", "content": "x", "n": ' + b"9" * 5000 + b"}]}", None),
+    ],
+)
 def test_bad_bodies_get_400_naming_the_field(client, content, field):
     response = client.post("/v1/count", content=content)
     assert response.status_code == 400, response.text
@@ -254,12 +303,15 @@ def test_bad_bodies_get_400_naming_the_field(client, content, field):
 
 
 def test_bad_anthropic_bodies_name_the_field(client):
-    bad = {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}]}
+    bad = {
+        "model": "claude-sonnet-4-5",
+        "messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "nope", "content": "x"}]}],
+    }
     response = client.post("/v1/messages/count_tokens", json=bad)
     assert response.status_code == 400 and response.json()["error"]["field"] == "messages[0].content[0].tool_use_id"
-    response = client.post("/v1/messages/count_tokens", json={"messages": [{"role": "user", "content": "x"}],
-                                                              "system": 5})
+    response = client.post(
+        "/v1/messages/count_tokens", json={"messages": [{"role": "user", "content": "x"}], "system": 5}
+    )
     assert response.status_code == 400 and response.json()["error"]["field"] == "system"
 
 
@@ -365,8 +417,11 @@ def test_a_slow_count_gets_503_and_its_worker_is_restarted():
     app = serve.create_app(["qwen2.5"], timeout=0.05, workers=1)
     client = TestClient(app, base_url=LOCAL)
     assert post(client, {"messages": [{"role": "user", "content": "hello"}]})["total"] > 0  # the worker started
-    heavy = {"messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20}
-                          for i in range(4000)]}
+    heavy = {
+        "messages": [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20} for i in range(4000)
+        ]
+    }
     response = client.post("/v1/count", json=heavy)
     assert response.status_code == 503 and response.json()["error"]["type"] == "timeout_error"
     assert client.get("/health").json()["workers"]["timeouts"] == 1  # /health answered while it restarts
@@ -422,6 +477,7 @@ def test_concurrent_requests_on_a_socket_give_the_same_answers_and_the_server_st
     expected = [[fresh("qwen2.5", b["messages"], b["tools"]) for b in calls] for calls in conversations]
     running = serve.Running(serve.create_app(["qwen2.5"]))
     with running:
+
         def replay(calls):
             with httpx.Client(base_url=running.url, timeout=60) as http:
                 out = []
@@ -459,8 +515,13 @@ def test_answers_are_not_held_back_by_nagles_algorithm():
 
 def test_the_command_serves_until_interrupted(tmp_path):
     env = dict(os.environ, TOKPROF_SERVE_TOKEN="")
-    process = subprocess.Popen([sys.executable, "-m", "tokprof", "serve", "--port", "0", "--model", "qwen2.5"],
-                               stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "serve", "--port", "0", "--model", "qwen2.5"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         assert process.stderr is not None
         line = process.stderr.readline()
@@ -483,15 +544,29 @@ def test_a_mistral_conversation_extended_with_a_later_result_keeps_the_clients_i
     """Ids mapped for Mistral (9 characters) are mapped on the count's copy: the conversation keeps
     the client's, so a later tool result answering an earlier call matches it, and the mapping's
     warning is there on every answer."""
-    tools = [{"type": "function", "function": {"name": "get", "description": "d",
-                                                 "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get",
+                "description": "d",
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            },
+        }
+    ]
 
     def call(i, q):
         return {"id": i, "type": "function", "function": {"name": "get", "arguments": json.dumps({"q": q})}}
 
-    first = [{"role": "user", "content": "hi"},
-             {"role": "assistant", "content": None, "tool_calls": [call("call_one_123456", "a"), call("call_two_123456", "b")]},
-             {"role": "tool", "tool_call_id": "call_one_123456", "content": "result one"}]
+    first = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("call_one_123456", "a"), call("call_two_123456", "b")],
+        },
+        {"role": "tool", "tool_call_id": "call_one_123456", "content": "result one"},
+    ]
     second = first + [{"role": "tool", "tool_call_id": "call_two_123456", "content": "result two"}]
     for messages in (first, second):
         answer = post(client, {"model": "mistral", "messages": messages, "tools": tools})

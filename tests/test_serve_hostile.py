@@ -18,10 +18,18 @@ def client():
     return TestClient(serve.create_app(["qwen2.5"]), base_url="http://127.0.0.1", raise_server_exceptions=False)
 
 
-@pytest.mark.parametrize("origin, status", [
-    ("http://evil.example", 403), ("null", 403), ("http://localhost.evil.example", 403), ("javascript:alert(1)", 403),
-    ("http://127.0.0.1:8080", 200), ("http://localhost:3000", 200), ("http://[::1]:8000", 200),
-])
+@pytest.mark.parametrize(
+    "origin, status",
+    [
+        ("http://evil.example", 403),
+        ("null", 403),
+        ("http://localhost.evil.example", 403),
+        ("javascript:alert(1)", 403),
+        ("http://127.0.0.1:8080", 200),
+        ("http://localhost:3000", 200),
+        ("http://[::1]:8000", 200),
+    ],
+)
 def test_foreign_origin_is_refused(client, origin, status):
     response = client.post("/v1/count", content=BODY, headers={"origin": origin, "content-type": "application/json"})
     assert response.status_code == status, response.text
@@ -29,21 +37,40 @@ def test_foreign_origin_is_refused(client, origin, status):
         assert response.json()["error"]["type"] == "permission_error"
 
 
-@pytest.mark.parametrize("content_type, status", [
-    ("text/plain", 415), ("application/x-www-form-urlencoded", 415), ("multipart/form-data; boundary=x", 415),
-    ("application/json", 200), ("application/json; charset=utf-8", 200), ("application/vnd.api+json", 200), (None, 200),
-])
+@pytest.mark.parametrize(
+    "content_type, status",
+    [
+        ("text/plain", 415),
+        ("application/x-www-form-urlencoded", 415),
+        ("multipart/form-data; boundary=x", 415),
+        ("application/json", 200),
+        ("application/json; charset=utf-8", 200),
+        ("application/vnd.api+json", 200),
+        (None, 200),
+    ],
+)
 def test_body_must_be_declared_json(client, content_type, status):
     headers = {} if content_type is None else {"content-type": content_type}
     response = client.post("/v1/count", content=BODY, headers=headers)
     assert response.status_code == status, response.text
 
 
-@pytest.mark.parametrize("host, status", [
-    ("localhost:80@evil.example", 403), ("localhost@evil.example", 403), ("evil.example", 403),
-    ("localhost:80 evil.example", 403), ("localhost/x", 403), ("", 403),
-    ("localhost", 200), ("localhost:8080", 200), ("127.0.0.1:1", 200), ("[::1]:80", 200), ("[::1]", 200),
-])
+@pytest.mark.parametrize(
+    "host, status",
+    [
+        ("localhost:80@evil.example", 403),
+        ("localhost@evil.example", 403),
+        ("evil.example", 403),
+        ("localhost:80 evil.example", 403),
+        ("localhost/x", 403),
+        ("", 403),
+        ("localhost", 200),
+        ("localhost:8080", 200),
+        ("127.0.0.1:1", 200),
+        ("[::1]:80", 200),
+        ("[::1]", 200),
+    ],
+)
 def test_host_check(client, host, status):
     response = client.get("/health", headers={"host": host})
     assert response.status_code == status, (host, response.text)

@@ -27,8 +27,14 @@ MESSAGE = {"messages": [{"role": "user", "content": "hello"}]}
 
 def heavy_body(messages: int = 24000) -> bytes:
     """A prompt of many short messages: seconds of counting, a few MB."""
-    return json.dumps({"messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20}
-                                    for i in range(messages)]}).encode()
+    return json.dumps(
+        {
+            "messages": [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} " * 20}
+                for i in range(messages)
+            ]
+        }
+    ).encode()
 
 
 def address(running) -> tuple[str, int]:
@@ -66,8 +72,12 @@ class Posting(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.response = httpx.post(self.url + "/v1/count", content=self.body, timeout=self.timeout,
-                                       headers={"content-type": "application/json"})
+            self.response = httpx.post(
+                self.url + "/v1/count",
+                content=self.body,
+                timeout=self.timeout,
+                headers={"content-type": "application/json"},
+            )
         except httpx.HTTPError as exc:
             self.error = exc
 
@@ -110,14 +120,17 @@ def test_stopping_is_prompt_with_counts_in_flight():
 def _half_sent(running, length: int, sent: int) -> socket.socket:
     """A count request whose body is announced as ``length`` bytes and only ``sent`` of them sent."""
     connection = connect(running)
-    connection.sendall(b"POST /v1/count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                       b"Content-Length: %d\r\n\r\n" % length + b" " * sent)
+    connection.sendall(
+        b"POST /v1/count HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % length + b" " * sent
+    )
     return connection
 
 
 def test_bodies_in_flight_are_bounded_in_bytes_and_number():
-    app = serve.create_app(["qwen2.5"], workers=1, max_body=1_000_000, max_inflight_bytes=2_500_000, max_inflight=3,
-                           read_timeout=30)
+    app = serve.create_app(
+        ["qwen2.5"], workers=1, max_body=1_000_000, max_inflight_bytes=2_500_000, max_inflight=3, read_timeout=30
+    )
     with serve.Running(app) as server:
         with ExitStack() as held:
             for _ in range(2):  # 2 MB announced and held
@@ -181,8 +194,10 @@ def test_slow_and_half_sent_heads_are_closed_and_do_not_starve_health(caplog):
 
 
 def test_idle_connections_cannot_take_every_connection(caplog):
-    with caplog.at_level(logging.INFO), serve.Running(serve.create_app(["qwen2.5"], workers=1,
-                                                                       max_connections=50)) as server:
+    with (
+        caplog.at_level(logging.INFO),
+        serve.Running(serve.create_app(["qwen2.5"], workers=1, max_connections=50)) as server,
+    ):
         with ExitStack() as held:
             idle = [held.enter_context(connect(server)) for _ in range(200)]
             assert until(lambda: len(server.server.config.http.open_connections) <= 50, 20)
@@ -196,12 +211,19 @@ def test_idle_connections_cannot_take_every_connection(caplog):
 def test_1100_idle_connections_under_a_low_descriptor_limit(tmp_path):
     """The command under `ulimit -n 256`: its connections stay under the limit (the longest idle
     closed), /health answers throughout, and its log holds no traceback."""
+
     def low_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
 
     env = dict(os.environ, TOKPROF_SERVE_TOKEN="")
-    process = subprocess.Popen([sys.executable, "-m", "tokprof", "serve", "--port", "0", "--workers", "1"],
-                               stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path, preexec_fn=low_limit)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "serve", "--port", "0", "--workers", "1"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        preexec_fn=low_limit,
+    )
     try:
         assert process.stderr is not None
         line = process.stderr.readline()
@@ -248,22 +270,35 @@ def test_a_lone_surrogate_or_a_bidi_control_in_model_is_400_never_echoed(running
 
 
 def test_control_characters_from_the_body_are_never_raw_in_an_answer_or_a_log_line(running, caplog):
-    bodies = [{"messages": [{"role": "us\u202eer\x1b[31m", "content": "x"}]},
-              {"messages": [{"role": "user", "content": [{"type": "te\u202ext", "text": "x"}]}]},
-              {"messages": [{"role": "user", "content": "x"}], "f\u202eield\x1b": 1},
-              {"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "a\u202eb", "input_schema": {}}]}]
+    bodies = [
+        {"messages": [{"role": "us\u202eer\x1b[31m", "content": "x"}]},
+        {"messages": [{"role": "user", "content": [{"type": "te\u202ext", "text": "x"}]}]},
+        {"messages": [{"role": "user", "content": "x"}], "f\u202eield\x1b": 1},
+        {"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "a\u202eb", "input_schema": {}}]},
+    ]
     with caplog.at_level(logging.INFO, logger="tokprof.serve"):
         for body in bodies:
             for route in (b"/v1/count", b"/v1/messages/count_tokens"):
-                answer = _exchange(running, b"POST " + route + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n",
-                                   json.dumps(body, ensure_ascii=False).encode())
+                answer = _exchange(
+                    running,
+                    b"POST " + route + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                    json.dumps(body, ensure_ascii=False).encode(),
+                )
                 assert answer.startswith((b"HTTP/1.1 200", b"HTTP/1.1 400")), answer[:200]
                 assert "\u202e".encode() not in answer and b"\x1b" not in answer
     assert "\u202e" not in caplog.text and "\x1b" not in caplog.text
 
 
-@pytest.mark.parametrize("host, status", [(b"localhost:80@evil.example", b"403"), (b"localhost@evil.example", b"403"),
-                                          (b"evil.example", b"403"), (b"127.0.0.1:8765", b"200"), (b"[::1]", b"200")])
+@pytest.mark.parametrize(
+    "host, status",
+    [
+        (b"localhost:80@evil.example", b"403"),
+        (b"localhost@evil.example", b"403"),
+        (b"evil.example", b"403"),
+        (b"127.0.0.1:8765", b"200"),
+        (b"[::1]", b"200"),
+    ],
+)
 def test_the_host_check_on_a_socket(running, host, status):
     answer = _exchange(running, b"GET /health HTTP/1.1\r\nHost: " + host + b"\r\n")
     assert answer.startswith(b"HTTP/1.1 " + status), answer[:200]

@@ -12,8 +12,6 @@ from conftest import write_json
 from tokprof.cli import main
 
 
-
-
 def claude_project(root: Path) -> Path:
     project = root / "projects" / "-home-me-app"
     cc.write_jsonl(project / "sess-compacted.jsonl", [dict(row, sessionId="sess-compacted") for row in cc.compacted()])
@@ -27,8 +25,20 @@ def codex_tree(root: Path) -> Path:
     day = root / "sessions" / "2025" / "09" / "25"
     day.mkdir(parents=True)
     count = cx.Counter()
-    cx.write(day, [cx.meta(session="codex-1"), cx.user("fix it"), cx.context(), count(100), cx.call("c1"),
-                   cx.result("c1"), count(150), cx.say("done")], name="rollout-2025-09-25T09-00-00-codex-1.jsonl")
+    cx.write(
+        day,
+        [
+            cx.meta(session="codex-1"),
+            cx.user("fix it"),
+            cx.context(),
+            count(100),
+            cx.call("c1"),
+            cx.result("c1"),
+            count(150),
+            cx.say("done"),
+        ],
+        name="rollout-2025-09-25T09-00-00-codex-1.jsonl",
+    )
     return root / "sessions"
 
 
@@ -44,8 +54,13 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
     assert code == 0
     doc = json.loads(out)
     assert doc["kind"] == "sessions"
-    assert doc["skipped"] == [{"path": str(project / "notes.jsonl"), "error": f"{project / 'notes.jsonl'}: not a "
-                               "Claude Code or Codex session: looks like JSON lines of no format tokprof reads"}]
+    assert doc["skipped"] == [
+        {
+            "path": str(project / "notes.jsonl"),
+            "error": f"{project / 'notes.jsonl'}: not a "
+            "Claude Code or Codex session: looks like JSON lines of no format tokprof reads",
+        }
+    ]
     rows = {row["session"]: row for row in doc["sessions"]}
     assert set(rows) == {"sess-compacted", "sess-simple"}
     assert rows["sess-compacted"]["compactions"] == 1 and rows["sess-compacted"]["calls"] == 3
@@ -66,7 +81,9 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
 
 def test_session_picks_one(tmp_path, model_dir, capsys):
     project = claude_project(tmp_path)
-    code, out, _ = run(["profile", str(project), "--model", str(model_dir), "--session", "simple", "-f", "json"], capsys)
+    code, out, _ = run(
+        ["profile", str(project), "--model", str(model_dir), "--session", "simple", "-f", "json"], capsys
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["source"]["session"] == "sess-simple" and len(doc["calls"]) == 1
@@ -109,7 +126,9 @@ def test_directory_errors(tmp_path, model_dir, capsys):
     project = claude_project(tmp_path)
     code, _, err = run(["profile", str(project), "--model", str(model_dir), "--html", str(tmp_path / "r.html")], capsys)
     assert code == 2 and "--session" in err and not (tmp_path / "r.html").exists()
-    log = write_json(tmp_path / "log.json", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]})
+    log = write_json(
+        tmp_path / "log.json", {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "x"}]}
+    )
     code, _, err = run(["profile", str(log), "--session", "x"], capsys)
     assert code == 2 and "directory" in err
 
@@ -118,8 +137,11 @@ def test_a_session_model_tokprof_does_not_have_is_a_labelled_stand_in(tmp_path, 
     day = tmp_path / "sessions"
     day.mkdir()
     count = cx.Counter()
-    cx.write(day, [cx.meta(session="g-1"), cx.user("fix it"), cx.context(model="grok-4-fast"), count(100),
-                   cx.say("done")], name="rollout-2025-09-25T09-00-00-g-1.jsonl")
+    cx.write(
+        day,
+        [cx.meta(session="g-1"), cx.user("fix it"), cx.context(model="grok-4-fast"), count(100), cx.say("done")],
+        name="rollout-2025-09-25T09-00-00-g-1.jsonl",
+    )
     code, out, _ = run(["profile", str(day), "-f", "json"], capsys)
     row = json.loads(out)["sessions"][0]
     assert code == 0 and row["exact"] is False and "stand-in" in row["estimate"] and row["profiled_with"] == "qwen2.5"
@@ -130,8 +152,12 @@ def test_copies_and_links_are_counted_once(tmp_path, model_dir, capsys):
     project = claude_project(tmp_path)
     (project / "linked.jsonl").symlink_to(project / "sess-simple.jsonl")
     (project / "loop").symlink_to(project, target_is_directory=True)
-    resumed = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
-               cc.user("u2", "a1", "more"), cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn")]
+    resumed = [
+        cc.user("u1", None, "hello"),
+        cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
+        cc.user("u2", "a1", "more"),
+        cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn"),
+    ]
     cc.write_jsonl(project / "sess-resumed.jsonl", [dict(row, sessionId="sess-resumed") for row in resumed])
     code, out, _ = run(["profile", str(project), "--model", str(model_dir), "-f", "json"], capsys)
     doc = json.loads(out)
@@ -154,7 +180,9 @@ def test_odd_lines_never_crash_detection(tmp_path, capsys):
 
 def test_tools_on_a_log_without_tool_definitions_says_so(tmp_path, model_dir, capsys):
     project = claude_project(tmp_path)
-    code, out, _ = run(["tools", str(project / "sess-compacted.jsonl"), "--model", str(model_dir), "-f", "json"], capsys)
+    code, out, _ = run(
+        ["tools", str(project / "sess-compacted.jsonl"), "--model", str(model_dir), "-f", "json"], capsys
+    )
     doc = json.loads(out)
     assert code == 0 and doc["unknown_tool_calls"] == []
     assert [w["code"] for w in doc["warnings"]] == ["tools-unrecorded"] and "Bash" in doc["warnings"][0]["message"]
@@ -177,10 +205,15 @@ def mixed_tree(root: Path) -> Path:
     tree = root / "artifacts"
     (tree / "ci").mkdir(parents=True)
     count = cx.Counter()
-    cx.write(tree / "ci", [cx.meta(session="codex-9"), cx.user("fix it"), cx.context(), count(100), cx.say("done")],
-             name="codex-run.jsonl")  # a rollout not named rollout-*
-    cc.write_jsonl(tree / "claude" / "main.jsonl", [cc.user("u1", None, "hello"),
-                                                      cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")])
+    cx.write(
+        tree / "ci",
+        [cx.meta(session="codex-9"), cx.user("fix it"), cx.context(), count(100), cx.say("done")],
+        name="codex-run.jsonl",
+    )  # a rollout not named rollout-*
+    cc.write_jsonl(
+        tree / "claude" / "main.jsonl",
+        [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn")],
+    )
     cc.write_jsonl(tree / "claude" / "main" / "subagents" / "agent-x.jsonl", cc.subagent_lines())  # read with main
     cs.write_jsonl(tree / "ci" / "claude-output.json", cs.run_lines())  # stream-json saved by a CI job
     write_json(tree / "tools.json", [{"name": "lookup", "input_schema": {"type": "object"}}])
@@ -210,12 +243,13 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
     reasons = {Path(s["path"]).name: s["error"].split(": ", 1)[1] for s in doc["skipped"]}
     not_session = "not a Claude Code or Codex session: "
     assert reasons == {
-        "chat.json": not_session + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
+        "chat.json": not_session
+        + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
         "empty.json": not_session + "the file is empty",
         "report.jsonl": not_session + "looks like plain text",
         "summary.json": not_session + "looks like JSON of no format tokprof reads",
         "tools.json": not_session + f"looks like a tools file (a list of tool definitions): use tokprof tools --tools "
-                                    f"{tree / 'tools.json'}",
+        f"{tree / 'tools.json'}",
     }
     assert all(s["error"].startswith(s["path"] + ": ") for s in doc["skipped"])
     code, out, _ = run(["profile", str(tree), "--model", str(model_dir)], capsys)
@@ -248,17 +282,21 @@ def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
 def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
     from tokprof.formats import discovery
 
-    big = {"environment": "swe_main", "trajectory": [{"action": "ls " * 50, "observation": "x" * 500,
-                                                       "response": "r", "thought": "t"}] * 300,
-           "history": [], "info": {"model_stats": {"tokens_sent": 1}}}
+    big = {
+        "environment": "swe_main",
+        "trajectory": [{"action": "ls " * 50, "observation": "x" * 500, "response": "r", "thought": "t"}] * 300,
+        "history": [],
+        "info": {"model_stats": {"tokens_sent": 1}},
+    }
     path = tmp_path / "run.traj.json"
     path.write_text(json.dumps(big, indent=2))
     assert path.stat().st_size > 64 * 1024
     found = discovery.scan(tmp_path)
     assert found.skipped == [(path, "not a Claude Code or Codex session: looks like an SWE-agent trajectory (.traj)")]
     (tmp_path / "run.traj.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
-    assert discovery.scan(tmp_path).skipped[0][1] == ("not a Claude Code or Codex session: looks like a JSON document "
-                                                      "(only its start was read)")
+    assert discovery.scan(tmp_path).skipped[0][1] == (
+        "not a Claude Code or Codex session: looks like a JSON document (only its start was read)"
+    )
 
 
 def test_no_session_says_what_else_was_found(tmp_path, model_dir, capsys):
@@ -273,11 +311,17 @@ def test_no_session_says_what_else_was_found(tmp_path, model_dir, capsys):
 
 def test_jobs_give_the_same_report(tmp_path, model_dir, capsys):
     project = claude_project(tmp_path)
-    resumed = [cc.user("u1", None, "hello"), cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
-               cc.user("u2", "a1", "more"), cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn")]
+    resumed = [
+        cc.user("u1", None, "hello"),
+        cc.assistant("a1", "u1", "r9", [cc.text("hi")], stop="end_turn"),
+        cc.user("u2", "a1", "more"),
+        cc.assistant("a2", "u2", "r10", [cc.text("ok")], stop="end_turn"),
+    ]
     cc.write_jsonl(project / "sess-resumed.jsonl", [dict(row, sessionId="sess-resumed") for row in resumed])
     (project / "broken.jsonl").write_text('{"type": "user", "sessionId": "x", "message": {"role": "user"}}\n' * 2)
-    outs = [run(["profile", str(project), "--model", str(model_dir), "-f", "json", "--jobs", str(n)], capsys)
-            for n in (1, 2, 3)]
+    outs = [
+        run(["profile", str(project), "--model", str(model_dir), "-f", "json", "--jobs", str(n)], capsys)
+        for n in (1, 2, 3)
+    ]
     assert outs[0][0] == 0 and outs[0] == outs[1] == outs[2]
     assert json.loads(outs[0][1])["totals"]["calls"] == 5  # copies counted once whatever the number of jobs

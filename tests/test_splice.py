@@ -35,8 +35,9 @@ TEMPLATES = ["qwen2.5", "qwen3", "llama3.1", "deepseek-v4", "claude-proxy", "ope
 
 # Each message header carries its index: a window renders other numbers than the whole prompt, which
 # no check in the window can see (the render of the window still extends the render of its context).
-NUMBERED = CHATML.replace("{{- '<|im_start|>' + m.role + '\\n' }}",
-                          "{{- '<|im_start|>' + m.role + ' ' + (loop.index0 | string) + '\\n' }}")
+NUMBERED = CHATML.replace(
+    "{{- '<|im_start|>' + m.role + '\\n' }}", "{{- '<|im_start|>' + m.role + ' ' + (loop.index0 | string) + '\\n' }}"
+)
 # Tool results older than the last two messages are shown as "[old result]".
 REWRITING = (
     "{%- for m in messages %}"

@@ -17,20 +17,49 @@ from tokprof import cli
 from tokprof.cli_startup import _NO, command_named, plain_value
 
 #: Modules no start-up path that does not use them may load.
-HEAVY = ("numpy", "plotly", "jinja2", "pydantic", "pydantic_core", "httpx", "httpx2", "genai_prices", "tiktoken",
-         "tokenizers", "transformers", "rich.markdown", "rich.traceback", "markdown_it", "pygments", "asyncio")
+HEAVY = (
+    "numpy",
+    "plotly",
+    "jinja2",
+    "pydantic",
+    "pydantic_core",
+    "httpx",
+    "httpx2",
+    "genai_prices",
+    "tiktoken",
+    "tokenizers",
+    "transformers",
+    "rich.markdown",
+    "rich.traceback",
+    "markdown_it",
+    "pygments",
+    "asyncio",
+)
 
 
 def loaded(tmp_path, args: list[str] | None, stdin: str = "", code: str | None = None) -> tuple[set[str], str]:
     """The HEAVY modules a fresh process had loaded when it exited, and what it printed."""
-    body = code if code is not None else f"import sys\nsys.argv = ['tokprof', *{args!r}]\nfrom tokprof.launch import entry\nentry()\n"
-    program = ("import atexit, sys\n"
-               f"atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(m for m in {HEAVY!r} if m in sys.modules) + '\\n'))\n"
-               + body)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "xdg"),
-               TOKPROF_CACHE_DIR=str(tmp_path / "cache"), COLUMNS="120")
-    done = subprocess.run([sys.executable, "-c", program], input=stdin, capture_output=True, text=True, env=env,
-                          timeout=120, check=False)
+    body = (
+        code
+        if code is not None
+        else f"import sys\nsys.argv = ['tokprof', *{args!r}]\nfrom tokprof.launch import entry\nentry()\n"
+    )
+    program = (
+        "import atexit, sys\n"
+        f"atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(m for m in {HEAVY!r} if m in sys.modules) + '\\n'))\n"
+        + body
+    )
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        HOME=str(tmp_path / "home"),
+        XDG_CACHE_HOME=str(tmp_path / "xdg"),
+        TOKPROF_CACHE_DIR=str(tmp_path / "cache"),
+        COLUMNS="120",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program], input=stdin, capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     line = [x for x in done.stderr.splitlines() if x.startswith("LOADED")][-1]
     return set(line.split()[1:]), done.stdout
 
@@ -49,11 +78,24 @@ def test_help_and_version_load_nothing_heavy(tmp_path):
 
 def test_statusline_loads_nothing_heavy(tmp_path):
     transcript = tmp_path / "s.jsonl"  # one assistant record as Claude Code writes them (hand-written)
-    transcript.write_text(json.dumps({
-        "type": "assistant", "sessionId": "s", "uuid": "a1", "timestamp": "2026-01-01T00:00:00Z",
-        "message": {"id": "m1", "role": "assistant", "model": "claude-sonnet-4-20250514",
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "assistant",
+                "sessionId": "s",
+                "uuid": "a1",
+                "timestamp": "2026-01-01T00:00:00Z",
+                "message": {
+                    "id": "m1",
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-20250514",
                     "content": [{"type": "text", "text": "hi"}],
-                    "usage": {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 3}}}) + "\n")
+                    "usage": {"input_tokens": 10, "cache_read_input_tokens": 5000, "output_tokens": 3},
+                },
+            }
+        )
+        + "\n"
+    )
     status = json.dumps({"transcript_path": str(transcript)})
     first, out = loaded(tmp_path, ["statusline"], status)  # genai-prices finds the model's window, once
     modules, again = loaded(tmp_path, ["statusline"], status)
@@ -62,15 +104,30 @@ def test_statusline_loads_nothing_heavy(tmp_path):
 
 def test_a_one_call_profile_loads_only_what_it_uses(tmp_path):
     log = tmp_path / "one.json"
-    log.write_text(json.dumps({"model": "claude-sonnet-4-20250514", "messages": [
-        {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}))
+    log.write_text(
+        json.dumps(
+            {
+                "model": "claude-sonnet-4-20250514",
+                "messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}],
+            }
+        )
+    )
     first, out = loaded(tmp_path, ["profile", str(log), "--no-progress", "-m", "qwen2.5"])
     assert "genai_prices" in first  # the first time a log names the model: genai-prices finds it, once
     again, out_again = loaded(tmp_path, ["profile", str(log), "--no-progress", "-m", "qwen2.5"])
     assert out_again == out and "cost" in out
     assert again & {"numpy", "jinja2", "tiktoken"} == {"numpy", "jinja2", "tiktoken"}  # what counting uses
-    assert not again & {"pydantic", "httpx", "httpx2", "genai_prices", "plotly", "rich.markdown", "rich.traceback",
-                        "asyncio", "transformers"}, again
+    assert not again & {
+        "pydantic",
+        "httpx",
+        "httpx2",
+        "genai_prices",
+        "plotly",
+        "rich.markdown",
+        "rich.traceback",
+        "asyncio",
+        "transformers",
+    }, again
 
 
 # -- typer's values without pydantic -------------------------------------------------------------------
@@ -79,15 +136,34 @@ class Info:
         self.min, self.max, self.clamp = low, high, clamp
 
 
-@pytest.mark.parametrize("annotation, value, expected", [
-    (str, "x", "x"), (str, "", ""), (str, 3, _NO), (bool, True, True), (bool, "yes", _NO),
-    (int, "12", 12), (int, "007", 7), (int, 5, 5), (int, "-1", _NO), (int, "1.0", _NO), (int, " 2", _NO),
-    (int, "١٢", _NO), (int, True, _NO), (list[str], ("a", "b"), ["a", "b"]), (list[str], ["a"], ["a"]),
-    (list[str], (1,), _NO), (float, "0.5", _NO),
-])
+@pytest.mark.parametrize(
+    "annotation, value, expected",
+    [
+        (str, "x", "x"),
+        (str, "", ""),
+        (str, 3, _NO),
+        (bool, True, True),
+        (bool, "yes", _NO),
+        (int, "12", 12),
+        (int, "007", 7),
+        (int, 5, 5),
+        (int, "-1", _NO),
+        (int, "1.0", _NO),
+        (int, " 2", _NO),
+        (int, "١٢", _NO),
+        (int, True, _NO),
+        (list[str], ("a", "b"), ["a", "b"]),
+        (list[str], ["a"], ["a"]),
+        (list[str], (1,), _NO),
+        (float, "0.5", _NO),
+    ],
+)
 def test_plain_values_are_taken_as_typers_adapter_takes_them(annotation, value, expected):
-    assert plain_value(annotation, Info(), value) == expected if expected is not _NO else plain_value(
-        annotation, Info(), value) is _NO
+    assert (
+        plain_value(annotation, Info(), value) == expected
+        if expected is not _NO
+        else plain_value(annotation, Info(), value) is _NO
+    )
 
 
 def test_a_number_out_of_range_goes_to_typers_adapter():
@@ -139,19 +215,42 @@ def test_the_whole_command_line_is_built_for_help_typos_and_options():
 # -- leaving without the teardown ------------------------------------------------------------------------
 def test_a_command_leaves_with_its_code_its_output_and_the_exit_handlers_run(tmp_path):
     log = tmp_path / "one.json"
-    log.write_text(json.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]}))
-    code = ("import atexit, sys\n"
-            "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
-            "sys.argv = ['tokprof', *sys.argv[1:]]\n"
-            "from tokprof.launch import entry\nentry()\n")
+    log.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]})
+    )
+    code = (
+        "import atexit, sys\n"
+        "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
+        "sys.argv = ['tokprof', *sys.argv[1:]]\n"
+        "from tokprof.launch import entry\nentry()\n"
+    )
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120")
-    done = subprocess.run([sys.executable, "-c", code, "profile", str(log), "-m", "qwen2.5", "-f", "json"],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, "profile", str(log), "-m", "qwen2.5", "-f", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0 and json.loads(done.stdout)["kind"] == "profile"
     assert "handler ran" in done.stderr
-    bad = subprocess.run([sys.executable, "-c", code, "profile", str(tmp_path / "missing.json")],
-                         capture_output=True, text=True, env=env, timeout=120, check=False)
+    bad = subprocess.run(
+        [sys.executable, "-c", code, "profile", str(tmp_path / "missing.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert bad.returncode == 2 and "tokprof: error:" in bad.stderr and "handler ran" in bad.stderr
-    head = subprocess.run(f"{sys.executable} -m tokprof profile {log} -m qwen2.5 | head -c 10", shell=True,
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    head = subprocess.run(
+        f"{sys.executable} -m tokprof profile {log} -m qwen2.5 | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert head.returncode == 0 and len(head.stdout) == 10 and "Traceback" not in head.stderr

@@ -14,21 +14,40 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(tmp_path, payload, buckets: bool = False, **extra: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
-               TOKPROF_STATUSLINE_BUCKETS="1" if buckets else "0", TOKPROF_STATUSLINE_IDLE="20")
+    env = dict(
+        os.environ,
+        HOME=str(tmp_path / "home"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        PYTHONPATH=str(ROOT),
+        TOKPROF_STATUSLINE_BUCKETS="1" if buckets else "0",
+        TOKPROF_STATUSLINE_IDLE="20",
+    )
     env.pop("TOKPROF_CACHE_DIR", None)  # the state goes to XDG_CACHE_HOME (tests point TOKPROF_CACHE_DIR elsewhere)
     env.update(extra)
     text = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run([sys.executable, "-m", "tokprof", "statusline"], input=text, capture_output=True,
-                          text=True, env=env, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "tokprof", "statusline"],
+        input=text,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
 
 
 def payload(transcript: Path, cost: float | None = 1.234) -> dict:
     # the fields Claude Code documents for a statusLine command
-    out = {"hook_event_name": "Status", "session_id": "s-1", "transcript_path": str(transcript), "cwd": "/w",
-           "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
-           "workspace": {"current_dir": "/w", "project_dir": "/w"}, "version": "2.0.31",
-           "output_style": {"name": "default"}}
+    out = {
+        "hook_event_name": "Status",
+        "session_id": "s-1",
+        "transcript_path": str(transcript),
+        "cwd": "/w",
+        "model": {"id": "claude-sonnet-4-5", "display_name": "Sonnet 4.5"},
+        "workspace": {"current_dir": "/w", "project_dir": "/w"},
+        "version": "2.0.31",
+        "output_style": {"name": "default"},
+    }
     if cost is not None:
         out["cost"] = {"total_cost_usd": cost, "total_duration_ms": 60000}
     return out

@@ -51,8 +51,24 @@ def run(args, capsys):
 def test_parquet_tables_queried_with_duckdb(tmp_path, model_dir, capsys):
     logs, out = folder(tmp_path / "logs"), tmp_path / "out"
     out.mkdir()
-    code, _, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "-o", str(out),
-                        "--by", "branch", "--machine", "ci-1", "--no-progress"], capsys)
+    code, _, err = run(
+        [
+            "profile",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "-f",
+            "parquet",
+            "-o",
+            str(out),
+            "--by",
+            "branch",
+            "--machine",
+            "ci-1",
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 0, err
     code, text, _ = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--no-progress"], capsys)
     billed = json.loads(text)["totals"]["billed_input"]
@@ -61,8 +77,7 @@ def test_parquet_tables_queried_with_duckdb(tmp_path, model_dir, capsys):
     assert one(f"select sum(billed_input) from '{sessions}'") == billed
     buckets = "system + tool_definitions + tool_results + conversation + unrecorded"
     assert one(f"select count(*) from '{calls}' where {buckets} != total") == 0
-    by_branch = dict(q(f"select coalesce(git_branch, 'unknown'), sum(total) from '{calls}' "
-                                "group by 1"))
+    by_branch = dict(q(f"select coalesce(git_branch, 'unknown'), sum(total) from '{calls}' group by 1"))
     assert set(by_branch) == {"feat/x", "unknown"}
     rollup = dict(q(f"select branch, billed_input from '{out / 'rollup_branch.parquet'}'"))
     assert rollup == by_branch
@@ -80,8 +95,10 @@ def test_parquet_tables_queried_with_duckdb(tmp_path, model_dir, capsys):
 def test_with_text_and_csv_folder(tmp_path, model_dir, capsys):
     logs, out = folder(tmp_path / "logs"), tmp_path / "out"
     out.mkdir()
-    code, _, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "csv", "-o", f"{out}/",
-                        "--with-text", "--no-progress"], capsys)
+    code, _, err = run(
+        ["profile", str(logs), "--model", str(model_dir), "-f", "csv", "-o", f"{out}/", "--with-text", "--no-progress"],
+        capsys,
+    )
     assert code == 0, err
     import csv
 
@@ -94,8 +111,22 @@ def test_with_text_and_csv_folder(tmp_path, model_dir, capsys):
 
 def test_rollups_in_table_and_json_with_unknown(tmp_path, model_dir, capsys):
     logs = folder(tmp_path / "logs")
-    code, text, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "branch",
-                           "--by", "agent,project", "--no-progress"], capsys)
+    code, text, err = run(
+        [
+            "profile",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "-f",
+            "json",
+            "--by",
+            "branch",
+            "--by",
+            "agent,project",
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 0, err
     doc = json.loads(text)
     branch, pair = doc["rollups"]
@@ -104,19 +135,39 @@ def test_rollups_in_table_and_json_with_unknown(tmp_path, model_dir, capsys):
     writes = [s["cache_write_reported"] for s in doc["sessions"] if s.get("cache_write_reported") is not None]
     assert writes and sum(r["reported_cache_write"] or 0 for r in branch["rows"]) == sum(writes)  # teams pay for them
     assert {(r["agent"], r["project"]) for r in pair["rows"]} == {
-        ("claude-code", "/home/me/app"), ("claude-code", "unknown"), ("codex", "/w")}
+        ("claude-code", "/home/me/app"),
+        ("claude-code", "unknown"),
+        ("codex", "/w"),
+    }
     code, table, _ = run(["profile", str(logs), "--model", str(model_dir), "--by", "branch", "--no-progress"], capsys)
     assert code == 0 and "By branch:" in table and "unknown" in table
 
 
 def test_since_until_by_call_time(tmp_path, model_dir, capsys):
     logs = folder(tmp_path / "logs")
-    code, text, _ = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "day",
-                         "--no-progress"], capsys)
+    code, text, _ = run(
+        ["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "day", "--no-progress"], capsys
+    )
     days = [r["day"] for r in json.loads(text)["rollups"][0]["rows"]]
     first = days[0]
-    code, text, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "day",
-                           "--since", first, "--until", first, "--no-progress"], capsys)
+    code, text, err = run(
+        [
+            "profile",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "-f",
+            "json",
+            "--by",
+            "day",
+            "--since",
+            first,
+            "--until",
+            first,
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 0, err
     assert [r["day"] for r in json.loads(text)["rollups"][0]["rows"]] == [first]
     code, _, err = run(["profile", str(logs), "--model", str(model_dir), "--since", "yesterday"], capsys)
@@ -157,8 +208,22 @@ def test_rollups_json_is_valid_against_the_sessions_schema(tmp_path, model_dir, 
     from test_schema import _schema_files, assert_valid
 
     logs = folder(tmp_path / "logs")
-    code, text, _ = run(["profile", str(logs), "--model", str(model_dir), "-f", "json", "--by", "branch,day",
-                         "--by", "user", "--no-progress"], capsys)
+    code, text, _ = run(
+        [
+            "profile",
+            str(logs),
+            "--model",
+            str(model_dir),
+            "-f",
+            "json",
+            "--by",
+            "branch,day",
+            "--by",
+            "user",
+            "--no-progress",
+        ],
+        capsys,
+    )
     assert code == 0
     schemas = _schema_files()
     registry = Registry().with_resources((name, Resource.from_contents(doc)) for name, doc in schemas.items())
@@ -175,8 +240,9 @@ def test_parquet_without_pyarrow_is_a_hint_and_no_file(tmp_path, model_dir, caps
     out.mkdir()
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
-    code, _, err = run(["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "-o", str(out),
-                        "--no-progress"], capsys)
+    code, _, err = run(
+        ["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "-o", str(out), "--no-progress"], capsys
+    )
     assert code == 2 and "pip install 'tokprof[parquet]'" in err
     assert list(out.iterdir()) == []
 

@@ -15,13 +15,24 @@ from tokprof.cli import main
 
 LOG = FIXTURES / "good_transcript.json"
 SNIPPETS = [
-    "{{ 'x'.center(10**10) }}", "{{ '%*s' % (10**10, '') }}", "{{ '{:>{w}}'.format('', w=10**10) }}",
-    "{{ messages|tojson(indent=10**9) }}", "{{ (messages|tojson).replace('', 'yy') }}",
+    "{{ 'x'.center(10**10) }}",
+    "{{ '%*s' % (10**10, '') }}",
+    "{{ '{:>{w}}'.format('', w=10**10) }}",
+    "{{ messages|tojson(indent=10**9) }}",
+    "{{ (messages|tojson).replace('', 'yy') }}",
     "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
     "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
-    "{{ messages|random }}", "{{ cycler(1, 2) }}", "{{ namespace() }}", "{{ range }}", "{{ joiner() }}",
-    "{{ 'x' * 10**9 }}", "{{ ('y' * 1000)|indent(10**8) }}", "{{ ' '.join(['z'] * 10**7) }}",
-    "{{ 'a\tb'.expandtabs(10**9) }}", "{{ ('%s' * 1000) % ((messages|tojson),) * 1000 }}", "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
+    "{{ messages|random }}",
+    "{{ cycler(1, 2) }}",
+    "{{ namespace() }}",
+    "{{ range }}",
+    "{{ joiner() }}",
+    "{{ 'x' * 10**9 }}",
+    "{{ ('y' * 1000)|indent(10**8) }}",
+    "{{ ' '.join(['z'] * 10**7) }}",
+    "{{ 'a\tb'.expandtabs(10**9) }}",
+    "{{ ('%s' * 1000) % ((messages|tojson),) * 1000 }}",
+    "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
 ]
 
 

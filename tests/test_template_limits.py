@@ -108,7 +108,9 @@ def test_a_template_that_renders_differently_twice_is_an_error():
 
 
 def test_ordinary_operations_still_work():
-    source = ("{{ 'ab'.center(6, '*') }}|{{ '%-4s|' % 'x' }}{{ '{:>3}'.format(7) }}|{{ [1, 2]|tojson(indent=1) }}"
-              "|{{ 'a-b'.replace('-', '+') }}|{{ 'x' ~ 1 ~ none }}|{{ [1] + [2] }}|{{ ', '.join(['a', 'b']) }}")
+    source = (
+        "{{ 'ab'.center(6, '*') }}|{{ '%-4s|' % 'x' }}{{ '{:>3}'.format(7) }}|{{ [1, 2]|tojson(indent=1) }}"
+        "|{{ 'a-b'.replace('-', '+') }}|{{ 'x' ~ 1 ~ none }}|{{ [1] + [2] }}|{{ ', '.join(['a', 'b']) }}"
+    )
     text = ChatTemplate(source, "test").render([], None, False)
-    assert text == '**ab**|x   |  7|[\n 1,\n 2\n]|a+b|x1None|[1, 2]|a, b'
+    assert text == "**ab**|x   |  7|[\n 1,\n 2\n]|a+b|x1None|[1, 2]|a, b"

@@ -13,11 +13,25 @@ def _line(system, messages, tools=None, model="claude-sonnet-4-5"):
     body = {"model": model, "system": system, "messages": messages, "max_tokens": 100}
     if tools:
         body["tools"] = tools
-    response = {"type": "message", "role": "assistant", "model": model, "content": [{"type": "text", "text": "ok"}],
-                "usage": {"input_tokens": 10, "output_tokens": 2}}
-    return json.dumps({"request": {"timestamp": 1.0, "method": "POST", "url": "https://api.anthropic.com/v1/messages",
-                                   "headers": {}, "body": body},
-                       "response": {"timestamp": 2.0, "status_code": 200, "headers": {}, "body": response}})
+    response = {
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": "ok"}],
+        "usage": {"input_tokens": 10, "output_tokens": 2},
+    }
+    return json.dumps(
+        {
+            "request": {
+                "timestamp": 1.0,
+                "method": "POST",
+                "url": "https://api.anthropic.com/v1/messages",
+                "headers": {},
+                "body": body,
+            },
+            "response": {"timestamp": 2.0, "status_code": 200, "headers": {}, "body": response},
+        }
+    )
 
 
 def _user(text):

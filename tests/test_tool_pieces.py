@@ -15,24 +15,53 @@ from tokprof.models.registry import known_names
 
 
 def _tool(name: str, description: str, properties: dict, required: list[str] | None = None) -> dict:
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": {
-        "type": "object", "properties": properties, "required": required or []}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": properties, "required": required or []},
+        },
+    }
 
 
 #: Hand-written tools of the shapes agents send: a description of several sentences, none, nested
 #: and enumerated parameters, text beyond ASCII.
 TOOLS = [
-    _tool("read_file", "Read a file. Returns its text with line numbers.", {
-        "path": {"type": "string", "description": "The file's path."},
-        "offset": {"type": "integer", "description": "The first line."}}, ["path"]),
+    _tool(
+        "read_file",
+        "Read a file. Returns its text with line numbers.",
+        {
+            "path": {"type": "string", "description": "The file's path."},
+            "offset": {"type": "integer", "description": "The first line."},
+        },
+        ["path"],
+    ),
     _tool("write_file", "", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]),
-    _tool("search", "Search the code base for a pattern (a regular expression).", {
-        "pattern": {"type": "string"}, "glob": {"type": "string", "description": "Files to search, e.g. *.py"},
-        "mode": {"type": "string", "enum": ["content", "files", "count"]}}),
-    _tool("run", "Run a shell command. Résumé: it waits — up to 2 minutes.", {
-        "command": {"type": "string"}, "env": {"type": "object", "additionalProperties": {"type": "string"}}}),
-    _tool("todo", "Keep a list of tasks.", {"items": {"type": "array", "items": {"type": "object", "properties": {
-        "text": {"type": "string"}, "done": {"type": "boolean"}}}}}),
+    _tool(
+        "search",
+        "Search the code base for a pattern (a regular expression).",
+        {
+            "pattern": {"type": "string"},
+            "glob": {"type": "string", "description": "Files to search, e.g. *.py"},
+            "mode": {"type": "string", "enum": ["content", "files", "count"]},
+        },
+    ),
+    _tool(
+        "run",
+        "Run a shell command. Résumé: it waits — up to 2 minutes.",
+        {"command": {"type": "string"}, "env": {"type": "object", "additionalProperties": {"type": "string"}}},
+    ),
+    _tool(
+        "todo",
+        "Keep a list of tasks.",
+        {
+            "items": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"text": {"type": "string"}, "done": {"type": "boolean"}}},
+            }
+        },
+    ),
 ]
 
 
@@ -44,9 +73,9 @@ def test_every_shipped_template_splices_its_catalogues_exactly(name):
     split = pieces(count._render, TOOLS, variants, count._render(TOOLS))
     assert split is not None, name  # every shipped template writes each tool on its own
     for k in range(len(TOOLS)):
-        assert split.without(k) == count._render(TOOLS[:k] + TOOLS[k + 1:])
+        assert split.without(k) == count._render(TOOLS[:k] + TOOLS[k + 1 :])
         if k in variants:
-            assert split.with_variant(k) == count._render(TOOLS[:k] + [variants[k]] + TOOLS[k + 1:])
+            assert split.with_variant(k) == count._render(TOOLS[:k] + [variants[k]] + TOOLS[k + 1 :])
     spliced = catalogue_cost(chat, TOOLS, "You are a coding agent.", called={"read_file"})
     assert spliced == catalogue_cost(chat, TOOLS, "You are a coding agent.", called={"read_file"}, splice=False)
 
@@ -55,7 +84,7 @@ NOT_ON_THEIR_OWN = {
     "numbered": "{%- for t in tools %}Tool {{ loop.index }}: {{ t.function.name }}. {{ t.function.description }}\n{%- endfor %}",
     "counted": "{%- if tools %}{{ tools | length }} tools: {% for t in tools %}{{ t.function.name }} {% endfor %}{% endif %}",
     "and before the last": "{%- for t in tools %}{% if loop.last and not loop.first %} and {% elif not loop.first %}, "
-                           "{% endif %}{{ t.function.name }}{% endfor %}",
+    "{% endif %}{{ t.function.name }}{% endfor %}",
     "one length apart": "{%- if tools | length == 4 %}FOUR {% endif %}{% for t in tools %}[{{ t.function.name }}]{% endfor %}",
 }
 
@@ -63,13 +92,15 @@ NOT_ON_THEIR_OWN = {
 @pytest.mark.parametrize("shape", sorted(NOT_ON_THEIR_OWN))
 def test_a_template_that_does_not_write_tools_on_their_own_is_rendered(shape):
     template = NOT_ON_THEIR_OWN[shape] + (
-        "{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endfor %}")
+        "{%- for m in messages %}{{- '<|im_start|>' + m.role + '\\n' + (m.content or '') + '<|im_end|>\\n' }}{%- endfor %}"
+    )
     model = tiny_model(template)
     count = _Counter(model, "You are a test bot.", None)
     variants = {k: _emptied(tool) for k, tool in enumerate(TOOLS) if tool["function"]["description"]}
     assert pieces(count._render, TOOLS, variants, count._render(TOOLS)) is None
-    assert catalogue_cost(model, TOOLS, "You are a test bot.") == catalogue_cost(model, TOOLS, "You are a test bot.",
-                                                                                   splice=False)
+    assert catalogue_cost(model, TOOLS, "You are a test bot.") == catalogue_cost(
+        model, TOOLS, "You are a test bot.", splice=False
+    )
 
 
 def test_two_tools_are_rendered():
@@ -83,5 +114,6 @@ def test_the_tiny_templates_catalogue_splices_and_costs_the_same():
     tools = [_tool(f"t{i}", f"Tool {i} does a thing.", {}) for i in range(6)]
     count = _Counter(model, "You are a test bot.", None)
     assert pieces(count._render, tools, {0: _emptied(tools[0])}, count._render(tools)) is not None
-    assert catalogue_cost(model, tools, "You are a test bot.") == catalogue_cost(model, tools, "You are a test bot.",
-                                                                                 splice=False)
+    assert catalogue_cost(model, tools, "You are a test bot.") == catalogue_cost(
+        model, tools, "You are a test bot.", splice=False
+    )

@@ -69,8 +69,13 @@ def test_log_report_counts_calls_and_unknown_tools(qwen25, tmp_path):
     # the model calls a tool that does not exist, once
     log["messages"] += [
         {"role": "user", "content": "Show me the metrics again."},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_x", "type": "function", "function": {"name": "get_metrics", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "call_x", "type": "function", "function": {"name": "get_metrics", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_x", "content": "error: unknown tool get_metrics"},
         {"role": "assistant", "content": "Sorry, wrong tool."},
     ]
@@ -83,7 +88,9 @@ def test_log_report_counts_calls_and_unknown_tools(qwen25, tmp_path):
     assert by_name["never_used"].requests == len(trace.calls)
     assert by_name["never_used"].run_cost == by_name["never_used"].marginal * len(trace.calls)
     assert report.unused_waste() == by_name["never_used"].run_cost
-    assert [u.to_dict() for u in report.unknown_calls] == [{"name": "get_metrics", "calls": 1, "closest": "query_metrics"}]
+    assert [u.to_dict() for u in report.unknown_calls] == [
+        {"name": "get_metrics", "calls": 1, "closest": "query_metrics"}
+    ]
     assert_sums(catalogue)
 
 
@@ -105,14 +112,31 @@ def test_first_sentence():
 
 
 def _anthropic(tools):
-    return [{"name": t["function"]["name"], "description": t["function"]["description"],
-             "input_schema": t["function"]["parameters"]} for t in tools]
+    return [
+        {
+            "name": t["function"]["name"],
+            "description": t["function"]["description"],
+            "input_schema": t["function"]["parameters"],
+        }
+        for t in tools
+    ]
 
 
 def _mcp(tools):
-    return {"jsonrpc": "2.0", "id": 1, "result": {"tools": [
-        {"name": t["function"]["name"], "description": t["function"]["description"],
-         "inputSchema": t["function"]["parameters"]} for t in tools]}}
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": {
+            "tools": [
+                {
+                    "name": t["function"]["name"],
+                    "description": t["function"]["description"],
+                    "inputSchema": t["function"]["parameters"],
+                }
+                for t in tools
+            ]
+        },
+    }
 
 
 @pytest.mark.parametrize("shape", ["openai", "anthropic", "mcp"])
@@ -128,8 +152,17 @@ def test_static_mode_formats_agree(shape, tmp_path, capsys):
     assert [t["name"] for t in catalogue["tools"]] == ["get_logs", "query_metrics", "never_used"]
     assert catalogue["tools"][0]["requests"] is None
     # every shape prices the same catalogue
-    openai = main(["tools", "--tools", str(write_json(tmp_path / "o.json", TOOLS)), "--system",
-                   str(tmp_path / "system.txt"), "-f", "json"])
+    openai = main(
+        [
+            "tools",
+            "--tools",
+            str(write_json(tmp_path / "o.json", TOOLS)),
+            "--system",
+            str(tmp_path / "system.txt"),
+            "-f",
+            "json",
+        ]
+    )
     assert openai == 0
     assert json.loads(capsys.readouterr().out)["catalogue"]["total"] == catalogue["total"]
 

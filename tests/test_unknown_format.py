@@ -20,37 +20,61 @@ def run(path: Path, capsys, *extra: str) -> str:
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith(f"tokprof: error: {path}: ")
-    return err.rstrip()[len(f"tokprof: error: {path}: "):]
+    return err.rstrip()[len(f"tokprof: error: {path}: ") :]
 
 
 TOOLS = [{"name": "lookup", "description": "Look up a word.", "input_schema": {"type": "object"}}]
 CASES = {
-    "history.aider.chat.history.md": ("# aider chat started at 2024-05-01 10:00:00\n\n> /add a.py\n\n#### fix it\n",
-                                     "looks like an Aider chat history (.aider.chat.history.md)"),
+    "history.aider.chat.history.md": (
+        "# aider chat started at 2024-05-01 10:00:00\n\n> /add a.py\n\n#### fix it\n",
+        "looks like an Aider chat history (.aider.chat.history.md)",
+    ),
     "notes.md": ("some notes\n# not a heading at the start\n", "looks like Markdown text"),
-    "run.traj": (json.dumps({"environment": "swe_main", "trajectory": [{"action": "ls", "observation": "a",
-                                                                        "response": "x", "thought": "t"}],
-                             "history": [{"role": "system", "content": "x"}],
-                             "info": {"model_stats": {"tokens_sent": 10}}}),
-                 "looks like an SWE-agent trajectory (.traj)"),
-    "openhands.json": (json.dumps([{"id": 0, "timestamp": "2025-01-01T00:00:00", "source": "user", "action": "message",
-                                    "args": {"content": "fix it"}},
-                                   {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "agent",
-                                    "observation": "run", "content": "ok"}]),
-                       "looks like an OpenHands trajectory (a list of events)"),
-    "tools.json": (json.dumps(TOOLS), "looks like a tools file (a list of tool definitions): use tokprof tools "
-                                      "--tools {path}"),
-    "mcp.json": (json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
-        {"name": "lookup", "inputSchema": {"type": "object"}}]}}),
-        "looks like a tools file (an MCP tools/list result): use tokprof tools --tools {path}"),
-    "result.json": (json.dumps({"type": "result", "subtype": "success", "total_cost_usd": 0.1, "num_turns": 3,
-                                "session_id": "s"}),
-                    "looks like Claude Code's --output-format json result (the run's totals, no calls): save "
-                    "--output-format stream-json --verbose to profile its calls"),
+    "run.traj": (
+        json.dumps(
+            {
+                "environment": "swe_main",
+                "trajectory": [{"action": "ls", "observation": "a", "response": "x", "thought": "t"}],
+                "history": [{"role": "system", "content": "x"}],
+                "info": {"model_stats": {"tokens_sent": 10}},
+            }
+        ),
+        "looks like an SWE-agent trajectory (.traj)",
+    ),
+    "openhands.json": (
+        json.dumps(
+            [
+                {
+                    "id": 0,
+                    "timestamp": "2025-01-01T00:00:00",
+                    "source": "user",
+                    "action": "message",
+                    "args": {"content": "fix it"},
+                },
+                {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "agent", "observation": "run", "content": "ok"},
+            ]
+        ),
+        "looks like an OpenHands trajectory (a list of events)",
+    ),
+    "tools.json": (
+        json.dumps(TOOLS),
+        "looks like a tools file (a list of tool definitions): use tokprof tools --tools {path}",
+    ),
+    "mcp.json": (
+        json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "lookup", "inputSchema": {"type": "object"}}]}}
+        ),
+        "looks like a tools file (an MCP tools/list result): use tokprof tools --tools {path}",
+    ),
+    "result.json": (
+        json.dumps({"type": "result", "subtype": "success", "total_cost_usd": 0.1, "num_turns": 3, "session_id": "s"}),
+        "looks like Claude Code's --output-format json result (the run's totals, no calls): save "
+        "--output-format stream-json --verbose to profile its calls",
+    ),
     "notes.txt": ("Dear diary,\nthe agent ran.\n", "looks like plain text"),
     "log.jsonl": ("the agent said hello\nand then goodbye\n", "looks like plain text"),  # not JSON: not 'invalid JSON'
     "table.json": ("call,tokens\n1,200\n2,300\n", "looks like CSV"),
-    "settings.json": ("[project]\nname = \"x\"\nversion = \"1\"\n", "looks like TOML"),
+    "settings.json": ('[project]\nname = "x"\nversion = "1"\n', "looks like TOML"),
     "config.json": ("model: gpt-4o\nsteps:\n  - plan\n  - act\n", "looks like YAML"),
     "page.json": ("<!DOCTYPE html>\n<html><body>hi</body></html>\n", "looks like HTML"),
 }
@@ -81,24 +105,30 @@ def test_a_log_saved_as_utf_16_says_to_convert_it(encoding, name, tmp_path, caps
     data = json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode(encoding)
     path.write_bytes(data if name else b"\xfe\xff" + data)
     name = name or "UTF-16"
-    assert run(path, capsys) == (f"{NOT_READ}: looks like {name} text: convert it to UTF-8 first "
-                                 f"(iconv -f {name} -t UTF-8)")
+    assert run(path, capsys) == (
+        f"{NOT_READ}: looks like {name} text: convert it to UTF-8 first (iconv -f {name} -t UTF-8)"
+    )
 
 
 def test_unrecognised_json_names_the_formats_only(tmp_path, capsys):
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"conversation": [1, 2, 3]}))
     message = run(path, capsys)
-    assert message == (f"{NOT_READ} (formats: openai-chat, anthropic, openai-responses, inspect, claude-code, "
-                       "claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)")
+    assert message == (
+        f"{NOT_READ} (formats: openai-chat, anthropic, openai-responses, inspect, claude-code, "
+        "claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)"
+    )
     assert len(message) < 220  # one short line, however many formats
 
 
-@pytest.mark.parametrize("content, expected", [
-    ('{"messages": [{"role": "user", "content": "x"}', "truncated JSON"),
-    ('[{"messages": [}]', "invalid JSON"),
-    ("[" * 100000 + "]" * 100000, "invalid JSON: nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "content, expected",
+    [
+        ('{"messages": [{"role": "user", "content": "x"}', "truncated JSON"),
+        ('[{"messages": [}]', "invalid JSON"),
+        ("[" * 100000 + "]" * 100000, "invalid JSON: nested too deeply"),
+    ],
+)
 def test_a_broken_json_file_keeps_its_precise_error(content, expected, tmp_path, capsys):
     path = tmp_path / "log.json"
     path.write_text(content)
@@ -126,11 +156,22 @@ def test_the_corpus_swe_agent_trajectory(capsys):
     assert run(path, capsys) == f"{NOT_READ}: looks like an SWE-agent trajectory (.traj)"
 
 
-@pytest.mark.parametrize("data, expected", [
-    (b'{"a": 1}', True), (b"\xef\xbb\xbf  [1, 2]", True), (b"[[1]]", True), (b'[ "x" ]', True), (b"[true, 1]", True),
-    (b"[]", True), (b"[", True), (b"[project]\nname = 1", False), (b"[[tool.x]]", False), (b"name: x", False),
-    (b"", False),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (b'{"a": 1}', True),
+        (b"\xef\xbb\xbf  [1, 2]", True),
+        (b"[[1]]", True),
+        (b'[ "x" ]', True),
+        (b"[true, 1]", True),
+        (b"[]", True),
+        (b"[", True),
+        (b"[project]\nname = 1", False),
+        (b"[[tool.x]]", False),
+        (b"name: x", False),
+        (b"", False),
+    ],
+)
 def test_starts_like_json(data, expected):
     assert lookalike.starts_like_json(data) is expected
 

@@ -22,17 +22,43 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "claude_code_medium_full-session-fo
 def turn(i: int, prompt: int, read: int) -> list[dict]:
     """One hand-made Claude Code exchange: a user line, an assistant tool call, its result."""
     base = {"sessionId": "s-1", "isSidechain": False, "timestamp": f"2025-10-01T10:{i:02d}:00Z"}
-    user = {**base, "type": "user", "uuid": f"u{i}", "parentUuid": f"r{i - 1}" if i else None,
-            "message": {"role": "user", "content": f"step {i}: look at the logs"}}
-    assistant = {**base, "type": "assistant", "uuid": f"a{i}", "parentUuid": f"u{i}", "requestId": f"req{i}",
-                 "message": {"id": f"msg{i}", "role": "assistant", "model": "claude-sonnet-4-5",
-                             "stop_reason": "tool_use",
-                             "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"n": i}}],
-                             "usage": {"input_tokens": 10, "cache_creation_input_tokens": prompt - read - 10,
-                                       "cache_read_input_tokens": read, "output_tokens": 50}}}
-    result = {**base, "type": "user", "uuid": f"r{i}", "parentUuid": f"a{i}",
-              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{i}",
-                                                       "content": "log line " * (40 * (i + 1))}]}}
+    user = {
+        **base,
+        "type": "user",
+        "uuid": f"u{i}",
+        "parentUuid": f"r{i - 1}" if i else None,
+        "message": {"role": "user", "content": f"step {i}: look at the logs"},
+    }
+    assistant = {
+        **base,
+        "type": "assistant",
+        "uuid": f"a{i}",
+        "parentUuid": f"u{i}",
+        "requestId": f"req{i}",
+        "message": {
+            "id": f"msg{i}",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "stop_reason": "tool_use",
+            "content": [{"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"n": i}}],
+            "usage": {
+                "input_tokens": 10,
+                "cache_creation_input_tokens": prompt - read - 10,
+                "cache_read_input_tokens": read,
+                "output_tokens": 50,
+            },
+        },
+    }
+    result = {
+        **base,
+        "type": "user",
+        "uuid": f"r{i}",
+        "parentUuid": f"a{i}",
+        "message": {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": f"t{i}", "content": "log line " * (40 * (i + 1))}],
+        },
+    }
     return [user, assistant, result]
 
 
@@ -46,7 +72,7 @@ def test_follower_partial_truncated_replaced(tmp_path):
     follower = Follower(str(f))
     assert [n for n, _ in follower.read().lines] == [1]
     with open(f, "ab") as out:
-        out.write(b': 2}\n')
+        out.write(b": 2}\n")
     got = follower.read()
     assert got.lines == [(2, b'{"b": 2}')] and not got.restarted
     f.write_bytes(b'{"c": 3}\n')  # truncated: shorter than what was read
@@ -98,8 +124,15 @@ def test_bad_lines_are_skipped(tmp_path):
 
 
 def _env(tmp_path):
-    env = dict(os.environ, HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"), COLUMNS="160",
-               PYTHONPATH=str(ROOT), TZ="UTC", LC_ALL="C.UTF-8")
+    env = dict(
+        os.environ,
+        HOME=str(tmp_path / "home"),
+        XDG_CACHE_HOME=str(tmp_path / "cache"),
+        COLUMNS="160",
+        PYTHONPATH=str(ROOT),
+        TZ="UTC",
+        LC_ALL="C.UTF-8",
+    )
     return env
 
 
@@ -122,9 +155,24 @@ def test_watch_json_and_on_threshold(tmp_path):
     f.write_text(lines([(20_000, 0)]))
     marker = tmp_path / "crossed.txt"
     hook = f"{sys.executable} -c \"import os; open({str(marker)!r}, 'w').write(os.environ['TOKPROF_THRESHOLD'] + ' ' + os.environ['TOKPROF_PROMPT'])\""
-    proc = subprocess.Popen([sys.executable, "-m", "tokprof", "watch", str(tmp_path / "proj"), "--json",
-                             "--interval", "0.1", "--on-threshold", hook], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(tmp_path), cwd=tmp_path)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tokprof",
+            "watch",
+            str(tmp_path / "proj"),
+            "--json",
+            "--interval",
+            "0.1",
+            "--on-threshold",
+            hook,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
     try:
         time.sleep(3)
         with open(f, "a") as out:
@@ -149,8 +197,14 @@ def test_watch_in_a_terminal(tmp_path):
     f.parent.mkdir()
     f.write_text(lines([(20_000, 0)]))
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "tokprof", "watch", str(f.parent), "--interval", "0.1"],
-                            stdin=slave, stdout=slave, stderr=slave, env=_env(tmp_path), cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "watch", str(f.parent), "--interval", "0.1"],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=_env(tmp_path),
+        cwd=tmp_path,
+    )
     os.close(slave)
     try:
         screen = _read_until(master, "10%")  # the session as it is: 20,000 of 200,000
@@ -194,6 +248,12 @@ def test_a_session_that_moves_and_a_new_one(tmp_path):
 
 
 def test_bad_thresholds_are_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "tokprof", "watch", str(tmp_path), "--thresholds", "x"],
-                          capture_output=True, text=True, env=_env(tmp_path), timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "tokprof", "watch", str(tmp_path), "--thresholds", "x"],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr

@@ -17,8 +17,19 @@ from tokprof.trace import Call, Trace
 from tokprof.transforms import policies as P
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
-ALL = ["window:3", "window-tokens:60", "elide:1", "elide:0", "cap:10", "user-verbatim:1", "user-verbatim:0",
-       "compact:40:12", "compact:60", "clear-tool-uses:40:1", "clear-tool-uses:40:0"]
+ALL = [
+    "window:3",
+    "window-tokens:60",
+    "elide:1",
+    "elide:0",
+    "cap:10",
+    "user-verbatim:1",
+    "user-verbatim:0",
+    "compact:40:12",
+    "compact:60",
+    "clear-tool-uses:40:1",
+    "clear-tool-uses:40:0",
+]
 
 
 def tool_call(i: int, name: str = "lookup") -> dict:
@@ -44,8 +55,16 @@ def trace_of(messages: list[dict], thread: str = "", start: int = 0) -> list[Cal
     calls = []
     for i, m in enumerate(messages):
         if m["role"] == "assistant":
-            calls.append(Call(index=start + len(calls), messages=messages[:i], tools=[WEATHER_TOOL], thread=thread,
-                              where=f"messages[{i}]", response=m))
+            calls.append(
+                Call(
+                    index=start + len(calls),
+                    messages=messages[:i],
+                    tools=[WEATHER_TOOL],
+                    thread=thread,
+                    where=f"messages[{i}]",
+                    response=m,
+                )
+            )
     return calls
 
 
@@ -132,9 +151,22 @@ def test_generous_windows_and_caps_are_full(tiny):
     messages = conversation()
     trace = make_trace(trace_of(messages))
     longest = max(len(m["content"]) for m in messages if m["role"] == "tool")
-    report = whatif(trace, tiny, P.parse_policies([f"window:{len(messages)}", f"cap:{longest}", "elide:99",
-                                                   "user-verbatim:99", "window-tokens:100000", "compact:100",
-                                                   "clear-tool-uses:100000:0"]), window=100000)
+    report = whatif(
+        trace,
+        tiny,
+        P.parse_policies(
+            [
+                f"window:{len(messages)}",
+                f"cap:{longest}",
+                "elide:99",
+                "user-verbatim:99",
+                "window-tokens:100000",
+                "compact:100",
+                "clear-tool-uses:100000:0",
+            ]
+        ),
+        window=100000,
+    )
     full = report.policies[0]
     for result in report.policies[1:]:
         assert [c.total for c in result.calls] == [c.total for c in full.calls], result.policy
@@ -168,9 +200,9 @@ def test_every_call_keeps_its_new_messages(tiny):
         out = P.apply(trace, P.parse_policy(spec), PromptCounter(tiny), 400).calls
         replayed = [c for c in out if not isinstance(c, P.AddedCall)]
         for before, call, log in zip([None, *trace.calls], replayed, trace.calls):
-            new = log.messages[len(before.messages):] if before is not None else log.messages
-            assert call.messages[len(call.messages) - len(new):] == new, spec
-            assert all(a is b for a, b in zip(call.messages[len(call.messages) - len(new):], new))
+            new = log.messages[len(before.messages) :] if before is not None else log.messages
+            assert call.messages[len(call.messages) - len(new) :] == new, spec
+            assert all(a is b for a, b in zip(call.messages[len(call.messages) - len(new) :], new))
 
 
 def test_window_keeps_the_system_message_and_drops_orphan_results():
@@ -200,10 +232,12 @@ def test_elide_stubs_name_the_tool_and_the_size():
     original = {m["tool_call_id"]: m["content"] for m in messages if m["role"] == "tool"}
     assert stubbed
     for m in stubbed:
-        assert m["content"] == f"[tool result elided by tokprof: lookup, {len(original[m['tool_call_id']]):,} characters]"
+        assert (
+            m["content"] == f"[tool result elided by tokprof: lookup, {len(original[m['tool_call_id']]):,} characters]"
+        )
     # results of the last user turn stay
     users = [i for i, m in enumerate(last) if m["role"] == "user"]
-    assert all(not m["content"].startswith("[tool result elided") for m in last[users[-1]:] if m["role"] == "tool")
+    assert all(not m["content"].startswith("[tool result elided") for m in last[users[-1] :] if m["role"] == "tool")
 
 
 def test_cap_cuts_with_a_note():
@@ -237,7 +271,7 @@ def test_compact_bills_a_summarising_call_and_goes_on_from_a_stand_in(tiny):
     after = out[out.index(first) + 1]
     summary = after.messages[1]
     assert summary["role"] == "user" and summary["content"].startswith(P.SUMMARY_HEADER)
-    stand_in = summary["content"][len(P.SUMMARY_HEADER):]
+    stand_in = summary["content"][len(P.SUMMARY_HEADER) :]
     assert stand_in.startswith("[a stand-in made by tokprof for a summary of 30 tokens]")
     assert tiny.count(stand_in) == 30
     assert first.response == {"role": "assistant", "content": stand_in}
@@ -259,8 +293,13 @@ def test_compact_uses_the_logs_own_compaction(tiny):
     call (nothing is added) and the log's summary goes on."""
     messages = conversation()
     calls = trace_of(messages)
-    compaction = Call(index=0, messages=messages[:-1] + [{"role": "user", "content": "summarise"}], tools=[WEATHER_TOOL],
-                      kind="compaction", response={"role": "assistant", "content": "a summary"})
+    compaction = Call(
+        index=0,
+        messages=messages[:-1] + [{"role": "user", "content": "summarise"}],
+        tools=[WEATHER_TOOL],
+        kind="compaction",
+        response={"role": "assistant", "content": "a summary"},
+    )
     after = [{"role": "user", "content": "a summary"}]
     rest = [Call(index=0, messages=after, tools=[WEATHER_TOOL])]
     trace = make_trace(calls[:1] + [compaction] + rest)
@@ -282,7 +321,7 @@ def test_clear_tool_uses_keeps_the_most_recent(tiny):
 def test_threads_are_replayed_on_their_own(tiny):
     main_thread = trace_of(conversation())
     sub = trace_of(conversation(2, 2), thread="sub")
-    mixed = [c for pair in zip(main_thread, sub) for c in pair] + main_thread[len(sub):]
+    mixed = [c for pair in zip(main_thread, sub) for c in pair] + main_thread[len(sub) :]
     alone = P.apply(make_trace(trace_of(conversation())), P.parse_policy("window:3"))
     together = P.apply(make_trace(mixed), P.parse_policy("window:3"))
     assert [c.messages for c in together.calls if not c.thread] == [c.messages for c in alone.calls]
@@ -337,19 +376,45 @@ def test_shared_tokens():
 
 
 # -- parsing and the command line -----------------------------------------------------------------------
-@pytest.mark.parametrize("text, spec", [
-    ("full", "full"), ("window", "window:20"), ("window:5", "window:5"), ("window-tokens:1_000", "window-tokens:1000"),
-    ("elide", "elide:2"), ("cap:4,000", "cap:4000"), ("user-verbatim", "user-verbatim:4"), ("compact", "compact:80"),
-    ("compact:70:500", "compact:70:500"), ("compact:72.5", "compact:72.5"),
-    ("clear-tool-uses", "clear-tool-uses:100000:3"), ("clear-tool-uses:50000:0", "clear-tool-uses:50000:0"),
-])
+@pytest.mark.parametrize(
+    "text, spec",
+    [
+        ("full", "full"),
+        ("window", "window:20"),
+        ("window:5", "window:5"),
+        ("window-tokens:1_000", "window-tokens:1000"),
+        ("elide", "elide:2"),
+        ("cap:4,000", "cap:4000"),
+        ("user-verbatim", "user-verbatim:4"),
+        ("compact", "compact:80"),
+        ("compact:70:500", "compact:70:500"),
+        ("compact:72.5", "compact:72.5"),
+        ("clear-tool-uses", "clear-tool-uses:100000:3"),
+        ("clear-tool-uses:50000:0", "clear-tool-uses:50000:0"),
+    ],
+)
 def test_policies_parse(text, spec):
     assert P.parse_policy(text).spec == spec
     assert P.parse_policy(spec).spec == spec
 
 
-@pytest.mark.parametrize("text", ["nope", "window:0", "window:x", "window:1:2", "cap:-3", "compact:101", "compact:0",
-                                  "clear-tool-uses:5", "elide:1.5", "", "window:", "full:1"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nope",
+        "window:0",
+        "window:x",
+        "window:1:2",
+        "cap:-3",
+        "compact:101",
+        "compact:0",
+        "clear-tool-uses:5",
+        "elide:1.5",
+        "",
+        "window:",
+        "full:1",
+    ],
+)
 def test_bad_policies_are_one_line_naming_the_policies(text, capsys):
     with pytest.raises(P.PolicyError) as caught:
         P.parse_policy(text)
@@ -469,7 +534,9 @@ def test_without_a_context_window(model_dir, capsys):
     assert any(w["code"] == "window-unknown" for w in doc["warnings"])
     assert main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50"]) == 2
     assert "--window N" in capsys.readouterr().err
-    assert main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50", "--window", "50", "-f", "json"]) == 0
+    assert (
+        main(["whatif", str(log), "--model", str(model_dir), "-p", "compact:50", "--window", "50", "-f", "json"]) == 0
+    )
     assert json.loads(capsys.readouterr().out)["context_window"] == 50
 
 
@@ -478,7 +545,7 @@ def test_the_docs_show_the_real_output_on_the_sample(monkeypatch, capsys):
     text = (ROOT / "docs" / "whatif.md").read_text(encoding="utf-8")
     command = "$ tokprof whatif samples/incident_session.json\n"
     start = text.index(command) + len(command)
-    shown = text[start:text.index("```", start)]
+    shown = text[start : text.index("```", start)]
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.chdir(ROOT)
     assert main(["whatif", "samples/incident_session.json", "--no-progress"]) == 0

@@ -89,10 +89,29 @@ if TYPE_CHECKING:
     from tokprof.analyses.mcp import McpReport
     from tokprof.api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
-        Buckets, CheckRun, Model, check, configured_prices, find_session, get_model, load_config, local_sessions,
-        probe, profile,
-        profile_directory, profile_file, read_log, recordings, render_report, report_formats, run_check, saved_profile,
-        session_in_folder, suggest_facts, tools_report, whatif,
+        Buckets,
+        CheckRun,
+        Model,
+        check,
+        configured_prices,
+        find_session,
+        get_model,
+        load_config,
+        local_sessions,
+        probe,
+        profile,
+        profile_directory,
+        profile_file,
+        read_log,
+        recordings,
+        render_report,
+        report_formats,
+        run_check,
+        saved_profile,
+        session_in_folder,
+        suggest_facts,
+        tools_report,
+        whatif,
     )
     from tokprof.config import Config, ConfigError
     from tokprof.billing import Rates

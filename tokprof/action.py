@@ -30,8 +30,14 @@ def main() -> int:
     try:
         if log is None and tools is None:
             raise TokprofError("the action needs a log or tools input")
-        run = api.run_check(log, tools=tools, system=_input("SYSTEM"), config=_input("CONFIG"),
-                            baseline=_input("BASELINE"), model=_input("MODEL"))
+        run = api.run_check(
+            log,
+            tools=tools,
+            system=_input("SYSTEM"),
+            config=_input("CONFIG"),
+            baseline=_input("BASELINE"),
+            model=_input("MODEL"),
+        )
     except TokprofError as exc:
         print(f"tokprof: error: {shorten(visible(str(exc)), 1200)}", file=sys.stderr)
         print(f"::error title=tokprof check::{_annotation(str(exc))}")
@@ -69,8 +75,9 @@ def _comment(result) -> None:
         return
     body = render("check", "markdown", result)
     try:
-        done = github.upsert_comment(body, token, repository, number,
-                                     os.environ.get("GITHUB_API_URL", "https://api.github.com"))
+        done = github.upsert_comment(
+            body, token, repository, number, os.environ.get("GITHUB_API_URL", "https://api.github.com")
+        )
     except (urllib.error.URLError, OSError, ValueError) as exc:
         print(f"::warning title=tokprof check::could not comment on the pull request: {_annotation(str(exc))}")
         return

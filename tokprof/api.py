@@ -112,7 +112,11 @@ class Model:
         return self.chat.count(text)
 
     def count(
-        self, messages: Sequence[dict], tools: Sequence[dict] | None = None, *, system: Any = None,
+        self,
+        messages: Sequence[dict],
+        tools: Sequence[dict] | None = None,
+        *,
+        system: Any = None,
         date: date | None = None,
     ) -> Buckets:
         """The buckets of one prompt: ``messages`` in the Chat Completions shape (or the Anthropic
@@ -138,8 +142,9 @@ class Model:
             except RenderError as exc:
                 raise InputError("request", None, str(exc).removeprefix("request: ")) from None
         warnings = tuple(notes) + tuple(Note(code, WARNINGS[code]) for code in found.warnings)
-        return Buckets(found.system, found.tool_definitions, found.tool_results, found.conversation, self.exact,
-                       warnings)
+        return Buckets(
+            found.system, found.tool_definitions, found.tool_results, found.conversation, self.exact, warnings
+        )
 
 
 # -- models --------------------------------------------------------------------------------------
@@ -228,8 +233,12 @@ def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Calla
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TimeRemainingColumn
 
     with Bar(
-        "[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=Console(stderr=True), transient=True,
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as bar:
         task = bar.add_task(label_text, total=total)
         yield lambda: bar.advance(task)
@@ -365,8 +374,12 @@ def profile_directory(
     not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
     if input_format is not None:
         if input_format not in SESSION_FORMATS:
-            raise InputError(name, None, f"a directory holds sessions of {', '.join(SESSION_FORMATS[:-1])} or "
-                             f"{SESSION_FORMATS[-1]}, not {input_format}")
+            raise InputError(
+                name,
+                None,
+                f"a directory holds sessions of {', '.join(SESSION_FORMATS[:-1])} or "
+                f"{SESSION_FORMATS[-1]}, not {input_format}",
+            )
         files = [(kind, path) for kind, path in files if kind == input_format]
     if not files:
         other = ""
@@ -374,8 +387,17 @@ def profile_directory(
             more = ", …" if len(not_sessions) > 1 else ""
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
         raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
-    options = session_options(model, tools=tools, system=system, chat_template=chat_template, prices=prices,
-                              records=records, with_text=with_text, machine=machine, user=user)
+    options = session_options(
+        model,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        prices=prices,
+        records=records,
+        with_text=with_text,
+        machine=machine,
+        user=user,
+    )
     tasks = [SessionTask(kind, str(path)) for kind, path in files]
     jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
     with _progress(progress, 2 * len(tasks), "profiling sessions") as advance:
@@ -409,13 +431,21 @@ def session_options(
     options every map of the directory engine (:mod:`tokprof.directory`) carries to its workers."""
     if model is not None and not isinstance(model, str):
         raise TypeError("a directory run takes the model by name")
-    return SessionOptions(model, _tools_arg(tools), _system_arg(system),
-                          None if chat_template is None else os.fspath(chat_template), user_prices(prices),
-                          records, with_text, Stamp(machine, user))
+    return SessionOptions(
+        model,
+        _tools_arg(tools),
+        _system_arg(system),
+        None if chat_template is None else os.fspath(chat_template),
+        user_prices(prices),
+        records,
+        with_text,
+        Stamp(machine, user),
+    )
 
 
-def local_sessions(agent: str | None = None, *, home: PathLike | None = None,
-                   environ: Mapping[str, str] | None = None) -> list[LocalSession]:
+def local_sessions(
+    agent: str | None = None, *, home: PathLike | None = None, environ: Mapping[str, str] | None = None
+) -> list[LocalSession]:
     """The sessions of every supported agent in its default folder on this machine (or one agent's),
     newest first, each with its agent, project, start, calls and reported cost
     (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
@@ -566,8 +596,13 @@ def whatif(
 
         left = [p.spec for p in parsed if isinstance(p, Compact)]
         parsed = [p for p in parsed if not isinstance(p, Compact)]
-        notes.append(Note("window-unknown", f"the model's context window is not known: {', '.join(left)} of the "
-                          "default policies is left out, and no call is counted over the window (give --window N)"))
+        notes.append(
+            Note(
+                "window-unknown",
+                f"the model's context window is not known: {', '.join(left)} of the "
+                "default policies is left out, and no call is counted over the window (give --window N)",
+            )
+        )
     with _progress(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
             report = _whatif(trace, chat, parsed, window=window, on_call=advance, prices=_prices(prices), facts=wanted)
@@ -691,16 +726,25 @@ def run_check(
         if tools is None:
             raise InputError("check", None, "give a log or a tools file")
         _configured_model(model, config, template)
-        report = tools_report(tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL,
-                              chat_template=template)
+        report = tools_report(
+            tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL, chat_template=template
+        )
         measurement = budgets.measure_catalogue(report)
     else:
         name = os.fspath(log)
         saved = saved_profile(name)
         if saved is None:  # a saved profile needs no model
             _configured_model(model, config, template)
-            saved = profile(name, model or config.model, input_format=input_format, tools=tools, system=system_path,
-                            chat_template=template, progress=progress, prices=prices)
+            saved = profile(
+                name,
+                model or config.model,
+                input_format=input_format,
+                tools=tools,
+                system=system_path,
+                chat_template=template,
+                progress=progress,
+                prices=prices,
+            )
         measurement = budgets.measure_profile(saved)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
@@ -734,20 +778,51 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "find_mcp_servers", "list_mcp_servers", "mcp_report",
-    "Buckets", "CheckRun", "Model", "check", "find_session", "get_model", "load_config", "measure", "profile",
-    "run_check", "profile_directory", "profile_file", "read_log", "tools_report", "whatif", "ModelError",
+    "find_mcp_servers",
+    "list_mcp_servers",
+    "mcp_report",
+    "Buckets",
+    "CheckRun",
+    "Model",
+    "check",
+    "find_session",
+    "get_model",
+    "load_config",
+    "measure",
+    "profile",
+    "run_check",
+    "profile_directory",
+    "profile_file",
+    "read_log",
+    "tools_report",
+    "whatif",
+    "ModelError",
 ]
 
 
 #: The kind of each result, as the renderers name it.
-_KINDS = {"Profile": "profile", "SessionsReport": "sessions", "ToolsReport": "tools", "WhatIfReport": "whatif",
-          "CheckResult": "check", "ProbeReport": "probe", "McpReport": "mcp", "Discovery": "mcp-list"}
+_KINDS = {
+    "Profile": "profile",
+    "SessionsReport": "sessions",
+    "ToolsReport": "tools",
+    "WhatIfReport": "whatif",
+    "CheckResult": "check",
+    "ProbeReport": "probe",
+    "McpReport": "mcp",
+    "Discovery": "mcp-list",
+}
 
 
 def render_report(
-    result: Any, fmt: str = "table", *, width: int | None = None, color: bool = False, calls: int | None = None,
-    window: int | None = None, levels: Sequence[float] = (0.7, 0.8), cost_parts: bool = False,
+    result: Any,
+    fmt: str = "table",
+    *,
+    width: int | None = None,
+    color: bool = False,
+    calls: int | None = None,
+    window: int | None = None,
+    levels: Sequence[float] = (0.7, 0.8),
+    cost_parts: bool = False,
 ) -> str:
     """A result (:class:`Profile`, :class:`SessionsReport`, :class:`ToolsReport`,
     :class:`WhatIfReport` or :class:`CheckResult`) as text in one of its formats (``table``,
@@ -761,10 +836,14 @@ def render_report(
     if kind is None:
         raise TypeError(f"render_report: not a tokprof result: {type(result).__name__}")
     if fmt not in report_formats(result):
-        raise InputError("format", None, f"{fmt!r} is not a format of a {kind} result: use one of "
-                         + ", ".join(report_formats(result)))
-    options = RenderOptions(color=color, width=width, calls=calls, window=window, levels=tuple(levels),
-                            cost_parts=cost_parts)
+        raise InputError(
+            "format",
+            None,
+            f"{fmt!r} is not a format of a {kind} result: use one of " + ", ".join(report_formats(result)),
+        )
+    options = RenderOptions(
+        color=color, width=width, calls=calls, window=window, levels=tuple(levels), cost_parts=cost_parts
+    )
     return render(kind, fmt, result, options)
 
 
@@ -837,8 +916,10 @@ def probe(
     batch = requests(trace, chat, parsed, question, expect, window or _window_of(trace, chat))
     count = len(batch) * trials
     if count > max_requests:
-        raise TokprofError(f"{count} requests ({len(batch)} prompts x {trials} trials) is more than the budget of "
-                           f"{max_requests}: raise it with --max-requests, or ask for fewer policies or trials")
+        raise TokprofError(
+            f"{count} requests ({len(batch)} prompts x {trials} trials) is more than the budget of "
+            f"{max_requests}: raise it with --max-requests, or ask for fewer policies or trials"
+        )
     if announce is not None:
         announce(count, sum(r.prompt_tokens for r in batch) * trials)
     client = ChatClient(endpoint, endpoint_model, api_key, temperature, timeout, retries)

@@ -21,8 +21,7 @@ PARTS = ("input", "cache_write", "cache_read", "output")
 
 
 #: A cost's note: cache writes the log does not split by lifetime, priced at the 5-minute rate.
-WRITES_AT_5M = ("cache writes are priced at the 5-minute rate: their lifetime is not known (1-hour writes "
-                "cost more)")
+WRITES_AT_5M = "cache writes are priced at the 5-minute rate: their lifetime is not known (1-hour writes cost more)"
 
 
 def money(value: float | None) -> float | None:
@@ -55,6 +54,8 @@ class Rates:
 
 #: A stand-in model name: the user's rates for every model the log names.
 EVERY_MODEL = "*"
+
+
 class PriceError(ValueError):
     """Rates that cannot be read (``--price``, ``[tool.tokprof.prices]``)."""
 
@@ -71,14 +72,18 @@ def parse_price(spec: str) -> tuple[str, Rates]:
     model = model.strip() or EVERY_MODEL
     parts = [p.strip() for p in rates.split("/")]
     if not 2 <= len(parts) <= 5:
-        raise PriceError(f"--price {spec!r}: expected [MODEL=]INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]] "
-                         "in dollars per million tokens, like gpt-oss=0.1/0.5")
+        raise PriceError(
+            f"--price {spec!r}: expected [MODEL=]INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]] "
+            "in dollars per million tokens, like gpt-oss=0.1/0.5"
+        )
     values: dict[str, float] = {}
     for key, text in zip(RATE_KEYS, parts):
         try:
             value = float(text.lstrip("$"))
         except ValueError:
-            raise PriceError(f"--price {spec!r}: {key}: {text!r} is not a number of dollars per million tokens") from None
+            raise PriceError(
+                f"--price {spec!r}: {key}: {text!r} is not a number of dollars per million tokens"
+            ) from None
         if not value >= 0 or value > 1e6:
             raise PriceError(f"--price {spec!r}: {key}: expected a price from 0 to 1,000,000, found {text!r}")
         values[key] = value
@@ -98,10 +103,11 @@ def parse_rates(value: Any, where: str) -> Rates:
     rates: dict[str, float] = {}
     for key, number in value.items():
         if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 1e6:
-            raise PriceError(f"{where}.{key}: expected dollars per million tokens from 0 to 1,000,000, found {number!r}")
+            raise PriceError(
+                f"{where}.{key}: expected dollars per million tokens from 0 to 1,000,000, found {number!r}"
+            )
         rates[key] = float(number)
     return Rates(**rates)
-
 
 
 @dataclass(frozen=True)
@@ -120,16 +126,26 @@ class PricedTokens:
         return self.cache_write_5m + self.cache_write_1h
 
     def to_dict(self) -> dict:
-        return {"input": self.input, "cache_write_5m": self.cache_write_5m, "cache_write_1h": self.cache_write_1h,
-                "cache_read": self.cache_read, "output": self.output}
+        return {
+            "input": self.input,
+            "cache_write_5m": self.cache_write_5m,
+            "cache_write_1h": self.cache_write_1h,
+            "cache_read": self.cache_read,
+            "output": self.output,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "PricedTokens":
         for key in ("input", "cache_write_5m", "cache_write_1h", "cache_read", "output"):
             if d.get(key) is not None and type(d[key]) is not int:
                 raise ValueError(f"cost.tokens.{key}: expected a whole number")
-        return cls(input=d["input"], cache_write_5m=d["cache_write_5m"], cache_write_1h=d["cache_write_1h"],
-                   cache_read=d["cache_read"], output=d.get("output"))
+        return cls(
+            input=d["input"],
+            cache_write_5m=d["cache_write_5m"],
+            cache_write_1h=d["cache_write_1h"],
+            cache_read=d["cache_read"],
+            output=d.get("output"),
+        )
 
 
 @dataclass(frozen=True)
@@ -163,9 +179,16 @@ class CallCost:
     without_cache: float | None = None
 
     def to_dict(self) -> dict:
-        out: dict = {"priced": self.priced, "currency": CURRENCY, "basis": self.basis, "source": self.source,
-                     "source_version": self.source_version, "model": self.model, "provider": self.provider,
-                     "date": self.date}
+        out: dict = {
+            "priced": self.priced,
+            "currency": CURRENCY,
+            "basis": self.basis,
+            "source": self.source,
+            "source_version": self.source_version,
+            "model": self.model,
+            "provider": self.provider,
+            "date": self.date,
+        }
         if not self.priced:
             out["reason"] = self.reason
         out.update({part: money(getattr(self, part)) for part in PARTS})
@@ -190,16 +213,29 @@ class CallCost:
         if type(d.get("priced")) is not bool:
             raise ValueError("cost.priced: expected true or false")
         buckets = d.get("buckets")
-        if buckets is not None and (type(buckets) is not dict or any(type(v) not in (int, float) for v in buckets.values())):
+        if buckets is not None and (
+            type(buckets) is not dict or any(type(v) not in (int, float) for v in buckets.values())
+        ):
             raise ValueError("cost.buckets: expected an object of numbers")
         return cls(
-            priced=d["priced"], basis=d["basis"], source=d["source"], source_version=d.get("source_version"),
-            model=d.get("model"), provider=d.get("provider"), date=d.get("date"), reason=d.get("reason"),
+            priced=d["priced"],
+            basis=d["basis"],
+            source=d["source"],
+            source_version=d.get("source_version"),
+            model=d.get("model"),
+            provider=d.get("provider"),
+            date=d.get("date"),
+            reason=d.get("reason"),
             tokens=PricedTokens.from_dict(d["tokens"]) if d.get("tokens") else None,
-            input=d.get("input"), cache_write=d.get("cache_write"), cache_read=d.get("cache_read"),
-            output=d.get("output"), other=d.get("other"), total=d.get("total"),
+            input=d.get("input"),
+            cache_write=d.get("cache_write"),
+            cache_read=d.get("cache_read"),
+            output=d.get("output"),
+            other=d.get("other"),
+            total=d.get("total"),
             buckets=dict(d["buckets"]) if d.get("buckets") is not None else None,
-            notes=tuple(d.get("notes") or ()), without_cache=d.get("without_cache"),
+            notes=tuple(d.get("notes") or ()),
+            without_cache=d.get("without_cache"),
         )
 
 
@@ -242,9 +278,15 @@ class CostSummary:
     without_cache: float | None = None
 
     def to_dict(self) -> dict:
-        out: dict = {"priced": self.priced, "currency": CURRENCY, "calls_priced": self.calls_priced,
-                     "calls_unpriced": self.calls_unpriced, "basis": self.basis, "sources": list(self.sources),
-                     "source_version": self.source_version}
+        out: dict = {
+            "priced": self.priced,
+            "currency": CURRENCY,
+            "calls_priced": self.calls_priced,
+            "calls_unpriced": self.calls_unpriced,
+            "basis": self.basis,
+            "sources": list(self.sources),
+            "source_version": self.source_version,
+        }
         out.update({part: money(getattr(self, part)) for part in PARTS})
         if self.other:
             out["other"] = money(self.other)
@@ -295,8 +337,12 @@ def summarise(costs: list[tuple[int, CallCost | None]]) -> CostSummary | None:
         basis=bases.pop() if len(bases) == 1 else ("mixed" if bases else "reported"),
         sources=sources,
         source_version=next((c.source_version for _, c in priced if c.source_version), None),
-        input=total("input"), cache_write=total("cache_write"), cache_read=total("cache_read"),
-        output=total("output"), other=total("other") or None, total=total("total"),
+        input=total("input"),
+        cache_write=total("cache_write"),
+        cache_read=total("cache_read"),
+        output=total("output"),
+        other=total("other") or None,
+        total=total("total"),
         largest_call=largest[1].total if largest else None,
         largest_call_index=largest[0] if largest else None,
         buckets=buckets,
@@ -308,8 +354,15 @@ def summarise(costs: list[tuple[int, CallCost | None]]) -> CostSummary | None:
 
 # -- the computed cache ----------------------------------------------------------------------------
 #: Why a call read less from the cache than a prefix cache could have given it.
-MISS_CODES = ("first-call", "idle-gap", "model-switch", "prefix-changed", "below-minimum", "no-breakpoint",
-              "below-prediction")
+MISS_CODES = (
+    "first-call",
+    "idle-gap",
+    "model-switch",
+    "prefix-changed",
+    "below-minimum",
+    "no-breakpoint",
+    "below-prediction",
+)
 #: Which part of the prompt a ``prefix-changed`` call changed (``CallCache.part``).
 CHANGED_PARTS = ("system", "tools", "message", "reasoning", "rewrite", "compaction")
 
@@ -340,18 +393,37 @@ class CallCache:
     lost_cost: float | None = None  # what they cost over the read price, US dollars (None: not measured)
 
     def to_dict(self) -> dict:
-        return {"shared": self.shared, "shared_basis": self.shared_basis, "predicted_read": self.predicted,
-                "reported_read": self.reported, "rules": self.rules, "miss": self.miss, "detail": self.detail,
-                "changed_at": self.changed_at, "gap_seconds": self.gap, "part": self.part,
-                "lost_tokens": self.lost, "lost_cost": self.lost_cost}
+        return {
+            "shared": self.shared,
+            "shared_basis": self.shared_basis,
+            "predicted_read": self.predicted,
+            "reported_read": self.reported,
+            "rules": self.rules,
+            "miss": self.miss,
+            "detail": self.detail,
+            "changed_at": self.changed_at,
+            "gap_seconds": self.gap,
+            "part": self.part,
+            "lost_tokens": self.lost,
+            "lost_cost": self.lost_cost,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "CallCache":
-        return cls(shared=d.get("shared"), shared_basis=d.get("shared_basis", "messages"),
-                   predicted=d.get("predicted_read"), reported=d.get("reported_read"), rules=d.get("rules"),
-                   miss=d.get("miss"), detail=d.get("detail"), changed_at=d.get("changed_at"),
-                   gap=d.get("gap_seconds"), part=d.get("part"), lost=d.get("lost_tokens"),
-                   lost_cost=d.get("lost_cost"))
+        return cls(
+            shared=d.get("shared"),
+            shared_basis=d.get("shared_basis", "messages"),
+            predicted=d.get("predicted_read"),
+            reported=d.get("reported_read"),
+            rules=d.get("rules"),
+            miss=d.get("miss"),
+            detail=d.get("detail"),
+            changed_at=d.get("changed_at"),
+            gap=d.get("gap_seconds"),
+            part=d.get("part"),
+            lost=d.get("lost_tokens"),
+            lost_cost=d.get("lost_cost"),
+        )
 
 
 @dataclass(frozen=True)
@@ -370,8 +442,13 @@ class ReasonLoss:
         return self.reason + (f" ({self.part})" if self.part else "")
 
     def to_dict(self) -> dict:
-        return {"reason": self.reason, "part": self.part, "calls": self.calls, "tokens": self.tokens,
-                "cost": money(self.cost)}
+        return {
+            "reason": self.reason,
+            "part": self.part,
+            "calls": self.calls,
+            "tokens": self.tokens,
+            "cost": money(self.cost),
+        }
 
 
 @dataclass(frozen=True)
@@ -387,8 +464,15 @@ class CacheBreak:
     cost: float
 
     def to_dict(self) -> dict:
-        return {"call": self.call, "thread": self.thread, "reason": self.reason, "part": self.part,
-                "detail": self.detail, "tokens": self.tokens, "cost": money(self.cost)}
+        return {
+            "call": self.call,
+            "thread": self.thread,
+            "reason": self.reason,
+            "part": self.part,
+            "detail": self.detail,
+            "tokens": self.tokens,
+            "cost": money(self.cost),
+        }
 
 
 #: How many cache breaks a summary lists (the costliest; every call's ``cache`` has its own).
@@ -408,19 +492,30 @@ class CacheLoss:
     why: str | None = None
 
     def to_dict(self) -> dict:
-        return {"cost": money(self.cost), "tokens": self.tokens, "calls": self.calls, "why": self.why,
-                "by_reason": [r.to_dict() for r in self.by_reason], "breaks": [b.to_dict() for b in self.breaks]}
+        return {
+            "cost": money(self.cost),
+            "tokens": self.tokens,
+            "calls": self.calls,
+            "why": self.why,
+            "by_reason": [r.to_dict() for r in self.by_reason],
+            "breaks": [b.to_dict() for b in self.breaks],
+        }
 
 
 def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
     """The run's :class:`CacheLoss` of its calls' caches (``(index, thread, cache)``, in log order)."""
     if not any(cache.reported is not None for _, _, cache in rows):
         return CacheLoss(None, None, why="not recorded: the log reports no cache usage")
-    unmeasured = next(((index, cache) for index, _, cache in rows if cache.lost is None or cache.lost_cost is None), None)
+    unmeasured = next(
+        ((index, cache) for index, _, cache in rows if cache.lost is None or cache.lost_cost is None), None
+    )
     if unmeasured is not None:
         index, cache = unmeasured
-        why = (f"not measurable: call {index}'s cache miss ({cache.miss}) cannot be priced" if cache.miss
-               else "not measured: a profile made without cache forensics")
+        why = (
+            f"not measurable: call {index}'s cache miss ({cache.miss}) cannot be priced"
+            if cache.miss
+            else "not measured: a profile made without cache forensics"
+        )
         return CacheLoss(None, None, why=why)
     groups: dict[tuple[str, str | None], list[CallCache]] = {}
     breaks: list[CacheBreak] = []
@@ -428,13 +523,28 @@ def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
         if not cache.lost or not cache.miss:
             continue
         groups.setdefault((cache.miss, cache.part), []).append(cache)
-        breaks.append(CacheBreak(index, thread, cache.miss, cache.part, cache.detail, cache.lost, cache.lost_cost or 0.0))
-    by_reason = [ReasonLoss(reason, part, len(group), sum(c.lost or 0 for c in group),
-                            round(sum(c.lost_cost or 0.0 for c in group), DIGITS)) for (reason, part), group in groups.items()]
+        breaks.append(
+            CacheBreak(index, thread, cache.miss, cache.part, cache.detail, cache.lost, cache.lost_cost or 0.0)
+        )
+    by_reason = [
+        ReasonLoss(
+            reason,
+            part,
+            len(group),
+            sum(c.lost or 0 for c in group),
+            round(sum(c.lost_cost or 0.0 for c in group), DIGITS),
+        )
+        for (reason, part), group in groups.items()
+    ]
     by_reason.sort(key=lambda r: (-r.cost, -r.tokens, r.label))
     breaks.sort(key=lambda b: (-b.cost, -b.tokens, b.call))
-    return CacheLoss(cost=round(sum(r.cost for r in by_reason), DIGITS), tokens=sum(r.tokens for r in by_reason),
-                     by_reason=tuple(by_reason), breaks=tuple(breaks[:BREAKS_SHOWN]), calls=len(breaks))
+    return CacheLoss(
+        cost=round(sum(r.cost for r in by_reason), DIGITS),
+        tokens=sum(r.tokens for r in by_reason),
+        by_reason=tuple(by_reason),
+        breaks=tuple(breaks[:BREAKS_SHOWN]),
+        calls=len(breaks),
+    )
 
 
 @dataclass(frozen=True)
@@ -454,8 +564,15 @@ class CacheSummary:
     lost: CacheLoss | None = None  # what the misses cost (tokprof.analyses.cache_forensics)
 
     def to_dict(self) -> dict:
-        return {"rules": list(self.rules), "prompt": self.prompt, "shared": self.shared,
-                "predicted_read": self.predicted, "reported_read": self.reported,
-                "hit_rate_reported": self.hit_rate_reported, "hit_rate_predicted": self.hit_rate_predicted,
-                "misses": dict(self.misses), "notes": list(self.notes),
-                **({"lost": self.lost.to_dict()} if self.lost is not None else {})}
+        return {
+            "rules": list(self.rules),
+            "prompt": self.prompt,
+            "shared": self.shared,
+            "predicted_read": self.predicted,
+            "reported_read": self.reported,
+            "hit_rate_reported": self.hit_rate_reported,
+            "hit_rate_predicted": self.hit_rate_predicted,
+            "misses": dict(self.misses),
+            "notes": list(self.notes),
+            **({"lost": self.lost.to_dict()} if self.lost is not None else {}),
+        }

@@ -54,8 +54,11 @@ def _size(limit: int) -> str:
 
 def too_large(what: str, limit: int) -> TooLarge:
     variable = "TOKPROF_MAX_READ_" + what.upper().replace(" ", "_")
-    return TooLarge(errno.EFBIG, f"over the {_size(limit)} a {what} may have (an endless file such as /dev/zero?); "
-                                 f"set {variable} (in MiB) to raise it")
+    return TooLarge(
+        errno.EFBIG,
+        f"over the {_size(limit)} a {what} may have (an endless file such as /dev/zero?); "
+        f"set {variable} (in MiB) to raise it",
+    )
 
 
 def open_input(path: str | os.PathLike) -> IO[bytes]:

@@ -99,33 +99,62 @@ def _check_input_format(value: Optional[str]) -> Optional[str]:
 def _format_option(kind: str, default: str = "table", extra: tuple[str, ...] = ()):
     names = formats_for(kind) + list(extra)
     return typer.Option(
-        "--format", "-f", metavar="|".join(names), callback=_choice(kind, extra),
-        help=f"Output format: {', '.join(names)}.", autocompletion=lambda: names,
+        "--format",
+        "-f",
+        metavar="|".join(names),
+        callback=_choice(kind, extra),
+        help=f"Output format: {', '.join(names)}.",
+        autocompletion=lambda: names,
     )
 
 
-InputFormat = Annotated[Optional[str], typer.Option(
-    "--input-format", "-i", metavar="NAME", callback=_check_input_format,
-    help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
-    "claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi.",
-)]
-ModelName = Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))]
-ChatTemplate = Annotated[Optional[str], typer.Option(
-    "--chat-template", metavar="FILE", help="Use this Jinja chat template instead of the model's.")]
-ToolsFile = Annotated[Optional[str], typer.Option(
-    "--tools", metavar="FILE",
-    help="The tool definitions, for a log that does not record them (Claude Code, Codex): a JSON list "
-    "(OpenAI, Anthropic or MCP tools/list).",
-)]
-SystemFile = Annotated[Optional[str], typer.Option(
-    "--system", metavar="FILE", help="The system prompt, for a log that does not record it (Claude Code).")]
+InputFormat = Annotated[
+    Optional[str],
+    typer.Option(
+        "--input-format",
+        "-i",
+        metavar="NAME",
+        callback=_check_input_format,
+        help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
+        "claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi.",
+    ),
+]
+ModelName = Annotated[
+    Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))
+]
+ChatTemplate = Annotated[
+    Optional[str],
+    typer.Option("--chat-template", metavar="FILE", help="Use this Jinja chat template instead of the model's."),
+]
+ToolsFile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--tools",
+        metavar="FILE",
+        help="The tool definitions, for a log that does not record them (Claude Code, Codex): a JSON list "
+        "(OpenAI, Anthropic or MCP tools/list).",
+    ),
+]
+SystemFile = Annotated[
+    Optional[str],
+    typer.Option(
+        "--system", metavar="FILE", help="The system prompt, for a log that does not record it (Claude Code)."
+    ),
+]
 Output = Annotated[Optional[str], typer.Option("--output", "-o", metavar="FILE", help=OUTPUT_HELP)]
 NoProgress = Annotated[bool, typer.Option("--no-progress", help=PROGRESS_HELP)]
-Agent = Annotated[Optional[str], typer.Option(
-    "--agent", metavar="NAME",
-    help="List only this agent's sessions (claude-code, codex, gemini-cli, qwen-code, pi, ...).")]
-Window = Annotated[Optional[int], typer.Option(
-    "--window", metavar="N", help="The HTML report's context window in tokens (default: the model's).")]
+Agent = Annotated[
+    Optional[str],
+    typer.Option(
+        "--agent",
+        metavar="NAME",
+        help="List only this agent's sessions (claude-code, codex, gemini-cli, qwen-code, pi, ...).",
+    ),
+]
+Window = Annotated[
+    Optional[int],
+    typer.Option("--window", metavar="N", help="The HTML report's context window in tokens (default: the model's)."),
+]
 PRICE_HELP = (
     "Rates in US dollars per million tokens, for a self-hosted or private model (or to price one otherwise than "
     "genai-prices does): [MODEL=]INPUT/OUTPUT[/CACHE_READ[/CACHE_WRITE[/CACHE_WRITE_1H]]], e.g. 0.2/0.6 for every "
@@ -133,10 +162,14 @@ PRICE_HELP = (
     "Also [tool.tokprof.prices] in the configuration."
 )
 Price = Annotated[Optional[list[str]], typer.Option("--price", metavar="RATES", help=_esc(PRICE_HELP))]
-FillLines = Annotated[str, typer.Option(
-    "--fill-lines", metavar="P,Q",
-    help="The HTML report's context-window fill lines, in percent (a common compaction trigger and warning).",
-)]
+FillLines = Annotated[
+    str,
+    typer.Option(
+        "--fill-lines",
+        metavar="P,Q",
+        help="The HTML report's context-window fill lines, in percent (a common compaction trigger and warning).",
+    ),
+]
 
 
 def _version(value: bool) -> None:
@@ -161,8 +194,10 @@ app = typer.Typer(
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option(
-        "--version", "-V", callback=_version, is_eager=True, help="Print tokprof's version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print tokprof's version and exit."),
+    ] = False,
 ) -> None:
     """Where do my prompt tokens go?"""
 
@@ -252,7 +287,9 @@ def _only_for_logs(path: str, **given: object) -> None:
     if named:
         flags = ", ".join("--" + name.replace("_", "-") for name in named)
         verb = "applies" if len(named) == 1 else "apply"
-        raise TokprofError(f"{path}: a saved profile is shown as it was made; {flags} {verb} to logs (profile the log again)")
+        raise TokprofError(
+            f"{path}: a saved profile is shown as it was made; {flags} {verb} to logs (profile the log again)"
+        )
 
 
 def _user_prices(price: Optional[list[str]], settings=None) -> dict:
@@ -263,9 +300,18 @@ def _user_prices(price: Optional[list[str]], settings=None) -> dict:
 
 
 def _profile_of(
-    log: str, *, model: Optional[str], input_format: Optional[str], tools: Optional[str], system: Optional[str],
-    chat_template: Optional[str], no_progress: bool, default_model: Optional[str] = None,
-    default_template: Optional[str] = None, price: Optional[list[str]] = None, settings=None,
+    log: str,
+    *,
+    model: Optional[str],
+    input_format: Optional[str],
+    tools: Optional[str],
+    system: Optional[str],
+    chat_template: Optional[str],
+    no_progress: bool,
+    default_model: Optional[str] = None,
+    default_template: Optional[str] = None,
+    price: Optional[list[str]] = None,
+    settings=None,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
     (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
@@ -275,16 +321,31 @@ def _profile_of(
     _not_standard_input(log)
     saved = _saved_profile(log)
     if saved is not None:
-        _only_for_logs(log, model=model, input_format=input_format, tools=tools, system=system,
-                       chat_template=chat_template, price=price)
+        _only_for_logs(
+            log,
+            model=model,
+            input_format=input_format,
+            tools=tools,
+            system=system,
+            chat_template=chat_template,
+            price=price,
+        )
         return saved
-    return api.profile(log, model or default_model, input_format=input_format, tools=tools,
-                       system=Path(system) if system else None, chat_template=chat_template or default_template,
-                       progress=not no_progress, prices=_user_prices(price, settings))
+    return api.profile(
+        log,
+        model or default_model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        chat_template=chat_template or default_template,
+        progress=not no_progress,
+        prices=_user_prices(price, settings),
+    )
 
 
-def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = (),
-           replaces: Optional[str] = None) -> None:
+def _write(
+    outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = (), replaces: Optional[str] = None
+) -> None:
     """Write every output: files first, all of them or none (atomically), then standard output. An
     output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
     (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
@@ -294,7 +355,9 @@ def _write(outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str]
 
     for path, text in outputs:
         if path is None and text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
-            raise TokprofError("an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE")
+            raise TokprofError(
+                "an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE"
+            )
     _check_outputs([path for path, _ in outputs if path is not None], inputs, replaces)
     write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
     for path, text in outputs:
@@ -310,7 +373,9 @@ def _check_outputs(paths: list[str], inputs: tuple[Optional[str], ...], replaces
     for path in paths:
         for earlier in named:
             if _same_path(path, earlier):
-                raise TokprofError(f"{path}: two outputs would be written to the same file ({earlier}): give each its own")
+                raise TokprofError(
+                    f"{path}: two outputs would be written to the same file ({earlier}): give each its own"
+                )
         named.append(path)
         for given in protected:
             if _overwrites(path, given):
@@ -369,47 +434,102 @@ PROFILE_EXAMPLES = _esc(
 
 @app.command(epilog=PROFILE_EXAMPLES)
 def profile(
-    log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP + " Or a directory of Claude Code or "
-                                                                 "Codex sessions: a row per session (of tokprof "
-                                                                 "record's recordings: the newest). None: the "
-                                                                 "sessions of every agent on this machine, as "
-                                                                 "'tokprof sessions' lists them."))] = None,
+    log: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="LOG",
+            help=_esc(
+                LOG_HELP + " Or a directory of Claude Code or "
+                "Codex sessions: a row per session (of tokprof "
+                "record's recordings: the newest). None: the "
+                "sessions of every agent on this machine, as "
+                "'tokprof sessions' lists them."
+            ),
+        ),
+    ] = None,
     input_format: InputFormat = None,
     tools: ToolsFile = None,
     system: SystemFile = None,
-    session: Annotated[Optional[str], typer.Option(
-        "--session", metavar="ID",
-        help="With a directory: profile the one session whose id or file name is or contains ID.")] = None,
+    session: Annotated[
+        Optional[str],
+        typer.Option(
+            "--session",
+            metavar="ID",
+            help="With a directory: profile the one session whose id or file name is or contains ID.",
+        ),
+    ] = None,
     model: ModelName = None,
     chat_template: ChatTemplate = None,
     fmt: Annotated[str, _format_option("profile", extra=("parquet",))] = "table",
     output: Output = None,
     calls: Annotated[Optional[str], typer.Option("--calls", metavar="N|all", help=CALLS_HELP)] = None,
-    html: Annotated[Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")] = None,
+    html: Annotated[
+        Optional[str], typer.Option("--html", metavar="FILE", help="Also write the HTML report to FILE.")
+    ] = None,
     window: Window = None,
     fill_lines: FillLines = "70,80",
     price: Price = None,
     no_progress: NoProgress = False,
-    jobs: Annotated[Optional[int], typer.Option(
-        "--jobs", "-j", metavar="N", min=1,
-        help="With a directory: profile its sessions in N processes (default: one per core).")] = None,
+    jobs: Annotated[
+        Optional[int],
+        typer.Option(
+            "--jobs",
+            "-j",
+            metavar="N",
+            min=1,
+            help="With a directory: profile its sessions in N processes (default: one per core).",
+        ),
+    ] = None,
     agent: Agent = None,
-    by: Annotated[Optional[list[str]], typer.Option(
-        "--by", metavar="DIM[,DIM]", help="With a directory: roll the calls up by project, branch, model, agent, "
-        "day, week or user (repeat for several rollups; join with commas to group by several at once).")] = None,
-    since: Annotated[Optional[str], typer.Option(
-        "--since", metavar="WHEN", help="With a directory: only calls made at or after WHEN (ISO date or time, UTC).")] = None,
-    until: Annotated[Optional[str], typer.Option(
-        "--until", metavar="WHEN", help="With a directory: only calls made before WHEN (an ISO date: to its end).")] = None,
-    machine: Annotated[Optional[str], typer.Option(
-        "--machine", metavar="NAME", help="With a directory: the machine the logs come from, on every call's row.")] = None,
-    user: Annotated[Optional[str], typer.Option(
-        "--user", metavar="NAME", help="With a directory: the person the logs are of, on every call's row.")] = None,
-    with_text: Annotated[bool, typer.Option(
-        "--with-text", help="With -f parquet or csv into a folder: the calls table carries prompts and responses.")] = False,
-    incremental: Annotated[bool, typer.Option(
-        "--incremental", help="With -f parquet or csv into a folder: remember each input in a state file there "
-        "and profile only files that are new or changed (the output is a full run's).")] = False,
+    by: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--by",
+            metavar="DIM[,DIM]",
+            help="With a directory: roll the calls up by project, branch, model, agent, "
+            "day, week or user (repeat for several rollups; join with commas to group by several at once).",
+        ),
+    ] = None,
+    since: Annotated[
+        Optional[str],
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="With a directory: only calls made at or after WHEN (ISO date or time, UTC).",
+        ),
+    ] = None,
+    until: Annotated[
+        Optional[str],
+        typer.Option(
+            "--until", metavar="WHEN", help="With a directory: only calls made before WHEN (an ISO date: to its end)."
+        ),
+    ] = None,
+    machine: Annotated[
+        Optional[str],
+        typer.Option(
+            "--machine", metavar="NAME", help="With a directory: the machine the logs come from, on every call's row."
+        ),
+    ] = None,
+    user: Annotated[
+        Optional[str],
+        typer.Option(
+            "--user", metavar="NAME", help="With a directory: the person the logs are of, on every call's row."
+        ),
+    ] = None,
+    with_text: Annotated[
+        bool,
+        typer.Option(
+            "--with-text", help="With -f parquet or csv into a folder: the calls table carries prompts and responses."
+        ),
+    ] = False,
+    incremental: Annotated[
+        bool,
+        typer.Option(
+            "--incremental",
+            help="With -f parquet or csv into a folder: remember each input in a state file there "
+            "and profile only files that are new or changed (the output is a full run's).",
+        ),
+    ] = False,
 ) -> int:
     """Four buckets per call, and the billed input over the run.
 
@@ -430,16 +550,40 @@ def profile(
     elif os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
             team = _team_options(by, since, until, with_text, machine, user, incremental)
-            return _sessions(log, fmt, output, options, model, input_format, tools, system, chat_template,
-                             no_progress, html, jobs, price, team)
+            return _sessions(
+                log,
+                fmt,
+                output,
+                options,
+                model,
+                input_format,
+                tools,
+                system,
+                chat_template,
+                no_progress,
+                html,
+                jobs,
+                price,
+                team,
+            )
         log = api.find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
     if fmt == "parquet" or by or since or until or machine or user or with_text or incremental:
-        raise TokprofError(f"{log}: -f parquet, --by, --since, --until, --machine, --user, --with-text and --incremental are for "
-                           "a directory of sessions")
-    result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress, price=price)
+        raise TokprofError(
+            f"{log}: -f parquet, --by, --since, --until, --machine, --user, --with-text and --incremental are for "
+            "a directory of sessions"
+        )
+    result = _profile_of(
+        log,
+        model=model,
+        input_format=input_format,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        no_progress=no_progress,
+        price=price,
+    )
     from dataclasses import replace
 
     options = replace(options, calls=_calls(calls, len(result.calls)))
@@ -456,13 +600,19 @@ def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> st
     if wanted is not None:
         matches = [path for path, name in zip(recorded, names) if wanted in name]
         if len(matches) != 1:
-            listed = ", ".join(visible(n) for n in names[-5:]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            raise TokprofError(f"{directory}: --session {wanted}: {len(matches) or 'no'} recordings match "
-                               f"(the folder has {listed})")
+            listed = ", ".join(visible(n) for n in names[-5:]) + (
+                f" and {len(names) - 5} more" if len(names) > 5 else ""
+            )
+            raise TokprofError(
+                f"{directory}: --session {wanted}: {len(matches) or 'no'} recordings match (the folder has {listed})"
+            )
         return matches[0]
     if len(recorded) > 1:
-        print(f"tokprof: {visible(directory)}: {len(recorded)} recordings; the newest, {visible(names[-1])} "
-              "(--session NAME for another)", file=sys.stderr)
+        print(
+            f"tokprof: {visible(directory)}: {len(recorded)} recordings; the newest, {visible(names[-1])} "
+            "(--session NAME for another)",
+            file=sys.stderr,
+        )
     return recorded[-1]
 
 
@@ -476,11 +626,7 @@ def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> in
     return EXIT_OK
 
 
-SESSIONS_EXAMPLES = _esc(
-    "Examples:\n\n"
-    "  tokprof sessions\n\n"
-    "  tokprof sessions --agent gemini-cli -f json"
-)
+SESSIONS_EXAMPLES = _esc("Examples:\n\n  tokprof sessions\n\n  tokprof sessions --agent gemini-cli -f json")
 
 
 @app.command(epilog=SESSIONS_EXAMPLES)
@@ -499,8 +645,22 @@ def sessions(
     return _local(agent, fmt, output, _options(fmt, output))
 
 
-def _sessions(directory, fmt, output, options, model, input_format, tools, system, chat_template, no_progress,
-              html, jobs, price=None, team=None) -> int:
+def _sessions(
+    directory,
+    fmt,
+    output,
+    options,
+    model,
+    input_format,
+    tools,
+    system,
+    chat_template,
+    no_progress,
+    html,
+    jobs,
+    price=None,
+    team=None,
+) -> int:
     import tokprof as api  # the public facade: the CLI is its client
     from tokprof.render.tables import TeamOptions, rollups_text, table_files, tables, team_view
 
@@ -508,26 +668,45 @@ def _sessions(directory, fmt, output, options, model, input_format, tools, syste
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
     if fmt not in formats_for("sessions") + ["parquet"]:
-        raise TokprofError(f"{directory}: a directory's report is one of {', '.join(formats_for('sessions'))} or "
-                           f"parquet, not {fmt}: add --session ID for one session's {fmt}")
-    folder = fmt == "parquet" or (fmt == "csv" and output is not None and (output.endswith("/") or os.path.isdir(output)))
+        raise TokprofError(
+            f"{directory}: a directory's report is one of {', '.join(formats_for('sessions'))} or "
+            f"parquet, not {fmt}: add --session ID for one session's {fmt}"
+        )
+    folder = fmt == "parquet" or (
+        fmt == "csv" and output is not None and (output.endswith("/") or os.path.isdir(output))
+    )
     if fmt == "parquet" and not output:
-        raise TokprofError(f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o")
+        raise TokprofError(
+            f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o"
+        )
     if folder and not os.path.isdir(output):
         raise TokprofError(f"{output}: no such folder (create it first)")
     if incremental and "://" in directory:
         raise TokprofError(f"{directory}: --incremental takes a local folder")
     if incremental and not folder:
-        raise TokprofError(f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) "
-                           "and -o FOLDER/")
+        raise TokprofError(
+            f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) and -o FOLDER/"
+        )
     from tokprof.incremental import STATE_NAME, load_state, state_bytes
 
     state = load_state(os.path.join(output, STATE_NAME)) if incremental else None
     records = folder or bool(team.by) or team.filtered
-    report = api.profile_directory(directory, model, input_format=input_format, tools=tools,
-                                   system=Path(system) if system else None, chat_template=chat_template,
-                                   progress=not no_progress, jobs=jobs, prices=_user_prices(price), records=records,
-                                   with_text=team.with_text, machine=machine, user=user, state=state)
+    report = api.profile_directory(
+        directory,
+        model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        chat_template=chat_template,
+        progress=not no_progress,
+        jobs=jobs,
+        prices=_user_prices(price),
+        records=records,
+        with_text=team.with_text,
+        machine=machine,
+        user=user,
+        state=state,
+    )
     report, calls, rollups = team_view(report, team)
     if folder:
         files = table_files(output, fmt, tables(report, calls, rollups, team.with_text))
@@ -554,8 +733,12 @@ def _team_options(by, since, until, with_text, machine, user, incremental=False)
     from tokprof.analyses.rollups import parse_by, parse_when
     from tokprof.render.tables import TeamOptions
 
-    team = TeamOptions(tuple(parse_by(by or [])), parse_when(since, "--since") if since else None,
-                       parse_when(until, "--until", end=True) if until else None, with_text)
+    team = TeamOptions(
+        tuple(parse_by(by or [])),
+        parse_when(since, "--since") if since else None,
+        parse_when(until, "--until", end=True) if until else None,
+        with_text,
+    )
     return team, machine, user, incremental
 
 
@@ -567,8 +750,12 @@ def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], 
     write_files(outputs)
 
 
-@app.command(epilog=_esc("Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
-                         "  tokprof report run.json -o report.html     # from a saved profile"))
+@app.command(
+    epilog=_esc(
+        "Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
+        "  tokprof report run.json -o report.html     # from a saved profile"
+    )
+)
 def report(
     log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP))],
     output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")],
@@ -590,8 +777,16 @@ def report(
     if not output:
         raise TokprofError("--output: expected a file name, found ''")
     options = _options("html", output, window, fill_lines)
-    result = _profile_of(log, model=model, input_format=input_format, tools=tools, system=system,
-                         chat_template=chat_template, no_progress=no_progress, price=price)
+    result = _profile_of(
+        log,
+        model=model,
+        input_format=input_format,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        no_progress=no_progress,
+        price=price,
+    )
     _write([(output, _render(result, "html", options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
@@ -600,8 +795,10 @@ def report(
 def _policy_help() -> str:
     from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
 
-    return (f"A context policy to replay the log under, repeatable: {', '.join(SYNTAX)}. Default: whatif in "
-            f"[tool.tokprof] or tokprof.toml, else {', '.join(DEFAULT_POLICIES)}. full is always shown first.")
+    return (
+        f"A context policy to replay the log under, repeatable: {', '.join(SYNTAX)}. Default: whatif in "
+        f"[tool.tokprof] or tokprof.toml, else {', '.join(DEFAULT_POLICIES)}. full is always shown first."
+    )
 
 
 WHATIF_EXAMPLES = _esc(
@@ -615,39 +812,71 @@ WHATIF_EXAMPLES = _esc(
 @app.command(epilog=WHATIF_EXAMPLES)
 def whatif(
     log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP.split("; or a saved profile")[0] + "."))],
-    policy: Annotated[Optional[list[str]], typer.Option(
-        "--policy", "-p", metavar="P", help=_esc(_policy_help()))] = None,
+    policy: Annotated[
+        Optional[list[str]], typer.Option("--policy", "-p", metavar="P", help=_esc(_policy_help()))
+    ] = None,
     input_format: InputFormat = None,
     tools: ToolsFile = None,
     system: SystemFile = None,
     model: ModelName = None,
     chat_template: ChatTemplate = None,
-    window: Annotated[Optional[int], typer.Option(
-        "--window", metavar="N",
-        help="The context window in tokens (default: the model's): compact measures against it, and the calls "
-        "over it are counted.")] = None,
-    config: Annotated[Optional[str], typer.Option(
-        "--config", metavar="FILE",
-        help="The configuration whose whatif policies apply without --policy (default: found from the working "
-        "directory).")] = None,
+    window: Annotated[
+        Optional[int],
+        typer.Option(
+            "--window",
+            metavar="N",
+            help="The context window in tokens (default: the model's): compact measures against it, and the calls "
+            "over it are counted.",
+        ),
+    ] = None,
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="The configuration whose whatif policies apply without --policy (default: found from the working "
+            "directory).",
+        ),
+    ] = None,
     price: Price = None,
     fmt: Annotated[str, _format_option("whatif")] = "table",
     output: Output = None,
-    html: Annotated[Optional[str], typer.Option(
-        "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE.")] = None,
+    html: Annotated[
+        Optional[str],
+        typer.Option(
+            "--html", metavar="FILE", help="Also write the HTML report of the log, with the what-if charts, to FILE."
+        ),
+    ] = None,
     no_progress: NoProgress = False,
-    fact: Annotated[Optional[list[str]], typer.Option(
-        "--fact", metavar="TEXT",
-        help="A fact the conversation must not forget, repeatable: each policy says whether its prompts still "
-        "carry it (verbatim; re:PATTERN for a regular expression).")] = None,
-    facts_file: Annotated[Optional[str], typer.Option(
-        "--facts", metavar="FILE", help="Facts to look for, one per line (# starts a comment).")] = None,
-    suggest_facts: Annotated[bool, typer.Option(
-        "--suggest-facts", help="List candidate facts from the user's own messages (standing instructions, "
-        "identifiers stated once), and replay nothing.")] = False,
-    cost_parts: Annotated[bool, typer.Option(
-        "--cost-parts", help="Also show each policy's cost in parts: uncached input, cache writes, cache reads, "
-        "output (the JSON always has them).")] = False,
+    fact: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--fact",
+            metavar="TEXT",
+            help="A fact the conversation must not forget, repeatable: each policy says whether its prompts still "
+            "carry it (verbatim; re:PATTERN for a regular expression).",
+        ),
+    ] = None,
+    facts_file: Annotated[
+        Optional[str],
+        typer.Option("--facts", metavar="FILE", help="Facts to look for, one per line (# starts a comment)."),
+    ] = None,
+    suggest_facts: Annotated[
+        bool,
+        typer.Option(
+            "--suggest-facts",
+            help="List candidate facts from the user's own messages (standing instructions, "
+            "identifiers stated once), and replay nothing.",
+        ),
+    ] = False,
+    cost_parts: Annotated[
+        bool,
+        typer.Option(
+            "--cost-parts",
+            help="Also show each policy's cost in parts: uncached input, cache writes, cache reads, "
+            "output (the JSON always has them).",
+        ),
+    ] = False,
 ) -> int:
     """Replay a log under context policies: what each would have billed, exactly, and what it forgets.
 
@@ -656,6 +885,7 @@ def whatif(
     context window, the billed input per bucket, and the prompt tokens a prefix cache could reuse.
     """
     import tokprof as api  # the public facade: the CLI is its client
+
     _not_standard_input(log)
     if window is not None and window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
@@ -676,9 +906,19 @@ def whatif(
     if policies is None:
         policies = list(settings.whatif) if settings.whatif else None
     options = dataclasses.replace(_options(fmt, output), cost_parts=cost_parts)
-    result = api.whatif(log, policies, model, input_format=input_format, tools=tools,
-                        system=Path(system) if system else None, chat_template=chat_template, window=window,
-                        progress=not no_progress, prices=_user_prices(price, settings), facts=wanted)
+    result = api.whatif(
+        log,
+        policies,
+        model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        chat_template=chat_template,
+        window=window,
+        progress=not no_progress,
+        prices=_user_prices(price, settings),
+        facts=wanted,
+    )
     outputs = [(output, _render(result, fmt, options))]
     _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template, facts_file))
     return EXIT_OK
@@ -715,8 +955,16 @@ def _render(result: object, fmt: str, options: RenderOptions) -> str:
     """A result in a format, through the public API (what a library user gets from render_report)."""
     import tokprof
 
-    return tokprof.render_report(result, fmt, width=options.width, color=options.color, calls=options.calls,
-                                 window=options.window, levels=options.levels, cost_parts=options.cost_parts)
+    return tokprof.render_report(
+        result,
+        fmt,
+        width=options.width,
+        color=options.color,
+        calls=options.calls,
+        window=options.window,
+        levels=options.levels,
+        cost_parts=options.cost_parts,
+    )
 
 
 def _is_saved_profile(path: str) -> bool:
@@ -740,14 +988,23 @@ TOOLS_FILE_HELP = (
 )
 
 
-@app.command(epilog=_esc("Examples:\n\n  tokprof tools samples/incident_session.json\n\n"
-                         "  tokprof tools --tools samples/tools_anthropic.json --system samples/system_prompt.txt"))
+@app.command(
+    epilog=_esc(
+        "Examples:\n\n  tokprof tools samples/incident_session.json\n\n"
+        "  tokprof tools --tools samples/tools_anthropic.json --system samples/system_prompt.txt"
+    )
+)
 def tools(
     log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP))] = None,
     tools_file: Annotated[Optional[str], typer.Option("--tools", metavar="FILE", help=_esc(TOOLS_FILE_HELP))] = None,
-    system: Annotated[Optional[str], typer.Option(
-        "--system", metavar="FILE",
-        help="A system prompt: to render static tools with, or for a LOG that does not record it.")] = None,
+    system: Annotated[
+        Optional[str],
+        typer.Option(
+            "--system",
+            metavar="FILE",
+            help="A system prompt: to render static tools with, or for a LOG that does not record it.",
+        ),
+    ] = None,
     input_format: InputFormat = None,
     model: ModelName = None,
     chat_template: ChatTemplate = None,
@@ -761,17 +1018,31 @@ def tools(
     cost, and, from a log, how often each tool was carried and called.
     """
     import tokprof as api  # the public facade: the CLI is its client
+
     _log_or_tools("tools", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
     saved = _saved_profile(log) if log is not None else None
     if saved is not None:
-        _only_for_logs(log or "", model=model, input_format=input_format, tools=tools_file, system=system,
-                       chat_template=chat_template)
+        _only_for_logs(
+            log or "",
+            model=model,
+            input_format=input_format,
+            tools=tools_file,
+            system=system,
+            chat_template=chat_template,
+        )
         result = api.ToolsReport.from_profile(saved)
     else:
-        result = api.tools_report(log, tools=tools_file, system=Path(system) if system else None, model=model,
-                                  input_format=input_format, chat_template=chat_template, progress=not no_progress)
+        result = api.tools_report(
+            log,
+            tools=tools_file,
+            system=Path(system) if system else None,
+            model=model,
+            input_format=input_format,
+            chat_template=chat_template,
+            progress=not no_progress,
+        )
     _write([(output, _render(result, fmt, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
 
@@ -781,7 +1052,7 @@ CHECK_HELP = (
     "pyproject.toml or in tokprof.toml (found by walking up from the working directory), and against a committed "
     "baseline.\n\n"
     "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
-    "unused_tool_waste, cost and largest_call_cost (US dollars: \"$5\"), cache_hit_rate (a share; a bare value is a "
+    'unused_tool_waste, cost and largest_call_cost (US dollars: "$5"), cache_hit_rate (a share; a bare value is a '
     "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
     "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
     "max_increase}.\n\n"
@@ -791,29 +1062,52 @@ CHECK_HELP = (
 )
 
 
-@app.command(help=_esc(CHECK_HELP), short_help="Fail a build when prompt or tool-catalogue tokens go over budget or regress.",
-             epilog=_esc(
-    "Examples:\n\n  tokprof check samples/incident_session.json --config samples/tokprof.toml\n\n"
-    "  tokprof check --tools tools.json --system system.txt --update-baseline"))
+@app.command(
+    help=_esc(CHECK_HELP),
+    short_help="Fail a build when prompt or tool-catalogue tokens go over budget or regress.",
+    epilog=_esc(
+        "Examples:\n\n  tokprof check samples/incident_session.json --config samples/tokprof.toml\n\n"
+        "  tokprof check --tools tools.json --system system.txt --update-baseline"
+    ),
+)
 def check(
     log: Annotated[Optional[str], typer.Argument(metavar="LOG", help=_esc(LOG_HELP))] = None,
-    tools_file: Annotated[Optional[str], typer.Option(
-        "--tools", metavar="FILE",
-        help="Check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them.",
-    )] = None,
-    system: Annotated[Optional[str], typer.Option(
-        "--system", metavar="FILE", help="The system prompt, with --tools or for a LOG that does not record it.",
-    )] = None,
+    tools_file: Annotated[
+        Optional[str],
+        typer.Option(
+            "--tools",
+            metavar="FILE",
+            help="Check a tool catalogue instead of a log; with a LOG that does not record its tools, supply them.",
+        ),
+    ] = None,
+    system: Annotated[
+        Optional[str],
+        typer.Option(
+            "--system",
+            metavar="FILE",
+            help="The system prompt, with --tools or for a LOG that does not record it.",
+        ),
+    ] = None,
     input_format: InputFormat = None,
     model: ModelName = None,
     chat_template: ChatTemplate = None,
-    config: Annotated[Optional[str], typer.Option(
-        "--config", metavar="FILE", help="The configuration file (default: found from the working directory).")] = None,
-    baseline: Annotated[Optional[str], typer.Option(
-        "--baseline", metavar="FILE", help="The baseline JSON to compare with (default: from the configuration).",
-    )] = None,
-    update_baseline: Annotated[bool, typer.Option(
-        "--update-baseline", help="Write the measured values as the new baseline.")] = False,
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config", metavar="FILE", help="The configuration file (default: found from the working directory)."
+        ),
+    ] = None,
+    baseline: Annotated[
+        Optional[str],
+        typer.Option(
+            "--baseline",
+            metavar="FILE",
+            help="The baseline JSON to compare with (default: from the configuration).",
+        ),
+    ] = None,
+    update_baseline: Annotated[
+        bool, typer.Option("--update-baseline", help="Write the measured values as the new baseline.")
+    ] = False,
     fmt: Annotated[str, _format_option("check")] = "table",
     output: Output = None,
     price: Price = None,
@@ -822,23 +1116,44 @@ def check(
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
     import tokprof as api  # the public facade: the CLI is its client
     from tokprof import github
+
     _log_or_tools("check", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
     settings = api.load_config(config)
     if log is not None and _is_saved_profile(log):
-        _only_for_logs(log, model=model, input_format=input_format, tools=tools_file, system=system,
-                       chat_template=chat_template, price=price)
-    run = api.run_check(log, tools=tools_file, system=system, config=settings, baseline=baseline,
-                        update_baseline=update_baseline, model=model, chat_template=chat_template,
-                        input_format=input_format, progress=not no_progress, prices=_user_prices(price, settings))
+        _only_for_logs(
+            log,
+            model=model,
+            input_format=input_format,
+            tools=tools_file,
+            system=system,
+            chat_template=chat_template,
+            price=price,
+        )
+    run = api.run_check(
+        log,
+        tools=tools_file,
+        system=system,
+        config=settings,
+        baseline=baseline,
+        update_baseline=update_baseline,
+        model=model,
+        chat_template=chat_template,
+        input_format=input_format,
+        progress=not no_progress,
+        prices=_user_prices(price, settings),
+    )
     outputs: list[tuple[Optional[str], str]] = []
     if update_baseline:
         assert run.baseline is not None
         outputs.append((run.baseline, run.baseline_text()))
     outputs.append((output, _render(run.result, fmt, options)))
-    _write(outputs, (log, tools_file, system, config, chat_template, run.baseline),
-           replaces=run.baseline if update_baseline else None)
+    _write(
+        outputs,
+        (log, tools_file, system, config, chat_template, run.baseline),
+        replaces=run.baseline if update_baseline else None,
+    )
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
     return run.result.exit_code
@@ -856,24 +1171,43 @@ PROBE_EXAMPLES = _esc(
 @app.command(epilog=PROBE_EXAMPLES)
 def probe(
     log: Annotated[str, typer.Argument(metavar="LOG", help="An agent log (as tokprof whatif reads).")],
-    question: Annotated[str, typer.Option("--question", metavar="TEXT", help="The question to ask after each "
-                                          "policy's final prompt.")],
+    question: Annotated[
+        str, typer.Option("--question", metavar="TEXT", help="The question to ask after each policy's final prompt.")
+    ],
     expect: Annotated[str, typer.Option("--expect", metavar="TEXT", help="The right answer's value (a hit holds it).")],
-    endpoint: Annotated[str, typer.Option("--endpoint", metavar="URL", help="An OpenAI-compatible chat endpoint you "
-                                          "run (llama.cpp, vLLM, Ollama): nothing is sent without it.")],
-    policy: Annotated[Optional[list[str]], typer.Option("--policy", "-p", metavar="P",
-                                                        help="A policy to probe, repeatable (default: whatif's).")] = None,
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint",
+            metavar="URL",
+            help="An OpenAI-compatible chat endpoint you run (llama.cpp, vLLM, Ollama): nothing is sent without it.",
+        ),
+    ],
+    policy: Annotated[
+        Optional[list[str]],
+        typer.Option("--policy", "-p", metavar="P", help="A policy to probe, repeatable (default: whatif's)."),
+    ] = None,
     trials: Annotated[int, typer.Option("--trials", metavar="N", min=1, help="Requests per policy.")] = 1,
-    endpoint_model: Annotated[Optional[str], typer.Option(
-        "--endpoint-model", metavar="NAME", help="The model name to send to the endpoint.")] = None,
-    api_key: Annotated[Optional[str], typer.Option(
-        "--api-key", metavar="KEY", envvar="TOKPROF_PROBE_API_KEY",
-        help="A key for a paid API (every request then costs money; a warning says so).")] = None,
+    endpoint_model: Annotated[
+        Optional[str], typer.Option("--endpoint-model", metavar="NAME", help="The model name to send to the endpoint.")
+    ] = None,
+    api_key: Annotated[
+        Optional[str],
+        typer.Option(
+            "--api-key",
+            metavar="KEY",
+            envvar="TOKPROF_PROBE_API_KEY",
+            help="A key for a paid API (every request then costs money; a warning says so).",
+        ),
+    ] = None,
     temperature: Annotated[float, typer.Option("--temperature", metavar="T", help="Sampling temperature.")] = 0.0,
     timeout: Annotated[float, typer.Option("--timeout", metavar="S", help="Seconds per request.")] = 60.0,
-    max_requests: Annotated[int, typer.Option("--max-requests", metavar="N", min=1,
-                                              help="Refuse to send more requests than this.")] = 50,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count and show what would be sent; send nothing.")] = False,
+    max_requests: Annotated[
+        int, typer.Option("--max-requests", metavar="N", min=1, help="Refuse to send more requests than this.")
+    ] = 50,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count and show what would be sent; send nothing.")
+    ] = False,
     model: ModelName = None,
     input_format: InputFormat = None,
     fmt: Annotated[str, _format_option("probe")] = "table",
@@ -894,14 +1228,31 @@ def probe(
 
     def announce(requests: int, tokens: int) -> None:
         verb = "would send" if dry_run else "sending"
-        print(f"tokprof: {verb} {requests} request{'s' if requests != 1 else ''} (about {tokens:,} prompt tokens) "
-              f"to {visible(endpoint)}", file=sys.stderr)
+        print(
+            f"tokprof: {verb} {requests} request{'s' if requests != 1 else ''} (about {tokens:,} prompt tokens) "
+            f"to {visible(endpoint)}",
+            file=sys.stderr,
+        )
 
     from tokprof.text import visible
 
-    result = api.probe(log, question, expect, endpoint, policy or None, model, trials=trials,
-                       endpoint_model=endpoint_model, api_key=api_key, temperature=temperature, timeout=timeout,
-                       max_requests=max_requests, dry_run=dry_run, announce=announce, input_format=input_format)
+    result = api.probe(
+        log,
+        question,
+        expect,
+        endpoint,
+        policy or None,
+        model,
+        trials=trials,
+        endpoint_model=endpoint_model,
+        api_key=api_key,
+        temperature=temperature,
+        timeout=timeout,
+        max_requests=max_requests,
+        dry_run=dry_run,
+        announce=announce,
+        input_format=input_format,
+    )
     _write([(output, _render(result, fmt, _options(fmt, output)))], (log,))
     return EXIT_OK
 
@@ -916,19 +1267,39 @@ SERVE_HELP = (
 )
 
 
-@app.command(epilog=_esc("Examples:\n\n  tokprof export ~/.claude/projects/ --endpoint http://127.0.0.1:4318/v1/traces\n\n"
-                         "  tokprof export sessions/ --prometheus /var/lib/node_exporter/textfile/tokprof.prom"))
+@app.command(
+    epilog=_esc(
+        "Examples:\n\n  tokprof export ~/.claude/projects/ --endpoint http://127.0.0.1:4318/v1/traces\n\n"
+        "  tokprof export sessions/ --prometheus /var/lib/node_exporter/textfile/tokprof.prom"
+    )
+)
 def export(
-    directory: Annotated[str, typer.Argument(metavar="DIR", help="A directory of sessions (any agent format tokprof reads).")],
-    endpoint: Annotated[Optional[str], typer.Option(
-        "--endpoint", metavar="URL", help="Send a span per call to this OTLP HTTP traces endpoint (the otel extra).")] = None,
-    prometheus: Annotated[Optional[str], typer.Option(
-        "--prometheus", metavar="FILE", help="Write Prometheus text exposition (for node_exporter's textfile collector).")] = None,
+    directory: Annotated[
+        str, typer.Argument(metavar="DIR", help="A directory of sessions (any agent format tokprof reads).")
+    ],
+    endpoint: Annotated[
+        Optional[str],
+        typer.Option(
+            "--endpoint", metavar="URL", help="Send a span per call to this OTLP HTTP traces endpoint (the otel extra)."
+        ),
+    ] = None,
+    prometheus: Annotated[
+        Optional[str],
+        typer.Option(
+            "--prometheus",
+            metavar="FILE",
+            help="Write Prometheus text exposition (for node_exporter's textfile collector).",
+        ),
+    ] = None,
     model: ModelName = None,
     price: Price = None,
-    machine: Annotated[Optional[str], typer.Option("--machine", metavar="NAME", help="The machine, on every call.")] = None,
+    machine: Annotated[
+        Optional[str], typer.Option("--machine", metavar="NAME", help="The machine, on every call.")
+    ] = None,
     user: Annotated[Optional[str], typer.Option("--user", metavar="NAME", help="The person, on every call.")] = None,
-    jobs: Annotated[Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Processes to profile in.")] = None,
+    jobs: Annotated[
+        Optional[int], typer.Option("--jobs", "-j", metavar="N", min=1, help="Processes to profile in.")
+    ] = None,
     no_progress: NoProgress = False,
 ) -> int:
     """Per-call spans over OTLP, or metrics for Prometheus, from a directory of sessions."""
@@ -938,8 +1309,16 @@ def export(
         raise TokprofError(f"{directory}: give --endpoint URL (OTLP) or --prometheus FILE, or both")
     if not os.path.isdir(directory) and "://" not in directory:
         raise TokprofError(f"{directory}: not a directory of sessions")
-    report = api.profile_directory(directory, model, progress=not no_progress, jobs=jobs, prices=_user_prices(price),
-                                   records=True, machine=machine, user=user)
+    report = api.profile_directory(
+        directory,
+        model,
+        progress=not no_progress,
+        jobs=jobs,
+        prices=_user_prices(price),
+        records=True,
+        machine=machine,
+        user=user,
+    )
     if prometheus:
         from tokprof.export.prometheus import exposition
 
@@ -951,8 +1330,12 @@ def export(
     return EXIT_OK
 
 
-@app.command(short_help="One line for Claude Code's status bar (its statusLine command).", epilog=_esc(
-    "In ~/.claude/settings.json:\n\n  {\"statusLine\": {\"type\": \"command\", \"command\": \"tokprof statusline\"}}"))
+@app.command(
+    short_help="One line for Claude Code's status bar (its statusLine command).",
+    epilog=_esc(
+        'In ~/.claude/settings.json:\n\n  {"statusLine": {"type": "command", "command": "tokprof statusline"}}'
+    ),
+)
 def statusline() -> int:
     """Read Claude Code's status line JSON on standard input and print one short line."""
     from tokprof.statusline import main as status
@@ -961,78 +1344,184 @@ def statusline() -> int:
     return EXIT_OK
 
 
-@app.command(short_help="Follow the sessions being written: context fill, buckets, cost, cache.", epilog=_esc(
-    "Examples:\n\n  tokprof watch\n\n  tokprof watch ~/.claude/projects/my-project --json\n\n"
-    "  tokprof watch --on-threshold 'notify-send tokprof context'"))
+@app.command(
+    short_help="Follow the sessions being written: context fill, buckets, cost, cache.",
+    epilog=_esc(
+        "Examples:\n\n  tokprof watch\n\n  tokprof watch ~/.claude/projects/my-project --json\n\n"
+        "  tokprof watch --on-threshold 'notify-send tokprof context'"
+    ),
+)
 def watch(
-    paths: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[PATH]...", help="Session files or folders (default: Claude Code's and Codex's own folders).")] = None,
+    paths: Annotated[
+        Optional[list[str]],
+        typer.Argument(
+            metavar="[PATH]...", help="Session files or folders (default: Claude Code's and Codex's own folders)."
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON line per new call, no live display.")] = False,
-    on_threshold: Annotated[Optional[str], typer.Option(
-        "--on-threshold", metavar="CMD", help="A command run (not through a shell) when a call crosses a threshold, "
-        "with the figures in TOKPROF_* environment variables.")] = None,
-    thresholds: Annotated[str, typer.Option("--thresholds", metavar="P,Q",
-                                            help="Fill thresholds in percent of the context window.")] = "70,80",
-    interval: Annotated[float, typer.Option("--interval", metavar="SECONDS", min=0.05,
-                                            help="Seconds between reads.")] = 0.5,
-    model: Annotated[Optional[str], typer.Option("--model", "-m", metavar="MODEL",
-                                                 help="The model that counts (default: from each call's model name).")] = None,
+    on_threshold: Annotated[
+        Optional[str],
+        typer.Option(
+            "--on-threshold",
+            metavar="CMD",
+            help="A command run (not through a shell) when a call crosses a threshold, "
+            "with the figures in TOKPROF_* environment variables.",
+        ),
+    ] = None,
+    thresholds: Annotated[
+        str, typer.Option("--thresholds", metavar="P,Q", help="Fill thresholds in percent of the context window.")
+    ] = "70,80",
+    interval: Annotated[
+        float, typer.Option("--interval", metavar="SECONDS", min=0.05, help="Seconds between reads.")
+    ] = 0.5,
+    model: Annotated[
+        Optional[str],
+        typer.Option(
+            "--model", "-m", metavar="MODEL", help="The model that counts (default: from each call's model name)."
+        ),
+    ] = None,
 ) -> int:
     """Follow the sessions being written and show each one's newest call."""
     from tokprof import watch as watcher
     from tokprof.config import percentages
 
-    watcher.watch(paths or watcher.default_paths(), thresholds=percentages(thresholds, "--thresholds"), as_json=as_json,
-                  on_threshold=on_threshold, interval=interval, model=model)
+    watcher.watch(
+        paths or watcher.default_paths(),
+        thresholds=percentages(thresholds, "--thresholds"),
+        as_json=as_json,
+        on_threshold=on_threshold,
+        interval=interval,
+        model=model,
+    )
     return EXIT_OK
 
 
-@app.command(help=_esc(SERVE_HELP), short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",
-             epilog=_esc(
-    "Examples:\n\n  tokprof serve\n\n  tokprof serve --model qwen3 --model ./my-tokenizer --thresholds 60,75\n\n"
-    "  TOKPROF_SERVE_TOKEN=s3cret tokprof serve --host 0.0.0.0"))
+@app.command(
+    help=_esc(SERVE_HELP),
+    short_help="Count prompts over a local HTTP endpoint (for harnesses in any language).",
+    epilog=_esc(
+        "Examples:\n\n  tokprof serve\n\n  tokprof serve --model qwen3 --model ./my-tokenizer --thresholds 60,75\n\n"
+        "  TOKPROF_SERVE_TOKEN=s3cret tokprof serve --host 0.0.0.0"
+    ),
+)
 def serve(
     host: Annotated[str, typer.Option("--host", metavar="ADDRESS", help="The address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", metavar="PORT", min=0, max=65535,
-                                      help="The port to listen on (0: any free port, printed at start).")] = 8765,
-    model: Annotated[Optional[list[str]], typer.Option(
-        "--model", "-m", metavar="MODEL",
-        help=_esc("A model to load at start, repeatable; the first is the default for requests that name none "
-                  "(default: qwen2.5). Requests may also name any embedded model or a closed model (its proxy); "
-                  "directories and Hub ids only as --model."))] = None,
-    token: Annotated[Optional[str], typer.Option(
-        "--token", metavar="TOKEN", envvar="TOKPROF_SERVE_TOKEN", show_envvar=False,
-        help="The token every request must carry (Authorization: Bearer TOKEN); required beyond the loopback "
-        "interface. Also TOKPROF_SERVE_TOKEN, which other users of the machine cannot see in the process list.")] = None,
-    max_body: Annotated[int, typer.Option(
-        "--max-body", metavar="BYTES", min=1, help="The largest request body; larger ones get 413.")] = 20 * 1024 * 1024,
-    thresholds: Annotated[str, typer.Option(
-        "--thresholds", metavar="P,Q", help="Fill thresholds in percent of the context window that answers report as "
-        "crossed (a common compaction trigger and warning).")] = "70,80",
-    window: Annotated[Optional[int], typer.Option(
-        "--window", metavar="N", min=1, help="The context window in tokens the fill is measured against (default: "
-        "each model's).")] = None,
-    conversations: Annotated[int, typer.Option(
-        "--conversations", metavar="N", min=1,
-        help="Conversations kept for reuse at most (the least recently used are dropped first).")] = 32,
-    cache_memory: Annotated[int, typer.Option(
-        "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB.")] = 512,
-    workers: Annotated[int, typer.Option(
-        "--workers", metavar="N", min=1, help="Processes that count, one request at a time each.")] = 2,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", min=0.001, help="The time a count may take (waiting for a worker included) "
-        "before its request gets 503 and its worker is restarted.")] = 30.0,
-    max_inflight: Annotated[int, typer.Option(
-        "--max-inflight", metavar="N", min=1, help="Count requests read or counted at once; more get 503.")] = 32,
-    max_inflight_bytes: Annotated[int, typer.Option(
-        "--max-inflight-bytes", metavar="BYTES", min=1,
-        help="The bodies of the requests in flight, in bytes, at most; more get 503.")] = 64 * 1024 * 1024,
-    read_timeout: Annotated[float, typer.Option(
-        "--read-timeout", metavar="SECONDS", min=0.001,
-        help="The time a request's head, then its body, may take to arrive.")] = 10.0,
-    max_connections: Annotated[int, typer.Option(
-        "--max-connections", metavar="N", min=1,
-        help="Open connections at most; beyond it the one idle longest is closed.")] = 512,
+    port: Annotated[
+        int,
+        typer.Option(
+            "--port",
+            metavar="PORT",
+            min=0,
+            max=65535,
+            help="The port to listen on (0: any free port, printed at start).",
+        ),
+    ] = 8765,
+    model: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--model",
+            "-m",
+            metavar="MODEL",
+            help=_esc(
+                "A model to load at start, repeatable; the first is the default for requests that name none "
+                "(default: qwen2.5). Requests may also name any embedded model or a closed model (its proxy); "
+                "directories and Hub ids only as --model."
+            ),
+        ),
+    ] = None,
+    token: Annotated[
+        Optional[str],
+        typer.Option(
+            "--token",
+            metavar="TOKEN",
+            envvar="TOKPROF_SERVE_TOKEN",
+            show_envvar=False,
+            help="The token every request must carry (Authorization: Bearer TOKEN); required beyond the loopback "
+            "interface. Also TOKPROF_SERVE_TOKEN, which other users of the machine cannot see in the process list.",
+        ),
+    ] = None,
+    max_body: Annotated[
+        int, typer.Option("--max-body", metavar="BYTES", min=1, help="The largest request body; larger ones get 413.")
+    ] = 20 * 1024 * 1024,
+    thresholds: Annotated[
+        str,
+        typer.Option(
+            "--thresholds",
+            metavar="P,Q",
+            help="Fill thresholds in percent of the context window that answers report as "
+            "crossed (a common compaction trigger and warning).",
+        ),
+    ] = "70,80",
+    window: Annotated[
+        Optional[int],
+        typer.Option(
+            "--window",
+            metavar="N",
+            min=1,
+            help="The context window in tokens the fill is measured against (default: each model's).",
+        ),
+    ] = None,
+    conversations: Annotated[
+        int,
+        typer.Option(
+            "--conversations",
+            metavar="N",
+            min=1,
+            help="Conversations kept for reuse at most (the least recently used are dropped first).",
+        ),
+    ] = 32,
+    cache_memory: Annotated[
+        int,
+        typer.Option(
+            "--cache-memory", metavar="MIB", min=1, help="Estimated memory the kept conversations may hold, in MiB."
+        ),
+    ] = 512,
+    workers: Annotated[
+        int, typer.Option("--workers", metavar="N", min=1, help="Processes that count, one request at a time each.")
+    ] = 2,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="The time a count may take (waiting for a worker included) "
+            "before its request gets 503 and its worker is restarted.",
+        ),
+    ] = 30.0,
+    max_inflight: Annotated[
+        int,
+        typer.Option(
+            "--max-inflight", metavar="N", min=1, help="Count requests read or counted at once; more get 503."
+        ),
+    ] = 32,
+    max_inflight_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-inflight-bytes",
+            metavar="BYTES",
+            min=1,
+            help="The bodies of the requests in flight, in bytes, at most; more get 503.",
+        ),
+    ] = 64 * 1024 * 1024,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout",
+            metavar="SECONDS",
+            min=0.001,
+            help="The time a request's head, then its body, may take to arrive.",
+        ),
+    ] = 10.0,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            metavar="N",
+            min=1,
+            help="Open connections at most; beyond it the one idle longest is closed.",
+        ),
+    ] = 512,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per request on standard error.")] = False,
 ) -> int:
     """Count prompts over a local HTTP endpoint."""
@@ -1050,33 +1539,66 @@ def serve(
         scope = "loopback only" if server.is_loopback(host) else "a token required"
         print(f"tokprof serve: counting with {names} on {url} ({scope}; Ctrl-C stops)", file=sys.stderr, flush=True)
 
-    server.serve(host, port, quiet=quiet, on_ready=ready, models=model or (), token=token, max_body=max_body,
-                 thresholds=thresholds, window=window, cache_entries=conversations,
-                 cache_bytes=cache_memory * 1024 * 1024, workers=workers, timeout=timeout, max_inflight=max_inflight,
-                 max_inflight_bytes=max_inflight_bytes, read_timeout=read_timeout, max_connections=max_connections)
+    server.serve(
+        host,
+        port,
+        quiet=quiet,
+        on_ready=ready,
+        models=model or (),
+        token=token,
+        max_body=max_body,
+        thresholds=thresholds,
+        window=window,
+        cache_entries=conversations,
+        cache_bytes=cache_memory * 1024 * 1024,
+        workers=workers,
+        timeout=timeout,
+        max_inflight=max_inflight,
+        max_inflight_bytes=max_inflight_bytes,
+        read_timeout=read_timeout,
+        max_connections=max_connections,
+    )
     return EXIT_OK
 
 
 from tokprof import mcp_cli as _mcp_cli  # noqa: E402  (it uses the helpers above)
 
-app.command(name="mcp", help=_esc(_mcp_cli.MCP_HELP), epilog=_mcp_cli.EXAMPLES,
-            short_help="What each configured MCP server's tools cost per request.")(_mcp_cli.mcp)
+app.command(
+    name="mcp",
+    help=_esc(_mcp_cli.MCP_HELP),
+    epilog=_mcp_cli.EXAMPLES,
+    short_help="What each configured MCP server's tools cost per request.",
+)(_mcp_cli.mcp)
 
 
-@app.command(context_settings={"allow_interspersed_args": False},
-             short_help="Record every model call of an agent through a local proxy (tokprof[record]).",
-             epilog=_esc("Examples:\n\n  tokprof record -o recordings -- claude -p 'fix the tests'\n\n"
-                         "  tokprof record -o recordings --port 8766    (just serve; point the agent at it)\n\n"
-                         "See docs/record.md."))
+@app.command(
+    context_settings={"allow_interspersed_args": False},
+    short_help="Record every model call of an agent through a local proxy (tokprof[record]).",
+    epilog=_esc(
+        "Examples:\n\n  tokprof record -o recordings -- claude -p 'fix the tests'\n\n"
+        "  tokprof record -o recordings --port 8766    (just serve; point the agent at it)\n\n"
+        "See docs/record.md."
+    ),
+)
 def record(
-    command: Annotated[Optional[list[str]], typer.Argument(metavar="-- COMMAND [ARGS...]",
-                                                           help="The agent to run (without one: just serve).")] = None,
-    output: Annotated[str, typer.Option("-o", "--output", metavar="DIR", help="The directory of recordings.")] = "recordings",
-    port: Annotated[int, typer.Option("--port", metavar="PORT", min=0, max=65535,
-                                      help="The port on 127.0.0.1 (0: any free port).")] = 0,
-    upstream: Annotated[Optional[list[str]], typer.Option(
-        "--upstream", metavar="[PROVIDER=]URL",
-        help="Where calls go (default: the providers' public APIs); anthropic=URL or openai=URL for one.")] = None,
+    command: Annotated[
+        Optional[list[str]],
+        typer.Argument(metavar="-- COMMAND [ARGS...]", help="The agent to run (without one: just serve)."),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("-o", "--output", metavar="DIR", help="The directory of recordings.")
+    ] = "recordings",
+    port: Annotated[
+        int, typer.Option("--port", metavar="PORT", min=0, max=65535, help="The port on 127.0.0.1 (0: any free port).")
+    ] = 0,
+    upstream: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--upstream",
+            metavar="[PROVIDER=]URL",
+            help="Where calls go (default: the providers' public APIs); anthropic=URL or openai=URL for one.",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No line per call on standard error.")] = False,
 ) -> int:
     """Record every model call an agent makes through a local forwarding proxy."""
@@ -1090,7 +1612,7 @@ def record(
     upstreams: dict[str, str] = {}
     for spec in upstream or []:
         provider, _, url = spec.partition("=") if spec.split("=", 1)[0] in ("anthropic", "openai") else ("", "", spec)
-        for name in ([provider] if provider else ["anthropic", "openai"]):
+        for name in [provider] if provider else ["anthropic", "openai"]:
             upstreams[name] = url
     return run_record(output, command or [], port, upstreams, quiet)
 
@@ -1134,8 +1656,10 @@ def main(argv: Optional[list[str]] = None) -> int:
         _silence_stdout()
         return EXIT_FAIL
     except MemoryError:
-        print("tokprof: error: out of memory: the log, or one of its prompts, is too large for this machine",
-              file=sys.stderr)
+        print(
+            "tokprof: error: out of memory: the log, or one of its prompts, is too large for this machine",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     except OSError as exc:  # standard output on a full device, a closed terminal
         if exc.filename is not None:

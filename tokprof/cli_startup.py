@@ -72,11 +72,16 @@ def fast_coercion() -> bool:
         if self._runtime_param is None:
             described = self.type_descriptor
             info = described.parameter_info
-            simple = (described.file_annotation is None and getattr(info, "parser", None) is None
-                      and (described.annotation in (str, int, bool) or described.annotation == list[str]))
-            self._runtime_param = (PlainRuntimeParam(parameter_info=info, annotation=described.annotation,
-                                                     descriptor=described)
-                                   if simple else build_runtime_param(described))
+            simple = (
+                described.file_annotation is None
+                and getattr(info, "parser", None) is None
+                and (described.annotation in (str, int, bool) or described.annotation == list[str])
+            )
+            self._runtime_param = (
+                PlainRuntimeParam(parameter_info=info, annotation=described.annotation, descriptor=described)
+                if simple
+                else build_runtime_param(described)
+            )
         return self._runtime_param
 
     parameter.get_runtime_param = get_runtime_param

@@ -168,7 +168,7 @@ def _where(path: str, prefix: str, key: str) -> str:
 
 def parse_increase(value: Any, where: str) -> Increase:
     if isinstance(value, bool):
-        raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
+        raise ConfigError(f'{where}: expected a percentage like "5%" or a number, found {value!r}')
     if isinstance(value, (int, float)):
         number = finite(value)
         if number is None or number < 0:
@@ -184,7 +184,7 @@ def parse_increase(value: Any, where: str) -> Increase:
         if pct < 0:
             raise ConfigError(f"{where}: must not be negative, found {value!r}")
         return Increase(pct / 100.0, relative=True)
-    raise ConfigError(f"{where}: expected a percentage like \"5%\" or a number, found {value!r}")
+    raise ConfigError(f'{where}: expected a percentage like "5%" or a number, found {value!r}')
 
 
 def percentages(value: str, option: str) -> tuple[float, ...]:
@@ -206,7 +206,7 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
         try:
             amount = float(text)
         except ValueError:
-            raise ConfigError(f"{where}: cannot read {value!r} as an amount of US dollars (like \"$5\" or 5)") from None
+            raise ConfigError(f'{where}: cannot read {value!r} as an amount of US dollars (like "$5" or 5)') from None
         if not math.isfinite(amount) or not 0 <= amount <= MAX_NUMBER:
             raise ConfigError(f"{where}: expected an amount of US dollars from 0, found {value!r}")
         return amount
@@ -221,16 +221,19 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
     number = finite(value)
     if number is None or number < 0:
         hint = {"share": 'a share like "2%" or 0.02', "usd": 'an amount of US dollars like "$5" or 5'}.get(
-            unit, "a number of tokens")
+            unit, "a number of tokens"
+        )
         raise ConfigError(f"{where}: expected {hint}, found {_shown(value)}")
     if unit == "share" and number > 1:
-        raise ConfigError(f"{where}: a share is at most 1 (or write \"{value}%\"), found {value!r}")
+        raise ConfigError(f'{where}: a share is at most 1 (or write "{value}%"), found {value!r}')
     return number
 
 
 def _shown(value: Any) -> str:
     """A value for an error message, cut to a readable length."""
-    text = repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    text = (
+        repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
+    )
     return text if len(text) <= 80 else text[:60] + f"... ({len(text):,} characters)"
 
 
@@ -240,7 +243,9 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
     config = Config(path=path)
     for key in data:
         if key not in TOP_KEYS:
-            raise ConfigError(f"{_where(path, prefix, key)}: unknown setting (expected one of {', '.join(sorted(TOP_KEYS))})")
+            raise ConfigError(
+                f"{_where(path, prefix, key)}: unknown setting (expected one of {', '.join(sorted(TOP_KEYS))})"
+            )
     for key in ("model", "chat_template", "baseline"):
         if key in data:
             if not isinstance(data[key], str):
@@ -252,7 +257,9 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
         config.max_increase = parse_increase(data["max_increase"], _where(path, prefix, "max_increase"))
     prices = data.get("prices", {})
     if not isinstance(prices, dict):
-        raise ConfigError(f"{_where(path, prefix, 'prices')}: expected a table of model = {{ input = ..., output = ... }}")
+        raise ConfigError(
+            f"{_where(path, prefix, 'prices')}: expected a table of model = {{ input = ..., output = ... }}"
+        )
     for name, rates in prices.items():
         try:
             config.prices[name] = parse_rates(rates, _where(path, prefix, f"prices.{name}"))
@@ -278,20 +285,24 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
         if isinstance(spec, dict):
             for key in spec:
                 if key not in BUDGET_KEYS:
-                    raise ConfigError(f"{where}.{key}: unknown setting (expected one of {', '.join(sorted(BUDGET_KEYS))})")
+                    raise ConfigError(
+                        f"{where}.{key}: unknown setting (expected one of {', '.join(sorted(BUDGET_KEYS))})"
+                    )
             if "max" in spec:
                 budget.max = parse_limit(spec["max"], metric, f"{where}.max")
             if "min" in spec:
                 budget.min = parse_limit(spec["min"], metric, f"{where}.min")
             if "level" in spec:
                 if spec["level"] not in LEVELS:
-                    raise ConfigError(f"{where}.level: expected \"error\" or \"warn\", found {spec['level']!r}")
+                    raise ConfigError(f'{where}.level: expected "error" or "warn", found {spec["level"]!r}')
                 budget.level = spec["level"]
             if "max_increase" in spec:
                 budget.max_increase = parse_increase(spec["max_increase"], f"{where}.max_increase")
             if "not_recorded" in spec:
                 if spec["not_recorded"] not in NOT_RECORDED_CHOICES:
-                    raise ConfigError(f"{where}.not_recorded: expected \"fail\" or \"skip\", found {spec['not_recorded']!r}")
+                    raise ConfigError(
+                        f'{where}.not_recorded: expected "fail" or "skip", found {spec["not_recorded"]!r}'
+                    )
                 budget.not_recorded = spec["not_recorded"]
             if budget.min is not None and budget.max is not None and budget.min > budget.max:
                 raise ConfigError(f"{where}: min is above max: no value can pass")
@@ -308,7 +319,7 @@ def _policies(value: Any, where: str) -> tuple[str, ...]:
     from tokprof.transforms.policies import PolicyError, parse_policy
 
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and text_ok(v) for v in value):
-        raise ConfigError(f"{where}: expected a list of policies like [\"full\", \"cap:4000\"], found {_shown(value)}")
+        raise ConfigError(f'{where}: expected a list of policies like ["full", "cap:4000"], found {_shown(value)}')
     for policy in value:
         try:
             parse_policy(policy)

@@ -58,6 +58,15 @@ def profile_paths(
     tasks = [SessionTask(None, os.fspath(path)) for path in paths]
     if not tasks:
         raise TokprofError("no session files to profile")
-    options = session_options(model, tools=tools, system=system, chat_template=chat_template, prices=prices,
-                              records=records, with_text=with_text, machine=machine, user=user)
+    options = session_options(
+        model,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        prices=prices,
+        records=records,
+        with_text=with_text,
+        machine=machine,
+        user=user,
+    )
     return run_sessions(tasks, options, mapper, root)

@@ -59,7 +59,7 @@ class Follower:
         if end < 0:
             self.buffer = data
             return
-        self.buffer = data[end + 1:]
+        self.buffer = data[end + 1 :]
         for raw in data[:end].split(b"\n"):
             self.number += 1
             if raw.strip():

@@ -74,7 +74,9 @@ def set_outputs(values: dict[str, str]) -> None:
             for key, value in values.items():
                 f.write(f"{key}={value.replace(chr(10), ' ')}\n")
     except OSError as exc:
-        print(f"tokprof: warning: cannot write the step outputs to GITHUB_OUTPUT: {exc.strerror or exc}", file=sys.stderr)
+        print(
+            f"tokprof: warning: cannot write the step outputs to GITHUB_OUTPUT: {exc.strerror or exc}", file=sys.stderr
+        )
 
 
 def pull_request(event_path: str | None) -> int | None:
@@ -95,18 +97,31 @@ class _SameHost(urllib.request.HTTPRedirectHandler):
     sent anywhere else."""
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
-        old, new = urllib.parse.urlsplit(req.full_url), urllib.parse.urlsplit(urllib.parse.urljoin(req.full_url, newurl))
+        old, new = (
+            urllib.parse.urlsplit(req.full_url),
+            urllib.parse.urlsplit(urllib.parse.urljoin(req.full_url, newurl)),
+        )
         if (old.scheme, old.netloc) != (new.scheme, new.netloc):
-            raise urllib.error.URLError(f"the API redirected to another host ({visible(new.netloc)[:80]}): not followed")
+            raise urllib.error.URLError(
+                f"the API redirected to another host ({visible(new.netloc)[:80]}): not followed"
+            )
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
 def _request(method: str, url: str, token: str, body: dict | None = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method, headers={
-        "Authorization": f"Bearer {token}", "Accept": "application/vnd.github+json",
-        "X-GitHub-Api-Version": "2022-11-28", "Content-Type": "application/json", "User-Agent": "tokprof",
-    })
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+            "Content-Type": "application/json",
+            "User-Agent": "tokprof",
+        },
+    )
     with urllib.request.build_opener(_SameHost).open(request, timeout=30) as response:
         raw = response.read(ANSWER_LIMIT + 1)
     if len(raw) > ANSWER_LIMIT:
@@ -126,8 +141,10 @@ def comment_text(body: str) -> str:
     text = _WWW.sub("www&#46;", text)
     text = f"{MARKER}\n{text}"
     if len(text) > COMMENT_LIMIT:
-        note = (f"\n\n**(cut: the report is {len(text):,} characters, over GitHub's {COMMENT_LIMIT:,}-character "
-                "limit for a comment; the whole report is in the job's step summary)**\n")
+        note = (
+            f"\n\n**(cut: the report is {len(text):,} characters, over GitHub's {COMMENT_LIMIT:,}-character "
+            "limit for a comment; the whole report is in the job's step summary)**\n"
+        )
         text = text[: COMMENT_LIMIT - len(note)].rsplit("\n", 1)[0] + note
     return text
 
@@ -173,7 +190,9 @@ def upsert_comment(body: str, token: str, repository: str, number: int, api_url:
         if len(comments) < 100:
             break
     else:
-        raise ValueError(f"the pull request has over {MAX_PAGES * 100:,} comments (or the API always answers a full page)")
+        raise ValueError(
+            f"the pull request has over {MAX_PAGES * 100:,} comments (or the API always answers a full page)"
+        )
     _request("POST", f"{base}/{number}/comments", token, {"body": text})
     return "created"
 

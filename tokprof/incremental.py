@@ -82,8 +82,9 @@ def load_state(path: str) -> dict:
     return files if isinstance(files, dict) else {}
 
 
-def run_incremental(tasks: Sequence[SessionTask], options: SessionOptions, map_: Mapper, root: str,
-                    state: dict) -> tuple[SessionsReport, dict, Stats]:
+def run_incremental(
+    tasks: Sequence[SessionTask], options: SessionOptions, map_: Mapper, root: str, state: dict
+) -> tuple[SessionsReport, dict, Stats]:
     """A directory run that reuses the state's outcomes where they hold; the report, the new state."""
     key = options_key(options)
     entries = []
@@ -111,9 +112,12 @@ def run_incremental(tasks: Sequence[SessionTask], options: SessionOptions, map_:
     for work, outcome in zip(todo, map_(profile_session, todo)):
         outcomes[work.task.path] = outcome
     report = sessions_report(root, tasks, [outcomes[t.path] for t in tasks])
-    new_state = {task.path: dict(fresh, request_ids=found_ids, counted=sorted(dropped), options=key,
-                                 outcome=_encoded(outcomes[task.path]))
-                 for (task, _, fresh), found_ids, dropped in zip(entries, ids, counted)}
+    new_state = {
+        task.path: dict(
+            fresh, request_ids=found_ids, counted=sorted(dropped), options=key, outcome=_encoded(outcomes[task.path])
+        )
+        for (task, _, fresh), found_ids, dropped in zip(entries, ids, counted)
+    }
     return report, new_state, Stats(len(tasks), len(todo))
 
 
@@ -125,8 +129,11 @@ def state_bytes(state: dict) -> bytes:
 def _encoded(outcome: Outcome) -> dict:
     if isinstance(outcome, Skipped):
         return {"skipped": dataclasses.asdict(outcome)}
-    return {"row": dataclasses.asdict(outcome.row), "model": outcome.model.to_dict(),
-            "calls": [record.to_dict() for record in outcome.calls]}
+    return {
+        "row": dataclasses.asdict(outcome.row),
+        "model": outcome.model.to_dict(),
+        "calls": [record.to_dict() for record in outcome.calls],
+    }
 
 
 def _ids_ok(ids: object) -> bool:

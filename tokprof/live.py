@@ -81,8 +81,15 @@ class LiveSession:
     update (or since the start: the first update reads the whole file). ``count=False`` leaves
     buckets out (no tokenizer is loaded), ``price=False`` the cost."""
 
-    def __init__(self, path: str, *, thresholds: tuple[float, ...] = THRESHOLDS, count: bool = True,
-                 model: str | None = None, price: bool = True):
+    def __init__(
+        self,
+        path: str,
+        *,
+        thresholds: tuple[float, ...] = THRESHOLDS,
+        count: bool = True,
+        model: str | None = None,
+        price: bool = True,
+    ):
         self.path = path
         self.thresholds = tuple(sorted(thresholds))
         self.count = count
@@ -157,7 +164,7 @@ class LiveSession:
             self._note(str(exc))
             return []
         self.reader.trace.session = trace.session
-        new = trace.calls[self.whole_calls:]
+        new = trace.calls[self.whole_calls :]
         self.whole_calls = len(trace.calls)
         return new
 
@@ -197,16 +204,32 @@ class LiveSession:
         before = totals.last.fill if totals.last is not None and totals.last.fill is not None else 0.0
         past = tuple(t for t in self.thresholds if fill is not None and fill >= t)
         crossed = tuple(t for t in past if before < t) if main else ()
-        broke = bool(main and totals.previous and totals.previous >= CACHE_MINIMUM and call.reported is not None
-                     and (call.reported.cache_read or 0) < CACHE_BROKE * totals.previous)
+        broke = bool(
+            main
+            and totals.previous
+            and totals.previous >= CACHE_MINIMUM
+            and call.reported is not None
+            and (call.reported.cache_read or 0) < CACHE_BROKE * totals.previous
+        )
         added = prompt - totals.previous if main and totals.previous is not None else None
         self._add_cost(call)
         figures = LiveCall(
-            path=self.follower.path, session=self.session, call=totals.calls, where=call.where, model=call.model,
-            prompt=prompt, basis="reported" if reported else "computed", window=window,
-            fill=round(fill, 6) if fill is not None else None, thresholds=self.thresholds, past=past, crossed=crossed,
-            buckets=buckets, estimate=bool(model is not None and not model.exact),
-            added=added, largest_result=_largest_result(model, call) if counted is not None else None,
+            path=self.follower.path,
+            session=self.session,
+            call=totals.calls,
+            where=call.where,
+            model=call.model,
+            prompt=prompt,
+            basis="reported" if reported else "computed",
+            window=window,
+            fill=round(fill, 6) if fill is not None else None,
+            thresholds=self.thresholds,
+            past=past,
+            crossed=crossed,
+            buckets=buckets,
+            estimate=bool(model is not None and not model.exact),
+            added=added,
+            largest_result=_largest_result(model, call) if counted is not None else None,
             cost=round(totals.cost, 6) if totals.cost is not None else None,
             cache_read_share=round(totals.cache_read / totals.prompt, 6) if totals.prompt else None,
             cache_broke=broke,
@@ -241,8 +264,11 @@ class LiveSession:
 def _claude_line(record: Any) -> bool:
     from tokprof.formats.claude_code import SNIFF_FIELDS, SNIFF_TYPES
 
-    return isinstance(record, dict) and record.get("type") in SNIFF_TYPES + ("attachment",) and any(
-        isinstance(record.get(k), str) for k in SNIFF_FIELDS)
+    return (
+        isinstance(record, dict)
+        and record.get("type") in SNIFF_TYPES + ("attachment",)
+        and any(isinstance(record.get(k), str) for k in SNIFF_FIELDS)
+    )
 
 
 def _count(model: Any, call: Call) -> dict[str, int] | None:

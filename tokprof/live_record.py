@@ -29,8 +29,9 @@ from tokprof.trace import Call
 class LiveRecording:
     """A recording's calls' figures, fed one recorded line at a time (``add``)."""
 
-    def __init__(self, path: str, *, thresholds: tuple[float, ...] = THRESHOLDS, model: str | None = None,
-                 price: bool = True):
+    def __init__(
+        self, path: str, *, thresholds: tuple[float, ...] = THRESHOLDS, model: str | None = None, price: bool = True
+    ):
         self.path = path
         self.session = LiveSession(path, thresholds=thresholds, model=model, price=price)
         self.lines = 0
@@ -49,8 +50,9 @@ class LiveRecording:
     def _is_main(self, call: Call) -> bool:
         if not call.tools:
             return False
-        system = json.dumps([m for m in call.messages if m.get("role") in ("system", "developer")], sort_keys=True,
-                            default=str)
+        system = json.dumps(
+            [m for m in call.messages if m.get("role") in ("system", "developer")], sort_keys=True, default=str
+        )
         if self._main is None:
             self._main = system
         return system == self._main

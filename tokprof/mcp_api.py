@@ -28,8 +28,10 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
 #: with those servers (the command line asks at a terminal).
 Trust = Union[bool, Callable[[Sequence[ServerConfig]], bool]]
-UNTRUSTED = ("not started: it comes from the project's own configuration ({origin}); "
-             "start it with --trust-project (trust_project=True) once you have read what it runs")
+UNTRUSTED = (
+    "not started: it comes from the project's own configuration ({origin}); "
+    "start it with --trust-project (trust_project=True) once you have read what it runs"
+)
 
 
 def find_mcp_servers(
@@ -47,15 +49,18 @@ def find_mcp_servers(
     ``NAME=URL``) are given, which replace them. Starts nothing."""
     for agent in agents or ():
         if agent not in AGENTS:
-            raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, AGENTS)}: expected one of {', '.join(AGENTS)}")
+            raise TokprofError(
+                f"unknown agent {agent!r}{did_you_mean(agent, AGENTS)}: expected one of {', '.join(AGENTS)}"
+            )
     if files or servers:
         found: list[ServerConfig] = []
         for file in files:
             found += read_config_file(os.fspath(file))
         found += [parse_server_option(spec) for spec in servers]
         return Discovery(tuple(found))
-    return discover(Path(project) if project else None, Path(home) if home else None, environ,
-                    tuple(agents) if agents else AGENTS)
+    return discover(
+        Path(project) if project else None, Path(home) if home else None, environ, tuple(agents) if agents else AGENTS
+    )
 
 
 def _distinct(servers: Sequence[ServerConfig]) -> list[ServerConfig]:
@@ -82,14 +87,17 @@ def list_mcp_servers(
     when ``trust_project`` is True or returns True for them; otherwise each is a failure saying so."""
     chosen = _distinct(servers.servers if isinstance(servers, Discovery) else servers)
     if not chosen:
-        raise TokprofError("no MCP servers configured: give --server NAME=COMMAND, a configuration file, or "
-                           "configure an agent (see tokprof mcp --help)")
+        raise TokprofError(
+            "no MCP servers configured: give --server NAME=COMMAND, a configuration file, or "
+            "configure an agent (see tokprof mcp --help)"
+        )
     untrusted = [s for s in chosen if s.project]
     trusted = trust_project(untrusted) if untrusted and callable(trust_project) else bool(trust_project)
     start = [s for s in chosen if trusted or not s.project]
     started = iter(list_servers(start, timeout, environ, os.fspath(workspace) if workspace else None) if start else [])
-    return [next(started) if trusted or not s.project else Failure(s, UNTRUSTED.format(origin=s.origin))
-            for s in chosen]
+    return [
+        next(started) if trusted or not s.project else Failure(s, UNTRUSTED.format(origin=s.origin)) for s in chosen
+    ]
 
 
 def mcp_report(

@@ -49,33 +49,78 @@ def _ask(servers: Sequence[ServerConfig]) -> bool:
 
 
 def mcp(
-    list_only: Annotated[bool, typer.Option("--list", help="Show the servers found, from where, and what each would "
-                                            "start (no environment or header values); start nothing.")] = False,
-    server: Annotated[Optional[list[str]], typer.Option(
-        "--server", metavar="NAME=COMMAND|URL",
-        help="A server: NAME=COMMAND ARG... (stdio) or NAME=URL (streamable HTTP; sse+URL for SSE). Repeatable; "
-        "replaces the agents' configuration.")] = None,
-    file: Annotated[Optional[list[str]], typer.Option(
-        "--file", metavar="FILE", help="A configuration file in any agent's layout (mcpServers, servers, Codex "
-        "TOML). Repeatable; replaces the agents' configuration.")] = None,
-    agent: Annotated[Optional[list[str]], typer.Option(
-        "--agent", metavar="NAME", help=f"Read only this agent's configuration: {', '.join(AGENTS)}. Repeatable.")] = None,
-    project: Annotated[Optional[str], typer.Option(
-        "--project", metavar="DIR", help="The project whose configuration to read (default: the working directory).")] = None,
-    trust_project: Annotated[bool, typer.Option(
-        "--trust-project", help="Start servers from the project's own configuration without asking.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="SECONDS", help="Per server, to start and list.")] = 30.0,
-    naming: Annotated[Optional[str], typer.Option(
-        "--naming", metavar="claude-code|codex|plain",
-        help="Tool names as this agent exposes them (default: the configured agent's; Claude Code's when mixed).")] = None,
-    log: Annotated[Optional[str], typer.Option(
-        "--log", metavar="FILE", help="An agent log: how often each tool was called there, what the never-called cost.")] = None,
+    list_only: Annotated[
+        bool,
+        typer.Option(
+            "--list",
+            help="Show the servers found, from where, and what each would "
+            "start (no environment or header values); start nothing.",
+        ),
+    ] = False,
+    server: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--server",
+            metavar="NAME=COMMAND|URL",
+            help="A server: NAME=COMMAND ARG... (stdio) or NAME=URL (streamable HTTP; sse+URL for SSE). Repeatable; "
+            "replaces the agents' configuration.",
+        ),
+    ] = None,
+    file: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--file",
+            metavar="FILE",
+            help="A configuration file in any agent's layout (mcpServers, servers, Codex "
+            "TOML). Repeatable; replaces the agents' configuration.",
+        ),
+    ] = None,
+    agent: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--agent", metavar="NAME", help=f"Read only this agent's configuration: {', '.join(AGENTS)}. Repeatable."
+        ),
+    ] = None,
+    project: Annotated[
+        Optional[str],
+        typer.Option(
+            "--project", metavar="DIR", help="The project whose configuration to read (default: the working directory)."
+        ),
+    ] = None,
+    trust_project: Annotated[
+        bool, typer.Option("--trust-project", help="Start servers from the project's own configuration without asking.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="Per server, to start and list.")
+    ] = 30.0,
+    naming: Annotated[
+        Optional[str],
+        typer.Option(
+            "--naming",
+            metavar="claude-code|codex|plain",
+            help="Tool names as this agent exposes them (default: the configured agent's; Claude Code's when mixed).",
+        ),
+    ] = None,
+    log: Annotated[
+        Optional[str],
+        typer.Option(
+            "--log",
+            metavar="FILE",
+            help="An agent log: how often each tool was called there, what the never-called cost.",
+        ),
+    ] = None,
     model: _cli.ModelName = None,
     chat_template: _cli.ChatTemplate = None,
     fmt: Annotated[str, _cli._format_option("mcp")] = "table",
-    output: Annotated[Optional[str], typer.Option(
-        "--output", "-o", metavar="FILE",
-        help="Write the listed tools to FILE in the --tools format (for tokprof tools/profile/check --tools).")] = None,
+    output: Annotated[
+        Optional[str],
+        typer.Option(
+            "--output",
+            "-o",
+            metavar="FILE",
+            help="Write the listed tools to FILE in the --tools format (for tokprof tools/profile/check --tools).",
+        ),
+    ] = None,
 ) -> int:
     """What each configured MCP server's tools cost per request."""
     import tokprof as api  # the public facade: the CLI is its client
@@ -91,8 +136,15 @@ def mcp(
         return _cli.EXIT_OK
     for problem in found.problems:
         print(f"tokprof: warning: {_cli.one_line(problem)}", file=sys.stderr)
-    report = api.mcp_report(found, model=model, chat_template=chat_template, naming=naming, log=log,
-                            trust_project=True if trust_project else _ask, timeout=timeout)
+    report = api.mcp_report(
+        found,
+        model=model,
+        chat_template=chat_template,
+        naming=naming,
+        log=log,
+        trust_project=True if trust_project else _ask,
+        timeout=timeout,
+    )
     outputs: list[tuple[Optional[str], str]] = []
     if output and report.tools:
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))

@@ -65,8 +65,14 @@ def shown_url(url: str | None) -> str | None:
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}:{HIDDEN}@{host}" if ":" in user else netloc
-    query = "&".join(f"{key}={HIDDEN}" if eq else key for key, eq, _ in
-                     (pair.partition("=") for pair in parts.query.split("&") if pair)) if parts.query else ""
+    query = (
+        "&".join(
+            f"{key}={HIDDEN}" if eq else key
+            for key, eq, _ in (pair.partition("=") for pair in parts.query.split("&") if pair)
+        )
+        if parts.query
+        else ""
+    )
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
@@ -106,10 +112,17 @@ class ServerConfig:
 
     def to_dict(self) -> dict:
         return {
-            "name": self.name, "transport": self.transport, "origin": self.origin, "agent": self.agent,
-            "project": self.project, "command": self.command, "args": list(shown_args(self.args)),
-            "env": sorted(k for k, _ in self.env), "headers": sorted(k for k, _ in self.headers),
-            "cwd": self.cwd, "url": shown_url(self.url),
+            "name": self.name,
+            "transport": self.transport,
+            "origin": self.origin,
+            "agent": self.agent,
+            "project": self.project,
+            "command": self.command,
+            "args": list(shown_args(self.args)),
+            "env": sorted(k for k, _ in self.env),
+            "headers": sorted(k for k, _ in self.headers),
+            "cwd": self.cwd,
+            "url": shown_url(self.url),
         }
 
 
@@ -173,14 +186,29 @@ def _entry(name: str, raw: Any, path: str, where: str, agent: str, project: bool
         if not isinstance(command, str) or not command:
             raise InputError(path, where, "a stdio server needs a command (or a url for an HTTP server)")
         return ServerConfig(
-            name=name, transport="stdio", origin=path, agent=agent, project=project, command=command,
-            args=_strings(raw.get("args"), path, f"{where}.args"), env=_mapping(raw.get("env"), path, f"{where}.env"),
-            cwd=raw.get("cwd") if isinstance(raw.get("cwd"), str) else None, timeout=timeout,
+            name=name,
+            transport="stdio",
+            origin=path,
+            agent=agent,
+            project=project,
+            command=command,
+            args=_strings(raw.get("args"), path, f"{where}.args"),
+            env=_mapping(raw.get("env"), path, f"{where}.env"),
+            cwd=raw.get("cwd") if isinstance(raw.get("cwd"), str) else None,
+            timeout=timeout,
         )
     if not isinstance(url, str) or not url:
         raise InputError(path, where, f"a {transport} server needs a url")
-    return ServerConfig(name=name, transport=transport, origin=path, agent=agent, project=project, url=url,
-                        headers=headers, timeout=timeout)
+    return ServerConfig(
+        name=name,
+        transport=transport,
+        origin=path,
+        agent=agent,
+        project=project,
+        url=url,
+        headers=headers,
+        timeout=timeout,
+    )
 
 
 def _servers(table: Any, path: str, where: str, agent: str, project: bool) -> list[ServerConfig]:
@@ -190,7 +218,12 @@ def _servers(table: Any, path: str, where: str, agent: str, project: bool) -> li
         raise InputError(path, where, "expected an object of servers")
     out = []
     for name, raw in table.items():
-        if isinstance(raw, dict) and raw.get("disabled") is True or isinstance(raw, dict) and raw.get("enabled") is False:
+        if (
+            isinstance(raw, dict)
+            and raw.get("disabled") is True
+            or isinstance(raw, dict)
+            and raw.get("enabled") is False
+        ):
             continue
         out.append(_entry(str(name), raw, path, f"{where}.{name}", agent, project))
     return out
@@ -266,7 +299,10 @@ def candidates(project: Path, home: Path, environ: Mapping[str, str]) -> list[tu
     out += [(project / ".vscode" / "mcp.json", "vscode", True)]
     out += [(d / name, "vscode", False) for d in code_users for name in ("mcp.json", "settings.json")]
     out += [(codex / "config.toml", "codex", False)]
-    out += [(project / ".gemini" / "settings.json", "gemini", True), (home / ".gemini" / "settings.json", "gemini", False)]
+    out += [
+        (project / ".gemini" / "settings.json", "gemini", True),
+        (home / ".gemini" / "settings.json", "gemini", False),
+    ]
     return out
 
 
@@ -310,14 +346,20 @@ def parse_server_option(spec: str) -> ServerConfig:
     rest = rest.strip()
     if re.match(r"(sse\+)?https?://", rest):
         sse = rest.startswith("sse+")
-        return ServerConfig(name=name, transport="sse" if sse else "http", origin="--server", agent="command-line",
-                            url=rest[4:] if sse else rest)
+        return ServerConfig(
+            name=name,
+            transport="sse" if sse else "http",
+            origin="--server",
+            agent="command-line",
+            url=rest[4:] if sse else rest,
+        )
     try:
         words = shlex.split(rest)
     except ValueError as exc:
         raise TokprofError(f"--server {name}: {exc}") from None
-    return ServerConfig(name=name, transport="stdio", origin="--server", agent="command-line", command=words[0],
-                        args=tuple(words[1:]))
+    return ServerConfig(
+        name=name, transport="stdio", origin="--server", agent="command-line", command=words[0], args=tuple(words[1:])
+    )
 
 
 def read_config_file(path: str) -> list[ServerConfig]:
@@ -370,11 +412,14 @@ def expanded(server: ServerConfig, environ: Mapping[str, str], workspace: str) -
     def each(items: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         return tuple((k, expand(v, environ, workspace)) for k, v in items)
 
-    return ServerConfig(**{
-        **_fields(server),
-        "command": expand(server.command, environ, workspace) if server.command else None,
-        "args": tuple(expand(a, environ, workspace) for a in server.args),
-        "env": each(server.env), "headers": each(server.headers),
-        "url": expand(server.url, environ, workspace) if server.url else None,
-        "cwd": expand(server.cwd, environ, workspace) if server.cwd else None,
-    })
+    return ServerConfig(
+        **{
+            **_fields(server),
+            "command": expand(server.command, environ, workspace) if server.command else None,
+            "args": tuple(expand(a, environ, workspace) for a in server.args),
+            "env": each(server.env),
+            "headers": each(server.headers),
+            "url": expand(server.url, environ, workspace) if server.url else None,
+            "cwd": expand(server.cwd, environ, workspace) if server.cwd else None,
+        }
+    )

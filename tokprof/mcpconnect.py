@@ -71,8 +71,9 @@ def list_servers(
     async def main() -> None:
         async with anyio.create_task_group() as group:
             for i, server in enumerate(servers):
-                group.start_soon(_one_into, results, i, server, server.timeout or timeout, environ,
-                                 workspace or os.getcwd())
+                group.start_soon(
+                    _one_into, results, i, server, server.timeout or timeout, environ, workspace or os.getcwd()
+                )
 
     quiet = logging.getLogger("mcp")
     level, propagate = quiet.level, quiet.propagate
@@ -179,9 +180,11 @@ async def _session(server: ServerConfig, ready: ServerConfig, errlog: Any, on_me
         return Listing(
             server=server,
             tools=tuple(_definition(t) for t in tools),
-            prompts=prompts, resources=resources,
+            prompts=prompts,
+            resources=resources,
             server_info=f"{info.name} {info.version}".strip() if info else None,
-            pages=pages, seconds=round(time.monotonic() - start, 3),
+            pages=pages,
+            seconds=round(time.monotonic() - start, 3),
         )
 
 
@@ -213,8 +216,9 @@ def _transport(server: ServerConfig, errlog: Any) -> Any:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         assert server.command is not None
-        params = StdioServerParameters(command=server.command, args=list(server.args), env=dict(server.env) or None,
-                                       cwd=server.cwd)
+        params = StdioServerParameters(
+            command=server.command, args=list(server.args), env=dict(server.env) or None, cwd=server.cwd
+        )
         return stdio_client(params, errlog=errlog)
     headers = dict(server.headers)
     if server.transport == "sse":

@@ -135,10 +135,21 @@ class CallRow:
 
 #: The types of a saved call's fields that the reports read (``docs/schema/profile.schema.json``).
 _ROW_TYPES: dict[str, tuple[type, ...]] = {
-    "index": (int,), "total": (int,), "cumulative": (int,), "messages": (int,), "source": (str,),
-    "computed": (int, type(None)), "exact": (bool,), "kind": (str,), "unrendered": (int,),
-    "thread": (int, str, type(None)), "anchored": (bool,), "unexplained": (int,),
-    "added_messages": (list, type(None)), "reported": (dict, type(None)), "cost": (dict, type(None)),
+    "index": (int,),
+    "total": (int,),
+    "cumulative": (int,),
+    "messages": (int,),
+    "source": (str,),
+    "computed": (int, type(None)),
+    "exact": (bool,),
+    "kind": (str,),
+    "unrendered": (int,),
+    "thread": (int, str, type(None)),
+    "anchored": (bool,),
+    "unexplained": (int,),
+    "added_messages": (list, type(None)),
+    "reported": (dict, type(None)),
+    "cost": (dict, type(None)),
     "cache": (dict, type(None)),
 }
 
@@ -154,8 +165,14 @@ def _check_row(d: dict) -> None:
         raise ProfileFileError(f"{where}.added_messages: expected a list of roles (strings)")
 
 
-_TYPE_NAMES = {int: "a whole number", str: "a string", bool: "true or false", list: "a list", dict: "an object",
-               type(None): "null"}
+_TYPE_NAMES = {
+    int: "a whole number",
+    str: "a string",
+    bool: "true or false",
+    list: "a list",
+    dict: "an object",
+    type(None): "null",
+}
 
 
 @dataclass(frozen=True)
@@ -274,8 +291,13 @@ class ThreadSummary:
     largest_prompt: int
 
     def to_dict(self) -> dict:
-        return {"thread": self.thread, "calls": self.calls, "billed_input": self.billed_input,
-                "final_prompt": self.final_prompt, "largest_prompt": self.largest_prompt}
+        return {
+            "thread": self.thread,
+            "calls": self.calls,
+            "billed_input": self.billed_input,
+            "final_prompt": self.final_prompt,
+            "largest_prompt": self.largest_prompt,
+        }
 
 
 @dataclass(frozen=True)
@@ -368,7 +390,9 @@ class Profile:
     inferred: str | None = None  # how the unrecorded bucket was inferred, when it was
     compactions: int = 0  # compaction boundaries the log records, whether or not their calls are
     not_recorded: tuple[str, ...] = ()  # "system_prompt", "tool_definitions": what the log does not record
-    ratios: dict[str, float] = field(default_factory=dict)  # an estimate's usual ratio per model (tokprof.attribution.estimates)
+    ratios: dict[str, float] = field(
+        default_factory=dict
+    )  # an estimate's usual ratio per model (tokprof.attribution.estimates)
     cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
     tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.attribution.tool_results)
 
@@ -410,8 +434,11 @@ class Profile:
 
             split = [u for u in usages if u.cache_write_5m is not None or u.cache_write_1h is not None]
             reported = Reported(
-                billed_input=sum(u.prompt or 0 for u in usages), calls=len(usages),
-                cache_read=total("cache_read"), cache_write=total("cache_write"), output=total("output"),
+                billed_input=sum(u.prompt or 0 for u in usages),
+                calls=len(usages),
+                cache_read=total("cache_read"),
+                cache_write=total("cache_write"),
+                output=total("output"),
                 uncached_input=total("uncached"),
                 cache_write_5m=sum(u.cache_write_5m or 0 for u in split) if split else None,
                 cache_write_1h=sum(u.cache_write_1h or 0 for u in split) if split else None,
@@ -473,8 +500,13 @@ class Profile:
             rows.setdefault(call.thread, []).append(call)
         order = sorted(rows, key=lambda thread: (thread is not None, rows[thread][0].index))
         return [
-            ThreadSummary(thread, len(rows[thread]), sum(c.total for c in rows[thread]), rows[thread][-1].total,
-                          max(c.total for c in rows[thread]))
+            ThreadSummary(
+                thread,
+                len(rows[thread]),
+                sum(c.total for c in rows[thread]),
+                rows[thread][-1].total,
+                max(c.total for c in rows[thread]),
+            )
             for thread in order
         ]
 
@@ -485,7 +517,9 @@ class Profile:
             return None
         worst = max(diffs, key=lambda item: abs(item[1]))
         absolute = sum(abs(d[0]) for c in self.calls if (d := c.difference()) is not None)
-        reported = sum(c.reported.prompt for c in self.calls if c.difference() is not None and c.reported and c.reported.prompt)
+        reported = sum(
+            c.reported.prompt for c in self.calls if c.difference() is not None and c.reported and c.reported.prompt
+        )
         return Reconciliation(
             calls=len(diffs),
             weighted_relative_difference=round(absolute / reported, 6) if reported else 0.0,
@@ -550,8 +584,11 @@ class Profile:
                 not_recorded=tuple(summary.get("not_recorded") or ()),
                 ratios=dict((summary.get("estimate") or {}).get("ratios") or {}),
                 cache_notes=tuple((summary.get("cache") or {}).get("notes") or ()),
-                tool_result_costs=(ToolResultCosts.from_dict(summary["tool_result_costs"])
-                                   if summary.get("tool_result_costs") else None),
+                tool_result_costs=(
+                    ToolResultCosts.from_dict(summary["tool_result_costs"])
+                    if summary.get("tool_result_costs")
+                    else None
+                ),
             )
         except ProfileFileError:
             raise
@@ -679,15 +716,18 @@ def _check_calls(calls: object) -> None:
             raise ProfileFileError(f"calls[{i}].buckets: expected an object of token counts")
         for name, count in buckets.items():
             if name not in SAVED_BUCKETS:
-                raise ProfileFileError(f"calls[{i}].buckets: {name!r} is not a bucket (expected {', '.join(SAVED_BUCKETS)})")
+                raise ProfileFileError(
+                    f"calls[{i}].buckets: {name!r} is not a bucket (expected {', '.join(SAVED_BUCKETS)})"
+                )
             if not _whole(count):
                 raise ProfileFileError(f"calls[{i}].buckets.{name}: expected a whole number of tokens, 0 or more")
         for key in ("index", "total", "cumulative", "messages"):
             if not _whole(call.get(key)):
                 raise ProfileFileError(f"calls[{i}].{key}: expected a whole number, 0 or more")
         if call["total"] != sum(buckets.values()):
-            raise ProfileFileError(f"calls[{i}].total: {call['total']:,} is not the sum of its buckets "
-                                   f"({sum(buckets.values()):,})")
+            raise ProfileFileError(
+                f"calls[{i}].total: {call['total']:,} is not the sum of its buckets ({sum(buckets.values()):,})"
+            )
 
 
 _UNRECORDED_NAMES = {"system": "the system prompt", "tools": "the tool definitions"}
@@ -712,7 +752,10 @@ def _unrecorded(trace: Trace, call) -> bool:
 
 
 def profile_trace(
-    trace: Trace, model: ChatModel, on_call: Callable[[int], None] | None = None, source_name: str | None = None,
+    trace: Trace,
+    model: ChatModel,
+    on_call: Callable[[int], None] | None = None,
+    source_name: str | None = None,
     attributor: Attributor | None = None,
 ) -> Profile:
     """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
@@ -730,8 +773,9 @@ def profile_trace(
             counts[name] = counts.get(name, 0) + tokens
         # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
         unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
-        counted.append(Counted(counts, _reported(call), (call.model, call.thread), unrecorded,
-                               call.messages, call.tools))
+        counted.append(
+            Counted(counts, _reported(call), (call.model, call.thread), unrecorded, call.messages, call.tools)
+        )
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
         if on_call is not None:
@@ -782,11 +826,19 @@ def profile_trace(
         info = dataclasses.replace(info, context_window=window or info.context_window)
     scale = None
     if not model.exact:  # an estimate's results in its scaled units: as their call's tool_results bucket was scaled
-        scale = {p: found.buckets.get("tool_results", 0) / count.counts["tool_results"]
-                 for p, (count, found) in enumerate(zip(counted, estimates.calls)) if count.counts.get("tool_results")}
+        scale = {
+            p: found.buckets.get("tool_results", 0) / count.counts["tool_results"]
+            for p, (count, found) in enumerate(zip(counted, estimates.calls))
+            if count.counts.get("tool_results")
+        }
     profile = Profile(
-        model=info, source=source, calls=rows, warnings=warnings, inferred=inference,
-        compactions=trace.compactions, not_recorded=_not_recorded(trace),
+        model=info,
+        source=source,
+        calls=rows,
+        warnings=warnings,
+        inferred=inference,
+        compactions=trace.compactions,
+        not_recorded=_not_recorded(trace),
         ratios={str(k) if k else "unnamed": round(v, 4) for k, v in estimates.ratios.items()},
         tool_result_costs=results.costs(scale),
     )
@@ -797,11 +849,15 @@ def profile_trace(
             f"(largest {check.max_relative_difference:+.1%}, call {check.max_call})"
         )
         if model.exact:
-            message = (f"computed prompts {differ}: is the model (--model) the one the log used, and the chat "
-                       "template the one it was served with?")
+            message = (
+                f"computed prompts {differ}: is the model (--model) the one the log used, and the chat "
+                "template the one it was served with?"
+            )
         else:
-            message = (f"the estimate's own counts {differ}: the buckets rest on proportions that may not "
-                       "hold (a part of the prompt the log does not show, or a proxy far from the model)")
+            message = (
+                f"the estimate's own counts {differ}: the buckets rest on proportions that may not "
+                "hold (a part of the prompt the log does not show, or a proxy far from the model)"
+            )
         profile.warnings.append(Note("reported-differs", message))
     return profile
 
@@ -819,7 +875,7 @@ def _added_roles(before: Call, call: Call) -> list[str] | None:
     start with that prompt."""
     if not starts_with(call.messages, before.messages):
         return None
-    return [m["role"] for m in call.messages[len(before.messages):]]
+    return [m["role"] for m in call.messages[len(before.messages) :]]
 
 
 def _not_recorded(trace: Trace) -> tuple[str, ...]:

@@ -11,8 +11,9 @@ from tokprof.errors import InputError
 from tokprof.trace import Note
 
 #: Content blocks only the Anthropic Messages shape has.
-ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "image",
-                              "document"})
+ANTHROPIC_BLOCKS = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "server_tool_use", "image", "document"}
+)
 SHAPES = ("auto", "chat", "anthropic")
 
 
@@ -35,7 +36,9 @@ def is_anthropic_shape(messages: Sequence[Any], tools: Any, system: Any) -> bool
         return True
     for message in messages:
         content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS for b in content):
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in ANTHROPIC_BLOCKS for b in content
+        ):
             return True
     return False
 

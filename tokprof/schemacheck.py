@@ -19,8 +19,15 @@ import re
 from functools import lru_cache
 from typing import Any
 
-_TYPES = {"null": "null", "boolean": "true or false", "integer": "a whole number", "number": "a number",
-          "string": "a string", "array": "a list", "object": "an object"}
+_TYPES = {
+    "null": "null",
+    "boolean": "true or false",
+    "integer": "a whole number",
+    "number": "a number",
+    "string": "a string",
+    "array": "a list",
+    "object": "an object",
+}
 
 
 Place = tuple  # the keys and indexes from the top to a value, made into text only for a message
@@ -161,8 +168,9 @@ class Checker:
             return self._check(value, matched[0], place)
         if not matched and len(forms) == 2 and {"type": "null"} in forms:  # "X or null": say what X wants
             self._check(value, next(form for form in forms if form != {"type": "null"}), place)
-        raise SchemaMismatch(place, f"{_short(value)} matches {'none' if not matched else 'more than one'} "
-                                    "of the forms allowed here")
+        raise SchemaMismatch(
+            place, f"{_short(value)} matches {'none' if not matched else 'more than one'} of the forms allowed here"
+        )
 
     def _scalar(self, value: Any, schema: dict, place: Place) -> None:
         for key in schema:
@@ -251,6 +259,7 @@ def _bound(says: str, fails: Any) -> Any:
         if type(value) in (int, float) and fails(value, bound):
             return f"expected a number {says} {bound}"
         return None
+
     return check
 
 
@@ -269,8 +278,14 @@ def _pattern_of(value: Any, pattern: str, schema: dict) -> str | None:
 
 
 _SCALAR = {
-    "type": _type, "const": _const, "enum": _enum,
-    "minimum": _bound("at least", lambda v, b: v < b), "maximum": _bound("at most", lambda v, b: v > b),
-    "exclusiveMinimum": _bound("over", lambda v, b: v <= b), "exclusiveMaximum": _bound("under", lambda v, b: v >= b),
-    "minLength": _min_length, "maxLength": _max_length, "pattern": _pattern_of,
+    "type": _type,
+    "const": _const,
+    "enum": _enum,
+    "minimum": _bound("at least", lambda v, b: v < b),
+    "maximum": _bound("at most", lambda v, b: v > b),
+    "exclusiveMinimum": _bound("over", lambda v, b: v <= b),
+    "exclusiveMaximum": _bound("under", lambda v, b: v >= b),
+    "minLength": _min_length,
+    "maxLength": _max_length,
+    "pattern": _pattern_of,
 }

@@ -121,7 +121,10 @@ class SpliceState:
 
     def due(self) -> bool:
         """Whether the next splice is to be checked against a whole render (see :data:`CHECK_CHARS_PER_CALL`)."""
-        return self.body_len >= 2 * max(self.checked_len, 1) and self.since_check * CHECK_CHARS_PER_CALL >= self.body_len
+        return (
+            self.body_len >= 2 * max(self.checked_len, 1) and self.since_check * CHECK_CHARS_PER_CALL >= self.body_len
+        )
+
     _text: str | None = field(default=None, repr=False)
 
     def text(self) -> str:
@@ -160,8 +163,16 @@ def head_size(messages: list[dict], k: int) -> int:
     return min(h + 1, k)
 
 
-def paint_added(size: int, offset: int, bounds: np.ndarray, roles: np.ndarray, previous_role: int,
-                spans: list[tuple[int, int, int]], role_of, conversation: int) -> np.ndarray:
+def paint_added(
+    size: int,
+    offset: int,
+    bounds: np.ndarray,
+    roles: np.ndarray,
+    previous_role: int,
+    spans: list[tuple[int, int, int]],
+    role_of,
+    conversation: int,
+) -> np.ndarray:
     """The buckets of the ``size`` characters a call adds, from ``offset`` on: the previous last
     message's bucket up to where the first new message starts, each new message's from where it
     starts (``bounds``, with the generation prompt's start last), the conversation's from there; then
@@ -234,8 +245,9 @@ def _cut_generation(att, text: str) -> str | None:
     return text[: len(text) - len(suffix)]
 
 
-def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: list[bytes], old,
-                check: str | None = None) -> Spliced | str:
+def splice_call(
+    att, call, messages: list[dict], keys: list[bytes], digests: list[bytes], old, check: str | None = None
+) -> Spliced | str:
     """The call attributed by splicing its new messages onto ``old``'s (the previous call of its
     thread, whose messages are this call's first k), or why it cannot be (a short reason).
     ``check``: the call's whole render, to compare the spliced text with. ``old``'s arrays are
@@ -324,8 +336,11 @@ def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: lis
             if found_top is None or found_top[0] != found[0]:
                 return "the window does not render without tools"
             top_nt = found_top[1]
-    if check is not None and (len(check) != state.body_len + len(added) or not check.endswith(added)
-                              or check[: state.body_len] != state.text()[: state.body_len]):
+    if check is not None and (
+        len(check) != state.body_len + len(added)
+        or not check.endswith(added)
+        or check[: state.body_len] != state.text()[: state.body_len]
+    ):
         return CHECK_FAILED
     # tokens: the previous call's, up to the last point before the splice where every text splits alike
     counter = att.model.counter
@@ -359,8 +374,9 @@ def splice_call(att, call, messages: list[dict], keys: list[bytes], digests: lis
     bounds = np.maximum(bounds, state.bounds.view()[k - 1] if k else 0)
     old_labels = state.labels.view()
     previous_role = int(state.roles.view()[k - 1]) if k else CONVERSATION
-    labels_added = paint_added(len(added), state.body_len, bounds, roles, previous_role, spans,
-                               lambda index: roles[index - k], CONVERSATION)
+    labels_added = paint_added(
+        len(added), state.body_len, bounds, roles, previous_role, spans, lambda index: roles[index - k], CONVERSATION
+    )
     last_char = max(len(old_labels) - 1, 0)
     gone = np.bincount(old_labels[np.minimum(old_starts[j:], last_char)], minlength=4)
     state.labels.put(state.body_len, labels_added)

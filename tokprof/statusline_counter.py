@@ -99,15 +99,25 @@ def ensure(transcript: str) -> bool:
     """Start the transcript's counter in the background unless one runs; True when one was started."""
     if not enabled() or running(transcript):
         return False
-    subprocess.Popen([sys.executable, "-m", "tokprof.statusline_counter", os.path.abspath(transcript)],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                     start_new_session=True, close_fds=True)
+    subprocess.Popen(
+        [sys.executable, "-m", "tokprof.statusline_counter", os.path.abspath(transcript)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+    )
     return True
 
 
 def _write(path: Path, transcript: str, call: int, buckets: dict[str, int], estimate: bool) -> None:
-    doc = {"version": COUNTS_VERSION, "transcript": os.path.abspath(transcript), "call": call, "buckets": buckets,
-           "estimate": estimate}
+    doc = {
+        "version": COUNTS_VERSION,
+        "transcript": os.path.abspath(transcript),
+        "call": call,
+        "buckets": buckets,
+        "estimate": estimate,
+    }
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc), encoding="utf-8")
     os.replace(tmp, path)

@@ -92,8 +92,9 @@ class Note:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Note":
-        return cls(code=d["code"], message=d["message"], places=list(d.get("places") or []),
-                   calls=list(d.get("calls") or []))
+        return cls(
+            code=d["code"], message=d["message"], places=list(d.get("places") or []), calls=list(d.get("calls") or [])
+        )
 
 
 @dataclass

@@ -79,14 +79,21 @@ def run_threshold_command(command: str, call: LiveCall) -> None:
     import shlex
 
     env = dict(os.environ)
-    env.update({
-        "TOKPROF_SESSION": call.session or "", "TOKPROF_PATH": call.path, "TOKPROF_CALL": str(call.call),
-        "TOKPROF_MODEL": call.model or "", "TOKPROF_PROMPT": str(call.prompt),
-        "TOKPROF_WINDOW": str(call.window or ""), "TOKPROF_FILL": "" if call.fill is None else f"{call.fill:.4f}",
-        "TOKPROF_THRESHOLD": f"{max(call.crossed):g}", "TOKPROF_CROSSED": ",".join(f"{t:g}" for t in call.crossed),
-        "TOKPROF_COST": "" if call.cost is None else f"{call.cost:.6f}",
-        "TOKPROF_CACHE_READ_SHARE": "" if call.cache_read_share is None else f"{call.cache_read_share:.4f}",
-    })
+    env.update(
+        {
+            "TOKPROF_SESSION": call.session or "",
+            "TOKPROF_PATH": call.path,
+            "TOKPROF_CALL": str(call.call),
+            "TOKPROF_MODEL": call.model or "",
+            "TOKPROF_PROMPT": str(call.prompt),
+            "TOKPROF_WINDOW": str(call.window or ""),
+            "TOKPROF_FILL": "" if call.fill is None else f"{call.fill:.4f}",
+            "TOKPROF_THRESHOLD": f"{max(call.crossed):g}",
+            "TOKPROF_CROSSED": ",".join(f"{t:g}" for t in call.crossed),
+            "TOKPROF_COST": "" if call.cost is None else f"{call.cost:.6f}",
+            "TOKPROF_CACHE_READ_SHARE": "" if call.cache_read_share is None else f"{call.cache_read_share:.4f}",
+        }
+    )
     for name, value in (call.buckets or {}).items():
         env[f"TOKPROF_{name.upper()}"] = str(value)
     try:
@@ -108,7 +115,17 @@ def table(watcher: Watcher):
     from tokprof.text import visible
 
     grid = Table(title="tokprof watch", expand=False)
-    for name in ("session", "calls", "ctx", "buckets (last prompt)", "added", "largest result", "cost", "cache", "marks"):
+    for name in (
+        "session",
+        "calls",
+        "ctx",
+        "buckets (last prompt)",
+        "added",
+        "largest result",
+        "cost",
+        "cache",
+        "marks",
+    ):
         grid.add_column(name)
     shown = 0
     for live in watcher.sessions.values():
@@ -119,23 +136,39 @@ def table(watcher: Watcher):
         fill = "-" if last.fill is None else f"{last.fill:.0%}"
         style = "red" if len(last.past) >= 2 else "yellow" if last.past else ""
         buckets = " ".join(f"{k[:4]} {tokens(v)}" for k, v in (last.buckets or {}).items() if v) or "-"
-        result = f"{visible(last.largest_result['tool'])} {tokens(last.largest_result['tokens'])}" if last.largest_result else "-"
+        result = (
+            f"{visible(last.largest_result['tool'])} {tokens(last.largest_result['tokens'])}"
+            if last.largest_result
+            else "-"
+        )
         marks = [f">{t:.0%}" for t in last.past] + (["cache broke"] if last.cache_broke else [])
         grid.add_row(
-            Text(visible(Path(last.path).name[:40])), str(live.totals.calls),
+            Text(visible(Path(last.path).name[:40])),
+            str(live.totals.calls),
             Text(fill + (f" of {tokens(last.window)}" if last.window else ""), style=style),
-            Text(buckets + (" (estimate)" if last.estimate else "")), tokens(last.added), Text(result),
+            Text(buckets + (" (estimate)" if last.estimate else "")),
+            tokens(last.added),
+            Text(result),
             "unpriced" if last.cost is None else f"${last.cost:.2f}",
-            "-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}", Text(" ".join(marks), style=style),
+            "-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}",
+            Text(" ".join(marks), style=style),
         )
     if not shown:
         grid.caption = "waiting for a session to be written..."
     return grid
 
 
-def watch(paths: list[str], *, thresholds: tuple[float, ...], as_json: bool, on_threshold: str | None,
-          interval: float, model: str | None, out: Callable[[str], None] | None = None,
-          duration: float | None = None) -> None:
+def watch(
+    paths: list[str],
+    *,
+    thresholds: tuple[float, ...],
+    as_json: bool,
+    on_threshold: str | None,
+    interval: float,
+    model: str | None,
+    out: Callable[[str], None] | None = None,
+    duration: float | None = None,
+) -> None:
     watcher = Watcher(paths, thresholds, model)
     watcher.scan()
     for live in watcher.sessions.values():

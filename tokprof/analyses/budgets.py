@@ -68,9 +68,9 @@ NOT_RECORDED_METRICS = {
 }
 NOT_RECORDED = {
     "tool_definitions": "not recorded: the log does not record its tool definitions (give them with --tools FILE, "
-    "or set not_recorded = \"skip\" on this budget)",
+    'or set not_recorded = "skip" on this budget)',
     "system_prompt": "not recorded: the log does not record its system prompt (give it with --system FILE, or set "
-    "not_recorded = \"skip\" on this budget)",
+    'not_recorded = "skip" on this budget)',
 }
 
 
@@ -119,21 +119,26 @@ def measure(
     )
 
 
-NO_CACHE_USAGE = ("not recorded: the log reports no cache usage (or set not_recorded = \"skip\" on this budget)")
+NO_CACHE_USAGE = 'not recorded: the log reports no cache usage (or set not_recorded = "skip" on this budget)'
 
 
-def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: dict[str, str],
-                  explain: dict[str, str]) -> None:
+def _measure_cost(
+    profile: Profile, metrics: dict[str, float | None], unknown: dict[str, str], explain: dict[str, str]
+) -> None:
     """The cost and cache metrics of a profile: unpriced calls make the cost unknown, never $0."""
     summary = profile.summary()
     cost = summary.cost
-    for name, value in (("cost", cost.total if cost else None),
-                        ("largest_call_cost", cost.largest_call if cost else None)):
+    for name, value in (
+        ("cost", cost.total if cost else None),
+        ("largest_call_cost", cost.largest_call if cost else None),
+    ):
         if cost is None:
             unknown[name] = "not measured: the profile was made without prices"
         elif not cost.priced:
             reasons = "; ".join(u.reason for u in cost.unpriced)
-            unknown[name] = f"unpriced: {cost.calls_unpriced} of {cost.calls_priced + cost.calls_unpriced} calls ({reasons})"
+            unknown[name] = (
+                f"unpriced: {cost.calls_unpriced} of {cost.calls_priced + cost.calls_unpriced} calls ({reasons})"
+            )
         else:
             metrics[name] = round(value, 8) if value is not None else None
     usage = summary.reported
@@ -143,17 +148,21 @@ def _measure_cost(profile: Profile, metrics: dict[str, float | None], unknown: d
         metrics["cache_hit_rate"] = round(usage.hit_rate or 0.0, 6)
     missed = miss_cost(profile)
     if missed.total is None:
-        unknown["cache_miss_cost"] = (missed.why or "not measured") + " (or set not_recorded = \"skip\" on this budget)"
+        unknown["cache_miss_cost"] = (missed.why or "not measured") + ' (or set not_recorded = "skip" on this budget)'
     else:
         metrics["cache_miss_cost"] = missed.total
         lost = summary.cache.lost if summary.cache else None
         if lost is not None and lost.breaks:
             worst = lost.by_reason[0]
-            explain["cache_miss_cost"] = (f"most of it {worst.label}, ${worst.cost:.4f} on {worst.calls} call"
-                                          f"{'' if worst.calls == 1 else 's'}; the costliest break: call "
-                                          f"{lost.breaks[0].call}, docs/cache.md")
+            explain["cache_miss_cost"] = (
+                f"most of it {worst.label}, ${worst.cost:.4f} on {worst.calls} call"
+                f"{'' if worst.calls == 1 else 's'}; the costliest break: call "
+                f"{lost.breaks[0].call}, docs/cache.md"
+            )
     if usage is None:
-        unknown["uncached_input"] = "not recorded: the log reports no usage (or set not_recorded = \"skip\" on this budget)"
+        unknown["uncached_input"] = (
+            'not recorded: the log reports no usage (or set not_recorded = "skip" on this budget)'
+        )
     else:
         metrics["uncached_input"] = usage.uncached_input
 
@@ -185,7 +194,9 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
         raise ConfigError(f"{path}: metrics: missing or not an object")
     for name, value in data["metrics"].items():
         if name not in METRICS:
-            raise ConfigError(f"{path}: metrics.{visible(name)[:80]}: unknown metric (expected one of {', '.join(METRICS)})")
+            raise ConfigError(
+                f"{path}: metrics.{visible(name)[:80]}: unknown metric (expected one of {', '.join(METRICS)})"
+            )
         number = finite(value)
         if number is None or number < 0:
             raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {_shown(value)}")
@@ -311,8 +322,14 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         budget = config.budgets.get(name)
         value = measurement.metrics.get(name)
         level = budget.level if budget else "error"
-        result = MetricResult(name=name, value=value, status=PASS, level=level, max=budget.max if budget else None,
-                              min=budget.min if budget else None)
+        result = MetricResult(
+            name=name,
+            value=value,
+            status=PASS,
+            level=level,
+            max=budget.max if budget else None,
+            min=budget.min if budget else None,
+        )
         if value is None:
             why = measurement.unknown.get(name, "not measured")
             result.reasons.append(why)
@@ -327,14 +344,19 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         failed: list[str] = []
         if budget and budget.max is not None and value > budget.max:
             failed.append("budget")
-            result.reasons.append(f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}"
-                                  + (f" ({measurement.explain[name]})" if name in measurement.explain else ""))
+            result.reasons.append(
+                f"exceeded the budget: {_fmt(name, value)}, over the max of {_fmt(name, budget.max)}"
+                + (f" ({measurement.explain[name]})" if name in measurement.explain else "")
+            )
         if budget and budget.min is not None and value < budget.min:
             failed.append("budget")
             result.reasons.append(f"below the budget: {_fmt(name, value)}, under the min of {_fmt(name, budget.min)}")
         increase = budget.max_increase if budget and budget.max_increase is not None else config.max_increase
-        if increase is not None and not increase.relative and METRICS[name][0] in ("share", "usd") and not (
-            budget and budget.max_increase is not None
+        if (
+            increase is not None
+            and not increase.relative
+            and METRICS[name][0] in ("share", "usd")
+            and not (budget and budget.max_increase is not None)
         ):
             increase = None  # a global number of tokens says nothing about a share or dollars
             if baseline is not None and name in baseline["metrics"]:
@@ -344,7 +366,12 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         if baseline is not None and name not in baseline["metrics"]:
             result.new = True
             result.reasons.append("new: the baseline has no value for it yet (--update-baseline records one)")
-        if budget and budget.max is None and budget.min is None and (baseline is None or name not in baseline["metrics"]):
+        if (
+            budget
+            and budget.max is None
+            and budget.min is None
+            and (baseline is None or name not in baseline["metrics"])
+        ):
             result.status = SKIP
             if not result.new:
                 result.reasons.append("nothing to check: no max or min, and no baseline value")
@@ -377,11 +404,15 @@ def evaluate(config: Config, measurement: Measurement, baseline: dict | None, ba
         results.append(result)
 
     check = CheckResult(
-        model=measurement.model, source=measurement.source, metrics=results, baseline_path=baseline_path,
+        model=measurement.model,
+        source=measurement.source,
+        metrics=results,
+        baseline_path=baseline_path,
         estimate=measurement.estimate,
     )
-    check.servers = evaluate_servers(config.mcp or McpBudgets(), measurement.tools,
-                                     baseline["tools"] if baseline is not None else None)
+    check.servers = evaluate_servers(
+        config.mcp or McpBudgets(), measurement.tools, baseline["tools"] if baseline is not None else None
+    )
     if baseline is not None:
         before, after = baseline["tools"], measurement.tools
         check.tools_added = [{"name": n, "marginal": after[n]} for n in sorted(set(after) - set(before))]
@@ -434,7 +465,11 @@ def baseline_location(config: Config, explicit: str | None, updating: bool) -> s
 
 
 def judge(
-    measurement: Measurement, config: Config, baseline_path: str | None, *, explicit: bool = False,
+    measurement: Measurement,
+    config: Config,
+    baseline_path: str | None,
+    *,
+    explicit: bool = False,
     updating: bool = False,
 ) -> CheckResult:
     """Judge a measurement against the budgets and the baseline at ``baseline_path`` (``explicit``:

@@ -42,8 +42,11 @@ def unit_price(cost: CallCost, part: str, prompt: int) -> float | None:
     such tokens, else genai-prices' for its model on its date at its prompt's size; None when unknown."""
     tokens = cost.tokens
     if tokens is not None:
-        held = {"input": (tokens.input, cost.input), "cache_read": (tokens.cache_read, cost.cache_read),
-                "cache_write_5m": (tokens.cache_write_5m, cost.cache_write if not tokens.cache_write_1h else None)}
+        held = {
+            "input": (tokens.input, cost.input),
+            "cache_read": (tokens.cache_read, cost.cache_read),
+            "cache_write_5m": (tokens.cache_write_5m, cost.cache_write if not tokens.cache_write_1h else None),
+        }
         count, paid = held[part]
         if count and paid is not None:
             return paid / count
@@ -51,8 +54,13 @@ def unit_price(cost: CallCost, part: str, prompt: int) -> float | None:
         return None
     counts = {"input": 0, "cache_write_5m": 0, "cache_read": 0}
     counts[part] = prompt
-    probe = PricedTokens(input=counts["input"], cache_write_5m=counts["cache_write_5m"], cache_write_1h=0,
-                         cache_read=counts["cache_read"], output=None)
+    probe = PricedTokens(
+        input=counts["input"],
+        cache_write_5m=counts["cache_write_5m"],
+        cache_write_1h=0,
+        cache_read=counts["cache_read"],
+        output=None,
+    )
     key = "cache_write" if part == "cache_write_5m" else part
     try:
         parts = genai_price(cost.model, probe, prompt, date.fromisoformat(cost.date) if cost.date else None)

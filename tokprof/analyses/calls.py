@@ -88,26 +88,47 @@ class CallRecord:
 FIELDS = tuple(f.name for f in fields(CallRecord))
 
 
-def call_records(result: Profile, trace: Trace, session: str, path: str, stamp: Stamp = Stamp(),
-                 with_text: bool = False) -> list[CallRecord]:
+def call_records(
+    result: Profile, trace: Trace, session: str, path: str, stamp: Stamp = Stamp(), with_text: bool = False
+) -> list[CallRecord]:
     """The records of a profile's calls, with what the trace knows of each (time, model, place)."""
     by_index = {call.index: call for call in trace.calls}
     window = result.model.context_window
-    return [_record(row, by_index[row.index], result, session, path, stamp, window, with_text)
-            for row in result.calls if row.index in by_index]
+    return [
+        _record(row, by_index[row.index], result, session, path, stamp, window, with_text)
+        for row in result.calls
+        if row.index in by_index
+    ]
 
 
-def _record(row: CallRow, call: Call, result: Profile, session: str, path: str, stamp: Stamp,
-            window: int | None, with_text: bool) -> CallRecord:
+def _record(
+    row: CallRow,
+    call: Call,
+    result: Profile,
+    session: str,
+    path: str,
+    stamp: Stamp,
+    window: int | None,
+    with_text: bool,
+) -> CallRecord:
     usage = row.reported
     cost = row.cost
     priced = bool(cost and cost.priced)
     cache = row.cache
     return CallRecord(
-        session=session, path=path, agent=result.source.format, thread=row.thread,
-        thread_kind="main" if row.thread is None else "subagent", call_index=row.index, kind=row.kind,
-        time=call.time, request_id=call.request_id, provider=cost.provider if priced and cost else None,
-        model=call.model, profiled_with=result.model.name, exact=row.exact,
+        session=session,
+        path=path,
+        agent=result.source.format,
+        thread=row.thread,
+        thread_kind="main" if row.thread is None else "subagent",
+        call_index=row.index,
+        kind=row.kind,
+        time=call.time,
+        request_id=call.request_id,
+        provider=cost.provider if priced and cost else None,
+        model=call.model,
+        profiled_with=result.model.name,
+        exact=row.exact,
         estimate=None if result.model.exact else result.model.method,
         **{name: row.buckets.get(name, 0) for name in ALL_BUCKETS},
         total=row.total,
@@ -118,14 +139,23 @@ def _record(row: CallRow, call: Call, result: Profile, session: str, path: str, 
         reported_cache_write_1h=usage.cache_write_1h if usage else None,
         reported_cache_read=usage.cache_read if usage else None,
         reported_output=usage.output if usage else None,
-        priced=priced, unpriced_reason=None if priced or cost is None else cost.reason,
-        cost_input=_part(cost, "input", priced), cost_cache_write=_part(cost, "cache_write", priced),
-        cost_cache_read=_part(cost, "cache_read", priced), cost_output=_part(cost, "output", priced),
-        cost_other=_part(cost, "other", priced), cost_total=_part(cost, "total", priced),
-        context_window=window, window_fill=round(row.total / window, 6) if window else None,
-        cache_miss=cache.miss if cache else None, cache_miss_detail=cache.detail if cache else None,
-        project=call.cwd, git_branch=call.git_branch, git_commit=call.git_commit,
-        machine=stamp.machine, user=stamp.user,
+        priced=priced,
+        unpriced_reason=None if priced or cost is None else cost.reason,
+        cost_input=_part(cost, "input", priced),
+        cost_cache_write=_part(cost, "cache_write", priced),
+        cost_cache_read=_part(cost, "cache_read", priced),
+        cost_output=_part(cost, "output", priced),
+        cost_other=_part(cost, "other", priced),
+        cost_total=_part(cost, "total", priced),
+        context_window=window,
+        window_fill=round(row.total / window, 6) if window else None,
+        cache_miss=cache.miss if cache else None,
+        cache_miss_detail=cache.detail if cache else None,
+        project=call.cwd,
+        git_branch=call.git_branch,
+        git_commit=call.git_commit,
+        machine=stamp.machine,
+        user=stamp.user,
         text=_text(call) if with_text else None,
     )
 
@@ -140,5 +170,6 @@ def _part(cost: CallCost | None, name: str, priced: bool) -> float | None:
 
 
 def _text(call: Call) -> str:
-    return json.dumps({"messages": call.messages, "tools": call.tools, "response": call.response},
-                      ensure_ascii=False, default=str)
+    return json.dumps(
+        {"messages": call.messages, "tools": call.tools, "response": call.response}, ensure_ascii=False, default=str
+    )

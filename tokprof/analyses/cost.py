@@ -27,7 +27,18 @@ from typing import Any, Callable, Mapping
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
 from tokprof.text import visible
-from tokprof.billing import DIGITS, EVERY_MODEL, money, WRITES_AT_5M, CallCost, PricedTokens, PriceError, Rates, parse_price, parse_rates
+from tokprof.billing import (
+    DIGITS,
+    EVERY_MODEL,
+    money,
+    WRITES_AT_5M,
+    CallCost,
+    PricedTokens,
+    PriceError,
+    Rates,
+    parse_price,
+    parse_rates,
+)
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Trace, Usage
@@ -37,13 +48,17 @@ GENAI_PRICES = "genai-prices"
 FIXED_FIRST = (UNRECORDED, "system", "tool_definitions")
 
 NO_USAGE = "the log reports no usage: priced on the computed prompt, with no cache, and the output not priced"
-PREDICTED = ("a call a policy changed: billed as its provider would bill its computed prompt (the log's cache read "
-             "less the prefix the policy rewrote, the rest written at the log's cache tier; docs/whatif.md), and the "
-             "log's output")
+PREDICTED = (
+    "a call a policy changed: billed as its provider would bill its computed prompt (the log's cache read "
+    "less the prefix the policy rewrote, the rest written at the log's cache tier; docs/whatif.md), and the "
+    "log's output"
+)
 NO_DATE = "the log gives no date: priced at today's rates"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
-PROMPT_ORDER = ("bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
-                "prompt of the thread and, for the fixed part, system and tool definitions first (an estimate)")
+PROMPT_ORDER = (
+    "bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
+    "prompt of the thread and, for the fixed part, system and tool definitions first (an estimate)"
+)
 
 #: ``prefix(position, n)``: the buckets of the first ``n`` tokens of the call at that position of the
 #: profile, in the units of its buckets, or None when it cannot tell (then prompt order is used).
@@ -78,8 +93,12 @@ def find_model(name: str) -> tuple[Any, Any]:
 
 def genai_usage(tokens: PricedTokens, prompt: int) -> dict[str, int]:
     """genai-prices' usage keys for a call: ``input_tokens`` is the whole prompt, as genai-prices counts it."""
-    values: dict[str, int] = {"input_tokens": prompt, "cache_read_tokens": tokens.cache_read,
-                              "cache_write_tokens": tokens.cache_write, "output_tokens": tokens.output or 0}
+    values: dict[str, int] = {
+        "input_tokens": prompt,
+        "cache_read_tokens": tokens.cache_read,
+        "cache_write_tokens": tokens.cache_write,
+        "output_tokens": tokens.output or 0,
+    }
     if tokens.cache_write_1h:
         values["cache_write_1h_tokens"] = tokens.cache_write_1h
     return values
@@ -134,14 +153,21 @@ def priced_tokens(usage: Usage | None, computed: int) -> tuple[PricedTokens, int
     """A call's tokens to price, its whole prompt, and the basis: the reported usage, or (without a
     reported prompt) the computed prompt with no cache and no output."""
     if usage is None or not usage.prompt:
-        return PricedTokens(input=computed, cache_write_5m=0, cache_write_1h=0, cache_read=0, output=None), computed, "computed"
+        return (
+            PricedTokens(input=computed, cache_write_5m=0, cache_write_1h=0, cache_read=0, output=None),
+            computed,
+            "computed",
+        )
     read = usage.cache_read or 0
     write = usage.cache_write or 0
     long = min(usage.cache_write_1h or 0, write)
     short = write - long
     uncached = max(usage.prompt - read - write, 0)
-    return (PricedTokens(input=uncached, cache_write_5m=short, cache_write_1h=long, cache_read=read,
-                         output=usage.output), usage.prompt, "reported")
+    return (
+        PricedTokens(input=uncached, cache_write_5m=short, cache_write_1h=long, cache_read=read, output=usage.output),
+        usage.prompt,
+        "reported",
+    )
 
 
 def user_cost(rates: Rates, tokens: PricedTokens) -> dict[str, float]:
@@ -216,8 +242,13 @@ def _spread(out: dict[str, float], weights: Mapping[str, int], amount: float) ->
         out[name] = out.get(name, 0.0) + amount * weight / total
 
 
-def bucket_costs(row: CallRow, prompt: int, tokens: PricedTokens, parts: Mapping[str, float],
-                 prefix: Callable[[int], dict[str, float]]) -> dict[str, float]:
+def bucket_costs(
+    row: CallRow,
+    prompt: int,
+    tokens: PricedTokens,
+    parts: Mapping[str, float],
+    prefix: Callable[[int], dict[str, float]],
+) -> dict[str, float]:
     """The prompt's cost (input, cache writes, cache reads) per bucket: the cache reads are the
     prompt's first tokens, the cache writes the next, the uncached input the rest. ``prefix(n)``
     gives the buckets of the first ``n`` tokens, in the row's units (scaled from the reported ones)."""
@@ -227,8 +258,11 @@ def bucket_costs(row: CallRow, prompt: int, tokens: PricedTokens, parts: Mapping
     first = prefix(round(read_end))
     upto = prefix(round(write_end))
     whole = {name: float(v) for name, v in row.buckets.items()}
-    stretches = ((first, parts["cache_read"]), (_minus(upto, first), parts["cache_write"]),
-                 (_minus(whole, upto), parts["input"]))
+    stretches = (
+        (first, parts["cache_read"]),
+        (_minus(upto, first), parts["cache_write"]),
+        (_minus(whole, upto), parts["input"]),
+    )
     out = {name: 0.0 for name in row.buckets}
     for stretch, amount in stretches:
         # a stretch too short to show in the row's units (counts far from the reported ones) takes the whole's shares
@@ -260,8 +294,13 @@ def thread_previous(profile: Profile) -> list[int | None]:
     return out
 
 
-def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] | None = None,
-               prefix: PrefixBuckets | None = None, predicted: Mapping[int, Usage] | None = None) -> list[CallCost]:
+def cost_calls(
+    profile: Profile,
+    trace: Trace,
+    prices: Mapping[str, UserPrice] | None = None,
+    prefix: PrefixBuckets | None = None,
+    predicted: Mapping[int, Usage] | None = None,
+) -> list[CallCost]:
     """Every call's cost (the profile's rows and the trace's calls, position by position).
     ``predicted``: for calls without reported usage, by position, the usage to price instead (a
     what-if's changed calls: their prompt with the cache a prefix cache would read, and the log's
@@ -291,12 +330,25 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
             parts = user_cost(user.rates, tokens)
             source, source_version = user.source, None
             usage = call.reported
-            if (tokens.cache_write and usage is not None and usage.cache_write_1h is None
-                    and _long_rate_differs(user.rates)):
+            if (
+                tokens.cache_write
+                and usage is not None
+                and usage.cache_write_1h is None
+                and _long_rate_differs(user.rates)
+            ):
                 notes.append(WRITES_AT_5M)
         elif not name:
-            out.append(CallCost(priced=False, basis=basis, source=GENAI_PRICES, source_version=version, tokens=tokens,
-                                reason="the log names no model (set rates with --price)", notes=tuple(notes)))
+            out.append(
+                CallCost(
+                    priced=False,
+                    basis=basis,
+                    source=GENAI_PRICES,
+                    source_version=version,
+                    tokens=tokens,
+                    reason="the log names no model (set rates with --price)",
+                    notes=tuple(notes),
+                )
+            )
             continue
         else:
             try:
@@ -305,15 +357,24 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
                 why = f"genai-prices {version or ''} has no price for '{visible(name)}'".replace("  ", " ")
                 if isinstance(exc, ValueError) and not isinstance(exc, LookupError):
                     why = f"genai-prices cannot price this usage of {name!r}: {exc}"
-                out.append(CallCost(priced=False, basis=basis, source=GENAI_PRICES, source_version=version,
-                                    model=name, date=day.isoformat() if day else None, tokens=tokens,
-                                    reason=why + " (set rates with --price)", notes=tuple(notes)))
+                out.append(
+                    CallCost(
+                        priced=False,
+                        basis=basis,
+                        source=GENAI_PRICES,
+                        source_version=version,
+                        model=name,
+                        date=day.isoformat() if day else None,
+                        tokens=tokens,
+                        reason=why + " (set rates with --price)",
+                        notes=tuple(notes),
+                    )
+                )
                 continue
             parts = {k: float(v) for k, v in exact.items()}
             model_id, provider_id = model.id, provider.id
             usage = call.reported
-            if (tokens.cache_write and usage is not None and usage.cache_write_1h is None
-                    and writes_1h_apart(name, day)):
+            if tokens.cache_write and usage is not None and usage.cache_write_1h is None and writes_1h_apart(name, day):
                 notes.append(WRITES_AT_5M)
             if day is None:
                 notes.append(NO_DATE)
@@ -330,19 +391,38 @@ def cost_calls(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] |
         buckets = bucket_costs(row, prompt, tokens, parts, first)
         without = _without_cache(parts, tokens, prompt, user.rates if user else None, name, day)
         parts = {k: round(v, DIGITS) for k, v in parts.items()}  # as the JSON keeps them: a saved profile sums the same
-        out.append(CallCost(
-            priced=True, basis=basis, source=source, source_version=source_version, model=model_id,
-            provider=provider_id, date=day.isoformat() if day else None, tokens=tokens,
-            input=parts["input"], cache_write=parts["cache_write"], cache_read=parts["cache_read"],
-            output=None if tokens.output is None else parts["output"], other=parts["other"] or None,
-            total=parts["total"], buckets={k: round(v, DIGITS) for k, v in buckets.items()}, notes=tuple(notes),
-            without_cache=money(without),
-        ))
+        out.append(
+            CallCost(
+                priced=True,
+                basis=basis,
+                source=source,
+                source_version=source_version,
+                model=model_id,
+                provider=provider_id,
+                date=day.isoformat() if day else None,
+                tokens=tokens,
+                input=parts["input"],
+                cache_write=parts["cache_write"],
+                cache_read=parts["cache_read"],
+                output=None if tokens.output is None else parts["output"],
+                other=parts["other"] or None,
+                total=parts["total"],
+                buckets={k: round(v, DIGITS) for k, v in buckets.items()},
+                notes=tuple(notes),
+                without_cache=money(without),
+            )
+        )
     return out
 
 
-def _without_cache(parts: Mapping[str, float], tokens: PricedTokens, prompt: int, rates: Rates | None,
-                   name: str | None, day: date | None) -> float | None:
+def _without_cache(
+    parts: Mapping[str, float],
+    tokens: PricedTokens,
+    prompt: int,
+    rates: Rates | None,
+    name: str | None,
+    day: date | None,
+) -> float | None:
     """What the call would have cost with no cache: every prompt token at the input price."""
     plain = PricedTokens(input=prompt, cache_write_5m=0, cache_write_1h=0, cache_read=0, output=tokens.output)
     if rates is not None:
@@ -365,8 +445,13 @@ def _placeholder_calls(profile: Profile, trace: Trace) -> set[int]:
     return marked or set(range(len(trace.calls)))
 
 
-def attach_cost(profile: Profile, trace: Trace, prices: Mapping[str, UserPrice] | None = None,
-                prefix: PrefixBuckets | None = None, predicted: Mapping[int, Usage] | None = None) -> Profile:
+def attach_cost(
+    profile: Profile,
+    trace: Trace,
+    prices: Mapping[str, UserPrice] | None = None,
+    prefix: PrefixBuckets | None = None,
+    predicted: Mapping[int, Usage] | None = None,
+) -> Profile:
     """The profile with every call's cost (``calls[].cost``; ``summary.cost`` adds them up)."""
     if len(profile.calls) != len(trace.calls):  # not the trace's profile: nothing to attach to
         return profile

@@ -32,9 +32,16 @@ class LocalSession:
     error: str | None = None
 
     def to_dict(self) -> dict:
-        return {"agent": self.agent, "project": self.project, "path": self.path, "format": self.format,
-                "start": self.start.isoformat() if self.start else None, "calls": self.calls, "cost": self.cost,
-                "error": self.error}
+        return {
+            "agent": self.agent,
+            "project": self.project,
+            "path": self.path,
+            "format": self.format,
+            "start": self.start.isoformat() if self.start else None,
+            "calls": self.calls,
+            "cost": self.cost,
+            "error": self.error,
+        }
 
 
 def _cost(trace: Trace) -> float | None:
@@ -66,15 +73,31 @@ def _row(found: SessionFile) -> LocalSession:
     try:
         trace = read_trace(str(found.path), found.format)
     except TokprofError as exc:
-        return LocalSession(found.agent, found.project, str(found.path), found.format, mtime, None, None,
-                            error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return LocalSession(
+            found.agent,
+            found.project,
+            str(found.path),
+            found.format,
+            mtime,
+            None,
+            None,
+            error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+        )
     times = [call.time for call in trace.calls if call.time is not None]
-    return LocalSession(found.agent, found.project, str(found.path), found.format, min(times) if times else mtime,
-                        len(trace.calls), _cost(trace))
+    return LocalSession(
+        found.agent,
+        found.project,
+        str(found.path),
+        found.format,
+        min(times) if times else mtime,
+        len(trace.calls),
+        _cost(trace),
+    )
 
 
-def local_sessions(agent: str | None = None, home: Path | None = None,
-                   environ: Mapping[str, str] | None = None) -> list[LocalSession]:
+def local_sessions(
+    agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[LocalSession]:
     """Every supported agent's sessions on this machine (or one agent's), newest first."""
     rows = [_row(found) for found in session_files(agent, home, environ)]
     oldest = datetime.min.replace(tzinfo=timezone.utc)

@@ -28,9 +28,9 @@ LARGEST = 3
 #: How closed providers put tools in front of the model, for the estimate's label.
 PROVIDER_RENDERING = {
     "anthropic": "Anthropic renders tool definitions into a system preamble of its own that it does not publish; "
-                 "the count is an estimate (a proxy tokenizer and template), labelled so",
+    "the count is an estimate (a proxy tokenizer and template), labelled so",
     "openai": "OpenAI renders function tools into a TypeScript-like namespace in the system message that it does not "
-              "publish in full; the count is an estimate (o200k tokens of the proxy rendering), labelled so",
+    "publish in full; the count is an estimate (o200k tokens of the proxy rendering), labelled so",
 }
 
 
@@ -68,9 +68,14 @@ class McpTool:
 
     def to_dict(self) -> dict:
         return {
-            "name": self.name, "server": self.server, "listed_name": self.listed_name, "marginal": self.marginal,
-            "description_tokens": self.description_tokens, "parameter_tokens": self.parameter_tokens,
-            "calls": self.calls, "run_cost": self.run_cost,
+            "name": self.name,
+            "server": self.server,
+            "listed_name": self.listed_name,
+            "marginal": self.marginal,
+            "description_tokens": self.description_tokens,
+            "parameter_tokens": self.parameter_tokens,
+            "calls": self.calls,
+            "run_cost": self.run_cost,
         }
 
 
@@ -92,10 +97,19 @@ class McpServer:
 
     def to_dict(self) -> dict:
         return {
-            "name": self.name, "origin": self.origin, "agent": self.agent, "transport": self.transport,
-            "server_info": self.server_info, "tools": self.tools, "tokens": self.tokens, "share": self.share,
-            "largest_tools": list(self.largest), "prompts": self.prompts, "resources": self.resources,
-            "calls": self.calls, "never_called_cost": self.never_called_cost,
+            "name": self.name,
+            "origin": self.origin,
+            "agent": self.agent,
+            "transport": self.transport,
+            "server_info": self.server_info,
+            "tools": self.tools,
+            "tokens": self.tokens,
+            "share": self.share,
+            "largest_tools": list(self.largest),
+            "prompts": self.prompts,
+            "resources": self.resources,
+            "calls": self.calls,
+            "never_called_cost": self.never_called_cost,
         }
 
 
@@ -134,10 +148,18 @@ class McpReport:
 
     def to_dict(self) -> dict:
         return {
-            "schema_version": SCHEMA_VERSION, "kind": "mcp", "model": self.model.to_dict(), "naming": self.naming,
-            "listed_at": self.listed_at, "total": self.total, "scaffolding": self.scaffolding,
-            "estimate": self.estimate, "log": self.log, "requests": self.requests,
-            "servers": [s.to_dict() for s in self.servers], "tools": [t.to_dict() for t in self.tools],
+            "schema_version": SCHEMA_VERSION,
+            "kind": "mcp",
+            "model": self.model.to_dict(),
+            "naming": self.naming,
+            "listed_at": self.listed_at,
+            "total": self.total,
+            "scaffolding": self.scaffolding,
+            "estimate": self.estimate,
+            "log": self.log,
+            "requests": self.requests,
+            "servers": [s.to_dict() for s in self.servers],
+            "tools": [t.to_dict() for t in self.tools],
             "failures": [f.to_dict() for f in self.failures],
         }
 
@@ -157,7 +179,9 @@ def _estimate(model: ChatModel) -> str | None:
         return None
     lower = info.name.lower()
     vendor = "anthropic" if "claude" in lower else "openai" if lower.startswith(("gpt", "o1", "o3", "o4")) else None
-    base = PROVIDER_RENDERING.get(vendor or "", "the provider's tool rendering is not published; the count is an estimate")
+    base = PROVIDER_RENDERING.get(
+        vendor or "", "the provider's tool rendering is not published; the count is an estimate"
+    )
     return f"{base} ({info.method})" if info.method else base
 
 
@@ -187,7 +211,9 @@ def checked(results: Sequence[Listing | Failure]) -> list[Listing | Failure]:
             try:
                 normalise_tools(result.server.name, "tools", [dict(t) for t in result.tools])
             except InputError as exc:
-                out.append(Failure(result.server, f"listed tools that are not valid definitions: {exc.where}: {exc.what}"))
+                out.append(
+                    Failure(result.server, f"listed tools that are not valid definitions: {exc.where}: {exc.what}")
+                )
                 continue
         out.append(result)
     return out
@@ -202,8 +228,9 @@ def mcp_report(
 ) -> McpReport:
     results = checked(results)
     listings = [r for r in results if isinstance(r, Listing)]
-    failures = tuple(McpFailure(f.server.name, f.server.origin, f.reason, f.stderr_tail)
-                     for f in results if isinstance(f, Failure))
+    failures = tuple(
+        McpFailure(f.server.name, f.server.origin, f.reason, f.stderr_tail) for f in results if isinstance(f, Failure)
+    )
     naming = naming or naming_for([r.server for r in results])
     definitions, owners = catalogue_definitions(listings, naming)
     total = scaffolding = 0
@@ -218,8 +245,12 @@ def mcp_report(
         requests = len(trace.calls)
     tools = tuple(
         McpTool(
-            name=cost.name, server=owner[0], listed_name=owner[1], marginal=cost.marginal,
-            description_tokens=cost.description_tokens, parameter_tokens=cost.parameter_tokens,
+            name=cost.name,
+            server=owner[0],
+            listed_name=owner[1],
+            marginal=cost.marginal,
+            description_tokens=cost.description_tokens,
+            parameter_tokens=cost.parameter_tokens,
             calls=calls.get(cost.name, 0) if calls is not None else None,
             run_cost=cost.marginal * requests if requests is not None else None,
         )
@@ -227,9 +258,18 @@ def mcp_report(
     )
     servers = tuple(_server(listing, tools, total, requests) for listing in listings)
     report = McpReport(
-        model=model.describe(), naming=naming, listed_at=listed_at, total=total, scaffolding=scaffolding,
-        servers=servers, tools=tools, failures=failures, estimate=_estimate(model),
-        log=trace.path if trace is not None else None, requests=requests, _definitions=tuple(definitions),
+        model=model.describe(),
+        naming=naming,
+        listed_at=listed_at,
+        total=total,
+        scaffolding=scaffolding,
+        servers=servers,
+        tools=tools,
+        failures=failures,
+        estimate=_estimate(model),
+        log=trace.path if trace is not None else None,
+        requests=requests,
+        _definitions=tuple(definitions),
     )
     return report
 
@@ -242,8 +282,17 @@ def _server(listing: Listing, tools: tuple[McpTool, ...], total: int, requests: 
     never = None if requests is None else sum(t.run_cost or 0 for t in mine if t.calls == 0)
     config = listing.server
     return McpServer(
-        name=config.name, origin=config.origin, agent=config.agent, transport=config.transport,
-        server_info=listing.server_info, tools=len(mine), tokens=tokens,
-        share=round(tokens / total, 6) if total else None, largest=largest, prompts=listing.prompts,
-        resources=listing.resources, calls=calls, never_called_cost=never,
+        name=config.name,
+        origin=config.origin,
+        agent=config.agent,
+        transport=config.transport,
+        server_info=listing.server_info,
+        tools=len(mine),
+        tokens=tokens,
+        share=round(tokens / total, 6) if total else None,
+        largest=largest,
+        prompts=listing.prompts,
+        resources=listing.resources,
+        calls=calls,
+        never_called_cost=never,
     )

@@ -52,8 +52,16 @@ class ServerResult:
         return None if self.tokens is None or self.baseline is None else self.tokens - self.baseline
 
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "name": self.name, "tokens": self.tokens, "max": self.max,
-                "baseline": self.baseline, "change": self.change, "status": self.status, "reasons": list(self.reasons)}
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "tokens": self.tokens,
+            "max": self.max,
+            "baseline": self.baseline,
+            "change": self.change,
+            "status": self.status,
+            "reasons": list(self.reasons),
+        }
 
 
 def _one(kind: str, name: str, tokens: int | None, limit: float | None, base: int | None) -> ServerResult:
@@ -70,8 +78,9 @@ def _one(kind: str, name: str, tokens: int | None, limit: float | None, base: in
     return ServerResult(kind, name, tokens, limit, base, FAIL if failed else PASS, tuple(reasons))
 
 
-def evaluate_servers(budgets: McpBudgets, tools: Mapping[str, int],
-                     baseline_tools: Mapping[str, int] | None) -> list[ServerResult]:
+def evaluate_servers(
+    budgets: McpBudgets, tools: Mapping[str, int], baseline_tools: Mapping[str, int] | None
+) -> list[ServerResult]:
     """Every server (and every MCP tool with a budget) now and in the baseline, judged against its budget."""
     now = server_tokens(tools)
     before = server_tokens(baseline_tools) if baseline_tools is not None else {}

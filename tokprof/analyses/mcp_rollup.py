@@ -22,8 +22,13 @@ class ServerUse:
     carry_cost: int  # those tokens times the later requests that carried them
 
     def to_dict(self) -> dict:
-        return {"server": self.server, "tools_called": self.tools_called, "calls": self.calls,
-                "result_tokens": self.result_tokens, "carry_cost": self.carry_cost}
+        return {
+            "server": self.server,
+            "tools_called": self.tools_called,
+            "calls": self.calls,
+            "result_tokens": self.result_tokens,
+            "carry_cost": self.carry_cost,
+        }
 
 
 def server_rollup(trace: Trace, costs: ToolResultCosts | None) -> list[ServerUse]:
@@ -80,8 +85,15 @@ class ServerCatalogue:
     carry_cost: int
 
     def to_dict(self) -> dict:
-        return {"server": self.server, "tools": self.tools, "unused": self.unused, "definitions": self.definitions,
-                "calls": self.calls, "result_tokens": self.result_tokens, "carry_cost": self.carry_cost}
+        return {
+            "server": self.server,
+            "tools": self.tools,
+            "unused": self.unused,
+            "definitions": self.definitions,
+            "calls": self.calls,
+            "result_tokens": self.result_tokens,
+            "carry_cost": self.carry_cost,
+        }
 
 
 def catalogue_rollup(catalogue: Catalogue, costs: ToolResultCosts | None) -> list[ServerCatalogue]:

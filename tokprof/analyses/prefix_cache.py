@@ -52,14 +52,20 @@ ANTHROPIC_MINIMUM = (
 )
 ANTHROPIC_DEFAULT_MINIMUM = 1024
 
-NOTE_BREAKPOINTS = ("Anthropic: the log does not record the requests' cache_control, so cache breakpoints are "
-                    "assumed where Claude Code sets them (after the tools and system prompt, and at the end of each "
-                    "prompt)")
-NOTE_OPENAI = ("OpenAI: prefixes from 1,024 tokens are cached automatically, in steps of 128 tokens, and evicted "
-               "after 5 to 10 minutes idle")
+NOTE_BREAKPOINTS = (
+    "Anthropic: the log does not record the requests' cache_control, so cache breakpoints are "
+    "assumed where Claude Code sets them (after the tools and system prompt, and at the end of each "
+    "prompt)"
+)
+NOTE_OPENAI = (
+    "OpenAI: prefixes from 1,024 tokens are cached automatically, in steps of 128 tokens, and evicted "
+    "after 5 to 10 minutes idle"
+)
 NOTE_NO_TIMES = "the log does not give the calls' times: cache lifetimes (5 minutes, 1 hour) are not checked"
-NOTE_MESSAGES = ("shared prefixes are estimated from the messages two prompts share (the previous prompt's count "
-                 "when a call continues it), not from their tokens")
+NOTE_MESSAGES = (
+    "shared prefixes are estimated from the messages two prompts share (the previous prompt's count "
+    "when a call continues it), not from their tokens"
+)
 
 
 def rules_for(name: str | None) -> str | None:
@@ -109,8 +115,10 @@ def change_reason(before: Call, call: Call, k: int, tools_changed: bool) -> str:
         return "the tool catalogue changed"
     if call.kind == "compaction" or before.kind == "compaction":
         return "a compaction call"
-    if k < len(call.messages) and call.messages[k]["role"] in ("system", "developer") or (
-        k < len(before.messages) and before.messages[k]["role"] in ("system", "developer")
+    if (
+        k < len(call.messages)
+        and call.messages[k]["role"] in ("system", "developer")
+        or (k < len(before.messages) and before.messages[k]["role"] in ("system", "developer"))
     ):
         return f"the system prompt changed (message {k})"
     if _reasoning_only(before.messages, call.messages, k):
@@ -127,8 +135,9 @@ def _reasoning_only(before: Sequence[dict], after: Sequence[dict], k: int) -> bo
     if not before[k].get("reasoning_content"):
         return False
     strip = ("reasoning_content",)
-    return ({key: v for key, v in before[k].items() if key not in strip}
-            == {key: v for key, v in after[k].items() if key not in strip})
+    return {key: v for key, v in before[k].items() if key not in strip} == {
+        key: v for key, v in after[k].items() if key not in strip
+    }
 
 
 def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
@@ -137,8 +146,10 @@ def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
         return "tools"
     if call.kind == "compaction" or before.kind == "compaction":
         return "compaction"
-    if k < len(call.messages) and call.messages[k]["role"] in ("system", "developer") or (
-        k < len(before.messages) and before.messages[k]["role"] in ("system", "developer")
+    if (
+        k < len(call.messages)
+        and call.messages[k]["role"] in ("system", "developer")
+        or (k < len(before.messages) and before.messages[k]["role"] in ("system", "developer"))
     ):
         return "system"
     if _reasoning_only(before.messages, call.messages, k):
@@ -196,8 +207,9 @@ def _openai_read(shared: int) -> int:
     return OPENAI_MIN + (shared - OPENAI_MIN) // OPENAI_STEP * OPENAI_STEP
 
 
-def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
-            times: Sequence[datetime | None] | None = None) -> list[CallCache]:
+def predict(
+    profile: Profile, trace: Trace, shared: SharedTokens | None = None, times: Sequence[datetime | None] | None = None
+) -> list[CallCache]:
     """Every call's computed cache (the profile's rows and the trace's calls, position by position)."""
     times = list(times) if times is not None else call_times(trace)
     last: dict[str, int] = {}
@@ -210,9 +222,17 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
         before_at = last.get(call.thread)
         last[call.thread] = position
         if before_at is None:
-            out.append(CallCache(shared=0, shared_basis="tokens", predicted=0 if rules else None, reported=reported,
-                                 rules=rules, miss="first-call",
-                                 detail="the first call of its conversation: nothing to reuse yet"))
+            out.append(
+                CallCache(
+                    shared=0,
+                    shared_basis="tokens",
+                    predicted=0 if rules else None,
+                    reported=reported,
+                    rules=rules,
+                    miss="first-call",
+                    detail="the first call of its conversation: nothing to reuse yet",
+                )
+            )
             continue
         before, before_row = trace.calls[before_at], rows[before_at]
         tools_changed = _tools_key(before.tools) != _tools_key(call.tools)
@@ -234,7 +254,8 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
         if not extends:
             miss, part = "prefix-changed", changed_part(before, call, k, tools_changed)
             detail = f"the prompt differs from the previous one from message {k} on: " + change_reason(
-                before, call, k, tools_changed)
+                before, call, k, tools_changed
+            )
         switched = rules is not None and (before.model or trace.model) != name
         if rules == ANTHROPIC:
             minimum = anthropic_minimum(name)
@@ -242,7 +263,9 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
             long = bool(usage and usage.cache_write_1h)
             lifetime = LONG_TTL if long else SHORT_TTL
             if extends:
-                cached = (usage.cache_read or 0) + (usage.cache_write or 0) if usage and usage.prompt else before_row.total
+                cached = (
+                    (usage.cache_read or 0) + (usage.cache_write or 0) if usage and usage.prompt else before_row.total
+                )
                 cached = min(cached, common)
             else:
                 fixed = round(_fixed(before_row) * there)
@@ -250,8 +273,10 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
             predicted = cached
             if gap is not None and gap > lifetime:
                 predicted, miss = 0, "idle-gap"
-                detail = (f"{gap / 60:,.1f} minutes since the previous call, past the cache's "
-                          f"{'1-hour' if long else '5-minute'} lifetime")
+                detail = (
+                    f"{gap / 60:,.1f} minutes since the previous call, past the cache's "
+                    f"{'1-hour' if long else '5-minute'} lifetime"
+                )
             elif cached < minimum:
                 predicted = 0
                 if miss is None:
@@ -267,28 +292,57 @@ def predict(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
                 detail = f"the shared prefix ({common:,} tokens) is below OpenAI's minimum of {OPENAI_MIN:,}"
         if switched:
             predicted, miss, part = 0, "model-switch", None
-            detail = (f"the previous call of its conversation used {before.model or trace.model}, this one {name}: "
-                      "a cache is per model")
-        uncached = bool(call.reported and call.reported.prompt and not call.reported.cache_read
-                        and not call.reported.cache_write)
-        if (miss in (None, "below-prediction", "below-minimum") and rules == ANTHROPIC and uncached
-                and min(common, before_row.total if not before.reported else before.reported.prompt or 0)
-                >= anthropic_minimum(name)):
+            detail = (
+                f"the previous call of its conversation used {before.model or trace.model}, this one {name}: "
+                "a cache is per model"
+            )
+        uncached = bool(
+            call.reported and call.reported.prompt and not call.reported.cache_read and not call.reported.cache_write
+        )
+        if (
+            miss in (None, "below-prediction", "below-minimum")
+            and rules == ANTHROPIC
+            and uncached
+            and min(common, before_row.total if not before.reported else before.reported.prompt or 0)
+            >= anthropic_minimum(name)
+        ):
             miss = "no-breakpoint"  # a breakpoint at the end of the previous prompt would have had it read
-            detail = (f"the call neither read nor wrote the cache: no cache breakpoint (cache_control) where one "
-                      f"would pay ({common:,} tokens shared with the previous call)")
-        elif (miss is None and predicted and reported is not None
-                and reported < predicted - (OPENAI_STEP if rules == OPENAI else 0) - max(predicted // 100, 0)):
+            detail = (
+                f"the call neither read nor wrote the cache: no cache breakpoint (cache_control) where one "
+                f"would pay ({common:,} tokens shared with the previous call)"
+            )
+        elif (
+            miss is None
+            and predicted
+            and reported is not None
+            and reported < predicted - (OPENAI_STEP if rules == OPENAI else 0) - max(predicted // 100, 0)
+        ):
             miss = "below-prediction"
             expired = "an entry past its lifetime (the log gives no times to check), " if gap is None else ""
-            detail = (f"the provider read {reported:,} tokens where its rules give {predicted:,}: {expired}an entry "
-                      "evicted early, breakpoints elsewhere, or another server")
-        out.append(CallCache(shared=common, shared_basis=basis, predicted=predicted, reported=reported, rules=rules,
-                             miss=miss, detail=detail, changed_at=None if extends else k, gap=gap, part=part))
+            detail = (
+                f"the provider read {reported:,} tokens where its rules give {predicted:,}: {expired}an entry "
+                "evicted early, breakpoints elsewhere, or another server"
+            )
+        out.append(
+            CallCache(
+                shared=common,
+                shared_basis=basis,
+                predicted=predicted,
+                reported=reported,
+                rules=rules,
+                miss=miss,
+                detail=detail,
+                changed_at=None if extends else k,
+                gap=gap,
+                part=part,
+            )
+        )
     return out
 
 
-def notes_for(caches: list[CallCache], times: Sequence[datetime | None], shared: SharedTokens | None) -> tuple[str, ...]:
+def notes_for(
+    caches: list[CallCache], times: Sequence[datetime | None], shared: SharedTokens | None
+) -> tuple[str, ...]:
     rules = {c.rules for c in caches}
     notes = []
     if ANTHROPIC in rules:
@@ -302,8 +356,9 @@ def notes_for(caches: list[CallCache], times: Sequence[datetime | None], shared:
     return tuple(notes)
 
 
-def attach_cache(profile: Profile, trace: Trace, shared: SharedTokens | None = None,
-                 times: Sequence[datetime | None] | None = None) -> Profile:
+def attach_cache(
+    profile: Profile, trace: Trace, shared: SharedTokens | None = None, times: Sequence[datetime | None] | None = None
+) -> Profile:
     """The profile with every call's computed cache (``calls[].cache``, ``summary.cache``)."""
     if len(profile.calls) != len(trace.calls):
         return profile

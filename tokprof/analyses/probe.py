@@ -25,8 +25,9 @@ from tokprof.trace import Call, Trace
 from tokprof.transforms.policies import Full, Policy, apply
 
 CONTROL = "control (the fact alone)"
-NO_CONTROL = ("no message of the log holds the expected value: there is no control row, and a hit cannot be "
-              "told from a guess")
+NO_CONTROL = (
+    "no message of the log holds the expected value: there is no control row, and a hit cannot be told from a guess"
+)
 OUTCOMES = ("hit", "wrong", "miss", "error")
 
 
@@ -56,9 +57,13 @@ class ProbeResult:
         return sum(a.outcome == outcome for a in self.answers)
 
     def to_dict(self) -> dict:
-        return {"policy": self.policy, "prompt_tokens": self.prompt_tokens, "trials": len(self.answers),
-                **{outcome: self.count(outcome) for outcome in OUTCOMES},
-                "answers": [{"outcome": a.outcome, "text": a.text} for a in self.answers]}
+        return {
+            "policy": self.policy,
+            "prompt_tokens": self.prompt_tokens,
+            "trials": len(self.answers),
+            **{outcome: self.count(outcome) for outcome in OUTCOMES},
+            "answers": [{"outcome": a.outcome, "text": a.text} for a in self.answers],
+        }
 
 
 @dataclass
@@ -75,9 +80,17 @@ class ProbeReport:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"kind": "probe", "question": self.question, "expect": self.expect, "endpoint": self.endpoint,
-                "model": self.model, "trials": self.trials, "dry_run": self.dry_run,
-                "results": [r.to_dict() for r in self.results], "notes": list(self.notes)}
+        return {
+            "kind": "probe",
+            "question": self.question,
+            "expect": self.expect,
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "trials": self.trials,
+            "dry_run": self.dry_run,
+            "results": [r.to_dict() for r in self.results],
+            "notes": list(self.notes),
+        }
 
 
 def shape_of(expect: str) -> re.Pattern[str] | None:
@@ -134,8 +147,9 @@ def _with_question(call: Call, question: str) -> list[dict]:
     return [*call.messages, {"role": "user", "content": question}]
 
 
-def requests(trace: Trace, model: ChatModel, policies: Sequence[Policy], question: str, expect: str,
-             window: int | None = None) -> list[ProbeRequest]:
+def requests(
+    trace: Trace, model: ChatModel, policies: Sequence[Policy], question: str, expect: str, window: int | None = None
+) -> list[ProbeRequest]:
     """The control request, then each policy's final prompt with the question, counted."""
     counter = PromptCounter(model)
     out = []
@@ -152,8 +166,14 @@ def requests(trace: Trace, model: ChatModel, policies: Sequence[Policy], questio
         last = replayed[-1]
         messages = _with_question(last, question)
         asked = Call(index=last.index, messages=messages, tools=last.tools, day=last.day)
-        out.append(ProbeRequest(policy.spec, tuple(_sendable(m) for m in messages),
-                                tuple(last.tools) if last.tools else None, counter.prompt(messages, asked)))
+        out.append(
+            ProbeRequest(
+                policy.spec,
+                tuple(_sendable(m) for m in messages),
+                tuple(last.tools) if last.tools else None,
+                counter.prompt(messages, asked),
+            )
+        )
     return out
 
 

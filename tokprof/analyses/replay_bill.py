@@ -32,8 +32,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tokprof.analyses.prefix_cache import (ANTHROPIC, LONG_TTL, OPENAI, OPENAI_IDLE, SHORT_TTL, _gap,
-                                           _openai_read, anthropic_minimum, rules_for)
+from tokprof.analyses.prefix_cache import (
+    ANTHROPIC,
+    LONG_TTL,
+    OPENAI,
+    OPENAI_IDLE,
+    SHORT_TTL,
+    _gap,
+    _openai_read,
+    anthropic_minimum,
+    rules_for,
+)
 from tokprof.trace import Call, Trace, Usage
 
 
@@ -60,8 +69,9 @@ class LogCaching:
         usages = [c.reported for c in calls if c.reported is not None and c.reported.prompt]
         written = sum(u.cache_write or 0 for u in usages)
         long = sum(min(u.cache_write_1h or 0, u.cache_write or 0) for u in usages)
-        return cls(reads=any(u.cache_read for u in usages), writes=written > 0,
-                   long_share=long / written if written else 0.0)
+        return cls(
+            reads=any(u.cache_read for u in usages), writes=written > 0, long_share=long / written if written else 0.0
+        )
 
 
 def _long_share(original: Call | None, log: LogCaching) -> float:
@@ -81,12 +91,18 @@ def _cached(usage: Usage | None, total: int, rules: str | None) -> int:
 
 
 def _same_prompt(call: Call, original: Call | None) -> bool:
-    return (original is not None and original.reported is not None and bool(original.reported.prompt)
-            and call.messages == original.messages and call.tools == original.tools)
+    return (
+        original is not None
+        and original.reported is not None
+        and bool(original.reported.prompt)
+        and call.messages == original.messages
+        and call.tools == original.tools
+    )
 
 
-def billed_usage(trace: Trace, replayed: Sequence[Replayed], log_calls: Sequence[Call],
-                 log_shared: Mapping[int, int] | None = None) -> dict[int, Usage]:
+def billed_usage(
+    trace: Trace, replayed: Sequence[Replayed], log_calls: Sequence[Call], log_shared: Mapping[int, int] | None = None
+) -> dict[int, Usage]:
     """By position in the policy's ``trace``, the usage to bill each changed call on (module doc).
     ``log_shared``: by log call index, the tokens it shares with the previous call of its thread, counted
     as ``Replayed.shared`` is (the replay of ``full``)."""
@@ -113,23 +129,36 @@ def billed_usage(trace: Trace, replayed: Sequence[Replayed], log_calls: Sequence
         if not (log.reads or log.writes):
             read = 0
         elif logged_usage is not None and logged_usage.prompt:
-            read = _read_as_logged(counted, before, logged_usage, None if log_shared is None else log_shared.get(call.index),
-                                   name, rules)
+            read = _read_as_logged(
+                counted, before, logged_usage, None if log_shared is None else log_shared.get(call.index), name, rules
+            )
         else:
             read = _read(counted, before, position, times, name, rules)
         write, long_written = 0, 0
         if rules == ANTHROPIC and log.writes and counted.total >= anthropic_minimum(name):
             write = counted.total - read
             long_written = round(write * _long_share(original, log))
-        usage = Usage(prompt=counted.total, cache_read=read, cache_write=write, output=output,
-                      cache_write_5m=write - long_written, cache_write_1h=long_written)
+        usage = Usage(
+            prompt=counted.total,
+            cache_read=read,
+            cache_write=write,
+            output=output,
+            cache_write_5m=write - long_written,
+            cache_write_1h=long_written,
+        )
         out[position] = usage
         last[call.thread] = (position, _cached(usage, counted.total, rules), name, long_written > 0)
     return out
 
 
-def _read_as_logged(counted: Replayed, before: tuple[int, int, str | None, bool] | None, usage: Usage,
-                    logged_shared: int | None, name: str | None, rules: str | None) -> int:
+def _read_as_logged(
+    counted: Replayed,
+    before: tuple[int, int, str | None, bool] | None,
+    usage: Usage,
+    logged_shared: int | None,
+    name: str | None,
+    rules: str | None,
+) -> int:
     """The tokens a changed call reads when the log's call it replays reports its usage: what the log's call
     read (what the provider kept, lifetimes and evictions included), less the part of the prefix the log's
     call shared with its previous call that the replayed one does not share with its own (``logged_shared``,
@@ -150,8 +179,14 @@ def _read_as_logged(counted: Replayed, before: tuple[int, int, str | None, bool]
     return read
 
 
-def _read(counted: Replayed, before: tuple[int, int, str | None, bool] | None, position: int,
-          times: Sequence, name: str | None, rules: str | None) -> int:
+def _read(
+    counted: Replayed,
+    before: tuple[int, int, str | None, bool] | None,
+    position: int,
+    times: Sequence,
+    name: str | None,
+    rules: str | None,
+) -> int:
     """The tokens a changed call reads from the cache (module doc)."""
     if before is None:
         return 0
@@ -169,4 +204,3 @@ def _read(counted: Replayed, before: tuple[int, int, str | None, bool] | None, p
             return 0
         return _openai_read(min(counted.shared, cached, counted.total))
     return min(counted.shared, cached, counted.total)
-

@@ -55,8 +55,14 @@ class FactRetention:
         return self.first_call is not None and self.kept_in_final is False
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "first_call": self.first_call, "last_call": self.last_call,
-                "kept_in_final": self.kept_in_final, "calls_missing": list(self.calls_missing), "note": self.note}
+        return {
+            "text": self.text,
+            "first_call": self.first_call,
+            "last_call": self.last_call,
+            "kept_in_final": self.kept_in_final,
+            "calls_missing": list(self.calls_missing),
+            "note": self.note,
+        }
 
 
 def parse_fact(text: str) -> Fact:

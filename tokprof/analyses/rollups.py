@@ -30,12 +30,20 @@ class RollupRow:
     priced_calls: int
 
     def to_dict(self, by: tuple[str, ...]) -> dict:
-        return {**dict(zip(by, self.key)), "sessions": self.sessions, "calls": self.calls,
-                "billed_input": self.billed_input, "buckets": dict(self.buckets),
-                "reported_calls": self.reported_calls, "reported_prompt": self.reported_prompt,
-                "reported_cache_read": self.reported_cache_read, "reported_cache_write": self.reported_cache_write,
-                "reported_output": self.reported_output,
-                "cost": None if self.cost is None else round(self.cost, 8), "priced_calls": self.priced_calls}
+        return {
+            **dict(zip(by, self.key)),
+            "sessions": self.sessions,
+            "calls": self.calls,
+            "billed_input": self.billed_input,
+            "buckets": dict(self.buckets),
+            "reported_calls": self.reported_calls,
+            "reported_prompt": self.reported_prompt,
+            "reported_cache_read": self.reported_cache_read,
+            "reported_cache_write": self.reported_cache_write,
+            "reported_output": self.reported_output,
+            "cost": None if self.cost is None else round(self.cost, 8),
+            "priced_calls": self.priced_calls,
+        }
 
 
 @dataclass(frozen=True)
@@ -105,7 +113,9 @@ def _known_sum(values: list[int | None]) -> int | None:
 def _row(key: tuple[str, ...], calls: list[CallRecord]) -> RollupRow:
     priced = [c.cost_total for c in calls if c.priced and c.cost_total is not None]
     return RollupRow(
-        key=key, sessions=len({(c.path, c.session) for c in calls}), calls=len(calls),
+        key=key,
+        sessions=len({(c.path, c.session) for c in calls}),
+        calls=len(calls),
         billed_input=sum(c.total for c in calls),
         buckets={name: sum(getattr(c, name) for c in calls) for name in ALL_BUCKETS},
         reported_calls=sum(1 for c in calls if c.reported_prompt is not None),
@@ -113,7 +123,8 @@ def _row(key: tuple[str, ...], calls: list[CallRecord]) -> RollupRow:
         reported_cache_read=_known_sum([c.reported_cache_read for c in calls]),
         reported_cache_write=_known_sum([c.reported_cache_write for c in calls]),
         reported_output=_known_sum([c.reported_output for c in calls]),
-        cost=sum(priced) if priced else None, priced_calls=len(priced),
+        cost=sum(priced) if priced else None,
+        priced_calls=len(priced),
     )
 
 
@@ -135,5 +146,8 @@ def within(records: list[CallRecord], since: datetime | None, until: datetime | 
     """The records of calls made in [since, until); with either bound, a call without a time is left out."""
     if since is None and until is None:
         return records
-    return [r for r in records if r.time is not None and (since is None or r.time >= since)
-            and (until is None or r.time < until)]
+    return [
+        r
+        for r in records
+        if r.time is not None and (since is None or r.time >= since) and (until is None or r.time < until)
+    ]

@@ -61,12 +61,17 @@ class SessionRow:
             estimate=None if profile.model.exact else profile.model.method,
             inferred=profile.inferred,
             warnings=[w.code for w in profile.warnings],
-            mean_relative_difference=summary.reconciliation.mean_relative_difference if summary.reconciliation else None,
-            weighted_relative_difference=(summary.reconciliation.weighted_relative_difference
-                                          if summary.reconciliation else None),
+            mean_relative_difference=summary.reconciliation.mean_relative_difference
+            if summary.reconciliation
+            else None,
+            weighted_relative_difference=(
+                summary.reconciliation.weighted_relative_difference if summary.reconciliation else None
+            ),
             cost=summary.cost.total if summary.cost else None,
             priced=bool(summary.cost and summary.cost.priced),
-            unpriced="; ".join(u.reason for u in summary.cost.unpriced) if summary.cost and summary.cost.unpriced else None,
+            unpriced="; ".join(u.reason for u in summary.cost.unpriced)
+            if summary.cost and summary.cost.unpriced
+            else None,
             cache_read_reported=summary.reported.cache_read if summary.reported else None,
             cache_write_reported=summary.reported.cache_write if summary.reported else None,
             not_recorded=tuple(summary.not_recorded),
@@ -138,8 +143,11 @@ def _cache_fields(cache: CacheSummary | None) -> dict:
     lost = cache.lost if cache is not None else None
     if cache is None or lost is None or lost.cost is None:
         return {"cache_hit_rate": cache.hit_rate_reported if cache is not None else None}
-    return {"cache_hit_rate": cache.hit_rate_reported, "cache_lost_cost": lost.cost,
-            "cache_lost_by_reason": {r.label: r.cost for r in lost.by_reason if r.cost}}
+    return {
+        "cache_hit_rate": cache.hit_rate_reported,
+        "cache_lost_cost": lost.cost,
+        "cache_lost_by_reason": {r.label: r.cost for r in lost.by_reason if r.cost},
+    }
 
 
 #: How many sessions the totals name as the costliest in cache misses.
@@ -157,10 +165,14 @@ def cache_totals(rows: list[SessionRow]) -> dict:
             by_reason[label] = by_reason.get(label, 0.0) + cost
     ordered = dict(sorted(((k, round(v, 8)) for k, v in by_reason.items()), key=lambda kv: (-kv[1], kv[0])))
     worst = sorted((r for r in measured if r.cache_lost_cost), key=lambda r: (-(r.cache_lost_cost or 0.0), r.session))
-    return {"cache_lost_cost": round(sum(r.cache_lost_cost or 0.0 for r in measured), 8),
-            "cache_lost_by_reason": ordered,
-            "cache_worst": tuple(WorstSession(r.session, r.cache_lost_cost or 0.0,
-                                              next(iter(r.cache_lost_by_reason), None)) for r in worst[:WORST_SHOWN])}
+    return {
+        "cache_lost_cost": round(sum(r.cache_lost_cost or 0.0 for r in measured), 8),
+        "cache_lost_by_reason": ordered,
+        "cache_worst": tuple(
+            WorstSession(r.session, r.cache_lost_cost or 0.0, next(iter(r.cache_lost_by_reason), None))
+            for r in worst[:WORST_SHOWN]
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -211,7 +223,9 @@ class SessionsReport:
             buckets_billed=buckets,
             shares={k: round(v / billed, 6) if billed else 0.0 for k, v in buckets.items()},
             exact=all(r.exact for r in self.sessions),
-            cost=round(sum(r.cost or 0.0 for r in costs), 8) if (costs := [r for r in self.sessions if r.cost is not None]) else None,
+            cost=round(sum(r.cost or 0.0 for r in costs), 8)
+            if (costs := [r for r in self.sessions if r.cost is not None])
+            else None,
             priced=bool(self.sessions) and all(r.priced for r in self.sessions),
             **cache_totals(self.sessions),
         )

@@ -38,11 +38,11 @@ class Pieces:
 
     def without(self, k: int) -> str:
         """The render of the catalogue without tool ``k``."""
-        return self._joined(self.texts[:k] + self.texts[k + 1:])
+        return self._joined(self.texts[:k] + self.texts[k + 1 :])
 
     def with_variant(self, k: int) -> str:
         """The render of the catalogue with tool ``k`` replaced by its variant."""
-        return self._joined(self.texts[:k] + (self.variants[k],) + self.texts[k + 1:])
+        return self._joined(self.texts[:k] + (self.variants[k],) + self.texts[k + 1 :])
 
     def _joined(self, texts: Sequence[str]) -> str:
         return self.head + self.between.join(texts) + self.tail
@@ -60,8 +60,9 @@ def _shared_ends(renders: Sequence[str]) -> tuple[int, int]:
     return head, tail
 
 
-def pieces(render: Callable[[list[dict]], str], tools: list[dict], variants: dict[int, dict],
-           full: str) -> Pieces | None:
+def pieces(
+    render: Callable[[list[dict]], str], tools: list[dict], variants: dict[int, dict], full: str
+) -> Pieces | None:
     """The split of ``full`` (the render of ``tools``) into each tool's text, with ``variants`` (a
     changed copy of some tools, by position), checked as the module says; None when the template
     does not write its tools so (or there are fewer than three)."""
@@ -71,22 +72,21 @@ def pieces(render: Callable[[list[dict]], str], tools: list[dict], variants: dic
     alone = [render([tool]) for tool in tools]
     changed = {k: render([tool]) for k, tool in variants.items()}
     head, tail = _shared_ends(alone + list(changed.values()))
-    texts = tuple(text[head:len(text) - tail] for text in alone)
-    start, end = full[:head], (full[len(full) - tail:] if tail else "")
-    if start != alone[0][:head] or end != alone[0][len(alone[0]) - tail:]:
+    texts = tuple(text[head : len(text) - tail] for text in alone)
+    start, end = full[:head], (full[len(full) - tail :] if tail else "")
+    if start != alone[0][:head] or end != alone[0][len(alone[0]) - tail :]:
         return None
     rest = len(full) - head - tail - sum(map(len, texts))
     if rest < 0 or rest % (n - 1):
         return None
     width = rest // (n - 1)
-    between = full[head + len(texts[0]): head + len(texts[0]) + width]
-    split = Pieces(start, texts, between, end,
-                   {k: text[head:len(text) - tail] for k, text in changed.items()})
+    between = full[head + len(texts[0]) : head + len(texts[0]) + width]
+    split = Pieces(start, texts, between, end, {k: text[head : len(text) - tail] for k, text in changed.items()})
     if split._joined(texts) != full:
         return None
     for k in sorted({0, n // 2, n - 1}):
-        if split.without(k) != render(tools[:k] + tools[k + 1:]):
+        if split.without(k) != render(tools[:k] + tools[k + 1 :]):
             return None
-        if k in variants and split.with_variant(k) != render(tools[:k] + [variants[k]] + tools[k + 1:]):
+        if k in variants and split.with_variant(k) != render(tools[:k] + [variants[k]] + tools[k + 1 :]):
             return None
     return split

@@ -84,15 +84,21 @@ class ToolsReport:
         section = profile.catalogue
         warnings = [w for w in profile.warnings if w.code in ("tools-unrecorded", "catalogue-unpriced")]
         if section is not None and section.distinct_catalogues > 1:
-            warnings.append(Note(
-                "catalogue-changed", f"the tool catalogue changed during the log: {section.distinct_catalogues} "
-                "distinct catalogues; a saved profile keeps the one most requests carried (run tokprof tools on "
-                "the log for each)",
-            ))
+            warnings.append(
+                Note(
+                    "catalogue-changed",
+                    f"the tool catalogue changed during the log: {section.distinct_catalogues} "
+                    "distinct catalogues; a saved profile keeps the one most requests carried (run tokprof tools on "
+                    "the log for each)",
+                )
+            )
         return cls(
-            model=profile.model, source=profile.source, catalogues=[section.catalogue] if section else [],
+            model=profile.model,
+            source=profile.source,
+            catalogues=[section.catalogue] if section else [],
             billed_input=profile.computed_billed_input(),
-            unknown_calls=list(section.unknown_tool_calls) if section else [], warnings=warnings,
+            unknown_calls=list(section.unknown_tool_calls) if section else [],
+            warnings=warnings,
             billed_input_profile=sum(c.total for c in profile.calls),
         )
 
@@ -178,8 +184,14 @@ def catalogue_cost(
         return _catalogue_cost(model, tools, system, day, called, splice)
 
 
-def _catalogue_cost(model: ChatModel, tools: list[dict], system: str | None, day: date | None,
-                    called: set[str] | None, splice: bool = True) -> Catalogue:
+def _catalogue_cost(
+    model: ChatModel,
+    tools: list[dict],
+    system: str | None,
+    day: date | None,
+    called: set[str] | None,
+    splice: bool = True,
+) -> Catalogue:
     count = _Counter(model, system, day)
     full = count.whole(tools)
     emptied_tools = {k: _emptied(tool) for k, tool in enumerate(tools) if tool.get("function", {}).get("description")}
@@ -276,21 +288,29 @@ def tools_report(
             unknown.append(UnknownCall(name, n, close[0] if close else None))
     warnings = []
     if unrecorded:
-        warnings.append(Note(
-            "tools-unrecorded",
-            f"this log does not record its tool definitions, so there is no catalogue to price (the model "
-            f"called {len(calls_by_name)} tools: {', '.join(sorted(calls_by_name)[:8])}"
-            f"{', ...' if len(calls_by_name) > 8 else ''}); give them with --tools FILE",
-        ))
+        warnings.append(
+            Note(
+                "tools-unrecorded",
+                f"this log does not record its tool definitions, so there is no catalogue to price (the model "
+                f"called {len(calls_by_name)} tools: {', '.join(sorted(calls_by_name)[:8])}"
+                f"{', ...' if len(calls_by_name) > 8 else ''}); give them with --tools FILE",
+            )
+        )
     if len(catalogues) > 1:
-        warnings.append(Note(
-            "catalogue-changed",
-            f"the tool catalogue changed during the log: {len(catalogues)} distinct catalogues, each reported on its own",
-        ))
+        warnings.append(
+            Note(
+                "catalogue-changed",
+                f"the tool catalogue changed during the log: {len(catalogues)} distinct catalogues, each reported on its own",
+            )
+        )
     source = Source(path=source_name or trace.path, format=trace.format, model=trace.model)
     return ToolsReport(
-        model=model.describe(), source=source, catalogues=catalogues, billed_input=billed_input,
-        unknown_calls=unknown, warnings=warnings,
+        model=model.describe(),
+        source=source,
+        catalogues=catalogues,
+        billed_input=billed_input,
+        unknown_calls=unknown,
+        warnings=warnings,
     )
 
 
@@ -298,7 +318,9 @@ def static_report(model: ChatModel, tools: list[dict], system: str | None, path:
     """A catalogue priced on its own (no log): on a prompt of the system prompt and an empty user message."""
     catalogue = catalogue_cost(model, tools, system)
     return ToolsReport(
-        model=model.describe(), source=Source(path=path, format="tools"), catalogues=[catalogue],
+        model=model.describe(),
+        source=Source(path=path, format="tools"),
+        catalogues=[catalogue],
         system_tokens=system_tokens(model, tools, system),
     )
 
@@ -317,9 +339,9 @@ def attach_catalogue(profile: Profile, trace: Trace, model: ChatModel) -> Profil
     try:
         report = tools_report(trace, model, profile.computed_billed_input())
     except Exception as exc:  # the template failing on the isolated catalogue prompt (system + empty user)
-        profile.warnings.append(Note(
-            "catalogue-unpriced", f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}"
-        ))
+        profile.warnings.append(
+            Note("catalogue-unpriced", f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}")
+        )
         return profile
     profile.catalogue = report.summary_section()
     return profile

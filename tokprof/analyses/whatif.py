@@ -43,8 +43,13 @@ class PromptCounter:
     parts of every prompt the log does not record (inferred by the profile of ``full``), which are in
     the real prompt too; ``known`` counts already made, by (messages, tools) object and day."""
 
-    def __init__(self, model: ChatModel, fixed: dict[tuple, int] | None = None,
-                 known: dict[tuple, tuple[object, int]] | None = None, units: dict[int, "LogUnits"] | None = None):
+    def __init__(
+        self,
+        model: ChatModel,
+        fixed: dict[tuple, int] | None = None,
+        known: dict[tuple, tuple[object, int]] | None = None,
+        units: dict[int, "LogUnits"] | None = None,
+    ):
         self.model = model
         self.fixed = fixed or {}
         self.units = units or {}
@@ -116,8 +121,8 @@ def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
     n = min(len(starts_a), len(starts_b))
     if n == 0:
         return 0
-    ends_a = np.append(starts_a[1:n + 1] if len(starts_a) > n else starts_a[1:], len(text_a))[:n]
-    ends_b = np.append(starts_b[1:n + 1] if len(starts_b) > n else starts_b[1:], len(text_b))[:n]
+    ends_a = np.append(starts_a[1 : n + 1] if len(starts_a) > n else starts_a[1:], len(text_a))[:n]
+    ends_b = np.append(starts_b[1 : n + 1] if len(starts_b) > n else starts_b[1:], len(text_b))[:n]
     same = (starts_a[:n] == starts_b[:n]) & (ends_a == ends_b) & (ends_a <= common)
     differ = np.flatnonzero(~same)
     return int(differ[0]) if len(differ) else n
@@ -138,9 +143,16 @@ class PolicyCall:
     changed: bool  # whether the policy changed the log's prompt
 
     def to_dict(self) -> dict:
-        return {"index": self.index, "kind": self.kind, "thread": self.thread, "total": self.total,
-                "buckets": dict(self.buckets), "shared_prefix": self.shared, "messages": self.messages,
-                "changed": self.changed}
+        return {
+            "index": self.index,
+            "kind": self.kind,
+            "thread": self.thread,
+            "total": self.total,
+            "buckets": dict(self.buckets),
+            "shared_prefix": self.shared,
+            "messages": self.messages,
+            "changed": self.changed,
+        }
 
 
 @dataclass(frozen=True)
@@ -177,13 +189,24 @@ class PolicyResult:
 
     def to_dict(self) -> dict:
         return {
-            "policy": self.policy, "description": self.description, "calls": len(self.calls),
-            "billed_input": self.billed_input, "saving": self.saving, "saving_share": self.saving_share,
-            "largest_prompt": self.largest_prompt, "calls_over_window": self.calls_over_window,
-            "buckets_billed": dict(self.buckets_billed), "shared_prefix": self.shared_prefix,
-            "shared_prefix_share": self.shared_share, "summaries": self.summaries,
-            "changed_calls": self.changed_calls, "exact": self.exact, "warnings": list(self.warnings),
-            "cost": self.cost, "cost_basis": self.cost_basis, "cost_saving": self.cost_saving,
+            "policy": self.policy,
+            "description": self.description,
+            "calls": len(self.calls),
+            "billed_input": self.billed_input,
+            "saving": self.saving,
+            "saving_share": self.saving_share,
+            "largest_prompt": self.largest_prompt,
+            "calls_over_window": self.calls_over_window,
+            "buckets_billed": dict(self.buckets_billed),
+            "shared_prefix": self.shared_prefix,
+            "shared_prefix_share": self.shared_share,
+            "summaries": self.summaries,
+            "changed_calls": self.changed_calls,
+            "exact": self.exact,
+            "warnings": list(self.warnings),
+            "cost": self.cost,
+            "cost_basis": self.cost_basis,
+            "cost_saving": self.cost_saving,
             "cost_unpriced": self.cost_unpriced,
             "cost_parts": None if self.cost_parts is None else dict(self.cost_parts),
             "facts": [f.to_dict() for f in self.facts],
@@ -239,8 +262,9 @@ class WhatIfReport:
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
-def _profile(trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None
-             ) -> tuple[Profile, list[int], list[int]]:
+def _profile(
+    trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None
+) -> tuple[Profile, list[int], list[int]]:
     """The profile of a trace, with what each call's prompt shares with the previous one of its thread
     (in the rendered tokens) and the rendered tokens of each call."""
     attributor = Attributor(model, keep_json=True)
@@ -335,9 +359,18 @@ def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], or
     return dataclasses.replace(profile, calls=rows)
 
 
-def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int], rendered: list[int],
-            full: PolicyResult | None, window: int | None, log_calls: Sequence[Call],
-            prices: Mapping[str, UserPrice] | None = None, units: dict[int, LogUnits] | None = None) -> PolicyResult:
+def _result(
+    policy: Policy,
+    trace: Trace,
+    profile: Profile,
+    shared_raw: list[int],
+    rendered: list[int],
+    full: PolicyResult | None,
+    window: int | None,
+    log_calls: Sequence[Call],
+    prices: Mapping[str, UserPrice] | None = None,
+    units: dict[int, LogUnits] | None = None,
+) -> PolicyResult:
     exact_model = profile.model.exact
     originals = {id(c) for c in log_calls}
     profile = _in_log_units(profile, trace, units or {}, originals)
@@ -366,18 +399,34 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
             kind = "summary"
         else:
             kind = "compaction" if call.kind == "compaction" else "call"
-        calls.append(PolicyCall(index=row.index, kind=kind, thread=row.thread, total=row.total,
-                                buckets=dict(row.buckets), shared=shared, messages=row.messages,
-                                changed=id(call) not in originals))
+        calls.append(
+            PolicyCall(
+                index=row.index,
+                kind=kind,
+                thread=row.thread,
+                total=row.total,
+                buckets=dict(row.buckets),
+                shared=shared,
+                messages=row.messages,
+                changed=id(call) not in originals,
+            )
+        )
     # a changed call is billed as its provider would bill it (tokprof.analyses.replay_bill): the shared prefix
     # read from the cache under the profile's cache rules, the rest written at the log's tier, the log's output
     summary_output = getattr(policy, "summary_tokens", None)
-    counted = [Replayed(total=c.total, shared=c.shared, changed=c.changed,
-                        output=summary_output if c.kind == "summary" else None) for c in calls]
+    counted = [
+        Replayed(
+            total=c.total, shared=c.shared, changed=c.changed, output=summary_output if c.kind == "summary" else None
+        )
+        for c in calls
+    ]
     log_shared = None if full is None else {c.index: c.shared for c in full.calls}
     predicted = billed_usage(trace, counted, log_calls, log_shared)
-    cost = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None,
-                       predicted).summary().cost
+    cost = (
+        attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None, predicted)
+        .summary()
+        .cost
+    )
     total = cost.total if cost is not None and cost.priced else None
     summary = profile.summary()
     billed = summary.billed_input
@@ -385,23 +434,37 @@ def _result(policy: Policy, trace: Trace, profile: Profile, shared_raw: list[int
     saving = base - billed
     base_cost = full.cost if full is not None else total
     return PolicyResult(
-        cost=money(total), cost_basis=cost.basis if cost is not None and total is not None else None,
+        cost=money(total),
+        cost_basis=cost.basis if cost is not None and total is not None else None,
         cost_saving=None if total is None or base_cost is None else round(base_cost - round(total, DIGITS), 6),
-        cost_unpriced=_unpriced(cost), cost_parts=_parts(cost) if total is not None else None,
-        policy=policy.spec, description=policy.describe(), calls=tuple(calls), billed_input=billed, saving=saving,
-        saving_share=round(saving / base, 6) if base else 0.0, largest_prompt=summary.largest_prompt,
+        cost_unpriced=_unpriced(cost),
+        cost_parts=_parts(cost) if total is not None else None,
+        policy=policy.spec,
+        description=policy.describe(),
+        calls=tuple(calls),
+        billed_input=billed,
+        saving=saving,
+        saving_share=round(saving / base, 6) if base else 0.0,
+        largest_prompt=summary.largest_prompt,
         calls_over_window=None if window is None else sum(1 for c in calls if c.total > window),
-        buckets_billed=dict(summary.buckets_billed), shared_prefix=sum(c.shared for c in calls),
-        summaries=sum(1 for c in calls if c.kind == "summary"), changed_calls=sum(1 for c in calls if c.changed),
-        exact=summary.exact, warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
+        buckets_billed=dict(summary.buckets_billed),
+        shared_prefix=sum(c.shared for c in calls),
+        summaries=sum(1 for c in calls if c.kind == "summary"),
+        changed_calls=sum(1 for c in calls if c.changed),
+        exact=summary.exact,
+        warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
 
 
 def _parts(cost: CostSummary | None) -> dict[str, float | None] | None:
     if cost is None:
         return None
-    return {"uncached": money(cost.input), "cache_write": money(cost.cache_write),
-            "cache_read": money(cost.cache_read), "output": money(cost.output)}
+    return {
+        "uncached": money(cost.input),
+        "cache_write": money(cost.cache_write),
+        "cache_read": money(cost.cache_read),
+        "output": money(cost.output),
+    }
 
 
 def _unpriced(cost: CostSummary | None) -> str | None:
@@ -411,8 +474,13 @@ def _unpriced(cost: CostSummary | None) -> str | None:
 
 
 def whatif(
-    trace: Trace, model: ChatModel, policies: Sequence[Policy], *, window: int | None = None,
-    on_call: Callable[[], None] | None = None, prices: Mapping[str, UserPrice] | None = None,
+    trace: Trace,
+    model: ChatModel,
+    policies: Sequence[Policy],
+    *,
+    window: int | None = None,
+    on_call: Callable[[], None] | None = None,
+    prices: Mapping[str, UserPrice] | None = None,
     facts: Sequence[Fact] = (),
 ) -> WhatIfReport:
     """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
@@ -431,8 +499,13 @@ def whatif(
         window = baseline.model.context_window
         if window is None and not model.exact:
             window = known_window([trace.model] + [c.model for c in trace.calls])
-    report = WhatIfReport(model=baseline.model, source=baseline.source, context_window=window,
-                          warnings=list(baseline.warnings), baseline=baseline)
+    report = WhatIfReport(
+        model=baseline.model,
+        source=baseline.source,
+        context_window=window,
+        warnings=list(baseline.warnings),
+        baseline=baseline,
+    )
     fixed = inferred_parts(trace, baseline)
     units = log_units(trace, baseline, fixed)
     first = first_calls(trace, facts)
@@ -440,8 +513,9 @@ def whatif(
     def kept(result: PolicyResult, replayed: Trace) -> PolicyResult:
         return dataclasses.replace(result, facts=retention(replayed, facts, first)) if facts else result
 
-    full = kept(_result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices),
-                trace)
+    full = kept(
+        _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices), trace
+    )
     report.policies.append(full)
     known: dict[tuple, tuple[object, int]] = {}
     for call, count in zip(trace.calls, base_rendered):
@@ -453,10 +527,20 @@ def whatif(
             # the policy changes no call: its profile is full's, call for call
             for call in trace.calls:
                 step(call)
-            report.policies.append(kept(_result(policy, transformed, baseline, base_shared, base_rendered, full,
-                                                window, trace.calls, prices), transformed))
+            report.policies.append(
+                kept(
+                    _result(
+                        policy, transformed, baseline, base_shared, base_rendered, full, window, trace.calls, prices
+                    ),
+                    transformed,
+                )
+            )
             continue
         profile, shared, rendered = _profile(transformed, model, step)
-        report.policies.append(kept(_result(policy, transformed, profile, shared, rendered, full, window,
-                                            trace.calls, prices, units), transformed))
+        report.policies.append(
+            kept(
+                _result(policy, transformed, profile, shared, rendered, full, window, trace.calls, prices, units),
+                transformed,
+            )
+        )
     return report

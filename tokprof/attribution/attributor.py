@@ -128,7 +128,9 @@ class CallBuckets:
 
 
 def _render(model: ChatModel, messages, tools, generation: bool, day, template_tools=None) -> str:
-    return model.prompt_format.render(messages, tools, add_generation_prompt=generation, day=day, template_tools=template_tools)
+    return model.prompt_format.render(
+        messages, tools, add_generation_prompt=generation, day=day, template_tools=template_tools
+    )
 
 
 def _wrap(text: str, index: int) -> str:
@@ -334,7 +336,9 @@ class Attributor:
         self._with_calls = True  # whether the last call's markers went around tool calls too
         self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
         self._json = JsonMemo()
-        self._messages: dict[tuple[int, str], tuple[dict, dict, bytes]] = {}  # (id, shape) -> (original, templated, digest)
+        self._messages: dict[
+            tuple[int, str], tuple[dict, dict, bytes]
+        ] = {}  # (id, shape) -> (original, templated, digest)
         self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
         self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
         self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
@@ -483,7 +487,9 @@ class Attributor:
             return reach
         return reach - common_suffix(header, full[max(0, reach - len(header)) : reach], len(header))
 
-    def _boundaries(self, messages, keys, tools, day, full: str, old: _Thread | None, shared: int, common: int, spans=None):
+    def _boundaries(
+        self, messages, keys, tools, day, full: str, old: _Thread | None, shared: int, common: int, spans=None
+    ):
         """b[k]: where message k starts in ``full``; b[n]: where the generation prompt starts. Also
         what is known of each prefix, for the next call.
 
@@ -571,8 +577,9 @@ class Attributor:
             found = self._nonblank[digest] = bool((message.get("content") or "").strip())
         return found
 
-    def _mark(self, messages: list[dict], digests: list[bytes], with_calls: bool,
-              indices: list[int] | None = None) -> list[dict] | None:
+    def _mark(
+        self, messages: list[dict], digests: list[bytes], with_calls: bool, indices: list[int] | None = None
+    ) -> list[dict] | None:
         """:func:`_mark`, message by message, remembered by message digest and index (``indices``: each
         message's index, when they are not 0, 1, ...)."""
         marked = []
@@ -722,10 +729,16 @@ class Attributor:
             return None
         state = spliced.state
         self._threads.pop(thread)
-        self._threads[thread] = _Thread(keys, None, np.concatenate([old.lengths[: k + 1], spliced.lengths]),
-                                        np.concatenate([old.starts[: k + 1], spliced.starts]),
-                                        _merged(old.probes, spliced.probes),
-                                        (state.starts.view(), None), None, state)
+        self._threads[thread] = _Thread(
+            keys,
+            None,
+            np.concatenate([old.lengths[: k + 1], spliced.lengths]),
+            np.concatenate([old.starts[: k + 1], spliced.starts]),
+            _merged(old.probes, spliced.probes),
+            (state.starts.view(), None),
+            None,
+            state,
+        )
         self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
         self._forget_if_full()
         self.spliced += 1
@@ -777,7 +790,9 @@ class Attributor:
         if spans is not None:
             _paint_spans(labels, spans, table, roles)
             seen = {index for _, _, index in spans}
-            dropped = {m["role"] for i, (m, d) in enumerate(zip(messages, digests)) if i not in seen and self._contentful(d, m)}
+            dropped = {
+                m["role"] for i, (m, d) in enumerate(zip(messages, digests)) if i not in seen and self._contentful(d, m)
+            }
         else:
             result.warnings.append(WARN_NO_SPANS)
             dropped = {m["role"] for i, m in enumerate(messages) if m.get("content") and b[i] == b[i + 1]}
@@ -800,16 +815,26 @@ class Attributor:
         if self.incremental and spans is not None and not estimated and n and 0 <= lengths[n] == starts_of[n]:
             body = int(lengths[n])
             splice = SpliceState(
-                self._shape, self._with_calls, [full[:body]], body, full[body:], Grow(labels, np.int8),
-                Grow(tokens[0], np.int64), counts.astype(np.int64), Grow(np.asarray(b, dtype=np.int64), np.int64),
-                Grow(roles, np.int8), int(table[:, 1].max()) if len(table) else 0, frozenset(dropped), warning,
-                checked_len=body)
+                self._shape,
+                self._with_calls,
+                [full[:body]],
+                body,
+                full[body:],
+                Grow(labels, np.int8),
+                Grow(tokens[0], np.int64),
+                counts.astype(np.int64),
+                Grow(np.asarray(b, dtype=np.int64), np.int64),
+                Grow(roles, np.int8),
+                int(table[:, 1].max()) if len(table) else 0,
+                frozenset(dropped),
+                warning,
+                checked_len=body,
+            )
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
         self._forget_if_full()
         return result
-
 
     # -- read-only views of the last call attributed -------------------------------------------------
     def last_prompt(self) -> tuple[str, np.ndarray]:

@@ -47,8 +47,12 @@ class ToolCost:
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCost":
         return cls(
-            name=d["name"], marginal=d["marginal"], description_tokens=d["description_tokens"],
-            parameter_tokens=d["parameter_tokens"], parameters=d["parameters"], requests=d.get("requests"),
+            name=d["name"],
+            marginal=d["marginal"],
+            description_tokens=d["description_tokens"],
+            parameter_tokens=d["parameter_tokens"],
+            parameters=d["parameters"],
+            requests=d.get("requests"),
             calls=d.get("calls"),
         )
 
@@ -91,16 +95,23 @@ class Catalogue:
     @classmethod
     def from_dict(cls, d: dict) -> "Catalogue":
         what_if = d.get("what_if") or {}
-        for key, value in (("total", d.get("total")), ("scaffolding", d.get("scaffolding")),
-                           ("requests", d.get("requests")), ("first_call", d.get("first_call")),
-                           ("trim_descriptions_saving_per_request", what_if.get("trim_descriptions_saving_per_request")),
-                           ("drop_unused_saving_per_request", what_if.get("drop_unused_saving_per_request"))):
+        for key, value in (
+            ("total", d.get("total")),
+            ("scaffolding", d.get("scaffolding")),
+            ("requests", d.get("requests")),
+            ("first_call", d.get("first_call")),
+            ("trim_descriptions_saving_per_request", what_if.get("trim_descriptions_saving_per_request")),
+            ("drop_unused_saving_per_request", what_if.get("drop_unused_saving_per_request")),
+        ):
             if value is not None and type(value) is not int:
                 raise ValueError(f"catalogue.{key}: expected a whole number or null")
         return cls(
-            total=d["total"], scaffolding=d["scaffolding"], tools=[ToolCost.from_dict(t) for t in d["tools"]],
+            total=d["total"],
+            scaffolding=d["scaffolding"],
+            tools=[ToolCost.from_dict(t) for t in d["tools"]],
             trim_saving=what_if.get("trim_descriptions_saving_per_request", 0),
-            drop_unused_saving=what_if.get("drop_unused_saving_per_request"), requests=d.get("requests"),
+            drop_unused_saving=what_if.get("drop_unused_saving_per_request"),
+            requests=d.get("requests"),
             first_call=d.get("first_call"),
         )
 
@@ -143,7 +154,9 @@ class CatalogueSummary:
     @classmethod
     def from_dict(cls, d: dict) -> "CatalogueSummary":
         return cls(
-            catalogue=Catalogue.from_dict(d), distinct_catalogues=d.get("distinct_catalogues", 1),
-            unused_waste=d.get("unused_waste"), unused_waste_share=d.get("unused_waste_share"),
+            catalogue=Catalogue.from_dict(d),
+            distinct_catalogues=d.get("distinct_catalogues", 1),
+            unused_waste=d.get("unused_waste"),
+            unused_waste_share=d.get("unused_waste_share"),
             unknown_tool_calls=[UnknownCall.from_dict(u) for u in d.get("unknown_tool_calls") or []],
         )

@@ -161,8 +161,9 @@ def attribute(calls: Sequence[Counted], exact: bool) -> Estimates:
             unexplained = reported_growth - credit
             if unexplained or UNRECORDED in buckets:
                 buckets[UNRECORDED] = buckets.get(UNRECORDED, 0) + unexplained
-            attributed = Attributed(buckets, inferred=buckets.get(UNRECORDED, 0), part=part, anchored=True,
-                                    unexplained=unexplained)
+            attributed = Attributed(
+                buckets, inferred=buckets.get(UNRECORDED, 0), part=part, anchored=True, unexplained=unexplained
+            )
         else:
             buckets = scale_buckets(call.counts, call.reported - (part or 0))
             if part is not None:

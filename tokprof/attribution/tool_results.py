@@ -49,16 +49,28 @@ class CarriedResult:
     thread: str | None = None  # None for the main conversation
 
     def to_dict(self) -> dict:
-        return {"call": self.call, "thread": self.thread, "tool": self.tool, "tokens": self.tokens,
-                "carried_by": self.carried_by, "carry_cost": self.carry_cost}
+        return {
+            "call": self.call,
+            "thread": self.thread,
+            "tool": self.tool,
+            "tokens": self.tokens,
+            "carried_by": self.carried_by,
+            "carry_cost": self.carry_cost,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "CarriedResult":
         _wholes(d, ("call", "tokens", "carry_cost"), "tool_result_costs.top[]")
         if type(d.get("carried_by")) is not int:
             raise ValueError("tool_result_costs.top[].carried_by: expected a whole number")
-        return cls(call=d["call"], tool=d.get("tool"), tokens=d["tokens"], carried_by=d["carried_by"],
-                   carry_cost=d["carry_cost"], thread=d.get("thread"))
+        return cls(
+            call=d["call"],
+            tool=d.get("tool"),
+            tokens=d["tokens"],
+            carried_by=d["carried_by"],
+            carry_cost=d["carry_cost"],
+            thread=d.get("thread"),
+        )
 
 
 @dataclass(frozen=True)
@@ -73,15 +85,24 @@ class ToolResultCosts:
     carry_cost: int
 
     def to_dict(self) -> dict:
-        return {"results": self.results, "tokens": self.tokens, "carry_cost": self.carry_cost,
-                "tools": [t.to_dict() for t in self.tools], "top": [r.to_dict() for r in self.top]}
+        return {
+            "results": self.results,
+            "tokens": self.tokens,
+            "carry_cost": self.carry_cost,
+            "tools": [t.to_dict() for t in self.tools],
+            "top": [r.to_dict() for r in self.top],
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolResultCosts":
         _wholes(d, ("results", "tokens", "carry_cost"), "tool_result_costs")
-        return cls(tools=tuple(ToolCost.from_dict(t) for t in d["tools"]),
-                   top=tuple(CarriedResult.from_dict(r) for r in d["top"]),
-                   results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
+        return cls(
+            tools=tuple(ToolCost.from_dict(t) for t in d["tools"]),
+            top=tuple(CarriedResult.from_dict(r) for r in d["top"]),
+            results=d["results"],
+            tokens=d["tokens"],
+            carry_cost=d["carry_cost"],
+        )
 
 
 class _Result:
@@ -191,8 +212,14 @@ class ResultTracker:
                 continue
             if names is None:
                 names = _tool_names(messages)
-            result = _Result(position, call.index, len(self._results), names.get(key[0]) if key[0] else None,
-                             message_tokens(k), call.thread)
+            result = _Result(
+                position,
+                call.index,
+                len(self._results),
+                names.get(key[0]) if key[0] else None,
+                message_tokens(k),
+                call.thread,
+            )
             result.base = thread.extensions
             seen[key] = here[key] = result
             self._results.append(result)
@@ -206,21 +233,30 @@ class ResultTracker:
         for thread in self._threads.values():
             thread.settle()
         running = {key: thread.running(scale) for key, thread in self._threads.items()} if scale else {}
-        tokens: list[tuple[_Result, int, int]] = [(r, *r.scaled(scale, running.get(r.thread, [0.0])))
-                                                   for r in self._results]
+        tokens: list[tuple[_Result, int, int]] = [
+            (r, *r.scaled(scale, running.get(r.thread, [0.0]))) for r in self._results
+        ]
         per_tool: dict[str | None, list[int]] = {}
         for r, n, carry in tokens:
             entry = per_tool.setdefault(r.tool, [0, 0, 0])
             entry[0] += 1
             entry[1] += n
             entry[2] += carry
-        tools = sorted((ToolCost(tool, *values) for tool, values in per_tool.items()),
-                       key=lambda t: (-t.carry_cost, -t.tokens, t.tool or ""))
+        tools = sorted(
+            (ToolCost(tool, *values) for tool, values in per_tool.items()),
+            key=lambda t: (-t.carry_cost, -t.tokens, t.tool or ""),
+        )
         ranked = sorted(tokens, key=lambda item: (-item[2], item[0].order))
-        top = tuple(CarriedResult(r.call, r.tool, n, r.carried, carry, r.thread or None)
-                    for r, n, carry in ranked[:TOP])
-        return ToolResultCosts(tools=tuple(tools), top=top, results=len(tokens), tokens=sum(n for _, n, _ in tokens),
-                               carry_cost=sum(carry for _, _, carry in tokens))
+        top = tuple(
+            CarriedResult(r.call, r.tool, n, r.carried, carry, r.thread or None) for r, n, carry in ranked[:TOP]
+        )
+        return ToolResultCosts(
+            tools=tuple(tools),
+            top=top,
+            results=len(tokens),
+            tokens=sum(n for _, n, _ in tokens),
+            carry_cost=sum(carry for _, _, carry in tokens),
+        )
 
 
 def _wholes(d: dict, keys: tuple[str, ...], where: str) -> dict:

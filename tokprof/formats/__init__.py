@@ -83,8 +83,21 @@ def describe_formats() -> str:
 
 
 #: The order formats are named in messages: the plain API logs first, then the agents' own.
-LISTED = ("openai-chat", "anthropic", "openai-responses", "inspect", "claude-code", "claude-stream-json", "codex",
-          "gemini-cli", "qwen-code", "pi", "otel", "opencode", "cline")
+LISTED = (
+    "openai-chat",
+    "anthropic",
+    "openai-responses",
+    "inspect",
+    "claude-code",
+    "claude-stream-json",
+    "codex",
+    "gemini-cli",
+    "qwen-code",
+    "pi",
+    "otel",
+    "opencode",
+    "cline",
+)
 
 
 def format_names() -> str:

@@ -47,12 +47,34 @@ from typing import Any, Callable
 
 from tokprof.errors import InputError
 from tokprof.formats.capture import (
-    Exchange, endpoint_kind, error_code, error_text, exchange, first_records, http_status, records, request_body,
-    response_body, sse_events, traced_body, url_path,
+    Exchange,
+    endpoint_kind,
+    error_code,
+    error_text,
+    exchange,
+    first_records,
+    http_status,
+    records,
+    request_body,
+    response_body,
+    sse_events,
+    traced_body,
+    url_path,
 )
 from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, assistant_message, cache_creation, check_count, check_messages, check_model, check_text, check_tools, parse_day, parse_time
+from tokprof.formats.neutral import (
+    anthropic_usage,
+    assistant_message,
+    cache_creation,
+    check_count,
+    check_messages,
+    check_model,
+    check_text,
+    check_tools,
+    parse_day,
+    parse_time,
+)
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -81,9 +103,7 @@ OTHER_ENDPOINT = (
     "a request with messages went to an endpoint other than /v1/messages: it is not read as a "
     "Messages call and is skipped"
 )
-ERROR_RESPONSE = (
-    "the response is an error, so the call is skipped (an error is not billed as a completed call)"
-)
+ERROR_RESPONSE = "the response is an error, so the call is skipped (an error is not billed as a completed call)"
 STREAM_CUT = (
     "the response stream ends before message_stop: the prompt was sent and is profiled, but reported "
     "usage may be missing or incomplete"
@@ -134,8 +154,10 @@ def _looks_anthropic(record: Any) -> bool:
         return True
     # Anthropic's usage keys, on a bare body or in the response (OpenAI's are prompt_tokens and friends)
     for usage in (body.get("usage"), response.get("usage") if isinstance(response, dict) else None):
-        if isinstance(usage, dict) and "prompt_tokens" not in usage and (
-            "input_tokens" in usage or "cache_read_input_tokens" in usage
+        if (
+            isinstance(usage, dict)
+            and "prompt_tokens" not in usage
+            and ("input_tokens" in usage or "cache_read_input_tokens" in usage)
         ):
             return True
     return isinstance(response, str) and "message_start" in response
@@ -460,7 +482,9 @@ class _Reader:
         if not stopped:
             self.trace.note("stream-cut", STREAM_CUT, ex.where)
         for index, pieces in partial.items():
-            blocks[index]["input"] = self.streamed_input(f"{ex.where}: response (stream) content[{index}]", "".join(pieces))
+            blocks[index]["input"] = self.streamed_input(
+                f"{ex.where}: response (stream) content[{index}]", "".join(pieces)
+            )
         where = f"{ex.where}: response (stream) "
         reported = self.usage(where + "usage", usage) if usage else None
         content = [block for _, block in sorted(blocks.items())]

@@ -61,7 +61,11 @@ def first_records(doc: Document, count: int) -> list[tuple[str, Any]]:
 
 
 def _is_http(part: Any) -> TypeGuard[dict]:
-    return isinstance(part, dict) and "body" in part and any(k in part for k in ("url", "method", "headers", "status_code"))
+    return (
+        isinstance(part, dict)
+        and "body" in part
+        and any(k in part for k in ("url", "method", "headers", "status_code"))
+    )
 
 
 def url_path(record: Any) -> str | None:
@@ -75,7 +79,7 @@ def url_path(record: Any) -> str | None:
     path = url.split("?", 1)[0].split("#", 1)[0]
     if "://" in path:  # drop the scheme and host (and any credentials written in it)
         rest = path.split("://", 1)[1]
-        path = rest[rest.find("/"):] if "/" in rest else "/"
+        path = rest[rest.find("/") :] if "/" in rest else "/"
     return path.rstrip("/") or "/"
 
 
@@ -83,11 +87,37 @@ def url_path(record: Any) -> str | None:
 #: Bedrock's, Google's ``model:method``) and telemetry. The rest of a URL path is never shown: it may
 #: hold ids, account names or tokens.
 ENDPOINT_KINDS = (
-    "count_tokens", "messages", "completions", "responses", "embeddings", "models", "files", "batches",
-    "moderations", "images", "audio", "assistants", "threads", "runs", "uploads", "fine_tuning",
-    "realtime", "invoke", "invoke-with-response-stream", "converse", "converse-stream", "generateContent",
-    "streamGenerateContent", "countTokens", "embedContent", "event_logging", "telemetry", "metrics", "oauth",
-    "organizations", "health",
+    "count_tokens",
+    "messages",
+    "completions",
+    "responses",
+    "embeddings",
+    "models",
+    "files",
+    "batches",
+    "moderations",
+    "images",
+    "audio",
+    "assistants",
+    "threads",
+    "runs",
+    "uploads",
+    "fine_tuning",
+    "realtime",
+    "invoke",
+    "invoke-with-response-stream",
+    "converse",
+    "converse-stream",
+    "generateContent",
+    "streamGenerateContent",
+    "countTokens",
+    "embedContent",
+    "event_logging",
+    "telemetry",
+    "metrics",
+    "oauth",
+    "organizations",
+    "health",
 )
 
 
@@ -175,8 +205,14 @@ def exchange(path: str, where: str, record: Any) -> Exchange:
     if timestamp is None:
         timestamp = record.get("timestamp", record.get("logged_at"))
     return Exchange(
-        where=where, request=request, response=response, stream=stream, status=status, url=url,
-        timestamp=timestamp, record=record,
+        where=where,
+        request=request,
+        response=response,
+        stream=stream,
+        status=status,
+        url=url,
+        timestamp=timestamp,
+        record=record,
     )
 
 
@@ -212,7 +248,9 @@ def sse_events(text: str, path: str = "", where: str = "") -> list[tuple[str | N
             except json.JSONDecodeError:
                 value = joined
             except ValueError as exc:
-                raise InputError(path, f"{where}: response (stream) event {len(events)}", f"invalid JSON: {exc}") from None
+                raise InputError(
+                    path, f"{where}: response (stream) event {len(events)}", f"invalid JSON: {exc}"
+                ) from None
             events.append((name, value))
         name, data = None, []
 
@@ -220,9 +258,9 @@ def sse_events(text: str, path: str = "", where: str = "") -> list[tuple[str | N
         if not line.strip():
             flush()
         elif line.startswith("event:"):
-            name = line[len("event:"):].strip()
+            name = line[len("event:") :].strip()
         elif line.startswith("data:"):
-            data.append(line[len("data:"):].strip())
+            data.append(line[len("data:") :].strip())
     flush()
     return events
 

@@ -146,8 +146,20 @@ from tokprof.formats.jsonfile import Document
 from tokprof.formats.neutral import in_time_order
 from tokprof.trace import Call, Trace
 
-__all__ = ["FORMAT", "DESCRIPTION", "MESSAGE_TYPES", "TOOL_CALL_BLOCKS", "SNIFF_TYPES", "SNIFF_FIELDS", "sniff",
-           "sessions", "read", "Incremental", "Reader", "main_model"]
+__all__ = [
+    "FORMAT",
+    "DESCRIPTION",
+    "MESSAGE_TYPES",
+    "TOOL_CALL_BLOCKS",
+    "SNIFF_TYPES",
+    "SNIFF_FIELDS",
+    "sniff",
+    "sessions",
+    "read",
+    "Incremental",
+    "Reader",
+    "main_model",
+]
 
 FORMAT = "claude-code"
 DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"

@@ -34,7 +34,12 @@ def compaction_calls(reader: Reader, main: Transcript, compact: Transcript) -> l
     # lines the transcript adds after main-thread lines (hook output the session file does not keep)
     inserts: dict[str, list[Line]] = {}
     for line in compact.lines:
-        if line.type == "user" and id(line) not in on_chains and line.parent is not None and line.parent in main.by_uuid:
+        if (
+            line.type == "user"
+            and id(line) not in on_chains
+            and line.parent is not None
+            and line.parent in main.by_uuid
+        ):
             inserts.setdefault(line.parent, []).append(line)
     out: list[tuple[float, Call]] = []
     for key, lines, chain, anchor, boundary in plans:
@@ -68,8 +73,15 @@ def boundary_of(reader: Reader, main: Transcript, anchor: Line | None, lines: li
     return None
 
 
-def compaction_state(reader: Reader, main: Transcript, compact: Transcript, anchor: Line, chain: list[Line],
-                     inserts: dict[str, list[Line]], first: Line) -> State:
+def compaction_state(
+    reader: Reader,
+    main: Transcript,
+    compact: Transcript,
+    anchor: Line,
+    chain: list[Line],
+    inserts: dict[str, list[Line]],
+    first: Line,
+) -> State:
     """A compaction call's prompt: the main thread's history up to the line it continued from,
     with the lines its transcript adds after main-thread lines spliced in after them, then its own
     lines (the summarisation request)."""

@@ -55,7 +55,7 @@ class Transcript:
         if self._children is None or self._children_of > len(self.lines):
             self._children, self._children_of = {}, 0
         if self._children_of < len(self.lines):  # lines added since: gathered alone (lines are only appended)
-            for line in self.lines[self._children_of:]:
+            for line in self.lines[self._children_of :]:
                 if line.parent is not None:
                     self._children.setdefault(line.parent, []).append(line)
             self._children_of = len(self.lines)
@@ -107,8 +107,20 @@ EMPTY = State([])
 #: assistant line's message. The rest (``toolUseResult``, snapshots, progress output) is never read
 #: again and is not held; ``cwd`` and ``gitBranch`` say where the agent worked (``Call.cwd``).
 KEPT_FIELDS = (
-    "type", "uuid", "parentUuid", "sessionId", "timestamp", "agentId", "subtype", "logicalParentUuid",
-    "requestId", "isApiErrorMessage", "isSidechain", "parentToolUseID", "cwd", "gitBranch",
+    "type",
+    "uuid",
+    "parentUuid",
+    "sessionId",
+    "timestamp",
+    "agentId",
+    "subtype",
+    "logicalParentUuid",
+    "requestId",
+    "isApiErrorMessage",
+    "isSidechain",
+    "parentToolUseID",
+    "cwd",
+    "gitBranch",
 )
 KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
 

@@ -9,23 +9,60 @@ from typing import Any, Iterable
 
 from tokprof.errors import InputError
 from tokprof.formats.claude_blocks import (
-    Part, Text, Thinking, ToolResult, ToolUse, assistant, assistant_part, blocks, stand_in, user_part,
+    Part,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
+    assistant,
+    assistant_part,
+    blocks,
+    stand_in,
+    user_part,
 )
 from tokprof.formats.claude_lines import (
-    EMPTY, MESSAGE_TYPES, USAGE_FIELDS, Item, Line, State, Transcript, answered, call_key, copy_line, kept, nested_key,
-    place_text, prompt_usage,
+    EMPTY,
+    MESSAGE_TYPES,
+    USAGE_FIELDS,
+    Item,
+    Line,
+    State,
+    Transcript,
+    answered,
+    call_key,
+    copy_line,
+    kept,
+    nested_key,
+    place_text,
+    prompt_usage,
 )
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
-    anthropic_usage, cache_creation, check_count, check_messages, check_model, check_text, parse_day, parse_time,
+    anthropic_usage,
+    cache_creation,
+    check_count,
+    check_messages,
+    check_model,
+    check_text,
+    parse_day,
+    parse_time,
 )
 from tokprof.trace import Call, Trace, Usage
 
 #: Line types that are not conversation and need no warning.
 QUIET_TYPES = (
-    "system", "summary", "progress", "file-history-snapshot", "queue-operation", "custom-title",
-    "last-prompt", "tag", "agent-name", "ai-title", "pr-link",
+    "system",
+    "summary",
+    "progress",
+    "file-history-snapshot",
+    "queue-operation",
+    "custom-title",
+    "last-prompt",
+    "tag",
+    "agent-name",
+    "ai-title",
+    "pr-link",
 )
 SYNTHETIC_MODEL = "<synthetic>"
 COMPACT_PREFIX = "agent-acompact-"  # the file name of a compaction call's transcript (2.1)
@@ -56,7 +93,7 @@ def thread_name(transcript: Transcript, first: Line) -> str:
         return agent
     name = Path(transcript.path).name
     if name.startswith("agent-") and name.endswith(".jsonl") and transcript.path != "":
-        return name[len("agent-"):-len(".jsonl")]
+        return name[len("agent-") : -len(".jsonl")]
     line, seen = first, 0
     while line.parent is not None and line.parent in transcript.by_uuid and seen < len(transcript.by_uuid):
         parent = transcript.by_uuid[line.parent]
@@ -81,6 +118,8 @@ def output_characters(lines: list[Line]) -> int:
 def placeholder(output: int | None, lines: list[Line]) -> bool:
     """Whether a call's output count (written before its stream ended) looks like a placeholder."""
     return output is None or output * PLACEHOLDER_CHARACTERS < output_characters(lines)
+
+
 SYNTHETIC = (
     "assistant lines Claude Code wrote itself (model <synthetic> or isApiErrorMessage: API errors, "
     "'No response requested.') are not model calls: they are skipped and left out of later prompts"
@@ -154,8 +193,9 @@ class Reader:
             self.trace.note(code, message, place)
 
     # -- parsing -----------------------------------------------------------------------------------
-    def parse(self, path: str, label: str, items: Iterable[tuple[int, Any, str]], origin: str = "",
-              unit: str = "line") -> Transcript:
+    def parse(
+        self, path: str, label: str, items: Iterable[tuple[int, Any, str]], origin: str = "", unit: str = "line"
+    ) -> Transcript:
         """Check the lines of one file (or one thread rebuilt from progress lines), as they are read;
         ``unit`` names them in places ("item" for the values of a JSON list). Each line keeps only the
         fields read later (:func:`kept`): a long session's tool metadata, snapshots and progress
@@ -166,8 +206,16 @@ class Reader:
             self.add(transcript, label, number, record, inner, unit, last)
         return transcript
 
-    def add(self, transcript: Transcript, label: str, number: int, record: Any, inner: str, unit: str,
-            last: dict[bool, str | None]) -> Line | None:
+    def add(
+        self,
+        transcript: Transcript,
+        label: str,
+        number: int,
+        record: Any,
+        inner: str,
+        unit: str,
+        last: dict[bool, str | None],
+    ) -> Line | None:
         """Check one line and add it to its transcript (None for a duplicate line)."""
         path = transcript.path
         at = f"{unit} {number}"
@@ -190,8 +238,9 @@ class Reader:
         transcript.lines.append(line)
         return line
 
-    def line(self, path: str, prefix: str, place: str, number: int, record: dict, kind: str,
-             last: dict[bool, str | None]) -> Line:
+    def line(
+        self, path: str, prefix: str, place: str, number: int, record: dict, kind: str, last: dict[bool, str | None]
+    ) -> Line:
         uuid = record.get("uuid")
         if uuid is not None and not isinstance(uuid, str):
             raise InputError(path, prefix + "uuid", f"expected a string, found {_kind(uuid)}")
@@ -283,8 +332,9 @@ class Reader:
                 self.trace.note("subagent-from-progress", FROM_PROGRESS, call.where)
         return out
 
-    def call(self, transcript: Transcript, lines: list[Line], key: str, state: State | None = None,
-             compaction: bool = False) -> Call:
+    def call(
+        self, transcript: Transcript, lines: list[Line], key: str, state: State | None = None, compaction: bool = False
+    ) -> Call:
         first = lines[0]
         prefix = f"{first.place}: "
         if state is None:
@@ -386,8 +436,13 @@ class Reader:
         if line.parent is None:
             return state
         for sibling in transcript.children(line.parent):
-            if (sibling is line or sibling.type != "user" or sibling.sidechain != line.sidechain
-                    or not sibling.parts or any(not isinstance(part, ToolResult) for part in sibling.parts)):
+            if (
+                sibling is line
+                or sibling.type != "user"
+                or sibling.sidechain != line.sidechain
+                or not sibling.parts
+                or any(not isinstance(part, ToolResult) for part in sibling.parts)
+            ):
                 continue
             ids = [part.call_id for part in sibling.parts if isinstance(part, ToolResult)]
             if any(not self.on_chain(transcript, transcript.tool_uses.get(i), sibling) for i in ids):
@@ -407,7 +462,9 @@ class Reader:
         """A user line's parts, a tool result whose tool_use is not on the chain turned into text."""
         out = []
         for part in line.parts:
-            if isinstance(part, ToolResult) and not self.on_chain(transcript, transcript.tool_uses.get(part.call_id), line):
+            if isinstance(part, ToolResult) and not self.on_chain(
+                transcript, transcript.tool_uses.get(part.call_id), line
+            ):
                 self.note_once("orphan-tool-result", ORPHAN_RESULT, f"{line.place} ({part.call_id})")
                 part = Text(part.text)
             out.append(part)
@@ -458,15 +515,18 @@ class Reader:
                 declared.update(call["id"] for call in message.get("tool_calls", []))
                 out.append(message)
                 continue
-            results = [{"role": "tool", "tool_call_id": p.call_id, "content": p.text} for p in item.parts
-                       if isinstance(p, ToolResult)]
+            results = [
+                {"role": "tool", "tool_call_id": p.call_id, "content": p.text}
+                for p in item.parts
+                if isinstance(p, ToolResult)
+            ]
             earlier += [m["tool_call_id"] for m in results if m["tool_call_id"] not in declared]
             out.extend(results)
             texts = [p.text for p in item.parts if isinstance(p, Text)]
             if texts:
                 out.append({"role": "user", "content": "\n".join(texts)})
         stand_ins = [stand_in(earlier)] if earlier else []
-        checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins):]
+        checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins) :]
         self.converted[id(items)] = (items, checked)
         return checked
 
@@ -541,8 +601,7 @@ class Reader:
             if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):
                 check_text(transcript.path, f"line {line.number}: data.prompt", prompt)
                 opening = {"type": "user", "message": {"role": "user", "content": prompt}}
-                thread.append((line.number, copy_line(opening, None, f"progress:{line.number}:prompt", agent),
-                               "data."))
+                thread.append((line.number, copy_line(opening, None, f"progress:{line.number}:prompt", agent), "data."))
             parent = thread[-1][1]["uuid"] if thread else None
             thread.append((line.number, copy_line(nested, parent, f"progress:{line.number}", agent), "data.message."))
         out: list[list[Call]] = []
@@ -615,5 +674,8 @@ class Reader:
         for request, found in calls.items() if note else ():
             shown = list(found.values())
             more = f", and {len(shown) - 5} more" if len(shown) > 5 else ""
-            self.trace.note("request-id-reused", REQUEST_REUSED,
-                            f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})")
+            self.trace.note(
+                "request-id-reused",
+                REQUEST_REUSED,
+                f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})",
+            )

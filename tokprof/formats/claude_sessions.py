@@ -73,4 +73,3 @@ def subagent_files(path: Path, session: str | None) -> list[Path]:
         siblings = sorted(path.parent.glob("agent-*.jsonl"))
         files += [p for p in siblings if p.is_file() and peek(p)[1] == session]
     return files
-

@@ -59,8 +59,12 @@ DESCRIPTION = "Claude Code stream-json output (claude -p --output-format stream-
 #: Line types that repeat or add nothing to the conversation, skipped without a word.
 QUIET = ("stream_event", "keep_alive", "tool_progress", "auth_status", "rate_limit_event")
 RESULT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-RESULT_NAMES = {"input_tokens": "input", "cache_creation_input_tokens": "cache writes",
-                "cache_read_input_tokens": "cache reads", "output_tokens": "output"}
+RESULT_NAMES = {
+    "input_tokens": "input",
+    "cache_creation_input_tokens": "cache writes",
+    "cache_read_input_tokens": "cache reads",
+    "output_tokens": "output",
+}
 
 MAX_COST = 10**9  # USD: a larger total_cost_usd is not a cost
 
@@ -69,9 +73,7 @@ PROMPT_NOT_RECORDED = (
     "stands for it in every prompt, and its tokens fall in the unrecorded part with the system prompt and tools"
 )
 UNRECORDED_PROMPT = {"role": "user", "content": ""}
-RESULT_TOTALS = (
-    "the run's totals as the result line reports them (its usage, num_turns and total_cost_usd)"
-)
+RESULT_TOTALS = "the run's totals as the result line reports them (its usage, num_turns and total_cost_usd)"
 RESULT_DIFFERS = (
     "the result line's usage totals differ from the sum of the calls' usage before it: the result also "
     "counts what the stream does not show (Claude Code's own calls to a small model, a compaction) and the "
@@ -94,7 +96,11 @@ def sniff(doc: Document) -> bool:
                 return True
             if kind == "result" and ("total_cost_usd" in value or "num_turns" in value):
                 return True
-            if kind in claude_code.MESSAGE_TYPES and "parent_tool_use_id" in value and isinstance(value.get("message"), dict):
+            if (
+                kind in claude_code.MESSAGE_TYPES
+                and "parent_tool_use_id" in value
+                and isinstance(value.get("message"), dict)
+            ):
                 return True
         return False
     except Exception:  # sniffing never fails
@@ -161,7 +167,9 @@ class _Stream:
     session: str | None = None
 
 
-def _convert(path: str, at: str, numbered: Iterable[tuple[int, Any]], stream: _Stream) -> Iterator[tuple[int, Any, str]]:
+def _convert(
+    path: str, at: str, numbered: Iterable[tuple[int, Any]], stream: _Stream
+) -> Iterator[tuple[int, Any, str]]:
     """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread,
     as they are read; the result lines, the init line and the first session id go in ``stream``."""
     last: dict[str | None, str | None] = {}  # thread -> the uuid of its last line
@@ -193,8 +201,14 @@ def _convert(path: str, at: str, numbered: Iterable[tuple[int, Any]], stream: _S
             record["message"] = value.get("message")
             if thread is not None and thread not in last and kind == "assistant" and thread in task_prompts:
                 opening_uuid = f"#{number}:prompt"
-                opening = {"type": "user", "uuid": opening_uuid, "parentUuid": None, "isSidechain": True,
-                           "agentId": thread, "message": {"role": "user", "content": task_prompts[thread]}}
+                opening = {
+                    "type": "user",
+                    "uuid": opening_uuid,
+                    "parentUuid": None,
+                    "isSidechain": True,
+                    "agentId": thread,
+                    "message": {"role": "user", "content": task_prompts[thread]},
+                }
                 yield number, opening, ""
                 last[thread] = opening_uuid
             if kind == "assistant":
@@ -213,7 +227,11 @@ def _task_prompts(message: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     content = message.get("content") if isinstance(message, dict) else None
     for block in content if isinstance(content, list) else ():
-        if isinstance(block, dict) and block.get("type") in claude_code.TOOL_CALL_BLOCKS and isinstance(block.get("id"), str):
+        if (
+            isinstance(block, dict)
+            and block.get("type") in claude_code.TOOL_CALL_BLOCKS
+            and isinstance(block.get("id"), str)
+        ):
             arguments = block.get("input")
             prompt = arguments.get("prompt") if isinstance(arguments, dict) else None
             if isinstance(prompt, str) and prompt:
@@ -221,7 +239,9 @@ def _task_prompts(message: Any) -> dict[str, str]:
     return out
 
 
-def _reconcile(path: str, at: str, trace: Trace, calls: list[tuple[float, Call]], results: list[tuple[int, dict]]) -> None:
+def _reconcile(
+    path: str, at: str, trace: Trace, calls: list[tuple[float, Call]], results: list[tuple[int, dict]]
+) -> None:
     """Record each result line's totals and compare them with the calls' usage before it."""
     start = 0
     for number, result in results:
@@ -235,7 +255,9 @@ def _reconcile(path: str, at: str, trace: Trace, calls: list[tuple[float, Call]]
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
             raise InputError(path, f"{where}: total_cost_usd", f"expected a number, found {_kind(cost)}")
         if cost is not None and not 0 <= cost <= MAX_COST:  # NaN fails both
-            raise InputError(path, f"{where}: total_cost_usd", f"expected a cost from 0 to {MAX_COST:,} USD, found {_number(cost)}")
+            raise InputError(
+                path, f"{where}: total_cost_usd", f"expected a cost from 0 to {MAX_COST:,} USD, found {_number(cost)}"
+            )
         before = [call for line, call in calls if start < line < number and call.reported is not None]
         segment = _sums(before)
         cumulative = _sums([call for line, call in calls if line < number and call.reported is not None])
@@ -248,7 +270,9 @@ def _reconcile(path: str, at: str, trace: Trace, calls: list[tuple[float, Call]]
         trace.note("result-totals", RESULT_TOTALS, f"{where}: {', '.join(parts)}")
         differs = [key for key, value in totals.items() if value is not None and value != segment[key]]
         if differs and any(value is not None and value != cumulative[key] for key, value in totals.items()):
-            shown = ", ".join(f"{RESULT_NAMES[key]} {totals[key]:,} vs {segment[key]:,} in the calls" for key in differs)
+            shown = ", ".join(
+                f"{RESULT_NAMES[key]} {totals[key]:,} vs {segment[key]:,} in the calls" for key in differs
+            )
             trace.note("result-differs", RESULT_DIFFERS, f"{where}: {shown}")
         start = number
 

@@ -164,8 +164,10 @@ def sniff(doc: Document) -> bool:
     if not isinstance(value, list) or not value:
         return False
     head = [m for m in value[:5] if not _is_reasoning_item(m)]
-    if not head or not all(isinstance(m, dict) and m.get("role") in ("user", "assistant")
-                           and isinstance(m.get("content"), (str, list)) for m in head):
+    if not head or not all(
+        isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), (str, list))
+        for m in head
+    ):
         return False
     if head[0]["role"] != "user":
         return False
@@ -185,8 +187,11 @@ def read(path: str, doc: Document) -> Trace:
         requests = _requests(trace, str(ui_path), _companion(str(ui_path), list))
     else:
         trace.note("no-usage", NO_UI)
-        requests = [Request(f"[{i}]", None, (None,) * 4, None, None, listed=False)
-                    for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
+        requests = [
+            Request(f"[{i}]", None, (None,) * 4, None, None, listed=False)
+            for i, m in enumerate(history)
+            if isinstance(m, dict) and m.get("role") == "assistant"
+        ]
     models = _model_usage(folder / METADATA)
     if (folder / CONTEXT_HISTORY).is_file() and _companion(str(folder / CONTEXT_HISTORY), (list, dict)):
         trace.note("context-edits", CONTEXT_EDITS)
@@ -199,7 +204,9 @@ def _companion(path: str, kinds: Any) -> Any:
     with load(path) as doc:
         value = _single_value(doc)
     if not isinstance(value, kinds):
-        raise InputError(path, None, f"expected {'a list' if kinds is list else 'a JSON list or object'}, found {_kind(value)}")
+        raise InputError(
+            path, None, f"expected {'a list' if kinds is list else 'a JSON list or object'}, found {_kind(value)}"
+        )
     return value
 
 
@@ -293,8 +300,13 @@ def _assistant(chat: Conversation, blocks: list[tuple[str, dict]], message: dict
             if not isinstance(arguments, (dict, str)):
                 raise InputError(path, at + ".input", f"expected an object, found {_kind(arguments)}")
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-            calls.append({"id": call_id, "type": "function",
-                          "function": {"name": name, "arguments": check_text(path, at + ".input", text)}})
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": check_text(path, at + ".input", text)},
+                }
+            )
         else:
             chat._skip(at, kind)
     if isinstance(message.get("reasoning_content"), str) and not thoughts:  # Roo Code's DeepSeek-style reasoning
@@ -329,8 +341,15 @@ def _requests(trace: Trace, ui_path: str, entries: list) -> list[Request]:
                 requests[-1] = replace(last, counts=counts, cost=cost)
             continue
         ts = entry.get("ts")
-        requests.append(Request(f"{UI_MESSAGES}{where}", ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
-                                counts, cost, deleted))
+        requests.append(
+            Request(
+                f"{UI_MESSAGES}{where}",
+                ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None,
+                counts,
+                cost,
+                deleted,
+            )
+        )
     for request in requests:
         if request.billed and request.cost is not None:
             cost_sum += request.cost
@@ -338,15 +357,20 @@ def _requests(trace: Trace, ui_path: str, entries: list) -> list[Request]:
     if cost_seen:
         trace.note("log-cost", LOG_COST, f"{cost_sum:.6f} USD in all")
     if deleted_seen:
-        trace.note("deleted-requests", DELETED, "tokensIn {}, tokensOut {}, cacheWrites {}, cacheReads {}".format(*deleted_sum))
+        trace.note(
+            "deleted-requests", DELETED, "tokensIn {}, tokensOut {}, cacheWrites {}, cacheReads {}".format(*deleted_sum)
+        )
     return requests
 
 
 def _range(path: str, where: str, value: Any) -> tuple[int, int] | None:
     if value is None:
         return None
-    if (not isinstance(value, list) or len(value) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)):
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in value)
+    ):
         raise InputError(path, where + ".conversationHistoryDeletedRange", "expected two non-negative integers")
     return value[0], value[1]
 
@@ -366,8 +390,9 @@ def _info(path: str, where: str, text: Any) -> tuple[tuple[int | None, ...], flo
         raise InputError(path, at, f"expected a JSON object, found {_kind(info)}")
     counts = tuple(check_count(path, f"{at}.{key}", info.get(key)) for key in COUNTS)
     cost = info.get("cost")
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))
-                             or not math.isfinite(cost) or cost < 0):
+    if cost is not None and (
+        isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0
+    ):
         raise InputError(path, f"{at}.cost", f"expected a non-negative number, found {_kind(cost)}")
     return counts, cost
 
@@ -417,8 +442,11 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
     """Each request's (prompt end, response index): the prompt is ``history[:end]``."""
     assistants = [i for i, m in enumerate(history) if isinstance(m, dict) and m.get("role") == "assistant"]
     stamps = [m.get("ts") if isinstance(m, dict) else None for m in history]
-    timed = bool(assistants) and all(isinstance(stamps[i], (int, float)) for i in assistants) \
+    timed = (
+        bool(assistants)
+        and all(isinstance(stamps[i], (int, float)) for i in assistants)
         and all(r.ts is not None for r in requests)
+    )
     out: list[tuple[int, int | None]] = []
     if timed:
         known = 0.0
@@ -431,7 +459,9 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
             stop = requests[k + 1].ts if k + 1 < len(requests) else None
             stop = math.inf if stop is None else stop
             response = next((i for i in assistants if start <= filled[i] < stop), None)
-            end = response if response is not None else next((i for i, t in enumerate(filled) if t >= stop), len(history))
+            end = (
+                response if response is not None else next((i for i, t in enumerate(filled) if t >= stop), len(history))
+            )
             out.append((end, response))
         return out
     answered = requests
@@ -455,10 +485,15 @@ def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]
     if summaries:  # Roo Code's fresh start: the prompt starts at the latest summary
         indices = [i for i in indices if i >= summaries[-1]]
     entries = [history[i] if isinstance(history[i], dict) else {} for i in indices]
-    ids = {m.get("condenseId") for m in entries if m.get("isSummary")} | \
-        {m.get("truncationId") for m in entries if m.get("isTruncationMarker")}
+    ids = {m.get("condenseId") for m in entries if m.get("isSummary")} | {
+        m.get("truncationId") for m in entries if m.get("isTruncationMarker")
+    }
     ids.discard(None)
-    return [i for i, m in zip(indices, entries) if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids]
+    return [
+        i
+        for i, m in zip(indices, entries)
+        if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids
+    ]
 
 
 def _prompt(converted: list[list[dict]], kept: list[int]) -> list[dict]:
@@ -476,8 +511,13 @@ def _cwd(messages: list[dict]) -> str | None:
     return None
 
 
-def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: list[Request],
-           models: list[tuple[float | None, str]]) -> None:
+def _calls(
+    trace: Trace,
+    history: list,
+    converted: list[list[dict]],
+    requests: list[Request],
+    models: list[tuple[float | None, str]],
+) -> None:
     includes_cache = _includes_cache(requests)
     cwds = [_cwd(messages) for messages in converted]
     if includes_cache:
@@ -498,8 +538,18 @@ def _calls(trace: Trace, history: list, converted: list[list[dict]], requests: l
         request_id = answer.get("id") if isinstance(answer, dict) and isinstance(answer.get("id"), str) else None
         time = parse_time(request.ts)
         cwd = next((cwds[i] for i in kept if cwds[i]), None)
-        trace.calls.append(Call(
-            index=len(trace.calls), messages=messages, tools=None, model=model or _model_at(models, request.ts),
-            reported=usage, day=time.date() if time is not None else None, where=request.where,
-            response=converted[response][0] if response is not None and converted[response] else None,
-            request_id=request_id, time=time, cwd=cwd))
+        trace.calls.append(
+            Call(
+                index=len(trace.calls),
+                messages=messages,
+                tools=None,
+                model=model or _model_at(models, request.ts),
+                reported=usage,
+                day=time.date() if time is not None else None,
+                where=request.where,
+                response=converted[response][0] if response is not None and converted[response] else None,
+                request_id=request_id,
+                time=time,
+                cwd=cwd,
+            )
+        )

@@ -117,30 +117,34 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 MESSAGE_ROLES = ("user", "developer", "system", "assistant")
 #: User messages Codex adds as context, not typed by the user: they do not start a user turn.
 CONTEXT_PREFIXES = (
-    "<environment_context", "<user_instructions", "# AGENTS.md instructions", "<INSTRUCTIONS>",
-    "<user_shell_command", "<turn_aborted", "<skill",
+    "<environment_context",
+    "<user_instructions",
+    "# AGENTS.md instructions",
+    "<INSTRUCTIONS>",
+    "<user_shell_command",
+    "<turn_aborted",
+    "<skill",
 )
 #: Codex keeps the most recent user messages within this many tokens (bytes / 4) after a compaction.
 COMPACT_USER_TOKENS = 20_000
 
 NOTES = {
-    "unknown-type": "line, event or item types this reader does not know (newer Codex versions add types) "
-                    "were skipped",
+    "unknown-type": "line, event or item types this reader does not know (newer Codex versions add types) were skipped",
     "content-not-text": "content that is not text (an image or a file) was left out: its tokens are in the reported "
-                "usage, not in the buckets",
+    "usage, not in the buckets",
     "web-search": "a web_search_call is rendered as a tool call; its results are not recorded",
     "orphan-output": "a tool output whose call is not in the prompt was left out, as Codex does",
     "compaction-encrypted": "a compaction item's encrypted summary is in the prompt but cannot be rendered: its "
-                            "tokens are in the reported usage, not in the buckets",
+    "tokens are in the reported usage, not in the buckets",
     "compaction-rebuilt": "a compaction without a replacement history: the history after it was rebuilt as Codex "
-                          "replays it (initial context, earlier user messages, the summary as a user message); "
-                          "older Codex versions wrapped them in a template that is not recorded",
+    "replays it (initial context, earlier user messages, the summary as a user message); "
+    "older Codex versions wrapped them in a template that is not recorded",
     "compaction-prompt": "a compaction call's summarising instructions are not recorded: its prompt here is the "
-                         "recorded history only",
+    "recorded history only",
     "remote-compaction": "a server-side compaction reports no usage in the log: it is not a call; later prompts "
-                         "start from its replacement history",
+    "start from its replacement history",
     "no-usage": "the rollout records no token usage (the legacy form, or a provider that reports none): one call "
-                "per run of model output items, without reported usage",
+    "per run of model output items, without reported usage",
     "empty-prompt": "a token count with no recorded prompt before it was skipped",
 }
 ENCRYPTED_NOTE = (
@@ -274,8 +278,11 @@ def _is_envelope(value: Any) -> bool:
 
 def _is_legacy_header(value: Any) -> bool:
     return (
-        isinstance(value, dict) and "type" not in value and "record_type" not in value
-        and isinstance(value.get("id"), str) and isinstance(value.get("timestamp"), str)
+        isinstance(value, dict)
+        and "type" not in value
+        and "record_type" not in value
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("timestamp"), str)
     )
 
 
@@ -453,7 +460,9 @@ def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) ->
     if kind == "message":
         role = payload.get("role")
         if role not in MESSAGE_ROLES:
-            raise InputError(path, prefix + "role", f"unknown role {role!r} (expected one of {', '.join(MESSAGE_ROLES)})")
+            raise InputError(
+                path, prefix + "role", f"unknown role {role!r} (expected one of {', '.join(MESSAGE_ROLES)})"
+            )
         text = _content(path, parser, where, prefix + "content", payload.get("content"))
         return Item("message", where, role=role, text=text)
     if kind == "reasoning":
@@ -461,7 +470,11 @@ def _item(path: str, parser: _Parser, where: str, prefix: str, payload: dict) ->
         if encrypted is not None and not isinstance(encrypted, str):
             raise InputError(path, prefix + "encrypted_content", f"expected a string, found {_kind(encrypted)}")
         text, raw = _reasoning_text(path, prefix, payload)
-        digest = hashlib.blake2b(encrypted.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() if encrypted else None
+        digest = (
+            hashlib.blake2b(encrypted.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+            if encrypted
+            else None
+        )
         return Item("reasoning", where, text=text, encrypted=None if raw else digest)
     if kind in CALL_TYPES:
         if kind == "web_search_call":
@@ -582,7 +595,9 @@ class _Builder:
         for item in pending:
             self.add_call(item)
         if not self.trace.calls:
-            raise InputError(self.path, None, "no model call in the rollout: no token_count with usage and no model output")
+            raise InputError(
+                self.path, None, "no model call in the rollout: no token_count with usage and no model output"
+            )
         self.finish()
 
     def plan(self, groups: list[Group]) -> dict[int, tuple[list[int], str | None]]:
@@ -671,7 +686,7 @@ class _Builder:
 
     def add_call(self, pending: Pending) -> None:
         entry = self.entries[pending.entry]
-        items = pending.history[:pending.length]
+        items = pending.history[: pending.length]
         raw = self.system_messages(pending.base) + self.messages(items)
         if not raw:
             self.trace.note("empty-prompt", NOTES["empty-prompt"], entry.where)
@@ -690,7 +705,9 @@ class _Builder:
             response=self.response(prefix, pending),
             kind="compaction" if pending.compaction is not None else "call",
             time=parse_time(entry.timestamp),
-            cwd=self.meta.cwd, git_branch=self.meta.git_branch, git_commit=self.meta.git_commit,
+            cwd=self.meta.cwd,
+            git_branch=self.meta.git_branch,
+            git_commit=self.meta.git_commit,
         )
         unrendered = self.unrendered(items)
         if unrendered:
@@ -739,8 +756,11 @@ class _Builder:
                         self.trace.note("orphan-output", NOTES["orphan-output"], item.where)
                     continue
                 out.append({"role": "tool", "tool_call_id": item.call_id, "content": item.text, "_items": [item]})
-        return [m for m in out if m["role"] != "assistant" or m["content"] or m.get("tool_calls")
-                or m.get("reasoning_content")]
+        return [
+            m
+            for m in out
+            if m["role"] != "assistant" or m["content"] or m.get("tool_calls") or m.get("reasoning_content")
+        ]
 
     def share(self, raw: list[dict], checked: list[dict]) -> list[dict]:
         """One checked message object for the same items in every call: Codex resends the whole
@@ -876,7 +896,9 @@ def _add_output(message: dict, item: Item, call_ids: set[str]) -> None:
 
 def _is_turn_start(item: Item) -> bool:
     """A message the user typed (not context Codex adds): it starts a user turn."""
-    return item.kind == "message" and item.role == "user" and not (item.text or "").lstrip().startswith(CONTEXT_PREFIXES)
+    return (
+        item.kind == "message" and item.role == "user" and not (item.text or "").lstrip().startswith(CONTEXT_PREFIXES)
+    )
 
 
 def _drop_turns(history: list[Item], turns: int) -> list[Item]:
@@ -891,7 +913,7 @@ def _drop_turns(history: list[Item], turns: int) -> list[Item]:
 def _rebuilt(history: list[Item], entry: Entry, summaries: set[str]) -> list[Item]:
     """The history after a compaction without replacement: initial context, user messages, summary."""
     starts = [i for i, item in enumerate(history) if _is_turn_start(item)]
-    initial = history[:starts[0]] if starts else list(history)
+    initial = history[: starts[0]] if starts else list(history)
     texts = [history[i].text or "" for i in starts if history[i].text not in summaries]
     kept: list[str] = []
     budget = COMPACT_USER_TOKENS

@@ -53,16 +53,34 @@ class Conversation:
         """Start again from these (already checked) messages: a compaction, a rewind."""
         self.messages = list(messages)
 
-    def call(self, where: str, model: str | None, usage: Usage | None, response: dict | None, time: Any,
-             kind: str = "call", request_id: str | None = None) -> Call | None:
+    def call(
+        self,
+        where: str,
+        model: str | None,
+        usage: Usage | None,
+        response: dict | None,
+        time: Any,
+        kind: str = "call",
+        request_id: str | None = None,
+    ) -> Call | None:
         """A call made on the history as it stands (None, with note ``empty-prompt``, when the history is
         empty: no request is sent without a message)."""
         if not self.messages:
             self.trace.note("empty-prompt", EMPTY, where)
             return None
-        call = Call(index=len(self.trace.calls), messages=list(self.messages), tools=None, model=model,
-                    reported=usage, day=time.date() if time is not None else None, where=where,
-                    response=response, kind=kind, request_id=request_id, time=time)
+        call = Call(
+            index=len(self.trace.calls),
+            messages=list(self.messages),
+            tools=None,
+            model=model,
+            reported=usage,
+            day=time.date() if time is not None else None,
+            where=where,
+            response=response,
+            kind=kind,
+            request_id=request_id,
+            time=time,
+        )
         self.trace.calls.append(call)
         return call
 

@@ -102,7 +102,7 @@ def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
     """Whether a file is below a session's own folder (``<session>/`` beside ``<session>.jsonl``)."""
     parts = path.parent.relative_to(root).parts
     for i in range(len(parts)):
-        folder = root.joinpath(*parts[:i + 1])
+        folder = root.joinpath(*parts[: i + 1])
         if folder not in cache:
             cache[folder] = folder.with_name(folder.name + ".jsonl").is_file()
         if cache[folder]:
@@ -113,7 +113,7 @@ def _in_session_folder(root: Path, path: Path, cache: dict[Path, bool]) -> bool:
 def _peek(path: Path, opener: Any = None) -> _Peek:
     """What a file is; ``opener`` opens it when it is not a local file (a URL: tokprof.formats.remote)."""
     try:
-        with (opener() if opener is not None else bounded.open_input(path)) as f:
+        with opener() if opener is not None else bounded.open_input(path) as f:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")
@@ -139,8 +139,9 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             return _classify(path, Document(value=parse(bounded.read_bytes(path, "log").decode("utf-8-sig"))))
         except (OSError, ValueError):
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON")
-    return _Peek(reason=_not_session(path, lookalike.of_json_head(path.name, head),
-                                     "a JSON document (only its start was read)"))
+    return _Peek(
+        reason=_not_session(path, lookalike.of_json_head(path.name, head), "a JSON document (only its start was read)")
+    )
 
 
 def _cline_history(path: Path, head: bytes) -> bool:
@@ -191,8 +192,11 @@ def _classify(path: Path, doc: Document) -> _Peek:
             return _Peek(format=name, session=_first_session(doc) if name == "claude-code" else None)
     other = next((name for name in FORMATS if name not in SESSION_FORMATS and _sniff(reader(name), doc)), None)
     if other is not None:
-        return _Peek(reason=f"{NOT_SESSION}: a log of format {other} (profile it on its own: tokprof profile FILE)"
-                     .replace("FILE", str(path)))
+        return _Peek(
+            reason=f"{NOT_SESSION}: a log of format {other} (profile it on its own: tokprof profile FILE)".replace(
+                "FILE", str(path)
+            )
+        )
     try:
         if doc.lines is not None:
             found = lookalike.of_lines(path.name, [value for _, value in doc.lines])

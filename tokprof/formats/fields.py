@@ -27,17 +27,22 @@ def expect_list(path: str, where: str | None, value: Any, what: str = "a list") 
     return value
 
 
-def objects(path: str, where: str, value: Any, what: str = "an object", listed: str = "a list") -> list[tuple[str, dict]]:
+def objects(
+    path: str, where: str, value: Any, what: str = "an object", listed: str = "a list"
+) -> list[tuple[str, dict]]:
     """A list of objects, each checked, as (place, object) pairs: ``where[0]``, ``where[1]``, ..."""
-    return [(f"{where}[{j}]", expect_object(path, f"{where}[{j}]", item, what))
-            for j, item in enumerate(expect_list(path, where, value, listed))]
+    return [
+        (f"{where}[{j}]", expect_object(path, f"{where}[{j}]", item, what))
+        for j, item in enumerate(expect_list(path, where, value, listed))
+    ]
 
 
 def string(path: str, where: str, value: Any) -> str:
     """A string that can be tokenized; a missing one is said to be missing."""
     if not isinstance(value, str):
-        raise InputError(path, where, "missing: expected a string" if value is None
-                         else f"expected a string, found {kind_of(value)}")
+        raise InputError(
+            path, where, "missing: expected a string" if value is None else f"expected a string, found {kind_of(value)}"
+        )
     return check_text(path, where, value)
 
 

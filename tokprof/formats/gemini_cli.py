@@ -68,13 +68,21 @@ REWOUND = "a $rewindTo record dropped messages from the history: the calls they 
 
 
 def _is_message(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("id"), str) and value.get("type") in TYPES \
-        and "role" not in value and "message" not in value
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("id"), str)
+        and value.get("type") in TYPES
+        and "role" not in value
+        and "message" not in value
+    )
 
 
 def _is_metadata(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("sessionId"), str) \
+    return (
+        isinstance(value, dict)
+        and isinstance(value.get("sessionId"), str)
         and isinstance(value.get("projectHash"), str)
+    )
 
 
 def starts_like_session(head: bytes) -> bool:
@@ -92,8 +100,11 @@ def sniff(doc: Document) -> bool:
         messages = value["messages"]
         return _is_metadata(value) or (bool(messages) and all(_is_message(m) for m in messages[:5]))
     head = [value for _, value in doc.lines.head(5)]
-    return bool(head) and (_is_metadata(head[0]) or any(_is_message(v) for v in head)) \
+    return (
+        bool(head)
+        and (_is_metadata(head[0]) or any(_is_message(v) for v in head))
         and not any(isinstance(v, dict) and ("uuid" in v or "role" in v) for v in head)
+    )
 
 
 def read(path: str, doc: Document) -> Trace:
@@ -166,7 +177,7 @@ def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tupl
             history.append((arg, converted))
         elif kind == "rewind":
             ids = [i for i, _ in history]
-            history = history[:ids.index(arg)] if arg in ids else []
+            history = history[: ids.index(arg)] if arg in ids else []
             trace.note("rewind", REWOUND)
         else:
             kept: list[tuple[str, list[dict]]] = []
@@ -212,7 +223,14 @@ def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
         raise InputError(path, _field(where, "model"), f"expected a string, found {_kind(model)}")
     usage = _usage(chat, _field(where, "tokens"), message.get("tokens"))
     clean = chat.check(assistant, where)
-    chat.call(where, model, usage, clean, parse_time(message.get("timestamp")), request_id=message["id"] if isinstance(message.get("id"), str) else None)
+    chat.call(
+        where,
+        model,
+        usage,
+        clean,
+        parse_time(message.get("timestamp")),
+        request_id=message["id"] if isinstance(message.get("id"), str) else None,
+    )
     out = [clean]
     for result in results:
         out.append(chat.check(result, where))
@@ -277,8 +295,13 @@ def _tool_calls(chat: Conversation, where: str, calls: Any) -> tuple[list[dict],
         call_id = string(path, at + ".id", call_id)
         args = call.get("args", {})
         args = expect_object(path, at + ".args", args)
-        out.append({"id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}})
+        out.append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
+            }
+        )
         result = call.get("result")
         if result is None:
             chat.trace.note("tool-result-missing", NO_RESULT, at)
@@ -302,8 +325,9 @@ def _result(chat: Conversation, where: str, result: Any) -> str:
         if "functionResponse" in part:
             response = part["functionResponse"]
             response = expect_object(path, at + ".functionResponse", response)
-            texts.append(check_text(path, at + ".functionResponse.response",
-                                    function_response_text(response.get("response"))))
+            texts.append(
+                check_text(path, at + ".functionResponse.response", function_response_text(response.get("response")))
+            )
         elif isinstance(part.get("text"), str):
             texts.append(check_text(path, at + ".text", part["text"]))
         else:
@@ -323,9 +347,14 @@ def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
         return None
     if counts["input"] is None:
         raise InputError(path, where + ".input", "missing: the prompt's token count")
-    return check_cached(path, where, Usage(
-        prompt=counts["input"] + (counts["tool"] or 0),
-        cache_read=counts["cached"],
-        cache_write=None,
-        output=(counts["output"] or 0) + (counts["thoughts"] or 0),
-    ), "cached")
+    return check_cached(
+        path,
+        where,
+        Usage(
+            prompt=counts["input"] + (counts["tool"] or 0),
+            cache_read=counts["cached"],
+            cache_write=None,
+            output=(counts["output"] or 0) + (counts["thoughts"] or 0),
+        ),
+        "cached",
+    )

@@ -89,7 +89,18 @@ from tokprof.errors import InputError
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, cache_creation, check_count, check_messages, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time
+from tokprof.formats.neutral import (
+    anthropic_usage,
+    cache_creation,
+    check_count,
+    check_messages,
+    check_text,
+    check_tool_calls,
+    check_tools,
+    check_usage,
+    parse_day,
+    parse_time,
+)
 from tokprof.formats.zipmember import json_member
 from tokprof.trace import Call, Trace, Usage
 
@@ -150,7 +161,9 @@ class _Context:
             raise InputError(self.path, where, f"{value!r} has no entry in the sample's attachments")
         content = attachments[key]
         if not isinstance(content, str):
-            raise InputError(self.path, f"{self.sample.prefix}attachments.{key}", f"expected a string, found {_kind(content)}")
+            raise InputError(
+                self.path, f"{self.sample.prefix}attachments.{key}", f"expected a string, found {_kind(content)}"
+            )
         return check_text(self.path, where, content)
 
     def resolve(self, where: str, value: Any) -> Any:
@@ -221,7 +234,9 @@ def _read_samples(path: str, trace: Trace, log: _Log, samples: list[_Sample]) ->
     if not trace.calls:
         skipped = [note.code for note in trace.notes if note.code in ("error-response", "inspect-cache")]
         why = f" (skipped: {', '.join(skipped)})" if skipped else ""
-        raise InputError(path, None, f"no model call to profile: the samples hold no model event that reached the provider{why}")
+        raise InputError(
+            path, None, f"no model call to profile: the samples hold no model event that reached the provider{why}"
+        )
     if trace.model is None:
         models = {call.model for call in trace.calls if call.model}
         trace.model = models.pop() if len(models) == 1 else None
@@ -230,14 +245,18 @@ def _read_samples(path: str, trace: Trace, log: _Log, samples: list[_Sample]) ->
 
 def _no_samples(path: str, status: Any) -> InputError:
     return InputError(
-        path, None, f"the log has no samples (status {status!r}): it was written without samples "
+        path,
+        None,
+        f"the log has no samples (status {status!r}): it was written without samples "
         "(--no-log-samples) or before any sample finished, so there is no model call to profile",
     )
 
 
 def _log_info(path: str, prefix: str, header: Any) -> _Log:
     if not isinstance(header, dict):
-        raise InputError(path, prefix.rstrip(": ") or None, f"expected the log header, an object, found {_kind(header)}")
+        raise InputError(
+            path, prefix.rstrip(": ") or None, f"expected the log header, an object, found {_kind(header)}"
+        )
     spec = header.get("eval")
     if not isinstance(spec, dict):
         raise InputError(path, prefix + "eval", f"expected the eval spec, an object, found {_kind(spec)}")
@@ -270,8 +289,12 @@ def _json_sample(path: str, where: str, sample: Any, prefix: str | None = None) 
         raise InputError(path, prefix + "attachments", f"expected an object, found {_kind(attachments)}")
     roots = [(f"{prefix}{events_field}[{j}]", event) for j, event in enumerate(events)]
     return _Sample(
-        where=where, prefix=prefix, label=_label(sample), events=_flatten(roots),
-        pool=_pool(path, prefix, sample.get("events_data")), attachments=attachments or {},
+        where=where,
+        prefix=prefix,
+        label=_label(sample),
+        events=_flatten(roots),
+        pool=_pool(path, prefix, sample.get("events_data")),
+        attachments=attachments or {},
         retried=_retried(sample),
     )
 
@@ -331,8 +354,10 @@ def _read_sample(ctx: _Context) -> None:
         _model_event(ctx, where, event)
     if ctx.sample.retried:
         ctx.trace.note(
-            "error-retries", "a sample was retried after an error: the model calls of its failed attempts "
-            "(error_retries[].events) are not profiled", ctx.sample.where,
+            "error-retries",
+            "a sample was retried after an error: the model calls of its failed attempts "
+            "(error_retries[].events) are not profiled",
+            ctx.sample.where,
         )
 
 
@@ -342,20 +367,24 @@ def _read_sample(ctx: _Context) -> None:
 def _model_event(ctx: _Context, where: str, event: dict) -> None:
     if event.get("error") and not _choices(event):
         ctx.trace.note(
-            "error-response", "the response is an error, so the call is skipped (an error is not billed as a "
-            "completed call)", ctx.place(where),
+            "error-response",
+            "the response is an error, so the call is skipped (an error is not billed as a completed call)",
+            ctx.place(where),
         )
         return
     if event.get("cache") == "read":
         ctx.trace.note(
-            "inspect-cache", "the output came from Inspect's local cache: no request was sent, so the call is "
-            "skipped", ctx.place(where),
+            "inspect-cache",
+            "the output came from Inspect's local cache: no request was sent, so the call is skipped",
+            ctx.place(where),
         )
         return
     if event.get("pending"):
         ctx.trace.note(
-            "pending-call", "the model call was still in flight when the log was written: its prompt is "
-            "profiled, but reported usage may be missing", ctx.place(where),
+            "pending-call",
+            "the model call was still in flight when the log was written: its prompt is "
+            "profiled, but reported usage may be missing",
+            ctx.place(where),
         )
     model = event.get("model")
     if model is not None and not isinstance(model, str):
@@ -403,11 +432,12 @@ def _input(ctx: _Context, where: str, event: dict) -> list[tuple[str, Any]]:
         ok = isinstance(ref, list) and len(ref) == 2 and all(type(n) is int for n in ref)
         if not ok or not 0 <= ref[0] <= ref[1] <= len(pool):
             raise InputError(
-                ctx.path, f"{where}.input_refs[{k}]",
+                ctx.path,
+                f"{where}.input_refs[{k}]",
                 f"expected a range [start, end] inside the sample's message pool (events_data.messages, "
                 f"{len(pool)} messages), found {json.dumps(ref)[:40]}",
             )
-        out.extend(pool[ref[0]:ref[1]])
+        out.extend(pool[ref[0] : ref[1]])
     return out
 
 
@@ -458,8 +488,9 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
         elif kind == "reasoning" and item.get("redacted"):
             if not quiet:
                 ctx.trace.note(
-                    "redacted-reasoning", "reasoning the provider returned encrypted (redacted) is dropped: its "
-                    "tokens are not counted", ctx.place(at),
+                    "redacted-reasoning",
+                    "reasoning the provider returned encrypted (redacted) is dropped: its tokens are not counted",
+                    ctx.place(at),
                 )
         elif kind == "reasoning":
             reasoning.append(ctx.text(at + ".reasoning", string(ctx.path, at + ".reasoning", item.get("reasoning"))))
@@ -515,8 +546,10 @@ def _tools(ctx: _Context, where: str, tools: Any) -> list[dict] | None:
         options = tool.get("options")
         if isinstance(options, dict) and options.get("__internal_tool_type__"):
             ctx.trace.note(
-                "server-tool", "a tool the provider runs itself (web search, code execution) is profiled as a "
-                "function definition, which may not be how the provider counts it", ctx.place(f"{at} ({name})"),
+                "server-tool",
+                "a tool the provider runs itself (web search, code execution) is profiled as a "
+                "function definition, which may not be how the provider counts it",
+                ctx.place(f"{at} ({name})"),
             )
         out.append({"type": "function", "function": function})
     return check_tools(ctx.path, where.removesuffix("tools"), out)
@@ -578,8 +611,9 @@ def _provider_usage(path: str, where: str, response: Any) -> Usage | None:
 
 def _openai_chat_usage(path: str, where: str, usage: dict) -> Usage | None:
     """OpenAI Chat: ``prompt_tokens`` is the whole prompt, cached tokens included."""
-    return check_usage(path, where, usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens",
-                       write="cache_write_tokens")
+    return check_usage(
+        path, where, usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens", write="cache_write_tokens"
+    )
 
 
 def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
@@ -600,8 +634,9 @@ def _anthropic_usage(path: str, where: str, usage: dict) -> Usage:
 
 def _responses_usage(path: str, where: str, usage: dict) -> Usage | None:
     """OpenAI Responses: ``input_tokens`` is the whole prompt, cached tokens included."""
-    return check_usage(path, where, usage, "input_tokens", "input_tokens_details", "output_tokens",
-                       write="cache_write_tokens")
+    return check_usage(
+        path, where, usage, "input_tokens", "input_tokens_details", "output_tokens", write="cache_write_tokens"
+    )
 
 
 def _google_usage(path: str, where: str, metadata: dict) -> Usage:
@@ -611,7 +646,10 @@ def _google_usage(path: str, where: str, metadata: dict) -> Usage:
         key = snake if snake in metadata else camel
         return check_count(path, f"{where}.{key}", metadata.get(key))
 
-    candidates, thoughts = count("candidates_token_count", "candidatesTokenCount"), count("thoughts_token_count", "thoughtsTokenCount")
+    candidates, thoughts = (
+        count("candidates_token_count", "candidatesTokenCount"),
+        count("thoughts_token_count", "thoughtsTokenCount"),
+    )
     return Usage(
         prompt=count("prompt_token_count", "promptTokenCount"),
         cache_read=count("cached_content_token_count", "cachedContentTokenCount"),
@@ -627,7 +665,13 @@ def _inspect_usage(ctx: _Context, where: str, usage: Any, model: str | None) -> 
     usage = expect_object(ctx.path, where, usage)
     counts = {
         key: check_count(ctx.path, f"{where}.{key}", usage.get(key))
-        for key in ("input_tokens", "output_tokens", "total_tokens", "input_tokens_cache_read", "input_tokens_cache_write")
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "total_tokens",
+            "input_tokens_cache_read",
+            "input_tokens_cache_write",
+        )
     }
     fresh, read, write = counts["input_tokens"], counts["input_tokens_cache_read"], counts["input_tokens_cache_write"]
     prompt = fresh
@@ -665,8 +709,9 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
     monoliths, chunked = _sample_members(members)
     if header_name is None and not monoliths and not chunked:
         raise InputError(
-            path, None, "a zip file, but not an Inspect .eval log (it has no header.json, _journal/start.json "
-            "or samples/ members)",
+            path,
+            None,
+            "a zip file, but not an Inspect .eval log (it has no header.json, _journal/start.json or samples/ members)",
         )
     trace = Trace(path=path, format=f"{FORMAT}/eval")
     header = json_member(path, archive, members[header_name]) if header_name else {"eval": {}}
@@ -688,13 +733,16 @@ def _sample_members(members: dict[str, zipfile.ZipInfo]) -> tuple[list[str], lis
     chunked = [name for name in members if re.fullmatch(r"samples/[^/]+/sample\.json", name)]
     inside = tuple(name[: -len("sample.json")] for name in chunked)
     monoliths = [
-        name for name in members
+        name
+        for name in members
         if name.startswith("samples/") and name.endswith(".json") and not name.startswith(inside)
     ]
     return monoliths, chunked
 
 
-def _chunked_sample(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], shell_name: str) -> _Sample:
+def _chunked_sample(
+    path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], shell_name: str
+) -> _Sample:
     """A chunked sample: its shell, and its events, message pool and attachments in chunks."""
     base = shell_name[: -len("sample.json")]
     shell = json_member(path, archive, members[shell_name])
@@ -703,16 +751,26 @@ def _chunked_sample(path: str, archive: zipfile.ZipFile, members: dict[str, zipf
     pool = _chunks(path, archive, members, base + "messages/")
     attachments = {str(i): text for i, (_, text) in enumerate(_chunks(path, archive, members, base + "attachments/"))}
     return _Sample(
-        where=base.rstrip("/"), prefix=base, label=_label(shell), events=_flatten(events), pool=pool,
-        attachments=attachments, retried=_retried(shell),
+        where=base.rstrip("/"),
+        prefix=base,
+        label=_label(shell),
+        events=_flatten(events),
+        pool=pool,
+        attachments=attachments,
+        retried=_retried(shell),
     )
 
 
-def _chunks(path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], prefix: str) -> list[tuple[str, Any]]:
+def _chunks(
+    path: str, archive: zipfile.ZipFile, members: dict[str, zipfile.ZipInfo], prefix: str
+) -> list[tuple[str, Any]]:
     """The items of a chunked sequence, in order, each with its place (``member: [i]``)."""
     starts = sorted(
-        (int(name[len(prefix):-len(".json")]), name) for name in members
-        if name.startswith(prefix) and name.endswith(".json") and re.fullmatch(r"[0-9]+", name[len(prefix):-len(".json")])
+        (int(name[len(prefix) : -len(".json")]), name)
+        for name in members
+        if name.startswith(prefix)
+        and name.endswith(".json")
+        and re.fullmatch(r"[0-9]+", name[len(prefix) : -len(".json")])
     )
     out: list[tuple[str, Any]] = []
     for _, name in starts:

@@ -145,7 +145,9 @@ def _check_file(path: str) -> None:
     if os.path.isdir(path):
         raise InputError(path, None, "is a directory, not a file (tokprof profile DIR profiles a folder of sessions)")
     if _is_pipe(path):
-        raise InputError(path, None, "is a pipe, not a file (a log is read more than once): save it to a file and give its path")
+        raise InputError(
+            path, None, "is a pipe, not a file (a log is read more than once): save it to a file and give its path"
+        )
 
 
 def _is_pipe(path: str) -> bool:

@@ -49,8 +49,11 @@ class Location:
 #: Where VS Code and its forks keep an extension's storage, below the home directory: Linux, macOS,
 #: Windows (``%APPDATA%`` is ``AppData/Roaming``). ``*`` is the application's folder: ``Code``, ``Code -
 #: Insiders``, ``VSCodium``, ``Cursor``, ``Windsurf``, ``Trae``, ``Kiro``, ... whichever are there.
-EDITOR_STORAGE = (".config/*/User/globalStorage", "Library/Application Support/*/User/globalStorage",
-                  "AppData/Roaming/*/User/globalStorage")
+EDITOR_STORAGE = (
+    ".config/*/User/globalStorage",
+    "Library/Application Support/*/User/globalStorage",
+    "AppData/Roaming/*/User/globalStorage",
+)
 CLINE_TASK = "*/api_conversation_history.json"  # a Cline-family task: tasks/<task id>/
 
 
@@ -60,20 +63,52 @@ def vscode_tasks(extension: str) -> tuple[str, ...]:
 
 
 LOCATIONS: list[Location] = [
-    Location("claude-code", ".claude/projects", ("*/*.jsonl",), env="CLAUDE_CONFIG_DIR", below_env="projects",
-             skip=("agent-",), several=True),
-    Location("codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions",
-             project_depth=0),
-    Location("gemini-cli", ".gemini/tmp", ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
-             env="GEMINI_CLI_HOME", below_env=".gemini/tmp", project_depth=2),
-    Location("qwen-code", ".qwen/projects", ("*/chats/*.jsonl",), env="QWEN_RUNTIME_DIR", below_env="projects",
-             project_depth=2),
+    Location(
+        "claude-code",
+        ".claude/projects",
+        ("*/*.jsonl",),
+        env="CLAUDE_CONFIG_DIR",
+        below_env="projects",
+        skip=("agent-",),
+        several=True,
+    ),
+    Location(
+        "codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions", project_depth=0
+    ),
+    Location(
+        "gemini-cli",
+        ".gemini/tmp",
+        ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
+        env="GEMINI_CLI_HOME",
+        below_env=".gemini/tmp",
+        project_depth=2,
+    ),
+    Location(
+        "qwen-code",
+        ".qwen/projects",
+        ("*/chats/*.jsonl",),
+        env="QWEN_RUNTIME_DIR",
+        below_env="projects",
+        project_depth=2,
+    ),
     Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
     # OpenCode: its SQLite store (read for its newest main session), and the older storage/ files
-    Location("opencode", ".local/share/opencode", ("opencode.db", "storage/session/*/*.json"), env="XDG_DATA_HOME",
-             below_env="opencode", project_depth=0),
-    *(Location(agent, "", vscode_tasks(extension), project_depth=0) for agent, extension in (
-        ("cline", "saoudrizwan.claude-dev"), ("roo", "rooveterinaryinc.roo-cline"), ("kilo", "kilocode.kilo-code"))),
+    Location(
+        "opencode",
+        ".local/share/opencode",
+        ("opencode.db", "storage/session/*/*.json"),
+        env="XDG_DATA_HOME",
+        below_env="opencode",
+        project_depth=0,
+    ),
+    *(
+        Location(agent, "", vscode_tasks(extension), project_depth=0)
+        for agent, extension in (
+            ("cline", "saoudrizwan.claude-dev"),
+            ("roo", "rooveterinaryinc.roo-cline"),
+            ("kilo", "kilocode.kilo-code"),
+        )
+    ),
     # Cline's CLI data folder: CLINE_DATA_DIR, else CLINE_DIR/data, else ~/.cline/data
     Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DATA_DIR", below_env="tasks", project_depth=0),
     Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DIR", below_env="data/tasks", project_depth=0),
@@ -97,8 +132,9 @@ class SessionFile:
     project: str
 
 
-def session_files(agent: str | None = None, home: Path | None = None,
-                  environ: Mapping[str, str] | None = None) -> list[SessionFile]:
+def session_files(
+    agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[SessionFile]:
     """Every agent's session files in its folder (or one agent's), recognised by content."""
     from tokprof.formats.discovery import session_format
 

@@ -79,9 +79,18 @@ TOML_KEY = re.compile(r"^\s*[A-Za-z0-9_.\-\"]+\s*=\s*\S")
 YAML_KEY = re.compile(r"^\s*(- )?[A-Za-z0-9_.\-\"' ]+:(\s|$)")
 YAML_ITEM = re.compile(r"^\s*- \S")
 SUFFIXES = {
-    ".csv": "CSV", ".tsv": "TSV (tab-separated values)", ".toml": "TOML", ".yaml": "YAML", ".yml": "YAML",
-    ".md": "Markdown text", ".markdown": "Markdown text", ".html": "HTML", ".htm": "HTML", ".xml": "XML",
-    ".txt": "plain text", ".log": "plain text",
+    ".csv": "CSV",
+    ".tsv": "TSV (tab-separated values)",
+    ".toml": "TOML",
+    ".yaml": "YAML",
+    ".yml": "YAML",
+    ".md": "Markdown text",
+    ".markdown": "Markdown text",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".xml": "XML",
+    ".txt": "plain text",
+    ".log": "plain text",
 }
 
 
@@ -97,7 +106,7 @@ def of_text(name: str, data: bytes) -> Lookalike:
     except UnicodeDecodeError as exc:
         if exc.start < len(data) - 4:  # not a character cut by the end of the head
             return Lookalike("a binary file (not UTF-8 text)")
-        text = data[:exc.start].decode("utf-8-sig", "replace")
+        text = data[: exc.start].decode("utf-8-sig", "replace")
     lower = name.lower()
     if lower.endswith(".aider.chat.history.md") or AIDER_MARK.search(text[:4096]):
         return Lookalike("an Aider chat history (.aider.chat.history.md)")
@@ -153,9 +162,10 @@ def of_json(name: str, value: Any) -> Lookalike | None:
     """What a parsed JSON value (a document, or the list of a JSONL file's values) looks like."""
     if isinstance(value, dict):
         info = value.get("info")
-        if isinstance(value.get("trajectory"), list) or (
-            isinstance(info, dict) and "model_stats" in info) or (
-            isinstance(value.get("history"), list) and isinstance(info, dict)
+        if (
+            isinstance(value.get("trajectory"), list)
+            or (isinstance(info, dict) and "model_stats" in info)
+            or (isinstance(value.get("history"), list) and isinstance(info, dict))
         ):
             return Lookalike("an SWE-agent trajectory (.traj)")
         for key in ("history", "events"):
@@ -188,8 +198,13 @@ def _openhands(events: Any) -> bool:
     if not isinstance(events, list) or not events:
         return False
     sample = events[:50]
-    found = sum(1 for e in sample if isinstance(e, dict) and ("action" in e or "observation" in e)
-                and ("source" in e or "id" in e or "timestamp" in e))
+    found = sum(
+        1
+        for e in sample
+        if isinstance(e, dict)
+        and ("action" in e or "observation" in e)
+        and ("source" in e or "id" in e or "timestamp" in e)
+    )
     return found * 2 >= len(sample)
 
 
@@ -198,7 +213,8 @@ def _is_tool(item: Any) -> bool:
         return False
     body = item["function"] if isinstance(item.get("function"), dict) else item
     return isinstance(body.get("name"), str) and any(
-        isinstance(body.get(key), dict) for key in ("parameters", "input_schema", "inputSchema"))
+        isinstance(body.get(key), dict) for key in ("parameters", "input_schema", "inputSchema")
+    )
 
 
 def _tools_of(value: dict) -> Lookalike | None:

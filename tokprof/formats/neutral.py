@@ -17,6 +17,7 @@ from tokprof.formats.jsonfile import TOO_DEEP, too_deep
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.trace import ROLES, Call, Usage
 
+
 def check_text(path: str, where: str, text: str) -> str:
     """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
     try:
@@ -163,8 +164,12 @@ def check_content(path: str, where: str, content: Any, required: bool, skip: Ski
 
 
 def check_messages(
-    path: str, prefix: str, messages: Any, skip: SkipPart | None = None,
-    call_ids: set[str] | None = None, first: int = 0,
+    path: str,
+    prefix: str,
+    messages: Any,
+    skip: SkipPart | None = None,
+    call_ids: set[str] | None = None,
+    first: int = 0,
 ) -> list[dict]:
     """Check and normalise messages. To check only the new end of a prompt whose start was checked
     before, give the tool call ids of that start (``call_ids``) and the index of the first message
@@ -179,12 +184,12 @@ def check_messages(
             raise InputError(path, where, f"expected a message object, found {_kind(message)}")
         role = message.get("role")
         if role not in ROLES:
-            raise InputError(
-                path, where + ".role", f"unknown role {role!r} (expected one of {', '.join(ROLES)})"
-            )
+            raise InputError(path, where + ".role", f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
         clean: dict[str, Any] = {"role": role}
         has_calls = role == "assistant" and bool(message.get("tool_calls"))
-        clean["content"] = check_content(path, where + ".content", message.get("content"), required=not (role == "assistant"), skip=skip)
+        clean["content"] = check_content(
+            path, where + ".content", message.get("content"), required=not (role == "assistant"), skip=skip
+        )
         if isinstance(message.get("name"), str):
             clean["name"] = check_text(path, where + ".name", message["name"])
         for key in ("reasoning_content", "reasoning"):
@@ -202,9 +207,7 @@ def check_messages(
             if not isinstance(call_id, str):
                 raise InputError(path, where + ".tool_call_id", f"expected a string, found {_kind(call_id)}")
             if call_id not in call_ids:
-                raise InputError(
-                    path, where + ".tool_call_id", f"{call_id!r} matches no earlier assistant tool call"
-                )
+                raise InputError(path, where + ".tool_call_id", f"{call_id!r} matches no earlier assistant tool call")
             clean["tool_call_id"] = call_id
         out.append(clean)
     return out
@@ -233,9 +236,7 @@ def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> l
             raise InputError(path, at + ".id", f"expected a string, found {_kind(call_id)}")
         if isinstance(call_id, str):
             call_ids.add(call_id)
-        out.append(
-            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-        )
+        out.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
     return out
 
 
@@ -278,8 +279,11 @@ def check_cached(path: str, where: str, usage: Usage, cached: str) -> Usage:
     field in the log) cannot be more than the prompt."""
     cache = (usage.cache_read or 0) + (usage.cache_write or 0)
     if usage.prompt is not None and cache > usage.prompt:
-        raise InputError(path, f"{where}.{cached}",
-                         f"{cache:,} cached tokens, more than the prompt's {usage.prompt:,} that include them")
+        raise InputError(
+            path,
+            f"{where}.{cached}",
+            f"{cache:,} cached tokens, more than the prompt's {usage.prompt:,} that include them",
+        )
     return usage
 
 
@@ -370,7 +374,9 @@ def anthropic_usage(counts: Mapping[str, int | None]) -> Usage:
         if long is None:
             long = max(write - short, 0)
     return Usage(
-        prompt=None if fresh is None else fresh + (write or 0) + (read or 0),  # both already ints here: `or 0` is for mypy
+        prompt=None
+        if fresh is None
+        else fresh + (write or 0) + (read or 0),  # both already ints here: `or 0` is for mypy
         cache_read=read,
         cache_write=write,
         output=counts.get("output_tokens"),

@@ -17,11 +17,27 @@ from typing import Any, Iterable
 
 from tokprof.errors import InputError
 from tokprof.formats.capture import (
-    Exchange, endpoint_kind, error_text, exchange, first_records, records, request_body, sse_events, url_path,
+    Exchange,
+    endpoint_kind,
+    error_text,
+    exchange,
+    first_records,
+    records,
+    request_body,
+    sse_events,
+    url_path,
 )
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_messages, check_model, check_tool_calls, check_tools, check_usage, parse_day, parse_time
+from tokprof.formats.neutral import (
+    check_messages,
+    check_model,
+    check_tool_calls,
+    check_tools,
+    check_usage,
+    parse_day,
+    parse_time,
+)
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-chat"
@@ -50,9 +66,7 @@ def read(path: str, doc: Document) -> Trace:
         if "request" in value:
             return _records(path, records(path, doc), "records")
         if "messages" not in value:
-            raise InputError(
-                path, None, "expected a transcript object with 'messages', or a list of request records"
-            )
+            raise InputError(path, None, "expected a transcript object with 'messages', or a list of request records")
         return _transcript(path, value)
     raise InputError(path, None, f"expected a JSON object or list, found {_kind(value)}")
 
@@ -70,8 +84,13 @@ def _transcript(path: str, obj: dict) -> Trace:
             raise InputError(path, "messages[0]", "an assistant message with no prompt before it")
         calls.append(
             Call(
-                index=len(calls), messages=messages[:i], tools=tools, model=model, day=day,
-                where=f"messages[{i}]", response=message,
+                index=len(calls),
+                messages=messages[:i],
+                tools=tools,
+                model=model,
+                day=day,
+                where=f"messages[{i}]",
+                response=message,
             )
         )
     if not calls:
@@ -84,20 +103,22 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
     for where, record in found:
         endpoint = url_path(record)
         if endpoint is not None and not endpoint.endswith("/chat/completions"):
-            trace.note("other-endpoint", "a captured request to another endpoint than /chat/completions is not "
-                       "a model call: skipped", f"{where} ({endpoint_kind(endpoint)})")
+            trace.note(
+                "other-endpoint",
+                "a captured request to another endpoint than /chat/completions is not a model call: skipped",
+                f"{where} ({endpoint_kind(endpoint)})",
+            )
             continue
         ex = exchange(path, where, record)
         prefix = f"{where}: " + ("request." if ex.record is not ex.request else "")
         if "messages" not in ex.request:
-            raise InputError(
-                path, where, "missing field 'messages': not an OpenAI Chat Completions request"
-            )
+            raise InputError(path, where, "missing field 'messages': not an OpenAI Chat Completions request")
         failed = error_text(ex.response, ex.status)
         if failed:
             trace.note(
-                "error-response", "the response is an error, so the call is skipped (an error is not "
-                "billed as a completed call)", f"{where} ({failed})",
+                "error-response",
+                "the response is an error, so the call is skipped (an error is not billed as a completed call)",
+                f"{where} ({failed})",
             )
             continue
         messages = check_messages(path, prefix, ex.request["messages"], skip=_skipper(trace))
@@ -105,8 +126,11 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
             raise InputError(path, prefix + "messages", "empty: a call needs a prompt")
         usage, response = _outcome(path, trace, ex)
         if usage is _ERROR:
-            trace.note("error-response", "the response is an error, so the call is skipped (an error is not "
-                       "billed as a completed call)", f"{where} (error event in the stream)")
+            trace.note(
+                "error-response",
+                "the response is an error, so the call is skipped (an error is not billed as a completed call)",
+                f"{where} (error event in the stream)",
+            )
             continue
         trace.calls.append(
             Call(
@@ -153,8 +177,10 @@ def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict 
                 usage = _usage(path, where + "response (stream) ", chunk["usage"])
         if "[DONE]" not in chunks:
             trace.note(
-                "stream-cut", "the response stream ends before its end marker: the prompt was sent and is "
-                "profiled, but reported usage may be missing", ex.where,
+                "stream-cut",
+                "the response stream ends before its end marker: the prompt was sent and is "
+                "profiled, but reported usage may be missing",
+                ex.where,
             )
         return usage, None
     if isinstance(ex.response, dict):
@@ -163,9 +189,13 @@ def _outcome(path: str, trace: Trace, ex: Exchange) -> tuple[Usage | None, dict 
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             message = choices[0].get("message")
             if isinstance(message, dict) and message.get("tool_calls"):
-                response = {"role": "assistant", "content": None, "tool_calls": check_tool_calls(
-                    path, where + "response.choices[0].message.tool_calls", message["tool_calls"], set()
-                )}
+                response = {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": check_tool_calls(
+                        path, where + "response.choices[0].message.tool_calls", message["tool_calls"], set()
+                    ),
+                }
         return _usage(path, where + "response.", ex.response.get("usage")), response
     source = ex.request if ex.record is ex.request else ex.record
     assert source is not None  # capture.exchange() always sets the record
@@ -177,5 +207,12 @@ _ERROR = Usage()  # a marker: the stream carried an error
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     """OpenAI's usage: ``prompt_tokens`` includes the cached tokens (``prompt_tokens_details.cached_tokens``)."""
-    return check_usage(path, prefix + "usage", usage, "prompt_tokens", "prompt_tokens_details", "completion_tokens",
-                       write="cache_write_tokens")
+    return check_usage(
+        path,
+        prefix + "usage",
+        usage,
+        "prompt_tokens",
+        "prompt_tokens_details",
+        "completion_tokens",
+        write="cache_write_tokens",
+    )

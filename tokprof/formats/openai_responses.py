@@ -65,14 +65,30 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.capture import (
-    Exchange, endpoint_kind, error_code, error_text, exchange, first_records, records, request_body, response_body,
-    sse_events, url_path,
+    Exchange,
+    endpoint_kind,
+    error_code,
+    error_text,
+    exchange,
+    first_records,
+    records,
+    request_body,
+    response_body,
+    sse_events,
+    url_path,
 )
 from tokprof.formats.fields import expect_object, expect_list, objects
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
-    check_messages, check_model, check_text, check_tool_calls, check_tools, check_usage, parse_day, parse_time,
+    check_messages,
+    check_model,
+    check_text,
+    check_tool_calls,
+    check_tools,
+    check_usage,
+    parse_day,
+    parse_time,
 )
 from tokprof.trace import Call, Trace, Usage
 
@@ -88,10 +104,22 @@ NOT_TEXT_PARTS = ("input_image", "input_file", "input_audio")
 CALL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 OUTPUT_ITEMS = ("function_call_output", "custom_tool_call_output")
 HOSTED_ITEMS = (
-    "web_search_call", "file_search_call", "computer_call", "computer_call_output",
-    "code_interpreter_call", "image_generation_call", "local_shell_call", "local_shell_call_output",
-    "shell_call", "shell_call_output", "apply_patch_call", "apply_patch_call_output",
-    "mcp_call", "mcp_list_tools", "mcp_approval_request", "mcp_approval_response",
+    "web_search_call",
+    "file_search_call",
+    "computer_call",
+    "computer_call_output",
+    "code_interpreter_call",
+    "image_generation_call",
+    "local_shell_call",
+    "local_shell_call_output",
+    "shell_call",
+    "shell_call_output",
+    "apply_patch_call",
+    "apply_patch_call_output",
+    "mcp_call",
+    "mcp_list_tools",
+    "mcp_approval_request",
+    "mcp_approval_response",
 )
 KNOWN_ITEMS = ("message", *CALL_ITEMS, *OUTPUT_ITEMS, "reasoning", "item_reference", "built-in tool items")
 SECRET_KEYS = ("headers", "authorization")  # an mcp tool's credentials: never kept
@@ -100,28 +128,28 @@ NOTES = {
     "other-endpoint": "a captured request to another endpoint than /responses is not a model call: skipped",
     "error-response": "the response is an error, so the call is skipped (an error is not billed as a completed call)",
     "stream-cut": "the response stream ends before response.completed: the prompt was sent and is profiled, "
-                  "but reported usage is missing and the output has only the items seen",
+    "but reported usage is missing and the output has only the items seen",
     "chain-broken": "the call continues a response (previous_response_id) that is not in the log, directly or "
-                    "through its own previous response: its full prompt cannot be rebuilt, so it is skipped",
+    "through its own previous response: its full prompt cannot be rebuilt, so it is skipped",
     "server-conversation": "the request continues a server-side conversation ('conversation') whose items are "
-                           "not in the log: its prompt cannot be rebuilt, so the call is skipped",
+    "not in the log: its prompt cannot be rebuilt, so the call is skipped",
     "unresolved-reference": "an item_reference names an item that is not in the log: the prompt cannot be "
-                            "rebuilt, so the call is skipped",
+    "rebuilt, so the call is skipped",
     "stored-prompt": "the request uses a stored prompt ('prompt') whose text is not in the log: its tokens are "
-                     "in the reported usage but not in the buckets",
+    "in the reported usage but not in the buckets",
     "server-tool": "built-in tools are defined by the provider and their real definition is not public: each "
-                    "is profiled as a function named by its type (an mcp tool by its server_label) with its "
-                    "configuration as parameters",
+    "is profiled as a function named by its type (an mcp tool by its server_label) with its "
+    "configuration as parameters",
     "hosted-tool-item": "items of built-in tools (web search, file search, computer use, code interpreter, MCP, "
-                        "shell) are rendered by the provider in a way that is not public: they are left out, so "
-                        "their tokens are in the reported usage but not in the buckets",
+    "shell) are rendered by the provider in a way that is not public: they are left out, so "
+    "their tokens are in the reported usage but not in the buckets",
     "content-not-text": "images, files and audio are not text: they are left out, so their tokens are in the reported "
-                "usage but not in the buckets",
+    "usage but not in the buckets",
     "encrypted-reasoning": "reasoning items carry encrypted content that cannot be rendered: its tokens may be in "
-                           "the reported usage but are not in the buckets (the summary text is profiled, as "
-                           "reasoning_content)",
+    "the reported usage but are not in the buckets (the summary text is profiled, as "
+    "reasoning_content)",
     "reasoning-unattached": "a reasoning item with no assistant message or function call after it has nowhere "
-                            "to go in a chat template: it is left out",
+    "to go in a chat template: it is left out",
 }
 
 
@@ -210,10 +238,19 @@ def read(path: str, doc: Document) -> Trace:
             _note(trace, "unresolved-reference", exc.place)
             continue
         tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
-        trace.calls.append(Call(
-            index=len(trace.calls), messages=messages, tools=tools, model=entry.model, reported=entry.usage,
-            day=entry.day, time=entry.time, where=entry.where, response=_with_hosted_calls(entry.reply, entry.output, tools),
-        ))
+        trace.calls.append(
+            Call(
+                index=len(trace.calls),
+                messages=messages,
+                tools=tools,
+                model=entry.model,
+                reported=entry.usage,
+                day=entry.day,
+                time=entry.time,
+                where=entry.where,
+                response=_with_hosted_calls(entry.reply, entry.output, tools),
+            )
+        )
     if not trace.calls:
         skipped = ", ".join(note.code for note in trace.notes)
         why = f" (calls skipped: {skipped})" if skipped else ""
@@ -234,8 +271,11 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     prefix = f"{where}: " + ("request." if ex.record is not request else "")
     if "input" not in request and "instructions" not in request:
         if "messages" in request:
-            raise InputError(path, prefix + "messages", "an OpenAI Chat Completions request, not a Responses one "
-                             "(--input-format openai-chat reads it)")
+            raise InputError(
+                path,
+                prefix + "messages",
+                "an OpenAI Chat Completions request, not a Responses one (--input-format openai-chat reads it)",
+            )
         raise InputError(path, prefix + "input", "missing: not an OpenAI Responses request")
     response, failed = _response_body(path, trace, ex)
     if failed:
@@ -249,8 +289,13 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
     previous = request.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise InputError(path, prefix + "previous_response_id", f"expected a string, found {_kind(previous)}")
-    entry = _Entry(where=where, prefix=prefix, request=request, items=_input_items(path, prefix, request.get("input")),
-                   previous=previous)
+    entry = _Entry(
+        where=where,
+        prefix=prefix,
+        request=request,
+        items=_input_items(path, prefix, request.get("input")),
+        previous=previous,
+    )
     entry.model = check_model(path, prefix, request)
     entry.day = parse_day(request) or parse_day({"timestamp": ex.timestamp})
     entry.time = parse_time(ex.timestamp)
@@ -337,8 +382,15 @@ def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:
 
 def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     """``input_tokens`` includes the cached tokens (``input_tokens_details.cached_tokens``)."""
-    return check_usage(path, prefix + "usage", usage, "input_tokens", "input_tokens_details", "output_tokens",
-                       write="cache_write_tokens")
+    return check_usage(
+        path,
+        prefix + "usage",
+        usage,
+        "input_tokens",
+        "input_tokens_details",
+        "output_tokens",
+        write="cache_write_tokens",
+    )
 
 
 def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None:
@@ -350,8 +402,7 @@ def _reply(path: str, prefix: str, output: list[tuple[str, Any]]) -> dict | None
             calls.append(_tool_call(path, place, item))
     if not calls:
         return None
-    return {"role": "assistant", "content": None,
-            "tool_calls": check_tool_calls(path, prefix + "output", calls, set())}
+    return {"role": "assistant", "content": None, "tool_calls": check_tool_calls(path, prefix + "output", calls, set())}
 
 
 def _with_hosted_calls(reply: dict | None, output: list[tuple[str, Any]], tools: list[dict] | None) -> dict | None:
@@ -416,8 +467,9 @@ def _items_by_id(entries: list[_Entry]) -> dict[str, tuple[str, dict]]:
 # -- items to messages ---------------------------------------------------------------------------
 
 
-def _messages(path: str, trace: Trace, entry: _Entry, items: list[tuple[str, Any]],
-              known_items: dict[str, tuple[str, dict]]) -> list[dict]:
+def _messages(
+    path: str, trace: Trace, entry: _Entry, items: list[tuple[str, Any]], known_items: dict[str, tuple[str, dict]]
+) -> list[dict]:
     builder = _Builder(path, trace, known_items)
     for place, item in items:
         builder.add(place, item)
@@ -626,4 +678,3 @@ def _tool_field(path: str, where: str, tool: dict, key: str, kind: type, require
         expected = "a string" if kind is str else "an object"
         raise InputError(path, f"{where}.{key}", f"expected {expected}, found {_kind(value)}")
     return value
-

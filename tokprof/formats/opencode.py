@@ -96,8 +96,12 @@ def sniff(doc: Document) -> bool:
 
 
 def _is_event(value: Any) -> bool:
-    return (isinstance(value, dict) and value.get("type") in EVENTS and isinstance(value.get("part"), dict)
-            and "sessionID" in value)
+    return (
+        isinstance(value, dict)
+        and value.get("type") in EVENTS
+        and isinstance(value.get("part"), dict)
+        and "sessionID" in value
+    )
 
 
 def _is_session_file(value: dict) -> bool:
@@ -119,7 +123,9 @@ def read(path: str, doc: Document) -> Trace:
         return _stream(path, doc)
     if isinstance(doc.value, dict) and _is_session_file(doc.value):
         return _storage(path, doc.value)
-    raise InputError(path, None, "expected an OpenCode session file (storage/session/...) or a run --format json stream")
+    raise InputError(
+        path, None, "expected an OpenCode session file (storage/session/...) or a run --format json stream"
+    )
 
 
 def _stream(path: str, doc: Document) -> Trace:
@@ -143,8 +149,12 @@ def _stream(path: str, doc: Document) -> Trace:
             info = {"role": "assistant", "time": {"created": event.get("timestamp")}}
             messages[message_id] = Message(where, info)
         messages[message_id].parts.append((f"{where}: part", part))
-    trace = Trace(path=path, format=f"{FORMAT}/run-json", unrecorded=("system", "tools"),
-                  session=session if isinstance(session, str) else None)
+    trace = Trace(
+        path=path,
+        format=f"{FORMAT}/run-json",
+        unrecorded=("system", "tools"),
+        session=session if isinstance(session, str) else None,
+    )
     _Builder(path, trace).build(list(messages.values()))
     trace.note("no-user-messages", NO_USERS)
     return trace
@@ -217,7 +227,8 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
     messages: list[Message] = []
     by_id: dict[str, Message] = {}
     for message_id, created, data in db.execute(
-            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)):
+        "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+    ):
         where = f"message {message_id}"
         info = _row_json(path, where + ": data", data)
         info.setdefault("id", message_id)
@@ -225,7 +236,8 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
         by_id[str(message_id)] = Message(where, info)
         messages.append(by_id[str(message_id)])
     for part_id, message_id, data in db.execute(
-            "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)):
+        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)
+    ):
         message = by_id.get(str(message_id))
         if message is not None:
             where = f"part {part_id}"
@@ -294,8 +306,9 @@ class _Builder:
             elif kind in ("file", "image", "agent", "subtask"):
                 self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
         if texts:
-            self.history.extend(check_messages(self.path, message.where + ": ",
-                                               [{"role": "user", "content": "\n".join(texts)}]))
+            self.history.extend(
+                check_messages(self.path, message.where + ": ", [{"role": "user", "content": "\n".join(texts)}])
+            )
 
     def text(self, where: str, part: dict) -> str:
         text = part.get("text")
@@ -340,8 +353,15 @@ class _Builder:
             self.history = [m for m in self.history[-1:] if m["role"] == "assistant"]
             self.call_ids = set()
 
-    def step(self, message: Message, parts: list[tuple[str, dict]], usage: Usage | None, model: str | None,
-             where: str, summary: bool) -> None:
+    def step(
+        self,
+        message: Message,
+        parts: list[tuple[str, dict]],
+        usage: Usage | None,
+        model: str | None,
+        where: str,
+        summary: bool,
+    ) -> None:
         if info_error(message.info) and (usage is None or not (usage.prompt or usage.output)):
             self.trace.note("error-response", ERROR_STEP, where)
             return
@@ -359,9 +379,17 @@ class _Builder:
             elif kind in ("file", "image"):
                 self.trace.note("content-not-text", NOT_TEXT, f"{at} ({kind})")
         time = parse_time(_created(message.info) or None)
-        call = Call(index=len(self.trace.calls), messages=list(self.history), tools=None, model=model, reported=usage,
-                    day=time.date() if time else None, where=where, time=time,
-                    kind="compaction" if summary else "call")
+        call = Call(
+            index=len(self.trace.calls),
+            messages=list(self.history),
+            tools=None,
+            model=model,
+            reported=usage,
+            day=time.date() if time else None,
+            where=where,
+            time=time,
+            kind="compaction" if summary else "call",
+        )
         self.trace.calls.append(call)
         if not (texts or thoughts or calls):
             return
@@ -386,8 +414,11 @@ class _Builder:
             output = ""
         if not isinstance(output, str):
             raise self.fail(where + ".state.output", f"expected a string, found {_kind(output)}")
-        call = {"id": call_id, "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)}}
+        call = {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+        }
         return call, {"role": "tool", "tool_call_id": call_id, "content": output}
 
     def usage(self, where: str, tokens: Any) -> Usage | None:
@@ -406,8 +437,12 @@ class _Builder:
         if fresh is None and output is None:
             return None
         prompt = None if fresh is None else fresh + (read or 0) + (write or 0)
-        return Usage(prompt=prompt, cache_read=read, cache_write=write,
-                     output=None if output is None else output + (reasoning or 0))
+        return Usage(
+            prompt=prompt,
+            cache_read=read,
+            cache_write=write,
+            output=None if output is None else output + (reasoning or 0),
+        )
 
     def add_cost(self, cost: Any) -> None:
         if isinstance(cost, (int, float)) and not isinstance(cost, bool) and 0 <= cost < 1e9:

@@ -66,7 +66,13 @@ from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
-    assistant_message, check_cached, check_count, check_messages, check_text, check_tools, parse_time,
+    assistant_message,
+    check_cached,
+    check_count,
+    check_messages,
+    check_text,
+    check_tools,
+    parse_time,
 )
 from tokprof.trace import Call, Trace, Usage
 
@@ -83,10 +89,16 @@ UNRECORDED = "unrecorded"
 
 INPUT_KEYS = ("gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
 OUTPUT_KEYS = ("gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion")
-READ_KEYS = ("gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cache_read_input_tokens",
-             "llm.token_count.prompt_details.cache_read")
-WRITE_KEYS = ("gen_ai.usage.cache_creation.input_tokens", "gen_ai.usage.cache_creation_input_tokens",
-              "llm.token_count.prompt_details.cache_write")
+READ_KEYS = (
+    "gen_ai.usage.cache_read.input_tokens",
+    "gen_ai.usage.cache_read_input_tokens",
+    "llm.token_count.prompt_details.cache_read",
+)
+WRITE_KEYS = (
+    "gen_ai.usage.cache_creation.input_tokens",
+    "gen_ai.usage.cache_creation_input_tokens",
+    "llm.token_count.prompt_details.cache_write",
+)
 MODEL_KEYS = ("gen_ai.response.model", "gen_ai.request.model", "llm.model_name")
 #: Attributes that hold a prompt (for detection and for telling a call span).
 PROMPT_MARKS = ("gen_ai.input.messages", "gen_ai.prompt.0.", "llm.input_messages.0.", "gen_ai.prompt")
@@ -96,9 +108,7 @@ NOT_CAPTURED = (
     "the spans do not record these calls' prompts (content capture was off): their reported prompts are "
     "counted whole in 'unrecorded', so only usage, cost and cache are known for them"
 )
-REDACTED = (
-    "usage values are redacted ([REDACTED]) in these spans: they are not recorded, not 0"
-)
+REDACTED = "usage values are redacted ([REDACTED]) in these spans: they are not recorded, not 0"
 NOT_TEXT = (
     "message parts that are not text (blobs, files, URIs) cannot be rendered by a chat template: they are "
     "left out of the prompt and their tokens are not counted"
@@ -138,8 +148,11 @@ def _looks_otel(value: Any) -> bool:
         return True
     if isinstance(value.get("spans"), list):
         return any(_is_genai_span(item) for item in value["spans"][:50])
-    return _is_genai_span(value) or (value.get("type") == "metric" and isinstance(value.get("dataPoints"), list)
-                                     and str(value.get("name", "")).startswith("gen_ai."))
+    return _is_genai_span(value) or (
+        value.get("type") == "metric"
+        and isinstance(value.get("dataPoints"), list)
+        and str(value.get("name", "")).startswith("gen_ai.")
+    )
 
 
 def _is_genai_span(value: Any) -> bool:
@@ -218,9 +231,15 @@ def _span(path: str, where: str, span: Any) -> Span:
     status: dict = span["status"] if isinstance(span.get("status"), dict) else {}
     code = status.get("code", status.get("status_code"))
     error = code in (2, "STATUS_CODE_ERROR", "ERROR", "error")
-    return Span(where=where, name=name, span_id=None if span_id is None else str(span_id),
-                trace_id=None if trace_id is None else str(trace_id), start=_start(span), status_error=error,
-                attrs=attrs)
+    return Span(
+        where=where,
+        name=name,
+        span_id=None if span_id is None else str(span_id),
+        trace_id=None if trace_id is None else str(trace_id),
+        start=_start(span),
+        status_error=error,
+        attrs=attrs,
+    )
 
 
 def _start(span: dict) -> datetime | None:
@@ -317,10 +336,18 @@ class _Reader:
         messages = self.messages(prefix, a)
         tools = self.tools(prefix, a) if messages is not None else None
         response = self.response(prefix, a)
-        call = Call(index=0, messages=messages or [], tools=tools, model=model, reported=usage,
-                    day=span.start.date() if span.start else None, where=span.where + f" ({span.name})" if span.name else span.where,
-                    response=response, time=span.start,
-                    request_id=response_id if isinstance(response_id, str) and response_id else None)
+        call = Call(
+            index=0,
+            messages=messages or [],
+            tools=tools,
+            model=model,
+            reported=usage,
+            day=span.start.date() if span.start else None,
+            where=span.where + f" ({span.name})" if span.name else span.where,
+            response=response,
+            time=span.start,
+            request_id=response_id if isinstance(response_id, str) and response_id else None,
+        )
         if messages is None:
             self.trace.note("content-not-captured", NOT_CAPTURED, span.where)
             if usage is not None and usage.prompt:
@@ -332,13 +359,23 @@ class _Reader:
 
     def finish(self) -> Trace:
         if not self.calls:
-            raise InputError(self.path, None, "no model call span (gen_ai chat spans or OpenInference LLM spans) in the trace")
-        ordered = sorted(self.calls, key=lambda item: (item[0] is None, item[0] or datetime.min.replace(tzinfo=timezone.utc), item[1]))
+            raise InputError(
+                self.path, None, "no model call span (gen_ai chat spans or OpenInference LLM spans) in the trace"
+            )
+        ordered = sorted(
+            self.calls,
+            key=lambda item: (item[0] is None, item[0] or datetime.min.replace(tzinfo=timezone.utc), item[1]),
+        )
         calls = [call for _, _, call in ordered]
         if all(not c.messages and c.reported is None for c in calls):
-            raise InputError(self.path, None, (
-                f"{len(calls)} model call span(s), but none records its prompt (content capture off) or its usage "
-                "(redacted or absent): there is nothing to profile"))
+            raise InputError(
+                self.path,
+                None,
+                (
+                    f"{len(calls)} model call span(s), but none records its prompt (content capture off) or its usage "
+                    "(redacted or absent): there is nothing to profile"
+                ),
+            )
         for index, call in enumerate(calls):
             call.index = index
         self.trace.calls = calls
@@ -378,12 +415,18 @@ class _Reader:
         if prompt is None and output is None:
             return None
         cached = next((key for key in READ_KEYS + WRITE_KEYS if key in span.attrs), "")
-        return check_cached(self.path, f"{span.where}: attributes", Usage(prompt=prompt, cache_read=read,
-                            cache_write=write, output=output), cached)
+        return check_cached(
+            self.path,
+            f"{span.where}: attributes",
+            Usage(prompt=prompt, cache_read=read, cache_write=write, output=output),
+            cached,
+        )
 
     def cost(self, span: Span) -> None:
-        found = [span.attrs.get(k) for k in ("gen_ai.usage.cost", "gen_ai.usage.input_cost", "gen_ai.usage.output_cost",
-                                            "llm.cost.total")]
+        found = [
+            span.attrs.get(k)
+            for k in ("gen_ai.usage.cost", "gen_ai.usage.input_cost", "gen_ai.usage.output_cost", "llm.cost.total")
+        ]
         numbers = [v for v in found if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1e9]
         if "gen_ai.usage.cost" in span.attrs or "llm.cost.total" in span.attrs:
             numbers = numbers[:1] if numbers else []
@@ -426,7 +469,9 @@ class _Reader:
         self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
 
     def system(self, where: str, value: Any) -> list[dict]:
-        value = self.json_attr(where, value) if isinstance(value, str) and value.lstrip().startswith(("[", "{")) else value
+        value = (
+            self.json_attr(where, value) if isinstance(value, str) and value.lstrip().startswith(("[", "{")) else value
+        )
         if isinstance(value, str):
             return [{"role": "system", "content": check_text(self.path, where, value)}] if value else []
         if isinstance(value, dict):
@@ -456,7 +501,9 @@ class _Reader:
             elif kind == "tool_call":
                 calls.append(self.tool_call(at, part.get("id"), part.get("name"), part.get("arguments")))
             elif kind == "tool_call_response":
-                results.append({"role": "tool", "tool_call_id": part.get("id"), "content": _as_text(part.get("response"))})
+                results.append(
+                    {"role": "tool", "tool_call_id": part.get("id"), "content": _as_text(part.get("response"))}
+                )
             elif isinstance(kind, str):
                 self.not_text(at, kind)
             else:
@@ -543,14 +590,20 @@ class _Reader:
         elif _indexed(a, "llm.tools"):
             for n in _indices(a, "llm.tools"):
                 key = f"llm.tools.{n}.tool.json_schema"
-                tools.append(self.tool(prefix + "attributes." + key, self.json_attr(prefix + "attributes." + key, a.get(key))))
+                tools.append(
+                    self.tool(prefix + "attributes." + key, self.json_attr(prefix + "attributes." + key, a.get(key)))
+                )
         elif _indexed(a, "llm.request.functions"):
             for n in _indices(a, "llm.request.functions"):
                 key = f"llm.request.functions.{n}"
                 params = a.get(f"{key}.parameters")
-                definition = {"name": a.get(f"{key}.name"), "description": a.get(f"{key}.description"),
-                              "parameters": self.json_attr(f"{prefix}attributes.{key}.parameters", params)
-                              if params is not None else None}
+                definition = {
+                    "name": a.get(f"{key}.name"),
+                    "description": a.get(f"{key}.description"),
+                    "parameters": self.json_attr(f"{prefix}attributes.{key}.parameters", params)
+                    if params is not None
+                    else None,
+                }
                 tools.append(self.tool(prefix + "attributes." + key, definition))
         else:
             return None
@@ -603,8 +656,7 @@ def _is_call(span: Span) -> bool:
         return True
     if operation is not None and not isinstance(operation, str):
         return False
-    return any(key in a for key in INPUT_KEYS + OUTPUT_KEYS) or any(
-        key.startswith(PROMPT_MARKS) for key in a)
+    return any(key in a for key in INPUT_KEYS + OUTPUT_KEYS) or any(key.startswith(PROMPT_MARKS) for key in a)
 
 
 def _redacted(value: Any) -> bool:
@@ -621,7 +673,7 @@ def _indices(a: dict, base: str) -> list[int]:
     start = base + "."
     for key in a:
         if key.startswith(start):
-            head = key[len(start):].split(".", 1)[0]
+            head = key[len(start) :].split(".", 1)[0]
             if head.isdigit() and len(head) < 7:
                 found.add(int(head))
     return sorted(found)
@@ -633,4 +685,3 @@ def _as_text(value: Any) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False)
-

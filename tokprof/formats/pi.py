@@ -59,8 +59,15 @@ FORMAT = "pi"
 DESCRIPTION = "pi coding-agent session (~/.pi/agent/sessions/--<cwd>--/*.jsonl), v3 tree or older layout"
 
 ENTRY_TYPES = (
-    "message", "model_change", "thinking_level_change", "compaction", "branch_summary", "custom_message",
-    "custom", "label", "session_info",
+    "message",
+    "model_change",
+    "thinking_level_change",
+    "compaction",
+    "branch_summary",
+    "custom_message",
+    "custom",
+    "label",
+    "session_info",
 )
 USAGE_FIELDS = ("input", "output", "cacheRead", "cacheWrite")
 FAILED = (
@@ -80,8 +87,13 @@ def sniff(doc: Document) -> bool:
         return False
     head = [value for _, value in doc.lines.head(3)]
     first = head[0] if head else None
-    return isinstance(first, dict) and first.get("type") == "session" and isinstance(first.get("id"), str) \
-        and "payload" not in first and "sessionId" not in first
+    return (
+        isinstance(first, dict)
+        and first.get("type") == "session"
+        and isinstance(first.get("id"), str)
+        and "payload" not in first
+        and "sessionId" not in first
+    )
 
 
 class _Reader:
@@ -238,8 +250,9 @@ class _Reader:
                     raise InputError(path, place + ".arguments", f"expected an object, found {_kind(arguments)}")
                 if isinstance(arguments, dict):
                     arguments = json.dumps(arguments, ensure_ascii=False)
-                calls.append({"id": part["id"], "type": "function",
-                              "function": {"name": part["name"], "arguments": arguments}})
+                calls.append(
+                    {"id": part["id"], "type": "function", "function": {"name": part["name"], "arguments": arguments}}
+                )
             else:
                 self.chat._skip(place, str(kind))
         usage = self._usage(at + ".usage", message.get("usage"))
@@ -256,8 +269,14 @@ class _Reader:
         model = self._model(at, message, "model") or self.model
         self.chat.replace(base)
         response_id = message.get("responseId")
-        self.chat.call(where, model, usage, clean, parse_time(message.get("timestamp")),
-                       request_id=response_id if isinstance(response_id, str) else None)
+        self.chat.call(
+            where,
+            model,
+            usage,
+            clean,
+            parse_time(message.get("timestamp")),
+            request_id=response_id if isinstance(response_id, str) else None,
+        )
 
     def _usage(self, where: str, usage: Any) -> Usage | None:
         if usage is None:
@@ -266,11 +285,14 @@ class _Reader:
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None
-        return anthropic_usage({
-            "input_tokens": counts["input"] or 0, "output_tokens": counts["output"],
-            "cache_read_input_tokens": counts["cacheRead"] or 0,
-            "cache_creation_input_tokens": counts["cacheWrite"] or 0,
-        })
+        return anthropic_usage(
+            {
+                "input_tokens": counts["input"] or 0,
+                "output_tokens": counts["output"],
+                "cache_read_input_tokens": counts["cacheRead"] or 0,
+                "cache_creation_input_tokens": counts["cacheWrite"] or 0,
+            }
+        )
 
 
 def read(path: str, doc: Document) -> Trace:

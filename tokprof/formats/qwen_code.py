@@ -52,8 +52,13 @@ FORMAT = "qwen-code"
 DESCRIPTION = "Qwen Code chat (~/.qwen/projects/<project>/chats/<session>.jsonl)"
 
 TYPES = ("user", "assistant", "tool_result", "system")
-USAGE_FIELDS = ("promptTokenCount", "candidatesTokenCount", "cachedContentTokenCount", "thoughtsTokenCount",
-                "toolUsePromptTokenCount")
+USAGE_FIELDS = (
+    "promptTokenCount",
+    "candidatesTokenCount",
+    "cachedContentTokenCount",
+    "thoughtsTokenCount",
+    "toolUsePromptTokenCount",
+)
 NO_USAGE = "assistant records with empty or all-zero usageMetadata report no usage: their counts are not scaled"
 COMPACTION = (
     "a chat_compression record: the history after it is its compressedHistory; the call that summarised the "
@@ -98,7 +103,9 @@ class _Reader:
             self.chats[thread].call_ids = self.call_ids  # tool call ids are known across threads: one set
         return self.chats[thread]
 
-    def parts(self, chat: Conversation, where: str, message: Any, uuid: str) -> tuple[list[str], list[str], list[dict], list[dict]]:
+    def parts(
+        self, chat: Conversation, where: str, message: Any, uuid: str
+    ) -> tuple[list[str], list[str], list[dict], list[dict]]:
         """Texts, thoughts, tool calls and tool messages of a Content's parts."""
         path = self.trace.path
         message = expect_object(path, where + ": message", message)
@@ -114,7 +121,9 @@ class _Reader:
             if "text" in part:
                 if not isinstance(part["text"], str):
                     raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
-                (thoughts if part.get("thought") is True else texts).append(check_text(path, at + ".text", part["text"]))
+                (thoughts if part.get("thought") is True else texts).append(
+                    check_text(path, at + ".text", part["text"])
+                )
             elif "functionCall" in part:
                 calls.append(self.function_call(at + ".functionCall", part["functionCall"], f"{uuid}:{j}"))
             elif "functionResponse" in part:
@@ -131,8 +140,11 @@ class _Reader:
         args = call.get("args", {})
         args = expect_object(path, where + ".args", args)
         self.pending.setdefault(call["name"], []).append(call_id)
-        return {"id": call_id, "type": "function",
-                "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)}}
+        return {
+            "id": call_id,
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)},
+        }
 
     def function_response(self, where: str, response: Any) -> dict:
         path = self.trace.path
@@ -144,8 +156,11 @@ class _Reader:
             call_id = waiting[0] if waiting else ""
         if call_id in waiting:
             waiting.remove(call_id)
-        return {"role": "tool", "tool_call_id": call_id,
-                "content": check_text(path, where + ".response", function_response_text(response.get("response")))}
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": check_text(path, where + ".response", function_response_text(response.get("response"))),
+        }
 
     def own(self, node: _Node, chat: Conversation, base: list[dict]) -> list[dict]:
         """A node's messages (an assistant node is a call, made on ``base``)."""
@@ -166,8 +181,15 @@ class _Reader:
             out.append(chat.check({"role": "user", "content": "\n".join(texts)}, where))
         return out
 
-    def call(self, node: _Node, chat: Conversation, base: list[dict], texts: list[str],
-             thoughts: list[str], calls: list[dict]) -> dict:
+    def call(
+        self,
+        node: _Node,
+        chat: Conversation,
+        base: list[dict],
+        texts: list[str],
+        thoughts: list[str],
+        calls: list[dict],
+    ) -> dict:
         message: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts else None}
         if thoughts:
             message["reasoning_content"] = "\n".join(thoughts)
@@ -185,8 +207,9 @@ class _Reader:
         if usage is None:
             self.trace.note("no-usage", NO_USAGE, node.where)
         chat.replace(base)
-        call = chat.call(node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")),
-                         request_id=node.uuid)
+        call = chat.call(
+            node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")), request_id=node.uuid
+        )
         first, last = node.records[0], node.records[-1]
         agent = first.get("agentId")
         if call is not None and (first.get("isSidechain") or isinstance(agent, str)):
@@ -201,11 +224,16 @@ class _Reader:
         counts = {key: check_count(self.trace.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
         if not any(counts.values()):
             return None
-        return check_cached(self.trace.path, where, Usage(
-            prompt=(counts["promptTokenCount"] or 0) + (counts["toolUsePromptTokenCount"] or 0),
-            cache_read=counts["cachedContentTokenCount"],
-            output=(counts["candidatesTokenCount"] or 0) + (counts["thoughtsTokenCount"] or 0),
-        ), "cachedContentTokenCount")
+        return check_cached(
+            self.trace.path,
+            where,
+            Usage(
+                prompt=(counts["promptTokenCount"] or 0) + (counts["toolUsePromptTokenCount"] or 0),
+                cache_read=counts["cachedContentTokenCount"],
+                output=(counts["candidatesTokenCount"] or 0) + (counts["thoughtsTokenCount"] or 0),
+            ),
+            "cachedContentTokenCount",
+        )
 
     def compressed(self, node: _Node, chat: Conversation) -> list[dict]:
         """A chat_compression record's history, as the prompts after it start from it."""

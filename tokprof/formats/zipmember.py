@@ -40,8 +40,10 @@ def member_limit() -> int:
 
 
 def _over_limit(size: str, limit: int) -> str:
-    return (f"{size} uncompressed, more than the limit of {limit:,} bytes for one member "
-            f"(set {MEMBER_LIMIT_VARIABLE} to raise it)")
+    return (
+        f"{size} uncompressed, more than the limit of {limit:,} bytes for one member "
+        f"(set {MEMBER_LIMIT_VARIABLE} to raise it)"
+    )
 
 
 def json_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
@@ -55,7 +57,9 @@ def json_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> A
     try:
         return parse(text)
     except json.JSONDecodeError as exc:
-        raise InputError(path, info.filename, f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}") from None
+        raise InputError(
+            path, info.filename, f"line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"
+        ) from None
     except ValueError as exc:
         raise InputError(path, info.filename, f"invalid JSON: {exc}") from None
 
@@ -72,7 +76,9 @@ def _member_bytes(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) ->
     except NotImplementedError:
         if info.compress_type == ZSTANDARD:
             return _zstandard_member(path, archive, info, limit)
-        raise InputError(path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})") from None
+        raise InputError(
+            path, info.filename, f"compressed with a method this Python cannot read (zip method {info.compress_type})"
+        ) from None
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
         # RuntimeError: an encrypted member; ValueError: offsets out of range
         raise InputError(path, info.filename, f"cannot read the zip member: {exc}") from None
@@ -86,7 +92,9 @@ def _capped(path: str, info: zipfile.ZipInfo, read: Callable[[int], bytes], limi
         if len(out) > limit:
             raise InputError(path, info.filename, _over_limit(f"more than {limit:,} bytes", limit))
         if len(out) > info.file_size:
-            raise InputError(path, info.filename, f"corrupt zip member (more data than its declared size, {info.file_size:,} bytes)")
+            raise InputError(
+                path, info.filename, f"corrupt zip member (more data than its declared size, {info.file_size:,} bytes)"
+            )
     return out
 
 
@@ -96,7 +104,9 @@ def _zstandard_member(path: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo
         import zstandard
     except ImportError:
         raise InputError(
-            path, info.filename, "compressed with Zstandard, as newer Inspect versions write .eval logs: this "
+            path,
+            info.filename,
+            "compressed with Zstandard, as newer Inspect versions write .eval logs: this "
             "Python's zipfile cannot read it; install the zstandard package (pip install zstandard), or convert "
             "the log to JSON with `inspect log convert --to json`",
         ) from None

@@ -21,8 +21,15 @@ DEFAULT_MODEL = "qwen2.5"
 STAND_IN = "stand-in"
 
 __all__ = [
-    "ChatModel", "ChatTemplate", "DEFAULT_MODEL", "ModelInfo", "PromptFormat", "TokenCounter", "auto_model",
-    "label", "resolve_model",
+    "ChatModel",
+    "ChatTemplate",
+    "DEFAULT_MODEL",
+    "ModelInfo",
+    "PromptFormat",
+    "TokenCounter",
+    "auto_model",
+    "label",
+    "resolve_model",
 ]
 
 
@@ -117,7 +124,8 @@ def _check_closed_name(name: str, proxy: str) -> None:
     if known.known(name) is not None or known.known(bare) is not None:
         return
     provider, maker = {"claude-proxy": ("anthropic", "an Anthropic"), "gemini-proxy": ("google", "a Google")}.get(
-        proxy, ("openai", "an OpenAI"))
+        proxy, ("openai", "an OpenAI")
+    )
     close = known.closest(bare, (provider,))
     if close is None or close == bare.lower():
         return  # listed, or nothing it could be a misspelling of

@@ -78,7 +78,11 @@ class PromptFormat(Protocol):
         ...
 
     def render_head(
-        self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool, day: date | None,
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        add_generation_prompt: bool,
+        day: date | None,
         template_tools: bool,
     ) -> str:
         """The part of a render that depends on the tools (see :meth:`tools_head`)."""
@@ -96,8 +100,7 @@ class TokenCounter(Protocol):
 
     origin: str  # where the vocabulary came from
 
-    def count(self, text: str) -> int:
-        ...
+    def count(self, text: str) -> int: ...
 
     def token_starts(self, text: str) -> np.ndarray:
         """The character offset at which each token of ``text`` starts."""

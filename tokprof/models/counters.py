@@ -20,7 +20,15 @@ if TYPE_CHECKING:
 
 #: Pre-tokenizers that treat every stretch of text between added tokens on its own, with no
 #: "start of text" behaviour (SentencePiece's Metaspace prepends a space to the first piece only).
-_SEGMENT_SAFE_PRE_TOKENIZERS = {"ByteLevel", "Split", "Whitespace", "WhitespaceSplit", "Punctuation", "Digits", "Sequence"}
+_SEGMENT_SAFE_PRE_TOKENIZERS = {
+    "ByteLevel",
+    "Split",
+    "Whitespace",
+    "WhitespaceSplit",
+    "Punctuation",
+    "Digits",
+    "Sequence",
+}
 
 
 def _spec(tokenizer: Tokenizer) -> dict:
@@ -28,8 +36,13 @@ def _spec(tokenizer: Tokenizer) -> dict:
     added tokens), without serialising the whole vocabulary when the tokenizer can tell them."""
     try:
         added = [
-            {"content": t.content, "lstrip": t.lstrip, "rstrip": t.rstrip, "single_word": t.single_word,
-             "normalized": t.normalized}
+            {
+                "content": t.content,
+                "lstrip": t.lstrip,
+                "rstrip": t.rstrip,
+                "single_word": t.single_word,
+                "normalized": t.normalized,
+            }
             for t in tokenizer.get_added_tokens_decoder().values()
         ]
         pre = tokenizer.pre_tokenizer
@@ -75,8 +88,9 @@ def _segmentable(tokenizer: Tokenizer) -> tuple[re.Pattern, int] | None:
     normalizer = spec.get("normalizer")
     # an added token matched after normalisation is matched as written when nothing normalises (DeepSeek's)
     plain = normalizer is None or (normalizer.get("type") == "Sequence" and not normalizer.get("normalizers"))
-    if not added or any(t.get("lstrip") or t.get("rstrip") or t.get("single_word") or (t.get("normalized") and not plain)
-                        for t in added):
+    if not added or any(
+        t.get("lstrip") or t.get("rstrip") or t.get("single_word") or (t.get("normalized") and not plain) for t in added
+    ):
         return None
     contents = sorted({t["content"] for t in added}, key=len, reverse=True)
     return re.compile("|".join(re.escape(c) for c in contents)), len(contents[0])
@@ -95,8 +109,10 @@ def check_blank_runs(text: str, origin: str) -> None:
         return
     for blank in " \n\t\r":
         if text.find(blank * (LONGEST_BLANK_RUN + 1)) >= 0:
-            raise ModelError(f"the tokenizer ({origin}) cannot split a text with a run of over "
-                             f"{LONGEST_BLANK_RUN:,} {blank!r} characters (its pattern backtracks over it)")
+            raise ModelError(
+                f"the tokenizer ({origin}) cannot split a text with a run of over "
+                f"{LONGEST_BLANK_RUN:,} {blank!r} characters (its pattern backtracks over it)"
+            )
 
 
 @dataclass
@@ -253,8 +269,15 @@ class TiktokenCounter:
     it, and what decides the tokens before it is the text up to it and that next character).
     """
 
-    def __init__(self, encoding, origin: str, *, nfc: bool = False, boundary_after_newline: bool = False,
-                 fallback: "TokenCounter | None" = None):
+    def __init__(
+        self,
+        encoding,
+        origin: str,
+        *,
+        nfc: bool = False,
+        boundary_after_newline: bool = False,
+        fallback: "TokenCounter | None" = None,
+    ):
         self.encoding = encoding
         self.origin = origin
         self.nfc = nfc
@@ -285,8 +308,10 @@ class TiktokenCounter:
             raise exc
         check_blank_runs(text, self.origin)  # the fallback's pattern would backtrack too, for minutes
         if self.fallback is None:
-            raise ModelError(f"the tokenizer ({self.origin}) cannot split a text of {len(text):,} characters: "
-                             "its pattern ran out of stack (a run of millions of spaces?)") from None
+            raise ModelError(
+                f"the tokenizer ({self.origin}) cannot split a text of {len(text):,} characters: "
+                "its pattern ran out of stack (a run of millions of spaces?)"
+            ) from None
         return self.fallback
 
     def _starts(self, text: str) -> np.ndarray:

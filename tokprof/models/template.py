@@ -255,7 +255,11 @@ class _Environment(ImmutableSandboxedEnvironment):
                     raise _over(f"{left} ** {right} is too large a number", "power_bits", f"{limits.power_bits:,} bits")
         elif operator == "*":
             for sized, times in ((left, right), (right, left)):
-                if isinstance(sized, (str, list, tuple)) and isinstance(times, int) and len(sized) * times * sizes.unit(sized) > limits.output:
+                if (
+                    isinstance(sized, (str, list, tuple))
+                    and isinstance(times, int)
+                    and len(sized) * times * sizes.unit(sized) > limits.output
+                ):
                     raise _over("'*' made too long a string or list", "output", f"{limits.output:,}")
         return super().call_binop(context, operator, left, right)
 
@@ -351,7 +355,9 @@ def _compile(source: str, lenient: bool) -> jinja2.Template:
     except jinja2.TemplateSyntaxError as exc:
         raise ModelError(f"chat template has a syntax error at line {exc.lineno}: {exc.message}") from None
     except (RecursionError, MemoryError, SyntaxError) as exc:  # expressions nested thousands deep
-        raise ModelError(f"the chat template cannot be compiled: it is nested too deeply ({type(exc).__name__})") from None
+        raise ModelError(
+            f"the chat template cannot be compiled: it is nested too deeply ({type(exc).__name__})"
+        ) from None
 
 
 @dataclass
@@ -581,9 +587,19 @@ def _deadline(limits: Limits, seconds: float, run_limit: bool) -> Iterator[None]
 
 
 #: Statements after which the rest of a template cannot see what they did, but by their output.
-_SEALED = (jinja2.nodes.Assign, jinja2.nodes.AssignBlock, jinja2.nodes.Macro, jinja2.nodes.CallBlock,
-           jinja2.nodes.Block, jinja2.nodes.Extends, jinja2.nodes.Include, jinja2.nodes.Import,
-           jinja2.nodes.FromImport, jinja2.nodes.ScopedEvalContextModifier, jinja2.nodes.EvalContextModifier)
+_SEALED = (
+    jinja2.nodes.Assign,
+    jinja2.nodes.AssignBlock,
+    jinja2.nodes.Macro,
+    jinja2.nodes.CallBlock,
+    jinja2.nodes.Block,
+    jinja2.nodes.Extends,
+    jinja2.nodes.Include,
+    jinja2.nodes.Import,
+    jinja2.nodes.FromImport,
+    jinja2.nodes.ScopedEvalContextModifier,
+    jinja2.nodes.EvalContextModifier,
+)
 
 
 @lru_cache(maxsize=32)
@@ -646,8 +662,13 @@ def _generation_is_suffix(source: str, special: frozenset) -> bool:
     if not tree.body or tree.find(nodes.Extends) is not None:
         return False
     last = tree.body[-1]
-    if not (isinstance(last, nodes.If) and isinstance(last.test, nodes.Name)
-            and last.test.name == "add_generation_prompt" and not last.elif_ and not last.else_):
+    if not (
+        isinstance(last, nodes.If)
+        and isinstance(last.test, nodes.Name)
+        and last.test.name == "add_generation_prompt"
+        and not last.elif_
+        and not last.else_
+    ):
         return False
     names = list(tree.find_all(nodes.Name))
     if sum(1 for n in names if n.name == "add_generation_prompt") != 1:
@@ -665,27 +686,38 @@ def _generation_is_suffix(source: str, special: frozenset) -> bool:
         if isinstance(node, nodes.Not):
             return fixed_test(node.node)
         if isinstance(node, nodes.Test):
-            return (node.name in _PURE_TESTS and not node.args and not node.kwargs and node.dyn_args is None
-                    and node.dyn_kwargs is None and fixed_test(node.node))
+            return (
+                node.name in _PURE_TESTS
+                and not node.args
+                and not node.kwargs
+                and node.dyn_args is None
+                and node.dyn_kwargs is None
+                and fixed_test(node.node)
+            )
         return False
 
     def fixed_text(body) -> bool:
         for node in body:
             if isinstance(node, nodes.Output):
-                if not all(isinstance(n, nodes.TemplateData) or (isinstance(n, nodes.Const) and isinstance(
-                        n.value, (str, int, float, bool, type(None)))) for n in node.nodes):
+                if not all(
+                    isinstance(n, nodes.TemplateData)
+                    or (isinstance(n, nodes.Const) and isinstance(n.value, (str, int, float, bool, type(None))))
+                    for n in node.nodes
+                ):
                     return False
             elif isinstance(node, nodes.If):
-                if not (fixed_test(node.test) and fixed_text(node.body) and fixed_text(node.else_)
-                        and all(fixed_test(e.test) and fixed_text(e.body) for e in node.elif_)):
+                if not (
+                    fixed_test(node.test)
+                    and fixed_text(node.body)
+                    and fixed_text(node.else_)
+                    and all(fixed_test(e.test) and fixed_text(e.body) for e in node.elif_)
+                ):
                     return False
             else:
                 return False
         return True
 
     return fixed_text(last.body)
-
-
 
 
 def template_messages(messages: list[dict], template: ChatTemplate, shape: str = "parsed") -> list[dict]:

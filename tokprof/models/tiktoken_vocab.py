@@ -248,7 +248,10 @@ def _ranks(vocab: Path) -> dict[bytes, int]:
     else:
         raw = gzip.decompress(data) if vocab.suffix == ".gz" else data
         try:
-            ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in raw.splitlines() if line)}
+            ranks = {
+                base64.b64decode(token): int(rank)
+                for token, rank in (line.split() for line in raw.splitlines() if line)
+            }
         except ValueError as exc:
             raise ModelError(f"{vocab}: not a tiktoken vocabulary ({exc})") from None
     blob = pickle.dumps(ranks, protocol=pickle.HIGHEST_PROTOCOL)

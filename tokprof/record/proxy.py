@@ -21,8 +21,19 @@ from tokprof.record.redact import redacted
 from tokprof.record.store import Exchange, Recording
 
 UPSTREAMS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com"}
-HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
-              "trailer", "transfer-encoding", "upgrade", "host", "content-length"}
+HOP_BY_HOP = {
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+}
 RECORDED = ("/v1/messages", "/v1/messages/count_tokens", "/chat/completions", "/responses")
 
 
@@ -40,7 +51,7 @@ def route(path: str, headers: Mapping[str, str]) -> tuple[str, str]:
     for provider in UPSTREAMS:
         prefix = f"/{provider}"
         if path == prefix or path.startswith(prefix + "/"):
-            return provider, path[len(prefix):] or "/"
+            return provider, path[len(prefix) :] or "/"
     return ("anthropic" if "anthropic-version" in headers or "x-api-key" in headers else "openai"), path
 
 
@@ -63,8 +74,9 @@ def decoded(data: bytes, encoding: str) -> bytes:
     return data
 
 
-def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
-               on_call: Callable[[dict], None] | None = None) -> Any:
+def create_app(
+    recording: Recording, upstreams: Mapping[str, str] | None = None, on_call: Callable[[dict], None] | None = None
+) -> Any:
     import httpx
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -79,8 +91,11 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
         provider, path = route(request.url.path, request.headers)
         url = targets[provider].rstrip("/") + path + (f"?{request.url.query}" if request.url.query else "")
         body = await request.body()
-        sent = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw
-                if k.decode("latin-1").lower() not in HOP_BY_HOP]
+        sent = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in request.headers.raw
+            if k.decode("latin-1").lower() not in HOP_BY_HOP
+        ]
         outgoing = client.build_request(request.method, url, headers=sent, content=body)
         names = {k.lower() for k, _ in sent} | {"host", "content-length"}
         for name in list(outgoing.headers):
@@ -92,11 +107,31 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
             answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
             if keep:
-                _save(recording, on_call, Exchange(started, request.method, url, redacted(sent), body, time.time(), None,
-                                                   {}, b"", False, False, f"upstream unreachable: {type(exc).__name__}"))
-            return JSONResponse({"type": "error", "error": {"type": "proxy_error",
-                                                            "message": f"upstream unreachable ({type(exc).__name__})"}},
-                                status_code=502)
+                _save(
+                    recording,
+                    on_call,
+                    Exchange(
+                        started,
+                        request.method,
+                        url,
+                        redacted(sent),
+                        body,
+                        time.time(),
+                        None,
+                        {},
+                        b"",
+                        False,
+                        False,
+                        f"upstream unreachable: {type(exc).__name__}",
+                    ),
+                )
+            return JSONResponse(
+                {
+                    "type": "error",
+                    "error": {"type": "proxy_error", "message": f"upstream unreachable ({type(exc).__name__})"},
+                },
+                status_code=502,
+            )
         got = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in answer.headers.raw]
 
         length = answer.headers.get("content-length", "")
@@ -105,8 +140,24 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
         def save(chunks: list[bytes], error: str | None) -> None:
             data = decoded(b"".join(chunks), answer.headers.get("content-encoding", ""))
             stream = "text/event-stream" in answer.headers.get("content-type", "")
-            _save(recording, on_call, Exchange(started, request.method, url, redacted(sent), body, time.time(),
-                                               answer.status_code, redacted(got), data, stream, error is None, error))
+            _save(
+                recording,
+                on_call,
+                Exchange(
+                    started,
+                    request.method,
+                    url,
+                    redacted(sent),
+                    body,
+                    time.time(),
+                    answer.status_code,
+                    redacted(got),
+                    data,
+                    stream,
+                    error is None,
+                    error,
+                ),
+            )
 
         async def relay() -> AsyncIterator[bytes]:
             chunks: list[bytes] = []
@@ -130,8 +181,11 @@ def create_app(recording: Recording, upstreams: Mapping[str, str] | None = None,
                     save(chunks, error)
 
         response = StreamingResponse(relay(), status_code=answer.status_code)
-        response.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in got
-                                if k.lower() not in HOP_BY_HOP - {"content-length"}]
+        response.raw_headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1"))
+            for k, v in got
+            if k.lower() not in HOP_BY_HOP - {"content-length"}
+        ]
         return response
 
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]

@@ -58,8 +58,12 @@ def _anthropic(found: list[tuple[str | None, dict]]) -> dict | None:
         elif kind == "content_block_start" and isinstance(data.get("content_block"), dict):
             blocks[data.get("index", len(blocks))] = dict(data["content_block"])
         elif kind == "content_block_delta" and isinstance(data.get("delta"), dict):
-            _delta(blocks.setdefault(data.get("index", 0), {"type": "text", "text": ""}), partial,
-                   data.get("index", 0), data["delta"])
+            _delta(
+                blocks.setdefault(data.get("index", 0), {"type": "text", "text": ""}),
+                partial,
+                data.get("index", 0),
+                data["delta"],
+            )
         elif kind == "message_delta" and message is not None:
             message.update({k: v for k, v in (data.get("delta") or {}).items() if v is not None})
             usage = dict(message.get("usage") or {})
@@ -102,9 +106,14 @@ def _chat(found: list[tuple[str | None, dict]]) -> dict:
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict):
                 continue
-            into = choices.setdefault(choice.get("index", 0), {"index": choice.get("index", 0),
-                                                              "message": {"role": "assistant", "content": None},
-                                                              "finish_reason": None})
+            into = choices.setdefault(
+                choice.get("index", 0),
+                {
+                    "index": choice.get("index", 0),
+                    "message": {"role": "assistant", "content": None},
+                    "finish_reason": None,
+                },
+            )
             if choice.get("finish_reason") is not None:
                 into["finish_reason"] = choice["finish_reason"]
             _chat_delta(into["message"], choice.get("delta") or {})

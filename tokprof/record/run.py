@@ -24,8 +24,13 @@ if TYPE_CHECKING:
     from tokprof import LiveCall
 
 #: The buckets of a live line, by their short names, in the order the profile shows them.
-BUCKET_NAMES = (("system", "system"), ("tool_definitions", "tools"), ("tool_results", "results"),
-                ("conversation", "conversation"), ("unrecorded", "unrecorded"))
+BUCKET_NAMES = (
+    ("system", "system"),
+    ("tool_definitions", "tools"),
+    ("tool_results", "results"),
+    ("conversation", "conversation"),
+    ("unrecorded", "unrecorded"),
+)
 
 
 def call_line(figures: LiveCall) -> str:
@@ -34,8 +39,11 @@ def call_line(figures: LiveCall) -> str:
     parts = [visible(figures.model or "?")]
     prompt = f"prompt {figures.prompt:,}" + ("" if figures.basis == "reported" else " (counted)")
     if figures.buckets:
-        shown = [f"{label} {figures.buckets[name]:,}" for name, label in BUCKET_NAMES
-                 if figures.buckets.get(name) or (name != "unrecorded" and name in figures.buckets)]
+        shown = [
+            f"{label} {figures.buckets[name]:,}"
+            for name, label in BUCKET_NAMES
+            if figures.buckets.get(name) or (name != "unrecorded" and name in figures.buckets)
+        ]
         prompt += " = " + " + ".join(shown) + (" (estimate)" if figures.estimate else "")
     parts.append(prompt)
     if figures.fill is not None and figures.window:
@@ -50,7 +58,13 @@ def call_line(figures: LiveCall) -> str:
 
 
 def _k(n: int) -> str:
-    return f"{n / 1_000_000:g}M" if n >= 1_000_000 and n % 100_000 == 0 else f"{n / 1000:g}k" if n % 1000 == 0 else f"{n:,}"
+    return (
+        f"{n / 1_000_000:g}M"
+        if n >= 1_000_000 and n % 100_000 == 0
+        else f"{n / 1000:g}k"
+        if n % 1000 == 0
+        else f"{n:,}"
+    )
 
 
 def _usd(cost: float) -> str:
@@ -100,7 +114,9 @@ def live_line(record: dict) -> str:
     where = request.get("url", "").rsplit("/", 1)[-1]
     parts = [f"{model} {where}", f"HTTP {response.get('status_code') or '-'}"]
     if prompt is not None:
-        parts.append(f"prompt {prompt:,}" + (f", cache read {read / prompt:.0%}" if prompt and read is not None else ""))
+        parts.append(
+            f"prompt {prompt:,}" + (f", cache read {read / prompt:.0%}" if prompt and read is not None else "")
+        )
     else:
         parts.append("prompt not recorded")
     if not record["tokprof_record"]["complete"]:
@@ -120,8 +136,13 @@ def _prompt(usage: Mapping) -> tuple[int | None, int | None]:
     return None, None
 
 
-def record(directory: str, command: Sequence[str], port: int = 0, upstreams: Mapping[str, str] | None = None,
-           quiet: bool = False) -> int:
+def record(
+    directory: str,
+    command: Sequence[str],
+    port: int = 0,
+    upstreams: Mapping[str, str] | None = None,
+    quiet: bool = False,
+) -> int:
     """Record until the command ends (its exit code), or without a command until interrupted (0)."""
     import uvicorn
 
@@ -132,16 +153,29 @@ def record(directory: str, command: Sequence[str], port: int = 0, upstreams: Map
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, log_config=None,
-                                           server_header=False, date_header=False, lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level="warning",
+            access_log=False,
+            log_config=None,
+            server_header=False,
+            date_header=False,
+            lifespan="off",
+        )
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True, name="tokprof-record")
     thread.start()
     deadline = time.monotonic() + 30
     while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.01)
     env = {**os.environ, "ANTHROPIC_BASE_URL": url + "/anthropic", "OPENAI_BASE_URL": url + "/openai/v1"}
-    print(f"tokprof record: recording to {recording.path} via {url} (ANTHROPIC_BASE_URL={env['ANTHROPIC_BASE_URL']}, "
-          f"OPENAI_BASE_URL={env['OPENAI_BASE_URL']})", file=sys.stderr, flush=True)
+    print(
+        f"tokprof record: recording to {recording.path} via {url} (ANTHROPIC_BASE_URL={env['ANTHROPIC_BASE_URL']}, "
+        f"OPENAI_BASE_URL={env['OPENAI_BASE_URL']})",
+        file=sys.stderr,
+        flush=True,
+    )
     code = 0
     try:
         if command:

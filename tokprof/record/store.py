@@ -76,8 +76,13 @@ def record_of(ex: Exchange) -> dict:
     from tokprof.record.rebuild import rebuild
 
     request_body, request_raw = _body(ex.request_body)
-    request: dict = {"timestamp": ex.started, "method": ex.method, "url": safe_url(ex.url),
-                     "headers": ex.request_headers, "body": request_body if request_raw is None else request_raw}
+    request: dict = {
+        "timestamp": ex.started,
+        "method": ex.method,
+        "url": safe_url(ex.url),
+        "headers": ex.request_headers,
+        "body": request_body if request_raw is None else request_raw,
+    }
     response: dict = {"timestamp": ex.finished, "status_code": ex.status, "headers": ex.response_headers}
     if ex.stream:
         text = ex.response_body.decode("utf-8", errors="replace")
@@ -88,8 +93,12 @@ def record_of(ex: Exchange) -> dict:
         response["body"] = body
         if raw is not None:
             response["body_raw"] = raw
-    return {"request": request, "response": response, "logged_at": _iso(ex.finished),
-            "tokprof_record": {"version": __version__, "complete": ex.complete, "error": ex.error}}
+    return {
+        "request": request,
+        "response": response,
+        "logged_at": _iso(ex.finished),
+        "tokprof_record": {"version": __version__, "complete": ex.complete, "error": ex.error},
+    }
 
 
 class Recording:
@@ -113,7 +122,7 @@ class Recording:
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
         view = memoryview(line)
         while view:  # a write may take part of a long line
-            view = view[os.write(self.fd, view):]
+            view = view[os.write(self.fd, view) :]
         self.calls += 1
         return record
 

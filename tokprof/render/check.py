@@ -65,12 +65,14 @@ def _limit(m: MetricResult) -> str:
 
 
 def _verdict(check: CheckResult) -> str:
-    """"FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like: each metric
+    """ "FAILED: 1 metric exceeded its budget, 1 regressed against the baseline" and the like: each metric
     counted once, by the first of what it failed (a metric over its budget and the baseline exceeded its
     budget), so that the counts add up to the metrics that failed."""
-    reasons = (("budget", "exceeded its budget", "exceeded their budgets"),
-               ("baseline", "regressed against the baseline", "regressed against the baseline"),
-               ("not recorded", "not recorded in the log", "not recorded in the log"))
+    reasons = (
+        ("budget", "exceeded its budget", "exceeded their budgets"),
+        ("baseline", "regressed against the baseline", "regressed against the baseline"),
+        ("not recorded", "not recorded in the log", "not recorded in the log"),
+    )
 
     def count(status: str) -> str:
         found = [m for m in check.metrics if m.status == status]
@@ -88,7 +90,7 @@ def _verdict(check: CheckResult) -> str:
 
 
 def _metrics(n: int, one: str, many: str) -> str:
-    """"1 metric exceeded its budget", "3 metrics exceeded their budgets"."""
+    """ "1 metric exceeded its budget", "3 metrics exceeded their budgets"."""
     return (f"{n} metric {one}" if n == 1 else f"{n} metrics {many}").rstrip()
 
 
@@ -104,13 +106,29 @@ def _estimated(check: CheckResult) -> str:
 class CheckTableRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
-        console.print(f"[bold]tokprof check[/bold] of {safe(check.source)} (model {safe(check.model)}{safe(_estimated(check))})")
-        columns = [Column("metric", justify="left"), Column("value"), Column("limit"), Column("baseline", drop=2),
-                   Column("change"), Column("level", justify="left", drop=3), Column("status", justify="left")]
+        console.print(
+            f"[bold]tokprof check[/bold] of {safe(check.source)} (model {safe(check.model)}{safe(_estimated(check))})"
+        )
+        columns = [
+            Column("metric", justify="left"),
+            Column("value"),
+            Column("limit"),
+            Column("baseline", drop=2),
+            Column("change"),
+            Column("level", justify="left", drop=3),
+            Column("status", justify="left"),
+        ]
         styles = {FAIL: "red", WARN: "yellow", PASS: "green", SKIP: "dim"}
         rows = [
-            [m.name, _measured(m), _limit(m), _value(m, m.baseline), _change(m), _level(m),
-             f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]"]
+            [
+                m.name,
+                _measured(m),
+                _limit(m),
+                _value(m, m.baseline),
+                _change(m),
+                _level(m),
+                f"[{styles[m.status]}]{ICONS[m.status]}[/{styles[m.status]}]",
+            ]
             for m in check.metrics
         ]
         console.print(fit_table(console, columns, rows))
@@ -120,8 +138,10 @@ class CheckTableRenderer:
                     console.print(f"  {ICONS[m.status]} {m.name}: {safe(reason)}")
         _tool_lines(check, lambda text: console.print(safe(text)))
         for server in check.servers:
-            console.print(f"  {ICONS[FAIL] if server.status == FAIL else '-'} MCP {server.kind} {safe(server.name)}: "
-                          f"{safe('; '.join(server.reasons) or 'within budget')}")
+            console.print(
+                f"  {ICONS[FAIL] if server.status == FAIL else '-'} MCP {server.kind} {safe(server.name)}: "
+                f"{safe('; '.join(server.reasons) or 'within budget')}"
+            )
         for note in check.notes:
             console.print(f"  note: {safe(note)}")
         console.print(_verdict(check))
@@ -178,15 +198,28 @@ class CheckMarkdownRenderer:
             lines += ["", *reasons]
         tools = _tool_rows(check)
         if tools:
-            lines += ["", "**Tools against the baseline** (tokens per request)", "",
-                      "| tool | baseline | now | change |", "| --- | ---: | ---: | ---: |"]
+            lines += [
+                "",
+                "**Tools against the baseline** (tokens per request)",
+                "",
+                "| tool | baseline | now | change |",
+                "| --- | ---: | ---: | ---: |",
+            ]
             lines += [f"| {md(name)} | {before} | {after} | {change} |" for name, before, after, change in tools]
         if check.servers:
-            lines += ["", "**MCP servers and tools** (tokens per request)", "",
-                      "| server or tool | now | max | baseline | change | status |", "| --- | ---: | ---: | ---: | ---: | --- |"]
-            lines += [f"| {server.kind} {md(server.name)} | {_n(server.tokens)} | {_n(server.max)} | {_n(server.baseline)} "
-                      f"| {'-' if server.change is None else f'{server.change:+,}'} | "
-                      f"{MD_ICONS[server.status]} {md('; '.join(server.reasons))} |" for server in check.servers]
+            lines += [
+                "",
+                "**MCP servers and tools** (tokens per request)",
+                "",
+                "| server or tool | now | max | baseline | change | status |",
+                "| --- | ---: | ---: | ---: | ---: | --- |",
+            ]
+            lines += [
+                f"| {server.kind} {md(server.name)} | {_n(server.tokens)} | {_n(server.max)} | {_n(server.baseline)} "
+                f"| {'-' if server.change is None else f'{server.change:+,}'} | "
+                f"{MD_ICONS[server.status]} {md('; '.join(server.reasons))} |"
+                for server in check.servers
+            ]
         for note in check.notes:
             lines += ["", f"_{md(note)}_"]
         return "\n".join(lines) + "\n"

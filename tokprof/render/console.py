@@ -29,6 +29,7 @@ from tokprof.text import visible
 #: The width of tables when none is given (files and pipes, where no terminal says).
 DEFAULT_WIDTH = 120
 
+
 def safe(value: object) -> str:
     """A value from a log, ready for :meth:`Console.print`: visible (see :func:`visible`), markup escaped."""
     return escape(visible(str(value)))
@@ -66,8 +67,8 @@ class ProseConsole(Console):
             first = text.wrap(self, self.width, overflow="fold")[0]
             first.rstrip()
             super().print(first, no_wrap=True, crop=False)
-            rest = text[len(first.plain):]
-            rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")):]  # the space the line broke at
+            rest = text[len(first.plain) :]
+            rest = rest[len(rest.plain) - len(rest.plain.lstrip(" ")) :]  # the space the line broke at
             for line in rest.wrap(self, self.width - indent, overflow="fold"):
                 line.rstrip()
                 super().print(Text(" " * indent) + line, no_wrap=True, crop=False)
@@ -76,8 +77,13 @@ class ProseConsole(Console):
 def text_console(options: RenderOptions) -> tuple[Console, io.StringIO]:
     out = io.StringIO()
     console = ProseConsole(
-        file=out, force_terminal=options.color, no_color=not options.color, width=options.width or DEFAULT_WIDTH,
-        highlight=False, color_system="standard" if options.color else None, emoji=False,
+        file=out,
+        force_terminal=options.color,
+        no_color=not options.color,
+        width=options.width or DEFAULT_WIDTH,
+        highlight=False,
+        color_system="standard" if options.color else None,
+        emoji=False,
     )
     return console, out
 
@@ -117,8 +123,10 @@ def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequen
             table.add_row(*(row[i] for i in kept))
         hidden = len(columns) - len(kept)
         if hidden:
-            table.caption = (f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
-                             "a wider terminal or -f json shows them)")
+            table.caption = (
+                f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
+                "a wider terminal or -f json shows them)"
+            )
             table.caption_justify = "default"  # left, and no spaces after it
         if last or Measurement.get(console, unbounded, table).maximum <= console.width:
             return table

@@ -7,11 +7,36 @@ from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 from tokprof.render.table import missing_buckets
 
-COLUMNS = ["total", "cumulative", "messages", "reported_prompt", "difference", "computed", "exact", "kind", "unrendered"]
+COLUMNS = [
+    "total",
+    "cumulative",
+    "messages",
+    "reported_prompt",
+    "difference",
+    "computed",
+    "exact",
+    "kind",
+    "unrendered",
+]
 #: The reported prompt split by the cache, the call's cost (US dollars) and the computed cache.
-COST_COLUMNS = ["uncached_input_reported", "cache_write_reported", "cache_write_5m_reported", "cache_write_1h_reported",
-                "cache_read_reported", "output_reported", "priced", "cost_input", "cost_cache_write", "cost_cache_read",
-                "cost_output", "cost_total", "cost_basis", "shared_prefix", "predicted_cache_read", "cache_miss"]
+COST_COLUMNS = [
+    "uncached_input_reported",
+    "cache_write_reported",
+    "cache_write_5m_reported",
+    "cache_write_1h_reported",
+    "cache_read_reported",
+    "output_reported",
+    "priced",
+    "cost_input",
+    "cost_cache_write",
+    "cost_cache_read",
+    "cost_output",
+    "cost_total",
+    "cost_basis",
+    "shared_prefix",
+    "predicted_cache_read",
+    "cache_miss",
+]
 
 
 def _cell(value) -> object:
@@ -37,18 +62,34 @@ class CsvRenderer:
             reported = row.reported.prompt if row.reported else None
             diff = row.difference()
             writer.writerow(
-                [row.index, *("" if b in missing and not row.buckets.get(b) else row.buckets.get(b, 0) for b in names), row.total, row.cumulative, row.messages,
-                 "" if reported is None else reported, "" if diff is None else diff[0], row.rendered,
-                 "true" if row.exact else "false", row.kind, row.unrendered, *_cost_cells(row)]
+                [
+                    row.index,
+                    *("" if b in missing and not row.buckets.get(b) else row.buckets.get(b, 0) for b in names),
+                    row.total,
+                    row.cumulative,
+                    row.messages,
+                    "" if reported is None else reported,
+                    "" if diff is None else diff[0],
+                    row.rendered,
+                    "true" if row.exact else "false",
+                    row.kind,
+                    row.unrendered,
+                    *_cost_cells(row),
+                ]
             )
         return out.getvalue()
 
 
 def _cost_cells(row) -> list:
     usage, cost, cache = row.reported, row.cost, row.cache
-    cells: list = [usage.uncached if usage else None, usage.cache_write if usage else None,
-                   usage.cache_write_5m if usage else None, usage.cache_write_1h if usage else None,
-                   usage.cache_read if usage else None, usage.output if usage else None]
+    cells: list = [
+        usage.uncached if usage else None,
+        usage.cache_write if usage else None,
+        usage.cache_write_5m if usage else None,
+        usage.cache_write_1h if usage else None,
+        usage.cache_read if usage else None,
+        usage.output if usage else None,
+    ]
     if cost is None:
         cells += [None] * 7
     else:

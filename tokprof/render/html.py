@@ -70,29 +70,49 @@ details.warn summary { cursor: pointer; color: #bf8700; }
 NARROW = 700
 
 
-
 def _in_script(json_text: str) -> str:
     """JSON text to place inside a ``<script>`` element: ``<``, ``>`` and ``&`` written as JSON escapes
     (the same value), so that no text from a log (``</script>``, ``<!--``, ``<script``) can end the
     element or change how the HTML parser reads it; U+2028 and U+2029 too, for older JavaScript."""
-    return (json_text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        json_text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
 
 def _call_axis(profile: Profile) -> dict:
     """An x axis of calls: ticks at whole calls only, about ten of them."""
     n = max(1, len(profile.calls))
-    step = next(s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10**4, 10**5, 10**6)
-                if n / s <= 12)
+    step = next(
+        s for s in (1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 5000, 10**4, 10**5, 10**6) if n / s <= 12
+    )
     first = min((c.index for c in profile.calls), default=0)
     last = max((c.index for c in profile.calls), default=0)
-    return {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False, "tickmode": "linear", "tick0": 0,
-            "dtick": step, "tickformat": "d", "range": [first - 0.5, last + 0.5]}  # the axis ends where the calls do
+    return {
+        "title": {"text": "call"},
+        "gridcolor": GRID,
+        "zeroline": False,
+        "tickmode": "linear",
+        "tick0": 0,
+        "dtick": step,
+        "tickformat": "d",
+        "range": [first - 0.5, last + 0.5],
+    }  # the axis ends where the calls do
 
 
 def _count_axis(title: str, **extra) -> dict:
     """A y axis of token counts, from 0, with plain round numbers (1,000 or 2.5M, never 0.5 or 206f)."""
-    axis = {"title": {"text": title}, "gridcolor": GRID, "zeroline": False, "rangemode": "tozero",
-            "tickformat": "~s", "tickmode": "auto"}
+    axis = {
+        "title": {"text": title},
+        "gridcolor": GRID,
+        "zeroline": False,
+        "rangemode": "tozero",
+        "tickformat": "~s",
+        "tickmode": "auto",
+    }
     axis.update(extra)
     return axis
 
@@ -116,40 +136,88 @@ def _buckets_figure(profile: Profile) -> dict:
     x = [c.index for c in profile.calls]
     data: list[dict] = []
     for name in profile.buckets():
-        data.append({
-            "type": "scatter", "mode": "lines", "stackgroup": "prompt", "name": LABELS[name], "x": x,
-            "y": [c.buckets.get(name, 0) for c in profile.calls], "line": {"width": 0.5, "color": COLORS[name]},
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "stackgroup": "prompt",
+                "name": LABELS[name],
+                "x": x,
+                "y": [c.buckets.get(name, 0) for c in profile.calls],
+                "line": {"width": 0.5, "color": COLORS[name]},
+                "hovertemplate": "%{y:,} tokens",
+            }
+        )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "total",
+            "x": x,
+            "y": [c.total for c in profile.calls],
+            "line": {"width": 0},
+            "showlegend": False,
             "hovertemplate": "%{y:,} tokens",
-        })
-    data.append({
-        "type": "scatter", "mode": "lines", "name": "total", "x": x, "y": [c.total for c in profile.calls],
-        "line": {"width": 0}, "showlegend": False, "hovertemplate": "%{y:,} tokens",
-    })
-    data.append({
-        "type": "scatter", "mode": "lines", "name": "billed so far", "x": x, "yaxis": "y2",
-        "y": [c.cumulative for c in profile.calls], "line": {"color": FONT, "dash": "dot", "width": 2},
-        "hovertemplate": "%{y:,} tokens",
-    })
+        }
+    )
+    data.append(
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "billed so far",
+            "x": x,
+            "yaxis": "y2",
+            "y": [c.cumulative for c in profile.calls],
+            "line": {"color": FONT, "dash": "dot", "width": 2},
+            "hovertemplate": "%{y:,} tokens",
+        }
+    )
     shapes, annotations = [], []
     cross = profile.crossovers()
     last = max((c.index for c in profile.calls), default=0)
-    crossings = [(index, text) for index, text in (
-        (cross.tool_results_exceed_tool_definitions, "tool results > tool defs"),
-        (cross.conversation_exceeds_tool_definitions, "conversation > tool defs")) if index is not None]
+    crossings = [
+        (index, text)
+        for index, text in (
+            (cross.tool_results_exceed_tool_definitions, "tool results > tool defs"),
+            (cross.conversation_exceeds_tool_definitions, "conversation > tool defs"),
+        )
+        if index is not None
+    ]
     for row, (index, text) in enumerate(crossings):
-        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": index, "x1": index, "y0": 0, "y1": 1,
-                       "line": {"color": FONT, "dash": "dash", "width": 1}})
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": index,
+                "x1": index,
+                "y0": 0,
+                "y1": 1,
+                "line": {"color": FONT, "dash": "dash", "width": 1},
+            }
+        )
         # one row each, so that two crossings close together never print over each other; a label
         # in the right half of the chart reads leftwards from its line
-        annotations.append({"x": index, "y": 1 - 0.08 * row, "xref": "x", "yref": "paper",
-                            "text": f"{text} (call {index})", "showarrow": False,
-                            "xanchor": "right" if index > last / 2 else "left", "yanchor": "top",
-                            "font": {"size": 11}, "bgcolor": "rgba(255,255,255,0.6)"})
+        annotations.append(
+            {
+                "x": index,
+                "y": 1 - 0.08 * row,
+                "xref": "x",
+                "yref": "paper",
+                "text": f"{text} (call {index})",
+                "showarrow": False,
+                "xanchor": "right" if index > last / 2 else "left",
+                "yanchor": "top",
+                "font": {"size": 11},
+                "bgcolor": "rgba(255,255,255,0.6)",
+            }
+        )
     layout = _layout(
         xaxis=_call_axis(profile),
         yaxis=_count_axis("tokens in the prompt"),
         yaxis2=_count_axis("billed input so far", overlaying="y", side="right", showgrid=False),
-        shapes=shapes, annotations=annotations,
+        shapes=shapes,
+        annotations=annotations,
     )
     return {"data": data, "layout": layout}
 
@@ -158,22 +226,46 @@ def _tools_figure(catalogue: Catalogue) -> dict:
     tools = sorted(catalogue.tools, key=lambda t: (bool(t.unused), -t.marginal, t.name))
     names = [t.name + (" (unused)" if t.unused else "") for t in tools]
     colors = [UNUSED if t.unused else COLORS["tool_definitions"] for t in tools]
-    data: list[dict] = [{
-        "type": "bar", "name": "per request (left axis, solid)", "x": names, "y": [t.marginal for t in tools],
-        "marker": {"color": colors}, "offsetgroup": "request",
-        "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
-    }]
+    data: list[dict] = [
+        {
+            "type": "bar",
+            "name": "per request (left axis, solid)",
+            "x": names,
+            "y": [t.marginal for t in tools],
+            "marker": {"color": colors},
+            "offsetgroup": "request",
+            "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
+        }
+    ]
     if any(t.run_cost is not None for t in tools):
-        data.append({
-            "type": "bar", "name": "over the run (right axis, pale)", "x": names, "y": [t.run_cost or 0 for t in tools],
-            "yaxis": "y2", "marker": {"color": colors, "opacity": 0.4}, "offsetgroup": "run",
-            "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
-        })
+        data.append(
+            {
+                "type": "bar",
+                "name": "over the run (right axis, pale)",
+                "x": names,
+                "y": [t.run_cost or 0 for t in tools],
+                "yaxis": "y2",
+                "marker": {"color": colors, "opacity": 0.4},
+                "offsetgroup": "run",
+                "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
+            }
+        )
     if any(t.unused for t in tools):  # a legend entry for the colour of tools never called
-        data.append({"type": "bar", "name": "never called (red)", "x": [names[0]], "y": [0],
-                     "marker": {"color": UNUSED}, "hoverinfo": "skip", "showlegend": True})
+        data.append(
+            {
+                "type": "bar",
+                "name": "never called (red)",
+                "x": [names[0]],
+                "y": [0],
+                "marker": {"color": UNUSED},
+                "hoverinfo": "skip",
+                "showlegend": True,
+            }
+        )
     layout = _layout(
-        barmode="group", hovermode="closest", margin={"l": 60, "r": 70, "t": 30, "b": 140},
+        barmode="group",
+        hovermode="closest",
+        margin={"l": 60, "r": 70, "t": 30, "b": 140},
         legend={"orientation": "h", "y": 1.12},
         xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
         yaxis=_count_axis("tokens per request", tickformat=",d"),
@@ -185,19 +277,57 @@ def _tools_figure(catalogue: Catalogue) -> dict:
 def _window_figure(profile: Profile, window: int, levels: list[float]) -> dict:
     x = [c.index for c in profile.calls]
     fill = [c.total / window for c in profile.calls]
-    data = [{"type": "scatter", "mode": "lines+markers", "name": "prompt / window", "x": x, "y": fill,
-             "line": {"color": COLORS["tool_results"]}, "marker": {"size": 4},
-             "hovertemplate": "call %{x}: %{y:.1%} of the window<extra></extra>"}]
-    shapes = [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": level, "y1": level,
-               "line": {"color": "#bf8700" if i == 0 else "#d1242f", "dash": "dash", "width": 1}}
-              for i, level in enumerate(levels)]
-    annotations = [{"xref": "paper", "x": 1, "y": level, "yref": "y", "text": f"{level:.0%}", "showarrow": False,
-                    "xanchor": "right", "yanchor": "bottom", "font": {"size": 11}} for level in levels]
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "prompt / window",
+            "x": x,
+            "y": fill,
+            "line": {"color": COLORS["tool_results"]},
+            "marker": {"size": 4},
+            "hovertemplate": "call %{x}: %{y:.1%} of the window<extra></extra>",
+        }
+    ]
+    shapes = [
+        {
+            "type": "line",
+            "xref": "paper",
+            "x0": 0,
+            "x1": 1,
+            "yref": "y",
+            "y0": level,
+            "y1": level,
+            "line": {"color": "#bf8700" if i == 0 else "#d1242f", "dash": "dash", "width": 1},
+        }
+        for i, level in enumerate(levels)
+    ]
+    annotations = [
+        {
+            "xref": "paper",
+            "x": 1,
+            "y": level,
+            "yref": "y",
+            "text": f"{level:.0%}",
+            "showarrow": False,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "font": {"size": 11},
+        }
+        for level in levels
+    ]
     top = max([1.0, *fill]) * 1.05
     layout = _layout(
-        hovermode="closest", shapes=shapes, annotations=annotations, xaxis=_call_axis(profile),
-        yaxis={"title": {"text": f"share of a {window:,}-token window"}, "tickformat": ".0%", "range": [0, top],
-               "gridcolor": GRID},
+        hovermode="closest",
+        shapes=shapes,
+        annotations=annotations,
+        xaxis=_call_axis(profile),
+        yaxis={
+            "title": {"text": f"share of a {window:,}-token window"},
+            "tickformat": ".0%",
+            "range": [0, top],
+            "gridcolor": GRID,
+        },
     )
     return {"data": data, "layout": layout}
 
@@ -223,11 +353,21 @@ def _added_figure(profile: Profile) -> dict:
         if call.thread is not None:
             note = f"subagent {call.thread}: {note}"
         notes.append(html.escape(note, quote=False))  # plotly reads tags in hover text
-    data = [{
-        "type": "bar", "name": LABELS[name], "x": x, "y": values, "marker": {"color": COLORS[name]},
-        "customdata": notes, "hovertemplate": "%{y:+,} tokens<br>%{customdata}",
-    } for name, values in deltas.items()]
-    layout = _layout(barmode="relative", xaxis=_call_axis(profile), yaxis=_count_axis("tokens added", rangemode="normal"))
+    data = [
+        {
+            "type": "bar",
+            "name": LABELS[name],
+            "x": x,
+            "y": values,
+            "marker": {"color": COLORS[name]},
+            "customdata": notes,
+            "hovertemplate": "%{y:+,} tokens<br>%{customdata}",
+        }
+        for name, values in deltas.items()
+    ]
+    layout = _layout(
+        barmode="relative", xaxis=_call_axis(profile), yaxis=_count_axis("tokens added", rangemode="normal")
+    )
     return {"data": data, "layout": layout}
 
 
@@ -237,11 +377,22 @@ def _reported_figure(profile: Profile) -> dict | None:
         return None
     prompts = [c.reported.prompt if c.reported else None for c in rows]
     data = [
-        {"type": "scatter", "mode": "lines+markers", "name": "computed" if profile.model.exact else "proxy (unscaled)",
-         "x": [c.index for c in rows],
-         "y": [c.rendered for c in rows], "line": {"color": COLORS["conversation"]}},
-        {"type": "scatter", "mode": "lines+markers", "name": "reported", "x": [c.index for c in rows],
-         "y": prompts, "line": {"color": FONT, "dash": "dot"}},
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "computed" if profile.model.exact else "proxy (unscaled)",
+            "x": [c.index for c in rows],
+            "y": [c.rendered for c in rows],
+            "line": {"color": COLORS["conversation"]},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "reported",
+            "x": [c.index for c in rows],
+            "y": prompts,
+            "line": {"color": FONT, "dash": "dot"},
+        },
     ]
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile))}
 
@@ -257,12 +408,25 @@ def _cost_figure(profile: Profile) -> dict | None:
     if not rows:
         return None
     x = [c.index for c in rows]
-    data = [{"type": "bar", "name": PART_LABELS[part], "x": x,
-             "y": [round(getattr(c.cost, part) or 0.0, 8) for c in rows],
-             "marker": {"color": PART_COLORS[part]}, "hovertemplate": "$%{y:.4f}"} for part in PART_LABELS]
-    return {"data": data, "layout": _layout(barmode="stack", xaxis=_call_axis(profile),
-                                            yaxis={"title": {"text": "US dollars"}, "gridcolor": GRID,
-                                                   "rangemode": "tozero", "tickprefix": "$"})}
+    data = [
+        {
+            "type": "bar",
+            "name": PART_LABELS[part],
+            "x": x,
+            "y": [round(getattr(c.cost, part) or 0.0, 8) for c in rows],
+            "marker": {"color": PART_COLORS[part]},
+            "hovertemplate": "$%{y:.4f}",
+        }
+        for part in PART_LABELS
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            barmode="stack",
+            xaxis=_call_axis(profile),
+            yaxis={"title": {"text": "US dollars"}, "gridcolor": GRID, "rangemode": "tozero", "tickprefix": "$"},
+        ),
+    }
 
 
 def _cache_figure(profile: Profile) -> dict | None:
@@ -273,13 +437,32 @@ def _cache_figure(profile: Profile) -> dict | None:
         return None
     x = [c.index for c in rows]
     data = [
-        {"type": "scatter", "mode": "lines", "name": "prompt", "x": x, "y": [c.total for c in rows],
-         "line": {"color": FONT, "width": 1}},
-        {"type": "scatter", "mode": "lines+markers", "name": "predicted cache read", "x": x,
-         "y": [c.cache.predicted if c.cache else None for c in rows], "line": {"color": COLORS["conversation"]}},
-        {"type": "scatter", "mode": "lines+markers", "name": "reported cache read", "x": x,
-         "y": [c.cache.reported if c.cache else None for c in rows], "line": {"color": COLORS["tool_results"], "dash": "dot"},
-         "text": [c.cache.detail or "" if c.cache else "" for c in rows], "hovertemplate": "%{y:,} %{text}"},
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "prompt",
+            "x": x,
+            "y": [c.total for c in rows],
+            "line": {"color": FONT, "width": 1},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "predicted cache read",
+            "x": x,
+            "y": [c.cache.predicted if c.cache else None for c in rows],
+            "line": {"color": COLORS["conversation"]},
+        },
+        {
+            "type": "scatter",
+            "mode": "lines+markers",
+            "name": "reported cache read",
+            "x": x,
+            "y": [c.cache.reported if c.cache else None for c in rows],
+            "line": {"color": COLORS["tool_results"], "dash": "dot"},
+            "text": [c.cache.detail or "" if c.cache else "" for c in rows],
+            "hovertemplate": "%{y:,} %{text}",
+        },
     ]
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile), yaxis=_count_axis("tokens"))}
 
@@ -314,13 +497,30 @@ def _cache_timeline(profile: Profile) -> dict | None:
                 text += f" ({dollars(cache.lost_cost)} lost)"
         hover.append(html.escape(text, quote=False))
     x = [c.index for c in rows]
-    names = {"read": "read from the cache", "written": "written (new)", "lost": "lost to a miss",
-             "uncached": "uncached input"}
-    data = [{"type": "bar", "name": names[name], "x": x, "y": values, "marker": {"color": CACHE_COLORS[name]},
-             "customdata": hover, "hovertemplate": "%{y:,} tokens" + ("<br>%{customdata}" if name == "lost" else "")}
-            for name, values in parts.items()]
-    return {"data": data, "layout": _layout(barmode="stack", bargap=0, xaxis=_call_axis(profile),
-                                            yaxis=_count_axis("tokens in the prompt"))}
+    names = {
+        "read": "read from the cache",
+        "written": "written (new)",
+        "lost": "lost to a miss",
+        "uncached": "uncached input",
+    }
+    data = [
+        {
+            "type": "bar",
+            "name": names[name],
+            "x": x,
+            "y": values,
+            "marker": {"color": CACHE_COLORS[name]},
+            "customdata": hover,
+            "hovertemplate": "%{y:,} tokens" + ("<br>%{customdata}" if name == "lost" else ""),
+        }
+        for name, values in parts.items()
+    ]
+    return {
+        "data": data,
+        "layout": _layout(
+            barmode="stack", bargap=0, xaxis=_call_axis(profile), yaxis=_count_axis("tokens in the prompt")
+        ),
+    }
 
 
 def _forensics_parts(profile: Profile, timeline: bool) -> list[str]:
@@ -334,17 +534,23 @@ def _forensics_parts(profile: Profile, timeline: bool) -> list[str]:
         return []
     out = ["<h2>Cache</h2>", "<ul>" + "".join(f"<li>{html.escape(v)}</li>" for k, v in lines if k.strip()) + "</ul>"]
     if timeline:
-        out.append('<p class="muted">Each call\'s prompt as the provider billed it: read from the cache, written, '
-                   "uncached, and in red the tokens a kept cache would have read (hover for what changed).</p>")
+        out.append(
+            '<p class="muted">Each call\'s prompt as the provider billed it: read from the cache, written, '
+            "uncached, and in red the tokens a kept cache would have read (hover for what changed).</p>"
+        )
         out.append('<div id="chart-cachetime" class="chart"></div>')
     lost = summary.cache.lost if summary.cache else None
     if lost is not None and lost.breaks:
         rows = "".join(
             f"<tr><td>{b.call}{' (' + html.escape(b.thread) + ')' if b.thread else ''}</td>"
             f"<td>{dollars(b.cost)}</td><td>{b.tokens:,}</td><td>{html.escape(reason_label(b.reason, b.part))}</td>"
-            f"<td>{html.escape(b.detail or '')}</td></tr>" for b in lost.breaks[:5])
-        out.append('<div class="scroll"><table class="whatif breaks"><thead><tr><th>call</th><th>lost</th>'
-                   f"<th>tokens</th><th>why</th><th>what changed</th></tr></thead><tbody>{rows}</tbody></table></div>")
+            f"<td>{html.escape(b.detail or '')}</td></tr>"
+            for b in lost.breaks[:5]
+        )
+        out.append(
+            '<div class="scroll"><table class="whatif breaks"><thead><tr><th>call</th><th>lost</th>'
+            f"<th>tokens</th><th>why</th><th>what changed</th></tr></thead><tbody>{rows}</tbody></table></div>"
+        )
     return out
 
 
@@ -359,14 +565,18 @@ def _cost_text(profile: Profile) -> str:
         return ""
     items = "".join(f"<li><b>{html.escape(k.strip())}</b>: {html.escape(v)}</li>" for k, v in lines)
     notes = list(s.cost.notes if s.cost else ()) + list(s.cache.notes if s.cache else ())
-    extra = "".join(f"<li class=\"muted\">{html.escape(n)}</li>" for n in notes)
+    extra = "".join(f'<li class="muted">{html.escape(n)}</li>' for n in notes)
     return f"<ul>{items}{extra}</ul>"
 
 
 def _cards(profile: Profile) -> str:
     s = profile.summary()
-    cards = [("calls", f"{s.calls:,}"), ("billed input", f"{s.billed_input:,}"),
-             ("final prompt", f"{s.final_prompt:,}"), ("largest prompt", f"{s.largest_prompt:,}")]
+    cards = [
+        ("calls", f"{s.calls:,}"),
+        ("billed input", f"{s.billed_input:,}"),
+        ("final prompt", f"{s.final_prompt:,}"),
+        ("largest prompt", f"{s.largest_prompt:,}"),
+    ]
     if s.reported is not None:
         cards.append(("billed input, reported", f"{s.reported.billed_input:,}"))
         if s.reported.cache_read is not None and s.reported.hit_rate is not None:
@@ -390,7 +600,7 @@ def _cards(profile: Profile) -> str:
         out.append(
             f'<div class="card"><div class="v">{s.shares[name]:.1%}</div><div class="k">'
             f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
-            f'({s.buckets_billed[name]:,}){label}</div></div>'
+            f"({s.buckets_billed[name]:,}){label}</div></div>"
         )
     out.append("</div>")
     return "".join(out)
@@ -401,17 +611,34 @@ def _results_figure(costs: ToolResultCosts) -> dict:
     tools = list(costs.tools)
     names = [t.tool or "(unnamed)" for t in tools]
     data = [
-        {"type": "bar", "name": "tokens added (left axis, solid)", "x": names, "y": [t.tokens for t in tools],
-         "marker": {"color": COLORS["tool_results"]}, "offsetgroup": "added",
-         "hovertemplate": "%{x}<br>%{y:,} tokens added<extra></extra>"},
-        {"type": "bar", "name": "carry cost (right axis, pale)", "x": names, "y": [t.carry_cost for t in tools],
-         "yaxis": "y2", "marker": {"color": COLORS["tool_results"], "opacity": 0.4}, "offsetgroup": "carry",
-         "hovertemplate": "%{x}<br>%{y:,} tokens resent<extra></extra>"},
+        {
+            "type": "bar",
+            "name": "tokens added (left axis, solid)",
+            "x": names,
+            "y": [t.tokens for t in tools],
+            "marker": {"color": COLORS["tool_results"]},
+            "offsetgroup": "added",
+            "hovertemplate": "%{x}<br>%{y:,} tokens added<extra></extra>",
+        },
+        {
+            "type": "bar",
+            "name": "carry cost (right axis, pale)",
+            "x": names,
+            "y": [t.carry_cost for t in tools],
+            "yaxis": "y2",
+            "marker": {"color": COLORS["tool_results"], "opacity": 0.4},
+            "offsetgroup": "carry",
+            "hovertemplate": "%{x}<br>%{y:,} tokens resent<extra></extra>",
+        },
     ]
     layout = _layout(
-        barmode="group", hovermode="closest", margin={"l": 60, "r": 70, "t": 30, "b": 140},
-        legend={"orientation": "h", "y": 1.12}, xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
-        yaxis=_count_axis("tokens added"), yaxis2=_count_axis("carry cost", overlaying="y", side="right", showgrid=False),
+        barmode="group",
+        hovermode="closest",
+        margin={"l": 60, "r": 70, "t": 30, "b": 140},
+        legend={"orientation": "h", "y": 1.12},
+        xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
+        yaxis=_count_axis("tokens added"),
+        yaxis2=_count_axis("carry cost", overlaying="y", side="right", showgrid=False),
     )
     return {"data": data, "layout": layout}
 
@@ -420,7 +647,8 @@ def _results_parts(costs: ToolResultCosts) -> list[str]:
     rows = "".join(
         f"<tr><td>{r.call}{' (' + html.escape(r.thread) + ')' if r.thread else ''}</td>"
         f"<td><code>{html.escape(r.tool or '(unnamed)')}</code></td><td>{r.tokens:,}</td><td>{r.carried_by:,}</td>"
-        f"<td>{r.carry_cost:,}</td></tr>" for r in costs.top
+        f"<td>{r.carry_cost:,}</td></tr>"
+        for r in costs.top
     )
     return [
         "<h2>Which tool results cost most</h2>",
@@ -439,8 +667,14 @@ class HtmlRenderer:
     def render(self, profile: Profile, options: RenderOptions = RenderOptions()) -> str:
         return self.page(profile, options)
 
-    def page(self, profile: Profile, options: RenderOptions, extra_parts: list[str] | None = None,
-             extra_figures: dict[str, dict] | None = None, embedded: dict[str, str] | None = None) -> str:
+    def page(
+        self,
+        profile: Profile,
+        options: RenderOptions,
+        extra_parts: list[str] | None = None,
+        extra_figures: dict[str, dict] | None = None,
+        embedded: dict[str, str] | None = None,
+    ) -> str:
         """The report, with sections of other analyses at its end (their HTML, their figures, keyed by
         the id of their ``chart-KEY`` element) and other JSON documents embedded (by script id)."""
         from plotly.offline import get_plotlyjs
@@ -449,8 +683,11 @@ class HtmlRenderer:
         exact = model.exact  # the model's counts; an inferred bucket is labelled on its own
         window = options.window or model.context_window or DEFAULT_WINDOW
         levels = list(options.levels)
-        figures = {"buckets": _buckets_figure(profile), "added": _added_figure(profile),
-                   "window": _window_figure(profile, window, levels)}
+        figures = {
+            "buckets": _buckets_figure(profile),
+            "added": _added_figure(profile),
+            "window": _window_figure(profile, window, levels),
+        }
         section = profile.catalogue
         catalogue = section.catalogue if section else None
         if section and catalogue and catalogue.tools:
@@ -491,39 +728,60 @@ class HtmlRenderer:
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
             "" if exact else f'<p><span class="estimate">Estimate:</span> {html.escape(str(model.method))}.</p>',
-            f'<p><span class="estimate">Inferred:</span> {html.escape(profile.inferred)}.</p>' if profile.inferred else "",
+            f'<p><span class="estimate">Inferred:</span> {html.escape(profile.inferred)}.</p>'
+            if profile.inferred
+            else "",
             _cards(profile),
         ]
         if profile.warnings:  # folded: on a phone a long list would come before the first chart
             count = len(profile.warnings)
-            parts.append(f'<details class="warn"><summary>{count} warning{"s" if count > 1 else ""} about this '
-                         'log</summary><ul class="warn">' + "".join(
-                f"<li>{html.escape(w.message)}" + (f" ({len(w.calls)} calls)" if w.calls else "")
-                + (f": {html.escape(', '.join(w.places[:5]))}" if w.places else "") + "</li>"
-                for w in profile.warnings) + "</ul></details>")
+            parts.append(
+                f'<details class="warn"><summary>{count} warning{"s" if count > 1 else ""} about this '
+                'log</summary><ul class="warn">'
+                + "".join(
+                    f"<li>{html.escape(w.message)}"
+                    + (f" ({len(w.calls)} calls)" if w.calls else "")
+                    + (f": {html.escape(', '.join(w.places[:5]))}" if w.places else "")
+                    + "</li>"
+                    for w in profile.warnings
+                )
+                + "</ul></details>"
+            )
         parts += forensics
         parts.append("<h2>Tokens per call</h2>")
-        parts.append('<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
-                     "billed so far (right axis, dotted).</p>")
+        parts.append(
+            '<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
+            "billed so far (right axis, dotted).</p>"
+        )
         parts.append('<div id="chart-buckets" class="chart"></div>')
         parts.append("<h2>What each call added</h2>")
-        parts.append('<p class="muted">Each call\'s prompt minus the previous prompt of its conversation, per bucket; '
-                     "hover for the messages it added. A jump with no message to explain it is content the log does "
-                     "not record; a drop is a rewrite or a compaction.</p>")
+        parts.append(
+            '<p class="muted">Each call\'s prompt minus the previous prompt of its conversation, per bucket; '
+            "hover for the messages it added. A jump with no message to explain it is content the log does "
+            "not record; a drop is a rewrite or a compaction.</p>"
+        )
         parts.append('<div id="chart-added" class="chart"></div>')
         if section and catalogue and "tools" in figures:
             parts.append("<h2>Tool catalogue</h2>")
-            text = (f"{catalogue.total:,} tokens per request: {catalogue.total - catalogue.scaffolding:,} "
-                    f"for the tools and {catalogue.scaffolding:,} of scaffolding. Unused tools in red.")
+            text = (
+                f"{catalogue.total:,} tokens per request: {catalogue.total - catalogue.scaffolding:,} "
+                f"for the tools and {catalogue.scaffolding:,} of scaffolding. Unused tools in red."
+            )
             if section.unused_waste is not None:
                 text += f" Unused tools cost {section.unused_waste:,} tokens over the run."
             parts.append(f'<p class="muted">{html.escape(text)}</p>')
             parts.append('<div id="chart-tools" class="chart"></div>')
             if section.unknown_tool_calls:
-                parts.append("<p>Calls to tools not in the catalogue:</p><ul>" + "".join(
-                    f"<li><code>{html.escape(u.name)}</code> × {u.calls}"
-                    + (f" (closest: <code>{html.escape(u.closest)}</code>)" if u.closest else "")
-                    + "</li>" for u in section.unknown_tool_calls) + "</ul>")
+                parts.append(
+                    "<p>Calls to tools not in the catalogue:</p><ul>"
+                    + "".join(
+                        f"<li><code>{html.escape(u.name)}</code> × {u.calls}"
+                        + (f" (closest: <code>{html.escape(u.closest)}</code>)" if u.closest else "")
+                        + "</li>"
+                        for u in section.unknown_tool_calls
+                    )
+                    + "</ul>"
+                )
         if cost or (profile.summary().cost is not None):
             parts.append("<h2>What it cost</h2>")
             parts.append(_cost_text(profile))
@@ -531,12 +789,17 @@ class HtmlRenderer:
                 parts.append('<div id="chart-cost" class="chart"></div>')
         if cache:
             parts.append("<h2>Prompt cache</h2>")
-            parts.append('<p class="muted">Each prompt, and the cache reads the provider\'s rules predict from what it '
-                         "shares with the previous prompt of its conversation, beside the reported ones.</p>")
+            parts.append(
+                '<p class="muted">Each prompt, and the cache reads the provider\'s rules predict from what it '
+                "shares with the previous prompt of its conversation, beside the reported ones.</p>"
+            )
             parts.append('<div id="chart-cache" class="chart"></div>')
         parts.append("<h2>Context window</h2>")
-        parts.append(f'<p class="muted">Each prompt as a share of a {window:,}-token window, with lines at '
-                     + " and ".join(f"{level:.0%}" for level in levels) + ".</p>")
+        parts.append(
+            f'<p class="muted">Each prompt as a share of a {window:,}-token window, with lines at '
+            + " and ".join(f"{level:.0%}" for level in levels)
+            + ".</p>"
+        )
         parts.append('<div id="chart-window" class="chart"></div>')
         if "reported" in figures:
             parts.append("<h2>Computed versus reported</h2>")

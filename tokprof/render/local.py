@@ -14,11 +14,18 @@ from tokprof.render.money import dollars
 class LocalTableRenderer:
     def render(self, rows: Sequence[LocalSession], options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
-        console.print(f"[bold]tokprof[/bold] sessions on this machine ({len(rows)} session{'' if len(rows) == 1 else 's'}, "
-                      "newest first)")
-        columns = [Column("agent", justify="left"), Column("project", justify="left", drop=2),
-                   Column("start (UTC)", "start", justify="left"), Column("calls"), Column("cost"),
-                   Column("file", justify="left", drop=1)]
+        console.print(
+            f"[bold]tokprof[/bold] sessions on this machine ({len(rows)} session{'' if len(rows) == 1 else 's'}, "
+            "newest first)"
+        )
+        columns = [
+            Column("agent", justify="left"),
+            Column("project", justify="left", drop=2),
+            Column("start (UTC)", "start", justify="left"),
+            Column("calls"),
+            Column("cost"),
+            Column("file", justify="left", drop=1),
+        ]
         cells = []
         for row in rows:
             start = row.start.strftime("%Y-%m-%d %H:%M") if row.start else "-"

@@ -24,10 +24,17 @@ class McpTableRenderer:
         console, out = text_console(options)
         model = report.model
         exact = "exact" if model.exact else "ESTIMATE"
-        console.print(f"[bold]tokprof[/bold] mcp: {len(report.servers)} servers, {len(report.tools)} tools "
-                      f"(model {safe(model.name)}, {exact}; names as {report.naming} exposes them)")
-        columns = [Column("server", justify="left"), Column("tools"), Column("tokens/req", "per req."),
-                   Column("share"), Column("largest tools (tokens)", "largest", justify="left", drop=1)]
+        console.print(
+            f"[bold]tokprof[/bold] mcp: {len(report.servers)} servers, {len(report.tools)} tools "
+            f"(model {safe(model.name)}, {exact}; names as {report.naming} exposes them)"
+        )
+        columns = [
+            Column("server", justify="left"),
+            Column("tools"),
+            Column("tokens/req", "per req."),
+            Column("share"),
+            Column("largest tools (tokens)", "largest", justify="left", drop=1),
+        ]
         listed = {t.name: t for t in report.tools}
         logged = report.requests is not None
         if logged:
@@ -45,16 +52,21 @@ class McpTableRenderer:
         tools = sum(s.tokens for s in report.servers)
         if report.servers:
             console.print()
-            console.print(f"  catalogue per request  {report.total:,} tokens = {tools:,} servers' tools "
-                          f"+ {report.scaffolding:,} scaffolding")
+            console.print(
+                f"  catalogue per request  {report.total:,} tokens = {tools:,} servers' tools "
+                f"+ {report.scaffolding:,} scaffolding"
+            )
         else:
             console.print("  no server listed its tools")
         if logged:
             console.print(f"  over the log           {safe(report.log)}: {report.requests} requests")
         for failure in report.failures:
             tail = failure.stderr_tail.splitlines()[-1] if failure.stderr_tail else ""
-            console.print(f"[red]failed[/red]: {safe(failure.name)} ({safe(failure.origin)}): {safe(failure.reason)}"
-                          + (f"; stderr: {safe(tail)}" if tail else ""), soft_wrap=True)
+            console.print(
+                f"[red]failed[/red]: {safe(failure.name)} ({safe(failure.origin)}): {safe(failure.reason)}"
+                + (f"; stderr: {safe(tail)}" if tail else ""),
+                soft_wrap=True,
+            )
         if report.estimate:
             console.print(f"[bold]ESTIMATE[/bold]: {safe(report.estimate)}")
         return out.getvalue()
@@ -64,10 +76,16 @@ class DiscoveryTableRenderer:
     def render(self, found: Discovery, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
         console.print(f"[bold]tokprof[/bold] mcp --list: {len(found.servers)} servers configured (nothing started)")
-        columns = [Column("server", justify="left"), Column("agent", justify="left"),
-                   Column("from", justify="left"), Column("would start", justify="left")]
-        rows = [[safe(s.name), s.agent + (" (project)" if s.project else ""), safe(s.origin), safe(s.describe())]
-                for s in found.servers]
+        columns = [
+            Column("server", justify="left"),
+            Column("agent", justify="left"),
+            Column("from", justify="left"),
+            Column("would start", justify="left"),
+        ]
+        rows = [
+            [safe(s.name), s.agent + (" (project)" if s.project else ""), safe(s.origin), safe(s.describe())]
+            for s in found.servers
+        ]
         if rows:
             console.print(fit_table(console, columns, rows))
         for problem in found.problems:
@@ -77,6 +95,11 @@ class DiscoveryTableRenderer:
 
 class DiscoveryJsonRenderer:
     def render(self, found: Discovery, options: RenderOptions = RenderOptions()) -> str:
-        doc = {"schema_version": 1, "kind": "mcp-list", "servers": [s.to_dict() for s in found.servers],
-               "problems": list(found.problems), "searched": list(found.searched)}
+        doc = {
+            "schema_version": 1,
+            "kind": "mcp-list",
+            "servers": [s.to_dict() for s in found.servers],
+            "problems": list(found.problems),
+            "searched": list(found.searched),
+        }
         return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

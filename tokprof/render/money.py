@@ -5,10 +5,19 @@ from __future__ import annotations
 from tokprof.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
 from tokprof.profiling import Reported
 
-PART_LABELS = {"input": "uncached input", "cache_write": "cache writes", "cache_read": "cache reads",
-               "output": "output"}
-BUCKET_LABELS = {"system": "system", "tool_definitions": "tool defs", "tool_results": "tool results",
-                 "conversation": "conversation", "unrecorded": "unrecorded"}
+PART_LABELS = {
+    "input": "uncached input",
+    "cache_write": "cache writes",
+    "cache_read": "cache reads",
+    "output": "output",
+}
+BUCKET_LABELS = {
+    "system": "system",
+    "tool_definitions": "tool defs",
+    "tool_results": "tool results",
+    "conversation": "conversation",
+    "unrecorded": "unrecorded",
+}
 
 
 def dollars(value: float | None) -> str:
@@ -64,8 +73,13 @@ def cost_lines(summary: CostSummary | None, models: list[tuple[str | None, str |
         head += " (calls without usage priced on computed prompts: an estimate)"
     lines = [("cost", f"{head}; {source_text(summary, models)}")]
     if not summary.priced:
-        lines.append(("  unpriced", f"{summary.calls_unpriced} of {summary.calls_priced + summary.calls_unpriced} "
-                      f"calls, not in the total ({unpriced_text(summary)})"))
+        lines.append(
+            (
+                "  unpriced",
+                f"{summary.calls_unpriced} of {summary.calls_priced + summary.calls_unpriced} "
+                f"calls, not in the total ({unpriced_text(summary)})",
+            )
+        )
     placeholder = any("under-reported" in note for note in summary.notes)
     lifetime = any(note == WRITES_AT_5M for note in summary.notes)
     for part, label in PART_LABELS.items():
@@ -82,8 +96,12 @@ def cost_lines(summary: CostSummary | None, models: list[tuple[str | None, str |
         lines.append(("  other", dollars(summary.other) + " (what the price has beyond tokens)"))
     if summary.without_cache is not None and summary.without_cache > (summary.total or 0):
         saved = summary.without_cache - (summary.total or 0)
-        lines.append(("  without a cache", f"{dollars(summary.without_cache)} (all input at the input price: "
-                      f"the cache saved {dollars(saved)})"))
+        lines.append(
+            (
+                "  without a cache",
+                f"{dollars(summary.without_cache)} (all input at the input price: the cache saved {dollars(saved)})",
+            )
+        )
     if summary.buckets:
         order = sorted(summary.buckets.items(), key=lambda item: -item[1])
         shown = ", ".join(f"{BUCKET_LABELS.get(k, k)} {dollars(v)}" for k, v in order if v > 0)
@@ -108,8 +126,12 @@ def usage_lines(usage: Reported, placeholder: bool) -> list[tuple[str, str]]:
         share = f" ({usage.hit_rate:.1%} of the prompts)" if usage.hit_rate is not None else ""
         lines.append(("  cache reads, reported", f"{usage.cache_read:,} tokens{share}"))
     if usage.output is not None:
-        lines.append(("  output, reported", f"{usage.output:,} tokens"
-                      + (" (placeholders: under-reported)" if placeholder else "")))
+        lines.append(
+            (
+                "  output, reported",
+                f"{usage.output:,} tokens" + (" (placeholders: under-reported)" if placeholder else ""),
+            )
+        )
     return lines
 
 
@@ -125,18 +147,30 @@ def cache_lines(cache: CacheSummary | None) -> list[tuple[str, str]]:
         text += ", estimate"
     lines = [("cache, computed", text)]
     if cache.misses:
-        lines.append(("  misses", ", ".join(f"{code} {n}" for code, n in cache.misses.items())
-                      + " (calls[].cache in the JSON says why)"))
+        lines.append(
+            (
+                "  misses",
+                ", ".join(f"{code} {n}" for code, n in cache.misses.items()) + " (calls[].cache in the JSON says why)",
+            )
+        )
     return lines
 
 
 REASON_WORDS = {
-    "idle-gap": "idle past the cache lifetime", "model-switch": "model switch",
-    "below-minimum": "under the minimum length", "no-breakpoint": "no cache breakpoint",
+    "idle-gap": "idle past the cache lifetime",
+    "model-switch": "model switch",
+    "below-minimum": "under the minimum length",
+    "no-breakpoint": "no cache breakpoint",
     "below-prediction": "read less than the rules give",
 }
-PART_WORDS = {"system": "system prompt", "tools": "tools", "message": "an earlier message",
-              "reasoning": "reasoning dropped", "rewrite": "conversation cut", "compaction": "compaction"}
+PART_WORDS = {
+    "system": "system prompt",
+    "tools": "tools",
+    "message": "an earlier message",
+    "reasoning": "reasoning dropped",
+    "rewrite": "conversation cut",
+    "compaction": "compaction",
+}
 
 
 def reason_label(reason: str, part: str | None) -> str:
@@ -163,15 +197,23 @@ def forensics_lines(cache: CacheSummary | None, cost: CostSummary | None, breaks
         return [("cache", f"{rate}; no miss cost anything")]
     estimate = " (an estimate)" if any("estimated" in n for n in cache.notes) else ""
     share = f", {lost.cost / cost.total:.1%} of the cost" if cost is not None and cost.total else ""
-    lines = [("cache", f"{rate}; misses cost {dollars(lost.cost)}{estimate}{share}: keeping the cache would have "
-                       "saved that")]
-    shown = [f"{reason_label(r.reason, r.part)} {dollars(r.cost)} ({r.calls} call{'' if r.calls == 1 else 's'})"
-             for r in lost.by_reason if r.cost]
+    lines = [
+        ("cache", f"{rate}; misses cost {dollars(lost.cost)}{estimate}{share}: keeping the cache would have saved that")
+    ]
+    shown = [
+        f"{reason_label(r.reason, r.part)} {dollars(r.cost)} ({r.calls} call{'' if r.calls == 1 else 's'})"
+        for r in lost.by_reason
+        if r.cost
+    ]
     lines.append(("  by reason", "; ".join(shown)))
     for n, b in enumerate(lost.breaks[:breaks]):
         who = f"call {b.call}" + (f" ({b.thread})" if b.thread else "")
-        lines.append(("  costliest" if n == 0 else "", f"{who} {dollars(b.cost)} ({b.tokens:,} tokens): "
-                      + (b.detail or reason_label(b.reason, b.part))))
+        lines.append(
+            (
+                "  costliest" if n == 0 else "",
+                f"{who} {dollars(b.cost)} ({b.tokens:,} tokens): " + (b.detail or reason_label(b.reason, b.part)),
+            )
+        )
     if lost.calls > breaks:
         lines.append(("", f"and {lost.calls - breaks} more (summary.cache.lost, calls[].cache in the JSON)"))
     return lines

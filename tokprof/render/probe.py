@@ -17,11 +17,19 @@ class ProbeJsonRenderer:
 class ProbeTableRenderer:
     def render(self, report: ProbeReport, options: RenderOptions = RenderOptions()) -> str:
         console, out = text_console(options)
-        console.print(f"[bold]tokprof[/bold] probe: {safe(report.question)!s} (expected {safe(report.expect)}; "
-                      f"{report.trials} trial{'s' if report.trials != 1 else ''} each, {safe(report.endpoint)})")
-        columns = [Column("policy", justify="left"), Column("prompt tokens", "tokens"), Column("hits"),
-                   Column("confident wrong", "wrong"), Column("misses"), Column("errors", drop=1),
-                   Column("first answer", "answer", justify="left", drop=2)]
+        console.print(
+            f"[bold]tokprof[/bold] probe: {safe(report.question)!s} (expected {safe(report.expect)}; "
+            f"{report.trials} trial{'s' if report.trials != 1 else ''} each, {safe(report.endpoint)})"
+        )
+        columns = [
+            Column("policy", justify="left"),
+            Column("prompt tokens", "tokens"),
+            Column("hits"),
+            Column("confident wrong", "wrong"),
+            Column("misses"),
+            Column("errors", drop=1),
+            Column("first answer", "answer", justify="left", drop=2),
+        ]
         rows = []
         for result in report.results:
             first = result.answers[0].text if result.answers else ("(dry run: not sent)" if report.dry_run else "")
@@ -30,6 +38,8 @@ class ProbeTableRenderer:
         console.print(fit_table(console, columns, rows))
         for note in report.notes:
             console.print(f"[yellow]note[/yellow]: {safe(note)}")
-        console.print("  hit: the answer holds the expected value; confident wrong: a value of the same shape that is not "
-                      "it; miss: neither (a refusal, another subject). The control asks the fact alone.")
+        console.print(
+            "  hit: the answer holds the expected value; confident wrong: a value of the same shape that is not "
+            "it; miss: neither (a refusal, another subject). The control asks the fact alone."
+        )
         return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())

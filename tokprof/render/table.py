@@ -18,7 +18,10 @@ LABELS = {
 }
 #: Headers for narrow terminals.
 SHORT = {
-    "system": "system", "tool_definitions": "tools", "tool_results": "results", "conversation": "convers.",
+    "system": "system",
+    "tool_definitions": "tools",
+    "tool_results": "results",
+    "conversation": "convers.",
     "unrecorded": "unrecorded",
 }
 #: What a cell shows for a bucket the log does not record (its tokens are in ``unrecorded``), never 0.
@@ -41,7 +44,7 @@ def shown_rows(calls: list[CallRow], limit: int | None) -> tuple[list[CallRow], 
     if limit is None or len(calls) <= limit:
         return calls, []
     first = (limit + 1) // 2
-    return calls[:first], calls[len(calls) - (limit - first):]
+    return calls[:first], calls[len(calls) - (limit - first) :]
 
 
 class TableRenderer:
@@ -71,8 +74,10 @@ class TableRenderer:
         if reported and model.exact:
             columns += [Column("reported", drop=2), Column("computed vs reported", "vs rep.", drop=3)]
         elif reported:  # an estimate's total is the reported prompt: beside it, what was computed before scaling
-            columns += [Column("computed (proxy + inferred)", "computed", drop=2),
-                        Column("computed vs reported", "vs rep.", drop=3)]
+            columns += [
+                Column("computed (proxy + inferred)", "computed", drop=2),
+                Column("computed vs reported", "vs rep.", drop=3),
+            ]
         priced = any(c.cost is not None and c.cost.priced for c in profile.calls)  # else the summary says why
         if priced:
             columns.append(Column("cost", drop=4))
@@ -120,29 +125,59 @@ class TableRenderer:
         costs = summary.tool_result_costs
         assert costs is not None
         console.print()
-        console.print(f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
-                      f"{costs.carry_cost:,} more (carry cost)")
+        console.print(
+            f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
+            f"{costs.carry_cost:,} more (carry cost)"
+        )
         differs = _adds_up(costs.tokens + costs.carry_cost, summary, costs.results)
         if differs:
             console.print(f"  {differs}")
-        tools = [[safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
-                 for t in costs.tools[:10]]
-        console.print(fit_table(console, [Column("tool", justify="left"), Column("results"), Column("tokens"),
-                                          Column("carry cost", "carry")], tools))
+        tools = [
+            [safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
+            for t in costs.tools[:10]
+        ]
+        console.print(
+            fit_table(
+                console,
+                [Column("tool", justify="left"), Column("results"), Column("tokens"), Column("carry cost", "carry")],
+                tools,
+            )
+        )
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
         from tokprof.analyses.mcp_rollup import catalogue_rollup, rollup_from_results
 
         shown = summary.catalogue is not None and catalogue_rollup(summary.catalogue.catalogue, costs)
         for server in [] if shown else rollup_from_results(costs):
-            console.print(f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
-                          f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}")
+            console.print(
+                f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
+                f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}"
+            )
         if costs.top:
             console.print("  costliest results (carry cost: tokens × the later calls that resent them):")
-            rows = [[str(r.call) + (f" ({safe(r.thread)})" if r.thread else ""), safe(r.tool or "(unnamed)"),
-                     f"{r.tokens:,}", f"{r.carried_by:,}", f"{r.carry_cost:,}"] for r in costs.top]
-            console.print(fit_table(console, [Column("call"), Column("tool", justify="left"), Column("tokens"),
-                                              Column("resent by", "resent"), Column("carry cost", "carry")], rows))
+            rows = [
+                [
+                    str(r.call) + (f" ({safe(r.thread)})" if r.thread else ""),
+                    safe(r.tool or "(unnamed)"),
+                    f"{r.tokens:,}",
+                    f"{r.carried_by:,}",
+                    f"{r.carry_cost:,}",
+                ]
+                for r in costs.top
+            ]
+            console.print(
+                fit_table(
+                    console,
+                    [
+                        Column("call"),
+                        Column("tool", justify="left"),
+                        Column("tokens"),
+                        Column("resent by", "resent"),
+                        Column("carry cost", "carry"),
+                    ],
+                    rows,
+                )
+            )
         console.print()
 
     @staticmethod
@@ -155,19 +190,51 @@ class TableRenderer:
             return
         units = "" if exact else ", the proxy's own counts, not scaled"
         console.print(f"[bold]MCP servers[/bold] (from the tool names; definitions: tokens per request{units})")
-        cells = [[safe(r.server), f"{r.tools:,}", f"{r.unused:,}", f"{r.definitions:,}", f"{r.calls:,}",
-                  f"{r.result_tokens:,}", f"{r.carry_cost:,}"] for r in rows]
-        console.print(fit_table(console, [Column("server", justify="left"), Column("tools"), Column("unused"),
-                                          Column("definitions", "defs"), Column("calls"),
-                                          Column("result tokens", "results"), Column("carry cost", "carry")], cells))
+        cells = [
+            [
+                safe(r.server),
+                f"{r.tools:,}",
+                f"{r.unused:,}",
+                f"{r.definitions:,}",
+                f"{r.calls:,}",
+                f"{r.result_tokens:,}",
+                f"{r.carry_cost:,}",
+            ]
+            for r in rows
+        ]
+        console.print(
+            fit_table(
+                console,
+                [
+                    Column("server", justify="left"),
+                    Column("tools"),
+                    Column("unused"),
+                    Column("definitions", "defs"),
+                    Column("calls"),
+                    Column("result tokens", "results"),
+                    Column("carry cost", "carry"),
+                ],
+                cells,
+            )
+        )
         console.print()
 
     @staticmethod
-    def _cells(row: CallRow, names: tuple[str, ...], reported: bool, priced: bool = False, threads: bool = False,
-               exact: bool = True, missing: frozenset[str] = frozenset()) -> list[str]:
+    def _cells(
+        row: CallRow,
+        names: tuple[str, ...],
+        reported: bool,
+        priced: bool = False,
+        threads: bool = False,
+        exact: bool = True,
+        missing: frozenset[str] = frozenset(),
+    ) -> list[str]:
         cells = [str(row.index)] + ([safe(row.thread) if row.thread is not None else "main"] if threads else [])
-        cells += [*(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names), f"{row.total:,}",
-                  f"{row.cumulative:,}"]
+        cells += [
+            *(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names),
+            f"{row.total:,}",
+            f"{row.cumulative:,}",
+        ]
         if reported:
             diff = row.difference()
             if diff is not None and row.reported is not None and row.reported.prompt is not None:
@@ -188,23 +255,30 @@ class TableRenderer:
         final = f"{summary.final_prompt:,} tokens"
         if len(threads) > 1:
             final += " (the main conversation's)"
-        lines += [("final prompt", final), ("largest prompt", f"{summary.largest_prompt:,} tokens"),
-                  ("billed input", f"{summary.billed_input:,} tokens (every call's prompt, added up)")]
+        lines += [
+            ("final prompt", final),
+            ("largest prompt", f"{summary.largest_prompt:,} tokens"),
+            ("billed input", f"{summary.billed_input:,} tokens (every call's prompt, added up)"),
+        ]
         if summary.reported is not None:
             usage = summary.reported
             lines.append(
-                ("billed input, reported", f"{usage.billed_input:,} tokens "
-                 f"({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)")
+                (
+                    "billed input, reported",
+                    f"{usage.billed_input:,} tokens ({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)",
+                )
             )
             placeholder = any(w.code == "usage-at-stream-start" for w in profile.warnings)
             lines += usage_lines(usage, placeholder)
             check = summary.reconciliation
             if check:
                 lines.append(
-                    ("computed vs reported" if model.exact else "proxy vs reported",
-                     f"{check.weighted_relative_difference:.1%} of the reported tokens, "
-                     f"{check.mean_relative_difference:.1%} mean per call, largest "
-                     f"{check.max_relative_difference:+.1%} (call {check.max_call})")
+                    (
+                        "computed vs reported" if model.exact else "proxy vs reported",
+                        f"{check.weighted_relative_difference:.1%} of the reported tokens, "
+                        f"{check.mean_relative_difference:.1%} mean per call, largest "
+                        f"{check.max_relative_difference:+.1%} (call {check.max_call})",
+                    )
                 )
         missing = missing_buckets(summary.not_recorded)
         for name in names:
@@ -221,11 +295,17 @@ class TableRenderer:
         if len(threads) > 1:
             for thread in threads:
                 who = "main conversation" if thread.thread is None else f"subagent {safe(thread.thread)}"
-                if thread.thread is not None and any(c.thread == thread.thread and "from progress" in c.where
-                                                     for c in profile.calls):
+                if thread.thread is not None and any(
+                    c.thread == thread.thread and "from progress" in c.where for c in profile.calls
+                ):
                     who += " (rebuilt from progress lines)"
-                lines.append((f"  {who}", f"{thread.calls:,} calls, {thread.billed_input:,} billed, final prompt "
-                              f"{thread.final_prompt:,}, largest {thread.largest_prompt:,}"))
+                lines.append(
+                    (
+                        f"  {who}",
+                        f"{thread.calls:,} calls, {thread.billed_input:,} billed, final prompt "
+                        f"{thread.final_prompt:,}, largest {thread.largest_prompt:,}",
+                    )
+                )
         if summary.compactions:
             lines.append(("compactions", f"{summary.compactions} (calls that summarised the context)"))
         if summary.unrendered:
@@ -271,8 +351,10 @@ def _adds_up(total: int, summary: Summary, results: int) -> str:
         return ""
     if abs(total - bucket) <= results:  # an estimate scales each result by its call's factor, rounded per result
         return f"together the tool-results bucket, {bucket:,}, up to rounding per result ({total - bucket:+,})"
-    return (f"together {total:,} of the tool-results bucket's {bucket:,}: the rest is tool-result tokens outside the "
-            "results counted here (unrendered, or a result repeated within one prompt)")
+    return (
+        f"together {total:,} of the tool-results bucket's {bucket:,}: the rest is tool-result tokens outside the "
+        "results counted here (unrendered, or a result repeated within one prompt)"
+    )
 
 
 def _estimate_text(summary: Summary, selected: str | None = None) -> str:
@@ -282,12 +364,16 @@ def _estimate_text(summary: Summary, selected: str | None = None) -> str:
     scaled = estimate.calls_scaled_to_reported
     if scaled:
         ratios = ", ".join(f"{r:.2f}" for r in estimate.ratios.values())
-        text += (f"{scaled} of {summary.calls} calls add up to the reported prompt: {estimate.calls_anchored} as the "
-                 f"call before plus what they add (the log's usual ratio: {ratios or '-'} reported per estimated "
-                 "token), the rest scaled whole")
+        text += (
+            f"{scaled} of {summary.calls} calls add up to the reported prompt: {estimate.calls_anchored} as the "
+            f"call before plus what they add (the log's usual ratio: {ratios or '-'} reported per estimated "
+            "token), the rest scaled whole"
+        )
         if estimate.unexplained_growth:
-            text += (f"; {estimate.unexplained_growth:,} tokens of reported growth that no new message explains are "
-                     "in 'unrecorded'")
+            text += (
+                f"; {estimate.unexplained_growth:,} tokens of reported growth that no new message explains are "
+                "in 'unrecorded'"
+            )
         text += "; "
     counter = "the stand-in" if selected and selected.startswith("stand-in") else "the proxy"
     counted = f"{counter} counted {estimate.billed_input_computed:,} billed input tokens."

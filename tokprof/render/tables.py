@@ -19,12 +19,43 @@ from tokprof.analyses.sessions import SessionsReport
 from tokprof.errors import TokprofError
 from tokprof.render import csvsafe
 
-SESSION_FIELDS = ("session", "path", "format", "model", "calls", "compactions", "billed_input",
-                  "billed_input_reported", "cache_read_reported", "cache_write_reported", "exact", "profiled_with",
-                  "estimate", "cost", "priced", "unpriced")
-INT_FIELDS = {"call_index", "system", "tool_definitions", "tool_results", "conversation", "unrecorded", "total",
-              "context_window", "calls", "compactions", "billed_input", "billed_input_reported",
-              "cache_read_reported", "cache_write_reported", "sessions", "reported_calls", "priced_calls"}
+SESSION_FIELDS = (
+    "session",
+    "path",
+    "format",
+    "model",
+    "calls",
+    "compactions",
+    "billed_input",
+    "billed_input_reported",
+    "cache_read_reported",
+    "cache_write_reported",
+    "exact",
+    "profiled_with",
+    "estimate",
+    "cost",
+    "priced",
+    "unpriced",
+)
+INT_FIELDS = {
+    "call_index",
+    "system",
+    "tool_definitions",
+    "tool_results",
+    "conversation",
+    "unrecorded",
+    "total",
+    "context_window",
+    "calls",
+    "compactions",
+    "billed_input",
+    "billed_input_reported",
+    "cache_read_reported",
+    "cache_write_reported",
+    "sessions",
+    "reported_calls",
+    "priced_calls",
+}
 BOOL_FIELDS = {"exact", "priced"}
 FLOAT_FIELDS = {"window_fill", "cost"}
 
@@ -36,17 +67,34 @@ class Table:
     rows: list[tuple]
 
 
-def tables(report: SessionsReport, calls: Sequence[CallRecord], rollups: Sequence[Rollup] = (),
-           with_text: bool = False) -> list[Table]:
+def tables(
+    report: SessionsReport, calls: Sequence[CallRecord], rollups: Sequence[Rollup] = (), with_text: bool = False
+) -> list[Table]:
     """The run's tables: calls, sessions, then one per rollup (``rollup_<dimensions>``)."""
     columns = tuple(name for name in FIELDS if with_text or name != "text")
-    out = [Table("calls", columns, [tuple(_value(record, name) for name in columns) for record in calls]),
-           Table("sessions", SESSION_FIELDS,
-                 [tuple(getattr(row, name) for name in SESSION_FIELDS) for row in report.sessions])]
+    out = [
+        Table("calls", columns, [tuple(_value(record, name) for name in columns) for record in calls]),
+        Table(
+            "sessions",
+            SESSION_FIELDS,
+            [tuple(getattr(row, name) for name in SESSION_FIELDS) for row in report.sessions],
+        ),
+    ]
     for rollup in rollups:
-        names = (*rollup.by, "sessions", "calls", "billed_input", *_bucket_names(rollup), "reported_calls",
-                 "reported_prompt", "reported_cache_read", "reported_cache_write", "reported_output", "cost",
-                 "priced_calls")
+        names = (
+            *rollup.by,
+            "sessions",
+            "calls",
+            "billed_input",
+            *_bucket_names(rollup),
+            "reported_calls",
+            "reported_prompt",
+            "reported_cache_read",
+            "reported_cache_write",
+            "reported_output",
+            "cost",
+            "priced_calls",
+        )
         rows = []
         for row in rollup.rows:
             d = row.to_dict(rollup.by)
@@ -87,11 +135,14 @@ def parquet_files(found: list[Table]) -> list[tuple[str, bytes]]:
         raise TokprofError("Parquet output needs pyarrow: pip install 'tokprof[parquet]'") from None
     out = []
     for table in found:
-        schema = pa.schema([pa.field(name, _arrow_type(name, pa)) for name in table.columns],
-                           metadata={"tokprof.schema_version": str(SCHEMA_VERSION), "tokprof.table": table.name})
+        schema = pa.schema(
+            [pa.field(name, _arrow_type(name, pa)) for name in table.columns],
+            metadata={"tokprof.schema_version": str(SCHEMA_VERSION), "tokprof.table": table.name},
+        )
         columns = list(zip(*table.rows)) if table.rows else [() for _ in table.columns]
-        arrow = pa.table([pa.array(list(values), type=field.type) for values, field in zip(columns, schema)],
-                         schema=schema)
+        arrow = pa.table(
+            [pa.array(list(values), type=field.type) for values, field in zip(columns, schema)], schema=schema
+        )
         sink = io.BytesIO()
         pq.write_table(arrow, sink, compression="zstd")
         out.append((f"{table.name}.parquet", sink.getvalue()))
@@ -154,8 +205,9 @@ def team_view(report: SessionsReport, options: TeamOptions) -> tuple[SessionsRep
     calls = within(report.calls, options.since, options.until)
     if options.filtered:
         kept = {(c.path, c.session) for c in calls}
-        report = dataclasses.replace(report, sessions=[r for r in report.sessions if (r.path, r.session) in kept],
-                                     calls=calls)
+        report = dataclasses.replace(
+            report, sessions=[r for r in report.sessions if (r.path, r.session) in kept], calls=calls
+        )
     return report, calls, [rollup(calls, by) for by in options.by]
 
 
@@ -166,12 +218,24 @@ def rollups_text(rollups: Sequence[Rollup]) -> str:
     out = []
     for found in rollups:
         head = [*found.by, "sessions", "calls", "billed input", "reported prompt", "cost"]
-        rows = [[visible(part) for part in row.key] + [str(row.sessions), str(row.calls), f"{row.billed_input:,}",
-                 "not recorded" if row.reported_prompt is None else f"{row.reported_prompt:,}",
-                 "not priced" if row.cost is None else f"${row.cost:,.2f}"] for row in found.rows]
+        rows = [
+            [visible(part) for part in row.key]
+            + [
+                str(row.sessions),
+                str(row.calls),
+                f"{row.billed_input:,}",
+                "not recorded" if row.reported_prompt is None else f"{row.reported_prompt:,}",
+                "not priced" if row.cost is None else f"${row.cost:,.2f}",
+            ]
+            for row in found.rows
+        ]
         widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
         out.append(f"\nBy {', '.join(found.by)}:")
         for r in [head, *rows]:
-            out.append("  " + "  ".join(c.ljust(w) if i < len(found.by) else c.rjust(w)
-                                        for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+            out.append(
+                "  "
+                + "  ".join(
+                    c.ljust(w) if i < len(found.by) else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))
+                ).rstrip()
+            )
     return "\n".join(out) + "\n"

@@ -14,8 +14,16 @@ from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 
 CSV_COLUMNS = [
-    "catalogue", "name", "marginal", "description_tokens", "parameter_tokens", "parameters", "requests", "calls",
-    "run_cost", "unused",
+    "catalogue",
+    "name",
+    "marginal",
+    "description_tokens",
+    "parameter_tokens",
+    "parameters",
+    "requests",
+    "calls",
+    "run_cost",
+    "unused",
 ]
 
 
@@ -83,11 +91,23 @@ class ToolsTableRenderer:
             )
         if report.mcp_servers:
             console.print("\n[bold]MCP servers[/bold] (from the tool names)")
-            columns = [Column("server", justify="left"), Column("tools called", "tools"), Column("calls"),
-                       Column("result tokens", "results"), Column("carry cost", "carry")]
-            console.print(fit_table(console, columns, [
-                [safe(s.server), str(s.tools_called), _n(s.calls), _n(s.result_tokens), _n(s.carry_cost)]
-                for s in report.mcp_servers]))
+            columns = [
+                Column("server", justify="left"),
+                Column("tools called", "tools"),
+                Column("calls"),
+                Column("result tokens", "results"),
+                Column("carry cost", "carry"),
+            ]
+            console.print(
+                fit_table(
+                    console,
+                    columns,
+                    [
+                        [safe(s.server), str(s.tools_called), _n(s.calls), _n(s.result_tokens), _n(s.carry_cost)]
+                        for s in report.mcp_servers
+                    ],
+                )
+            )
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
         if not model.exact:
@@ -99,14 +119,24 @@ class ToolsTableRenderer:
 
     def _catalogue(self, console: Console, catalogue: Catalogue) -> None:
         requests = catalogue.requests
-        columns = [Column("tool", justify="left"), Column("marginal", "per req."), Column("description", "descr."),
-                   Column("name+params", "rest"), Column("params", drop=2)]
+        columns = [
+            Column("tool", justify="left"),
+            Column("marginal", "per req."),
+            Column("description", "descr."),
+            Column("name+params", "rest"),
+            Column("params", drop=2),
+        ]
         if requests is not None:
             columns += [Column("requests", "reqs", drop=3), Column("calls"), Column("run cost", drop=1)]
         rows = []
         for tool in sorted(catalogue.tools, key=lambda t: (-t.marginal, t.name)):
-            row = [safe(tool.name) + (" (unused)" if tool.calls == 0 else ""), _n(tool.marginal),
-                   _n(tool.description_tokens), _n(tool.parameter_tokens), str(tool.parameters)]
+            row = [
+                safe(tool.name) + (" (unused)" if tool.calls == 0 else ""),
+                _n(tool.marginal),
+                _n(tool.description_tokens),
+                _n(tool.parameter_tokens),
+                str(tool.parameters),
+            ]
             if requests is not None:
                 row += [_n(tool.requests), _n(tool.calls), _n(tool.run_cost)]
             rows.append(row)
@@ -119,7 +149,9 @@ class ToolsTableRenderer:
         )
         if requests is not None:
             console.print(f"  over the run           {catalogue.total * requests:,} tokens ({requests} requests)")
-        console.print(f"  what if descriptions were cut to their first sentence: {catalogue.trim_saving:,} tokens saved per request")
+        console.print(
+            f"  what if descriptions were cut to their first sentence: {catalogue.trim_saving:,} tokens saved per request"
+        )
         if catalogue.drop_unused_saving is not None and requests is not None:
             console.print(
                 f"  what if unused tools were dropped: {catalogue.drop_unused_saving:,} tokens saved per request, "

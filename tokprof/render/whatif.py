@@ -14,8 +14,7 @@ from tokprof.render.table import LABELS, NOT_RECORDED_NOTE, SHORT, bucket_cell, 
 from tokprof.render import csvsafe
 
 #: A line per policy in the HTML charts, in order.
-PALETTE = ["#59636e", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-           "#9c755f"]
+PALETTE = ["#59636e", "#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#ff9da7", "#9c755f"]
 
 
 def _n(value: int | None) -> str:
@@ -38,9 +37,19 @@ class WhatIfCsvRenderer:
         writer.writerow(["policy", "index", "kind", "thread", *names, "total", "shared_prefix", "messages", "changed"])
         for result in report.policies:
             for call in result.calls:
-                writer.writerow([result.policy, call.index, call.kind, call.thread or "",
-                                 *(call.buckets.get(name, 0) for name in names), call.total, call.shared,
-                                 call.messages, "true" if call.changed else "false"])
+                writer.writerow(
+                    [
+                        result.policy,
+                        call.index,
+                        call.kind,
+                        call.thread or "",
+                        *(call.buckets.get(name, 0) for name in names),
+                        call.total,
+                        call.shared,
+                        call.messages,
+                        "true" if call.changed else "false",
+                    ]
+                )
         return out.getvalue()
 
 
@@ -53,12 +62,14 @@ def _usd(result) -> str:
 
 def _parts(result) -> list[str]:
     parts = result.cost_parts or {}
-    return ["-" if parts.get(name) is None else f"${parts[name]:,.4f}"
-            for name in ("uncached", "cache_write", "cache_read", "output")]
+    return [
+        "-" if parts.get(name) is None else f"${parts[name]:,.4f}"
+        for name in ("uncached", "cache_write", "cache_read", "output")
+    ]
 
 
 def facts_kept(result) -> str:
-    """"2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
+    """ "2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
     seen = [f for f in result.facts if f.first_call is not None]
     kept = sum(1 for f in seen if f.kept_in_final)
     return f"{kept}/{len(seen)}" + (" LOST" if kept < len(seen) else "")
@@ -77,8 +88,10 @@ def fact_lines(report: WhatIfReport) -> list[str]:
             mine = result.facts[number]
             if mine.calls_missing:
                 last = "none" if mine.last_call is None else f"call {mine.last_call}"
-                lines.append(f"  {result.policy}: {'not in the final prompt' if mine.dropped else 'kept at the end'}; "
-                             f"missing from {len(mine.calls_missing)} later calls (last carried: {last})")
+                lines.append(
+                    f"  {result.policy}: {'not in the final prompt' if mine.dropped else 'kept at the end'}; "
+                    f"missing from {len(mine.calls_missing)} later calls (last carried: {last})"
+                )
     return lines
 
 
@@ -89,12 +102,20 @@ class WhatIfTableRenderer:
         full = report.policies[0]
         exact = "exact" if report.exact else "ESTIMATE"
         window = f", window {report.context_window:,}" if report.context_window else ""
-        console.print(f"[bold]tokprof[/bold] whatif of {safe(report.source.path)} ({len(full.calls)} calls, "
-                      f"model {safe(model.name)}, {exact}{window})")
-        columns = [Column("policy", justify="left"), Column("billed input", "billed"), Column("saving"),
-                   Column("saving %", "%"), Column("largest prompt", "largest", drop=2),
-                   Column("over window", "over", drop=3), Column("shared prefix", "shared", drop=1),
-                   Column("shared %", "sh.%", drop=1)]
+        console.print(
+            f"[bold]tokprof[/bold] whatif of {safe(report.source.path)} ({len(full.calls)} calls, "
+            f"model {safe(model.name)}, {exact}{window})"
+        )
+        columns = [
+            Column("policy", justify="left"),
+            Column("billed input", "billed"),
+            Column("saving"),
+            Column("saving %", "%"),
+            Column("largest prompt", "largest", drop=2),
+            Column("over window", "over", drop=3),
+            Column("shared prefix", "shared", drop=1),
+            Column("shared %", "sh.%", drop=1),
+        ]
         priced = any(r.cost is not None for r in report.policies)
         if priced:
             columns.insert(4, Column("cost", drop=4))
@@ -105,9 +126,14 @@ class WhatIfTableRenderer:
         for result in report.policies:
             first = result is full
             row = [
-                safe(result.policy), _n(result.billed_input), "-" if first else _n(result.saving),
-                "-" if first else f"{result.saving_share:.1%}", _n(result.largest_prompt),
-                _n(result.calls_over_window), _n(result.shared_prefix), f"{result.shared_share:.1%}",
+                safe(result.policy),
+                _n(result.billed_input),
+                "-" if first else _n(result.saving),
+                "-" if first else f"{result.saving_share:.1%}",
+                _n(result.largest_prompt),
+                _n(result.calls_over_window),
+                _n(result.shared_prefix),
+                f"{result.shared_share:.1%}",
             ]
             if priced:
                 row.insert(4, _usd(result))
@@ -121,25 +147,43 @@ class WhatIfTableRenderer:
         if full.cost_unpriced:
             console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
         if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
-            console.print("  *cost estimated: a call a policy changes is billed as the log's provider would bill it: "
-                          "the log's cache read less the prefix the policy rewrote, the rest written at the log's cache "
-                          "tier, and the log's output; calls it keeps are priced on their reported usage")
+            console.print(
+                "  *cost estimated: a call a policy changes is billed as the log's provider would bill it: "
+                "the log's cache read less the prefix the policy rewrote, the rest written at the log's cache "
+                "tier, and the log's output; calls it keeps are priced on their reported usage"
+            )
         if priced and options.cost_parts:
             console.print()
             console.print("[bold]Cost parts[/bold]")
-            console.print(fit_table(console, [Column("policy", justify="left"), Column("uncached"),
-                                              Column("cache write", "write"), Column("cache read", "read"),
-                                              Column("output"), Column("cost")],
-                                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.policies]))
+            console.print(
+                fit_table(
+                    console,
+                    [
+                        Column("policy", justify="left"),
+                        Column("uncached"),
+                        Column("cache write", "write"),
+                        Column("cache read", "read"),
+                        Column("output"),
+                        Column("cost"),
+                    ],
+                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.policies],
+                )
+            )
         console.print()
         console.print("[bold]Billed input per bucket[/bold]")
         names = report.bucket_names()
         bucket_columns = [Column("policy", justify="left")] + [Column(LABELS[n], SHORT[n]) for n in names]
         missing = missing_buckets(report.baseline.not_recorded) if report.baseline is not None else frozenset()
-        console.print(fit_table(console, bucket_columns, [
-            [safe(r.policy), *(bucket_cell(r.buckets_billed.get(n, 0), n, missing) for n in names)]
-            for r in report.policies
-        ]))
+        console.print(
+            fit_table(
+                console,
+                bucket_columns,
+                [
+                    [safe(r.policy), *(bucket_cell(r.buckets_billed.get(n, 0), n, missing) for n in names)]
+                    for r in report.policies
+                ],
+            )
+        )
         if missing & set(names):
             console.print(f"  {NOT_RECORDED_NOTE}")
         console.print()
@@ -156,8 +200,10 @@ class WhatIfTableRenderer:
             what.add_row("  " + safe(result.policy), safe(text))
         console.print(what)
         console.print()
-        console.print("shared: the prompt tokens each call shares with the previous call of its thread (what a prefix "
-                      "cache could reuse), added up. saving: against full.")
+        console.print(
+            "shared: the prompt tokens each call shares with the previous call of its thread (what a prefix "
+            "cache could reuse), added up. saving: against full."
+        )
         if not report.exact:
             console.print(
                 "[bold]ESTIMATE[/bold]: counts are the proxy's, as in the profile; calls a policy changes have no "
@@ -177,10 +223,23 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
     names = [r.policy for r in report.policies]
     buckets = report.bucket_names()
     billed = {
-        "data": [{"type": "bar", "name": LABELS[b], "x": names, "y": [r.buckets_billed.get(b, 0) for r in report.policies],
-                  "marker": {"color": COLORS[b]}, "hovertemplate": "%{x}: %{y:,} tokens"} for b in buckets],
-        "layout": _layout(barmode="stack", hovermode="closest", xaxis={"gridcolor": GRID, "automargin": True},
-                          yaxis=_count_axis("billed input")),
+        "data": [
+            {
+                "type": "bar",
+                "name": LABELS[b],
+                "x": names,
+                "y": [r.buckets_billed.get(b, 0) for r in report.policies],
+                "marker": {"color": COLORS[b]},
+                "hovertemplate": "%{x}: %{y:,} tokens",
+            }
+            for b in buckets
+        ],
+        "layout": _layout(
+            barmode="stack",
+            hovermode="closest",
+            xaxis={"gridcolor": GRID, "automargin": True},
+            yaxis=_count_axis("billed input"),
+        ),
     }
     lines = []
     seen: dict[tuple[int, ...], str] = {}  # a policy's prompts -> the first policy with the same ones
@@ -188,15 +247,30 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
         totals = tuple(c.total for c in result.calls)
         same = seen.setdefault(totals, result.policy)
         name = result.policy if same == result.policy else f"{result.policy} (same as {same})"
-        lines.append({  # a line that would hide under an identical one is drawn dashed over it, and says so
-            "type": "scatter", "mode": "lines", "name": name, "x": list(range(len(result.calls))),
-            "y": list(totals), "line": {"color": PALETTE[i % len(PALETTE)], "width": 1.5,
-                                        "dash": "solid" if same == result.policy else "dash"},
-            "customdata": [f"call {c.index}" + (" (summary)" if c.kind == "summary" else "") for c in result.calls],
-            "hovertemplate": "%{customdata}: %{y:,} tokens",
-        })
-    prompts = {"data": lines, "layout": _layout(hovermode="closest", yaxis=_count_axis("tokens in the prompt"),
-                                                xaxis={"title": {"text": "call (in replay order)"}, "gridcolor": GRID})}
+        lines.append(
+            {  # a line that would hide under an identical one is drawn dashed over it, and says so
+                "type": "scatter",
+                "mode": "lines",
+                "name": name,
+                "x": list(range(len(result.calls))),
+                "y": list(totals),
+                "line": {
+                    "color": PALETTE[i % len(PALETTE)],
+                    "width": 1.5,
+                    "dash": "solid" if same == result.policy else "dash",
+                },
+                "customdata": [f"call {c.index}" + (" (summary)" if c.kind == "summary" else "") for c in result.calls],
+                "hovertemplate": "%{customdata}: %{y:,} tokens",
+            }
+        )
+    prompts = {
+        "data": lines,
+        "layout": _layout(
+            hovermode="closest",
+            yaxis=_count_axis("tokens in the prompt"),
+            xaxis={"title": {"text": "call (in replay order)"}, "gridcolor": GRID},
+        ),
+    }
     full = report.policies[0]
     rows = "".join(
         f"<tr><td><code>{html_escape(r.policy)}</code></td><td>{r.billed_input:,}</td>"
@@ -212,7 +286,8 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
         "prompt carries. Every count is rendered with the model's template, like the profile. Shared prefix: the "
         "prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse).</p>",
         '<div class="scroll"><table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th>'
-        "<th>largest prompt</th>" + ("<th>facts kept</th>" if full.facts else "")
+        "<th>largest prompt</th>"
+        + ("<th>facts kept</th>" if full.facts else "")
         + f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table></div>",
         "<h3>Billed input per policy</h3>",
         '<div id="chart-whatif-billed" class="chart"></div>',
@@ -236,5 +311,10 @@ class WhatIfHtmlRenderer:
 
         assert report.baseline is not None, "the HTML report needs the profile of full"
         parts, figures = whatif_section(report)
-        return HtmlRenderer().page(report.baseline, options, parts, figures,
-                                   embedded={"tokprof-whatif": json.dumps(report.to_dict(), ensure_ascii=False)})
+        return HtmlRenderer().page(
+            report.baseline,
+            options,
+            parts,
+            figures,
+            embedded={"tokprof-whatif": json.dumps(report.to_dict(), ensure_ascii=False)},
+        )

@@ -17,8 +17,17 @@ from tokprof.serve.conversations import ConversationCache
 from tokprof.serve.counter import Counter, parse_thresholds
 from tokprof.serve.guard import Guard, place_of
 from tokprof.serve.limits import (
-    DEFAULT_CACHE_BYTES, DEFAULT_CACHE_ENTRIES, DEFAULT_MAX_BODY, DEFAULT_MAX_INFLIGHT, DEFAULT_MAX_INFLIGHT_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_READ_TIMEOUT, DEFAULT_THRESHOLDS, DEFAULT_TIMEOUT, DEFAULT_WORKERS, InFlight,
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_CACHE_ENTRIES,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_MAX_INFLIGHT_BYTES,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_READ_TIMEOUT,
+    DEFAULT_THRESHOLDS,
+    DEFAULT_TIMEOUT,
+    DEFAULT_WORKERS,
+    InFlight,
 )
 from tokprof.serve.models import Models
 from tokprof.serve.pool import WorkerPool
@@ -52,8 +61,15 @@ def create_app(
     from starlette.requests import Request as HTTPRequest
     from starlette.routing import Route
 
-    _check(max_body=max_body, window=window, workers=workers, timeout=timeout, max_inflight=max_inflight,
-           max_inflight_bytes=max_inflight_bytes, read_timeout=read_timeout)
+    _check(
+        max_body=max_body,
+        window=window,
+        workers=workers,
+        timeout=timeout,
+        max_inflight=max_inflight,
+        max_inflight_bytes=max_inflight_bytes,
+        read_timeout=read_timeout,
+    )
     if max_connections < 1:
         raise TokprofError(f"--max-connections: expected a positive number, found {max_connections}")
     chosen = Models(models)
@@ -65,8 +81,14 @@ def create_app(
         chosen.default = DEFAULT_MODEL
     levels = parse_thresholds(thresholds)
     counter = Counter(chosen, ConversationCache(1, 1), levels, window)  # here for /v1/models: workers count
-    pool = WorkerPool(workers, chosen.configured, cache_entries=cache_entries,
-                      cache_bytes=cache_bytes, thresholds=levels, window=window)
+    pool = WorkerPool(
+        workers,
+        chosen.configured,
+        cache_entries=cache_entries,
+        cache_bytes=cache_bytes,
+        thresholds=levels,
+        window=window,
+    )
     inflight = InFlight(max_inflight, max_inflight_bytes)
     expected = token.encode("utf-8") if token else None
 
@@ -74,8 +96,11 @@ def create_app(
         declared = request.headers.get("content-length")
         if declared is not None and declared.strip().isdigit():
             if int(declared) > max_body:
-                raise Rejected(413, "request_too_large", f"the body is {int(declared):,} bytes, over the limit of "
-                               f"{max_body:,} (--max-body)")
+                raise Rejected(
+                    413,
+                    "request_too_large",
+                    f"the body is {int(declared):,} bytes, over the limit of {max_body:,} (--max-body)",
+                )
             inflight.reserve(int(declared))
             held[0] += int(declared)
         chunks, size = [], 0
@@ -84,15 +109,17 @@ def create_app(
                 async for chunk in request.stream():
                     size += len(chunk)
                     if size > max_body:
-                        raise Rejected(413, "request_too_large", f"the body is over the limit of {max_body:,} bytes "
-                                       "(--max-body)")
+                        raise Rejected(
+                            413, "request_too_large", f"the body is over the limit of {max_body:,} bytes (--max-body)"
+                        )
                     if size > held[0]:
                         inflight.reserve(size - held[0])
                         held[0] = size
                     chunks.append(chunk)
         except TimeoutError:
-            raise Rejected(408, "timeout_error", f"the body did not arrive within {read_timeout:g} s "
-                           "(--read-timeout)") from None
+            raise Rejected(
+                408, "timeout_error", f"the body did not arrive within {read_timeout:g} s (--read-timeout)"
+            ) from None
         return b"".join(chunks)
 
     def guarded(endpoint: Callable[[HTTPRequest], Any]):
@@ -105,13 +132,17 @@ def create_app(
             except Rejected as exc:
                 request.state.error = exc
             except MemoryError:
-                request.state.error = Rejected(413, "request_too_large", "out of memory counting the request: it is "
-                                               "too large for this machine")
+                request.state.error = Rejected(
+                    413, "request_too_large", "out of memory counting the request: it is too large for this machine"
+                )
             except Exception as error:
                 where = place_of(error)
                 LOG.error("internal error: %s at %s (a bug in tokprof %s)", type(error).__name__, where, __version__)
-                request.state.error = Rejected(500, "api_error", f"internal error ({type(error).__name__} at {where}): "
-                                               "a bug in tokprof; please report it")
+                request.state.error = Rejected(
+                    500,
+                    "api_error",
+                    f"internal error ({type(error).__name__} at {where}): a bug in tokprof; please report it",
+                )
             refusal = request.state.error
             return response(refusal.payload(), refusal.status)
 
@@ -138,15 +169,25 @@ def create_app(
 
     async def health(request: HTTPRequest):
         loaded = sorted(set(chosen.loaded()) | pool.loaded())
-        return response({"status": "ok", "version": __version__, "default_model": chosen.default,
-                         "loaded_models": loaded, "cache": pool.stats(), "workers": pool.state(),
-                         "in_flight": inflight.state()})
+        return response(
+            {
+                "status": "ok",
+                "version": __version__,
+                "default_model": chosen.default,
+                "loaded_models": loaded,
+                "cache": pool.stats(),
+                "workers": pool.state(),
+                "in_flight": inflight.state(),
+            }
+        )
 
     async def http_error(request: HTTPRequest, exc: Exception):
         assert isinstance(exc, HTTPException)
         kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
-        message = {404: "no such route: see GET /v1/models, POST /v1/count, POST /v1/messages/count_tokens",
-                   405: "method not allowed"}.get(exc.status_code, str(exc.detail))
+        message = {
+            404: "no such route: see GET /v1/models, POST /v1/count, POST /v1/messages/count_tokens",
+            405: "method not allowed",
+        }.get(exc.status_code, str(exc.detail))
         request.state.error = Rejected(exc.status_code, kind, message)
         return response(request.state.error.payload(), exc.status_code, exc.headers)
 
@@ -174,8 +215,16 @@ def create_app(
     return Guard(app, expected)
 
 
-def _check(*, max_body: int, window: int | None, workers: int, timeout: float, max_inflight: int,
-           max_inflight_bytes: int, read_timeout: float) -> None:
+def _check(
+    *,
+    max_body: int,
+    window: int | None,
+    workers: int,
+    timeout: float,
+    max_inflight: int,
+    max_inflight_bytes: int,
+    read_timeout: float,
+) -> None:
     if max_body < 1:
         raise TokprofError(f"--max-body: expected a positive number of bytes, found {max_body}")
     if window is not None and window < 1:
@@ -189,5 +238,6 @@ def _check(*, max_body: int, window: int | None, workers: int, timeout: float, m
     if max_inflight < 1:
         raise TokprofError(f"--max-inflight: expected a positive number of requests, found {max_inflight}")
     if max_inflight_bytes < max_body:
-        raise TokprofError(f"--max-inflight-bytes: expected at least --max-body ({max_body:,} bytes), found "
-                           f"{max_inflight_bytes:,}")
+        raise TokprofError(
+            f"--max-inflight-bytes: expected at least --max-body ({max_body:,} bytes), found {max_inflight_bytes:,}"
+        )

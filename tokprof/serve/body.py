@@ -16,12 +16,22 @@ from tokprof.serve.answers import ROUTE_MESSAGES, bad, kind_of
 READ_FIELDS = {ROUTE_MESSAGES: ("model", "messages", "tools", "system")}
 COUNT_FIELDS = ("model", "messages", "tools")
 PROVIDER_COUNTS = ("tool_choice", "thinking", "mcp_servers")  # fields Anthropic's count_tokens counts
-NOT_COUNTED = {ROUTE_MESSAGES: ("max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream",
-                                "metadata", "service_tier")}
+NOT_COUNTED = {
+    ROUTE_MESSAGES: (
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "stream",
+        "metadata",
+        "service_tier",
+    )
+}
 
 
 def ignored_fields(route: str, value: dict) -> str | None:
-    """"ignored fields: window, stream" for fields of a body that the count does not read (a
+    """ "ignored fields: window, stream" for fields of a body that the count does not read (a
     misspelt or unsupported option should not pass in silence), or None."""
     from tokprof.text import visible
 
@@ -31,8 +41,11 @@ def ignored_fields(route: str, value: dict) -> str | None:
         return None
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     counted = [n for n in names if n in PROVIDER_COUNTS]
-    why = (f"; {', '.join(counted)} change{'s' if len(counted) == 1 else ''} the provider's own count, not tokprof's"
-           if counted else "")
+    why = (
+        f"; {', '.join(counted)} change{'s' if len(counted) == 1 else ''} the provider's own count, not tokprof's"
+        if counted
+        else ""
+    )
     return f"ignored fields, not read by this count: {shown}{why}; read: {', '.join(read)}"
 
 
@@ -75,8 +88,11 @@ def parse_body(raw: bytes) -> Body:
     if not isinstance(value, dict):
         raise bad(f"the body must be a JSON object, found {kind_of(value)}")
     messages = value.get("messages")
-    return Body(value, {key: _dumps(item) for key, item in value.items()},
-                [_dumps(m) for m in messages] if isinstance(messages, list) else None)
+    return Body(
+        value,
+        {key: _dumps(item) for key, item in value.items()},
+        [_dumps(m) for m in messages] if isinstance(messages, list) else None,
+    )
 
 
 def _dumps(value: Any) -> str:
@@ -166,8 +182,9 @@ def check_model_name(requested: str | None) -> None:
     found = _NOT_IN_A_NAME.search(requested)
     if found is not None:
         what = "a lone surrogate" if "\ud800" <= found.group() <= "\udfff" else f"U+{ord(found.group()):04X}"
-        raise bad(f"not a model name: it holds {what} (control, bidirectional and surrogate characters are "
-                   "refused)", "model")
+        raise bad(
+            f"not a model name: it holds {what} (control, bidirectional and surrogate characters are refused)", "model"
+        )
 
 
 def check_depth(text: str, where: str) -> None:
@@ -215,7 +232,7 @@ def _top_level_texts(text: str) -> dict[str, str]:
         found[key] = text[start:pos]
         if key == "messages" and text[start] == "[":
             first = _skip(text, start + 1)
-            found[key] = "" if text[first] == "]" else text[first:_SKIPPER.raw_decode(text, first)[1]]
+            found[key] = "" if text[first] == "]" else text[first : _SKIPPER.raw_decode(text, first)[1]]
         pos = _skip(text, pos)
         if text[pos] == ",":
             pos = _skip(text, pos + 1)

@@ -96,8 +96,9 @@ class ConversationCache:
         with self._lock:
             found = None
             for candidate in self._by_key.get(request.key, ()):
-                if (found is None or len(candidate.texts) > len(found.texts)) and _starts_with(request.texts,
-                                                                                                candidate.texts):
+                if (found is None or len(candidate.texts) > len(found.texts)) and _starts_with(
+                    request.texts, candidate.texts
+                ):
                     found = candidate
             return found
 
@@ -127,7 +128,9 @@ class ConversationCache:
         return buckets
 
     @staticmethod
-    def _convert(conversation: Conversation, request: Request, earlier: Prompt | None, known: int) -> tuple[Prompt, bool]:
+    def _convert(
+        conversation: Conversation, request: Request, earlier: Prompt | None, known: int
+    ) -> tuple[Prompt, bool]:
         """The request's neutral prompt (converted only from its first new message when it extends a
         Chat Completions conversation), and whether it is in the Anthropic Messages shape."""
         if request.route == ROUTE_MESSAGES:
@@ -138,7 +141,9 @@ class ConversationCache:
             return prompt, True
         anthropic = conversation.anthropic or is_anthropic_shape(request.messages[known:], request.tools, None)
         if earlier is not None and not anthropic:
-            return extend_prompt(earlier, request.messages[known:], first=known, call_ids=set(conversation.call_ids)), False
+            return extend_prompt(
+                earlier, request.messages[known:], first=known, call_ids=set(conversation.call_ids)
+            ), False
         return read_prompt(request.messages, request.tools), anthropic
 
     def _keep(self, conversation: Conversation) -> None:
@@ -178,8 +183,13 @@ class ConversationCache:
 
     def stats(self) -> dict:
         with self._lock:
-            return {"conversations": len(self._order), "estimated_bytes": self.bytes, "max_conversations": self.entries,
-                    "max_bytes": self.max_bytes, "evicted": self.evicted}
+            return {
+                "conversations": len(self._order),
+                "estimated_bytes": self.bytes,
+                "max_conversations": self.entries,
+                "max_bytes": self.max_bytes,
+                "evicted": self.evicted,
+            }
 
 
 def _same_start(prompt: list[dict], earlier: list[dict]) -> bool:

@@ -63,8 +63,13 @@ class Read:
 class Counter:
     """What the routes do, without HTTP: a body in, a JSON answer out (or :class:`Rejected`)."""
 
-    def __init__(self, models: Models, cache: ConversationCache, thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
-                 window: int | None = None):
+    def __init__(
+        self,
+        models: Models,
+        cache: ConversationCache,
+        thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+        window: int | None = None,
+    ):
         self.models = models
         self.cache = cache
         self.thresholds = tuple(thresholds)
@@ -102,8 +107,9 @@ class Counter:
         """The answer to a count request, and what its log line says (nothing of its content)."""
         read = self.read(route, raw)
         loaded = self.models.resolve(read.requested)
-        request = Request(route, loaded, read.messages, read.texts, read.tools, read.tools_text, read.system,
-                          read.system_text)
+        request = Request(
+            route, loaded, read.messages, read.texts, read.tools, read.tools_text, read.system, read.system_text
+        )
         try:
             buckets, reused = self.cache.count(request)
         except InputError as exc:
@@ -157,21 +163,47 @@ class Counter:
         for spec in specs():
             registered.add(spec.name)
             chat = loaded.get(spec.name)
-            data.append({"id": spec.name, "object": "model", "source": "embedded", "aliases": list(spec.aliases),
-                         "exact": spec.exact, "summary": spec.summary, "loaded": chat is not None,
-                         "context_window": chat.context_window if chat is not None else None})
+            data.append(
+                {
+                    "id": spec.name,
+                    "object": "model",
+                    "source": "embedded",
+                    "aliases": list(spec.aliases),
+                    "exact": spec.exact,
+                    "summary": spec.summary,
+                    "loaded": chat is not None,
+                    "context_window": chat.context_window if chat is not None else None,
+                }
+            )
         for name in self.models.configured:
             if name in registered:
                 continue
             chat = loaded.get(name)
-            data.append({"id": name, "object": "model", "source": "local", "aliases": [],
-                         "exact": chat.exact if chat is not None else True,
-                         "summary": f"{chat.counter.origin}; chat template {chat.prompt_format.origin}" if chat else "",
-                         "loaded": chat is not None, "context_window": chat.context_window if chat else None})
-        return {"object": "list", "data": data, "default": self.models.default,
-                "closed_models": "a closed model's name is counted by its proxy: claude-* by claude-proxy, gpt-*, "
-                "o-series and codex by openai-proxy (estimates, exact: false)"}
+            data.append(
+                {
+                    "id": name,
+                    "object": "model",
+                    "source": "local",
+                    "aliases": [],
+                    "exact": chat.exact if chat is not None else True,
+                    "summary": f"{chat.counter.origin}; chat template {chat.prompt_format.origin}" if chat else "",
+                    "loaded": chat is not None,
+                    "context_window": chat.context_window if chat else None,
+                }
+            )
+        return {
+            "object": "list",
+            "data": data,
+            "default": self.models.default,
+            "closed_models": "a closed model's name is counted by its proxy: claude-* by claude-proxy, gpt-*, "
+            "o-series and codex by openai-proxy (estimates, exact: false)",
+        }
 
     def health(self) -> dict:
-        return {"status": "ok", "version": __version__, "default_model": self.models.default,
-                "loaded_models": sorted(self.models.loaded()), "cache": self.cache.stats()}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "default_model": self.models.default,
+            "loaded_models": sorted(self.models.loaded()),
+            "cache": self.cache.stats(),
+        }

@@ -63,8 +63,10 @@ def _not_json(headers: dict[bytes, bytes]) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond the loopback interface without a token (one line, for the command)."""
     if not is_loopback(host) and not token:
-        raise TokprofError(f"--host {host}: listening beyond the loopback interface needs a token (--token or "
-                           f"{TOKEN_VARIABLE}), which every request then carries as a bearer token")
+        raise TokprofError(
+            f"--host {host}: listening beyond the loopback interface needs a token (--token or "
+            f"{TOKEN_VARIABLE}), which every request then carries as a bearer token"
+        )
 
 
 class Guard:
@@ -78,11 +80,17 @@ class Guard:
 
     def _refusal(self, headers: dict[bytes, bytes], method: str = "GET") -> Rejected | None:
         if _foreign_origin(headers):
-            return Rejected(403, "permission_error", "this server does not answer web pages of other sites "
-                            "(the Origin header names another host)")
+            return Rejected(
+                403,
+                "permission_error",
+                "this server does not answer web pages of other sites (the Origin header names another host)",
+            )
         if method == "POST" and _not_json(headers):
-            return Rejected(415, "invalid_request_error", "a count request's body is JSON: send "
-                            "'Content-Type: application/json' (or none)")
+            return Rejected(
+                415,
+                "invalid_request_error",
+                "a count request's body is JSON: send 'Content-Type: application/json' (or none)",
+            )
         if self.token is not None:
             given = None
             authorization = headers.get(b"authorization", b"")
@@ -91,13 +99,20 @@ class Guard:
             elif b"x-api-key" in headers:
                 given = headers[b"x-api-key"].strip()
             if given is None or not hmac.compare_digest(given, self.token):
-                return Rejected(401, "authentication_error", "this server needs its token: send "
-                                "'Authorization: Bearer TOKEN' (or 'x-api-key: TOKEN')")
+                return Rejected(
+                    401,
+                    "authentication_error",
+                    "this server needs its token: send 'Authorization: Bearer TOKEN' (or 'x-api-key: TOKEN')",
+                )
             return None
         host = headers.get(b"host", b"").decode("latin-1")
         if not is_loopback(_host_name(host)):
-            return Rejected(403, "permission_error", "this server answers requests to the loopback interface only "
-                            "(the Host header names another host); give it a --token to serve others")
+            return Rejected(
+                403,
+                "permission_error",
+                "this server answers requests to the loopback interface only "
+                "(the Host header names another host); give it a --token to serve others",
+            )
         return None
 
     async def __call__(self, scope, receive, send) -> None:
@@ -112,7 +127,10 @@ class Guard:
                 sent["status"] = message["status"]
                 elapsed = (time.perf_counter() - started) * 1000
                 message = dict(message)
-                message["headers"] = [*message.get("headers", []), (b"server-timing", f"total;dur={elapsed:.1f}".encode())]
+                message["headers"] = [
+                    *message.get("headers", []),
+                    (b"server-timing", f"total;dur={elapsed:.1f}".encode()),
+                ]
             await send(message)
 
         state = scope.setdefault("state", {})
@@ -125,12 +143,17 @@ class Guard:
                 await self.app(scope, receive, send_timed)
         except Exception as error:  # past the endpoints' own handling: Starlette, or the connection
             if not isinstance(state.get("error"), Rejected):
-                LOG.error("internal error: %s at %s (a bug in tokprof %s)", type(error).__name__, place_of(error),
-                          __version__)
+                LOG.error(
+                    "internal error: %s at %s (a bug in tokprof %s)", type(error).__name__, place_of(error), __version__
+                )
                 state["error"] = Rejected(500, "api_error", "internal error")
             if sent["status"] is None:
-                await send_error(Rejected(500, "api_error", f"internal error ({type(error).__name__}): a bug in "
-                                           "tokprof; please report it"), send_timed)
+                await send_error(
+                    Rejected(
+                        500, "api_error", f"internal error ({type(error).__name__}): a bug in tokprof; please report it"
+                    ),
+                    send_timed,
+                )
         _log(scope.get("method", ""), scope.get("path", ""), sent["status"], started, state)
 
 
@@ -151,8 +174,12 @@ def _log(method: str, path: str, status: int | None, started: float, state: dict
     the total and whether it extended a conversation; for an error its type and field."""
     if path not in ("/v1/count", "/v1/messages/count_tokens", "/v1/models", "/health"):
         path = "(other)"  # a path is the client's text
-    parts = [method if method in ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH") else "(other)", path,
-             str(status), f"{(time.perf_counter() - started) * 1000:.1f}ms"]
+    parts = [
+        method if method in ("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH") else "(other)",
+        path,
+        str(status),
+        f"{(time.perf_counter() - started) * 1000:.1f}ms",
+    ]
     said = state.get("said")
     if said:
         parts += [f"model={said['model']}", f"total={said['total']}", "reused" if said["reused"] else "new"]

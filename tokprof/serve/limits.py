@@ -53,16 +53,22 @@ class InFlight:
     def admit(self) -> None:
         if self.requests >= self.max_requests:
             self.refused += 1
-            raise Rejected(503, "overloaded_error", f"{self.requests} requests are in flight, the limit "
-                           "(--max-inflight); try again shortly")
+            raise Rejected(
+                503,
+                "overloaded_error",
+                f"{self.requests} requests are in flight, the limit (--max-inflight); try again shortly",
+            )
         self.requests += 1
 
     def reserve(self, size: int) -> None:
         """Count ``size`` more bytes of a body in flight (:meth:`release` gives them back)."""
         if self.bytes + size > self.max_bytes:
             self.refused += 1
-            raise Rejected(503, "overloaded_error", f"the bodies in flight would exceed {self.max_bytes:,} bytes "
-                           "(--max-inflight-bytes); try again shortly")
+            raise Rejected(
+                503,
+                "overloaded_error",
+                f"the bodies in flight would exceed {self.max_bytes:,} bytes (--max-inflight-bytes); try again shortly",
+            )
         self.bytes += size
 
     def release(self, size: int) -> None:
@@ -70,5 +76,10 @@ class InFlight:
         self.bytes -= size
 
     def state(self) -> dict:
-        return {"requests": self.requests, "bytes": self.bytes, "max_requests": self.max_requests,
-                "max_bytes": self.max_bytes, "refused": self.refused}
+        return {
+            "requests": self.requests,
+            "bytes": self.bytes,
+            "max_requests": self.max_requests,
+            "max_bytes": self.max_bytes,
+            "refused": self.refused,
+        }

@@ -71,14 +71,26 @@ class Models:
         if proxy is not None:
             return proxy
         serving = registry.serving(requested)
-        hint = (f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
-                "the model's)") if serving is not None else registry.did_you_mean(requested)
+        hint = (
+            (
+                f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
+                "the model's)"
+            )
+            if serving is not None
+            else registry.did_you_mean(requested)
+        )
         raise self._not_found(f"unknown model {requested!r}{hint}")
 
     def _not_found(self, message: str) -> Rejected:
         known = self.known()
-        return Rejected(404, "not_found_error", f"{message}: this server counts with {', '.join(known)}, and a "
-                        "closed model's name (claude-*, gpt-*) is counted by its proxy", "model", known_models=known)
+        return Rejected(
+            404,
+            "not_found_error",
+            f"{message}: this server counts with {', '.join(known)}, and a "
+            "closed model's name (claude-*, gpt-*) is counted by its proxy",
+            "model",
+            known_models=known,
+        )
 
     def resolve(self, requested: str | None) -> Loaded:
         name = self.canonical(requested)

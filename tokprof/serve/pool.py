@@ -64,8 +64,12 @@ class Worker:
         """Start the process and wait until it has loaded its models (blocking: call it in a thread)."""
         ours, theirs = socket.socketpair()
         try:
-            process = subprocess.Popen([sys.executable, "-c", WORKER, str(theirs.fileno())],
-                                       pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, start_new_session=True)
+            process = subprocess.Popen(
+                [sys.executable, "-c", WORKER, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         finally:
             theirs.close()
         connection = Connection(ours.detach())
@@ -130,10 +134,23 @@ class Worker:
 class WorkerPool:
     """``size`` workers and the requests waiting for them (used from the event loop)."""
 
-    def __init__(self, size: int, models: Sequence[str], *, cache_entries: int, cache_bytes: int,
-                 thresholds: Sequence[float], window: int | None):
-        settings = Settings(tuple(models), max(1, math.ceil(cache_entries / size)), max(1, cache_bytes // size),
-                            tuple(thresholds), window)
+    def __init__(
+        self,
+        size: int,
+        models: Sequence[str],
+        *,
+        cache_entries: int,
+        cache_bytes: int,
+        thresholds: Sequence[float],
+        window: int | None,
+    ):
+        settings = Settings(
+            tuple(models),
+            max(1, math.ceil(cache_entries / size)),
+            max(1, cache_bytes // size),
+            tuple(thresholds),
+            window,
+        )
         self.size = size
         self.cache_entries = cache_entries
         self.cache_bytes = cache_bytes
@@ -158,8 +175,11 @@ class WorkerPool:
             reply = await asyncio.shield(future)  # the worker is freed by its thread, whatever happens here
         except Timeout:
             self.timeouts += 1
-            raise Rejected(503, "timeout_error", "counting took longer than --timeout; the prompt may be too large "
-                           "or its chat template too slow") from None
+            raise Rejected(
+                503,
+                "timeout_error",
+                "counting took longer than --timeout; the prompt may be too large or its chat template too slow",
+            ) from None
         except Stopped as exc:
             if self.closed:
                 raise Rejected(503, "overloaded_error", "the server is stopping") from None
@@ -232,8 +252,11 @@ class WorkerPool:
                 chosen.busy = True
                 return chosen
             if now >= deadline:
-                raise Rejected(503, "timeout_error", "every worker was busy until this request's --timeout ran "
-                               "out (--workers counts at a time)")
+                raise Rejected(
+                    503,
+                    "timeout_error",
+                    "every worker was busy until this request's --timeout ran out (--workers counts at a time)",
+                )
             wait = deadline - now
             if free and preferred is not None:
                 wait = min(wait, patience - now)
@@ -246,15 +269,22 @@ class WorkerPool:
     def stats(self) -> dict:
         """The conversation caches of the workers (as they last said) and the workers' state."""
         found = [w.stats for w in self.workers if w.stats]
-        return {"conversations": sum(s.get("conversations", 0) for s in found),
-                "estimated_bytes": sum(s.get("estimated_bytes", 0) for s in found),
-                "max_conversations": self.cache_entries, "max_bytes": self.cache_bytes,
-                "evicted": sum(s.get("evicted", 0) for s in found)}
+        return {
+            "conversations": sum(s.get("conversations", 0) for s in found),
+            "estimated_bytes": sum(s.get("estimated_bytes", 0) for s in found),
+            "max_conversations": self.cache_entries,
+            "max_bytes": self.cache_bytes,
+            "evicted": sum(s.get("evicted", 0) for s in found),
+        }
 
     def state(self) -> dict:
-        return {"processes": self.size, "running": sum(w.alive() for w in self.workers),
-                "busy": sum(w.busy for w in self.workers), "timeouts": self.timeouts,
-                "restarts": sum(max(0, w.started - 1) for w in self.workers)}
+        return {
+            "processes": self.size,
+            "running": sum(w.alive() for w in self.workers),
+            "busy": sum(w.busy for w in self.workers),
+            "timeouts": self.timeouts,
+            "restarts": sum(max(0, w.started - 1) for w in self.workers),
+        }
 
     def loaded(self) -> set[str]:
         return {name for w in self.workers for name in w.stats.get("loaded", ())}
@@ -281,5 +311,3 @@ def _decode(reply: tuple) -> tuple[dict, dict]:
     _, name, where, _ = reply
     LOG.error("internal error: %s at %s (a bug in tokprof %s)", name, where, __version__)
     raise Rejected(500, "api_error", f"internal error ({name} at {where}): a bug in tokprof; please report it")
-
-

@@ -14,7 +14,13 @@ from tokprof.serve.answers import LOG
 from tokprof.serve.connections import ACCEPT_BATCH
 from tokprof.serve.app import create_app
 from tokprof.serve.guard import check_bind
-from tokprof.serve.limits import CONNECTION_LIMITS, DEFAULT_HOST, DEFAULT_MAX_CONNECTIONS, DEFAULT_PORT, DEFAULT_READ_TIMEOUT
+from tokprof.serve.limits import (
+    CONNECTION_LIMITS,
+    DEFAULT_HOST,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_PORT,
+    DEFAULT_READ_TIMEOUT,
+)
 
 #: The time the requests in flight are given to be answered when the server stops (their counts
 #: have ended by then: the workers are stopped first).
@@ -56,9 +62,18 @@ def _uvicorn_config(app, log_level: str):
     state = getattr(app, "state", None)
     read_timeout = getattr(state, "read_timeout", DEFAULT_READ_TIMEOUT)
     connections = descriptor_room(getattr(state, "max_connections", DEFAULT_MAX_CONNECTIONS))
-    return uvicorn.Config(app, log_level=log_level, access_log=False, lifespan="on", log_config=None,
-                          proxy_headers=False, timeout_graceful_shutdown=STOP_GRACE,
-                          http=bounded_protocol(connections, read_timeout), backlog=ACCEPT_BATCH, **CONNECTION_LIMITS)
+    return uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        log_config=None,
+        proxy_headers=False,
+        timeout_graceful_shutdown=STOP_GRACE,
+        http=bounded_protocol(connections, read_timeout),
+        backlog=ACCEPT_BATCH,
+        **CONNECTION_LIMITS,
+    )
 
 
 def _server(config):
@@ -92,8 +107,14 @@ def configure_logging(level: int = logging.INFO) -> None:
     LOG.setLevel(level)
 
 
-def serve(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, quiet: bool = False,
-          on_ready: Callable[[str], None] | None = None, **options: Any) -> None:
+def serve(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    quiet: bool = False,
+    on_ready: Callable[[str], None] | None = None,
+    **options: Any,
+) -> None:
     """Run the server until interrupted (the ``tokprof serve`` command): ``options`` as
     :func:`create_app` takes them. Refuses to listen beyond the loopback interface without a token."""
 
@@ -120,8 +141,9 @@ class Running:
         self.sock = _socket(host, port)
         self.url = _url(self.sock)
         self.server = _server(_uvicorn_config(app, "warning"))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
-                                       name="tokprof-serve")
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True, name="tokprof-serve"
+        )
 
     def __enter__(self) -> "Running":
         self.thread.start()

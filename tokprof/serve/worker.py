@@ -60,8 +60,9 @@ def run(connection: Connection) -> None:
     models = Models(settings.models)
     models.preload()
     models.resolve(None)  # the default loaded now, too
-    counter = Counter(models, ConversationCache(settings.cache_entries, settings.cache_bytes), settings.thresholds,
-                      settings.window)
+    counter = Counter(
+        models, ConversationCache(settings.cache_entries, settings.cache_bytes), settings.thresholds, settings.window
+    )
     connection.send(("ready", stats(counter)))
     while True:
         try:
@@ -88,4 +89,3 @@ def main(argv: list[str]) -> int:
             pass
         return 2
     return 0
-

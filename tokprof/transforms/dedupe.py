@@ -13,8 +13,11 @@ def count_once(trace: Trace, seen: set[str]) -> Trace:
     kept = []
     for call in trace.calls:
         if call.request_id is not None and call.request_id in seen:
-            trace.note("duplicate-call", "a model call already counted in another session file is counted once "
-                       "(a resumed or copied session)", call.where)
+            trace.note(
+                "duplicate-call",
+                "a model call already counted in another session file is counted once (a resumed or copied session)",
+                call.where,
+            )
             continue
         if call.request_id is not None:
             seen.add(call.request_id)

@@ -138,8 +138,10 @@ class UserVerbatim:
         return f"user-verbatim:{self.turns}"
 
     def describe(self) -> str:
-        return (f"system and user messages, and the last {self.turns} turns in full; other assistant and tool "
-                "messages dropped")
+        return (
+            f"system and user messages, and the last {self.turns} turns in full; other assistant and tool "
+            "messages dropped"
+        )
 
 
 @dataclass(frozen=True)
@@ -153,8 +155,10 @@ class Compact:
         return base if self.summary_tokens == 2000 else f"{base}:{self.summary_tokens}"
 
     def describe(self) -> str:
-        return (f"history replaced by a summary (the log's own, else a stand-in of {self.summary_tokens:,} tokens) "
-                f"when a prompt would exceed {self.percent:g}% of the context window")
+        return (
+            f"history replaced by a summary (the log's own, else a stand-in of {self.summary_tokens:,} tokens) "
+            f"when a prompt would exceed {self.percent:g}% of the context window"
+        )
 
 
 @dataclass(frozen=True)
@@ -167,8 +171,10 @@ class ClearToolUses:
         return f"clear-tool-uses:{self.trigger}:{self.keep}"
 
     def describe(self) -> str:
-        return (f"once a prompt exceeds {self.trigger:,} tokens, tool results but the {self.keep} most recent "
-                f"replaced by {CLEARED!r}")
+        return (
+            f"once a prompt exceeds {self.trigger:,} tokens, tool results but the {self.keep} most recent "
+            f"replaced by {CLEARED!r}"
+        )
 
 
 Policy = Union[Full, Window, WindowTokens, Elide, Cap, UserVerbatim, Compact, ClearToolUses]
@@ -243,8 +249,9 @@ def parse_policy(text: str) -> Policy:
     if name == "clear-tool-uses":
         if not params:
             return ClearToolUses()
-        return ClearToolUses(int(_number(params[0], spec, "TRIGGER", minimum=1)),
-                             int(_number(params[1], spec, "KEEP", minimum=0)))
+        return ClearToolUses(
+            int(_number(params[0], spec, "TRIGGER", minimum=1)), int(_number(params[1], spec, "KEEP", minimum=0))
+        )
     return Full()
 
 
@@ -593,10 +600,17 @@ class _Replayer:
         text = self._stand_in(self.policy.summary_tokens)
         summary = {"role": "user", "content": SUMMARY_HEADER + text}
         summarising = AddedCall(
-            index=call.index, messages=history + [{"role": "user", "content": COMPACT_INSTRUCTION}], tools=call.tools,
-            model=call.model, reported=None, day=call.day,
+            index=call.index,
+            messages=history + [{"role": "user", "content": COMPACT_INSTRUCTION}],
+            tools=call.tools,
+            model=call.model,
+            reported=None,
+            day=call.day,
             where=f"{call.where} (a summarising call added by {self.policy.spec})",
-            response={"role": "assistant", "content": text}, kind="compaction", thread=call.thread, time=call.time,
+            response={"role": "assistant", "content": text},
+            kind="compaction",
+            thread=call.thread,
+            time=call.time,
         )
         self.compacted[call.thread] = (fresh, messages[fresh] if fresh < len(messages) else None, summary)
         kept = [m for m in messages[:fresh] if m["role"] in ALWAYS_KEPT] + [summary] + messages[fresh:]
@@ -611,8 +625,9 @@ class _Replayer:
         # stays only where every assistant message stays
         assistants = {id(m) for m in kept if m["role"] == "assistant"}
         keeps_reasoning = all(id(m) in assistants for m in call.messages if m["role"] == "assistant")
-        return dataclasses.replace(call, messages=kept, reported=None,
-                                   unrendered=dict(call.unrendered) if keeps_reasoning else {})
+        return dataclasses.replace(
+            call, messages=kept, reported=None, unrendered=dict(call.unrendered) if keeps_reasoning else {}
+        )
 
 
 def apply(trace: Trace, policy: Policy, counter: Counter | None = None, window: int | None = None) -> Trace:

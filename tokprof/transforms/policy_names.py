@@ -5,7 +5,13 @@ from __future__ import annotations
 
 #: The policies, as a user writes them (for help and error messages).
 SYNTAX = (
-    "full", "window:N", "window-tokens:T", "elide:K", "cap:C", "user-verbatim:K", "compact:P[:S]",
+    "full",
+    "window:N",
+    "window-tokens:T",
+    "elide:K",
+    "cap:C",
+    "user-verbatim:K",
+    "compact:P[:S]",
     "clear-tool-uses:TRIGGER:KEEP",
 )
 #: ``tokprof whatif`` without --policy (and without ``whatif`` in the configuration).

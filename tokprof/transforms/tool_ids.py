@@ -80,8 +80,11 @@ def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
         response = copies.get(id(call.response), call.response) if call.response else call.response
         return dataclasses.replace(call, messages=[copies[id(m)] for m in call.messages], response=response)
 
-    out = dataclasses.replace(trace, calls=[fitted(c) for c in trace.calls],
-                              notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes])
+    out = dataclasses.replace(
+        trace,
+        calls=[fitted(c) for c in trace.calls],
+        notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes],
+    )
     for original, new in mapping.items():  # the places: each id and the one it became
         out.note(WARN_TOOL_IDS, MESSAGE.format(length=length), f"{original} -> {new}")
     return out
