@@ -53,6 +53,12 @@ TOOLS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _wide(monkeypatch):
+    """Tables as wide as these tests read them, whatever the terminal running the tests is."""
+    monkeypatch.setenv("COLUMNS", "160")
+
+
 def usage(body: dict) -> dict:
     size = len(json.dumps(body))  # a stand-in for the provider's count: grows with the prompt
     return {
