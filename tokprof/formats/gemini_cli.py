@@ -287,7 +287,6 @@ def _tool_calls(chat: Conversation, where: str, calls: Any) -> tuple[list[dict],
     path = chat.trace.path
     if calls is None:
         return [], []
-    calls = expect_list(path, where, calls)
     out, results = [], []
     for at, call in objects(path, where, calls, "a tool call object"):
         name, call_id = call.get("name"), call.get("id")

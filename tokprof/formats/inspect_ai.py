@@ -478,10 +478,11 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
         return None, []
     if isinstance(content, str):
         return ctx.text(where, content), []
-    content = expect_list(ctx.path, where, content, "a string or a list of content items")
     texts: list[str] = []
     reasoning: list[str] = []
-    for at, item in objects(ctx.path, where, content, "a content item object"):
+    for at, item in objects(
+        ctx.path, where, content, "a content item object", listed="a string or a list of content items"
+    ):
         kind = item.get("type")
         if kind == "text":
             texts.append(ctx.text(at + ".text", string(ctx.path, at + ".text", item.get("text"))))
@@ -503,9 +504,8 @@ def _content(ctx: _Context, where: str, content: Any, quiet: bool) -> tuple[str 
 
 
 def _tool_calls(ctx: _Context, where: str, calls: Any) -> list[dict]:
-    calls = expect_list(ctx.path, where, calls, "a list of tool calls")
     out = []
-    for at, call in objects(ctx.path, where, calls, "a tool call object"):
+    for at, call in objects(ctx.path, where, calls, "a tool call object", listed="a list of tool calls"):
         name = call.get("function")
         if not isinstance(name, str):
             raise InputError(ctx.path, at + ".function", f"expected the tool's name, a string, found {_kind(name)}")

@@ -550,9 +550,10 @@ class _Builder:
         """Text of a string or a list of parts, joined by newlines; parts that are not text left out."""
         if isinstance(content, str):
             return check_text(self.path, where, content)
-        content = expect_list(self.path, where, content, "a string or a list of content parts")
         texts = []
-        for at, part in objects(self.path, where, content, "a content part object"):
+        for at, part in objects(
+            self.path, where, content, "a content part object", listed="a string or a list of content parts"
+        ):
             kind = part.get("type")
             if kind in NOT_TEXT_PARTS:
                 _note(self.trace, "content-not-text", f"{at} ({kind})")

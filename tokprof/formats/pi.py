@@ -49,7 +49,7 @@ from typing import Any
 
 from tokprof.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import expect_object, expect_list, objects, string
+from tokprof.formats.fields import expect_object, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, check_count, check_text, optional_text, parse_time
@@ -193,9 +193,8 @@ class _Reader:
         path = self.trace.path
         if isinstance(content, str):
             return check_text(path, where, content)
-        content = expect_list(path, where, content, "a string or a list of parts")
         texts = []
-        for at, part in objects(path, where, content, "a part object"):
+        for at, part in objects(path, where, content, "a part object", listed="a string or a list of parts"):
             if part.get("type") == "text":
                 if not isinstance(part.get("text"), str):
                     raise InputError(path, at + ".text", "missing or not a string")
@@ -234,9 +233,8 @@ class _Reader:
     def _assistant(self, where: str, message: dict, base: list[dict], entry_id: str) -> None:
         path, at = self.trace.path, where + ": message"
         content = message.get("content", [])
-        content = expect_list(path, at + ".content", content, "a list of parts")
         texts, thoughts, calls = [], [], []
-        for place, part in objects(path, f"{at}.content", content, "a part object"):
+        for place, part in objects(path, f"{at}.content", content, "a part object", listed="a list of parts"):
             kind = part.get("type")
             if kind == "text" and isinstance(part.get("text"), str):
                 texts.append(check_text(path, place, part["text"]))
