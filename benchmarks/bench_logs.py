@@ -14,7 +14,7 @@ For each log class:
 Times are CPU seconds (``time.process_time``), medians of ``--repeat`` runs. Printed as a Markdown
 table with the ratios to the limits (issue #17: every class within 3x of L2; the generated session
 also within 3x of L1; issue #32: every class within 10x of L3), whether incremental rendering
-(:mod:`tokprof.splice`) gives the same buckets as rendering every prompt whole, then the growth
+(:mod:`tokprof.attribution.splice`) gives the same buckets as rendering every prompt whole, then the growth
 check of issue #32: 3,000 calls of the generated shape in at most 12x the work of 300.
 
 Usage: python benchmarks/bench_logs.py [--repeat 3] [--corpus ../shared/corpus]
@@ -40,7 +40,7 @@ from tokprof.models import resolve_model  # noqa: E402
 from tokprof.models.base import ChatModel  # noqa: E402
 from tokprof.models.counters import HFCounter  # noqa: E402
 from tokprof.profiling import profile_trace  # noqa: E402
-from tokprof.textdiff import common_prefix  # noqa: E402
+from tokprof.base.textdiff import common_prefix  # noqa: E402
 from tokprof.trace import Trace  # noqa: E402
 
 

@@ -15,9 +15,9 @@ from starlette.applications import Starlette
 from starlette.responses import StreamingResponse
 from starlette.routing import Route
 
-from tokprof.record.proxy import create_app
-from tokprof.record.store import Recording
-from tokprof.serve import Running
+from tokprof.frontends.record.proxy import create_app
+from tokprof.frontends.record.store import Recording
+from tokprof.frontends.serve import Running
 
 CHUNK = (
     b"event: content_block_delta\ndata: "

@@ -137,7 +137,7 @@ def baseline(calls: list[bytes], model_name: str) -> list[float]:
     previous call's render (after their common prefix)."""
     from tokprof import read_prompt
     from tokprof.models import resolve_model
-    from tokprof.textdiff import common_prefix
+    from tokprof.base.textdiff import common_prefix
 
     chat = resolve_model(model_name)
     fmt = chat.prompt_format

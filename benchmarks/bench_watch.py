@@ -9,13 +9,13 @@
 2. ``tokprof statusline`` (a process, as Claude Code runs it) on a 200-call session: the first call
    (reads it all), then repeat calls each after one more call was appended. Limit: 300 ms each
    (Claude Code runs it at most every 300 ms). The bucket counter it starts
-   (:mod:`tokprof.statusline_counter`) runs meanwhile, on the same two cores: the seconds until its
+   (:mod:`tokprof.frontends.statusline_counter`) runs meanwhile, on the same two cores: the seconds until its
    buckets of the session's calls are written, the first time and after each appended call, are
    printed too (no limit: the line shows the newest buckets written).
 
 3. One call appended to a 1,000-call session (issue #31, #32 item 2): the CPU time of re-profiling it
    from the state ``tokprof watch`` keeps (a :class:`tokprof.live.LiveSession` counting buckets with
-   claude-proxy: the new call is spliced onto the previous call's render, :mod:`tokprof.splice`) and
+   claude-proxy: the new call is spliced onto the previous call's render, :mod:`tokprof.attribution.splice`) and
    from the state ``tokprof statusline`` keeps in its cache directory (loaded, updated and saved, in
    process). Limit: 50 ms each; the median of ``--repeat`` appended calls.
 
@@ -202,7 +202,7 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
 def appended_one(folder: Path, calls: int, repeat: int) -> tuple[list[float], list[float], int]:
     """CPU seconds of re-profiling a ``calls``-call session after one call is appended: from watch's
     state and from statusline's; and how many calls watch's model spliced."""
-    from tokprof import statusline as status
+    from tokprof.frontends import statusline as status
     from tokprof.live import LiveSession
 
     path = folder / "appended.jsonl"

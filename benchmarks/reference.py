@@ -11,7 +11,7 @@ attributed"; the docstring of :mod:`tokprof.attribution`):
 
 Nothing is shared between calls but the message shape, which is part of the rule. Only rendering
 (:meth:`ChatTemplate.render`), message shaping (:func:`template_messages`) and the line diff
-(:func:`tokprof.textdiff.inserted_regions`) come from tokprof; the rest is written out here, plainly, so that it does not share tokprof's
+(:func:`tokprof.base.textdiff.inserted_regions`) come from tokprof; the rest is written out here, plainly, so that it does not share tokprof's
 caches or its incremental machinery.
 
 ``Reference(model).attribute(call)`` returns the same :class:`tokprof.attribution.CallBuckets`
@@ -43,7 +43,7 @@ from tokprof.attribution.attributor import (
     RenderError,
 )
 from tokprof.models.template import SHAPES, template_messages
-from tokprof.textdiff import inserted_regions
+from tokprof.base.textdiff import inserted_regions
 
 ROLE_BUCKET = {"system": SYSTEM, "developer": SYSTEM, "tool": RESULTS, "user": CONVERSATION, "assistant": CONVERSATION}
 OPEN_BASE = 0xF0000  # one opening marker per message index

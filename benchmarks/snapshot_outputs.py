@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokprof.cli import main  # noqa: E402
+from tokprof.frontends.cli import main  # noqa: E402
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 CORPUS = ROOT.parent / "shared" / "corpus"

@@ -134,7 +134,7 @@ def model_dir(tmp_path) -> Path:
 
 def profile_json(args: list[str], capsys) -> dict:
     """Run ``tokprof profile ARGS -f json``, check it succeeded and every call's buckets, return the JSON."""
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     code = main(["profile", *args, "-f", "json"])
     out, err = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""The GitHub Action (action.yml, tokprof/action.py) run as a runner runs it: a fake GITHUB_*
+"""The GitHub Action (action.yml, tokprof/frontends/action.py) run as a runner runs it: a fake GITHUB_*
 environment, the step summary and output files, and a stub of GitHub's API on 127.0.0.1."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def outputs(tmp_path) -> dict[str, str]:
 
 def catalogue_change(tmp_path, monkeypatch):
     """A catalogue with a baseline, then one tool longer and one added: what a pull request does."""
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     work = tmp_path / "repo"
     work.mkdir()
@@ -108,7 +108,7 @@ def catalogue_change(tmp_path, monkeypatch):
 
 
 def test_the_action_checks_comments_and_sets_outputs(tmp_path, monkeypatch, capsys, github):
-    from tokprof import action
+    from tokprof.frontends import action
 
     catalogue_change(tmp_path, monkeypatch)
     capsys.readouterr()
@@ -135,7 +135,7 @@ def test_the_action_checks_comments_and_sets_outputs(tmp_path, monkeypatch, caps
 
 
 def test_without_a_token_the_comment_is_skipped(tmp_path, monkeypatch, capsys, github):
-    from tokprof import action
+    from tokprof.frontends import action
 
     catalogue_change(tmp_path, monkeypatch)
     monkeypatch.setenv("INPUT_TOOLS", "tools.json")
@@ -147,7 +147,7 @@ def test_without_a_token_the_comment_is_skipped(tmp_path, monkeypatch, capsys, g
 
 
 def test_the_sample_and_its_tightened_config(tmp_path, monkeypatch, capsys, github):
-    from tokprof import action
+    from tokprof.frontends import action
 
     monkeypatch.chdir(SAMPLES)
     monkeypatch.setenv("INPUT_LOG", "incident_session.json")
@@ -167,7 +167,7 @@ def test_the_sample_and_its_tightened_config(tmp_path, monkeypatch, capsys, gith
 
 
 def test_bad_input_is_one_line_and_an_error_status(tmp_path, monkeypatch, capsys, github):
-    from tokprof import action
+    from tokprof.frontends import action
 
     monkeypatch.setenv("INPUT_LOG", str(tmp_path / "missing.json"))
     assert action.main() == 2
@@ -182,7 +182,7 @@ def test_action_yml_runs_the_module_with_every_input():
     spec = yaml.safe_load((ROOT / "action.yml").read_text())
     assert spec["runs"]["using"] == "composite"
     step = next(s for s in spec["runs"]["steps"] if s.get("id") == "check")
-    assert "-m tokprof.action" in step["run"]
+    assert "-m tokprof.frontends.action" in step["run"]
     names = {name.upper().replace("-", "_") for name in spec["inputs"]} - {"VERSION", "PYTHON_VERSION"}
     assert {key.removeprefix("INPUT_") for key in step["env"]} == names
     assert all("${{" not in s.get("run", "") for s in spec["runs"]["steps"])  # inputs reach scripts as variables only
@@ -194,7 +194,7 @@ def test_the_pre_commit_hook_entry_runs(tmp_path, monkeypatch, capsys):
 
     import yaml
 
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     [hook] = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     command = shlex.split(hook["entry"])

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_action_hostile import Stub, comment, serve
 
-from tokprof import action
+from tokprof.frontends import action
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "samples" / "incident_session.json"
@@ -113,7 +113,7 @@ def test_the_action_in_a_hostile_ci_environment(n, api, tmp_path, monkeypatch, c
 
 
 def github_marker() -> str:
-    from tokprof.github import MARKER
+    from tokprof.frontends.github import MARKER
 
     return MARKER
 

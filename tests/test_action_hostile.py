@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from tokprof import github
+from tokprof.frontends import github
 
 
 class Stub(BaseHTTPRequestHandler):

@@ -209,7 +209,7 @@ def test_check_a_profile_against_the_sample_config():
 
 def test_render_report_writes_what_the_command_line_writes(capsys, monkeypatch):
     """A library user gets every output the CLI writes: the same text for the same result."""
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     monkeypatch.setenv("COLUMNS", "100")
     result = tokprof.profile(SAMPLE)

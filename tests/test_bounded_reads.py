@@ -1,6 +1,6 @@
 """Endless and odd files as input (#33 item 6): /dev/zero (or a FIFO) given as a chat template,
 tools, system prompt, configuration, baseline, saved profile or log is read no further than its cap
-(tokprof.bounded), and the run ends with one line naming the file and the cap, exit code 2."""
+(tokprof.base.bounded), and the run ends with one line naming the file and the cap, exit code 2."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES
-from tokprof import bounded
-from tokprof.cli import main
+from tokprof.base import bounded
+from tokprof.frontends.cli import main
 
 LOG = FIXTURES / "good_transcript.json"
 ZERO = "/dev/zero"

@@ -12,8 +12,8 @@ import pytest
 import tokprof
 from tokprof.analyses import budgets
 from tokprof.analyses.prefix_cache import estimate_shared
-from tokprof.config import load_file
-from tokprof.billing import WRITES_AT_5M
+from tokprof.transforms.config import load_file
+from tokprof.base.billing import WRITES_AT_5M
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow
 from tokprof.render.check import CheckMarkdownRenderer, CheckTableRenderer

@@ -11,7 +11,7 @@ import pytest
 import tokprof
 from tokprof.analyses import budgets
 from tokprof.analyses.cache_loss import miss_cost
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 MEDIUM = ROOT.parent / "shared" / "corpus" / "claude_code_medium_full-session-four.jsonl"

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, ROOT, write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 TOOLS = json.loads((FIXTURES / "good_transcript.json").read_text())["tools"]
 SAMPLE = ROOT / "samples" / "incident_session.json"

@@ -9,8 +9,8 @@ import re
 import pytest
 from conftest import FIXTURES
 
-from tokprof.cli import main
-from tokprof.text import no_workflow_commands
+from tokprof.frontends.cli import main
+from tokprof.base.text import no_workflow_commands
 
 COMMAND_LINE = re.compile(r"^[ \t]*(::|##\[)", re.MULTILINE)
 NAMES = ["::error file=app.py::pwned", "::add-mask::secret", "##[error]old", "::stop-commands::tok"]

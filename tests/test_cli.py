@@ -10,7 +10,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, small_transcript, write_json
 from tokprof.attribution.attributor import BUCKETS
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 
 def run(args, capsys):

@@ -8,7 +8,7 @@ import pytest
 
 import tokprof
 from conftest import ROOT
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 SAMPLE = str(ROOT / "samples" / "incident_session.json")
 

@@ -14,9 +14,9 @@ from conftest import ROOT
 from tokprof.analyses import budgets
 from tokprof.analyses.cost import parse_price
 from tokprof.analyses.prefix_cache import _openai_read, attach_cache, rules_for
-from tokprof.cli import main
-from tokprof.config import ConfigError, load_file
-from tokprof.billing import WRITES_AT_5M, PriceError
+from tokprof.frontends.cli import main
+from tokprof.transforms.config import ConfigError, load_file
+from tokprof.base.billing import WRITES_AT_5M, PriceError
 from tokprof.formats import read_trace
 from tokprof.formats.neutral import anthropic_usage
 from tokprof.profiling import Profile

@@ -100,8 +100,8 @@ def test_a_run_of_millions_of_blanks_is_one_line(tmp_path, capsys):
     import json as _json
 
     from conftest import FIXTURES
-    from tokprof.cli import main
-    from tokprof.errors import ModelError
+    from tokprof.frontends.cli import main
+    from tokprof.base.errors import ModelError
     from tokprof.models.counters import LONGEST_BLANK_RUN, check_blank_runs
 
     check_blank_runs("a" + " " * LONGEST_BLANK_RUN + "b", "test")  # at the limit: counted

@@ -17,7 +17,7 @@ CORPUS = ROOT.parent / "shared" / "corpus"
 
 def test_dask_local_gives_the_directory_report(tmp_path, model_dir):
     import tokprof
-    from tokprof.distributed import profile_paths
+    from tokprof.frontends.distributed import profile_paths
 
     project = claude_project(tmp_path / "claude")
     codex_tree(tmp_path / "codex")
@@ -48,7 +48,7 @@ def test_reports_combine(tmp_path, model_dir):
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
 def test_dask_on_the_shared_corpus():
     import tokprof
-    from tokprof.distributed import profile_paths
+    from tokprof.frontends.distributed import profile_paths
 
     folder = CORPUS / "claude_code_2.1_compacted"
     expected = tokprof.profile_directory(folder, jobs=1)
@@ -68,7 +68,7 @@ def _corpus_sessions():
 def test_dask_over_the_corpus_equals_jobs_2_row_for_row_with_prices():
     """One engine: a Dask run applies the user's prices exactly as ``--jobs 2`` does."""
     import tokprof
-    from tokprof.distributed import profile_paths
+    from tokprof.frontends.distributed import profile_paths
 
     prices = ["my-model=1/2", "0.5/4/0.05/0.6"]
     expected = tokprof.profile_directory(CORPUS, jobs=2, prices=prices, records=True)
@@ -86,7 +86,7 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
     import ast
 
     import tokprof.api as api
-    import tokprof.directory as engine
+    import tokprof.analyses.directory as engine
 
     source = Path(ROOT / "tokprof" / "distributed.py").read_text()
     imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) for a in node.names]
@@ -97,7 +97,7 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
 
 
 def test_local_map_keeps_the_order_and_counts_progress():
-    from tokprof.directory import local_map
+    from tokprof.analyses.directory import local_map
 
     done = []
     for jobs in (1, 2):
@@ -108,7 +108,7 @@ def test_local_map_keeps_the_order_and_counts_progress():
 
 def test_prices_reach_the_workers(tmp_path, model_dir):
     import tokprof
-    from tokprof.distributed import profile_paths
+    from tokprof.frontends.distributed import profile_paths
 
     claude_project(tmp_path / "claude")
     base = tokprof.profile_directory(tmp_path, str(model_dir), jobs=1, prices=["1/2"])

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from conftest import ROOT
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 CUT = {"..."}  # "…" alone is a real row: a table's rows left out

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, write_json
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.formats import anthropic, read_trace
 from tokprof.formats.jsonfile import load
 

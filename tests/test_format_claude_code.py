@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import profile_json
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats import claude_code, read_trace
 from tokprof.formats.jsonfile import Document, load
 

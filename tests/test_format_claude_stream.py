@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import profile_json
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats import claude_code, claude_stream, read_trace
 from tokprof.formats.jsonfile import load
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import tokprof
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace, session_files
 
 T0 = 1767268800000  # 2026-01-01T12:00:00Z, in milliseconds

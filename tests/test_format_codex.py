@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats import codex
 from tokprof.formats.jsonfile import Document, load
 
@@ -864,7 +864,7 @@ def registered(monkeypatch):
 
 
 def profile(capsys, args: list[str]) -> dict:
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     code = main(["profile", *args, "-f", "json"])
     captured = capsys.readouterr()

@@ -17,7 +17,7 @@ from conftest import ROOT
 from test_cost import genai
 
 import tokprof
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "gemini_cli"

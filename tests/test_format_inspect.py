@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import CHATML, profile_json, train_tiny_tokenizer, write_json
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.formats import inspect_ai, read_trace
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.neutral import check_messages, check_tools

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from conftest import CHATML, profile_json, train_tiny_tokenizer, write_json
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.formats import openai_responses, read_trace
 from tokprof.formats.jsonfile import Document, load
 
@@ -783,7 +783,7 @@ def test_end_to_end_bad_input_exits_2(tmp_path, model_dir, capsys):
 
 
 def test_built_in_tools_the_response_used_count_as_called(tmp_path, capsys):
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     record = {
         "request": {

@@ -20,7 +20,7 @@ import pytest
 
 import tokprof
 from conftest import ROOT, write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "opencode"

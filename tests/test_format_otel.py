@@ -21,8 +21,8 @@ import pytest
 
 import tokprof
 from conftest import ROOT, write_json
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.formats import read_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "otel"

@@ -16,7 +16,7 @@ from conftest import ROOT
 from test_cost import genai
 
 import tokprof
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "pi"

@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 
 import tokprof
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "qwen_code_synthetic"

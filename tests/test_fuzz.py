@@ -41,7 +41,7 @@ import test_format_cline as cline_log
 import test_format_opencode as opencode_log
 import test_format_otel as otel_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import FORMATS
 
 SEED = 14

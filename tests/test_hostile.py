@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import FIXTURES, small_transcript, write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 LOG = FIXTURES / "good_transcript.json"
 

@@ -17,8 +17,8 @@ import test_format_claude_code as claude_log
 import test_format_claude_stream as stream_log
 import test_format_codex as codex_log
 import test_format_inspect as inspect_log
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.formats import anthropic, capture, read_trace
 from tokprof.formats.jsonfile import NESTING_LIMIT, Document, JSONError, Lines, load, parse
 

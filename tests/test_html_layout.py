@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from conftest import FIXTURES, ROOT
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

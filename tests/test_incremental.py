@@ -12,7 +12,7 @@ import shutil
 import pytest
 from test_sessions import claude_project, codex_tree
 
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -51,9 +51,9 @@ def test_rerun_over_a_grown_folder_equals_a_full_run(tmp_path, model_dir, capsys
 
 def test_only_new_or_changed_files_are_profiled(tmp_path, model_dir):
     import tokprof
-    from tokprof.directory import SessionTask, local_map
+    from tokprof.analyses.directory import SessionTask, local_map
     from tokprof.formats import scan_directory
-    from tokprof.incremental import run_incremental
+    from tokprof.analyses.incremental import run_incremental
 
     logs = tmp_path / "logs"
     project = claude_project(logs / "claude")
@@ -80,16 +80,16 @@ def test_only_new_or_changed_files_are_profiled(tmp_path, model_dir):
 def test_another_tokprof_or_genai_prices_profiles_every_file_again(tmp_path, model_dir, monkeypatch):
     """A state file written by another version holds that version's counts and rates: not reused."""
     import tokprof
-    from tokprof.directory import SessionTask, local_map
+    from tokprof.analyses.directory import SessionTask, local_map
     from tokprof.formats import scan_directory
-    from tokprof.incremental import run_incremental
+    from tokprof.analyses.incremental import run_incremental
 
     logs = tmp_path / "logs"
     claude_project(logs / "claude")
     options = tokprof.api.session_options(str(model_dir), records=True)
     tasks = [SessionTask(kind, str(path)) for kind, path in scan_directory(str(logs)).sessions]
     _, state, stats = run_incremental(tasks, options, local_map(1), str(logs), {})
-    monkeypatch.setattr("tokprof.incremental.__version__", "99.0")
+    monkeypatch.setattr("tokprof.analyses.incremental.__version__", "99.0")
     _, state, again = run_incremental(tasks, options, local_map(1), str(logs), state)
     assert again.profiled == stats.files
     monkeypatch.setattr("tokprof.analyses.cost.genai_version", lambda: "99.0")

@@ -14,7 +14,7 @@ import test_format_pi as pi_log
 import test_format_qwen_code as qwen_log
 
 from tokprof import api
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats.locations import LOCATIONS, Location, register
 
 VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR")

@@ -20,10 +20,10 @@ pytest.importorskip("mcp")
 from conftest import ROOT
 
 from tokprof import api
-from tokprof.cli import main
-from tokprof.errors import TokprofError
-from tokprof.mcpconfig import ServerConfig
-from tokprof.mcpconnect import Failure, Listing, list_servers
+from tokprof.frontends.cli import main
+from tokprof.base.errors import TokprofError
+from tokprof.base.mcpconfig import ServerConfig
+from tokprof.base.mcpconnect import Failure, Listing, list_servers
 
 # A server written with the SDK's MCPServer: argv = tool count, description length, and an optional
 # environment variable it needs (it exits with a message on standard error when it is not set).
@@ -612,7 +612,7 @@ def test_json_matches_the_published_schema(scripts, capsys):
 
 
 def test_missing_sdk_gives_the_install_hint(monkeypatch):
-    from tokprof.mcpconnect import require_sdk
+    from tokprof.base.mcpconnect import require_sdk
 
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(TokprofError, match=r"pip install 'tokprof\[mcp\]'"):

@@ -14,7 +14,7 @@ from tokprof.formats import claude_code
 from tokprof.formats.claude_blocks import Text, Thinking, ToolResult, ToolUse, assistant
 from tokprof.formats.claude_lines import kept
 from tokprof.formats.jsonfile import load
-from tokprof.jsontext import BATCH, dumps
+from tokprof.base.jsontext import BATCH, dumps
 
 SESSION = "mem-1"
 MODEL = "claude-sonnet-4-5-20250929"
@@ -44,7 +44,7 @@ def test_dumps_is_json_dumps_with_indent_byte_for_byte(value):
 def test_dumps_refuses_nan_rather_than_writing_invalid_json():
     import pytest
 
-    from tokprof.errors import TokprofError
+    from tokprof.base.errors import TokprofError
 
     for value in (math.nan, math.inf):
         with pytest.raises(TokprofError, match="NaN or infinity"):

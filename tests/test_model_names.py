@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import FIXTURES
-from tokprof.cli import main
-from tokprof.errors import ModelError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import ModelError
 from tokprof.models import resolve_model
 
 

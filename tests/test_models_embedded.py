@@ -78,7 +78,7 @@ _CONVERSATION = [
             {
                 "id": "call_00000000000x",
                 "type": "function",
-                "function": {"name": "read_file", "arguments": '{"path": "tokprof/cli.py"}'},
+                "function": {"name": "read_file", "arguments": '{"path": "tokprof/frontends/cli.py"}'},
             },
             {
                 "id": "call_00000000000y",
@@ -375,7 +375,7 @@ def test_ollama_name_resolves_through_its_manifest(tmp_path, monkeypatch):
     model = resolve_model("tinyllm:1b")
     assert model.name == "tinyllm:1b" and model.prompt_format.origin == "gguf:" + f"sha256-{digest}"
     assert model.count("<|start|>user") >= 2
-    from tokprof.errors import ModelError
+    from tokprof.base.errors import ModelError
 
     with pytest.raises(ModelError):
         resolve_model("tinyllm:2b")  # no such manifest: an unknown model
@@ -524,7 +524,7 @@ def test_a_plugin_model_is_found_by_name_only_when_no_shipped_one_has_it(monkeyp
 def test_help_lists_the_new_names():
     from typer.testing import CliRunner
 
-    from tokprof.cli import app
+    from tokprof.frontends.cli import app
 
     result = CliRunner().invoke(app, ["profile", "--help"], env={"COLUMNS": "400"})
     for name in ("llama3.3", "mistral-nemo", "gpt-oss", "deepseek-v4", "qwen3.6"):

@@ -4,7 +4,7 @@
   came between its render and its count;
 * gpt-oss prompts are harmony's render whatever was rendered before, and are counted with harmony's
   own tokens (a special token's name inside a message is plain text there);
-* a malformed GGUF file is a :class:`tokprof.errors.ModelError` naming the file and what is wrong.
+* a malformed GGUF file is a :class:`tokprof.base.errors.ModelError` naming the file and what is wrong.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tokprof import get_model
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models import resolve_model
 
 TOOLS = [
@@ -61,7 +61,7 @@ def test_mistral_render_counted_after_other_renders():
 
 
 def test_mistral_counts_in_threads_are_the_references():
-    from tokprof.serve import ConversationCache, Counter, Models
+    from tokprof.frontends.serve import ConversationCache, Counter, Models
 
     counter = Counter(Models(["mistral"]), ConversationCache())
     prompt_format = resolve_model("mistral").prompt_format
@@ -184,7 +184,7 @@ def test_wellformed_tiny_gguf_still_loads(tmp_path):
 
 
 def test_malformed_gguf_on_the_command_line_is_one_line(tmp_path, capsys):
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     root = Path(__file__).resolve().parents[1]
     path = _write(tmp_path / "bad.gguf", [1, 1], ["a b"])

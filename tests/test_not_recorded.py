@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import small_transcript, tiny_model
 from tokprof.analyses.budgets import evaluate, measure_profile
-from tokprof.config import parse_config
+from tokprof.transforms.config import parse_config
 from tokprof.profiling import profile_trace
 from tokprof.render import RenderOptions
 from tokprof.render.table import TableRenderer

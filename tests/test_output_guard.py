@@ -12,7 +12,7 @@ import pytest
 import test_format_claude_code as cc
 from conftest import FIXTURES
 
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 TRANSCRIPT = FIXTURES / "good_transcript.json"
 
@@ -117,7 +117,7 @@ def test_a_new_file_beside_the_inputs_is_fine(tmp_path, model_dir, capsys):
     "value, says", [("nan%", "finite percentage"), ("inf%", "finite percentage"), ("-5%", "must not be negative")]
 )
 def test_a_percentage_that_is_not_a_number_is_not_called_negative(value, says):
-    from tokprof.config import ConfigError, parse_increase
+    from tokprof.transforms.config import ConfigError, parse_increase
 
     with pytest.raises(ConfigError, match=says):
         parse_increase(value, "tokprof.toml: max_increase")
@@ -127,7 +127,7 @@ def test_sigterm_while_writing_leaves_no_temporary_file(tmp_path, monkeypatch):
     """SIGTERM arriving while the outputs are staged: no .tmp file beside the target, no output."""
     import signal
 
-    from tokprof import outputs
+    from tokprof.base import outputs
 
     real = outputs.write_temporary
     calls = []

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from conftest import ROOT
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 

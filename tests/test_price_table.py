@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from tokprof.analyses import cost
-from tokprof.billing import PricedTokens
+from tokprof.base.billing import PricedTokens
 from tokprof.models import price_table
 from tokprof.models.price_table import Entry, Named, genai_parts, price_parts
 
@@ -203,7 +203,7 @@ def test_a_warm_table_prices_without_loading_genai_prices(tmp_path):
     code = (
         "import sys\n"
         "from tokprof.analyses.cost import genai_price\n"
-        "from tokprof.billing import PricedTokens\n"
+        "from tokprof.base.billing import PricedTokens\n"
         "t = PricedTokens(input=1000, cache_write_5m=0, cache_write_1h=0, cache_read=5000, output=20)\n"
         "print(genai_price('claude-sonnet-4-20250514', t, 6000, None)[2]['total'])\n"
         "print(sorted(m for m in ('genai_prices', 'pydantic', 'httpx', 'httpx2') if m in sys.modules))\n"

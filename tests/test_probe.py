@@ -16,7 +16,7 @@ from conftest import CHATML, tiny_model
 from test_retention import SHARD, session
 from test_whatif import make_trace, trace_of
 from tokprof.analyses.probe import score, shape_of
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 
 class Stub(BaseHTTPRequestHandler):
@@ -201,7 +201,7 @@ def test_no_control_row_without_the_fact_in_the_log_and_no_pattern_to_expect(end
 
 
 def test_the_client_keeps_a_query_and_loopback_means_loopback():
-    from tokprof.chat_client import ChatClient, is_loopback
+    from tokprof.base.chat_client import ChatClient, is_loopback
 
     assert (
         ChatClient("https://h.example/openai/deployments/d?api-version=1").url

@@ -1,6 +1,6 @@
 """tokprof record's live line (issue #28 item 4): the figures of each recorded call as it completes.
 
-The records are made by the recording's own code (:func:`tokprof.record.store.record_of`) from
+The records are made by the recording's own code (:func:`tokprof.frontends.record.store.record_of`) from
 hand-written Anthropic exchanges: a main conversation that offers tools, a side call without tools,
 a count_tokens call and an error."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import tokprof
-from tokprof.record.run import call_line, live_line
-from tokprof.record.store import Exchange, record_of
+from tokprof.frontends.record.run import call_line, live_line
+from tokprof.frontends.record.store import Exchange, record_of
 
 TOOLS = [
     {
@@ -120,7 +120,7 @@ def test_log_text_is_escaped_in_the_line(tmp_path):
 
 
 def test_the_lines_are_made_off_the_proxy_loop(tmp_path):
-    from tokprof.record.run import LiveLines
+    from tokprof.frontends.record.run import LiveLines
 
     written: list[str] = []
     lines = LiveLines(str(tmp_path / "r.jsonl"), written.append)

@@ -19,10 +19,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import tokprof
-from tokprof.cli import main
-from tokprof.record.proxy import create_app
-from tokprof.record.store import Recording
-from tokprof.serve import Running
+from tokprof.frontends.cli import main
+from tokprof.frontends.record.proxy import create_app
+from tokprof.frontends.record.store import Recording
+from tokprof.frontends.serve import Running
 
 SYSTEM = "You are a coding agent working in a repository. Use the tools to look before you change anything."
 TOOLS = [

@@ -15,9 +15,9 @@ from starlette.routing import Route
 
 import tokprof
 from test_record_store import ANTHROPIC_STREAM
-from tokprof.record.proxy import create_app
-from tokprof.record.store import Recording
-from tokprof.serve import Running
+from tokprof.frontends.record.proxy import create_app
+from tokprof.frontends.record.store import Recording
+from tokprof.frontends.serve import Running
 
 REPLY = {
     "type": "message",

@@ -5,9 +5,9 @@ import os
 import stat
 
 import tokprof
-from tokprof.record.rebuild import rebuild
-from tokprof.record.redact import redacted
-from tokprof.record.store import Exchange, Recording
+from tokprof.frontends.record.rebuild import rebuild
+from tokprof.frontends.record.redact import redacted
+from tokprof.frontends.record.store import Exchange, Recording
 
 ANTHROPIC_STREAM = (
     'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","type":"message","role":"assistant",'

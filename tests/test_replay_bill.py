@@ -13,7 +13,7 @@ import pytest
 
 from tokprof.analyses.cost import priced_tokens, user_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
-from tokprof.billing import Rates, money
+from tokprof.base.billing import Rates, money
 from tokprof.trace import Call, Trace, Usage
 from tokprof.transforms.policies import AddedCall
 
@@ -241,7 +241,7 @@ CLAUDE = [p for p in LOGS if p.name.startswith("claude_code") or p.parent.name.s
 )
 def test_a_policy_that_changes_nothing_costs_what_the_profile_does(log):
     import tokprof
-    from tokprof.errors import InputError
+    from tokprof.base.errors import InputError
 
     try:
         profile = tokprof.profile(log)
@@ -282,7 +282,7 @@ def test_removing_a_few_tokens_changes_the_cost_by_about_their_share(log):
 def test_cost_parts_in_the_json_and_behind_a_flag_in_the_table(capsys, monkeypatch):
     import json
 
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     sample = Path(__file__).resolve().parent.parent / "samples" / "incident_session.json"
     monkeypatch.setenv("COLUMNS", "120")

@@ -12,8 +12,8 @@ from conftest import CHATML, ROOT, WEATHER_TOOL, tiny_model
 from test_whatif import make_trace, trace_of
 from tokprof.analyses.retention import carries, first_calls, parse_fact, retention, suggest_facts
 from tokprof.analyses.whatif import whatif
-from tokprof.cli import main
-from tokprof.errors import InputError
+from tokprof.frontends.cli import main
+from tokprof.base.errors import InputError
 from tokprof.trace import Call
 from tokprof.transforms import policies as P
 

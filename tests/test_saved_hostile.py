@@ -13,7 +13,7 @@ import pytest
 from conftest import FIXTURES
 from test_fuzz import ODD_VALUES, STRANGE_STRINGS, _get, _places, _replace, dump
 
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 COMMANDS = [["profile"], ["profile", "-f", "json"], ["tools"], ["profile", "-f", "csv"]]
 

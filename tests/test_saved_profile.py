@@ -7,7 +7,7 @@ import json
 import pytest
 
 from conftest import ROOT, small_transcript, write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 SAMPLE = ROOT / "samples" / "incident_session.json"
 

@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
 from conftest import FIXTURES, ROOT, profile_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 SCHEMAS = ROOT / "docs" / "schema"
 SAMPLES = ROOT / "samples"

@@ -20,8 +20,8 @@ from starlette.testclient import TestClient
 
 import tokprof
 from conftest import ROOT, WEATHER_TOOL, small_transcript
-from tokprof import serve
-from tokprof.cli import main
+from tokprof.frontends import serve
+from tokprof.frontends.cli import main
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from generate_session import records as log_records, session  # noqa: E402
@@ -388,7 +388,7 @@ def test_a_bug_is_a_500_without_a_traceback_or_the_request(monkeypatch, caplog):
         raise RuntimeError("secret-in-the-bug " + raw.decode())
 
     monkeypatch.setattr(serve.app, "routing_key", broken)  # a bug in the server's own process
-    with caplog.at_level(logging.INFO, logger="tokprof.serve"):
+    with caplog.at_level(logging.INFO, logger="tokprof.frontends.serve"):
         response = client.post("/v1/count", json={"messages": [{"role": "user", "content": "secret-content"}]})
     assert response.status_code == 500 and response.json()["error"]["type"] == "api_error"
     assert "secret" not in response.text and "Traceback" not in response.text
@@ -397,7 +397,7 @@ def test_a_bug_is_a_500_without_a_traceback_or_the_request(monkeypatch, caplog):
 
 def test_a_bug_in_a_worker_is_a_500_without_the_request(caplog):
     """A worker's reply to a bug names its type and place only; the server answers 500 with them."""
-    from tokprof.serve import pool, worker
+    from tokprof.frontends.serve import pool, worker
 
     class Broken:
         cache = serve.ConversationCache()
@@ -408,7 +408,7 @@ def test_a_bug_in_a_worker_is_a_500_without_the_request(caplog):
 
     reply = worker.answer(Broken(), "count", b'{"secret": 1}')
     assert reply[:2] == ("bug", "KeyError") and "secret" not in repr(reply)
-    with caplog.at_level(logging.INFO, logger="tokprof.serve"), pytest.raises(serve.Rejected) as raised:
+    with caplog.at_level(logging.INFO, logger="tokprof.frontends.serve"), pytest.raises(serve.Rejected) as raised:
         pool._decode(reply)
     assert raised.value.status == 500 and "KeyError" in raised.value.message and "secret" not in caplog.text
 
@@ -436,13 +436,13 @@ def test_a_slow_count_gets_503_and_its_worker_is_restarted():
 
 def test_log_lines_hold_nothing_of_the_request(client, caplog):
     secret = "zebra-7731"
-    with caplog.at_level(logging.INFO, logger="tokprof.serve"):
+    with caplog.at_level(logging.INFO, logger="tokprof.frontends.serve"):
         post(client, {"messages": [{"role": "user", "content": f"my {secret}"}]})
         client.post("/v1/count", json={"messages": [{"role": secret, "content": "x"}]})
         client.post("/v1/count", json={"model": secret, "messages": []})
         client.post("/v1/count", content=f'{{"{secret}": '.encode())
         client.post(f"/v1/{secret}", json={})
-    lines = [r.getMessage() for r in caplog.records if r.name == "tokprof.serve"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "tokprof.frontends.serve"]
     assert len(lines) == 5 and not any(secret in line for line in lines)
     assert lines[0].startswith("POST /v1/count 200 ") and "model=qwen2.5" in lines[0]
     assert "field=messages[0].role" in lines[1] and "not_found_error field=model" in lines[2]

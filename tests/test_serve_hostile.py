@@ -8,7 +8,7 @@ import json
 import pytest
 from starlette.testclient import TestClient
 
-from tokprof import serve
+from tokprof.frontends import serve
 
 BODY = json.dumps({"model": "qwen2.5", "messages": [{"role": "user", "content": "hi"}]}).encode()
 

@@ -20,7 +20,7 @@ from contextlib import ExitStack
 import httpx
 import pytest
 
-from tokprof import serve
+from tokprof.frontends import serve
 
 MESSAGE = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -261,7 +261,7 @@ def _exchange(running, head: bytes, body: bytes = b"") -> bytes:
 def test_a_lone_surrogate_or_a_bidi_control_in_model_is_400_never_echoed(running, model, caplog):
     body = b'{"model": "' + model.encode() + b'", "messages": [{"role": "user", "content": "hi"}]}'
     for route in (b"/v1/count", b"/v1/messages/count_tokens"):
-        with caplog.at_level(logging.INFO, logger="tokprof.serve"):
+        with caplog.at_level(logging.INFO, logger="tokprof.frontends.serve"):
             answer = _exchange(running, b"POST " + route + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n", body)
         assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
         text = answer.decode("utf-8")  # the answer is valid UTF-8 (a raw surrogate could not be)
@@ -276,7 +276,7 @@ def test_control_characters_from_the_body_are_never_raw_in_an_answer_or_a_log_li
         {"messages": [{"role": "user", "content": "x"}], "f\u202eield\x1b": 1},
         {"messages": [{"role": "user", "content": "x"}], "tools": [{"name": "a\u202eb", "input_schema": {}}]},
     ]
-    with caplog.at_level(logging.INFO, logger="tokprof.serve"):
+    with caplog.at_level(logging.INFO, logger="tokprof.frontends.serve"):
         for body in bodies:
             for route in (b"/v1/count", b"/v1/messages/count_tokens"):
                 answer = _exchange(

@@ -9,7 +9,7 @@ from pathlib import Path
 import test_format_claude_code as cc
 import test_format_codex as cx
 from conftest import write_json
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 
 def claude_project(root: Path) -> Path:
@@ -264,7 +264,7 @@ def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
     locked = project / "locked.jsonl"
     locked.write_text("{}\n")
 
-    from tokprof import bounded
+    from tokprof.base import bounded
 
     opened = bounded.open_input
 

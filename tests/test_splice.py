@@ -1,4 +1,4 @@
-"""Incremental rendering (tokprof.splice): every call's buckets are the same with splicing on and off.
+"""Incremental rendering (tokprof.attribution.splice): every call's buckets are the same with splicing on and off.
 
 Each shipped template that loads here is run over the sample logs, the fixtures and (when present)
 the corpus's Claude Code and Codex sessions, with incremental rendering on and off, and every call's
@@ -51,7 +51,7 @@ REWRITING = (
 
 
 def _model(name):
-    from tokprof.errors import TokprofError
+    from tokprof.base.errors import TokprofError
     from tokprof.models import resolve_model
 
     try:
@@ -110,14 +110,14 @@ def _session(tmp_path, calls=10):
 
 def test_a_template_rewriting_earlier_turns_falls_back(tmp_path, caplog):
     model = tiny_model(REWRITING)
-    with caplog.at_level(logging.DEBUG, logger="tokprof.splice"):
+    with caplog.at_level(logging.DEBUG, logger="tokprof.attribution.splice"):
         assert assert_same(model, _session(tmp_path)) == 0
     assert "rewrites earlier messages" in caplog.text
 
 
 def test_a_template_the_window_cannot_check_is_caught_both_ways(tmp_path, caplog):
     model = tiny_model(NUMBERED)
-    with caplog.at_level(logging.DEBUG, logger="tokprof.splice"):
+    with caplog.at_level(logging.DEBUG, logger="tokprof.attribution.splice"):
         assert assert_same(model, _session(tmp_path)) == 0
     assert "other buckets than the full render" in caplog.text
 

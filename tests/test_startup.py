@@ -1,5 +1,5 @@
 """Start-up: what each fast path leaves unloaded (checked in fresh processes, by sys.modules at exit),
-and that the command line's shortcuts (tokprof.cli_startup) change nothing it prints."""
+and that the command line's shortcuts (tokprof.frontends.cli_startup) change nothing it prints."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import sys
 import pytest
 
 from conftest import ROOT
-from tokprof import cli
-from tokprof.cli_startup import _NO, command_named, plain_value
+from tokprof.frontends import cli
+from tokprof.frontends.cli_startup import _NO, command_named, plain_value
 
 #: Modules no start-up path that does not use them may load.
 HEAVY = (
@@ -42,7 +42,7 @@ def loaded(tmp_path, args: list[str] | None, stdin: str = "", code: str | None =
     body = (
         code
         if code is not None
-        else f"import sys\nsys.argv = ['tokprof', *{args!r}]\nfrom tokprof.launch import entry\nentry()\n"
+        else f"import sys\nsys.argv = ['tokprof', *{args!r}]\nfrom tokprof.frontends.launch import entry\nentry()\n"
     )
     program = (
         "import atexit, sys\n"
@@ -222,7 +222,7 @@ def test_a_command_leaves_with_its_code_its_output_and_the_exit_handlers_run(tmp
         "import atexit, sys\n"
         "atexit.register(lambda: print('handler ran', file=sys.stderr))\n"
         "sys.argv = ['tokprof', *sys.argv[1:]]\n"
-        "from tokprof.launch import entry\nentry()\n"
+        "from tokprof.frontends.launch import entry\nentry()\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="120")
     done = subprocess.run(

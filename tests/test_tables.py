@@ -14,7 +14,7 @@ import test_format_claude_code as cc
 from conftest import ROOT
 from test_sessions import claude_project, codex_tree
 
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 duckdb = pytest.importorskip("duckdb")
 pytest.importorskip("pyarrow")

@@ -11,7 +11,7 @@ import random
 import pytest
 
 from conftest import CHATML, FIXTURES
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 
 LOG = FIXTURES / "good_transcript.json"
 SNIPPETS = [
@@ -67,8 +67,8 @@ def test_template_mutant(n, tmp_path, capsys, monkeypatch):
 
 
 def test_a_report_never_writes_nan():
-    from tokprof.errors import TokprofError
-    from tokprof.text import json_text
+    from tokprof.base.errors import TokprofError
+    from tokprof.base.text import json_text
 
     assert json_text({"a": 1.5}) == '{\n  "a": 1.5\n}\n'
     for bad in (math.nan, math.inf, -math.inf):

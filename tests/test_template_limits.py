@@ -11,7 +11,7 @@ import resource
 import pytest
 
 from conftest import CHATML, FIXTURES
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.models.template import ChatTemplate, _compile
 
 LOG = FIXTURES / "good_transcript.json"
@@ -95,7 +95,7 @@ def test_addresses_are_pinned():
 
 
 def test_a_template_that_renders_differently_twice_is_an_error():
-    from tokprof.errors import ModelError
+    from tokprof.base.errors import ModelError
 
     source = "{{ tick() }}" + CHATML + "{# counter #}"
     _compile(source, False).environment.globals["tick"] = itertools.count().__next__  # state outside the input

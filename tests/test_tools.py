@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FIXTURES, ROOT, small_transcript, tiny_model, write_json
 from tokprof.analyses.tools import catalogue_cost, first_sentence, tools_report
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import read_trace
 
 TOOLS = json.loads((FIXTURES / "good_transcript.json").read_text())["tools"]

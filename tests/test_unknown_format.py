@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.formats import lookalike
 
 NOT_READ = "not a log format tokprof reads"

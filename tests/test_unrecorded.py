@@ -107,7 +107,7 @@ def test_supply_refuses_what_the_log_records():
 
 def test_cli_supplies_tools_and_system_to_a_log(tmp_path, capsys):
     from conftest import CHATML, train_tiny_tokenizer
-    from tokprof.cli import main
+    from tokprof.frontends.cli import main
 
     train_tiny_tokenizer().save(str(tmp_path / "tokenizer.json"))
     write_json(tmp_path / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})

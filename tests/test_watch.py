@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tokprof.follow import Follower
+from tokprof.base.follow import Follower
 from tokprof.live import LiveSession
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -226,7 +226,7 @@ def test_watch_in_a_terminal(tmp_path):
 
 
 def test_a_session_that_moves_and_a_new_one(tmp_path):
-    from tokprof.watch import Watcher
+    from tokprof.frontends.watch import Watcher
 
     folder = tmp_path / "proj"
     folder.mkdir()

@@ -11,7 +11,7 @@ import pytest
 import tokprof
 from conftest import CHATML, FIXTURES, ROOT, WEATHER_TOOL, tiny_model
 from tokprof.analyses.whatif import PromptCounter, shared_tokens, whatif
-from tokprof.cli import main
+from tokprof.frontends.cli import main
 from tokprof.profiling import profile_trace
 from tokprof.trace import Call, Trace
 from tokprof.transforms import policies as P

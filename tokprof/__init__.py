@@ -29,7 +29,7 @@ from tokprof.version import __version__
 _EXPORTS = {
     "Buckets": "tokprof.api",
     "Model": "tokprof.api",
-    "Prompt": "tokprof.prompts",
+    "Prompt": "tokprof.formats.prompts",
     "read_prompt": "tokprof.api",
     "extend_prompt": "tokprof.api",
     "is_anthropic_shape": "tokprof.api",
@@ -66,12 +66,12 @@ _EXPORTS = {
     "CheckResult": "tokprof.analyses.budgets",
     "SessionsReport": "tokprof.analyses.sessions",
     "WhatIfReport": "tokprof.analyses.whatif",
-    "Config": "tokprof.config",
-    "TokprofError": "tokprof.errors",
-    "InputError": "tokprof.errors",
-    "ModelError": "tokprof.errors",
-    "ConfigError": "tokprof.config",
-    "Rates": "tokprof.billing",
+    "Config": "tokprof.transforms.config",
+    "TokprofError": "tokprof.base.errors",
+    "InputError": "tokprof.base.errors",
+    "ModelError": "tokprof.base.errors",
+    "ConfigError": "tokprof.transforms.config",
+    "Rates": "tokprof.base.billing",
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
     "LiveRecording": "tokprof.live_record",
@@ -113,13 +113,13 @@ if TYPE_CHECKING:
         tools_report,
         whatif,
     )
-    from tokprof.config import Config, ConfigError
-    from tokprof.billing import Rates
-    from tokprof.errors import InputError, ModelError, TokprofError
+    from tokprof.transforms.config import Config, ConfigError
+    from tokprof.base.billing import Rates
+    from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
     from tokprof.profiling import Profile
-    from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
+    from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
     from tokprof.trace import Trace
 
 

@@ -1,3 +1,3 @@
-from tokprof.launch import entry
+from tokprof.frontends.launch import entry
 
 entry()

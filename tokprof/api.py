@@ -24,14 +24,14 @@ from tokprof.analyses.sessions import SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
-from tokprof.config import Config, ConfigError, find_config, load_file
-from tokprof.errors import InputError, ModelError, TokprofError
+from tokprof.transforms.config import Config, ConfigError, find_config, load_file
+from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
-from tokprof.directory import SessionOptions, SessionTask, default_jobs, local_map, run_sessions
+from tokprof.analyses.directory import SessionOptions, SessionTask, default_jobs, local_map, run_sessions
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
-from tokprof.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt  # noqa: F401 (the facade exports them)
+from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt  # noqa: F401 (the facade exports them)
 from tokprof.trace import Call, Note, Trace
 
 T = TypeVar("T")
@@ -358,7 +358,7 @@ def profile_directory(
     count in the first file that holds them). ``jobs``: processes to profile in (default: one per
     core); the report is the same whatever their number. ``records``: also a record per call
     (``report.calls``, see docs/tables.md), with the prompt text when ``with_text``, stamped with the
-    ``machine`` and ``user`` given. ``state``: an incremental run (:mod:`tokprof.incremental`): the
+    ``machine`` and ``user`` given. ``state``: an incremental run (:mod:`tokprof.analyses.incremental`): the
     state file's entries (``load_state``), which only files that are new or changed are profiled
     against, replaced in place by the new state."""
     from tokprof.formats import SESSION_FORMATS, scan_directory
@@ -404,7 +404,7 @@ def profile_directory(
         if state is None:
             report = run_sessions(tasks, options, local_map(jobs, advance), name)
         else:
-            from tokprof.incremental import run_incremental
+            from tokprof.analyses.incremental import run_incremental
 
             report, fresh, _ = run_incremental(tasks, options, local_map(jobs, advance), name, state)
             state.clear()
@@ -428,7 +428,7 @@ def session_options(
     user: str | None = None,
 ) -> SessionOptions:
     """How each session of a directory run is profiled, from what :func:`profile_directory` takes: the
-    options every map of the directory engine (:mod:`tokprof.directory`) carries to its workers."""
+    options every map of the directory engine (:mod:`tokprof.analyses.directory`) carries to its workers."""
     if model is not None and not isinstance(model, str):
         raise TypeError("a directory run takes the model by name")
     return SessionOptions(
@@ -451,7 +451,7 @@ def local_sessions(
     (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
     from tokprof.analyses.local import local_sessions as found
     from tokprof.formats.locations import agents
-    from tokprof.text import did_you_mean
+    from tokprof.base.text import did_you_mean
 
     if agent is not None and agent not in agents():
         raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, agents())} (agents: {', '.join(agents())})")
@@ -680,7 +680,7 @@ class CheckRun:
 
     def write_baseline(self) -> str:
         """Write :meth:`baseline_text` to :attr:`baseline` (atomically) and return its path."""
-        from tokprof.outputs import write_files
+        from tokprof.base.outputs import write_files
 
         if self.baseline is None:
             raise TokprofError("no baseline file: give one (baseline = ... in the configuration, or --baseline)")
@@ -895,7 +895,7 @@ def probe(
     and sends nothing. ``model`` is the model that counts the prompts; ``endpoint_model`` the model
     name sent to the endpoint."""
     from tokprof.analyses.probe import CONTROL, NO_CONTROL, ProbeReport, requests, run
-    from tokprof.chat_client import ChatClient
+    from tokprof.base.chat_client import ChatClient
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
     for name, value in (("question", question), ("expect", expect), ("endpoint", endpoint)):

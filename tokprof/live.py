@@ -1,6 +1,6 @@
 """A session followed while the agent writes it: the figures of each new model call.
 
-:class:`LiveSession` reads a Claude Code transcript incrementally (:class:`tokprof.follow.Follower`
+:class:`LiveSession` reads a Claude Code transcript incrementally (:class:`tokprof.base.follow.Follower`
 for the bytes, :class:`tokprof.formats.claude_code.Incremental` for the calls): each update reads
 what was appended and counts only the new calls, with a :class:`tokprof.api.Model` that keeps what
 it learnt from earlier prompts, so an update costs what the agent added. Other formats are read
@@ -20,10 +20,10 @@ import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from tokprof.errors import TokprofError
-from tokprof.follow import Follower
+from tokprof.base.errors import TokprofError
+from tokprof.base.follow import Follower
 from tokprof.models.known import context_window
-from tokprof.prompts import Prompt
+from tokprof.formats.prompts import Prompt
 from tokprof.trace import Call
 
 THRESHOLDS = (0.7, 0.8)

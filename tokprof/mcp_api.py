@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Union
 
 from tokprof.analyses.mcp import McpReport
-from tokprof.errors import TokprofError
-from tokprof.text import did_you_mean
-from tokprof.mcpconfig import (
+from tokprof.base.errors import TokprofError
+from tokprof.base.text import did_you_mean
+from tokprof.base.mcpconfig import (
     AGENTS,
     Discovery,
     ServerConfig,
@@ -22,7 +22,7 @@ from tokprof.mcpconfig import (
     parse_server_option,
     read_config_file,
 )
-from tokprof.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
+from tokprof.base.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -44,7 +44,7 @@ def find_mcp_servers(
     environ: Mapping[str, str] | None = None,
 ) -> Discovery:
     """The MCP servers configured for ``project`` (default: the working directory): from the agents'
-    own files (``agents``: any of :data:`tokprof.mcpconfig.AGENTS`, default all), unless ``files``
+    own files (``agents``: any of :data:`tokprof.base.mcpconfig.AGENTS`, default all), unless ``files``
     (configuration files in any agent's layout) or ``servers`` (``NAME=COMMAND ARG...`` /
     ``NAME=URL``) are given, which replace them. Starts nothing."""
     for agent in agents or ():

@@ -15,14 +15,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable
 
-import tokprof.bounded as bounded
+import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
-from tokprof.files import write_atomic
+from tokprof.base.files import write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
-from tokprof.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
-from tokprof.jsontext import dumps
+from tokprof.base.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
+from tokprof.base.jsontext import dumps
 from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
@@ -627,7 +627,7 @@ def _check_schema(d: dict) -> None:
     """A saved profile checked against the published schema before any report reads it: every field
     of the type and range the schema gives (fields a profile of an older version lacks may be missing;
     its version is checked before). :class:`ProfileFileError` names the first place that is not."""
-    from tokprof.schemacheck import Checker, SchemaMismatch
+    from tokprof.base.schemacheck import Checker, SchemaMismatch
 
     current = d.get("schema_version") == SCHEMA_VERSION
     checked = d if current else {**d, "schema_version": SCHEMA_VERSION}
@@ -684,7 +684,7 @@ def _check_strings(value: Any) -> None:
 
 
 def _visible_place(where: str) -> str:
-    from tokprof.text import shorten, visible
+    from tokprof.base.text import shorten, visible
 
     return shorten(visible(where), 200)
 

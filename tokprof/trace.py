@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
-from tokprof.text import visible
+from tokprof.base.text import visible
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 

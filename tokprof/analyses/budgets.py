@@ -1,6 +1,6 @@
 """Budgets and baselines: measure a log or a catalogue, and judge it against limits.
 
-Metrics (see ``tokprof.config.METRICS``) come from a profile and a tools report. A budget fails when
+Metrics (see ``tokprof.transforms.config.METRICS``) come from a profile and a tools report. A budget fails when
 a metric is over its ``max``, or over the baseline by more than ``max_increase``; its ``level``
 says whether that fails the check (``error``) or only warns (``warn``).
 """
@@ -12,14 +12,24 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tokprof.bounded as bounded
+import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.analyses.cache_loss import miss_cost
 from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import CatalogueSummary
-from tokprof.config import HIGHER_IS_BETTER, METRICS, Config, ConfigError, Increase, McpBudgets, _shown, finite, text_ok
-from tokprof.text import visible
+from tokprof.transforms.config import (
+    HIGHER_IS_BETTER,
+    METRICS,
+    Config,
+    ConfigError,
+    Increase,
+    McpBudgets,
+    _shown,
+    finite,
+    text_ok,
+)
+from tokprof.base.text import visible
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
 

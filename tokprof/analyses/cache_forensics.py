@@ -30,7 +30,7 @@ from datetime import date
 
 from tokprof.analyses.cost import genai_price
 from tokprof.analyses.prefix_cache import ANTHROPIC
-from tokprof.billing import CallCache, CallCost, PricedTokens
+from tokprof.base.billing import CallCache, CallCost, PricedTokens
 from tokprof.profiling import CallRow, Profile
 
 #: The reasons whose expected read is what the previous call cached (module doc).

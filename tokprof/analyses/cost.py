@@ -26,8 +26,8 @@ from typing import Any, Callable, Mapping
 
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
-from tokprof.text import visible
-from tokprof.billing import (
+from tokprof.base.text import visible
+from tokprof.base.billing import (
     DIGITS,
     EVERY_MODEL,
     money,

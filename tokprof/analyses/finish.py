@@ -10,8 +10,8 @@ from tokprof.analyses.cache_forensics import attach_losses
 from tokprof.analyses.cost import PriceError, UserPrice, attach_cost, parse_price
 from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.tools import attach_catalogue
-from tokprof.billing import Rates
-from tokprof.errors import TokprofError
+from tokprof.base.billing import Rates
+from tokprof.base.errors import TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.profiling import Profile
 from tokprof.trace import Trace

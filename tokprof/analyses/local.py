@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from tokprof.errors import TokprofError
+from tokprof.base.errors import TokprofError
 from tokprof.formats.locations import SessionFile, session_files
 from tokprof.trace import Trace
 

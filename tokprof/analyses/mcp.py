@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokprof.analyses.tools import catalogue_cost
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.toolsfile import normalise_tool, normalise_tools
-from tokprof.mcpconfig import ServerConfig
-from tokprof.mcpconnect import Failure, Listing
+from tokprof.base.mcpconfig import ServerConfig
+from tokprof.base.mcpconnect import Failure, Listing
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.trace import Trace
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tokprof.config import McpBudgets
+from tokprof.transforms.config import McpBudgets
 
 FAIL, PASS = "fail", "pass"
 

@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import Callable, Sequence
 
 from tokprof.analyses.cost import FIXED_FIRST, find_model
-from tokprof.billing import CallCache
+from tokprof.base.billing import CallCache
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.trace import Call, Trace
@@ -141,7 +141,7 @@ def _reasoning_only(before: Sequence[dict], after: Sequence[dict], k: int) -> bo
 
 
 def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
-    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.billing.CHANGED_PARTS`)."""
+    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.base.billing.CHANGED_PARTS`)."""
     if tools_changed:
         return "tools"
     if call.kind == "compaction" or before.kind == "compaction":

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tokprof.bounded as bounded
-from tokprof.errors import InputError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
 from tokprof.trace import Call, Trace
 from tokprof.transforms.policies import AddedCall
 

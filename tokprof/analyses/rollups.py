@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
 from tokprof.analyses.calls import ALL_BUCKETS, CallRecord
-from tokprof.errors import TokprofError
+from tokprof.base.errors import TokprofError
 
 DIMENSIONS = ("project", "branch", "model", "agent", "day", "week", "user")
 UNKNOWN = "unknown"

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tokprof.analyses.calls import CallRecord
-from tokprof.billing import CacheSummary
+from tokprof.base.billing import CacheSummary
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Profile
 

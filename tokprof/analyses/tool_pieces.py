@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tokprof.textdiff import common_prefix, common_suffix
+from tokprof.base.textdiff import common_prefix, common_suffix
 
 
 @dataclass(frozen=True)

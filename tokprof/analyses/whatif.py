@@ -22,13 +22,13 @@ from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
 from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
 from tokprof.attribution.attributor import Attributor, RenderError
-from tokprof.billing import DIGITS, CostSummary, money
+from tokprof.base.billing import DIGITS, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
-from tokprof.jsontext import dumps
+from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.models.known import context_window as known_window
 from tokprof.profiling import CallRow, Profile, Source, profile_trace
-from tokprof.textdiff import common_prefix
+from tokprof.base.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
 

@@ -41,7 +41,7 @@ same first message) does not redo what it can take from it, and takes nothing it
   taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
 * Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
   inside the common prefix are the earlier call's (:meth:`TokenCounter.token_starts_reusing`).
-* Splicing (:mod:`tokprof.splice`): a call that has all of the earlier call's messages and more
+* Splicing (:mod:`tokprof.attribution.splice`): a call that has all of the earlier call's messages and more
   renders only a window of its new messages and splices them onto the earlier render, where checks
   in the window, both ways on the first calls of each shape, and against sampled whole renders
   allow it; every other call goes the way above.
@@ -67,8 +67,8 @@ import numpy as np
 
 from tokprof.models.base import ChatModel
 from tokprof.models.jsonmemo import JsonMemo
-from tokprof.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
-from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
+from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
+from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
 
 BUCKETS = ("system", "tool_definitions", "tool_results", "conversation")
@@ -325,7 +325,7 @@ class Attributor:
         """``keep_json``: the caller vouches that the calls' messages and tools are not changed while
         the attributor lives (a trace's are not), so the JSON templates write of them is remembered
         from call to call; otherwise only within a call. ``incremental``: splice a call's new
-        messages onto the previous call's render where checks allow it (:mod:`tokprof.splice`); by
+        messages onto the previous call's render where checks allow it (:mod:`tokprof.attribution.splice`); by
         default unless ``TOKPROF_INCREMENTAL=0``. The buckets are the same either way."""
         self.model = model
         self.keep_json = keep_json
@@ -687,7 +687,7 @@ class Attributor:
         return self._attribute_full(call)
 
     def _try_splice(self, call: Call) -> CallBuckets | None:
-        """The call's buckets by splicing (:mod:`tokprof.splice`), or None: rendered whole. The first
+        """The call's buckets by splicing (:mod:`tokprof.attribution.splice`), or None: rendered whole. The first
         calls of each shape are attributed both ways (the full way's result is the one given), and
         the prompt is rendered whole and compared each time it has doubled."""
         messages, keys, digests = self._prepare(call)

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from tokprof.analyses.calls import ALL_BUCKETS, CallRecord
-from tokprof.errors import TokprofError
+from tokprof.base.errors import TokprofError
 
 
 def attributes(r: CallRecord) -> dict[str, str | int | float | bool]:

@@ -17,12 +17,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-import tokprof.bounded as bounded
-from tokprof.errors import InputError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
-from tokprof.text import visible
+from tokprof.base.text import visible
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
 
 def _shown_safely(trace: Trace) -> None:
     """The names a trace takes from the log and only shows (models, the session, threads, request ids,
-    places) with control characters and lone surrogates escaped (:func:`tokprof.text.visible`): they
+    places) with control characters and lone surrogates escaped (:func:`tokprof.base.text.visible`): they
     are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here."""
 
     def safe(value: str | None) -> str | None:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
     endpoint_kind,

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterator, TypeGuard
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind

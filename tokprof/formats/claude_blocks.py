@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Union
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_text
 

@@ -136,7 +136,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import TOOL_CALL_BLOCKS
 from tokprof.formats.claude_compaction import compaction_calls
 from tokprof.formats.claude_lines import MESSAGE_TYPES, Transcript

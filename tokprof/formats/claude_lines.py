@@ -7,7 +7,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import Part, ToolResult, ToolUse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_text

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import (
     Part,
     Text,

@@ -71,13 +71,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, check_text, parse_time
-from tokprof.text import visible
+from tokprof.base.text import visible
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "cline"

@@ -97,7 +97,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind

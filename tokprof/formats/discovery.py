@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tokprof.bounded as bounded
+import tokprof.base.bounded as bounded
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike

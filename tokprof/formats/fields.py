@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.jsonfile import kind_of
 from tokprof.formats.neutral import check_text
 

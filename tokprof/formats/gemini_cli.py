@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document

@@ -85,7 +85,7 @@ import zipfile
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, expect_list, objects, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind

@@ -22,8 +22,8 @@ import stat
 from dataclasses import dataclass
 from typing import IO, Any, Iterable, Iterator
 
-import tokprof.bounded as bounded
-from tokprof.errors import InputError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
 
 #: How deep a JSON value from a log may nest (objects and lists). JSON Schemas, Inspect's events and
 #: tool inputs nest a few dozen levels at most; Python's recursion limit (1,000 frames) is shared by
@@ -170,7 +170,7 @@ def _open(path: str) -> IO[bytes]:
 
 
 def read_text(path: str, what: str = "log") -> str:
-    """A file's text, read no further than the cap for ``what`` (:data:`tokprof.bounded.CAPS`)."""
+    """A file's text, read no further than the cap for ``what`` (:data:`tokprof.base.bounded.CAPS`)."""
     with _open(path) as f:
         try:
             data = bounded.read_handle(f, what)
@@ -332,7 +332,7 @@ class Document:
 def load(path: str, what: str = "log") -> Document:
     """Parse a file as one JSON value, or as JSONL when it holds one value per line (streamed: see
     :class:`Lines`). Errors in the first lines are raised here; later ones as the lines are read. A
-    document is read no further than the cap for ``what`` (:data:`tokprof.bounded.CAPS`), a line no
+    document is read no further than the cap for ``what`` (:data:`tokprof.base.bounded.CAPS`), a line no
     further than :func:`line_cap`."""
     handle = _open(path)
     try:

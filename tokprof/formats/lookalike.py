@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tokprof.bounded as bounded
+import tokprof.base.bounded as bounded
 
 #: How much of a file is read to tell what it looks like.
 HEAD_BYTES = 64 * 1024

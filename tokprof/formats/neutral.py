@@ -12,7 +12,7 @@ import json
 from datetime import date, datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.jsonfile import TOO_DEEP, too_deep
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.trace import ROLES, Call, Usage

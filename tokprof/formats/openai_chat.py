@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Iterable
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
     endpoint_kind,

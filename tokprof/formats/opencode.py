@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tokprof.bounded as bounded
-from tokprof.errors import InputError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.jsonfile import kind_of as _kind

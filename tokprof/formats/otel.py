@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.capture import records
 from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import Document, parse

@@ -40,7 +40,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import expect_object, expect_list, string
 from tokprof.formats.jsonfile import Document

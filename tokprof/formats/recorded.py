@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats import reader
 from tokprof.formats.capture import url_path
 from tokprof.formats.jsonfile import Document, Lines

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import IO, Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 
 HINT = "pip install 'tokprof[s3]'"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, expect_list
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import load

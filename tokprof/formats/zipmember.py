@@ -13,7 +13,7 @@ import zipfile
 import zlib
 from typing import Any, Callable
 
-from tokprof.errors import InputError, TokprofError
+from tokprof.base.errors import InputError, TokprofError
 from tokprof.formats.jsonfile import parse
 
 ZSTANDARD = 93  # the zip compression method of Zstandard

@@ -12,8 +12,8 @@ import dataclasses
 import re
 from pathlib import Path
 
-import tokprof.bounded as bounded
-from tokprof.errors import ModelError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import ModelError
 from tokprof.models import registry
 from tokprof.models.base import ChatModel, ModelInfo, PromptFormat, TokenCounter
 

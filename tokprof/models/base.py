@@ -64,7 +64,7 @@ class PromptFormat(Protocol):
         ...
 
     def check(self, where: str) -> None:
-        """Raise :class:`tokprof.errors.ModelError` now when the format cannot be used."""
+        """Raise :class:`tokprof.base.errors.ModelError` now when the format cannot be used."""
         ...
 
     # -- optional shortcuts: "no" is always a correct answer ------------------------------------

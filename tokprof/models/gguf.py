@@ -25,7 +25,7 @@ import os
 import re
 from pathlib import Path
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 
 #: Token types of ``tokenizer.ggml.token_type`` (llama.cpp's ``llama_token_type``).

@@ -42,7 +42,7 @@ import threading
 from datetime import date
 from typing import TYPE_CHECKING
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel, Rendered, Tokens, reference_starts
 from tokprof.models.registry import ModelSpec
 
@@ -78,7 +78,7 @@ def harmony_encoding():
 
         from openai_harmony import HarmonyEncodingName, HarmonyError, load_harmony_encoding
 
-        from tokprof.files import cache_dir, write_atomic
+        from tokprof.base.files import cache_dir, write_atomic
         from tokprof.models.proxies import o200k_vocab
 
         data = gzip.decompress(o200k_vocab().read_bytes())

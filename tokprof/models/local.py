@@ -9,8 +9,8 @@ import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
-import tokprof.bounded as bounded
-from tokprof.errors import ModelError
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.models.counters import HFCounter
 from tokprof.models.template import ChatTemplate

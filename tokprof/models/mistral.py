@@ -50,7 +50,7 @@ from functools import lru_cache
 from datetime import date
 from typing import TYPE_CHECKING, Any
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel, Rendered, Tokens, reference_starts
 from tokprof.models.registry import ModelSpec
 

@@ -25,7 +25,7 @@ from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Mapping
 
-from tokprof.files import cache_dir, write_atomic
+from tokprof.base.files import cache_dir, write_atomic
 
 #: Bump when the table's layout or the way it is made changes.
 TABLE_VERSION = 1

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.models.registry import ModelSpec
 

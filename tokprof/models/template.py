@@ -34,7 +34,7 @@ import jinja2.nodes
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from tokprof.errors import ModelError
+from tokprof.base.errors import ModelError
 from tokprof.models import template_sizes as sizes
 from tokprof.models.jsonmemo import remembered_json
 

@@ -4,7 +4,7 @@ A vocabulary is a plain ``.tiktoken`` file, a gzipped one, or a quicktok ``.voca
 ranks in quicktok's binary layout, :func:`quicktok_ranks`).
 
 transformers' ``TikTokenConverter`` does the conversion (about 5 s); the result is cached under
-:func:`tokprof.files.cache_dir`, keyed by the vocabulary, the pattern and the added tokens, so
+:func:`tokprof.base.files.cache_dir`, keyed by the vocabulary, the pattern and the added tokens, so
 later runs load it in about a second with neither network nor transformers.
 """
 
@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokprof.files import cache_dir, write_atomic
-from tokprof.errors import ModelError
+from tokprof.base.files import cache_dir, write_atomic
+from tokprof.base.errors import ModelError
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer  # loaded when a tokenizer is converted or read (a tiktoken count needs none)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
-from tokprof.text import json_text
+from tokprof.base.text import json_text
 from tokprof.analyses.budgets import FAIL, PASS, SKIP, WARN, CheckResult, MetricResult
-from tokprof.config import METRICS
+from tokprof.transforms.config import METRICS
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.text import visible
+from tokprof.base.text import visible
 from tokprof.render import RenderOptions
 
 ICONS = {PASS: "pass", WARN: "WARN", FAIL: "FAIL", SKIP: "n/a"}

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tokprof.render import RenderOptions
-from tokprof.text import visible
+from tokprof.base.text import visible
 
 #: The width of tables when none is given (files and pipes, where no terminal says).
 DEFAULT_WIDTH = 120

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tokprof.analyses.mcp import McpReport
-from tokprof.mcpconfig import Discovery
+from tokprof.base.mcpconfig import Discovery
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
 

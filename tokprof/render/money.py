@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokprof.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
+from tokprof.base.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
 from tokprof.profiling import Reported
 
 PART_LABELS = {

@@ -16,7 +16,7 @@ from typing import Any
 from tokprof.analyses.calls import FIELDS, SCHEMA_VERSION, CallRecord
 from tokprof.analyses.rollups import Rollup
 from tokprof.analyses.sessions import SessionsReport
-from tokprof.errors import TokprofError
+from tokprof.base.errors import TokprofError
 from tokprof.render import csvsafe
 
 SESSION_FIELDS = (
@@ -213,7 +213,7 @@ def team_view(report: SessionsReport, options: TeamOptions) -> tuple[SessionsRep
 
 def rollups_text(rollups: Sequence[Rollup]) -> str:
     """The rollups as plain aligned text tables, after the sessions table."""
-    from tokprof.text import visible
+    from tokprof.base.text import visible
 
     out = []
     for found in rollups:

@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from tokprof.text import json_text
+from tokprof.base.text import json_text
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, safe, text_console

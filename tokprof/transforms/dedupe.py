@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokprof.errors import InputError
+from tokprof.base.errors import InputError
 from tokprof.trace import Trace
 
 

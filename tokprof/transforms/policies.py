@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, Union
 
-from tokprof.errors import TokprofError
+from tokprof.base.errors import TokprofError
 from tokprof.trace import Call, Trace
 
 from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX  # noqa: F401  (named here too)

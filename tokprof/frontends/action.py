@@ -1,0 +1,88 @@
+"""The GitHub Action's step (``action.yml``): ``tokprof check`` with the action's inputs, then the
+step outputs and, when asked and given a token, one pull-request comment.
+
+Inputs arrive as environment variables (``action.yml`` maps each input to one, so that no input is
+ever pasted into a shell script): ``INPUT_LOG``, ``INPUT_TOOLS``, ``INPUT_SYSTEM``, ``INPUT_CONFIG``,
+``INPUT_BASELINE``, ``INPUT_MODEL``, ``INPUT_COMMENT`` ("true" to comment) and ``INPUT_GITHUB_TOKEN``.
+The exit code is the check's: 0 pass, 1 failed, 2 bad input or configuration.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import urllib.error
+
+from tokprof.base.errors import TokprofError
+
+
+def _input(name: str) -> str | None:
+    value = os.environ.get(f"INPUT_{name}", "").strip()
+    return value or None
+
+
+def main() -> int:
+    from tokprof import api, github
+    from tokprof.render import RenderOptions, render
+    from tokprof.base.text import no_workflow_commands, shorten, visible
+
+    log, tools = _input("LOG"), _input("TOOLS")
+    try:
+        if log is None and tools is None:
+            raise TokprofError("the action needs a log or tools input")
+        run = api.run_check(
+            log,
+            tools=tools,
+            system=_input("SYSTEM"),
+            config=_input("CONFIG"),
+            baseline=_input("BASELINE"),
+            model=_input("MODEL"),
+        )
+    except TokprofError as exc:
+        print(f"tokprof: error: {shorten(visible(str(exc)), 1200)}", file=sys.stderr)
+        print(f"::error title=tokprof check::{_annotation(str(exc))}")
+        github.set_outputs({"status": "error", "exit-code": "2"})
+        return 2
+    result = run.result
+    sys.stdout.write(no_workflow_commands(render("check", "table", result, RenderOptions(width=120))))
+    github.report(result)
+    github.set_outputs(github.outputs(result))
+    if (_input("COMMENT") or "").lower() == "true":
+        _comment(result)
+    return result.exit_code
+
+
+def _annotation(text: str) -> str:
+    from tokprof.frontends.github import annotation_text
+
+    return annotation_text(text)
+
+
+def _comment(result) -> None:
+    """One comment on the pull request, made or updated; skipped, with a line saying why, without a
+    token or outside a pull request; a failed request is a warning, never the check's failure."""
+    from tokprof.frontends import github
+    from tokprof.render import render
+
+    token = _input("GITHUB_TOKEN")
+    number = github.pull_request(os.environ.get("GITHUB_EVENT_PATH"))
+    repository = os.environ.get("GITHUB_REPOSITORY")
+    if not token:
+        print("tokprof: no pull-request comment: no github-token was given")
+        return
+    if number is None or not repository:
+        print("tokprof: no pull-request comment: this run is not for a pull request")
+        return
+    body = render("check", "markdown", result)
+    try:
+        done = github.upsert_comment(
+            body, token, repository, number, os.environ.get("GITHUB_API_URL", "https://api.github.com")
+        )
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        print(f"::warning title=tokprof check::could not comment on the pull request: {_annotation(str(exc))}")
+        return
+    print(f"tokprof: pull-request comment {done}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

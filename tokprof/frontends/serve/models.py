@@ -1,0 +1,104 @@
+"""The models a server counts with: loaded once per process, and which one counts a request."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from tokprof.api import Model, get_model
+from tokprof.base.errors import ModelError
+from tokprof.models.base import ChatModel
+from tokprof.frontends.serve.answers import Rejected
+
+
+@dataclass
+class Loaded:
+    """A model the server counts with: its name here, and the model."""
+
+    name: str
+    chat: ChatModel
+
+
+class Models:
+    """The models a server counts with: loaded once, on first use (the ``--model`` ones at start)."""
+
+    def __init__(self, configured: Sequence[str] = ()):
+        self.configured = list(dict.fromkeys(configured))  # as given: registry names, directories, Hub ids
+        self.default = self.configured[0] if self.configured else None
+        self._loaded: dict[str, ChatModel] = {}
+        self._lock = threading.Lock()
+
+    def preload(self) -> None:
+        """Load the ``--model`` models now; :class:`ModelError` for one that cannot be loaded."""
+        for name in self.configured:
+            Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
+        if self.default is None:
+            from tokprof.models import DEFAULT_MODEL
+
+            self.default = DEFAULT_MODEL
+
+    def _load(self, name: str) -> ChatModel:
+        with self._lock:
+            chat = self._loaded.get(name)
+            if chat is None:
+                chat = get_model(name).chat
+                self._loaded[name] = chat
+            return chat
+
+    def known(self) -> list[str]:
+        from tokprof.models.registry import known_names
+
+        return list(dict.fromkeys(self.configured + known_names()))
+
+    def canonical(self, requested: str | None) -> str:
+        """The name of the model that counts for a request's ``model``: the default when there is
+        none; a ``--model`` name; a registered name or alias; the proxy of a closed model's name.
+        Anything else is 404, with the registered model that would serve the name in a profile
+        (``Qwen/Qwen3-8B``: qwen3) as a hint: a request names the model that counts. Directories and
+        Hub ids are taken only as ``--model`` names: a request never makes the server read a path
+        or the network."""
+        from tokprof.models import DEFAULT_MODEL, proxies, registry
+
+        if requested is None or requested == "":
+            return self.default or DEFAULT_MODEL
+        if requested in self.configured:
+            return requested
+        spec = registry.lookup(requested)
+        if spec is not None:
+            return spec.name
+        proxy = proxies.proxy_for(requested)
+        if proxy is not None:
+            return proxy
+        serving = registry.serving(requested)
+        hint = (
+            (
+                f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
+                "the model's)"
+            )
+            if serving is not None
+            else registry.did_you_mean(requested)
+        )
+        raise self._not_found(f"unknown model {requested!r}{hint}")
+
+    def _not_found(self, message: str) -> Rejected:
+        known = self.known()
+        return Rejected(
+            404,
+            "not_found_error",
+            f"{message}: this server counts with {', '.join(known)}, and a "
+            "closed model's name (claude-*, gpt-*) is counted by its proxy",
+            "model",
+            known_models=known,
+        )
+
+    def resolve(self, requested: str | None) -> Loaded:
+        name = self.canonical(requested)
+        try:
+            return Loaded(name, self._load(name))
+        except ModelError as exc:
+            raise self._not_found(f"model {name!r} cannot be loaded ({exc})") from None
+
+    def loaded(self) -> dict[str, ChatModel]:
+        with self._lock:
+            return dict(self._loaded)

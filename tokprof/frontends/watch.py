@@ -1,0 +1,196 @@
+"""``tokprof watch``: follow the sessions being written and show each one's newest call.
+
+Paths are files or folders; with none, the agents' own folders: Claude Code's
+``$CLAUDE_CONFIG_DIR/projects`` (default ``~/.claude/projects``) and Codex's ``$CODEX_HOME/sessions``
+(default ``~/.codex/sessions``). Folders are searched again every few seconds for new sessions
+(``*.jsonl``, subagent folders left out); a file is followed by its identity, so a session moved
+to another name keeps its state.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tokprof import LiveCall, LiveSession
+
+RESCAN = 2.0  # seconds between searches of the folders
+
+
+def default_paths() -> list[str]:
+    home = Path.home()
+    claude = Path(os.environ.get("CLAUDE_CONFIG_DIR") or home / ".claude") / "projects"
+    codex = Path(os.environ.get("CODEX_HOME") or home / ".codex") / "sessions"
+    return [str(claude), str(codex)]
+
+
+def session_files(paths: list[str]) -> list[str]:
+    found: list[str] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_file():
+            found.append(str(p))
+        elif p.is_dir():
+            found += sorted(str(f) for f in p.rglob("*.jsonl") if f.is_file() and "subagents" not in f.parts)
+    return found
+
+
+class Watcher:
+    """The sessions under some paths, each a :class:`LiveSession` keyed by file identity."""
+
+    def __init__(self, paths: list[str], thresholds: tuple[float, ...], model: str | None = None):
+        self.paths = paths
+        self.thresholds = thresholds
+        self.model = model
+        self.sessions: dict[tuple[int, int], LiveSession] = {}
+        self.scanned = 0.0
+
+    def scan(self) -> None:
+        for path in session_files(self.paths):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            known = self.sessions.get(key)
+            if known is None:
+                self.sessions[key] = LiveSession(path, thresholds=self.thresholds, model=self.model)
+            elif known.follower.path != path and not os.path.exists(known.follower.path):
+                known.follower.moved_to(path)  # the same file under a new name
+        self.scanned = time.monotonic()
+
+    def poll(self) -> list[LiveCall]:
+        if time.monotonic() - self.scanned >= RESCAN:
+            self.scan()
+        new: list[LiveCall] = []
+        for _key, live in list(self.sessions.items()):
+            if not os.path.exists(live.follower.path):
+                continue  # moved or deleted: kept until it shows up again
+            new += live.update()
+        return new
+
+
+def run_threshold_command(command: str, call: LiveCall) -> None:
+    """Run ``command`` (split like a shell would, never through one) with the figures in TOKPROF_*."""
+    import shlex
+
+    env = dict(os.environ)
+    env.update(
+        {
+            "TOKPROF_SESSION": call.session or "",
+            "TOKPROF_PATH": call.path,
+            "TOKPROF_CALL": str(call.call),
+            "TOKPROF_MODEL": call.model or "",
+            "TOKPROF_PROMPT": str(call.prompt),
+            "TOKPROF_WINDOW": str(call.window or ""),
+            "TOKPROF_FILL": "" if call.fill is None else f"{call.fill:.4f}",
+            "TOKPROF_THRESHOLD": f"{max(call.crossed):g}",
+            "TOKPROF_CROSSED": ",".join(f"{t:g}" for t in call.crossed),
+            "TOKPROF_COST": "" if call.cost is None else f"{call.cost:.6f}",
+            "TOKPROF_CACHE_READ_SHARE": "" if call.cache_read_share is None else f"{call.cache_read_share:.4f}",
+        }
+    )
+    for name, value in (call.buckets or {}).items():
+        env[f"TOKPROF_{name.upper()}"] = str(value)
+    try:
+        subprocess.run(shlex.split(command), env=env, check=False, timeout=60)
+    except (OSError, ValueError, subprocess.TimeoutExpired) as exc:
+        print(f"tokprof: --on-threshold: {exc}", file=sys.stderr)
+
+
+def tokens(n: int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n / 1000:.1f}k" if abs(n) >= 1000 else str(n)
+
+
+def table(watcher: Watcher):
+    from rich.table import Table
+    from rich.text import Text
+
+    from tokprof.base.text import visible
+
+    grid = Table(title="tokprof watch", expand=False)
+    for name in (
+        "session",
+        "calls",
+        "ctx",
+        "buckets (last prompt)",
+        "added",
+        "largest result",
+        "cost",
+        "cache",
+        "marks",
+    ):
+        grid.add_column(name)
+    shown = 0
+    for live in watcher.sessions.values():
+        last = live.last
+        if last is None:
+            continue
+        shown += 1
+        fill = "-" if last.fill is None else f"{last.fill:.0%}"
+        style = "red" if len(last.past) >= 2 else "yellow" if last.past else ""
+        buckets = " ".join(f"{k[:4]} {tokens(v)}" for k, v in (last.buckets or {}).items() if v) or "-"
+        result = (
+            f"{visible(last.largest_result['tool'])} {tokens(last.largest_result['tokens'])}"
+            if last.largest_result
+            else "-"
+        )
+        marks = [f">{t:.0%}" for t in last.past] + (["cache broke"] if last.cache_broke else [])
+        grid.add_row(
+            Text(visible(Path(last.path).name[:40])),
+            str(live.totals.calls),
+            Text(fill + (f" of {tokens(last.window)}" if last.window else ""), style=style),
+            Text(buckets + (" (estimate)" if last.estimate else "")),
+            tokens(last.added),
+            Text(result),
+            "unpriced" if last.cost is None else f"${last.cost:.2f}",
+            "-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}",
+            Text(" ".join(marks), style=style),
+        )
+    if not shown:
+        grid.caption = "waiting for a session to be written..."
+    return grid
+
+
+def watch(
+    paths: list[str],
+    *,
+    thresholds: tuple[float, ...],
+    as_json: bool,
+    on_threshold: str | None,
+    interval: float,
+    model: str | None,
+    out: Callable[[str], None] | None = None,
+    duration: float | None = None,
+) -> None:
+    watcher = Watcher(paths, thresholds, model)
+    watcher.scan()
+    for live in watcher.sessions.values():
+        live.update(count_every=False)  # the sessions as they are: only later calls are new
+    end = None if duration is None else time.monotonic() + duration
+
+    def step() -> None:
+        for call in watcher.poll():
+            if as_json:
+                print(call.to_json(), flush=True)
+            if on_threshold and call.crossed:
+                run_threshold_command(on_threshold, call)
+
+    if as_json or not sys.stdout.isatty():
+        while end is None or time.monotonic() < end:
+            step()
+            time.sleep(interval)
+        return
+    from rich.live import Live
+
+    with Live(table(watcher), refresh_per_second=4, screen=False) as display:
+        while end is None or time.monotonic() < end:
+            step()
+            display.update(table(watcher))
+            time.sleep(interval)
