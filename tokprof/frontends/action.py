@@ -22,7 +22,8 @@ def _input(name: str) -> str | None:
 
 
 def main() -> int:
-    from tokprof import api, github
+    from tokprof import api
+    from tokprof.frontends import github
     from tokprof.render import RenderOptions, render
     from tokprof.base.text import no_workflow_commands, shorten, visible
 
