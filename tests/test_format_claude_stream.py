@@ -217,7 +217,7 @@ def test_the_verbose_json_list_is_read_too(tmp_path):
     "row, where, what",
     [
         ([1], "line 2", "expected a stream-json message object, found a list"),
-        ({"session_id": SESSION}, "line 2: type", "missing or not a string"),
+        ({"session_id": SESSION}, "line 2: type", "missing: expected a string"),
         (
             {"type": "assistant", "parent_tool_use_id": 5, "message": {}},
             "line 2: parent_tool_use_id",

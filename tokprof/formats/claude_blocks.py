@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from tokprof.base.errors import InputError
-from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.fields import expect_object, objects, string
 from tokprof.formats.neutral import assistant_message, check_text
 
 TOOL_CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
@@ -57,17 +57,10 @@ def blocks(path: str, where: str, content: Any) -> list[tuple[str, dict]]:
         return [(where, {"type": "text", "text": content})] if content else []
     if content is None:
         raise InputError(path, where, "missing: expected a string or a list of content blocks")
-    if not isinstance(content, list):
-        raise InputError(path, where, f"expected a string or a list of content blocks, found {_kind(content)}")
-    out = []
-    for j, block in enumerate(content):
-        at = f"{where}[{j}]"
-        if not isinstance(block, dict):
-            raise InputError(path, at, f"expected a content block object, found {_kind(block)}")
-        if not isinstance(block.get("type"), str):
-            raise InputError(path, at + ".type", "missing or not a string")
-        out.append((at, block))
-    return out
+    listed = objects(path, where, content, "a content block object", "a string or a list of content blocks")
+    for at, block in listed:
+        string(path, at + ".type", block.get("type"))
+    return listed
 
 
 def user_part(path: str, place: str, skipped: list[str], where: str, block: dict) -> Part | None:
@@ -84,9 +77,7 @@ def user_part(path: str, place: str, skipped: list[str], where: str, block: dict
 
 
 def tool_result(path: str, place: str, skipped: list[str], where: str, block: dict) -> ToolResult:
-    call_id = block.get("tool_use_id")
-    if not isinstance(call_id, str):
-        raise InputError(path, where + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+    call_id = string(path, where + ".tool_use_id", block.get("tool_use_id"))
     content = block.get("content")
     texts = []
     if isinstance(content, str):
@@ -116,20 +107,13 @@ def assistant_part(path: str, place: str, skipped: list[str], where: str, block:
 
 
 def _text(path: str, where: str, block: dict, key: str) -> str:
-    value = block.get(key)
-    if not isinstance(value, str):
-        raise InputError(path, f"{where}.{key}", f"expected a string, found {_kind(value)}")
-    return check_text(path, f"{where}.{key}", value)
+    return string(path, f"{where}.{key}", block.get(key))
 
 
 def _tool_call(path: str, where: str, block: dict) -> dict:
-    call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
-    if not isinstance(call_id, str):
-        raise InputError(path, where + ".id", f"expected a string, found {_kind(call_id)}")
-    if not isinstance(name, str) or not name:
-        raise InputError(path, where + ".name", "missing or not a string")
-    if not isinstance(arguments, dict):
-        raise InputError(path, where + ".input", f"expected an object, found {_kind(arguments)}")
+    call_id = string(path, where + ".id", block.get("id"))
+    name = string(path, where + ".name", block.get("name") or None)
+    arguments = expect_object(path, where + ".input", block.get("input", {}))
     text = check_text(path, where + ".input", json.dumps(arguments, ensure_ascii=False))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
 

@@ -49,6 +49,7 @@ from typing import Any, Iterable, Iterator
 from tokprof.base.errors import InputError
 from tokprof.formats import claude_code
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.fields import expect_object, optional_string, string
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import MAX_COUNT, check_count, describe_number as _number, in_time_order
 from tokprof.trace import Call, Trace
@@ -176,11 +177,8 @@ def _convert(
     task_prompts: dict[str, str] = {}  # tool call id -> its "prompt" argument (a subagent's opening prompt)
     for number, value in numbered:
         where = f"{at} {number}"
-        if not isinstance(value, dict):
-            raise InputError(path, where, f"expected a stream-json message object, found {_kind(value)}")
-        kind = value.get("type")
-        if not isinstance(kind, str):
-            raise InputError(path, f"{where}: type", "missing or not a string: every stream-json message has a type")
+        value = expect_object(path, where, value, "a stream-json message object")
+        kind = string(path, f"{where}: type", value.get("type"))
         stream.session = stream.session or _text(value.get("session_id"))
         if kind == "result":
             stream.results.append((number, value))
@@ -190,9 +188,7 @@ def _convert(
             continue
         if kind in QUIET:
             continue
-        thread = value.get("parent_tool_use_id")
-        if thread is not None and not isinstance(thread, str):
-            raise InputError(path, f"{where}: parent_tool_use_id", f"expected a string or null, found {_kind(thread)}")
+        thread = optional_string(path, f"{where}: parent_tool_use_id", value.get("parent_tool_use_id"))
         uuid = f"#{number}"
         record: dict = {"type": kind, "uuid": uuid, "isSidechain": thread is not None}
         if thread is not None:
@@ -247,8 +243,8 @@ def _reconcile(
     for number, result in results:
         where = f"{at} {number}"
         usage = result.get("usage")
-        if usage is not None and not isinstance(usage, dict):
-            raise InputError(path, f"{where}: usage", f"expected an object, found {_kind(usage)}")
+        if usage is not None:
+            expect_object(path, f"{where}: usage", usage)
         totals = {key: check_count(path, f"{where}: usage.{key}", (usage or {}).get(key)) for key in RESULT_FIELDS}
         turns = result.get("num_turns")
         cost = result.get("total_cost_usd")

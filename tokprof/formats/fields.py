@@ -48,4 +48,8 @@ def string(path: str, where: str, value: Any) -> str:
 
 def optional_string(path: str, where: str, value: Any) -> str | None:
     """``string``, or None when the field is absent or null."""
-    return None if value is None else string(path, where, value)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InputError(path, where, f"expected a string or null, found {kind_of(value)}")
+    return check_text(path, where, value)
