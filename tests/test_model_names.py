@@ -50,3 +50,20 @@ def test_an_unknown_closed_model_points_to_the_proxy():
 )
 def test_known_closed_models_are_their_proxies(name):
     assert not resolve_model(name).exact
+
+
+def test_a_log_that_names_no_model_says_the_default_under_the_heading(tmp_path, capsys):
+    """The counts are exact for the default model, not necessarily the log's: said beside them."""
+    import json
+
+    log = tmp_path / "nomodel.json"
+    log.write_text(
+        json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]})
+    )
+    for command in ("profile", "tools"):
+        assert main([command, str(log)]) == 0
+        lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+        at = lines.index("model qwen2.5 is the default: the log names no model (--model sets it)")
+        assert at <= 2 and "model qwen2.5" in " ".join(lines[:at])  # under the heading (which may wrap)
+    assert main(["profile", str(FIXTURES / "good_transcript.json"), "--model", "qwen2.5"]) == 0
+    assert "is the default" not in capsys.readouterr().out

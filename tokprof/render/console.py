@@ -40,6 +40,14 @@ KEY_SPAN = 32
 _KEY = re.compile(r" +\S.*?\S?\s{2,}(?=\S)")
 
 
+def default_model_line(name: str, selected: str | None) -> str | None:
+    """The line under a heading when tokprof fell back to its default model because the log names
+    none: the counts are exact for that model, which may not be the log's."""
+    if selected and selected.startswith("default"):
+        return f"  model {safe(name)} is the default: the log names no model (--model sets it)"
+    return None
+
+
 def hanging_indent(plain: str) -> int:
     """Where a wrapped line's continuation lines start: under the value of a ``  key  value`` line
     (a key ended by two or more spaces near the start), else two columns in from the line's own

@@ -6,7 +6,7 @@ from __future__ import annotations
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary
 from tokprof.render import RenderOptions
-from tokprof.render.console import Column, fit_table, safe, text_console
+from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
 from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
 
 LABELS = {
@@ -61,6 +61,9 @@ class TableRenderer:
             f"[bold]tokprof[/bold] profile of {safe(profile.source.path)} "
             f"({summary.calls} call{'' if summary.calls == 1 else 's'}, model {safe(model.name)}, {exact})"
         )
+        default = default_model_line(model.name, model.selected)
+        if default:
+            console.print(default)
         headline = forensics_lines(summary.cache, summary.cost)
         if headline:
             width = max(len(k) for k, _ in headline)

@@ -9,7 +9,7 @@ from rich.console import Console
 from tokprof.base.text import json_text
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
-from tokprof.render.console import Column, fit_table, safe, text_console
+from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 
@@ -63,6 +63,9 @@ class ToolsTableRenderer:
         model = report.model
         exact = "exact" if model.exact else "ESTIMATE"
         console.print(f"[bold]tokprof[/bold] tools of {safe(report.source.path)} (model {safe(model.name)}, {exact})")
+        default = default_model_line(model.name, model.selected)
+        if default:
+            console.print(default)
         if not report.catalogues and not any(w.code == "tools-unrecorded" for w in report.warnings):
             console.print("  no call in the log carries tools")
         for i, catalogue in enumerate(report.catalogues):
