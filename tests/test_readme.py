@@ -50,7 +50,7 @@ PENDING: set[str] = set()  # docs pages the README does not link yet
 
 
 def test_the_readme_is_a_front_door():
-    assert len(README.read_text(encoding="utf-8").splitlines()) <= 250  # 230 + the tokprof mcp section
+    assert len(README.read_text(encoding="utf-8").splitlines()) <= 235  # about 200: reference lives in docs/
     text = README.read_text(encoding="utf-8")
     for page in sorted(DOCS.glob("*.md")):
         if page.name in PENDING and f"](docs/{page.name})" not in text:
