@@ -57,8 +57,8 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
     assert doc["skipped"] == [
         {
             "path": str(project / "notes.jsonl"),
-            "error": f"{project / 'notes.jsonl'}: not a "
-            "Claude Code or Codex session: looks like JSON lines of no format tokprof reads",
+            "error": f"{project / 'notes.jsonl'}: not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, "
+            "OpenCode, Cline): looks like JSON lines of no format tokprof reads",
         }
     ]
     rows = {row["session"]: row for row in doc["sessions"]}
@@ -122,7 +122,7 @@ def test_directory_errors(tmp_path, model_dir, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
     code, out, err = run(["profile", str(empty), "--model", str(model_dir)], capsys)
-    assert code == 2 and out == "" and "no Claude Code or Codex session files" in err and err.count("\n") == 1
+    assert code == 2 and out == "" and "no agent session files" in err and err.count("\n") == 1
     project = claude_project(tmp_path)
     code, _, err = run(["profile", str(project), "--model", str(model_dir), "--html", str(tmp_path / "r.html")], capsys)
     assert code == 2 and "--session" in err and not (tmp_path / "r.html").exists()
@@ -241,7 +241,7 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
     assert rows["ci/claude-output.json"]["format"] == "claude-stream-json"
     assert rows["claude/main.jsonl"]["calls"] == 3  # its subagent's two calls included
     reasons = {Path(s["path"]).name: s["error"].split(": ", 1)[1] for s in doc["skipped"]}
-    not_session = "not a Claude Code or Codex session: "
+    not_session = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): "
     assert reasons == {
         "chat.json": not_session
         + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
@@ -292,10 +292,15 @@ def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
     path.write_text(json.dumps(big, indent=2))
     assert path.stat().st_size > 64 * 1024
     found = discovery.scan(tmp_path)
-    assert found.skipped == [(path, "not a Claude Code or Codex session: looks like an SWE-agent trajectory (.traj)")]
+    assert found.skipped == [
+        (
+            path,
+            "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): looks like an SWE-agent trajectory (.traj)",
+        )
+    ]
     (tmp_path / "run.traj.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
     assert discovery.scan(tmp_path).skipped[0][1] == (
-        "not a Claude Code or Codex session: looks like a JSON document (only its start was read)"
+        "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): looks like a JSON document (only its start was read)"
     )
 
 
@@ -305,7 +310,7 @@ def test_no_session_says_what_else_was_found(tmp_path, model_dir, capsys):
     write_json(folder / "tools.json", [{"name": "lookup", "input_schema": {"type": "object"}}])
     code, out, err = run(["profile", str(folder), "--model", str(model_dir)], capsys)
     assert code == 2 and err.count("\n") == 1
-    assert "no Claude Code or Codex session files in this directory (1 other files: " in err
+    assert "no agent session files in this directory (1 other files: " in err
     assert "looks like a tools file" in err
 
 

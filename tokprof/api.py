@@ -386,7 +386,7 @@ def profile_directory(
         if not_sessions:
             more = ", …" if len(not_sessions) > 1 else ""
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
-        raise InputError(name, None, "no Claude Code or Codex session files in this directory" + other)
+        raise InputError(name, None, "no agent session files in this directory" + other)
     options = session_options(
         model,
         tools=tools,

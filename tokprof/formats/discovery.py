@@ -13,7 +13,7 @@ rollout, whatever its name; every other such file is listed with why it is not r
   session is not in the folder is a session of its own.
 * Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
   file: the session readers' own ``sniff`` decides on those lines. A file that is not a session is
-  skipped with a reason: ``not a Claude Code or Codex session: looks like …`` (what it looks like,
+  skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
   ``unreadable: …``.
 """
@@ -33,7 +33,7 @@ from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 SUFFIXES = (".jsonl", ".json")
 PEEK_LINES = 20
 PEEK_BYTES = 16 * 1024 * 1024
-NOT_SESSION = "not a Claude Code or Codex session"
+NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline)"
 
 
 @dataclass
