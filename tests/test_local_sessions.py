@@ -73,6 +73,15 @@ def test_table_and_unknown_agent(home, capsys):
     assert err.count("\n") == 1 and "unknown agent 'nobody'" in err
 
 
+@pytest.mark.parametrize("columns", ["60", "80"])
+def test_a_narrow_terminal_numbers_the_rows_and_prints_each_path_whole(home, capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["sessions"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for number, row in enumerate(api.local_sessions(), 1):
+        assert f"  {number}  {row.path}" in lines  # on a line of its own, never cut: the next command needs it
+
+
 def test_environment_variables_move_the_folders(home, tmp_path, monkeypatch):
     config = tmp_path / "claude-config"
     jsonl(config / "projects/-elsewhere/s2.jsonl", claude_log.split_response())

@@ -33,7 +33,18 @@ class LocalTableRenderer:
             cost = "not priced" if row.cost is None else dollars(row.cost)
             cells.append([safe(row.agent), safe(row.project or "-"), start, calls, cost, safe(row.path)])
         if cells:
-            console.print(fit_table(console, columns, cells))
+            table = fit_table(console, columns, cells)
+            if "file" not in {str(column.header) for column in table.columns}:
+                # Too narrow for the paths: number the rows and print each path whole on a line of its own
+                # (the path is what the next command needs; it is never cut).
+                numbered = [Column("#"), *(c for c in columns if c.header != "file")]
+                table = fit_table(console, numbered, [[str(i), *cell[:-1]] for i, cell in enumerate(cells, 1)])
+                console.print(table)
+                width = len(str(len(rows)))
+                for i, row in enumerate(rows, 1):
+                    console.print(f"  {i:>{width}}  {safe(row.path)}", soft_wrap=True)
+            else:
+                console.print(table)
         for row in rows:
             if row.error:
                 console.print(f"[yellow]unreadable[/yellow]: {safe(row.error)}")
