@@ -75,8 +75,12 @@ def test_parquet_tables_queried_with_duckdb(tmp_path, model_dir, capsys):
     calls, sessions = str(out / "calls.parquet"), str(out / "sessions.parquet")
     assert one(f"select sum(total) from '{calls}'") == billed
     assert one(f"select sum(billed_input) from '{sessions}'") == billed
-    buckets = "system + tool_definitions + tool_results + conversation + unrecorded"
+    buckets = "coalesce(system, 0) + coalesce(tool_definitions, 0) + tool_results + conversation + unrecorded"
     assert one(f"select count(*) from '{calls}' where {buckets} != total") == 0
+    # a Claude Code log records neither the system prompt nor the tools: null, never 0
+    assert one(f"select count(*) from '{calls}' where agent = 'claude-code' and system is not null") == 0
+    assert one(f"select count(*) from '{calls}' where agent = 'claude-code' and tool_definitions is not null") == 0
+    assert one(f"select count(*) from '{calls}' where agent = 'claude-code'") > 0
     by_branch = dict(q(f"select coalesce(git_branch, 'unknown'), sum(total) from '{calls}' group by 1"))
     assert set(by_branch) == {"feat/x", "unknown"}
     rollup = dict(q(f"select branch, billed_input from '{out / 'rollup_branch.parquet'}'"))
@@ -89,7 +93,7 @@ def test_parquet_tables_queried_with_duckdb(tmp_path, model_dir, capsys):
     assert "text" not in columns  # no prompt or tool text unless --with-text
     import pyarrow.parquet as pq
 
-    assert pq.read_schema(calls).metadata[b"tokprof.schema_version"] == b"1"
+    assert pq.read_schema(calls).metadata[b"tokprof.schema_version"] == b"2"
 
 
 def test_with_text_and_csv_folder(tmp_path, model_dir, capsys):

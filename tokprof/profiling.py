@@ -878,6 +878,11 @@ def _added_roles(before: Call, call: Call) -> list[str] | None:
     return [m["role"] for m in call.messages[len(before.messages) :]]
 
 
+def missing_buckets(not_recorded: tuple[str, ...]) -> frozenset[str]:
+    """The buckets a log does not record, from a profile's ``not_recorded`` (``system_prompt``, ...)."""
+    return frozenset({"system_prompt": "system"}.get(name, name) for name in not_recorded)
+
+
 def _not_recorded(trace: Trace) -> tuple[str, ...]:
     """The parts of the main conversation's prompts that neither the log nor the user gives."""
     names = {"system": "system_prompt", "tools": "tool_definitions"}

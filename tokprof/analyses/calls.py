@@ -14,11 +14,11 @@ from datetime import datetime
 from tokprof.attribution.attributor import BUCKETS
 from tokprof.base.billing import CallCost
 from tokprof.attribution.estimates import UNRECORDED
-from tokprof.profiling import CallRow, Profile
+from tokprof.profiling import CallRow, Profile, missing_buckets
 from tokprof.trace import Call, Trace
 
 #: The per-call table's version (calls.parquet's metadata, the state file, the CSV's header comment).
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: a bucket the log does not record is null, not 0
 #: Every bucket a call's prompt can have, in the table's order.
 ALL_BUCKETS = (*BUCKETS, UNRECORDED)
 
@@ -47,8 +47,8 @@ class CallRecord:
     profiled_with: str
     exact: bool
     estimate: str | None  # how the counts are estimated, when they are
-    system: int
-    tool_definitions: int
+    system: int | None  # None: the log does not record it (a Claude Code log's system prompt)
+    tool_definitions: int | None  # None: the log does not record the tools
     tool_results: int
     conversation: int
     unrecorded: int
@@ -94,8 +94,9 @@ def call_records(
     """The records of a profile's calls, with what the trace knows of each (time, model, place)."""
     by_index = {call.index: call for call in trace.calls}
     window = result.model.context_window
+    missing = missing_buckets(result.not_recorded)
     return [
-        _record(row, by_index[row.index], result, session, path, stamp, window, with_text)
+        _record(row, by_index[row.index], result, session, path, stamp, window, with_text, missing)
         for row in result.calls
         if row.index in by_index
     ]
@@ -110,6 +111,7 @@ def _record(
     stamp: Stamp,
     window: int | None,
     with_text: bool,
+    missing: frozenset[str] = frozenset(),
 ) -> CallRecord:
     usage = row.reported
     cost = row.cost
@@ -130,7 +132,11 @@ def _record(
         profiled_with=result.model.name,
         exact=row.exact,
         estimate=None if result.model.exact else result.model.method,
-        **{name: row.buckets.get(name, 0) for name in ALL_BUCKETS},
+        system=_bucket(row, "system", missing),
+        tool_definitions=_bucket(row, "tool_definitions", missing),
+        tool_results=row.buckets.get("tool_results", 0),
+        conversation=row.buckets.get("conversation", 0),
+        unrecorded=row.buckets.get(UNRECORDED, 0),
         total=row.total,
         reported_prompt=usage.prompt if usage else None,
         reported_uncached_input=usage.uncached if usage else None,
@@ -173,3 +179,9 @@ def _text(call: Call) -> str:
     return json.dumps(
         {"messages": call.messages, "tools": call.tools, "response": call.response}, ensure_ascii=False, default=str
     )
+
+
+def _bucket(row: CallRow, name: str, missing: frozenset[str]) -> int | None:
+    """A call's bucket; None (null) for an empty bucket the log does not record, as the tables show ``n/r``."""
+    value = row.buckets.get(name, 0)
+    return None if value == 0 and name in missing else value

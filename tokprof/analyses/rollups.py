@@ -20,7 +20,7 @@ class RollupRow:
     sessions: int
     calls: int
     billed_input: int  # the calls' computed prompts (the buckets' sum)
-    buckets: dict[str, int]
+    buckets: dict[str, int | None]  # None: no call of the row records the bucket
     reported_calls: int  # calls whose prompt the log reports
     reported_prompt: int | None
     reported_cache_read: int | None
@@ -117,7 +117,7 @@ def _row(key: tuple[str, ...], calls: list[CallRecord]) -> RollupRow:
         sessions=len({(c.path, c.session) for c in calls}),
         calls=len(calls),
         billed_input=sum(c.total for c in calls),
-        buckets={name: sum(getattr(c, name) for c in calls) for name in ALL_BUCKETS},
+        buckets={name: _known_sum([getattr(c, name) for c in calls]) for name in ALL_BUCKETS},
         reported_calls=sum(1 for c in calls if c.reported_prompt is not None),
         reported_prompt=_known_sum([c.reported_prompt for c in calls]),
         reported_cache_read=_known_sum([c.reported_cache_read for c in calls]),

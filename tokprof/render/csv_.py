@@ -5,7 +5,7 @@ import io
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
-from tokprof.render.table import missing_buckets
+from tokprof.profiling import missing_buckets
 
 COLUMNS = [
     "total",

@@ -10,7 +10,8 @@ from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
-from tokprof.render.table import NOT_RECORDED, NOT_RECORDED_NOTE, missing_buckets
+from tokprof.profiling import missing_buckets
+from tokprof.render.table import NOT_RECORDED, NOT_RECORDED_NOTE
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
 SHORT = {

@@ -4,7 +4,7 @@ then the run's summary. Text from the log is printed through :func:`safe`."""
 from __future__ import annotations
 
 from tokprof.attribution.estimates import UNRECORDED
-from tokprof.profiling import CallRow, Profile, Summary
+from tokprof.profiling import CallRow, Profile, Summary, missing_buckets
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
 from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
@@ -27,11 +27,6 @@ SHORT = {
 #: What a cell shows for a bucket the log does not record (its tokens are in ``unrecorded``), never 0.
 NOT_RECORDED = "n/r"
 NOT_RECORDED_NOTE = "n/r: not recorded by the log; those tokens are in unrecorded (inferred from usage)"
-
-
-def missing_buckets(not_recorded: tuple[str, ...]) -> frozenset[str]:
-    """The buckets a log does not record, from a profile's ``not_recorded`` (``system_prompt``, ...)."""
-    return frozenset({"system_prompt": "system"}.get(name, name) for name in not_recorded)
 
 
 def bucket_cell(value: int, name: str, missing: frozenset[str]) -> str:

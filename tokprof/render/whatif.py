@@ -10,7 +10,8 @@ from rich.table import Table
 from tokprof.analyses.whatif import WhatIfReport
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.render.table import LABELS, NOT_RECORDED_NOTE, SHORT, bucket_cell, missing_buckets
+from tokprof.profiling import missing_buckets
+from tokprof.render.table import LABELS, NOT_RECORDED_NOTE, SHORT, bucket_cell
 from tokprof.render import csvsafe
 
 #: A line per policy in the HTML charts, in order.
