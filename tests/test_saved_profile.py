@@ -74,3 +74,23 @@ def test_a_saved_profile_that_breaks_the_rule_is_one_line(change, said, command,
     code, out, err = run(args, capsys)
     assert code == 2 and err == f"tokprof: error: {saved}: {said}" + err[len(f"tokprof: error: {saved}: {said}") :]
     assert err.count("\n") == 1 and "\x1b" not in err and not (tmp_path / "r.html").exists()
+
+
+def test_the_schema_link_written_as_a_file_is_followed(tmp_path, monkeypatch):
+    """Git without symlinks (Windows) writes tokprof/schemas/*.json as a file holding the link's target."""
+    from conftest import ROOT
+
+    import tokprof.profiling as profiling
+
+    package = tmp_path / "tokprof"
+    (package / "schemas").mkdir(parents=True)
+    (tmp_path / "docs" / "schema").mkdir(parents=True)
+    real = (ROOT / "docs" / "schema" / "profile.schema.json").read_text(encoding="utf-8")
+    (tmp_path / "docs" / "schema" / "profile.schema.json").write_text(real, encoding="utf-8")
+    (package / "schemas" / "profile.schema.json").write_text("../../docs/schema/profile.schema.json", encoding="utf-8")
+    monkeypatch.setattr(profiling.resources, "files", lambda name: package)
+    profiling._schema.cache_clear()
+    try:
+        assert profiling._schema() == json.loads(real)
+    finally:
+        profiling._schema.cache_clear()

@@ -619,8 +619,15 @@ class Profile:
 
 @lru_cache(maxsize=1)
 def _schema() -> dict:
-    """The published schema of a profile (docs/schema/profile.schema.json, shipped in the package)."""
-    return json.loads(resources.files("tokprof").joinpath("schemas/profile.schema.json").read_text(encoding="utf-8"))
+    """The published schema of a profile (docs/schema/profile.schema.json, shipped in the package).
+
+    In a checkout ``tokprof/schemas/`` links to ``docs/schema/``; where links are not made (Git on Windows
+    without symlinks writes the link as a file holding its target), the target is read instead."""
+    entry = resources.files("tokprof").joinpath("schemas/profile.schema.json")
+    text = entry.read_text(encoding="utf-8")
+    if not text.lstrip().startswith("{") and isinstance(entry, Path):
+        text = (entry.parent / text.strip()).read_text(encoding="utf-8")
+    return json.loads(text)
 
 
 def _check_schema(d: dict) -> None:
