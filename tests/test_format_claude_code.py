@@ -777,8 +777,8 @@ def test_sniff_never_raises(doc):
     "row, where, what",
     [
         ([1, 2], "line 1", "expected a transcript line object, found a list"),
-        ({"uuid": "x"}, "line 1: type", "missing or not a string"),
-        ({"type": "user", "uuid": 5}, "line 1: uuid", "expected a string, found a number"),
+        ({"uuid": "x"}, "line 1: type", "missing: expected a string"),
+        ({"type": "user", "uuid": 5}, "line 1: uuid", "expected a string or null, found a number"),
         ({"type": "user", "uuid": "x", "parentUuid": 5}, "line 1: parentUuid", "expected a string or null"),
         ({"type": "user", "message": "hi"}, "line 1: message", "expected the message, an object"),
         ({"type": "user", "message": {"role": "user"}}, "line 1: message.content", "missing"),

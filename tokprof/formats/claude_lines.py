@@ -7,10 +7,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import Part, ToolResult, ToolUse
-from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_text
+from tokprof.formats.fields import optional_string, string
 
 MESSAGE_TYPES = ("user", "assistant")
 USAGE_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -164,10 +162,9 @@ def copy_line(record: dict, parent: str | None, fallback_uuid: str, agent: objec
 def call_key(path: str, line: Line, message: dict) -> str:
     """The model call an assistant line belongs to: its requestId, else its message id."""
     for value, name in ((line.record.get("requestId"), "requestId"), (message.get("id"), "message.id")):
-        if value is not None and not isinstance(value, str):
-            raise InputError(path, line.prefix + name, f"expected a string, found {_kind(value)}")
-        if value:
-            return value
+        key = optional_string(path, line.prefix + name, value)
+        if key:
+            return key
     return f"{line.place} ({line.uuid})"
 
 
@@ -196,6 +193,4 @@ def place_text(path: str, line: Line, key: str) -> str | None:
     value = line.record.get(key)
     if value is None or value == "":
         return None
-    if not isinstance(value, str):
-        raise InputError(path, line.prefix + key, f"expected a string, found {_kind(value)}")
-    return check_text(path, line.prefix + key, value)
+    return string(path, line.prefix + key, value)

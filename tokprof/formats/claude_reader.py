@@ -37,7 +37,7 @@ from tokprof.formats.claude_lines import (
     prompt_usage,
 )
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
-from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.fields import expect_object, optional_string, string
 from tokprof.formats.neutral import (
     anthropic_usage,
     cache_creation,
@@ -219,11 +219,8 @@ class Reader:
         """Check one line and add it to its transcript (None for a duplicate line)."""
         path = transcript.path
         at = f"{unit} {number}"
-        if not isinstance(record, dict):
-            raise InputError(path, at, f"expected a transcript line object, found {_kind(record)}")
-        kind = record.get("type")
-        if not isinstance(kind, str):
-            raise InputError(path, f"{at}: {inner}type", "missing or not a string: every Claude Code line has a type")
+        record = expect_object(path, at, record, "a transcript line object")
+        kind = string(path, f"{at}: {inner}type", record.get("type"))
         line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
         if line.uuid is not None:
             if line.uuid in transcript.by_uuid:
@@ -241,16 +238,12 @@ class Reader:
     def line(
         self, path: str, prefix: str, place: str, number: int, record: dict, kind: str, last: dict[bool, str | None]
     ) -> Line:
-        uuid = record.get("uuid")
-        if uuid is not None and not isinstance(uuid, str):
-            raise InputError(path, prefix + "uuid", f"expected a string, found {_kind(uuid)}")
+        uuid = optional_string(path, prefix + "uuid", record.get("uuid"))
         sidechain = record.get("isSidechain") is True
         if uuid is None and kind in MESSAGE_TYPES:
             uuid = f"#{number}"  # no uuid: the line is still a link of the file-order chain
         if "parentUuid" in record:
-            parent = record["parentUuid"]
-            if parent is not None and not isinstance(parent, str):
-                raise InputError(path, prefix + "parentUuid", f"expected a string or null, found {_kind(parent)}")
+            parent = optional_string(path, prefix + "parentUuid", record["parentUuid"])
         else:
             parent = last.get(sidechain) if kind in MESSAGE_TYPES else None
         line = Line(number, prefix, place, record, kind, uuid, parent, sidechain)
@@ -280,9 +273,7 @@ class Reader:
             self.trace.note("microcompact", MICROCOMPACT, line.place)
 
     def message(self, path: str, line: Line) -> None:
-        message = line.record.get("message")
-        if not isinstance(message, dict):
-            raise InputError(path, line.prefix + "message", f"expected the message, an object, found {_kind(message)}")
+        message = expect_object(path, line.prefix + "message", line.record.get("message"), "the message, an object")
         where = line.prefix + "message.content"
         found = blocks(path, where, message.get("content"))
         parts: list[Part | None]
@@ -540,8 +531,7 @@ class Reader:
             usage = message.get("usage")
             if usage is None:
                 continue
-            if not isinstance(usage, dict):
-                raise InputError(path, line.prefix + "message.usage", f"expected an object, found {_kind(usage)}")
+            expect_object(path, line.prefix + "message.usage", usage)
             for key in USAGE_FIELDS:
                 value = check_count(path, f"{line.prefix}message.usage.{key}", usage.get(key))
                 if value is not None:
