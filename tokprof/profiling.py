@@ -744,12 +744,12 @@ NOT_INFERRED = (
 )
 
 
-def _reported(call) -> int | None:
+def _reported(call: Call) -> int | None:
     """The reported prompt, when there is one (0 is not a count: some servers report 0 when they do not count)."""
     return call.reported.prompt if call.reported and call.reported.prompt else None
 
 
-def _unrecorded(trace: Trace, call) -> bool:
+def _unrecorded(trace: Trace, call: Call) -> bool:
     """Whether a call's prompt has parts the log does not record (and the user did not supply: what
     is supplied goes to the main conversation, not to subagents, which have their own)."""
     missing = set(trace.unrecorded)

@@ -12,6 +12,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Any
 
 from tokprof.base.errors import TokprofError
 
@@ -39,7 +41,7 @@ class ChatClient:
             path += "/chat/completions" if path.endswith("/v1") else "/v1/chat/completions"
         return urllib.parse.urlunsplit(parts._replace(path=path))
 
-    def body(self, messages, tools) -> dict:
+    def body(self, messages: Sequence[dict], tools: Sequence[dict] | None) -> dict:
         body: dict = {"messages": list(messages), "temperature": self.temperature, "stream": False}
         if self.model:
             body["model"] = self.model
@@ -47,7 +49,7 @@ class ChatClient:
             body["tools"] = list(tools)
         return body
 
-    def complete(self, messages, tools=None) -> str:
+    def complete(self, messages: Sequence[dict], tools: Sequence[dict] | None = None) -> str:
         """The answer's text; raises :class:`ChatError` once the retries are spent."""
         data = json.dumps(self.body(messages, tools)).encode("utf-8")
         headers = {"content-type": "application/json"}
@@ -78,7 +80,7 @@ class ChatClient:
         return urllib.parse.urlunsplit(urllib.parse.urlsplit(self.url)._replace(query=""))
 
 
-def _answer(doc) -> str:
+def _answer(doc: Any) -> str:
     content = doc["choices"][0]["message"].get("content")
     if isinstance(content, list):  # content parts
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
@@ -90,7 +92,9 @@ def _answer(doc) -> str:
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     """Redirects are not followed: a key must never be re-sent to where a server points."""
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str
+    ) -> urllib.request.Request | None:
         return None
 
 

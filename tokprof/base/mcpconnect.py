@@ -232,10 +232,11 @@ def _transport(server: ServerConfig, errlog: Any) -> Any:
 
 
 def _http(client: Any, http: Any, url: str) -> Any:
+    from collections.abc import AsyncIterator
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
-    async def both():  # the HTTP client is ours to close
+    async def both() -> AsyncIterator[tuple[Any, Any]]:  # the HTTP client is ours to close
         async with http, client(url, http_client=http) as streams:
             yield streams[0], streams[1]
 

@@ -3,6 +3,8 @@ GitHub Actions annotations."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import re
 
 from tokprof.base.text import json_text
@@ -148,7 +150,7 @@ class CheckTableRenderer:
         return out.getvalue()
 
 
-def _tool_lines(check: CheckResult, emit) -> None:
+def _tool_lines(check: CheckResult, emit: Callable[[str], None]) -> None:
     for t in check.tools_added:
         emit(f"  tool added: {t['name']} (+{t['marginal']:,} tokens per request)")
     for t in check.tools_removed:

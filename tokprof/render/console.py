@@ -15,7 +15,7 @@ import io
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -62,7 +62,7 @@ class ProseConsole(Console):
     """A console whose plain-string lines wrap with a hanging indent (:func:`hanging_indent`);
     tables and other renderables print as rich prints them."""
 
-    def print(self, *objects, **kwargs) -> None:
+    def print(self, *objects: Any, **kwargs: Any) -> None:
         if len(objects) != 1 or kwargs or not isinstance(objects[0], str):
             super().print(*objects, **kwargs)
             return

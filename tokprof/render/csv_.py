@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 
-from tokprof.profiling import Profile
+from tokprof.profiling import CallRow, Profile
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 from tokprof.profiling import missing_buckets
@@ -39,7 +39,7 @@ COST_COLUMNS = [
 ]
 
 
-def _cell(value) -> object:
+def _cell(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, bool):
@@ -80,7 +80,7 @@ class CsvRenderer:
         return out.getvalue()
 
 
-def _cost_cells(row) -> list:
+def _cost_cells(row: CallRow) -> list:
     usage, cost, cache = row.reported, row.cost, row.cache
     cells: list = [
         usage.uncached if usage else None,

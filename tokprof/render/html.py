@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
+from typing import Any
 
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
@@ -103,7 +104,7 @@ def _call_axis(profile: Profile) -> dict:
     }  # the axis ends where the calls do
 
 
-def _count_axis(title: str, **extra) -> dict:
+def _count_axis(title: str, **extra: Any) -> dict:
     """A y axis of token counts, from 0, with plain round numbers (1,000 or 2.5M, never 0.5 or 206f)."""
     axis = {
         "title": {"text": title},
@@ -117,7 +118,7 @@ def _count_axis(title: str, **extra) -> dict:
     return axis
 
 
-def _layout(**extra) -> dict:
+def _layout(**extra: Any) -> dict:
     layout = {
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",

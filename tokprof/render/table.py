@@ -3,6 +3,8 @@ then the run's summary. Text from the log is printed through :func:`safe`."""
 
 from __future__ import annotations
 
+from rich.console import Console
+
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary, missing_buckets
 from tokprof.render import RenderOptions
@@ -118,7 +120,7 @@ class TableRenderer:
         return out.getvalue()
 
     @staticmethod
-    def _result_costs(console, summary: Summary) -> None:
+    def _result_costs(console: Console, summary: Summary) -> None:
         """Which tool results cost most: per tool, and the costliest single results."""
         costs = summary.tool_result_costs
         assert costs is not None
@@ -179,7 +181,7 @@ class TableRenderer:
         console.print()
 
     @staticmethod
-    def _mcp_servers(console, summary: Summary, exact: bool) -> None:
+    def _mcp_servers(console: Console, summary: Summary, exact: bool) -> None:
         """Per MCP server: its tools' definitions per request (every one, called or not) and its results."""
         from tokprof.analyses.mcp_rollup import catalogue_rollup
 

@@ -45,7 +45,7 @@ class ToolsCsvRenderer:
         return out.getvalue()
 
 
-def _csv(value):
+def _csv(value: object) -> object:
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -7,7 +7,7 @@ import json
 
 from rich.table import Table
 
-from tokprof.analyses.whatif import WhatIfReport
+from tokprof.analyses.whatif import PolicyResult, WhatIfReport
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.profiling import missing_buckets
@@ -54,14 +54,14 @@ class WhatIfCsvRenderer:
         return out.getvalue()
 
 
-def _usd(result) -> str:
+def _usd(result: PolicyResult) -> str:
     if result.cost is None:
         return "unpriced"
     text = f"${result.cost:,.2f}" if result.cost >= 1 else f"${result.cost:.4f}"
     return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
 
 
-def _parts(result) -> list[str]:
+def _parts(result: PolicyResult) -> list[str]:
     parts = result.cost_parts or {}
     return [
         "-" if parts.get(name) is None else f"${parts[name]:,.4f}"
@@ -69,7 +69,7 @@ def _parts(result) -> list[str]:
     ]
 
 
-def facts_kept(result) -> str:
+def facts_kept(result: PolicyResult) -> str:
     """ "2/2", or "1/2 LOST" when the final prompt no longer carries a fact the log's prompts had."""
     seen = [f for f in result.facts if f.first_call is not None]
     kept = sum(1 for f in seen if f.kept_in_final)
