@@ -556,7 +556,7 @@ def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds:
     pieces: list[str] = []
     size = 0
     out_of_memory = False
-    with _deadline(limits, seconds, run_limit), _memory_cap(limits) as capped:
+    with _memory_cap(limits) as capped, _deadline(limits, seconds, run_limit):  # the alarm stopped first
         chunks = template.generate(**variables)
         try:
             while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
