@@ -137,5 +137,5 @@ def test_the_comment_is_posted_safely(api, tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert code in (0, 1) and "tokprof: pull-request comment created" in out
     posted = [body for method, _, body in handler.seen if method == "POST"]
-    assert len(posted) == 1 and "&#64;octocat" in posted[0] and "@octocat" not in posted[0]
+    assert len(posted) == 1 and "@\u200boctocat" in posted[0] and "@octocat" not in posted[0]
     assert "status=" in (tmp_path / "out.txt").read_text()

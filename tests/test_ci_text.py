@@ -56,3 +56,13 @@ def test_neutralised_lines_read_the_same():
         "\uff1a:error x::y\n  \uff1a:add-mask::z\nok ::a\n\uff03#[group]b\n"
     )
     assert no_workflow_commands('{"name": "::error::x"}\n') == '{"name": "::error::x"}\n'  # JSON never starts so
+
+
+def test_an_annotation_s_message_never_ends_its_line():
+    from types import SimpleNamespace
+
+    from tokprof.render.check import FAIL, github_annotations
+
+    metric = SimpleNamespace(name="largest_tool", status=FAIL, reasons=["tool a\r::add-mask::x\n::error::y 5%"])
+    text = github_annotations(SimpleNamespace(metrics=[metric], servers=[]))
+    assert text == "::error title=tokprof largest_tool::tool a%0D::add-mask::x%0A::error::y 5%25\n"

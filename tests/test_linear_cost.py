@@ -32,6 +32,21 @@ def test_nesting_check(text, deep):
     assert (too_deep_at(text) is not None) is deep
 
 
+def test_the_possessive_string_match_ends_where_the_greedy_one_did():
+    """The string match keeps nothing to backtrack into (fast on a long run of escapes); on every
+    short text of quotes, backslashes and letters it ends where the plain greedy pattern ends."""
+    import itertools
+    import re
+
+    from tokprof.formats.jsonfile import _STRING_REST
+
+    greedy = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:\\\Z)?', re.S)
+    for n in range(8):
+        for chars in itertools.product('a"\\\n', repeat=n):
+            text = "".join(chars)
+            assert _STRING_REST.match(text).end() == greedy.match(text).end(), repr(text)
+
+
 def test_nesting_check_says_where():
     text = "[\n" * (NESTING_LIMIT - 1) + ' ["\\"[[[", [\n[ ]]'
     assert too_deep_at(text) == f"line {NESTING_LIMIT}, column 12"

@@ -56,6 +56,21 @@ def test_a_link_to_the_log(tmp_path, model_dir, capsys):
     refused(["profile", str(log), "--model", str(model_dir), "-f", "json", "-o", str(hard)], capsys, log)
 
 
+@pytest.mark.parametrize("option", ["--chat-template", "--tools", "--system"])
+def test_a_file_an_option_names(tmp_path, model_dir, capsys, option):
+    session = simple_session(tmp_path / "s1.jsonl")
+    given = tmp_path / "given.txt"
+    given.write_text(
+        {
+            "--chat-template": "{{ messages|length }}",
+            "--tools": json.dumps([{"name": "f", "description": "d", "input_schema": {"type": "object"}}]),
+            "--system": "Be brief.",
+        }[option]
+    )
+    args = ["profile", str(session), "--model", str(model_dir), option, str(given), "-f", "json", "-o", str(given)]
+    refused(args, capsys, given)
+
+
 @pytest.mark.parametrize("command", ["profile", "tools"])
 def test_the_found_configuration_and_its_baseline(tmp_path, model_dir, capsys, monkeypatch, command):
     monkeypatch.chdir(tmp_path)

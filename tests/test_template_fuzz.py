@@ -1,6 +1,6 @@
 """A fixed-seed fuzzer of chat templates (#33 item 6): the test suite's ChatML template with hostile
 snippets put in at random places (string-making operations with huge sizes, doubling loops, random
-choices, printed objects, deep nesting). Each profile ends cleanly, exit 0 or 2 with one line, and
+choices, printed objects, deep nesting, long strings held together or written out whole). Each profile ends cleanly, exit 0 or 2 with one line, and
 a profile that succeeds gives the same counts twice. Also: JSON reports never hold NaN."""
 
 from __future__ import annotations
@@ -33,6 +33,10 @@ SNIPPETS = [
     "{{ 'a\tb'.expandtabs(10**9) }}",
     "{{ ('%s' * 1000) % ((messages|tojson),) * 1000 }}",
     "{{ " + "(" * 300 + "1" + ")" * 300 + " }}",
+    # memory: each step under the output limit, together gigabytes (the whole render's memory limit)
+    "{% set ns = namespace(l=[]) %}{% for i in range(40) %}{% set ns.l = ns.l + [('x' * 10**7) ~ i] %}{% endfor %}",
+    "{% set s = 'x' * 10**6 %}{{ ([s] * 10**5)|tojson|length }}",
+    "{% set s = 'x' * 10**6 %}{{ ([s] * 10**5)|string|length }}",
 ]
 
 
@@ -48,10 +52,11 @@ def mutant(n: int) -> tuple[str, str]:
     return source, "; ".join(chosen)
 
 
-@pytest.mark.parametrize("n", range(16))
+@pytest.mark.parametrize("n", range(20))
 def test_template_mutant(n, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_OUTPUT", str(16 * 1024 * 1024))
     monkeypatch.setenv("TOKPROF_TEMPLATE_RUN_TIMEOUT", "20")
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_MEMORY", str(256 * 1024 * 1024))
     source, what = mutant(n)
     template = tmp_path / "t.jinja"
     template.write_text(source)

@@ -80,6 +80,61 @@ def test_a_run_under_its_time_limit_is_unchanged(tmp_path, capsys, monkeypatch):
     assert capsys.readouterr().out == first
 
 
+#: Templates whose steps are each under the output limit but which hold or ask for gigabytes: many long
+#: strings kept in a list, and a list that holds one long string many times written out whole (tojson,
+#: string, printed), which no step sizes.
+GREEDY = [
+    "{% set ns = namespace(l=[]) %}{% for i in range(40) %}{% set ns.l = ns.l + [('x' * 10**7) ~ i] %}{% endfor %}",
+    "{% set s = 'x' * 10**6 %}{{ ([s] * 10**5)|tojson }}",
+    "{% set s = 'x' * 10**6 %}{{ ([s] * 10**5)|string|length }}",
+    "{% set s = 'x' * 10**6 %}{{ [s] * 10**5 }}",
+]
+
+
+@pytest.mark.parametrize("source", GREEDY, ids=["held", "tojson", "string", "printed"])
+def test_a_render_is_bounded_in_memory(source, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_MEMORY", str(256 * 1024 * 1024))
+    template = tmp_path / "t.jinja"
+    template.write_text(source + CHATML)
+    limit = resource.getrlimit(resource.RLIMIT_DATA)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
+    assert "a render took more memory than it may" in err and "TOKPROF_TEMPLATE_MAX_MEMORY" in err, err
+    assert "268,435,456 bytes" in err, err
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 512, f"the peak grew {grown_mb:.0f} MB under a 256 MiB limit"
+    assert resource.getrlimit(resource.RLIMIT_DATA) == limit  # the process's own limit is set back
+
+
+def test_a_run_under_its_memory_limit_is_unchanged(tmp_path, capsys, monkeypatch):
+    template = tmp_path / "t.jinja"
+    template.write_text("{% set s = 'x' * 10**6 %}{{ s|length }}" + CHATML)  # a few megabytes a render
+    assert main(["profile", str(LOG), "--chat-template", str(template), "-f", "json"]) == 0
+    first = capsys.readouterr().out
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_MEMORY", str(64 * 1024 * 1024))
+    assert main(["profile", str(LOG), "--chat-template", str(template), "-f", "json"]) == 0
+    assert capsys.readouterr().out == first
+
+
+def test_the_memory_limit_is_the_process_s_so_only_the_main_thread_sets_it():
+    import threading
+
+    from tokprof.models.template import Limits, _memory_cap
+
+    with _memory_cap(Limits()) as capped:
+        assert capped
+    seen = []
+
+    def other() -> None:
+        with _memory_cap(Limits()) as capped:
+            seen.append(capped)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join()
+    assert seen == [False]
+
+
 def test_random_is_not_there(tmp_path, capsys):
     template = tmp_path / "t.jinja"
     template.write_text("{{ messages|random }}" + CHATML)

@@ -51,8 +51,10 @@ _OUTSIDE = re.compile(r'["\[\]{}]')
 #: A string's rest after its opening quote, up to (not including) its closing quote or the text's end.
 #: Matched once at one position, with no alternative that could backtrack: linear in what it reads
 #: (a search for whole strings, as before, restarted at every quote of an unterminated string and
-#: took time quadratic in its length).
-_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:\\\Z)?', re.S)
+#: took time quadratic in its length). Possessive (``*+``): nothing is kept to backtrack into, so a
+#: long run of escapes is read at the speed of a plain one (the greedy form kept a backtracking
+#: entry per escape: 40-190 ns a byte against 4-8).
+_STRING_REST = re.compile(r'[^"\\]*+(?:\\.[^"\\]*+)*+(?:\\\Z)?', re.S)
 
 
 def _too_deep_index(text: str) -> int | None:

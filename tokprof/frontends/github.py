@@ -32,9 +32,14 @@ MAX_PAGES = 30
 #: The largest API answer and event payload read, in bytes.
 ANSWER_LIMIT = 32 * 1024 * 1024
 EVENT_LIMIT = 32 * 1024 * 1024
+#: What breaks a mention or an autolink in a comment: a zero-width space, which shows as nothing and
+#: survives every stage of GitHub's rendering. (An HTML entity such as ``&#64;`` does not: mentions and
+#: issue references are found in the rendered text, where the entity is an ``@`` again.)
+BREAK = "\u200b"
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
-_AUTOLINK = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://")
-_WWW = re.compile(r"\bwww\.", re.I)
+_REFERENCE = re.compile(r"#(?=[0-9])")
+_AUTOLINK = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*):/(?=/)")
+_WWW = re.compile(r"\b(www)(?=\.)", re.I)
 
 
 def report(result: CheckResult, annotations_to: IO[str] | None = None) -> None:
@@ -133,12 +138,14 @@ def _request(method: str, url: str, token: str, body: dict | None = None) -> Any
 
 
 def comment_text(body: str) -> str:
-    """A report made safe to post: no @mention or @org/team pings anyone (the @ is written as an
-    HTML entity, which shows the same), no bare URL becomes a link, and at most
+    """A report made safe to post: no @mention or @org/team pings anyone, no #123 or owner/repo#123
+    links another issue, no bare URL becomes a link (each is broken by :data:`BREAK` after its ``@``,
+    its ``#``, the first ``/`` of its ``://`` or its ``www``, so that it shows the same), and at most
     :data:`COMMENT_LIMIT` characters with the marker, cut with a line that says so."""
-    text = _MENTION.sub("&#64;", body)
-    text = _AUTOLINK.sub(lambda m: m.group(1) + ":&#47;&#47;", text)
-    text = _WWW.sub("www&#46;", text)
+    text = _MENTION.sub("@" + BREAK, body)
+    text = _REFERENCE.sub("#" + BREAK, text)
+    text = _AUTOLINK.sub(lambda m: m.group(1) + ":/" + BREAK, text)
+    text = _WWW.sub(lambda m: m.group(1) + BREAK, text)
     text = f"{MARKER}\n{text}"
     if len(text) > COMMENT_LIMIT:
         note = (

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import gc
 import hashlib
 import itertools
 import json
@@ -155,12 +156,18 @@ class Limits:
       (``TOKPROF_TEMPLATE_MAX_RANGE``);
     * ``seconds``: the time a render may take (``TOKPROF_TEMPLATE_TIMEOUT``; checked on the main thread);
     * ``run_seconds``: the time all the renders of one run (a profile, a what-if, a check) may take
-      together (``TOKPROF_TEMPLATE_RUN_TIMEOUT``).
+      together (``TOKPROF_TEMPLATE_RUN_TIMEOUT``);
+    * ``memory``: the bytes of memory a render may add to the process (``TOKPROF_TEMPLATE_MAX_MEMORY``;
+      held by the kernel's data limit where there is one, on the main thread: :func:`_memory_cap`). Nothing a render makes outlives it (the sandbox lets it
+      change no object it was given, and each render starts from fresh variables), so this also
+      bounds what the renders of a whole run hold at any time.
 
     Every operation that makes a string or list (``*``, ``+``, ``~``, ``%``, ``format``, ``center``,
     ``ljust``, ``rjust``, ``zfill``, ``expandtabs``, ``replace``, ``join``, ``indent``,
     ``tojson(indent=...)``) is refused before it runs when its result would be longer than
-    ``output``, so that memory stays within a few times that. ``lipsum`` and ``random`` (random
+    ``output``, so that a single step never asks for gigabytes; ``memory`` bounds what the steps hold
+    together (a list of many long strings, each under ``output``) and the steps not sized (``tojson`` or
+    ``string`` of a list that holds one long string many times). ``lipsum`` and ``random`` (random
     text and choices) are not there at all, and object addresses (``<... at 0x7f...>``) are
     written as ``0x0``: a render is a function of its input.
     """
@@ -170,6 +177,7 @@ class Limits:
     range_items: int = 1_000_000
     seconds: float = 30.0
     run_seconds: float = 600.0
+    memory: int = 4 * 1024 * 1024 * 1024
 
     @classmethod
     def from_environment(cls) -> "Limits":
@@ -195,6 +203,7 @@ LIMIT_VARIABLES = {
     "range_items": "TOKPROF_TEMPLATE_MAX_RANGE",
     "seconds": "TOKPROF_TEMPLATE_TIMEOUT",
     "run_seconds": "TOKPROF_TEMPLATE_RUN_TIMEOUT",
+    "memory": "TOKPROF_TEMPLATE_MAX_MEMORY",
 }
 
 
@@ -546,9 +555,10 @@ def _run_over(limits: Limits) -> TemplateLimitError:
 def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds: float, run_limit: bool) -> str:
     pieces: list[str] = []
     size = 0
-    with _deadline(limits, seconds, run_limit):
+    out_of_memory = False
+    with _memory_cap(limits) as capped, _deadline(limits, seconds, run_limit):  # the alarm stopped first
+        chunks = template.generate(**variables)
         try:
-            chunks = template.generate(**variables)
             while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
                 chunk = list(itertools.islice(chunks, 4096))
                 if not chunk:
@@ -558,11 +568,87 @@ def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds:
                 if size > limits.output:
                     raise _over("the prompt it wrote is too long", "output", f"{limits.output:,} characters")
                 pieces.append(batch)
-        except MemoryError:
-            raise TemplateLimitError("the chat template ran out of memory in a render") from None
+        except MemoryError:  # raised below, once the render's frames (and what they hold) are gone
+            out_of_memory = True
         except RecursionError:
             raise TemplateLimitError("the chat template went over a limit: it recursed too deeply") from None
+        finally:
+            getattr(chunks, "close", lambda: None)()  # a generator: its frames let go of what they hold
+    if out_of_memory:
+        pieces.clear()
+        gc.collect()  # Jinja's rewritten traceback leaves cycles that hold what the render made
+        if capped:
+            raise _memory_over(limits)
+        raise TemplateLimitError("the chat template ran out of memory in a render")
     return "".join(pieces)
+
+
+def _memory_over(limits: Limits) -> TemplateLimitError:
+    return _over(
+        "a render took more memory than it may", "memory", f"{limits.memory:,} bytes more than the process had"
+    )
+
+
+#: The size of a memory page, for ``/proc/self/statm`` (which counts in pages).
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+class _Statm:
+    """``/proc/self/statm``, kept open (a read is 5 us, an open and a read 40 us), per process."""
+
+    pid: int = -1
+    fd: int = -1
+
+
+_STATM = _Statm()
+
+
+def _data_bytes() -> int | None:
+    """The process's data and stack memory now (what the kernel's data limit counts, and its stack),
+    where ``/proc/self/statm`` tells it; None elsewhere."""
+    try:
+        if _STATM.pid != os.getpid():  # opened again in a forked child: the parent's file is the parent's
+            _STATM.fd, _STATM.pid = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC), os.getpid()
+        return int(os.pread(_STATM.fd, 256, 0).split()[5]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.contextmanager
+def _memory_cap(limits: Limits) -> Iterator[bool]:
+    """While inside, the process may grow its data by at most ``limits.memory`` bytes: the kernel's
+    data limit (``RLIMIT_DATA``) is lowered to what the process has now plus that, and set back after;
+    an allocation past it is a ``MemoryError``, whatever step asked for it (yields True). The limit is
+    the whole process's: it is set on the main thread only, where every render of the command line,
+    the API's callers and serve's workers runs (other threads' allocations meanwhile count against it
+    too, which only matters once a render has taken most of it). Elsewhere (another thread, no
+    ``/proc/self/statm`` or ``RLIMIT_DATA``) yields False: the per-step sizes are the only bound."""
+    try:
+        import resource  # Unix only
+    except ImportError:
+        resource = None  # type: ignore[assignment]
+    kind = getattr(resource, "RLIMIT_DATA", None)
+    if resource is None or kind is None or threading.current_thread() is not threading.main_thread():
+        yield False
+        return
+    now = _data_bytes()
+    if now is None:
+        yield False
+        return
+    soft, hard = resource.getrlimit(kind)
+    cap = now + limits.memory
+    for bound in (soft, hard):
+        if bound != resource.RLIM_INFINITY:
+            cap = min(cap, bound)
+    try:
+        resource.setrlimit(kind, (cap, hard))
+    except (ValueError, OSError):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        resource.setrlimit(kind, (soft, hard))
 
 
 @contextlib.contextmanager
