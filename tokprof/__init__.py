@@ -50,7 +50,15 @@ _EXPORTS = {
     "run_check": "tokprof.api",
     "CheckRun": "tokprof.api",
     "render_report": "tokprof.api",
-    "report_formats": "tokprof.api",
+    "report_formats": "tokprof.names",
+    "report_tables": "tokprof.api",
+    "TeamOptions": "tokprof.render.tables",
+    "incremental_state": "tokprof.api",
+    "prometheus_text": "tokprof.api",
+    "send_spans": "tokprof.api",
+    "model_names": "tokprof.names",
+    "log_formats": "tokprof.names",
+    "policy_names": "tokprof.names",
     "local_sessions": "tokprof.api",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",
@@ -104,10 +112,13 @@ if TYPE_CHECKING:
         profile_file,
         read_log,
         recordings,
+        incremental_state,
+        prometheus_text,
         render_report,
-        report_formats,
+        report_tables,
         run_check,
         saved_profile,
+        send_spans,
         session_in_folder,
         suggest_facts,
         tools_report,
@@ -118,6 +129,8 @@ if TYPE_CHECKING:
     from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
+    from tokprof.names import log_formats, model_names, policy_names, report_formats
+    from tokprof.render.tables import TeamOptions
     from tokprof.profiling import Profile
     from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
     from tokprof.trace import Trace

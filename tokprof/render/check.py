@@ -228,18 +228,3 @@ class CheckMarkdownRenderer:
 class CheckJsonRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         return json_text(check.to_dict())
-
-
-def github_annotations(check: CheckResult) -> str:
-    """Workflow commands that GitHub Actions shows as annotations."""
-    lines = []
-    for m in check.metrics:
-        if m.status in (FAIL, WARN):
-            kind = "error" if m.status == FAIL else "warning"
-            message = "; ".join(m.reasons).replace("%", "%25").replace("\n", "%0A")
-            lines.append(f"::{kind} title=tokprof {m.name}::{message}")
-    for server in check.servers:
-        if server.status == FAIL:
-            message = "; ".join(server.reasons).replace("%", "%25").replace("\n", "%0A")
-            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
-    return "".join(line + "\n" for line in lines)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokprof.api import Buckets
+from tokprof import Buckets
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.base.text import visible
 from tokprof.version import __version__
@@ -20,7 +20,7 @@ from tokprof.frontends.serve.models import Loaded, Models
 def parse_thresholds(value: str | Sequence[float]) -> tuple[float, ...]:
     """Fill thresholds as shares of the window: ``"70,80"`` (percent) or shares such as ``(0.7, 0.8)``."""
     if isinstance(value, str):
-        from tokprof.transforms.config import percentages
+        from tokprof.base.text import percentages
 
         return tuple(sorted(set(percentages(value, "--thresholds"))))
     levels = tuple(float(v) for v in value)

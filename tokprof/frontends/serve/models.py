@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokprof.api import Model, get_model
+from tokprof import Model, get_model
 from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.frontends.serve.answers import Rejected

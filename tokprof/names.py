@@ -1,0 +1,68 @@
+"""The names a caller chooses from: the formats a result renders in, the log formats, the models and
+the context policies, for help texts, option checks and "did you mean". Cheap to import (none of
+these loads the pipeline), so that a command line can list them in its ``--help``.
+
+Everything here is exported from :mod:`tokprof`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: The renderers' name of each result type (the kinds :func:`report_formats` also takes by name).
+_KINDS = {
+    "Profile": "profile",
+    "SessionsReport": "sessions",
+    "ToolsReport": "tools",
+    "WhatIfReport": "whatif",
+    "CheckResult": "check",
+    "ProbeReport": "probe",
+    "McpReport": "mcp",
+    "Discovery": "mcp-list",
+}
+
+
+def result_kind(result: Any) -> str | None:
+    """The renderers' name for a result's kind (a list of :class:`LocalSession` is ``local``)."""
+    if isinstance(result, (list, tuple)) and all(type(r).__name__ == "LocalSession" for r in result):
+        return "local"
+    return _KINDS.get(type(result).__name__)
+
+
+def report_formats(result: Any) -> list[str]:
+    """The formats :func:`render_report` writes a result in. ``result`` is a result, or the name of
+    its kind without one: ``profile``, ``sessions``, ``local``, ``tools``, ``whatif``, ``probe``,
+    ``mcp``, ``mcp-list`` or ``check``."""
+    from tokprof.render import RENDERERS
+
+    if isinstance(result, str):
+        if result not in RENDERERS:
+            raise TypeError(f"report_formats: no kind of result is named {result!r}: {', '.join(RENDERERS)}")
+        return list(RENDERERS[result])
+    kind = result_kind(result)
+    if kind is None:
+        raise TypeError(f"report_formats: not a tokprof result: {type(result).__name__}")
+    return list(RENDERERS[kind])
+
+
+def model_names(*, plugins: bool = False) -> list[str]:
+    """The names :func:`get_model` knows: the shipped models, and the plug-ins' with ``plugins``
+    (finding them scans the installed packages)."""
+    from tokprof.models.registry import known_names
+
+    return list(known_names(include_plugins=plugins))
+
+
+def log_formats() -> tuple[str, ...]:
+    """The log formats :func:`read_log` takes as ``input_format`` (without one it detects the format)."""
+    from tokprof.formats import FORMATS
+
+    return FORMATS
+
+
+def policy_names(*, default: bool = False) -> tuple[str, ...]:
+    """The context policies :func:`whatif` replays, as a user writes them (``window:N``, ``cap:C``, …),
+    or with ``default`` the ones it replays when given none."""
+    from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
+
+    return DEFAULT_POLICIES if default else SYNTAX
