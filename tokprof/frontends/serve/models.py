@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokprof import Model, get_model
+import tokprof
 from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.frontends.serve.answers import Rejected
@@ -32,7 +32,7 @@ class Models:
     def preload(self) -> None:
         """Load the ``--model`` models now; :class:`ModelError` for one that cannot be loaded."""
         for name in self.configured:
-            Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
+            tokprof.Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
         if self.default is None:
             from tokprof.models import DEFAULT_MODEL
 
@@ -42,7 +42,7 @@ class Models:
         with self._lock:
             chat = self._loaded.get(name)
             if chat is None:
-                chat = get_model(name).chat
+                chat = tokprof.get_model(name).chat
                 self._loaded[name] = chat
             return chat
 
