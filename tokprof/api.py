@@ -586,7 +586,7 @@ def whatif(
         policies = [policies]
     texts = [facts] if isinstance(facts, str) else list(facts)
     if facts_file is not None:
-        texts += read_facts(facts_file)
+        texts += read_facts(os.fspath(facts_file))
     wanted = [parse_fact(text) for text in texts]
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
