@@ -25,6 +25,7 @@ EXPORTED = {
     "profile",
     "profile_file",
     "profile_directory",
+    "profile_sessions",
     "tools_report",
     "check",
     "load_config",

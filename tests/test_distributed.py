@@ -88,7 +88,7 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
     import tokprof.api as api
     import tokprof.analyses.directory as engine
 
-    source = Path(ROOT / "tokprof" / "distributed.py").read_text()
+    source = Path(ROOT / "tokprof" / "frontends" / "distributed.py").read_text()
     imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) for a in node.names]
     assert not [name for name in imported if name.startswith("_")]
     for gone in ("_map", "_profile_session", "_request_ids", "_copies", "_SessionOptions", "sessions_report"):

@@ -33,9 +33,8 @@ FRONT = ("tokprof.api", "tokprof.frontends")
 #: infrastructure every layer may use (errors, safe text, bounded reads, files) and other front ends.
 FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
 #: The internals a front end still imports, to be made public (the list only shrinks): the server's
-#: model lookup and body checks, and the Dask runner's directory engine.
+#: model lookup and body checks.
 NOT_YET_PUBLIC = {
-    "tokprof.frontends.distributed": {"tokprof.analyses.directory", "tokprof.analyses.sessions", "tokprof.api"},
     "tokprof.frontends.serve.answers": {"tokprof.formats.neutral"},
     "tokprof.frontends.serve.app": {"tokprof.models"},
     "tokprof.frontends.serve.body": {"tokprof.formats", "tokprof.formats.jsonfile"},

@@ -9,7 +9,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -27,7 +27,7 @@ from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, Render
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
-from tokprof.analyses.directory import SessionOptions, SessionTask, default_jobs, local_map, run_sessions
+from tokprof.analyses.directory import Mapper, SessionOptions, SessionTask, default_jobs, local_map, run_sessions
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
@@ -414,6 +414,43 @@ def profile_directory(
         raise InputError(name, None, f"no session could be read; first: {report.skipped[0].error}")
     report.skipped += not_sessions  # the sessions that failed first, then the files that are no sessions
     return report
+
+
+def profile_sessions(
+    paths: Iterable[PathLike],
+    model: str | None = None,
+    *,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    prices: PricesArg = None,
+    records: bool = False,
+    with_text: bool = False,
+    machine: str | None = None,
+    user: str | None = None,
+    map: Mapper | None = None,
+    root: str = "",
+) -> SessionsReport:
+    """Session files (each's format detected) profiled exactly as :func:`profile_directory` profiles a
+    directory's, by the same directory engine, each file a task of ``map``: a function like the
+    builtin ``map`` that returns a list (``map(function, items)``), such as a process pool's or Dask's;
+    None: one after the other in this process. Each task is a plain function of picklable arguments
+    (the model goes by name). ``root`` is the folder the rows' paths are shown relative to."""
+    tasks = [SessionTask(None, os.fspath(path)) for path in paths]
+    if not tasks:
+        raise TokprofError("no session files to profile")
+    options = session_options(
+        model,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        prices=prices,
+        records=records,
+        with_text=with_text,
+        machine=machine,
+        user=user,
+    )
+    return run_sessions(tasks, options, map or local_map(1), root)
 
 
 def session_options(
