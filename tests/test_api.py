@@ -57,6 +57,7 @@ EXPORTED = {
     "prometheus_text",
     "send_spans",
     "model_names",
+    "model_name",
     "log_formats",
     "policy_names",
     "local_sessions",

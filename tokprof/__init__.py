@@ -60,6 +60,7 @@ _EXPORTS = {
     "model_names": "tokprof.names",
     "log_formats": "tokprof.names",
     "policy_names": "tokprof.names",
+    "model_name": "tokprof.names",
     "local_sessions": "tokprof.api",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",
@@ -131,7 +132,7 @@ if TYPE_CHECKING:
     from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
-    from tokprof.names import log_formats, model_names, policy_names, report_formats
+    from tokprof.names import log_formats, model_name, model_names, policy_names, report_formats
     from tokprof.render.tables import TeamOptions
     from tokprof.profiling import Profile
     from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt

@@ -66,3 +66,32 @@ def policy_names(*, default: bool = False) -> tuple[str, ...]:
     from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
 
     return DEFAULT_POLICIES if default else SYNTAX
+
+
+def model_name(name: str | None = None) -> str:
+    """The registered model :func:`get_model` counts with for a model's name: the default model for
+    None; a registered name or alias as its name; a closed model's name (``claude-*``, ``gpt-*``) as
+    its proxy. :class:`ModelError` for any other name, with the registered model that would serve it
+    (``Qwen/Qwen3-8B``: qwen3) or the name it is near. Never reads a path or the network (directories,
+    ``.gguf`` files and Hub ids are for :func:`get_model` itself)."""
+    from tokprof.base.errors import ModelError
+    from tokprof.models import DEFAULT_MODEL, proxies, registry
+
+    if name is None or name == "":
+        return DEFAULT_MODEL
+    spec = registry.lookup(name)
+    if spec is not None:
+        return spec.name
+    proxy = proxies.proxy_for(name)
+    if proxy is not None:
+        return proxy
+    serving = registry.serving(name)
+    hint = (
+        (
+            f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
+            "the model's)"
+        )
+        if serving is not None
+        else registry.did_you_mean(name)
+    )
+    raise ModelError(f"unknown model {name!r}{hint}")
