@@ -56,7 +56,9 @@ EXPORTED = {
     "incremental_state",
     "prometheus_text",
     "send_spans",
-    "model_names",
+    "registered_models",
+    "ModelSpec",
+    "context_window",
     "model_name",
     "log_formats",
     "policy_names",
@@ -253,10 +255,10 @@ def test_the_names_a_command_offers_are_public_and_cheap():
     assert tokprof.report_formats("check") == ["table", "markdown", "json"]
     with pytest.raises(TypeError, match="no kind of result"):
         tokprof.report_formats("nothing")
-    assert "claude-code" in tokprof.log_formats() and "qwen2.5" in tokprof.model_names()
+    assert "claude-code" in tokprof.log_formats() and "qwen2.5" in [m.name for m in tokprof.registered_models()]
     assert "window:N" in tokprof.policy_names() and tokprof.policy_names(default=True)[0] == "full"
     code = (
-        "import sys, tokprof; tokprof.report_formats('profile'); tokprof.model_names(); tokprof.log_formats(); "
+        "import sys, tokprof; tokprof.report_formats('profile'); tokprof.registered_models(); tokprof.log_formats(); "
         "tokprof.policy_names(); print('tokprof.api' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

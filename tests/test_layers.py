@@ -33,13 +33,11 @@ FRONT = ("tokprof.api", "tokprof.frontends")
 #: infrastructure every layer may use (errors, safe text, bounded reads, files) and other front ends.
 FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
 #: The internals a front end still imports, to be made public (the list only shrinks): the server's
-#: safe JSON parsing of request bodies (formats.jsonfile: infrastructure that belongs in base), the
-#: model registry's listing and public data's context windows for /v1/models and an estimate's fill,
-#: and the loaded model's type.
+#: safe JSON parsing of request bodies (formats.jsonfile: infrastructure that belongs in base) and
+#: the loaded model's type (models.base.ChatModel, what ``Model.chat`` holds).
 NOT_YET_PUBLIC = {
     "tokprof.frontends.serve.answers": {"tokprof.formats.jsonfile"},
     "tokprof.frontends.serve.body": {"tokprof.formats", "tokprof.formats.jsonfile"},
-    "tokprof.frontends.serve.counter": {"tokprof.models.known", "tokprof.models.registry"},
     "tokprof.frontends.serve.models": {"tokprof.models.base"},
 }
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),

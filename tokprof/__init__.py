@@ -57,7 +57,9 @@ _EXPORTS = {
     "incremental_state": "tokprof.api",
     "prometheus_text": "tokprof.api",
     "send_spans": "tokprof.api",
-    "model_names": "tokprof.names",
+    "registered_models": "tokprof.names",
+    "ModelSpec": "tokprof.models.registry",
+    "context_window": "tokprof.names",
     "log_formats": "tokprof.names",
     "policy_names": "tokprof.names",
     "model_name": "tokprof.names",
@@ -132,7 +134,8 @@ if TYPE_CHECKING:
     from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
-    from tokprof.names import log_formats, model_name, model_names, policy_names, report_formats
+    from tokprof.models.registry import ModelSpec
+    from tokprof.names import context_window, log_formats, model_name, policy_names, registered_models, report_formats
     from tokprof.render.tables import TeamOptions
     from tokprof.profiling import Profile
     from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt

@@ -7,7 +7,10 @@ Everything here is exported from :mod:`tokprof`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tokprof.models.registry import ModelSpec
 
 #: The renderers' name of each result type (the kinds :func:`report_formats` also takes by name).
 _KINDS = {
@@ -45,12 +48,21 @@ def report_formats(result: Any) -> list[str]:
     return list(RENDERERS[kind])
 
 
-def model_names(*, plugins: bool = False) -> list[str]:
-    """The names :func:`get_model` knows: the shipped models, and the plug-ins' with ``plugins``
-    (finding them scans the installed packages)."""
-    from tokprof.models.registry import known_names
+def registered_models(*, plugins: bool = False) -> tuple[ModelSpec, ...]:
+    """The models :func:`get_model` knows by name, the shipped families first, each a
+    :class:`ModelSpec` (``name``, ``aliases``, ``exact``, ``summary``: what it is and how it counts);
+    with ``plugins`` the ones other packages register too (finding them scans the installed packages)."""
+    from tokprof.models import registry
 
-    return list(known_names(include_plugins=plugins))
+    return registry.specs() if plugins else registry.shipped()
+
+
+def context_window(name: str) -> int | None:
+    """The context window public data (genai-prices) gives a model's name (``claude-sonnet-4-5``),
+    None when it does not know it."""
+    from tokprof.models.known import context_window as known
+
+    return known([name])
 
 
 def log_formats() -> tuple[str, ...]:

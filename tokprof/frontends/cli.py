@@ -60,7 +60,7 @@ def _model_names() -> str:
     installed packages on every start)."""
     import tokprof
 
-    return ", ".join(tokprof.model_names())
+    return ", ".join(spec.name for spec in tokprof.registered_models())
 
 
 def _input_formats() -> tuple[str, ...]:

@@ -126,9 +126,9 @@ class Counter:
         if self.window is not None:
             return self.window
         if not loaded.chat.exact and requested:
-            from tokprof.models.known import context_window
+            import tokprof
 
-            return context_window([requested]) or loaded.chat.context_window
+            return tokprof.context_window(requested) or loaded.chat.context_window
         return loaded.chat.context_window
 
     def _answer(self, route: str, loaded: Loaded, requested: str | None, buckets: Buckets, reused: bool) -> dict:
@@ -155,12 +155,12 @@ class Counter:
         return answer
 
     def models_list(self) -> dict:
-        from tokprof.models.registry import specs
+        import tokprof
 
         loaded = self.models.loaded()
         data = []
         registered = set()
-        for spec in specs():
+        for spec in tokprof.registered_models(plugins=True):
             registered.add(spec.name)
             chat = loaded.get(spec.name)
             data.append(

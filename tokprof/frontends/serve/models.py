@@ -45,7 +45,7 @@ class Models:
             return chat
 
     def known(self) -> list[str]:
-        return list(dict.fromkeys(self.configured + tokprof.model_names(plugins=True)))
+        return list(dict.fromkeys(self.configured + [spec.name for spec in tokprof.registered_models(plugins=True)]))
 
     def canonical(self, requested: str | None) -> str:
         """The name of the model that counts for a request's ``model``: the default when there is
