@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -24,6 +25,7 @@ EXPORTED = {
     "profile",
     "profile_file",
     "profile_directory",
+    "profile_sessions",
     "tools_report",
     "check",
     "load_config",
@@ -49,6 +51,17 @@ EXPORTED = {
     "CheckRun",
     "render_report",
     "report_formats",
+    "report_tables",
+    "TeamOptions",
+    "incremental_state",
+    "prometheus_text",
+    "send_spans",
+    "registered_models",
+    "ModelSpec",
+    "context_window",
+    "model_name",
+    "log_formats",
+    "policy_names",
     "local_sessions",
     "LocalSession",
     "suggest_facts",
@@ -231,3 +244,70 @@ def test_a_check_run_writes_its_baseline(tmp_path):
     assert run.write_baseline() == str(tmp_path / "base.json")
     assert json.loads((tmp_path / "base.json").read_text())["metrics"]["tool_definitions"] == 2497
     assert tokprof.run_check(SAMPLE, config=config).result.exit_code == 0
+
+
+def test_the_names_a_command_offers_are_public_and_cheap():
+    """Formats by kind, log formats, models and policies: what --help and "did you mean" list."""
+    import subprocess
+    import sys
+
+    assert tokprof.report_formats("sessions") == ["table", "json", "csv"]
+    assert tokprof.report_formats("check") == ["table", "markdown", "json"]
+    with pytest.raises(TypeError, match="no kind of result"):
+        tokprof.report_formats("nothing")
+    assert "claude-code" in tokprof.log_formats() and "qwen2.5" in [m.name for m in tokprof.registered_models()]
+    assert "window:N" in tokprof.policy_names() and tokprof.policy_names(default=True)[0] == "full"
+    code = (
+        "import sys, tokprof; tokprof.report_formats('profile'); tokprof.registered_models(); tokprof.log_formats(); "
+        "tokprof.policy_names(); print('tokprof.api' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"  # none of them loads the pipeline
+
+
+def test_a_directory_run_renders_and_tables_as_the_command_line_writes(tmp_path, model_dir, capsys, monkeypatch):
+    """The team options, the warehouse tables, the incremental state and the export texts of
+    ``tokprof profile DIR`` and ``tokprof export``, from the public API."""
+    from test_sessions import claude_project
+
+    from tokprof.frontends.cli import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    logs = tmp_path / "logs"
+    claude_project(logs)
+    report = tokprof.profile_directory(logs, str(model_dir), records=True, jobs=1)
+    team = tokprof.TeamOptions.parse(["project"], since="2000-01-01")
+    assert (
+        main(
+            ["profile", str(logs), "--model", str(model_dir), "--jobs", "1", "--by", "project", "--since", "2000-01-01"]
+        )
+        == 0
+    )
+    assert tokprof.render_report(report, "table", width=100, team=team) == capsys.readouterr().out
+    assert "By project:" in tokprof.render_report(report, "table", team=team)
+    assert json.loads(tokprof.render_report(report, "json", team=team))["rollups"]
+    with pytest.raises(tokprof.TokprofError, match="rollups"):
+        tokprof.render_report(report, "csv", team=team)
+    with pytest.raises(TypeError):
+        tokprof.render_report(tokprof.profile(SAMPLE), "table", team=team)
+    state = tokprof.incremental_state(tmp_path)
+    assert state == {}
+    again = tokprof.profile_directory(logs, str(model_dir), records=True, jobs=1, state=state)
+    files = dict(tokprof.report_tables(again, "csv", tmp_path, team=team, state=state))
+    names = sorted(Path(path).name for path in files)
+    assert names == [".tokprof-state.json", "calls.csv", "rollup_project.csv", "sessions.csv"]
+    (tmp_path / ".tokprof-state.json").write_bytes(files[str(tmp_path / ".tokprof-state.json")])
+    assert tokprof.incremental_state(tmp_path).keys() == state.keys() and state
+    with pytest.raises(tokprof.TokprofError, match="parquet or csv"):
+        tokprof.report_tables(report, "json", tmp_path)
+    text = tokprof.prometheus_text(report)
+    out = tmp_path / "metrics.prom"
+    assert main(["export", str(logs), "--model", str(model_dir), "--jobs", "1", "--prometheus", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == text and "# TYPE" in text
+
+
+def test_whatif_reads_a_facts_file(tmp_path):
+    facts = tmp_path / "facts.txt"
+    facts.write_text("# the incident\n\nINC-4412\n", encoding="utf-8")
+    report = tokprof.whatif(SAMPLE, ["full"], facts=["re:nothing-like-this"], facts_file=facts)
+    assert report.to_dict() == tokprof.whatif(SAMPLE, ["full"], facts=["re:nothing-like-this", "INC-4412"]).to_dict()

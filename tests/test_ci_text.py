@@ -61,7 +61,8 @@ def test_neutralised_lines_read_the_same():
 def test_an_annotation_s_message_never_ends_its_line():
     from types import SimpleNamespace
 
-    from tokprof.render.check import FAIL, github_annotations
+    from tokprof.analyses.budgets import FAIL
+    from tokprof.frontends.github import github_annotations
 
     metric = SimpleNamespace(name="largest_tool", status=FAIL, reasons=["tool a\r::add-mask::x\n::error::y 5%"])
     text = github_annotations(SimpleNamespace(metrics=[metric], servers=[]))

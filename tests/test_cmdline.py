@@ -1,8 +1,13 @@
 """Each command is pinned to the public API call it makes (as coverage.py's test_cmdline pins its
 commands to ``Coverage``): the CLI parses options into one call of a ``tokprof`` function and renders
-what it returns with ``tokprof.render_report``; nothing else does the work."""
+what it returns with ``tokprof.render_report``; nothing else does the work. Every command of
+``tokprof --help`` is here (``test_every_command_is_pinned``); the long-running ones (``serve``,
+``record``, ``watch``, ``statusline``) are pinned to the public object they count with."""
 
 from __future__ import annotations
+
+import io
+import json
 
 import pytest
 
@@ -20,12 +25,30 @@ class Called(Exception):
 @pytest.fixture
 def spy(monkeypatch):
     """Replaces one public function; the call's arguments are recorded, then the command stops."""
-    calls: list[tuple[str, tuple, dict]] = []
 
     def replace(name: str):
+        calls: list[tuple[str, tuple, dict]] = []
+
         def recorder(*args, **kwargs):
             calls.append((name, args, kwargs))
             raise Called(name)
+
+        monkeypatch.setattr(tokprof, name, recorder)
+        return calls
+
+    return replace
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    """Replaces one public function by one that records its call and returns ``value``."""
+
+    def replace(name: str, value: object):
+        calls: list[tuple[str, tuple, dict]] = []
+
+        def recorder(*args, **kwargs):
+            calls.append((name, args, kwargs))
+            return value
 
         monkeypatch.setattr(tokprof, name, recorder)
         return calls
@@ -86,3 +109,142 @@ def test_report_calls_profile_and_renders_html(spy, tmp_path):
     assert run(["report", SAMPLE, "-o", str(tmp_path / "r.html")]) == "render_report"
     assert calls[0][1][1] == "html" and isinstance(calls[0][1][0], tokprof.Profile)
     assert not (tmp_path / "r.html").exists()
+
+
+PINNED = set()
+
+
+def pins(command: str):
+    """Marks a test as the pin of a command (``mcp --list``: of ``mcp``)."""
+    PINNED.add(command)
+    return lambda test: test
+
+
+@pins("profile")
+def test_profile_of_a_session_in_a_directory_calls_find_session(spy, tmp_path):
+    calls = spy("find_session")
+    assert run(["profile", str(tmp_path), "--session", "3f2a", "--no-progress"]) == "find_session"
+    assert calls[0][1] == (str(tmp_path), "3f2a")
+
+
+def test_profile_of_a_directory_by_project_renders_with_the_team(spy, stub, tmp_path):
+    report = object()
+    directory = stub("profile_directory", report)
+    rendered = spy("render_report")
+    argv = ["profile", str(tmp_path), "--jobs", "1", "--by", "project", "--since", "2026-11-30", "-f", "json"]
+    assert run(argv) == "render_report"
+    assert directory[0][2]["records"] is True
+    args, team = rendered[0][1], rendered[0][2]["team"]
+    assert args == (report, "json") and isinstance(team, tokprof.TeamOptions)
+    assert team.by == (("project",),) and team.since.isoformat() == "2026-11-30T00:00:00+00:00"
+
+
+def test_an_incremental_directory_run_keeps_its_state_with_the_tables(spy, stub, tmp_path):
+    report, state = object(), {"kept": 1}
+    loaded = stub("incremental_state", state)
+    directory = stub("profile_directory", report)
+    tables = spy("report_tables")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run(["profile", str(tmp_path), "-f", "csv", "-o", f"{out}/", "--incremental"]) == "report_tables"
+    assert loaded[0][1] == (f"{out}/",) and directory[0][2]["state"] is state
+    assert tables[0][1] == (report, "csv", f"{out}/") and tables[0][2]["state"] is state
+
+
+@pins("sessions")
+def test_sessions_calls_local_sessions(spy):
+    calls = spy("local_sessions")
+    assert run(["sessions", "--agent", "codex"]) == "local_sessions"
+    assert calls[0][1] == ("codex",)
+
+
+@pins("whatif")
+def test_whatif_with_a_facts_file_passes_it_on(spy, tmp_path):
+    calls = spy("whatif")
+    facts = tmp_path / "facts.txt"
+    facts.write_text("INC-4412\n", encoding="utf-8")
+    assert run(["whatif", SAMPLE, "--fact", "a", "--facts", str(facts), "--no-progress"]) == "whatif"
+    assert calls[0][2]["facts"] == ["a"] and calls[0][2]["facts_file"] == str(facts)
+
+
+def test_whatif_suggest_facts_calls_suggest_facts(spy):
+    calls = spy("suggest_facts")
+    assert run(["whatif", SAMPLE, "--suggest-facts"]) == "suggest_facts"
+    assert calls[0][1] == (SAMPLE,)
+
+
+@pins("probe")
+def test_probe_calls_tokprof_probe(spy):
+    calls = spy("probe")
+    argv = ["probe", SAMPLE, "--question", "Which incident?", "--expect", "INC-4412"]
+    assert run([*argv, "--endpoint", "http://127.0.0.1:9/v1", "--dry-run"]) == "probe"
+    (_, args, kwargs) = calls[0]
+    assert args[:4] == (SAMPLE, "Which incident?", "INC-4412", "http://127.0.0.1:9/v1") and kwargs["dry_run"] is True
+
+
+@pins("export")
+def test_export_calls_profile_directory_then_the_exports(stub, spy, tmp_path):
+    report = object()
+    directory = stub("profile_directory", report)
+    text = stub("prometheus_text", "# metrics\n")
+    sent = spy("send_spans")
+    out = tmp_path / "metrics.prom"
+    argv = ["export", str(tmp_path), "--prometheus", str(out), "--endpoint", "http://127.0.0.1:9/v1/traces"]
+    assert run(argv) == "send_spans"
+    assert directory[0][2]["records"] is True and text[0][1] == (report,)
+    assert sent[0][1] == (report, "http://127.0.0.1:9/v1/traces")
+    assert out.read_text(encoding="utf-8") == "# metrics\n"
+
+
+@pins("mcp")
+def test_mcp_calls_find_mcp_servers(spy, tmp_path):
+    calls = spy("find_mcp_servers")
+    assert run(["mcp", "--list", "--server", "echo=python -c pass"]) == "find_mcp_servers"
+    assert calls[0][2]["servers"] == ["echo=python -c pass"]
+
+
+@pins("statusline")
+def test_statusline_counts_with_a_live_session(spy, tmp_path, monkeypatch):
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("", encoding="utf-8")
+    monkeypatch.setenv("TOKPROF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"transcript_path": str(transcript)})))
+    calls = spy("LiveSession")
+    assert main(["statusline"]) == 0  # the status line never fails: it shows the error on its line
+    assert calls[0][1] == (str(transcript),)
+
+
+@pins("watch")
+def test_watch_follows_each_session_with_a_live_session(spy, tmp_path):
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text("", encoding="utf-8")
+    calls = spy("LiveSession")
+    assert run(["watch", str(tmp_path), "--json", "--thresholds", "60,75"]) == "LiveSession"
+    assert calls[0][1] == (str(transcript),) and calls[0][2]["thresholds"] == (0.6, 0.75)
+
+
+@pins("serve")
+def test_serve_loads_its_models_with_get_model(spy):
+    pytest.importorskip("starlette")
+    pytest.importorskip("uvicorn")
+    calls = spy("get_model")
+    assert run(["serve", "--model", "qwen3", "--port", "0"]) == "get_model"
+    assert calls[0][1] == ("qwen3",)
+
+
+@pins("record")
+def test_record_follows_the_recording_with_a_live_recording(spy, tmp_path):
+    pytest.importorskip("uvicorn")
+    calls = spy("LiveRecording")
+    assert run(["record", "-o", str(tmp_path), "--", "true"]) == "LiveRecording"
+    assert calls[0][1][0].startswith(str(tmp_path))
+
+
+PINNED.update({"tools", "check", "report"})  # the first tests of this file
+
+
+def test_every_command_is_pinned():
+    from tokprof.frontends.cli import app
+
+    commands = {command.name or command.callback.__name__ for command in app.registered_commands}
+    assert commands == PINNED, f"pin {sorted(commands - PINNED)} to its API call here"

@@ -24,14 +24,25 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses",)),
     ("outputs", ("tokprof.render", "tokprof.export")),
-    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof")),
+    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof.names", "tokprof")),
     ("front ends", ("tokprof.frontends", "tokprof.__main__")),
 ]
 #: What the front ends alone may import: the facade's machinery and each other.
 FRONT = ("tokprof.api", "tokprof.frontends")
+#: What a front end imports: the public API (the names of tokprof/__init__.py), the version, the
+#: infrastructure every layer may use (errors, safe text, bounded reads, files) and other front ends.
+FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
+#: The internals a front end still imports, to be made public (the list only shrinks): the server's
+#: safe JSON parsing of request bodies (formats.jsonfile: infrastructure that belongs in base) and
+#: the loaded model's type (models.base.ChatModel, what ``Model.chat`` holds).
+NOT_YET_PUBLIC = {
+    "tokprof.frontends.serve.answers": {"tokprof.formats.jsonfile"},
+    "tokprof.frontends.serve.body": {"tokprof.formats", "tokprof.formats.jsonfile"},
+    "tokprof.frontends.serve.models": {"tokprof.models.base"},
+}
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),
 #: the version and ``python -m tokprof``; everything else lives in the folder of its layer.
-TOP_LEVEL = {"__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "trace", "profiling"}
+TOP_LEVEL = {"__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "names", "trace", "profiling"}
 
 
 def module_name(path: Path) -> str:
@@ -110,3 +121,44 @@ def private_names(path: Path) -> set[str]:
 )
 def test_the_front_ends_use_no_private_name_of_the_facade(path):
     assert not private_names(path), f"{module_name(path)} imports {sorted(private_names(path))} from the facade"
+
+
+def internals(path: Path) -> set[str]:
+    """The modules a front end imports that are not the public API, the version, base or a front end."""
+    return {
+        m
+        for m in imports(path)
+        if not any(
+            m == allowed or (allowed != "tokprof" and m.startswith(allowed + ".")) for allowed in FRONT_END_MAY_IMPORT
+        )
+    }
+
+
+FRONT_ENDS = [p for p in MODULES if layer(module_name(p)) == len(LAYERS) - 1]
+
+
+@pytest.mark.parametrize("path", FRONT_ENDS, ids=lambda p: module_name(p))
+def test_the_front_ends_use_the_public_api_alone(path):
+    name = module_name(path)
+    inside = internals(path) - NOT_YET_PUBLIC.get(name, set())
+    assert not inside, f"{name} imports {sorted(inside)}: use the public API (tokprof's names, docs/api.md)"
+
+
+@pytest.mark.parametrize("name", sorted(NOT_YET_PUBLIC))
+def test_the_internals_not_yet_public_are_still_used(name):
+    """An entry of NOT_YET_PUBLIC that a front end no longer needs is taken out of the list."""
+    path = next(p for p in FRONT_ENDS if module_name(p) == name)
+    assert NOT_YET_PUBLIC[name] <= internals(path), (
+        f"{name} no longer imports {sorted(NOT_YET_PUBLIC[name] - internals(path))}"
+    )
+
+
+def test_the_front_ends_import_only_public_names_of_tokprof():
+    """``from tokprof import X``: X is one of tokprof's public names."""
+    import tokprof
+
+    for path in FRONT_ENDS:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module == "tokprof" and node.level == 0:
+                wrong = {a.name for a in node.names} - set(tokprof.__all__)
+                assert not wrong, f"{module_name(path)} imports {sorted(wrong)} from tokprof: not public names"

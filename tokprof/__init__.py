@@ -38,6 +38,7 @@ _EXPORTS = {
     "profile": "tokprof.api",
     "profile_file": "tokprof.api",
     "profile_directory": "tokprof.api",
+    "profile_sessions": "tokprof.api",
     "tools_report": "tokprof.api",
     "check": "tokprof.api",
     "load_config": "tokprof.api",
@@ -50,7 +51,18 @@ _EXPORTS = {
     "run_check": "tokprof.api",
     "CheckRun": "tokprof.api",
     "render_report": "tokprof.api",
-    "report_formats": "tokprof.api",
+    "report_formats": "tokprof.names",
+    "report_tables": "tokprof.api",
+    "TeamOptions": "tokprof.render.tables",
+    "incremental_state": "tokprof.api",
+    "prometheus_text": "tokprof.api",
+    "send_spans": "tokprof.api",
+    "registered_models": "tokprof.names",
+    "ModelSpec": "tokprof.models.registry",
+    "context_window": "tokprof.names",
+    "log_formats": "tokprof.names",
+    "policy_names": "tokprof.names",
+    "model_name": "tokprof.names",
     "local_sessions": "tokprof.api",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",
@@ -101,13 +113,17 @@ if TYPE_CHECKING:
         probe,
         profile,
         profile_directory,
+        profile_sessions,
         profile_file,
         read_log,
         recordings,
+        incremental_state,
+        prometheus_text,
         render_report,
-        report_formats,
+        report_tables,
         run_check,
         saved_profile,
+        send_spans,
         session_in_folder,
         suggest_facts,
         tools_report,
@@ -118,6 +134,9 @@ if TYPE_CHECKING:
     from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording
+    from tokprof.models.registry import ModelSpec
+    from tokprof.names import context_window, log_formats, model_name, policy_names, registered_models, report_formats
+    from tokprof.render.tables import TeamOptions
     from tokprof.profiling import Profile
     from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
     from tokprof.trace import Trace

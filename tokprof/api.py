@@ -9,7 +9,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -27,7 +27,7 @@ from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, Render
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
-from tokprof.analyses.directory import SessionOptions, SessionTask, default_jobs, local_map, run_sessions
+from tokprof.analyses.directory import Mapper, SessionOptions, SessionTask, default_jobs, local_map, run_sessions
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
+    from tokprof.render.tables import TeamOptions
 
 #: A progress report: True for a bar on standard error when it is a terminal, or a function
 #: called with (steps done, steps in all) after each step.
@@ -415,6 +416,43 @@ def profile_directory(
     return report
 
 
+def profile_sessions(
+    paths: Iterable[PathLike],
+    model: str | None = None,
+    *,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    chat_template: PathLike | None = None,
+    prices: PricesArg = None,
+    records: bool = False,
+    with_text: bool = False,
+    machine: str | None = None,
+    user: str | None = None,
+    map: Mapper | None = None,
+    root: str = "",
+) -> SessionsReport:
+    """Session files (each's format detected) profiled exactly as :func:`profile_directory` profiles a
+    directory's, by the same directory engine, each file a task of ``map``: a function like the
+    builtin ``map`` that returns a list (``map(function, items)``), such as a process pool's or Dask's;
+    None: one after the other in this process. Each task is a plain function of picklable arguments
+    (the model goes by name). ``root`` is the folder the rows' paths are shown relative to."""
+    tasks = [SessionTask(None, os.fspath(path)) for path in paths]
+    if not tasks:
+        raise TokprofError("no session files to profile")
+    options = session_options(
+        model,
+        tools=tools,
+        system=system,
+        chat_template=chat_template,
+        prices=prices,
+        records=records,
+        with_text=with_text,
+        machine=machine,
+        user=user,
+    )
+    return run_sessions(tasks, options, map or local_map(1), root)
+
+
 def session_options(
     model: str | None = None,
     *,
@@ -568,20 +606,25 @@ def whatif(
     progress: Progress = False,
     prices: PricesArg = None,
     facts: Sequence[str] = (),
+    facts_file: PathLike | None = None,
 ) -> "WhatIfReport":
     """Replay a log under context policies (``window:20``, ``compact:80``, …; None: the default set),
     every prompt counted exactly like a profile's, ``full`` (the log as it is) first. ``window`` is
     the context window in tokens (default: the model's). ``facts`` (texts, or ``re:`` regular
     expressions) are looked for in every prompt: each policy says which it keeps
-    (``PolicyResult.facts``). Raises :class:`TokprofError` for a policy that does not parse (the
+    (``PolicyResult.facts``); ``facts_file`` adds a file's, one per line (blank lines and lines
+    starting with ``#`` left out). Raises :class:`TokprofError` for a policy that does not parse (the
     message lists the policies)."""
-    from tokprof.analyses.retention import parse_fact
+    from tokprof.analyses.retention import parse_fact, read_facts
     from tokprof.analyses.whatif import whatif as _whatif
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
     if isinstance(policies, str):
         policies = [policies]
-    wanted = [parse_fact(text) for text in ([facts] if isinstance(facts, str) else facts)]
+    texts = [facts] if isinstance(facts, str) else list(facts)
+    if facts_file is not None:
+        texts += read_facts(os.fspath(facts_file))
+    wanted = [parse_fact(text) for text in texts]
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
@@ -800,19 +843,6 @@ __all__ = [
 ]
 
 
-#: The kind of each result, as the renderers name it.
-_KINDS = {
-    "Profile": "profile",
-    "SessionsReport": "sessions",
-    "ToolsReport": "tools",
-    "WhatIfReport": "whatif",
-    "CheckResult": "check",
-    "ProbeReport": "probe",
-    "McpReport": "mcp",
-    "Discovery": "mcp-list",
-}
-
-
 def render_report(
     result: Any,
     fmt: str = "table",
@@ -823,16 +853,20 @@ def render_report(
     window: int | None = None,
     levels: Sequence[float] = (0.7, 0.8),
     cost_parts: bool = False,
+    team: TeamOptions | None = None,
 ) -> str:
     """A result (:class:`Profile`, :class:`SessionsReport`, :class:`ToolsReport`,
     :class:`WhatIfReport` or :class:`CheckResult`) as text in one of its formats (``table``,
     ``json``, ``csv``, ``html``, ``markdown``: :func:`report_formats` says which), as the command
     line writes it. ``width`` is the table's (None: 120 columns), ``calls`` the per-call rows a
     profile's table shows (None: all), ``window`` and ``levels`` the HTML report's context window and
-    fill lines, ``cost_parts`` a what-if table's cost split per policy."""
+    fill lines, ``cost_parts`` a what-if table's cost split per policy. ``team`` (a directory's
+    report, made with ``records``): the sessions with a call in its time range, and its rollups after
+    the table or in the JSON's ``rollups``."""
+    from tokprof.names import report_formats, result_kind
     from tokprof.render import RenderOptions, render
 
-    kind = _kind(result)
+    kind = result_kind(result)
     if kind is None:
         raise TypeError(f"render_report: not a tokprof result: {type(result).__name__}")
     if fmt not in report_formats(result):
@@ -844,24 +878,83 @@ def render_report(
     options = RenderOptions(
         color=color, width=width, calls=calls, window=window, levels=tuple(levels), cost_parts=cost_parts
     )
-    return render(kind, fmt, result, options)
+    if team is None:
+        return render(kind, fmt, result, options)
+    if kind != "sessions":
+        raise TypeError(f"render_report: team options are for a directory's report, not a {kind} result")
+    return _team_text(result, fmt, options, team)
 
 
-def report_formats(result: Any) -> list[str]:
-    """The formats :func:`render_report` writes a result in."""
-    from tokprof.render import formats_for
+def _team_text(report: SessionsReport, fmt: str, options: Any, team: TeamOptions) -> str:
+    """A directory's report in the team's time range, with the team's rollups."""
+    from tokprof.render import render
+    from tokprof.render.tables import rollups_text, team_view
 
-    kind = _kind(result)
-    if kind is None:
-        raise TypeError(f"report_formats: not a tokprof result: {type(result).__name__}")
-    return formats_for(kind)
+    report, _, rollups = team_view(report, team)
+    text = render("sessions", fmt, report, options)
+    if rollups and fmt == "json":
+        import json
+
+        doc = json.loads(text)
+        doc["rollups"] = [r.to_dict() for r in rollups]
+        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    elif rollups and fmt == "table":
+        text += rollups_text(rollups)
+    elif rollups:
+        raise TokprofError("--by: rollups are in the table, JSON and Parquet outputs (and CSV into a folder: -o DIR/)")
+    return text
 
 
-def _kind(result: Any) -> str | None:
-    """The renderers' name for a result's kind (a list of :class:`LocalSession` is ``local``)."""
-    if isinstance(result, (list, tuple)) and all(type(r).__name__ == "LocalSession" for r in result):
-        return "local"
-    return _KINDS.get(type(result).__name__)
+def report_tables(
+    report: SessionsReport,
+    fmt: str,
+    folder: PathLike,
+    *,
+    team: TeamOptions | None = None,
+    state: dict | None = None,
+) -> list[tuple[str, bytes]]:
+    """A directory's report (made with ``records``) as the tables a warehouse takes (docs/tables.md),
+    each a file's path in ``folder`` and its bytes: ``calls`` and ``sessions``, then a table per
+    rollup of ``team``, in ``fmt`` ``parquet`` (the ``parquet`` extra) or ``csv``; with ``state`` (an
+    incremental run's, see :func:`incremental_state`), the state file too. Nothing is written."""
+    from tokprof.render.tables import TeamOptions, table_files, tables, team_view
+
+    if fmt not in ("parquet", "csv"):
+        raise TokprofError(f"report_tables: the tables are parquet or csv files, not {fmt}")
+    team = team or TeamOptions()
+    folder = os.fspath(folder)
+    report, calls, rollups = team_view(report, team)
+    files = table_files(folder, fmt, tables(report, calls, rollups, team.with_text))
+    if state is not None:
+        from tokprof.analyses.incremental import STATE_NAME, state_bytes
+
+        files.append((os.path.join(folder, STATE_NAME), state_bytes(state)))
+    return files
+
+
+def incremental_state(folder: PathLike) -> dict:
+    """The state an incremental directory run keeps beside its tables in ``folder`` (empty when there
+    is none yet): give it to :func:`profile_directory` as ``state``, which profiles only the files that
+    are new or changed and replaces it with the new state, and to :func:`report_tables` to keep it."""
+    from tokprof.analyses.incremental import STATE_NAME, load_state
+
+    return load_state(os.path.join(os.fspath(folder), STATE_NAME))
+
+
+def prometheus_text(report: SessionsReport) -> str:
+    """A directory's per-call records (``profile_directory(records=True)``) as Prometheus' text
+    exposition: a metric family per figure, a series per label set."""
+    from tokprof.export.prometheus import exposition
+
+    return exposition(report.calls)
+
+
+def send_spans(report: SessionsReport, endpoint: str) -> int:
+    """Send a span per call of a directory's records (``profile_directory(records=True)``) to an OTLP
+    HTTP traces endpoint (``.../v1/traces``, the ``otel`` extra); the spans sent."""
+    from tokprof.export.otlp import send_spans as send
+
+    return send(report.calls, endpoint)
 
 
 def probe(

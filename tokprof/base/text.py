@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from tokprof.base.errors import TokprofError
+
 #: C0 and C1 controls, DEL, and the Unicode bidirectional overrides and isolates.
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -48,6 +50,18 @@ def did_you_mean(value: str, choices: list[str] | tuple[str, ...]) -> str:
 
     close = difflib.get_close_matches(value, list(choices), n=1)
     return f" (did you mean {close[0]}?)" if close else ""
+
+
+def percentages(value: str, option: str) -> tuple[float, ...]:
+    """A command-line list of percentages (``"70,80"``) as shares of 1, in the order given; anything
+    else is a :class:`TokprofError` naming ``option``."""
+    try:
+        levels = tuple(float(p) / 100 for p in value.split(",") if p.strip())
+    except ValueError:
+        levels = ()
+    if not levels or not all(0 < level <= 1 for level in levels):
+        raise TokprofError(f"{option}: expected percentages from 1 to 100 like 70,80, found {value!r}")
+    return levels
 
 
 def json_text(value: object, indent: int | None = 2) -> str:

@@ -22,16 +22,15 @@ def _input(name: str) -> str | None:
 
 
 def main() -> int:
-    from tokprof import api
+    import tokprof
     from tokprof.frontends import github
-    from tokprof.render import RenderOptions, render
     from tokprof.base.text import no_workflow_commands, shorten, visible
 
     log, tools = _input("LOG"), _input("TOOLS")
     try:
         if log is None and tools is None:
             raise TokprofError("the action needs a log or tools input")
-        run = api.run_check(
+        run = tokprof.run_check(
             log,
             tools=tools,
             system=_input("SYSTEM"),
@@ -45,7 +44,7 @@ def main() -> int:
         github.set_outputs({"status": "error", "exit-code": "2"})
         return 2
     result = run.result
-    sys.stdout.write(no_workflow_commands(render("check", "table", result, RenderOptions(width=120))))
+    sys.stdout.write(no_workflow_commands(tokprof.render_report(result, "table", width=120)))
     github.report(result)
     github.set_outputs(github.outputs(result))
     if (_input("COMMENT") or "").lower() == "true":
@@ -62,8 +61,8 @@ def _annotation(text: str) -> str:
 def _comment(result) -> None:
     """One comment on the pull request, made or updated; skipped, with a line saying why, without a
     token or outside a pull request; a failed request is a warning, never the check's failure."""
+    import tokprof
     from tokprof.frontends import github
-    from tokprof.render import render
 
     token = _input("GITHUB_TOKEN")
     number = github.pull_request(os.environ.get("GITHUB_EVENT_PATH"))
@@ -74,7 +73,7 @@ def _comment(result) -> None:
     if number is None or not repository:
         print("tokprof: no pull-request comment: this run is not for a pull request")
         return
-    body = render("check", "markdown", result)
+    body = tokprof.render_report(result, "markdown")
     try:
         done = github.upsert_comment(
             body, token, repository, number, os.environ.get("GITHUB_API_URL", "https://api.github.com")

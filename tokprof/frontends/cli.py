@@ -19,10 +19,9 @@ import typer
 from tokprof.version import __version__
 from tokprof.frontends.cli_startup import command_named, fast_coercion, light_rich_help
 from tokprof.base.errors import TokprofError
-from tokprof.render import RenderOptions, formats_for
 
 if TYPE_CHECKING:
-    from tokprof.profiling import Profile
+    from tokprof import Profile, TeamOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -37,18 +36,37 @@ def _esc(text: str) -> str:
     return text.replace("[", "\\[")
 
 
+@dataclasses.dataclass(frozen=True)
+class RenderOptions:
+    """``tokprof.render_report``'s options for a command's output, checked before the run."""
+
+    color: bool = False
+    width: Optional[int] = None
+    calls: Optional[int] = None
+    window: Optional[int] = None
+    levels: tuple[float, ...] = (0.7, 0.8)
+    cost_parts: bool = False
+
+
+def formats_for(kind: str) -> list[str]:
+    """The formats a kind of result renders in (``tokprof.report_formats``: no pipeline loaded)."""
+    import tokprof
+
+    return tokprof.report_formats(kind)
+
+
 def _model_names() -> str:
     """The shipped models' names (plug-ins' names are not listed: finding them costs a scan of the
     installed packages on every start)."""
-    from tokprof.models.registry import known_names
+    import tokprof
 
-    return ", ".join(known_names(include_plugins=False))
+    return ", ".join(spec.name for spec in tokprof.registered_models())
 
 
 def _input_formats() -> tuple[str, ...]:
-    from tokprof.formats import FORMATS
+    import tokprof
 
-    return FORMATS
+    return tokprof.log_formats()
 
 
 LOG_HELP = (
@@ -258,7 +276,7 @@ def _calls(value: Optional[str], calls: int) -> Optional[int]:
 
 
 def _levels(fill_lines: str) -> tuple[float, ...]:
-    from tokprof.transforms.config import percentages
+    from tokprof.base.text import percentages
 
     return percentages(fill_lines, "--fill-lines")
 
@@ -662,9 +680,8 @@ def _sessions(
     team=None,
 ) -> int:
     import tokprof as api  # the public facade: the CLI is its client
-    from tokprof.render.tables import TeamOptions, rollups_text, table_files, tables, team_view
 
-    team, machine, user, incremental = team or (TeamOptions(), None, None, False)
+    team, machine, user, incremental = team or (api.TeamOptions(), None, None, False)
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
     if fmt not in formats_for("sessions") + ["parquet"]:
@@ -687,9 +704,7 @@ def _sessions(
         raise TokprofError(
             f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) and -o FOLDER/"
         )
-    from tokprof.analyses.incremental import STATE_NAME, load_state, state_bytes
-
-    state = load_state(os.path.join(output, STATE_NAME)) if incremental else None
+    state = api.incremental_state(output) if incremental else None
     records = folder or bool(team.by) or team.filtered
     report = api.profile_directory(
         directory,
@@ -707,38 +722,18 @@ def _sessions(
         user=user,
         state=state,
     )
-    report, calls, rollups = team_view(report, team)
     if folder:
-        files = table_files(output, fmt, tables(report, calls, rollups, team.with_text))
-        if state is not None:
-            files.append((os.path.join(output, STATE_NAME), state_bytes(state)))
+        files = api.report_tables(report, fmt, output, team=team, state=state)
         _write_bytes(files, (directory, tools, system, chat_template))
         return EXIT_OK
-    text = _render(report, fmt, options)
-    if rollups and fmt == "json":
-        import json
-
-        doc = json.loads(text)
-        doc["rollups"] = [r.to_dict() for r in rollups]
-        text = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-    elif rollups and fmt == "table":
-        text += rollups_text(rollups)
-    elif rollups:
-        raise TokprofError("--by: rollups are in the table, JSON and Parquet outputs (and CSV into a folder: -o DIR/)")
-    _write([(output, text)], (directory, tools, system, chat_template))
+    _write([(output, _render(report, fmt, options, team))], (directory, tools, system, chat_template))
     return EXIT_OK
 
 
 def _team_options(by, since, until, with_text, machine, user, incremental=False):
-    from tokprof.analyses.rollups import parse_by, parse_when
-    from tokprof.render.tables import TeamOptions
+    import tokprof as api  # the public facade: the CLI is its client
 
-    team = TeamOptions(
-        tuple(parse_by(by or [])),
-        parse_when(since, "--since") if since else None,
-        parse_when(until, "--until", end=True) if until else None,
-        with_text,
-    )
+    team = api.TeamOptions.parse(by or [], since, until, with_text)
     return team, machine, user, incremental
 
 
@@ -793,11 +788,12 @@ def report(
 
 
 def _policy_help() -> str:
-    from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
+    import tokprof
 
     return (
-        f"A context policy to replay the log under, repeatable: {', '.join(SYNTAX)}. Default: whatif in "
-        f"[tool.tokprof] or tokprof.toml, else {', '.join(DEFAULT_POLICIES)}. full is always shown first."
+        f"A context policy to replay the log under, repeatable: {', '.join(tokprof.policy_names())}. Default: "
+        f"whatif in [tool.tokprof] or tokprof.toml, else {', '.join(tokprof.policy_names(default=True))}. full is "
+        "always shown first."
     )
 
 
@@ -896,11 +892,6 @@ def whatif(
         raise TokprofError(f"{log}: a saved profile has no messages to replay: give the log it was made from")
     if suggest_facts:
         return _suggested_facts(log, input_format, fmt, output)
-    wanted = list(fact or [])
-    if facts_file is not None:
-        from tokprof.analyses.retention import read_facts
-
-        wanted += read_facts(facts_file)
     policies = list(policy) if policy else None
     settings = api.load_config(config)
     if policies is None:
@@ -917,7 +908,8 @@ def whatif(
         window=window,
         progress=not no_progress,
         prices=_user_prices(price, settings),
-        facts=wanted,
+        facts=list(fact or []),
+        facts_file=facts_file,
     )
     outputs = [(output, _render(result, fmt, options))]
     _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template, facts_file))
@@ -951,7 +943,7 @@ def _html_output(html: Optional[str], result: object, options: RenderOptions) ->
     return [(html, _render(result, "html", options))]
 
 
-def _render(result: object, fmt: str, options: RenderOptions) -> str:
+def _render(result: object, fmt: str, options: RenderOptions, team: Optional["TeamOptions"] = None) -> str:
     """A result in a format, through the public API (what a library user gets from render_report)."""
     import tokprof
 
@@ -964,6 +956,7 @@ def _render(result: object, fmt: str, options: RenderOptions) -> str:
         window=options.window,
         levels=options.levels,
         cost_parts=options.cost_parts,
+        team=team,
     )
 
 
@@ -1320,13 +1313,9 @@ def export(
         user=user,
     )
     if prometheus:
-        from tokprof.export.prometheus import exposition
-
-        _write([(prometheus, exposition(report.calls))], (directory,))
+        _write([(prometheus, api.prometheus_text(report))], (directory,))
     if endpoint:
-        from tokprof.export.otlp import send_spans
-
-        send_spans(report.calls, endpoint)
+        api.send_spans(report, endpoint)
     return EXIT_OK
 
 
@@ -1383,7 +1372,7 @@ def watch(
 ) -> int:
     """Follow the sessions being written and show each one's newest call."""
     from tokprof.frontends import watch as watcher
-    from tokprof.transforms.config import percentages
+    from tokprof.base.text import percentages
 
     watcher.watch(
         paths or watcher.default_paths(),

@@ -10,14 +10,19 @@ several runs combine with ``SessionsReport.combine``. See docs/scale.md.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
-from tokprof.analyses.sessions import SessionsReport
-from tokprof.api import PathLike, PricesArg, ToolsArg, session_options
-from tokprof.analyses.directory import Mapper, SessionTask, run_sessions
 from tokprof.base.errors import TokprofError
+
+if TYPE_CHECKING:
+    import os
+
+    from tokprof import SessionsReport
+
+#: A map of the directory engine: ``map(function, items)`` as a list.
+Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list]
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 def dask_map(scheduler: Any = "processes", partitions: int = 64) -> Mapper:
@@ -39,10 +44,10 @@ def profile_paths(
     paths: Iterable[PathLike],
     model: str | None = None,
     *,
-    tools: ToolsArg = None,
+    tools: Any = None,
     system: PathLike | None = None,
     chat_template: PathLike | None = None,
-    prices: PricesArg = None,
+    prices: Any = None,
     scheduler: Any = "processes",
     root: str = "",
     records: bool = False,
@@ -51,14 +56,14 @@ def profile_paths(
     user: str | None = None,
 ) -> SessionsReport:
     """A report of session files, each profiled as a Dask task, exactly as :func:`tokprof.profile_directory`
-    profiles them (``prices`` included). ``scheduler`` is what Dask's ``compute`` takes: "processes" or
-    "threads" locally, or a ``distributed.Client``; ``root`` is the folder rows' paths are shown
-    relative to."""
+    profiles them (``prices`` included): :func:`tokprof.profile_sessions` with Dask's map. ``scheduler`` is
+    what Dask's ``compute`` takes: "processes" or "threads" locally, or a ``distributed.Client``; ``root``
+    is the folder rows' paths are shown relative to."""
+    import tokprof
+
     mapper = dask_map(scheduler)
-    tasks = [SessionTask(None, os.fspath(path)) for path in paths]
-    if not tasks:
-        raise TokprofError("no session files to profile")
-    options = session_options(
+    return tokprof.profile_sessions(
+        paths,
         model,
         tools=tools,
         system=system,
@@ -68,5 +73,6 @@ def profile_paths(
         with_text=with_text,
         machine=machine,
         user=user,
+        map=mapper,
+        root=root,
     )
-    return run_sessions(tasks, options, mapper, root)

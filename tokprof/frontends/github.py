@@ -15,11 +15,13 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
-from tokprof.analyses.budgets import CheckResult
 from tokprof.base.text import visible
+
+if TYPE_CHECKING:
+    from tokprof import CheckResult
 
 #: The hidden line that marks tokprof's pull-request comment.
 MARKER = "<!-- tokprof-check -->"
@@ -45,18 +47,39 @@ _WWW = re.compile(r"\b(www)(?=\.)", re.I)
 def report(result: CheckResult, annotations_to: IO[str] | None = None) -> None:
     """Append the Markdown report to the step summary and, on a runner, print annotations (to
     standard output unless told otherwise)."""
-    from tokprof.render import render
-    from tokprof.render.check import github_annotations
+    import tokprof
 
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(render("check", "markdown", result))
+                f.write(tokprof.render_report(result, "markdown"))
         except OSError as exc:
             print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":
         (annotations_to or sys.stdout).write(github_annotations(result))
+
+
+def _command_data(text: str) -> str:
+    """A workflow command's message as GitHub reads it: percent signs, carriage returns and newlines escaped (a runner
+    ends a line at a lone carriage return too, so one left raw could start a command of its own)."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_annotations(check: CheckResult) -> str:
+    """Workflow commands that GitHub Actions shows as annotations: a budget that fails is an error,
+    one that warns a warning, an MCP server that fails an error."""
+    lines = []
+    for m in check.metrics:
+        if m.status in ("fail", "warn"):
+            kind = "error" if m.status == "fail" else "warning"
+            message = _command_data("; ".join(m.reasons))
+            lines.append(f"::{kind} title=tokprof {m.name}::{message}")
+    for server in check.servers:
+        if server.status == "fail":
+            message = _command_data("; ".join(server.reasons))
+            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
+    return "".join(line + "\n" for line in lines)
 
 
 def outputs(result: CheckResult) -> dict[str, str]:

@@ -82,7 +82,7 @@ def _k(n: int) -> str:
 
 
 def line(payload: dict) -> str:
-    from tokprof.live import LiveSession
+    from tokprof import LiveSession
 
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:

@@ -230,24 +230,3 @@ class CheckMarkdownRenderer:
 class CheckJsonRenderer:
     def render(self, check: CheckResult, options: RenderOptions = RenderOptions()) -> str:
         return json_text(check.to_dict())
-
-
-def _command_data(text: str) -> str:
-    """A workflow command's message as GitHub reads it: ``%``, ``\r`` and ``\n`` escaped (a runner
-    ends a line at a lone carriage return too, so one left raw could start a command of its own)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def github_annotations(check: CheckResult) -> str:
-    """Workflow commands that GitHub Actions shows as annotations."""
-    lines = []
-    for m in check.metrics:
-        if m.status in (FAIL, WARN):
-            kind = "error" if m.status == FAIL else "warning"
-            message = _command_data("; ".join(m.reasons))
-            lines.append(f"::{kind} title=tokprof {m.name}::{message}")
-    for server in check.servers:
-        if server.status == FAIL:
-            message = _command_data("; ".join(server.reasons))
-            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
-    return "".join(line + "\n" for line in lines)

@@ -194,6 +194,22 @@ class TeamOptions:
     def filtered(self) -> bool:
         return self.since is not None or self.until is not None
 
+    @classmethod
+    def parse(
+        cls, by: Sequence[str] = (), since: str | None = None, until: str | None = None, with_text: bool = False
+    ) -> TeamOptions:
+        """The options as a user writes them: ``by`` dimensions (each one, or several joined by
+        commas: ``model,day``), ``since`` and ``until`` ISO dates (a whole day, UTC; ``until`` takes in
+        that day) or dates and times."""
+        from tokprof.analyses.rollups import parse_by, parse_when
+
+        return cls(
+            tuple(parse_by(list(by))),
+            parse_when(since, "--since") if since else None,
+            parse_when(until, "--until", end=True) if until else None,
+            with_text,
+        )
+
 
 def team_view(report: SessionsReport, options: TeamOptions) -> tuple[SessionsReport, list[CallRecord], list[Rollup]]:
     """The report restricted to the time range (the sessions with a call in it), its calls in range,

@@ -187,18 +187,6 @@ def parse_increase(value: Any, where: str) -> Increase:
     raise ConfigError(f'{where}: expected a percentage like "5%" or a number, found {value!r}')
 
 
-def percentages(value: str, option: str) -> tuple[float, ...]:
-    """A command-line list of percentages (``"70,80"``) as shares of 1, in the order given; anything
-    else is a :class:`ConfigError` naming ``option``."""
-    try:
-        levels = tuple(float(p) / 100 for p in value.split(",") if p.strip())
-    except ValueError:
-        levels = ()
-    if not levels or not all(0 < level <= 1 for level in levels):
-        raise ConfigError(f"{option}: expected percentages from 1 to 100 like 70,80, found {value!r}")
-    return levels
-
-
 def parse_limit(value: Any, metric: str, where: str) -> float:
     unit = METRICS[metric][0]
     if unit == "usd" and isinstance(value, str):

@@ -40,9 +40,9 @@ def bad(message: str, where: str | None = None) -> Rejected:
 
 
 def kind_of(value: Any) -> str:
-    from tokprof.formats.neutral import _kind as kind
+    from tokprof.formats.jsonfile import kind_of
 
-    return kind(value)
+    return kind_of(value)
 
 
 def response(payload: dict, status: int = 200, headers: Mapping[str, str] | None = None):

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tokprof.api import Buckets
+from tokprof import Buckets
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.base.text import visible
 from tokprof.version import __version__
@@ -20,7 +20,7 @@ from tokprof.frontends.serve.models import Loaded, Models
 def parse_thresholds(value: str | Sequence[float]) -> tuple[float, ...]:
     """Fill thresholds as shares of the window: ``"70,80"`` (percent) or shares such as ``(0.7, 0.8)``."""
     if isinstance(value, str):
-        from tokprof.transforms.config import percentages
+        from tokprof.base.text import percentages
 
         return tuple(sorted(set(percentages(value, "--thresholds"))))
     levels = tuple(float(v) for v in value)
@@ -126,9 +126,9 @@ class Counter:
         if self.window is not None:
             return self.window
         if not loaded.chat.exact and requested:
-            from tokprof.models.known import context_window
+            import tokprof
 
-            return context_window([requested]) or loaded.chat.context_window
+            return tokprof.context_window(requested) or loaded.chat.context_window
         return loaded.chat.context_window
 
     def _answer(self, route: str, loaded: Loaded, requested: str | None, buckets: Buckets, reused: bool) -> dict:
@@ -155,12 +155,12 @@ class Counter:
         return answer
 
     def models_list(self) -> dict:
-        from tokprof.models.registry import specs
+        import tokprof
 
         loaded = self.models.loaded()
         data = []
         registered = set()
-        for spec in specs():
+        for spec in tokprof.registered_models(plugins=True):
             registered.add(spec.name)
             chat = loaded.get(spec.name)
             data.append(

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokprof.api import Model, get_model
+import tokprof
 from tokprof.base.errors import ModelError
 from tokprof.models.base import ChatModel
 from tokprof.frontends.serve.answers import Rejected
@@ -32,24 +32,20 @@ class Models:
     def preload(self) -> None:
         """Load the ``--model`` models now; :class:`ModelError` for one that cannot be loaded."""
         for name in self.configured:
-            Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
+            tokprof.Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
         if self.default is None:
-            from tokprof.models import DEFAULT_MODEL
-
-            self.default = DEFAULT_MODEL
+            self.default = tokprof.model_name()
 
     def _load(self, name: str) -> ChatModel:
         with self._lock:
             chat = self._loaded.get(name)
             if chat is None:
-                chat = get_model(name).chat
+                chat = tokprof.get_model(name).chat
                 self._loaded[name] = chat
             return chat
 
     def known(self) -> list[str]:
-        from tokprof.models.registry import known_names
-
-        return list(dict.fromkeys(self.configured + known_names()))
+        return list(dict.fromkeys(self.configured + [spec.name for spec in tokprof.registered_models(plugins=True)]))
 
     def canonical(self, requested: str | None) -> str:
         """The name of the model that counts for a request's ``model``: the default when there is
@@ -58,28 +54,14 @@ class Models:
         (``Qwen/Qwen3-8B``: qwen3) as a hint: a request names the model that counts. Directories and
         Hub ids are taken only as ``--model`` names: a request never makes the server read a path
         or the network."""
-        from tokprof.models import DEFAULT_MODEL, proxies, registry
-
         if requested is None or requested == "":
-            return self.default or DEFAULT_MODEL
+            return self.default or tokprof.model_name()
         if requested in self.configured:
             return requested
-        spec = registry.lookup(requested)
-        if spec is not None:
-            return spec.name
-        proxy = proxies.proxy_for(requested)
-        if proxy is not None:
-            return proxy
-        serving = registry.serving(requested)
-        hint = (
-            (
-                f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
-                "the model's)"
-            )
-            if serving is not None
-            else registry.did_you_mean(requested)
-        )
-        raise self._not_found(f"unknown model {requested!r}{hint}")
+        try:
+            return tokprof.model_name(requested)
+        except ModelError as exc:
+            raise self._not_found(str(exc)) from None
 
     def _not_found(self, message: str) -> Rejected:
         known = self.known()
