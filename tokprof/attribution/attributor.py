@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof.models.base import ChatModel
+from tokprof.attribution.recent import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.textdiff import common_prefix, common_suffix, inserted_regions
@@ -310,6 +311,20 @@ class _Thread:
         return self.rendered
 
 
+#: Entries (prepared and marked messages) the newer generation of an attributor's caches may hold
+#: before it becomes the older one (see :meth:`Attributor._forget_if_full`).
+_GENERATION = 1_000
+#: A message whose content is longer than this many characters is not remembered marked: its marked
+#: copy (4 bytes a character, the markers being outside the Basic Multilingual Plane) is made again
+#: when a render needs it, in the time that render takes anyway.
+_MARK_CACHED = 1 << 16
+
+
+def _huge(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, str) and len(content) > _MARK_CACHED
+
+
 #: Conversations remembered at once (the main one and its subagents, interleaved).
 _THREADS = 8
 #: How many prepared and marked messages an attributor remembers before it starts them afresh (about
@@ -336,14 +351,17 @@ class Attributor:
         self._with_calls = True  # whether the last call's markers went around tool calls too
         self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
         self._json = JsonMemo()
-        self._messages: dict[
-            tuple[int, str], tuple[dict, dict, bytes]
-        ] = {}  # (id, shape) -> (original, templated, digest)
-        self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
+        # what is remembered of messages is kept while calls use it (see _sweep)
+        self._messages: Recent[tuple[int, str], tuple[dict, dict, bytes]] = (
+            Recent()
+        )  # (id, shape) -> (original, templated, digest)
+        self._marks: Recent[tuple[bytes, int, bool], dict | None] = (
+            Recent()
+        )  # (digest, index, with calls) -> marked message
         self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
         self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
-        self._nonblank: dict[bytes, bool] = {}  # digest -> the message has content that is not blank
-        self._headers: dict[tuple, str | None] = {}  # (base key, role, tool_call_id) -> stand-in header
+        self._nonblank: Recent[bytes, bool] = Recent()  # digest -> the message has content that is not blank
+        self._headers: Recent[tuple, str | None] = Recent()  # (base key, role, tool_call_id) -> stand-in header
         self._suffixes: dict[str, str] = {}  # generation_suffix_key -> the generation prompt written last
         self._threads: OrderedDict[bytes, _Thread] = OrderedDict()
         self._shape = model.prompt_format.shapes[0]
@@ -452,7 +470,8 @@ class Attributor:
         after what an empty conversation renders); None when that cannot be found."""
         stand_in = self._stand_in(messages[k])
         key = (base, stand_in["role"], stand_in.get("tool_call_id"))
-        if key not in self._headers:
+        found = self._headers.find(key)
+        if found is MISSING:
             header = None
             try:
                 alone = _render(self.model, [stand_in], tools, False, day)
@@ -462,8 +481,8 @@ class Attributor:
                 empty = self._prefix(messages, 0, tools, day)
                 if empty is not None and alone.count(_CLOSE) == 1:
                     header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
-            self._headers[key] = header
-        return self._headers[key]
+            self._headers[key] = found = header
+        return found  # type: ignore[return-value]
 
     def _probe(self, messages, k: int, tools, day, full: str, base: bytes) -> tuple:
         """Render message k-1 followed by a stand-in for message k: (common prefix with ``full``,
@@ -572,10 +591,10 @@ class Attributor:
 
     def _contentful(self, digest: bytes, message: dict) -> bool:
         """Whether the message has content that is not blank (remembered by digest)."""
-        found = self._nonblank.get(digest)
-        if found is None:
+        found = self._nonblank.find(digest)
+        if found is MISSING:
             found = self._nonblank[digest] = bool((message.get("content") or "").strip())
-        return found
+        return bool(found)
 
     def _mark(
         self, messages: list[dict], digests: list[bytes], with_calls: bool, indices: list[int] | None = None
@@ -585,12 +604,14 @@ class Attributor:
         marked = []
         for i, m, digest in zip(indices or range(len(messages)), messages, digests):
             key = (digest, i, with_calls)
-            if key not in self._marks:
+            found = self._marks.find(key)
+            if found is MISSING:
                 one = _mark([m], with_calls, i)
-                self._marks[key] = None if one is None else one[0]
-                if one is not None and self.keep_json:
-                    self._json.add(one[0])
-            found = self._marks[key]
+                found = None if one is None else one[0]
+                if not _huge(m):  # a huge message is marked again when it is needed: held once, not twice
+                    self._marks[key] = found
+                if found is not None and self.keep_json:
+                    self._json.add(found)
             if found is None:
                 return None
             if not self.keep_json:
@@ -740,16 +761,34 @@ class Attributor:
             state,
         )
         self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
-        self._forget_if_full()
+        self._forget_if_full(n)
         self.spliced += 1
         return spliced.buckets
 
-    def _forget_if_full(self) -> None:
-        if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
-            for cache in (self._messages, self._marks, self._nonblank, self._headers, self._prepared):  # stays
-                cache.clear()  # bounded; the memo learns the objects anew from the next call on
+    def _forget_if_full(self, n: int) -> None:
+        """Bound what is remembered of messages (caches only: no count depends on them). A call of
+        ``n`` messages ends a generation once the newer one holds more than :data:`_GENERATION` or
+        twice ``n`` entries: what no call used for a whole generation (the messages before a
+        compaction, a finished subagent's) is forgotten, so a long log's attributor holds what its
+        largest prompts use, not every message of the log. A long-lived attributor (``Model.count``,
+        ``tokprof serve``) also starts afresh past :data:`_REMEMBERED`."""
+        if len(self._messages) + len(self._marks) > _REMEMBERED:
+            for cache in (self._messages, self._marks, self._nonblank, self._headers):
+                cache.clear()  # the memo learns the objects anew from the next call on
+            self._prepared.clear()
             self._json.clear()
             self._tools_json = (object(), "")
+            return
+        if len(self._messages.new) + len(self._marks.new) <= max(_GENERATION, 4 * n):
+            return
+        for cache in (self._messages, self._marks, self._nonblank, self._headers):
+            cache.age()
+        if self.keep_json:  # the memo keeps the objects still remembered, and the JSON written of them
+            kept: list = [entry[1] for entry in self._messages.values()]
+            kept += [marked for marked in self._marks.values() if marked is not None]
+            kept += [prepared[1] for prepared in self._prepared.values()]
+            kept.append(self._tools_json[0])
+            self._json.retain(kept)
 
     def _attribute_full(self, call: Call) -> CallBuckets:
         messages, keys, digests, full = self._render_call(call)
@@ -833,7 +872,7 @@ class Attributor:
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
-        self._forget_if_full()
+        self._forget_if_full(len(messages))
         return result
 
     # -- read-only views of the last call attributed -------------------------------------------------
