@@ -140,7 +140,7 @@ def _wrap(text: str, index: int) -> str:
     if not core:
         return text
     start = len(text) - len(text.lstrip())
-    return text[:start] + chr(_OPEN_BASE + index) + core + _CLOSE + text[start + len(core) :]
+    return "".join((text[:start], chr(_OPEN_BASE + index), core, _CLOSE, text[start + len(core) :]))  # one copy
 
 
 def _wrap_leaves(value, index: int):
@@ -217,8 +217,10 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     """The spans of a marked render ``text`` and its marker positions, if removing its markers gives
     ``full``; else None.
 
-    ``previous`` is (marked text, its spans, its marker positions) of a call whose render without
-    markers has ``common`` characters in common with ``full``. Where ``text`` has the same first c
+    ``previous`` is (the render without markers, its spans, its marker positions) of a call whose
+    render without markers has ``common`` characters in common with ``full`` (its marked render is
+    not kept: 4 bytes a character, it is the render with the markers put back at their positions, see
+    :func:`_common_marked`). Where ``text`` has the same first c
     characters as that marked text, holding j markers, its markers there left the same spans (their
     first j // 2) and the same open marker (when j is odd: markers alternate, since they paired up);
     removed, they leave the first c - j characters of that call's render, which are those of
@@ -226,8 +228,8 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     """
     start, spans, positions, opened = 0, [], [], None
     if previous is not None:
-        old_text, old_spans, old_positions = previous
-        c = common_prefix(old_text, text)
+        old_plain, old_spans, old_positions = previous
+        c = _common_marked(old_plain, old_spans, old_positions, text)
         j = bisect.bisect_left(old_positions, c)
         if c - j <= common:
             start, spans, positions = c, old_spans[: j // 2], old_positions[:j]
@@ -242,6 +244,22 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     if len(full) - begin != len(tail) or full[begin:] != tail:
         return None
     return spans, positions
+
+
+def _common_marked(plain: str, spans: list, positions: list, text: str) -> int:
+    """``common_prefix(marked, text)``, where ``marked`` is ``plain`` with its markers put back: marker
+    j at ``positions[j]`` of the marked text, the opening marker of span j // 2 when j is even (the
+    message index is the span's third field), the closing one when odd (markers pair up in order)."""
+    at = 0  # in the marked text and in text
+    for j, position in enumerate(positions):
+        piece, other = plain[at - j : position - j], text[at:position]
+        if piece != other:
+            return at + common_prefix(piece, other)
+        marker = _CLOSE if j % 2 else chr(_OPEN_BASE + spans[j // 2][2])
+        if position >= len(text) or text[position] != marker:
+            return position
+        at = position + 1
+    return at + common_prefix(plain[at - len(positions) :], text[at:])
 
 
 def _same(a, b) -> bool:
@@ -300,7 +318,7 @@ class _Thread:
     starts: np.ndarray  # per prefix k, the common prefix of its render with full
     probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
     tokens: tuple
-    marked: tuple | None  # (marked render, its spans, its marker positions) when markers were used
+    marked: tuple | None  # (the render, its spans, its marker positions) when markers were used
     splice: SpliceState | None = None  # what the next call may splice its new messages onto
 
     @property
@@ -610,8 +628,8 @@ class Attributor:
                 found = None if one is None else one[0]
                 if not _huge(m):  # a huge message is marked again when it is needed: held once, not twice
                     self._marks[key] = found
-                if found is not None and self.keep_json:
-                    self._json.add(found)
+                    if found is not None and self.keep_json:
+                        self._json.add(found)
             if found is None:
                 return None
             if not self.keep_json:
@@ -636,10 +654,11 @@ class Attributor:
                 text = _render(self.model, marked, tools, True, day)
             except Exception:
                 continue
+            del marked  # a huge message's marked copy goes before the render is unmarked
             found = _unmark_matching(text, full, old.marked if old is not None else None, common)
             if found is not None:
                 self._with_calls = with_calls
-                return found[0], (text, found[0], found[1])
+                return found[0], (full, found[0], found[1])
         return None, None
 
     def _without_tools(self, messages, day, attempts, tools=None, full: str | None = None) -> str | None:
@@ -718,6 +737,10 @@ class Attributor:
             return None
         k, n = len(old.keys) - 1, len(messages)
         if n <= k or keys[k] != old.keys[k]:
+            return None
+        if sum(len(c) for m in messages[k:] if isinstance(c := m.get("content"), str)) > max(
+            _MARK_CACHED, old.splice.body_len
+        ):  # rendering the whole prompt costs at most twice splicing it, and holds the new text fewer times
             return None
         shape = shape_key(self._shape, call.tools, messages, k)
         if shape in self._splice_off:
@@ -843,7 +866,9 @@ class Attributor:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
         tokens = self.model.counter.token_starts_reusing(full, old.tokens if old is not None else None, common)
-        starts = np.minimum(tokens[0], max(len(full) - 1, 0))
+        starts = tokens[0]  # clamped to the text (a copy only when a start is past its end)
+        if len(starts) and int(starts.max()) > len(full) - 1:
+            starts = np.minimum(starts, max(len(full) - 1, 0))
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
@@ -856,7 +881,7 @@ class Attributor:
             splice = SpliceState(
                 self._shape,
                 self._with_calls,
-                [full[:body]],
+                [full],
                 body,
                 full[body:],
                 Grow(labels, np.int8),
@@ -868,6 +893,7 @@ class Attributor:
                 frozenset(dropped),
                 warning,
                 checked_len=body,
+                over=len(full) - body,
             )
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
         while len(self._threads) > _THREADS:

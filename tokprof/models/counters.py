@@ -234,10 +234,10 @@ class HFCounter:
 
 def byte_lengths(encoding) -> np.ndarray:
     """Each token's length in bytes, by id, of a tiktoken encoding (its special tokens too)."""
-    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int32)  # 4 bytes a token of a text, summed in 8
     for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
         ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
-        lengths[ranks] = np.fromiter(map(size, table), dtype=np.int64, count=len(table))
+        lengths[ranks] = np.fromiter(map(size, table), dtype=np.int32, count=len(table))
     return lengths
 
 
@@ -325,7 +325,8 @@ class TiktokenCounter:
         del ids
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
-            np.cumsum(lengths[:-1], out=starts[1:])
+            starts[1:] = lengths[:-1]
+            np.cumsum(starts[1:], out=starts[1:])  # in place: a cast on the way would copy the lengths
         del lengths
         return char_starts(starts, text)
 
