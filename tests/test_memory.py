@@ -240,3 +240,18 @@ def test_a_huge_new_message_is_rendered_whole_with_the_same_buckets(monkeypatch)
         assert on.attribute(call) == off.attribute(call)
         assert on.last_prompt()[0] == off.last_prompt()[0]
     assert all(len(m.get("content") or "") <= 50 for m in on._marks.values() if m is not None)
+
+
+def test_an_attributor_keeps_the_conversations_of_a_bounded_number_of_characters(monkeypatch):
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor, _prompt_chars
+
+    monkeypatch.setattr(attribution, "_THREAD_CHARS", 400)
+    model = tiny_model()
+    on, off = Attributor(model, keep_json=True), Attributor(model, keep_json=True, incremental=False)
+    for call in _long_log(threads=6, calls=8):
+        assert on.attribute(call) == off.attribute(call)
+        chars = [_prompt_chars(thread) for thread in on._threads.values()]
+        assert len(chars) == 1 or sum(chars) <= max(400, 2 * chars[-1])
+    assert on.spliced > 0

@@ -345,6 +345,16 @@ def _huge(message: dict) -> bool:
 
 #: Conversations remembered at once (the main one and its subagents, interleaved).
 _THREADS = 8
+#: ... and the characters of their prompts they may hold in all, beyond twice the last one's: the
+#: conversations least recently continued go first (a compacted session's earlier stretches, which
+#: never continue), so what they keep follows the largest prompt, not the number of compactions.
+_THREAD_CHARS = 1 << 20
+
+
+def _prompt_chars(thread: _Thread) -> int:
+    return len(thread.rendered) if thread.rendered is not None else (thread.splice.body_len if thread.splice else 0)
+
+
 #: How many prepared and marked messages an attributor remembers before it starts them afresh (about
 #: 2 kB each): what a long-lived one (``Model.count``, ``tokprof serve``) holds stays bounded.
 _REMEMBERED = 40_000
@@ -784,9 +794,19 @@ class Attributor:
             state,
         )
         self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
+        self._evict()
         self._forget_if_full(n)
         self.spliced += 1
         return spliced.buckets
+
+    def _evict(self) -> None:
+        """Forget the conversations least recently continued past :data:`_THREADS` of them, or while
+        their prompts hold more than :data:`_THREAD_CHARS` characters or twice the last one's."""
+        threads = self._threads
+        held = sum(_prompt_chars(thread) for thread in threads.values())
+        allowed = max(_THREAD_CHARS, 2 * _prompt_chars(next(reversed(threads.values())))) if threads else 0
+        while len(threads) > 1 and (len(threads) > _THREADS or held > allowed):
+            held -= _prompt_chars(threads.popitem(last=False)[1])
 
     def _forget_if_full(self, n: int) -> None:
         """Bound what is remembered of messages (caches only: no count depends on them). A call of
@@ -896,8 +916,7 @@ class Attributor:
                 over=len(full) - body,
             )
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
-        while len(self._threads) > _THREADS:
-            self._threads.popitem(last=False)
+        self._evict()
         self._forget_if_full(len(messages))
         return result
 
