@@ -255,3 +255,20 @@ def test_an_attributor_keeps_the_conversations_of_a_bounded_number_of_characters
         chars = [_prompt_chars(thread) for thread in on._threads.values()]
         assert len(chars) == 1 or sum(chars) <= max(400, 2 * chars[-1])
     assert on.spliced > 0
+
+
+def test_a_prompt_with_more_messages_than_markers_is_marked_a_chunk_at_a_time(monkeypatch):
+    """Past 65,533 messages (one opening marker each) a prompt is marked in chunks, a render each:
+    with chunks of 3, every call's buckets are those of marking all at once."""
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor
+
+    model = tiny_model()
+    calls = _long_log(threads=2, calls=6)
+    once = [Attributor(model, keep_json=True, incremental=False).attribute(call) for call in calls]
+    monkeypatch.setattr(attribution, "_MARK_CHUNK", 3)
+    chunked = Attributor(model, keep_json=True, incremental=False)
+    for call, want in zip(calls, once):
+        got = chunked.attribute(call)
+        assert got == want and got.spans

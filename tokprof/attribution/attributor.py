@@ -329,6 +329,9 @@ class _Thread:
         return self.rendered
 
 
+#: Messages marked in one render: one opening marker each (0xF0000 to 0xFFFFC); a prompt with
+#: more is marked this many messages at a time (:meth:`Attributor._marked_chunks`).
+_MARK_CHUNK = 0xFFFD
 #: Entries (prepared and marked messages) the newer generation of an attributor's caches may hold
 #: before it becomes the older one (see :meth:`Attributor._forget_if_full`).
 _GENERATION = 1_000
@@ -654,8 +657,8 @@ class Attributor:
         Markers go around message content and, when the template allows it, around tool call
         names and argument values too. They are used only if removing them gives back ``full``.
         """
-        if len(messages) >= 0xFFFD:
-            return None, None
+        if len(messages) >= _MARK_CHUNK:
+            return self._marked_chunks(messages, digests, tools, day, full), None
         for with_calls in (True, False):
             marked = self._mark(messages, digests, with_calls)
             if marked is None:
@@ -670,6 +673,34 @@ class Attributor:
                 self._with_calls = with_calls
                 return found[0], (full, found[0], found[1])
         return None, None
+
+    def _marked_chunks(self, messages, digests, tools, day, full: str) -> list[tuple[int, int, int]] | None:
+        """Content spans of a prompt with more messages than there are markers: :data:`_MARK_CHUNK`
+        messages marked at a time (the others as they are), each render unmarked and compared with
+        ``full``, the spans of all in the prompt's order; None when markers cannot be used. A
+        prompt of n messages renders n / :data:`_MARK_CHUNK` times (rounded up), not once per
+        message's prefix."""
+        n = len(messages)
+        for with_calls in (True, False):
+            spans: list[tuple[int, int, int]] = []
+            for first in range(0, n, _MARK_CHUNK):
+                last = min(first + _MARK_CHUNK, n)
+                marked = self._mark(messages[first:last], digests[first:last], with_calls)
+                if marked is None:
+                    return None
+                try:
+                    text = _render(self.model, messages[:first] + marked + messages[last:], tools, True, day)
+                except Exception:
+                    break
+                del marked
+                found = _unmark(text)
+                if found is None or found[0] != full:
+                    break
+                spans += [(start, end, index + first) for start, end, index in found[1]]
+            else:
+                self._with_calls = with_calls
+                return sorted(spans)
+        return None
 
     def _without_tools(self, messages, day, attempts, tools=None, full: str | None = None) -> str | None:
         """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools)
