@@ -62,6 +62,7 @@ import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -632,11 +633,12 @@ class Attributor:
     ) -> list[dict] | None:
         """:func:`_mark`, message by message, remembered by message digest and index (``indices``: each
         message's index, when they are not 0, 1, ...)."""
-        marked = []
+        marked: list[dict] = []
         for i, m, digest in zip(indices or range(len(messages)), messages, digests):
             key = (digest, i, with_calls)
-            found = self._marks.find(key)
-            if found is MISSING:
+            cached = self._marks.find(key)
+            found = cast("dict | None", cached)
+            if cached is MISSING:
                 one = _mark([m], with_calls, i)
                 found = None if one is None else one[0]
                 if not _huge(m):  # a huge message is marked again when it is needed: held once, not twice
