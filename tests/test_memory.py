@@ -272,3 +272,24 @@ def test_a_prompt_with_more_messages_than_markers_is_marked_a_chunk_at_a_time(mo
     for call, want in zip(calls, once):
         got = chunked.attribute(call)
         assert got == want and got.spans
+
+
+def test_the_first_reuse_check_compares_part_by_part_as_reuse_would_whole(qwen25):
+    """The tiktoken counter's first check of reuse no longer holds the reused array beside the whole
+    text's: its answer is what comparing the two whole arrays gives."""
+    import random
+
+    import numpy as np
+
+    counter = qwen25.counter
+    if not hasattr(counter, "_reused_alike"):
+        pytest.skip("not a tiktoken counter")
+    rng = random.Random(5)
+    pieces = ["alpha ", "beta\n", "  gamma", "\n\nDelta", "<|im_start|>user\n", "é ", "x", "\n}\n"]
+    for _ in range(200):
+        old = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        common = rng.randint(0, len(old))
+        text = old[:common] + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        starts, before = counter._starts(text), counter._starts(old)
+        want = np.array_equal(counter._reuse(text, before, common), starts)
+        assert counter._reused_alike(text, starts, before, common) == want

@@ -366,8 +366,7 @@ class TiktokenCounter:
             starts = self._starts(text)
             if previous is not None:
                 self._checked = True
-                reused = self._reuse(text, previous[0], common)
-                if not np.array_equal(reused, starts):
+                if not self._reused_alike(text, starts, previous[0], common):
                     self.boundary_after_newline = False  # never taken again: whole texts from here on
             return starts, None
         return self._reuse(text, previous[0], common), None
@@ -423,6 +422,19 @@ class TiktokenCounter:
         if i >= len(reference_starts) or reference_starts[i] != end or end - shift < start:
             return len(self.token_starts(text))
         return j + len(self._starts(text[start : end - shift])) + len(reference_starts) - i
+
+    def _reused_alike(self, text: str, starts: np.ndarray, before: np.ndarray, common: int) -> bool:
+        """Whether :meth:`_reuse` gives ``starts`` (the whole text's), part by part rather than with
+        both whole at once: where it would tokenize the whole text again, it gives the same."""
+        cut = self._cut(text, common)
+        j = int(np.searchsorted(before, cut))
+        if cut == 0 or j >= len(before) or before[j] != cut:
+            return True
+        tail = self._starts(text[cut:])
+        tail = np.add(tail, cut, out=tail) if tail.flags.owndata and tail.flags.writeable else tail + cut
+        return (
+            len(starts) == j + len(tail) and np.array_equal(starts[:j], before[:j]) and np.array_equal(starts[j:], tail)
+        )
 
     def _reuse(self, text: str, before: np.ndarray, common: int) -> np.ndarray:
         cut = self._cut(text, common)
