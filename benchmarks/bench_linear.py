@@ -8,6 +8,10 @@ in their size, at two sizes, as ratios.
 * **messages**: ``tokprof.profile`` of a one-call log of 1,000 and of 8,000 short messages, the model
   (``qwen2.5``) loaded beforehand. Limit: 8 times the messages in at most 16 times the time (it was
   about 45 times: 2,000/4,000/8,000 messages took 2.7/8.6/32.6 s).
+* **past the markers**: the same of 8,000 and of 80,000 messages, more than the 65,533 content markers
+  one render can hold (marked a chunk at a time). Limit: 10 times the messages in at most 20 times
+  the time (before, such a prompt had no markers and rendered every message's prefix: 70,000 did not
+  finish in 2 minutes).
 
 CPU seconds in this process, median of ``--repeat``.
 
@@ -87,6 +91,10 @@ def main() -> None:
         logs = {n: with_messages(Path(folder) / f"m{n}.jsonl", n) for n in counts}
         profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model), repeat) for n in counts}
         report("profile, one prompt", "messages", *counts, profiled, 16)
+        counts = (8000, 80000)
+        logs = {n: with_messages(Path(folder) / f"m{n}.jsonl", n) for n in counts}
+        profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model), repeat) for n in counts}
+        report("profile, one prompt past the markers", "messages", *counts, profiled, 20)
 
 
 if __name__ == "__main__":

@@ -129,3 +129,167 @@ def test_parts_are_frozen_dataclasses_with_the_assistant_message_of_before():
     assert message == {"role": "assistant", "content": "a\nb", "reasoning_content": "hmm", "tool_calls": [call]}
     with pytest.raises(AttributeError):
         ToolResult("t1", "x").text = "y"  # type: ignore[misc]
+
+
+# -- what an attributor holds: a huge prompt fewer times, the messages of a long log only while used --
+
+
+def test_recent_forgets_what_a_whole_generation_did_not_use():
+    from tokprof.attribution.recent import MISSING, Recent
+
+    cache: Recent[str, int | None] = Recent()
+    cache["a"], cache["b"], cache["none"] = 1, 2, None
+    cache.age()
+    assert cache.find("a") == 1 and cache.find("none") is None  # used: moved to the new generation
+    cache.age()
+    assert cache.find("b") is MISSING and "b" not in cache
+    assert cache.get("a") == 1 and len(cache) == 2
+
+
+def test_the_json_memo_keeps_only_what_it_is_told_to():
+    from tokprof.models.jsonmemo import JsonMemo
+
+    kept, dropped = {"a": [1, {"b": 2}]}, {"c": 3}
+    memo = JsonMemo()
+    memo.add(kept)
+    memo.add(dropped)
+    assert memo.json(kept["a"][1]) == '{"b": 2}' and memo.json(dropped) == '{"c": 3}'
+    written = memo._json[id(kept["a"][1])]
+    memo.retain([kept])
+    assert memo.json(dropped) is None and memo.json(kept) == '{"a": [1, {"b": 2}]}'
+    assert memo._json[id(kept["a"][1])] is written  # the JSON already written of what is kept stays
+
+
+def test_a_grown_array_copies_the_array_it_started_from_before_writing():
+    import numpy as np
+
+    from tokprof.attribution.splice import Grow
+
+    given = np.arange(5, dtype=np.int64)
+    grown = Grow(given, np.int64)
+    assert grown.data is given  # shared, not copied, until written
+    grown.put(3, np.array([9, 9, 9]))
+    assert given.tolist() == [0, 1, 2, 3, 4] and grown.view().tolist() == [0, 1, 2, 9, 9, 9]
+    grown.put(1, np.array([7]))
+    assert grown.view().tolist() == [0, 7]
+
+
+def test_a_splice_state_shares_its_calls_render_until_extended():
+    import numpy as np
+
+    from tokprof.attribution.splice import Grow, SpliceState
+
+    full = "<body text>GEN"
+    empty = Grow(np.zeros(0, dtype=np.int8), np.int8)
+    state = SpliceState("s", True, [full], 11, "GEN", empty, empty, np.zeros(4), empty, empty, 0, frozenset(), None)
+    state.over = 3
+    assert state.text() is full and state.tail(5) == "text>" and state.tail(99) == "<body text>"
+    state.extend("<more>")
+    state.gen, state._text = "G2", None
+    assert state.body == ["<body text>", "<more>"] and state.body_len == 17 and state.over == 0
+    assert state.text() == "<body text><more>G2" and state.tail(8) == "t><more>"
+
+
+def _long_log(threads: int, calls: int) -> list:
+    """Calls of ``threads`` conversations one after the other (a compacted session's stretches), each
+    growing by a user message and a reply."""
+    from tokprof.trace import Call
+
+    out = []
+    for t in range(threads):
+        messages = [{"role": "system", "content": f"You are bot {t} ."}, {"role": "user", "content": f"task {t}"}]
+        for i in range(calls):
+            out.append(Call(index=len(out), messages=list(messages), tools=None))
+            messages += [{"role": "assistant", "content": f"step {i} of {t} ."}, {"role": "user", "content": "next"}]
+    return out
+
+
+def test_an_attributor_forgets_the_messages_of_finished_conversations(monkeypatch):
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor
+
+    monkeypatch.setattr(attribution, "_GENERATION", 40)
+    model = tiny_model()
+    calls = _long_log(threads=12, calls=10)
+    on, fresh = Attributor(model, keep_json=True), Attributor(model, keep_json=True, incremental=False)
+    held = []
+    for call in calls:
+        assert on.attribute(call) == fresh.attribute(call)
+        held.append(len(on._messages) + len(on._marks))
+    largest = max(len(call.messages) for call in calls)
+    assert max(held) <= 2 * max(40, 4 * largest) + 3 * largest  # two generations, not every message of the log
+    assert len(on._json._objects) < sum(len(call.messages) for call in calls[-20:]) * 4
+
+
+def test_a_huge_new_message_is_rendered_whole_with_the_same_buckets(monkeypatch):
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor
+    from tokprof.trace import Call
+
+    monkeypatch.setattr(attribution, "_MARK_CACHED", 50)
+    model = tiny_model()
+    head = [{"role": "system", "content": "You are a test bot ."}, {"role": "user", "content": "dump it"}]
+    big = " ".join(["row"] * 200)
+    prompts = [head, head + [{"role": "assistant", "content": "ok ."}, {"role": "user", "content": big}]]
+    prompts.append(prompts[-1] + [{"role": "assistant", "content": "done ."}, {"role": "user", "content": "and ?"}])
+    on, off = Attributor(model, keep_json=True), Attributor(model, keep_json=True, incremental=False)
+    for i, messages in enumerate(prompts):
+        call = Call(index=i, messages=messages, tools=None)
+        assert on.attribute(call) == off.attribute(call)
+        assert on.last_prompt()[0] == off.last_prompt()[0]
+    assert all(len(m.get("content") or "") <= 50 for m in on._marks.values() if m is not None)
+
+
+def test_an_attributor_keeps_the_conversations_of_a_bounded_number_of_characters(monkeypatch):
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor, _prompt_chars
+
+    monkeypatch.setattr(attribution, "_THREAD_CHARS", 400)
+    model = tiny_model()
+    on, off = Attributor(model, keep_json=True), Attributor(model, keep_json=True, incremental=False)
+    for call in _long_log(threads=6, calls=8):
+        assert on.attribute(call) == off.attribute(call)
+        chars = [_prompt_chars(thread) for thread in on._threads.values()]
+        assert len(chars) == 1 or sum(chars) <= max(400, 2 * chars[-1])
+    assert on.spliced > 0
+
+
+def test_a_prompt_with_more_messages_than_markers_is_marked_a_chunk_at_a_time(monkeypatch):
+    """Past 65,533 messages (one opening marker each) a prompt is marked in chunks, a render each:
+    with chunks of 3, every call's buckets are those of marking all at once."""
+    import tokprof.attribution.attributor as attribution
+    from conftest import tiny_model
+    from tokprof.attribution.attributor import Attributor
+
+    model = tiny_model()
+    calls = _long_log(threads=2, calls=6)
+    once = [Attributor(model, keep_json=True, incremental=False).attribute(call) for call in calls]
+    monkeypatch.setattr(attribution, "_MARK_CHUNK", 3)
+    chunked = Attributor(model, keep_json=True, incremental=False)
+    for call, want in zip(calls, once):
+        got = chunked.attribute(call)
+        assert got == want and got.spans
+
+
+def test_the_first_reuse_check_compares_part_by_part_as_reuse_would_whole(qwen25):
+    """The tiktoken counter's first check of reuse no longer holds the reused array beside the whole
+    text's: its answer is what comparing the two whole arrays gives."""
+    import random
+
+    import numpy as np
+
+    counter = qwen25.counter
+    if not hasattr(counter, "_reused_alike"):
+        pytest.skip("not a tiktoken counter")
+    rng = random.Random(5)
+    pieces = ["alpha ", "beta\n", "  gamma", "\n\nDelta", "<|im_start|>user\n", "é ", "x", "\n}\n"]
+    for _ in range(200):
+        old = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        common = rng.randint(0, len(old))
+        text = old[:common] + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        starts, before = counter._starts(text), counter._starts(old)
+        want = np.array_equal(counter._reuse(text, before, common), starts)
+        assert counter._reused_alike(text, starts, before, common) == want

@@ -241,7 +241,7 @@ def test_follow_is_exact_or_unknown():
 def test_unmark_matching_reuses_exactly():
     import random
 
-    from tokprof.attribution.attributor import _CLOSE, _OPEN_BASE, _unmark, _unmark_matching
+    from tokprof.attribution.attributor import _CLOSE, _OPEN_BASE, _common_marked, _unmark, _unmark_matching
 
     rng = random.Random(2)
 
@@ -256,7 +256,9 @@ def test_unmark_matching_reuses_exactly():
         if rng.random() < 0.2:
             new += chr(_OPEN_BASE + 9)  # unpaired
         old_plain, old_spans = _unmark(old)
-        previous = (old, old_spans, [i for i, ch in enumerate(old) if ch == _CLOSE or ord(ch) >= _OPEN_BASE])
+        positions = [i for i, ch in enumerate(old) if ch == _CLOSE or ord(ch) >= _OPEN_BASE]
+        previous = (old_plain, old_spans, positions)
+        assert _common_marked(old_plain, old_spans, positions, new) == common(old, new)
         direct = _unmark(new)
         for full in ([direct[0]] if direct else []) + [old_plain, "zz"]:
             got = _unmark_matching(new, full, previous, common(old_plain, full))

@@ -62,10 +62,12 @@ import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
 from tokprof.models.base import ChatModel
+from tokprof.attribution.recent import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
@@ -139,7 +141,7 @@ def _wrap(text: str, index: int) -> str:
     if not core:
         return text
     start = len(text) - len(text.lstrip())
-    return text[:start] + chr(_OPEN_BASE + index) + core + _CLOSE + text[start + len(core) :]
+    return "".join((text[:start], chr(_OPEN_BASE + index), core, _CLOSE, text[start + len(core) :]))  # one copy
 
 
 def _wrap_leaves(value, index: int):
@@ -216,8 +218,10 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     """The spans of a marked render ``text`` and its marker positions, if removing its markers gives
     ``full``; else None.
 
-    ``previous`` is (marked text, its spans, its marker positions) of a call whose render without
-    markers has ``common`` characters in common with ``full``. Where ``text`` has the same first c
+    ``previous`` is (the render without markers, its spans, its marker positions) of a call whose
+    render without markers has ``common`` characters in common with ``full`` (its marked render is
+    not kept: 4 bytes a character, it is the render with the markers put back at their positions, see
+    :func:`_common_marked`). Where ``text`` has the same first c
     characters as that marked text, holding j markers, its markers there left the same spans (their
     first j // 2) and the same open marker (when j is odd: markers alternate, since they paired up);
     removed, they leave the first c - j characters of that call's render, which are those of
@@ -225,8 +229,8 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     """
     start, spans, positions, opened = 0, [], [], None
     if previous is not None:
-        old_text, old_spans, old_positions = previous
-        c = common_prefix(old_text, text)
+        old_plain, old_spans, old_positions = previous
+        c = _common_marked(old_plain, old_spans, old_positions, text)
         j = bisect.bisect_left(old_positions, c)
         if c - j <= common:
             start, spans, positions = c, old_spans[: j // 2], old_positions[:j]
@@ -241,6 +245,22 @@ def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
     if len(full) - begin != len(tail) or full[begin:] != tail:
         return None
     return spans, positions
+
+
+def _common_marked(plain: str, spans: list, positions: list, text: str) -> int:
+    """``common_prefix(marked, text)``, where ``marked`` is ``plain`` with its markers put back: marker
+    j at ``positions[j]`` of the marked text, the opening marker of span j // 2 when j is even (the
+    message index is the span's third field), the closing one when odd (markers pair up in order)."""
+    at = 0  # in the marked text and in text
+    for j, position in enumerate(positions):
+        piece, other = plain[at - j : position - j], text[at:position]
+        if piece != other:
+            return at + common_prefix(piece, other)
+        marker = _CLOSE if j % 2 else chr(_OPEN_BASE + spans[j // 2][2])
+        if position >= len(text) or text[position] != marker:
+            return position
+        at = position + 1
+    return at + common_prefix(plain[at - len(positions) :], text[at:])
 
 
 def _same(a, b) -> bool:
@@ -299,7 +319,7 @@ class _Thread:
     starts: np.ndarray  # per prefix k, the common prefix of its render with full
     probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
     tokens: tuple
-    marked: tuple | None  # (marked render, its spans, its marker positions) when markers were used
+    marked: tuple | None  # (the render, its spans, its marker positions) when markers were used
     splice: SpliceState | None = None  # what the next call may splice its new messages onto
 
     @property
@@ -310,8 +330,35 @@ class _Thread:
         return self.rendered
 
 
+#: Messages marked in one render: one opening marker each (0xF0000 to 0xFFFFC); a prompt with
+#: more is marked this many messages at a time (:meth:`Attributor._marked_chunks`).
+_MARK_CHUNK = 0xFFFD
+#: Entries (prepared and marked messages) the newer generation of an attributor's caches may hold
+#: before it becomes the older one (see :meth:`Attributor._forget_if_full`).
+_GENERATION = 1_000
+#: A message whose content is longer than this many characters is not remembered marked: its marked
+#: copy (4 bytes a character, the markers being outside the Basic Multilingual Plane) is made again
+#: when a render needs it, in the time that render takes anyway.
+_MARK_CACHED = 1 << 16
+
+
+def _huge(message: dict) -> bool:
+    content = message.get("content")
+    return isinstance(content, str) and len(content) > _MARK_CACHED
+
+
 #: Conversations remembered at once (the main one and its subagents, interleaved).
 _THREADS = 8
+#: ... and the characters of their prompts they may hold in all, beyond twice the last one's: the
+#: conversations least recently continued go first (a compacted session's earlier stretches, which
+#: never continue), so what they keep follows the largest prompt, not the number of compactions.
+_THREAD_CHARS = 1 << 20
+
+
+def _prompt_chars(thread: _Thread) -> int:
+    return len(thread.rendered) if thread.rendered is not None else (thread.splice.body_len if thread.splice else 0)
+
+
 #: How many prepared and marked messages an attributor remembers before it starts them afresh (about
 #: 2 kB each): what a long-lived one (``Model.count``, ``tokprof serve``) holds stays bounded.
 _REMEMBERED = 40_000
@@ -336,14 +383,17 @@ class Attributor:
         self._with_calls = True  # whether the last call's markers went around tool calls too
         self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
         self._json = JsonMemo()
-        self._messages: dict[
-            tuple[int, str], tuple[dict, dict, bytes]
-        ] = {}  # (id, shape) -> (original, templated, digest)
-        self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
+        # what is remembered of messages is kept while calls use it (see _sweep)
+        self._messages: Recent[tuple[int, str], tuple[dict, dict, bytes]] = (
+            Recent()
+        )  # (id, shape) -> (original, templated, digest)
+        self._marks: Recent[tuple[bytes, int, bool], dict | None] = (
+            Recent()
+        )  # (digest, index, with calls) -> marked message
         self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
         self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
-        self._nonblank: dict[bytes, bool] = {}  # digest -> the message has content that is not blank
-        self._headers: dict[tuple, str | None] = {}  # (base key, role, tool_call_id) -> stand-in header
+        self._nonblank: Recent[bytes, bool] = Recent()  # digest -> the message has content that is not blank
+        self._headers: Recent[tuple, str | None] = Recent()  # (base key, role, tool_call_id) -> stand-in header
         self._suffixes: dict[str, str] = {}  # generation_suffix_key -> the generation prompt written last
         self._threads: OrderedDict[bytes, _Thread] = OrderedDict()
         self._shape = model.prompt_format.shapes[0]
@@ -452,7 +502,8 @@ class Attributor:
         after what an empty conversation renders); None when that cannot be found."""
         stand_in = self._stand_in(messages[k])
         key = (base, stand_in["role"], stand_in.get("tool_call_id"))
-        if key not in self._headers:
+        found = self._headers.find(key)
+        if found is MISSING:
             header = None
             try:
                 alone = _render(self.model, [stand_in], tools, False, day)
@@ -462,8 +513,8 @@ class Attributor:
                 empty = self._prefix(messages, 0, tools, day)
                 if empty is not None and alone.count(_CLOSE) == 1:
                     header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
-            self._headers[key] = header
-        return self._headers[key]
+            self._headers[key] = found = header
+        return found  # type: ignore[return-value]
 
     def _probe(self, messages, k: int, tools, day, full: str, base: bytes) -> tuple:
         """Render message k-1 followed by a stand-in for message k: (common prefix with ``full``,
@@ -572,25 +623,28 @@ class Attributor:
 
     def _contentful(self, digest: bytes, message: dict) -> bool:
         """Whether the message has content that is not blank (remembered by digest)."""
-        found = self._nonblank.get(digest)
-        if found is None:
+        found = self._nonblank.find(digest)
+        if found is MISSING:
             found = self._nonblank[digest] = bool((message.get("content") or "").strip())
-        return found
+        return bool(found)
 
     def _mark(
         self, messages: list[dict], digests: list[bytes], with_calls: bool, indices: list[int] | None = None
     ) -> list[dict] | None:
         """:func:`_mark`, message by message, remembered by message digest and index (``indices``: each
         message's index, when they are not 0, 1, ...)."""
-        marked = []
+        marked: list[dict] = []
         for i, m, digest in zip(indices or range(len(messages)), messages, digests):
             key = (digest, i, with_calls)
-            if key not in self._marks:
+            cached = self._marks.find(key)
+            found = cast("dict | None", cached)
+            if cached is MISSING:
                 one = _mark([m], with_calls, i)
-                self._marks[key] = None if one is None else one[0]
-                if one is not None and self.keep_json:
-                    self._json.add(one[0])
-            found = self._marks[key]
+                found = None if one is None else one[0]
+                if not _huge(m):  # a huge message is marked again when it is needed: held once, not twice
+                    self._marks[key] = found
+                    if found is not None and self.keep_json:
+                        self._json.add(found)
             if found is None:
                 return None
             if not self.keep_json:
@@ -605,8 +659,8 @@ class Attributor:
         Markers go around message content and, when the template allows it, around tool call
         names and argument values too. They are used only if removing them gives back ``full``.
         """
-        if len(messages) >= 0xFFFD:
-            return None, None
+        if len(messages) >= _MARK_CHUNK:
+            return self._marked_chunks(messages, digests, tools, day, full), None
         for with_calls in (True, False):
             marked = self._mark(messages, digests, with_calls)
             if marked is None:
@@ -615,11 +669,40 @@ class Attributor:
                 text = _render(self.model, marked, tools, True, day)
             except Exception:
                 continue
+            del marked  # a huge message's marked copy goes before the render is unmarked
             found = _unmark_matching(text, full, old.marked if old is not None else None, common)
             if found is not None:
                 self._with_calls = with_calls
-                return found[0], (text, found[0], found[1])
+                return found[0], (full, found[0], found[1])
         return None, None
+
+    def _marked_chunks(self, messages, digests, tools, day, full: str) -> list[tuple[int, int, int]] | None:
+        """Content spans of a prompt with more messages than there are markers: :data:`_MARK_CHUNK`
+        messages marked at a time (the others as they are), each render unmarked and compared with
+        ``full``, the spans of all in the prompt's order; None when markers cannot be used. A
+        prompt of n messages renders n / :data:`_MARK_CHUNK` times (rounded up), not once per
+        message's prefix."""
+        n = len(messages)
+        for with_calls in (True, False):
+            spans: list[tuple[int, int, int]] = []
+            for first in range(0, n, _MARK_CHUNK):
+                last = min(first + _MARK_CHUNK, n)
+                marked = self._mark(messages[first:last], digests[first:last], with_calls)
+                if marked is None:
+                    return None
+                try:
+                    text = _render(self.model, messages[:first] + marked + messages[last:], tools, True, day)
+                except Exception:
+                    break
+                del marked
+                found = _unmark(text)
+                if found is None or found[0] != full:
+                    break
+                spans += [(start, end, index + first) for start, end, index in found[1]]
+            else:
+                self._with_calls = with_calls
+                return sorted(spans)
+        return None
 
     def _without_tools(self, messages, day, attempts, tools=None, full: str | None = None) -> str | None:
         """The call rendered with no tool catalogue, by the first of ``attempts`` (tools, template_tools)
@@ -698,6 +781,10 @@ class Attributor:
         k, n = len(old.keys) - 1, len(messages)
         if n <= k or keys[k] != old.keys[k]:
             return None
+        if sum(len(c) for m in messages[k:] if isinstance(c := m.get("content"), str)) > max(
+            _MARK_CACHED, old.splice.body_len
+        ):  # rendering the whole prompt costs at most twice splicing it, and holds the new text fewer times
+            return None
         shape = shape_key(self._shape, call.tools, messages, k)
         if shape in self._splice_off:
             return None
@@ -740,16 +827,44 @@ class Attributor:
             state,
         )
         self._last = (state, None, state.starts.view(), state.bounds.view(), state.labels.view(), state.roles.view())
-        self._forget_if_full()
+        self._evict()
+        self._forget_if_full(n)
         self.spliced += 1
         return spliced.buckets
 
-    def _forget_if_full(self) -> None:
-        if len(self._messages) + len(self._marks) > _REMEMBERED:  # caches only: a long-lived attributor
-            for cache in (self._messages, self._marks, self._nonblank, self._headers, self._prepared):  # stays
-                cache.clear()  # bounded; the memo learns the objects anew from the next call on
+    def _evict(self) -> None:
+        """Forget the conversations least recently continued past :data:`_THREADS` of them, or while
+        their prompts hold more than :data:`_THREAD_CHARS` characters or twice the last one's."""
+        threads = self._threads
+        held = sum(_prompt_chars(thread) for thread in threads.values())
+        allowed = max(_THREAD_CHARS, 2 * _prompt_chars(next(reversed(threads.values())))) if threads else 0
+        while len(threads) > 1 and (len(threads) > _THREADS or held > allowed):
+            held -= _prompt_chars(threads.popitem(last=False)[1])
+
+    def _forget_if_full(self, n: int) -> None:
+        """Bound what is remembered of messages (caches only: no count depends on them). A call of
+        ``n`` messages ends a generation once the newer one holds more than :data:`_GENERATION` or
+        twice ``n`` entries: what no call used for a whole generation (the messages before a
+        compaction, a finished subagent's) is forgotten, so a long log's attributor holds what its
+        largest prompts use, not every message of the log. A long-lived attributor (``Model.count``,
+        ``tokprof serve``) also starts afresh past :data:`_REMEMBERED`."""
+        if len(self._messages) + len(self._marks) > _REMEMBERED:
+            for cache in (self._messages, self._marks, self._nonblank, self._headers):
+                cache.clear()  # the memo learns the objects anew from the next call on
+            self._prepared.clear()
             self._json.clear()
             self._tools_json = (object(), "")
+            return
+        if len(self._messages.new) + len(self._marks.new) <= max(_GENERATION, 4 * n):
+            return
+        for cache in (self._messages, self._marks, self._nonblank, self._headers):
+            cache.age()
+        if self.keep_json:  # the memo keeps the objects still remembered, and the JSON written of them
+            kept: list = [entry[1] for entry in self._messages.values()]
+            kept += [marked for marked in self._marks.values() if marked is not None]
+            kept += [prepared[1] for prepared in self._prepared.values()]
+            kept.append(self._tools_json[0])
+            self._json.retain(kept)
 
     def _attribute_full(self, call: Call) -> CallBuckets:
         messages, keys, digests, full = self._render_call(call)
@@ -804,7 +919,9 @@ class Attributor:
             result.warnings.append(WARN_MESSAGES_DROPPED)
 
         tokens = self.model.counter.token_starts_reusing(full, old.tokens if old is not None else None, common)
-        starts = np.minimum(tokens[0], max(len(full) - 1, 0))
+        starts = tokens[0]  # clamped to the text (a copy only when a start is past its end)
+        if len(starts) and int(starts.max()) > len(full) - 1:
+            starts = np.minimum(starts, max(len(full) - 1, 0))
         counts = np.bincount(labels[starts], minlength=4) if len(starts) else np.zeros(4, dtype=np.int64)
         result.system, result.tool_definitions, result.tool_results, result.conversation = (int(c) for c in counts)
 
@@ -817,7 +934,7 @@ class Attributor:
             splice = SpliceState(
                 self._shape,
                 self._with_calls,
-                [full[:body]],
+                [full],
                 body,
                 full[body:],
                 Grow(labels, np.int8),
@@ -829,11 +946,11 @@ class Attributor:
                 frozenset(dropped),
                 warning,
                 checked_len=body,
+                over=len(full) - body,
             )
         self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
-        while len(self._threads) > _THREADS:
-            self._threads.popitem(last=False)
-        self._forget_if_full()
+        self._evict()
+        self._forget_if_full(len(messages))
         return result
 
     # -- read-only views of the last call attributed -------------------------------------------------

@@ -60,12 +60,13 @@ TAIL = 4096
 
 class Grow:
     """A numpy array that grows in place (capacity doubling): a call's arrays are the previous call's,
-    cut at a point and extended, without copying what stays."""
+    cut at a point and extended, without copying what stays. It starts as the array it is given,
+    shared with whoever holds that one (the full render's call), and copies it when first written."""
 
     def __init__(self, values: np.ndarray, dtype) -> None:
         self.size = len(values)
-        self.data = np.empty(max(16, self.size + self.size // 2), dtype=dtype)
-        self.data[: self.size] = values
+        self.data = np.asarray(values, dtype=dtype)
+        self.owned = False  # data is the caller's: copied before it is written
 
     def view(self) -> np.ndarray:
         return self.data[: self.size]
@@ -73,10 +74,11 @@ class Grow:
     def put(self, at: int, values: np.ndarray) -> None:
         """Keep the first ``at`` values, then ``values``."""
         end = at + len(values)
-        if end > len(self.data):
-            grown = np.empty(max(end, 2 * len(self.data)), dtype=self.data.dtype)
+        if not self.owned or end > len(self.data):
+            room = max(16, end + end // 2) if not self.owned else max(end, 2 * len(self.data))
+            grown = np.empty(room, dtype=self.data.dtype)
             grown[:at] = self.data[:at]
-            self.data = grown
+            self.data, self.owned = grown, True
         self.data[at:end] = values
         self.size = end
 
@@ -118,6 +120,9 @@ class SpliceState:
     window: Window | None = None
     checked_len: int = 0  # the body's length at the last check against a full render
     since_check: int = 0  # calls spliced since then
+    #: Characters at the end of the body's only piece that are not the body's: that piece is then the
+    #: whole render of a call (the body, then ``gen``), shared with its thread rather than copied.
+    over: int = 0
 
     def due(self) -> bool:
         """Whether the next splice is to be checked against a whole render (see :data:`CHECK_CHARS_PER_CALL`)."""
@@ -130,13 +135,26 @@ class SpliceState:
     def text(self) -> str:
         """The whole prompt (joined once, when asked)."""
         if self._text is None:
-            if len(self.body) > 1:
-                self.body[:] = ["".join(self.body)]
-            self._text = (self.body[0] if self.body else "") + self.gen
+            if self.over:
+                self._text = self.body[0]
+            else:
+                if len(self.body) > 1:
+                    self.body[:] = ["".join(self.body)]
+                self._text = (self.body[0] if self.body else "") + self.gen
         return self._text
+
+    def extend(self, piece: str) -> None:
+        """Add ``piece`` to the body (its only piece first cut to the body, when it runs past it)."""
+        if self.over:
+            self.body[0] = self.body[0][: self.body_len]
+            self.over = 0
+        self.body.append(piece)
+        self.body_len += len(piece)
 
     def tail(self, size: int) -> str:
         """The last ``size`` characters of the body (fewer when it is shorter)."""
+        if self.over:
+            return self.body[0][max(self.body_len - size, 0) : self.body_len]
         pieces: list[str] = []
         have = 0
         for piece in reversed(self.body):
@@ -307,13 +325,18 @@ def splice_call(
     if marked is None:
         return "a message holds a marker character"
     try:
-        unmarked = _unmark(fmt.render(marked, tools, add_generation_prompt=True, day=day))
+        marked_text = fmt.render(marked, tools, add_generation_prompt=True, day=day)
     except Exception:  # noqa: BLE001
         return "the marked window does not render"
+    del marked  # (a huge message's marked copy, 4 bytes a character, goes first)
+    unmarked = _unmark(marked_text)
+    del marked_text
     if unmarked is None or unmarked[0] != whole:
         return "the markers change the render"
+    marked_spans = unmarked[1]
+    del unmarked
     spans = []
-    for s, e, index in unmarked[1]:
+    for s, e, index in marked_spans:
         if index >= k:
             if s < len(base):
                 return "a new message's content is written before the splice"
@@ -402,8 +425,7 @@ def splice_call(
     state.starts.put(j, fresh)
     state.bounds.put(k, bounds)
     state.roles.put(k, roles)
-    state.body.append(added_plain)
-    state.body_len += len(added_plain)
+    state.extend(added_plain)
     state.gen, state._text = gen, None
     state.counts, state.floor, state.dropped = counts, floor, frozenset(dropped)
     state.window = Window(head, window.start, n, top, top_nt)

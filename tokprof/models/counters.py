@@ -234,10 +234,10 @@ class HFCounter:
 
 def byte_lengths(encoding) -> np.ndarray:
     """Each token's length in bytes, by id, of a tiktoken encoding (its special tokens too)."""
-    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int32)  # 4 bytes a token of a text, summed in 8
     for table, size in ((encoding._mergeable_ranks, len), (encoding._special_tokens, lambda t: len(t.encode()))):
         ranks = np.fromiter(table.values(), dtype=np.int64, count=len(table))
-        lengths[ranks] = np.fromiter(map(size, table), dtype=np.int64, count=len(table))
+        lengths[ranks] = np.fromiter(map(size, table), dtype=np.int32, count=len(table))
     return lengths
 
 
@@ -325,7 +325,8 @@ class TiktokenCounter:
         del ids
         starts = np.zeros(len(lengths), dtype=np.int64)
         if len(lengths) > 1:
-            np.cumsum(lengths[:-1], out=starts[1:])
+            starts[1:] = lengths[:-1]
+            np.cumsum(starts[1:], out=starts[1:])  # in place: a cast on the way would copy the lengths
         del lengths
         return char_starts(starts, text)
 
@@ -365,8 +366,7 @@ class TiktokenCounter:
             starts = self._starts(text)
             if previous is not None:
                 self._checked = True
-                reused = self._reuse(text, previous[0], common)
-                if not np.array_equal(reused, starts):
+                if not self._reused_alike(text, starts, previous[0], common):
                     self.boundary_after_newline = False  # never taken again: whole texts from here on
             return starts, None
         return self._reuse(text, previous[0], common), None
@@ -422,6 +422,19 @@ class TiktokenCounter:
         if i >= len(reference_starts) or reference_starts[i] != end or end - shift < start:
             return len(self.token_starts(text))
         return j + len(self._starts(text[start : end - shift])) + len(reference_starts) - i
+
+    def _reused_alike(self, text: str, starts: np.ndarray, before: np.ndarray, common: int) -> bool:
+        """Whether :meth:`_reuse` gives ``starts`` (the whole text's), part by part rather than with
+        both whole at once: where it would tokenize the whole text again, it gives the same."""
+        cut = self._cut(text, common)
+        j = int(np.searchsorted(before, cut))
+        if cut == 0 or j >= len(before) or before[j] != cut:
+            return True
+        tail = self._starts(text[cut:])
+        tail = np.add(tail, cut, out=tail) if tail.flags.owndata and tail.flags.writeable else tail + cut
+        return (
+            len(starts) == j + len(tail) and np.array_equal(starts[:j], before[:j]) and np.array_equal(starts[j:], tail)
+        )
 
     def _reuse(self, text: str, before: np.ndarray, common: int) -> np.ndarray:
         cut = self._cut(text, common)

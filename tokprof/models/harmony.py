@@ -384,7 +384,7 @@ def token_starts(tokens: list[int], text: str) -> np.ndarray:
     if not _LENGTHS:
         _LENGTHS[:] = [byte_lengths(harmony_tiktoken())]
     lengths = _LENGTHS[0][np.asarray(tokens, dtype=np.int64)]
-    return char_starts(np.cumsum(lengths) - lengths, text)
+    return char_starts(np.cumsum(lengths, dtype=np.int64) - lengths, text)
 
 
 class HarmonyCounter:

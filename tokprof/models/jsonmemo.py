@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 #: What ``json.dumps(x, ensure_ascii=False)`` builds on every call, built once.
@@ -35,6 +35,15 @@ class JsonMemo:
     def clear(self) -> None:
         self._objects.clear()
         self._json.clear()
+
+    def retain(self, values: Iterable[Any]) -> None:
+        """Forget every object but ``values`` and what they hold (keeping the JSON already written of
+        those): a caller that stops using objects lets them go."""
+        known, written = self._objects, self._json
+        self._objects, self._json = {}, {}
+        for value in values:
+            self.add(value)
+        self._json = {key: text for key, text in written.items() if self._objects.get(key) is known.get(key)}
 
     def json(self, value: Any) -> str | None:
         """``value``'s JSON (``json.dumps(value, ensure_ascii=False)``), if it is an object added."""
