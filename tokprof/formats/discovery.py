@@ -1,6 +1,7 @@
-"""The sessions of a directory, found by content: every ``.jsonl`` and ``.json`` file below it is
-sniffed from its first lines as a Claude Code transcript, Claude Code stream-json output or a Codex
-rollout, whatever its name; every other such file is listed with why it is not read.
+"""The sessions of a directory, found by content: every ``.jsonl``, ``.json`` and ``.traj`` file below
+it is sniffed from its first lines as a session of an agent tokprof reads (a Claude Code transcript, a
+Codex rollout, an SWE-agent trajectory, ...), whatever its name; every other such file is listed with
+why it is not read.
 
 * Files are found at any depth (``Path.rglob``: a symlinked folder is not entered, a symlinked file
   is found; a file reached twice is listed once, by its resolved path).
@@ -30,10 +31,10 @@ from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 
-SUFFIXES = (".jsonl", ".json")
+SUFFIXES = (".jsonl", ".json", ".traj")
 PEEK_LINES = 20
 PEEK_BYTES = 16 * 1024 * 1024
-NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline)"
+NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent)"
 
 
 @dataclass
@@ -151,12 +152,14 @@ def _cline_history(path: Path, head: bytes) -> bool:
 
 
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
-    """A JSON document that starts like a Gemini CLI session file (one object rewritten whole, often
-    larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed whole to be sure."""
+    """A JSON document that starts like a Gemini CLI session file or an SWE-agent trajectory (one
+    object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed
+    whole to be sure."""
     from tokprof.formats.gemini_cli import starts_like_session
+    from tokprof.formats.swe_agent import starts_like_trajectory
 
     try:
-        return starts_like_session(head) and path.stat().st_size <= PEEK_BYTES
+        return (starts_like_session(head) or starts_like_trajectory(head)) and path.stat().st_size <= PEEK_BYTES
     except OSError:
         return False
 

@@ -161,13 +161,6 @@ def _table(lines: list[str]) -> str | None:
 def of_json(name: str, value: Any) -> Lookalike | None:
     """What a parsed JSON value (a document, or the list of a JSONL file's values) looks like."""
     if isinstance(value, dict):
-        info = value.get("info")
-        if (
-            isinstance(value.get("trajectory"), list)
-            or (isinstance(info, dict) and "model_stats" in info)
-            or (isinstance(value.get("history"), list) and isinstance(info, dict))
-        ):
-            return Lookalike("an SWE-agent trajectory (.traj)")
         for key in ("history", "events"):
             if _openhands(value.get(key)):
                 return Lookalike("an OpenHands trajectory (a list of events)")
@@ -235,8 +228,6 @@ def of_json_head(name: str, data: bytes) -> Lookalike | None:
     keys = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', text))
     if {"version", "status", "eval"} <= keys:
         return Lookalike("an Inspect AI eval log", "profile it on its own: tokprof profile FILE")
-    if {"trajectory", "history"} & keys and ("model_stats" in keys or "trajectory" in keys):
-        return Lookalike("an SWE-agent trajectory (.traj)")
     if {"action", "observation"} <= keys or ("action" in keys and "source" in keys):
         return Lookalike("an OpenHands trajectory (a list of events)")
     if "inputSchema" in keys or ("input_schema" in keys and "messages" not in keys):

@@ -135,7 +135,11 @@ class _Reader:
         if ids[0] not in call_ids:
             self.trace.note("orphan-tool-result", ORPHAN, where)
             return {"role": "user", "content": content}
-        return {"role": "tool", "tool_call_id": check_text(path, where + ".tool_call_ids[0]", ids[0]), "content": content}
+        return {
+            "role": "tool",
+            "tool_call_id": check_text(path, where + ".tool_call_ids[0]", ids[0]),
+            "content": content,
+        }
 
     def call(self, where: str, messages: list[dict], response: dict | None, thread: str) -> None:
         self.trace.calls.append(
