@@ -4,7 +4,6 @@ else the names of the formats; a file of a known format that is broken keeps its
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
