@@ -253,6 +253,21 @@ def test_images_are_left_out_and_said(tmp_path):
     assert notes(trace)["content-not-text"] == ["trajectory[0].query[1].content[1]"]
 
 
+def test_every_attempt_of_a_retry_loop_is_read_once(tmp_path):
+    first, second = v1_traj(), v1_traj()
+    second["trajectory"] = second["trajectory"][:1]
+    doc = {**copy.deepcopy(second), "attempts": [first, second]}  # the top level copies the chosen attempt
+    doc["info"] = {**second["info"], "best_attempt_idx": 1, "model_stats": stats(calls=3)}
+    trace = read_trace(str(write(tmp_path, doc)))
+    assert [call.where for call in trace.calls] == [
+        "attempts[0].trajectory[0]",
+        "attempts[0].trajectory[1]",
+        "attempts[1].trajectory[0]",
+    ]
+    found = notes(trace)
+    assert found["attempts"] == ["attempts: 2"] and "api-calls-differ" not in found
+
+
 # -- bad input ----------------------------------------------------------------------------------------
 def _set(doc: dict, keys: list, value: object) -> dict:
     target = doc

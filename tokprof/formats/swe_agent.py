@@ -26,6 +26,10 @@ history is the raw one, so when a history processor elides old observations (0.x
 ``tool_calls``, a tool message answering its ``tool_call_ids[0]``; a system message is a user message
 when the model config sets ``convert_system_to_user``.
 
+**Attempts.** A retry loop's trajectory (1.x ``RetryAgent``) lists every attempt in ``attempts``
+(each a trajectory of its own; the top level copies the chosen one): every attempt's calls are read,
+one after the other, and the copy is not read again (note ``attempts``).
+
 **Usage.** SWE-agent records no per-call usage, only ``info.model_stats``, the instance's totals
 counted by SWE-agent itself (``tokens_sent`` with litellm's counter, tool definitions not included):
 they are shown in the note ``run-totals`` and never split into per-call numbers. Calls have no
@@ -74,8 +78,8 @@ UNCOUNTED = (
     "errors are not kept in the history"
 )
 ATTEMPTS = (
-    "the trajectory holds several attempts (a retry loop): the chosen attempt's calls are profiled; "
-    "info.model_stats counts every attempt"
+    "the trajectory holds several attempts (a retry loop): every attempt's calls are profiled, one after the "
+    "other; the reviewer's or chooser's calls are not recorded (info.rloop_model_stats counts them)"
 )
 
 
@@ -85,6 +89,9 @@ def sniff(doc: Document) -> bool:
         return False
     if "messages" in value or "events" in value:
         return False
+    attempts = value.get("attempts")
+    if isinstance(attempts, list) and attempts and isinstance(attempts[0], dict):
+        value = attempts[0]  # a retry loop's trajectory: one entry per attempt
     history, steps = value.get("history"), value.get("trajectory")
     return isinstance(steps, list) and (isinstance(history, list) or isinstance(value.get("info"), dict))
 
@@ -97,10 +104,11 @@ def starts_like_trajectory(head: bytes) -> bool:
 
 
 class _Reader:
-    def __init__(self, trace: Trace, system_role: str, model: str | None) -> None:
+    def __init__(self, trace: Trace, system_role: str, model: str | None, prefix: str = "") -> None:
         self.trace = trace
         self.system_role = system_role
         self.model = model
+        self.prefix = prefix  # "attempts[1]." for an attempt of a retry loop
 
     def skip(self, place: str, kind: str) -> None:
         self.trace.note("content-not-text", NOT_TEXT, place)
@@ -159,7 +167,7 @@ class _Reader:
         by_agent: dict[str, tuple[list[dict], set[str]]] = {}
         first: str | None = None
         for i, item in enumerate(history):
-            where = f"history[{i}]"
+            where = f"{self.prefix}history[{i}]"
             agent = item.get("agent", "") if isinstance(item, dict) else ""
             if not isinstance(agent, str):
                 raise InputError(self.trace.path, where + ".agent", f"expected a string, found {_kind(agent)}")
@@ -176,7 +184,7 @@ class _Reader:
     def from_queries(self, steps: list) -> None:
         """Each step with a query is a call on that query, as sent."""
         for i, step in enumerate(steps):
-            where = f"trajectory[{i}]"
+            where = f"{self.prefix}trajectory[{i}]"
             step = expect_object(self.trace.path, where, step, "a step object")
             query = step.get("query")
             if query is None or query == [] or query == [{}]:
@@ -194,29 +202,40 @@ class _Reader:
 
 def read(path: str, doc: Document) -> Trace:
     value = expect_object(path, None, doc.value, "an SWE-agent trajectory object")
-    config = _replay_config(path, value.get("replay_config"))
-    model_config = _at(config, "agent", "model")
-    model = _model(path, model_config)
-    system_role = "user" if model_config.get("convert_system_to_user") is True else "system"
     trace = Trace(path=path, format=FORMAT)
-    history = expect_list(path, "history", value.get("history", []))
-    steps = expect_list(path, "trajectory", value.get("trajectory"))
-    reader = _Reader(trace, system_role, model)
-    if any(isinstance(step, dict) and step.get("query") not in (None, [], [{}]) for step in steps):
-        reader.from_queries(steps)
-    else:
-        reader.from_history(history)
-        if _elides(path, config):
-            trace.note("raw-history", RAW_HISTORY)
-    if _function_calling(history, config):
-        trace.unrecorded = ("tools",)
-    if isinstance(value.get("attempts"), list) and len(value["attempts"]) > 1:
-        trace.note("attempts", ATTEMPTS, f"attempts: {len(value['attempts'])}")
+    attempts = value.get("attempts")
+    if attempts is None:
+        _read_attempt(trace, "", value)
+    else:  # a retry loop: every attempt's calls were made; the top level copies the chosen one
+        for k, attempt in enumerate(expect_list(path, "attempts", attempts)):
+            _read_attempt(trace, f"attempts[{k}].", expect_object(path, f"attempts[{k}]", attempt, "an attempt object"))
+        if len(attempts) > 1:
+            trace.note("attempts", ATTEMPTS, f"attempts: {len(attempts)}")
     _totals(trace, value.get("info"))
     finish(trace)
     if trace.model is None:
         trace.note("no-model", NO_MODEL)
     return trace
+
+
+def _read_attempt(trace: Trace, prefix: str, value: dict) -> None:
+    """One attempt's calls (a trajectory without a retry loop is one attempt, ``prefix`` "")."""
+    path = trace.path
+    config = _replay_config(path, prefix + "replay_config", value.get("replay_config"))
+    model_config = _at(config, "agent", "model")
+    model = _model(path, prefix + "replay_config.agent.model.name", model_config)
+    system_role = "user" if model_config.get("convert_system_to_user") is True else "system"
+    history = expect_list(path, prefix + "history", value.get("history", []))
+    steps = expect_list(path, prefix + "trajectory", value.get("trajectory"))
+    reader = _Reader(trace, system_role, model, prefix)
+    if any(isinstance(step, dict) and step.get("query") not in (None, [], [{}]) for step in steps):
+        reader.from_queries(steps)
+    else:
+        reader.from_history(history)
+        if _elides(path, prefix, config):
+            trace.note("raw-history", RAW_HISTORY)
+    if _function_calling(history, config):
+        trace.unrecorded = ("tools",)
 
 
 def _at(value: Any, *keys: str) -> dict:
@@ -225,7 +244,7 @@ def _at(value: Any, *keys: str) -> dict:
     return value if isinstance(value, dict) else {}
 
 
-def _replay_config(path: str, config: Any) -> dict:
+def _replay_config(path: str, where: str, config: Any) -> dict:
     """``replay_config``: an object, or (newer 1.x) its JSON text; {} when absent."""
     if config is None:
         return {}
@@ -233,26 +252,27 @@ def _replay_config(path: str, config: Any) -> dict:
         try:
             config = json.loads(config)
         except ValueError as exc:
-            raise InputError(path, "replay_config", f"not valid JSON: {exc}") from None
-    return expect_object(path, "replay_config", config)
+            raise InputError(path, where, f"not valid JSON: {exc}") from None
+    return expect_object(path, where, config)
 
 
-def _model(path: str, model_config: dict) -> str | None:
+def _model(path: str, where: str, model_config: dict) -> str | None:
     name = model_config.get("name", model_config.get("model_name"))
     if name is None:
         return None
     if not isinstance(name, str):
-        raise InputError(path, "replay_config.agent.model.name", f"expected a string, found {_kind(name)}")
+        raise InputError(path, where, f"expected a string, found {_kind(name)}")
     return name
 
 
-def _elides(path: str, config: dict) -> bool:
+def _elides(path: str, prefix: str, config: dict) -> bool:
     """Whether the run's history processors may change what the model saw (unknown in 0.x: yes)."""
     if not config:
         return True
     processors = _at(config, "agent").get("history_processors", [])
     if not isinstance(processors, list):
-        raise InputError(path, "replay_config.agent.history_processors", f"expected a list, found {_kind(processors)}")
+        where = prefix + "replay_config.agent.history_processors"
+        raise InputError(path, where, f"expected a list, found {_kind(processors)}")
     return any(not isinstance(p, dict) or p.get("type") not in KEEPS_TEXT for p in processors)
 
 
