@@ -332,8 +332,8 @@ def test_a_run_folder_finds_every_trajectory_even_one_larger_than_the_peek(tmp_p
 
 # -- the corpus -------------------------------------------------------------------------------------------
 def test_the_corpus_trajectory(qwen25):
-    """Every call's prompt is the history before its response, counted with the same model; SWE-agent's
-    own tokens_sent (GPT-4's tokenizer through litellm, no template) is only a sanity figure."""
+    """Every call's prompt is the history before its response, counted with the same model; tokens_sent
+    (0.x: the OpenAI API's prompt tokens, summed: GPT-4's tokenizer) is only a sanity figure."""
     if not CORPUS.exists():
         pytest.skip("the shared corpus is absent")
     raw = json.loads(CORPUS.read_text(encoding="utf-8"))
@@ -349,3 +349,7 @@ def test_the_corpus_trajectory(qwen25):
         assert all(count >= 0 for count in row.buckets.values()) and sum(row.buckets.values()) == row.total
     sent = raw["info"]["model_stats"]["tokens_sent"]
     assert 0.8 < expected / sent < 1.25  # another tokenizer, same text
+    # With GPT-4's tokenizer (OpenAI's estimate of its chat format) the raw history is what was billed:
+    # the run used no history processor, so nothing the model saw was elided.
+    estimate = tokprof.profile(trace, model="gpt-4").summary().billed_input
+    assert abs(estimate / sent - 1) < 0.01

@@ -30,10 +30,11 @@ when the model config sets ``convert_system_to_user``.
 (each a trajectory of its own; the top level copies the chosen one): every attempt's calls are read,
 one after the other, and the copy is not read again (note ``attempts``).
 
-**Usage.** SWE-agent records no per-call usage, only ``info.model_stats``, the instance's totals
-counted by SWE-agent itself (``tokens_sent`` with litellm's counter, tool definitions not included):
-they are shown in the note ``run-totals`` and never split into per-call numbers. Calls have no
-reported usage.
+**Usage.** SWE-agent records no per-call usage, only ``info.model_stats``, the instance's totals:
+0.x adds up the provider's ``usage.prompt_tokens``/``input_tokens`` for OpenAI and Anthropic models
+(a local count for some others), 1.x counts the messages with litellm's ``token_counter`` (tool
+definitions not included). They are shown in the note ``run-totals`` and never split into per-call
+numbers: calls have no reported usage.
 
 **What is not recorded.** 0.x agents document their commands in the system prompt and send no tool
 definitions. With function calling (1.x), the tool definitions sent are not in the file:
@@ -64,8 +65,9 @@ STATS = ("tokens_sent", "tokens_received", "api_calls")
 KEEPS_TEXT = ("cache_control", "default", "DefaultHistoryProcessor")
 
 RUN_TOTALS = (
-    "SWE-agent records no per-call usage, only the instance's totals (info.model_stats, counted by SWE-agent "
-    "with litellm's counter, tool definitions not included): calls have no reported usage"
+    "SWE-agent records no per-call usage, only the instance's totals (info.model_stats: 0.x sums the provider's "
+    "prompt tokens for OpenAI and Anthropic models, 1.x counts the messages with litellm's counter, tool "
+    "definitions left out): calls have no reported usage"
 )
 RAW_HISTORY = (
     "the trajectory records the raw history, not each call's query: a history processor that elides old "
