@@ -330,6 +330,19 @@ def test_a_run_folder_finds_every_trajectory_even_one_larger_than_the_peek(tmp_p
     assert found.sessions == [("swe-agent", small), ("swe-agent", big)] and found.skipped == []
 
 
+def test_a_trajectory_larger_than_a_whole_parse_is_found_by_its_name_and_start(tmp_path, monkeypatch):
+    from tokprof.formats import discovery
+
+    monkeypatch.setattr(discovery, "PEEK_BYTES", 70 * 1024)  # 1.x trajectories record every query whole
+    doc = v1_traj()
+    doc["trajectory"][1]["query"][3]["content"] = "line of a file\n" * 6000
+    traj, json_file = write(tmp_path, doc, "inst-1.traj"), write(tmp_path, doc, "inst-1.json")
+    assert traj.stat().st_size > 70 * 1024
+    found = scan_directory(str(tmp_path))
+    assert found.sessions == [("swe-agent", traj)]
+    assert [path for path, _ in found.skipped] == [json_file]  # a .json one is parsed whole, up to the limit
+
+
 # -- the corpus -------------------------------------------------------------------------------------------
 def test_the_corpus_trajectory(qwen25):
     """Every call's prompt is the history before its response, counted with the same model; tokens_sent

@@ -13,7 +13,9 @@ why it is not read.
   beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
   session is not in the folder is a session of its own.
 * Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
-  file: the session readers' own ``sniff`` decides on those lines. A file that is not a session is
+  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
+  SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
+  file that starts like a trajectory is one, whatever its size. A file that is not a session is
   skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
   ``unreadable: …``.
@@ -135,6 +137,8 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
         except ValueError:  # not UTF-8, not JSON, nested too deeply
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON in its first lines")
         return _classify(path, Document(value=value))
+    if _large_trajectory(path, head):
+        return _Peek(format="swe-agent")
     if _whole_document_is_a_session(path, head):
         try:
             return _classify(path, Document(value=parse(bounded.read_bytes(path, "log").decode("utf-8-sig"))))
@@ -149,6 +153,15 @@ def _cline_history(path: Path, head: bytes) -> bool:
     from tokprof.formats.cline import HISTORY
 
     return path.name == HISTORY and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
+
+
+def _large_trajectory(path: Path, head: bytes) -> bool:
+    """A ``.traj`` file that starts like an SWE-agent trajectory, too large to peek at whole: 1.x
+    trajectories record every step's whole query and often outgrow any peek. Its name and start are
+    taken as enough; reading it says precisely what is wrong, if anything."""
+    from tokprof.formats.swe_agent import starts_like_trajectory
+
+    return path.suffix == ".traj" and starts_like_trajectory(head)
 
 
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
