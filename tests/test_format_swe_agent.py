@@ -181,6 +181,12 @@ def test_buckets_add_up_and_billed_input_is_every_prompt_counted(tmp_path, model
     assert profile.summary().billed_input == sum(expected)
 
 
+def test_a_trajectory_that_made_no_call_reads_as_none(tmp_path):
+    doc = {"environment": "swe_main", "trajectory": [], "history": [], "info": {"exit_status": "early_exit"}}
+    trace = read_trace(str(write(tmp_path, doc)))
+    assert trace.calls == [] and "raw-history" not in notes(trace)
+
+
 def test_calls_not_kept_in_the_history_are_said(tmp_path):
     doc = v0_traj()
     doc["info"]["model_stats"]["api_calls"] = 3  # a requery after a format error

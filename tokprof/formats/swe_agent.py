@@ -233,8 +233,9 @@ def _read_attempt(trace: Trace, prefix: str, value: dict) -> None:
     if any(isinstance(step, dict) and step.get("query") not in (None, [], [{}]) for step in steps):
         reader.from_queries(steps)
     else:
+        before = len(trace.calls)
         reader.from_history(history)
-        if _elides(path, prefix, config):
+        if len(trace.calls) > before and _elides(path, prefix, config):
             trace.note("raw-history", RAW_HISTORY)
     if _function_calling(history, config):
         trace.unrecorded = ("tools",)
