@@ -319,6 +319,13 @@ def test_a_bad_field_is_one_line_naming_the_file_and_place(tmp_path, capsys, mak
 
 
 # -- detection and directories ------------------------------------------------------------------------
+def test_a_demonstration_is_not_a_run_and_says_so(tmp_path, capsys):
+    path = write(tmp_path, {"history": v1_history()}, "demo.traj")
+    assert main(["profile", str(path), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().endswith("looks like an SWE-agent demonstration (a history without trajectory steps: not a run)")
+
+
 def test_a_trajectory_is_recognised_whatever_its_name(tmp_path):
     assert read_trace(str(write(tmp_path, v0_traj(), "run.json"))).format == "swe-agent"
 

@@ -164,6 +164,8 @@ def of_json(name: str, value: Any) -> Lookalike | None:
         for key in ("history", "events"):
             if _openhands(value.get(key)):
                 return Lookalike("an OpenHands trajectory (a list of events)")
+        if _swe_agent_demonstration(value):
+            return Lookalike("an SWE-agent demonstration (a history without trajectory steps: not a run)")
         tools = _tools_of(value)
         if tools is not None:
             return tools
@@ -185,6 +187,18 @@ def of_lines(name: str, values: list[Any]) -> Lookalike | None:
     if values and _openhands(values):
         return Lookalike("OpenHands events (one per line)")
     return None
+
+
+def _swe_agent_demonstration(value: dict) -> bool:
+    """An SWE-agent demonstration file: a ``history`` of ``{role, content, agent}`` items and no steps
+    (a trajectory with steps is read: :mod:`tokprof.formats.swe_agent`)."""
+    history = value.get("history")
+    return (
+        "trajectory" not in value
+        and isinstance(history, list)
+        and bool(history)
+        and all(isinstance(item, dict) and "role" in item and "agent" in item for item in history[:20])
+    )
 
 
 def _openhands(events: Any) -> bool:
