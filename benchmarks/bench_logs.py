@@ -144,6 +144,7 @@ def main() -> None:
                 "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
                 "openai-proxy",
             ),
+            ("SWE-agent 0.x, 12 calls", "swe_agent_v0_gpt4_pydicom__pydicom-1458.traj", "openai-proxy"),
         ):
             if (corpus / relative).is_file():
                 logs.append((name, corpus / relative, model))

@@ -33,6 +33,7 @@ LOGS = [
             "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
             "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
             "inspect_eval_browser_2025-05-12T20-27-36-04-00.json",
+            "swe_agent_v0_gpt4_pydicom__pydicom-1458.traj",
         )
     ),
 ]

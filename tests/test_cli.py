@@ -264,7 +264,7 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     assert code == 2 and err.count("\n") == 1
     assert err.rstrip().endswith(
         ": not a log format tokprof reads (formats: openai-chat, anthropic, openai-responses, "
-        "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)"
+        "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline, swe-agent; -i FORMAT forces one)"
     )
     code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
     assert code == 2 and err.count("\n") == 1

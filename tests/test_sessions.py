@@ -58,7 +58,7 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
         {
             "path": str(project / "notes.jsonl"),
             "error": f"{project / 'notes.jsonl'}: not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, "
-            "OpenCode, Cline): looks like JSON lines of no format tokprof reads",
+            "OpenCode, Cline, SWE-agent): looks like JSON lines of no format tokprof reads",
         }
     ]
     rows = {row["session"]: row for row in doc["sessions"]}
@@ -241,7 +241,7 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
     assert rows["ci/claude-output.json"]["format"] == "claude-stream-json"
     assert rows["claude/main.jsonl"]["calls"] == 3  # its subagent's two calls included
     reasons = {Path(s["path"]).name: s["error"].split(": ", 1)[1] for s in doc["skipped"]}
-    not_session = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): "
+    not_session = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
     assert reasons == {
         "chat.json": not_session
         + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
@@ -282,25 +282,22 @@ def test_an_unreadable_file_is_listed(tmp_path, model_dir, capsys, monkeypatch):
 def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
     from tokprof.formats import discovery
 
-    big = {
-        "environment": "swe_main",
-        "trajectory": [{"action": "ls " * 50, "observation": "x" * 500, "response": "r", "thought": "t"}] * 300,
-        "history": [],
-        "info": {"model_stats": {"tokens_sent": 1}},
-    }
-    path = tmp_path / "run.traj.json"
+    big = {"events": [{"id": 1, "source": "agent", "action": "run " * 50, "observation": "x" * 500}] * 300}
+    path = tmp_path / "events.json"
     path.write_text(json.dumps(big, indent=2))
     assert path.stat().st_size > 64 * 1024
     found = discovery.scan(tmp_path)
     assert found.skipped == [
         (
             path,
-            "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): looks like an SWE-agent trajectory (.traj)",
+            "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
+            "looks like an OpenHands trajectory (a list of events)",
         )
     ]
-    (tmp_path / "run.traj.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
+    (tmp_path / "events.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
     assert discovery.scan(tmp_path).skipped[0][1] == (
-        "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline): looks like a JSON document (only its start was read)"
+        "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
+        "looks like a JSON document (only its start was read)"
     )
 
 

@@ -4,7 +4,6 @@ else the names of the formats; a file of a known format that is broken keeps its
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -30,17 +29,6 @@ CASES = {
         "looks like an Aider chat history (.aider.chat.history.md)",
     ),
     "notes.md": ("some notes\n# not a heading at the start\n", "looks like Markdown text"),
-    "run.traj": (
-        json.dumps(
-            {
-                "environment": "swe_main",
-                "trajectory": [{"action": "ls", "observation": "a", "response": "x", "thought": "t"}],
-                "history": [{"role": "system", "content": "x"}],
-                "info": {"model_stats": {"tokens_sent": 10}},
-            }
-        ),
-        "looks like an SWE-agent trajectory (.traj)",
-    ),
     "openhands.json": (
         json.dumps(
             [
@@ -116,7 +104,7 @@ def test_unrecognised_json_names_the_formats_only(tmp_path, capsys):
     message = run(path, capsys)
     assert message == (
         f"{NOT_READ} (formats: openai-chat, anthropic, openai-responses, inspect, claude-code, "
-        "claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline; -i FORMAT forces one)"
+        "claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline, swe-agent; -i FORMAT forces one)"
     )
     assert len(message) < 220  # one short line, however many formats
 
@@ -146,14 +134,6 @@ def test_input_format_keeps_the_readers_error(tmp_path, capsys):
     path = tmp_path / "notes.txt"
     path.write_text("plain words\n")
     assert "invalid JSON" in run(path, capsys, "-i", "openai-chat")
-
-
-def test_the_corpus_swe_agent_trajectory(capsys):
-    folder = Path(os.environ.get("TOKPROF_CORPUS") or Path(__file__).resolve().parents[2] / "shared" / "corpus")
-    path = folder / "swe_agent_v0_gpt4_pydicom__pydicom-1458.traj"
-    if not path.exists():
-        pytest.skip("the shared corpus is absent")
-    assert run(path, capsys) == f"{NOT_READ}: looks like an SWE-agent trajectory (.traj)"
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,7 @@ READERS = {
     "claude-stream-json": "tokprof.formats.claude_stream",
     "claude-code": "tokprof.formats.claude_code",
     "codex": "tokprof.formats.codex",
+    "swe-agent": "tokprof.formats.swe_agent",
     "anthropic": "tokprof.formats.anthropic",
     "openai-responses": "tokprof.formats.openai_responses",
     "openai-chat": "tokprof.formats.openai_chat",
@@ -48,7 +49,17 @@ FORMATS = tuple(READERS)
 
 
 #: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = ("claude-code", "claude-stream-json", "codex", "gemini-cli", "qwen-code", "pi", "opencode", "cline")
+SESSION_FORMATS = (
+    "claude-code",
+    "claude-stream-json",
+    "codex",
+    "gemini-cli",
+    "qwen-code",
+    "pi",
+    "opencode",
+    "cline",
+    "swe-agent",
+)
 
 
 def scan_directory(directory: str) -> "Found":
@@ -97,6 +108,7 @@ LISTED = (
     "otel",
     "opencode",
     "cline",
+    "swe-agent",
 )
 
 

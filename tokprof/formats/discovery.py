@@ -1,6 +1,7 @@
-"""The sessions of a directory, found by content: every ``.jsonl`` and ``.json`` file below it is
-sniffed from its first lines as a Claude Code transcript, Claude Code stream-json output or a Codex
-rollout, whatever its name; every other such file is listed with why it is not read.
+"""The sessions of a directory, found by content: every ``.jsonl``, ``.json`` and ``.traj`` file below
+it is sniffed from its first lines as a session of an agent tokprof reads (a Claude Code transcript, a
+Codex rollout, an SWE-agent trajectory, ...), whatever its name; every other such file is listed with
+why it is not read.
 
 * Files are found at any depth (``Path.rglob``: a symlinked folder is not entered, a symlinked file
   is found; a file reached twice is listed once, by its resolved path).
@@ -12,7 +13,9 @@ rollout, whatever its name; every other such file is listed with why it is not r
   beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
   session is not in the folder is a session of its own.
 * Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
-  file: the session readers' own ``sniff`` decides on those lines. A file that is not a session is
+  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
+  SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
+  file that starts like a trajectory is one, whatever its size. A file that is not a session is
   skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
   ``unreadable: …``.
@@ -30,10 +33,10 @@ from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 
-SUFFIXES = (".jsonl", ".json")
+SUFFIXES = (".jsonl", ".json", ".traj")
 PEEK_LINES = 20
 PEEK_BYTES = 16 * 1024 * 1024
-NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline)"
+NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent)"
 
 
 @dataclass
@@ -134,6 +137,8 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
         except ValueError:  # not UTF-8, not JSON, nested too deeply
             return _Peek(reason=f"{NOT_SESSION}: not valid JSON in its first lines")
         return _classify(path, Document(value=value))
+    if _large_trajectory(path, head):
+        return _Peek(format="swe-agent")
     if _whole_document_is_a_session(path, head):
         try:
             return _classify(path, Document(value=parse(bounded.read_bytes(path, "log").decode("utf-8-sig"))))
@@ -150,13 +155,24 @@ def _cline_history(path: Path, head: bytes) -> bool:
     return path.name == HISTORY and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
 
 
+def _large_trajectory(path: Path, head: bytes) -> bool:
+    """A ``.traj`` file that starts like an SWE-agent trajectory, too large to peek at whole: 1.x
+    trajectories record every step's whole query and often outgrow any peek. Its name and start are
+    taken as enough; reading it says precisely what is wrong, if anything."""
+    from tokprof.formats.swe_agent import starts_like_trajectory
+
+    return path.suffix == ".traj" and starts_like_trajectory(head)
+
+
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
-    """A JSON document that starts like a Gemini CLI session file (one object rewritten whole, often
-    larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed whole to be sure."""
+    """A JSON document that starts like a Gemini CLI session file or an SWE-agent trajectory (one
+    object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed
+    whole to be sure."""
     from tokprof.formats.gemini_cli import starts_like_session
+    from tokprof.formats.swe_agent import starts_like_trajectory
 
     try:
-        return starts_like_session(head) and path.stat().st_size <= PEEK_BYTES
+        return (starts_like_session(head) or starts_like_trajectory(head)) and path.stat().st_size <= PEEK_BYTES
     except OSError:
         return False
 

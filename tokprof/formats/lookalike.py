@@ -161,16 +161,11 @@ def _table(lines: list[str]) -> str | None:
 def of_json(name: str, value: Any) -> Lookalike | None:
     """What a parsed JSON value (a document, or the list of a JSONL file's values) looks like."""
     if isinstance(value, dict):
-        info = value.get("info")
-        if (
-            isinstance(value.get("trajectory"), list)
-            or (isinstance(info, dict) and "model_stats" in info)
-            or (isinstance(value.get("history"), list) and isinstance(info, dict))
-        ):
-            return Lookalike("an SWE-agent trajectory (.traj)")
         for key in ("history", "events"):
             if _openhands(value.get(key)):
                 return Lookalike("an OpenHands trajectory (a list of events)")
+        if _swe_agent_demonstration(value):
+            return Lookalike("an SWE-agent demonstration (a history without trajectory steps: not a run)")
         tools = _tools_of(value)
         if tools is not None:
             return tools
@@ -192,6 +187,18 @@ def of_lines(name: str, values: list[Any]) -> Lookalike | None:
     if values and _openhands(values):
         return Lookalike("OpenHands events (one per line)")
     return None
+
+
+def _swe_agent_demonstration(value: dict) -> bool:
+    """An SWE-agent demonstration file: a ``history`` of ``{role, content, agent}`` items and no steps
+    (a trajectory with steps is read: :mod:`tokprof.formats.swe_agent`)."""
+    history = value.get("history")
+    return (
+        "trajectory" not in value
+        and isinstance(history, list)
+        and bool(history)
+        and all(isinstance(item, dict) and "role" in item and "agent" in item for item in history[:20])
+    )
 
 
 def _openhands(events: Any) -> bool:
@@ -235,8 +242,6 @@ def of_json_head(name: str, data: bytes) -> Lookalike | None:
     keys = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:', text))
     if {"version", "status", "eval"} <= keys:
         return Lookalike("an Inspect AI eval log", "profile it on its own: tokprof profile FILE")
-    if {"trajectory", "history"} & keys and ("model_stats" in keys or "trajectory" in keys):
-        return Lookalike("an SWE-agent trajectory (.traj)")
     if {"action", "observation"} <= keys or ("action" in keys and "source" in keys):
         return Lookalike("an OpenHands trajectory (a list of events)")
     if "inputSchema" in keys or ("input_schema" in keys and "messages" not in keys):
