@@ -63,6 +63,14 @@ def string(path: str, where: str, value: Any) -> str:
     return check_text(path, where, value)
 
 
+def nonempty_string(path: str, where: str, value: Any) -> str:
+    """``string`` that is not empty, such as a tool's name."""
+    text = string(path, where, value)
+    if not text:
+        raise InputError(path, where, "empty: expected a non-empty string")
+    return text
+
+
 def optional_string(path: str, where: str, value: Any) -> str | None:
     """``string``, or None when the field is absent or null."""
     if value is None:

@@ -17,6 +17,7 @@ from tokprof.formats.fields import (
     check_text,
     expect_list,
     expect_object,
+    nonempty_string,
     objects,
     optional_object,
     optional_string,
@@ -102,9 +103,7 @@ def check_tools(path: str, prefix: str, tools: Any) -> list[dict] | None:
         function = tool.get("function")
         if not isinstance(function, dict):
             raise InputError(path, where + ".function", "missing: expected {'type': 'function', 'function': {...}}")
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise InputError(path, where + ".function.name", "missing or not a string")
+        name = nonempty_string(path, where + ".function.name", function.get("name"))
         if name in names:
             raise InputError(path, where + ".function.name", f"duplicate tool name {name!r}")
         names.add(name)
@@ -201,9 +200,7 @@ def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> l
         if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
             raise InputError(path, at + ".function", "missing: expected {'id', 'type', 'function': {...}}")
         function = call["function"]
-        name = function.get("name")
-        if not isinstance(name, str):
-            raise InputError(path, at + ".function.name", "missing or not a string")
+        name = string(path, at + ".function.name", function.get("name"))
         arguments = function.get("arguments", "{}")
         if not isinstance(arguments, (str, dict)):
             raise InputError(path, at + ".function.arguments", f"expected a JSON string, found {_kind(arguments)}")
