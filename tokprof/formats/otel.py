@@ -62,7 +62,7 @@ from typing import Any, Iterator
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import records
-from tokprof.formats.fields import expect_object, expect_list
+from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -221,9 +221,7 @@ def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
 
 def _span(path: str, where: str, span: Any) -> Span:
     span = expect_object(path, where, span, "a span object")
-    name = span.get("name", "")
-    if not isinstance(name, str):
-        raise InputError(path, where + ".name", f"expected a string, found {_kind(name)}")
+    name = string(path, where + ".name", span.get("name", ""))
     attrs = _attributes(path, where + ".attributes", span.get("attributes"))
     context: dict = span["context"] if isinstance(span.get("context"), dict) else {}
     span_id = span.get("spanId", span.get("span_id", context.get("span_id")))
@@ -266,10 +264,8 @@ def _attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
     if not isinstance(attrs, list):
         raise InputError(path, where, f"expected an object or a list of {{key, value}}, found {_kind(attrs)}")
     out = {}
-    for i, item in enumerate(attrs):
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
-            raise InputError(path, f"{where}[{i}].key", "missing or not a string")
-        out[item["key"]] = _any_value(path, f"{where}[{i}].value", item.get("value"))
+    for at, item in objects(path, where, attrs, "a {key, value} object"):
+        out[string(path, at + ".key", item.get("key"))] = _any_value(path, at + ".value", item.get("value"))
     return out
 
 
@@ -288,14 +284,12 @@ def _any_value(path: str, where: str, value: Any) -> Any:
         if key in value:
             return value[key]
     if "arrayValue" in value:
-        items = value["arrayValue"].get("values", []) if isinstance(value["arrayValue"], dict) else None
-        if not isinstance(items, list):
-            raise InputError(path, where + ".arrayValue.values", "expected a list")
+        array = expect_object(path, where + ".arrayValue", value["arrayValue"])
+        items = expect_list(path, where + ".arrayValue.values", array.get("values", []))
         return [_any_value(path, f"{where}.arrayValue.values[{i}]", v) for i, v in enumerate(items)]
     if "kvlistValue" in value:
-        items = value["kvlistValue"].get("values", []) if isinstance(value["kvlistValue"], dict) else None
-        if not isinstance(items, list):
-            raise InputError(path, where + ".kvlistValue.values", "expected a list")
+        kvlist = expect_object(path, where + ".kvlistValue", value["kvlistValue"])
+        items = expect_list(path, where + ".kvlistValue.values", kvlist.get("values", []))
         return _attributes(path, where + ".kvlistValue.values", items)
     return None
 
@@ -511,15 +505,11 @@ class _Reader:
         return texts, thoughts, calls, results
 
     def text(self, where: str, value: Any) -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, found {_kind(value)}")
-        return value
+        return string(self.path, where, value)
 
     def tool_call(self, where: str, call_id: Any, name: Any, arguments: Any) -> dict:
-        if not isinstance(name, str) or not name:
-            raise self.fail(where + ".name", "missing or not a string")
-        if call_id is not None and not isinstance(call_id, str):
-            raise self.fail(where + ".id", f"expected a string, found {_kind(call_id)}")
+        name = nonempty_string(self.path, where + ".name", name)
+        call_id = optional_string(self.path, where + ".id", call_id)
         if arguments is None:
             arguments = "{}"
         elif not isinstance(arguments, str):
