@@ -330,6 +330,7 @@ def test_without_ui_messages_calls_report_no_usage(tmp_path):
         ("ui", lambda ui: ui[5].update(conversationHistoryDeletedRange=[2]), "[5].conversationHistoryDeletedRange"),
         ("history", lambda h: h[1]["content"][1].update(input=[1]), "[1].content[1].input"),
         ("history", lambda h: h[2].update(role="system"), "[2].role"),
+        ("history", lambda h: h[1]["content"][1].update(name=""), "[1].content[1].name: empty"),
         ("metadata", lambda m: m["model_usage"][0].update(model_id=7), "model_usage[0].model_id"),
         (
             "metadata",

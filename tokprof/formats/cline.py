@@ -73,7 +73,7 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import check_text, expect_list, expect_object, objects, string
+from tokprof.formats.fields import check_text, expect_list, expect_object, nonempty_string, objects, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
@@ -289,9 +289,9 @@ def _assistant(chat: Conversation, blocks: list[tuple[str, dict]], message: dict
         elif kind == "thinking":
             thoughts.append(_text(path, at, block, "thinking"))
         elif kind == "tool_use":
-            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
-            if not isinstance(call_id, str) or not isinstance(name, str) or not name:
-                raise InputError(path, at, "a tool_use block needs a string id and name")
+            call_id = string(path, at + ".id", block.get("id"))
+            name = nonempty_string(path, at + ".name", block.get("name"))
+            arguments = block.get("input", {})
             if not isinstance(arguments, (dict, str)):
                 raise InputError(path, at + ".input", f"expected an object, found {_kind(arguments)}")
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
