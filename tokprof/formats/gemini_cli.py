@@ -138,24 +138,22 @@ def _read_lines(trace: Trace, doc: Document) -> None:
             update = value["$set"]
             update = expect_object(trace.path, where + ": $set", update)
             if "messages" in update:
-                listed = update["messages"]
-                listed = expect_list(trace.path, where + ": $set.messages", listed)
                 ids = []
-                for i, message in enumerate(listed):
-                    if not isinstance(message, dict) or not isinstance(message.get("id"), str):
-                        raise InputError(trace.path, f"{where}: $set.messages[{i}].id", "missing or not a string")
-                    latest[message["id"]] = (f"{where}: $set.messages[{i}]", message)
-                    ids.append(message["id"])
+                for at, message in objects(trace.path, where + ": $set.messages", update["messages"]):
+                    message_id = string(trace.path, at + ".id", message.get("id"))
+                    latest[message_id] = (at, message)
+                    ids.append(message_id)
                 events.append(("replace", ids))
         elif _is_metadata(value):
             if trace.session is None:
                 trace.session = value["sessionId"]
             listed = value.get("messages")  # a whole ConversationRecord on one line: its messages are added
             for i, message in enumerate(listed if isinstance(listed, list) else ()):
-                if not isinstance(message, dict) or not isinstance(message.get("id"), str):
-                    raise InputError(trace.path, f"{where}: messages[{i}].id", "missing or not a string")
-                latest[message["id"]] = (f"{where}: messages[{i}]", message)
-                events.append(("add", message["id"]))
+                at = f"{where}: messages[{i}]"
+                message = expect_object(trace.path, at, message)
+                message_id = string(trace.path, at + ".id", message.get("id"))
+                latest[message_id] = (at, message)
+                events.append(("add", message_id))
         else:
             raise InputError(trace.path, where, "not a Gemini CLI record (no id, $rewindTo, $set or sessionId)")
     _replay(trace, latest, events)

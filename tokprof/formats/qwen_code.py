@@ -129,16 +129,15 @@ class _Reader:
 
     def function_call(self, where: str, call: Any, fallback: str) -> dict:
         path = self.trace.path
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise InputError(path, where + ".name", "missing or not a string")
+        call = expect_object(path, where, call, "a functionCall object")
+        name = string(path, where + ".name", call.get("name"))
         call_id: str = call["id"] if isinstance(call.get("id"), str) else fallback
-        args = call.get("args", {})
-        args = expect_object(path, where + ".args", args)
-        self.pending.setdefault(call["name"], []).append(call_id)
+        args = expect_object(path, where + ".args", call.get("args", {}))
+        self.pending.setdefault(name, []).append(call_id)
         return {
             "id": call_id,
             "type": "function",
-            "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)},
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
         }
 
     def function_response(self, where: str, response: Any) -> dict:
@@ -233,10 +232,9 @@ class _Reader:
         """A chat_compression record's history, as the prompts after it start from it."""
         self.trace.compactions += 1
         self.trace.note("compaction", COMPACTION, node.where)
-        payload = node.records[-1].get("systemPayload")
-        history = payload.get("compressedHistory") if isinstance(payload, dict) else None
-        if not isinstance(history, list):
-            raise InputError(self.trace.path, node.where + ": systemPayload.compressedHistory", "missing or not a list")
+        place = node.where + ": systemPayload"
+        payload = expect_object(self.trace.path, place, node.records[-1].get("systemPayload"))
+        history = expect_list(self.trace.path, place + ".compressedHistory", payload.get("compressedHistory"))
         out: list[dict] = []
         for i, content in enumerate(history):
             at = f"{node.where}: systemPayload.compressedHistory[{i}]"
