@@ -73,7 +73,15 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import check_text, expect_list, expect_object, nonempty_string, objects, string
+from tokprof.formats.fields import (
+    check_text,
+    expect_list,
+    expect_object,
+    nonempty_string,
+    object_or_string,
+    objects,
+    string,
+)
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
@@ -291,9 +299,7 @@ def _assistant(chat: Conversation, blocks: list[tuple[str, dict]], message: dict
         elif kind == "tool_use":
             call_id = string(path, at + ".id", block.get("id"))
             name = nonempty_string(path, at + ".name", block.get("name"))
-            arguments = block.get("input", {})
-            if not isinstance(arguments, (dict, str)):
-                raise InputError(path, at + ".input", f"expected an object, found {_kind(arguments)}")
+            arguments = object_or_string(path, at + ".input", block.get("input", {}))
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
             calls.append(
                 {

@@ -38,6 +38,13 @@ def optional_object(path: str, where: str | None, value: Any, what: str = "an ob
     return value
 
 
+def object_or_string(path: str, where: str, value: Any) -> dict | str:
+    """A tool call's arguments as some logs keep them: an object, or its JSON text."""
+    if not isinstance(value, (dict, str)):
+        raise InputError(path, where, f"expected an object or a string, found {kind_of(value)}")
+    return value
+
+
 def expect_list(path: str, where: str | None, value: Any, what: str = "a list") -> list:
     if not isinstance(value, list):
         raise InputError(path, where, f"expected {what}, found {kind_of(value)}")

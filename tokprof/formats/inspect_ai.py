@@ -90,6 +90,7 @@ from tokprof.formats.fields import (
     expect_list,
     expect_object,
     nonempty_string,
+    object_or_string,
     objects,
     optional_object,
     optional_string,
@@ -504,11 +505,11 @@ def _tool_calls(ctx: _Context, where: str, calls: Any) -> list[dict]:
         name = call.get("function")
         if not isinstance(name, str):
             raise InputError(ctx.path, at + ".function", f"expected the tool's name, a string, found {_kind(name)}")
-        arguments = ctx.resolve(at + ".arguments", call.get("arguments", {}))
+        arguments = object_or_string(
+            ctx.path, at + ".arguments", ctx.resolve(at + ".arguments", call.get("arguments", {}))
+        )
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments)
-        elif not isinstance(arguments, str):
-            raise InputError(ctx.path, at + ".arguments", f"expected an object, found {_kind(arguments)}")
         out.append({"id": call.get("id"), "type": "function", "function": {"name": name, "arguments": arguments}})
     return out
 

@@ -49,9 +49,8 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import check_text, expect_object, objects, optional_string, string
+from tokprof.formats.fields import check_text, expect_object, object_or_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
@@ -235,9 +234,7 @@ class _Reader:
             elif kind == "toolCall":
                 call_id = string(path, place + ".id", part.get("id"))
                 name = string(path, place + ".name", part.get("name"))
-                arguments = part.get("arguments", {})
-                if not isinstance(arguments, (dict, str)):
-                    raise InputError(path, place + ".arguments", f"expected an object, found {_kind(arguments)}")
+                arguments = object_or_string(path, place + ".arguments", part.get("arguments", {}))
                 if isinstance(arguments, dict):
                     arguments = json.dumps(arguments, ensure_ascii=False)
                 calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
