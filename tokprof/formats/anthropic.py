@@ -256,17 +256,14 @@ class _Reader:
 
     # -- the prompt --------------------------------------------------------------------------------
     def messages(self, prefix: str, body: dict) -> list[dict]:
-        raw = body["messages"]
-        if not isinstance(raw, list):
-            raise self.fail(prefix + "messages", f"expected a list of messages, found {_kind(raw)}")
+        raw = expect_list(self.path, prefix + "messages", body["messages"], "a list of messages")
         if not raw:
             raise self.fail(prefix + "messages", "empty: a call needs a prompt")
         out = self.system(prefix + "system", body.get("system"))
         call_ids: set[str] = set()
         for i, message in enumerate(raw):
             at = f"{prefix}messages[{i}]"
-            if not isinstance(message, dict):
-                raise self.fail(at, f"expected a message object, found {_kind(message)}")
+            message = expect_object(self.path, at, message, "a message object")
             role = message.get("role")
             if role not in ("user", "assistant"):
                 raise self.fail(at + ".role", f"unknown role {role!r} (expected user or assistant)")

@@ -325,8 +325,8 @@ def _response_body(path: str, trace: Trace, ex: Exchange) -> tuple[dict | None, 
         return None, failed
     if isinstance(ex.response, dict) and ex.response.get("status") == "failed":
         return None, "failed"
-    if ex.response is not None and not isinstance(ex.response, dict):
-        raise InputError(path, f"{ex.where}: response", f"expected the response object, found {_kind(ex.response)}")
+    if ex.response is not None:
+        expect_object(path, f"{ex.where}: response", ex.response, "the response object")
     return ex.response, None
 
 

@@ -167,15 +167,11 @@ def _storage(path: str, session: dict) -> Trace:
         raise InputError(path, "id", f"no message folder for this session (looked for {message_dir})")
     messages = []
     for file in sorted(message_dir.glob("*.json")):
-        info = _json_file(file)
-        if not isinstance(info, dict):
-            raise InputError(str(file), None, f"expected a message object, found {_kind(info)}")
+        info = expect_object(str(file), None, _json_file(file), "a message object")
         message = Message(str(file), info)
         part_dir = root / "part" / str(info.get("id", file.stem))
         for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
-            part = _json_file(part_file)
-            if not isinstance(part, dict):
-                raise InputError(str(part_file), None, f"expected a part object, found {_kind(part)}")
+            part = expect_object(str(part_file), None, _json_file(part_file), "a part object")
             message.parts.append((str(part_file), part))
         messages.append(message)
     messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))

@@ -446,9 +446,7 @@ class _Reader:
         raw = a.get("gen_ai.input.messages")
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.input.messages"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of messages")
             for i, message in enumerate(value):
                 out.extend(self.semconv_message(f"{where}[{i}]", message))
         elif _indexed(a, "gen_ai.prompt"):
@@ -477,16 +475,14 @@ class _Reader:
 
     def parts(self, where: str, parts: Any) -> tuple[list[str], list[str], list[dict], list[dict]]:
         """Texts, reasoning, tool calls and tool results of a list of GenAI message parts."""
-        if not isinstance(parts, list):
-            raise self.fail(where, f"expected a list of parts, found {_kind(parts)}")
+        parts = expect_list(self.path, where, parts, "a list of parts")
         texts, thoughts, calls, results = [], [], [], []
         for j, part in enumerate(parts):
             at = f"{where}[{j}]"
             if isinstance(part, str):
                 texts.append(part)
                 continue
-            if not isinstance(part, dict):
-                raise self.fail(at, f"expected a part object, found {_kind(part)}")
+            part = expect_object(self.path, at, part, "a part object")
             kind = part.get("type")
             if kind == "text" or (kind is None and "content" in part):
                 texts.append(self.text(at + ".content", part.get("content", part.get("text"))))
@@ -517,8 +513,7 @@ class _Reader:
         return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
     def semconv_message(self, where: str, message: Any) -> list[dict]:
-        if not isinstance(message, dict):
-            raise self.fail(where, f"expected a message object, found {_kind(message)}")
+        message = expect_object(self.path, where, message, "a message object")
         role = message.get("role")
         if "parts" not in message:  # Chat Completions style ({role, content, tool_calls})
             return [message]
@@ -569,9 +564,7 @@ class _Reader:
         tools: list[dict] = []
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.tool.definitions"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of tool definitions, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of tool definitions")
             tools = [self.tool(f"{where}[{i}]", t) for i, t in enumerate(value)]
             if tools and all(set(t["function"]) == {"name"} for t in tools):
                 self.trace.note("tool-names-only", NAMES_ONLY, where)
@@ -600,8 +593,7 @@ class _Reader:
         return check_tools(self.path, prefix, tools)
 
     def tool(self, where: str, tool: Any) -> dict:
-        if not isinstance(tool, dict):
-            raise self.fail(where, f"expected a tool object, found {_kind(tool)}")
+        tool = expect_object(self.path, where, tool, "a tool object")
         if isinstance(tool.get("function"), dict):
             return {"type": "function", "function": tool["function"]}
         function: dict[str, Any] = {"name": tool.get("name")}
@@ -617,9 +609,7 @@ class _Reader:
         out: list[dict] = []
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.output.messages"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of messages")
             for i, message in enumerate(value):
                 out.extend(m for m in self.semconv_message(f"{where}[{i}]", message) if m.get("role") == "assistant")
         elif _indexed(a, "gen_ai.completion"):

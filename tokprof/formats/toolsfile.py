@@ -18,7 +18,6 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_list, expect_object, optional_string
-from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import load
 
 
@@ -32,8 +31,8 @@ def normalise_tool(path: str, where: str, tool: Any) -> dict:
     description = optional_string(path, f"{label}.description", body.get("description"))
     field = next((k for k in ("parameters", "input_schema", "inputSchema") if k in body), None)
     schema = body.get(field) if field else None
-    if field is not None and not isinstance(schema, dict):
-        raise InputError(path, f"{label}.{field}", f"expected a JSON schema object, found {_kind(schema)}")
+    if field is not None:
+        expect_object(path, f"{label}.{field}", schema, "a JSON schema object")
     function: dict[str, Any] = {"name": name}
     if description is not None:
         function["description"] = description
