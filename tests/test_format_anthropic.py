@@ -582,7 +582,7 @@ def user(content) -> dict:
         ({"messages": [{"role": "system", "content": "x"}]}, "line 1: messages[0].role", "unknown role 'system'"),
         ({"messages": [{"role": "user"}]}, "line 1: messages[0].content", "missing"),
         (user(7), "line 1: messages[0].content", "expected a string or a list of content blocks, found a number"),
-        (user([{"text": "x"}]), "line 1: messages[0].content[0].type", "missing or not a string"),
+        (user([{"text": "x"}]), "line 1: messages[0].content[0].type", "missing: expected a string"),
         (user(["x"]), "line 1: messages[0].content[0]", "expected a content block object"),
         (user([{"type": "text", "text": 3}]), "line 1: messages[0].content[0].text", "expected a string"),
         (
@@ -607,7 +607,7 @@ def user(content) -> dict:
         (
             {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "name": "f"}]}]},
             "line 1: messages[0].content[0].id",
-            "expected a string, found null",
+            "missing: expected a string",
         ),
         (
             {"messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": None}]}]},

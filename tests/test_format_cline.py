@@ -330,7 +330,14 @@ def test_without_ui_messages_calls_report_no_usage(tmp_path):
         ("ui", lambda ui: ui[5].update(conversationHistoryDeletedRange=[2]), "[5].conversationHistoryDeletedRange"),
         ("history", lambda h: h[1]["content"][1].update(input=[1]), "[1].content[1].input"),
         ("history", lambda h: h[2].update(role="system"), "[2].role"),
+        ("history", lambda h: h[1]["content"][1].update(name=""), "[1].content[1].name: empty"),
         ("metadata", lambda m: m["model_usage"][0].update(model_id=7), "model_usage[0].model_id"),
+        (
+            "metadata",
+            lambda m: m["model_usage"].__setitem__(0, "x"),
+            "model_usage[0]: expected an object, found a string",
+        ),
+        ("metadata", lambda m: m.__setitem__("model_usage", 3), "model_usage: expected a list, found a number"),
     ],
 )
 def test_malformed_is_one_line_naming_the_file_and_field(tmp_path, capsys, target, change, named):
@@ -342,6 +349,16 @@ def test_malformed_is_one_line_naming_the_file_and_field(tmp_path, capsys, targe
     err = capsys.readouterr().err.strip()
     file = {"ui": "ui_messages.json", "history": "api_conversation_history.json", "metadata": "task_metadata.json"}
     assert len(err.splitlines()) == 1 and str(folder / file[target]) in err and named in err, err
+
+
+def test_task_metadata_that_is_not_an_object_says_so(tmp_path, capsys):
+    history, ui, _ = cline_task()
+    folder = tmp_path / "t"
+    write_task(folder, history, ui)
+    (folder / "task_metadata.json").write_text("[]")
+    assert main(["profile", str(folder), "--model", "qwen2.5"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("task_metadata.json: expected an object, found a list"), err
 
 
 def test_not_a_history_is_not_claimed(tmp_path):

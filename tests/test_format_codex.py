@@ -686,7 +686,7 @@ def test_sessions_lists_rollouts_in_a_tree(tmp_path):
         (
             line("event_msg", {"type": "token_count", "info": {"total_token_usage": {}}}),
             "line 2: payload.info.last_token_usage",
-            "missing",
+            "expected an object, found null",
         ),
         (
             line("event_msg", {"type": "token_count", "info": {"last_token_usage": {"input_tokens": -1}}}),

@@ -681,7 +681,14 @@ def _set(path: str, value):
         (_set("samples.0.events.3.input.3.tool_call_id", None), ".events[3].input[3].tool_call_id: missing"),
         (_set("samples.0.events.1.tools", {}), ": samples[0].events[1].tools: expected a list of tool definitions"),
         (_set("samples.0.events.1.tools", [3]), ": samples[0].events[1].tools[0]: expected a tool object"),
-        (_set("samples.0.events.1.tools", [{"description": "x"}]), ".events[1].tools[0].name: missing or not a string"),
+        (
+            _set("samples.0.events.1.tools", [{"description": "x"}]),
+            ".events[1].tools[0].name: missing: expected a string",
+        ),
+        (
+            _set("samples.0.events.1.tools", [{"name": ""}]),
+            ".events[1].tools[0].name: empty: expected a non-empty string",
+        ),
         (_set("samples.0.events.1.tools", [TOOL, TOOL]), ".events[1].tools[1].function.name: duplicate tool name"),
         (
             _set("samples.0.events.1.tools", [TOOL | {"parameters": "x"}]),

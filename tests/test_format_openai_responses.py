@@ -575,12 +575,17 @@ ODD = {
     "call id": (
         pair({"input": [{"type": "function_call", "name": "f", "arguments": "{}"}]}),
         "line 1: request.input[0].call_id",
-        "found null",
+        "missing: expected a string",
     ),
     "call name": (
         pair({"input": [{"type": "function_call", "call_id": "c", "name": 1, "arguments": "{}"}]}),
         "line 1: request.input[0].name",
         "found a number",
+    ),
+    "empty call name": (
+        pair({"input": [{"type": "function_call", "call_id": "c", "name": "", "arguments": "{}"}]}),
+        "line 1: request.input[0].name",
+        "empty: expected a non-empty string",
     ),
     "call arguments": (
         pair({"input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": {"a": 1}}]}),
@@ -611,8 +616,8 @@ ODD = {
     ),
     "summary part": (
         pair({"input": [{"type": "reasoning", "summary": [7]}]}),
-        "line 1: request.input[0].summary[0].text",
-        "found null",
+        "line 1: request.input[0].summary[0]",
+        "expected a content part object, found a number",
     ),
     "item kind": (
         pair({"input": [{"type": "telepathy"}]}),
@@ -629,7 +634,11 @@ ODD = {
     "model": (pair({"input": "x", "model": 3}), "line 1: request.model", "expected a string"),
     "tools": (pair({"input": "x", "tools": {"a": 1}}), "line 1: request.tools", "expected a list of tool definitions"),
     "tool": (pair({"input": "x", "tools": ["lookup"]}), "line 1: request.tools[0]", "expected a tool object"),
-    "tool type": (pair({"input": "x", "tools": [{"name": "f"}]}), "line 1: request.tools[0].type", "found null"),
+    "tool type": (
+        pair({"input": "x", "tools": [{"name": "f"}]}),
+        "line 1: request.tools[0].type",
+        "missing: expected a string",
+    ),
     "tool name": (
         pair({"input": "x", "tools": [{"type": "function"}]}),
         "line 1: request.tools[0].name",
@@ -663,7 +672,7 @@ ODD = {
     "output call": (
         pair({"input": "x"}, {"id": "r", "output": [{"type": "function_call", "call_id": "c", "name": "f"}]}),
         "line 1: response.output[0].arguments",
-        "found null",
+        "missing: expected a string",
     ),
     "usage": (
         pair({"input": "x"}, {"id": "r", "output": [], "usage": []}),

@@ -61,6 +61,7 @@ from tokprof.formats.capture import (
     traced_body,
     url_path,
 )
+from tokprof.formats.fields import expect_list, expect_object, nonempty_string, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -243,8 +244,7 @@ class _Reader:
         """The URL path of a traced HTTP exchange, or None when the record has no URL."""
         request = record.get("request") if isinstance(record, dict) else None
         if isinstance(request, dict) and "messages" not in request and "url" in request:
-            if not isinstance(request["url"], str):
-                raise self.fail(f"{where}: request.url", f"expected a string, found {_kind(request['url'])}")
+            string(self.path, f"{where}: request.url", request["url"])
         return url_path(record)
 
     def skip_endpoint(self, where: str, record: dict, endpoint: str) -> None:
@@ -256,17 +256,14 @@ class _Reader:
 
     # -- the prompt --------------------------------------------------------------------------------
     def messages(self, prefix: str, body: dict) -> list[dict]:
-        raw = body["messages"]
-        if not isinstance(raw, list):
-            raise self.fail(prefix + "messages", f"expected a list of messages, found {_kind(raw)}")
+        raw = expect_list(self.path, prefix + "messages", body["messages"], "a list of messages")
         if not raw:
             raise self.fail(prefix + "messages", "empty: a call needs a prompt")
         out = self.system(prefix + "system", body.get("system"))
         call_ids: set[str] = set()
         for i, message in enumerate(raw):
             at = f"{prefix}messages[{i}]"
-            if not isinstance(message, dict):
-                raise self.fail(at, f"expected a message object, found {_kind(message)}")
+            message = expect_object(self.path, at, message, "a message object")
             role = message.get("role")
             if role not in ("user", "assistant"):
                 raise self.fail(at + ".role", f"unknown role {role!r} (expected user or assistant)")
@@ -305,18 +302,13 @@ class _Reader:
         out = []
         for j, block in enumerate(content):
             at = f"{where}[{j}]"
-            if not isinstance(block, dict):
-                raise self.fail(at, f"expected a content block object, found {_kind(block)}")
-            if not isinstance(block.get("type"), str):
-                raise self.fail(at + ".type", "missing or not a string")
+            block = expect_object(self.path, at, block, "a content block object")
+            string(self.path, at + ".type", block.get("type"))
             out.append((at, block))
         return out
 
     def text(self, where: str, block: dict, key: str) -> str:
-        value = block.get(key)
-        if not isinstance(value, str):
-            raise self.fail(f"{where}.{key}", f"expected a string, found {_kind(value)}")
-        return check_text(self.path, f"{where}.{key}", value)
+        return string(self.path, f"{where}.{key}", block.get(key))
 
     def not_text(self, where: str, kind: str) -> None:
         self.trace.note("content-not-text", NOT_TEXT, f"{where} ({kind})")
@@ -356,21 +348,15 @@ class _Reader:
         return assistant_message(texts, thoughts, calls)
 
     def tool_call(self, where: str, block: dict, call_ids: set[str]) -> dict:
-        call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
-        if not isinstance(call_id, str):
-            raise self.fail(where + ".id", f"expected a string, found {_kind(call_id)}")
-        if not isinstance(name, str) or not name:
-            raise self.fail(where + ".name", "missing or not a string")
-        if not isinstance(arguments, dict):
-            raise self.fail(where + ".input", f"expected an object, found {_kind(arguments)}")
+        call_id = string(self.path, where + ".id", block.get("id"))
+        name = nonempty_string(self.path, where + ".name", block.get("name"))
+        arguments = expect_object(self.path, where + ".input", block.get("input", {}))
         call_ids.add(call_id)
         text = check_text(self.path, where + ".input", json.dumps(arguments, ensure_ascii=False))
         return {"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}
 
     def tool_result(self, where: str, block: dict, call_ids: set[str]) -> dict:
-        call_id = block.get("tool_use_id")
-        if not isinstance(call_id, str):
-            raise self.fail(where + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+        call_id = string(self.path, where + ".tool_use_id", block.get("tool_use_id"))
         if call_id not in call_ids:
             raise self.fail(
                 where + ".tool_use_id", f"{call_id!r} matches no tool_use block in an earlier assistant message"
@@ -393,10 +379,8 @@ class _Reader:
     def tools(self, prefix: str, tools: Any) -> list[dict] | None:
         if tools is None:
             return None
-        if not isinstance(tools, list):
-            raise self.fail(prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
         out, names = [], set()
-        for k, tool in enumerate(tools):
+        for k, tool in enumerate(expect_list(self.path, prefix + "tools", tools, "a list of tool definitions")):
             converted = self.tool(f"{prefix}tools[{k}]", tool)
             name = converted["function"]["name"]
             if name in names:
@@ -406,24 +390,18 @@ class _Reader:
         return check_tools(self.path, prefix, out)
 
     def tool(self, where: str, tool: Any) -> dict:
-        if not isinstance(tool, dict):
-            raise self.fail(where, f"expected a tool object, found {_kind(tool)}")
-        name, kind = tool.get("name"), tool.get("type")
-        if not isinstance(name, str) or not name:
-            raise self.fail(where + ".name", "missing or not a string")
+        tool = expect_object(self.path, where, tool, "a tool object")
+        name = nonempty_string(self.path, where + ".name", tool.get("name"))
+        kind = tool.get("type")
         if "input_schema" in tool or kind in (None, "custom"):
-            schema, description = tool.get("input_schema"), tool.get("description")
-            if not isinstance(schema, dict):
-                raise self.fail(where + ".input_schema", f"expected an object, found {_kind(schema)}")
-            if description is not None and not isinstance(description, str):
-                raise self.fail(where + ".description", f"expected a string, found {_kind(description)}")
+            schema = expect_object(self.path, where + ".input_schema", tool.get("input_schema"))
+            description = optional_string(self.path, where + ".description", tool.get("description"))
             function: dict[str, Any] = {"name": name}
             if description is not None:
                 function["description"] = description
             function["parameters"] = schema
             return {"type": "function", "function": function}
-        if not isinstance(kind, str):
-            raise self.fail(where + ".type", f"expected a string, found {_kind(kind)}")
+        kind = string(self.path, where + ".type", kind)
         if kind not in self.server_tools_seen:
             self.server_tools_seen.add(kind)
             self.trace.note("server-tool", SERVER_TOOL, f"{where} ({kind})")
@@ -504,10 +482,9 @@ class _Reader:
 
     def usage(self, where: str, usage: Any) -> Usage | None:
         """Anthropic's usage: ``input_tokens`` excludes cache reads and writes, so they are added."""
+        usage = optional_object(self.path, where, usage)
         if usage is None:
             return None
-        if not isinstance(usage, dict):
-            raise self.fail(where, f"expected an object, found {_kind(usage)}")
         counts: dict[str, int | None] = {
             key: check_count(self.path, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS
         }
@@ -568,6 +545,5 @@ def request_prompt(path: str, body: dict) -> tuple[list[dict], list[dict] | None
     ``messages``), and the notes made on the way (content that is not text, built-in tools)."""
     trace = Trace(path=path, format=FORMAT)
     reader = _Reader(path, trace)
-    if not isinstance(body.get("messages"), list):
-        raise InputError(path, "messages", f"expected a list of messages, found {_kind(body.get('messages'))}")
+    expect_list(path, "messages", body.get("messages"), "a list of messages")
     return reader.messages("", body), reader.tools("", body.get("tools")), trace.notes

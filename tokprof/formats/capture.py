@@ -24,7 +24,6 @@ from typing import Any, Iterator, TypeGuard
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
-from tokprof.formats.jsonfile import kind_of as _kind
 
 
 @dataclass
@@ -188,8 +187,7 @@ def exchange(path: str, where: str, record: Any) -> Exchange:
         request = request.get("body")
         if isinstance(request, str):  # a body saved as text
             request = _json_body(path, where + ": request.body", request)
-    if not isinstance(request, dict):
-        raise InputError(path, where + ": request", f"expected the request body, an object, found {_kind(request)}")
+    request = expect_object(path, where + ": request", request, "the request body, an object")
     stream = None
     if _is_traced(response):
         status = http_status(response.get("status_code", response.get("status")))

@@ -73,10 +73,19 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.fields import (
+    check_text,
+    expect_list,
+    expect_object,
+    nonempty_string,
+    object_or_string,
+    objects,
+    string,
+)
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
-from tokprof.formats.neutral import assistant_message, check_count, check_text, parse_time
+from tokprof.formats.neutral import assistant_message, check_count, parse_time
 from tokprof.base.text import visible
 from tokprof.trace import Call, Trace, Usage
 
@@ -176,9 +185,7 @@ def sniff(doc: Document) -> bool:
 
 # -- reading ---------------------------------------------------------------------------------------
 def read(path: str, doc: Document) -> Trace:
-    history = _single_value(doc)
-    if not isinstance(history, list):
-        raise InputError(path, None, f"expected a list of messages (a Cline task's {HISTORY}), found {_kind(history)}")
+    history = expect_list(path, None, _single_value(doc), f"a list of messages (a Cline task's {HISTORY})")
     folder = Path(path).parent
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=folder.name or None)
     converted = _convert(trace, history)
@@ -203,10 +210,12 @@ def _companion(path: str, kinds: Any) -> Any:
     """A companion file's value (a list or object), or an error naming it."""
     with load(path) as doc:
         value = _single_value(doc)
+    if kinds is list:
+        return expect_list(path, None, value)
+    if kinds is dict:
+        return expect_object(path, None, value)
     if not isinstance(value, kinds):
-        raise InputError(
-            path, None, f"expected {'a list' if kinds is list else 'a JSON list or object'}, found {_kind(value)}"
-        )
+        raise InputError(path, None, f"expected a JSON list or object, found {_kind(value)}")
     return value
 
 
@@ -220,8 +229,7 @@ def _convert(trace: Trace, history: list) -> list[list[dict]]:
             trace.note("reasoning-items", REASONING, where)
             out.append([])
             continue
-        if not isinstance(message, dict):
-            raise InputError(trace.path, where, f"expected a message object, found {_kind(message)}")
+        message = expect_object(trace.path, where, message, "a message object")
         role = message.get("role")
         if role not in ("user", "assistant"):
             raise InputError(trace.path, where + ".role", f"expected user or assistant, found {role!r}")
@@ -248,10 +256,7 @@ def _blocks(path: str, where: str, content: Any) -> list[tuple[str, dict]]:
 
 
 def _text(path: str, where: str, block: dict, key: str = "text") -> str:
-    value = block.get(key)
-    if not isinstance(value, str):
-        raise InputError(path, f"{where}.{key}", f"expected a string, found {_kind(value)}")
-    return check_text(path, f"{where}.{key}", value)
+    return string(path, f"{where}.{key}", block.get(key))
 
 
 def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
@@ -265,9 +270,7 @@ def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
                 chat.trace.note("text-tool-results", TEXT_RESULTS, at)
             texts.append(text)
         elif kind == "tool_result":
-            call_id = block.get("tool_use_id")
-            if not isinstance(call_id, str):
-                raise InputError(path, at + ".tool_use_id", f"expected a string, found {_kind(call_id)}")
+            call_id = string(path, at + ".tool_use_id", block.get("tool_use_id"))
             content = block.get("content")
             parts = [] if content is None else _blocks(path, at + ".content", content)
             pieces = []
@@ -294,11 +297,9 @@ def _assistant(chat: Conversation, blocks: list[tuple[str, dict]], message: dict
         elif kind == "thinking":
             thoughts.append(_text(path, at, block, "thinking"))
         elif kind == "tool_use":
-            call_id, name, arguments = block.get("id"), block.get("name"), block.get("input", {})
-            if not isinstance(call_id, str) or not isinstance(name, str) or not name:
-                raise InputError(path, at, "a tool_use block needs a string id and name")
-            if not isinstance(arguments, (dict, str)):
-                raise InputError(path, at + ".input", f"expected an object, found {_kind(arguments)}")
+            call_id = string(path, at + ".id", block.get("id"))
+            name = nonempty_string(path, at + ".name", block.get("name"))
+            arguments = object_or_string(path, at + ".input", block.get("input", {}))
             text = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
             calls.append(
                 {
@@ -322,8 +323,7 @@ def _requests(trace: Trace, ui_path: str, entries: list) -> list[Request]:
     cost_sum, cost_seen = 0.0, False
     for i, entry in enumerate(entries):
         where = f"[{i}]"
-        if not isinstance(entry, dict):
-            raise InputError(ui_path, where, f"expected a message object, found {_kind(entry)}")
+        entry = expect_object(ui_path, where, entry, "a message object")
         deleted = _range(ui_path, where, entry.get("conversationHistoryDeletedRange"))
         if requests and deleted is not None:  # the range in force for the latest request
             requests[-1] = replace(requests[-1], deleted=deleted)
@@ -415,14 +415,9 @@ def _model_usage(path: Path) -> list[tuple[float | None, str]]:
     if not path.is_file():
         return []
     value = _companion(str(path), dict)
-    entries = value.get("model_usage") or []
-    if not isinstance(entries, list):
-        raise InputError(str(path), "model_usage", f"expected a list, found {_kind(entries)}")
     out = []
-    for i, entry in enumerate(entries):
-        model = entry.get("model_id") if isinstance(entry, dict) else None
-        if not isinstance(model, str):
-            raise InputError(str(path), f"model_usage[{i}].model_id", "missing or not a string")
+    for where, entry in objects(str(path), "model_usage", value.get("model_usage") or []):
+        model = string(str(path), where + ".model_id", entry.get("model_id"))
         ts = entry.get("ts")
         out.append((ts if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None, model))
     return out

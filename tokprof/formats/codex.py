@@ -98,10 +98,10 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.fields import expect_object, expect_list, string
+from tokprof.formats.fields import check_text, expect_list, expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_count, check_messages, check_text, parse_day, parse_time
+from tokprof.formats.neutral import check_count, check_messages, parse_day, parse_time
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "codex"
@@ -347,34 +347,32 @@ class _Parser:
 
     def session_meta(self, number: int, timestamp: Any, payload: dict, prefix: str | None = None) -> None:
         prefix = prefix or f"line {number}: payload."
-        session = payload.get("id")
-        if session is not None and not isinstance(session, str):
-            raise InputError(self.path, prefix + "id", f"expected a string, found {_kind(session)}")
+        session = optional_string(self.path, prefix + "id", payload.get("id"))
         if self.meta.session is None:
             self.meta.session = session
             self.meta.timestamp = payload.get("timestamp", timestamp)
-        instructions = _optional_text(self.path, prefix + "instructions", payload.get("instructions"))
+        instructions = optional_string(self.path, prefix + "instructions", payload.get("instructions"))
         if instructions and instructions.strip():
             self.meta.instructions = instructions
         base = payload.get("base_instructions")
         if isinstance(base, dict):
-            base = _optional_text(self.path, prefix + "base_instructions.text", base.get("text"))
+            base = optional_string(self.path, prefix + "base_instructions.text", base.get("text"))
         else:
-            base = _optional_text(self.path, prefix + "base_instructions", base)
+            base = optional_string(self.path, prefix + "base_instructions", base)
         if base and base.strip():
             self.meta.base = base
-        self.meta.cwd = _optional_text(self.path, prefix + "cwd", payload.get("cwd")) or self.meta.cwd
-        git = payload.get("git")
-        if git is not None and not isinstance(git, dict):
-            raise InputError(self.path, prefix + "git", f"expected an object, found {_kind(git)}")
+        self.meta.cwd = optional_string(self.path, prefix + "cwd", payload.get("cwd")) or self.meta.cwd
+        git = optional_object(self.path, prefix + "git", payload.get("git"))
         if git:
-            self.meta.git_branch = _optional_text(self.path, prefix + "git.branch", git.get("branch")) or None
-            self.meta.git_commit = _optional_text(self.path, prefix + "git.commit_hash", git.get("commit_hash")) or None
+            self.meta.git_branch = optional_string(self.path, prefix + "git.branch", git.get("branch")) or None
+            self.meta.git_commit = (
+                optional_string(self.path, prefix + "git.commit_hash", git.get("commit_hash")) or None
+            )
 
     def turn_context(self, number: int, timestamp: Any, payload: dict) -> None:
         prefix = f"line {number}: payload."
-        model = _optional_text(self.path, prefix + "model", payload.get("model"))
-        base = _optional_text(self.path, prefix + "base_instructions", payload.get("base_instructions"))
+        model = optional_string(self.path, prefix + "model", payload.get("model"))
+        base = optional_string(self.path, prefix + "base_instructions", payload.get("base_instructions"))
         self.entries.append(Entry("context", number, timestamp, model=model, base=base or None))
 
     def response_item(self, number: int, timestamp: Any, payload: dict, prefix: str = "payload.") -> None:
@@ -397,7 +395,7 @@ class _Parser:
 
     def compacted(self, number: int, timestamp: Any, payload: dict) -> None:
         prefix = f"line {number}: payload."
-        summary = _optional_text(self.path, prefix + "message", payload.get("message")) or ""
+        summary = optional_string(self.path, prefix + "message", payload.get("message")) or ""
         replacement = payload.get("replacement_history")
         items = None
         if replacement is not None:
@@ -415,14 +413,6 @@ class _Parser:
         self.trace.compactions += 1
 
 
-def _optional_text(path: str, where: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputError(path, where, f"expected a string, found {_kind(value)}")
-    return check_text(path, where, value)
-
-
 def _count(path: str, number: int, timestamp: Any, payload: dict) -> Entry | None:
     """A token_count event, or None when it carries no usage (a rate-limit update)."""
     prefix = f"line {number}: payload."
@@ -432,9 +422,7 @@ def _count(path: str, number: int, timestamp: Any, payload: dict) -> Entry | Non
     if info is None:
         return None
     info = expect_object(path, prefix + "info", info)
-    last = info.get("last_token_usage")
-    if not isinstance(last, dict):
-        raise InputError(path, prefix + "info.last_token_usage", "missing or not an object")
+    last = expect_object(path, prefix + "info.last_token_usage", info.get("last_token_usage"))
     total = info.get("total_token_usage", last)
     total = expect_object(path, prefix + "info.total_token_usage", total)
     return _usage_entry(path, number, timestamp, prefix + "info.last_token_usage.", last, total)
@@ -541,9 +529,7 @@ def _reasoning_text(path: str, prefix: str, payload: dict) -> tuple[str, bool]:
 
 
 def _tool_call(path: str, prefix: str, kind: str, payload: dict) -> dict:
-    call_id = payload.get("call_id") or payload.get("id")
-    if call_id is not None and not isinstance(call_id, str):
-        raise InputError(path, prefix + "call_id", f"expected a string, found {_kind(call_id)}")
+    call_id = optional_string(path, prefix + "call_id", payload.get("call_id") or payload.get("id"))
     if kind in ("function_call", "custom_tool_call"):
         if call_id is None:
             raise InputError(path, prefix + "call_id", "missing: a tool call needs its id")
@@ -555,9 +541,7 @@ def _tool_call(path: str, prefix: str, kind: str, payload: dict) -> dict:
         arguments = string(path, prefix + key, arguments)
     else:
         name = "local_shell" if kind == "local_shell_call" else "web_search"
-        action = payload.get("action")
-        if action is not None and not isinstance(action, dict):
-            raise InputError(path, prefix + "action", f"expected an object, found {_kind(action)}")
+        action = optional_object(path, prefix + "action", payload.get("action"))
         arguments = check_text(path, prefix + "action", json.dumps(action or {}, ensure_ascii=False))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 

@@ -47,10 +47,9 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
-from tokprof.formats.fields import expect_object, expect_list, objects, string
+from tokprof.formats.fields import check_text, expect_list, expect_object, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_cached, check_count, check_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "gemini-cli"
@@ -139,24 +138,22 @@ def _read_lines(trace: Trace, doc: Document) -> None:
             update = value["$set"]
             update = expect_object(trace.path, where + ": $set", update)
             if "messages" in update:
-                listed = update["messages"]
-                listed = expect_list(trace.path, where + ": $set.messages", listed)
                 ids = []
-                for i, message in enumerate(listed):
-                    if not isinstance(message, dict) or not isinstance(message.get("id"), str):
-                        raise InputError(trace.path, f"{where}: $set.messages[{i}].id", "missing or not a string")
-                    latest[message["id"]] = (f"{where}: $set.messages[{i}]", message)
-                    ids.append(message["id"])
+                for at, message in objects(trace.path, where + ": $set.messages", update["messages"]):
+                    message_id = string(trace.path, at + ".id", message.get("id"))
+                    latest[message_id] = (at, message)
+                    ids.append(message_id)
                 events.append(("replace", ids))
         elif _is_metadata(value):
             if trace.session is None:
                 trace.session = value["sessionId"]
             listed = value.get("messages")  # a whole ConversationRecord on one line: its messages are added
             for i, message in enumerate(listed if isinstance(listed, list) else ()):
-                if not isinstance(message, dict) or not isinstance(message.get("id"), str):
-                    raise InputError(trace.path, f"{where}: messages[{i}].id", "missing or not a string")
-                latest[message["id"]] = (f"{where}: messages[{i}]", message)
-                events.append(("add", message["id"]))
+                at = f"{where}: messages[{i}]"
+                message = expect_object(trace.path, at, message)
+                message_id = string(trace.path, at + ".id", message.get("id"))
+                latest[message_id] = (at, message)
+                events.append(("add", message_id))
         else:
             raise InputError(trace.path, where, "not a Gemini CLI record (no id, $rewindTo, $set or sessionId)")
     _replay(trace, latest, events)
@@ -218,9 +215,7 @@ def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
     calls, results = _tool_calls(chat, _field(where, "toolCalls"), message.get("toolCalls"))
     if calls:
         assistant["tool_calls"] = calls
-    model = message.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError(path, _field(where, "model"), f"expected a string, found {_kind(model)}")
+    model = optional_string(path, _field(where, "model"), message.get("model"))
     usage = _usage(chat, _field(where, "tokens"), message.get("tokens"))
     clean = chat.check(assistant, where)
     chat.call(
@@ -256,15 +251,14 @@ def _text(chat: Conversation, where: str, content: Any) -> str:
         at = f"{where}[{j}]" if isinstance(content, list) else where
         if isinstance(part, str):
             texts.append(check_text(path, at, part))
-        elif not isinstance(part, dict):
-            raise InputError(path, at, f"expected a part object, found {_kind(part)}")
-        elif "text" in part:
-            if not isinstance(part["text"], str):
-                raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
-            if not part.get("thought"):
-                texts.append(check_text(path, at + ".text", part["text"]))
-        else:
+            continue
+        part = expect_object(path, at, part, "a part object")
+        if "text" not in part:
             chat._skip(at, "part")
+            continue
+        text = string(path, at + ".text", part["text"])
+        if not part.get("thought"):
+            texts.append(text)
     return "\n".join(texts)
 
 
@@ -275,11 +269,8 @@ def _thoughts(path: str, where: str, thoughts: Any) -> str:
     out = []
     for j, thought in enumerate(thoughts):
         thought = expect_object(path, f"{where}[{j}]", thought)
-        pieces = [thought.get(key) for key in ("subject", "description")]
-        for key, piece in zip(("subject", "description"), pieces):
-            if piece is not None and not isinstance(piece, str):
-                raise InputError(path, f"{where}[{j}].{key}", f"expected a string, found {_kind(piece)}")
-        out.append(check_text(path, f"{where}[{j}]", ": ".join(p for p in pieces if p)))
+        pieces = [optional_string(path, f"{where}[{j}].{key}", thought.get(key)) for key in ("subject", "description")]
+        out.append(": ".join(p for p in pieces if p))
     return "\n".join(out)
 
 

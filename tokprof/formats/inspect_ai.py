@@ -86,7 +86,16 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tokprof.base.errors import InputError
-from tokprof.formats.fields import expect_object, expect_list, objects, string
+from tokprof.formats.fields import (
+    expect_list,
+    expect_object,
+    nonempty_string,
+    object_or_string,
+    objects,
+    optional_object,
+    optional_string,
+    string,
+)
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -159,12 +168,7 @@ class _Context:
         attachments = self.sample.attachments
         if not isinstance(attachments, dict) or key not in attachments:
             raise InputError(self.path, where, f"{value!r} has no entry in the sample's attachments")
-        content = attachments[key]
-        if not isinstance(content, str):
-            raise InputError(
-                self.path, f"{self.sample.prefix}attachments.{key}", f"expected a string, found {_kind(content)}"
-            )
-        return check_text(self.path, where, content)
+        return string(self.path, f"{self.sample.prefix}attachments.{key}", attachments[key])
 
     def resolve(self, where: str, value: Any) -> Any:
         """A JSON value with every attachment reference in it replaced."""
@@ -200,8 +204,8 @@ def _read_json(path: str, value: dict) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/json")
     log = _log_info(path, "", value)
     samples = value.get("samples")
-    if samples is not None and not isinstance(samples, list):
-        raise InputError(path, "samples", f"expected a list of samples, found {_kind(samples)}")
+    if samples is not None:
+        expect_list(path, "samples", samples, "a list of samples")
     if not samples:
         raise _no_samples(path, value.get("status"))
     found = [_json_sample(path, f"samples[{i}]", sample) for i, sample in enumerate(samples)]
@@ -253,13 +257,8 @@ def _no_samples(path: str, status: Any) -> InputError:
 
 
 def _log_info(path: str, prefix: str, header: Any) -> _Log:
-    if not isinstance(header, dict):
-        raise InputError(
-            path, prefix.rstrip(": ") or None, f"expected the log header, an object, found {_kind(header)}"
-        )
-    spec = header.get("eval")
-    if not isinstance(spec, dict):
-        raise InputError(path, prefix + "eval", f"expected the eval spec, an object, found {_kind(spec)}")
+    header = expect_object(path, prefix.rstrip(": ") or None, header, "the log header, an object")
+    spec = expect_object(path, prefix + "eval", header.get("eval"), "the eval spec, an object")
     model = spec.get("model")
     packages = spec.get("packages")
     version = packages.get("inspect_ai") if isinstance(packages, dict) else None
@@ -285,8 +284,7 @@ def _json_sample(path: str, where: str, sample: Any, prefix: str | None = None) 
     if events is None:
         events = []
     events = expect_list(path, prefix + events_field, events, "a list of events")
-    if attachments is not None and not isinstance(attachments, dict):
-        raise InputError(path, prefix + "attachments", f"expected an object, found {_kind(attachments)}")
+    attachments = optional_object(path, prefix + "attachments", attachments)
     roots = [(f"{prefix}{events_field}[{j}]", event) for j, event in enumerate(events)]
     return _Sample(
         where=where,
@@ -386,9 +384,7 @@ def _model_event(ctx: _Context, where: str, event: dict) -> None:
             "profiled, but reported usage may be missing",
             ctx.place(where),
         )
-    model = event.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError(ctx.path, where + ".model", f"expected a string, found {_kind(model)}")
+    model = optional_string(ctx.path, where + ".model", event.get("model"))
     ctx.trace.calls.append(
         Call(
             index=len(ctx.trace.calls),
@@ -509,11 +505,11 @@ def _tool_calls(ctx: _Context, where: str, calls: Any) -> list[dict]:
         name = call.get("function")
         if not isinstance(name, str):
             raise InputError(ctx.path, at + ".function", f"expected the tool's name, a string, found {_kind(name)}")
-        arguments = ctx.resolve(at + ".arguments", call.get("arguments", {}))
+        arguments = object_or_string(
+            ctx.path, at + ".arguments", ctx.resolve(at + ".arguments", call.get("arguments", {}))
+        )
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments)
-        elif not isinstance(arguments, str):
-            raise InputError(ctx.path, at + ".arguments", f"expected an object, found {_kind(arguments)}")
         out.append({"id": call.get("id"), "type": "function", "function": {"name": name, "arguments": arguments}})
     return out
 
@@ -535,9 +531,7 @@ def _tools(ctx: _Context, where: str, tools: Any) -> list[dict] | None:
     for k, tool in enumerate(tools):
         at = f"{where}[{k}]"
         tool = expect_object(ctx.path, at, tool, "a tool object")
-        name = tool.get("name")
-        if not isinstance(name, str) or not name:
-            raise InputError(ctx.path, at + ".name", "missing or not a string")
+        name = nonempty_string(ctx.path, at + ".name", tool.get("name"))
         function: dict[str, Any] = {"name": name}
         if tool.get("description") is not None:
             function["description"] = ctx.resolve(at + ".description", tool["description"])

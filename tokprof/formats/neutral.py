@@ -13,25 +13,23 @@ from datetime import date, datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 from tokprof.base.errors import InputError
+from tokprof.formats.fields import (
+    check_text,
+    expect_list,
+    expect_object,
+    nonempty_string,
+    objects,
+    optional_object,
+    optional_string,
+    string,
+)
 from tokprof.formats.jsonfile import TOO_DEEP, too_deep
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.trace import ROLES, Call, Usage
 
 
-def check_text(path: str, where: str, text: str) -> str:
-    """A string that can be tokenized: valid Unicode (JSON escapes can encode lone surrogates)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(path, where, f"invalid Unicode (a lone surrogate at character {exc.start})") from None
-    return text
-
-
 def check_model(path: str, prefix: str, obj: dict) -> str | None:
-    model = obj.get("model")
-    if model is not None and not isinstance(model, str):
-        raise InputError(path, prefix + "model", f"expected a string, found {_kind(model)}")
-    return model
+    return optional_string(path, prefix + "model", obj.get("model"))
 
 
 def parse_day(obj: dict) -> date | None:
@@ -100,28 +98,17 @@ def in_time_order(sequences: Sequence[Sequence[Call]]) -> list[Call]:
 def check_tools(path: str, prefix: str, tools: Any) -> list[dict] | None:
     if tools is None:
         return None
-    if not isinstance(tools, list):
-        raise InputError(path, prefix + "tools", f"expected a list of tool definitions, found {_kind(tools)}")
     names = set()
-    for i, tool in enumerate(tools):
-        where = f"{prefix}tools[{i}]"
-        if not isinstance(tool, dict):
-            raise InputError(path, where, f"expected a tool object, found {_kind(tool)}")
+    for where, tool in objects(path, prefix + "tools", tools, "a tool object", "a list of tool definitions"):
         function = tool.get("function")
         if not isinstance(function, dict):
             raise InputError(path, where + ".function", "missing: expected {'type': 'function', 'function': {...}}")
-        name = function.get("name")
-        if not isinstance(name, str) or not name:
-            raise InputError(path, where + ".function.name", "missing or not a string")
+        name = nonempty_string(path, where + ".function.name", function.get("name"))
         if name in names:
             raise InputError(path, where + ".function.name", f"duplicate tool name {name!r}")
         names.add(name)
-        description = function.get("description")
-        if description is not None and not isinstance(description, str):
-            raise InputError(path, where + ".function.description", f"expected a string, found {_kind(description)}")
-        params = function.get("parameters")
-        if params is not None and not isinstance(params, dict):
-            raise InputError(path, where + ".function.parameters", f"expected an object, found {_kind(params)}")
+        optional_string(path, where + ".function.description", function.get("description"))
+        optional_object(path, where + ".function.parameters", function.get("parameters"))
         check_text(path, where, json.dumps(tool, ensure_ascii=False))
     return tools
 
@@ -144,8 +131,7 @@ def check_content(path: str, where: str, content: Any, required: bool, skip: Ski
             if isinstance(part, str):
                 texts.append(check_text(path, f"{where}[{j}]", part))
                 continue
-            if not isinstance(part, dict):
-                raise InputError(path, f"{where}[{j}]", f"expected a content part object, found {_kind(part)}")
+            part = expect_object(path, f"{where}[{j}]", part, "a content part object")
             kind = part.get("type")
             if kind == "refusal" and isinstance(part.get("refusal"), str):
                 texts.append(check_text(path, f"{where}[{j}].refusal", part["refusal"]))
@@ -155,10 +141,7 @@ def check_content(path: str, where: str, content: Any, required: bool, skip: Ski
                     raise InputError(path, f"{where}[{j}].type", f"unsupported content part {kind!r}: only text parts")
                 skip(f"{where}[{j}]", kind)
                 continue
-            text = part.get("text")
-            if not isinstance(text, str):
-                raise InputError(path, f"{where}[{j}].text", f"expected a string, found {_kind(text)}")
-            texts.append(check_text(path, f"{where}[{j}].text", text))
+            texts.append(string(path, f"{where}[{j}].text", part.get("text")))
         return "\n".join(texts)
     raise InputError(path, where, f"expected a string or a list of text parts, found {_kind(content)}")
 
@@ -174,14 +157,12 @@ def check_messages(
     """Check and normalise messages. To check only the new end of a prompt whose start was checked
     before, give the tool call ids of that start (``call_ids``) and the index of the first message
     given (``first``, for the places in errors)."""
-    if not isinstance(messages, list):
-        raise InputError(path, prefix + "messages", f"expected a list of messages, found {_kind(messages)}")
+    messages = expect_list(path, prefix + "messages", messages, "a list of messages")
     out: list[dict] = []
     call_ids = set(call_ids or ())
     for i, message in enumerate(messages, start=first):
         where = f"{prefix}messages[{i}]"
-        if not isinstance(message, dict):
-            raise InputError(path, where, f"expected a message object, found {_kind(message)}")
+        message = expect_object(path, where, message, "a message object")
         role = message.get("role")
         if role not in ROLES:
             raise InputError(path, where + ".role", f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
@@ -204,8 +185,7 @@ def check_messages(
             call_id = message.get("tool_call_id")
             if call_id is None:
                 raise InputError(path, where + ".tool_call_id", "missing: a tool message must name the call it answers")
-            if not isinstance(call_id, str):
-                raise InputError(path, where + ".tool_call_id", f"expected a string, found {_kind(call_id)}")
+            call_id = string(path, where + ".tool_call_id", call_id)
             if call_id not in call_ids:
                 raise InputError(path, where + ".tool_call_id", f"{call_id!r} matches no earlier assistant tool call")
             clean["tool_call_id"] = call_id
@@ -214,27 +194,21 @@ def check_messages(
 
 
 def check_tool_calls(path: str, where: str, calls: Any, call_ids: set[str]) -> list[dict]:
-    if not isinstance(calls, list):
-        raise InputError(path, where, f"expected a list, found {_kind(calls)}")
     out = []
-    for j, call in enumerate(calls):
+    for j, call in enumerate(expect_list(path, where, calls)):
         at = f"{where}[{j}]"
         if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
             raise InputError(path, at + ".function", "missing: expected {'id', 'type', 'function': {...}}")
         function = call["function"]
-        name = function.get("name")
-        if not isinstance(name, str):
-            raise InputError(path, at + ".function.name", "missing or not a string")
+        name = string(path, at + ".function.name", function.get("name"))
         arguments = function.get("arguments", "{}")
         if not isinstance(arguments, (str, dict)):
             raise InputError(path, at + ".function.arguments", f"expected a JSON string, found {_kind(arguments)}")
         if isinstance(arguments, str) and too_deep(arguments):  # templates parse the arguments
             raise InputError(path, at + ".function.arguments", f"invalid JSON: {TOO_DEEP}")
         check_text(path, at + ".function", json.dumps(function, ensure_ascii=False))
-        call_id = call.get("id")
-        if call_id is not None and not isinstance(call_id, str):
-            raise InputError(path, at + ".id", f"expected a string, found {_kind(call_id)}")
-        if isinstance(call_id, str):
+        call_id = optional_string(path, at + ".id", call.get("id"))
+        if call_id is not None:
             call_ids.add(call_id)
         out.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
     return out
@@ -267,11 +241,7 @@ def check_count(path: str, where: str, value: Any) -> int | None:
 def optional_text(path: str, where: str, value: Any) -> str | None:
     """A recorded string such as where the agent worked (``cwd``, a git branch): None when absent or
     empty, else a checked string."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InputError(path, where, f"expected a string, found {_kind(value)}")
-    return check_text(path, where, value)
+    return optional_string(path, where, value) or None
 
 
 def check_cached(path: str, where: str, usage: Usage, cached: str) -> Usage:
@@ -303,17 +273,10 @@ def check_usage(
     API's ``input_tokens``/``input_tokens_details``/``output_tokens``; ``write`` names a cache-write
     count in the details, for those who report one. Usage with none of these keys (``{}``, or another
     provider's) is no usage."""
-    if usage is None:
+    usage = optional_object(path, where, usage)
+    if usage is None or not {prompt, output} & set(usage):
         return None
-    if not isinstance(usage, dict):
-        raise InputError(path, where, f"expected an object, found {_kind(usage)}")
-    if not {prompt, output} & set(usage):
-        return None
-    cached = usage.get(details)
-    if cached is None:
-        cached = {}
-    if not isinstance(cached, dict):
-        raise InputError(path, f"{where}.{details}", f"expected an object, found {_kind(cached)}")
+    cached = optional_object(path, f"{where}.{details}", usage.get(details)) or {}
     return Usage(
         prompt=check_count(path, f"{where}.{prompt}", usage.get(prompt)),
         cache_read=check_count(path, f"{where}.{details}.cached_tokens", cached.get("cached_tokens")),
@@ -340,11 +303,9 @@ CACHE_CREATION_FIELDS = ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens
 def cache_creation(path: str, where: str, usage: Mapping[str, Any]) -> dict[str, int]:
     """The checked counts of Anthropic's ``usage.cache_creation`` object (``where`` names ``usage``),
     keyed as :data:`CACHE_CREATION_FIELDS`; empty when the usage has none."""
-    split = usage.get("cache_creation")
+    split = optional_object(path, where + ".cache_creation", usage.get("cache_creation"))
     if split is None:
         return {}
-    if not isinstance(split, dict):
-        raise InputError(path, where + ".cache_creation", f"expected an object, found {_kind(split)}")
     out = {}
     for key in CACHE_CREATION_FIELDS:
         value = check_count(path, f"{where}.cache_creation.{key}", split.get(key))

@@ -77,7 +77,7 @@ from tokprof.formats.capture import (
     sse_events,
     url_path,
 )
-from tokprof.formats.fields import expect_object, expect_list, objects
+from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -286,9 +286,7 @@ def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
         return None
     if request.get("prompt") is not None:
         _note(trace, "stored-prompt", where)
-    previous = request.get("previous_response_id")
-    if previous is not None and not isinstance(previous, str):
-        raise InputError(path, prefix + "previous_response_id", f"expected a string, found {_kind(previous)}")
+    previous = optional_string(path, prefix + "previous_response_id", request.get("previous_response_id"))
     entry = _Entry(
         where=where,
         prefix=prefix,
@@ -327,8 +325,8 @@ def _response_body(path: str, trace: Trace, ex: Exchange) -> tuple[dict | None, 
         return None, failed
     if isinstance(ex.response, dict) and ex.response.get("status") == "failed":
         return None, "failed"
-    if ex.response is not None and not isinstance(ex.response, dict):
-        raise InputError(path, f"{ex.where}: response", f"expected the response object, found {_kind(ex.response)}")
+    if ex.response is not None:
+        expect_object(path, f"{ex.where}: response", ex.response, "the response object")
     return ex.response, None
 
 
@@ -363,9 +361,7 @@ def _error_detail(error: Any) -> str | None:
 
 
 def _read_response(path: str, prefix: str, body: dict, entry: _Entry) -> None:
-    response_id = body.get("id")
-    if response_id is not None and not isinstance(response_id, str):
-        raise InputError(path, prefix + "id", f"expected a string, found {_kind(response_id)}")
+    response_id = optional_string(path, prefix + "id", body.get("id"))
     output = body.get("output")
     if output is None:
         output = []
@@ -475,9 +471,7 @@ def _messages(
         builder.add(place, item)
     builder.finish()
     messages = builder.messages
-    instructions = entry.request.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        raise InputError(path, entry.prefix + "instructions", f"expected a string, found {_kind(instructions)}")
+    instructions = optional_string(path, entry.prefix + "instructions", entry.request.get("instructions"))
     if instructions:
         messages.insert(0, {"role": "system", "content": check_text(path, entry.prefix + "instructions", instructions)})
     if not messages:
@@ -487,17 +481,10 @@ def _messages(
 
 def _tool_call(path: str, place: str, item: dict) -> dict:
     """A function_call or custom_tool_call item as a neutral tool call."""
-    call_id, name = item.get("call_id"), item.get("name")
-    if not isinstance(call_id, str) or not call_id:
-        raise InputError(path, place + ".call_id", f"expected a string, found {_kind(call_id)}")
-    if not isinstance(name, str) or not name:
-        raise InputError(path, place + ".name", f"expected a string, found {_kind(name)}")
+    call_id = nonempty_string(path, place + ".call_id", item.get("call_id"))
+    name = nonempty_string(path, place + ".name", item.get("name"))
     key = CALL_ITEMS[item["type"]]
-    arguments = item.get(key)
-    if not isinstance(arguments, str):
-        raise InputError(path, f"{place}.{key}", f"expected a string, found {_kind(arguments)}")
-    check_text(path, f"{place}.{key}", arguments)
-    name = check_text(path, place + ".name", name)
+    arguments = string(path, f"{place}.{key}", item.get(key))
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
@@ -561,10 +548,7 @@ class _Builder:
             if kind not in (*TEXT_PARTS, "refusal"):
                 raise InputError(self.path, at + ".type", f"unknown content part type {kind!r}")
             key = "refusal" if kind == "refusal" else "text"
-            text = part.get(key)
-            if not isinstance(text, str):
-                raise InputError(self.path, f"{at}.{key}", f"expected a string, found {_kind(text)}")
-            texts.append(check_text(self.path, f"{at}.{key}", text))
+            texts.append(string(self.path, f"{at}.{key}", part.get(key)))
         return "\n".join(texts)
 
     def tool_call(self, place: str, item: dict) -> None:
@@ -581,9 +565,7 @@ class _Builder:
         self.messages.append(message)
 
     def tool_output(self, place: str, item: dict) -> None:
-        call_id = item.get("call_id")
-        if not isinstance(call_id, str):
-            raise InputError(self.path, place + ".call_id", f"expected a string, found {_kind(call_id)}")
+        call_id = string(self.path, place + ".call_id", item.get("call_id"))
         if call_id not in self.call_ids:
             raise InputError(self.path, place + ".call_id", f"{call_id!r} matches no earlier function call")
         self.drop_reasoning()
@@ -609,10 +591,8 @@ class _Builder:
                 raise InputError(self.path, f"{place}.{key}", what)
             texts = []
             for j, part in enumerate(parts):
-                text = part.get("text") if isinstance(part, dict) else None
-                if not isinstance(text, str):
-                    raise InputError(self.path, f"{place}.{key}[{j}].text", f"expected a string, found {_kind(text)}")
-                texts.append(check_text(self.path, f"{place}.{key}[{j}].text", text))
+                part = expect_object(self.path, f"{place}.{key}[{j}]", part, "a content part object")
+                texts.append(string(self.path, f"{place}.{key}[{j}].text", part.get("text")))
             if texts:
                 return texts
         return []
@@ -629,9 +609,7 @@ class _Builder:
         self.reasoning, self.reasoning_places = [], []
 
     def reference(self, place: str, item: dict) -> None:
-        target = item.get("id")
-        if not isinstance(target, str):
-            raise InputError(self.path, place + ".id", f"expected a string, found {_kind(target)}")
+        target = string(self.path, place + ".id", item.get("id"))
         found = self.known_items.get(target)
         if found is None:
             raise _Unresolved(f"{place} ({target!r})")
@@ -650,9 +628,7 @@ def _tools(path: str, trace: Trace, prefix: str, tools: Any) -> list[dict] | Non
 
 def _tool(path: str, trace: Trace, where: str, tool: Any) -> dict:
     tool = expect_object(path, where, tool, "a tool object")
-    kind = tool.get("type")
-    if not isinstance(kind, str):
-        raise InputError(path, where + ".type", f"expected a string, found {_kind(kind)}")
+    kind = string(path, where + ".type", tool.get("type"))
     if kind == "function" and isinstance(tool.get("function"), dict):
         return tool  # already in the Chat Completions shape
     if kind in ("function", "custom"):

@@ -49,7 +49,7 @@ from typing import Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats.fields import expect_object, string
+from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
@@ -138,10 +138,9 @@ def _stream(path: str, doc: Document) -> Trace:
         if event.get("type") not in EVENTS:
             continue
         part = event.get("part")
-        if not isinstance(part, dict):
-            if event.get("type") == "error":
-                continue
-            raise InputError(path, where + ": part", f"expected an object, found {_kind(part)}")
+        if not isinstance(part, dict) and event.get("type") == "error":
+            continue
+        part = expect_object(path, where + ": part", part)
         message_id = part.get("messageID")
         message_id = string(path, where + ": part.messageID", message_id)
         session = session or event.get("sessionID")
@@ -168,15 +167,11 @@ def _storage(path: str, session: dict) -> Trace:
         raise InputError(path, "id", f"no message folder for this session (looked for {message_dir})")
     messages = []
     for file in sorted(message_dir.glob("*.json")):
-        info = _json_file(file)
-        if not isinstance(info, dict):
-            raise InputError(str(file), None, f"expected a message object, found {_kind(info)}")
+        info = expect_object(str(file), None, _json_file(file), "a message object")
         message = Message(str(file), info)
         part_dir = root / "part" / str(info.get("id", file.stem))
         for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
-            part = _json_file(part_file)
-            if not isinstance(part, dict):
-                raise InputError(str(part_file), None, f"expected a part object, found {_kind(part)}")
+            part = expect_object(str(part_file), None, _json_file(part_file), "a part object")
             message.parts.append((str(part_file), part))
         messages.append(message)
     messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
@@ -311,10 +306,7 @@ class _Builder:
             )
 
     def text(self, where: str, part: dict) -> str:
-        text = part.get("text")
-        if not isinstance(text, str):
-            raise self.fail(where + ".text", f"expected a string, found {_kind(text)}")
-        return text
+        return string(self.path, where + ".text", part.get("text"))
 
     def assistant(self, message: Message) -> None:
         info = message.info
@@ -399,21 +391,12 @@ class _Builder:
         self.history.extend(added)
 
     def tool(self, where: str, part: dict) -> tuple[dict, dict]:
-        call_id, name, state = part.get("callID"), part.get("tool"), part.get("state")
-        if not isinstance(call_id, str):
-            raise self.fail(where + ".callID", f"expected a string, found {_kind(call_id)}")
-        if not isinstance(name, str) or not name:
-            raise self.fail(where + ".tool", "missing or not a string")
-        if not isinstance(state, dict):
-            raise self.fail(where + ".state", f"expected an object, found {_kind(state)}")
-        arguments = state.get("input", {})
-        if not isinstance(arguments, dict):
-            raise self.fail(where + ".state.input", f"expected an object, found {_kind(arguments)}")
+        call_id = string(self.path, where + ".callID", part.get("callID"))
+        name = nonempty_string(self.path, where + ".tool", part.get("tool"))
+        state = expect_object(self.path, where + ".state", part.get("state"))
+        arguments = expect_object(self.path, where + ".state.input", state.get("input", {}))
         output = state.get("output") if state.get("status") != "error" else state.get("error")
-        if output is None:
-            output = ""
-        if not isinstance(output, str):
-            raise self.fail(where + ".state.output", f"expected a string, found {_kind(output)}")
+        output = string(self.path, where + ".state.output", "" if output is None else output)
         call = {
             "id": call_id,
             "type": "function",
@@ -422,13 +405,10 @@ class _Builder:
         return call, {"role": "tool", "tool_call_id": call_id, "content": output}
 
     def usage(self, where: str, tokens: Any) -> Usage | None:
+        tokens = optional_object(self.path, where, tokens)
         if tokens is None:
             return None
-        if not isinstance(tokens, dict):
-            raise self.fail(where, f"expected an object, found {_kind(tokens)}")
-        cache = tokens.get("cache", {})
-        if not isinstance(cache, dict):
-            raise self.fail(where + ".cache", f"expected an object, found {_kind(cache)}")
+        cache = expect_object(self.path, where + ".cache", tokens.get("cache", {}))
         fresh = check_count(self.path, where + ".input", _whole(tokens.get("input")))
         output = check_count(self.path, where + ".output", _whole(tokens.get("output")))
         reasoning = check_count(self.path, where + ".reasoning", _whole(tokens.get("reasoning")))

@@ -62,7 +62,7 @@ from typing import Any, Iterator
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import records
-from tokprof.formats.fields import expect_object, expect_list
+from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
@@ -221,9 +221,7 @@ def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
 
 def _span(path: str, where: str, span: Any) -> Span:
     span = expect_object(path, where, span, "a span object")
-    name = span.get("name", "")
-    if not isinstance(name, str):
-        raise InputError(path, where + ".name", f"expected a string, found {_kind(name)}")
+    name = string(path, where + ".name", span.get("name", ""))
     attrs = _attributes(path, where + ".attributes", span.get("attributes"))
     context: dict = span["context"] if isinstance(span.get("context"), dict) else {}
     span_id = span.get("spanId", span.get("span_id", context.get("span_id")))
@@ -266,10 +264,8 @@ def _attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
     if not isinstance(attrs, list):
         raise InputError(path, where, f"expected an object or a list of {{key, value}}, found {_kind(attrs)}")
     out = {}
-    for i, item in enumerate(attrs):
-        if not isinstance(item, dict) or not isinstance(item.get("key"), str):
-            raise InputError(path, f"{where}[{i}].key", "missing or not a string")
-        out[item["key"]] = _any_value(path, f"{where}[{i}].value", item.get("value"))
+    for at, item in objects(path, where, attrs, "a {key, value} object"):
+        out[string(path, at + ".key", item.get("key"))] = _any_value(path, at + ".value", item.get("value"))
     return out
 
 
@@ -288,14 +284,12 @@ def _any_value(path: str, where: str, value: Any) -> Any:
         if key in value:
             return value[key]
     if "arrayValue" in value:
-        items = value["arrayValue"].get("values", []) if isinstance(value["arrayValue"], dict) else None
-        if not isinstance(items, list):
-            raise InputError(path, where + ".arrayValue.values", "expected a list")
+        array = expect_object(path, where + ".arrayValue", value["arrayValue"])
+        items = expect_list(path, where + ".arrayValue.values", array.get("values", []))
         return [_any_value(path, f"{where}.arrayValue.values[{i}]", v) for i, v in enumerate(items)]
     if "kvlistValue" in value:
-        items = value["kvlistValue"].get("values", []) if isinstance(value["kvlistValue"], dict) else None
-        if not isinstance(items, list):
-            raise InputError(path, where + ".kvlistValue.values", "expected a list")
+        kvlist = expect_object(path, where + ".kvlistValue", value["kvlistValue"])
+        items = expect_list(path, where + ".kvlistValue.values", kvlist.get("values", []))
         return _attributes(path, where + ".kvlistValue.values", items)
     return None
 
@@ -452,9 +446,7 @@ class _Reader:
         raw = a.get("gen_ai.input.messages")
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.input.messages"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of messages")
             for i, message in enumerate(value):
                 out.extend(self.semconv_message(f"{where}[{i}]", message))
         elif _indexed(a, "gen_ai.prompt"):
@@ -483,16 +475,14 @@ class _Reader:
 
     def parts(self, where: str, parts: Any) -> tuple[list[str], list[str], list[dict], list[dict]]:
         """Texts, reasoning, tool calls and tool results of a list of GenAI message parts."""
-        if not isinstance(parts, list):
-            raise self.fail(where, f"expected a list of parts, found {_kind(parts)}")
+        parts = expect_list(self.path, where, parts, "a list of parts")
         texts, thoughts, calls, results = [], [], [], []
         for j, part in enumerate(parts):
             at = f"{where}[{j}]"
             if isinstance(part, str):
                 texts.append(part)
                 continue
-            if not isinstance(part, dict):
-                raise self.fail(at, f"expected a part object, found {_kind(part)}")
+            part = expect_object(self.path, at, part, "a part object")
             kind = part.get("type")
             if kind == "text" or (kind is None and "content" in part):
                 texts.append(self.text(at + ".content", part.get("content", part.get("text"))))
@@ -511,15 +501,11 @@ class _Reader:
         return texts, thoughts, calls, results
 
     def text(self, where: str, value: Any) -> str:
-        if not isinstance(value, str):
-            raise self.fail(where, f"expected a string, found {_kind(value)}")
-        return value
+        return string(self.path, where, value)
 
     def tool_call(self, where: str, call_id: Any, name: Any, arguments: Any) -> dict:
-        if not isinstance(name, str) or not name:
-            raise self.fail(where + ".name", "missing or not a string")
-        if call_id is not None and not isinstance(call_id, str):
-            raise self.fail(where + ".id", f"expected a string, found {_kind(call_id)}")
+        name = nonempty_string(self.path, where + ".name", name)
+        call_id = optional_string(self.path, where + ".id", call_id)
         if arguments is None:
             arguments = "{}"
         elif not isinstance(arguments, str):
@@ -527,8 +513,7 @@ class _Reader:
         return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
     def semconv_message(self, where: str, message: Any) -> list[dict]:
-        if not isinstance(message, dict):
-            raise self.fail(where, f"expected a message object, found {_kind(message)}")
+        message = expect_object(self.path, where, message, "a message object")
         role = message.get("role")
         if "parts" not in message:  # Chat Completions style ({role, content, tool_calls})
             return [message]
@@ -579,9 +564,7 @@ class _Reader:
         tools: list[dict] = []
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.tool.definitions"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of tool definitions, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of tool definitions")
             tools = [self.tool(f"{where}[{i}]", t) for i, t in enumerate(value)]
             if tools and all(set(t["function"]) == {"name"} for t in tools):
                 self.trace.note("tool-names-only", NAMES_ONLY, where)
@@ -610,8 +593,7 @@ class _Reader:
         return check_tools(self.path, prefix, tools)
 
     def tool(self, where: str, tool: Any) -> dict:
-        if not isinstance(tool, dict):
-            raise self.fail(where, f"expected a tool object, found {_kind(tool)}")
+        tool = expect_object(self.path, where, tool, "a tool object")
         if isinstance(tool.get("function"), dict):
             return {"type": "function", "function": tool["function"]}
         function: dict[str, Any] = {"name": tool.get("name")}
@@ -627,9 +609,7 @@ class _Reader:
         out: list[dict] = []
         if raw is not None and not _redacted(raw):
             where = prefix + "attributes.gen_ai.output.messages"
-            value = self.json_attr(where, raw)
-            if not isinstance(value, list):
-                raise self.fail(where, f"expected a list of messages, found {_kind(value)}")
+            value = expect_list(self.path, where, self.json_attr(where, raw), "a list of messages")
             for i, message in enumerate(value):
                 out.extend(m for m in self.semconv_message(f"{where}[{i}]", message) if m.get("role") == "assistant")
         elif _indexed(a, "gen_ai.completion"):

@@ -49,10 +49,9 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import expect_object, objects, string
+from tokprof.formats.fields import check_text, expect_object, object_or_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import anthropic_usage, check_count, check_text, optional_text, parse_time
+from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "pi"
@@ -132,11 +131,8 @@ class _Reader:
             entry_id = f"#{number}"  # the older layout: entries chain in file order
             parent = previous
         else:
-            if not isinstance(entry_id, str):
-                raise InputError(path, where + ": id", f"expected a string, found {_kind(entry_id)}")
-            parent = value.get("parentId")
-            if parent is not None and not isinstance(parent, str):
-                raise InputError(path, where + ": parentId", f"expected a string or null, found {_kind(parent)}")
+            entry_id = string(path, where + ": id", entry_id)
+            parent = optional_string(path, where + ": parentId", value.get("parentId"))
         if parent is not None and parent not in self.parent:
             parent = None  # a parent not in the file: the path starts here
         self.parent[entry_id] = parent
@@ -157,10 +153,7 @@ class _Reader:
         return entry_id
 
     def _model(self, where: str, value: dict, key: str) -> str | None:
-        model = value.get(key)
-        if model is not None and not isinstance(model, str):
-            raise InputError(self.trace.path, f"{where}: {key}", f"expected a string, found {_kind(model)}")
-        return model
+        return optional_string(self.trace.path, f"{where}: {key}", value.get(key))
 
     def _compaction(self, where: str, value: dict, parent: str | None) -> list[dict]:
         self.trace.compactions += 1
@@ -196,9 +189,7 @@ class _Reader:
         texts = []
         for at, part in objects(path, where, content, "a part object", listed="a string or a list of parts"):
             if part.get("type") == "text":
-                if not isinstance(part.get("text"), str):
-                    raise InputError(path, at + ".text", "missing or not a string")
-                texts.append(check_text(path, at + ".text", part["text"]))
+                texts.append(string(path, at + ".text", part.get("text")))
             else:
                 self.chat._skip(at, str(part.get("type")))
         return "\n".join(texts)
@@ -241,16 +232,12 @@ class _Reader:
             elif kind == "thinking" and isinstance(part.get("thinking"), str):
                 thoughts.append(check_text(path, place, part["thinking"]))
             elif kind == "toolCall":
-                if not isinstance(part.get("id"), str) or not isinstance(part.get("name"), str):
-                    raise InputError(path, place, "a toolCall needs a string id and name")
-                arguments = part.get("arguments", {})
-                if not isinstance(arguments, (dict, str)):
-                    raise InputError(path, place + ".arguments", f"expected an object, found {_kind(arguments)}")
+                call_id = string(path, place + ".id", part.get("id"))
+                name = string(path, place + ".name", part.get("name"))
+                arguments = object_or_string(path, place + ".arguments", part.get("arguments", {}))
                 if isinstance(arguments, dict):
                     arguments = json.dumps(arguments, ensure_ascii=False)
-                calls.append(
-                    {"id": part["id"], "type": "function", "function": {"name": part["name"], "arguments": arguments}}
-                )
+                calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
             else:
                 self.chat._skip(place, str(kind))
         usage = self._usage(at + ".usage", message.get("usage"))

@@ -42,10 +42,9 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
-from tokprof.formats.fields import expect_object, expect_list, string
+from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.jsonfile import kind_of as _kind
-from tokprof.formats.neutral import check_cached, check_count, check_text, optional_text, parse_time
+from tokprof.formats.neutral import check_cached, check_count, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
 FORMAT = "qwen-code"
@@ -119,11 +118,7 @@ class _Reader:
             at = f"{where}: message.parts[{j}]"
             part = expect_object(path, at, part, "a part object")
             if "text" in part:
-                if not isinstance(part["text"], str):
-                    raise InputError(path, at + ".text", f"expected a string, found {_kind(part['text'])}")
-                (thoughts if part.get("thought") is True else texts).append(
-                    check_text(path, at + ".text", part["text"])
-                )
+                (thoughts if part.get("thought") is True else texts).append(string(path, at + ".text", part["text"]))
             elif "functionCall" in part:
                 calls.append(self.function_call(at + ".functionCall", part["functionCall"], f"{uuid}:{j}"))
             elif "functionResponse" in part:
@@ -134,16 +129,15 @@ class _Reader:
 
     def function_call(self, where: str, call: Any, fallback: str) -> dict:
         path = self.trace.path
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            raise InputError(path, where + ".name", "missing or not a string")
+        call = expect_object(path, where, call, "a functionCall object")
+        name = string(path, where + ".name", call.get("name"))
         call_id: str = call["id"] if isinstance(call.get("id"), str) else fallback
-        args = call.get("args", {})
-        args = expect_object(path, where + ".args", args)
-        self.pending.setdefault(call["name"], []).append(call_id)
+        args = expect_object(path, where + ".args", call.get("args", {}))
+        self.pending.setdefault(name, []).append(call_id)
         return {
             "id": call_id,
             "type": "function",
-            "function": {"name": call["name"], "arguments": json.dumps(args, ensure_ascii=False)},
+            "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)},
         }
 
     def function_response(self, where: str, response: Any) -> dict:
@@ -200,10 +194,9 @@ class _Reader:
         for record, at in zip(node.records, node.wheres):
             if "usageMetadata" in record:
                 usage = self.usage(at + ": usageMetadata", record["usageMetadata"])
-            if record.get("model") is not None:
-                if not isinstance(record["model"], str):
-                    raise InputError(self.trace.path, at + ": model", "expected a string")
-                model = record["model"]
+            recorded = optional_string(self.trace.path, at + ": model", record.get("model"))
+            if recorded is not None:
+                model = recorded
         if usage is None:
             self.trace.note("no-usage", NO_USAGE, node.where)
         chat.replace(base)
@@ -239,10 +232,9 @@ class _Reader:
         """A chat_compression record's history, as the prompts after it start from it."""
         self.trace.compactions += 1
         self.trace.note("compaction", COMPACTION, node.where)
-        payload = node.records[-1].get("systemPayload")
-        history = payload.get("compressedHistory") if isinstance(payload, dict) else None
-        if not isinstance(history, list):
-            raise InputError(self.trace.path, node.where + ": systemPayload.compressedHistory", "missing or not a list")
+        place = node.where + ": systemPayload"
+        payload = expect_object(self.trace.path, place, node.records[-1].get("systemPayload"))
+        history = expect_list(self.trace.path, place + ".compressedHistory", payload.get("compressedHistory"))
         out: list[dict] = []
         for i, content in enumerate(history):
             at = f"{node.where}: systemPayload.compressedHistory[{i}]"
@@ -270,9 +262,7 @@ def _nodes(path: str, doc: Document) -> tuple[list[_Node], str | None]:
         uuid = string(path, where + ": uuid", uuid)
         if kind not in TYPES:
             raise InputError(path, where + ": type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
-        parent = value.get("parentUuid")
-        if parent is not None and not isinstance(parent, str):
-            raise InputError(path, where + ": parentUuid", f"expected a string or null, found {_kind(parent)}")
+        parent = optional_string(path, where + ": parentUuid", value.get("parentUuid"))
         if session is None and isinstance(value.get("sessionId"), str):
             session = value["sessionId"]
         if kind == "system" and value.get("subtype") != "chat_compression":

@@ -17,8 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.fields import expect_object, expect_list
-from tokprof.formats.jsonfile import kind_of as _kind
+from tokprof.formats.fields import expect_list, expect_object, optional_string
 from tokprof.formats.jsonfile import load
 
 
@@ -29,13 +28,11 @@ def normalise_tool(path: str, where: str, tool: Any) -> dict:
     label = f"{where} ({name})" if isinstance(name, str) and name else where
     if not isinstance(name, str) or not name:
         raise InputError(path, f"{where}.name", "missing: every tool needs a name")
-    description = body.get("description")
-    if description is not None and not isinstance(description, str):
-        raise InputError(path, f"{label}.description", f"expected a string, found {_kind(description)}")
+    description = optional_string(path, f"{label}.description", body.get("description"))
     field = next((k for k in ("parameters", "input_schema", "inputSchema") if k in body), None)
     schema = body.get(field) if field else None
-    if field is not None and not isinstance(schema, dict):
-        raise InputError(path, f"{label}.{field}", f"expected a JSON schema object, found {_kind(schema)}")
+    if field is not None:
+        expect_object(path, f"{label}.{field}", schema, "a JSON schema object")
     function: dict[str, Any] = {"name": name}
     if description is not None:
         function["description"] = description
