@@ -32,14 +32,6 @@ FRONT = ("tokprof.api", "tokprof.frontends")
 #: What a front end imports: the public API (the names of tokprof/__init__.py), the version, the
 #: infrastructure every layer may use (errors, safe text, bounded reads, files) and other front ends.
 FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
-#: The internals a front end still imports, to be made public (the list only shrinks): the server's
-#: safe JSON parsing of request bodies (formats.jsonfile: infrastructure that belongs in base) and
-#: the loaded model's type (models.base.ChatModel, what ``Model.chat`` holds).
-NOT_YET_PUBLIC = {
-    "tokprof.frontends.serve.answers": {"tokprof.formats.jsonfile"},
-    "tokprof.frontends.serve.body": {"tokprof.formats", "tokprof.formats.jsonfile"},
-    "tokprof.frontends.serve.models": {"tokprof.models.base"},
-}
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),
 #: the version and ``python -m tokprof``; everything else lives in the folder of its layer.
 TOP_LEVEL = {"__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "names", "trace", "profiling"}
@@ -140,17 +132,8 @@ FRONT_ENDS = [p for p in MODULES if layer(module_name(p)) == len(LAYERS) - 1]
 @pytest.mark.parametrize("path", FRONT_ENDS, ids=lambda p: module_name(p))
 def test_the_front_ends_use_the_public_api_alone(path):
     name = module_name(path)
-    inside = internals(path) - NOT_YET_PUBLIC.get(name, set())
+    inside = internals(path)
     assert not inside, f"{name} imports {sorted(inside)}: use the public API (tokprof's names, docs/api.md)"
-
-
-@pytest.mark.parametrize("name", sorted(NOT_YET_PUBLIC))
-def test_the_internals_not_yet_public_are_still_used(name):
-    """An entry of NOT_YET_PUBLIC that a front end no longer needs is taken out of the list."""
-    path = next(p for p in FRONT_ENDS if module_name(p) == name)
-    assert NOT_YET_PUBLIC[name] <= internals(path), (
-        f"{name} no longer imports {sorted(NOT_YET_PUBLIC[name] - internals(path))}"
-    )
 
 
 def test_the_front_ends_import_only_public_names_of_tokprof():

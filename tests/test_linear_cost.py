@@ -38,7 +38,7 @@ def test_the_possessive_string_match_ends_where_the_greedy_one_did():
     import itertools
     import re
 
-    from tokprof.formats.jsonfile import _STRING_REST
+    from tokprof.base.jsonparse import _STRING_REST
 
     greedy = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*(?:\\\Z)?', re.S)
     for n in range(8):

@@ -40,7 +40,7 @@ def bad(message: str, where: str | None = None) -> Rejected:
 
 
 def kind_of(value: Any) -> str:
-    from tokprof.formats.jsonfile import kind_of
+    from tokprof.base.jsonparse import kind_of
 
     return kind_of(value)
 

@@ -68,8 +68,8 @@ class Body:
 def parse_body(raw: bytes) -> Body:
     """A request body, parsed once with the JSON text of every message kept (for matching requests to
     conversations: equal texts are equal values, with the same types and key order). Anything the
-    scanner does not take is parsed by :func:`tokprof.formats.jsonfile.parse`, which says what is wrong."""
-    from tokprof.formats import jsonfile
+    scanner does not take is parsed by :func:`tokprof.base.jsonparse.parse`, which says what is wrong."""
+    from tokprof.base import jsonparse
 
     try:
         text = raw.decode("utf-8")
@@ -80,7 +80,7 @@ def parse_body(raw: bytes) -> Body:
     except (ValueError, IndexError, RecursionError):
         pass
     try:
-        value = jsonfile.parse(text)
+        value = jsonparse.parse(text)
     except json.JSONDecodeError as exc:
         raise bad(f"the body is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except ValueError as exc:
@@ -157,7 +157,7 @@ def _array(text: str, pos: int) -> tuple[list, list[str], int]:
         try:
             item, pos = _DECODER.raw_decode(text, pos)
         except RecursionError:  # where the C parser gives up depends on the stack: named as the check names it
-            from tokprof.formats.jsonfile import TOO_DEEP
+            from tokprof.base.jsonparse import TOO_DEEP
 
             raise bad(TOO_DEEP, f"messages[{len(items)}]") from None
         items.append(item)
@@ -188,7 +188,7 @@ def check_model_name(requested: str | None) -> None:
 
 
 def check_depth(text: str, where: str) -> None:
-    from tokprof.formats.jsonfile import TOO_DEEP, too_deep
+    from tokprof.base.jsonparse import TOO_DEEP, too_deep
 
     if too_deep(text):
         raise bad(TOO_DEEP, where)

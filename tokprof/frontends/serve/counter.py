@@ -162,7 +162,8 @@ class Counter:
         registered = set()
         for spec in tokprof.registered_models(plugins=True):
             registered.add(spec.name)
-            chat = loaded.get(spec.name)
+            model = loaded.get(spec.name)
+            chat = model.chat if model is not None else None
             data.append(
                 {
                     "id": spec.name,
@@ -178,7 +179,8 @@ class Counter:
         for name in self.models.configured:
             if name in registered:
                 continue
-            chat = loaded.get(name)
+            model = loaded.get(name)
+            chat = model.chat if model is not None else None
             data.append(
                 {
                     "id": name,

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import tokprof
 from tokprof.base.errors import ModelError
-from tokprof.models.base import ChatModel
 from tokprof.frontends.serve.answers import Rejected
 
 
@@ -17,7 +16,11 @@ class Loaded:
     """A model the server counts with: its name here, and the model."""
 
     name: str
-    chat: ChatModel
+    model: tokprof.Model
+
+    @property
+    def chat(self):  # the model's prompt format and counter: tokprof.Model.chat
+        return self.model.chat
 
 
 class Models:
@@ -26,23 +29,23 @@ class Models:
     def __init__(self, configured: Sequence[str] = ()):
         self.configured = list(dict.fromkeys(configured))  # as given: registry names, directories, Hub ids
         self.default = self.configured[0] if self.configured else None
-        self._loaded: dict[str, ChatModel] = {}
+        self._loaded: dict[str, tokprof.Model] = {}
         self._lock = threading.Lock()
 
     def preload(self) -> None:
         """Load the ``--model`` models now; :class:`ModelError` for one that cannot be loaded."""
         for name in self.configured:
-            tokprof.Model(self._load(name)).count([{"role": "user", "content": "hello"}])  # the template compiled now
+            self._load(name).count([{"role": "user", "content": "hello"}])  # the template compiled now
         if self.default is None:
             self.default = tokprof.model_name()
 
-    def _load(self, name: str) -> ChatModel:
+    def _load(self, name: str) -> tokprof.Model:
         with self._lock:
-            chat = self._loaded.get(name)
-            if chat is None:
-                chat = tokprof.get_model(name).chat
-                self._loaded[name] = chat
-            return chat
+            model = self._loaded.get(name)
+            if model is None:
+                model = tokprof.get_model(name)
+                self._loaded[name] = model
+            return model
 
     def known(self) -> list[str]:
         return list(dict.fromkeys(self.configured + [spec.name for spec in tokprof.registered_models(plugins=True)]))
@@ -81,6 +84,6 @@ class Models:
         except ModelError as exc:
             raise self._not_found(f"model {name!r} cannot be loaded ({exc})") from None
 
-    def loaded(self) -> dict[str, ChatModel]:
+    def loaded(self) -> dict[str, tokprof.Model]:
         with self._lock:
             return dict(self._loaded)
