@@ -293,10 +293,11 @@ class _Thread:
     and its tokens. All of it is reused only through :func:`_follow`, from the common prefix of
     the two full renders, so nothing is assumed about how the template renders a longer prompt."""
 
-    keys: list[bytes]
+    keys: list[bytes]  # its first size + 1 entries are this call's (later calls may extend the list)
+    size: int  # the call's number of messages
     rendered: str | None  # the full render (None: the splice state's, joined when asked)
-    lengths: np.ndarray  # per prefix k, its render's length (_FAILED_RENDER when it failed)
-    starts: np.ndarray  # per prefix k, the common prefix of its render with full
+    lengths: Grow  # per prefix k, its render's length (_FAILED_RENDER when it failed)
+    starts: Grow  # per prefix k, the common prefix of its render with full
     probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
     tokens: tuple
     marked: tuple | None  # (marked render, its spans, its marker positions) when markers were used
@@ -308,6 +309,19 @@ class _Thread:
             assert self.splice is not None
             self.rendered = self.splice.text()
         return self.rendered
+
+
+@dataclass
+class _Prepared:
+    """The last call's messages in one shape (a copy of its list), as the template gets them, the keys
+    of its prefixes and its messages' digests. A call that extends it appends to the same lists:
+    the lists are only ever extended in place, never changed or cut, so whoever was given them
+    earlier still finds its own entries first."""
+
+    messages: list[dict]
+    templated: list[dict]
+    keys: list[bytes]
+    digests: list[bytes]
 
 
 #: Conversations remembered at once (the main one and its subagents, interleaved).
@@ -340,7 +354,7 @@ class Attributor:
             tuple[int, str], tuple[dict, dict, bytes]
         ] = {}  # (id, shape) -> (original, templated, digest)
         self._marks: dict[tuple[bytes, int, bool], dict | None] = {}  # (digest, index, with calls) -> marked message
-        self._prepared: dict[str, tuple] = {}  # shape -> (messages, templated, keys, digests) of the last call
+        self._prepared: dict[str, _Prepared] = {}  # shape -> the last call's messages, prepared
         self._tools_json: tuple = (object(), "")  # (tools, their JSON) of the last call
         self._nonblank: dict[bytes, bool] = {}  # digest -> the message has content that is not blank
         self._headers: dict[tuple, str | None] = {}  # (base key, role, tool_call_id) -> stand-in header
@@ -369,18 +383,25 @@ class Attributor:
         # keep one list of messages give each call a slice of it, captures give each call equal copies
         last = self._prepared.get(shape)
         same = 0
-        if last is not None and last[2][0] == key:
-            limit = min(len(last[0]), len(call.messages))
-            if all(map(operator.is_, last[0], call.messages)):  # slices of one list (map stops at the shorter)
+        if last is not None and last.keys[0] == key:
+            limit = min(len(last.messages), len(call.messages))
+            if all(map(operator.is_, last.messages, call.messages)):  # slices of one list (map stops at the shorter)
                 same = limit
-            while same < limit and _same(last[0][same], call.messages[same]):
+            while same < limit and _same(last.messages[same], call.messages[same]):
                 same += 1
-        if same:
+        if last is not None and same and same == len(last.messages):
+            # the call extends the last one: the lists grow in place (what earlier calls were given of
+            # them stays as it was, and each holder knows how much of them was its own: _Thread.size)
+            seen, templated, keys, digests = last.messages, last.templated, last.keys, last.digests
+            seen.extend(call.messages[same:])
+            key = keys[-1]
+        elif same:
             assert last is not None
-            templated, keys, digests = last[1][:same], last[2][: same + 1], last[3][:same]
+            seen = list(call.messages)
+            templated, keys, digests = last.templated[:same], last.keys[: same + 1], last.digests[:same]
             key = keys[-1]
         else:
-            templated, keys, digests = [], [key], []
+            seen, templated, keys, digests = list(call.messages), [], [key], []
         for message in call.messages[same:]:
             entry = self._messages.get((id(message), shape))
             if entry is None or entry[0] is not message:
@@ -396,7 +417,7 @@ class Attributor:
             digests.append(entry[2])
             key = hashlib.blake2b(key + entry[2], digest_size=16).digest()
             keys.append(key)
-        self._prepared[shape] = (list(call.messages), templated, keys, digests)
+        self._prepared[shape] = _Prepared(seen, templated, keys, digests)
         return templated, keys, digests
 
     def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], list[bytes], str]:
@@ -508,7 +529,7 @@ class Attributor:
         starts = np.zeros(n + 1, dtype=np.int64)  # its common prefix with full
         probes: dict[int, tuple] = {}
         if old is not None and shared >= 0:
-            known, found = old.lengths[: shared + 1], old.starts[: shared + 1]
+            known, found = old.lengths.view()[: shared + 1], old.starts.view()[: shared + 1]
             lost = (known >= 0) & (found == common) & (found != known)  # see _follow
             lengths[: shared + 1] = np.where(lost, _UNKNOWN, known)
             starts[: shared + 1] = np.where(known >= 0, np.minimum(found, common), 0)
@@ -695,7 +716,7 @@ class Attributor:
         old = self._threads.get(thread)
         if old is None or old.splice is None or old.splice.shape != self._shape:
             return None
-        k, n = len(old.keys) - 1, len(messages)
+        k, n = old.size, len(messages)
         if n <= k or keys[k] != old.keys[k]:
             return None
         shape = shape_key(self._shape, call.tools, messages, k)
@@ -729,11 +750,14 @@ class Attributor:
             return None
         state = spliced.state
         self._threads.pop(thread)
+        old.lengths.put(k + 1, spliced.lengths)  # the previous call's arrays, extended (it is not used again)
+        old.starts.put(k + 1, spliced.starts)
         self._threads[thread] = _Thread(
             keys,
+            n,
             None,
-            np.concatenate([old.lengths[: k + 1], spliced.lengths]),
-            np.concatenate([old.starts[: k + 1], spliced.starts]),
+            old.lengths,
+            old.starts,
             _merged(old.probes, spliced.probes),
             (state.starts.view(), None),
             None,
@@ -763,7 +787,7 @@ class Attributor:
         shared, common = -1, 0
         if old is not None:
             common = common_prefix(old.full, full)
-            for k in range(min(len(keys), len(old.keys))):
+            for k in range(min(len(keys), old.size + 1)):
                 if keys[k] != old.keys[k]:
                     break
                 shared = k
@@ -830,7 +854,9 @@ class Attributor:
                 warning,
                 checked_len=body,
             )
-        self._threads[thread] = _Thread(keys, full, lengths, starts_of, probes, tokens, marked, splice)
+        self._threads[thread] = _Thread(
+            keys, n, full, Grow(lengths, np.int64), Grow(starts_of, np.int64), probes, tokens, marked, splice
+        )
         while len(self._threads) > _THREADS:
             self._threads.popitem(last=False)
         self._forget_if_full()
