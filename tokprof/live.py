@@ -104,7 +104,7 @@ class LiveSession:
     def _reset(self) -> None:
         from tokprof.formats.claude_code import Incremental
 
-        self.reader = Incremental(self.path)
+        self.reader = Incremental(self.path, prompts=self.count)  # uncounted calls need no prompt
         self.totals = _Totals()
         self.format: str | None = None
         self.whole_calls = 0  # formats read whole: the calls already seen
