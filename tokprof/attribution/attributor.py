@@ -324,6 +324,13 @@ class _Prepared:
     digests: list[bytes]
 
 
+#: A prompt of at least this many messages that extends no remembered call is built up from its
+#: prefixes (:meth:`Attributor._built_up`); a shorter one renders the prefix of each message.
+BUILD_MIN = 32
+#: The most messages one step of that build-up adds (well under :data:`tokprof.splice.NEW_MAX`).
+BUILD_STEP = 16
+
+
 #: Conversations remembered at once (the main one and its subagents, interleaved).
 _THREADS = 8
 #: How many prepared and marked messages an attributor remembers before it starts them afresh (about
@@ -705,7 +712,41 @@ class Attributor:
             found = self._try_splice(call)
             if found is not None:
                 return found
+            if self._built_up(call):
+                found = self._try_splice(call)
+                if found is not None:
+                    return found
         return self._attribute_full(call)
+
+    def _built_up(self, call: Call) -> bool:
+        """For a long prompt that extends no call this attributor remembers (a fresh request to
+        ``tokprof serve``, the first call of a log that starts mid-conversation): its growing prefixes,
+        cut before each assistant message as an agent's calls grow, are attributed first (the
+        first rendered whole, each next one spliced onto it with every check of :mod:`tokprof.splice`),
+        so that the prompt itself is spliced onto the last of them instead of rendering the prefix of
+        each of its messages (quadratic in its length). Their results are not kept. False when the
+        call is short, extends the last call of its conversation (splicing refused it for a reason of
+        its own) or a prefix could not be spliced."""
+        n = len(call.messages)
+        if n < BUILD_MIN:
+            return False
+        messages, keys, _ = self._prepare(call)
+        old = self._threads.get(keys[1] if len(keys) > 1 else keys[0])
+        if old is not None and old.size < n and keys[old.size] == old.keys[old.size]:
+            return False
+        spliced = self.spliced
+        try:
+            for i, cut in enumerate(_cuts(call.messages)):
+                part = Call(
+                    index=call.index, messages=call.messages[:cut], tools=call.tools, day=call.day, where=call.where
+                )
+                if self._try_splice(part) is None:
+                    if i or self._splice_failed:
+                        return False
+                    self._attribute_full(part)
+        finally:
+            self.spliced = spliced
+        return True
 
     def _try_splice(self, call: Call) -> CallBuckets | None:
         """The call's buckets by splicing (:mod:`tokprof.splice`), or None: rendered whole. The first
@@ -879,6 +920,17 @@ class Attributor:
         _, _, starts, b, labels, roles = self._last
         lo, hi = np.searchsorted(starts, [b[k], b[k + 1]], side="left")
         return int(np.count_nonzero(labels[starts[lo:hi]] == roles[k]))
+
+
+def _cuts(messages: list[dict]) -> list[int]:
+    """Where :meth:`Attributor._built_up` cuts a long prompt: before each assistant message after the
+    first two messages, and at least every :data:`BUILD_STEP` messages (in order, each short of the
+    whole prompt)."""
+    cuts: list[int] = []
+    for i in range(2, len(messages)):
+        if messages[i].get("role") == "assistant" or i - (cuts[-1] if cuts else 0) >= BUILD_STEP:
+            cuts.append(i)
+    return cuts
 
 
 def _merged(probes: dict, new: dict) -> dict:
