@@ -208,3 +208,36 @@ def test_corpus_long_fresh_prompts_are_built_up_with_the_same_buckets(name, rela
     for call in _long_calls(model, [path]):
         a, b, _ = fresh_both_ways(model, call)
         assert a == b, f"{name} {call.where}"
+
+
+def test_prompts_that_rewind_fork_and_interleave_keep_their_own_prefixes():
+    """The prepared messages of a call that extends the last one grow in place (Attributor._prepare):
+    a call that goes back to an earlier prompt, forks from it, repeats the same list or alternates
+    with another conversation still gets its own prefixes, with slices of one list and equal copies."""
+    from tokprof.trace import Call, Trace
+
+    model = _model("qwen2.5")
+    system = {"role": "system", "content": "You are terse."}
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * (i + 1)} for i in range(40)]
+    other = [{"role": "user", "content": "another conversation"}] + turns[1:12]
+    forked = turns[:20] + [{"role": "user", "content": "a different question"}, turns[21]]
+    prompts = [
+        turns[:10],
+        turns[:12],
+        turns[:12],  # the same prompt again
+        turns[:8],  # back to an earlier point
+        forked,  # a fork of it
+        [system] + turns[:14],  # another first message: another conversation
+        other,
+        turns[:30],
+        [dict(m) for m in turns[:34]],  # equal copies, not the same objects
+        other + turns[12:16],
+        turns[:40],
+    ]
+    calls = [Call(index=i, messages=list(p), tools=None, where=f"call {i}") for i, p in enumerate(prompts)]
+    assert_same(model, Trace(path="hand-made", format="test", calls=calls))
+    on = Attributor(model, keep_json=True)
+    for call in calls:  # against attributors that remember nothing (both ways above share _prepare)
+        alone = Attributor(model, keep_json=True, incremental=False)
+        a, b = on.attribute(call), alone.attribute(call)
+        assert (a.as_dict(), a.warnings, on.last_prompt()[0]) == (b.as_dict(), b.warnings, alone.last_prompt()[0])
