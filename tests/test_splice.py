@@ -168,8 +168,16 @@ def _long_calls(model, paths, least=32):
         yield from calls[:: max(len(calls) // 3, 1)][:3] + calls[-1:]
 
 
+@pytest.fixture
+def build_up_from_32(monkeypatch):
+    """Prompts of 32 messages and more are built up (200 in use): the fixtures' prompts are short."""
+    from tokprof.attribution import attributor
+
+    monkeypatch.setattr(attributor, "BUILD_MIN", 32)
+
+
 @pytest.mark.parametrize("name", TEMPLATES)
-def test_a_long_fresh_prompt_is_built_up_with_the_same_buckets(name, tmp_path):
+def test_a_long_fresh_prompt_is_built_up_with_the_same_buckets(name, tmp_path, build_up_from_32):
     """A long prompt that extends nothing (a fresh request to serve) is attributed by splicing its
     growing prefixes (Attributor._built_up): the same buckets, warnings, spans and prompt as whole."""
     model = _model(name)
@@ -180,7 +188,7 @@ def test_a_long_fresh_prompt_is_built_up_with_the_same_buckets(name, tmp_path):
         assert a == b, f"{name} {call.where}: built up {a[:3]} whole {b[:3]}"
 
 
-def test_a_long_fresh_prompt_is_spliced_onto_its_prefixes(tmp_path):
+def test_a_long_fresh_prompt_is_spliced_onto_its_prefixes(tmp_path, build_up_from_32):
     model = _model("qwen2.5")
     trace = _session(tmp_path, calls=30)
     call = trace.calls[-1]
@@ -190,7 +198,7 @@ def test_a_long_fresh_prompt_is_spliced_onto_its_prefixes(tmp_path):
 
 
 @pytest.mark.parametrize("template", [NUMBERED, REWRITING], ids=["numbered", "rewriting"])
-def test_a_long_fresh_prompt_falls_back_where_splicing_does_not_hold(template, tmp_path):
+def test_a_long_fresh_prompt_falls_back_where_splicing_does_not_hold(template, tmp_path, build_up_from_32):
     model = tiny_model(template)
     call = _session(tmp_path, calls=30).calls[-1]
     a, b, on = fresh_both_ways(model, call)
@@ -200,7 +208,7 @@ def test_a_long_fresh_prompt_falls_back_where_splicing_does_not_hold(template, t
 
 
 @pytest.mark.parametrize("name,relative", CORPUS_LOGS, ids=[n for n, _ in CORPUS_LOGS])
-def test_corpus_long_fresh_prompts_are_built_up_with_the_same_buckets(name, relative):
+def test_corpus_long_fresh_prompts_are_built_up_with_the_same_buckets(name, relative, build_up_from_32):
     path = CORPUS / relative
     if not path.is_file():
         pytest.skip("the corpus is not here")
