@@ -734,7 +734,7 @@ class Attributor:
         n = len(call.messages)
         if n < BUILD_MIN or n * (n + 1) // 2 > PREFIX_BUDGET:
             return False
-        messages, keys, _ = self._prepare(call)
+        _, keys, _ = self._prepare(call)
         old = self._threads.get(keys[1] if len(keys) > 1 else keys[0])
         if old is not None and old.size < n and keys[old.size] == old.keys[old.size]:
             return False
