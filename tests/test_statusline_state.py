@@ -127,3 +127,39 @@ def test_corpus_session_the_same_calls_without_prompts() -> None:
     _, without = fed(records, False)
     assert len(without) == len(with_prompts) > 10
     assert [without_messages(c) for c in without] == [without_messages(c) for c in with_prompts]
+
+
+def test_a_followed_session_forgets_old_prompt_states_and_still_rewinds() -> None:
+    """A session followed for long keeps only its newest prompt states (LiveSession calls
+    Incremental.forget): every call, a rewind to an early line included, has the prompt a reader
+    that forgets nothing gives."""
+    records = lines(60)
+    base = {"sessionId": "s-1", "isSidechain": False, "timestamp": "2025-10-01T12:00:00Z"}
+    records += [  # a rewind: a new user turn after call 5's result, and its call
+        {**base, "type": "user", "uuid": "w0", "parentUuid": "r5", "message": {"role": "user", "content": "back"}},
+        {
+            **base,
+            "type": "assistant",
+            "uuid": "w1",
+            "parentUuid": "w0",
+            "requestId": "reqw",
+            "message": {
+                "id": "msgw",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "ok"}],
+                "usage": {"input_tokens": 10, "output_tokens": 1},
+            },
+        },
+    ]
+    _, everything = fed(records, True)
+    forgetful = Incremental("session.jsonl")
+    calls = []
+    for n, record in enumerate(records, 1):
+        call = forgetful.feed(n, record)
+        if call is not None:
+            calls.append(call)
+        forgetful.forget(4)
+        assert len(forgetful.transcript.states) <= 4
+    assert [c.messages for c in calls] == [c.messages for c in everything]
+    assert len(calls[-1].messages) == 19  # the rewound call: turns 0 to 5, three messages each, then "back"

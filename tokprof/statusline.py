@@ -76,10 +76,7 @@ def _load(transcript: str) -> Any:
 
 
 def _save(transcript: str, live: Any) -> None:
-    states = live.reader.transcript.states
-    if len(states) > KEPT_STATES:
-        for key in list(states)[:-KEPT_STATES]:
-            del states[key]
+    live.reader.forget(KEPT_STATES)
     reader = live.reader.reader
     reader.converted.clear()  # keyed by object ids, which do not survive a pickle; so is the list of
     reader.lists.clear()  # each state's messages (one per call: quadratic in the session's length)

@@ -243,6 +243,21 @@ class Incremental:
             if line is not None and not self.prompts:
                 _slim(self.transcript, line)
 
+    def forget(self, keep: int) -> None:
+        """Keep only the newest ``keep`` prompt states, and the message lists made from them: a
+        session followed for hours holds what the next lines need, not one prompt per call (each
+        state keeps its prompt as a list of its own). A line whose parent's state was dropped (a
+        rewind) rebuilds it from the chain, once."""
+        states = self.transcript.states
+        if len(states) <= keep:
+            return
+        for key in list(states)[: len(states) - keep]:
+            del states[key]
+        kept = {(id(state.final), id(state.open)) for state in states.values()}
+        lists = self.reader.lists
+        for made in [made for made in lists if made not in kept]:
+            del lists[made]
+
     def _call(self, line: Line | None) -> Call | None:
         if line is None or line.type != "assistant" or line.synthetic:
             return None
