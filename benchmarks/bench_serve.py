@@ -393,6 +393,63 @@ def bodies_part(model: str) -> None:
         server.stop()
 
 
+def _cpu(function, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.process_time()
+        function()
+        times.append(time.process_time() - started)
+    return statistics.median(times)
+
+
+def targets_part(model_name: str, messages: int = 600) -> None:
+    """Issue #32's serve targets, as ratios measured in one run. (1) A fresh conversation of
+    ``messages`` messages counted by ``Model.count`` (what a server worker runs for a request that
+    extends nothing; a fresh attributor, the model loaded), in CPU seconds, against its L1: one
+    render of that prompt with the template plus one tokenization (limit 5x). (2) The server's
+    round trip for an extending request of that conversation against a fresh small request (a new
+    conversation's first request, 7 messages) (limit 1.5x), medians of five."""
+    import tokprof
+    from tokprof import read_prompt
+
+    model = tokprof.get_model(model_name)
+    chat = model.chat
+    fmt = chat.prompt_format
+    conversation = bodies(messages // 2 + 20, 3000, model_name)
+    at = next(i for i, b in enumerate(conversation) if len(json.loads(b)["messages"]) >= messages)
+    doc = json.loads(conversation[at])
+    prompt = read_prompt(doc["messages"], doc.get("tools"))
+
+    def limit() -> None:
+        chat.counter.token_starts(fmt.render(fmt.prepare(prompt.messages, fmt.shapes[0]), prompt.tools, True))
+
+    def fresh() -> None:
+        type(model)(chat).count(doc["messages"], doc["tools"])  # a new attributor: nothing to extend
+
+    l1, work = _cpu(limit), _cpu(fresh)
+    print(f"| serve targets (#32), {model_name} | value | limit |\n| --- | ---: | ---: |")
+    print(f"| fresh count of {len(doc['messages'])} messages, CPU | {work * 1000:.0f} ms | |")
+    print(f"| its L1 (one render + one tokenization), CPU | {l1 * 1000:.1f} ms | |")
+    print(f"| fresh / L1 | {work / l1:.1f}x | 5x |")
+    smalls = [b for seed in range(5) for b in bodies(6, 4000 + seed, model_name) if len(json.loads(b)["messages"]) == 7]
+    server = Server(model_name, 8)
+    try:
+        connection = http.client.HTTPConnection(server.host, server.port, timeout=600)
+        extending = []
+        for i, body in enumerate(conversation[: at + 6]):
+            elapsed, answer = post(connection, body)
+            if i > at and answer["reused"]:
+                extending.append(elapsed)
+        small = [post(connection, body)[0] for body in smalls]
+    finally:
+        server.stop()
+    print(
+        f"| extending request at {len(doc['messages'])} messages, round trip | {statistics.median(extending) * 1000:.1f} ms | |"
+    )
+    print(f"| fresh small request (7 messages), round trip | {statistics.median(small) * 1000:.1f} ms | |")
+    print(f"| extending / fresh small | {statistics.median(extending) / statistics.median(small):.2f}x | 1.5x |\n")
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -407,9 +464,9 @@ def main() -> int:
     parser.add_argument("--conversations", type=int, help="the server's cache bound (default: --concurrency)")
     parser.add_argument(
         "--part",
-        choices=("all", "load", "hostile", "bodies"),
+        choices=("all", "load", "hostile", "bodies", "targets"),
         default="all",
-        help="the replay and load test, the hostile inputs, the big bodies at once, or all",
+        help="the replay and load test, the hostile inputs, the big bodies at once, issue #32's targets, or all",
     )
     args = parser.parse_args()
     if not 0 < args.requests <= 100_000 or not 0 < args.concurrency <= 64 or not 1 < args.calls <= 2000:
@@ -423,7 +480,9 @@ def main() -> int:
         hostile_part(args.model)
     if args.part in ("all", "bodies"):
         bodies_part(args.model)
-    if args.part in ("hostile", "bodies"):
+    if args.part in ("all", "targets"):
+        targets_part(args.model)
+    if args.part in ("hostile", "bodies", "targets"):
         return 0
     rounds = -(-args.requests // (args.concurrency * args.calls))  # conversations each client needs
     print(f"generating {args.concurrency * rounds + 1} conversations of {args.calls} calls ...", file=sys.stderr)

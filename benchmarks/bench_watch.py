@@ -115,19 +115,22 @@ def follow(calls: int, step: int, folder: Path, count: bool) -> tuple[list[float
     return times, path.stat().st_size / 1e6
 
 
-def _counted(folder: Path) -> int | None:
-    """The call whose buckets the counter wrote last."""
+def _counted(folder: Path, transcript: Path) -> int | None:
+    """The call whose buckets the counter of ``transcript`` wrote last (the counter of part 3's
+    session may still be writing its own file in the same folder)."""
     for found in (folder / "cache" / "tokprof" / "statusline").glob("*.buckets.json"):
         try:
-            return json.loads(found.read_text())["call"]
+            doc = json.loads(found.read_text())
+            if doc["transcript"] == os.path.abspath(transcript):
+                return doc["call"]
         except (OSError, ValueError, KeyError):
-            return None
+            continue
     return None
 
 
-def _wait_counted(folder: Path, call: int, limit: float = 120.0) -> float:
+def _wait_counted(folder: Path, transcript: Path, call: int, limit: float = 120.0) -> float:
     t = time.perf_counter()
-    while (_counted(folder) or -1) < call and time.perf_counter() - t < limit:
+    while (_counted(folder, transcript) or -1) < call and time.perf_counter() - t < limit:
         time.sleep(0.02)
     return time.perf_counter() - t
 
@@ -168,13 +171,13 @@ def statusline(folder: Path, calls: int = 200, repeats: int = 10) -> tuple[float
 
     try:
         first = once()  # starts the counter
-        first_counted = _wait_counted(folder, calls - 1)
+        first_counted = _wait_counted(folder, path, calls - 1)
         repeat, lag = [], []
         for i in range(calls, calls + repeats):
             with open(path, "a") as out:
                 out.write(call_lines(i))
             repeat.append(once())
-            lag.append(_wait_counted(folder, i))
+            lag.append(_wait_counted(folder, path, i))
             assert (
                 "results"
                 in subprocess.run(

@@ -148,3 +148,104 @@ def test_a_tokenizer_whose_added_tokens_nothing_normalises_is_split_exactly():
     for call in read_trace(str(SAMPLES[0])).calls[::6]:
         text = fmt.render(fmt.prepare(call.messages, fmt.shapes[0]), call.tools, True, call.day)
         assert np.array_equal(counter._segmented_starts(text), counter._encode_starts(text)), call.where
+
+
+def fresh_both_ways(model, call):
+    """One call attributed by fresh attributors, splicing on and off (nothing remembered before it)."""
+    on, off = Attributor(model, keep_json=True, incremental=True), Attributor(model, keep_json=True, incremental=False)
+    a, b = on.attribute(call), off.attribute(call)
+    return (
+        (a.as_dict(), a.warnings, a.spans, on.last_prompt()[0]),
+        (b.as_dict(), b.warnings, b.spans, off.last_prompt()[0]),
+        on,
+    )
+
+
+def _long_calls(model, paths, least=32):
+    for path in paths:
+        trace = fit(read_trace(str(path)), model)
+        calls = [c for c in trace.calls if len(c.messages) >= least]
+        yield from calls[:: max(len(calls) // 3, 1)][:3] + calls[-1:]
+
+
+@pytest.fixture
+def build_up_from_32(monkeypatch):
+    """Prompts of 32 messages and more are built up (200 in use): the fixtures' prompts are short."""
+    from tokprof.attribution import attributor
+
+    monkeypatch.setattr(attributor, "BUILD_MIN", 32)
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_a_long_fresh_prompt_is_built_up_with_the_same_buckets(name, tmp_path, build_up_from_32):
+    """A long prompt that extends nothing (a fresh request to serve) is attributed by splicing its
+    growing prefixes (Attributor._built_up): the same buckets, warnings, spans and prompt as whole."""
+    model = _model(name)
+    generated = tmp_path / "g.jsonl"
+    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(40, 120, 3, 5))), encoding="utf-8")
+    for call in _long_calls(model, [SAMPLES[1], generated]):
+        a, b, _ = fresh_both_ways(model, call)
+        assert a == b, f"{name} {call.where}: built up {a[:3]} whole {b[:3]}"
+
+
+def test_a_long_fresh_prompt_is_spliced_onto_its_prefixes(tmp_path, build_up_from_32):
+    model = _model("qwen2.5")
+    trace = _session(tmp_path, calls=30)
+    call = trace.calls[-1]
+    assert len(call.messages) >= 32
+    a, b, on = fresh_both_ways(model, call)
+    assert a == b and on.spliced == 1  # the prompt itself spliced (its prefixes are not counted)
+
+
+@pytest.mark.parametrize("template", [NUMBERED, REWRITING], ids=["numbered", "rewriting"])
+def test_a_long_fresh_prompt_falls_back_where_splicing_does_not_hold(template, tmp_path, build_up_from_32):
+    model = tiny_model(template)
+    call = _session(tmp_path, calls=30).calls[-1]
+    a, b, on = fresh_both_ways(model, call)
+    assert a == b  # the prompt as rendered whole, whether its last step could be spliced or not
+    if template is NUMBERED:
+        assert on.spliced == 0  # caught by the first calls' check both ways
+
+
+@pytest.mark.parametrize("name,relative", CORPUS_LOGS, ids=[n for n, _ in CORPUS_LOGS])
+def test_corpus_long_fresh_prompts_are_built_up_with_the_same_buckets(name, relative, build_up_from_32):
+    path = CORPUS / relative
+    if not path.is_file():
+        pytest.skip("the corpus is not here")
+    model = _model(name)
+    for call in _long_calls(model, [path]):
+        a, b, _ = fresh_both_ways(model, call)
+        assert a == b, f"{name} {call.where}"
+
+
+def test_prompts_that_rewind_fork_and_interleave_keep_their_own_prefixes():
+    """The prepared messages of a call that extends the last one grow in place (Attributor._prepare):
+    a call that goes back to an earlier prompt, forks from it, repeats the same list or alternates
+    with another conversation still gets its own prefixes, with slices of one list and equal copies."""
+    from tokprof.trace import Call, Trace
+
+    model = _model("qwen2.5")
+    system = {"role": "system", "content": "You are terse."}
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " * (i + 1)} for i in range(40)]
+    other = [{"role": "user", "content": "another conversation"}] + turns[1:12]
+    forked = turns[:20] + [{"role": "user", "content": "a different question"}, turns[21]]
+    prompts = [
+        turns[:10],
+        turns[:12],
+        turns[:12],  # the same prompt again
+        turns[:8],  # back to an earlier point
+        forked,  # a fork of it
+        [system] + turns[:14],  # another first message: another conversation
+        other,
+        turns[:30],
+        [dict(m) for m in turns[:34]],  # equal copies, not the same objects
+        other + turns[12:16],
+        turns[:40],
+    ]
+    calls = [Call(index=i, messages=list(p), tools=None, where=f"call {i}") for i, p in enumerate(prompts)]
+    assert_same(model, Trace(path="hand-made", format="test", calls=calls))
+    on = Attributor(model, keep_json=True)
+    for call in calls:  # against attributors that remember nothing (both ways above share _prepare)
+        alone = Attributor(model, keep_json=True, incremental=False)
+        a, b = on.attribute(call), alone.attribute(call)
+        assert (a.as_dict(), a.warnings, on.last_prompt()[0]) == (b.as_dict(), b.warnings, alone.last_prompt()[0])

@@ -31,6 +31,9 @@ THRESHOLDS = (0.7, 0.8)
 CACHE_BROKE = 0.5
 #: ... and that previous prompt was at least this long (the provider's cache minimum is about 1,024).
 CACHE_MINIMUM = 1024
+#: The Claude Code reader's prompt states a session keeps between updates (the newest: a rewind to
+#: an older line rebuilds its state once); the status line saves as many.
+KEPT_STATES = 16
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,7 @@ class LiveSession:
     def _reset(self) -> None:
         from tokprof.formats.claude_code import Incremental
 
-        self.reader = Incremental(self.path)
+        self.reader = Incremental(self.path, prompts=self.count)  # uncounted calls need no prompt
         self.totals = _Totals()
         self.format: str | None = None
         self.whole_calls = 0  # formats read whole: the calls already seen
@@ -142,6 +145,8 @@ class LiveSession:
                 calls.append(call)
         if self.format == "other" and (appended.lines or appended.restarted):
             calls = self._read_whole()
+        if len(self.reader.transcript.states) > 2 * KEPT_STATES:  # now and then: a long session's
+            self.reader.forget(KEPT_STATES)  # memory stays what the next lines need
         last = len(calls) - 1
         return [self._figures(call, count_every or i == last) for i, call in enumerate(calls)]
 

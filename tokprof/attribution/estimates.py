@@ -93,8 +93,14 @@ def fixed_parts(calls: Sequence[Counted]) -> dict[tuple, int]:
 
 def starts_with(messages: Sequence[dict], prefix: Sequence[dict]) -> bool:
     """Whether a prompt's messages start with another prompt's (the same objects, or equal ones)."""
-    # list equality compares each pair as ``a is b or a == b``, at C speed (logs share the objects)
-    return len(messages) >= len(prefix) and list(prefix) == list(messages[: len(prefix)])
+    # list equality compares each pair as ``a is b or a == b``, at C speed (logs share the objects);
+    # lists are compared as they are, without copies: a call's check costs a pass over its prompt
+    n = len(prefix)
+    if len(messages) < n:
+        return False
+    if type(messages) is list and type(prefix) is list:
+        return messages == prefix if len(messages) == n else messages[:n] == prefix
+    return list(prefix) == list(messages[:n])
 
 
 def _extends(call: Counted, before: Counted) -> bool:

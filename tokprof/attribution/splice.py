@@ -276,7 +276,7 @@ def splice_call(
     state: SpliceState = old.splice
     fmt = att.model.prompt_format
     tools, day = call.tools, call.day
-    k, n = len(old.keys) - 1, len(messages)
+    k, n = old.size, len(messages)
     if n - k > NEW_MAX:
         return "too many new messages"
     if n >= 0xFFFD:

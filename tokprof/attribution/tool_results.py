@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tokprof.attribution.estimates import starts_with
+
 #: How many single results a profile keeps, by carry cost.
 TOP = 10
 
@@ -183,7 +185,7 @@ class ResultTracker:
         thread = self._threads.setdefault(call.thread, _Thread())
         seen, messages, before = thread.seen, call.messages, thread.messages
         start = 0
-        if before is not None and len(before) <= len(messages) and list(before) == list(messages[: len(before)]):
+        if before is not None and starts_with(messages, before):
             thread.extensions += 1  # the same messages and more (equal: the same keys): each result held once more
             thread.extended.append(position)
             start = len(before)

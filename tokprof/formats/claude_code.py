@@ -139,7 +139,7 @@ from typing import Any, Iterable
 from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import TOOL_CALL_BLOCKS
 from tokprof.formats.claude_compaction import compaction_calls
-from tokprof.formats.claude_lines import MESSAGE_TYPES, Transcript
+from tokprof.formats.claude_lines import EMPTY, MESSAGE_TYPES, Line, Transcript
 from tokprof.formats.claude_reader import Reader
 from tokprof.formats.claude_sessions import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
 from tokprof.formats.jsonfile import Document
@@ -220,27 +220,65 @@ def read(path: str, doc: Document) -> Trace:
 class Incremental:
     """A Claude Code transcript read as it is written, one line at a time: :meth:`feed` returns the
     model call a line starts (a call's prompt is known at its first line), each call once. Prompt
-    states are kept from line to line, so a line costs what it adds. Subagent files are not read."""
+    states are kept from line to line, so a line costs what it adds. Subagent files are not read.
 
-    def __init__(self, path: str):
+    ``prompts=False``: the calls come without their prompts (``messages`` empty), for a caller that
+    uses only what the log reports (``tokprof statusline``): no prompt state is built, and a line's
+    content is not kept once its call is made, so what is kept (and saved between status line runs)
+    is each line's few fields, not the conversation."""
+
+    def __init__(self, path: str, prompts: bool = True):
         self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
         self.reader = Reader(self.trace)
         self.transcript = Transcript(path=path)
         self.last: dict[bool, str | None] = {}
+        self.prompts = prompts
 
     def feed(self, number: int, record: Any) -> Call | None:
         """Add line ``number``; the call it starts, or None. Raises InputError for a bad line."""
         line = self.reader.add(self.transcript, "", number, record, "", "line", self.last)
+        try:
+            return self._call(line)
+        finally:
+            if line is not None and not self.prompts:
+                _slim(self.transcript, line)
+
+    def forget(self, keep: int) -> None:
+        """Keep only the newest ``keep`` prompt states, and the message lists made from them: a
+        session followed for hours holds what the next lines need, not one prompt per call (each
+        state keeps its prompt as a list of its own). A line whose parent's state was dropped (a
+        rewind) rebuilds it from the chain, once."""
+        states = self.transcript.states
+        if len(states) <= keep:
+            return
+        for key in list(states)[: len(states) - keep]:
+            del states[key]
+        kept = {(id(state.final), id(state.open)) for state in states.values()}
+        lists = self.reader.lists
+        for made in [made for made in lists if made not in kept]:
+            del lists[made]
+
+    def _call(self, line: Line | None) -> Call | None:
         if line is None or line.type != "assistant" or line.synthetic:
             return None
         key = line.key or ""
         if key in self.reader.seen:
             return None
         self.reader.seen.add(key)
-        call = self.reader.call(self.transcript, [line], key)
+        call = self.reader.call(self.transcript, [line], key, None if self.prompts else EMPTY)
         if self.trace.session is None and isinstance(line.record.get("sessionId"), str):
             self.trace.session = line.record["sessionId"]
         return call
+
+
+def _slim(transcript: Transcript, line: Line) -> None:
+    """What a line keeps once its call is made, when no prompt state is built: its place in the chain
+    (uuid, parent, thread: duplicate lines and a subagent's name are found from them). Its content
+    and fields, and the tool calls it holds, are read only to build prompt states or its own call."""
+    line.parts, line.skipped, line.record = [], [], {}
+    line.prefix = line.place = ""
+    line.key = line.request = line.message_id = line.prompt_usage = None
+    transcript.tool_uses.clear()
 
 
 def _session(transcript: Transcript) -> str | None:

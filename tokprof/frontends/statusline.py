@@ -19,18 +19,21 @@ log reaches the line but numbers; a problem prints ``tokprof: ...`` and exits 0.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import os
 import pickle
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 #: The prompt states kept for lines to come (a rewind to an older line rebuilds its state once).
 KEPT_STATES = 16
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2: the reader keeps no prompts (Incremental(prompts=False))
 
 
 def cache_dir() -> Path:
@@ -50,9 +53,22 @@ def state_file(transcript: str) -> Path:
     return _state_file(transcript)
 
 
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The cyclic garbage collector off: pickling makes or walks thousands of objects, none of them
+    garbage, and the collections it would set off cost about a third of the time."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _load(transcript: str) -> Any:
     try:
-        with open(_state_file(transcript), "rb") as f:
+        with open(_state_file(transcript), "rb") as f, _no_gc():
             version, live = pickle.load(f)
         return live if version == STATE_VERSION else None
     except Exception:  # noqa: BLE001 - no state, or a state from another version: start again
@@ -60,16 +76,15 @@ def _load(transcript: str) -> Any:
 
 
 def _save(transcript: str, live: Any) -> None:
-    states = live.reader.transcript.states
-    if len(states) > KEPT_STATES:
-        for key in list(states)[:-KEPT_STATES]:
-            del states[key]
-    live.reader.reader.converted.clear()  # keyed by object ids, which do not survive a pickle
+    live.reader.forget(KEPT_STATES)
+    reader = live.reader.reader
+    reader.converted.clear()  # keyed by object ids, which do not survive a pickle; so is the list of
+    reader.lists.clear()  # each state's messages (one per call: quadratic in the session's length)
     target = _state_file(transcript)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".state-")
     try:
-        with os.fdopen(fd, "wb") as f:
+        with os.fdopen(fd, "wb") as f, _no_gc():
             pickle.dump((STATE_VERSION, live), f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, target)
     except BaseException:
