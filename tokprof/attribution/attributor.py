@@ -366,7 +366,7 @@ class _Prepared:
 #: is quicker below about this length (an agent's prompts, Qwen2.5: 150 messages 61 ms whole against
 #: 77 ms built up, 300 messages 222 ms against 156 ms, 600 messages 1.1 s against 0.3 s).
 BUILD_MIN = 200
-#: The most messages one step of that build-up adds (well under :data:`tokprof.splice.NEW_MAX`).
+#: The most messages one step of that build-up adds (well under :data:`tokprof.attribution.splice.NEW_MAX`).
 BUILD_STEP = 16
 
 
@@ -807,7 +807,7 @@ class Attributor:
         """For a long prompt that extends no call this attributor remembers (a fresh request to
         ``tokprof serve``, the first call of a log that starts mid-conversation): its growing prefixes,
         cut before each assistant message as an agent's calls grow, are attributed first (the
-        first rendered whole, each next one spliced onto it with every check of :mod:`tokprof.splice`),
+        first rendered whole, each next one spliced onto it with every check of :mod:`tokprof.attribution.splice`),
         so that the prompt itself is spliced onto the last of them instead of rendering the prefix of
         each of its messages (quadratic in its length). Their results are not kept. False when the
         call is short, extends the last call of its conversation (splicing refused it for a reason of
