@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import FIXTURES, small_transcript, write_json
+from conftest import FIXTURES, ROOT, small_transcript, write_json
 from tokprof.frontends.cli import main
 
 LOG = FIXTURES / "good_transcript.json"
@@ -45,10 +45,9 @@ def test_templates_run_under_limits(source, expected, tmp_path, capsys):
 def test_a_render_has_a_time_limit(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("TOKPROF_TEMPLATE_TIMEOUT", "0.2")
     template = tmp_path / "t.jinja"
-    template.write_text(
-        "{% for a in range(1000) %}{% for b in range(1000) %}{% for c in messages %}{% endfor %}"
-        "{% endfor %}{% endfor %}"
-    )
+    # 10^8 steps whatever the log holds: over 0.2 s on any machine (one that depended on the number of
+    # messages rendered short prompts in under 0.2 s on a fast interpreter, and the profile succeeded)
+    template.write_text("{% for a in range(10000) %}{% for b in range(10000) %}{% endfor %}{% endfor %}")
     monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_RANGE", str(10**9))
     err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
     assert "a render took too long" in err and "TOKPROF_TEMPLATE_TIMEOUT" in err
@@ -156,19 +155,37 @@ def test_standard_input_and_long_values(tmp_path, capsys):
     assert len(err) < 1500 and "characters)" in err and "\x1b" not in err
 
 
-def test_standard_output_on_a_full_device(capsys):
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["profile", str(LOG)],
+        ["profile", str(ROOT / "samples" / "incident_session.json"), "--calls", "all"],
+        ["--version"],
+    ],
+    ids=["small", "large", "version"],
+)
+@pytest.mark.parametrize("unbuffered", ["", "1"], ids=["buffered", "unbuffered"])
+def test_standard_output_on_a_full_device(args, unbuffered):
+    """One line and exit code 2, whether the write fails while the command runs (a large output) or only
+    when the process flushes it at the end (a small one, or any output when Python buffers it)."""
+    import os
     import subprocess
     import sys
 
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = unbuffered
     with open("/dev/full", "w") as full:
         result = subprocess.run(
-            [sys.executable, "-m", "tokprof", "profile", str(LOG)],
+            [sys.executable, "-m", "tokprof", *args],
             stdout=full,
             stderr=subprocess.PIPE,
             text=True,
             timeout=120,
+            env=env,
         )
-    assert result.returncode == 2 and result.stderr.count("\n") == 1 and "No space left" in result.stderr
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "No space left" in result.stderr, result.stderr
 
 
 def test_a_replaced_cache_entry_is_rebuilt(tmp_path, monkeypatch):

@@ -1654,6 +1654,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         if exc.filename is not None:
             raise
         print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        _silence_stdout()  # what it still holds is dropped: the exit would fail flushing it again
         return EXIT_USAGE
     finally:
         app.registered_commands = registered
@@ -1661,7 +1662,8 @@ def main(argv: Optional[list[str]] = None) -> int:
 
 
 def _silence_stdout() -> None:
-    """After a broken pipe, point standard output at /dev/null so that the exit does not fail flushing it."""
+    """After a broken pipe or a full device, point standard output at /dev/null so that the exit does
+    not fail flushing it."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

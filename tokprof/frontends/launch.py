@@ -24,7 +24,7 @@ def entry() -> None:
         from tokprof.frontends.statusline import main
 
         print(main(sys.stdin.read()))
-        raise SystemExit(0)
+        leave(0)
     from tokprof.frontends.cli import main as cli_main
 
     leave(cli_main())
@@ -37,12 +37,39 @@ def leave(code: int) -> None:
     import os
     import threading
 
+    code = flushed(code)
     if threading.active_count() > 1:
         raise SystemExit(code)
     try:
         atexit._run_exitfuncs()
-        sys.stdout.flush()
         sys.stderr.flush()
-    except Exception:  # noqa: BLE001 - a closed pipe, a full disk: the ordinary exit reports it as it would
+    except Exception:  # noqa: BLE001 - the ordinary exit reports it as it would
         raise SystemExit(code) from None
     os._exit(code)
+
+
+def flushed(code: int) -> int:
+    """``code`` once standard output is flushed; when it cannot be (a full disk: one line and 2; a reader
+    gone away, ``| head``: 1, silently), what is left of it goes to /dev/null, so that the exit does not
+    fail flushing it again (exit code 120 and a traceback-like message)."""
+    try:
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        quiet_stdout()
+        return code or 1
+    except OSError as exc:
+        print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        quiet_stdout()
+        return 2
+
+
+def quiet_stdout() -> None:
+    """Point standard output at /dev/null (after it failed: what it still holds is dropped there)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

@@ -658,10 +658,20 @@ def _deadline(limits: Limits, seconds: float, run_limit: bool) -> Iterator[None]
         yield
         return
 
-    def expired(signum, frame):
+    def error() -> TemplateLimitError:
         if run_limit:
-            raise _run_over(limits)
-        raise _over("a render took too long", "seconds", f"{limits.seconds:g} seconds")
+            return _run_over(limits)
+        return _over("a render took too long", "seconds", f"{limits.seconds:g} seconds")
+
+    fired = False
+
+    def expired(signum: int, frame: object) -> None:
+        nonlocal fired
+        fired = True
+        # raised where the render is; code there that catches every exception could swallow it (seen:
+        # a render that ran on for seconds and succeeded), so it comes again until it gets through
+        signal.setitimer(signal.ITIMER_REAL, _AGAIN)
+        raise error()
 
     previous = signal.signal(signal.SIGALRM, expired)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -670,6 +680,12 @@ def _deadline(limits: Limits, seconds: float, run_limit: bool) -> Iterator[None]
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if fired:  # swallowed every time it came, and the render finished late: still over its limit
+        raise error()
+
+
+#: How soon a time limit's signal comes again when the render went on after it (see _deadline).
+_AGAIN = 0.05
 
 
 #: Statements after which the rest of a template cannot see what they did, but by their output.
