@@ -52,8 +52,9 @@ def test_known_closed_models_are_their_proxies(name):
     assert not resolve_model(name).exact
 
 
-def test_a_log_that_names_no_model_says_the_default_under_the_heading(tmp_path, capsys):
+def test_a_log_that_names_no_model_says_the_default_under_the_heading(tmp_path, capsys, monkeypatch):
     """The counts are exact for the default model, not necessarily the log's: said beside them."""
+    monkeypatch.setenv("COLUMNS", "200")  # whatever the terminal running the tests (the heading may still wrap)
     import json
 
     log = tmp_path / "nomodel.json"
