@@ -1,7 +1,7 @@
 """Start-up: how long `tokprof --help`, `tokprof --version`, `tokprof statusline` and one-call
 profiles take, against the interpreter's own start (`python -c pass`), in fresh processes.
 
-Usage: python benchmarks/bench_startup.py [--repeat 9]
+Usage: python benchmarks/bench_startup.py [--repeat 9] [--against DIR]
 
 Prints a Markdown table: the median wall time and CPU time (user + system, what the process itself
 used: steadier than wall time on shared cores) of each command, what each adds to `python -c pass`,
@@ -12,6 +12,10 @@ are warmed first, in a temporary cache (a first run converts the vocabulary once
 table and the status line's state; that is not start-up), and the commands run with Python's bytecode
 cache as an installed package has it (``PYTHONDONTWRITEBYTECODE`` is left out of their environment:
 without the cache every start compiles tokprof's modules again, about 0.1 s more).
+
+``--against DIR`` times another checkout of tokprof too (DIR is its root; both run with the same
+interpreter and packages, the tree in ``PYTHONPATH``), alternating a run of each so that both see the
+same load, and prints both trees' medians and the ratio of this tree's CPU added to DIR's.
 """
 
 from __future__ import annotations
@@ -38,22 +42,37 @@ ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 def timed(args: list[str], repeat: int, stdin: str = "") -> tuple[float, float]:
     """The median wall time and the median CPU time (user + system) of ``repeat`` runs."""
-    walls, cpus = [], []
+    return alternated(args, repeat, [ENV], stdin)[0]
+
+
+def alternated(args: list[str], repeat: int, envs: list[dict[str, str]], stdin: str = "") -> list[tuple[float, float]]:
+    """Per environment, the median wall time and the median CPU time (user + system) of ``repeat``
+    runs, a run in each environment in turn."""
+    walls: list[list[float]] = [[] for _ in envs]
+    cpus: list[list[float]] = [[] for _ in envs]
     for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(
-            args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV
-        )
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+        for i, env in enumerate(envs):
+            wall, cpu = _run(args, env, stdin)
+            walls[i].append(wall)
+            cpus[i].append(cpu)
+    return [(statistics.median(w), statistics.median(c)) for w, c in zip(walls, cpus)]
+
+
+def _run(args: list[str], env: dict[str, str], stdin: str) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(
+        args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+    )
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
+    parser.add_argument("--against", metavar="DIR", help="another checkout's root, timed alternately")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ENV.update(TOKPROF_CACHE_DIR=str(Path(tmp) / "cache"), XDG_CACHE_HOME=str(Path(tmp) / "xdg"))  # not the user's
@@ -90,8 +109,18 @@ def main() -> None:
             "profile (1 call)": (tokprof + ["profile", str(log), "--no-progress"], ""),
             "profile (1 call, priced)": (tokprof + ["profile", str(priced), "--no-progress"], ""),
         }
+        envs = [ENV]
+        if args.against:  # both trees named in PYTHONPATH, not whichever one is installed
+            envs = [
+                dict(ENV, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
+                dict(ENV, PYTHONPATH=str(Path(args.against).resolve())),
+            ]
         for command, stdin in commands.values():  # warm the tokenizer, price table and bytecode caches
-            subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=ENV)
+            for env in envs:
+                subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=env)
+        if args.against:
+            compare(commands, args.repeat, envs, args.against)
+            return
         base_wall, base_cpu = timed([sys.executable, "-c", "pass"], args.repeat)
         print(f"Machine: {platform.machine()}, Python {platform.python_version()}, median of {args.repeat} runs\n")
         print(
@@ -108,6 +137,22 @@ def main() -> None:
                 f"| `tokprof {name}` | {took:.3f} s | {cpu:.3f} s | {added:.3f} s | {cpu_added:.3f} s | {limit} s "
                 f"| {added / limit:.2f} | {cpu_added / limit:.2f} |"
             )
+
+
+def compare(commands: dict[str, tuple[list[str], str]], repeat: int, envs: list[dict[str, str]], against: str) -> None:
+    """This tree's (A) and ``against``'s (B) medians, measured alternately, and A's CPU added over B's."""
+    (base_wall, base_cpu), _ = alternated([sys.executable, "-c", "pass"], repeat, envs)
+    print(f"Machine: {platform.machine()}, Python {platform.python_version()}, median of {repeat} runs, alternated\n")
+    print(f"`python -c pass`: {base_wall:.3f} s wall, {base_cpu:.3f} s CPU; B is {against}\n")
+    print("| command | A wall | A CPU added | B wall | B CPU added | A / B CPU added | A CPU added / limit |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, (command, stdin) in commands.items():
+        (a_wall, a_cpu), (b_wall, b_cpu) = alternated(command, repeat, envs, stdin)
+        a_added, b_added = a_cpu - base_cpu, b_cpu - base_cpu
+        print(
+            f"| `tokprof {name}` | {a_wall:.3f} s | {a_added:.3f} s | {b_wall:.3f} s | {b_added:.3f} s "
+            f"| {a_added / b_added:.2f} | {a_added / LIMITS[name]:.2f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -101,3 +101,15 @@ def test_a_log_with_subagents_names_each_calls_thread(capsys, monkeypatch):
     rows = [line.split() for line in out.splitlines() if re.match(r"^\s*\d+\s+\S+\s+(n/r|[\d,]+)\s", line)]
     threads = {row[1] for row in rows}
     assert header and "main" in threads and len(threads) > 1
+
+
+def test_emoji_codes_from_the_log_stay_text():
+    """Prose lines print as the console does, with emoji codes off: a log's ``:thumbs_up:`` is shown as written."""
+    from tokprof.render import RenderOptions
+    from tokprof.render.console import safe, text_console
+
+    console, out = text_console(RenderOptions())
+    console.print("tool " + safe("[x] :thumbs_up: :fire:"))
+    console.print("tool " + safe("[x] :thumbs_up: :fire:") + " " * 60 + "wrapped")  # a line that wraps
+    assert out.getvalue().split("\n")[0] == "tool [x] :thumbs_up: :fire:"
+    assert ":thumbs_up: :fire:" in out.getvalue().split("\n")[1]

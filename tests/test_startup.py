@@ -37,8 +37,10 @@ HEAVY = (
 )
 
 
-def loaded(tmp_path, args: list[str] | None, stdin: str = "", code: str | None = None) -> tuple[set[str], str]:
-    """The HEAVY modules a fresh process had loaded when it exited, and what it printed."""
+def loaded(
+    tmp_path, args: list[str] | None, stdin: str = "", code: str | None = None, modules: tuple[str, ...] = HEAVY
+) -> tuple[set[str], str]:
+    """The ``modules`` (default: HEAVY) a fresh process had loaded when it exited, and what it printed."""
     body = (
         code
         if code is not None
@@ -46,7 +48,7 @@ def loaded(tmp_path, args: list[str] | None, stdin: str = "", code: str | None =
     )
     program = (
         "import atexit, sys\n"
-        f"atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(m for m in {HEAVY!r} if m in sys.modules) + '\\n'))\n"
+        f"atexit.register(lambda: sys.stderr.write('LOADED ' + ' '.join(m for m in {modules!r} if m in sys.modules) + '\\n'))\n"
         + body
     )
     env = dict(
@@ -100,6 +102,26 @@ def test_statusline_loads_nothing_heavy(tmp_path):
     first, out = loaded(tmp_path, ["statusline"], status)  # genai-prices finds the model's window, once
     modules, again = loaded(tmp_path, ["statusline"], status)
     assert modules == set() and again == out and out.startswith("ctx ") and "of 200k" in out
+
+
+#: tokprof's own modules a one-call profile of a registered model does not use (#32 item 3).
+UNUSED_BY_A_PROFILE = (
+    "tokprof.analyses.budgets",
+    "tokprof.analyses.sessions",
+    "tokprof.analyses.directory",
+    "tokprof.formats.claude_compaction",
+    "tokprof.models.local",
+    "tokprof.models.gguf",
+    "rich._emoji_codes",
+)
+
+
+def test_a_one_call_profile_leaves_what_other_commands_use_unloaded(tmp_path):
+    log = tmp_path / "one.json"
+    messages = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    log.write_text(json.dumps({"model": "Qwen/Qwen2.5-7B-Instruct", "messages": messages}))
+    found, out = loaded(tmp_path, ["profile", str(log), "--no-progress"], modules=UNUSED_BY_A_PROFILE + ("numpy",))
+    assert found == {"numpy"} and "1 call" in out, (found, out)
 
 
 def test_a_one_call_profile_loads_only_what_it_uses(tmp_path):

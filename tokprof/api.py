@@ -16,18 +16,15 @@ from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from tokprof.analyses import budgets
 from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.calls import Stamp
 from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
-from tokprof.analyses.sessions import SessionsReport, Skipped
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
-from tokprof.analyses.directory import Mapper, SessionOptions, SessionTask, default_jobs, local_map, run_sessions
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_trace
@@ -42,6 +39,24 @@ if TYPE_CHECKING:
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.render.tables import TeamOptions
+    from tokprof.analyses import budgets
+    from tokprof.analyses.directory import Mapper, SessionOptions
+    from tokprof.analyses.sessions import SessionsReport
+
+#: Names the facade has from modules that a profile does not need, imported when first asked for
+#: (:func:`__getattr__`), so that a one-call profile does not build their dataclasses.
+_LAZY = {
+    "budgets": ("tokprof.analyses.budgets", ""),  # the module itself
+    "SessionsReport": ("tokprof.analyses.sessions", "SessionsReport"),
+    "Skipped": ("tokprof.analyses.sessions", "Skipped"),
+    "Mapper": ("tokprof.analyses.directory", "Mapper"),
+    "SessionOptions": ("tokprof.analyses.directory", "SessionOptions"),
+    "SessionTask": ("tokprof.analyses.directory", "SessionTask"),
+    "default_jobs": ("tokprof.analyses.directory", "default_jobs"),
+    "local_map": ("tokprof.analyses.directory", "local_map"),
+    "run_sessions": ("tokprof.analyses.directory", "run_sessions"),
+}
+
 
 #: A progress report: True for a bar on standard error when it is a terminal, or a function
 #: called with (steps done, steps in all) after each step.
@@ -362,6 +377,8 @@ def profile_directory(
     ``machine`` and ``user`` given. ``state``: an incremental run (:mod:`tokprof.analyses.incremental`): the
     state file's entries (``load_state``), which only files that are new or changed are profiled
     against, replaced in place by the new state."""
+    from tokprof.analyses.directory import SessionTask, default_jobs, local_map, run_sessions
+    from tokprof.analyses.sessions import Skipped
     from tokprof.formats import SESSION_FORMATS, scan_directory
 
     name = os.fspath(directory)
@@ -436,6 +453,8 @@ def profile_sessions(
     builtin ``map`` that returns a list (``map(function, items)``), such as a process pool's or Dask's;
     None: one after the other in this process. Each task is a plain function of picklable arguments
     (the model goes by name). ``root`` is the folder the rows' paths are shown relative to."""
+    from tokprof.analyses.directory import SessionTask, local_map, run_sessions
+
     tasks = [SessionTask(None, os.fspath(path)) for path in paths]
     if not tasks:
         raise TokprofError("no session files to profile")
@@ -467,6 +486,8 @@ def session_options(
 ) -> SessionOptions:
     """How each session of a directory run is profiled, from what :func:`profile_directory` takes: the
     options every map of the directory engine (:mod:`tokprof.analyses.directory`) carries to its workers."""
+    from tokprof.analyses.directory import SessionOptions
+
     if model is not None and not isinstance(model, str):
         raise TypeError("a directory run takes the model by name")
     return SessionOptions(
@@ -696,6 +717,8 @@ def check(
     """Judge a profile (or a catalogue priced alone by :func:`tools_report`) against budgets and a
     baseline. ``config`` is a :class:`Config`, a file, or None for the nearest one from the working
     directory; ``baseline`` a baseline file (default: the configuration's)."""
+    from tokprof.analyses import budgets
+
     if not isinstance(config, Config):
         config = load_config(config)
     measurement = measure(subject)
@@ -761,6 +784,8 @@ def run_check(
     ``model`` and ``chat_template`` apply when none is given; with ``update_baseline`` nothing is
     compared with the baseline (the caller writes ``run.measurement.baseline_dict()`` to
     ``run.baseline``)."""
+    from tokprof.analyses import budgets
+
     if not isinstance(config, Config):
         config = load_config(config)
     template = chat_template if chat_template is not None else config.resolve(config.chat_template)
@@ -799,6 +824,8 @@ def run_check(
 
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     """The budget metrics of a profile, or of a catalogue priced alone."""
+    from tokprof.analyses import budgets
+
     if isinstance(subject, Profile):
         return budgets.measure_profile(subject)
     if isinstance(subject, ToolsReport):
@@ -812,11 +839,19 @@ _MCP_FACADE = ("find_mcp_servers", "list_mcp_servers", "mcp_report")
 
 
 def __getattr__(name: str) -> Any:
-    """The MCP facade (:mod:`tokprof.mcp_api`), loaded when first asked for."""
+    """The MCP facade (:mod:`tokprof.mcp_api`) and the names of :data:`_LAZY`, loaded when first asked for."""
     if name in _MCP_FACADE:
         from tokprof import mcp_api
 
         return getattr(mcp_api, name)
+    if name in _LAZY:
+        import importlib
+
+        module, attribute = _LAZY[name]
+        found = importlib.import_module(module)
+        value = getattr(found, attribute) if attribute else found
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'tokprof.api' has no attribute {name!r}")
 
 

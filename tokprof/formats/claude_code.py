@@ -138,7 +138,6 @@ from typing import Any, Iterable
 
 from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import TOOL_CALL_BLOCKS
-from tokprof.formats.claude_compaction import compaction_calls
 from tokprof.formats.claude_lines import EMPTY, MESSAGE_TYPES, Line, Transcript
 from tokprof.formats.claude_reader import Reader
 from tokprof.formats.claude_sessions import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
@@ -199,6 +198,8 @@ def read(path: str, doc: Document) -> Trace:
     sequences: list[list[Call]] = []
     for transcript in subs:
         if transcript.compaction:
+            from tokprof.formats.claude_compaction import compaction_calls  # only for a compacted session
+
             found = compaction_calls(reader, main, transcript)
             if found is not None:
                 main_calls += found

@@ -73,14 +73,13 @@ def label(model: ChatModel, selected: str | None) -> ChatModel:
 
 def _load(name: str) -> ChatModel:
     """The model a name names, without a chat template override."""
-    from tokprof.models import proxies
-    from tokprof.models.local import load_directory, load_hub, looks_like_hub_id
-
-    from tokprof.models.gguf import load_gguf, looks_like_gguf, ollama_blob
-
     spec = registry.lookup(name)
     if spec is not None:
         return spec.load()
+    from tokprof.models import proxies
+    from tokprof.models.local import load_directory, load_hub, looks_like_hub_id  # a registered name needs neither
+    from tokprof.models.gguf import load_gguf, looks_like_gguf, ollama_blob
+
     path = Path(name).expanduser()
     if path.is_dir():
         return load_directory(path)

@@ -67,7 +67,7 @@ class ProseConsole(Console):
             super().print(*objects, **kwargs)
             return
         for paragraph in objects[0].split("\n"):
-            text = Text.from_markup(paragraph)
+            text = Text.from_markup(paragraph, emoji=False)  # as the console: a log's :name: stays text
             indent = min(hanging_indent(text.plain), max(0, self.width // 2))
             if text.cell_len <= self.width:
                 super().print(text, no_wrap=True, crop=False)
