@@ -66,6 +66,14 @@ def _command_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _title(name: str) -> str:
+    """A server's name (the project's MCP configuration's: anyone's, on a pull request) as part of a
+    workflow command's ``title`` property: one line, colons shown as ``_`` (a colon would end the
+    properties), and a comma or percent sign escaped as GitHub reads properties (a raw comma would
+    end the title, and what follows it, ``file=...,line=...``, would move the annotation)."""
+    return visible(name).replace(":", "_").replace("%", "%25").replace(",", "%2C")
+
+
 def github_annotations(check: CheckResult) -> str:
     """Workflow commands that GitHub Actions shows as annotations: a budget that fails is an error,
     one that warns a warning, an MCP server that fails an error."""
@@ -78,7 +86,7 @@ def github_annotations(check: CheckResult) -> str:
     for server in check.servers:
         if server.status == "fail":
             message = _command_data("; ".join(server.reasons))
-            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
+            lines.append(f"::error title=tokprof MCP {server.kind} {_title(server.name)}::{message}")
     return "".join(line + "\n" for line in lines)
 
 
