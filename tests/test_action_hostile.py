@@ -83,6 +83,16 @@ def test_mentions_and_links_are_neutralised():
     assert text.startswith(github.MARKER + "\n")
 
 
+def test_character_references_and_gh_references_are_neutralised():
+    """``&commat;`` and ``&#x40;`` are an ``@`` in the rendered text, where GitHub finds mentions (the
+    Markdown of a check escapes ``#``, not ``&``); GH-12 links issue 12."""
+    source = "tool &commat;alice, &#x40;bob, &#64;carol, &num;12, see GH-12 and gh-3; AT&T & co; x&y;"
+    text = github.comment_text(source)
+    assert not re.search(r"&#|&[A-Za-z][A-Za-z0-9]*;|\bGH-\d", text, re.I), text
+    assert text.replace(github.BREAK, "") == github.MARKER + "\n" + source  # shown as written
+    assert "AT&T & co" in text  # an ampersand that starts no reference is left as it is
+
+
 def test_a_long_report_is_cut_and_says_so():
     text = github.comment_text("| row |\n" * 20_000)
     assert len(text) <= github.COMMENT_LIMIT and "cut: the report is" in text and "step summary" in text

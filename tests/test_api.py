@@ -265,6 +265,21 @@ def test_the_names_a_command_offers_are_public_and_cheap():
     assert out.strip() == "False"  # none of them loads the pipeline
 
 
+def test_model_name_is_the_registered_model_that_counts(tmp_path):
+    """model_name: the default, a name or alias, a closed model's proxy; a Hub id or a path is a
+    ModelError naming the registered model that would serve it (as a name to give, nothing else)."""
+    from tokprof.base.errors import ModelError
+
+    assert tokprof.model_name() == tokprof.model_name("") == "qwen2.5"
+    assert tokprof.model_name("qwen2.5") == "qwen2.5"
+    assert tokprof.model_name("gpt-4o") == "openai-proxy" and tokprof.model_name("claude-sonnet-4-5") == "claude-proxy"
+    with pytest.raises(ModelError) as raised:
+        tokprof.model_name("Qwen/Qwen3-8B")
+    assert "name qwen3 " in str(raised.value) and "leave the model out" not in str(raised.value)
+    with pytest.raises(ModelError, match="unknown model"):
+        tokprof.model_name(str(tmp_path))  # a directory is not read
+
+
 def test_a_directory_run_renders_and_tables_as_the_command_line_writes(tmp_path, model_dir, capsys, monkeypatch):
     """The team options, the warehouse tables, the incremental state and the export texts of
     ``tokprof profile DIR`` and ``tokprof export``, from the public API."""

@@ -67,3 +67,16 @@ def test_an_annotation_s_message_never_ends_its_line():
     metric = SimpleNamespace(name="largest_tool", status=FAIL, reasons=["tool a\r::add-mask::x\n::error::y 5%"])
     text = github_annotations(SimpleNamespace(metrics=[metric], servers=[]))
     assert text == "::error title=tokprof largest_tool::tool a%0D::add-mask::x%0A::error::y 5%25\n"
+
+
+def test_an_annotation_title_keeps_a_server_name_from_adding_properties():
+    """An MCP server's name comes from the project's configuration: a comma in it would end the title
+    property and start others (``file=``, ``line=``), a percent sign would be read as an escape."""
+    from types import SimpleNamespace
+
+    from tokprof.frontends.github import github_annotations
+
+    server = SimpleNamespace(status="fail", kind="stdio", name="x,file=README.md,line=1 50%0A:y\n", reasons=["no"])
+    text = github_annotations(SimpleNamespace(metrics=[], servers=[server]))
+    assert text == "::error title=tokprof MCP stdio x%2Cfile=README.md%2Cline=1 50%250A_y\\n::no\n"
+    assert text.count("\n") == 1 and "," not in text.split("::")[1]

@@ -891,7 +891,8 @@ def render_report(
     team: TeamOptions | None = None,
 ) -> str:
     """A result (:class:`Profile`, :class:`SessionsReport`, :class:`ToolsReport`,
-    :class:`WhatIfReport` or :class:`CheckResult`) as text in one of its formats (``table``,
+    :class:`WhatIfReport`, :class:`CheckResult`, :class:`ProbeReport`, :class:`McpReport`, the
+    discovery :func:`find_mcp_servers` returns or the list :func:`local_sessions` returns) as text in one of its formats (``table``,
     ``json``, ``csv``, ``html``, ``markdown``: :func:`report_formats` says which), as the command
     line writes it. ``width`` is the table's (None: 120 columns), ``calls`` the per-call rows a
     profile's table shows (None: all), ``window`` and ``levels`` the HTML report's context window and

@@ -81,11 +81,13 @@ def policy_names(*, default: bool = False) -> tuple[str, ...]:
 
 
 def model_name(name: str | None = None) -> str:
-    """The registered model :func:`get_model` counts with for a model's name: the default model for
-    None; a registered name or alias as its name; a closed model's name (``claude-*``, ``gpt-*``) as
-    its proxy. :class:`ModelError` for any other name, with the registered model that would serve it
-    (``Qwen/Qwen3-8B``: qwen3) or the name it is near. Never reads a path or the network (directories,
-    ``.gguf`` files and Hub ids are for :func:`get_model` itself)."""
+    """The registered model that counts for a model's name: the default model for None; a registered
+    name or alias as its name; a closed model's name (``claude-*``, ``gpt-*``) as its proxy, even one
+    the public model data does not list (:func:`get_model` refuses a misspelt ``claude-sonet-4-5``,
+    naming the closest). :class:`ModelError` for any other name, with the registered model that would
+    serve it (``Qwen/Qwen3-8B``: qwen3) or the name it is near: a Hub id is not taken, not even one
+    :func:`get_model` loads offline as the model tokprof embeds. Never reads a path or the network
+    (directories, ``.gguf`` files and Hub ids are for :func:`get_model` itself)."""
     from tokprof.base.errors import ModelError
     from tokprof.models import DEFAULT_MODEL, proxies, registry
 
@@ -99,10 +101,7 @@ def model_name(name: str | None = None) -> str:
         return proxy
     serving = registry.serving(name)
     hint = (
-        (
-            f" (name {serving.name}, or leave the model out, if {serving.name}'s tokenizer and chat template are "
-            "the model's)"
-        )
+        (f" (name {serving.name} if {serving.name}'s tokenizer and chat template are the model's)")
         if serving is not None
         else registry.did_you_mean(name)
     )

@@ -913,7 +913,7 @@ class Attributor:
     def _forget_if_full(self, n: int) -> None:
         """Bound what is remembered of messages (caches only: no count depends on them). A call of
         ``n`` messages ends a generation once the newer one holds more than :data:`_GENERATION` or
-        twice ``n`` entries: what no call used for a whole generation (the messages before a
+        four times ``n`` entries: what no call used for a whole generation (the messages before a
         compaction, a finished subagent's) is forgotten, so a long log's attributor holds what its
         largest prompts use, not every message of the log. A long-lived attributor (``Model.count``,
         ``tokprof serve``) also starts afresh past :data:`_REMEMBERED`."""

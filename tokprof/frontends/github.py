@@ -42,6 +42,10 @@ _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 _REFERENCE = re.compile(r"#(?=[0-9])")
 _AUTOLINK = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*):/(?=/)")
 _WWW = re.compile(r"\b(www)(?=\.)", re.I)
+#: A character reference (``&commat;``, ``&#x40;``: an ``@`` once rendered, where mentions are found)
+#: and a ``GH-12`` issue reference.
+_ENTITY = re.compile(r"&(?=#|[A-Za-z][A-Za-z0-9]*;)")
+_GH = re.compile(r"\b(GH)-(?=[0-9])", re.I)
 
 
 def report(result: CheckResult, annotations_to: IO[str] | None = None) -> None:
@@ -66,6 +70,14 @@ def _command_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+def _title(name: str) -> str:
+    """A server's name (the project's MCP configuration's: anyone's, on a pull request) as part of a
+    workflow command's ``title`` property: one line, colons shown as ``_`` (a colon would end the
+    properties), and a comma or percent sign escaped as GitHub reads properties (a raw comma would
+    end the title, and what follows it, ``file=...,line=...``, would move the annotation)."""
+    return visible(name).replace(":", "_").replace("%", "%25").replace(",", "%2C")
+
+
 def github_annotations(check: CheckResult) -> str:
     """Workflow commands that GitHub Actions shows as annotations: a budget that fails is an error,
     one that warns a warning, an MCP server that fails an error."""
@@ -78,7 +90,7 @@ def github_annotations(check: CheckResult) -> str:
     for server in check.servers:
         if server.status == "fail":
             message = _command_data("; ".join(server.reasons))
-            lines.append(f"::error title=tokprof MCP {server.kind} {visible(server.name).replace(':', '_')}::{message}")
+            lines.append(f"::error title=tokprof MCP {server.kind} {_title(server.name)}::{message}")
     return "".join(line + "\n" for line in lines)
 
 
@@ -163,12 +175,16 @@ def _request(method: str, url: str, token: str, body: dict | None = None) -> Any
 def comment_text(body: str) -> str:
     """A report made safe to post: no @mention or @org/team pings anyone, no #123 or owner/repo#123
     links another issue, no bare URL becomes a link (each is broken by :data:`BREAK` after its ``@``,
-    its ``#``, the first ``/`` of its ``://`` or its ``www``, so that it shows the same), and at most
+    its ``#``, the first ``/`` of its ``://`` or its ``www``, so that it shows the same), no character
+    reference is read as one (``&commat;alice``, an ``@`` once rendered: broken after its ``&``, so it
+    shows as written) and no GH-12 links an issue (broken after its ``-``), and at most
     :data:`COMMENT_LIMIT` characters with the marker, cut with a line that says so."""
     text = _MENTION.sub("@" + BREAK, body)
     text = _REFERENCE.sub("#" + BREAK, text)
     text = _AUTOLINK.sub(lambda m: m.group(1) + ":/" + BREAK, text)
     text = _WWW.sub(lambda m: m.group(1) + BREAK, text)
+    text = _ENTITY.sub("&" + BREAK, text)
+    text = _GH.sub(lambda m: m.group(1) + "-" + BREAK, text)
     text = f"{MARKER}\n{text}"
     if len(text) > COMMENT_LIMIT:
         note = (
