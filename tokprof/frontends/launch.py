@@ -37,14 +37,17 @@ def leave(code: int) -> None:
     import os
     import threading
 
-    code = flushed(code)
     if threading.active_count() > 1:
-        raise SystemExit(code)
+        raise SystemExit(flushed(code))
     try:
         atexit._run_exitfuncs()
-        sys.stderr.flush()
     except Exception:  # noqa: BLE001 - the ordinary exit reports it as it would
-        raise SystemExit(code) from None
+        raise SystemExit(flushed(code)) from None
+    code = flushed(code)  # after the exit handlers, which may still write
+    try:
+        sys.stderr.flush()
+    except OSError:
+        pass
     os._exit(code)
 
 
