@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
@@ -888,6 +888,15 @@ def _added_roles(before: Call, call: Call) -> list[str] | None:
 def missing_buckets(not_recorded: tuple[str, ...]) -> frozenset[str]:
     """The buckets a log does not record, from a profile's ``not_recorded`` (``system_prompt``, ...)."""
     return frozenset({"system_prompt": "system"}.get(name, name) for name in not_recorded)
+
+
+_Figure = TypeVar("_Figure", int, float)
+
+
+def recorded(value: _Figure, name: str, missing: frozenset[str]) -> _Figure | None:
+    """A bucket's figure (its tokens, its share), or None for an empty bucket the log does not record
+    (``missing``: :func:`missing_buckets`): what a table shows as ``n/r`` and a data table as null."""
+    return None if value == 0 and name in missing else value
 
 
 def _not_recorded(trace: Trace) -> tuple[str, ...]:

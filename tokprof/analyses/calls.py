@@ -14,7 +14,7 @@ from datetime import datetime
 from tokprof.attribution.attributor import BUCKETS
 from tokprof.base.billing import CallCost
 from tokprof.attribution.estimates import UNRECORDED
-from tokprof.profiling import CallRow, Profile, missing_buckets
+from tokprof.profiling import CallRow, Profile, missing_buckets, recorded
 from tokprof.trace import Call, Trace
 
 #: The per-call table's version (calls.parquet's metadata, the state file, the CSV's header comment).
@@ -132,8 +132,8 @@ def _record(
         profiled_with=result.model.name,
         exact=row.exact,
         estimate=None if result.model.exact else result.model.method,
-        system=_bucket(row, "system", missing),
-        tool_definitions=_bucket(row, "tool_definitions", missing),
+        system=recorded(row.buckets.get("system", 0), "system", missing),
+        tool_definitions=recorded(row.buckets.get("tool_definitions", 0), "tool_definitions", missing),
         tool_results=row.buckets.get("tool_results", 0),
         conversation=row.buckets.get("conversation", 0),
         unrecorded=row.buckets.get(UNRECORDED, 0),
@@ -179,9 +179,3 @@ def _text(call: Call) -> str:
     return json.dumps(
         {"messages": call.messages, "tools": call.tools, "response": call.response}, ensure_ascii=False, default=str
     )
-
-
-def _bucket(row: CallRow, name: str, missing: frozenset[str]) -> int | None:
-    """A call's bucket; None (null) for an empty bucket the log does not record, as the tables show ``n/r``."""
-    value = row.buckets.get(name, 0)
-    return None if value == 0 and name in missing else value

@@ -1642,7 +1642,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (tokprof profile LOG | head): nothing left to say
-        _silence_stdout()
+        from tokprof.frontends.launch import quiet_stdout
+
+        quiet_stdout()
         return EXIT_FAIL
     except MemoryError:
         print(
@@ -1653,22 +1655,12 @@ def main(argv: Optional[list[str]] = None) -> int:
     except OSError as exc:  # standard output on a full device, a closed terminal
         if exc.filename is not None:
             raise
-        print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        _silence_stdout()  # what it still holds is dropped: the exit would fail flushing it again
-        return EXIT_USAGE
+        from tokprof.frontends.launch import write_failed
+
+        return write_failed(exc)
     finally:
         app.registered_commands = registered
     return result if isinstance(result, int) else EXIT_OK
-
-
-def _silence_stdout() -> None:
-    """After a broken pipe or a full device, point standard output at /dev/null so that the exit does
-    not fail flushing it."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 def entry() -> None:

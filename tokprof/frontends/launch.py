@@ -62,13 +62,20 @@ def flushed(code: int) -> int:
         quiet_stdout()
         return code or 1
     except OSError as exc:
-        print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
-        quiet_stdout()
-        return 2
+        return write_failed(exc)
+
+
+def write_failed(exc: OSError) -> int:
+    """Standard output could not be written (a full device, a closed terminal): one line, and what it
+    still holds dropped, so that the exit does not fail flushing it again; the exit code (2)."""
+    print(f"tokprof: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+    quiet_stdout()
+    return 2
 
 
 def quiet_stdout() -> None:
-    """Point standard output at /dev/null (after it failed: what it still holds is dropped there)."""
+    """Point standard output at /dev/null (after it failed, or its reader went away: what it still
+    holds is dropped there)."""
     import os
 
     try:

@@ -5,7 +5,7 @@ import io
 from tokprof.profiling import CallRow, Profile
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
-from tokprof.profiling import missing_buckets
+from tokprof.profiling import missing_buckets, recorded
 
 COLUMNS = [
     "total",
@@ -64,7 +64,7 @@ class CsvRenderer:
             writer.writerow(
                 [
                     row.index,
-                    *("" if b in missing and not row.buckets.get(b) else row.buckets.get(b, 0) for b in names),
+                    *(_cell(recorded(row.buckets.get(b, 0), b, missing)) for b in names),
                     row.total,
                     row.cumulative,
                     row.messages,

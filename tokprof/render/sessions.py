@@ -10,7 +10,7 @@ from tokprof.analyses.sessions import SessionsReport
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
-from tokprof.profiling import missing_buckets
+from tokprof.profiling import missing_buckets, recorded
 from tokprof.render.table import NOT_RECORDED, NOT_RECORDED_NOTE
 
 ID_WIDTH = 8  # sessions are shown by the start of their id, like short commit hashes; --session takes it
@@ -203,4 +203,5 @@ SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRendere
 
 def _share(share: float, name: str, missing: frozenset[str]) -> str:
     """A bucket's share of a session's billed input: ``n/r`` for an empty bucket its log does not record."""
-    return NOT_RECORDED if share == 0 and name in missing else f"{share:.1%}"
+    figure = recorded(share, name, missing)
+    return NOT_RECORDED if figure is None else f"{figure:.1%}"

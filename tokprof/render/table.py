@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from tokprof.attribution.estimates import UNRECORDED
-from tokprof.profiling import CallRow, Profile, Summary, missing_buckets
+from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, recorded
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
 from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
@@ -33,7 +33,8 @@ NOT_RECORDED_NOTE = "n/r: not recorded by the log; those tokens are in unrecorde
 
 def bucket_cell(value: int, name: str, missing: frozenset[str]) -> str:
     """A bucket's figure: ``n/r`` for an empty bucket the log does not record."""
-    return NOT_RECORDED if value == 0 and name in missing else f"{value:,}"
+    figure = recorded(value, name, missing)
+    return NOT_RECORDED if figure is None else f"{figure:,}"
 
 
 def shown_rows(calls: list[CallRow], limit: int | None) -> tuple[list[CallRow], list[CallRow]]:
@@ -283,7 +284,7 @@ class TableRenderer:
         missing = missing_buckets(summary.not_recorded)
         for name in names:
             label = estimated if name != UNRECORDED else ""
-            if summary.buckets_billed[name] == 0 and name in missing:
+            if recorded(summary.buckets_billed[name], name, missing) is None:
                 lines.append((f"  {LABELS[name]}", "not recorded (the log does not hold it: in unrecorded)"))
                 continue
             lines.append(
