@@ -69,6 +69,7 @@ import numpy as np
 from tokprof.models.base import ChatModel
 from tokprof.attribution.recent import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
+from tokprof.attribution.fresh import windowed_boundaries
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call
@@ -366,6 +367,10 @@ class _Prepared:
 #: is quicker below about this length (an agent's prompts, Qwen2.5: 150 messages 61 ms whole against
 #: 77 ms built up, 300 messages 222 ms against 156 ms, 600 messages 1.1 s against 0.3 s).
 BUILD_MIN = 200
+#: A prompt of at least this many messages that extends no remembered call has its message starts
+#: found from windows (:meth:`Attributor._fresh`), where the checks of :mod:`tokprof.attribution.fresh`
+#: allow it; else it is built up or rendered the rule's way.
+FRESH_MIN = 48
 #: The most messages one step of that build-up adds (well under :data:`tokprof.attribution.splice.NEW_MAX`).
 BUILD_STEP = 16
 
@@ -795,6 +800,8 @@ class Attributor:
     def _attribute(self, call: Call) -> CallBuckets:
         if self.incremental and not self._splice_failed and call.messages:
             found = self._try_splice(call)
+            if found is None:
+                found = self._fresh(call)
             if found is not None:
                 return found
             if self._built_up(call):
@@ -802,6 +809,25 @@ class Attributor:
                 if found is not None:
                     return found
         return self._attribute_full(call)
+
+    def _fresh(self, call: Call) -> CallBuckets | None:
+        """A long prompt that extends no call this attributor remembers, its message starts found
+        from windows of its messages (:mod:`tokprof.attribution.fresh`, where checks allow it), so
+        that it is rendered a few times whole and once per message in a short window, not once per
+        message's prefix; None when it is short, extends a remembered call, or the checks fail."""
+        n = len(call.messages)
+        if n < FRESH_MIN or n * (n + 1) // 2 > PREFIX_BUDGET:
+            return None
+        _, keys, _ = self._prepare(call)
+        old = self._threads.get(keys[1] if len(keys) > 1 else keys[0])
+        if old is not None and keys[1] == old.keys[1]:
+            return None  # the full render reuses what that call knows of the prefixes it shares
+        rendered = self._render_call(call)
+        found = windowed_boundaries(self, rendered[0], rendered[1][0], call.tools, call.day, rendered[3])
+        if isinstance(found, str):
+            debug(call.where, f"no windows: {found}")
+            return None
+        return self._attribute_full(call, rendered, found)
 
     def _built_up(self, call: Call) -> bool:
         """For a long prompt that extends no call this attributor remembers (a fresh request to
@@ -935,8 +961,10 @@ class Attributor:
             kept.append(self._tools_json[0])
             self._json.retain(kept)
 
-    def _attribute_full(self, call: Call) -> CallBuckets:
-        messages, keys, digests, full = self._render_call(call)
+    def _attribute_full(self, call: Call, rendered: tuple | None = None, boundaries: tuple | None = None) -> CallBuckets:
+        """The call by the rule. ``rendered``: what :meth:`_render_call` gives for it, when known;
+        ``boundaries``: what :meth:`_boundaries` gives, when known (:meth:`_fresh`)."""
+        messages, keys, digests, full = rendered if rendered is not None else self._render_call(call)
         tools = call.tools
         day = call.day
         result = CallBuckets()
@@ -954,7 +982,9 @@ class Attributor:
 
         spans, marked = self._marked(messages, digests, tools, day, full, old, common)
         result.spans = spans is not None
-        b, prefixes = self._boundaries(messages, keys, tools, day, full, old, shared, common, spans)
+        if boundaries is None:
+            boundaries = self._boundaries(messages, keys, tools, day, full, old, shared, common, spans)
+        b, prefixes = boundaries
         if prefixes[3]:
             result.warnings.append(WARN_BOUNDARIES_ESTIMATED)
         table = np.asarray(spans or [], dtype=np.int64).reshape(-1, 3)  # rows (start, end, message index)
