@@ -249,3 +249,62 @@ def test_prompts_that_rewind_fork_and_interleave_keep_their_own_prefixes():
         alone = Attributor(model, keep_json=True, incremental=False)
         a, b = on.attribute(call), alone.attribute(call)
         assert (a.as_dict(), a.warnings, on.last_prompt()[0]) == (b.as_dict(), b.warnings, alone.last_prompt()[0])
+
+
+@pytest.fixture
+def windows_from_8(monkeypatch):
+    """Prompts of 8 messages and more have their message starts found from windows (48 in use)."""
+    from tokprof.attribution import attributor
+
+    monkeypatch.setattr(attributor, "FRESH_MIN", 8)
+
+
+def _windowed_same(model, calls):
+    """Each call by a fresh attributor both ways; how many took their message starts from windows."""
+    used = 0
+    for call in calls:
+        a, b, on = fresh_both_ways(model, call)
+        assert a == b, f"{call.where}: windows {a[:3]} whole {b[:3]}"
+        used += on.windowed
+    return used
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+def test_a_long_fresh_prompt_takes_its_message_starts_from_windows(name, tmp_path, windows_from_8):
+    """A long prompt that extends nothing (a fresh request to serve): where its messages start is
+    found from windows of its messages (tokprof.attribution.fresh) where the checks allow it; the
+    same buckets, warnings, spans and prompt as the rule's prefix renders, on every shipped template."""
+    model = _model(name)
+    generated = tmp_path / "g.jsonl"
+    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(40, 120, 3, 5))), encoding="utf-8")
+    calls = list(_long_calls(model, [SAMPLES[0], SAMPLES[1], generated, *sorted(FIXTURES.glob("good_*"))], least=8))
+    used = _windowed_same(model, calls)
+    print(name, used, len(calls))
+
+
+def _with_reasoning(call, every: int):
+    """The call with reasoning on every assistant message and a new user turn after every ``every``
+    messages (templates that drop earlier reasoning write the earlier turns by what comes later)."""
+    from tokprof.trace import Call
+
+    messages: list[dict] = []
+    for i, m in enumerate(call.messages):
+        if m["role"] == "assistant":
+            m = {**m, "reasoning_content": f"thinking {i} over"}
+        messages.append(m)
+        if i > 2 and i % every == 0 and m["role"] == "tool":
+            messages.append({"role": "user", "content": f"and now step {i}"})
+    return Call(index=call.index, messages=messages, tools=call.tools, day=call.day, where=call.where)
+
+
+@pytest.mark.parametrize("name", ["qwen3", "gpt-oss", "deepseek-v4", "qwen2.5"])
+@pytest.mark.parametrize("every", [3, 7, 40])
+def test_earlier_reasoning_dropped_by_later_turns_is_found_by_windows_or_falls_back(name, every, tmp_path, windows_from_8):
+    """Qwen3 and gpt-oss drop an assistant's reasoning once a later user turn comes: a prefix render
+    then parts from the whole prompt before its last messages. Windows must give the rule's starts
+    or give up, whether the user turns come more or less often than a window's span."""
+    model = _model(name)
+    trace = _session(tmp_path, calls=40)
+    calls = [_with_reasoning(trace.calls[i], every) for i in (14, 25, -1)]
+    used = _windowed_same(model, calls)
+    print(name, every, used)

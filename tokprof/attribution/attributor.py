@@ -410,6 +410,7 @@ class Attributor:
         self._splice_failed = False  # a sampled check failed: no more splicing
         self._with_calls = True  # whether the last call's markers went around tool calls too
         self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
+        self.windowed = 0  # calls whose message starts came from windows (Attributor._fresh; the same)
         self._json = JsonMemo()
         # what is remembered of messages is kept while calls use it (see _sweep)
         self._messages: Recent[tuple[int, str], tuple[dict, dict, bytes]] = (
@@ -827,6 +828,7 @@ class Attributor:
         if isinstance(found, str):
             debug(call.where, f"no windows: {found}")
             return None
+        self.windowed += 1
         return self._attribute_full(call, rendered, found)
 
     def _built_up(self, call: Call) -> bool:

@@ -73,7 +73,7 @@ def windowed_boundaries(att, messages: list[dict], key: bytes, tools, day, full:
     """What :meth:`Attributor._boundaries` gives for a prompt with nothing remembered (b, and the
     prefixes' lengths, common prefixes with ``full``, probes and False), from windows; or a short
     reason why not."""
-    from tokprof.attribution.attributor import _UNKNOWN
+    from tokprof.attribution.attributor import _FAILED_RENDER, _UNKNOWN
 
     n = len(messages)
     win = _Windows(att, messages, tools, day, full)
@@ -86,9 +86,10 @@ def windowed_boundaries(att, messages: list[dict], key: bytes, tools, day, full:
     for k in range(h + 1):  # the head's prefixes, rendered whole (a few short renders)
         text = att._prefix(messages, k, tools, day)
         if text is None:
-            return "a prefix of the head does not render"
-        lengths[k], starts[k] = len(text), common_prefix(text, full)
-    if starts[h] != lengths[h]:
+            lengths[k] = _FAILED_RENDER
+        else:
+            lengths[k], starts[k] = len(text), common_prefix(text, full)
+    if lengths[h] < 0 or starts[h] != lengths[h]:
         return "the prompt's head is not the head's render"
     top = att._top(messages, tools, day, full)
     if top is None or not full.startswith(top):
@@ -157,10 +158,14 @@ def _sampled(att, messages, key: bytes, tools, day, full: str, lengths, starts, 
 
 
 def _bounds(att, messages, key: bytes, tools, day, full: str, lengths, starts, probes: dict):
-    """b from the prefixes, as :meth:`Attributor._boundaries` makes it (no prefix render failed)."""
+    """b from the prefixes, as :meth:`Attributor._boundaries` makes it (only a prefix of the head may
+    have failed to render)."""
+    from tokprof.attribution.attributor import _NEVER
+
     n = len(messages)
-    values = starts.copy()
-    short = starts < lengths
+    failed = lengths < 0
+    values = np.where(failed, _NEVER, starts)
+    short = failed | (starts < lengths)
     short[0] = short[n] = False
     for k in np.flatnonzero(short).tolist():
         probe = probes.get(k)
@@ -168,6 +173,6 @@ def _bounds(att, messages, key: bytes, tools, day, full: str, lengths, starts, p
             probe = probes[k] = att._probe(messages, k, tools, day, full, key)
         reach = att._probe_start(probe, full)
         if reach:
-            values[k] = max(int(starts[k]), reach)
+            values[k] = reach if failed[k] else max(int(starts[k]), reach)
     b = np.minimum.accumulate(values[::-1])[::-1]
     return b.tolist(), (lengths, starts, probes, False)
