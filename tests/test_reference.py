@@ -309,3 +309,31 @@ def test_clamp_matches_reference():
             spans.append((start, at, rng.randrange(n)))
         table = np.asarray(spans, dtype=np.int64).reshape(-1, 3)
         assert _clamp(b, table, n) == clamp(b, spans, n), (b, spans, n)
+
+
+@pytest.mark.parametrize(
+    "template",
+    [CHATML, REWRITING, COUNTING, GENERATION_INSIDE, HERMES, TRIMMING, TOOLS_EVERYWHERE],
+    ids=["chatml", "rewriting", "counting", "generation-inside", "hermes", "trimming", "tools-everywhere"],
+)
+@pytest.mark.parametrize("think", [False, True], ids=["plain", "think"])
+def test_fresh_long_prompts_from_windows(template, think, tmp_path, monkeypatch):
+    """A long prompt that extends nothing, its message starts found from windows
+    (tokprof.attribution.fresh) where the checks allow it: each call by a fresh attributor agrees
+    with the reference, and the templates written as plain conversations do take the windows."""
+    from tokprof.attribution import attributor
+
+    monkeypatch.setattr(attributor, "FRESH_MIN", 8)
+    model = tiny_model(template)
+    trace = read_trace(str(write_session(tmp_path, calls=20, form="records", think=think)))
+    reference, used = Reference(model), 0
+    for call in trace.calls[4::5]:
+        fresh = Attributor(model, incremental=True)
+        got, want = fresh.attribute(call), reference.attribute(call)
+        assert (got.as_dict(), got.warnings, got.spans) == (want.as_dict(), want.warnings, want.spans), call.where
+        used += fresh.windowed
+    if template in (CHATML, HERMES, TRIMMING):
+        assert used == len(trace.calls[4::5])
+    if template in (COUNTING, TOOLS_EVERYWHERE):
+        assert used == 0  # the windows' headers count other messages and tools than the prompt's
+    print(used)

@@ -299,7 +299,7 @@ def _with_reasoning(call, every: int):
 
 @pytest.mark.parametrize("name", ["qwen3", "gpt-oss", "deepseek-v4", "qwen2.5"])
 @pytest.mark.parametrize("every", [3, 7, 40])
-def test_earlier_reasoning_dropped_by_later_turns_is_found_by_windows_or_falls_back(name, every, tmp_path, windows_from_8):
+def test_reasoning_dropped_by_later_turns_is_windowed_exactly_or_falls_back(name, every, tmp_path, windows_from_8):
     """Qwen3 and gpt-oss drop an assistant's reasoning once a later user turn comes: a prefix render
     then parts from the whole prompt before its last messages. Windows must give the rule's starts
     or give up, whether the user turns come more or less often than a window's span."""

@@ -546,7 +546,10 @@ class Attributor:
             except Exception:
                 alone = None
             if alone is not None:
-                empty = self._prefix(messages, 0, tools, day)
+                remembered = self._headers.find((base, "", None))  # what an empty conversation renders
+                if remembered is MISSING:
+                    remembered = self._headers[(base, "", None)] = self._prefix(messages, 0, tools, day)
+                empty = cast("str | None", remembered)
                 if empty is not None and alone.count(_CLOSE) == 1:
                     header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
             self._headers[key] = found = header
@@ -963,7 +966,9 @@ class Attributor:
             kept.append(self._tools_json[0])
             self._json.retain(kept)
 
-    def _attribute_full(self, call: Call, rendered: tuple | None = None, boundaries: tuple | None = None) -> CallBuckets:
+    def _attribute_full(
+        self, call: Call, rendered: tuple | None = None, boundaries: tuple | None = None
+    ) -> CallBuckets:
         """The call by the rule. ``rendered``: what :meth:`_render_call` gives for it, when known;
         ``boundaries``: what :meth:`_boundaries` gives, when known (:meth:`_fresh`)."""
         messages, keys, digests, full = rendered if rendered is not None else self._render_call(call)

@@ -21,7 +21,7 @@ renders the prompt the usual way):
   prompt's own does, every piece of it equal to ``F`` (a template that rewrites earlier turns when
   later ones come, Qwen3 dropping earlier reasoning or Mistral moving the system prompt before the
   last user message, or numbers its messages, renders a window unlike ``F`` there);
-* a sample of the prefixes (the middle one, the last one and the last one that needed a probe) is
+* a sample of the prefixes (the middle one, and the last one that needed a probe or else the last) is
   rendered whole, the rule's way, and must give the same lengths, common prefixes and probes.
 
 Windows are rendered without the tool catalogue when the call has one (the template picked for tools
@@ -35,6 +35,7 @@ import numpy as np
 
 from tokprof.attribution.splice import head_size
 from tokprof.base.textdiff import common_prefix
+from tokprof.models.template import held_limits
 
 #: Messages before a new anchor that its window renders (besides the conversation's head).
 CONTEXT = 2
@@ -96,7 +97,8 @@ def windowed_boundaries(att, messages: list[dict], key: bytes, tools, day, full:
         return "the render without the generation prompt is not a prefix of the prompt"
     lengths[n] = starts[n] = len(top)
     try:
-        found = _walk(att, win, key, tools, lengths, starts, probes)
+        with held_limits():  # hundreds of small renders: the limits set once (a limit hit: the rule's way)
+            found = _walk(att, win, key, tools, lengths, starts, probes)
     except Exception:  # noqa: BLE001
         return "a window does not render"
     if found is not None:
@@ -146,7 +148,7 @@ def _sampled(att, messages, key: bytes, tools, day, full: str, lengths, starts, 
     n = len(messages)
     h = head_size(messages, n)
     short = [k for k in range(h + 1, n) if starts[k] < lengths[k]]
-    for k in sorted({n // 2, n - 1, *short[-1:]}):
+    for k in sorted({n // 2, *(short[-1:] or [n - 1])}):
         if not h < k < n:
             continue
         text = att._prefix(messages, k, tools, day)

@@ -530,8 +530,9 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 
 
 def _limited(template: jinja2.Template, variables: dict) -> str:
-    """Render under the limits (:class:`Limits`, read from the environment at each render)."""
-    limits = Limits.from_environment()
+    """Render under the limits (:class:`Limits`, read from the environment at each render, or once
+    for all the renders inside :func:`held_limits`)."""
+    limits = _HELD.limits or Limits.from_environment()
     _BUDGET.limits, _BUDGET.range_left = limits, limits.range_items
     seconds, run_limit = limits.seconds, False
     if _RUN.depth:
@@ -552,11 +553,42 @@ def _run_over(limits: Limits) -> TemplateLimitError:
     return _over("its renders in this run took too long together", "run_seconds", f"{limits.run_seconds:g} seconds")
 
 
+class _Held(threading.local):
+    """Inside :func:`held_limits`: whether its memory cap is set (None outside), and its limits."""
+
+    capped: bool | None = None
+    limits: Limits | None = None
+
+
+_HELD = _Held()
+
+
+@contextlib.contextmanager
+def held_limits() -> Iterator[None]:
+    """Many small renders under one time limit (``seconds``, for all of them) and one memory cap,
+    each set once: setting them costs about as much as a small render (some 25 us). For a caller
+    that renders a prompt's windows one after another (:mod:`tokprof.attribution.fresh`) and that,
+    when the limit stops it, has another way; the run's clock still counts every render."""
+    if _HELD.capped is not None:
+        yield
+        return
+    limits = Limits.from_environment()
+    with _memory_cap(limits) as capped, _deadline(limits, limits.seconds, False):
+        _HELD.capped, _HELD.limits = capped, limits
+        try:
+            yield
+        finally:
+            _HELD.capped, _HELD.limits = None, None
+
+
 def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds: float, run_limit: bool) -> str:
     pieces: list[str] = []
     size = 0
     out_of_memory = False
-    with _memory_cap(limits) as capped, _deadline(limits, seconds, run_limit):  # the alarm stopped first
+    held = _HELD.capped
+    cap = contextlib.nullcontext(held) if held is not None else _memory_cap(limits)
+    alarm = contextlib.nullcontext() if held is not None else _deadline(limits, seconds, run_limit)
+    with cap as capped, alarm:  # the alarm stopped first
         chunks = template.generate(**variables)
         try:
             while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
