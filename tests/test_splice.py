@@ -336,3 +336,28 @@ def test_reasoning_dropped_by_later_turns_is_windowed_exactly_or_falls_back(name
     used = _windowed_same(model, calls)
     if name in ("qwen2.5", "qwen3", "deepseek-v4"):  # gpt-oss: harmony's last turn is written otherwise
         assert used == len(calls)
+
+
+def test_conversations_of_one_agent_each_take_their_starts_from_windows():
+    """A long-lived attributor (a serve worker) counting fresh conversations that share only their
+    system prompt: each takes its message starts from windows (what it shares with the one before
+    is one message), with the buckets of a fresh attributor's rule."""
+    from tokprof import read_prompt
+    from tokprof.trace import Call
+
+    model = _model("qwen2.5")
+    worker = Attributor(model, keep_json=False, incremental=True)
+    first = session(40, 240, 4, 11)
+    for seed in (11, 12):
+        doc = session(40, 240, 4, seed)
+        prompt = read_prompt(first["messages"][:1] + doc["messages"][1:60], first["tools"])
+        call = Call(index=seed, messages=prompt.messages, tools=prompt.tools, where=f"conversation {seed}")
+        got = worker.attribute(call)
+        alone = Attributor(model, keep_json=False, incremental=False)
+        want = alone.attribute(call)
+        assert (got.as_dict(), got.warnings, worker.last_prompt()[0]) == (
+            want.as_dict(),
+            want.warnings,
+            alone.last_prompt()[0],
+        )
+    assert worker.windowed == 2 and worker._threads  # the second shared a thread with the first

@@ -824,7 +824,7 @@ class Attributor:
             return None
         _, keys, _ = self._prepare(call)
         old = self._threads.get(keys[1] if len(keys) > 1 else keys[0])
-        if old is not None and keys[1] == old.keys[1]:
+        if old is not None and n - _shared(keys, old) < FRESH_MIN:
             return None  # the full render reuses what that call knows of the prefixes it shares
         rendered = self._render_call(call)
         found = windowed_boundaries(self, rendered[0], rendered[1][0], call.tools, call.day, rendered[3])
@@ -1078,6 +1078,19 @@ class Attributor:
         _, _, starts, b, labels, roles = self._last
         lo, hi = np.searchsorted(starts, [b[k], b[k + 1]], side="left")
         return int(np.count_nonzero(labels[starts[lo:hi]] == roles[k]))
+
+
+def _shared(keys: list[bytes], old: _Thread) -> int:
+    """How many first messages a call has in common with ``old``'s (a key names a prefix through the
+    keys before it, so the keys that agree are the first ones: found by bisection)."""
+    lo, hi = 0, min(len(keys) - 1, old.size)  # keys[0] names no message
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if keys[mid] == old.keys[mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _cuts(messages: list[dict]) -> list[int]:
