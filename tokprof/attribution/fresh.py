@@ -21,8 +21,9 @@ renders the prompt the usual way):
   prompt's own does, every piece of it equal to ``F`` (a template that rewrites earlier turns when
   later ones come, Qwen3 dropping earlier reasoning or Mistral moving the system prompt before the
   last user message, or numbers its messages, renders a window unlike ``F`` there);
-* a sample of the prefixes (the middle one, and the last one that needed a probe or else the last) is
-  rendered whole, the rule's way, and must give the same lengths, common prefixes and probes.
+* two prefixes from the middle on (the first whose render is a prefix of ``F`` and the first that
+  needs a probe) are rendered whole, the rule's way, and must give the same lengths, common
+  prefixes and probes.
 
 Windows are rendered without the tool catalogue when the call has one (the template picked for tools
 still): what they add after their anchor is compared with ``F``, which has the tools, so a template
@@ -147,9 +148,11 @@ def _sampled(att, messages, key: bytes, tools, day, full: str, lengths, starts, 
     """Render a few prefixes whole, the rule's way, and compare them with the windows' (None: they agree)."""
     n = len(messages)
     h = head_size(messages, n)
-    short = [k for k in range(h + 1, n) if starts[k] < lengths[k]]
-    for k in sorted({n // 2, *(short[-1:] or [n - 1])}):
-        if not h < k < n:
+    later = range(max(n // 2, h + 1), n)
+    clean = next((k for k in later if starts[k] == lengths[k]), None)
+    short = next((k for k in later if starts[k] < lengths[k]), None)
+    for k in (clean, short):
+        if k is None:
             continue
         text = att._prefix(messages, k, tools, day)
         if text is None or (len(text), common_prefix(text, full)) != (int(lengths[k]), int(starts[k])):
