@@ -632,7 +632,7 @@ try:
 except ImportError:  # pragma: no cover - Windows
     _resource = None  # type: ignore[assignment]
 #: The kernel's data limit, where there is one.
-_DATA_LIMIT = getattr(_resource, "RLIMIT_DATA", None)
+_DATA_LIMIT: int | None = getattr(_resource, "RLIMIT_DATA", None)
 
 
 class _Statm:
@@ -681,7 +681,8 @@ def _lower_data_limit(limits: Limits) -> tuple[int, int] | None:
 
 
 def _restore_data_limit(limits: tuple[int, int]) -> None:
-    _resource.setrlimit(_DATA_LIMIT, limits)
+    if _DATA_LIMIT is not None:  # it is, where _lower_data_limit gave limits to set back
+        _resource.setrlimit(_DATA_LIMIT, limits)
 
 
 @contextlib.contextmanager
