@@ -97,6 +97,10 @@ def test_the_encoder_is_built_only_past_the_budget_or_for_other_texts(monkeypatc
     lazy = LazyEncoding("t", real._pat_str, real._mergeable_ranks, real._special_tokens, build)
     assert lazy.decode([9707]) == real.decode([9707])  # anything else is the real encoding's
     assert len(built) == 3
+    import pickle
+
+    again = pickle.loads(pickle.dumps(LazyEncoding("t", real._pat_str, real._mergeable_ranks, {}, build)))
+    assert again.encode("hello world") == real.encode("hello world")  # a real encoding once unpickled
 
 
 def test_a_profile_gives_the_same_counts_either_way(tmp_path):

@@ -156,7 +156,17 @@ class LazyEncoding:
                     return np.array(ids, dtype=np.uint32)
         return self.real().encode_to_numpy(text, allowed_special=allowed_special, **kwargs)
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:  # pickled as the real encoding (a lock does not pickle)
+        return _real_encoding, (self.name, self._pat_str, self._mergeable_ranks, self._special_tokens)
+
     def __getattr__(self, name: str) -> Any:  # anything else is the real encoding's
         if name.startswith("__") or name in ("_real", "_lock", "_build"):
             raise AttributeError(name)
         return getattr(self.real(), name)
+
+
+def _real_encoding(name: str, pattern: str, ranks: dict[bytes, int], special: dict[str, int]) -> Any:
+    """A ``tiktoken.Encoding`` (what an unpickled :class:`LazyEncoding` becomes)."""
+    import tiktoken
+
+    return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
