@@ -18,6 +18,11 @@ also within 3x of L1; issue #32: every class within 10x of L3), whether incremen
 check of issue #32: 3,000 calls of the generated shape in at most 12x the work of 300.
 
 Usage: python benchmarks/bench_logs.py [--repeat 3] [--corpus ../shared/corpus]
+       python benchmarks/bench_logs.py --growth [--repeat 3] [--rounds 3] [--against DIR]
+
+``--growth`` measures only the growth, in ``--rounds`` fresh processes; with ``--against DIR``
+(another checkout's root) a process of each tree in turn, so that both see the same load, and
+prints each round's figures and both trees' medians.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+#: The tree measured: this one, or the one ``--growth-tree`` names (for ``--against``'s runs).
+TREE = Path(sys.argv[sys.argv.index("--growth-tree") + 1]) if "--growth-tree" in sys.argv else ROOT
+sys.path.insert(0, str(TREE))
 
 from tokprof.formats import read_trace  # noqa: E402
 from tokprof.models import resolve_model  # noqa: E402
@@ -122,11 +129,66 @@ def generated(calls: int, folder: Path) -> Path:
     return path
 
 
+def growth_times(folder: Path, repeat: int) -> dict[int, float]:
+    """CPU seconds of ``profile_trace`` on 300 and 3,000 generated calls, medians of ``repeat``."""
+    model = resolve_model("qwen2.5")
+    times = {}
+    for calls in (300, 3000):
+        path = folder / f"generated-{calls}.json"
+        if not path.is_file():
+            generated(calls, folder)
+        trace = read_trace(str(path))
+        profile_trace(trace, model)  # warm: the model's caches, the template compiled
+        times[calls] = cpu(lambda: profile_trace(trace, model), repeat)
+    return times
+
+
+def growth(repeat: int, rounds: int, against: str | None) -> None:
+    """The growth in fresh processes, alternating trees with ``against``."""
+    trees = [ROOT] + ([Path(against).resolve()] if against else [])
+    found: dict[Path, list[dict[str, float]]] = {tree: [] for tree in trees}
+    with tempfile.TemporaryDirectory() as tmp:
+        generated(300, Path(tmp))
+        generated(3000, Path(tmp))
+        print(f"Machine: {platform.machine()}, Python {platform.python_version()}; CPU seconds, median of {repeat}\n")
+        print("| round | tree | 300 calls | 3,000 calls | 3,000 / 300 |")
+        print("| --- | --- | ---: | ---: | ---: |")
+        for i in range(rounds):
+            for tree in trees:
+                command = [sys.executable, __file__, "--growth-worker", tmp, "--repeat", str(repeat)]
+                out = subprocess.run(command + ["--growth-tree", str(tree)], check=True, capture_output=True, text=True)
+                times = json.loads(out.stdout.strip().splitlines()[-1])
+                found[tree].append(times)
+                print(
+                    f"| {i + 1} | {tree} | {times['300']:.3f} s | {times['3000']:.3f} s | {times['3000'] / times['300']:.1f}x |"
+                )
+        for tree, runs in found.items():
+            small = statistics.median(r["300"] for r in runs)
+            large = statistics.median(r["3000"] for r in runs)
+            ratios = sorted(r["3000"] / r["300"] for r in runs)
+            print(
+                f"\n{tree}: 300 calls {small:.3f} s, 3,000 calls {large:.3f} s (medians), ratios "
+                + ", ".join(f"{r:.1f}x" for r in ratios)
+                + f"; median ratio {statistics.median(ratios):.1f}x (limit 12x)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus"))
+    parser.add_argument("--growth", action="store_true", help="only the growth, 3,000 calls against 300")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", metavar="DIR", help="with --growth: another checkout's root, alternately")
+    parser.add_argument("--growth-worker", metavar="FOLDER", help=argparse.SUPPRESS)
+    parser.add_argument("--growth-tree", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.growth_worker:
+        print(json.dumps(growth_times(Path(args.growth_worker), args.repeat)))
+        return
+    if args.growth:
+        growth(args.repeat, args.rounds, args.against)
+        return
     corpus = Path(args.corpus)
     with tempfile.TemporaryDirectory() as tmp:
         logs = [

@@ -38,11 +38,14 @@ LIMITS = {"--help": 0.3, "--version": 0.3, "statusline": 0.3, "profile (1 call)"
 
 #: The commands' environment: with the bytecode cache.
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+#: The commands' working directory: not a checkout's root, whose ``tokprof`` package ``python -m``
+#: would import ahead of ``PYTHONPATH`` (then ``--against`` timed the same tree twice).
+CWD = tempfile.gettempdir()
 
 
 def timed(args: list[str], repeat: int, stdin: str = "") -> tuple[float, float]:
     """The median wall time and the median CPU time (user + system) of ``repeat`` runs."""
-    return alternated(args, repeat, [ENV], stdin)[0]
+    return alternated(args, repeat, [dict(ENV, PYTHONPATH=str(Path(__file__).resolve().parents[1]))], stdin)[0]
 
 
 def alternated(args: list[str], repeat: int, envs: list[dict[str, str]], stdin: str = "") -> list[tuple[float, float]]:
@@ -62,7 +65,7 @@ def _run(args: list[str], env: dict[str, str], stdin: str) -> tuple[float, float
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(
-        args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+        args, check=True, input=stdin.encode(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=CWD
     )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -109,7 +112,7 @@ def main() -> None:
             "profile (1 call)": (tokprof + ["profile", str(log), "--no-progress"], ""),
             "profile (1 call, priced)": (tokprof + ["profile", str(priced), "--no-progress"], ""),
         }
-        envs = [ENV]
+        envs = [dict(ENV, PYTHONPATH=str(Path(__file__).resolve().parents[1]))]  # this tree, not the installed one
         if args.against:  # both trees named in PYTHONPATH, not whichever one is installed
             envs = [
                 dict(ENV, PYTHONPATH=str(Path(__file__).resolve().parents[1])),
@@ -117,7 +120,19 @@ def main() -> None:
             ]
         for command, stdin in commands.values():  # warm the tokenizer, price table and bytecode caches
             for env in envs:
-                subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=env)
+                subprocess.run(command, check=True, capture_output=True, input=stdin.encode(), env=env, cwd=CWD)
+        for env in envs:  # each tree's own code, whatever is installed
+            where = subprocess.run(
+                [sys.executable, "-c", "import tokprof; print(tokprof.__file__)"],
+                check=True,
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=CWD,
+            ).stdout.strip()
+            expected = env.get("PYTHONPATH")
+            if expected and not where.startswith(str(Path(expected).resolve())):
+                raise SystemExit(f"{expected}: tokprof imported from {where}")
         if args.against:
             compare(commands, args.repeat, envs, args.against)
             return

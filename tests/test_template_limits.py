@@ -169,3 +169,21 @@ def test_ordinary_operations_still_work():
     )
     text = ChatTemplate(source, "test").render([], None, False)
     assert text == "**ab**|x   |  7|[\n 1,\n 2\n]|a+b|x1None|[1, 2]|a, b"
+
+
+def test_a_run_reads_the_limits_at_its_first_render(monkeypatch):
+    from tokprof.models.template import TemplateLimitError, template_run
+
+    template = ChatTemplate("{{ 'x' * 5000 }}" + CHATML, "test")
+    hi = [{"role": "user", "content": "hi"}]
+    template.render(hi, None, False)
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_OUTPUT", "1000")
+    with pytest.raises(TemplateLimitError):  # outside a run: read at each render
+        template.render(hi, None, False)
+    monkeypatch.delenv("TOKPROF_TEMPLATE_MAX_OUTPUT")
+    with template_run():
+        template.render(hi, None, False)
+        monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_OUTPUT", "1000")
+        template.render(hi, None, False)  # the run's limits, read at its first render
+    with template_run(), pytest.raises(TemplateLimitError):  # the next run reads them again
+        template.render(hi, None, False)

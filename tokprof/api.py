@@ -17,7 +17,6 @@ from threading import Lock
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
 from tokprof.analyses.cost import UserPrice
-from tokprof.analyses.calls import Stamp
 from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
@@ -486,6 +485,7 @@ def session_options(
 ) -> SessionOptions:
     """How each session of a directory run is profiled, from what :func:`profile_directory` takes: the
     options every map of the directory engine (:mod:`tokprof.analyses.directory`) carries to its workers."""
+    from tokprof.analyses.calls import Stamp
     from tokprof.analyses.directory import SessionOptions
 
     if model is not None and not isinstance(model, str):

@@ -18,6 +18,7 @@ from typing import Any, Callable, TypeVar
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
+from tokprof.base.collector import frozen
 from tokprof.base.files import write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
@@ -758,6 +759,7 @@ def _unrecorded(trace: Trace, call: Call) -> bool:
     return bool(missing)
 
 
+@frozen()  # the trace is read: full collections need not walk it over and over
 def profile_trace(
     trace: Trace,
     model: ChatModel,

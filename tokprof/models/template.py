@@ -181,20 +181,26 @@ class Limits:
 
     @classmethod
     def from_environment(cls) -> "Limits":
-        defaults = cls()
-        values: dict[str, Any] = {}
-        for name, variable in LIMIT_VARIABLES.items():
-            raw = os.environ.get(variable)
-            if raw is None:
-                continue
-            try:
-                value = float(raw) if name in ("seconds", "run_seconds") else int(raw)
-            except ValueError:
-                raise ModelError(f"{variable}: expected a number, found {raw!r}") from None
-            if value <= 0:
-                raise ModelError(f"{variable}: expected a positive number, found {raw!r}")
-            values[name] = value
-        return dataclasses.replace(defaults, **values)
+        """The limits the environment sets (the defaults where it sets none), made once per set of
+        the variables' values (:func:`_parsed_limits`)."""
+        return _parsed_limits(tuple(map(os.environ.get, _LIMIT_NAMES)))
+
+
+@lru_cache(maxsize=16)
+def _parsed_limits(raw: tuple[str | None, ...]) -> Limits:
+    """The limits these values of the variables (:data:`LIMIT_VARIABLES`, in order; None where unset) set."""
+    values: dict[str, Any] = {}
+    for (name, variable), text in zip(LIMIT_VARIABLES.items(), raw):
+        if text is None:
+            continue
+        try:
+            value = float(text) if name in ("seconds", "run_seconds") else int(text)
+        except ValueError:
+            raise ModelError(f"{variable}: expected a number, found {text!r}") from None
+        if value <= 0:
+            raise ModelError(f"{variable}: expected a positive number, found {text!r}")
+        values[name] = value
+    return dataclasses.replace(Limits(), **values)
 
 
 LIMIT_VARIABLES = {
@@ -205,6 +211,7 @@ LIMIT_VARIABLES = {
     "run_seconds": "TOKPROF_TEMPLATE_RUN_TIMEOUT",
     "memory": "TOKPROF_TEMPLATE_MAX_MEMORY",
 }
+_LIMIT_NAMES = tuple(LIMIT_VARIABLES.values())
 
 
 def _over(what: str, name: str, limit: object) -> TemplateLimitError:
@@ -507,6 +514,7 @@ class _RunClock(threading.local):
 
     depth: int = 0
     spent: float = 0.0
+    limits: Limits | None = None  # read at the run's first render
 
 
 _RUN = _RunClock()
@@ -515,14 +523,17 @@ _RUN = _RunClock()
 @contextlib.contextmanager
 def template_run() -> Iterator[None]:
     """One run (a profile, a what-if, a check): the renders inside take at most ``run_seconds``
-    together (:class:`Limits`). Runs inside a run are part of it."""
+    together, under the limits the environment sets at the run's first render (:class:`Limits`).
+    Runs inside a run are part of it."""
     if _RUN.depth == 0:
-        _RUN.spent = 0.0
+        _RUN.spent, _RUN.limits = 0.0, None
     _RUN.depth += 1
     try:
         yield
     finally:
         _RUN.depth -= 1
+        if _RUN.depth == 0:
+            _RUN.limits = None
 
 
 #: An object's address as Python prints it (``<Cycler object at 0x7f3a...>``): not a function of the input.
@@ -530,9 +541,13 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 
 
 def _limited(template: jinja2.Template, variables: dict) -> str:
-    """Render under the limits (:class:`Limits`, read from the environment at each render, or once
-    for all the renders inside :func:`held_limits`)."""
-    limits = _HELD.limits or Limits.from_environment()
+    """Render under the limits (:class:`Limits`, read from the environment at a run's first render,
+    or at each render outside a run; once for all the renders inside :func:`held_limits`)."""
+    limits = _HELD.limits or (_RUN.limits if _RUN.depth else None)
+    if limits is None:
+        limits = Limits.from_environment()
+        if _RUN.depth:
+            _RUN.limits = limits
     _BUDGET.limits, _BUDGET.range_left = limits, limits.range_items
     seconds, run_limit = limits.seconds, False
     if _RUN.depth:
@@ -572,23 +587,33 @@ def held_limits() -> Iterator[None]:
     if _HELD.capped is not None:
         yield
         return
-    limits = Limits.from_environment()
-    with _memory_cap(limits) as capped, _deadline(limits, limits.seconds, False):
-        _HELD.capped, _HELD.limits = capped, limits
-        try:
-            yield
-        finally:
-            _HELD.capped, _HELD.limits = None, None
+    limits = (_RUN.limits if _RUN.depth else None) or Limits.from_environment()
+    alarm = _Alarm(limits, limits.seconds, False) if threading.current_thread() is _MAIN and _HAS_TIMER else None
+    try:
+        with _memory_cap(limits) as capped:
+            _HELD.capped, _HELD.limits = capped, limits
+            try:
+                yield
+            finally:
+                _HELD.capped, _HELD.limits = None, None
+                if alarm is not None:
+                    alarm.stop()
+    finally:
+        if alarm is not None:
+            alarm.stop()
+    if alarm is not None and alarm.fired:  # swallowed every time it came, and the renders finished late
+        raise alarm.error()
 
 
 def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds: float, run_limit: bool) -> str:
     pieces: list[str] = []
     size = 0
     out_of_memory = False
-    held = _HELD.capped
-    cap = contextlib.nullcontext(held) if held is not None else _memory_cap(limits)
-    alarm = contextlib.nullcontext() if held is not None else _deadline(limits, seconds, run_limit)
-    with cap as capped, alarm:  # the alarm stopped first
+    main = threading.current_thread() is _MAIN  # the guards below are the main thread's (see each)
+    held = _HELD.capped is not None  # inside held_limits: its cap and alarm hold for this render
+    cap = _lower_data_limit(limits) if main and not held else None
+    alarm = _Alarm(limits, seconds, run_limit) if main and _HAS_TIMER and not held else None
+    try:
         chunks = template.generate(**variables)
         try:
             while True:  # joined a batch at a time: per-chunk Python work would double the render's cost
@@ -606,10 +631,17 @@ def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds:
             raise TemplateLimitError("the chat template went over a limit: it recursed too deeply") from None
         finally:
             getattr(chunks, "close", lambda: None)()  # a generator: its frames let go of what they hold
+            if alarm is not None:  # the alarm stopped first, then the memory limit set back
+                alarm.stop()
+        if alarm is not None and alarm.fired:  # swallowed every time it came, and the render finished late
+            raise alarm.error()
+    finally:
+        if cap is not None:
+            _restore_data_limit(cap)
     if out_of_memory:
         pieces.clear()
         gc.collect()  # Jinja's rewritten traceback leaves cycles that hold what the render made
-        if capped:
+        if cap is not None or _HELD.capped:
             raise _memory_over(limits)
         raise TemplateLimitError("the chat template ran out of memory in a render")
     return "".join(pieces)
@@ -623,6 +655,22 @@ def _memory_over(limits: Limits) -> TemplateLimitError:
 
 #: The size of a memory page, for ``/proc/self/statm`` (which counts in pages).
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+#: The main thread, where the memory and time limits are set (the kernel's limit and the timer's
+#: signal are the process's).
+_MAIN = threading.main_thread()
+#: Whether a signal can give a time limit here (Unix).
+_HAS_TIMER = hasattr(signal, "setitimer")
+#: ``signal.signal`` without its conversions to and from enums (an exception each way for a
+#: handler that is a function, half the cost of a render's time limit), where CPython has it.
+_set_handler = getattr(signal, "_signal", signal).signal
+_SIGALRM = int(getattr(signal, "SIGALRM", 14))
+
+try:
+    import resource as _resource  # Unix only
+except ImportError:  # pragma: no cover - Windows
+    _resource = None  # type: ignore[assignment]
+#: The kernel's data limit, where there is one.
+_DATA_LIMIT: int | None = getattr(_resource, "RLIMIT_DATA", None)
 
 
 class _Statm:
@@ -646,77 +694,80 @@ def _data_bytes() -> int | None:
         return None
 
 
-@contextlib.contextmanager
-def _memory_cap(limits: Limits) -> Iterator[bool]:
-    """While inside, the process may grow its data by at most ``limits.memory`` bytes: the kernel's
-    data limit (``RLIMIT_DATA``) is lowered to what the process has now plus that, and set back after;
-    an allocation past it is a ``MemoryError``, whatever step asked for it (yields True). The limit is
-    the whole process's: it is set on the main thread only, where every render of the command line,
-    the API's callers and serve's workers runs (other threads' allocations meanwhile count against it
-    too, which only matters once a render has taken most of it). Elsewhere (another thread, no
-    ``/proc/self/statm`` or ``RLIMIT_DATA``) yields False: the per-step sizes are the only bound."""
-    try:
-        import resource  # Unix only
-    except ImportError:
-        resource = None  # type: ignore[assignment]
-    kind = getattr(resource, "RLIMIT_DATA", None)
-    if resource is None or kind is None or threading.current_thread() is not threading.main_thread():
-        yield False
-        return
+def _lower_data_limit(limits: Limits) -> tuple[int, int] | None:
+    """Let the process grow its data by at most ``limits.memory`` bytes from now: the kernel's data
+    limit (``RLIMIT_DATA``) lowered to what the process has now plus that; an allocation past it is a
+    ``MemoryError``, whatever step asked for it. Returns the limits to set back
+    (:func:`_restore_data_limit`), or None where there is no such limit or ``/proc/self/statm``. The
+    limit is the whole process's: the caller sets it on the main thread only (:func:`_memory_cap`)."""
+    if _DATA_LIMIT is None:
+        return None
     now = _data_bytes()
     if now is None:
-        yield False
-        return
-    soft, hard = resource.getrlimit(kind)
+        return None
+    soft, hard = _resource.getrlimit(_DATA_LIMIT)
     cap = now + limits.memory
-    for bound in (soft, hard):
-        if bound != resource.RLIM_INFINITY:
-            cap = min(cap, bound)
+    if soft != _resource.RLIM_INFINITY:
+        cap = min(cap, soft)
+    if hard != _resource.RLIM_INFINITY:
+        cap = min(cap, hard)
     try:
-        resource.setrlimit(kind, (cap, hard))
+        _resource.setrlimit(_DATA_LIMIT, (cap, hard))
     except (ValueError, OSError):
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        resource.setrlimit(kind, (soft, hard))
+        return None
+    return soft, hard
+
+
+def _restore_data_limit(limits: tuple[int, int]) -> None:
+    if _DATA_LIMIT is not None:  # it is, where _lower_data_limit gave limits to set back
+        _resource.setrlimit(_DATA_LIMIT, limits)
 
 
 @contextlib.contextmanager
-def _deadline(limits: Limits, seconds: float, run_limit: bool) -> Iterator[None]:
-    """A time limit on what runs inside, where a signal can give one (the main thread, on Unix)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
+def _memory_cap(limits: Limits) -> Iterator[bool]:
+    """While inside, the process may grow its data by at most ``limits.memory`` bytes
+    (:func:`_lower_data_limit`; yields True). The limit is the whole process's: it is set on the main
+    thread only, where every render of the command line, the API's callers and serve's workers runs
+    (other threads' allocations meanwhile count against it too, which only matters once a render has
+    taken most of it). Elsewhere (another thread, no ``/proc/self/statm`` or ``RLIMIT_DATA``) yields
+    False: the per-step sizes are the only bound."""
+    cap = _lower_data_limit(limits) if threading.current_thread() is _MAIN else None
+    try:
+        yield cap is not None
+    finally:
+        if cap is not None:
+            _restore_data_limit(cap)
 
-    def error() -> TemplateLimitError:
-        if run_limit:
-            return _run_over(limits)
-        return _over("a render took too long", "seconds", f"{limits.seconds:g} seconds")
 
-    fired = False
+class _Alarm:
+    """A time limit on a render, where a signal can give one (the main thread, on Unix): the timer
+    starts when made, :meth:`stop` stops it and puts the signal's previous handler back."""
 
-    def expired(signum: int, frame: object) -> None:
-        nonlocal fired
-        fired = True
+    __slots__ = ("limits", "run_limit", "fired", "previous")
+
+    def __init__(self, limits: Limits, seconds: float, run_limit: bool):
+        self.limits, self.run_limit, self.fired = limits, run_limit, False
+        self.previous = _set_handler(_SIGALRM, self.expired)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def expired(self, signum: int, frame: object) -> None:
+        self.fired = True
         # raised where the render is; code there that catches every exception could swallow it (seen:
         # a render that ran on for seconds and succeeded), so it comes again until it gets through
         signal.setitimer(signal.ITIMER_REAL, _AGAIN)
-        raise error()
+        raise self.error()
 
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
+    def stop(self) -> None:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    if fired:  # swallowed every time it came, and the render finished late: still over its limit
-        raise error()
+        _set_handler(_SIGALRM, self.previous)
+
+    def error(self) -> TemplateLimitError:
+        if self.run_limit:
+            return _run_over(self.limits)
+        return _over("a render took too long", "seconds", f"{self.limits.seconds:g} seconds")
 
 
-#: How soon a time limit's signal comes again when the render went on after it (see _deadline).
+#: How soon a time limit's signal comes again when the render went on after it (see :class:`_Alarm`).
 _AGAIN = 0.05
 
 

@@ -212,8 +212,6 @@ def tiktoken_encoding(name: str, vocab: Path, pattern: str, added: list[tuple[st
     found = _ENCODINGS.get(key)
     if found is not None:
         return found
-    import tiktoken
-
     ranks = _ranks(vocab)
     special: dict[str, int] = {}
     base = len(ranks)
@@ -221,7 +219,16 @@ def tiktoken_encoding(name: str, vocab: Path, pattern: str, added: list[tuple[st
         special.update({f"<|reserved_{i}|>": i for i in range(base, token_id)})
         special[token] = token_id
         base = token_id + 1
-    encoding = tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+    def build():
+        import tiktoken
+
+        return tiktoken.Encoding(name, pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+
+    from tokprof.models.smallbpe import ASCII_PATTERNS, LazyEncoding
+
+    # short ASCII texts are counted before tiktoken's encoder is built (0.07-0.15 s), if ever
+    encoding = LazyEncoding(name, pattern, ranks, special, build) if pattern in ASCII_PATTERNS else build()
     _ENCODINGS[key] = encoding
     return encoding
 
