@@ -14,7 +14,7 @@ from tokprof.formats import claude_code
 from tokprof.formats.claude_blocks import Text, Thinking, ToolResult, ToolUse, assistant
 from tokprof.formats.claude_lines import kept
 from tokprof.formats.jsonfile import load
-from tokprof.base.jsontext import BATCH, dumps
+from tokprof.base.jsontext import BATCH, dumps, object_chunks
 
 SESSION = "mem-1"
 MODEL = "claude-sonnet-4-5-20250929"
@@ -49,6 +49,56 @@ def test_dumps_refuses_nan_rather_than_writing_invalid_json():
     for value in (math.nan, math.inf):
         with pytest.raises(TokprofError, match="NaN or infinity"):
             dumps({"x": value})
+
+
+@pytest.mark.parametrize(
+    "items", [[], [{}], [1, "two\nlines", None], [{"a": [1, {"b": []}], "c": "é\n"}] * (BATCH // 3)]
+)
+def test_an_object_written_in_pieces_is_json_dumps_byte_for_byte(items):
+    value = {"first": {"x": [1, 2], "y": {}}, "rows": items, "empty": [], "last": "a\nb \U0001f600"}
+    fields = [(key, lambda key=key: value[key]) for key in value]
+    pieces = list(object_chunks(fields, "rows", iter(items)))
+    assert "".join(pieces) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_an_object_written_in_pieces_refuses_nan():
+    from tokprof.base.errors import TokprofError
+
+    with pytest.raises(TokprofError, match="NaN or infinity"):
+        "".join(object_chunks([("rows", list)], "rows", [{"x": math.nan}]))
+
+
+def test_a_profile_written_in_pieces_is_its_json(tmp_path):
+    """What ``profile -f json -o FILE`` writes (``Profile.json_chunks``, a piece at a time) and ``save``
+    give ``json.dumps(to_dict(), indent=2)`` and a line break, byte for byte."""
+    from pathlib import Path
+
+    from tokprof.frontends.cli import main
+
+    sample = Path(__file__).parent.parent / "samples" / "retention_session.json"
+    assert (
+        main(
+            [
+                "profile",
+                str(sample),
+                "--model",
+                "qwen2.5",
+                "--no-progress",
+                "-f",
+                "json",
+                "-o",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
+    written = (tmp_path / "a.json").read_text(encoding="utf-8")
+    from tokprof import Profile
+
+    profile = Profile.load(tmp_path / "a.json")
+    assert written == json.dumps(profile.to_dict(), indent=2, ensure_ascii=False) + "\n" == profile.to_json()
+    profile.save(tmp_path / "b.json")
+    assert (tmp_path / "b.json").read_text(encoding="utf-8") == written
 
 
 def _line(kind: str, uuid: str, parent: str | None, **extra) -> dict:
