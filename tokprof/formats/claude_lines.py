@@ -137,6 +137,15 @@ def kept(record: dict, kind: str) -> dict:
     return out
 
 
+def read_later(record: dict, kind: str) -> dict:
+    """What is read of a line that is not a response once the calls are made from its transcript: a
+    compact boundary's fields (its compaction call is matched to it by them), a progress line's
+    copy of a subagent's line; a user line's fields are not read again (its content is in its parts)."""
+    if kind == "system":
+        return record
+    return {"data": record["data"]} if "data" in record else {}
+
+
 #: Fields whose few values repeat on every line (a session's id, its folder, the model): one string
 #: each is held for all the lines, not a copy per line.
 SHARED_FIELDS = frozenset(("type", "sessionId", "agentId", "subtype", "cwd", "gitBranch", "model", "stop_reason"))

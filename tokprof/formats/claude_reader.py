@@ -4,6 +4,7 @@ and each call's prompt built along the ``parentUuid`` chain (the rules are in
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -35,6 +36,7 @@ from tokprof.formats.claude_lines import (
     nested_key,
     place_text,
     prompt_usage,
+    read_later,
 )
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
 from tokprof.formats.fields import expect_object, optional_string, string
@@ -220,8 +222,10 @@ class Reader:
         path = transcript.path
         at = f"{unit} {number}"
         record = expect_object(path, at, record, "a transcript line object")
-        kind = string(path, f"{at}: {inner}type", record.get("type"))
+        kind = sys.intern(string(path, f"{at}: {inner}type", record.get("type")))
         line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
+        if line.parent is not None and line.parent in transcript.by_uuid:
+            line.parent = transcript.by_uuid[line.parent].uuid  # one string for the uuid and the links to it
         if line.uuid is not None:
             if line.uuid in transcript.by_uuid:
                 self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
@@ -314,10 +318,15 @@ class Reader:
         """One call per model call of a transcript not counted yet, in the order of its first line,
         each with the line number of its first line."""
         out: list[tuple[float, Call]] = []
+        for line in transcript.lines:
+            if line.type != "assistant":
+                line.record = read_later(line.record, line.type)
         for key, lines in self.groups(transcript).items():
             if not self.first_time(key, lines, quiet_duplicates):
                 continue
             call = self.call(transcript, lines, key)
+            for line in lines:  # what the call read of its lines (telling calls apart: rekey) is read no more
+                line.record, line.request, line.message_id, line.prompt_usage = {}, None, None, None
             out.append((lines[0].number, call))
             if transcript.origin:
                 self.trace.note("subagent-from-progress", FROM_PROGRESS, call.where)
