@@ -157,6 +157,14 @@ def test_calls_share_messages_but_never_a_prompt_list(tmp_path):
     assert lists[-1][-1] == {"role": "tool", "tool_call_id": "t4", "content": "text of 4.py"}
 
 
+def test_a_response_and_the_message_of_it_in_later_prompts_are_one_object(tmp_path):
+    trace = _read(tmp_path, _session(6))
+    for before, after in zip(trace.calls, trace.calls[1:]):
+        message = after.messages[len(before.messages)]
+        assert message is before.response
+        assert message["role"] == "assistant" and message["tool_calls"]
+
+
 def test_a_prompt_list_changed_after_reading_changes_no_other_call(tmp_path):
     trace = _read(tmp_path, _session(3))
     trace.calls[1].messages.append({"role": "user", "content": "added"})

@@ -184,6 +184,8 @@ class Reader:
         self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
         #: (id(final), id(open)) of a state -> (final, open, its messages as one list, taken by a call)
         self.lists: dict[tuple[int, int], tuple[list[dict], tuple, list[dict], bool]] = {}
+        #: call key -> its response, until a prompt holds it: the prompt's message is then that object
+        self.responses: dict[str, dict] = {}
         self.boundaries: list[Line] = []  # compact_boundary lines, in reading order
         self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
         self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
@@ -342,6 +344,8 @@ class Reader:
         messages = self.joined(transcript.path, prefix, state, for_call=True)
         parts = [part for line in lines for part in line.parts]
         response = check_messages(transcript.path, prefix + "response ", [assistant(parts)])[0]
+        if messages:  # a prompt may hold it later (none does where no prompts are built: the status line)
+            self.responses[key] = response
         model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
         if compaction:
             where = first.place + " (compaction)"
@@ -509,10 +513,12 @@ class Reader:
         out: list[dict] = []
         declared: set[str] = set()
         earlier: list[str] = []
+        responses: list[tuple[int, str | None]] = []  # where each assistant message is, and its call
         for item in items:
             if item.role == "assistant":
                 message = assistant(list(item.parts))
                 declared.update(call["id"] for call in message.get("tool_calls", []))
+                responses.append((len(out), item.key))
                 out.append(message)
                 continue
             results = [
@@ -527,6 +533,10 @@ class Reader:
                 out.append({"role": "user", "content": "\n".join(texts)})
         stand_ins = [stand_in(earlier)] if earlier else []
         checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins) :]
+        for at, key in responses:  # a response the prompt holds as it was made: one object for both
+            response = self.responses.pop(key or "", None)
+            if response is not None and response == checked[at]:
+                checked[at] = response
         self.converted[id(items)] = (items, checked)
         return checked
 
