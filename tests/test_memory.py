@@ -15,6 +15,7 @@ from tokprof.formats.claude_blocks import Text, Thinking, ToolResult, ToolUse, a
 from tokprof.formats.claude_lines import kept
 from tokprof.formats.jsonfile import load
 from tokprof.base.jsontext import BATCH, dumps, object_chunks
+from tokprof.trace import PromptView, extended
 
 SESSION = "mem-1"
 MODEL = "claude-sonnet-4-5-20250929"
@@ -146,12 +147,15 @@ def _read(tmp_path, rows):
     return claude_code.read(str(path), load(str(path)))
 
 
-def test_calls_share_messages_but_never_a_prompt_list(tmp_path):
+def test_calls_share_one_list_of_messages_each_through_its_own_view(tmp_path):
     trace = _read(tmp_path, _session(6))
     lists = [call.messages for call in trace.calls]
+    assert all(isinstance(messages, PromptView) for messages in lists)
     assert len({id(messages) for messages in lists}) == len(lists)
+    assert len({id(messages.base) for messages in lists}) == 1  # one list: O(messages), not O(calls x messages)
     for before, after in zip(lists, lists[1:]):
         assert after[: len(before)] == before
+        assert after.extends(before) and not before.extends(after)
         assert all(a is b for a, b in zip(after, before))  # one object per message, shared
     assert [len(m) for m in lists] == [1, 3, 5, 7, 9, 11]
     assert lists[-1][-1] == {"role": "tool", "tool_call_id": "t4", "content": "text of 4.py"}
@@ -165,11 +169,41 @@ def test_a_response_and_the_message_of_it_in_later_prompts_are_one_object(tmp_pa
         assert message["role"] == "assistant" and message["tool_calls"]
 
 
-def test_a_prompt_list_changed_after_reading_changes_no_other_call(tmp_path):
+def test_a_prompt_is_read_only_and_a_new_list_for_one_call_changes_no_other(tmp_path):
     trace = _read(tmp_path, _session(3))
-    trace.calls[1].messages.append({"role": "user", "content": "added"})
+    with pytest.raises(AttributeError):
+        trace.calls[1].messages.append({"role": "user", "content": "added"})  # type: ignore[union-attr]
+    trace.calls[1].messages = [*trace.calls[1].messages, {"role": "user", "content": "added"}]
     assert [len(call.messages) for call in trace.calls] == [1, 4, 5]
     assert trace.calls[2].messages[-1]["role"] == "tool"
+
+
+def test_a_view_reads_as_the_list_it_shows():
+    base = [{"n": i} for i in range(5)]
+    view, whole = PromptView(base, 3), PromptView(base, 5)
+    assert len(view) == 3 and list(view) == base[:3] and view[-1] is base[2]
+    assert view[1:] == base[1:3] and type(view[1:]) is list and view[::-1] == base[2::-1]
+    assert view == base[:3] and base[:3] == view and view != base and view != tuple(base[:3])
+    assert view + [{"n": 9}] == [*base[:3], {"n": 9}] and [{"n": 9}] + view == [{"n": 9}, *base[:3]]
+    assert {"n": 2} in view and {"n": 3} not in view and view.index({"n": 1}) == 1
+    assert list(reversed(view)) == base[2::-1] and repr(view) == repr(base[:3])
+    with pytest.raises(IndexError):
+        view[3]
+    assert whole.extends(view) and not view.extends(whole) and not view.extends(base[:3])
+    import pickle
+
+    assert pickle.loads(pickle.dumps(view)) == base[:3]
+    with pytest.raises(ValueError):
+        PromptView(base, 6)
+
+
+def test_a_view_extended_grows_its_list_only_when_it_shows_all_of_it():
+    first = extended([], [{"n": 0}])
+    second = extended(first, [{"n": 1}])
+    assert second.base is first.base and list(first) == [{"n": 0}] and len(second) == 2
+    branch = extended(first, [{"n": 2}])  # first no longer shows all of its list: a new list
+    assert branch.base is not first.base and list(branch) == [{"n": 0}, {"n": 2}]
+    assert list(second) == [{"n": 0}, {"n": 1}]
 
 
 def test_repeated_line_fields_are_one_string(tmp_path):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from tokprof.formats.claude_blocks import Part, ToolResult, ToolUse
 from tokprof.formats.fields import optional_string, string
@@ -78,7 +78,7 @@ class State:
     every state and call that follows), then the items later lines may still extend (the last
     response and the user lines after it)."""
 
-    final: list[dict]  # never mutated: a state that adds messages makes a new list
+    final: Sequence[dict]  # never changed: a list, or a view (tokprof.trace.PromptView) of a list that only grows
     open: tuple[Item, ...] = ()
 
 

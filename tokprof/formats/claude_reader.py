@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import (
@@ -50,7 +50,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage, extended
 
 #: Line types that are not conversation and need no warning.
 QUIET_TYPES = (
@@ -183,7 +183,7 @@ class Reader:
         self.types_noted: set[str] = set()
         self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
         #: (id(final), id(open)) of a state -> (final, open, its messages as one list, taken by a call)
-        self.lists: dict[tuple[int, int], tuple[list[dict], tuple, list[dict], bool]] = {}
+        self.lists: dict[tuple[int, int], tuple[Sequence[dict], tuple, PromptView, bool]] = {}
         #: call key -> its response, until a prompt holds it: the prompt's message is then that object
         self.responses: dict[str, dict] = {}
         self.boundaries: list[Line] = []  # compact_boundary lines, in reading order
@@ -487,19 +487,20 @@ class Reader:
             steps += 1
         return False
 
-    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> list[dict]:
-        """A state's messages as one list: its final messages, then its open items converted. A call's
-        prompt and the final messages of the state after the call's first line are the same list
-        (a state's final list is never changed), so a long session holds one list per call, not two;
-        two calls never share one."""
+    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> PromptView:
+        """A state's messages: its final messages, then its open items converted, as a view of one
+        list that the states and calls of a stretch of the conversation share (:func:`extended`: the
+        list grows at its end), so a long session holds its messages' pointers once, not once per
+        call. A call's prompt and the final messages of the state after the call's first line read
+        the same messages; each call has its own view."""
         key = (id(state.final), id(state.open))
         found = self.lists.get(key)
         if found is not None and found[0] is state.final and found[1] is state.open:
             _, _, messages, taken = found
         else:
-            messages, taken = state.final + self.check(path, prefix, state.open), False
+            messages, taken = extended(state.final, self.check(path, prefix, state.open)), False
         if for_call and taken:
-            return list(messages)
+            return PromptView(messages.base, messages.length)
         self.lists[key] = (state.final, state.open, messages, taken or for_call)
         return messages
 
