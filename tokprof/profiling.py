@@ -49,7 +49,7 @@ SCALING = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # one per call: no __dict__ each
 class CallRow:
     index: int
     buckets: dict[str, int]
