@@ -207,11 +207,15 @@ def test_a_view_extended_grows_its_list_only_when_it_shows_all_of_it():
 
 
 def test_repeated_line_fields_are_one_string(tmp_path):
-    one = kept(json.loads(json.dumps(_line("user", "u1", None))), "user")
-    two = kept(json.loads(json.dumps(_line("user", "u2", "u1"))), "user")
-    for key in ("sessionId", "cwd", "gitBranch", "type"):
+    message = {"role": "assistant", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}
+    one = kept(json.loads(json.dumps(_line("assistant", "a1", None, message=message))), "assistant")
+    two = kept(json.loads(json.dumps(_line("assistant", "a2", "a1", message=message))), "assistant")
+    for key in ("sessionId", "cwd", "gitBranch"):
         assert one[key] is two[key]
-    assert one["uuid"] == "u1" and two["parentUuid"] == "u1"
+    assert one["message"]["model"] is two["message"]["model"]
+    # the rest is on the line (uuid, parent, type): a user line keeps its session alone
+    assert "uuid" not in one and "parentUuid" not in two and "content" not in one["message"]
+    assert kept(json.loads(json.dumps(_line("user", "u1", "a2"))), "user") == {"sessionId": SESSION}
 
 
 def test_parts_are_frozen_dataclasses_with_the_assistant_message_of_before():

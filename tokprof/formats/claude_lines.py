@@ -32,8 +32,8 @@ class Line:
     prompt_usage: tuple | None = None  # assistant lines: input, cache-write and cache-read tokens, as written
     synthetic: bool = False
     boundary: bool = False  # a compact_boundary: the context restarts after it
-    parts: list[Part] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # places of blocks that are not text
+    parts: tuple[Part, ...] = ()  # a tuple: the items of prompt states hold it as it is
+    skipped: tuple[str, ...] = ()  # places of blocks that are not text
 
 
 @dataclass(slots=True)
@@ -120,13 +120,21 @@ KEPT_FIELDS = (
     "cwd",
     "gitBranch",
 )
-KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
+KEPT_MESSAGE_FIELDS = ("model", "usage", "stop_reason")
+#: What a user line and a response line keep of those (the rest is on the line, as its uuid, parent,
+#: thread, key, request and message ids): a user line's session and agent (the session's id, a
+#: subagent file's agent), a response's where and when (its call's).
+USER_FIELDS = ("sessionId", "agentId")
+ASSISTANT_FIELDS = ("sessionId", "timestamp", "agentId", "cwd", "gitBranch")
 
 
 def kept(record: dict, kind: str) -> dict:
-    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`); a progress line keeps
-    its data only when it copies a subagent's line (``agent_progress``)."""
-    out = {key: _shared(key, record[key]) for key in KEPT_FIELDS if key in record}
+    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`; of a user line
+    :data:`USER_FIELDS`, of a response :data:`ASSISTANT_FIELDS` and its message's
+    :data:`KEPT_MESSAGE_FIELDS`); a progress line keeps its data only when it copies a subagent's
+    line (``agent_progress``)."""
+    fields = USER_FIELDS if kind == "user" else ASSISTANT_FIELDS if kind == "assistant" else KEPT_FIELDS
+    out = {key: _shared(key, record[key]) for key in fields if key in record}
     message = record.get("message")
     if kind == "assistant" and isinstance(message, dict):
         out["message"] = {key: _shared(key, message[key]) for key in KEPT_MESSAGE_FIELDS if key in message}

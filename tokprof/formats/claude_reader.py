@@ -283,8 +283,9 @@ class Reader:
         where = line.prefix + "message.content"
         found = blocks(path, where, message.get("content"))
         parts: list[Part | None]
+        skipped: list[str] = []
         if line.type == "user":
-            parts = [user_part(path, line.place, line.skipped, at, block) for at, block in found]
+            parts = [user_part(path, line.place, skipped, at, block) for at, block in found]
         else:
             check_model(path, line.prefix + "message.", message)
             line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
@@ -293,8 +294,9 @@ class Reader:
             line.request = request if isinstance(request, str) and request else None
             line.message_id = message_id if isinstance(message_id, str) and message_id else None
             line.prompt_usage = prompt_usage(message.get("usage"))
-            parts = [assistant_part(path, line.place, line.skipped, at, block) for at, block in found]
-        line.parts = [part for part in parts if part is not None]
+            parts = [assistant_part(path, line.place, skipped, at, block) for at, block in found]
+        line.parts = tuple(part for part in parts if part is not None)
+        line.skipped = tuple(skipped)  # most lines: the empty tuple, one for all
 
     # -- calls -------------------------------------------------------------------------------------
     def groups(self, transcript: Transcript) -> dict[str, list[Line]]:
