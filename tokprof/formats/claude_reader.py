@@ -379,8 +379,9 @@ class Reader:
 
     def state_after(self, transcript: Transcript, current: Line | None, thread: bool, first: Line) -> State:
         """The state of a thread after a line (``first`` is the line whose prompt is wanted, for
-        errors). States are built from the states of their parents and kept, so a long session costs
-        one pass."""
+        errors). States are built from the state kept for the nearest line up the chain, and the
+        state asked for is kept, so a long session costs one pass (a branch from a line between two
+        calls walks back to the last call's: the lines between calls)."""
         path: list[Line] = []
         base = EMPTY
         while current is not None:
@@ -399,8 +400,10 @@ class Reader:
         state = base
         for link in reversed(path):
             state = self.extend(transcript, state, link)
-            if link.uuid is not None:
-                transcript.states[(link.uuid, thread)] = state
+        if path and path[0].uuid is not None:
+            # kept for the line asked about alone: the next call's walk stops here, so reading stays one
+            # pass (a walk covers the lines since the last call), without a state per line
+            transcript.states[(path[0].uuid, thread)] = state
         return state
 
     def parent(self, transcript: Transcript, line: Line) -> Line | None:
