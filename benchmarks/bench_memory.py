@@ -11,8 +11,8 @@ size of the log and of its largest prompt.
    keeps (the largest prompt of each stretch between compactions, added up).
 2. **Many calls** (``--calls``): short calls (a sentence and a tool call, a 200-word result), compacted
    every ``--calls-per-compaction`` calls. What grows is what is kept per call: the call in the
-   trace (its prompt's list of the messages it shares with the calls before it), its row in the
-   profile, its part of the JSON written. Limit: at most ``LIMIT_CALL_KB`` kB added per call.
+   trace (its messages, and its prompt: a view of the list its stretch of the conversation
+   shares), its row in the profile; the JSON is written as it is made. Limit: at most ``LIMIT_CALL_KB`` kB added per call.
 3. **One huge tool result** (``--result-mb``): a command whose output is sent to the model whole.
    The prompt is rendered (with and without markers), tokenized and painted once or twice. Limit:
    at most ``LIMIT_PROMPT`` times the largest prompt's text.

@@ -148,7 +148,7 @@ def test_tool_results_written_between_blocks_follow_the_whole_response(tmp_path)
     assert json.loads(merged["tool_calls"][1]["function"]["arguments"]) == {"file_path": "/b.py"}
     assert second.messages[2] == {"role": "tool", "tool_call_id": "t1", "content": "alpha"}
     assert second.messages[3] == {"role": "tool", "tool_call_id": "t2", "content": "beta\ngamma"}
-    assert "metadata" not in json.dumps(second.messages)  # toolUseResult is never sent
+    assert "metadata" not in json.dumps(list(second.messages))  # toolUseResult is never sent
     assert second.response == {"role": "assistant", "content": "Done."}
 
 
@@ -370,7 +370,7 @@ def test_compaction_restarts_the_prompt_from_the_summary(tmp_path):
             "content": "This session is being continued from a previous conversation. Summary: built it.\nnow test it",
         }
     ]
-    assert "long build log" not in json.dumps(after.messages)
+    assert "long build log" not in json.dumps(list(after.messages))
     assert notes(trace)["compaction"] == ["line 5"]
     assert "not profiled" in next(n.message for n in trace.notes if n.code == "compaction")
 
@@ -577,7 +577,7 @@ def test_microcompact_is_noted(tmp_path):
         assistant("a3", "u2", "r3", [text("x")]),
     ]
     trace = read(write_jsonl(tmp_path / "s.jsonl", rows))
-    assert "long build log" in json.dumps(trace.calls[2].messages)  # passes through the system line
+    assert "long build log" in json.dumps(list(trace.calls[2].messages))  # passes through the system line
     assert notes(trace)["microcompact"] == ["line 5"]
 
 
@@ -656,7 +656,7 @@ def check_subagent_calls(trace, where_suffix: str) -> None:
     assert roles(subs[1]) == ["user", "assistant", "tool"]
     assert [c.reported.prompt for c in subs] == [304, 325]
     main_calls = [c for c in trace.calls if "(subagent" not in c.where]
-    assert "Glob" not in json.dumps(main_calls[1].messages)  # the subagent's thread is not the parent's
+    assert "Glob" not in json.dumps(list(main_calls[1].messages))  # the subagent's thread is not the parent's
     assert roles(main_calls[1]) == ["user", "assistant", "tool"]
     assert trace.model == MODEL
     billed = sum(c.reported.prompt for c in trace.calls)

@@ -181,7 +181,7 @@ def test_a_subagent_is_a_thread_of_its_own(tmp_path):
     assert subs[0].messages == [{"role": "user", "content": "Find the config"}]
     assert [m["role"] for m in subs[1].messages] == ["user", "assistant", "tool"]
     main = trace.calls[3]
-    assert "Glob" not in json.dumps(main.messages) and main.thread == ""
+    assert "Glob" not in json.dumps(list(main.messages)) and main.thread == ""
     assert main.messages[-1] == {"role": "tool", "tool_call_id": "task1", "content": "pyproject.toml"}
     assert trace.model == MODEL and "result-totals" not in notes(trace)
 

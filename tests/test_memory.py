@@ -14,7 +14,8 @@ from tokprof.formats import claude_code
 from tokprof.formats.claude_blocks import Text, Thinking, ToolResult, ToolUse, assistant
 from tokprof.formats.claude_lines import kept
 from tokprof.formats.jsonfile import load
-from tokprof.base.jsontext import BATCH, dumps
+from tokprof.base.jsontext import BATCH, dumps, object_chunks
+from tokprof.trace import PromptView, extended
 
 SESSION = "mem-1"
 MODEL = "claude-sonnet-4-5-20250929"
@@ -49,6 +50,56 @@ def test_dumps_refuses_nan_rather_than_writing_invalid_json():
     for value in (math.nan, math.inf):
         with pytest.raises(TokprofError, match="NaN or infinity"):
             dumps({"x": value})
+
+
+@pytest.mark.parametrize(
+    "items", [[], [{}], [1, "two\nlines", None], [{"a": [1, {"b": []}], "c": "é\n"}] * (BATCH // 3)]
+)
+def test_an_object_written_in_pieces_is_json_dumps_byte_for_byte(items):
+    value = {"first": {"x": [1, 2], "y": {}}, "rows": items, "empty": [], "last": "a\nb \U0001f600"}
+    fields = [(key, lambda key=key: value[key]) for key in value]
+    pieces = list(object_chunks(fields, "rows", iter(items)))
+    assert "".join(pieces) == json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def test_an_object_written_in_pieces_refuses_nan():
+    from tokprof.base.errors import TokprofError
+
+    with pytest.raises(TokprofError, match="NaN or infinity"):
+        "".join(object_chunks([("rows", list)], "rows", [{"x": math.nan}]))
+
+
+def test_a_profile_written_in_pieces_is_its_json(tmp_path):
+    """What ``profile -f json -o FILE`` writes (``Profile.json_chunks``, a piece at a time) and ``save``
+    give ``json.dumps(to_dict(), indent=2)`` and a line break, byte for byte."""
+    from pathlib import Path
+
+    from tokprof.frontends.cli import main
+
+    sample = Path(__file__).parent.parent / "samples" / "retention_session.json"
+    assert (
+        main(
+            [
+                "profile",
+                str(sample),
+                "--model",
+                "qwen2.5",
+                "--no-progress",
+                "-f",
+                "json",
+                "-o",
+                str(tmp_path / "a.json"),
+            ]
+        )
+        == 0
+    )
+    written = (tmp_path / "a.json").read_text(encoding="utf-8")
+    from tokprof import Profile
+
+    profile = Profile.load(tmp_path / "a.json")
+    assert written == json.dumps(profile.to_dict(), indent=2, ensure_ascii=False) + "\n" == profile.to_json()
+    profile.save(tmp_path / "b.json")
+    assert (tmp_path / "b.json").read_text(encoding="utf-8") == written
 
 
 def _line(kind: str, uuid: str, parent: str | None, **extra) -> dict:
@@ -96,30 +147,75 @@ def _read(tmp_path, rows):
     return claude_code.read(str(path), load(str(path)))
 
 
-def test_calls_share_messages_but_never_a_prompt_list(tmp_path):
+def test_calls_share_one_list_of_messages_each_through_its_own_view(tmp_path):
     trace = _read(tmp_path, _session(6))
     lists = [call.messages for call in trace.calls]
+    assert all(isinstance(messages, PromptView) for messages in lists)
     assert len({id(messages) for messages in lists}) == len(lists)
+    assert len({id(messages.base) for messages in lists}) == 1  # one list: O(messages), not O(calls x messages)
     for before, after in zip(lists, lists[1:]):
         assert after[: len(before)] == before
+        assert after.extends(before) and not before.extends(after)
         assert all(a is b for a, b in zip(after, before))  # one object per message, shared
     assert [len(m) for m in lists] == [1, 3, 5, 7, 9, 11]
     assert lists[-1][-1] == {"role": "tool", "tool_call_id": "t4", "content": "text of 4.py"}
 
 
-def test_a_prompt_list_changed_after_reading_changes_no_other_call(tmp_path):
+def test_a_response_and_the_message_of_it_in_later_prompts_are_one_object(tmp_path):
+    trace = _read(tmp_path, _session(6))
+    for before, after in zip(trace.calls, trace.calls[1:]):
+        message = after.messages[len(before.messages)]
+        assert message is before.response
+        assert message["role"] == "assistant" and message["tool_calls"]
+
+
+def test_a_prompt_is_read_only_and_a_new_list_for_one_call_changes_no_other(tmp_path):
     trace = _read(tmp_path, _session(3))
-    trace.calls[1].messages.append({"role": "user", "content": "added"})
+    with pytest.raises(AttributeError):
+        trace.calls[1].messages.append({"role": "user", "content": "added"})  # type: ignore[union-attr]
+    trace.calls[1].messages = [*trace.calls[1].messages, {"role": "user", "content": "added"}]
     assert [len(call.messages) for call in trace.calls] == [1, 4, 5]
     assert trace.calls[2].messages[-1]["role"] == "tool"
 
 
+def test_a_view_reads_as_the_list_it_shows():
+    base = [{"n": i} for i in range(5)]
+    view, whole = PromptView(base, 3), PromptView(base, 5)
+    assert len(view) == 3 and list(view) == base[:3] and view[-1] is base[2]
+    assert view[1:] == base[1:3] and type(view[1:]) is list and view[::-1] == base[2::-1]
+    assert view == base[:3] and base[:3] == view and view != base and view != tuple(base[:3])
+    assert view + [{"n": 9}] == [*base[:3], {"n": 9}] and [{"n": 9}] + view == [{"n": 9}, *base[:3]]
+    assert {"n": 2} in view and {"n": 3} not in view and view.index({"n": 1}) == 1
+    assert list(reversed(view)) == base[2::-1] and repr(view) == repr(base[:3])
+    with pytest.raises(IndexError):
+        view[3]
+    assert whole.extends(view) and not view.extends(whole) and not view.extends(base[:3])
+    import pickle
+
+    assert pickle.loads(pickle.dumps(view)) == base[:3]
+    with pytest.raises(ValueError):
+        PromptView(base, 6)
+
+
+def test_a_view_extended_grows_its_list_only_when_it_shows_all_of_it():
+    first = extended([], [{"n": 0}])
+    second = extended(first, [{"n": 1}])
+    assert second.base is first.base and list(first) == [{"n": 0}] and len(second) == 2
+    branch = extended(first, [{"n": 2}])  # first no longer shows all of its list: a new list
+    assert branch.base is not first.base and list(branch) == [{"n": 0}, {"n": 2}]
+    assert list(second) == [{"n": 0}, {"n": 1}]
+
+
 def test_repeated_line_fields_are_one_string(tmp_path):
-    one = kept(json.loads(json.dumps(_line("user", "u1", None))), "user")
-    two = kept(json.loads(json.dumps(_line("user", "u2", "u1"))), "user")
-    for key in ("sessionId", "cwd", "gitBranch", "type"):
+    message = {"role": "assistant", "model": MODEL, "content": [], "usage": {"input_tokens": 1}}
+    one = kept(json.loads(json.dumps(_line("assistant", "a1", None, message=message))), "assistant")
+    two = kept(json.loads(json.dumps(_line("assistant", "a2", "a1", message=message))), "assistant")
+    for key in ("sessionId", "cwd", "gitBranch"):
         assert one[key] is two[key]
-    assert one["uuid"] == "u1" and two["parentUuid"] == "u1"
+    assert one["message"]["model"] is two["message"]["model"]
+    # the rest is on the line (uuid, parent, type): a user line keeps its session alone
+    assert "uuid" not in one and "parentUuid" not in two and "content" not in one["message"]
+    assert kept(json.loads(json.dumps(_line("user", "u1", "a2"))), "user") == {"sessionId": SESSION}
 
 
 def test_parts_are_frozen_dataclasses_with_the_assistant_message_of_before():

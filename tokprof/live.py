@@ -24,7 +24,7 @@ from tokprof.base.errors import TokprofError
 from tokprof.base.follow import Follower
 from tokprof.models.known import context_window
 from tokprof.formats.prompts import Prompt
-from tokprof.trace import Call
+from tokprof.trace import Call, as_list
 
 THRESHOLDS = (0.7, 0.8)
 #: A call broke the cache when it read less than this share of the previous call's prompt from it.
@@ -278,7 +278,7 @@ def _claude_line(record: Any) -> bool:
 
 def _count(model: Any, call: Call) -> dict[str, int] | None:
     try:
-        found = model.count_prompt(Prompt(call.messages, call.tools), date=call.day)
+        found = model.count_prompt(Prompt(as_list(call.messages), call.tools), date=call.day)
     except TokprofError:
         return None
     return found.as_dict()

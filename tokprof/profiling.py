@@ -13,17 +13,17 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
 from tokprof.base.collector import frozen
-from tokprof.base.files import write_atomic
+from tokprof.base.files import encoded, write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
 from tokprof.base.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
-from tokprof.base.jsontext import dumps
+from tokprof.base.jsontext import object_chunks
 from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
@@ -50,7 +50,7 @@ SCALING = (
 )
 
 
-@dataclass
+@dataclass(slots=True)  # one per call: no __dict__ each
 class CallRow:
     index: int
     buckets: dict[str, int]
@@ -553,7 +553,24 @@ class Profile:
         }
 
     def to_json(self) -> str:
-        return dumps(self.to_dict()) + "\n"  # json.dumps(indent=2) without its pieces held at once
+        return "".join(self.json_chunks())
+
+    def json_chunks(self) -> Iterator[str]:
+        """:meth:`to_json`'s text in pieces, made as they are written: a row's dict exists only
+        while that row is encoded, and the text is never whole (``json.dumps(to_dict(), indent=2)``
+        and a line break, byte for byte)."""
+        fields: list[tuple[str, Callable[[], Any]]] = [
+            ("schema_version", lambda: SCHEMA_VERSION),
+            ("kind", lambda: "profile"),
+            ("tokprof_version", lambda: __version__),
+            ("model", self.model.to_dict),
+            ("source", self.source.to_dict),
+            ("calls", list),
+            ("summary", lambda: self.summary().to_dict()),
+            ("warnings", lambda: [w.to_dict() for w in self.warnings]),
+        ]
+        yield from object_chunks(fields, "calls", (c.to_dict() for c in self.calls))
+        yield "\n"
 
     @classmethod
     def from_dict(cls, d: dict) -> "Profile":
@@ -598,7 +615,7 @@ class Profile:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the profile as JSON, atomically (readers see nothing or the whole file)."""
-        write_atomic(Path(path), self.to_json().encode("utf-8"), make_parents=False)
+        write_atomic(Path(path), encoded(self.json_chunks()), make_parents=False)
 
     @staticmethod
     def sniff(path: str | os.PathLike) -> bool:

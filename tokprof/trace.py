@@ -8,12 +8,100 @@ tool messages carry ``tool_call_id``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from itertools import islice
+from typing import Any, Iterator, overload
 
 from tokprof.base.text import visible
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
+
+
+class PromptView(Sequence):
+    """The first ``length`` messages of ``base``, read as a list is: a call's prompt that shares its
+    messages with the calls before it, a conversation's growing list, without a list of its own per
+    call (a stretch of n calls would hold n²/2 pointers). ``base`` only grows at its end, past every
+    view of it (:func:`extended`), so a view never changes. Slicing gives a list; ``+`` a list; a
+    view equals a list or view of equal messages. It has no list's methods that change it: a
+    transform that changes a prompt builds a new list."""
+
+    __slots__ = ("base", "length")
+
+    def __init__(self, base: list[dict], length: int) -> None:
+        if not 0 <= length <= len(base):
+            raise ValueError(f"a view of {length} messages of a list of {len(base)}")
+        self.base = base
+        self.length = length
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> dict: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict]: ...
+
+    def __getitem__(self, index: int | slice) -> dict | list[dict]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.length)
+            if step < 0:  # rare: through a copy of what the view shows
+                return self.base[: self.length][index]
+            return self.base[start:stop:step]
+        if index < 0:
+            index += self.length
+        if not 0 <= index < self.length:
+            raise IndexError("prompt index out of range")
+        return self.base[index]
+
+    def __iter__(self) -> Iterator[dict]:
+        return islice(self.base, self.length)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PromptView) and other.base is self.base:
+            return other.length == self.length
+        if not isinstance(other, (list, PromptView)):
+            return NotImplemented
+        return len(other) == self.length and all(a is b or a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]  # as a list's
+
+    def __add__(self, other: Any) -> list[dict]:
+        if not isinstance(other, (list, PromptView)):
+            return NotImplemented
+        return [*self, *other]
+
+    def __radd__(self, other: Any) -> list[dict]:
+        if not isinstance(other, list):
+            return NotImplemented
+        return [*other, *self]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def __reduce__(self) -> tuple:  # pickled as the list it reads as
+        return (list, (list(self),))
+
+    def extends(self, other: "Sequence[dict]") -> bool:
+        """Whether this prompt starts with ``other`` because both are views of one list: O(1)."""
+        return isinstance(other, PromptView) and other.base is self.base and other.length <= self.length
+
+
+def extended(prompt: "Sequence[dict]", more: "Sequence[dict]") -> PromptView:
+    """``prompt`` followed by ``more``, as a view: of ``prompt``'s own list when ``prompt`` is a view of
+    all of it so far (the list grows at its end, which no view shows), else of a new list."""
+    if isinstance(prompt, PromptView) and len(prompt.base) == prompt.length:
+        prompt.base.extend(more)
+        return PromptView(prompt.base, len(prompt.base))
+    base = [*prompt, *more]
+    return PromptView(base, len(base))
+
+
+def as_list(messages: "Sequence[dict]") -> list[dict]:
+    """Messages as a list (a view's copied: for what only takes a list, such as ``json.dumps``)."""
+    return messages if isinstance(messages, list) else list(messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +145,7 @@ class Call:
     """One model call: the prompt it was sent (messages and tools) and what was reported."""
 
     index: int
-    messages: list[dict]
+    messages: list[dict] | PromptView  # a view: shared with the calls before it (see PromptView)
     tools: list[dict] | None
     model: str | None = None
     reported: Usage | None = None

@@ -15,7 +15,7 @@ from tokprof.attribution.attributor import BUCKETS
 from tokprof.base.billing import CallCost
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, missing_buckets, recorded
-from tokprof.trace import Call, Trace
+from tokprof.trace import Call, Trace, as_list
 
 #: The per-call table's version (calls.parquet's metadata, the state file, the CSV's header comment).
 SCHEMA_VERSION = 2  # 2: a bucket the log does not record is null, not 0
@@ -177,5 +177,7 @@ def _part(cost: CallCost | None, name: str, priced: bool) -> float | None:
 
 def _text(call: Call) -> str:
     return json.dumps(
-        {"messages": call.messages, "tools": call.tools, "response": call.response}, ensure_ascii=False, default=str
+        {"messages": as_list(call.messages), "tools": call.tools, "response": call.response},
+        ensure_ascii=False,
+        default=str,
     )

@@ -36,7 +36,7 @@ from tokprof.analyses.cost import FIXED_FIRST, find_model
 from tokprof.base.billing import CallCache
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
-from tokprof.trace import Call, Trace
+from tokprof.trace import Call, PromptView, Trace, as_list
 
 #: ``shared(position)``: the tokens the call's rendered prompt shares with the previous render of its
 #: thread (the longest common token prefix, in the counter's tokens), or None when it cannot tell.
@@ -103,6 +103,8 @@ def _tools_key(tools: list[dict] | None) -> str:
 
 def first_difference(before: Sequence[dict], after: Sequence[dict]) -> int:
     """The index of the first message that differs (the shorter list's length when one starts the other)."""
+    if isinstance(after, PromptView) and after.extends(before):
+        return len(before)  # a longer view of the same list: O(1)
     k = 0
     while k < min(len(before), len(after)) and before[k] == after[k]:
         k += 1
@@ -181,7 +183,7 @@ def estimate_shared(before_row: CallRow, before: Call, call: Call, k: int, tools
             return fixed
         unrecorded = 0 if k == 0 else before_row.buckets.get(UNRECORDED, 0)
         return before_row.buckets.get("tool_definitions", 0) + unrecorded
-    whole = len(json.dumps(before.messages, ensure_ascii=False))
+    whole = len(json.dumps(as_list(before.messages), ensure_ascii=False))
     head = len(json.dumps(before.messages[:k], ensure_ascii=False))
     return fixed + round((before_row.total - fixed) * head / whole) if whole else fixed
 

@@ -157,8 +157,9 @@ def requests(
     holder = next((m for c in main_calls(trace) for m in c.messages if carries([m], fact)), None)
     if holder is not None:  # the fact alone: the text of the log's first message that holds it
         context = "\n".join(t for t in texts(holder.get("content")) if t) or json.dumps(holder, ensure_ascii=False)
-        control = Call(index=0, messages=[{"role": "user", "content": f"{context}\n\n{question}"}], tools=None)
-        out.append(ProbeRequest(CONTROL, tuple(control.messages), None, counter.prompt(control.messages, control)))
+        alone = [{"role": "user", "content": f"{context}\n\n{question}"}]
+        control = Call(index=0, messages=alone, tools=None)
+        out.append(ProbeRequest(CONTROL, tuple(alone), None, counter.prompt(alone, control)))
     for policy in [Full(), *(p for p in policies if not isinstance(p, Full))]:
         replayed = main_calls(apply(trace, policy, counter, window))
         if not replayed:

@@ -62,7 +62,7 @@ import os
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Sequence, cast
 
 import numpy as np
 
@@ -72,7 +72,7 @@ from tokprof.models.jsonmemo import JsonMemo
 from tokprof.attribution.fresh import windowed_boundaries
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
-from tokprof.trace import Call
+from tokprof.trace import Call, PromptView
 
 BUCKETS = ("system", "tool_definitions", "tool_results", "conversation")
 SYSTEM, TOOLS, RESULTS, CONVERSATION = range(4)
@@ -360,6 +360,7 @@ class _Prepared:
     templated: list[dict]
     keys: list[bytes]
     digests: list[bytes]
+    prompt: Sequence[dict] = ()  # the call's own messages: a view (PromptView) tells a longer view of its list in O(1)
 
 
 #: A prompt of at least this many messages that extends no remembered call is built up from its
@@ -450,7 +451,9 @@ class Attributor:
         same = 0
         if last is not None and last.keys[0] == key:
             limit = min(len(last.messages), len(call.messages))
-            if all(map(operator.is_, last.messages, call.messages)):  # slices of one list (map stops at the shorter)
+            if isinstance(call.messages, PromptView) and call.messages.extends(last.prompt):
+                same = limit  # a longer view of the last call's list: its messages are the same objects
+            elif all(map(operator.is_, last.messages, call.messages)):  # slices of one list (map stops at the shorter)
                 same = limit
             while same < limit and _same(last.messages[same], call.messages[same]):
                 same += 1
@@ -482,7 +485,7 @@ class Attributor:
             digests.append(entry[2])
             key = hashlib.blake2b(key + entry[2], digest_size=16).digest()
             keys.append(key)
-        self._prepared[shape] = _Prepared(seen, templated, keys, digests)
+        self._prepared[shape] = _Prepared(seen, templated, keys, digests, call.messages)
         return templated, keys, digests
 
     def _render_call(self, call: Call) -> tuple[list[dict], list[bytes], list[bytes], str]:
@@ -1093,7 +1096,7 @@ def _shared(keys: list[bytes], old: _Thread) -> int:
     return lo
 
 
-def _cuts(messages: list[dict]) -> list[int]:
+def _cuts(messages: Sequence[dict]) -> list[int]:
     """Where :meth:`Attributor._built_up` cuts a long prompt: before each assistant message after the
     first two messages, and at least every :data:`BUILD_STEP` messages (in order, each short of the
     whole prompt)."""

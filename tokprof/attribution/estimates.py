@@ -27,6 +27,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from tokprof.trace import PromptView
+
 UNRECORDED = "unrecorded"
 #: How far above the log's usual ratio a call's reported growth may be and still be taken as the
 #: growth of its recorded content: up to BAND times that ratio.
@@ -95,6 +97,8 @@ def starts_with(messages: Sequence[dict], prefix: Sequence[dict]) -> bool:
     """Whether a prompt's messages start with another prompt's (the same objects, or equal ones)."""
     # list equality compares each pair as ``a is b or a == b``, at C speed (logs share the objects);
     # lists are compared as they are, without copies: a call's check costs a pass over its prompt
+    if isinstance(messages, PromptView) and messages.extends(prefix):
+        return True  # a longer view of the same list: O(1)
     n = len(prefix)
     if len(messages) < n:
         return False

@@ -110,7 +110,7 @@ def parse_rates(value: Any, where: str) -> Rates:
     return Rates(**rates)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per call: no __dict__ each
 class PricedTokens:
     """The tokens a cost is for: the prompt split into uncached input, cache writes by lifetime and
     cache reads, and the output (None when the log does not report it)."""
@@ -148,7 +148,7 @@ class PricedTokens:
         )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per call: no __dict__ each
 class CallCost:
     """One call's cost, or why it has none (``priced`` False, with ``reason``).
 
@@ -367,7 +367,7 @@ MISS_CODES = (
 CHANGED_PARTS = ("system", "tools", "message", "reasoning", "rewrite", "compaction")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per call: no __dict__ each
 class CallCache:
     """What a prefix cache could have reused for one call.
 

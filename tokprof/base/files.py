@@ -5,6 +5,26 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, Iterable, Iterator, Union
+
+#: What is written to a file: its bytes, or its pieces in order (written as they are made, never
+#: held whole: a large report's JSON).
+Data = Union[bytes, Iterable[bytes]]
+
+
+def encoded(pieces: Iterable[str]) -> Iterator[bytes]:
+    """Text pieces as UTF-8, a piece at a time."""
+    for piece in pieces:
+        yield piece.encode("utf-8")
+
+
+def write_data(f: BinaryIO, data: Data) -> None:
+    """Write ``data`` (:data:`Data`) to the open binary file ``f``."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        f.write(data)
+        return
+    for piece in data:
+        f.write(piece)
 
 
 def cache_dir() -> Path:
@@ -16,13 +36,13 @@ def cache_dir() -> Path:
     return Path(base) / "tokprof"
 
 
-def write_temporary(path: Path, data: bytes) -> str:
+def write_temporary(path: Path, data: Data) -> str:
     """A temporary file beside ``path`` holding ``data``, with the usual permissions (mkstemp makes
     0600 files), to be moved onto ``path``; nothing is left behind when writing it fails."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write_data(f, data)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
@@ -32,7 +52,7 @@ def write_temporary(path: Path, data: bytes) -> str:
     return tmp
 
 
-def write_atomic(path: Path, data: bytes, make_parents: bool = True) -> None:
+def write_atomic(path: Path, data: Data, make_parents: bool = True) -> None:
     """Write a file so that readers see either nothing or the whole of it."""
     if make_parents:
         path.parent.mkdir(parents=True, exist_ok=True)

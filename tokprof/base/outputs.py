@@ -13,9 +13,9 @@ import signal
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
-from tokprof.base.files import write_temporary
+from tokprof.base.files import Data, write_data, write_temporary
 from tokprof.base.errors import TokprofError
 
 
@@ -53,15 +53,15 @@ def _terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def write_files(outputs: list[tuple[str, bytes]]) -> None:
+def write_files(outputs: Sequence[tuple[str, Data]]) -> None:
     """Write each (path, data); on any error (or SIGTERM) nothing is left behind and TokprofError says why."""
     with _terminate_as_exit():
         _write_files(outputs)
 
 
-def _write_files(outputs: list[tuple[str, bytes]]) -> None:
+def _write_files(outputs: Sequence[tuple[str, Data]]) -> None:
     staged: list[tuple[str, Path, str]] = []  # (as named, target, temporary file)
-    through: list[tuple[str, Path, bytes]] = []  # targets that are not regular files
+    through: list[tuple[str, Path, Data]] = []  # targets that are not regular files
     try:
         for path, data in outputs:
             target = _target(path)
@@ -85,6 +85,6 @@ def _write_files(outputs: list[tuple[str, bytes]]) -> None:
     for path, target, data in through:
         try:
             with open(target, "wb") as f:
-                f.write(data)
+                write_data(f, data)
         except OSError as exc:
             raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None

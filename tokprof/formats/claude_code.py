@@ -276,7 +276,7 @@ def _slim(transcript: Transcript, line: Line) -> None:
     """What a line keeps once its call is made, when no prompt state is built: its place in the chain
     (uuid, parent, thread: duplicate lines and a subagent's name are found from them). Its content
     and fields, and the tool calls it holds, are read only to build prompt states or its own call."""
-    line.parts, line.skipped, line.record = [], [], {}
+    line.parts, line.skipped, line.record = (), (), {}
     line.prefix = line.place = ""
     line.key = line.request = line.message_id = line.prompt_usage = None
     transcript.tool_uses.clear()

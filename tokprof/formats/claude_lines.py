@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from tokprof.formats.claude_blocks import Part, ToolResult, ToolUse
 from tokprof.formats.fields import optional_string, string
@@ -32,8 +32,8 @@ class Line:
     prompt_usage: tuple | None = None  # assistant lines: input, cache-write and cache-read tokens, as written
     synthetic: bool = False
     boundary: bool = False  # a compact_boundary: the context restarts after it
-    parts: list[Part] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # places of blocks that are not text
+    parts: tuple[Part, ...] = ()  # a tuple: the items of prompt states hold it as it is
+    skipped: tuple[str, ...] = ()  # places of blocks that are not text
 
 
 @dataclass(slots=True)
@@ -78,7 +78,7 @@ class State:
     every state and call that follows), then the items later lines may still extend (the last
     response and the user lines after it)."""
 
-    final: list[dict]  # never mutated: a state that adds messages makes a new list
+    final: Sequence[dict]  # never changed: a list, or a view (tokprof.trace.PromptView) of a list that only grows
     open: tuple[Item, ...] = ()
 
 
@@ -120,13 +120,21 @@ KEPT_FIELDS = (
     "cwd",
     "gitBranch",
 )
-KEPT_MESSAGE_FIELDS = ("id", "model", "usage", "stop_reason")
+KEPT_MESSAGE_FIELDS = ("model", "usage", "stop_reason")
+#: What a user line and a response line keep of those (the rest is on the line, as its uuid, parent,
+#: thread, key, request and message ids): a user line's session and agent (the session's id, a
+#: subagent file's agent), a response's where and when (its call's).
+USER_FIELDS = ("sessionId", "agentId")
+ASSISTANT_FIELDS = ("sessionId", "timestamp", "agentId", "cwd", "gitBranch")
 
 
 def kept(record: dict, kind: str) -> dict:
-    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`); a progress line keeps
-    its data only when it copies a subagent's line (``agent_progress``)."""
-    out = {key: _shared(key, record[key]) for key in KEPT_FIELDS if key in record}
+    """The fields of a line read after it is parsed (see :data:`KEPT_FIELDS`; of a user line
+    :data:`USER_FIELDS`, of a response :data:`ASSISTANT_FIELDS` and its message's
+    :data:`KEPT_MESSAGE_FIELDS`); a progress line keeps its data only when it copies a subagent's
+    line (``agent_progress``)."""
+    fields = USER_FIELDS if kind == "user" else ASSISTANT_FIELDS if kind == "assistant" else KEPT_FIELDS
+    out = {key: _shared(key, record[key]) for key in fields if key in record}
     message = record.get("message")
     if kind == "assistant" and isinstance(message, dict):
         out["message"] = {key: _shared(key, message[key]) for key in KEPT_MESSAGE_FIELDS if key in message}
@@ -135,6 +143,15 @@ def kept(record: dict, kind: str) -> dict:
         if isinstance(data, dict) and data.get("type") == "agent_progress":
             out["data"] = data
     return out
+
+
+def read_later(record: dict, kind: str) -> dict:
+    """What is read of a line that is not a response once the calls are made from its transcript: a
+    compact boundary's fields (its compaction call is matched to it by them), a progress line's
+    copy of a subagent's line; a user line's fields are not read again (its content is in its parts)."""
+    if kind == "system":
+        return record
+    return {"data": record["data"]} if "data" in record else {}
 
 
 #: Fields whose few values repeat on every line (a session's id, its folder, the model): one string

@@ -4,8 +4,9 @@ and each call's prompt built along the ``parentUuid`` chain (the rules are in
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from tokprof.base.errors import InputError
 from tokprof.formats.claude_blocks import (
@@ -35,6 +36,7 @@ from tokprof.formats.claude_lines import (
     nested_key,
     place_text,
     prompt_usage,
+    read_later,
 )
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
 from tokprof.formats.fields import expect_object, optional_string, string
@@ -48,7 +50,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage, extended
 
 #: Line types that are not conversation and need no warning.
 QUIET_TYPES = (
@@ -181,7 +183,9 @@ class Reader:
         self.types_noted: set[str] = set()
         self.converted: dict[int, tuple[tuple, list[dict]]] = {}  # id(items) -> (items, their messages)
         #: (id(final), id(open)) of a state -> (final, open, its messages as one list, taken by a call)
-        self.lists: dict[tuple[int, int], tuple[list[dict], tuple, list[dict], bool]] = {}
+        self.lists: dict[tuple[int, int], tuple[Sequence[dict], tuple, PromptView, bool]] = {}
+        #: call key -> its response, until a prompt holds it: the prompt's message is then that object
+        self.responses: dict[str, dict] = {}
         self.boundaries: list[Line] = []  # compact_boundary lines, in reading order
         self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
         self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
@@ -220,8 +224,10 @@ class Reader:
         path = transcript.path
         at = f"{unit} {number}"
         record = expect_object(path, at, record, "a transcript line object")
-        kind = string(path, f"{at}: {inner}type", record.get("type"))
+        kind = sys.intern(string(path, f"{at}: {inner}type", record.get("type")))
         line = self.line(path, f"{at}: {inner}", f"{label}{at}", number, record, kind, last)
+        if line.parent is not None and line.parent in transcript.by_uuid:
+            line.parent = transcript.by_uuid[line.parent].uuid  # one string for the uuid and the links to it
         if line.uuid is not None:
             if line.uuid in transcript.by_uuid:
                 self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
@@ -277,8 +283,9 @@ class Reader:
         where = line.prefix + "message.content"
         found = blocks(path, where, message.get("content"))
         parts: list[Part | None]
+        skipped: list[str] = []
         if line.type == "user":
-            parts = [user_part(path, line.place, line.skipped, at, block) for at, block in found]
+            parts = [user_part(path, line.place, skipped, at, block) for at, block in found]
         else:
             check_model(path, line.prefix + "message.", message)
             line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
@@ -287,8 +294,9 @@ class Reader:
             line.request = request if isinstance(request, str) and request else None
             line.message_id = message_id if isinstance(message_id, str) and message_id else None
             line.prompt_usage = prompt_usage(message.get("usage"))
-            parts = [assistant_part(path, line.place, line.skipped, at, block) for at, block in found]
-        line.parts = [part for part in parts if part is not None]
+            parts = [assistant_part(path, line.place, skipped, at, block) for at, block in found]
+        line.parts = tuple(part for part in parts if part is not None)
+        line.skipped = tuple(skipped)  # most lines: the empty tuple, one for all
 
     # -- calls -------------------------------------------------------------------------------------
     def groups(self, transcript: Transcript) -> dict[str, list[Line]]:
@@ -314,10 +322,15 @@ class Reader:
         """One call per model call of a transcript not counted yet, in the order of its first line,
         each with the line number of its first line."""
         out: list[tuple[float, Call]] = []
+        for line in transcript.lines:
+            if line.type != "assistant":
+                line.record = read_later(line.record, line.type)
         for key, lines in self.groups(transcript).items():
             if not self.first_time(key, lines, quiet_duplicates):
                 continue
             call = self.call(transcript, lines, key)
+            for line in lines:  # what the call read of its lines (telling calls apart: rekey) is read no more
+                line.record, line.request, line.message_id, line.prompt_usage = {}, None, None, None
             out.append((lines[0].number, call))
             if transcript.origin:
                 self.trace.note("subagent-from-progress", FROM_PROGRESS, call.where)
@@ -333,6 +346,8 @@ class Reader:
         messages = self.joined(transcript.path, prefix, state, for_call=True)
         parts = [part for line in lines for part in line.parts]
         response = check_messages(transcript.path, prefix + "response ", [assistant(parts)])[0]
+        if messages:  # a prompt may hold it later (none does where no prompts are built: the status line)
+            self.responses[key] = response
         model = next((m for m in (line.record["message"].get("model") for line in lines) if isinstance(m, str)), None)
         if compaction:
             where = first.place + " (compaction)"
@@ -364,8 +379,9 @@ class Reader:
 
     def state_after(self, transcript: Transcript, current: Line | None, thread: bool, first: Line) -> State:
         """The state of a thread after a line (``first`` is the line whose prompt is wanted, for
-        errors). States are built from the states of their parents and kept, so a long session costs
-        one pass."""
+        errors). States are built from the state kept for the nearest line up the chain, and the
+        state asked for is kept, so a long session costs one pass (a branch from a line between two
+        calls walks back to the last call's: the lines between calls)."""
         path: list[Line] = []
         base = EMPTY
         while current is not None:
@@ -384,8 +400,10 @@ class Reader:
         state = base
         for link in reversed(path):
             state = self.extend(transcript, state, link)
-            if link.uuid is not None:
-                transcript.states[(link.uuid, thread)] = state
+        if path and path[0].uuid is not None:
+            # kept for the line asked about alone: the next call's walk stops here, so reading stays one
+            # pass (a walk covers the lines since the last call), without a state per line
+            transcript.states[(path[0].uuid, thread)] = state
         return state
 
     def parent(self, transcript: Transcript, line: Line) -> Line | None:
@@ -474,19 +492,20 @@ class Reader:
             steps += 1
         return False
 
-    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> list[dict]:
-        """A state's messages as one list: its final messages, then its open items converted. A call's
-        prompt and the final messages of the state after the call's first line are the same list
-        (a state's final list is never changed), so a long session holds one list per call, not two;
-        two calls never share one."""
+    def joined(self, path: str, prefix: str, state: State, for_call: bool = False) -> PromptView:
+        """A state's messages: its final messages, then its open items converted, as a view of one
+        list that the states and calls of a stretch of the conversation share (:func:`extended`: the
+        list grows at its end), so a long session holds its messages' pointers once, not once per
+        call. A call's prompt and the final messages of the state after the call's first line read
+        the same messages; each call has its own view."""
         key = (id(state.final), id(state.open))
         found = self.lists.get(key)
         if found is not None and found[0] is state.final and found[1] is state.open:
             _, _, messages, taken = found
         else:
-            messages, taken = state.final + self.check(path, prefix, state.open), False
+            messages, taken = extended(state.final, self.check(path, prefix, state.open)), False
         if for_call and taken:
-            return list(messages)
+            return PromptView(messages.base, messages.length)
         self.lists[key] = (state.final, state.open, messages, taken or for_call)
         return messages
 
@@ -500,10 +519,12 @@ class Reader:
         out: list[dict] = []
         declared: set[str] = set()
         earlier: list[str] = []
+        responses: list[tuple[int, str | None]] = []  # where each assistant message is, and its call
         for item in items:
             if item.role == "assistant":
                 message = assistant(list(item.parts))
                 declared.update(call["id"] for call in message.get("tool_calls", []))
+                responses.append((len(out), item.key))
                 out.append(message)
                 continue
             results = [
@@ -518,6 +539,10 @@ class Reader:
                 out.append({"role": "user", "content": "\n".join(texts)})
         stand_ins = [stand_in(earlier)] if earlier else []
         checked = check_messages(path, prefix, stand_ins + out)[len(stand_ins) :]
+        for at, key in responses:  # a response the prompt holds as it was made: one object for both
+            response = self.responses.pop(key or "", None)
+            if response is not None and response == checked[at]:
+                checked[at] = response
         self.converted[id(items)] = (items, checked)
         return checked
 

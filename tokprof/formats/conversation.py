@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any
 
 from tokprof.formats.neutral import check_messages
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage
 
 ORPHAN = "a tool result whose call is not in the history is kept as user text"
 EMPTY = "a response with no recorded message before it was skipped: there is no prompt to profile"
@@ -70,7 +70,7 @@ class Conversation:
             return None
         call = Call(
             index=len(self.trace.calls),
-            messages=list(self.messages),
+            messages=PromptView(self.messages, len(self.messages)),  # the history only grows at its end
             tools=None,
             model=model,
             reported=usage,

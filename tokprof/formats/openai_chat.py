@@ -38,7 +38,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage
 
 FORMAT = "openai-chat"
 DESCRIPTION = (
@@ -85,7 +85,7 @@ def _transcript(path: str, obj: dict) -> Trace:
         calls.append(
             Call(
                 index=len(calls),
-                messages=messages[:i],
+                messages=PromptView(messages, i),  # the transcript's first i messages, not a copy each
                 tools=tools,
                 model=model,
                 day=day,

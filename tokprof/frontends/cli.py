@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Iterable, Iterator, Optional, Sequence
 
 import typer
 
@@ -362,26 +362,36 @@ def _profile_of(
 
 
 def _write(
-    outputs: list[tuple[Optional[str], str]], inputs: tuple[Optional[str], ...] = (), replaces: Optional[str] = None
+    outputs: "Sequence[tuple[Optional[str], str | Iterable[str]]]",
+    inputs: tuple[Optional[str], ...] = (),
+    replaces: Optional[str] = None,
 ) -> None:
     """Write every output: files first, all of them or none (atomically), then standard output. An
     output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
     (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
-    output is meant to replace (the baseline that ``check --update-baseline`` writes)."""
+    output is meant to replace (the baseline that ``check --update-baseline`` writes). A file's text
+    may come in pieces, written as they are made."""
     from tokprof.base.outputs import write_files
     from tokprof.base.text import no_workflow_commands
 
-    for path, text in outputs:
-        if path is None and text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
+    shown = [text if isinstance(text, str) else "".join(text) for path, text in outputs if path is None]
+    for text in shown:
+        if text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
             raise TokprofError(
                 "an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE"
             )
     _check_outputs([path for path, _ in outputs if path is not None], inputs, replaces)
-    write_files([(path, text.encode("utf-8")) for path, text in outputs if path is not None])
-    for path, text in outputs:
-        if path is None:
-            sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
-            sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
+    write_files([(path, _encoded(text)) for path, text in outputs if path is not None])
+    for text in shown:
+        sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
+        sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
+
+
+def _encoded(text: "str | Iterable[str]") -> "bytes | Iterator[bytes]":
+    """A file's text as UTF-8: whole, or a piece at a time as it is made (a profile's JSON)."""
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    return (piece.encode("utf-8") for piece in text)
 
 
 def _check_outputs(paths: list[str], inputs: tuple[Optional[str], ...], replaces: Optional[str] = None) -> None:
@@ -605,8 +615,8 @@ def profile(
     from dataclasses import replace
 
     options = replace(options, calls=_calls(calls, len(result.calls)))
-    outputs = [(output, _render(result, fmt, options))]
-    _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template))
+    outputs: "list[tuple[Optional[str], str | Iterable[str]]]" = [(output, _profile_text(result, fmt, options, output))]
+    _write([*outputs, *_html_output(html, result, options)], (log, tools, system, chat_template))
     return EXIT_OK
 
 
@@ -958,6 +968,14 @@ def _render(result: object, fmt: str, options: RenderOptions, team: Optional["Te
         cost_parts=options.cost_parts,
         team=team,
     )
+
+
+def _profile_text(result: "Profile", fmt: str, options: RenderOptions, output: Optional[str]) -> "str | Iterable[str]":
+    """A profile in a format; its JSON to a file in pieces, written as they are made (a large log's
+    rows are never all held as dicts and text at once)."""
+    if fmt == "json" and output is not None:
+        return result.json_chunks()
+    return _render(result, fmt, options)
 
 
 def _is_saved_profile(path: str) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Protocol, Union
 
 from tokprof.base.errors import TokprofError
-from tokprof.trace import Call, Trace
+from tokprof.trace import Call, Trace, as_list
 
 from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX  # noqa: F401  (named here too)
 
@@ -427,7 +427,7 @@ class _Replayer:
 
     def calls(self, call: Call) -> list[Call]:
         """The call as the policy replays it, after the calls the policy adds before it."""
-        messages = call.messages
+        messages = as_list(call.messages)
         before = self.previous.get(call.thread)
         self.previous[call.thread] = messages
         # the call's new messages: those after the last message the thread's last call also held (all of
@@ -491,7 +491,7 @@ class _Replayer:
 
     def _clear(self, call: Call, fresh: int) -> list[dict]:
         assert isinstance(self.policy, ClearToolUses)
-        messages = call.messages
+        messages = as_list(call.messages)
         results = [i for i in range(fresh) if messages[i]["role"] == "tool"]
         if not results or self._count(messages, call) <= self.policy.trigger:
             return messages
@@ -520,7 +520,7 @@ class _Replayer:
         whose prompt fits in T tokens; the new messages in any case. Prompts shrink as the start moves
         later, so the start is found by a search from the last call's start."""
         assert isinstance(self.policy, WindowTokens)
-        messages = call.messages
+        messages = as_list(call.messages)
         limit = self.policy.tokens
         candidates = [i for i in _others(messages) if i <= fresh]
         if not candidates or candidates[-1] != fresh:
@@ -574,7 +574,7 @@ class _Replayer:
         assert isinstance(self.policy, Compact)
         if self.window is None:
             raise PolicyError(f"policy {self.policy.spec!r} needs the model's context window: give it (--window N)")
-        messages = call.messages
+        messages = as_list(call.messages)
         state = self.compacted.get(call.thread)
         if state is not None and not extends:  # the log rewrote its history: where is the carried part now?
             carried, first, summary = state
