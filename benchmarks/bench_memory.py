@@ -277,12 +277,17 @@ def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool
     return generate_result(path, 1000 if small else int(args.result_mb * 1024 * 1024), args.seed)
 
 
-def run_profile(log: Path, model: str, output: Path) -> tuple[float, float, int]:
-    """Wall time (s), peak RSS (MB) and exit code of `tokprof profile LOG -f json -o OUTPUT`."""
+#: How the baseline runs tokprof: with tiktoken's encoder built as a long log builds it (a short log
+#: is counted without it, :mod:`tokprof.models.smallbpe`, and the encoder's memory would count as the log's).
+_BUILT = "import sys, tokprof.models.smallbpe as s; s.BUDGET = 0; sys.argv[0] = 'tokprof'; from tokprof.frontends.launch import entry; entry()"
+
+
+def run_profile(log: Path, model: str, output: Path, baseline: bool = False) -> tuple[float, float, int]:
+    """Wall time (s), peak RSS (MB) and exit code of `tokprof profile LOG -f json -o OUTPUT`
+    (``baseline``: with the tokenizer's encoder built however short the log)."""
     command = [
         sys.executable,
-        "-m",
-        "tokprof",
+        *(["-c", _BUILT] if baseline else ["-m", "tokprof"]),
         "profile",
         str(log),
         "--model",
@@ -313,7 +318,7 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
     small = folder / "small" / f"{SESSION}-{shape}.jsonl"
     small.parent.mkdir(exist_ok=True)
     generate_shape(shape, small, args, small=True)
-    _, base_rss, code = run_profile(small, args.model, folder / "small.json")
+    _, base_rss, code = run_profile(small, args.model, folder / "small.json", baseline=True)
     assert code == 0, "the 3-call log did not profile"
     elapsed, rss, code = run_profile(log, args.model, folder / "profile.json")
     assert code == 0, "the log did not profile"
