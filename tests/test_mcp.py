@@ -13,6 +13,8 @@ import time
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
+import shlex
+
 import pytest
 
 pytest.importorskip("mcp")
@@ -24,6 +26,9 @@ from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
 from tokprof.base.mcpconfig import ServerConfig
 from tokprof.base.mcpconnect import Failure, Listing, list_servers
+
+#: The interpreter as a --server command line names it (the clone's path may hold a space).
+PY = shlex.quote(sys.executable)
 
 # A server written with the SDK's MCPServer: argv = tool count, description length, and an optional
 # environment variable it needs (it exits with a message on standard error when it is not set).
@@ -267,7 +272,7 @@ def test_http_server_of_300_tools_priced_as_tools_prices_them(http_server, tmp_p
 
 def test_no_tool_listed_says_the_catalogue_is_not_written(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
-    code = main(["mcp", "--server", f"none={sys.executable} {scripts['server']} 0 0", "-o", str(catalogue)])
+    code = main(["mcp", "--server", f"none={PY} {shlex.quote(str(scripts['server']))} 0 0", "-o", str(catalogue)])
     err = capsys.readouterr().err
     assert code in (0, 2) and not catalogue.exists()
     assert "not written" in err  # before: silence, and CI found no catalogue later
@@ -275,16 +280,16 @@ def test_no_tool_listed_says_the_catalogue_is_not_written(scripts, tmp_path, cap
 
 def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
-    python = sys.executable
+    python = PY
     report = run_json(
         [
             "mcp",
             "--server",
-            f"one={python} {scripts['server']} 1 0",
+            f"one={python} {shlex.quote(str(scripts['server']))} 1 0",
             "--server",
-            f"twelve={python} {scripts['server']} 12 1",
+            f"twelve={python} {shlex.quote(str(scripts['server']))} 12 1",
             "--server",
-            f"huge={python} {scripts['server']} 1 2000",
+            f"huge={python} {shlex.quote(str(scripts['server']))} 1 2000",
             "-o",
             str(catalogue),
         ],
@@ -298,16 +303,18 @@ def test_stdio_servers_priced_as_tools_prices_them(scripts, tmp_path, capsys):
     doc = json.loads(catalogue.read_text())
     assert doc["source"].startswith("tool definitions from the configured MCP servers at ")
     _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
-    codex = run_json(["mcp", "--server", f"one={python} {scripts['server']} 1 0", "--naming", "codex"], capsys)
+    codex = run_json(
+        ["mcp", "--server", f"one={python} {shlex.quote(str(scripts['server']))} 1 0", "--naming", "codex"], capsys
+    )
     assert codex["tools"][0]["name"] == "one__tool_0"
 
 
 def test_closed_model_is_a_labelled_estimate(scripts, capsys):
     report = run_json(
-        ["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0", "-m", "claude-sonnet-4-5"], capsys
+        ["mcp", "--server", f"one={PY} {shlex.quote(str(scripts['server']))} 2 0", "-m", "claude-sonnet-4-5"], capsys
     )
     assert report["model"]["exact"] is False and "Anthropic" in report["estimate"]
-    main(["mcp", "--server", f"one={sys.executable} {scripts['server']} 2 0", "-m", "gpt-4o"])
+    main(["mcp", "--server", f"one={PY} {shlex.quote(str(scripts['server']))} 2 0", "-m", "gpt-4o"])
     assert "ESTIMATE" in capsys.readouterr().out
 
 
@@ -316,15 +323,15 @@ def test_failures_exit_one_and_say_why(scripts, capsys):
         [
             "mcp",
             "--server",
-            f"one={sys.executable} {scripts['server']} 1 0",
+            f"one={PY} {shlex.quote(str(scripts['server']))} 1 0",
             "--server",
-            f"exits={sys.executable} {scripts['exits']}",
+            f"exits={PY} {shlex.quote(str(scripts['exits']))}",
         ]
     )
     out = capsys.readouterr().out
     assert code == 1
     assert "failed: exits (--server): exited" in out and "fatal: no configuration" in out
-    assert main(["mcp", "--server", f"exits={sys.executable} {scripts['exits']}"]) == 2
+    assert main(["mcp", "--server", f"exits={PY} {shlex.quote(str(scripts['exits']))}"]) == 2
 
 
 # -- configuration of every agent ------------------------------------------------------------------
@@ -566,7 +573,7 @@ def claude_code_log(path: Path) -> Path:
 def test_log_counts_calls_and_profile_takes_the_catalogue(scripts, tmp_path, capsys):
     log = claude_code_log(tmp_path / "session.jsonl")
     catalogue = tmp_path / "catalogue.json"
-    spec = f"notes={sys.executable} {scripts['server']} 3 0"
+    spec = f"notes={PY} {shlex.quote(str(scripts['server']))} 3 0"
     report = run_json(["mcp", "--server", spec, "--log", str(log), "-o", str(catalogue)], capsys)
     assert report["requests"] == 2
     calls = {t["name"]: t["calls"] for t in report["tools"]}
@@ -600,9 +607,9 @@ def test_json_matches_the_published_schema(scripts, capsys):
         [
             "mcp",
             "--server",
-            f"one={sys.executable} {scripts['server']} 2 0",
+            f"one={PY} {shlex.quote(str(scripts['server']))} 2 0",
             "--server",
-            f"exits={sys.executable} {scripts['exits']}",
+            f"exits={PY} {shlex.quote(str(scripts['exits']))}",
         ],
         capsys,
         expect=1,
@@ -622,14 +629,14 @@ def test_missing_sdk_gives_the_install_hint(monkeypatch):
 # -- budgets per server in CI, on the committed catalogue -------------------------------------------------
 def test_check_budgets_per_server_on_committed_catalogue(scripts, tmp_path, capsys):
     catalogue = tmp_path / "catalogue.json"
-    python = sys.executable
+    python = PY
     run_json(
         [
             "mcp",
             "--server",
-            f"github={python} {scripts['server']} 3 0",
+            f"github={python} {shlex.quote(str(scripts['server']))} 3 0",
             "--server",
-            f"notes={python} {scripts['server']} 2 0",
+            f"notes={python} {shlex.quote(str(scripts['server']))} 2 0",
             "-o",
             str(catalogue),
         ],
@@ -851,7 +858,7 @@ def test_codex_log_profiled_with_the_listed_catalogue(scripts, tmp_path, capsys)
         [
             "mcp",
             "--server",
-            f"notes={sys.executable} {scripts['server']} 3 0",
+            f"notes={PY} {shlex.quote(str(scripts['server']))} 3 0",
             "--naming",
             "codex",
             "-o",

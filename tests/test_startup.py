@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -268,7 +269,7 @@ def test_a_command_leaves_with_its_code_its_output_and_the_exit_handlers_run(tmp
     )
     assert bad.returncode == 2 and "tokprof: error:" in bad.stderr and "handler ran" in bad.stderr
     head = subprocess.run(
-        f"{sys.executable} -m tokprof profile {log} -m qwen2.5 | head -c 10",
+        f"{shlex.quote(sys.executable)} -m tokprof profile {shlex.quote(str(log))} -m qwen2.5 | head -c 10",
         shell=True,
         capture_output=True,
         text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import shlex
 import subprocess
 import sys
 import time
@@ -154,7 +155,7 @@ def test_watch_json_and_on_threshold(tmp_path):
     f.parent.mkdir()
     f.write_text(lines([(20_000, 0)]))
     marker = tmp_path / "crossed.txt"
-    hook = f"{sys.executable} -c \"import os; open({str(marker)!r}, 'w').write(os.environ['TOKPROF_THRESHOLD'] + ' ' + os.environ['TOKPROF_PROMPT'])\""
+    hook = f"{shlex.quote(sys.executable)} -c \"import os; open({str(marker)!r}, 'w').write(os.environ['TOKPROF_THRESHOLD'] + ' ' + os.environ['TOKPROF_PROMPT'])\""
     proc = subprocess.Popen(
         [
             sys.executable,
