@@ -361,3 +361,39 @@ def test_conversations_of_one_agent_each_take_their_starts_from_windows():
             alone.last_prompt()[0],
         )
     assert worker.windowed == 2 and worker._threads  # the second shared a thread with the first
+
+
+def test_a_time_limit_in_the_windows_walk_leaves_no_failed_header_remembered(monkeypatch):
+    """held_limits' one time limit covers the whole walk of a prompt's windows and may stop any
+    render in it. A role header's stand-in, rendered alone, whose render is stopped so must not be
+    remembered as the template's failure (a None header: the next probes' starts moved, for this
+    call's fallback and every later call): headers are found after the walk, under their own limits."""
+    import time
+
+    from tokprof import read_prompt
+    from tokprof.attribution import attributor
+    from tokprof.models import template
+    from tokprof.trace import Call
+
+    model = _model("qwen3")
+    doc = session(320, 720, 16, 3000)
+    prompt = read_prompt(doc["messages"][:201], doc["tools"])
+    call = Call(index=0, messages=prompt.messages, tools=prompt.tools, where="request")
+    monkeypatch.setenv("TOKPROF_TEMPLATE_TIMEOUT", "0.3")
+    original, slowed = attributor._render, []
+
+    def render(model, messages, *args, **kwargs):
+        if template._HELD.capped is not None and len(messages) == 1 and not slowed:
+            slowed.append(1)  # the held limit runs out here (a slow template, or the renders before)
+            started = time.monotonic()
+            while time.monotonic() - started < 0.5:
+                pass
+        return original(model, messages, *args, **kwargs)
+
+    monkeypatch.setattr(attributor, "_render", render)
+    on = Attributor(model, keep_json=True, incremental=True)
+    a = on.attribute(call)
+    monkeypatch.setattr(attributor, "_render", original)
+    b = Attributor(model, keep_json=True, incremental=False).attribute(call)
+    assert None not in list(on._headers.values())
+    assert (a.as_dict(), a.warnings) == (b.as_dict(), b.warnings)

@@ -187,3 +187,45 @@ def test_a_run_reads_the_limits_at_its_first_render(monkeypatch):
         template.render(hi, None, False)  # the run's limits, read at its first render
     with template_run(), pytest.raises(TemplateLimitError):  # the next run reads them again
         template.render(hi, None, False)
+
+
+def test_the_time_limit_s_signal_as_the_alarm_stops_leaves_no_handler_behind(monkeypatch):
+    """The limit running out just as a render ends: its signal comes while the alarm is being
+    stopped. The handler must neither raise there (leaving itself installed, its timer set again)
+    nor come back later, outside any render."""
+    import os
+    import signal
+    import time
+
+    real = signal.setitimer
+    sent: list[int] = []
+
+    def setitimer(which, value, interval=0.0):
+        if value == 0 and not sent:
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGALRM)  # the timer expires as stop() begins
+        return real(which, value, interval)
+
+    monkeypatch.setattr(signal, "setitimer", setitimer)
+    before = signal.getsignal(signal.SIGALRM)
+    ChatTemplate(CHATML, "test").render([{"role": "user", "content": "hi"}], None, False)
+    monkeypatch.setattr(signal, "setitimer", real)
+    assert sent and signal.getsignal(signal.SIGALRM) == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    time.sleep(0.1)  # no limit's error comes here
+
+
+def test_held_limits_keep_a_run_s_time_limit(monkeypatch):
+    """Renders inside held_limits are the run's: its time left stops them, as outside."""
+    import time
+
+    from tokprof.models.template import TemplateLimitError, held_limits, template_run
+
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_RANGE", str(10**9))
+    monkeypatch.setenv("TOKPROF_TEMPLATE_RUN_TIMEOUT", "0.2")
+    slow = ChatTemplate("{% for i in range(100000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}" + CHATML, "t")
+    with template_run():
+        started = time.monotonic()
+        with pytest.raises(TemplateLimitError, match="in this run"), held_limits():
+            slow.render([{"role": "user", "content": "hi"}], None, False)
+        assert time.monotonic() - started < 1

@@ -104,6 +104,8 @@ def windowed_boundaries(att, messages: list[dict], key: bytes, tools, day, full:
         return "a window does not render"
     if found is not None:
         return found
+    for k, (common, reach, _) in probes.items():  # outside held_limits: a failure there is the template's,
+        probes[k] = (common, reach, att._header(messages, k, tools, day, key))  # and _header remembers it
     reason = _sampled(att, messages, key, tools, day, full, lengths, starts, probes)
     if reason is not None:
         return reason
@@ -131,11 +133,9 @@ def _walk(att, win: _Windows, key: bytes, tools, lengths: np.ndarray, starts: np
             if not probe.startswith(base):
                 return "a window's probe does not start with its anchor's"
             reach = len(probe) - len(base)
-            probes[k] = (
-                x + common_prefix(probe[len(base) :], full[x : x + reach]),
-                x + reach,
-                att._header(messages, k, tools, win.day, key),
-            )
+            # the header after the walk (windowed_boundaries): _header takes a render's failure for the
+            # template's and remembers it, and held_limits' time limit may stop any render in the walk
+            probes[k] = (x + common_prefix(probe[len(base) :], full[x : x + reach]), x + reach, None)
         elif k - start >= WINDOW:
             start = max(h, k - CONTEXT)
             base, x = win.render(start, k), length

@@ -66,7 +66,10 @@ def _write_files(outputs: Sequence[tuple[str, Data]]) -> None:
         for path, data in outputs:
             target = _target(path)
             if target.exists() and not target.is_file():
-                through.append((path, target, data))
+                # made whole here, before any file is replaced: a target that is not a regular file
+                # (a pipe, a device) has no temporary beside it, and text that fails half way made
+                # (a profile's JSON, in pieces) would leave half a document there after the files
+                through.append((path, target, data if isinstance(data, (bytes, bytearray)) else b"".join(data)))
                 continue
             try:
                 staged.append((path, target, write_temporary(target, data)))

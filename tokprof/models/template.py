@@ -588,13 +588,22 @@ def held_limits() -> Iterator[None]:
         yield
         return
     limits = (_RUN.limits if _RUN.depth else None) or Limits.from_environment()
-    alarm = _Alarm(limits, limits.seconds, False) if threading.current_thread() is _MAIN and _HAS_TIMER else None
+    seconds, run_limit = limits.seconds, False
+    if _RUN.depth:  # the renders inside are the run's: its time left bounds them, as _limited's
+        left = limits.run_seconds - _RUN.spent
+        if left <= 0:
+            raise _run_over(limits)
+        if left < seconds:
+            seconds, run_limit = left, True
+    alarm = _Alarm(limits, seconds, run_limit) if threading.current_thread() is _MAIN and _HAS_TIMER else None
     try:
         with _memory_cap(limits) as capped:
             _HELD.capped, _HELD.limits = capped, limits
             try:
                 yield
             finally:
+                if alarm is not None:
+                    alarm.stopped = True  # first: from here its signal neither raises nor comes again
                 _HELD.capped, _HELD.limits = None, None
                 if alarm is not None:
                     alarm.stop()
@@ -630,6 +639,8 @@ def _render(template: jinja2.Template, variables: dict, limits: Limits, seconds:
         except RecursionError:
             raise TemplateLimitError("the chat template went over a limit: it recursed too deeply") from None
         finally:
+            if alarm is not None:  # first (no call before it, where a signal's handler could raise)
+                alarm.stopped = True
             getattr(chunks, "close", lambda: None)()  # a generator: its frames let go of what they hold
             if alarm is not None:  # the alarm stopped first, then the memory limit set back
                 alarm.stop()
@@ -743,14 +754,16 @@ class _Alarm:
     """A time limit on a render, where a signal can give one (the main thread, on Unix): the timer
     starts when made, :meth:`stop` stops it and puts the signal's previous handler back."""
 
-    __slots__ = ("limits", "run_limit", "fired", "previous")
+    __slots__ = ("limits", "run_limit", "fired", "stopped", "previous")
 
     def __init__(self, limits: Limits, seconds: float, run_limit: bool):
-        self.limits, self.run_limit, self.fired = limits, run_limit, False
+        self.limits, self.run_limit, self.fired, self.stopped = limits, run_limit, False, False
         self.previous = _set_handler(_SIGALRM, self.expired)
         signal.setitimer(signal.ITIMER_REAL, seconds)
 
     def expired(self, signum: int, frame: object) -> None:
+        if self.stopped:  # came as the alarm was being stopped: the render is over, and the handler
+            return  # must not raise (stop() would be left half done) nor set the timer again
         self.fired = True
         # raised where the render is; code there that catches every exception could swallow it (seen:
         # a render that ran on for seconds and succeeded), so it comes again until it gets through
@@ -758,6 +771,7 @@ class _Alarm:
         raise self.error()
 
     def stop(self) -> None:
+        self.stopped = True
         signal.setitimer(signal.ITIMER_REAL, 0)
         _set_handler(_SIGALRM, self.previous)
 
