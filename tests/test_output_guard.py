@@ -193,16 +193,13 @@ def test_the_mcp_catalogue_never_replaces_a_configuration_it_read(tmp_path, caps
 def test_text_in_pieces_that_fails_half_way_writes_nothing_to_a_pipe_or_the_files(tmp_path):
     """A profile's JSON comes in pieces; one that fails half way made (a NaN in its summary, say)
     must leave neither half a document in a pipe (no temporary there) nor the other files written."""
-    import threading
-
     from tokprof.base import outputs
     from tokprof.base.errors import TokprofError
 
     fifo, other = tmp_path / "fifo", tmp_path / "other.html"
     os.mkfifo(fifo)
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
-    reader.start()
+    # the reader's end opened first, without waiting for a writer (no thread to be left blocked)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
 
     def pieces():
         yield b'{\n  "calls": ['
@@ -211,10 +208,10 @@ def test_text_in_pieces_that_fails_half_way_writes_nothing_to_a_pipe_or_the_file
     try:
         with pytest.raises(TokprofError):
             outputs.write_files([(str(other), b"<html>"), (str(fifo), pieces())])
+        try:
+            got = [os.read(reader, 1 << 16)]  # what a writer wrote and closed; b"" if nothing
+        except BlockingIOError:  # a writer still holds it open, having written nothing
+            got = [b""]
     finally:
-        try:  # the reader's end, where it still waits for a writer: let it finish
-            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:  # no reader left: it read what was written
-            pass
-        reader.join(5)
+        os.close(reader)
     assert got == [b""] and not other.exists()
