@@ -543,12 +543,31 @@ _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")
 def _limited(template: jinja2.Template, variables: dict) -> str:
     """Render under the limits (:class:`Limits`, read from the environment at a run's first render,
     or at each render outside a run; once for all the renders inside :func:`held_limits`)."""
-    limits = _HELD.limits or (_RUN.limits if _RUN.depth else None)
-    if limits is None:
-        limits = Limits.from_environment()
-        if _RUN.depth:
-            _RUN.limits = limits
+    limits = _HELD.limits or _run_limits()
     _BUDGET.limits, _BUDGET.range_left = limits, limits.range_items
+    seconds, run_limit = _time_allowed(limits)
+    started = time.monotonic()
+    try:
+        text = _render(template, variables, limits, seconds, run_limit)
+    finally:
+        _RUN.spent += time.monotonic() - started
+    return _ADDRESS.sub(" at 0x0", text) if "0x" in text else text
+
+
+def _run_limits() -> Limits:
+    """The limits of the run under way (read from the environment at its first render), or read now
+    outside a run."""
+    if _RUN.depth and _RUN.limits is not None:
+        return _RUN.limits
+    limits = Limits.from_environment()
+    if _RUN.depth:
+        _RUN.limits = limits
+    return limits
+
+
+def _time_allowed(limits: Limits) -> tuple[float, bool]:
+    """The seconds a render may take now, and whether it is the run's time left (rather than
+    ``limits.seconds``) that bounds them; the run's error when it has none left."""
     seconds, run_limit = limits.seconds, False
     if _RUN.depth:
         left = limits.run_seconds - _RUN.spent
@@ -556,12 +575,7 @@ def _limited(template: jinja2.Template, variables: dict) -> str:
             raise _run_over(limits)
         if left < seconds:
             seconds, run_limit = left, True
-    started = time.monotonic()
-    try:
-        text = _render(template, variables, limits, seconds, run_limit)
-    finally:
-        _RUN.spent += time.monotonic() - started
-    return _ADDRESS.sub(" at 0x0", text) if "0x" in text else text
+    return seconds, run_limit
 
 
 def _run_over(limits: Limits) -> TemplateLimitError:
@@ -587,14 +601,8 @@ def held_limits() -> Iterator[None]:
     if _HELD.capped is not None:
         yield
         return
-    limits = (_RUN.limits if _RUN.depth else None) or Limits.from_environment()
-    seconds, run_limit = limits.seconds, False
-    if _RUN.depth:  # the renders inside are the run's: its time left bounds them, as _limited's
-        left = limits.run_seconds - _RUN.spent
-        if left <= 0:
-            raise _run_over(limits)
-        if left < seconds:
-            seconds, run_limit = left, True
+    limits = _run_limits()
+    seconds, run_limit = _time_allowed(limits)  # the renders inside are the run's: its time left bounds them
     alarm = _Alarm(limits, seconds, run_limit) if threading.current_thread() is _MAIN and _HAS_TIMER else None
     try:
         with _memory_cap(limits) as capped:
