@@ -16,13 +16,17 @@ size of the log and of its largest prompt.
 3. **One huge tool result** (``--result-mb``): a command whose output is sent to the model whole.
    The prompt is rendered (with and without markers), tokenized and painted once or twice. Limit:
    at most ``LIMIT_PROMPT`` times the largest prompt's text.
+4. **Request records** (``--record-calls``): what a proxy's capture or ``tokprof record`` writes, an
+   OpenAI Chat Completions request body per line, each holding the whole conversation so far (a
+   tool call and a 1,000-character result added per call, no compaction), so the file grows with
+   the square of the calls. Limit: at most ``LIMIT_RECORDS`` times the largest prompt's text.
 
 The memory a log adds is the peak RSS of `tokprof profile LOG -f json -o FILE` in a fresh process
 minus that of profiling a 3-call log of the same shape (the program and the model's tokenizer).
 Everything comes from ``random.Random(--seed)``.
 
-Usage: python benchmarks/bench_memory.py [--shape big,calls,result] [--size-mb 1024] [--calls 2000]
-       [--result-mb 20] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
+Usage: python benchmarks/bench_memory.py [--shape big,calls,result,records] [--size-mb 1024] [--calls 2000]
+       [--result-mb 20] [--record-calls 600] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
 Prints Markdown table rows (with the machine) for docs/performance.md. No timed assertion.
 """
 
@@ -42,6 +46,7 @@ from pathlib import Path
 LIMIT_TEXT = 40  # a big session: memory the log adds / the prompt text the trace keeps
 LIMIT_CALL_KB = 24  # many calls: memory the log adds per call (kB)
 LIMIT_PROMPT = 20  # one huge tool result: memory the log adds / the largest prompt's text
+LIMIT_RECORDS = 60  # request records: memory the log adds / the largest prompt's text
 SESSION = "bench-memory-0001"
 MODEL = "claude-sonnet-4-5-20250929"
 WORDS = (
@@ -261,15 +266,65 @@ def generate_result(path: Path, size: int, seed: int) -> Writer:
     return w
 
 
+class Records:
+    """Request records (one conversation, each line its whole prompt so far), counted as they are written."""
+
+    def __init__(self, f, rng: random.Random):
+        self.f, self.text = f, Writer(f, rng).text
+        self.n = 0
+        self.largest_text = self.kept_text = 0
+
+    def write(self, messages: list[dict], tools: list[dict], prompt: int) -> None:
+        body = {"model": "qwen2.5-7b-instruct", "messages": messages, "tools": tools}
+        body["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40}
+        self.f.write(json.dumps(body) + "\n")
+        self.n += 1
+        self.largest_text = self.kept_text = sum(len(m.get("content") or "") for m in messages)
+
+
+def generate_records(path: Path, calls: int, seed: int) -> Records:
+    """``calls`` request records of one conversation: a tool call and a 1,000-character result a call."""
+    rng = random.Random(seed)
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {"type": "object", "properties": {"command": {"type": "string"}}},
+        },
+    }
+    with open(path, "w", encoding="utf-8") as f:
+        w = Records(f, rng)
+        messages = [
+            {"role": "system", "content": "You are a coding agent. " + w.text(2000)},
+            {"role": "user", "content": "Work through the backlog in TODO.md."},
+        ]
+        for i in range(calls):
+            w.write(messages, [tool], 700 + w.largest_text // 4)
+            call = {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": w.text(30)})},
+            }
+            messages = messages + [
+                {"role": "assistant", "content": w.text(60), "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": w.text(1000)},
+            ]
+    return w
+
+
 SHAPES = {
     "big": "synthetic Claude Code session",
     "calls": "many short calls",
     "result": "one huge tool result",
+    "records": "request records (OpenAI Chat Completions)",
 }
 
 
-def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool = False) -> Writer:
+def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool = False) -> Writer | Records:
     """The log of a shape (``small``: its 3-call version, for the baseline)."""
+    if shape == "records":
+        return generate_records(path, 3 if small else args.record_calls, args.seed)
     if shape == "big":
         return generate(path, 1 if small else int(args.size_mb * 1024 * 1024), args.calls_per_compaction, args.seed)
     if shape == "calls":
@@ -332,7 +387,8 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
         against, limit = added * 1000 / summary["calls"], f"{LIMIT_CALL_KB} kB / call"
         ratio = f"{against:.1f} kB / call"
     else:
-        against, limit = added / (session.largest_text / 1e6), f"{LIMIT_PROMPT}x prompt"
+        times = LIMIT_RECORDS if shape == "records" else LIMIT_PROMPT
+        against, limit = added / (session.largest_text / 1e6), f"{times}x prompt"
         ratio = f"{against:.1f}x prompt"
     return (
         f"| {SHAPES[shape]}, {size:,.1f} MB, {session.n:,} lines | {summary['calls']:,} | "
@@ -345,10 +401,13 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shape", default="big,calls,result", help="comma-separated: big, calls, result")
+    parser.add_argument(
+        "--shape", default="big,calls,result,records", help="comma-separated: big, calls, result, records"
+    )
     parser.add_argument("--size-mb", type=float, default=1024, help="the big session's size")
     parser.add_argument("--calls", type=int, default=2000, help="the calls of the many-calls log")
     parser.add_argument("--result-mb", type=float, default=20, help="the huge tool result's size")
+    parser.add_argument("--record-calls", type=int, default=600, help="the calls of the request-records log")
     parser.add_argument("--calls-per-compaction", type=int, default=120)
     parser.add_argument("--model", default="qwen2.5")
     parser.add_argument("--seed", type=int, default=7)

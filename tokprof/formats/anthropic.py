@@ -76,6 +76,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "anthropic"
@@ -203,6 +204,7 @@ class _Reader:
         self.path = path
         self.trace = trace
         self.server_tools_seen: set[str] = set()
+        self.shared = SharedPrompts()  # each record resends the conversation: held once
 
     def fail(self, where: str, what: str) -> InputError:
         return InputError(self.path, where, what)
@@ -229,8 +231,8 @@ class _Reader:
         self.trace.calls.append(
             Call(
                 index=len(self.trace.calls),
-                messages=self.messages(prefix, body),
-                tools=self.tools(prefix, body.get("tools")),
+                messages=self.shared.prompt(self.messages(prefix, body)),
+                tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
                 model=check_model(self.path, prefix, body),
                 reported=usage,
                 day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),

@@ -110,6 +110,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.formats.zipmember import json_member
 from tokprof.trace import Call, Trace, Usage
 
@@ -147,6 +148,7 @@ class _Sample:
     pool: list[tuple[str, Any]] = field(default_factory=list)  # events_data.messages
     attachments: dict = field(default_factory=dict)
     retried: bool = False
+    shared: SharedPrompts = field(default_factory=SharedPrompts)  # each model event holds its whole input
 
 
 @dataclass
@@ -388,8 +390,8 @@ def _model_event(ctx: _Context, where: str, event: dict) -> None:
     ctx.trace.calls.append(
         Call(
             index=len(ctx.trace.calls),
-            messages=_prompt(ctx, where, event),
-            tools=_tools(ctx, where + ".tools", event.get("tools")),
+            messages=ctx.sample.shared.prompt(_prompt(ctx, where, event)),
+            tools=ctx.sample.shared.tools(_tools(ctx, where + ".tools", event.get("tools"))),
             model=model,
             reported=_usage(ctx, where, event, model),
             day=parse_day({"timestamp": event.get("timestamp")}) or parse_day({"created": ctx.log.created}),

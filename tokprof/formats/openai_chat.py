@@ -38,6 +38,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, PromptView, Trace, Usage
 
 FORMAT = "openai-chat"
@@ -100,6 +101,7 @@ def _transcript(path: str, obj: dict) -> Trace:
 
 def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+    shared = SharedPrompts()  # each record resends the conversation: held once
     for where, record in found:
         endpoint = url_path(record)
         if endpoint is not None and not endpoint.endswith("/chat/completions"):
@@ -135,8 +137,8 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
         trace.calls.append(
             Call(
                 index=len(trace.calls),
-                messages=messages,
-                tools=check_tools(path, prefix, ex.request.get("tools")),
+                messages=shared.prompt(messages),
+                tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
                 model=check_model(path, prefix, ex.request),
                 reported=usage,
                 day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),

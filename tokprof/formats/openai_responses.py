@@ -90,6 +90,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-responses"
@@ -227,6 +228,7 @@ def read(path: str, doc: Document) -> Trace:
         if entry.response_id is not None:
             by_id.setdefault(entry.response_id, entry)
     known_items = _items_by_id(entries)
+    shared = SharedPrompts()  # each request resends the conversation (or its chain does): held once
     for entry in entries:
         full = _full_items(entry, by_id)
         if full is None:
@@ -241,8 +243,8 @@ def read(path: str, doc: Document) -> Trace:
         trace.calls.append(
             Call(
                 index=len(trace.calls),
-                messages=messages,
-                tools=tools,
+                messages=shared.prompt(messages),
+                tools=shared.tools(tools),
                 model=entry.model,
                 reported=entry.usage,
                 day=entry.day,

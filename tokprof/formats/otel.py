@@ -74,6 +74,7 @@ from tokprof.formats.neutral import (
     check_tools,
     parse_time,
 )
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "otel"
@@ -300,6 +301,7 @@ class _Reader:
         self.path = path
         self.trace = trace
         self.calls: list[tuple[datetime | None, int, Call]] = []
+        self.shared = SharedPrompts()  # each span holds its call's whole prompt
         self.seen: set[str] = set()
         self.tools_unrecorded = False
         self.tools_called = False  # a tool span, or a tool call in a prompt or response
@@ -332,8 +334,8 @@ class _Reader:
         response = self.response(prefix, a)
         call = Call(
             index=0,
-            messages=messages or [],
-            tools=tools,
+            messages=self.shared.prompt(messages) if messages else [],
+            tools=self.shared.tools(tools),
             model=model,
             reported=usage,
             day=span.start.date() if span.start else None,

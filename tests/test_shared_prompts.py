@@ -1,0 +1,125 @@
+"""A log of request records holds every call's whole prompt; the trace holds each message once
+(#33 item 7): a call's prompt is a view of the list of the earlier prompt it extends, equal tool
+lists are one object, and nothing a profile says changes. Logs written here by hand."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from tokprof import Model, profile, read_log
+from tokprof.formats.sharing import SharedPrompts
+from tokprof.trace import Call, PromptView, Trace
+
+from conftest import WEATHER_TOOL, tiny_model
+
+
+def message(role: str, text: str, **more) -> dict:
+    return {"role": role, "content": text, **more}
+
+
+def conversation(turns: int, first: str = "define cat") -> list[list[dict]]:
+    """The prompts of a conversation of ``turns`` calls, each the one before plus a tool call and its result."""
+    messages = [message("system", "You are a test bot."), message("user", first)]
+    prompts = []
+    for k in range(turns):
+        prompts.append(copy.deepcopy(messages))  # as parsed from its own line: equal, not the same objects
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "lookup", "arguments": '{"word": "dog"}'}}
+        messages = messages + [
+            message("assistant", "", tool_calls=[call]),
+            message("tool", f"dog is an animal {k}", tool_call_id=f"c{k}"),
+        ]
+    return prompts
+
+
+def write_records(path: Path, prompts: list[list[dict]]) -> Path:
+    rows = [
+        {"model": "test", "messages": p, "tools": [WEATHER_TOOL], "usage": {"prompt_tokens": 10 + i}}
+        for i, p in enumerate(prompts)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_a_prompt_that_extends_the_one_before_is_a_view_of_its_list():
+    shared = SharedPrompts()
+    first, second, third = conversation(3)
+    views = [shared.prompt(p) for p in (first, second, third)]
+    assert all(isinstance(v, PromptView) for v in views)
+    assert views[0].base is views[1].base is views[2].base
+    assert [len(v) for v in views] == [2, 4, 6]
+    assert [list(v) for v in views] == conversation(3)  # each shows what its record holds
+
+
+def test_a_rewritten_prompt_gets_its_own_list_with_the_equal_messages_shared():
+    shared = SharedPrompts()
+    first, second = conversation(2)
+    a = shared.prompt(second)
+    rewritten = copy.deepcopy(second[:2]) + [message("user", "start over")]
+    b = shared.prompt(rewritten)
+    assert b.base is not a.base
+    assert b[0] is a[0] and b[1] is a[1]  # the system prompt and first turn: one object each
+    assert list(b) == second[:2] + [message("user", "start over")]
+
+
+def test_interleaved_conversations_each_extend_their_own():
+    shared = SharedPrompts()
+    one, other = conversation(3), conversation(3, first="define dog")
+    views = [shared.prompt(p) for pair in zip(one, other) for p in pair]
+    assert views[0].base is views[2].base is views[4].base
+    assert views[1].base is views[3].base is views[5].base
+    assert views[0].base is not views[1].base
+
+
+def test_equal_tool_lists_are_one_object():
+    shared = SharedPrompts()
+    first = shared.tools([copy.deepcopy(WEATHER_TOOL)])
+    again = shared.tools([copy.deepcopy(WEATHER_TOOL)])
+    other = shared.tools([{**WEATHER_TOOL, "function": {**WEATHER_TOOL["function"], "name": "other"}}])
+    assert again is first and other is not first
+    assert shared.tools(None) is None and shared.tools([]) == []
+
+
+def test_a_records_log_holds_each_message_once(tmp_path):
+    trace = read_log(write_records(tmp_path / "log.jsonl", conversation(5)))
+    bases = {id(c.messages.base) for c in trace.calls if isinstance(c.messages, PromptView)}
+    assert len(bases) == 1 and len(trace.calls) == 5
+    assert len({id(c.tools) for c in trace.calls}) == 1
+
+
+def test_an_anthropic_records_log_holds_each_message_once(tmp_path):
+    rows = []
+    messages: list[dict] = [{"role": "user", "content": "define cat"}]
+    for k in range(4):
+        rows.append(
+            {"model": "claude-sonnet-4-5", "system": "You are a test bot.", "messages": copy.deepcopy(messages)}
+        )
+        messages = messages + [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": f"t{k}", "name": "lookup", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{k}", "content": "an animal"}]},
+        ]
+    path = tmp_path / "anthropic.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = read_log(path, input_format="anthropic")
+    assert len({id(c.messages.base) for c in trace.calls}) == 1
+
+
+def unshared(trace: Trace) -> Trace:
+    """The trace with every call's prompt a list of its own copies, as a reader that shares nothing gives."""
+    calls = [
+        Call(**{**{f: getattr(c, f) for f in Call.__slots__}, "messages": copy.deepcopy(list(c.messages))})
+        for c in trace.calls
+    ]
+    return Trace(**{**trace.__dict__, "calls": calls})
+
+
+def test_sharing_changes_nothing_a_profile_says(tmp_path):
+    one, other = conversation(6), conversation(6, first="define dog")
+    interleaved = [p for pair in zip(one, other) for p in pair]
+    window = [p if len(p) <= 6 else [p[0], *p[-4:]] for p in conversation(8)]  # a sliding window
+    for name, prompts in (("one", one), ("interleaved", interleaved), ("window", window)):
+        trace = read_log(write_records(tmp_path / f"{name}.jsonl", prompts))
+        shared = profile(trace, Model(tiny_model())).to_dict()
+        alone = profile(unshared(trace), Model(tiny_model())).to_dict()
+        assert shared == alone, name

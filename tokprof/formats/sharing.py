@@ -1,0 +1,78 @@
+"""Prompts held once when a log repeats them.
+
+A log of request records (a proxy's capture, ``tokprof record``'s output, an Inspect log's model
+events) holds every call's whole prompt: each request resends the conversation so far and adds to
+it, so the file grows with the square of the conversation, and so would a trace that kept each
+record's messages as parsed. :class:`SharedPrompts` makes a call's prompt a view
+(:class:`~tokprof.trace.PromptView`) of the list of an earlier prompt it starts with, plus what it
+adds, and gives a tool list equal to an earlier one that one's object: the trace then holds each
+message and each catalogue once, as a log of agent sessions does, and a call's prompt is its new
+messages. The comparison is of checked messages (normalised dicts: equal ones render the same), at
+C speed, once per call: about what parsing the record cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tokprof.trace import PromptView, extended
+
+#: The recent prompts a new one is compared with: requests of a few conversations interleaved in
+#: one capture (a subagent's beside its parent's) each find theirs.
+RECENT = 4
+
+
+class SharedPrompts:
+    """One reader's recent prompts and tool lists (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self._prompts: list[PromptView] = []  # most recent first
+        self._tools: list[list[dict]] = []
+
+    def prompt(self, messages: list[dict]) -> PromptView:
+        """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
+        same messages, then more), else of their own list, its first messages the earlier prompt's
+        objects where they are equal (a rewritten end, a compaction keeping the system prompt)."""
+        found: PromptView | None = None
+        for earlier in self._prompts:
+            if _starts_with(messages, earlier):
+                found = extended(earlier, messages[len(earlier) :])
+                break
+        if found is None:
+            if self._prompts:
+                _reuse(messages, self._prompts[0])
+            found = PromptView(messages, len(messages))
+        self._remember(found)
+        return found
+
+    def tools(self, tools: list[dict] | None) -> list[dict] | None:
+        """``tools``, or an earlier call's equal list (the same catalogue sent with every request)."""
+        if not tools:
+            return tools
+        for i, earlier in enumerate(self._tools):
+            if earlier == tools:
+                if i:
+                    self._tools.insert(0, self._tools.pop(i))
+                return earlier
+        self._tools.insert(0, tools)
+        del self._tools[RECENT:]
+        return tools
+
+    def _remember(self, prompt: PromptView) -> None:
+        kept = [p for p in self._prompts if p.base is not prompt.base]
+        self._prompts = [prompt, *kept][:RECENT]
+
+
+def _starts_with(messages: list[dict], prompt: PromptView) -> bool:
+    n = len(prompt)
+    if n == 0 or len(messages) < n:
+        return False
+    return messages[:n] == prompt.base[:n]  # two lists: compared at C speed, ``is`` first
+
+
+def _reuse(messages: list[dict], earlier: Sequence[dict]) -> None:
+    """Put the earlier prompt's objects in place of the equal messages ``messages`` starts with."""
+    for k, (new, old) in enumerate(zip(messages, earlier)):
+        if new is not old and new != old:
+            return
+        messages[k] = old
