@@ -40,6 +40,10 @@ LOGS = [
             "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
             "inspect_eval_browser_2025-05-12T20-27-36-04-00.json",
             "swe_agent_v0_gpt4_pydicom__pydicom-1458.traj",
+            "gemini_cli/gemini-3.1-pro_control_pro.json",
+            "opencode/opencode_run_json_analysis_20260117_125610.jsonl",
+            "pi/pi_large-session.jsonl",
+            "qwen_code_synthetic/019f0000-0000-7000-8000-000000000004.jsonl",
             "otel/any-agent_openai-agents_trace.json",
             "otel/copilot-cli_file-exporter_phase2.jsonl",
         )
@@ -61,7 +65,10 @@ COMMANDS = [
 def run(argv: list[str]) -> str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
+        try:
+            code = main(argv)
+        except Exception as exc:  # a crash is an output too: one commit's against another's
+            code = f"crashed: {type(exc).__name__}: {exc}"
     return f"exit {code}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}"
 
 

@@ -137,6 +137,21 @@ def test_full_is_the_profile(tiny):
     assert full.saving == 0 and full.changed_calls == 0
 
 
+def test_a_call_whose_prompt_is_not_recorded_replays_as_nothing_rendered(tiny):
+    """An OpenCode run's first call records usage but no prompt: it rendered nothing, shared nothing
+    (it was the first thing what-if read of the attributor, and raised; later, it read the call before)."""
+    from tokprof.trace import Usage
+
+    calls = trace_of(conversation())
+    blind = Call(index=0, messages=[], tools=None, reported=Usage(prompt=50), unrendered={"unrecorded": 50})
+    for at in (0, 2):
+        trace = make_trace([*calls[:at], blind, *calls[at:]])
+        report = whatif(trace, tiny, [P.Full()])
+        full = report.policies[0]
+        assert full.calls[at].total == 50 and full.calls[at].buckets.get("unrecorded") == 50
+        assert full.billed_input == profile_trace(trace, tiny).summary().billed_input
+
+
 def test_full_is_the_profile_of_the_sample(capsys):
     assert main(["profile", str(SAMPLE), "-f", "json", "--no-progress"]) == 0
     profile = json.loads(capsys.readouterr().out)

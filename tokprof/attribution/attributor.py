@@ -796,6 +796,15 @@ class Attributor:
     # -- the whole call ----------------------------------------------------------------------
     def attribute(self, call: Call) -> CallBuckets:
         if not call.messages and not call.tools:  # a prompt the log does not record at all (see Call.unrendered)
+            none = np.zeros(0, np.int64)
+            self._last = (
+                "",
+                none,
+                none,
+                np.zeros(1, np.int64),
+                np.zeros(0, np.int8),
+                np.zeros(0, np.int8),
+            )  # renders nothing
             return CallBuckets()
         with self._json.using():
             try:

@@ -86,6 +86,7 @@ from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, parse_time
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.base.text import visible
 from tokprof.trace import Call, Trace, Usage
 
@@ -515,6 +516,7 @@ def _calls(
 ) -> None:
     includes_cache = _includes_cache(requests)
     cwds = [_cwd(messages) for messages in converted]
+    shared = SharedPrompts()  # each request's prompt a view of the one it extends
     if includes_cache:
         trace.note("usage-includes-cache", INCLUDES_CACHE)
     for request, (end, response) in zip(requests, _pairs(trace, history, requests)):
@@ -536,7 +538,7 @@ def _calls(
         trace.calls.append(
             Call(
                 index=len(trace.calls),
-                messages=messages,
+                messages=shared.prompt(messages),
                 tools=None,
                 model=model or _model_at(models, request.ts),
                 reported=usage,

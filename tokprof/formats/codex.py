@@ -102,6 +102,7 @@ from tokprof.formats.fields import check_text, expect_list, expect_object, optio
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, parse_day, parse_time
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "codex"
@@ -567,6 +568,7 @@ class _Builder:
         self.reasoning_tokens: dict[str, int] = {}
         self.orphans: set[str] = set()
         self.shared: dict[tuple, dict] = {}  # one checked message object per run of items, for every call
+        self.prompts = SharedPrompts()  # each call's prompt a view of the one it extends
         self.last_checked: tuple[list, list[dict], list[dict]] = ([], [], [])  # the previous prompt, checked
         self.system_unrecorded = False  # a call without a recorded system prompt
 
@@ -680,7 +682,7 @@ class _Builder:
         prefix = f"{entry.where}: "
         call = Call(
             index=len(self.trace.calls),
-            messages=self.share(raw, self.check(prefix, raw)),
+            messages=self.prompts.prompt(self.share(raw, self.check(prefix, raw))),
             tools=None,
             model=pending.model,
             reported=entry.usage,

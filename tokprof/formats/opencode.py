@@ -52,6 +52,7 @@ from tokprof.formats.fields import expect_object, nonempty_string, optional_obje
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
+from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 if TYPE_CHECKING:
@@ -275,6 +276,7 @@ class _Builder:
         self.path = path
         self.trace = trace
         self.history: list[dict] = []
+        self.shared = SharedPrompts()  # each call's prompt a view of the history it extends
         self.call_ids: set[str] = set()
         self.cost = 0.0
         self.cost_seen = False
@@ -379,7 +381,7 @@ class _Builder:
         time = parse_time(_created(message.info) or None)
         call = Call(
             index=len(self.trace.calls),
-            messages=list(self.history),
+            messages=self.shared.prompt(list(self.history)),
             tools=None,
             model=model,
             reported=usage,

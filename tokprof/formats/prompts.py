@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.trace import Note
+from tokprof.trace import Note, PromptView
 
 #: Content blocks only the Anthropic Messages shape has.
 ANTHROPIC_BLOCKS = frozenset(
@@ -52,6 +52,8 @@ def read_prompt(messages: Any, tools: Any = None, *, system: Any = None, shape: 
 
     if shape not in SHAPES:
         raise ValueError(f"shape: expected one of {', '.join(SHAPES)}, found {shape!r}")
+    if isinstance(messages, PromptView):  # a call's prompt from a trace (tokprof.read_log)
+        messages = list(messages)
     if not isinstance(messages, (list, tuple)):
         raise InputError("request", "messages", f"expected a list of messages, found {type(messages).__name__}")
     if not messages:

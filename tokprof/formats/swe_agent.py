@@ -54,7 +54,8 @@ from tokprof.formats.fields import expect_list, expect_object
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_content, check_count, check_text, check_tool_calls
-from tokprof.trace import Call, Trace
+from tokprof.formats.sharing import SharedPrompts
+from tokprof.trace import Call, PromptView, Trace
 
 FORMAT = "swe-agent"
 DESCRIPTION = "SWE-agent trajectory (trajectories/<user>/<run>/.../<instance>.traj), 0.x or 1.x"
@@ -111,6 +112,7 @@ class _Reader:
         self.system_role = system_role
         self.model = model
         self.prefix = prefix  # "attempts[1]." for an attempt of a retry loop
+        self.prompts = SharedPrompts()
 
     def skip(self, place: str, kind: str) -> None:
         self.trace.note("content-not-text", NOT_TEXT, place)
@@ -151,7 +153,7 @@ class _Reader:
             "content": content,
         }
 
-    def call(self, where: str, messages: list[dict], response: dict | None, thread: str) -> None:
+    def call(self, where: str, messages: list[dict] | PromptView, response: dict | None, thread: str) -> None:
         self.trace.calls.append(
             Call(
                 index=len(self.trace.calls),
@@ -178,7 +180,7 @@ class _Reader:
             message = self.message(where, item, call_ids)
             if message["role"] == "assistant":
                 if messages:
-                    self.call(where, list(messages), message, "" if agent == first else agent)
+                    self.call(where, PromptView(messages, len(messages)), message, "" if agent == first else agent)
                 else:
                     self.trace.note("empty-prompt", "an assistant message with nothing before it: not a call", where)
             messages.append(message)
@@ -199,7 +201,7 @@ class _Reader:
             if response is not None and not isinstance(response, str):
                 raise InputError(self.trace.path, where + ".response", f"expected a string, found {_kind(response)}")
             reply = {"role": "assistant", "content": check_text(self.trace.path, where + ".response", response or "")}
-            self.call(where, messages, reply, "")
+            self.call(where, self.prompts.prompt(messages), reply, "")  # each query resends the history: held once
 
 
 def read(path: str, doc: Document) -> Trace:
