@@ -63,6 +63,16 @@ def test_a_rewritten_prompt_gets_its_own_list_with_the_equal_messages_shared():
     assert list(b) == second[:2] + [message("user", "start over")]
 
 
+def test_a_sliding_window_holds_each_message_once():
+    shared = SharedPrompts()
+    prompts = conversation(8)
+    window = [p if len(p) <= 6 else [p[0], *p[-4:]] for p in prompts]  # the system prompt and the last 4
+    views = [shared.prompt(copy.deepcopy(p)) for p in window]
+    assert [list(v) for v in views] == window
+    objects = {id(m): m for v in views for m in v}
+    assert len(objects) == len({json.dumps(m, sort_keys=True) for v in views for m in v})
+
+
 def test_interleaved_conversations_each_extend_their_own():
     shared = SharedPrompts()
     one, other = conversation(3), conversation(3, first="define dog")

@@ -31,8 +31,9 @@ class SharedPrompts:
 
     def prompt(self, messages: list[dict]) -> PromptView:
         """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
-        same messages, then more), else of their own list, its first messages the earlier prompt's
-        objects where they are equal (a rewritten end, a compaction keeping the system prompt)."""
+        same messages, then more), else of their own list, its messages the last prompt's objects
+        where they are equal (a rewritten end, a sliding window, a compaction keeping the system
+        prompt): the list is the call's own, the messages are held once."""
         found: PromptView | None = None
         for earlier in self._prompts:
             if _starts_with(messages, earlier):
@@ -71,8 +72,21 @@ def _starts_with(messages: list[dict], prompt: PromptView) -> bool:
 
 
 def _reuse(messages: list[dict], earlier: Sequence[dict]) -> None:
-    """Put the earlier prompt's objects in place of the equal messages ``messages`` starts with."""
-    for k, (new, old) in enumerate(zip(messages, earlier)):
-        if new is not old and new != old:
-            return
-        messages[k] = old
+    """Put the earlier prompt's objects in place of the messages of ``messages`` equal to one of them."""
+    known = {_key(m): m for m in earlier}
+    for k, new in enumerate(messages):
+        old = known.get(_key(new))
+        if old is not None and old is not new and old == new:
+            messages[k] = old
+
+
+def _key(message: dict) -> tuple:
+    """What tells a message from the others of its prompt, cheaply (equality decides)."""
+    calls = message.get("tool_calls")
+    content = message.get("content")
+    return (
+        message["role"],
+        content if isinstance(content, str) else None,
+        message.get("tool_call_id"),
+        calls[0].get("id") if calls else None,
+    )
