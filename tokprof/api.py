@@ -601,13 +601,15 @@ def tools_report(
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
+    assert result.facts is not None  # the pass's: its catalogues and tool calls
+    facts = result.facts.tools
     try:
-        report = _tools_report(trace, chat, result.computed_billed_input())
+        report = _tools_report(trace, chat, result.computed_billed_input(), facts=facts)
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
     from tokprof.analyses.mcp_rollup import server_rollup
 
-    report.mcp_servers = server_rollup(trace, result.tool_result_costs)
+    report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
     return report
 
