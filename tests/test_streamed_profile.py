@@ -33,11 +33,11 @@ def _tools(extra: bool) -> list[dict]:
     ]
 
 
-def generated(n: int, *, fresh: bool = True):
+def generated(n: int, *, fresh: bool = True, anonymous: bool = True):
     """A log of ``n`` calls, each yielded once, made as it is asked for: a main conversation that grows
     by a tool call and its result per call, a subagent's beside it, a tool catalogue that changes
     once, a system prompt edit, a cut, a compaction, an idle gap, reported usage with cache reads and
-    an id-less tool call. ``fresh``: each prompt a copy of its own (as a capture log gives), else the
+    an id-less tool call (unless not ``anonymous``). ``fresh``: each prompt a copy of its own (as a capture log gives), else the
     conversation's list shared."""
     main = [{"role": "system", "content": "You are a test bot."}, {"role": "user", "content": "look up cat"}]
     sub = [{"role": "user", "content": "define dog"}]
@@ -53,9 +53,9 @@ def generated(n: int, *, fresh: bool = True):
             if i == n // 3:
                 messages[0] = {"role": "system", "content": "You are a test bot. Be brief."}
             if i == 2 * n // 3:
-                del messages[2:-2]  # a cut
+                del messages[2:-3]  # a cut
                 kind = "compaction"
-        ident = None if i == 5 else f"call_{i}"
+        ident = None if i == 5 and anonymous else f"call_{i}"
         tool_call = {"type": "function", "function": {"name": "read_file", "arguments": json.dumps({"path": f"{i}"})}}
         if ident:
             tool_call["id"] = ident
@@ -85,9 +85,9 @@ def header() -> Trace:
     return Trace(path="generated.jsonl", format="neutral", model=MODEL, notes=[Note("a-note", "from the reader")])
 
 
-def _whole(n: int, fresh: bool) -> Trace:
+def _whole(n: int, fresh: bool, anonymous: bool = True) -> Trace:
     trace = header()
-    trace.calls = list(generated(n, fresh=fresh))
+    trace.calls = list(generated(n, fresh=fresh, anonymous=anonymous))
     return trace
 
 
@@ -137,3 +137,35 @@ def test_facts_taken_anew_for_a_profile_without_them_are_the_passs(qwen25):
     made.facts = None  # as a profile made otherwise: the facts are taken from the trace's calls
     anew = attach_cache(made, trace)
     assert [c.cache for c in anew.calls] == [c.cache for c in kept.calls]
+
+
+@pytest.mark.parametrize("model", ["mistral-nemo", "qwen2.5"])
+def test_the_facades_stream_fits_tool_call_ids_call_by_call_as_fit_does_the_trace(model):
+    from tokprof import api
+    from tokprof.models import resolve_model
+
+    chat = resolve_model(model)
+    trace = _whole(24, fresh=True, anonymous=False)  # Mistral's template takes no call without an id
+    before = copy.deepcopy(trace)
+    batch = api._profile_trace(trace, chat)
+    given = header()
+    streamed = api._profile_calls(generated(24, anonymous=False), given, chat)
+    assert json.dumps(streamed.to_dict(), indent=1) == json.dumps(batch.to_dict(), indent=1)
+    mapped = "tool-call-ids-mapped" in {w.code for w in streamed.warnings}
+    assert mapped == (model == "mistral-nemo")
+    assert trace == before and given == header()  # neither the trace nor the header was changed
+
+
+def test_a_per_call_fit_is_fit_of_the_trace():
+    from tokprof.transforms import fit_tool_call_ids
+    from tokprof.transforms.tool_ids import ToolIdFitter
+
+    trace = _whole(16, fresh=False)
+    whole = fit_tool_call_ids(trace)
+    fitter = ToolIdFitter(9)
+    calls = [fitter.fit(c) for c in generated(16, fresh=False)]
+    assert [c.messages for c in calls] == [c.messages for c in whole.calls]
+    assert [c.response for c in calls] == [c.response for c in whole.calls]
+    fitted = header()
+    fitter.note(fitted)
+    assert fitted.notes == whole.notes
