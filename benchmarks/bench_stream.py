@@ -93,7 +93,9 @@ def calls(n: int, per_compaction: int, result_words: int, seed: int):
         call = {"id": ident, "type": "function", "function": {"name": rng.choice(TOOLS)["function"]["name"]}}
         call["function"]["arguments"] = json.dumps({"path": f"src/{rng.choice(WORDS)}.py"})
         conversation.append({"role": "assistant", "content": " ".join(rng.choices(WORDS, k=20)), "tool_calls": [call]})
-        conversation.append({"role": "tool", "tool_call_id": ident, "content": " ".join(rng.choices(WORDS, k=result_words))})
+        conversation.append(
+            {"role": "tool", "tool_call_id": ident, "content": " ".join(rng.choices(WORDS, k=result_words))}
+        )
         conversation.append({"role": "user", "content": " ".join(rng.choices(WORDS, k=8))})
 
 
@@ -120,7 +122,9 @@ def measure(run) -> tuple[int, int, float]:
 
 
 def streamed(chat, n: int, options: argparse.Namespace):
-    profile, light = profile_calls(calls(n, options.calls_per_compaction, options.result_words, options.seed), header(), chat)
+    profile, light = profile_calls(
+        calls(n, options.calls_per_compaction, options.result_words, options.seed), header(), chat
+    )
     return attach_analyses(profile, light, chat, {}), light
 
 

@@ -812,7 +812,9 @@ def profile_calls(
     light: list[Call] = []
     with frozen():
         profile = _profile(calls, header, model, on_call, source_name, attributor, light)
-    trace = dataclasses.replace(header, calls=light, notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes])
+    trace = dataclasses.replace(
+        header, calls=light, notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
+    )
     return profile, trace
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
