@@ -5,11 +5,36 @@ from __future__ import annotations
 
 import pytest
 
-from tokprof.attribution.estimates import BAND, NOISE, UNRECORDED, Counted, attribute, ratios
+from tokprof.attribution import estimates
+from tokprof.attribution.estimates import BAND, NOISE, UNRECORDED, Continuations, Counted
+
+
+class Pending(Counted):
+    """A call as counted, with its prompt: whether it extends the previous one is told in log order."""
+
+    def __init__(self, counts, reported, key, unrecorded, messages):
+        super().__init__(counts, reported, key, unrecorded)
+        self.messages = messages
+
+
+def linked(calls):
+    """The calls with ``extends`` told as the pass tells it (Continuations), in order."""
+    told = Continuations()
+    for c in calls:
+        c.extends = told.observe(c.key, c.reported, c.messages, None)
+    return calls
+
+
+def attribute(calls, exact):
+    return estimates.attribute(linked(calls), exact)
+
+
+def ratios(calls):
+    return estimates.ratios(linked(calls))
 
 
 def call(counts, reported, messages, key=("m", ""), unrecorded=False):
-    return Counted(dict(counts), reported, key, unrecorded, messages, None)
+    return Pending(dict(counts), reported, key, unrecorded, messages)
 
 
 def conversation(n):

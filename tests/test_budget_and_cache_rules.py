@@ -12,6 +12,7 @@ import pytest
 import tokprof
 from tokprof.analyses import budgets
 from tokprof.analyses.prefix_cache import estimate_shared
+from tokprof.attribution.facts import pair_facts
 from tokprof.transforms.config import load_file
 from tokprof.base.billing import WRITES_AT_5M
 from tokprof.attribution.estimates import UNRECORDED
@@ -157,14 +158,18 @@ def test_e_a_changed_first_message_still_shares_what_comes_before_it():
     user = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     before = Call(index=0, messages=user, tools=None)
     after = Call(index=1, messages=[{"role": "user", "content": "a summary"}], tools=None)
-    assert estimate_shared(_row(buckets), before, after, 0, False) == 20_000  # the unrecorded fixed part
+    parted = pair_facts(before, after, tools_changed=False)
+    assert parted.changed_at == 0
+    assert estimate_shared(_row(buckets), parted) == 20_000  # the unrecorded fixed part
     with_tools = dict(buckets, tool_definitions=700)
-    assert estimate_shared(_row(with_tools), before, after, 0, False) == 20_700
+    assert estimate_shared(_row(with_tools), parted) == 20_700
     # a system prompt that changed: only the tool definitions come before it
     system = [{"role": "system", "content": "old"}, *user]
     changed = Call(index=1, messages=[{"role": "system", "content": "new"}, *user], tools=None)
-    assert estimate_shared(_row(with_tools), Call(index=0, messages=system, tools=None), changed, 0, False) == 700
-    assert estimate_shared(_row(with_tools), before, after, 0, True) == 0  # the tools changed: nothing shared
+    new_system = pair_facts(Call(index=0, messages=system, tools=None), changed, tools_changed=False)
+    assert estimate_shared(_row(with_tools), new_system) == 700
+    tools_changed = pair_facts(before, after, tools_changed=True)
+    assert estimate_shared(_row(with_tools), tools_changed) == 0  # the tools changed: nothing shared
 
 
 def test_e_compaction_like_rewrite_predicts_the_unrecorded_part_read(qwen25):

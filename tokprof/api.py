@@ -10,6 +10,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -26,7 +27,7 @@ from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
-from tokprof.profiling import Profile, profile_trace
+from tokprof.profiling import Profile, profile_calls, profile_trace
 from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt  # noqa: F401 (the facade exports them)
 from tokprof.trace import Call, Note, Trace
 
@@ -302,6 +303,31 @@ def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, pr
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     return _finish(result, trace, chat, prices)
+
+
+@_one_run
+def _profile_calls(calls: Iterable[Call], header: Trace, chat: ChatModel, prices: PricesArg = None) -> Profile:
+    """:func:`_profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
+    trace's other fields, its notes read once the stream is done, and not changed), keeping no prompt
+    after its call's pass (:func:`tokprof.profiling.profile_calls`): the tool-call ids are fitted call
+    by call (:func:`tokprof.transforms.tool_ids.fitter`)."""
+    from tokprof.transforms.tool_ids import fitter
+
+    work = dataclasses.replace(header, calls=[])
+    fitting = fitter(chat)
+
+    def fitted() -> Iterator[Call]:
+        for call in calls:
+            yield fitting.fit(call) if fitting is not None else call
+        work.notes = [Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
+        if fitting is not None:
+            fitting.note(work)
+
+    try:
+        result, light = profile_calls(fitted(), work, chat)
+    except RenderError as exc:
+        raise InputError(header.path, None, str(exc)) from None
+    return _finish(result, light, chat, prices)
 
 
 def profile(
@@ -601,13 +627,15 @@ def tools_report(
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
+    assert result.facts is not None  # the pass's: its catalogues and tool calls
+    facts = result.facts.tools
     try:
-        report = _tools_report(trace, chat, result.computed_billed_input())
+        report = _tools_report(trace, chat, result.computed_billed_input(), facts=facts)
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
     from tokprof.analyses.mcp_rollup import server_rollup
 
-    report.mcp_servers = server_rollup(trace, result.tool_result_costs)
+    report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
     return report
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
@@ -24,7 +24,8 @@ from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
 from tokprof.base.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
 from tokprof.base.jsontext import object_chunks
-from tokprof.attribution.estimates import BAND, UNRECORDED, Counted, attribute, starts_with
+from tokprof.attribution.estimates import BAND, UNRECORDED, Continuations, Counted, attribute
+from tokprof.attribution.facts import PassFacts, PromptTracker
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import context_window
 from tokprof.trace import Call, Note, Trace, Usage
@@ -396,6 +397,9 @@ class Profile:
     )  # an estimate's usual ratio per model (tokprof.attribution.estimates)
     cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
     tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.attribution.tool_results)
+    #: What the pass took of the log's prompts for the analyses (tokprof.attribution.facts): not saved,
+    #: and None for a loaded profile or one not made by the pass.
+    facts: PassFacts | None = field(default=None, compare=False, repr=False)
 
     def buckets(self) -> tuple[str, ...]:
         """The four buckets, and ``unrecorded`` when the log leaves parts of the prompt unrecorded."""
@@ -786,33 +790,80 @@ def profile_trace(
 ) -> Profile:
     """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
     one of the model's to attribute with (a caller that reads its views of each call, in ``on_call``),
-    else a new one."""
+    else a new one. The trace is not changed: the profile's analyses read its calls' light fields and
+    the facts the pass took of their prompts (``Profile.facts``)."""
+    return _profile(trace.calls, trace, model, on_call, source_name, attributor, None)
+
+
+def profile_calls(
+    calls: Iterable[Call],
+    header: Trace,
+    model: ChatModel,
+    on_call: Callable[[int], None] | None = None,
+    source_name: str | None = None,
+    attributor: Attributor | None = None,
+) -> tuple[Profile, Trace]:
+    """:func:`profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
+    trace's other fields, its ``calls`` unread, its notes read once the stream is done), keeping of
+    each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
+    of each thread and key that a later call is compared with, and a small record per call. Returns
+    the profile and the trace of the light calls, which the analyses take
+    (:func:`tokprof.analyses.finish.attach_analyses`)."""
+    light: list[Call] = []
+    with frozen():
+        profile = _profile(calls, header, model, on_call, source_name, attributor, light)
+    trace = dataclasses.replace(
+        header, calls=light, notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
+    )
+    return profile, trace
+
+
+def light_call(call: Call, tools: list[dict] | None) -> Call:
+    """A call without its prompt and response (``tools``: its catalogue's one shared copy): what the
+    analyses read of it after its pass."""
+    return dataclasses.replace(call, messages=(), tools=tools, response=None)  # type: ignore[arg-type]
+
+
+def _profile(
+    calls: Iterable[Call],
+    trace: Trace,
+    model: ChatModel,
+    on_call: Callable[[int], None] | None,
+    source_name: str | None,
+    attributor: Attributor | None,
+    light: list[Call] | None,
+) -> Profile:
+    """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (a
+    stream), or None to read ``trace.calls`` again (a trace held whole)."""
     attributor = attributor or Attributor(model, keep_json=True)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
     results = ResultTracker()
-    for position, call in enumerate(trace.calls):
+    prompts = PromptTracker()
+    continuations = Continuations()
+    for position, call in enumerate(calls):
         buckets = attributor.attribute(call)
         results.observe(position, call, attributor.message_tokens)
+        facts = prompts.observe(call)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] = counts.get(name, 0) + tokens
         # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
         unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
-        counted.append(
-            Counted(counts, _reported(call), (call.model, call.thread), unrecorded, call.messages, call.tools)
-        )
+        key, reported = (call.model, call.thread), _reported(call)
+        extends = continuations.observe(key, reported, call.messages, call.tools)
+        counted.append(Counted(counts, reported, key, unrecorded, extends))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
+        if light is not None:
+            light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
         if on_call is not None:
             on_call(call.index)
+    rest = light if light is not None else trace.calls
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0
-    last: dict[str, Call] = {}  # thread -> its latest call
-    for call, count, found in zip(trace.calls, counted, estimates.calls):
-        before = last.get(call.thread)
-        last[call.thread] = call
+    for call, count, found, facts in zip(rest, counted, estimates.calls, prompts.facts.calls):
         total = sum(found.buckets.values())
         cumulative += total
         rows.append(
@@ -821,7 +872,7 @@ def profile_trace(
                 buckets=found.buckets,
                 total=total,
                 cumulative=cumulative,
-                messages=len(call.messages),
+                messages=facts.messages,
                 where=call.where,
                 reported=call.reported,
                 computed=sum(count.counts.values()) + (found.part or 0),
@@ -831,24 +882,24 @@ def profile_trace(
                 thread=call.thread or None,
                 anchored=found.anchored,
                 unexplained=found.unexplained,
-                added=None if before is None else _added_roles(before, call),
+                added=None if facts.added is None else list(facts.added),
             )
         )
     warnings = [Note(n.code, n.message, list(n.places)) for n in trace.notes]
-    warnings += [Note(code, WARNINGS[code], calls=calls) for code, calls in flagged.items()]
+    warnings += [Note(code, WARNINGS[code], calls=numbers) for code, numbers in flagged.items()]
     source = Source(path=source_name or trace.path, format=trace.format, model=trace.model, session=trace.session)
     inference = None
     if estimates.fixed:
-        parts = [p for p in trace.unrecorded if any(p not in trace.supplied or c.thread for c in trace.calls)]
+        parts = [p for p in trace.unrecorded if any(p not in trace.supplied or c.thread for c in rest)]
         inference = INFERENCE.format(what=" and ".join(_UNRECORDED_NAMES[p] for p in parts))
-    elif any(_unrecorded(trace, c) for c in trace.calls):
+    elif any(_unrecorded(trace, c) for c in rest):
         warnings.append(Note("not-inferred", NOT_INFERRED))
     if any(row.unexplained for row in rows):
         unexplained = [row.index for row in rows if row.unexplained]
         warnings.append(Note("unexplained-growth", UNEXPLAINED.format(band=BAND), calls=unexplained))
     info = model.describe()
     if not model.exact:  # an estimate stands in for the log's model: its window is that model's, when known
-        window = context_window([trace.model] + [c.model for c in trace.calls])
+        window = context_window([trace.model] + [c.model for c in rest])
         info = dataclasses.replace(info, context_window=window or info.context_window)
     scale = None
     if not model.exact:  # an estimate's results in its scaled units: as their call's tool_results bucket was scaled
@@ -867,6 +918,7 @@ def profile_trace(
         not_recorded=_not_recorded(trace),
         ratios={str(k) if k else "unnamed": round(v, 4) for k, v in estimates.ratios.items()},
         tool_result_costs=results.costs(scale),
+        facts=prompts.facts,
     )
     check = profile.reconciliation()
     if check and check.weighted_relative_difference > check.threshold:
@@ -894,14 +946,6 @@ UNEXPLAINED = (
     "usual ratio: the rest is counted in 'unrecorded' (content the log does not record, such as text an agent "
     "injects), not in the buckets of the messages"
 )
-
-
-def _added_roles(before: Call, call: Call) -> list[str] | None:
-    """The roles of the messages a call adds to an earlier call's prompt, or None when it does not
-    start with that prompt."""
-    if not starts_with(call.messages, before.messages):
-        return None
-    return [m["role"] for m in call.messages[len(before.messages) :]]
 
 
 def missing_buckets(not_recorded: tuple[str, ...]) -> frozenset[str]:

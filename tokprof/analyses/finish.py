@@ -46,8 +46,11 @@ def user_prices(prices: PricesArg) -> dict[str, UserPrice]:
 
 def attach_analyses(result: Profile, trace: Trace, chat: ChatModel | None, prices: dict[str, UserPrice]) -> Profile:
     """The analyses a profile carries: the tool catalogue (with ``chat``), the cost, the computed cache and
-    what its misses cost."""
+    what its misses cost. They read the facts the pass took of the prompts (``Profile.facts``) and the
+    trace's calls' other fields (a stream's light calls will do); the facts are let go after."""
     if chat is not None:
         result = attach_catalogue(result, trace, chat)
     result = attach_cost(result, trace, prices)
-    return attach_losses(attach_cache(result, trace))
+    result = attach_losses(attach_cache(result, trace))
+    result.facts = None
+    return result

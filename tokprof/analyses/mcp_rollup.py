@@ -5,12 +5,12 @@ configuration (``mcp_servers`` in the tools report)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tokprof.analyses.mcp_budgets import server_of
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
-from tokprof.trace import Trace
 
 
 @dataclass(frozen=True)
@@ -31,15 +31,15 @@ class ServerUse:
         }
 
 
-def server_rollup(trace: Trace, costs: ToolResultCosts | None) -> list[ServerUse]:
-    """One row per server the log's tool names carry, costliest carry first; empty when none do."""
+def server_rollup(called: Mapping[str, int], costs: ToolResultCosts | None) -> list[ServerUse]:
+    """One row per server the log's tool names carry, costliest carry first; empty when none do.
+    ``called``: how many times the model called each tool (``ToolFacts.called``)."""
     calls: Counter = Counter()
     tools: dict[str, set[str]] = {}
-    for call in trace.tool_calls():
-        name = call["function"]["name"]
+    for name, n in called.items():
         server = server_of(name) if name.startswith("mcp__") else None
         if server is not None:
-            calls[server] += 1
+            calls[server] += n
             tools.setdefault(server, set()).add(name)
     tokens: Counter = Counter()
     carry: Counter = Counter()

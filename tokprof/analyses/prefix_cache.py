@@ -27,7 +27,6 @@ sets ``Call.time``: without it they are not checked, and the profile says so.
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from datetime import datetime
 from typing import Callable, Sequence
@@ -36,7 +35,9 @@ from tokprof.analyses.cost import FIXED_FIRST, find_model
 from tokprof.base.billing import CallCache
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
-from tokprof.trace import Call, PromptView, Trace, as_list
+from tokprof.attribution.facts import PairFacts, PassFacts, prompt_facts
+from tokprof.trace import Call, Trace
+
 
 #: ``shared(position)``: the tokens the call's rendered prompt shares with the previous render of its
 #: thread (the longest common token prefix, in the counter's tokens), or None when it cannot tell.
@@ -97,94 +98,30 @@ def call_times(trace: Trace) -> list[datetime | None]:
     return [getattr(call, "time", None) for call in trace.calls]
 
 
-def _tools_key(tools: list[dict] | None) -> str:
-    return json.dumps(tools, sort_keys=True)
-
-
-def first_difference(before: Sequence[dict], after: Sequence[dict]) -> int:
-    """The index of the first message that differs (the shorter list's length when one starts the other)."""
-    if isinstance(after, PromptView) and after.extends(before):
-        return len(before)  # a longer view of the same list: O(1)
-    k = 0
-    while k < min(len(before), len(after)) and before[k] == after[k]:
-        k += 1
-    return k
-
-
-def change_reason(before: Call, call: Call, k: int, tools_changed: bool) -> str:
-    """Why a prompt parts from the previous one of its thread, in words."""
-    if tools_changed:
-        return "the tool catalogue changed"
-    if call.kind == "compaction" or before.kind == "compaction":
-        return "a compaction call"
-    if (
-        k < len(call.messages)
-        and call.messages[k]["role"] in ("system", "developer")
-        or (k < len(before.messages) and before.messages[k]["role"] in ("system", "developer"))
-    ):
-        return f"the system prompt changed (message {k})"
-    if _reasoning_only(before.messages, call.messages, k):
-        return f"the reasoning of message {k} was dropped or rewritten"
-    if k < len(call.messages) and len(call.messages) < len(before.messages):
-        return f"the conversation was rewritten from message {k} (a compaction or a cut)"
-    return f"message {k} changed"
-
-
-def _reasoning_only(before: Sequence[dict], after: Sequence[dict], k: int) -> bool:
-    """Whether message ``k`` of the two prompts differs only in its reasoning (dropped or rewritten)."""
-    if k >= len(before) or k >= len(after) or before[k].get("role") != "assistant":
-        return False
-    if not before[k].get("reasoning_content"):
-        return False
-    strip = ("reasoning_content",)
-    return {key: v for key, v in before[k].items() if key not in strip} == {
-        key: v for key, v in after[k].items() if key not in strip
-    }
-
-
-def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
-    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.base.billing.CHANGED_PARTS`)."""
-    if tools_changed:
-        return "tools"
-    if call.kind == "compaction" or before.kind == "compaction":
-        return "compaction"
-    if (
-        k < len(call.messages)
-        and call.messages[k]["role"] in ("system", "developer")
-        or (k < len(before.messages) and before.messages[k]["role"] in ("system", "developer"))
-    ):
-        return "system"
-    if _reasoning_only(before.messages, call.messages, k):
-        return "reasoning"
-    if k < len(call.messages) and len(call.messages) < len(before.messages):
-        return "rewrite"
-    return "message"
-
-
 def _fixed(row: CallRow) -> int:
     return sum(row.buckets.get(name, 0) for name in FIXED_FIRST)
 
 
-def estimate_shared(before_row: CallRow, before: Call, call: Call, k: int, tools_changed: bool) -> int:
-    """The tokens two prompts share, from their messages: all of the earlier prompt when the call
-    continues it; else its fixed part and the share of its messages' text before message ``k``. When
-    they part at the first message (or at the system prompt), what comes before it: the tool
-    definitions, the part the log does not record (:data:`UNRECORDED`, the inferred system prompt and
-    tools) unless the first message is a system prompt that changed, and when the first message is not
-    a system prompt, the system prompt the chat template adds itself (all of the fixed part)."""
-    if tools_changed:
+def estimate_shared(before_row: CallRow, pair: PairFacts) -> int:
+    """The tokens two prompts share, from their messages (``pair``: the later call's facts against the
+    earlier one, whose row is ``before_row``): all of the earlier prompt when the call continues it;
+    else its fixed part and the share of its messages' text before the first that differs. When they
+    part at the first message (or at the system prompt), what comes before it: the tool definitions,
+    the part the log does not record (:data:`UNRECORDED`, the inferred system prompt and tools) unless
+    the first message is a system prompt that changed, and when the first message is not a system
+    prompt, the system prompt the chat template adds itself (all of the fixed part)."""
+    if pair.tools_changed:
         return 0
-    if k >= len(before.messages):
+    k = pair.changed_at
+    if k >= pair.before_messages:
         return before_row.total
     fixed = _fixed(before_row)
-    if k == 0 or (before.messages[k]["role"] in ("system", "developer") and k <= 1):
-        system_first = before.messages[0]["role"] in ("system", "developer")
-        if k == 0 and not system_first:
+    if k == 0 or (pair.before_system_at_change and k <= 1):
+        if k == 0 and not pair.before_system_first:
             return fixed
         unrecorded = 0 if k == 0 else before_row.buckets.get(UNRECORDED, 0)
         return before_row.buckets.get("tool_definitions", 0) + unrecorded
-    whole = len(json.dumps(as_list(before.messages), ensure_ascii=False))
-    head = len(json.dumps(before.messages[:k], ensure_ascii=False))
+    whole, head = pair.whole, pair.head
     return fixed + round((before_row.total - fixed) * head / whole) if whole else fixed
 
 
@@ -210,20 +147,27 @@ def _openai_read(shared: int) -> int:
 
 
 def predict(
-    profile: Profile, trace: Trace, shared: SharedTokens | None = None, times: Sequence[datetime | None] | None = None
+    profile: Profile,
+    trace: Trace,
+    shared: SharedTokens | None = None,
+    times: Sequence[datetime | None] | None = None,
+    facts: PassFacts | None = None,
 ) -> list[CallCache]:
-    """Every call's computed cache (the profile's rows and the trace's calls, position by position)."""
+    """Every call's computed cache (the profile's rows and the trace's calls, position by position;
+    ``facts``: what the pass took of the calls' prompts, by default the profile's, else taken from the
+    trace's calls now). Nothing here reads a prompt: a trace of light calls will do."""
     times = list(times) if times is not None else call_times(trace)
+    facts = facts or profile.facts or prompt_facts(trace.calls)
     last: dict[str, int] = {}
     out: list[CallCache] = []
     rows = profile.calls
-    for position, (row, call) in enumerate(zip(rows, trace.calls)):
+    for position, (row, call, pair) in enumerate(zip(rows, trace.calls, (f.pair for f in facts.calls))):
         name = call.model or trace.model
         rules = rules_for(name)
         reported = call.reported.cache_read if call.reported and call.reported.prompt else None
         before_at = last.get(call.thread)
         last[call.thread] = position
-        if before_at is None:
+        if before_at is None or pair is None:
             out.append(
                 CallCache(
                     shared=0,
@@ -237,16 +181,14 @@ def predict(
             )
             continue
         before, before_row = trace.calls[before_at], rows[before_at]
-        tools_changed = _tools_key(before.tools) != _tools_key(call.tools)
-        k = first_difference(before.messages, call.messages)
-        extends = k >= len(before.messages) and not tools_changed
+        k, extends = pair.changed_at, pair.continues
         found = shared(position) if shared is not None else None
         here, there = _units(row, call), _units(before_row, before)
         if found is not None:
             scale = row.total / row.rendered if row.rendered else 1.0
             common, basis = round(min(found * scale, row.total) * here), "tokens"
         else:
-            common = round(min(estimate_shared(before_row, before, call, k, tools_changed) * there, row.total * here))
+            common = round(min(estimate_shared(before_row, pair) * there, row.total * here))
             basis = "messages"
         gap = _gap(times, before_at, position)
         miss: str | None = None
@@ -254,10 +196,8 @@ def predict(
         predicted: int | None = None
         part: str | None = None
         if not extends:
-            miss, part = "prefix-changed", changed_part(before, call, k, tools_changed)
-            detail = f"the prompt differs from the previous one from message {k} on: " + change_reason(
-                before, call, k, tools_changed
-            )
+            miss, part = "prefix-changed", pair.part
+            detail = f"the prompt differs from the previous one from message {k} on: {pair.reason}"
         switched = rules is not None and (before.model or trace.model) != name
         if rules == ANTHROPIC:
             minimum = anthropic_minimum(name)
@@ -362,10 +302,11 @@ def attach_cache(
     profile: Profile, trace: Trace, shared: SharedTokens | None = None, times: Sequence[datetime | None] | None = None
 ) -> Profile:
     """The profile with every call's computed cache (``calls[].cache``, ``summary.cache``)."""
-    if len(profile.calls) != len(trace.calls):
+    facts = profile.facts or prompt_facts(trace.calls)
+    if not len(profile.calls) == len(trace.calls) == len(facts.calls):
         return profile
     times = list(times) if times is not None else call_times(trace)
-    caches = predict(profile, trace, shared, times)
+    caches = predict(profile, trace, shared, times, facts)
     profile.calls = [dataclasses.replace(row, cache=cache) for row, cache in zip(profile.calls, caches)]
     profile.cache_notes = notes_for(caches, times, shared)
     return profile

@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -31,6 +29,7 @@ from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.models.counters import count_like
 from tokprof.attribution.attributor import Attributor
+from tokprof.attribution.facts import ToolFacts, prompt_facts
 from tokprof.profiling import Profile, Source
 from tokprof.trace import Call, Note, Trace
 
@@ -251,32 +250,29 @@ def _emptied(tool: dict) -> dict:
     return {**tool, "function": {**tool.get("function", {}), "description": ""}}
 
 
-def _system_prompt(messages: list[dict]) -> str | None:
-    if messages and messages[0]["role"] in ("system", "developer"):
-        return messages[0].get("content") or ""
-    return None
-
-
 def tools_report(
-    trace: Trace, model: ChatModel, billed_input: int | None = None, source_name: str | None = None
+    trace: Trace,
+    model: ChatModel,
+    billed_input: int | None = None,
+    source_name: str | None = None,
+    facts: ToolFacts | None = None,
 ) -> ToolsReport:
-    """Per distinct catalogue in the log: its cost, each tool's, and what the model did with them."""
-    groups: dict[str, list] = {}
-    for call in trace.calls:
-        if call.tools:
-            groups.setdefault(json.dumps(call.tools, sort_keys=True), []).append(call)
-    calls_by_name = Counter(tc["function"]["name"] for tc in trace.tool_calls())
+    """Per distinct catalogue in the log: its cost, each tool's, and what the model did with them.
+    ``facts``: the log's catalogues and tool calls as the pass took them (``Profile.facts``), else
+    taken from the trace's calls now; the trace's own fields are read, never its prompts."""
+    if facts is None:
+        facts = prompt_facts(trace.calls).tools
+    if facts.error is not None:
+        raise facts.error
+    calls_by_name = facts.called
     catalogues = []
     known: set[str] = set()
-    for calls in groups.values():
-        first = calls[0]
-        tools = first.tools
-        system = _system_prompt(first.messages)
-        catalogue = catalogue_cost(model, tools, system, first.day, called=set(calls_by_name))
-        catalogue.requests = len(calls)
-        catalogue.first_call = first.index
+    for use in facts.catalogues.values():
+        catalogue = catalogue_cost(model, use.tools, use.system, use.day, called=set(calls_by_name))
+        catalogue.requests = use.requests
+        catalogue.first_call = use.first_call
         for cost in catalogue.tools:
-            cost.requests = len(calls)
+            cost.requests = use.requests
             cost.calls = calls_by_name.get(cost.name, 0)
             known.add(cost.name)
         catalogues.append(catalogue)
@@ -337,7 +333,7 @@ def attach_catalogue(profile: Profile, trace: Trace, model: ChatModel) -> Profil
     """Give a profile its log's main catalogue (``summary.catalogue``); a template that cannot price
     the catalogue alone costs a warning, not the profile."""
     try:
-        report = tools_report(trace, model, profile.computed_billed_input())
+        report = tools_report(trace, model, profile.computed_billed_input(), facts=_tool_facts(profile, trace))
     except Exception as exc:  # the template failing on the isolated catalogue prompt (system + empty user)
         profile.warnings.append(
             Note("catalogue-unpriced", f"{trace.path}: the chat template failed on the tool catalogue alone: {exc}")
@@ -345,3 +341,9 @@ def attach_catalogue(profile: Profile, trace: Trace, model: ChatModel) -> Profil
         return profile
     profile.catalogue = report.summary_section()
     return profile
+
+
+def _tool_facts(profile: Profile, trace: Trace) -> ToolFacts | None:
+    """The profile's facts of its tools, when they are the trace's (the same calls): else None, taken anew."""
+    facts = profile.facts
+    return facts.tools if facts is not None and len(facts.calls) == len(trace.calls) else None

@@ -59,8 +59,8 @@ class Counted:
     reported: int | None  # the reported prompt (None: no usage)
     key: tuple  # (the log's model name, thread)
     unrecorded: bool  # the prompt has parts the log does not record (nor the user supplied)
-    messages: Sequence[dict] = ()
-    tools: object = None
+    #: whether its prompt is the key's previous call with usage plus what it adds (:class:`Continuations`)
+    extends: bool = False
 
 
 @dataclass
@@ -107,11 +107,29 @@ def starts_with(messages: Sequence[dict], prefix: Sequence[dict]) -> bool:
     return list(prefix) == list(messages[:n])
 
 
+class Continuations:
+    """Whether each call extends the previous call with usage of its key (:attr:`Counted.extends`),
+    told during the pass, in log order: the prompt of that one call per key is all it holds."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple, tuple[int, Sequence[dict], object]] = {}  # key -> (reported, messages, tools)
+
+    def observe(self, key: tuple, reported: int | None, messages: Sequence[dict], tools: object) -> bool:
+        """Whether a call's prompt is the key's previous call with usage plus what it adds (the same
+        tools, a reported prompt that did not shrink); a call with usage becomes the key's previous one."""
+        if reported is None:
+            return False
+        before = self._last.get(key)
+        self._last[key] = (reported, messages, tools)
+        if before is None or tools != before[2]:
+            return False
+        return reported >= before[0] and starts_with(messages, before[1])
+
+
 def _extends(call: Counted, before: Counted) -> bool:
-    """Whether a call's prompt is an earlier call's plus what it adds."""
-    if call.tools != before.tools or call.reported is None or before.reported is None:
-        return False
-    return call.reported >= before.reported and starts_with(call.messages, before.messages)
+    """Whether a call's prompt is an earlier call's plus what it adds (``before``: the key's previous
+    call with usage, which :attr:`Counted.extends` was told against)."""
+    return call.extends and call.reported is not None and before.reported is not None
 
 
 def _growth(call: Counted, before: Counted) -> dict[str, int] | None:

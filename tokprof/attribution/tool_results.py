@@ -11,6 +11,7 @@ a new one). What a user caps or elides first is at the top.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +171,14 @@ def _tool_names(messages: Sequence[dict]) -> dict[str, str]:
     return names
 
 
+def _result_key(message: dict) -> tuple:
+    """What makes a tool result the same one in a later prompt: its tool call id and a digest of its
+    content (not the content itself, which a long log would then hold once per result to the end)."""
+    content = message.get("content")
+    text = content if isinstance(content, str) else repr(content)
+    return message.get("tool_call_id"), hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class ResultTracker:
     """Follows the tool results through the calls of a trace, in log order, as they are attributed:
     :meth:`observe` after each call (with the attributor that just attributed it), :meth:`costs` at
@@ -201,8 +210,7 @@ class ResultTracker:
             message = messages[k]
             if message.get("role") != "tool":
                 continue
-            content = message.get("content")
-            key = (message.get("tool_call_id"), content if isinstance(content, str) else repr(content))
+            key = _result_key(message)
             if key in here:
                 continue
             found = seen.get(key)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
+from collections.abc import Iterable, Iterator
 
 from tokprof.trace import Call, Trace
 
@@ -36,58 +37,108 @@ def _encoded(text: str, length: int) -> str:
     return "".join(out)
 
 
+class ToolIdFitter:
+    """:func:`fit_tool_call_ids` one call at a time, in log order (:meth:`fit`), for a trace held whole
+    and for a stream of calls alike. ``taken``: the ids already of the form that no mapped id may
+    become: a trace held whole gives all of its own; a stream, whose later ids are not known yet,
+    gives none and each call's are added as it comes (a mapped id equal to one a later call already
+    has, one chance in about 10^16 per pair of ids, would then be shared). A message shared by a call
+    and the previous call of its thread gets one copy; no other message is held."""
+
+    def __init__(self, length: int = 9, taken: Iterable[str] = ()) -> None:
+        self.length = length
+        self.valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
+        self.taken = set(taken)
+        self.mapping: dict[str, str] = {}  # original -> new, in the order the originals came
+        self._copies: dict[str, dict[int, tuple[dict, dict]]] = {}  # thread -> id -> (message, its copy)
+
+    def _new(self, original: str) -> str:
+        new = self.mapping.get(original)
+        if new is None:
+            salt = 0
+            new = _encoded(original, self.length)
+            while new in self.taken:  # never another id's
+                salt += 1
+                new = _encoded(f"{original}\x00{salt}", self.length)
+            self.mapping[original] = new
+            self.taken.add(new)
+        return new
+
+    def _seen(self, ident: object) -> None:
+        if isinstance(ident, str) and self.valid.match(ident):
+            self.taken.add(ident)
+
+    def _message(self, message: dict, before: dict[int, tuple[dict, dict]], here: dict[int, tuple[dict, dict]]) -> dict:
+        found = here.get(id(message)) or before.get(id(message))
+        if found is not None and found[0] is message:
+            here[id(message)] = found
+            return found[1]
+        calls = message.get("tool_calls") or []
+        for tool_call in calls:
+            self._seen(tool_call.get("id"))
+        self._seen(message.get("tool_call_id"))
+        changed = dict(message)
+        if calls:
+            changed["tool_calls"] = [
+                {**c, "id": self._new(c["id"])} if self._invalid(c.get("id")) else c for c in message["tool_calls"]
+            ]
+        if self._invalid(message.get("tool_call_id")):
+            changed["tool_call_id"] = self._new(message["tool_call_id"])
+        copy = changed if changed != message else message
+        here[id(message)] = (message, copy)
+        return copy
+
+    def _invalid(self, ident: object) -> bool:
+        return isinstance(ident, str) and not self.valid.match(ident)
+
+    def fit(self, call: Call) -> Call:
+        """The call with its ids mapped (a copy: the call given is not changed)."""
+        before = self._copies.get(call.thread, {})
+        here: dict[int, tuple[dict, dict]] = {}
+        messages = [self._message(m, before, here) for m in call.messages]
+        response = self._message(call.response, before, here) if call.response else call.response
+        self._copies[call.thread] = here
+        return dataclasses.replace(call, messages=messages, response=response)
+
+    def note(self, trace: Trace) -> None:
+        """Tell ``trace`` (the fitted one) of the ids mapped: each id and the one it became."""
+        for original, new in self.mapping.items():
+            trace.note(WARN_TOOL_IDS, MESSAGE.format(length=self.length), f"{original} -> {new}")
+
+
+def _ids(calls: Iterable[Call]) -> Iterator[str]:
+    for call in calls:
+        for message in [*call.messages, call.response] if call.response else call.messages:
+            for tool_call in message.get("tool_calls") or []:
+                if isinstance(tool_call.get("id"), str):
+                    yield tool_call["id"]
+            if isinstance(message.get("tool_call_id"), str):
+                yield message["tool_call_id"]
+
+
 def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
     """The trace with its tool-call ids that are not ``length`` letters and digits mapped to ones that
     are (see the module's docstring): a new trace, whose changed messages are copies; the trace given,
-    and the messages its caller holds, are not changed."""
-    valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
-    messages = []
-    for call in trace.calls:
-        messages += list(call.messages) + ([call.response] if call.response else [])
-    ids: list[str] = []
-    for message in messages:
-        for tool_call in message.get("tool_calls") or []:
-            if isinstance(tool_call.get("id"), str):
-                ids.append(tool_call["id"])
-        if isinstance(message.get("tool_call_id"), str):
-            ids.append(message["tool_call_id"])
-    taken = {i for i in ids if valid.match(i)}
-    mapping: dict[str, str] = {}
-    for original in dict.fromkeys(i for i in ids if not valid.match(i)):
-        salt = 0
-        new = _encoded(original, length)
-        while new in taken:  # never another id's
-            salt += 1
-            new = _encoded(f"{original}\x00{salt}", length)
-        mapping[original] = new
-        taken.add(new)
-    if not mapping:
+    and the messages its caller holds, are not changed (the trace itself when no id needs mapping)."""
+    fitter = ToolIdFitter(length)
+    ids = list(_ids(trace.calls))
+    if all(fitter.valid.match(i) for i in ids):
         return trace
-    copies: dict[int, dict] = {}  # id of a message -> its copy with the new ids (shared messages: one copy)
-    for message in messages:
-        if id(message) in copies:
-            continue
-        changed = dict(message)
-        if message.get("tool_calls"):
-            changed["tool_calls"] = [
-                {**c, "id": mapping[c["id"]]} if c.get("id") in mapping else c for c in message["tool_calls"]
-            ]
-        if message.get("tool_call_id") in mapping:
-            changed["tool_call_id"] = mapping[message["tool_call_id"]]
-        copies[id(message)] = changed if changed != message else message
-
-    def fitted(call: Call) -> Call:
-        response = copies.get(id(call.response), call.response) if call.response else call.response
-        return dataclasses.replace(call, messages=[copies[id(m)] for m in call.messages], response=response)
-
+    fitter.taken.update(i for i in ids if fitter.valid.match(i))
     out = dataclasses.replace(
         trace,
-        calls=[fitted(c) for c in trace.calls],
+        calls=[fitter.fit(c) for c in trace.calls],
         notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes],
     )
-    for original, new in mapping.items():  # the places: each id and the one it became
-        out.note(WARN_TOOL_IDS, MESSAGE.format(length=length), f"{original} -> {new}")
+    fitter.note(out)
     return out
+
+
+def fitter(model: object) -> ToolIdFitter | None:
+    """The per-call form of :func:`fit` for a stream of calls (None when the model's format takes any
+    ids): ``fitter.fit(call)`` for each call in log order, then ``fitter.note(trace)``."""
+    length = getattr(model, "tool_call_id_length", None)
+    return ToolIdFitter(length) if length else None
 
 
 def fit(trace: Trace, model: object) -> Trace:
