@@ -272,18 +272,41 @@ class Records:
     def __init__(self, f, rng: random.Random):
         self.f, self.text = f, Writer(f, rng).text
         self.n = 0
-        self.largest_text = self.kept_text = 0
+        self.largest_text = self.kept_text = self.session_text = 0
 
-    def write(self, messages: list[dict], tools: list[dict], prompt: int) -> None:
+    def session(self, calls: int, tool: dict, number: int) -> None:
+        """One conversation of ``calls`` calls."""
+        messages = [
+            {"role": "system", "content": "You are a coding agent. " + self.text(2000)},
+            {"role": "user", "content": f"Work through the backlog in TODO-{number}.md."},
+        ]
+        self.session_text = 0
+        for i in range(calls):
+            self.write(messages, [tool])
+            call = {
+                "id": f"call_{number}_{i}",
+                "type": "function",
+                "function": {"name": "bash", "arguments": json.dumps({"command": self.text(30)})},
+            }
+            messages = messages + [
+                {"role": "assistant", "content": self.text(60), "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": self.text(1000)},
+            ]
+        self.kept_text += self.session_text  # what a trace held whole keeps: each session's last prompt
+
+    def write(self, messages: list[dict], tools: list[dict]) -> None:
+        text = sum(len(m.get("content") or "") for m in messages)
         body = {"model": "qwen2.5-7b-instruct", "messages": messages, "tools": tools}
-        body["usage"] = {"prompt_tokens": prompt, "completion_tokens": 40}
+        body["usage"] = {"prompt_tokens": 700 + text // 4, "completion_tokens": 40}
         self.f.write(json.dumps(body) + "\n")
         self.n += 1
-        self.largest_text = self.kept_text = sum(len(m.get("content") or "") for m in messages)
+        self.largest_text = max(self.largest_text, text)
+        self.session_text = text
 
 
-def generate_records(path: Path, calls: int, seed: int) -> Records:
-    """``calls`` request records of one conversation: a tool call and a 1,000-character result a call."""
+def generate_records(path: Path, calls: int, seed: int, sessions: int = 1) -> Records:
+    """``calls`` request records of each of ``sessions`` conversations, one after the other (a day of
+    a proxy's capture): a tool call and a 1,000-character result a call."""
     rng = random.Random(seed)
     tool = {
         "type": "function",
@@ -295,21 +318,8 @@ def generate_records(path: Path, calls: int, seed: int) -> Records:
     }
     with open(path, "w", encoding="utf-8") as f:
         w = Records(f, rng)
-        messages = [
-            {"role": "system", "content": "You are a coding agent. " + w.text(2000)},
-            {"role": "user", "content": "Work through the backlog in TODO.md."},
-        ]
-        for i in range(calls):
-            w.write(messages, [tool], 700 + w.largest_text // 4)
-            call = {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {"name": "bash", "arguments": json.dumps({"command": w.text(30)})},
-            }
-            messages = messages + [
-                {"role": "assistant", "content": w.text(60), "tool_calls": [call]},
-                {"role": "tool", "tool_call_id": call["id"], "content": w.text(1000)},
-            ]
+        for session in range(sessions):
+            w.session(calls, tool, session)
     return w
 
 
@@ -324,7 +334,9 @@ SHAPES = {
 def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool = False) -> Writer | Records:
     """The log of a shape (``small``: its 3-call version, for the baseline)."""
     if shape == "records":
-        return generate_records(path, 3 if small else args.record_calls, args.seed)
+        return generate_records(
+            path, 3 if small else args.record_calls, args.seed, 1 if small else args.record_sessions
+        )
     if shape == "big":
         return generate(path, 1 if small else int(args.size_mb * 1024 * 1024), args.calls_per_compaction, args.seed)
     if shape == "calls":
@@ -407,7 +419,12 @@ def main() -> None:
     parser.add_argument("--size-mb", type=float, default=1024, help="the big session's size")
     parser.add_argument("--calls", type=int, default=2000, help="the calls of the many-calls log")
     parser.add_argument("--result-mb", type=float, default=20, help="the huge tool result's size")
-    parser.add_argument("--record-calls", type=int, default=600, help="the calls of the request-records log")
+    parser.add_argument(
+        "--record-calls", type=int, default=600, help="the calls of each session of the request-records log"
+    )
+    parser.add_argument(
+        "--record-sessions", type=int, default=1, help="the sessions of the request-records log, one after the other"
+    )
     parser.add_argument("--calls-per-compaction", type=int, default=120)
     parser.add_argument("--model", default="qwen2.5")
     parser.add_argument("--seed", type=int, default=7)

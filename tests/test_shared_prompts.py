@@ -133,3 +133,118 @@ def test_sharing_changes_nothing_a_profile_says(tmp_path):
         shared = profile(trace, Model(tiny_model())).to_dict()
         alone = profile(unshared(trace), Model(tiny_model())).to_dict()
         assert shared == alone, name
+
+
+# -- the facade streams a JSONL of request records -------------------------------------------------
+
+
+def side_call(text: str) -> list[dict]:
+    """A side call without tools (a title, a summary), threaded apart from the conversation."""
+    return [message("system", "Give a title."), message("user", text)]
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def capture_rows(model_names: tuple[str, ...] = ("test",)) -> list[dict]:
+    """A capture of a conversation with side calls and a subagent (another system prompt) between its calls."""
+    rows = []
+    sub = conversation(3, first="define dog")
+    for k, prompt in enumerate(conversation(6)):
+        rows.append({"model": model_names[k % len(model_names)], "messages": prompt, "tools": [WEATHER_TOOL]})
+        if k % 2:
+            rows.append({"model": "test", "messages": side_call(f"title {k}")})
+        if k < 3:
+            sub_prompt = [message("system", "You are a sub agent."), *sub[k][1:]]
+            rows.append({"model": "test", "messages": sub_prompt, "tools": [WEATHER_TOOL]})
+    for i, row in enumerate(rows):
+        row["usage"] = {"prompt_tokens": 20 + i}
+    return rows
+
+
+def streamed_and_whole(path: Path, model=None) -> tuple[dict, dict, list[bool]]:
+    """The profile of ``path`` as :func:`tokprof.profile` makes it (streamed when it can), the profile of
+    the log read whole, and whether the stream was taken."""
+    import tokprof.api as api
+
+    taken: list[bool] = []
+    stream = api._profile_stream
+
+    def spy(*args, **kwargs):
+        found = stream(*args, **kwargs)
+        taken.append(found is not None)
+        return found
+
+    api._profile_stream = spy
+    try:
+        streamed = profile(path, model).to_dict()
+    finally:
+        api._profile_stream = stream
+    return streamed, profile(read_log(path), model).to_dict(), taken
+
+
+def test_a_capture_is_profiled_as_a_stream_as_it_is_read_whole(tmp_path):
+    path = write_rows(tmp_path / "capture.jsonl", capture_rows())
+    streamed, whole, taken = streamed_and_whole(path, Model(tiny_model()))
+    assert taken == [True]
+    assert streamed == whole
+    threads = {c["thread"] for c in whole["calls"]}
+    assert {None, "subagent-1", "side-1"} <= threads  # the threads were named at the end of the stream
+
+
+def test_a_stream_whose_model_names_choose_another_model_is_read_whole(tmp_path):
+    path = write_rows(tmp_path / "mixed.jsonl", capture_rows(("qwen2.5-7b-instruct", "llama-3.1-8b-instruct")))
+    streamed, whole, taken = streamed_and_whole(path)
+    assert taken == [False]  # the first call's name chose Qwen2.5; the log's two names choose a stand-in
+    assert streamed == whole
+
+
+def test_a_stream_with_one_model_name_keeps_the_model_it_chose(tmp_path):
+    rows = capture_rows(("qwen2.5-7b-instruct",))
+    for row in rows:
+        row["model"] = "qwen2.5-7b-instruct"
+    streamed, whole, taken = streamed_and_whole(write_rows(tmp_path / "one.jsonl", rows))
+    assert taken == [True] and streamed == whole
+    assert streamed["model"]["name"] == "qwen2.5"
+
+
+def test_a_streamed_log_cut_off_mid_line_says_so_as_read_whole(tmp_path):
+    path = write_rows(tmp_path / "cut.jsonl", capture_rows())
+    path.write_text(path.read_text(encoding="utf-8") + '{"model": "test", "messa', encoding="utf-8")
+    streamed, whole, taken = streamed_and_whole(path, Model(tiny_model()))
+    assert taken == [True] and streamed == whole
+    assert any(w["code"] == "truncated-line" for w in streamed["warnings"])
+
+
+def test_a_bad_line_in_a_stream_is_the_same_one_line_error(tmp_path, capsys):
+    from tokprof.frontends.cli import main
+
+    rows = capture_rows()
+    lines = [json.dumps(r) for r in rows]
+    lines[4] = '{"model": "test", "messages": "not a list"}'
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "out.json"
+    code = main(["profile", str(path), "--model", "qwen2.5", "-f", "json", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and not out.exists()
+    assert err.count("\n") == 1 and "line 5" in err and "messages" in err and "Traceback" not in err
+
+
+def test_a_stream_without_a_successful_call_is_an_error(tmp_path, capsys):
+    from tokprof.frontends.cli import main
+
+    path = write_rows(
+        tmp_path / "none.jsonl",
+        [
+            {
+                "request": {"model": "test", "messages": [message("user", "hi")]},
+                "response": {"status_code": 500, "body": {"error": {"message": "x"}}},
+            }
+        ],
+    )
+    code = main(["profile", str(path), "--model", "qwen2.5"])
+    err = capsys.readouterr().err
+    assert code == 2 and "no successful model call" in err

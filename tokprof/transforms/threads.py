@@ -23,8 +23,9 @@ offer tools is the main conversation (``""``, as every reader names it); other t
 
 from __future__ import annotations
 
+import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tokprof.trace import Call, Trace
 
@@ -34,10 +35,11 @@ CAPTURE_FORMATS = ("anthropic", "openai-chat", "openai-responses")
 
 @dataclass
 class _Thread:
-    system: str  # the JSON of the prompt's system (and developer) messages before the conversation
-    tools: str  # the JSON of the tool definitions
-    last: list[str]  # the JSON of each conversation message of the thread's last prompt
-    calls: list[Call] = field(default_factory=list)
+    system: bytes  # the digest of the JSON of the prompt's system (and developer) messages before the conversation
+    tools: bytes  # the digest of the JSON of the tool definitions
+    offers_tools: bool
+    last: list[bytes]  # the digest of the JSON of each conversation message of the thread's last prompt
+    calls: int = 0
 
 
 def is_capture(trace: Trace) -> bool:
@@ -50,34 +52,75 @@ def thread_by_content(trace: Trace) -> Trace:
     captures whose calls already have threads, are returned as they are."""
     if not is_capture(trace):
         return trace
-    threads: list[_Thread] = []
-    for call in trace.calls:
-        system, conversation = _split(call)
-        tools = _json(call.tools or [])
-        thread = _continued(threads, system, tools, conversation)
-        if thread is None:
-            thread = _Thread(system, tools, conversation)
-            threads.append(thread)
-        thread.last = conversation
-        thread.calls.append(call)
-    for call, name in _names(threads):
-        call.thread = name
+    threader = Threader()
+    found = [threader.observe(call) for call in trace.calls]
+    names = threader.names()
+    for call, thread in zip(trace.calls, found):
+        call.thread = names[thread]
     return trace
 
 
-def _json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+class Threader:
+    """The module's rule a call at a time, for calls read as a stream: :meth:`observe` gives a call's
+    thread as a number (threads in order of their first call), :meth:`names` their names once every
+    call is seen (the main conversation is the one with the most calls). A thread keeps a digest
+    of each message of its last prompt, not the messages, and a message of the call before is not
+    encoded again (a prompt that shares its messages with that call's costs what it adds)."""
+
+    def __init__(self) -> None:
+        self._threads: list[_Thread] = []
+        self._known: dict[int, tuple[dict, bytes]] = {}  # id -> (message, digest): the previous call's
+
+    def observe(self, call: Call) -> int:
+        known: dict[int, tuple[dict, bytes]] = {}
+        digests = []
+        for message in call.messages:
+            held = self._known.get(id(message))
+            digest = held[1] if held is not None and held[0] is message else _digest(message)
+            known[id(message)] = (message, digest)
+            digests.append(digest)
+        self._known = known
+        start = 0
+        while start < len(call.messages) and call.messages[start].get("role") in ("system", "developer"):
+            start += 1
+        system = _digest(digests[:start])
+        tools = _digest(call.tools or [])
+        conversation = digests[start:]
+        at = _continued(self._threads, system, tools, conversation)
+        if at is None:
+            at = len(self._threads)
+            self._threads.append(_Thread(system, tools, bool(call.tools), conversation))
+        thread = self._threads[at]
+        thread.last = conversation
+        thread.calls += 1
+        return at
+
+    def names(self) -> list[str]:
+        """Each thread's name, by its number."""
+        threads = self._threads
+        with_tools = [t for t in threads if t.offers_tools]
+        main = max(with_tools or threads, key=lambda t: t.calls, default=None)
+        out: list[str] = []
+        counts = {"subagent": 0, "side": 0}
+        for thread in threads:
+            if thread is main:
+                out.append("")
+                continue
+            role = "subagent" if thread.offers_tools else "side"
+            counts[role] += 1
+            out.append(f"{role}-{counts[role]}")
+        return out
 
 
-def _split(call: Call) -> tuple[str, list[str]]:
-    """The prompt's leading system/developer messages (as one key) and its conversation messages."""
-    start = 0
-    while start < len(call.messages) and call.messages[start].get("role") in ("system", "developer"):
-        start += 1
-    return _json(call.messages[:start]), [_json(message) for message in call.messages[start:]]
+def _digest(value: object) -> bytes:
+    """A digest of a value's JSON (keys sorted): two values with the same JSON have the same one."""
+    if isinstance(value, list) and all(isinstance(v, bytes) for v in value):
+        return hashlib.blake2b(b"".join(value), digest_size=16).digest()  # a list of digests
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def _shared(a: list[str], b: list[str]) -> int:
+def _shared(a: list[bytes], b: list[bytes]) -> int:
     n = 0
     for x, y in zip(a, b):
         if x != y:
@@ -86,32 +129,16 @@ def _shared(a: list[str], b: list[str]) -> int:
     return n
 
 
-def _continued(threads: list[_Thread], system: str, tools: str, conversation: list[str]) -> _Thread | None:
-    best: _Thread | None = None
+def _continued(threads: list[_Thread], system: bytes, tools: bytes, conversation: list[bytes]) -> int | None:
+    best: int | None = None
     best_shared = 0
-    for thread in threads:  # later threads win ties: the most recent conversation
+    for at, thread in enumerate(threads):  # later threads win ties: the most recent conversation
         if thread.system != system:
             continue
         shared = _shared(thread.last, conversation)
         if shared >= 1 and shared >= best_shared:
-            best, best_shared = thread, shared
+            best, best_shared = at, shared
     if best is not None:
         return best
-    same = [thread for thread in threads if thread.system == system and thread.tools == tools]
+    same = [at for at, thread in enumerate(threads) if thread.system == system and thread.tools == tools]
     return same[-1] if same else None
-
-
-def _names(threads: list[_Thread]) -> list[tuple[Call, str]]:
-    with_tools = [t for t in threads if t.tools != "[]"]
-    main = max(with_tools or threads, key=lambda t: len(t.calls), default=None)
-    out: list[tuple[Call, str]] = []
-    counts = {"subagent": 0, "side": 0}
-    for thread in threads:
-        if thread is main:
-            name = ""
-        else:
-            role = "subagent" if thread.tools != "[]" else "side"
-            counts[role] += 1
-            name = f"{role}-{counts[role]}"
-        out += [(call, name) for call in thread.calls]
-    return out
