@@ -248,3 +248,12 @@ def test_a_stream_without_a_successful_call_is_an_error(tmp_path, capsys):
     code = main(["profile", str(path), "--model", "qwen2.5"])
     err = capsys.readouterr().err
     assert code == 2 and "no successful model call" in err
+
+
+def test_an_anthropic_capture_is_profiled_as_a_stream_as_it_is_read_whole(tmp_path):
+    from test_format_anthropic import claude_trace_lines
+
+    path = write_rows(tmp_path / "claude-trace.jsonl", claude_trace_lines())
+    streamed, whole, taken = streamed_and_whole(path, Model(tiny_model()))
+    assert taken == [True] and streamed == whole
+    assert {w["code"] for w in streamed["warnings"]} >= {"error-response"}  # notes made while streaming

@@ -43,7 +43,7 @@ comes from the request's ``timestamp`` (or the record's ``timestamp``/``logged_a
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
@@ -187,14 +187,37 @@ def read(path: str, doc: Document) -> Trace:
             raise InputError(path, None, f"expected a JSON object or list of records, found {_kind(doc.value)}")
     shape = "jsonl" if doc.lines is not None else "records"
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    reader = _Reader(path, trace)
-    for where, record in records(path, doc):
-        reader.record(where, record)
-    if not trace.calls:
-        raise InputError(path, None, "no successful /v1/messages call in the log")
-    models = {c.model for c in trace.calls if c.model}
-    trace.model = models.pop() if len(models) == 1 else None
+    trace.calls = list(_calls(path, doc, trace))
     return trace
+
+
+def stream(path: str, doc: Document) -> tuple[Trace, Iterator[Call]] | None:
+    """A JSONL file of records as a stream of calls (see :func:`tokprof.formats.open_log`): the trace
+    without its calls, and the calls, each made as its line is read; the trace's notes and model
+    are complete once the calls are. None for any other shape (read whole)."""
+    if doc.lines is None:
+        return None
+    trace = Trace(path=path, format=f"{FORMAT}/jsonl")
+    return trace, _calls(path, doc, trace)
+
+
+def _calls(path: str, doc: Document, trace: Trace) -> Iterator[Call]:
+    """The calls of the records, one at a time, their notes on ``trace``; its model at the end."""
+    reader = _Reader(path, trace)
+    models: set[str] = set()
+    count = 0
+    for where, record in records(path, doc):
+        call = reader.record(where, record)
+        if call is None:
+            continue
+        call.index = count
+        count += 1
+        if call.model:
+            models.add(call.model)
+        yield call
+    if not count:
+        raise InputError(path, None, "no successful /v1/messages call in the log")
+    trace.model = models.pop() if len(models) == 1 else None
 
 
 class _Reader:
@@ -210,15 +233,16 @@ class _Reader:
         return InputError(self.path, where, what)
 
     # -- records -----------------------------------------------------------------------------------
-    def record(self, where: str, record: Any) -> None:
+    def record(self, where: str, record: Any) -> Call | None:
+        """The call a record is, or None (another endpoint, an error: noted)."""
         endpoint = self.endpoint(where, record)
         if endpoint is not None and not endpoint.endswith(MESSAGES_PATH):
             self.skip_endpoint(where, record, endpoint)
-            return
+            return None
         failed = _http_error(record)  # before unwrapping: an error page may be neither JSON nor a stream
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return
+            return None
         ex = exchange(self.path, where, record)
         prefix = f"{where}: " + _body_prefix(record, ex)
         if "messages" not in ex.request:
@@ -226,20 +250,18 @@ class _Reader:
         failed, usage, response = self.outcome(ex)
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return
+            return None
         body = ex.request
-        self.trace.calls.append(
-            Call(
-                index=len(self.trace.calls),
-                messages=self.shared.prompt(self.messages(prefix, body)),
-                tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
-                model=check_model(self.path, prefix, body),
-                reported=usage,
-                day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
-                where=where,
-                response=response,
-                time=parse_time(ex.timestamp),
-            )
+        return Call(
+            index=0,
+            messages=self.shared.prompt(self.messages(prefix, body)),
+            tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
+            model=check_model(self.path, prefix, body),
+            reported=usage,
+            day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
+            where=where,
+            response=response,
+            time=parse_time(ex.timestamp),
         )
 
     def endpoint(self, where: str, record: Any) -> str | None:
