@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,7 +34,6 @@ from tokprof.trace import Call, Note, Trace
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from tokprof.formats import Streamed
     from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
@@ -212,10 +210,10 @@ def read_log(
     ``system`` give what a log does not record (Claude Code, Codex): tool definitions as a list or
     a JSON file, the system prompt as text or as a :class:`pathlib.Path`."""
     from tokprof.formats import read_trace
-    from tokprof.transforms import supply
+    from tokprof.transforms import supply, thread_by_content
 
     name = os.fspath(path)
-    trace = _threaded(read_trace(name, input_format))
+    trace = thread_by_content(read_trace(name, input_format))
     if tools is not None or system is not None:
         try:
             supply(trace, _tools_arg(tools), _system_arg(system))
@@ -232,27 +230,19 @@ def read_log(
     return trace
 
 
-def _threaded(trace: Trace) -> Trace:
-    """A read trace with its capture's calls threaded by content (:mod:`tokprof.transforms.threads`)."""
-    from tokprof.transforms import thread_by_content
-
-    return thread_by_content(trace)
-
-
 @contextlib.contextmanager
-def _progress(progress: Progress, total: int | None, label_text: str) -> Iterator[Callable[[], None]]:
-    """Yields the function that advances a progress report by one step (``total`` None: not known
-    before the end, a count; a callable ``progress`` is never given None)."""
+def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Callable[[], None]]:
+    """Yields the function that advances a progress report by one step."""
     if callable(progress):
         done = [0]
 
         def advance() -> None:
             done[0] += 1
-            progress(done[0], total if total is not None else done[0])
+            progress(done[0], total)
 
         yield advance
         return
-    if not progress or not sys.stderr.isatty() or (total is not None and total < 2):
+    if not progress or not sys.stderr.isatty() or total < 2:
         yield lambda: None
         return
     from rich.console import Console
@@ -316,13 +306,7 @@ def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, pr
 
 
 @_one_run
-def _profile_calls(
-    calls: Iterable[Call],
-    header: Trace,
-    chat: ChatModel,
-    prices: PricesArg = None,
-    threads: Callable[[], Mapping[str, str]] | None = None,
-) -> Profile:
+def _profile_calls(calls: Iterable[Call], header: Trace, chat: ChatModel, prices: PricesArg = None) -> Profile:
     """:func:`_profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
     trace's other fields, its notes read once the stream is done, and not changed), keeping no prompt
     after its call's pass (:func:`tokprof.profiling.profile_calls`): the tool-call ids are fitted call
@@ -336,12 +320,11 @@ def _profile_calls(
         for call in calls:
             yield fitting.fit(call) if fitting is not None else call
         work.notes = [Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
-        work.model, work.session = header.model, header.session  # a reader's stream sets them at its end
         if fitting is not None:
             fitting.note(work)
 
     try:
-        result, light = profile_calls(fitted(), work, chat, threads=threads)
+        result, light = profile_calls(fitted(), work, chat)
     except RenderError as exc:
         raise InputError(header.path, None, str(exc)) from None
     return _finish(result, light, chat, prices)
@@ -363,73 +346,8 @@ def profile(
     ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
     records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
     price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
-    if isinstance(log, Trace):
-        trace = log
-    elif tools is None and system is None and not callable(progress):
-        from tokprof.formats import Streamed, open_log, read_trace
-
-        name = os.fspath(log)
-        opened = open_log(name, input_format)
-        if isinstance(opened, Streamed):
-            found = _profile_stream(opened, model, chat_template, progress, prices)
-            if found is not None:
-                return found
-            opened = read_trace(name, input_format)  # the model the first call named is not the log's
-        trace = _threaded(opened)
-    else:
-        trace = read_log(log, input_format=input_format, tools=tools, system=system)
+    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
     return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
-
-
-#: The thread a stream's call is in until the stream ends and its threads are named: its number.
-_NUMBERED = "\x00thread-{}"
-
-
-def _profile_stream(
-    streamed: "Streamed",
-    model: str | Model | None,
-    chat_template: PathLike | None,
-    progress: Progress,
-    prices: PricesArg,
-) -> Profile | None:
-    """:func:`profile` of a log read as a stream of calls (:func:`tokprof.formats.open_log`), keeping no
-    prompt after its call's pass: the same profile as the log read whole. Without ``model``, the
-    model is chosen from the first call's model name; None when the log's names choose another
-    (then the log is profiled read whole)."""
-    from tokprof.models import auto_model
-    from tokprof.transforms.threads import CAPTURE_FORMATS, Threader
-
-    header, calls = streamed.trace, streamed.calls
-    first = next(calls)  # a reader's stream raises at its end when the log has no call
-    names: set[str | None] = {first.model}
-    guess = None
-    if isinstance(model, Model):
-        chat = model.chat
-    elif model is not None:
-        chat = _chat_model(model, chat_template, None)
-    else:
-        guess = auto_model([first.model])
-        chat = _chat_model(None, chat_template, [first.model])
-    threader = Threader() if header.format.split("/", 1)[0] in CAPTURE_FORMATS else None
-
-    def threads() -> dict[str, str]:
-        assert threader is not None
-        return {_NUMBERED.format(k): name for k, name in enumerate(threader.names())}
-
-    with _progress(progress, None, "profiling calls") as advance:
-
-        def taken() -> Iterator[Call]:
-            for call in itertools.chain([first], calls):
-                names.add(call.model)
-                if threader is not None and not call.thread:
-                    call.thread = _NUMBERED.format(threader.observe(call))
-                yield call
-                advance()
-
-        result = _profile_calls(taken(), header, chat, prices, threads if threader is not None else None)
-    if guess is not None and auto_model([header.model, *names]) != guess:
-        return None
-    return result
 
 
 def saved_profile(path: PathLike) -> Profile | None:

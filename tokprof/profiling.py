@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
@@ -802,19 +802,16 @@ def profile_calls(
     on_call: Callable[[int], None] | None = None,
     source_name: str | None = None,
     attributor: Attributor | None = None,
-    threads: Callable[[], Mapping[str, str]] | None = None,
 ) -> tuple[Profile, Trace]:
     """:func:`profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
     trace's other fields, its ``calls`` unread, its notes read once the stream is done), keeping of
     each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
     of each thread and key that a later call is compared with, and a small record per call. Returns
     the profile and the trace of the light calls, which the analyses take
-    (:func:`tokprof.analyses.finish.attach_analyses`). ``threads``: the names of the calls' threads,
-    asked once the stream is done (a stream's threads told apart by content are numbered as they
-    come: :class:`tokprof.transforms.threads.Threader`), by the names the calls carry."""
+    (:func:`tokprof.analyses.finish.attach_analyses`)."""
     light: list[Call] = []
     with frozen():
-        profile = _profile(calls, header, model, on_call, source_name, attributor, light, threads)
+        profile = _profile(calls, header, model, on_call, source_name, attributor, light)
     trace = dataclasses.replace(
         header, calls=light, notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
     )
@@ -835,7 +832,6 @@ def _profile(
     source_name: str | None,
     attributor: Attributor | None,
     light: list[Call] | None,
-    threads: Callable[[], Mapping[str, str]] | None = None,
 ) -> Profile:
     """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (a
     stream), or None to read ``trace.calls`` again (a trace held whole)."""
@@ -864,11 +860,6 @@ def _profile(
         if on_call is not None:
             on_call(call.index)
     rest = light if light is not None else trace.calls
-    if threads is not None and light is not None:
-        names = threads()
-        for call in light:
-            call.thread = names.get(call.thread, call.thread)
-        results.rename(names)
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0

@@ -12,7 +12,7 @@ a new one). What a user caps or elides first is at the top.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,12 +234,6 @@ class ResultTracker:
             seen[key] = here[key] = result
             self._results.append(result)
         thread.messages, thread.present, thread.names = messages, here, names
-
-    def rename(self, names: Mapping[str, str]) -> None:
-        """Give the threads their names (a stream's threads are numbered as they come, named at its end)."""
-        self._threads = {names.get(key, key): thread for key, thread in self._threads.items()}
-        for result in self._results:
-            result.thread = names.get(result.thread, result.thread)
 
     def costs(self, scale: dict[int, float] | None = None) -> ToolResultCosts | None:
         """The costs, or None when no prompt holds a tool result. ``scale``: per call position, the

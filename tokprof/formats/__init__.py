@@ -15,8 +15,7 @@ import os
 import zipfile
 from pathlib import Path
 from types import ModuleType
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
@@ -24,7 +23,7 @@ from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
 from tokprof.base.text import visible
-from tokprof.trace import Call, Trace
+from tokprof.trace import Trace
 
 if TYPE_CHECKING:
     from tokprof.formats.discovery import Found
@@ -169,25 +168,8 @@ def _sniff(module: ModuleType, doc: Document) -> bool:
         return False
 
 
-@dataclass
-class Streamed:
-    """A log read as a stream of calls (:func:`open_log`): ``trace`` without its calls (its notes and
-    model complete once ``calls`` is exhausted), and the calls, each once, in log order."""
-
-    trace: Trace
-    calls: Iterator[Call]
-
-
 def read_trace(path: str, input_format: str | None = None) -> Trace:
     """Read a log in the named format, or in the first format that recognises it."""
-    found = open_log(path, input_format, stream=False)
-    assert isinstance(found, Trace)
-    return found
-
-
-def open_log(path: str, input_format: str | None = None, stream: bool = True) -> Trace | Streamed:
-    """:func:`read_trace`, or (``stream``, for a reader that can give its calls one at a time: a JSONL
-    file of request records) the log as a stream of calls, read as they are taken."""
     if input_format is not None and input_format not in READERS:
         raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(FORMATS)})")
     path = session_in_folder(path) or path
@@ -208,60 +190,35 @@ def open_log(path: str, input_format: str | None = None, stream: bool = True) ->
         if found is not None:
             raise InputError(path, None, not_a_log(path, found)) from None
         raise
-    try:
-        module = _module_of(path, doc, input_format)
-        streamed = module.stream(path, doc) if stream and hasattr(module, "stream") else None
-    except BaseException:
-        doc.close()
-        raise
-    if streamed is not None:  # the stream reads the lines as its calls are taken, and closes the file
-        return Streamed(streamed[0], _stream(doc, *streamed))
     with doc:  # a JSONL file is read as its reader consumes its lines
+        module: ModuleType | None
+        if input_format is not None:
+            module = reader(input_format)
+        elif os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
+            module = reader("cline")
+        else:
+            module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
+            if module is None:
+                raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
         trace = module.read(path, doc)
-    _shown_safely(trace, doc)
+    if doc.truncated_line is not None:
+        trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
+    _shown_safely(trace)
     return trace
 
 
-def _module_of(path: str, doc: Document, input_format: str | None) -> ModuleType:
-    """The reader of a parsed file: the named format's, else the first whose guess says yes."""
-    if input_format is not None:
-        return reader(input_format)
-    if os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
-        return reader("cline")
-    module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
-    if module is None:
-        raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
-    return module
-
-
-def _stream(doc: Document, trace: Trace, calls: Iterator[Call]) -> Iterator[Call]:
-    with doc:
-        for call in calls:
-            _call_shown_safely(call)
-            yield call
-    _shown_safely(trace, doc)
-
-
-def _shown_safely(trace: Trace, doc: Document | None = None) -> None:
-    """A trace's last notes (``doc``'s truncated last line) and names, shown safely (see
-    :func:`_call_shown_safely`); its calls' too."""
-    if doc is not None and doc.truncated_line is not None:
-        trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
-    trace.model = _safe(trace.model)
-    trace.session = _safe(trace.session)
-    for call in trace.calls:
-        _call_shown_safely(call)
-
-
-def _safe(value: str | None) -> str | None:
-    return visible(value) if isinstance(value, str) else value
-
-
-def _call_shown_safely(call: Call) -> None:
+def _shown_safely(trace: Trace) -> None:
     """The names a trace takes from the log and only shows (models, the session, threads, request ids,
     places) with control characters and lone surrogates escaped (:func:`tokprof.base.text.visible`): they
     are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here."""
-    call.model = _safe(call.model)
-    call.request_id = _safe(call.request_id)
-    call.thread = visible(call.thread)
-    call.where = visible(call.where)
+
+    def safe(value: str | None) -> str | None:
+        return visible(value) if isinstance(value, str) else value
+
+    trace.model = safe(trace.model)
+    trace.session = safe(trace.session)
+    for call in trace.calls:
+        call.model = safe(call.model)
+        call.request_id = safe(call.request_id)
+        call.thread = visible(call.thread)
+        call.where = visible(call.where)

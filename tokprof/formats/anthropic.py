@@ -191,16 +191,6 @@ def read(path: str, doc: Document) -> Trace:
     return trace
 
 
-def stream(path: str, doc: Document) -> tuple[Trace, Iterator[Call]] | None:
-    """A JSONL file of records as a stream of calls (see :func:`tokprof.formats.open_log`): the trace
-    without its calls, and the calls, each made as its line is read; the trace's notes and model
-    are complete once the calls are. None for any other shape (read whole)."""
-    if doc.lines is None:
-        return None
-    trace = Trace(path=path, format=f"{FORMAT}/jsonl")
-    return trace, _calls(path, doc, trace)
-
-
 def _calls(path: str, doc: Document, trace: Trace) -> Iterator[Call]:
     """The calls of the records, one at a time, their notes on ``trace``; its model at the end."""
     reader = _Reader(path, trace)

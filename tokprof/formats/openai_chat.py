@@ -99,16 +99,6 @@ def _transcript(path: str, obj: dict) -> Trace:
     return Trace(path=path, format=FORMAT + "/transcript", calls=calls, model=model)
 
 
-def stream(path: str, doc: Document) -> tuple[Trace, Iterator[Call]] | None:
-    """A JSONL file of request records as a stream of calls (see :func:`tokprof.formats.open_log`):
-    the trace without its calls, and the calls, each made as its line is read; the trace's notes
-    and model are complete once the calls are. None for any other shape (read whole)."""
-    if doc.lines is None:
-        return None
-    trace = Trace(path=path, format=f"{FORMAT}/jsonl")
-    return trace, _calls(path, records(path, doc), trace)
-
-
 def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
     trace.calls = list(_calls(path, found, trace))
