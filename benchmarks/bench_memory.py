@@ -19,14 +19,15 @@ size of the log and of its largest prompt.
 4. **Request records** (``--record-calls``): what a proxy's capture or ``tokprof record`` writes, an
    OpenAI Chat Completions request body per line, each holding the whole conversation so far (a
    tool call and a 1,000-character result added per call, no compaction), so the file grows with
-   the square of the calls. Limit: at most ``LIMIT_RECORDS`` times the largest prompt's text.
+   the square of the calls; ``--record-sessions`` writes that many such conversations one after the
+   other (a day of a proxy's capture). Limit: at most ``LIMIT_RECORDS`` times the largest prompt's text.
 
 The memory a log adds is the peak RSS of `tokprof profile LOG -f json -o FILE` in a fresh process
 minus that of profiling a 3-call log of the same shape (the program and the model's tokenizer).
 Everything comes from ``random.Random(--seed)``.
 
 Usage: python benchmarks/bench_memory.py [--shape big,calls,result,records] [--size-mb 1024] [--calls 2000]
-       [--result-mb 20] [--record-calls 600] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
+       [--result-mb 20] [--record-calls 600] [--record-sessions 1] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
 Prints Markdown table rows (with the machine) for docs/performance.md. No timed assertion.
 """
 
