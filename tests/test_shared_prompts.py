@@ -8,6 +8,8 @@ import copy
 import json
 from pathlib import Path
 
+import pytest
+
 from tokprof import Model, profile, read_log
 from tokprof.formats.sharing import SharedPrompts
 from tokprof.trace import Call, PromptView, Trace
@@ -133,3 +135,43 @@ def test_sharing_changes_nothing_a_profile_says(tmp_path):
         shared = profile(trace, Model(tiny_model())).to_dict()
         alone = profile(unshared(trace), Model(tiny_model())).to_dict()
         assert shared == alone, name
+
+
+def random_prompts(seed: int, calls: int = 24) -> list[list[dict]]:
+    """Prompts as a capture of a few conversations gives them, with what agents do to their history:
+    a conversation grows, is cut to a window, rewritten from a message on, repeats a prompt, or
+    starts over; conversations interleave. Each prompt is its own copy."""
+    import random
+
+    rng = random.Random(seed)
+    histories = [[message("system", f"You are bot {k}."), message("user", f"define cat {k}")] for k in range(3)]
+    out = []
+    for n in range(calls):
+        k = rng.randrange(len(histories))
+        history = histories[k]
+        move = rng.random()
+        if move < 0.55:
+            call = {"id": f"c{n}", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+            history += [message("assistant", "", tool_calls=[call]), message("tool", f"dog {n}", tool_call_id=f"c{n}")]
+        elif move < 0.7 and len(history) > 4:
+            del history[1:3]  # a window: the oldest exchange dropped, the system prompt kept
+            if history[1]["role"] == "tool":
+                del history[1]
+        elif move < 0.8:
+            history[-1] = message("user", f"again {n}")  # the last message rewritten
+        elif move < 0.9:
+            pass  # the same prompt again (a retry)
+        else:
+            histories[k] = history = [message("system", f"You are bot {k}."), message("user", f"restart {n}")]
+        out.append(copy.deepcopy(history))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sharing_changes_nothing_on_random_captures(tmp_path, seed):
+    prompts = random_prompts(seed)
+    trace = read_log(write_records(tmp_path / "log.jsonl", prompts))
+    assert [list(c.messages) for c in trace.calls] == prompts  # each call reads as its record
+    shared = profile(trace, Model(tiny_model())).to_dict()
+    alone = profile(unshared(trace), Model(tiny_model())).to_dict()
+    assert shared == alone
