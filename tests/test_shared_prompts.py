@@ -133,3 +133,33 @@ def test_sharing_changes_nothing_a_profile_says(tmp_path):
         shared = profile(trace, Model(tiny_model())).to_dict()
         alone = profile(unshared(trace), Model(tiny_model())).to_dict()
         assert shared == alone, name
+
+
+def test_tool_lists_equal_but_rendered_apart_stay_apart():
+    # ``==`` takes 1 for 1.0 (and for True) and ignores key order; a template's tojson renders them
+    # apart, so a later call given the earlier list would be counted with text it was not sent
+    def tool(minimum: object, order: tuple[str, ...] = ("a", "b")) -> dict:
+        properties = {name: {"type": "number", "minimum": minimum} for name in order}
+        return {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"type": "object", "properties": properties}},
+        }
+
+    shared = SharedPrompts()
+    first = shared.tools([tool(1)])
+    for other in ([tool(1.0)], [tool(True)], [tool(1, ("b", "a"))]):
+        got = shared.tools(other)
+        assert got is other and json.dumps(got) == json.dumps(other)
+    assert shared.tools([tool(1)]) is first
+
+
+def test_a_records_log_keeps_each_record_s_tools_as_sent(tmp_path):
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    rows = [
+        {"model": "test", "messages": p, "tools": [{**tool, "function": {**tool["function"], "strict": value}}]}
+        for p, value in zip(conversation(2), (1, True))
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = read_log(path)
+    assert [json.dumps(c.tools) for c in trace.calls] == [json.dumps(r["tools"]) for r in rows]
