@@ -163,3 +163,25 @@ def test_a_records_log_keeps_each_record_s_tools_as_sent(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     trace = read_log(path)
     assert [json.dumps(c.tools) for c in trace.calls] == [json.dumps(r["tools"]) for r in rows]
+
+
+def test_fitted_ids_keep_interleaved_conversations_shared(tmp_path):
+    # a capture's two conversations interleaved are one thread: the fitted messages stay one object each
+    from tokprof.transforms.tool_ids import fit_tool_call_ids
+
+    def long_ids(prompts: list[list[dict]]) -> list[list[dict]]:
+        for prompt in prompts:
+            for m in prompt:
+                for c in m.get("tool_calls") or []:
+                    c["id"] = f"call_{c['id']}_0123456789"
+                if m.get("tool_call_id"):
+                    m["tool_call_id"] = f"call_{m['tool_call_id']}_0123456789"
+        return prompts
+
+    one, other = long_ids(conversation(6)), long_ids(conversation(6, first="define dog"))
+    trace = read_log(write_records(tmp_path / "log.jsonl", [p for pair in zip(one, other) for p in pair]))
+    fitted = fit_tool_call_ids(trace)
+    assert {c.thread for c in fitted.calls} == {""}
+    assert [list(c.messages) for c in fitted.calls] != [list(c.messages) for c in trace.calls]  # ids mapped
+    objects = {id(m) for c in fitted.calls for m in c.messages}
+    assert len(objects) == len({id(m) for c in trace.calls for m in c.messages})  # one copy a message
