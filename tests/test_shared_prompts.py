@@ -175,3 +175,55 @@ def test_sharing_changes_nothing_on_random_captures(tmp_path, seed):
     shared = profile(trace, Model(tiny_model())).to_dict()
     alone = profile(unshared(trace), Model(tiny_model())).to_dict()
     assert shared == alone
+
+
+def test_tool_lists_equal_but_rendered_apart_stay_apart():
+    # ``==`` takes 1 for 1.0 (and for True) and ignores key order; a template's tojson renders them
+    # apart, so a later call given the earlier list would be counted with text it was not sent
+    def tool(minimum: object, order: tuple[str, ...] = ("a", "b")) -> dict:
+        properties = {name: {"type": "number", "minimum": minimum} for name in order}
+        return {
+            "type": "function",
+            "function": {"name": "f", "parameters": {"type": "object", "properties": properties}},
+        }
+
+    shared = SharedPrompts()
+    first = shared.tools([tool(1)])
+    for other in ([tool(1.0)], [tool(True)], [tool(1, ("b", "a"))]):
+        got = shared.tools(other)
+        assert got is other and json.dumps(got) == json.dumps(other)
+    assert shared.tools([tool(1)]) is first
+
+
+def test_a_records_log_keeps_each_record_s_tools_as_sent(tmp_path):
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    rows = [
+        {"model": "test", "messages": p, "tools": [{**tool, "function": {**tool["function"], "strict": value}}]}
+        for p, value in zip(conversation(2), (1, True))
+    ]
+    path = tmp_path / "log.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    trace = read_log(path)
+    assert [json.dumps(c.tools) for c in trace.calls] == [json.dumps(r["tools"]) for r in rows]
+
+
+def test_fitted_ids_keep_interleaved_conversations_shared(tmp_path):
+    # a capture's two conversations interleaved are one thread: the fitted messages stay one object each
+    from tokprof.transforms.tool_ids import fit_tool_call_ids
+
+    def long_ids(prompts: list[list[dict]]) -> list[list[dict]]:
+        for prompt in prompts:
+            for m in prompt:
+                for c in m.get("tool_calls") or []:
+                    c["id"] = f"call_{c['id']}_0123456789"
+                if m.get("tool_call_id"):
+                    m["tool_call_id"] = f"call_{m['tool_call_id']}_0123456789"
+        return prompts
+
+    one, other = long_ids(conversation(6)), long_ids(conversation(6, first="define dog"))
+    trace = read_log(write_records(tmp_path / "log.jsonl", [p for pair in zip(one, other) for p in pair]))
+    fitted = fit_tool_call_ids(trace)
+    assert {c.thread for c in fitted.calls} == {""}
+    assert [list(c.messages) for c in fitted.calls] != [list(c.messages) for c in trace.calls]  # ids mapped
+    objects = {id(m) for c in fitted.calls for m in c.messages}
+    assert len(objects) == len({id(m) for c in trace.calls for m in c.messages})  # one copy a message

@@ -13,6 +13,7 @@ C speed, once per call: about what parsing the record cost.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from tokprof.trace import PromptView, extended
@@ -27,7 +28,7 @@ class SharedPrompts:
 
     def __init__(self) -> None:
         self._prompts: list[PromptView] = []  # most recent first
-        self._tools: list[list[dict]] = []
+        self._tools: list[tuple[list[dict], str]] = []  # most recent first, each with its JSON
 
     def prompt(self, messages: list[dict]) -> PromptView:
         """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
@@ -47,15 +48,18 @@ class SharedPrompts:
         return found
 
     def tools(self, tools: list[dict] | None) -> list[dict] | None:
-        """``tools``, or an earlier call's equal list (the same catalogue sent with every request)."""
+        """``tools``, or an earlier call's list that renders the same (the same catalogue sent with
+        every request). Compared as JSON text, not with ``==``, which takes ``1`` for ``1.0`` or
+        ``True`` and ignores the order of keys: a template renders those apart (``tojson``)."""
         if not tools:
             return tools
-        for i, earlier in enumerate(self._tools):
-            if earlier == tools:
+        text = json.dumps(tools)
+        for i, (earlier, earlier_text) in enumerate(self._tools):
+            if earlier_text == text:
                 if i:
                     self._tools.insert(0, self._tools.pop(i))
                 return earlier
-        self._tools.insert(0, tools)
+        self._tools.insert(0, (tools, text))
         del self._tools[RECENT:]
         return tools
 

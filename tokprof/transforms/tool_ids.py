@@ -43,14 +43,18 @@ class ToolIdFitter:
     become: a trace held whole gives all of its own; a stream, whose later ids are not known yet,
     gives none and each call's are added as it comes (a mapped id equal to one a later call already
     has, one chance in about 10^16 per pair of ids, would then be shared). A message shared by a call
-    and the previous call of its thread gets one copy; no other message is held."""
+    and the previous call of its thread gets one copy; no other message is held. With ``hold`` (a
+    trace held whole, whose messages are alive anyway) every message shared by any calls gets one
+    copy: calls of one thread that are not one conversation (a capture's interleaved requests) and
+    threads that share messages keep sharing them."""
 
-    def __init__(self, length: int = 9, taken: Iterable[str] = ()) -> None:
+    def __init__(self, length: int = 9, taken: Iterable[str] = (), hold: bool = False) -> None:
         self.length = length
         self.valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
         self.taken = set(taken)
         self.mapping: dict[str, str] = {}  # original -> new, in the order the originals came
         self._copies: dict[str, dict[int, tuple[dict, dict]]] = {}  # thread -> id -> (message, its copy)
+        self._held: dict[int, tuple[dict, dict]] | None = {} if hold else None  # id -> (message, its copy)
 
     def _new(self, original: str) -> str:
         new = self.mapping.get(original)
@@ -93,11 +97,14 @@ class ToolIdFitter:
 
     def fit(self, call: Call) -> Call:
         """The call with its ids mapped (a copy: the call given is not changed)."""
-        before = self._copies.get(call.thread, {})
-        here: dict[int, tuple[dict, dict]] = {}
+        if self._held is not None:
+            before = here = self._held
+        else:
+            before, here = self._copies.get(call.thread, {}), {}
         messages = [self._message(m, before, here) for m in call.messages]
         response = self._message(call.response, before, here) if call.response else call.response
-        self._copies[call.thread] = here
+        if self._held is None:
+            self._copies[call.thread] = here
         return dataclasses.replace(call, messages=messages, response=response)
 
     def note(self, trace: Trace) -> None:
@@ -120,7 +127,7 @@ def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
     """The trace with its tool-call ids that are not ``length`` letters and digits mapped to ones that
     are (see the module's docstring): a new trace, whose changed messages are copies; the trace given,
     and the messages its caller holds, are not changed (the trace itself when no id needs mapping)."""
-    fitter = ToolIdFitter(length)
+    fitter = ToolIdFitter(length, hold=True)
     ids = list(_ids(trace.calls))
     if all(fitter.valid.match(i) for i in ids):
         return trace
