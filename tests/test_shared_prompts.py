@@ -227,3 +227,25 @@ def test_fitted_ids_keep_interleaved_conversations_shared(tmp_path):
     assert [list(c.messages) for c in fitted.calls] != [list(c.messages) for c in trace.calls]  # ids mapped
     objects = {id(m) for c in fitted.calls for m in c.messages}
     assert len(objects) == len({id(m) for c in trace.calls for m in c.messages})  # one copy a message
+
+
+def test_messages_that_render_apart_are_not_shared_though_equal():
+    """``==`` takes 1 for 1.0 and True and ignores the order of keys; tool-call arguments given as
+    JSON values render them apart, so such a message is never another's object."""
+
+    def asking(value) -> dict:
+        call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {"n": value, "b": True}}}
+        return message("assistant", "", tool_calls=[call])
+
+    start = [message("system", "s"), message("user", "hi")]
+    for later in (1.0, True):
+        shared = SharedPrompts()
+        first = shared.prompt(copy.deepcopy([*start, asking(1)]))
+        grown = shared.prompt(copy.deepcopy([*start, asking(later), message("tool", "r", tool_call_id="c1")]))
+        assert grown.base is not first.base  # not an extension of the first
+        assert grown[2] is not first[2] and type(grown[2]["tool_calls"][0]["function"]["arguments"]["n"]) is type(later)
+        assert grown[0] is first[0]  # the equal ones are shared still
+    shared = SharedPrompts()
+    first = shared.prompt(copy.deepcopy([*start, asking(1)]))
+    again = shared.prompt(copy.deepcopy([*start, asking(1), message("tool", "r", tool_call_id="c1")]))
+    assert again.base is first.base  # the same values: an extension

@@ -71,6 +71,7 @@ from tokprof.attribution.recent import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.attribution.fresh import windowed_boundaries
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
+from tokprof.base.jsontext import same_json
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call, PromptView
 
@@ -264,21 +265,6 @@ def _common_marked(plain: str, spans: list, positions: list, text: str) -> int:
     return at + common_prefix(plain[at - len(positions) :], text[at:])
 
 
-def _same(a, b) -> bool:
-    """Whether two JSON values are the same: equal, of the same types, with keys in the same order
-    (``1 == True`` and ``{"a": 1, "b": 2} == {"b": 2, "a": 1}``, but templates may render them apart)."""
-    if a is b:
-        return True
-    kind = type(a)
-    if kind is not type(b):
-        return False
-    if kind is dict:
-        return len(a) == len(b) and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if kind is list:
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
 def _follow(known: int, length: int, common: int) -> int | None:
     """The common prefix of a text X with a new text, from ``known`` (that of X with an old text),
     ``length`` (X's length) and ``common`` (that of the old text with the new one); None when it
@@ -455,7 +441,7 @@ class Attributor:
                 same = limit  # a longer view of the last call's list: its messages are the same objects
             elif all(map(operator.is_, last.messages, call.messages)):  # slices of one list (map stops at the shorter)
                 same = limit
-            while same < limit and _same(last.messages[same], call.messages[same]):
+            while same < limit and same_json(last.messages[same], call.messages[same]):
                 same += 1
         if last is not None and same and same == len(last.messages):
             # the call extends the last one: the lists grow in place (what earlier calls were given of

@@ -16,6 +16,21 @@ BATCH = 4096  # pieces joined at a time
 NOT_WRITTEN = "the report holds a number JSON cannot write (NaN or infinity): not written"
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values are the same: equal, of the same types, with keys in the same order
+    (``1 == True`` and ``{"a": 1, "b": 2} == {"b": 2, "a": 1}``, but templates may render them apart)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and list(a) == list(b) and all(same_json(a[k], b[k]) for k in a)
+    if kind is list:
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
 def dumps(value: Any, indent: int | None = 2) -> str:
     """``json.dumps(value, indent=indent, ensure_ascii=False)``, byte for byte; a NaN or an infinity
     (which JSON has no form for) is a :class:`tokprof.base.errors.TokprofError`, never invalid JSON."""

@@ -7,8 +7,10 @@ record's messages as parsed. :class:`SharedPrompts` makes a call's prompt a view
 (:class:`~tokprof.trace.PromptView`) of the list of an earlier prompt it starts with, plus what it
 adds, and gives a tool list equal to an earlier one that one's object: the trace then holds each
 message and each catalogue once, as a log of agent sessions does, and a call's prompt is its new
-messages. The comparison is of checked messages (normalised dicts: equal ones render the same), at
-C speed, once per call: about what parsing the record cost.
+messages. The comparison is of checked messages (normalised dicts), at C speed, once per call:
+about what parsing the record cost. ``==`` takes ``1`` for ``1.0`` or ``True`` and ignores the
+order of keys, which a template renders apart (``tojson``): the messages whose tool-call arguments
+are JSON values rather than text are compared strictly too (their places are kept per list).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from tokprof.base.jsontext import same_json
 from tokprof.trace import PromptView, extended
 
 #: The recent prompts a new one is compared with: requests of a few conversations interleaved in
@@ -28,6 +31,7 @@ class SharedPrompts:
 
     def __init__(self) -> None:
         self._prompts: list[PromptView] = []  # most recent first
+        self._lax: dict[int, list[int]] = {}  # id of a prompt's list -> where ``==`` is not enough (see _lax)
         self._tools: list[tuple[list[dict], str]] = []  # most recent first, each with its JSON
 
     def prompt(self, messages: list[dict]) -> PromptView:
@@ -37,13 +41,17 @@ class SharedPrompts:
         prompt): the list is the call's own, the messages are held once."""
         found: PromptView | None = None
         for earlier in self._prompts:
-            if _starts_with(messages, earlier):
-                found = extended(earlier, messages[len(earlier) :])
+            n = len(earlier)
+            lax = [k for k in self._lax.get(id(earlier.base), ()) if k < n]
+            if _starts_with(messages, earlier) and all(same_json(messages[k], earlier.base[k]) for k in lax):
+                found = extended(earlier, messages[n:])
+                self._lax[id(found.base)] = lax + [n + j for j, m in enumerate(messages[n:]) if _lax(m)]
                 break
         if found is None:
             if self._prompts:
                 _reuse(messages, self._prompts[0])
             found = PromptView(messages, len(messages))
+            self._lax[id(messages)] = [k for k, m in enumerate(messages) if _lax(m)]
         self._remember(found)
         return found
 
@@ -66,6 +74,9 @@ class SharedPrompts:
     def _remember(self, prompt: PromptView) -> None:
         kept = [p for p in self._prompts if p.base is not prompt.base]
         self._prompts = [prompt, *kept][:RECENT]
+        held = {id(p.base) for p in self._prompts}
+        for gone in [key for key in self._lax if key not in held]:  # a list let go: its id may be reused
+            del self._lax[gone]
 
 
 def _starts_with(messages: list[dict], prompt: PromptView) -> bool:
@@ -80,8 +91,18 @@ def _reuse(messages: list[dict], earlier: Sequence[dict]) -> None:
     known = {_key(m): m for m in earlier}
     for k, new in enumerate(messages):
         old = known.get(_key(new))
-        if old is not None and old is not new and old == new:
+        if old is not None and old is not new and same_json(old, new):
             messages[k] = old
+
+
+def _lax(message: dict) -> bool:
+    """Whether ``==`` may take another message for this one that renders apart: its tool calls'
+    arguments are JSON values (numbers, booleans, objects), not text."""
+    for call in message.get("tool_calls") or ():
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("arguments"), str):
+            return True
+    return False
 
 
 def _key(message: dict) -> tuple:
