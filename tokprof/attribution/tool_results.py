@@ -187,6 +187,7 @@ class ResultTracker:
     def __init__(self) -> None:
         self._threads: dict[str, _Thread] = {}
         self._results: list[_Result] = []
+        self._keys: dict[int, tuple[dict, tuple]] = {}  # the last call's tool results: id -> (message, key)
 
     def observe(self, position: int, call: Any, message_tokens: Callable[[int], int]) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
@@ -206,11 +207,14 @@ class ResultTracker:
             thread.settle()
             here = {}
             names = None
+        keys, self._keys = self._keys, {}
         for k in range(start, len(messages)):
             message = messages[k]
             if message.get("role") != "tool":
                 continue
-            key = _result_key(message)
+            known = keys.get(id(message))  # the same object as a result of the last call: its digest
+            key = known[1] if known is not None and known[0] is message else _result_key(message)
+            self._keys[id(message)] = (message, key)
             if key in here:
                 continue
             found = seen.get(key)
