@@ -249,3 +249,14 @@ def test_messages_that_render_apart_are_not_shared_though_equal():
     first = shared.prompt(copy.deepcopy([*start, asking(1)]))
     again = shared.prompt(copy.deepcopy([*start, asking(1), message("tool", "r", tool_call_id="c1")]))
     assert again.base is first.base  # the same values: an extension
+
+
+def test_many_interleaved_conversations_each_extend_their_own():
+    """A proxy's capture of many sessions at once: each call's prompt extends its own session's,
+    found by how the session starts, not only among the last few prompts read."""
+    shared = SharedPrompts()
+    sessions = [conversation(4, first=f"define word {k}") for k in range(12)]
+    views = [[shared.prompt(copy.deepcopy(s[turn])) for s in sessions] for turn in range(4)]
+    for k in range(12):
+        assert len({id(views[turn][k].base) for turn in range(4)}) == 1
+    assert len({id(views[3][k].base) for k in range(12)}) == 12

@@ -21,9 +21,12 @@ from collections.abc import Sequence
 from tokprof.base.jsontext import same_json
 from tokprof.trace import PromptView, extended
 
-#: The recent prompts a new one is compared with: requests of a few conversations interleaved in
-#: one capture (a subagent's beside its parent's) each find theirs.
+#: The recent prompts a new one is compared with, besides the last of its own conversation (told by
+#: its first two messages): a subagent's beside its parent's, a retry.
 RECENT = 4
+#: The conversations whose last prompt is kept by how they start: a proxy's capture of many sessions
+#: at once interleaves them; past this many, the least recently continued is let go.
+STARTS = 1024
 
 
 class SharedPrompts:
@@ -31,27 +34,37 @@ class SharedPrompts:
 
     def __init__(self) -> None:
         self._prompts: list[PromptView] = []  # most recent first
-        self._lax: dict[int, list[int]] = {}  # id of a prompt's list -> where ``==`` is not enough (see _lax)
+        self._by_start: dict[tuple, PromptView] = {}  # a conversation's first two messages -> its last prompt
+        #: id of a prompt's list -> the list (kept: its id is not reused) and where ``==`` is not enough (see _lax)
+        self._lax: dict[int, tuple[list[dict], list[int]]] = {}
         self._tools: list[tuple[list[dict], str]] = []  # most recent first, each with its JSON
 
     def prompt(self, messages: list[dict]) -> PromptView:
         """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
-        same messages, then more), else of their own list, its messages the last prompt's objects
-        where they are equal (a rewritten end, a sliding window, a compaction keeping the system
-        prompt): the list is the call's own, the messages are held once."""
+        same messages, then more: the last prompt of the conversation that starts with the same two
+        messages, else one of the last few), else of their own list, its messages that earlier
+        prompt's objects where they are equal (a rewritten end, a sliding window, a compaction
+        keeping the system prompt): the list is the call's own, the messages are held once."""
         found: PromptView | None = None
-        for earlier in self._prompts:
+        start = tuple(_key(m) for m in messages[:2])
+        own = self._by_start.pop(start, None)  # put back last: the most recently continued
+        candidates = [own] if own is not None else []
+        candidates += [p for p in self._prompts if own is None or p.base is not own.base]
+        for earlier in candidates:
             n = len(earlier)
-            lax = [k for k in self._lax.get(id(earlier.base), ()) if k < n]
+            lax = [k for k in self._lax[id(earlier.base)][1] if k < n]
             if _starts_with(messages, earlier) and all(same_json(messages[k], earlier.base[k]) for k in lax):
                 found = extended(earlier, messages[n:])
-                self._lax[id(found.base)] = lax + [n + j for j, m in enumerate(messages[n:]) if _lax(m)]
+                self._lax[id(found.base)] = (found.base, lax + [n + j for j, m in enumerate(messages[n:]) if _lax(m)])
                 break
         if found is None:
-            if self._prompts:
-                _reuse(messages, self._prompts[0])
+            if candidates:
+                _reuse(messages, candidates[0])
             found = PromptView(messages, len(messages))
-            self._lax[id(messages)] = [k for k, m in enumerate(messages) if _lax(m)]
+            self._lax[id(messages)] = (messages, [k for k, m in enumerate(messages) if _lax(m)])
+        self._by_start[start] = found
+        if len(self._by_start) > STARTS:
+            del self._by_start[next(iter(self._by_start))]
         self._remember(found)
         return found
 
@@ -74,9 +87,6 @@ class SharedPrompts:
     def _remember(self, prompt: PromptView) -> None:
         kept = [p for p in self._prompts if p.base is not prompt.base]
         self._prompts = [prompt, *kept][:RECENT]
-        held = {id(p.base) for p in self._prompts}
-        for gone in [key for key in self._lax if key not in held]:  # a list let go: its id may be reused
-            del self._lax[gone]
 
 
 def _starts_with(messages: list[dict], prompt: PromptView) -> bool:
