@@ -43,7 +43,7 @@ comes from the request's ``timestamp`` (or the record's ``timestamp``/``logged_a
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
@@ -187,27 +187,14 @@ def read(path: str, doc: Document) -> Trace:
             raise InputError(path, None, f"expected a JSON object or list of records, found {_kind(doc.value)}")
     shape = "jsonl" if doc.lines is not None else "records"
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    trace.calls = list(_calls(path, doc, trace))
-    return trace
-
-
-def _calls(path: str, doc: Document, trace: Trace) -> Iterator[Call]:
-    """The calls of the records, one at a time, their notes on ``trace``; its model at the end."""
     reader = _Reader(path, trace)
-    models: set[str] = set()
-    count = 0
     for where, record in records(path, doc):
-        call = reader.record(where, record)
-        if call is None:
-            continue
-        call.index = count
-        count += 1
-        if call.model:
-            models.add(call.model)
-        yield call
-    if not count:
+        reader.record(where, record)
+    if not trace.calls:
         raise InputError(path, None, "no successful /v1/messages call in the log")
+    models = {c.model for c in trace.calls if c.model}
     trace.model = models.pop() if len(models) == 1 else None
+    return trace
 
 
 class _Reader:
@@ -223,16 +210,15 @@ class _Reader:
         return InputError(self.path, where, what)
 
     # -- records -----------------------------------------------------------------------------------
-    def record(self, where: str, record: Any) -> Call | None:
-        """The call a record is, or None (another endpoint, an error: noted)."""
+    def record(self, where: str, record: Any) -> None:
         endpoint = self.endpoint(where, record)
         if endpoint is not None and not endpoint.endswith(MESSAGES_PATH):
             self.skip_endpoint(where, record, endpoint)
-            return None
+            return
         failed = _http_error(record)  # before unwrapping: an error page may be neither JSON nor a stream
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return None
+            return
         ex = exchange(self.path, where, record)
         prefix = f"{where}: " + _body_prefix(record, ex)
         if "messages" not in ex.request:
@@ -240,18 +226,20 @@ class _Reader:
         failed, usage, response = self.outcome(ex)
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return None
+            return
         body = ex.request
-        return Call(
-            index=0,
-            messages=self.shared.prompt(self.messages(prefix, body)),
-            tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
-            model=check_model(self.path, prefix, body),
-            reported=usage,
-            day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
-            where=where,
-            response=response,
-            time=parse_time(ex.timestamp),
+        self.trace.calls.append(
+            Call(
+                index=len(self.trace.calls),
+                messages=self.shared.prompt(self.messages(prefix, body)),
+                tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
+                model=check_model(self.path, prefix, body),
+                reported=usage,
+                day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
+                where=where,
+                response=response,
+                time=parse_time(ex.timestamp),
+            )
         )
 
     def endpoint(self, where: str, record: Any) -> str | None:

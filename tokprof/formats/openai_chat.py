@@ -13,7 +13,7 @@ Two shapes are read:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
@@ -101,15 +101,7 @@ def _transcript(path: str, obj: dict) -> Trace:
 
 def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    trace.calls = list(_calls(path, found, trace))
-    return trace
-
-
-def _calls(path: str, found: Iterable[tuple[str, Any]], trace: Trace) -> Iterator[Call]:
-    """The calls of request records, one at a time, their notes on ``trace``; its model at the end."""
     shared = SharedPrompts()  # each record resends the conversation: held once
-    models: set[str] = set()
-    count = 0
     for where, record in found:
         endpoint = url_path(record)
         if endpoint is not None and not endpoint.endswith("/chat/completions"):
@@ -142,24 +134,24 @@ def _calls(path: str, found: Iterable[tuple[str, Any]], trace: Trace) -> Iterato
                 f"{where} (error event in the stream)",
             )
             continue
-        call = Call(
-            index=count,
-            messages=shared.prompt(messages),
-            tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
-            model=check_model(path, prefix, ex.request),
-            reported=usage,
-            day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),
-            where=where,
-            response=response,
-            time=parse_time(ex.timestamp),
+        trace.calls.append(
+            Call(
+                index=len(trace.calls),
+                messages=shared.prompt(messages),
+                tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
+                model=check_model(path, prefix, ex.request),
+                reported=usage,
+                day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),
+                where=where,
+                response=response,
+                time=parse_time(ex.timestamp),
+            )
         )
-        count += 1
-        if call.model:
-            models.add(call.model)
-        yield call
-    if not count:
+    if not trace.calls:
         raise InputError(path, None, "no successful model call in the log")
+    models = {c.model for c in trace.calls if c.model}
     trace.model = models.pop() if len(models) == 1 else None
+    return trace
 
 
 NOT_TEXT = (
