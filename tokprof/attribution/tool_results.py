@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.attribution.estimates import starts_with
+from tokprof.base.recall import Recall
 
 #: How many single results a profile keeps, by carry cost.
 TOP = 10
@@ -187,7 +188,7 @@ class ResultTracker:
     def __init__(self) -> None:
         self._threads: dict[str, _Thread] = {}
         self._results: list[_Result] = []
-        self._keys: dict[int, tuple[dict, tuple]] = {}  # the last call's tool results: id -> (message, key)
+        self._keys: Recall[tuple] = Recall()  # of the last call's tool results
 
     def observe(self, position: int, call: Any, message_tokens: Callable[[int], int]) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
@@ -207,14 +208,12 @@ class ResultTracker:
             thread.settle()
             here = {}
             names = None
-        keys, self._keys = self._keys, {}
+        self._keys.start()
         for k in range(start, len(messages)):
             message = messages[k]
             if message.get("role") != "tool":
                 continue
-            known = keys.get(id(message))  # the same object as a result of the last call: its digest
-            key = known[1] if known is not None and known[0] is message else _result_key(message)
-            self._keys[id(message)] = (message, key)
+            key = self._keys.get(message, _result_key)
             if key in here:
                 continue
             found = seen.get(key)

@@ -27,6 +27,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+from tokprof.base.recall import Recall
 from tokprof.trace import Call, Trace
 
 #: The trace formats that come from captures of API requests (one reader each).
@@ -69,17 +70,11 @@ class Threader:
 
     def __init__(self) -> None:
         self._threads: list[_Thread] = []
-        self._known: dict[int, tuple[dict, bytes]] = {}  # id -> (message, digest): the previous call's
+        self._digests: Recall[bytes] = Recall()  # of the previous call's messages
 
     def observe(self, call: Call) -> int:
-        known: dict[int, tuple[dict, bytes]] = {}
-        digests = []
-        for message in call.messages:
-            held = self._known.get(id(message))
-            digest = held[1] if held is not None and held[0] is message else _digest(message)
-            known[id(message)] = (message, digest)
-            digests.append(digest)
-        self._known = known
+        self._digests.start()
+        digests = [self._digests.get(message, _digest) for message in call.messages]
         start = 0
         while start < len(call.messages) and call.messages[start].get("role") in ("system", "developer"):
             start += 1

@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Iterator
 
+from tokprof.base.recall import Recall
 from tokprof.trace import Call, Trace
 
 WARN_TOOL_IDS = "tool-call-ids-mapped"
@@ -53,8 +54,8 @@ class ToolIdFitter:
         self.valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
         self.taken = set(taken)
         self.mapping: dict[str, str] = {}  # original -> new, in the order the originals came
-        self._copies: dict[str, dict[int, tuple[dict, dict]]] = {}  # thread -> id -> (message, its copy)
-        self._held: dict[int, tuple[dict, dict]] | None = {} if hold else None  # id -> (message, its copy)
+        self._hold = hold
+        self._copies: dict[str, Recall[dict]] = {}  # thread -> its messages' copies (all, with hold: one Recall)
 
     def _new(self, original: str) -> str:
         new = self.mapping.get(original)
@@ -72,11 +73,8 @@ class ToolIdFitter:
         if isinstance(ident, str) and self.valid.match(ident):
             self.taken.add(ident)
 
-    def _message(self, message: dict, before: dict[int, tuple[dict, dict]], here: dict[int, tuple[dict, dict]]) -> dict:
-        found = here.get(id(message)) or before.get(id(message))
-        if found is not None and found[0] is message:
-            here[id(message)] = found
-            return found[1]
+    def _copy(self, message: dict) -> dict:
+        """The message with its ids mapped (itself when none needs it)."""
         calls = message.get("tool_calls") or []
         for tool_call in calls:
             self._seen(tool_call.get("id"))
@@ -88,23 +86,18 @@ class ToolIdFitter:
             ]
         if self._invalid(message.get("tool_call_id")):
             changed["tool_call_id"] = self._new(message["tool_call_id"])
-        copy = changed if changed != message else message
-        here[id(message)] = (message, copy)
-        return copy
+        return changed if changed != message else message
 
     def _invalid(self, ident: object) -> bool:
         return isinstance(ident, str) and not self.valid.match(ident)
 
     def fit(self, call: Call) -> Call:
         """The call with its ids mapped (a copy: the call given is not changed)."""
-        if self._held is not None:
-            before = here = self._held
-        else:
-            before, here = self._copies.get(call.thread, {}), {}
-        messages = [self._message(m, before, here) for m in call.messages]
-        response = self._message(call.response, before, here) if call.response else call.response
-        if self._held is None:
-            self._copies[call.thread] = here
+        copies = self._copies.setdefault("" if self._hold else call.thread, Recall())
+        if not self._hold:
+            copies.start()  # what this call shares with the thread's previous one
+        messages = [copies.get(m, self._copy) for m in call.messages]
+        response = copies.get(call.response, self._copy) if call.response else call.response
         return dataclasses.replace(call, messages=messages, response=response)
 
     def note(self, trace: Trace) -> None:
