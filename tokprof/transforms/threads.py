@@ -62,11 +62,11 @@ def thread_by_content(trace: Trace) -> Trace:
 
 
 class Threader:
-    """The module's rule a call at a time, for calls read as a stream: :meth:`observe` gives a call's
-    thread as a number (threads in order of their first call), :meth:`names` their names once every
-    call is seen (the main conversation is the one with the most calls). A thread keeps a digest
-    of each message of its last prompt, not the messages, and a message of the call before is not
-    encoded again (a prompt that shares its messages with that call's costs what it adds)."""
+    """The module's rule a call at a time, in log order: :meth:`observe` gives a call's thread as a
+    number (threads in order of their first call), :meth:`names` their names once every call is
+    seen (the main conversation is the one with the most calls). A thread keeps a digest of each
+    message of its last prompt, not the messages, and a message of the call before is not encoded
+    again (a prompt that shares its messages with that call's costs what it adds)."""
 
     def __init__(self) -> None:
         self._threads: list[_Thread] = []
@@ -78,7 +78,7 @@ class Threader:
         start = 0
         while start < len(call.messages) and call.messages[start].get("role") in ("system", "developer"):
             start += 1
-        system = _digest(digests[:start])
+        system = _joined(digests[:start])
         tools = _digest(call.tools or [])
         conversation = digests[start:]
         at = _continued(self._threads, system, tools, conversation)
@@ -109,10 +109,13 @@ class Threader:
 
 def _digest(value: object) -> bytes:
     """A digest of a value's JSON (keys sorted): two values with the same JSON have the same one."""
-    if isinstance(value, list) and all(isinstance(v, bytes) for v in value):
-        return hashlib.blake2b(b"".join(value), digest_size=16).digest()  # a list of digests
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def _joined(digests: list[bytes]) -> bytes:
+    """One digest of a run of messages' digests (the system messages before the conversation)."""
+    return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
 
 
 def _shared(a: list[bytes], b: list[bytes]) -> int:
