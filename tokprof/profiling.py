@@ -843,8 +843,9 @@ def _profile(
     continuations = Continuations()
     for position, call in enumerate(calls):
         buckets = attributor.attribute(call)
-        results.observe(position, call, attributor.message_tokens)
         facts = prompts.observe(call)
+        continues = None if facts.added is None else facts.messages - len(facts.added)
+        results.observe(position, call, attributor.message_tokens, continues)
         counts = buckets.as_dict()
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] = counts.get(name, 0) + tokens

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof.attribution.estimates import starts_with
 from tokprof.base.recall import Recall
 
 #: How many single results a profile keeps, by carry cost.
@@ -135,12 +134,11 @@ class _Result:
 
 @dataclass
 class _Thread:
-    """What a thread's previous call held: its messages, the results in them (by key), and how many
+    """What a thread's previous call held: the results in its messages (by key), and how many
     calls since then extended it (each holds every one of those results once more: ``carried`` is
     brought up to date from ``extensions`` and each result's ``base`` when the thread is not extended)."""
 
     seen: dict = field(default_factory=dict)  # key -> _Result, every result the thread has had
-    messages: Sequence[dict] | None = None
     present: dict = field(default_factory=dict)  # key -> _Result, the results the previous call held
     names: dict | None = None  # the previous call's tool names by call id (None: not made yet)
     extensions: int = 0
@@ -190,16 +188,18 @@ class ResultTracker:
         self._results: list[_Result] = []
         self._keys: Recall[tuple] = Recall()  # of the last call's tool results
 
-    def observe(self, position: int, call: Any, message_tokens: Callable[[int], int]) -> None:
+    def observe(self, position: int, call: Any, message_tokens: Callable[[int], int], continues: int | None) -> None:
         """``position``: the call's place in the trace; ``message_tokens(k)``: the tokens of its message k
-        (:meth:`tokprof.attribution.attributor.Attributor.message_tokens`)."""
+        (:meth:`tokprof.attribution.attributor.Attributor.message_tokens`); ``continues``: the length of
+        the previous prompt of its thread when the call's starts with it, else None (the pass's facts:
+        :class:`tokprof.attribution.facts.PromptFacts`)."""
         thread = self._threads.setdefault(call.thread, _Thread())
-        seen, messages, before = thread.seen, call.messages, thread.messages
+        seen, messages = thread.seen, call.messages
         start = 0
-        if before is not None and starts_with(messages, before):
+        if continues is not None:
             thread.extensions += 1  # the same messages and more (equal: the same keys): each result held once more
             thread.extended.append(position)
-            start = len(before)
+            start = continues
             here = thread.present
             names = thread.names
             if names is not None:
@@ -236,7 +236,7 @@ class ResultTracker:
             result.base = thread.extensions
             seen[key] = here[key] = result
             self._results.append(result)
-        thread.messages, thread.present, thread.names = messages, here, names
+        thread.present, thread.names = here, names
 
     def costs(self, scale: dict[int, float] | None = None) -> ToolResultCosts | None:
         """The costs, or None when no prompt holds a tool result. ``scale``: per call position, the
