@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -231,33 +232,42 @@ def read_log(
 
 
 @contextlib.contextmanager
-def _progress(progress: Progress, total: int, label_text: str) -> Iterator[Callable[[], None]]:
-    """Yields the function that advances a progress report by one step."""
+def _progress(progress: Progress, total: int, label_text: str, in_bytes: bool = False) -> Iterator[Callable[..., None]]:
+    """Yields the function that advances a progress report by one step (or by ``steps``); a bar of
+    ``in_bytes`` steps shows its share done, not the steps."""
     if callable(progress):
         done = [0]
 
-        def advance() -> None:
-            done[0] += 1
+        def advance(steps: int = 1) -> None:
+            done[0] += steps
             progress(done[0], total)
 
         yield advance
         return
     if not progress or not sys.stderr.isatty() or total < 2:
-        yield lambda: None
+
+        def unseen(steps: int = 1) -> None:
+            pass
+
+        yield unseen
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TimeRemainingColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as Bar, TaskProgressColumn, TimeRemainingColumn
 
     with Bar(
         "[progress.description]{task.description}",
         BarColumn(),
-        MofNCompleteColumn(),
+        TaskProgressColumn() if in_bytes else MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
     ) as bar:
         task = bar.add_task(label_text, total=total)
-        yield lambda: bar.advance(task)
+
+        def shown(steps: int = 1) -> None:
+            bar.advance(task, steps)
+
+        yield shown
 
 
 def configured_prices(config: Config, specs: Sequence[str] = ()) -> dict[str, UserPrice]:
@@ -306,9 +316,16 @@ def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, pr
 
 
 @_one_run
-def _profile_calls(calls: Iterable[Call], header: Trace, chat: ChatModel, prices: PricesArg = None) -> Profile:
+def _profile_calls(
+    calls: Iterable[Call],
+    header: Trace,
+    chat: ChatModel,
+    prices: PricesArg = None,
+    settle: Callable[[], ChatModel] | None = None,
+) -> Profile:
     """:func:`_profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
-    trace's other fields, its notes read once the stream is done, and not changed), keeping no prompt
+    trace's other fields, its notes, model, session and compactions read once the stream is done,
+    and not changed), keeping no prompt
     after its call's pass (:func:`tokprof.profiling.profile_calls`): the tool-call ids are fitted call
     by call (:func:`tokprof.transforms.tool_ids.fitter`)."""
     from tokprof.transforms.tool_ids import fitter
@@ -320,14 +337,21 @@ def _profile_calls(calls: Iterable[Call], header: Trace, chat: ChatModel, prices
         for call in calls:
             yield fitting.fit(call) if fitting is not None else call
         work.notes = [Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
+        work.model, work.session, work.compactions = header.model, header.session, header.compactions
         if fitting is not None:
             fitting.note(work)
 
+    settled = [chat]
+
+    def settled_model() -> ChatModel:
+        settled[0] = settle() if settle is not None else chat
+        return settled[0]
+
     try:
-        result, light = profile_calls(fitted(), work, chat)
+        result, light = profile_calls(fitted(), work, chat, settle=settled_model)
     except RenderError as exc:
         raise InputError(header.path, None, str(exc)) from None
-    return _finish(result, light, chat, prices)
+    return _finish(result, light, settled[0], prices)
 
 
 def profile(
@@ -346,8 +370,70 @@ def profile(
     ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
     records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
     price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
-    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-    return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
+    from tokprof.models.template import template_run
+
+    with template_run():  # a log read as a stream, then whole if it must be, is one run
+        if not isinstance(log, Trace) and tools is None and system is None:
+            streamed = _profile_streamed(os.fspath(log), model, input_format, chat_template, progress, prices)
+            if streamed is not None:
+                return streamed
+        trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+        return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
+
+
+def _profile_streamed(
+    name: str,
+    model: str | Model | None,
+    input_format: str | None,
+    chat_template: PathLike | None,
+    progress: Progress,
+    prices: PricesArg,
+) -> Profile | None:
+    """:func:`profile` of a log whose calls are read as a stream (:func:`tokprof.formats.stream_calls`:
+    a Claude Code session file), each call's prompt dropped after its pass, so memory follows the
+    largest stretch of the conversation, not the file; None for another log, or one that must be
+    read whole (:class:`tokprof.formats.claude_streamed.Unstreamable`, or any error: the whole read
+    reports it as it would). The model is chosen from the first call's model name (unless given)
+    and must be the one the log's every name chooses; the progress steps are the log's bytes."""
+    from tokprof.formats import stream_calls
+    from tokprof.formats.claude_streamed import Unstreamable
+    from tokprof.models import auto_model
+
+    stream = stream_calls(name, input_format)
+    if stream is None:
+        return None
+    try:
+        with stream, _progress(progress, stream.read[1], "profiling calls", in_bytes=True) as advance:
+            calls = iter(stream)
+            first = next(calls, None)
+            if first is None:
+                return None
+            if isinstance(model, Model):
+                chat = model.chat
+            else:
+                chat = _chat_model(model, chat_template, [first.model])
+            seen: list[str | None] = []
+            done = [0]
+
+            def given() -> Iterator[Call]:
+                for call in itertools.chain([first], calls):
+                    seen.append(call.model)
+                    yield call
+                    read = stream.read[0]
+                    advance(read - done[0])
+                    done[0] = read
+
+            def settle() -> ChatModel:
+                if model is not None:
+                    return chat
+                names = [stream.trace.model, *seen]
+                if auto_model(names)[0] != auto_model([first.model])[0]:
+                    raise Unstreamable("the log's model names choose another model than its first call's")
+                return _chat_model(None, chat_template, names)
+
+            return _profile_calls(given(), stream.trace, chat, prices, settle)
+    except (Unstreamable, TokprofError):
+        return None
 
 
 def saved_profile(path: PathLike) -> Profile | None:

@@ -802,16 +802,19 @@ def profile_calls(
     on_call: Callable[[int], None] | None = None,
     source_name: str | None = None,
     attributor: Attributor | None = None,
+    settle: Callable[[], ChatModel] | None = None,
 ) -> tuple[Profile, Trace]:
     """:func:`profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
     trace's other fields, its ``calls`` unread, its notes read once the stream is done), keeping of
     each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
     of each thread and key that a later call is compared with, and a small record per call. Returns
     the profile and the trace of the light calls, which the analyses take
-    (:func:`tokprof.analyses.finish.attach_analyses`)."""
+    (:func:`tokprof.analyses.finish.attach_analyses`). ``settle``: the model the rows are made with
+    (its exactness, its description), called once the stream is done, where the model was chosen
+    before every call was seen; it must count as ``model`` does, which the pass used."""
     light: list[Call] = []
     with frozen():
-        profile = _profile(calls, header, model, on_call, source_name, attributor, light)
+        profile = _profile(calls, header, model, on_call, source_name, attributor, light, settle)
     trace = dataclasses.replace(
         header, calls=light, notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
     )
@@ -832,6 +835,7 @@ def _profile(
     source_name: str | None,
     attributor: Attributor | None,
     light: list[Call] | None,
+    settle: Callable[[], ChatModel] | None = None,
 ) -> Profile:
     """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (a
     stream), or None to read ``trace.calls`` again (a trace held whole)."""
@@ -860,6 +864,8 @@ def _profile(
             light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
         if on_call is not None:
             on_call(call.index)
+    if settle is not None:
+        model = settle()
     rest = light if light is not None else trace.calls
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []

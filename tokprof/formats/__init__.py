@@ -26,6 +26,7 @@ from tokprof.base.text import visible
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
+    from tokprof.formats.claude_streamed import CallStream
     from tokprof.formats.discovery import Found
 
 #: Format name -> module, in the order auto-detection tries them.
@@ -191,20 +192,50 @@ def read_trace(path: str, input_format: str | None = None) -> Trace:
             raise InputError(path, None, not_a_log(path, found)) from None
         raise
     with doc:  # a JSONL file is read as its reader consumes its lines
-        module: ModuleType | None
-        if input_format is not None:
-            module = reader(input_format)
-        elif os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
-            module = reader("cline")
-        else:
-            module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
-            if module is None:
-                raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
-        trace = module.read(path, doc)
+        trace = _module_for(path, doc, input_format).read(path, doc)
     if doc.truncated_line is not None:
         trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
     _shown_safely(trace)
     return trace
+
+
+def _module_for(path: str, doc: Document, input_format: str | None) -> ModuleType:
+    """The reader of a loaded log: the one named, else the first that recognises it."""
+    if input_format is not None:
+        return reader(input_format)
+    if os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
+        return reader("cline")
+    module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
+    if module is None:
+        raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
+    return module
+
+
+def stream_calls(path: str, input_format: str | None = None) -> "CallStream | None":
+    """The calls of a log given as it is read (:class:`tokprof.formats.claude_streamed.CallStream`),
+    for a log whose reader can give them so: a Claude Code session file. None for any other log, or
+    one that cannot be loaded (:func:`read_trace` says why), with nothing read past its first lines."""
+    if input_format not in (None, "claude-code") or "://" in path:
+        return None
+    path = session_in_folder(path) or path
+    if _is_zip(path) or _starts_like_zip(path):
+        return None
+    if input_format is None and reader("opencode").is_sqlite(path):
+        return None
+    try:
+        doc = load(path)
+    except InputError:
+        return None
+    try:
+        module = _module_for(path, doc, input_format)
+    except InputError:
+        module = None
+    if module is None or module.FORMAT != "claude-code" or doc.lines is None:
+        doc.close()
+        return None
+    from tokprof.formats.claude_streamed import CallStream
+
+    return CallStream(path, doc)
 
 
 def _shown_safely(trace: Trace) -> None:

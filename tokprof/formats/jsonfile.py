@@ -15,6 +15,7 @@ follows; else it is one JSON document, read whole (the format does not allow oth
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
@@ -70,6 +71,13 @@ def _is_pipe(path: str) -> bool:
         return False
 
 
+def _size_of(handle: IO[bytes] | None) -> int:
+    try:
+        return os.fstat(handle.fileno()).st_size if handle is not None else 0
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        return 0
+
+
 def _open(path: str) -> IO[bytes]:
     if "://" in path:  # a URL (s3://, gs://, file://): read as a stream through fsspec
         from tokprof.formats.remote import open_url
@@ -118,6 +126,8 @@ class Lines:
         self._handle = handle
         self._source: Iterator[tuple[int, Any]] = iter(values) if handle is None else self._read()
         self._size = 0  # the bytes of the line read last
+        self.offset = 0  # the bytes of the file read so far (through the line given last)
+        self.size = _size_of(handle)  # the file's size, when known (0 otherwise)
         self._head: list[tuple[int, Any]] = []
         self._head_bytes = 0
         self._ended = False  # the source gave its last value
@@ -152,6 +162,7 @@ class Lines:
                     raise InputError(self.path, f"line {number}", f"invalid JSON: {exc}") from None
                 seen += 1
                 self._size = len(raw)
+                self.offset = offset
                 yield number, value
         except OSError as exc:
             raise InputError(self.path, f"line {number + 1}", f"cannot read: {exc.strerror or exc}") from None

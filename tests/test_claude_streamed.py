@@ -1,0 +1,306 @@
+"""A Claude Code session read as a stream of calls (tokprof.formats.claude_streamed): the same calls,
+prompts and notes as the whole read; the lines before a compaction dropped; every log the stream
+cannot get right given up on (Unstreamable), and then profiled whole by tokprof.profile."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import tokprof
+import tokprof.api as tokprof_api
+from test_format_claude_code import (
+    assistant,
+    base,
+    compacted,
+    main_thread_with_task,
+    progress_copies,
+    redacted_session,
+    result,
+    split_response,
+    subagent_lines,
+    text,
+    tool_use,
+    user,
+    write_jsonl,
+)
+from tokprof.formats import read_trace, stream_calls
+from tokprof.formats.claude_streamed import WINDOW, Unstreamable
+from tokprof.trace import as_list
+
+
+def call_fields(call) -> dict:
+    fields = {name: getattr(call, name) for name in call.__dataclass_fields__ if name not in ("messages",)}
+    fields["messages"] = as_list(call.messages)
+    return fields
+
+
+def trace_fields(trace) -> dict:
+    return {
+        "session": trace.session,
+        "model": trace.model,
+        "compactions": trace.compactions,
+        "unrecorded": trace.unrecorded,
+        "notes": [(n.code, n.message, n.places) for n in trace.notes],
+    }
+
+
+def streamed(path: Path):
+    stream = stream_calls(str(path), "claude-code")
+    assert stream is not None
+    with stream:
+        calls = list(stream)
+    return calls, stream
+
+
+def assert_same_as_whole_read(path: Path) -> None:
+    calls, stream = streamed(path)
+    whole = read_trace(str(path), "claude-code")
+    assert [call_fields(c) for c in calls] == [call_fields(c) for c in whole.calls]
+    assert trace_fields(stream.trace) == trace_fields(whole)
+
+
+def assert_unstreamable(path: Path, match: str) -> None:
+    with pytest.raises(Unstreamable, match=match):
+        streamed(path)
+
+
+def stretches(count: int, calls: int, tag: str = "") -> list[dict]:
+    """A session compacted ``count - 1`` times, each stretch ``calls`` tool round trips."""
+    rows: list[dict] = []
+    parent = None
+    for s in range(count):
+        if s:
+            rows.append(base("system", f"{tag}b{s}", parent, subtype="compact_boundary", content="compacted"))
+            rows.append(user(f"{tag}s{s}", f"{tag}b{s}", f"Summary of part {s}.", isCompactSummary=True))
+            parent = f"{tag}s{s}"
+        rows.append(user(f"{tag}u{s}", parent, f"part {s}: go"))
+        parent = f"{tag}u{s}"
+        for i in range(calls):
+            a, r = f"{tag}a{s}.{i}", f"{tag}r{s}.{i}"
+            rows.append(assistant(a, parent, f"{tag}req{s}.{i}", [text(f"step {i}"), tool_use(f"{tag}t{s}.{i}")]))
+            rows.append(base("progress", f"{tag}p{s}.{i}", a, data={"type": "bash_progress", "output": "..."}))
+            rows.append(user(r, f"{tag}p{s}.{i}", [result(f"{tag}t{s}.{i}", f"output {s}.{i} " * 5)]))
+            parent = r
+        rows.append(assistant(f"{tag}a{s}.end", parent, f"{tag}req{s}.end", [text("part done")], stop="end_turn"))
+        parent = f"{tag}a{s}.end"
+    return rows
+
+
+# -- the same as the whole read ------------------------------------------------------------------
+SAME = {
+    "split response": split_response(),
+    "compacted": compacted(),
+    "inline sidechain": main_thread_with_task(subagent_lines()),
+    "many stretches": stretches(4, 2 * WINDOW),
+    "branches": [
+        user("u1", None, "start"),
+        assistant("a1", "u1", "r1", [text("one")]),
+        user("u2", "a1", "first try"),
+        assistant("a2", "u2", "r2", [text("two")]),
+        user("u3", "a1", "edited try"),
+        assistant("a3", "u3", "r3", [text("three")]),
+    ],
+    "missing parent and orphan result": [
+        user("r0", "gone", [result("t0", "late output")]),
+        assistant("a1", "r0", "r1", [text("ok")]),
+    ],
+    "no uuids": [
+        {"type": "user", "message": {"role": "user", "content": "a"}},
+        {"type": "assistant", "requestId": "r1", "message": {"role": "assistant", "content": [text("b")]}},
+        {"type": "user", "message": {"role": "user", "content": "c"}},
+        {"type": "assistant", "message": {"role": "assistant", "id": "m2", "content": [text("d")]}},
+    ],
+    "parallel tools beside the chain": [
+        user("u1", None, "read both files"),
+        assistant("a1", "u1", "r1", [tool_use("t1", file_path="/a.py")]),
+        assistant("a2", "a1", "r1", [tool_use("t2", name="Bash", command="make")]),
+        user("u2", "a1", [result("t1", "contents of a")]),
+        base("progress", "p1", "a2", data={"type": "bash_progress", "output": "..."}),
+        user("u3", "p1", [result("t2", "make: ok")]),
+        assistant("a3", "u3", "r2", [text("done")]),
+    ],
+    "synthetic, meta and unknown lines": [
+        {"type": "queue-operation", "operation": "enqueue"},
+        user("u1", None, "<command-name>/model</command-name>", isMeta=True),
+        assistant("a1", "u1", "r1", [text("hi")]),
+        assistant("x1", "a1", "rx", [text("No response requested.")], model="<synthetic>"),
+        base("attachment", "at1", "x1", attachment={"type": "hook"}),
+        base("brand-new-type", "n1", "at1"),
+        user("u2", "n1", [{"type": "image", "source": {}}, text("look")]),
+        assistant("a2", "u2", "r2", [text("seen")]),
+        base("system", "m1", "a2", subtype="microcompact_boundary"),
+        user("u3", "m1", "again"),
+        assistant("a3", "u3", "r3", [text("ok")]),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", list(SAME))
+def test_the_stream_gives_what_the_whole_read_gives(tmp_path, name):
+    assert_same_as_whole_read(write_jsonl(tmp_path / "s.jsonl", SAME[name]))
+
+
+def test_a_truncated_last_line_is_noted_last(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", split_response())
+    path.write_text(path.read_text() + '{"type": "user", "mess')
+    assert_same_as_whole_read(path)
+    assert streamed(path)[1].trace.notes[-1].code == "truncated-line"
+
+
+def test_lines_before_a_compaction_are_dropped(tmp_path):
+    path = write_jsonl(tmp_path / "s.jsonl", stretches(12, WINDOW + 2))
+    stream = stream_calls(str(path))
+    assert stream is not None
+    kept = []
+    with stream:
+        for _ in stream:
+            kept.append(stream.lines_kept)
+    per_stretch = 3 * (WINDOW + 2) + 5
+    assert max(kept) < 3 * per_stretch  # never more than the stretch read and the one before it
+    assert_same_as_whole_read(path)
+
+
+def test_other_logs_are_not_streamed(tmp_path):
+    assert stream_calls(str(write_jsonl(tmp_path / "r.jsonl", [{"model": "m", "messages": []}]))) is None
+    assert stream_calls(str(tmp_path / "missing.jsonl")) is None
+    assert stream_calls(str(write_jsonl(tmp_path / "s.jsonl", split_response())), "openai-chat") is None
+
+
+# -- what only the whole read gets right ----------------------------------------------------------
+def late_line() -> list[dict]:
+    """A line of the first call written after more than WINDOW later calls started."""
+    rows = stretches(1, WINDOW + 2)
+    rows.append(assistant("late", rows[-1]["uuid"], "req0.0", [text("a late block of the first call")]))
+    return rows
+
+
+def late_sibling() -> list[dict]:
+    """A tool result beside a chain line, written after the call whose prompt passed that line."""
+    rows = [
+        user("u1", None, "read both files"),
+        assistant("a1", "u1", "r1", [tool_use("t1"), tool_use("t2")]),
+        user("u2", "a1", [result("t1", "contents of a")]),
+        assistant("a2", "u2", "r2", [text("one")]),
+    ]
+    for i in range(WINDOW + 1):
+        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
+        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows.append(user("u3", "a1", [result("t2", "contents of b")]))
+    return rows
+
+
+def late_parent() -> list[dict]:
+    """A line whose parent comes later in the file."""
+    rows = [user("u2", "u1", "second"), assistant("a2", "u2", "r2", [text("two")])]
+    for i in range(WINDOW + 1):
+        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
+        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows.append(user("u1", None, "first"))
+    return rows
+
+
+def branch_across_a_compaction() -> list[dict]:
+    rows = stretches(3, WINDOW + 1)
+    rows.append(user("back", "a0.1", "a rewind to before the compactions"))
+    rows.append(assistant("aback", "back", "reqback", [text("from there")]))
+    return rows
+
+
+def repeated_dropped_line() -> list[dict]:
+    rows = stretches(3, WINDOW + 1)
+    rows.append(user("u0", rows[-1]["uuid"], "a line that repeats the uuid of one dropped"))
+    return rows
+
+
+UNSTREAMABLE = {
+    "a requestId reused": (redacted_session(False), "different responses"),
+    "a late line of a call": (late_line(), "already given"),
+    "a late result beside the chain": (late_sibling(), "beside a line"),
+    "a parent after its child": (late_parent(), "looked for"),
+    "a branch across a compaction": (branch_across_a_compaction(), "not in the lines kept"),
+    "a line repeating one dropped": (repeated_dropped_line(), "repeats one dropped"),
+    "subagent copies in progress lines": (
+        main_thread_with_task(progress_copies(subagent_lines())),
+        "progress lines",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(UNSTREAMABLE))
+def test_what_the_stream_cannot_get_right_stops_it(tmp_path, name):
+    rows, match = UNSTREAMABLE[name]
+    assert_unstreamable(write_jsonl(tmp_path / "s.jsonl", rows), match)
+
+
+def test_a_subagent_file_beside_the_session_stops_it(tmp_path):
+    path = write_jsonl(tmp_path / "5e55-1.jsonl", main_thread_with_task([]))
+    write_jsonl(tmp_path / "5e55-1" / "subagents" / "agent-a1b2.jsonl", subagent_lines())
+    assert_unstreamable(path, "subagent transcripts")
+
+
+# -- the facade ---------------------------------------------------------------------------------
+def profiles(path: Path, model: str | None, monkeypatch=None) -> tuple[str, str]:
+    if monkeypatch is not None:  # the log must not be read whole
+        with monkeypatch.context() as patched:
+            patched.setattr(tokprof_api, "read_log", lambda *a, **k: pytest.fail("read whole"))
+            streamed_profile = tokprof.profile(path, model)
+    else:
+        streamed_profile = tokprof.profile(path, model)
+    whole = tokprof.profile(tokprof.read_log(path), model)
+    return streamed_profile.to_json(), whole.to_json()
+
+
+@pytest.mark.parametrize("name", ["many stretches", "parallel tools beside the chain", "inline sidechain"])
+def test_profile_of_a_streamed_log_is_the_whole_logs(tmp_path, model_dir, monkeypatch, name):
+    path = write_jsonl(tmp_path / "s.jsonl", SAME[name])
+    streamed_json, whole_json = profiles(path, str(model_dir), monkeypatch)
+    assert streamed_json == whole_json
+    doc = json.loads(streamed_json)
+    for call in doc["calls"]:
+        assert all(value >= 0 for value in call["buckets"].values())
+        assert sum(call["buckets"].values()) == call["total"]
+
+
+@pytest.mark.parametrize("name", ["a late line of a call", "a branch across a compaction", "a requestId reused"])
+def test_profile_reads_whole_what_the_stream_gives_up_on(tmp_path, model_dir, name):
+    path = write_jsonl(tmp_path / "s.jsonl", UNSTREAMABLE[name][0])
+    streamed_json, whole_json = profiles(path, str(model_dir))
+    assert streamed_json == whole_json
+
+
+def test_the_model_chosen_from_the_first_call_is_the_logs(tmp_path, monkeypatch):
+    rows = SAME["inline sidechain"]  # a main-thread model and a subagent's: claude-proxy for both
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    streamed_json, whole_json = profiles(path, None, monkeypatch)
+    assert streamed_json == whole_json
+    assert json.loads(streamed_json)["model"]["name"] == "claude-proxy"
+
+
+def test_a_model_other_than_the_first_calls_reads_it_whole(tmp_path):
+    rows = split_response()
+    rows[-1]["message"]["model"] = "qwen2.5-7b-instruct"  # the first call's is Claude's
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    streamed_json, whole_json = profiles(path, None)
+    assert streamed_json == whole_json
+
+
+def test_profile_steps_are_the_logs_bytes(tmp_path, model_dir):
+    path = write_jsonl(tmp_path / "s.jsonl", stretches(2, WINDOW + 1))
+    steps: list[tuple[int, int]] = []
+    tokprof.profile(path, str(model_dir), progress=lambda done, total: steps.append((done, total)))
+    assert steps and steps[-1] == (path.stat().st_size, path.stat().st_size)
+    assert all(a[0] <= b[0] for a, b in zip(steps, steps[1:]))
+
+
+def test_a_bad_line_after_calls_is_the_whole_reads_error(tmp_path, model_dir):
+    rows = stretches(1, WINDOW + 2)
+    rows.insert(len(rows) - 1, {"type": "assistant", "uuid": "bad", "message": "not an object"})
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    with pytest.raises(tokprof.InputError) as streamed_error:
+        tokprof.profile(path, str(model_dir))
+    with pytest.raises(tokprof.InputError) as whole_error:
+        read_trace(str(path))
+    assert str(streamed_error.value) == str(whole_error.value)
