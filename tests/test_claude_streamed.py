@@ -215,7 +215,45 @@ def repeated_dropped_line() -> list[dict]:
     return rows
 
 
+def answered_after_a_compaction() -> list[dict]:
+    """A result written after the lines before a compaction were dropped, beside a dropped line that an
+    earlier call's prompt passed: the whole read puts it in that prompt."""
+    rows = [
+        user("u1", None, "read a"),
+        assistant("a1", "u1", "r1", [tool_use("t1")]),
+        user("u2", "a1", "go on"),
+        assistant("a2", "u2", "r2", [text("ok")]),
+        base("system", "cb", None, subtype="compact_boundary", content="c"),
+        user("s1", "cb", "summary", isCompactSummary=True),
+    ]
+    for i in range(WINDOW + 1):
+        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
+        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows.append(user("u3", "a1", [result("t1", "contents of a")]))
+    return rows
+
+
+def dropped_result_of_a_later_parent() -> list[dict]:
+    """A result written before a compaction whose parent, after it, is on a later call's chain: dropped,
+    the stream would not see it beside that chain."""
+    rows = [
+        user("u0", None, "hi"),
+        assistant("a0", "u0", "r0", [text("hello")]),
+        user("e1", "p1", [result("t1", "contents of a")]),
+        base("system", "cb", None, subtype="compact_boundary", content="c"),
+        user("s1", "cb", "summary", isCompactSummary=True),
+        assistant("a1", "s1", "r1", [tool_use("t1")]),
+    ]
+    for i in range(WINDOW):
+        rows.append(user(f"q{i}", "s1" if i == 0 else f"b{i - 1}", f"more {i}"))
+        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows += [user("p1", "a1", "and then"), user("u2", "p1", "go on"), assistant("a2", "u2", "r2", [text("ok")])]
+    return rows
+
+
 UNSTREAMABLE = {
+    "a late result beside a dropped line": (answered_after_a_compaction(), "beside a line"),
+    "a dropped result beside a later chain": (dropped_result_of_a_later_parent(), "looked for"),
     "a requestId reused": (redacted_session(False), "different responses"),
     "a late line of a call": (late_line(), "already given"),
     "a late result beside the chain": (late_sibling(), "beside a line"),
@@ -304,3 +342,15 @@ def test_a_bad_line_after_calls_is_the_whole_reads_error(tmp_path, model_dir):
     with pytest.raises(tokprof.InputError) as whole_error:
         read_trace(str(path))
     assert str(streamed_error.value) == str(whole_error.value)
+
+
+def test_the_trace_model_counts_the_names_as_written(tmp_path):
+    """Two names that read the same once shown safely are two models, as the whole read counts them."""
+    names = ["m\n", "m\n", "m\\n", "m\\n", "b", "b", "b"]
+    rows: list[dict] = []
+    for i, name in enumerate(names):
+        rows.append(user(f"u{i}", rows[-1]["uuid"] if rows else None, f"q{i}"))
+        rows.append(assistant(f"a{i}", f"u{i}", f"r{i}", [text(f"a{i}")], model=name))
+    path = write_jsonl(tmp_path / "s.jsonl", rows)
+    assert_same_as_whole_read(path)
+    assert streamed(path)[1].trace.model == "b"

@@ -96,6 +96,16 @@ class _Watched(dict):
 _MISSING = object()
 
 
+def results_only(line: Line) -> bool:
+    """A user line of tool results only, with a parent: one :meth:`Reader.beside` places beside its siblings."""
+    return (
+        line.type == "user"
+        and line.parent is not None
+        and bool(line.parts)
+        and all(isinstance(part, ToolResult) for part in line.parts)
+    )
+
+
 class _Reader(Reader):
     """The reader, remembering which lines a walk extended a prompt state with."""
 
@@ -163,6 +173,7 @@ class CallStream:
         main_models: Counter[str] = Counter()
         count = 0
         session_checked = False
+        walked_parents: set[str] = set()  # kept lines with a dropped child a walk passed
         assert self.doc.lines is not None
         if subagent_files(Path(self.path), None):
             raise Unstreamable("subagent transcripts beside the session")
@@ -186,26 +197,36 @@ class CallStream:
             nonlocal count
             call.index = count
             count += 1
+            if call.model:  # counted as written, as main_model counts them before they are shown safely
+                models[call.model] += 1
+                if "(subagent" not in call.where:
+                    main_models[call.model] += 1
             call.model = visible(call.model) if isinstance(call.model, str) else call.model
             call.request_id = visible(call.request_id) if isinstance(call.request_id, str) else call.request_id
             call.thread = visible(call.thread)
             call.where = visible(call.where)
-            if call.model:
-                models[call.model] += 1
-                if "(subagent" not in call.where:
-                    main_models[call.model] += 1
             return call
 
         def drop_before(boundary: Line) -> None:
             """Forget the lines before a boundary every call before it is built from."""
             lines = transcript.lines
             cut = next((i for i, line in enumerate(lines) if line is boundary), 0)
-            for line in lines[:cut]:
+            dropped = lines[:cut]
+            gone = {line.uuid for line in dropped if line.uuid is not None}
+            for line in dropped:
                 if line.uuid is not None and dict.get(by_uuid, line.uuid) is line:
                     dict.__delitem__(by_uuid, line.uuid)
                 for part in line.parts:
                     if isinstance(part, ToolUse) and dict.get(tool_uses, part.id) is line:
                         dict.__delitem__(tool_uses, part.id)
+            for line in dropped:  # siblings (Reader.beside) the kept lines no longer show
+                if line.parent is not None and line.parent not in gone:
+                    if id(line) in reader.walked and dict.__contains__(by_uuid, line.parent):
+                        walked_parents.add(line.parent)  # a later result beside it: beside a line walked
+                    if results_only(line):
+                        if dict.__contains__(by_uuid, line.parent):
+                            raise Unstreamable(f"{line.place}: tool results beside a line kept, dropped")
+                        by_uuid.absent.add(line.parent)  # its parent, read later, would show it
                 reader.walked.discard(id(line))
             drops.any = drops.any or cut > 0
             del lines[:cut]
@@ -245,12 +266,10 @@ class CallStream:
                 self.trace.session = line.record["sessionId"]
                 if subagent_files(Path(self.path), self.trace.session):
                     raise Unstreamable("subagent transcripts beside the session")
-            if (
-                line.type == "user"
-                and line.parent is not None
-                and line.parts
-                and all(isinstance(part, ToolResult) for part in line.parts)
-                and any(id(s) in reader.walked for s in transcript.children(line.parent) if s is not line)
+            if results_only(line) and (
+                any(id(s) in reader.walked for s in transcript.children(line.parent) if s is not line)
+                or line.parent in walked_parents  # beside a dropped line a walk passed
+                or (drops.any and not dict.__contains__(by_uuid, line.parent))  # its siblings may be dropped
             ):
                 raise Unstreamable(f"line {number}: tool results beside a line an earlier call's prompt passed")
             if line.boundary:
@@ -293,7 +312,7 @@ class CallStream:
     def _finish(self, compactions: int, models: Counter[str]) -> None:
         trace = self.trace
         trace.compactions = compactions
-        trace.model = models.most_common(1)[0][0] if models else None
+        trace.model = visible(models.most_common(1)[0][0]) if models else None
         for phase in self._phases:
             for note in phase.notes:
                 existing = next((n for n in trace.notes if n.code == note.code), None)
