@@ -124,7 +124,10 @@ class CallStream:
     Iterating gives each call once, numbered, in the order :func:`~tokprof.formats.claude_code.read`
     gives them; when it ends :attr:`trace` (no calls) holds the session, the model of most
     main-thread calls, the compactions and the notes. Raises :class:`Unstreamable` where the log must
-    be read whole, and :class:`InputError` for a bad line or a file without calls."""
+    be read whole, and :class:`InputError` for a bad line or a file without calls: the first one the
+    stream reaches, which may be a call's (its usage, its messages) before a bad line that the whole
+    read, checking every line first, names instead (:func:`tokprof.profile` reads such a log whole,
+    so it reports the whole read's)."""
 
     def __init__(self, path: str, doc: Document):
         from tokprof.formats.claude_code import FORMAT
