@@ -269,10 +269,15 @@ class CallStream:
                 self.trace.session = line.record["sessionId"]
                 if subagent_files(Path(self.path), self.trace.session):
                     raise Unstreamable("subagent transcripts beside the session")
-            if results_only(line) and (
-                any(id(s) in reader.walked for s in transcript.children(line.parent) if s is not line)
-                or line.parent in walked_parents  # beside a dropped line a walk passed
-                or (drops.any and not dict.__contains__(by_uuid, line.parent))  # its siblings may be dropped
+            parent = line.parent
+            if (
+                parent is not None
+                and results_only(line)
+                and (
+                    any(id(s) in reader.walked for s in transcript.children(parent) if s is not line)
+                    or parent in walked_parents  # beside a dropped line a walk passed
+                    or (drops.any and not dict.__contains__(by_uuid, parent))  # its siblings may be dropped
+                )
             ):
                 raise Unstreamable(f"line {number}: tool results beside a line an earlier call's prompt passed")
             if line.boundary:
