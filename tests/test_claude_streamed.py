@@ -251,7 +251,15 @@ def dropped_result_of_a_later_parent() -> list[dict]:
     return rows
 
 
+def sidechain_without_agent_id() -> list[dict]:
+    lines = subagent_lines()
+    for row in lines:
+        row.pop("agentId")
+    return main_thread_with_task(lines)
+
+
 UNSTREAMABLE = {
+    "a sidechain without an agentId": (sidechain_without_agent_id(), "without an agentId"),
     "a late result beside a dropped line": (answered_after_a_compaction(), "beside a line"),
     "a dropped result beside a later chain": (dropped_result_of_a_later_parent(), "looked for"),
     "a requestId reused": (redacted_session(False), "different responses"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import stat
 import zipfile
 from pathlib import Path
 from types import ModuleType
@@ -218,8 +219,8 @@ def stream_calls(path: str, input_format: str | None = None) -> "CallStream | No
     if input_format not in (None, "claude-code") or "://" in path:
         return None
     path = session_in_folder(path) or path
-    if _is_zip(path) or _starts_like_zip(path):
-        return None
+    if not _regular(path) or _is_zip(path) or _starts_like_zip(path):
+        return None  # a pipe is read once: whole, where a stream that gives up could not read it again
     if input_format is None and reader("opencode").is_sqlite(path):
         return None
     try:
@@ -236,6 +237,13 @@ def stream_calls(path: str, input_format: str | None = None) -> "CallStream | No
     from tokprof.formats.claude_streamed import CallStream
 
     return CallStream(path, doc)
+
+
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def _shown_safely(trace: Trace) -> None:

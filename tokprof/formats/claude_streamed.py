@@ -13,7 +13,9 @@ decided, the stream stops with :class:`Unstreamable` and the caller reads the lo
 * a call's prompt is built from the lines read so far: a line that an earlier walk looked for and
   did not find (a parent, a tool call), or a tool result beside a line a walk passed, stops it;
 * subagent transcripts beside the file, and subagent lines copied in ``progress`` lines, are merged
-  with the session's calls in time order: such a session is not streamed;
+  with the session's calls in time order: such a session is not streamed; nor is a sidechain in the
+  file without an ``agentId`` (its thread is named after its first line, found by a walk that the
+  whole read bounds by the file's lines);
 * once every call before a ``compact_boundary`` is built and a call after it is, the lines before
   it are dropped (a later walk never passes a boundary); a walk that reaches a dropped line stops
   the stream.
@@ -192,6 +194,9 @@ class CallStream:
                 call = reader.call(transcript, lines, key)
             finally:
                 by_uuid.watching = tool_uses.watching = False
+            if call.thread.startswith("sidechain "):
+                # named after the first line of its thread, found by a walk bounded by the lines read
+                raise Unstreamable(f"{call.where}: a sidechain without an agentId")
             for line in lines:  # as Reader.calls: what the call read of its lines is read no more
                 line.record, line.request, line.message_id, line.prompt_usage = {}, None, None, None
             return call, lines[0].number
