@@ -177,6 +177,16 @@ def late_line() -> list[dict]:
     return rows
 
 
+def more_calls(parent: str) -> list[dict]:
+    """WINDOW + 1 short calls after ``parent``: enough that every call before them is given."""
+    rows: list[dict] = []
+    for i in range(WINDOW + 1):
+        rows.append(user(f"q{i}", parent, f"more {i}"))
+        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+        parent = f"b{i}"
+    return rows
+
+
 def late_sibling() -> list[dict]:
     """A tool result beside a chain line, written after the call whose prompt passed that line."""
     rows = [
@@ -185,9 +195,7 @@ def late_sibling() -> list[dict]:
         user("u2", "a1", [result("t1", "contents of a")]),
         assistant("a2", "u2", "r2", [text("one")]),
     ]
-    for i in range(WINDOW + 1):
-        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
-        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows += more_calls(rows[-1]["uuid"])
     rows.append(user("u3", "a1", [result("t2", "contents of b")]))
     return rows
 
@@ -195,9 +203,7 @@ def late_sibling() -> list[dict]:
 def late_parent() -> list[dict]:
     """A line whose parent comes later in the file."""
     rows = [user("u2", "u1", "second"), assistant("a2", "u2", "r2", [text("two")])]
-    for i in range(WINDOW + 1):
-        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
-        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows += more_calls(rows[-1]["uuid"])
     rows.append(user("u1", None, "first"))
     return rows
 
@@ -226,9 +232,7 @@ def answered_after_a_compaction() -> list[dict]:
         base("system", "cb", None, subtype="compact_boundary", content="c"),
         user("s1", "cb", "summary", isCompactSummary=True),
     ]
-    for i in range(WINDOW + 1):
-        rows.append(user(f"q{i}", rows[-1]["uuid"], f"more {i}"))
-        rows.append(assistant(f"b{i}", f"q{i}", f"rb{i}", [text(f"answer {i}")]))
+    rows += more_calls(rows[-1]["uuid"])
     rows.append(user("u3", "a1", [result("t1", "contents of a")]))
     return rows
 

@@ -24,7 +24,7 @@ from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
 from tokprof.base.text import visible
-from tokprof.trace import Trace
+from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:
     from tokprof.formats.claude_streamed import CallStream
@@ -249,15 +249,21 @@ def _regular(path: str) -> bool:
 def _shown_safely(trace: Trace) -> None:
     """The names a trace takes from the log and only shows (models, the session, threads, request ids,
     places) with control characters and lone surrogates escaped (:func:`tokprof.base.text.visible`): they
-    are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here."""
-
-    def safe(value: str | None) -> str | None:
-        return visible(value) if isinstance(value, str) else value
-
-    trace.model = safe(trace.model)
-    trace.session = safe(trace.session)
+    are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here
+    (a stream's calls one at a time: :func:`call_shown_safely`)."""
+    trace.model = _safe(trace.model)
+    trace.session = _safe(trace.session)
     for call in trace.calls:
-        call.model = safe(call.model)
-        call.request_id = safe(call.request_id)
-        call.thread = visible(call.thread)
-        call.where = visible(call.where)
+        call_shown_safely(call)
+
+
+def call_shown_safely(call: Call) -> None:
+    """A call's names as :func:`_shown_safely` shows them."""
+    call.model = _safe(call.model)
+    call.request_id = _safe(call.request_id)
+    call.thread = visible(call.thread)
+    call.where = visible(call.where)
+
+
+def _safe(value: str | None) -> str | None:
+    return visible(value) if isinstance(value, str) else value

@@ -35,6 +35,7 @@ import numpy as np
 
 from tokprof.base.errors import InputError
 from tokprof.base.text import visible
+from tokprof.formats import call_shown_safely
 from tokprof.formats.claude_blocks import ToolResult, ToolUse
 from tokprof.formats.claude_lines import MESSAGE_TYPES, Line, State, Transcript, read_later
 from tokprof.formats.claude_reader import SYNTHETIC, Reader
@@ -209,10 +210,7 @@ class CallStream:
                 models[call.model] += 1
                 if "(subagent" not in call.where:
                     main_models[call.model] += 1
-            call.model = visible(call.model) if isinstance(call.model, str) else call.model
-            call.request_id = visible(call.request_id) if isinstance(call.request_id, str) else call.request_id
-            call.thread = visible(call.thread)
-            call.where = visible(call.where)
+            call_shown_safely(call)
             return call
 
         def drop_before(boundary: Line) -> None:
