@@ -167,6 +167,11 @@ def test_other_logs_are_not_streamed(tmp_path):
     assert stream_calls(str(write_jsonl(tmp_path / "r.jsonl", [{"model": "m", "messages": []}]))) is None
     assert stream_calls(str(tmp_path / "missing.jsonl")) is None
     assert stream_calls(str(write_jsonl(tmp_path / "s.jsonl", split_response())), "openai-chat") is None
+    renamed = write_jsonl(tmp_path / "s.txt", split_response())  # read whole: only a .jsonl is loaded twice
+    assert stream_calls(str(renamed)) is None
+    named = stream_calls(str(renamed), "claude-code")
+    assert named is not None
+    named.close()
 
 
 # -- what only the whole read gets right ----------------------------------------------------------

@@ -214,11 +214,14 @@ def _module_for(path: str, doc: Document, input_format: str | None) -> ModuleTyp
 
 def stream_calls(path: str, input_format: str | None = None) -> "CallStream | None":
     """The calls of a log given as it is read (:class:`tokprof.formats.claude_streamed.CallStream`),
-    for a log whose reader can give them so: a Claude Code session file. None for any other log, or
-    one that cannot be loaded (:func:`read_trace` says why), with nothing read past its first lines."""
+    for a log whose reader can give them so: a Claude Code session file (a ``.jsonl`` one, unless the
+    format is named). None for any other log, or one that cannot be loaded (:func:`read_trace` says
+    why), with nothing read past its first lines."""
     if input_format not in (None, "claude-code") or "://" in path:
         return None
     path = session_in_folder(path) or path
+    if input_format is None and not path.endswith(".jsonl"):
+        return None  # Claude Code writes .jsonl: any other file is not loaded twice (a JSON document whole)
     if not _regular(path) or _is_zip(path) or _starts_like_zip(path):
         return None  # a pipe is read once: whole, where a stream that gives up could not read it again
     if input_format is None and reader("opencode").is_sqlite(path):
