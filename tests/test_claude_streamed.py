@@ -12,9 +12,13 @@ import pytest
 import tokprof
 import tokprof.api as tokprof_api
 from test_format_claude_code import (
+    SESSION,
     assistant,
+    at,
     base,
     compacted,
+    compacted_session,
+    compaction_transcript,
     main_thread_with_task,
     progress_copies,
     redacted_session,
@@ -22,6 +26,7 @@ from test_format_claude_code import (
     split_response,
     subagent_lines,
     text,
+    timed,
     tool_use,
     user,
     write_jsonl,
@@ -290,10 +295,139 @@ def test_what_the_stream_cannot_get_right_stops_it(tmp_path, name):
     assert_unstreamable(write_jsonl(tmp_path / "s.jsonl", rows), match)
 
 
-def test_a_subagent_file_beside_the_session_stops_it(tmp_path):
-    path = write_jsonl(tmp_path / "5e55-1.jsonl", main_thread_with_task([]))
-    write_jsonl(tmp_path / "5e55-1" / "subagents" / "agent-a1b2.jsonl", subagent_lines())
-    assert_unstreamable(path, "subagent transcripts")
+# -- transcripts beside the session -------------------------------------------------------------
+def with_subagent(tmp_path: Path, between: list[dict] = (), sub: list[dict] | None = None, name: str = "") -> Path:
+    """A session whose Task ran the subagent of ``sub`` (in its own file), its lines timed so that
+    the subagent's calls fall between the session's."""
+    rows = [dict(row, timestamp=at(t)) for row, t in zip(main_thread_with_task(list(between)), [0, 5, *[6] * len(between), 60, 65])]
+    session = write_jsonl(tmp_path / f"{SESSION}.jsonl", rows)
+    where = tmp_path / (name or f"{SESSION}/subagents/agent-a1b2.jsonl")
+    write_jsonl(where, timed(subagent_lines(), start=10) if sub is None else sub)
+    return session
+
+
+def noisy_subagent() -> list[dict]:
+    """A subagent transcript with lines the reader notes once per type, a synthetic response and a
+    line cut off at the end."""
+    rows = timed(subagent_lines(), start=10)
+    extra = {"agentId": "a1b2"}
+    return [
+        base("brand-new-type", "s-n0", None, sidechain=True, **extra),
+        *rows[:2],
+        base("attachment", "s-at", "s-a1", sidechain=True, attachment={"type": "hook"}, **extra),
+        assistant("s-x", "s-at", "rx", [text("No response requested.")], model="<synthetic>", sidechain=True),
+        *rows[2:],
+    ]
+
+
+def with_lines_after(session: Path, rows: list[dict]) -> Path:
+    with session.open("a") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
+    return session
+
+
+SIDES = {
+    "a subagent file": lambda tmp: with_subagent(tmp),
+    "a subagent file without times": lambda tmp: with_subagent(tmp, sub=subagent_lines()),
+    "an agent file beside it (2.0)": lambda tmp: with_subagent(tmp, name="agent-a1b2.jsonl"),
+    "a subagent copied in progress lines too": lambda tmp: with_subagent(tmp, progress_copies(subagent_lines())),
+    "a subagent's notes by line type": lambda tmp: with_subagent(
+        tmp,
+        [base("brand-new-type", "n1", "a1"), base("attachment", "at1", "a1", attachment={"type": "hook"})],
+        noisy_subagent(),
+    ),
+    "line types the session has after the subagent ran": lambda tmp: with_lines_after(
+        with_subagent(tmp, sub=noisy_subagent()),
+        [
+            *more_calls("a2"),  # the subagent's calls are made before these lines are read
+            base("attachment", "at9", f"b{WINDOW}", attachment={"type": "hook"}),
+            base("brand-new-type", "n9", "at9"),
+        ],
+    ),
+    "a compaction transcript": lambda tmp: compacted_session(tmp),
+    "a compaction transcript with no call": lambda tmp: compacted_session(tmp, compaction_transcript()[:2]),
+}
+
+
+@pytest.mark.parametrize("name", list(SIDES))
+def test_a_session_with_transcripts_beside_it_is_streamed(tmp_path, name):
+    assert_same_as_whole_read(SIDES[name](tmp_path))
+
+
+def compacted_stretches(tmp_path: Path, count: int, calls: int) -> Path:
+    """A session compacted ``count - 1`` times as Claude Code 2.1 writes it: each boundary names the
+    line it follows, and its compaction call is in a transcript of its own."""
+    rows = stretches(count, calls)
+    for row in rows:
+        if row.get("subtype") == "compact_boundary":
+            s = int(row["uuid"][1:])
+            row["logicalParentUuid"] = f"a{s - 1}.end"
+            extra = {"agentId": f"acompact-{s}"}
+            compaction = [
+                user(f"c{s}-m", f"r{s - 1}.0", "<system-reminder>hook</system-reminder>", sidechain=True, isMeta=True, **extra),
+                user(f"c{s}-u", f"a{s - 1}.end", "Summarise.", sidechain=True, **extra),
+                assistant(f"c{s}-a", f"c{s}-u", f"req-c{s}", [text(f"summary {s}")], sidechain=True, stop="end_turn", **extra),
+            ]
+            write_jsonl(tmp_path / SESSION / "subagents" / f"agent-acompact-{s}.jsonl", compaction)
+    return write_jsonl(tmp_path / f"{SESSION}.jsonl", rows)
+
+
+def test_compaction_calls_are_made_before_the_lines_before_their_boundary_are_dropped(tmp_path):
+    path = compacted_stretches(tmp_path, 6, 2 * WINDOW)
+    assert_same_as_whole_read(path)
+    calls, stream = streamed(path)
+    assert [c.kind for c in calls].count("compaction") == 5
+    whole_lines = len(path.read_text().splitlines())
+    assert stream.lines_kept < whole_lines / 3
+
+
+def test_a_subagent_is_held_only_while_its_calls_are_made(tmp_path):
+    path = with_subagent(tmp_path)
+    stream = stream_calls(str(path), "claude-code")
+    assert stream is not None
+    with stream:
+        held = [stream.lines_kept for _ in stream]
+    assert held[1] > held[-1]  # the subagent's calls are made while its transcript is held
+
+
+def test_a_truncated_subagent_line_is_noted_where_the_whole_read_notes_it(tmp_path):
+    path = with_subagent(tmp_path)
+    sub = tmp_path / SESSION / "subagents" / "agent-a1b2.jsonl"
+    sub.write_text(sub.read_text() + '{"type": "user", "mess')
+    assert_same_as_whole_read(path)
+
+
+def other_requests(rows: list[dict]) -> list[dict]:
+    return [dict(row, requestId=row["requestId"] + "-other") if "requestId" in row else row for row in rows]
+
+
+SIDES_UNSTREAMABLE = {
+    "a compaction call found by time": (
+        lambda tmp: compacted_session(tmp, compaction_transcript(request_parent="gone", hook_parent="gone")),
+        "matched to no boundary",
+    ),
+    "a subagent known from progress lines only": (
+        lambda tmp: with_subagent(tmp, progress_copies(subagent_lines()), sub=other_requests(subagent_lines())),
+        "progress lines",
+    ),
+    "a call in the session and in a subagent file": (
+        lambda tmp: with_subagent(tmp, [assistant("dup", "a1", "req_s1", [text("copy")], timestamp=at(6))]),
+        "also in a subagent",
+    ),
+    "a compaction in a subagent file": (
+        lambda tmp: with_subagent(tmp, sub=[*subagent_lines(), base("system", "s-b", "s-a2", subtype="compact_boundary")]),
+        "compact boundary",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SIDES_UNSTREAMABLE))
+def test_what_a_transcript_beside_it_needs_whole_stops_it(tmp_path, name):
+    build, match = SIDES_UNSTREAMABLE[name]
+    path = build(tmp_path)
+    assert_unstreamable(path, match)
+    whole = read_trace(str(path), "claude-code")  # and the whole read reads it
+    assert whole.calls
 
 
 # -- the facade ---------------------------------------------------------------------------------

@@ -14,15 +14,11 @@ def compaction_calls(reader: Reader, main: Transcript, compact: Transcript) -> l
     """The calls of a compaction transcript, each with where it goes among the main thread's
     calls (its boundary's line); None when the transcript continues no line of the session and
     matches no boundary (it is then read as a subagent)."""
-    own = compact.by_uuid
     plans = []
     on_chains: set[int] = set()
     for key, lines in reader.groups(compact).items():
-        chain: list[Line] = []  # the transcript's own lines the response follows: the request
-        top = lines[0]
-        while top.parent is not None and top.parent in own and len(chain) <= len(compact.lines):
-            top = own[top.parent]
-            chain.append(top)
+        chain = request_chain(compact, lines[0])
+        top = chain[-1] if chain else lines[0]
         anchor = main.by_uuid.get(top.parent) if top.parent else None
         boundary = boundary_of(reader, main, anchor, lines)
         if anchor is None and boundary is not None:
@@ -34,12 +30,8 @@ def compaction_calls(reader: Reader, main: Transcript, compact: Transcript) -> l
     # lines the transcript adds after main-thread lines (hook output the session file does not keep)
     inserts: dict[str, list[Line]] = {}
     for line in compact.lines:
-        if (
-            line.type == "user"
-            and id(line) not in on_chains
-            and line.parent is not None
-            and line.parent in main.by_uuid
-        ):
+        # (only a main-thread line's are read: those on the history)
+        if line.type == "user" and id(line) not in on_chains and line.parent is not None:
             inserts.setdefault(line.parent, []).append(line)
     out: list[tuple[float, Call]] = []
     for key, lines, chain, anchor, boundary in plans:
@@ -51,6 +43,17 @@ def compaction_calls(reader: Reader, main: Transcript, compact: Transcript) -> l
         call = reader.call(compact, lines, key, state=state, compaction=True)
         out.append((boundary.number if boundary is not None else anchor.number + 0.5, call))
     return out
+
+
+def request_chain(compact: Transcript, first: Line) -> list[Line]:
+    """The lines of a compaction transcript that its response's first line follows (the request),
+    nearest first: the parent of the last one is the main-thread line the call continues from."""
+    chain: list[Line] = []
+    top = first
+    while top.parent is not None and top.parent in compact.by_uuid and len(chain) <= len(compact.lines):
+        top = compact.by_uuid[top.parent]
+        chain.append(top)
+    return chain
 
 
 def boundary_of(reader: Reader, main: Transcript, anchor: Line | None, lines: list[Line]) -> Line | None:
