@@ -267,6 +267,175 @@ def generate_result(path: Path, size: int, seed: int) -> Writer:
     return w
 
 
+def _side_line(w: Writer, agent: str, kind: str, uuid: str, parent: str | None, **fields) -> dict:
+    w.clock += 0.5
+    return {
+        "parentUuid": parent,
+        "isSidechain": True,
+        "cwd": "/home/dev/project",
+        "sessionId": SESSION,
+        "version": "2.1.39",
+        "agentId": agent,
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(w.clock)) + ".000Z",
+        **fields,
+    }
+
+
+def _write_side(path: Path, rows: list[dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(row) + "\n" for row in rows)
+
+
+def generate_sides(path: Path, calls: int, per_segment: int, seed: int, every: int = 25) -> Writer:
+    """Many short calls as Claude Code 2.1 writes them: each compaction's call in its own transcript
+    (``<session>/subagents/agent-acompact-*.jsonl``), and every ``every`` calls a Task whose subagent
+    (three calls) has its transcript there too, its lines also copied into the session's progress lines."""
+    rng = random.Random(seed)
+    sides = path.with_suffix("") / "subagents"
+    with open(path, "w", encoding="utf-8") as f:
+        w = Writer(f, rng)
+        w.line("user", message={"role": "user", "content": "Work through the backlog in TODO.md."})
+        w.sent(40)
+        for i in range(calls):
+            if i and i % every == 0:
+                task: dict = {
+                    "type": "tool_use",
+                    "id": f"toolu_task{i}",
+                    "name": "Task",
+                    "input": {"prompt": w.text(200)},
+                }
+                w.response([task], 2000 + w.segment_text // 4)
+                agent, parent = f"s{i:06d}", None
+                rows: list[dict] = []
+                rows.append(
+                    _side_line(
+                        w,
+                        agent,
+                        "user",
+                        f"{agent}-u",
+                        None,
+                        message={"role": "user", "content": task["input"]["prompt"]},
+                    )
+                )
+                parent = f"{agent}-u"
+                for k in range(3):
+                    use: dict = {
+                        "type": "tool_use",
+                        "id": f"{agent}-t{k}",
+                        "name": "Grep",
+                        "input": {"pattern": w.text(20)},
+                    }
+                    message = {
+                        "model": MODEL,
+                        "id": f"msg_{agent}_{k}",
+                        "role": "assistant",
+                        "content": [use],
+                        "stop_reason": "tool_use",
+                        "usage": {
+                            "input_tokens": 5,
+                            "cache_creation_input_tokens": 300,
+                            "cache_read_input_tokens": 1000 * k,
+                            "output_tokens": 20,
+                        },
+                    }
+                    rows.append(
+                        _side_line(
+                            w,
+                            agent,
+                            "assistant",
+                            f"{agent}-a{k}",
+                            parent,
+                            message=message,
+                            requestId=f"req_{agent}_{k}",
+                        )
+                    )
+                    block = {"type": "tool_result", "tool_use_id": use["id"], "content": w.text(800)}
+                    rows.append(
+                        _side_line(
+                            w,
+                            agent,
+                            "user",
+                            f"{agent}-r{k}",
+                            f"{agent}-a{k}",
+                            message={"role": "user", "content": [block]},
+                        )
+                    )
+                    parent = f"{agent}-r{k}"
+                _write_side(sides / f"agent-{agent}.jsonl", rows)
+                for row in rows:
+                    data = {
+                        "type": "agent_progress",
+                        "agentId": agent,
+                        "prompt": task["input"]["prompt"],
+                        "message": row,
+                    }
+                    w.line(
+                        "progress",
+                        chained=False,
+                        data=data,
+                        toolUseID=f"agent_msg_{row['uuid']}",
+                        parentToolUseID=task["id"],
+                    )
+                w.result(task["id"], w.text(400), {"status": "completed"})
+            read: dict = {
+                "type": "tool_use",
+                "id": f"toolu_{i}",
+                "name": "Read",
+                "input": {"file_path": f"src/m{i % 40}.py"},
+            }
+            w.response([{"type": "text", "text": w.text(60)}, read], 2000 + w.segment_text // 4)
+            w.result(read["id"], w.text(1200), {"type": "text", "file": {"filePath": f"src/m{i % 40}.py"}})
+            if w.calls % per_segment == 0 and i + 1 < calls:
+                agent, last = f"acompact-{w.calls:07d}", w.parent
+                summary = {
+                    "model": MODEL,
+                    "id": f"msg_{agent}",
+                    "role": "assistant",
+                    "stop_reason": "end_turn",
+                    "content": [{"type": "text", "text": "<summary>" + w.text(3000) + "</summary>"}],
+                    "usage": {
+                        "input_tokens": 5,
+                        "cache_creation_input_tokens": 500,
+                        "cache_read_input_tokens": 2000 + w.segment_text // 4,
+                        "output_tokens": 900,
+                    },
+                }
+                _write_side(
+                    sides / f"agent-{agent}.jsonl",
+                    [
+                        _side_line(
+                            w,
+                            agent,
+                            "user",
+                            f"{agent}-m",
+                            last,
+                            isMeta=True,
+                            message={"role": "user", "content": "<system-reminder>hook</system-reminder>"},
+                        ),
+                        _side_line(
+                            w,
+                            agent,
+                            "user",
+                            f"{agent}-u",
+                            last,
+                            message={
+                                "role": "user",
+                                "content": "Create a detailed summary of the conversation so far.",
+                            },
+                        ),
+                        _side_line(
+                            w, agent, "assistant", f"{agent}-a", f"{agent}-u", message=summary, requestId=f"req_{agent}"
+                        ),
+                    ],
+                )
+                w.compact()
+        w.kept_text += w.segment_text
+    return w
+
+
 class Records:
     """Request records (one conversation, each line its whole prompt so far), counted as they are written."""
 
@@ -329,6 +498,7 @@ SHAPES = {
     "calls": "many short calls",
     "result": "one huge tool result",
     "records": "request records (OpenAI Chat Completions)",
+    "sides": "many short calls, with Claude Code 2.1's subagent and compaction transcripts",
 }
 
 
@@ -342,6 +512,8 @@ def generate_shape(shape: str, path: Path, args: argparse.Namespace, small: bool
         return generate(path, 1 if small else int(args.size_mb * 1024 * 1024), args.calls_per_compaction, args.seed)
     if shape == "calls":
         return generate_calls(path, 3 if small else args.calls, args.calls_per_compaction, args.seed)
+    if shape == "sides":
+        return generate_sides(path, 3 if small else args.calls, args.calls_per_compaction, args.seed)
     return generate_result(path, 1000 if small else int(args.result_mb * 1024 * 1024), args.seed)
 
 
@@ -408,7 +580,7 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
     if shape == "big":
         against, limit = added / (session.kept_text / 1e6), f"{LIMIT_TEXT}x text kept"
         ratio = f"{against:.1f}x text kept"
-    elif shape == "calls":
+    elif shape in ("calls", "sides"):
         against, limit = added * 1000 / summary["calls"], f"{LIMIT_CALL_KB} kB / call"
         ratio = f"{against:.1f} kB / call"
     else:
@@ -427,7 +599,7 @@ def measure(shape: str, args: argparse.Namespace, folder: Path) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--shape", default="big,calls,result,records", help="comma-separated: big, calls, result, records"
+        "--shape", default="big,calls,result,records,sides", help="comma-separated: big, calls, result, records, sides"
     )
     parser.add_argument("--size-mb", type=float, default=1024, help="the big session's size")
     parser.add_argument("--calls", type=int, default=2000, help="the calls of the many-calls log")

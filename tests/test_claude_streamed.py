@@ -299,7 +299,10 @@ def test_what_the_stream_cannot_get_right_stops_it(tmp_path, name):
 def with_subagent(tmp_path: Path, between: list[dict] = (), sub: list[dict] | None = None, name: str = "") -> Path:
     """A session whose Task ran the subagent of ``sub`` (in its own file), its lines timed so that
     the subagent's calls fall between the session's."""
-    rows = [dict(row, timestamp=at(t)) for row, t in zip(main_thread_with_task(list(between)), [0, 5, *[6] * len(between), 60, 65])]
+    rows = [
+        dict(row, timestamp=at(t))
+        for row, t in zip(main_thread_with_task(list(between)), [0, 5, *[6] * len(between), 60, 65])
+    ]
     session = write_jsonl(tmp_path / f"{SESSION}.jsonl", rows)
     where = tmp_path / (name or f"{SESSION}/subagents/agent-a1b2.jsonl")
     write_jsonl(where, timed(subagent_lines(), start=10) if sub is None else sub)
@@ -364,9 +367,18 @@ def compacted_stretches(tmp_path: Path, count: int, calls: int) -> Path:
             row["logicalParentUuid"] = f"a{s - 1}.end"
             extra = {"agentId": f"acompact-{s}"}
             compaction = [
-                user(f"c{s}-m", f"r{s - 1}.0", "<system-reminder>hook</system-reminder>", sidechain=True, isMeta=True, **extra),
+                user(
+                    f"c{s}-m",
+                    f"r{s - 1}.0",
+                    "<system-reminder>hook</system-reminder>",
+                    sidechain=True,
+                    isMeta=True,
+                    **extra,
+                ),
                 user(f"c{s}-u", f"a{s - 1}.end", "Summarise.", sidechain=True, **extra),
-                assistant(f"c{s}-a", f"c{s}-u", f"req-c{s}", [text(f"summary {s}")], sidechain=True, stop="end_turn", **extra),
+                assistant(
+                    f"c{s}-a", f"c{s}-u", f"req-c{s}", [text(f"summary {s}")], sidechain=True, stop="end_turn", **extra
+                ),
             ]
             write_jsonl(tmp_path / SESSION / "subagents" / f"agent-acompact-{s}.jsonl", compaction)
     return write_jsonl(tmp_path / f"{SESSION}.jsonl", rows)
@@ -415,7 +427,9 @@ SIDES_UNSTREAMABLE = {
         "also in a subagent",
     ),
     "a compaction in a subagent file": (
-        lambda tmp: with_subagent(tmp, sub=[*subagent_lines(), base("system", "s-b", "s-a2", subtype="compact_boundary")]),
+        lambda tmp: with_subagent(
+            tmp, sub=[*subagent_lines(), base("system", "s-b", "s-a2", subtype="compact_boundary")]
+        ),
         "compact boundary",
     ),
 }

@@ -12,16 +12,21 @@ decided, the stream stops with :class:`Unstreamable` and the caller reads the lo
   does a requestId on lines of different responses (which the whole read tells apart, ``rekey``);
 * a call's prompt is built from the lines read so far: a line that an earlier walk looked for and
   did not find (a parent, a tool call), or a tool result beside a line a walk passed, stops it;
-* subagent transcripts beside the file, and subagent lines copied in ``progress`` lines, are merged
-  with the session's calls in time order: such a session is not streamed; nor is a sidechain in the
-  file without an ``agentId`` (its thread is named after its first line, found by a walk that the
-  whole read bounds by the file's lines);
-* once every call before a ``compact_boundary`` is built and a call after it is, the lines before
-  it are dropped (a later walk never passes a boundary); a walk that reaches a dropped line stops
-  the stream.
+* a sidechain in the file without an ``agentId`` stops it (its thread is named after its first
+  line, found by a walk that the whole read bounds by the file's lines);
+* the transcripts beside the file (:mod:`~tokprof.formats.claude_sides`) are scanned first, then
+  read again when their calls are due: a subagent's calls are merged with the session's in time
+  order (:func:`~tokprof.formats.neutral.in_time_order`, one session call ahead), a compaction
+  call is made where the ``compact_boundary`` naming the line it continues from is, before the
+  calls after it; a call of the session in a side transcript too, a compaction call that names
+  no boundary, and a subagent known only from ``progress`` copies stop the stream;
+* once every call before a ``compact_boundary`` is built (its compaction call included) and a call
+  after it is, the lines before it are dropped (a later walk never passes a boundary); a walk that
+  reaches a dropped line stops the stream.
 
 Notes are gathered by phase (the lines' checks, the synthetic responses, the calls' prompts, the
-unrecorded compactions) and joined in that order when the file ends, as the whole read writes them.
+unrecorded compactions; each side transcript's checks and calls apart) and joined in the whole
+read's order when the file ends.
 """
 
 from __future__ import annotations
@@ -197,10 +202,12 @@ class _Sides:
         while self.heads and self.heads[0][0] < limit:
             _, s, position = heapq.heappop(self.heads)
             i = self.merged[s - 1]
-            transcript = self.open.get(i) or self.parse(i, calls=True)
+            transcript = self.open.get(i)
+            if transcript is None:
+                transcript = self.parse(i, calls=True)
+                if [key for key, _ in self.groups[i]] != self.sides[i].keys:
+                    raise Unstreamable(f"{self.sides[i].path.name} changed while it was read")
             groups = self.groups[i]
-            if [key for key, _ in groups] != self.sides[i].keys:
-                raise Unstreamable(f"{self.sides[i].path.name} changed while it was read")
             key, lines = groups[position]
             reader.trace = self.builds[i]
             reader.seen.add(key)
