@@ -1,4 +1,4 @@
-"""Peak memory and time of `tokprof profile` on three shapes of large Claude Code log, against the
+"""Peak memory and time of `tokprof profile` on four shapes of large Claude Code log (and request records), against the
 size of the log and of its largest prompt.
 
 1. **A big session** (``--size-mb``): what makes real Claude Code logs large is what is never sent to
@@ -21,12 +21,16 @@ size of the log and of its largest prompt.
    tool call and a 1,000-character result added per call, no compaction), so the file grows with
    the square of the calls; ``--record-sessions`` writes that many such conversations one after the
    other (a day of a proxy's capture). Limit: at most ``LIMIT_RECORDS`` times the largest prompt's text.
+5. **Side transcripts** (``--calls``, shape ``sides``): the many-calls session as Claude Code 2.1
+   writes it, each compaction's call in ``<session>/subagents/agent-acompact-*.jsonl`` and every 25
+   calls a Task whose subagent (three calls) has its own transcript there, its lines also copied in
+   the session's ``progress`` lines. Limit: at most ``LIMIT_CALL_KB`` kB added per call.
 
 The memory a log adds is the peak RSS of `tokprof profile LOG -f json -o FILE` in a fresh process
 minus that of profiling a 3-call log of the same shape (the program and the model's tokenizer).
 Everything comes from ``random.Random(--seed)``.
 
-Usage: python benchmarks/bench_memory.py [--shape big,calls,result,records] [--size-mb 1024] [--calls 2000]
+Usage: python benchmarks/bench_memory.py [--shape big,calls,result,records,sides] [--size-mb 1024] [--calls 2000]
        [--result-mb 20] [--record-calls 600] [--record-sessions 1] [--calls-per-compaction 120] [--model qwen2.5] [--seed 7] [--keep FOLDER]
 Prints Markdown table rows (with the machine) for docs/performance.md. No timed assertion.
 """
