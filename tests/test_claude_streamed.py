@@ -467,6 +467,16 @@ def test_profile_of_a_streamed_log_is_the_whole_logs(tmp_path, model_dir, monkey
         assert sum(call["buckets"].values()) == call["total"]
 
 
+@pytest.mark.parametrize("name", ["a subagent copied in progress lines too", "a compaction transcript"])
+def test_profile_of_a_streamed_session_with_side_transcripts_is_the_whole_sessions(
+    tmp_path, model_dir, monkeypatch, name
+):
+    streamed_json, whole_json = profiles(SIDES[name](tmp_path), str(model_dir), monkeypatch)
+    assert streamed_json == whole_json
+    kinds = [call["kind"] for call in json.loads(streamed_json)["calls"]]
+    assert ("compaction" in kinds) == (name == "a compaction transcript")
+
+
 @pytest.mark.parametrize("name", ["a late line of a call", "a branch across a compaction", "a requestId reused"])
 def test_profile_reads_whole_what_the_stream_gives_up_on(tmp_path, model_dir, name):
     path = write_jsonl(tmp_path / "s.jsonl", UNSTREAMABLE[name][0])
