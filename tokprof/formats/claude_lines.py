@@ -163,6 +163,25 @@ def _shared(key: str, value: Any) -> Any:
     return sys.intern(value) if key in SHARED_FIELDS and type(value) is str else value
 
 
+def agent_copy(line: Line, seen: set[str]) -> tuple[Any, dict, dict] | None:
+    """A progress line's copy of a subagent's conversation line (``data.type == "agent_progress"``):
+    its thread (the agent id, else the progress line's ``parentToolUseID``, else ``"?"``), the
+    progress line's data and the copied line; None for any other line, or a copy of a line already
+    copied (its uuid in ``seen``, which gains it)."""
+    data = line.record.get("data") if line.type == "progress" else None
+    if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        return None
+    nested = data.get("message")
+    if not isinstance(nested, dict) or nested.get("type") not in MESSAGE_TYPES:
+        return None
+    uuid = nested.get("uuid")
+    if isinstance(uuid, str):
+        if uuid in seen:
+            return None
+        seen.add(uuid)
+    return data.get("agentId") or line.record.get("parentToolUseID") or "?", data, nested
+
+
 def copy_line(record: dict, parent: str | None, fallback_uuid: str, agent: object = None) -> dict:
     """A subagent line copied from a progress line, linked to the previous copy of its thread, with the
     progress line's agent id (its thread's name) when the copy has none."""

@@ -29,6 +29,7 @@ from tokprof.formats.claude_lines import (
     Line,
     State,
     Transcript,
+    agent_copy,
     answered,
     call_key,
     copy_line,
@@ -599,18 +600,10 @@ class Reader:
         threads: dict[str, list[tuple[int, Any, str]]] = {}
         seen_lines: set[str] = set()
         for line in transcript.lines:
-            data = line.record.get("data") if line.type == "progress" else None
-            if not isinstance(data, dict) or data.get("type") != "agent_progress":
+            copied = agent_copy(line, seen_lines)
+            if copied is None:
                 continue
-            nested = data.get("message")
-            if not isinstance(nested, dict) or nested.get("type") not in MESSAGE_TYPES:
-                continue
-            uuid = nested.get("uuid")
-            if isinstance(uuid, str):
-                if uuid in seen_lines:
-                    continue
-                seen_lines.add(uuid)
-            agent = data.get("agentId") or line.record.get("parentToolUseID") or "?"
+            agent, data, nested = copied
             thread = threads.setdefault(str(agent), [])
             prompt = data.get("prompt")
             if not thread and nested.get("type") == "assistant" and isinstance(prompt, str):

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from tokprof.base.text import visible
-from tokprof.formats.claude_lines import MESSAGE_TYPES, Line, copy_line, nested_key
+from tokprof.formats.claude_lines import Line, agent_copy, nested_key
 from tokprof.formats.claude_reader import Reader
 from tokprof.formats.neutral import check_text, parse_time
 from tokprof.trace import Note, Trace
@@ -42,25 +42,16 @@ class Copies:
         self.seen: set[str] = set()  # uuids of the lines copied
 
     def add(self, line: Line) -> None:
-        data = line.record.get("data") if line.type == "progress" else None
-        if not isinstance(data, dict) or data.get("type") != "agent_progress":
+        copied = agent_copy(line, self.seen)
+        if copied is None:
             return
-        nested = data.get("message")
-        if not isinstance(nested, dict) or nested.get("type") not in MESSAGE_TYPES:
-            return
-        uuid = nested.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in self.seen:
-                return
-            self.seen.add(uuid)
-        agent = str(data.get("agentId") or line.record.get("parentToolUseID") or "?")
-        keys = self.keys.get(agent)
+        agent, data, nested = copied
+        keys = self.keys.get(str(agent))
         if keys is None:
-            keys = self.keys[agent] = set()
+            keys = self.keys[str(agent)] = set()
             prompt = data.get("prompt")
             if nested.get("type") == "assistant" and isinstance(prompt, str):  # as the whole read checks it
                 check_text(self.path, f"line {line.number}: data.prompt", prompt)
-        copy_line(nested, None, "")
         key = nested_key(nested)
         if key is not None:
             keys.add(key)
