@@ -46,7 +46,7 @@ from tokprof.formats import call_shown_safely
 from tokprof.formats.claude_blocks import ToolResult, ToolUse
 from tokprof.formats.claude_lines import Line, State, Transcript, read_later
 from tokprof.formats.claude_reader import SYNTHETIC, Reader
-from tokprof.formats.claude_sessions import peek, subagent_files
+from tokprof.formats.claude_sessions import subagent_files
 from tokprof.formats.claude_sides import Copies, Events, Side, Unstreamable, join, scan
 from tokprof.formats.neutral import parse_time
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document
@@ -323,12 +323,16 @@ class CallStream:
         walked_parents: set[str] = set()  # kept lines with a dropped child a walk passed
         copies = Copies(self.path)
         here = Path(self.path)
-        files = subagent_files(here, peek(here)[1])
+        assert self.doc.lines is not None
+        head = self.doc.lines.head()  # parsed already, to detect the format
+        first_session = next(
+            (r["sessionId"] for _, r in head if isinstance(r, dict) and isinstance(r.get("sessionId"), str)), None
+        )
+        files = subagent_files(here, first_session)  # checked again when the session's id is read
         sides = self._sides = _Sides(self.path, reader, scan(here, files))
         side_ids = set().union(*(side.ids for side in sides.sides))
         by_anchor = {side.anchor: i for i, side in enumerate(sides.sides) if side.anchor is not None}
         matched: set[int] = set()
-        assert self.doc.lines is not None
 
         def build(item: str | _Compaction) -> tuple[Call, float]:
             """The call of a main-thread key or a compaction, and where it is among the main
