@@ -77,7 +77,7 @@ def _bad_cases(tmp_path):
         "missing": (tmp_path / "nope.json", "no such file"),
         "empty": (tmp_path / "empty.json", "file is empty"),
         "truncated": (tmp_path / "truncated.json", "line 1, column"),
-        "shape": (tmp_path / "shape.json", "not a log format tokprof reads (formats: openai-chat, anthropic, "),
+        "shape": (tmp_path / "shape.json", "not a log format tokprof reads (formats: otel, anthropic, "),
         "role": (tmp_path / "role.json", "messages[1].role: unknown role 'bot'"),
         "orphan": (tmp_path / "orphan.json", "messages[3].tool_call_id: 'zzz' matches no earlier assistant tool call"),
         "content": (tmp_path / "content.json", "messages[1].content: expected a string or a list of text parts"),
@@ -263,8 +263,9 @@ def test_log_of_another_format_says_what_is_expected(tmp_path, capsys):
     code, _, err = run(["profile", str(path)], capsys)
     assert code == 2 and err.count("\n") == 1
     assert err.rstrip().endswith(
-        ": not a log format tokprof reads (formats: openai-chat, anthropic, openai-responses, "
-        "inspect, claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline, swe-agent; -i FORMAT forces one)"
+        ": not a log format tokprof reads (formats: otel, anthropic, openai-responses, "
+        "openai-chat, inspect, gemini-cli, qwen-code, cline, pi, opencode, claude-stream-json, claude-code, codex, "
+        "swe-agent; -i FORMAT forces one)"
     )
     code, _, err = run(["profile", str(path), "--input-format", "openai-chat"], capsys)
     assert code == 2 and err.count("\n") == 1

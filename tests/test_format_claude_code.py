@@ -911,17 +911,7 @@ def test_truncated_subagent_file_is_noted(tmp_path):
 # -- end to end through the CLI -----------------------------------------------------------------------
 @pytest.fixture
 def registered(monkeypatch):
-    """The reader in the registry, after inspect (the lead registers it; until then, insert it)."""
-    import tokprof.formats as formats
-
-    if "claude-code" not in formats.READERS:
-        readers = {}
-        for name, module in formats.READERS.items():
-            readers[name] = module
-            if name == "inspect":
-                readers["claude-code"] = "tokprof.formats.claude_code"
-        monkeypatch.setattr(formats, "READERS", readers)
-        monkeypatch.setattr(formats, "FORMATS", tuple(readers))
+    """Nothing to do: the reader is registered (kept for the tests that name the fixture)."""
 
 
 def profile(args: list[str], capsys) -> dict:

@@ -364,7 +364,7 @@ def test_task_metadata_that_is_not_an_object_says_so(tmp_path, capsys):
 def test_not_a_history_is_not_claimed(tmp_path):
     other = tmp_path / "messages.json"
     other.write_text(json.dumps([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]))
-    assert not tokprof.formats.reader("cline").sniff(tokprof.formats.load(str(other)))
+    assert not tokprof.formats.log_format("cline").sniff(tokprof.formats.load(str(other)))
     assert session_files(str(tmp_path)) == []
 
 

@@ -848,19 +848,7 @@ def test_corpus_rollout():
 
 @pytest.fixture
 def registered(monkeypatch):
-    """The codex reader in the format registry (after inspect, before anthropic), if the lead has
-    not registered it yet."""
-    import tokprof.formats as formats
-
-    if "codex" not in formats.READERS:
-        readers = {}
-        for name, module in formats.READERS.items():
-            if name == "anthropic":
-                readers["codex"] = "tokprof.formats.codex"
-            readers[name] = module
-        readers.setdefault("codex", "tokprof.formats.codex")
-        monkeypatch.setattr(formats, "READERS", readers)
-        monkeypatch.setattr(formats, "FORMATS", tuple(readers))
+    """Nothing to do: the reader is registered (kept for the tests that name the fixture)."""
 
 
 def profile(capsys, args: list[str]) -> dict:

@@ -15,7 +15,8 @@ import test_format_qwen_code as qwen_log
 
 from tokprof import api
 from tokprof.frontends.cli import main
-from tokprof.formats.locations import LOCATIONS, Location, register
+from tokprof.formats import registry
+from tokprof.formats.locations import Location
 
 VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR")
 
@@ -107,13 +108,12 @@ def test_an_unreadable_session_is_a_row_with_its_error(home):
 
 
 def test_other_readers_register_their_location(home):
-    saved = list(LOCATIONS)
     try:
-        register(Location("other-agent", ".other/sessions", ("*.jsonl",), project_depth=0))
+        registry.register(Location("other-agent", ".other/sessions", ("*.jsonl",), project_depth=0))
         jsonl(home / ".other/sessions/a.jsonl", pi_log.v3_lines())
         assert [row.agent for row in api.local_sessions("other-agent")] == ["other-agent"]
     finally:
-        LOCATIONS[:] = saved
+        registry._REGISTERED.clear()
 
 
 def test_profile_with_no_log_on_an_empty_machine(tmp_path, monkeypatch, capsys):

@@ -103,8 +103,8 @@ def test_unrecognised_json_names_the_formats_only(tmp_path, capsys):
     path.write_text(json.dumps({"conversation": [1, 2, 3]}))
     message = run(path, capsys)
     assert message == (
-        f"{NOT_READ} (formats: openai-chat, anthropic, openai-responses, inspect, claude-code, "
-        "claude-stream-json, codex, gemini-cli, qwen-code, pi, otel, opencode, cline, swe-agent; -i FORMAT forces one)"
+        f"{NOT_READ} (formats: otel, anthropic, openai-responses, openai-chat, inspect, gemini-cli, qwen-code, "
+        "cline, pi, opencode, claude-stream-json, claude-code, codex, swe-agent; -i FORMAT forces one)"
     )
     assert len(message) < 220  # one short line, however many formats
 

@@ -490,7 +490,8 @@ def profile_directory(
     against, replaced in place by the new state."""
     from tokprof.analyses.directory import SessionTask, default_jobs, local_map, run_sessions
     from tokprof.analyses.sessions import Skipped
-    from tokprof.formats import SESSION_FORMATS, scan_directory
+    from tokprof.formats import scan_directory
+    from tokprof.formats.registry import session_names
 
     name = os.fspath(directory)
     if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
@@ -502,12 +503,13 @@ def profile_directory(
     files = found.sessions
     not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
     if input_format is not None:
-        if input_format not in SESSION_FORMATS:
+        session_formats = session_names()
+        if input_format not in session_formats:
             raise InputError(
                 name,
                 None,
-                f"a directory holds sessions of {', '.join(SESSION_FORMATS[:-1])} or "
-                f"{SESSION_FORMATS[-1]}, not {input_format}",
+                f"a directory holds sessions of {', '.join(session_formats[:-1])} or "
+                f"{session_formats[-1]}, not {input_format}",
             )
         files = [(kind, path) for kind, path in files if kind == input_format]
     if not files:
@@ -621,7 +623,7 @@ def local_sessions(
     newest first, each with its agent, project, start, calls and reported cost
     (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
     from tokprof.analyses.local import local_sessions as found
-    from tokprof.formats.locations import agents
+    from tokprof.formats.registry import agents
     from tokprof.base.text import did_you_mean
 
     if agent is not None and agent not in agents():

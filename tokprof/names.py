@@ -67,9 +67,9 @@ def context_window(name: str) -> int | None:
 
 def log_formats() -> tuple[str, ...]:
     """The log formats :func:`read_log` takes as ``input_format`` (without one it detects the format)."""
-    from tokprof.formats import FORMATS
+    from tokprof.formats.registry import names
 
-    return FORMATS
+    return names()
 
 
 def policy_names(*, default: bool = False) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tokprof.base.errors import TokprofError
-from tokprof.formats.locations import SessionFile, session_files
+from tokprof.formats.discovery import SessionFile, local_session_files
 from tokprof.trace import Trace
 
 
@@ -99,6 +99,6 @@ def local_sessions(
     agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> list[LocalSession]:
     """Every supported agent's sessions on this machine (or one agent's), newest first."""
-    rows = [_row(found) for found in session_files(agent, home, environ)]
+    rows = [_row(found) for found in local_session_files(agent, home, environ)]
     oldest = datetime.min.replace(tzinfo=timezone.utc)
     return sorted(rows, key=lambda row: (row.start or oldest, row.path), reverse=True)

@@ -1,28 +1,26 @@
-"""Log readers. Each one turns a file into the same neutral :class:`tokprof.trace.Trace`.
+"""Log readers: a log opened (:func:`open_log`) gives its calls as its format's reader completes them,
+each in the neutral form of :mod:`tokprof.trace`.
 
-A reader module has ``FORMAT`` (its name), ``DESCRIPTION`` (one line, see :func:`describe_formats`),
-``sniff(doc) -> bool`` (does this parsed file look like mine?) and ``read(path, doc) -> Trace``.
-Formats are tried in the order of :data:`READERS`, most specific first. Readers of agent sessions
-(:data:`SESSION_FORMATS`) are found in a directory by content (:mod:`tokprof.formats.discovery`);
-the Claude Code and Codex readers also keep ``sessions(directory) -> list[Path]``, the session
-files of a directory in their layout.
+Each format declares itself in its module (``LOG_FORMAT``, see :mod:`tokprof.formats.reader`), and
+:mod:`tokprof.formats.registry` lists the modules in the order detection tries them. Readers of agent
+sessions are found in a directory by content (:mod:`tokprof.formats.discovery`).
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import stat
 import zipfile
 from pathlib import Path
-from types import ModuleType
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats import lookalike
+from tokprof.formats import lookalike, registry
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, Document, load
 from tokprof.formats.lookalike import Lookalike, is_blank, read_head, starts_like_json
+from tokprof.formats.reader import LogFormat, Reader
 from tokprof.base.text import visible
 from tokprof.trace import Call, Trace
 
@@ -30,38 +28,15 @@ if TYPE_CHECKING:
     from tokprof.formats.claude_streamed import CallStream
     from tokprof.formats.discovery import Found
 
-#: Format name -> module, in the order auto-detection tries them.
-READERS = {
-    "inspect": "tokprof.formats.inspect_ai",
-    "gemini-cli": "tokprof.formats.gemini_cli",
-    "qwen-code": "tokprof.formats.qwen_code",
-    "cline": "tokprof.formats.cline",
-    "pi": "tokprof.formats.pi",
-    "otel": "tokprof.formats.otel",
-    "opencode": "tokprof.formats.opencode",
-    "claude-stream-json": "tokprof.formats.claude_stream",
-    "claude-code": "tokprof.formats.claude_code",
-    "codex": "tokprof.formats.codex",
-    "swe-agent": "tokprof.formats.swe_agent",
-    "anthropic": "tokprof.formats.anthropic",
-    "openai-responses": "tokprof.formats.openai_responses",
-    "openai-chat": "tokprof.formats.openai_chat",
-}
-FORMATS = tuple(READERS)
 
-
-#: Formats of agent sessions: a directory's files of these formats are its sessions.
-SESSION_FORMATS = (
-    "claude-code",
-    "claude-stream-json",
-    "codex",
-    "gemini-cli",
-    "qwen-code",
-    "pi",
-    "opencode",
-    "cline",
-    "swe-agent",
-)
+def __getattr__(name: str) -> object:
+    """``FORMATS`` and ``SESSION_FORMATS``, derived from the declarations (:mod:`tokprof.formats.registry`)
+    when first asked for: importing this package does not import every reader."""
+    if name == "FORMATS":
+        return registry.names()
+    if name == "SESSION_FORMATS":
+        return registry.session_names()
+    raise AttributeError(f"module 'tokprof.formats' has no attribute {name!r}")
 
 
 def scan_directory(directory: str) -> "Found":
@@ -86,36 +61,18 @@ def session_in_folder(path: str) -> str | None:
     return history_file(path) if "://" not in path else None
 
 
-def reader(name: str) -> ModuleType:
-    return importlib.import_module(READERS[name])
+def log_format(name: str) -> LogFormat:
+    """A format's declaration by its name."""
+    return registry.by_name(name)
 
 
 def describe_formats() -> str:
     """Every format with its description (errors name the formats only: :func:`not_a_log`)."""
-    return "; ".join(f"{name} ({reader(name).DESCRIPTION})" for name in FORMATS)
-
-
-#: The order formats are named in messages: the plain API logs first, then the agents' own.
-LISTED = (
-    "openai-chat",
-    "anthropic",
-    "openai-responses",
-    "inspect",
-    "claude-code",
-    "claude-stream-json",
-    "codex",
-    "gemini-cli",
-    "qwen-code",
-    "pi",
-    "otel",
-    "opencode",
-    "cline",
-    "swe-agent",
-)
+    return "; ".join(f"{f.name} ({f.description})" for f in registry.formats())
 
 
 def format_names() -> str:
-    return ", ".join([name for name in LISTED if name in READERS] + [name for name in FORMATS if name not in LISTED])
+    return ", ".join(registry.listed())
 
 
 def not_a_log(path: str, found: Lookalike | None) -> str:
@@ -162,54 +119,117 @@ def _starts_like_zip(path: str) -> bool:
         return False
 
 
-def _sniff(module: ModuleType, doc: Document) -> bool:
-    """A reader's guess; a guess that fails on odd input is a no, never a traceback."""
-    try:
-        return bool(module.sniff(doc))
-    except Exception:
-        return False
+class Log:
+    """A log being read: its header (:attr:`trace`, complete once :meth:`calls` is exhausted) and its
+    calls, given one at a time as the format's reader completes them (:mod:`tokprof.formats.reader`).
+    The calls are read once. Use as a context manager, or read to the end: the file is closed then."""
+
+    def __init__(self, path: str, found: LogFormat, reader: Reader, doc: Document | None) -> None:
+        self.path = path
+        self.format = found
+        self.reader = reader
+        self._doc = doc
+        self._started = False
+
+    @property
+    def trace(self) -> Trace:
+        """The log's header and notes; its ``calls`` stay empty (see :meth:`read` for a whole trace)."""
+        return self.reader.trace
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """The bytes read so far and the file's size (both 0 when not known)."""
+        lines = self._doc.lines if self._doc is not None else None
+        if lines is None:
+            return (0, 0)
+        return (lines.offset, lines.size)
+
+    def calls(self) -> Iterator[Call]:
+        """Every call of the log, in log order, each given once its reader has completed it."""
+        if self._started:
+            raise RuntimeError("the calls of a log are read once")
+        self._started = True
+        reader = self.reader
+        try:
+            records = self.format.records(self._doc) if self._doc is not None else iter(())
+            for record in records:
+                for call in reader.feed(record):
+                    call_shown_safely(call)
+                    yield call
+            for call in reader.finish():
+                call_shown_safely(call)
+                yield call
+        finally:
+            self.close()
+        trace = reader.trace
+        if self._doc is not None and self._doc.truncated_line is not None:
+            trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {self._doc.truncated_line}")
+        trace.model = _safe(trace.model)
+        trace.session = _safe(trace.session)
+
+    def read(self) -> Trace:
+        """The whole trace: the header with every call."""
+        calls = list(self.calls())
+        self.trace.calls = calls
+        return self.trace
+
+    def close(self) -> None:
+        if self._doc is not None:
+            self._doc.close()
+
+    def __enter__(self) -> "Log":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def read_trace(path: str, input_format: str | None = None) -> Trace:
-    """Read a log in the named format, or in the first format that recognises it."""
-    if input_format is not None and input_format not in READERS:
-        raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(FORMATS)})")
+def open_log(path: str, input_format: str | None = None) -> Log:
+    """A log to read, in the named format or in the first format that recognises it: what was wrong
+    with a file no format reads is raised here (one :class:`InputError` naming the file)."""
+    if input_format is not None and input_format not in registry.names():
+        raise InputError(path, None, f"unknown input format {input_format!r} (known: {', '.join(registry.names())})")
     path = session_in_folder(path) or path
+    for found in registry.formats():  # a file that is no JSON: an archive, a database
+        if found.opens is not None and input_format in (None, found.name) and found.opens(path):
+            return Log(path, found, found.reader(path, None), None)
     if _is_zip(path):
-        if input_format not in (None, "inspect"):
-            raise InputError(path, None, f"a zip file, not a log of format {input_format}")
-        return reader("inspect").read_zip(path)
-    if input_format in (None, "opencode") and reader("opencode").is_sqlite(path):  # opencode.db
-        trace = reader("opencode").read_db(path)
-        _shown_safely(trace)
-        return trace
+        raise InputError(path, None, f"a zip file, not a log of format {input_format}")
     if _starts_like_zip(path):
         raise InputError(path, None, "a zip file that cannot be read (truncated or damaged?)")
     try:
         doc = load(path)
     except InputError:
-        found = _not_json(path) if input_format is None else None
-        if found is not None:
-            raise InputError(path, None, not_a_log(path, found)) from None
+        lookalike_found = _not_json(path) if input_format is None else None
+        if lookalike_found is not None:
+            raise InputError(path, None, not_a_log(path, lookalike_found)) from None
         raise
-    with doc:  # a JSONL file is read as its reader consumes its lines
-        trace = _module_for(path, doc, input_format).read(path, doc)
-    if doc.truncated_line is not None:
-        trace.note("truncated-line", TRUNCATED_LAST_LINE, f"line {doc.truncated_line}")
-    _shown_safely(trace)
-    return trace
+    try:
+        found = _format_for(path, doc, input_format)
+        return Log(path, found, found.reader(path, doc), doc)
+    except BaseException:
+        doc.close()
+        raise
 
 
-def _module_for(path: str, doc: Document, input_format: str | None) -> ModuleType:
-    """The reader of a loaded log: the one named, else the first that recognises it."""
+def read_trace(path: str, input_format: str | None = None) -> Trace:
+    """Read a log whole, in the named format or in the first format that recognises it."""
+    return open_log(path, input_format).read()
+
+
+def _format_for(path: str, doc: Document, input_format: str | None) -> LogFormat:
+    """The format of a loaded log: the one named, else the first that recognises it."""
     if input_format is not None:
-        return reader(input_format)
-    if os.path.basename(path) == "api_conversation_history.json":  # a Cline-family task's, by its name
-        return reader("cline")
-    module = next((reader(name) for name in FORMATS if _sniff(reader(name), doc)), None)
-    if module is None:
+        return registry.by_name(input_format)
+    name = os.path.basename(path)
+    found = next((f for f in registry.formats() if name in f.file_names), None)
+    if found is None:
+        from tokprof.formats.discovery import sniffs
+
+        found = next((f for f in registry.formats() if sniffs(f, doc)), None)
+    if found is None:
         raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
-    return module
+    return found
 
 
 def stream_calls(path: str, input_format: str | None = None) -> "CallStream | None":
@@ -224,17 +244,17 @@ def stream_calls(path: str, input_format: str | None = None) -> "CallStream | No
         return None  # Claude Code writes .jsonl: any other file is not loaded twice (a JSON document whole)
     if not _regular(path) or _is_zip(path) or _starts_like_zip(path):
         return None  # a pipe is read once: whole, where a stream that gives up could not read it again
-    if input_format is None and reader("opencode").is_sqlite(path):
+    if input_format is None and log_format("opencode").opens(path):  # type: ignore[misc]
         return None
     try:
         doc = load(path)
     except InputError:
         return None
     try:
-        module = _module_for(path, doc, input_format)
+        found: LogFormat | None = _format_for(path, doc, input_format)
     except InputError:
-        module = None
-    if module is None or module.FORMAT != "claude-code" or doc.lines is None:
+        found = None
+    if found is None or found.name != "claude-code" or doc.lines is None:
         doc.close()
         return None
     from tokprof.formats.claude_streamed import CallStream
@@ -249,19 +269,10 @@ def _regular(path: str) -> bool:
         return False
 
 
-def _shown_safely(trace: Trace) -> None:
-    """The names a trace takes from the log and only shows (models, the session, threads, request ids,
-    places) with control characters and lone surrogates escaped (:func:`tokprof.base.text.visible`): they
-    are printed, written as UTF-8 and used as keys, never tokenized. Every reader's trace passes here
-    (a stream's calls one at a time: :func:`call_shown_safely`)."""
-    trace.model = _safe(trace.model)
-    trace.session = _safe(trace.session)
-    for call in trace.calls:
-        call_shown_safely(call)
-
-
 def call_shown_safely(call: Call) -> None:
-    """A call's names as :func:`_shown_safely` shows them."""
+    """A call's names that it takes from the log and only shows (its model, request id, thread and
+    place) with control characters and lone surrogates escaped (:func:`tokprof.base.text.visible`): they
+    are printed, written as UTF-8 and used as keys, never tokenized. Every call of every log passes here."""
     call.model = _safe(call.model)
     call.request_id = _safe(call.request_id)
     call.thread = visible(call.thread)

@@ -63,6 +63,7 @@ from tokprof.formats.capture import (
 )
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, parse, parse_or
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     anthropic_usage,
@@ -549,3 +550,13 @@ def request_prompt(path: str, body: dict) -> tuple[list[dict], list[dict] | None
     reader = _Reader(path, trace)
     expect_list(path, "messages", body.get("messages"), "a list of messages")
     return reader.messages("", body), reader.tools("", body.get("tools")), trace.notes
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "api",
+    sniff,
+    read,
+    records_what="every request whole, with usage when the response is captured",
+)

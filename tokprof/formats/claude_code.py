@@ -142,6 +142,8 @@ from tokprof.formats.claude_lines import EMPTY, MESSAGE_TYPES, Line, Transcript
 from tokprof.formats.claude_reader import Reader
 from tokprof.formats.claude_sessions import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import in_time_order
 from tokprof.trace import Call, Trace
 
@@ -295,3 +297,27 @@ def main_model(calls: list[Call]) -> str | None:
     main = [c.model for c in calls if c.model and "(subagent" not in c.where]
     models = Counter(main or [c.model for c in calls if c.model])
     return models.most_common(1)[0][0] if models else None
+
+
+LOCATIONS = (
+    Location(
+        "claude-code",
+        ".claude/projects",
+        ("*/*.jsonl",),
+        env="CLAUDE_CONFIG_DIR",
+        below_env="projects",
+        skip=("agent-",),
+        several=True,
+    ),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-call usage; no system prompt or tool definitions",
+)

@@ -49,6 +49,7 @@ from typing import Any, Iterable, Iterator
 from tokprof.base.errors import InputError
 from tokprof.formats import claude_code
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.fields import expect_object, optional_string, string
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import MAX_COUNT, check_count, describe_number as _number, in_time_order
@@ -285,3 +286,8 @@ def _sums(calls: list[Call]) -> dict[str, int]:
         sums["cache_read_input_tokens"] += read_
         sums["output_tokens"] += used.output or 0
     return sums
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT, DESCRIPTION, "agent", sniff, read, sessions=True, records_what="per-call usage; tool names only"
+)

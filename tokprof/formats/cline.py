@@ -83,6 +83,8 @@ from tokprof.formats.fields import (
     string,
 )
 from tokprof.formats.jsonfile import Document, load
+from tokprof.formats.locations import CLINE_TASK, Location, vscode_tasks
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, parse_time
@@ -550,3 +552,30 @@ def _calls(
                 cwd=cwd,
             )
         )
+
+
+LOCATIONS = (
+    *(
+        Location(agent, "", vscode_tasks(extension), project_depth=0)
+        for agent, extension in (
+            ("cline", "saoudrizwan.claude-dev"),
+            ("roo", "rooveterinaryinc.roo-cline"),
+            ("kilo", "kilocode.kilo-code"),
+        )
+    ),
+    # Cline's CLI data folder: CLINE_DATA_DIR, else CLINE_DIR/data, else ~/.cline/data
+    Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DATA_DIR", below_env="tasks", project_depth=0),
+    Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DIR", below_env="data/tasks", project_depth=0),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    file_names=(HISTORY,),
+    locations=LOCATIONS,
+    records_what="per-request usage in ui_messages.json; no system prompt or tool definitions",
+)

@@ -100,6 +100,8 @@ from typing import Any
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, parse_day, parse_time
 from tokprof.formats.sharing import SharedPrompts
@@ -912,3 +914,21 @@ def _rebuilt(history: list[Item], entry: Entry, summaries: set[str]) -> list[Ite
     users = [Item("message", entry.where, role="user", text=text) for text in reversed(kept)]
     summary = Item("message", entry.where, role="user", text=entry.summary or "(no summary available)")
     return initial + users + [summary]
+
+
+LOCATIONS = (
+    Location(
+        "codex", ".codex/sessions", ("**/rollout-*.jsonl",), env="CODEX_HOME", below_env="sessions", project_depth=0
+    ),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-call usage; the system prompt in newer versions, no tool definitions",
+)

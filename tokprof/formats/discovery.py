@@ -24,6 +24,7 @@ why it is not read.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ import tokprof.base.bounded as bounded
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
+from tokprof.formats.reader import LogFormat
 
 SUFFIXES = (".jsonl", ".json", ".traj")
 PEEK_LINES = 20
@@ -55,7 +57,7 @@ class _Peek:
 
 
 def scan(directory: str | Path) -> Found:
-    from tokprof.formats import SESSION_FORMATS
+    from tokprof.formats.registry import session_names
 
     root = Path(directory)
     found = Found()
@@ -84,7 +86,7 @@ def scan(directory: str | Path) -> Found:
             if peek.session in sessions_by_folder.get(path.parent, set()):
                 continue
         by_format.setdefault(peek.format, []).append(path)
-    for name in SESSION_FORMATS:
+    for name in session_names():
         found.sessions += [(name, path) for path in by_format.get(name, [])]
     return found
 
@@ -200,13 +202,13 @@ def _first_values(f: Any) -> list[tuple[int, Any]]:
 
 
 def _classify(path: Path, doc: Document) -> _Peek:
-    from tokprof.formats import FORMATS, SESSION_FORMATS, reader
-    from tokprof.formats import _sniff
+    from tokprof.formats.registry import formats
 
-    for name in FORMATS:
-        if name in SESSION_FORMATS and _sniff(reader(name), doc):
+    for found_format in formats():
+        if found_format.sessions and sniffs(found_format, doc):
+            name = found_format.name
             return _Peek(format=name, session=_first_session(doc) if name == "claude-code" else None)
-    other = next((name for name in FORMATS if name not in SESSION_FORMATS and _sniff(reader(name), doc)), None)
+    other = next((f.name for f in formats() if not f.sessions and sniffs(f, doc)), None)
     if other is not None:
         return _Peek(
             reason=f"{NOT_SESSION}: a log of format {other} (profile it on its own: tokprof profile FILE)".replace(
@@ -235,3 +237,48 @@ def _not_session(path: Path, found: Lookalike | None, otherwise: str = "") -> st
     if found is not None:
         return f"{NOT_SESSION}: {found.phrase(os.fspath(path))}"
     return f"{NOT_SESSION}: looks like {otherwise}" if otherwise else NOT_SESSION
+
+
+def sniffs(found: LogFormat, doc: Document) -> bool:
+    """A format's guess; a guess that fails on odd input is a no, never a traceback."""
+    try:
+        return bool(found.sniff(doc))
+    except Exception:
+        return False
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    agent: str
+    format: str  # the format tokprof reads it as
+    path: Path
+    project: str
+
+
+def local_session_files(
+    agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
+) -> list[SessionFile]:
+    """Every agent's session files in its folder (or one agent's), recognised by content: a file in an
+    agent's folder that is not a session of a format tokprof reads is not listed."""
+    from tokprof.formats.registry import locations
+
+    home = Path.home() if home is None else home
+    environ = os.environ if environ is None else environ
+    out: list[SessionFile] = []
+    seen: set[Path] = set()
+    for row in locations():
+        if agent is not None and row.agent != agent:
+            continue
+        for root in row.roots(home, environ):
+            if not root.is_dir():
+                continue
+            for pattern in row.patterns:
+                for path in sorted(root.glob(pattern)):
+                    real = path.resolve()
+                    if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
+                        continue
+                    seen.add(real)
+                    kind = session_format(path)
+                    if kind is not None:
+                        out.append(SessionFile(row.agent, kind, path, row.project(path)))
+    return out

@@ -49,6 +49,8 @@ from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import check_text, expect_list, expect_object, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import check_cached, check_count, parse_time
 from tokprof.trace import Trace, Usage
 
@@ -348,3 +350,26 @@ def _usage(chat: Conversation, where: str, tokens: Any) -> Usage | None:
         ),
         "cached",
     )
+
+
+LOCATIONS = (
+    Location(
+        "gemini-cli",
+        ".gemini/tmp",
+        ("*/chats/session-*.json", "*/chats/session-*.jsonl", "*/chats/*/*.jsonl"),
+        env="GEMINI_CLI_HOME",
+        below_env=".gemini/tmp",
+        project_depth=2,
+    ),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-message usage; no system prompt or tool definitions",
+)

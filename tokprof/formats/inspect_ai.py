@@ -80,6 +80,7 @@ log (Inspect 0.3.95, OpenAI) reports ``input_tokens`` equal to the provider's ``
 from __future__ import annotations
 
 import json
+import os
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ from tokprof.formats.fields import (
     string,
 )
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     anthropic_usage,
@@ -774,3 +776,23 @@ def _chunks(
         items = expect_list(path, name, items, "a list (a chunk of the sequence)")
         out.extend((f"{name}: [{i}]", item) for i, item in enumerate(items))
     return out
+
+
+def is_zip_file(path: str) -> bool:
+    """Whether a file is a zip archive (a ``.eval`` log), by its bytes."""
+    try:
+        return os.path.isfile(path) and zipfile.is_zipfile(path)
+    except OSError:  # unreadable: loading it says so
+        return False
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "eval",
+    sniff,
+    read,
+    opened=read_zip,
+    opens=is_zip_file,
+    records_what="per-call usage, prompts and tool definitions of each model event",
+)

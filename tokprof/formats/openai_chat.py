@@ -28,6 +28,7 @@ from tokprof.formats.capture import (
     url_path,
 )
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     check_messages,
@@ -218,3 +219,8 @@ def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
         "completion_tokens",
         write="cache_write_tokens",
     )
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT, DESCRIPTION, "api", sniff, read, records_what="every request whole, with usage when recorded"
+)

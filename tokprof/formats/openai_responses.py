@@ -79,6 +79,7 @@ from tokprof.formats.capture import (
 )
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     check_messages,
@@ -657,3 +658,13 @@ def _tool_field(path: str, where: str, tool: dict, key: str, kind: type, require
         expected = "a string" if kind is str else "an object"
         raise InputError(path, f"{where}.{key}", f"expected {expected}, found {_kind(value)}")
     return value
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "api",
+    sniff,
+    read,
+    records_what="every request whole, with usage when the response is captured",
+)

@@ -50,6 +50,8 @@ import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
 from tokprof.formats.sharing import SharedPrompts
@@ -453,3 +455,29 @@ def default_store() -> str:
     """Where OpenCode keeps its data: ``$XDG_DATA_HOME/opencode``, else ``~/.local/share/opencode``."""
     base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
     return os.path.join(base, "opencode")
+
+
+#: Its SQLite store (read for its newest main session), and the older storage/ files.
+LOCATIONS = (
+    Location(
+        "opencode",
+        ".local/share/opencode",
+        ("opencode.db", "storage/session/*/*.json"),
+        env="XDG_DATA_HOME",
+        below_env="opencode",
+        project_depth=0,
+    ),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    opened=read_db,
+    opens=is_sqlite,
+    locations=LOCATIONS,
+    records_what="per-step usage and cost; no system prompt or tool definitions",
+)

@@ -64,6 +64,7 @@ from tokprof.base.errors import InputError
 from tokprof.formats.capture import records
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     assistant_message,
@@ -667,3 +668,8 @@ def _as_text(value: Any) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False)
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT, DESCRIPTION, "api", sniff, read, records_what="per-span usage; prompts when content capture is on"
+)

@@ -51,6 +51,8 @@ from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
 from tokprof.formats.fields import check_text, expect_object, object_or_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
@@ -291,3 +293,17 @@ def read(path: str, doc: Document) -> Trace:
     for call in trace.calls:
         call.cwd = reader.cwd
     return finish(trace)
+
+
+LOCATIONS = (Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-call usage and cost; no system prompt or tool definitions",
+)

@@ -44,6 +44,8 @@ from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish, function_response_text
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import check_cached, check_count, optional_text, parse_time
 from tokprof.trace import Trace, Usage
 
@@ -298,3 +300,26 @@ def read(path: str, doc: Document) -> Trace:
         else:
             context[node.uuid] = base + reader.own(node, chat, base)
     return finish(trace)
+
+
+LOCATIONS = (
+    Location(
+        "qwen-code",
+        ".qwen/projects",
+        ("*/chats/*.jsonl",),
+        env="QWEN_RUNTIME_DIR",
+        below_env="projects",
+        project_depth=2,
+    ),
+)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-call usage; no system prompt or tool definitions",
+)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats import reader
+from tokprof.formats import Log, log_format
 from tokprof.formats.capture import url_path
 from tokprof.formats.jsonfile import Document, Lines
 from tokprof.trace import Call
@@ -36,7 +36,9 @@ def call_of(path: str, number: int, record: Any) -> Call | None:
     if name is None:
         return None
     try:
-        trace = reader(name).read(path, Document(lines=Lines([(number, record)])))
+        doc = Document(lines=Lines([(number, record)]))
+        found = log_format(name)
+        trace = Log(path, found, found.reader(path, doc), doc).read()
     except InputError:
         return None
     return trace.calls[0] if trace.calls else None

@@ -57,7 +57,7 @@ def open_url(url: str) -> IO[bytes]:
 def scan_url(url: str) -> Any:
     """The session files under a URL prefix, found by content, as :func:`tokprof.formats.scan_directory`
     finds them in a folder (URLs in place of paths; files beside a session are not looked for)."""
-    from tokprof.formats import SESSION_FORMATS
+    from tokprof.formats.registry import session_names
     from tokprof.formats.discovery import SUFFIXES, Found, _peek
 
     fs, root = _fs(url)
@@ -77,6 +77,6 @@ def scan_url(url: str) -> Any:
             found.skipped.append((full, peek.reason or "not a session"))  # type: ignore[arg-type]
         else:
             by_format.setdefault(peek.format, []).append(full)
-    for name in SESSION_FORMATS:
+    for name in session_names():
         found.sessions += [(name, path) for path in by_format.get(name, [])]
     return found

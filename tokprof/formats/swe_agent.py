@@ -52,6 +52,7 @@ from tokprof.base.errors import InputError
 from tokprof.formats.conversation import NOT_TEXT, ORPHAN, finish
 from tokprof.formats.fields import expect_list, expect_object
 from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_content, check_count, check_text, check_tool_calls
 from tokprof.formats.sharing import SharedPrompts
@@ -320,3 +321,8 @@ def _totals(trace: Trace, info: Any) -> None:
     calls = Counter(call.thread for call in trace.calls)
     if counts["api_calls"] and counts["api_calls"] != sum(calls.values()):
         trace.note("api-calls-differ", UNCOUNTED, f"api_calls {counts['api_calls']:,} vs {sum(calls.values()):,} calls")
+
+
+LOG_FORMAT = whole_read_format(
+    FORMAT, DESCRIPTION, "agent", sniff, read, sessions=True, records_what="run totals only (0.x), per-step usage (1.x)"
+)

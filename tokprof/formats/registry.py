@@ -1,0 +1,81 @@
+"""The log formats tokprof reads: one line per reader module, in the order detection tries them (most
+specific first). A format's name, description, detection, reader and its agent's folders are declared
+in its module (``LOG_FORMAT``, :class:`tokprof.formats.reader.LogFormat`); everything else is derived
+from these declarations."""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+
+from tokprof.formats.locations import Location
+from tokprof.formats.reader import KINDS, LogFormat
+
+#: The reader modules, in the order detection tries them: a new format is its module and a line here.
+MODULES = (
+    "tokprof.formats.inspect_ai",
+    "tokprof.formats.gemini_cli",
+    "tokprof.formats.qwen_code",
+    "tokprof.formats.cline",
+    "tokprof.formats.pi",
+    "tokprof.formats.otel",
+    "tokprof.formats.opencode",
+    "tokprof.formats.claude_stream",
+    "tokprof.formats.claude_code",
+    "tokprof.formats.codex",
+    "tokprof.formats.swe_agent",
+    "tokprof.formats.anthropic",
+    "tokprof.formats.openai_responses",
+    "tokprof.formats.openai_chat",
+)
+
+
+@cache
+def formats() -> tuple[LogFormat, ...]:
+    """Every format's declaration, in detection order."""
+    return tuple(importlib.import_module(module).LOG_FORMAT for module in MODULES)
+
+
+def names() -> tuple[str, ...]:
+    """The formats' names, in detection order (what ``-i`` takes)."""
+    return tuple(f.name for f in formats())
+
+
+def session_names() -> tuple[str, ...]:
+    """The formats whose files are agent sessions, in detection order."""
+    return tuple(f.name for f in formats() if f.sessions)
+
+
+def by_name(name: str) -> LogFormat:
+    """A format by its name (KeyError for another)."""
+    for found in formats():
+        if found.name == name:
+            return found
+    raise KeyError(name)
+
+
+def listed() -> tuple[str, ...]:
+    """The formats' names in the order messages list them: API captures, evaluation logs, then the agents'
+    own session files, each kind in detection order."""
+    return tuple(f.name for kind in KINDS for f in formats() if f.kind == kind)
+
+
+#: Agents' folders registered by other packages (:func:`register`), after the readers' own.
+_REGISTERED: list[Location] = []
+
+
+def register(location: Location) -> None:
+    """Add (or replace, by agent name) an agent's folder that no reader of tokprof declares."""
+    _REGISTERED[:] = [row for row in _REGISTERED if row.agent != location.agent] + [location]
+
+
+def locations() -> list[Location]:
+    """Where every agent keeps its sessions: the readers' declarations, then the registered ones (a
+    registered agent replaces a reader's of the same name)."""
+    registered = {row.agent for row in _REGISTERED}
+    return [row for f in formats() for row in f.locations if row.agent not in registered] + _REGISTERED
+
+
+def agents() -> tuple[str, ...]:
+    """The agents ``tokprof sessions --agent`` takes (an agent may have several folders)."""
+    return tuple(dict.fromkeys(row.agent for row in locations()))
