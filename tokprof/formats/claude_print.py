@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
-from tokprof.formats.claude_code.fold import main_model
+from tokprof.formats.claude_code import main_model
 from tokprof.formats.claude_code.lines import MESSAGE_TYPES, TOOL_CALL_BLOCKS, Transcript
 from tokprof.formats.claude_code.prompts import Prompts
 from tokprof.formats.jsonfile import Document

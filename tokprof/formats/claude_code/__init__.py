@@ -138,12 +138,18 @@ their prompts built), :mod:`.scan` (the pass, and where Claude Code keeps its fi
 
 from __future__ import annotations
 
-from tokprof.formats.claude_code.fold import FORMAT, SessionReader, main_model
+from collections import Counter
+from typing import TYPE_CHECKING, Iterable
+
 from tokprof.formats.claude_code.lines import MESSAGE_TYPES, TOOL_CALL_BLOCKS
 from tokprof.formats.claude_code.scan import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import LogFormat, Reader
+from tokprof.trace import Call
+
+if TYPE_CHECKING:
+    from tokprof.formats.claude_code.fold import SessionReader
 
 __all__ = [
     "FORMAT",
@@ -159,6 +165,7 @@ __all__ = [
     "main_model",
 ]
 
+FORMAT = "claude-code"
 DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"
 
 
@@ -174,7 +181,25 @@ def sniff(doc: Document) -> bool:
 
 
 def reader(path: str, doc: Document | None) -> Reader:
+    from tokprof.formats.claude_code.fold import SessionReader  # loaded when a session is read
+
     return SessionReader(path, doc)
+
+
+def __getattr__(name: str) -> object:
+    if name == "SessionReader":
+        from tokprof.formats.claude_code.fold import SessionReader
+
+        return SessionReader
+    raise AttributeError(f"module 'tokprof.formats.claude_code' has no attribute {name!r}")
+
+
+def main_model(calls: Iterable[Call]) -> str | None:
+    """The model of most main-thread calls (of most calls when none is on the main thread)."""
+    calls = list(calls)
+    main = [c.model for c in calls if c.model and "(subagent" not in c.where]
+    models = Counter(main or [c.model for c in calls if c.model])
+    return models.most_common(1)[0][0] if models else None
 
 
 LOCATIONS = (

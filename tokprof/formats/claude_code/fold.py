@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
+from tokprof.formats.claude_code import FORMAT
 from tokprof.formats.claude_code.lines import (
     EMPTY,
     MESSAGE_TYPES,
@@ -69,20 +70,11 @@ from tokprof.formats.neutral import check_text, parse_time
 from tokprof.formats.reader import Reader, Record
 from tokprof.trace import Call, Trace
 
-FORMAT = "claude-code"
 UNRECORDED = ("system", "tools")
 SIDE_EMPTY = (
     "a transcript beside the session is empty or holds only a line still being written (Claude Code "
     "creates a subagent's file when it starts): it holds no call yet"
 )
-
-
-def main_model(calls: Iterable[Call]) -> str | None:
-    """The model of most main-thread calls (of most calls when none is on the main thread)."""
-    calls = list(calls)
-    main = [c.model for c in calls if c.model and "(subagent" not in c.where]
-    models = Counter(main or [c.model for c in calls if c.model])
-    return models.most_common(1)[0][0] if models else None
 
 
 class SessionReader(Reader):
@@ -97,7 +89,7 @@ class SessionReader(Reader):
         self.follow = follow
         self.prompts = prompts
         self.parsing = Phase(path=path, format=FORMAT)
-        self.reader = Prompts(self.parsing)
+        self.reader = Prompts(self.trace if follow else self.parsing)
         self.transcript = Transcript(path=path)
         self.last: dict[bool, str | None] = {}
         self.read_to = 0  # the last line read
@@ -162,9 +154,7 @@ class SessionReader(Reader):
         matched = match_compactions(main, compactions)
         self.plan: Plan = plan(scans, matched)
         self.reader.reused = self.plan.reused
-        self.reader.planned_keys = {
-            (label, number): key for (label, number), key in self.plan.keys.items() if label == ""
-        }
+        self.reader.planned_keys = self.plan.keys
         self.reader.positional = self.plan.positional
         for place in self.plan.reuse_notes:
             self.reuse.note("request-id-reused", REQUEST_REUSED, place)
@@ -234,14 +224,14 @@ class SessionReader(Reader):
         if self.follow:
             return ()
         self.read_to = max(self.read_to, self.scan.lines) + 1  # every line read: nothing to wait for
-        out = list(self._give(final=True))
-        for k in range(1, len(self.side_paths) + 1):  # the transcripts with no call due: read for their notes
+        self._build_main()
+        self._build_compactions()
+        for k in range(1, len(self.side_paths) + 1):  # the transcripts whose calls are not made yet
             self._side_calls(k)
-        for thread in self.threads.values():
-            if not thread.built:
-                out += self._thread_calls(thread)
-        out += self._give(final=True)
-        out += self.late
+        for thread in list(self.threads.values()):
+            self.late += self._thread_calls(thread)
+        out = self._give(final=True)
+        out += [self._numbered(call) for call in self.late]
         if not self.given:
             raise InputError(self.path, None, "no model call in the transcript (no assistant line)")
         self._header()
@@ -487,7 +477,7 @@ class SessionReader(Reader):
         assert thread.transcript is not None
         reader.planned_keys = {}
         line = reader.add(thread.transcript, "", number, record, inner, "line", thread.last)
-        reader.planned_keys = {k: v for k, v in self.plan.keys.items() if k[0] == ""}
+        reader.planned_keys = self.plan.keys
         thread.records += 1
         if line is not None:
             line.sidechain = True
@@ -692,4 +682,4 @@ def records_of(doc: Document) -> Iterator[Record]:
         yield Record(doc.value)
 
 
-__all__ = ["FORMAT", "SessionReader", "main_model", "records_of"]
+__all__ = ["SessionReader", "records_of"]

@@ -24,13 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from tokprof.formats.jsonfile import lines_of, parse_or
 from tokprof.formats.claude_code.lines import agent_copy_of, nested_key, prompt_usage
 from tokprof.formats.neutral import parse_time
+
+if TYPE_CHECKING:
+    pass
 
 #: Line types that mark a Claude Code transcript (for detection), with the fields that identify one.
 SNIFF_TYPES = ("user", "assistant", "system", "summary", "progress", "file-history-snapshot", "queue-operation")
@@ -74,7 +75,10 @@ class Links:
     """Where values of one field are written in a file, at any depth: the first and last line of each
     (by hash: two values that share a hash only make the reader wait longer)."""
 
-    def __init__(self, pairs: "np.ndarray") -> None:
+    def __init__(self, flat: list[int] | None = None) -> None:
+        import numpy as np  # only a session read whole needs it (not the status line)
+
+        pairs = np.array(flat or [], dtype=np.int64).reshape(-1, 2)
         if len(pairs):
             order = np.lexsort((pairs[:, 1], pairs[:, 0]))
             pairs = pairs[order]
@@ -89,7 +93,7 @@ class Links:
 
     def _at(self, value: str) -> int:
         h = hash(value)
-        i = int(np.searchsorted(self.keys, h))
+        i = int(self.keys.searchsorted(h))
         return i if i < len(self.keys) and int(self.keys[i]) == h else -1
 
     def last_line(self, value: str | None) -> int:
@@ -119,8 +123,8 @@ class FileScan:
     copies: list[Copy] = field(default_factory=list)
     session: str | None = None
     agent: str | None = None  # the first line's agentId
-    uuids: Links = field(default_factory=lambda: Links(np.zeros((0, 2), dtype=np.int64)))
-    parents: Links = field(default_factory=lambda: Links(np.zeros((0, 2), dtype=np.int64)))
+    uuids: Links = field(default_factory=Links)
+    parents: Links = field(default_factory=Links)
     empty: bool = False  # no line at all (a subagent's file just created)
 
 
@@ -187,8 +191,8 @@ def scan_file(path: str, label: str = "") -> FileScan:
     except Exception:  # noqa: BLE001 - the reader reports it, at its line
         pass
     found.empty = found.lines == 0
-    found.uuids = Links(np.array(uuids, dtype=np.int64).reshape(-1, 2))
-    found.parents = Links(np.array(parents, dtype=np.int64).reshape(-1, 2))
+    found.uuids = Links(uuids)
+    found.parents = Links(parents)
     return found
 
 
