@@ -196,8 +196,7 @@ def join_phases(trace: Trace, phases: Iterable[Trace]) -> None:
     for phase in phases:
         if not isinstance(phase, Phase):
             for note in phase.notes:
-                for place in note.places or [None]:
-                    trace.note(note.code, note.message, place)
+                _join(trace, Note(note.code, note.message, list(note.places)))
             continue
         for code, message, place, line_type in phase.events:
             if line_type is not None:

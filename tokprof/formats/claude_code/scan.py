@@ -455,9 +455,9 @@ def plan(files: list[FileScan], compactions: dict[int, list[Match] | None]) -> P
             thread += 1
             threads[(k, agent)] = copies[-1].number
             calls = {}
-            firsts: dict[tuple, str] = {}
+            told: dict[tuple, str] = {}
             for copy in copies:
-                key = _rebuilt_key(copy, reused, firsts, positional)
+                key = _rebuilt_key(copy, reused, told, positional)
                 if key in calls:
                     calls[key].last = copy.number
                 elif key not in owners:
@@ -467,9 +467,9 @@ def plan(files: list[FileScan], compactions: dict[int, list[Match] | None]) -> P
             for key in calls:
                 owners[key] = -thread
             sequences.append(list(calls.values()))
-    order = in_time_order([main, *sequences])  # type: ignore[list-item]
+    order: list[Planned] = in_time_order([main, *sequences])  # type: ignore[list-item,assignment]
     by_key = {(call.file, call.key): call for call in order}
-    return Plan(order, by_key, owners, reused, keys, positional, notes, threads, compactions)  # type: ignore[arg-type]
+    return Plan(order, by_key, owners, reused, keys, positional, notes, threads, compactions)
 
 
 def _copy_key(record: dict, reused: dict) -> str | None:
@@ -487,7 +487,8 @@ def _copy_key(record: dict, reused: dict) -> str | None:
 def _rebuilt_key(copy: Copy, reused: dict, firsts: dict, positional: set[str]) -> str:
     """The key of a copied response once its thread is rebuilt (its line's call key, told apart as rekey does)."""
     record = copy.record
-    message = record.get("message") if isinstance(record.get("message"), dict) else {}
+    found = record.get("message")
+    message: dict = found if isinstance(found, dict) else {}
     request, message_id = record.get("requestId"), message.get("id")
     request = request if isinstance(request, str) and request else None
     message_id = message_id if isinstance(message_id, str) and message_id else None
