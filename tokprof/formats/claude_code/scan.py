@@ -15,12 +15,14 @@ before its lines are read (:func:`scan_file`):
   lines before a compaction that no later line can reach;
 * the session's id (its first ``sessionId``), which names the subagent transcripts beside it (2.0).
 
-A line whose bytes hold a JSON escape (``\\u``) is parsed too, so that an escaped type or id is not
-missed. Lines are numbered as the reader numbers them; lines appended after the pass are not read.
+Lines are numbered as the reader numbers them; lines appended after the pass are not read. A response
+the pass does not see (its type written with a JSON escape) is read all the same, and given last.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -49,7 +51,7 @@ class Response:
     prompt_usage: tuple | None
     synthetic: bool
     uuid: str | None
-    time: datetime | None
+    timestamp: Any  # as written (its time is read for a call's first line only)
     key: str = ""  # the call it belongs to (see :func:`plan`)
 
 
@@ -132,40 +134,23 @@ _UUID = b'"uuid"'
 _PARENT = b'"parentUuid"'
 
 
+_VALUES = {key: re.compile(re.escape(key) + rb'\s*:\s*"((?:[^"\\]|\\.)*)"') for key in (b'"uuid"', b'"parentUuid"')}
+
+
 def _values(raw: bytes, key: bytes, number: int, out: list[int]) -> None:
     """The string values written after ``key`` in a line, as (hash, line) pairs in ``out``."""
-    at = raw.find(key)
-    while at >= 0:
-        i = at + len(key)
-        n = len(raw)
-        while i < n and raw[i] in b" \t\r\n":
-            i += 1
-        if i < n and raw[i] == 58:  # ':'
-            i += 1
-            while i < n and raw[i] in b" \t\r\n":
-                i += 1
-            if i < n and raw[i] == 34:  # '"'
-                end = raw.find(b'"', i + 1)
-                while end > 0 and raw[end - 1] == 92:  # an escaped quote, or an escaped backslash before it
-                    backslashes = len(raw[i + 1 : end]) - len(raw[i + 1 : end].rstrip(b"\\"))
-                    if backslashes % 2 == 0:
-                        break
-                    end = raw.find(b'"', end + 1)
-                if end > 0:
-                    token = raw[i : end + 1]
-                    value = (
-                        parse_or(token.decode("utf-8", "replace"))
-                        if 92 in token
-                        else token[1:-1].decode("utf-8", "replace")
-                    )
-                    if isinstance(value, str):
-                        out.append(hash(value))
-                        out.append(number)
-        at = raw.find(key, at + len(key))
+    for token in _VALUES[key].findall(raw):
+        if 92 in token:  # an escape: decoded as JSON decodes it
+            value = parse_or('"' + token.decode("utf-8", "replace") + '"')
+        else:
+            value = token.decode("utf-8", "replace")
+        if isinstance(value, str):
+            out.append(hash(value))
+            out.append(number)
 
 
 def _wanted(raw: bytes) -> bool:
-    return b'"assistant"' in raw or b"compact_boundary" in raw or b"\\u" in raw
+    return b'"assistant"' in raw or b"compact_boundary" in raw
 
 
 def scan_file(path: str, label: str = "") -> FileScan:
@@ -197,7 +182,10 @@ def scan_file(path: str, label: str = "") -> FileScan:
 
 
 def _read(found: FileScan, number: int, raw: bytes) -> None:
-    record = parse_or(raw.decode("utf-8", "replace"))
+    try:
+        record = json.loads(raw)
+    except Exception:  # noqa: BLE001 - not JSON (a line cut off, or too deep): the reader says so at its line
+        return
     if not isinstance(record, dict):
         return
     if number == 1 and isinstance(record.get("agentId"), str):
@@ -219,7 +207,7 @@ def _read(found: FileScan, number: int, raw: bytes) -> None:
                 prompt_usage(message.get("usage")),
                 message.get("model") == SYNTHETIC_MODEL or record.get("isApiErrorMessage") is True,
                 uuid if isinstance(uuid, str) else None,
-                parse_time(record.get("timestamp")),
+                record.get("timestamp"),
             )
         )
     elif kind == "system" and record.get("subtype") == "compact_boundary":
@@ -420,7 +408,7 @@ def plan(files: list[FileScan], compactions: dict[int, list[Match] | None]) -> P
         for r in found:
             call = calls.get(r.key)
             if call is None:
-                calls[r.key] = Planned(k, r.key, r.number, r.number, r.time, r.number)
+                calls[r.key] = Planned(k, r.key, r.number, r.number, parse_time(r.timestamp), r.number)
             else:
                 call.last = r.number
         grouped.append(calls)
