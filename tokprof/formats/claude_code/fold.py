@@ -123,7 +123,7 @@ class SessionReader(Reader):
     # -- the pass ----------------------------------------------------------------------------------
     def _scan(self, doc: Document | None) -> None:
         path = self.path
-        main = scan_file(path) if not self.single and "://" not in path else FileScan(path, "", lines=1)
+        main = scan_file(path) if not self.single else FileScan(path, "", lines=1)
         self.scan = main
         self.trace.session = main.session
         here = Path(path)

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tokprof.formats.jsonfile import lines_of, parse_or
+from tokprof.formats.jsonfile import lines_of, open_bytes, parse_or
 from tokprof.formats.claude_code.lines import agent_copy_of, nested_key, prompt_usage
 from tokprof.formats.neutral import parse_time
 
@@ -160,7 +160,7 @@ def scan_file(path: str, label: str = "") -> FileScan:
     uuids: list[int] = []
     parents: list[int] = []
     try:
-        with open(path, "rb") as handle:
+        with open_bytes(path) as handle:
             number = 0
             for raw in lines_of(handle, path):
                 number += 1
