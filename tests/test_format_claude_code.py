@@ -94,7 +94,7 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def read(path: Path):
-    return claude_code.read(str(path), load(str(path)))
+    return read_trace(str(path), "claude-code")
 
 
 def notes(trace) -> dict[str, list[str]]:

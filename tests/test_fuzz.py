@@ -30,7 +30,7 @@ import pytest
 
 import test_format_anthropic as anthropic_log
 import test_format_claude_code as claude_log
-import test_format_claude_stream as stream_log
+import test_format_claude_print as stream_log
 import test_format_codex as codex_log
 import test_format_gemini_cli as gemini_log
 import test_format_pi as pi_log

@@ -10,10 +10,8 @@ import math
 
 import pytest
 
-from tokprof.formats import claude_code
-from tokprof.formats.claude_blocks import Text, Thinking, ToolResult, ToolUse, assistant
-from tokprof.formats.claude_lines import kept
-from tokprof.formats.jsonfile import load
+from tokprof.formats import read_trace
+from tokprof.formats.claude_code.lines import Text, Thinking, ToolResult, ToolUse, assistant, kept
 from tokprof.base.jsontext import BATCH, dumps, object_chunks
 from tokprof.trace import PromptView, extended
 
@@ -144,7 +142,7 @@ def _session(calls: int) -> list[dict]:
 def _read(tmp_path, rows):
     path = tmp_path / "s.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return claude_code.read(str(path), load(str(path)))
+    return read_trace(str(path), "claude-code")
 
 
 def test_calls_share_one_list_of_messages_each_through_its_own_view(tmp_path):

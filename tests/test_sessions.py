@@ -200,7 +200,7 @@ def test_input_format_filters_a_directory(tmp_path, model_dir, capsys):
 # -- sessions found by content --------------------------------------------------------------------------
 def mixed_tree(root: Path) -> Path:
     """Sessions under names their tools never use, and files that are not sessions."""
-    import test_format_claude_stream as cs
+    import test_format_claude_print as cs
 
     tree = root / "artifacts"
     (tree / "ci").mkdir(parents=True)

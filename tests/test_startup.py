@@ -110,7 +110,7 @@ UNUSED_BY_A_PROFILE = (
     "tokprof.analyses.budgets",
     "tokprof.analyses.sessions",
     "tokprof.analyses.directory",
-    "tokprof.formats.claude_compaction",
+    "tokprof.formats.claude_code.fold",
     "tokprof.models.local",
     "tokprof.models.gguf",
     "rich._emoji_codes",

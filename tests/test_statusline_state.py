@@ -1,4 +1,4 @@
-"""The status line's saved state: the Claude Code reader without prompts (``Incremental(prompts=False)``)
+"""The status line's saved state: the Claude Code reader without prompts (``SessionReader(follow=True, prompts=False)``)
 gives the same calls as with them, and keeps none of the conversation (#32 item 2)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tokprof.formats.claude_code import Incremental
+from tokprof.formats.claude_code import SessionReader
+from tokprof.formats.reader import Record
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -80,9 +81,9 @@ def lines(calls: int) -> list[dict]:
     return out
 
 
-def fed(records: list[dict], prompts: bool) -> tuple[Incremental, list]:
-    reader = Incremental("session.jsonl", prompts=prompts)
-    calls = [c for n, r in enumerate(records, 1) if (c := reader.feed(n, r)) is not None]
+def fed(records: list[dict], prompts: bool) -> tuple[SessionReader, list]:
+    reader = SessionReader("session.jsonl", follow=True, prompts=prompts)
+    calls = [c for n, r in enumerate(records, 1) for c in reader.feed(Record(r, n))]
     return reader, calls
 
 
@@ -131,7 +132,7 @@ def test_corpus_session_the_same_calls_without_prompts() -> None:
 
 def test_a_followed_session_forgets_old_prompt_states_and_still_rewinds() -> None:
     """A session followed for long keeps only its newest prompt states (LiveSession calls
-    Incremental.forget): every call, a rewind to an early line included, has the prompt a reader
+    SessionReader.forget): every call, a rewind to an early line included, has the prompt a reader
     that forgets nothing gives."""
     records = lines(60)
     base = {"sessionId": "s-1", "isSidechain": False, "timestamp": "2025-10-01T12:00:00Z"}
@@ -153,12 +154,10 @@ def test_a_followed_session_forgets_old_prompt_states_and_still_rewinds() -> Non
         },
     ]
     _, everything = fed(records, True)
-    forgetful = Incremental("session.jsonl")
+    forgetful = SessionReader("session.jsonl", follow=True)
     calls = []
     for n, record in enumerate(records, 1):
-        call = forgetful.feed(n, record)
-        if call is not None:
-            calls.append(call)
+        calls += forgetful.feed(Record(record, n))
         forgetful.forget(4)
         assert len(forgetful.transcript.states) <= 4
     assert [c.messages for c in calls] == [c.messages for c in everything]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -372,68 +371,9 @@ def profile(
     price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
     from tokprof.models.template import template_run
 
-    with template_run():  # a log read as a stream, then whole if it must be, is one run
-        if not isinstance(log, Trace) and tools is None and system is None:
-            streamed = _profile_streamed(os.fspath(log), model, input_format, chat_template, progress, prices)
-            if streamed is not None:
-                return streamed
+    with template_run():
         trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
         return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
-
-
-def _profile_streamed(
-    name: str,
-    model: str | Model | None,
-    input_format: str | None,
-    chat_template: PathLike | None,
-    progress: Progress,
-    prices: PricesArg,
-) -> Profile | None:
-    """:func:`profile` of a log whose calls are read as a stream (:func:`tokprof.formats.stream_calls`:
-    a Claude Code session file), each call's prompt dropped after its pass, so memory follows the
-    largest stretch of the conversation, not the file; None for another log, or one that must be
-    read whole (:class:`tokprof.formats.claude_streamed.Unstreamable`, or any error: the whole read
-    reports it as it would). The model is chosen from the first call's model name (unless given)
-    and must be the one the log's every name chooses; the progress steps are the log's bytes."""
-    from tokprof.formats import stream_calls
-    from tokprof.formats.claude_streamed import Unstreamable
-    from tokprof.models import auto_model
-
-    stream = stream_calls(name, input_format)
-    if stream is None:
-        return None
-    try:
-        with stream, _progress(progress, stream.read[1], "profiling calls", in_bytes=True) as advance:
-            calls = iter(stream)
-            first = next(calls, None)
-            if first is None:
-                return None
-            if isinstance(model, Model):
-                chat = model.chat
-            else:
-                chat = _chat_model(model, chat_template, [first.model])
-            seen: list[str | None] = []
-            done = [0]
-
-            def given() -> Iterator[Call]:
-                for call in itertools.chain([first], calls):
-                    seen.append(call.model)
-                    yield call
-                    read = stream.read[0]
-                    advance(read - done[0])
-                    done[0] = read
-
-            def settle() -> ChatModel:
-                if model is not None:
-                    return chat
-                names = [stream.trace.model, *seen]
-                if auto_model(names)[0] != auto_model([first.model])[0]:
-                    raise Unstreamable("the log's model names choose another model than its first call's")
-                return _chat_model(None, chat_template, names)
-
-            return _profile_calls(given(), stream.trace, chat, prices, settle)
-    except (Unstreamable, TokprofError):
-        return None
 
 
 def saved_profile(path: PathLike) -> Profile | None:

@@ -1,7 +1,8 @@
 """A session followed while the agent writes it: the figures of each new model call.
 
 :class:`LiveSession` reads a Claude Code transcript incrementally (:class:`tokprof.base.follow.Follower`
-for the bytes, :class:`tokprof.formats.claude_code.Incremental` for the calls): each update reads
+for the bytes, the Claude Code reader following the session for the calls,
+:class:`tokprof.formats.claude_code.SessionReader`): each update reads
 what was appended and counts only the new calls, with a :class:`tokprof.api.Model` that keeps what
 it learnt from earlier prompts, so an update costs what the agent added. Other formats are read
 again whole when they change (their readers are not incremental); only their new calls are counted.
@@ -105,11 +106,13 @@ class LiveSession:
         self._reset()
 
     def _reset(self) -> None:
-        from tokprof.formats.claude_code import Incremental
+        from tokprof.formats.claude_code import SessionReader
 
-        self.reader = Incremental(self.path, prompts=self.count)  # uncounted calls need no prompt
+        # the lines appended since the last update are fed to it; uncounted calls need no prompt
+        self.reader = SessionReader(self.path, follow=True, prompts=self.count)
         self.totals = _Totals()
         self.format: str | None = None
+        self.undecided: list[tuple[int, Any]] = []  # lines read before one told the format
         self.whole_calls = 0  # formats read whole: the calls already seen
 
     @property
@@ -133,22 +136,33 @@ class LiveSession:
             if record is None:
                 continue
             if self.format is None:
-                self.format = "claude-code" if _claude_line(record) else "other"
+                told = _format_of(record)
+                if told is None and len(self.undecided) < UNDECIDED_LINES:
+                    self.undecided.append((number, record))  # a line that does not tell (2.x's first snapshot)
+                    continue
+                self.format = told or "other"
+                if self.format == "claude-code":
+                    for held, value in self.undecided:
+                        calls += self._feed(held, value)
+                self.undecided = []
             if self.format != "claude-code":
                 break
-            try:
-                call = self.reader.feed(number, record)
-            except TokprofError as exc:
-                self._note(str(exc))
-                continue
-            if call is not None:
-                calls.append(call)
+            calls += self._feed(number, record)
         if self.format == "other" and (appended.lines or appended.restarted):
             calls = self._read_whole()
         if len(self.reader.transcript.states) > 2 * KEPT_STATES:  # now and then: a long session's
             self.reader.forget(KEPT_STATES)  # memory stays what the next lines need
         last = len(calls) - 1
         return [self._figures(call, count_every or i == last) for i, call in enumerate(calls)]
+
+    def _feed(self, number: int, record: Any) -> list[Call]:
+        from tokprof.formats.reader import Record
+
+        try:
+            return list(self.reader.feed(Record(record, number)))
+        except TokprofError as exc:
+            self._note(str(exc))
+            return []
 
     def _record(self, number: int, raw: bytes) -> Any:
         try:
@@ -266,14 +280,26 @@ class LiveSession:
             totals.cost = None
 
 
-def _claude_line(record: Any) -> bool:
+#: Claude Code lines that carry neither a session id nor a uuid (2.x starts a session with a
+#: file-history-snapshot): they do not tell the format, the next line does.
+UNDECIDED_TYPES = ("file-history-snapshot", "queue-operation", "summary", "custom-title", "last-prompt")
+#: How many such lines are held before the file is taken for another format.
+UNDECIDED_LINES = 50
+
+
+def _format_of(record: Any) -> str | None:
+    """The format a session's line tells: "claude-code" for a Claude Code line, None for one that
+    does not tell (a snapshot, a queue operation), "other" for anything else."""
     from tokprof.formats.claude_code import SNIFF_FIELDS, SNIFF_TYPES
 
-    return (
-        isinstance(record, dict)
-        and record.get("type") in SNIFF_TYPES + ("attachment",)
-        and any(isinstance(record.get(k), str) for k in SNIFF_FIELDS)
-    )
+    if not isinstance(record, dict):
+        return "other"
+    kind = record.get("type")
+    if kind in SNIFF_TYPES + ("attachment",) and any(isinstance(record.get(k), str) for k in SNIFF_FIELDS):
+        return "claude-code"
+    if kind in UNDECIDED_TYPES:
+        return None
+    return "other"
 
 
 def _count(model: Any, call: Call) -> dict[str, int] | None:

@@ -9,7 +9,6 @@ sessions are found in a directory by content (:mod:`tokprof.formats.discovery`).
 from __future__ import annotations
 
 import os
-import stat
 import zipfile
 from pathlib import Path
 from collections.abc import Iterator
@@ -25,7 +24,6 @@ from tokprof.base.text import visible
 from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:
-    from tokprof.formats.claude_streamed import CallStream
     from tokprof.formats.discovery import Found
 
 
@@ -230,43 +228,6 @@ def _format_for(path: str, doc: Document, input_format: str | None) -> LogFormat
     if found is None:
         raise InputError(path, None, not_a_log(path, _of_doc(path, doc)))
     return found
-
-
-def stream_calls(path: str, input_format: str | None = None) -> "CallStream | None":
-    """The calls of a log given as it is read (:class:`tokprof.formats.claude_streamed.CallStream`),
-    for a log whose reader can give them so: a Claude Code session file (a ``.jsonl`` one, unless the
-    format is named). None for any other log, or one that cannot be loaded (:func:`read_trace` says
-    why), with nothing read past its first lines."""
-    if input_format not in (None, "claude-code") or "://" in path:
-        return None
-    path = session_in_folder(path) or path
-    if input_format is None and not path.endswith(".jsonl"):
-        return None  # Claude Code writes .jsonl: any other file is not loaded twice (a JSON document whole)
-    if not _regular(path) or _is_zip(path) or _starts_like_zip(path):
-        return None  # a pipe is read once: whole, where a stream that gives up could not read it again
-    if input_format is None and log_format("opencode").opens(path):  # type: ignore[misc]
-        return None
-    try:
-        doc = load(path)
-    except InputError:
-        return None
-    try:
-        found: LogFormat | None = _format_for(path, doc, input_format)
-    except InputError:
-        found = None
-    if found is None or found.name != "claude-code" or doc.lines is None:
-        doc.close()
-        return None
-    from tokprof.formats.claude_streamed import CallStream
-
-    return CallStream(path, doc)
-
-
-def _regular(path: str) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except (OSError, ValueError):
-        return False
 
 
 def call_shown_safely(call: Call) -> None:

@@ -78,7 +78,9 @@ def _size_of(handle: IO[bytes] | None) -> int:
         return 0
 
 
-def _open(path: str) -> IO[bytes]:
+def open_bytes(path: str) -> IO[bytes]:
+    """A log file opened for reading its bytes: a local file (checked: not missing, a folder or a pipe), or
+    a URL (``s3://``, ``gs://``, ``file://``) read as a stream through fsspec."""
     if "://" in path:  # a URL (s3://, gs://, file://): read as a stream through fsspec
         from tokprof.formats.remote import open_url
 
@@ -92,7 +94,7 @@ def _open(path: str) -> IO[bytes]:
 
 def read_text(path: str, what: str = "log") -> str:
     """A file's text, read no further than the cap for ``what`` (:data:`tokprof.base.bounded.CAPS`)."""
-    with _open(path) as f:
+    with open_bytes(path) as f:
         try:
             data = bounded.read_handle(f, what)
         except OSError as exc:
@@ -258,7 +260,7 @@ def load(path: str, what: str = "log") -> Document:
     :class:`Lines`). Errors in the first lines are raised here; later ones as the lines are read. A
     document is read no further than the cap for ``what`` (:data:`tokprof.base.bounded.CAPS`), a line no
     further than :func:`line_cap`."""
-    handle = _open(path)
+    handle = open_bytes(path)
     try:
         doc = _load(path, handle, what)
     except BaseException:

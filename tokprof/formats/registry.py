@@ -20,7 +20,7 @@ MODULES = (
     "tokprof.formats.pi",
     "tokprof.formats.otel",
     "tokprof.formats.opencode",
-    "tokprof.formats.claude_stream",
+    "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
     "tokprof.formats.codex",
     "tokprof.formats.swe_agent",

@@ -1,36 +1,35 @@
-"""The Claude Code reader's machinery: lines checked as they are read, grouped into model calls,
-and each call's prompt built along the ``parentUuid`` chain (the rules are in
-:mod:`tokprof.formats.claude_code`; compaction calls are in :mod:`tokprof.formats.claude_compaction`)."""
+"""The Claude Code reader's machinery: lines checked as they are read, grouped into model calls, each
+call's prompt built along the ``parentUuid`` chain, and compaction calls placed at their boundaries
+(the rules are in :mod:`tokprof.formats.claude_code`; :mod:`tokprof.formats.claude_code.fold` feeds it)."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from tokprof.base.text import visible
+
 from tokprof.base.errors import InputError
-from tokprof.formats.claude_blocks import (
-    Part,
-    Text,
-    Thinking,
-    ToolResult,
-    ToolUse,
-    assistant,
-    assistant_part,
-    blocks,
-    stand_in,
-    user_part,
-)
-from tokprof.formats.claude_lines import (
+from tokprof.formats.claude_code.lines import (
     EMPTY,
     MESSAGE_TYPES,
     USAGE_FIELDS,
     Item,
     Line,
+    Part,
     State,
+    Text,
+    Thinking,
+    ToolResult,
+    ToolUse,
     Transcript,
     agent_copy,
     answered,
+    assistant,
+    assistant_part,
+    blocks,
     call_key,
     copy_line,
     kept,
@@ -38,6 +37,8 @@ from tokprof.formats.claude_lines import (
     place_text,
     prompt_usage,
     read_later,
+    stand_in,
+    user_part,
 )
 from tokprof.formats.jsonfile import TRUNCATED_LAST_LINE, load
 from tokprof.formats.fields import expect_object, optional_string, string
@@ -51,7 +52,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.trace import Call, PromptView, Trace, Usage, extended
+from tokprof.trace import Call, Note, PromptView, Trace, Usage, extended
 
 #: Line types that are not conversation and need no warning.
 QUIET_TYPES = (
@@ -165,6 +166,7 @@ ATTACHMENTS = (
     "render into the prompt in a way the log does not show: they are left out of the rendered prompt "
     "(any tokens they add fall in the unrecorded part)"
 )
+LOOP = "the parentUuid chain loops (a line is its own ancestor)"
 UNKNOWN_TYPE = "lines of a type tokprof does not know are skipped (newer Claude Code versions add types)"
 DUPLICATE_LINE = "a line repeats the uuid of an earlier line: the repeat is skipped"
 DUPLICATE_CALL = "a model call (requestId) that appears in more than one transcript is counted once"
@@ -174,7 +176,45 @@ FROM_PROGRESS = (
 )
 
 
-class Reader:
+@dataclass
+class Phase(Trace):
+    """The notes of one phase of a read (a file's lines, a thread's calls), kept in the order they were
+    made, each with the line type of a note made once per type (:meth:`Prompts.note_type`): the
+    reader joins the phases in the order the rules give, whatever order they were read in."""
+
+    events: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
+    typed: set[tuple[str, str]] = field(default_factory=set)
+
+    def note(self, code: str, message: str, place: str | None = None, line_type: str | None = None) -> None:
+        self.events.append((code, message, visible(place) if place is not None else None, line_type))
+
+
+def join_phases(trace: Trace, phases: Iterable[Trace]) -> None:
+    """Add the phases' notes to ``trace`` in order (gathered by code), a note made once per line type
+    only where no earlier phase made it for that type."""
+    typed: set[tuple[str, str]] = set()
+    for phase in phases:
+        if not isinstance(phase, Phase):
+            for note in phase.notes:
+                _join(trace, Note(note.code, note.message, list(note.places)))
+            continue
+        for code, message, place, line_type in phase.events:
+            if line_type is not None:
+                if (code, line_type) in typed:
+                    continue
+                typed.add((code, line_type))
+            _join(trace, Note(code, message, [place] if place is not None else []))
+
+
+def _join(trace: Trace, note: Note) -> None:
+    existing = next((n for n in trace.notes if n.code == note.code), None)
+    if existing is None:
+        trace.notes.append(note)
+    else:
+        existing.places.extend(note.places)
+
+
+class Prompts:
     """Turns transcripts into calls, gathering notes on the trace and the calls already counted."""
 
     def __init__(self, trace: Trace):
@@ -191,6 +231,9 @@ class Reader:
         self.recorded: set[int] = set()  # id() of the boundaries whose compaction call is recorded
         self.reused: dict[str, dict[str | None, set[tuple]]] = {}  # reused requestId -> message.id -> prompt usages
         self.positional: set[str] = set()  # call keys made from a line's position: no provider id
+        #: (place prefix, line) -> the call key of a response line whose requestId is reused, decided
+        #: before the lines are read (:func:`tokprof.formats.claude_code.scan.plan`)
+        self.planned_keys: dict[tuple[str, int], str] = {}
 
     def note_once(self, code: str, message: str, place: str) -> None:
         if (code, place) not in self.noted:
@@ -230,14 +273,16 @@ class Reader:
         if line.parent is not None and line.parent in transcript.by_uuid:
             line.parent = transcript.by_uuid[line.parent].uuid  # one string for the uuid and the links to it
         if line.uuid is not None:
-            if line.uuid in transcript.by_uuid:
+            if line.uuid in transcript.by_uuid or line.uuid in transcript.dropped_uuids:
                 self.note_once("duplicate-line", DUPLICATE_LINE, line.place)
                 return None
+            if line.uuid == line.parent:
+                raise InputError(path, f"{at}: {inner}parentUuid", "names the line itself: the parentUuid chain loops")
             transcript.by_uuid[line.uuid] = line
         if kind in MESSAGE_TYPES:
             last[line.sidechain] = line.uuid
         for part in line.parts:
-            if isinstance(part, ToolUse):
+            if isinstance(part, ToolUse) and part.id not in transcript.dropped_tools:
                 transcript.tool_uses.setdefault(part.id, line)
         transcript.lines.append(line)
         return line
@@ -266,7 +311,14 @@ class Reader:
         return line
 
     def note_type(self, code: str, message: str, line: Line) -> None:
-        if line.type not in self.types_noted:  # one place per type: a long session has thousands
+        """A note made once per line type (a long session has thousands of each): in a phase of the
+        fold's notes (:class:`Phase`), gathered there and kept for the first line of its type when
+        the phases are joined; else at once."""
+        if isinstance(self.trace, Phase):
+            if (code, line.type) not in self.trace.typed:
+                self.trace.typed.add((code, line.type))
+                self.trace.note(code, message, f"{line.place} ({line.type})", line.type)
+        elif line.type not in self.types_noted:
             self.types_noted.add(line.type)
             self.trace.note(code, message, f"{line.place} ({line.type})")
 
@@ -290,7 +342,9 @@ class Reader:
         else:
             check_model(path, line.prefix + "message.", message)
             line.synthetic = message.get("model") == SYNTHETIC_MODEL or line.record.get("isApiErrorMessage") is True
-            line.key = call_key(path, line, message)
+            line.key = self.planned_keys.get((line.place[: -len(f"line {line.number}")], line.number)) or call_key(
+                path, line, message
+            )
             request, message_id = line.record.get("requestId"), message.get("id")
             line.request = request if isinstance(request, str) and request else None
             line.message_id = message_id if isinstance(message_id, str) and message_id else None
@@ -300,13 +354,13 @@ class Reader:
         line.skipped = tuple(skipped)  # most lines: the empty tuple, one for all
 
     # -- calls -------------------------------------------------------------------------------------
-    def groups(self, transcript: Transcript) -> dict[str, list[Line]]:
+    def groups(self, transcript: Transcript, note: bool = True) -> dict[str, list[Line]]:
         """The lines of each model call of a transcript, in the order of their first lines."""
         groups: dict[str, list[Line]] = {}
         for line in transcript.lines:
             if line.type == "assistant" and not line.synthetic:
                 groups.setdefault(line.key or "", []).append(line)
-            elif line.synthetic:
+            elif line.synthetic and note:
                 self.note_once("synthetic-message", SYNTHETIC, line.place)
         return groups
 
@@ -385,7 +439,11 @@ class Reader:
         calls walks back to the last call's: the lines between calls)."""
         path: list[Line] = []
         base = EMPTY
+        walked: set[int] = set()
         while current is not None:
+            if id(current) in walked:
+                raise InputError(transcript.path, f"{current.place}: parentUuid", LOOP)
+            walked.add(id(current))
             memo = transcript.states.get((current.uuid or "", thread))
             if memo is not None:
                 base = memo
@@ -395,8 +453,6 @@ class Reader:
             path.append(current)
             if current.boundary:
                 break  # a compaction: the context restarts after it
-            if len(path) > len(transcript.lines):
-                raise InputError(transcript.path, first.prefix + "parentUuid", "the parentUuid chain loops")
             current = self.parent(transcript, current)
         state = base
         for link in reversed(path):
@@ -687,3 +743,68 @@ class Reader:
                 REQUEST_REUSED,
                 f"requestId {request} on {len(shown)} calls ({', '.join(shown[:5])}{more})",
             )
+
+
+# -- compaction calls ------------------------------------------------------------------------------
+def request_chain(compact: Transcript, first: Line) -> list[Line]:
+    """The lines of a compaction transcript that its response's first line follows (the request),
+    nearest first: the parent of the last one is the main-thread line the call continues from."""
+    chain: list[Line] = []
+    top = first
+    while top.parent is not None and top.parent in compact.by_uuid and len(chain) <= len(compact.lines):
+        top = compact.by_uuid[top.parent]
+        chain.append(top)
+    return chain
+
+
+def compaction_state(
+    reader: Prompts,
+    main: Transcript,
+    compact: Transcript,
+    anchor: Line,
+    chain: list[Line],
+    inserts: dict[str, list[Line]],
+    first: Line,
+) -> State:
+    """A compaction call's prompt: the main thread's history up to the line it continued from,
+    with the lines its transcript adds after main-thread lines spliced in after them, then its own
+    lines (the summarisation request)."""
+    path: list[Line] = []
+    current: Line | None = anchor
+    while current is not None and len(path) <= len(main.lines):
+        if current.type in MESSAGE_TYPES and current.sidechain:
+            break
+        path.append(current)
+        if current.boundary:
+            break
+        current = reader.parent(main, current)
+    path.reverse()
+    spliced = [i for i, line in enumerate(path) if line.uuid is not None and line.uuid in inserts]
+    if not spliced:
+        state = reader.state_after(main, anchor, False, first)
+    else:
+        start = spliced[0]
+        state = reader.state_after(main, path[start], False, first)
+        for i in range(start, len(path)):
+            if i > start:
+                state = reader.extend(main, state, path[i])
+            for extra in inserts.get(path[i].uuid or "", ()):
+                state = reader.extend(compact, state, extra)
+    for line in chain:
+        state = reader.extend(compact, state, line)
+    return state
+
+
+def line_before(main: Transcript, boundary: Line) -> Line | None:
+    """The main-thread line a compact boundary follows: its ``logicalParentUuid``, else the last
+    conversation line before it."""
+    parent = boundary.record.get("logicalParentUuid")
+    if isinstance(parent, str) and parent in main.by_uuid:
+        return main.by_uuid[parent]
+    before = None
+    for line in main.lines:
+        if line is boundary:
+            break
+        if line.type in MESSAGE_TYPES and not line.sidechain:
+            before = line
+    return before

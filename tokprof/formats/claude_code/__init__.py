@@ -128,24 +128,28 @@ without a timestamp stays after the one before it, and calls at the same moment 
 their files (the session's first). The session is the first ``sessionId`` in the file; the trace's
 model is the model of most main-thread calls. :func:`sessions` lists the session files of a
 project folder.
+
+Reading. The reader is a fold over the session file's lines (:mod:`.fold`) that gives each call once
+its lines are read, after one cheap pass over the files (:mod:`.scan`); the package's modules:
+:mod:`.lines` (a line's content blocks, the prompt states), :mod:`.prompts` (lines checked, calls and
+their prompts built), :mod:`.scan` (the pass, and where Claude Code keeps its files), :mod:`.fold`
+(the reader).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
-from tokprof.base.errors import InputError
-from tokprof.formats.claude_blocks import TOOL_CALL_BLOCKS
-from tokprof.formats.claude_lines import EMPTY, MESSAGE_TYPES, Line, Transcript
-from tokprof.formats.claude_reader import Reader
-from tokprof.formats.claude_sessions import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
+from tokprof.formats.claude_code.lines import MESSAGE_TYPES, TOOL_CALL_BLOCKS
+from tokprof.formats.claude_code.scan import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
-from tokprof.formats.neutral import in_time_order
-from tokprof.trace import Call, Trace
+from tokprof.formats.reader import LogFormat, Reader
+from tokprof.trace import Call
+
+if TYPE_CHECKING:
+    from tokprof.formats.claude_code.fold import SessionReader
 
 __all__ = [
     "FORMAT",
@@ -154,21 +158,15 @@ __all__ = [
     "TOOL_CALL_BLOCKS",
     "SNIFF_TYPES",
     "SNIFF_FIELDS",
+    "SessionReader",
     "sniff",
     "sessions",
-    "read",
-    "Incremental",
-    "Reader",
+    "subagent_files",
     "main_model",
 ]
 
 FORMAT = "claude-code"
 DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"
-
-COMPACTION_UNMATCHED = (
-    "a compaction transcript (agent-acompact-*.jsonl) continues no line of the session and matches no "
-    "compact_boundary: it is read as a subagent of its own"
-)
 
 
 def sniff(doc: Document) -> bool:
@@ -182,118 +180,23 @@ def sniff(doc: Document) -> bool:
     return False
 
 
-def read(path: str, doc: Document) -> Trace:
-    numbered: Iterable[tuple[int, Any]]
-    if doc.lines is None:
-        if not isinstance(doc.value, dict):
-            raise InputError(path, None, "expected a JSONL transcript: one JSON object per line")
-        numbered = [(1, doc.value)]
-    else:
-        numbered = doc.lines  # read as a stream: once
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    reader = Reader(trace)
-    main = reader.parse(path, "", ((n, record, "") for n, record in numbered))
-    trace.session = _session(main)
-    subs = [reader.subagent_file(Path(path), sub) for sub in subagent_files(Path(path), trace.session)]
-    reader.rekey([main, *subs])
-    main_calls = reader.calls(main)
-    sequences: list[list[Call]] = []
-    for transcript in subs:
-        if transcript.compaction:
-            from tokprof.formats.claude_compaction import compaction_calls  # only for a compacted session
+def reader(path: str, doc: Document | None) -> Reader:
+    from tokprof.formats.claude_code.fold import SessionReader  # loaded when a session is read
 
-            found = compaction_calls(reader, main, transcript)
-            if found is not None:
-                main_calls += found
-                continue
-            reader.trace.note("compaction-unmatched", COMPACTION_UNMATCHED, transcript.path)
-        sequences.append([call for _, call in reader.calls(transcript)])
-    for transcript in [main, *subs]:
-        sequences += reader.progress_calls(transcript)
-    reader.note_unrecorded_compactions()
-    # a compaction call goes in the main thread where its boundary is (stable: ties keep file order)
-    main_calls.sort(key=lambda item: item[0])
-    trace.calls = in_time_order([[call for _, call in main_calls], *sequences])
-    if not trace.calls:
-        raise InputError(path, None, "no model call in the transcript (no assistant line)")
-    trace.model = main_model(trace.calls)
-    return trace
+    return SessionReader(path, doc)
 
 
-class Incremental:
-    """A Claude Code transcript read as it is written, one line at a time: :meth:`feed` returns the
-    model call a line starts (a call's prompt is known at its first line), each call once. Prompt
-    states are kept from line to line, so a line costs what it adds. Subagent files are not read.
+def __getattr__(name: str) -> object:
+    if name == "SessionReader":
+        from tokprof.formats.claude_code.fold import SessionReader
 
-    ``prompts=False``: the calls come without their prompts (``messages`` empty), for a caller that
-    uses only what the log reports (``tokprof statusline``): no prompt state is built, and a line's
-    content is not kept once its call is made, so what is kept (and saved between status line runs)
-    is each line's few fields, not the conversation."""
-
-    def __init__(self, path: str, prompts: bool = True):
-        self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-        self.reader = Reader(self.trace)
-        self.transcript = Transcript(path=path)
-        self.last: dict[bool, str | None] = {}
-        self.prompts = prompts
-
-    def feed(self, number: int, record: Any) -> Call | None:
-        """Add line ``number``; the call it starts, or None. Raises InputError for a bad line."""
-        line = self.reader.add(self.transcript, "", number, record, "", "line", self.last)
-        try:
-            return self._call(line)
-        finally:
-            if line is not None and not self.prompts:
-                _slim(self.transcript, line)
-
-    def forget(self, keep: int) -> None:
-        """Keep only the newest ``keep`` prompt states, and the message lists made from them: a
-        session followed for hours holds what the next lines need, not one prompt per call (each
-        state keeps its prompt as a list of its own). A line whose parent's state was dropped (a
-        rewind) rebuilds it from the chain, once."""
-        states = self.transcript.states
-        if len(states) <= keep:
-            return
-        for key in list(states)[: len(states) - keep]:
-            del states[key]
-        kept = {(id(state.final), id(state.open)) for state in states.values()}
-        lists = self.reader.lists
-        for made in [made for made in lists if made not in kept]:
-            del lists[made]
-
-    def _call(self, line: Line | None) -> Call | None:
-        if line is None or line.type != "assistant" or line.synthetic:
-            return None
-        key = line.key or ""
-        if key in self.reader.seen:
-            return None
-        self.reader.seen.add(key)
-        call = self.reader.call(self.transcript, [line], key, None if self.prompts else EMPTY)
-        if self.trace.session is None and isinstance(line.record.get("sessionId"), str):
-            self.trace.session = line.record["sessionId"]
-        return call
+        return SessionReader
+    raise AttributeError(f"module 'tokprof.formats.claude_code' has no attribute {name!r}")
 
 
-def _slim(transcript: Transcript, line: Line) -> None:
-    """What a line keeps once its call is made, when no prompt state is built: its place in the chain
-    (uuid, parent, thread: duplicate lines and a subagent's name are found from them). Its content
-    and fields, and the tool calls it holds, are read only to build prompt states or its own call."""
-    line.parts, line.skipped, line.record = (), (), {}
-    line.prefix = line.place = ""
-    line.key = line.request = line.message_id = line.prompt_usage = None
-    transcript.tool_uses.clear()
-
-
-def _session(transcript: Transcript) -> str | None:
-    for line in transcript.lines:
-        session = line.record.get("sessionId")
-        if isinstance(session, str):
-            return session
-    return None
-
-
-def main_model(calls: list[Call]) -> str | None:
+def main_model(calls: Iterable[Call]) -> str | None:
     """The model of most main-thread calls (of most calls when none is on the main thread)."""
+    calls = list(calls)
     main = [c.model for c in calls if c.model and "(subagent" not in c.where]
     models = Counter(main or [c.model for c in calls if c.model])
     return models.most_common(1)[0][0] if models else None
@@ -311,12 +214,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    reader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage; no system prompt or tool definitions",

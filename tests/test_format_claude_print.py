@@ -10,7 +10,7 @@ import pytest
 
 from conftest import profile_json
 from tokprof.base.errors import InputError
-from tokprof.formats import claude_code, claude_stream, read_trace
+from tokprof.formats import claude_code, claude_print, read_trace
 from tokprof.formats.jsonfile import load
 
 SESSION = "5e55-stream"
@@ -122,7 +122,7 @@ def write_jsonl(path: Path, rows: list) -> Path:
 
 
 def read(path: Path):
-    return claude_stream.read(str(path), load(str(path)))
+    return read_trace(str(path), "claude-stream-json")
 
 
 def notes(trace) -> dict[str, list[str]]:
@@ -189,7 +189,7 @@ def test_a_subagent_is_a_thread_of_its_own(tmp_path):
 def test_detected_and_told_from_a_transcript(tmp_path):
     path = write_jsonl(tmp_path / "run.jsonl", run_lines())
     assert read_trace(str(path)).format == "claude-stream-json"
-    assert claude_stream.sniff(load(str(path)))
+    assert claude_print.sniff(load(str(path)))
     transcript = [
         {
             "type": "user",
@@ -199,10 +199,10 @@ def test_detected_and_told_from_a_transcript(tmp_path):
             "message": {"role": "user", "content": "hi"},
         }
     ]
-    assert not claude_stream.sniff(load(str(write_jsonl(tmp_path / "t.jsonl", transcript))))
+    assert not claude_print.sniff(load(str(write_jsonl(tmp_path / "t.jsonl", transcript))))
     without_init = write_jsonl(tmp_path / "no-init.jsonl", run_lines()[1:])
     assert read_trace(str(without_init)).format == "claude-stream-json"
-    assert not claude_stream.sniff(load(str(write_jsonl(tmp_path / "other.jsonl", [{"type": "x"}, [1], None]))))
+    assert not claude_print.sniff(load(str(write_jsonl(tmp_path / "other.jsonl", [{"type": "x"}, [1], None]))))
 
 
 def test_the_verbose_json_list_is_read_too(tmp_path):

@@ -47,9 +47,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
-from tokprof.formats import claude_code
+from tokprof.formats.claude_code import main_model
+from tokprof.formats.claude_code.lines import MESSAGE_TYPES, TOOL_CALL_BLOCKS, Transcript
+from tokprof.formats.claude_code.prompts import Prompts
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record
 from tokprof.formats.fields import expect_object, optional_string, string
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import MAX_COUNT, check_count, describe_number as _number, in_time_order
@@ -98,11 +100,7 @@ def sniff(doc: Document) -> bool:
                 return True
             if kind == "result" and ("total_cost_usd" in value or "num_turns" in value):
                 return True
-            if (
-                kind in claude_code.MESSAGE_TYPES
-                and "parent_tool_use_id" in value
-                and isinstance(value.get("message"), dict)
-            ):
+            if kind in MESSAGE_TYPES and "parent_tool_use_id" in value and isinstance(value.get("message"), dict):
                 return True
         return False
     except Exception:  # sniffing never fails
@@ -116,38 +114,57 @@ def _values(doc: Document) -> list:
     return doc.value[:20] if isinstance(doc.value, list) else []
 
 
-def read(path: str, doc: Document) -> Trace:
-    numbered: Iterable[tuple[int, Any]]
-    if doc.lines is not None:
-        numbered = doc.lines  # read as a stream: once
-        at = "line"
-    elif isinstance(doc.value, list):
-        numbered = enumerate(doc.value)
-        at = "item"
-    else:
-        raise InputError(path, None, "expected stream-json output: one JSON object per line")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    stream = _Stream()
-    reader = claude_code.Reader(trace)
-    transcript = reader.parse(path, "", _convert(path, at, numbered, stream), unit=at)
-    reader.rekey([transcript])
-    calls = reader.calls(transcript)
-    reader.note_unrecorded_compactions()
-    trace.calls = in_time_order([[call for _, call in calls]])
-    if not trace.calls:
-        raise InputError(path, None, "no model call in the stream (no assistant message)")
-    _opening_prompts(trace)
-    trace.session = _text(stream.init.get("session_id")) or stream.session
-    trace.model = claude_code.main_model(trace.calls) or _text(stream.init.get("model"))
-    _reconcile(path, at, trace, calls, stream.results)
-    return trace
+class PrintReader(Reader):
+    """stream-json output read as a fold: each message converted to a transcript line and checked as
+    it is fed; the calls are made once every line is read (a stream is one ``claude -p`` run: its
+    requestIds may be reused across it, and its result lines are reconciled with the calls before
+    them)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.path = path
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+        self.stream = _Stream()
+        self.prompts = Prompts(self.trace)
+        self.transcript = Transcript(path=path)
+        self.last: dict[bool, str | None] = {}
+        self.converter = _Converter(path, self.stream)
+        self.at = "line"
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            if not isinstance(record.value, list):
+                raise InputError(self.path, None, "expected stream-json output: one JSON object per line")
+            self.at = "item"
+            for number, value in enumerate(record.value):
+                self._add(number, value)
+        else:
+            self._add(record.line, record.value)
+        return ()
+
+    def _add(self, number: int, value: Any) -> None:
+        for n, line, inner in self.converter.convert(self.at, number, value):
+            self.prompts.add(self.transcript, "", n, line, inner, self.at, self.last)
+
+    def finish(self) -> Iterable[Call]:
+        path, trace, reader, stream = self.path, self.trace, self.prompts, self.stream
+        reader.rekey([self.transcript])
+        calls = reader.calls(self.transcript)
+        reader.note_unrecorded_compactions()
+        ordered = in_time_order([[call for _, call in calls]])
+        if not ordered:
+            raise InputError(path, None, "no model call in the stream (no assistant message)")
+        _opening_prompts(trace, ordered)
+        trace.session = _text(stream.init.get("session_id")) or stream.session
+        trace.model = main_model(ordered) or _text(stream.init.get("model"))
+        _reconcile(path, self.at, trace, calls, stream.results)
+        return ordered
 
 
-def _opening_prompts(trace: Trace) -> None:
+def _opening_prompts(trace: Trace, calls: list[Call]) -> None:
     """A prompt that does not start with a user message started with one the stream does not show
     (the -p prompt): an empty user message stands for it, so that every prompt renders as sent."""
     noted: set[str] = set()
-    for call in trace.calls:
+    for call in calls:
         if call.messages and call.messages[0]["role"] == "user":
             continue
         call.messages = [UNRECORDED_PROMPT, *call.messages]
@@ -169,32 +186,36 @@ class _Stream:
     session: str | None = None
 
 
-def _convert(
-    path: str, at: str, numbered: Iterable[tuple[int, Any]], stream: _Stream
-) -> Iterator[tuple[int, Any, str]]:
-    """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread,
-    as they are read; the result lines, the init line and the first session id go in ``stream``."""
-    last: dict[str | None, str | None] = {}  # thread -> the uuid of its last line
-    task_prompts: dict[str, str] = {}  # tool call id -> its "prompt" argument (a subagent's opening prompt)
-    for number, value in numbered:
+class _Converter:
+    """Transcript lines (for the Claude Code reader) from the stream's messages, chained per thread, as
+    they are read; the result lines, the init line and the first session id go in ``stream``."""
+
+    def __init__(self, path: str, stream: _Stream) -> None:
+        self.path = path
+        self.stream = stream
+        self.last: dict[str | None, str | None] = {}  # thread -> the uuid of its last line
+        self.task_prompts: dict[str, str] = {}  # tool call id -> its "prompt" argument (a subagent's opening prompt)
+
+    def convert(self, at: str, number: int, value: Any) -> Iterator[tuple[int, Any, str]]:
+        path, stream, last, task_prompts = self.path, self.stream, self.last, self.task_prompts
         where = f"{at} {number}"
         value = expect_object(path, where, value, "a stream-json message object")
         kind = string(path, f"{where}: type", value.get("type"))
         stream.session = stream.session or _text(value.get("session_id"))
         if kind == "result":
             stream.results.append((number, value))
-            continue
+            return
         if kind == "system" and value.get("subtype") == "init":
             stream.init = stream.init or value
-            continue
+            return
         if kind in QUIET:
-            continue
+            return
         thread = optional_string(path, f"{where}: parent_tool_use_id", value.get("parent_tool_use_id"))
         uuid = f"#{number}"
         record: dict = {"type": kind, "uuid": uuid, "isSidechain": thread is not None}
         if thread is not None:
             record["agentId"] = thread
-        if kind in claude_code.MESSAGE_TYPES:
+        if kind in MESSAGE_TYPES:
             record["message"] = value.get("message")
             if thread is not None and thread not in last and kind == "assistant" and thread in task_prompts:
                 opening_uuid = f"#{number}:prompt"
@@ -213,7 +234,7 @@ def _convert(
         elif kind == "system":
             record["subtype"] = value.get("subtype")
             if value.get("subtype") != "compact_boundary":
-                continue  # Claude Code's own messages: not conversation, and no link of the chain
+                return  # Claude Code's own messages: not conversation, and no link of the chain
         record["parentUuid"] = last.get(thread)
         last[thread] = uuid
         yield number, record, ""
@@ -224,11 +245,7 @@ def _task_prompts(message: Any) -> dict[str, str]:
     out: dict[str, str] = {}
     content = message.get("content") if isinstance(message, dict) else None
     for block in content if isinstance(content, list) else ():
-        if (
-            isinstance(block, dict)
-            and block.get("type") in claude_code.TOOL_CALL_BLOCKS
-            and isinstance(block.get("id"), str)
-        ):
+        if isinstance(block, dict) and block.get("type") in TOOL_CALL_BLOCKS and isinstance(block.get("id"), str):
             arguments = block.get("input")
             prompt = arguments.get("prompt") if isinstance(arguments, dict) else None
             if isinstance(prompt, str) and prompt:
@@ -288,6 +305,6 @@ def _sums(calls: list[Call]) -> dict[str, int]:
     return sums
 
 
-LOG_FORMAT = whole_read_format(
-    FORMAT, DESCRIPTION, "agent", sniff, read, sessions=True, records_what="per-call usage; tool names only"
+LOG_FORMAT = LogFormat(
+    FORMAT, DESCRIPTION, "agent", sniff, PrintReader, sessions=True, records_what="per-call usage; tool names only"
 )
