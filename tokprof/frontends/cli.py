@@ -706,8 +706,8 @@ def _sessions(
         raise TokprofError(
             f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o"
         )
-    if folder and not os.path.isdir(output):
-        raise TokprofError(f"{output}: no such folder (create it first)")
+    if folder and os.path.exists(output) and not os.path.isdir(output):
+        raise TokprofError(f"{output}: not a folder (the tables are written into a folder)")
     if incremental and "://" in directory:
         raise TokprofError(f"{directory}: --incremental takes a local folder")
     if incremental and not folder:
@@ -1657,6 +1657,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tokprof: interrupted", file=sys.stderr)
         return 130
     except _CLICK_ERRORS as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'tokprof': the help (printed already), alone
+            sys.stdout.write(exc.format_message())
+            return EXIT_OK
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (tokprof profile LOG | head): nothing left to say
