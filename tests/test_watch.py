@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shlex
 import subprocess
@@ -258,3 +259,67 @@ def test_bad_thresholds_are_one_line(tmp_path):
         check=False,
     )
     assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_watch_a_path_that_does_not_exist_is_one_line(tmp_path, json_lines):
+    """(#46 item 3) not a silent wait without end: one line naming the path, exit 2."""
+    missing = tmp_path / "no" / "such" / "path"
+    done = subprocess.run(
+        [sys.executable, "-m", "tokprof", "watch", str(missing), *(["--json"] if json_lines else [])],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"tokprof: error: {missing}: no such file or folder\n"
+
+
+def test_watch_says_what_it_waits_for(tmp_path):
+    """A folder with no session yet: --json says so on standard error; a terminal shows it under the
+    table until a session is written (a real pseudo-terminal), then the session."""
+    import pty
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "watch", str(folder), "--json", "--interval", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+    )
+    try:
+        said = _read_until(proc.stderr, "\n")
+    finally:
+        proc.kill()
+        proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert said == f"tokprof: waiting for a session to be written: a *.jsonl file under {folder}\n"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "watch", "--interval", "0.1"],  # the agents' own folders, in HOME
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=_env(tmp_path),
+    )
+    os.close(slave)
+    try:
+        screen = _read_until(master, "there yet")
+        deadline = time.monotonic() + 60
+        while "there yet" not in screen.rsplit("~/.codex", 1)[-1] and time.monotonic() < deadline:
+            screen += _read_until(master, "there yet", timeout=5)  # the whole caption: both folders
+        words = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).split())  # as wrapped at any width
+        assert "waiting for a session to be written: a *.jsonl file under ~/.claude/projects (not there" in words
+        projects = tmp_path / "home" / ".claude" / "projects" / "p"
+        projects.mkdir(parents=True)
+        (projects / "s.jsonl").write_text(lines([(20_000, 0)]))
+        screen = _read_until(master, "10%")  # found at the next search of the folders
+        assert "s.jsonl" in screen and "Traceback" not in screen
+    finally:
+        proc.kill()
+        proc.wait(10)
+        os.close(master)

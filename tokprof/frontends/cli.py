@@ -1393,7 +1393,7 @@ def watch(
     from tokprof.base.text import percentages
 
     watcher.watch(
-        paths or watcher.default_paths(),
+        paths,
         thresholds=percentages(thresholds, "--thresholds"),
         as_json=as_json,
         on_threshold=on_threshold,

@@ -32,6 +32,32 @@ def default_paths() -> list[str]:
     return [str(claude), str(codex)]
 
 
+def check_paths(paths: list[str]) -> None:
+    """A path given that does not exist is an error (one line, exit 2), not a wait without end."""
+    from tokprof.base.errors import TokprofError
+    from tokprof.base.text import visible
+
+    for given in paths:
+        if not os.path.exists(given):
+            raise TokprofError(f"{visible(given)}: no such file or folder")
+
+
+def shown_path(path: str) -> str:
+    """A path as the user may write it: the home folder as ``~``."""
+    from tokprof.base.text import visible
+
+    home = str(Path.home())
+    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
+        path = "~" + path[len(home) :]
+    return visible(path)
+
+
+def waiting_for(paths: list[str]) -> str:
+    """What a watch with nothing to follow yet waits for."""
+    where = ", ".join(shown_path(p) + ("" if os.path.exists(p) else " (not there yet)") for p in paths)
+    return f"waiting for a session to be written: a *.jsonl file under {where}"
+
+
 def session_files(paths: list[str]) -> list[str]:
     found: list[str] = []
     for given in paths:
@@ -157,13 +183,15 @@ def table(watcher: Watcher):
             "-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}",
             Text(" ".join(marks), style=style),
         )
-    if not shown:
-        grid.caption = "waiting for a session to be written..."
+    if not watcher.sessions:
+        grid.caption = Text(waiting_for(watcher.paths))
+    elif not shown:
+        grid.caption = Text(f"following {len(watcher.sessions)} session(s): waiting for a model call")
     return grid
 
 
 def watch(
-    paths: list[str],
+    paths: list[str] | None,
     *,
     thresholds: tuple[float, ...],
     as_json: bool,
@@ -173,10 +201,15 @@ def watch(
     out: Callable[[str], None] | None = None,
     duration: float | None = None,
 ) -> None:
-    watcher = Watcher(paths, thresholds, model)
+    """Follow the sessions under ``paths`` (None or empty: the agents' own folders); a path given that
+    does not exist is an error."""
+    check_paths(paths or [])
+    watcher = Watcher(paths or default_paths(), thresholds, model)
     watcher.scan()
     for live in watcher.sessions.values():
         live.update(count_every=False)  # the sessions as they are: only later calls are new
+    if not watcher.sessions and (as_json or not sys.stdout.isatty()):
+        print(f"tokprof: {waiting_for(watcher.paths)}", file=sys.stderr, flush=True)
     end = None if duration is None else time.monotonic() + duration
 
     def step() -> None:
