@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import stop_statusline_counters
 from test_watch import lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -78,20 +79,7 @@ def test_statusline_never_a_traceback(tmp_path):
     assert done.returncode == 0 and done.stdout == "tokprof: no model call yet\n"
 
 
-def _counter_pid(tmp_path) -> int | None:
-    """The pid of the counter this test started, while it runs (its lock file names it)."""
-    for lock in (tmp_path / "cache" / "tokprof" / "statusline").glob("*.lock"):
-        text = lock.read_text().strip()
-        try:
-            running = text and "statusline_counter" in Path(f"/proc/{text}/cmdline").read_text(errors="replace")
-        except OSError:
-            running = False
-        return int(text) if running else None
-    return None
-
-
 def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
-    import signal
     import time
 
     f = tmp_path / "s.jsonl"
@@ -118,10 +106,24 @@ def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
                 break
             time.sleep(0.3)
         assert done.stdout.startswith("ctx 76% ! of 200k · +2.0k · results ~"), done.stdout
-    finally:
-        pid = _counter_pid(tmp_path)
-        if pid:
-            try:
-                os.kill(pid, signal.SIGTERM)  # the counter this test started (it would exit when idle)
-            except ProcessLookupError:
-                pass
+    finally:  # the counter this test started (it would exit when idle)
+        stop_statusline_counters(tmp_path / "cache" / "tokprof" / "statusline")
+
+
+def test_a_process_left_behind_is_found():
+    """The check every test run ends with (conftest's ``_no_process_left_behind``) finds a process
+    started in a session of its own by a parent that has exited, as the counter above is started."""
+    import signal
+
+    import pytest
+    from conftest import adopt_orphans, left_behind, running_children
+
+    if not adopt_orphans():
+        pytest.skip("no child subreaper on this system")
+    sleeper = "import time; time.sleep(120)  # left behind on purpose"
+    start = f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {sleeper!r}], start_new_session=True)"
+    subprocess.run([sys.executable, "-c", start], check=True, timeout=60)
+    found = [pid for pid, command in running_children().items() if "left behind on purpose" in command]
+    assert len(found) == 1
+    os.kill(found[0], signal.SIGKILL)
+    assert found[0] not in left_behind(grace=10.0)
