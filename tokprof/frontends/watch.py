@@ -42,19 +42,11 @@ def check_paths(paths: list[str]) -> None:
             raise TokprofError(f"{visible(given)}: no such file or folder")
 
 
-def shown_path(path: str) -> str:
-    """A path as the user may write it: the home folder as ``~``."""
-    from tokprof.base.text import visible
-
-    home = str(Path.home())
-    if home not in ("", "/") and (path == home or path.startswith(home + os.sep)):
-        path = "~" + path[len(home) :]
-    return visible(path)
-
-
 def waiting_for(paths: list[str]) -> str:
     """What a watch with nothing to follow yet waits for."""
-    where = ", ".join(shown_path(p) + ("" if os.path.exists(p) else " (not there yet)") for p in paths)
+    from tokprof.base.text import home_shown, visible
+
+    where = ", ".join(visible(home_shown(p)) + ("" if os.path.exists(p) else " (not there yet)") for p in paths)
     return f"waiting for a session to be written: a *.jsonl file under {where}"
 
 
