@@ -58,14 +58,14 @@ def test_statusline_line_and_its_state(tmp_path):
     f = tmp_path / "s.jsonl"
     f.write_text(lines([(20_000, 0), (150_000, 19_000)]))
     first = run(tmp_path, payload(f))
-    assert first.returncode == 0 and first.stdout == "ctx 75% ! of 200k · +130k · $1.23 · cache 11%\n"
+    assert first.returncode == 0 and first.stdout == "ctx 75% ! of 200k · 17k to compact · +130k · $1.23 · cache 11%\n"
     assert list((tmp_path / "cache" / "tokprof" / "statusline").glob("*.pickle"))
     elsewhere = run(tmp_path, payload(f), TOKPROF_CACHE_DIR=str(tmp_path / "own"))  # and TOKPROF_CACHE_DIR first
     assert elsewhere.stdout == first.stdout and list((tmp_path / "own" / "statusline").glob("*.pickle"))
     with open(f, "a") as out:  # one more call, read from the kept state
         out.write(lines([(20_000, 0), (150_000, 19_000), (152_000, 149_000)]).split("\n", 6)[6])
     second = run(tmp_path, payload(f, cost=None))
-    assert second.returncode == 0 and second.stdout.startswith("ctx 76% ! of 200k · +2.0k · cache")
+    assert second.returncode == 0 and second.stdout.startswith("ctx 76% ! of 200k · 15k to compact · +2.0k · cache")
     assert "cache 52%" in second.stdout  # 168,000 of 322,000 read
 
 
@@ -85,7 +85,7 @@ def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
     f = tmp_path / "s.jsonl"
     f.write_text(lines([(20_000, 0), (150_000, 19_000)]))
     first = run(tmp_path, payload(f), buckets=True)  # starts the counter: no buckets yet
-    assert first.returncode == 0 and first.stdout.startswith("ctx 75% ! of 200k · +130k · ")
+    assert first.returncode == 0 and first.stdout.startswith("ctx 75% ! of 200k · 17k to compact · +130k · ")
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -94,7 +94,7 @@ def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
                 break
             time.sleep(0.5)
         # Claude Code records neither system prompt nor tools: the rest of the report is unrecorded
-        assert done.stdout.startswith("ctx 75% ! of 200k · +130k · results ~"), done.stdout
+        assert done.stdout.startswith("ctx 75% ! of 200k · 17k to compact · +130k · results ~"), done.stdout
         assert " · unrecorded ~" in done.stdout and done.stdout.endswith(" · $1.23 · cache 11%\n")
         assert "tools" not in done.stdout
         with open(f, "a") as out:  # one more call: counted by the same counter
@@ -102,10 +102,13 @@ def test_statusline_shows_the_buckets_its_counter_wrote(tmp_path):
         deadline = time.monotonic() + 60
         while True:
             done = run(tmp_path, payload(f), buckets=True)
-            if done.stdout.startswith("ctx 76% ! of 200k · +2.0k · results") or time.monotonic() > deadline:
+            if (
+                done.stdout.startswith("ctx 76% ! of 200k · 15k to compact · +2.0k · results")
+                or time.monotonic() > deadline
+            ):
                 break
             time.sleep(0.3)
-        assert done.stdout.startswith("ctx 76% ! of 200k · +2.0k · results ~"), done.stdout
+        assert done.stdout.startswith("ctx 76% ! of 200k · 15k to compact · +2.0k · results ~"), done.stdout
     finally:  # the counter this test started (it would exit when idle)
         stop_statusline_counters(tmp_path / "cache" / "tokprof" / "statusline")
 
@@ -127,3 +130,25 @@ def test_a_process_left_behind_is_found():
     assert len(found) == 1
     os.kill(found[0], signal.SIGKILL)
     assert found[0] not in left_behind(grace=10.0)
+
+
+def test_the_window_claude_code_runs_with(tmp_path):
+    """(#46 item 6) Claude Opus 4.6 has a 1M window in the price data, but Claude Code runs it at
+    200,000 unless its input says otherwise (``context_window.context_window_size``), its model id
+    names the 1M option (``[1m]``), or a prompt above 200,000 shows it; the tokens left before it
+    compacts by itself are its window less 33,000 (20,000 for the summary, a buffer of 13,000)."""
+    f = tmp_path / "s.jsonl"
+    f.write_text(lines([(20_000, 0), (169_000, 19_000)]).replace("claude-sonnet-4-5", "claude-opus-4-6"))
+    opus = dict(payload(f, cost=None), model={"id": "claude-opus-4-6", "display_name": "Opus 4.6"})
+    assert run(tmp_path, opus).stdout.startswith("compact due".join(["ctx 84% ! of 200k · ", " · +149k"]))
+    large = dict(opus, model={"id": "claude-opus-4-6[1m]", "display_name": "Opus 4.6 (1M context)"})
+    assert run(tmp_path, large).stdout.startswith("ctx 17% of 1000k · 798k to compact · +149k")
+    said = dict(opus, context_window={"context_window_size": 400_000, "used_percentage": 42})
+    assert run(tmp_path, said).stdout.startswith("ctx 42% of 400k · 198k to compact · +149k")
+    with open(f, "a") as out:  # a prompt above 200,000: the 1M option was on
+        out.write(
+            lines([(20_000, 0), (169_000, 19_000), (230_000, 160_000)])
+            .split("\n", 6)[6]
+            .replace("sonnet-4-5", "opus-4-6")
+        )
+    assert run(tmp_path, opus).stdout.startswith("ctx 23% of 1000k · 737k to compact · +61k")

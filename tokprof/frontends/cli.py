@@ -1658,7 +1658,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 130
     except _CLICK_ERRORS as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'tokprof': the help (printed already), alone
-            sys.stdout.write(exc.format_message())
+            sys.stdout.write(str(exc))  # rich help printed itself and left the message empty
             return EXIT_OK
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
