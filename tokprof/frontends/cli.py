@@ -497,6 +497,14 @@ def profile(
     window: Window = None,
     fill_lines: FillLines = "70,80",
     price: Price = None,
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="The configuration whose prices apply (default: found from the working directory).",
+        ),
+    ] = None,
     no_progress: NoProgress = False,
     jobs: Annotated[
         Optional[int],
@@ -567,6 +575,7 @@ def profile(
     import tokprof as api  # the public facade: the CLI is its client
 
     options = _options(fmt, output, window, fill_lines)
+    settings = api.load_config(config) if config is not None else None
     if log is None:
         return _local(agent, fmt, output, options)
     if agent is not None:
@@ -593,6 +602,7 @@ def profile(
                 jobs,
                 price,
                 team,
+                settings,
             )
         log = api.find_session(log, session)
     elif session is not None:
@@ -611,6 +621,7 @@ def profile(
         chat_template=chat_template,
         no_progress=no_progress,
         price=price,
+        settings=settings,
     )
     from dataclasses import replace
 
@@ -688,6 +699,7 @@ def _sessions(
     jobs,
     price=None,
     team=None,
+    settings=None,
 ) -> int:
     import tokprof as api  # the public facade: the CLI is its client
 
@@ -725,7 +737,7 @@ def _sessions(
         chat_template=chat_template,
         progress=not no_progress,
         jobs=jobs,
-        prices=_user_prices(price),
+        prices=_user_prices(price, settings),
         records=records,
         with_text=team.with_text,
         machine=machine,
