@@ -87,6 +87,11 @@ def adopt_orphans() -> bool:
         return False
 
 
+#: The test process's own helpers, which end when it does (multiprocessing's resource tracker and fork
+#: server, started by a process pool): not left behind.
+OWN_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
+
+
 def running_children() -> dict[int, str]:
     """This process's children that still run (pid: command line); the ones that have ended are
     reaped on the way (an adopted orphan that ends stays a zombie until its new parent waits for it)."""
@@ -108,12 +113,12 @@ def running_children() -> dict[int, str]:
 
 def left_behind(grace: float = 10.0) -> dict[int, str]:
     """The children still running after ``grace`` seconds (processes stopped at the end of a test may
-    take a moment to exit)."""
+    take a moment to exit), but the test process's own helpers (:data:`OWN_HELPERS`)."""
     import time
 
     end = time.monotonic() + grace
     while True:
-        found = running_children()
+        found = {pid: c for pid, c in running_children().items() if not any(h in c for h in OWN_HELPERS)}
         if not found or time.monotonic() >= end:
             return found
         time.sleep(0.1)
