@@ -6,6 +6,7 @@ cache read 0.30, 5-minute write 3.75, 1-hour write 6), prompts under its 200,000
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 
 import tokprof
 from tokprof.analyses import budgets
-from tokprof.frontends.cli import main
 from tokprof.trace import Call, Trace, Usage
 
 SONNET = "claude-sonnet-4-5-20250929"
@@ -238,6 +238,12 @@ def corpus(name: str) -> Path:
     return path
 
 
+@functools.lru_cache(maxsize=4)
+def corpus_profile(name: str):
+    """A corpus log's profile, made once for the tests that read it (a large session takes seconds)."""
+    return tokprof.profile(corpus(name))
+
+
 def test_a_real_claude_code_session_idle_gap():
     """Claude Code 2.0.27 (claude-sonnet-4-5): call 14 came 5.5 minutes after call 13, which had read
     41,247 tokens and written 566; it read 13,168: 28,645 tokens written again at $3.75."""
@@ -255,7 +261,7 @@ def test_every_corpus_log_with_cache_usage_has_a_measured_loss_within_its_cost()
         "codex_0.58_rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
         "pi/pi_large-session.jsonl",
     ):
-        found = tokprof.profile(corpus(name))
+        found = corpus_profile(name)
         summary = found.summary()
         lost = summary.cache.lost
         assert lost.cost is not None, name
@@ -352,7 +358,7 @@ def test_an_estimated_prefix_before_a_compaction_is_not_a_loss_when_the_provider
     assert "no miss cost anything" in tokprof.render_report(found, "table", width=200).splitlines()[1]
 
 
-def test_pi_misses_no_rule_explains_are_unknown_not_a_loss(capsys, monkeypatch):
+def test_pi_misses_no_rule_explains_are_unknown_not_a_loss():
     """(#46 item 10) A 439-call pi session with claude-sonnet-4-5: tokprof's price of every call is pi's
     own (``usage.cost.total``, which pi writes per message), so the rates are right; 33 calls read
     nothing where Anthropic's rules give the whole previous prompt, each the first call after a new
@@ -364,7 +370,7 @@ def test_pi_misses_no_rule_explains_are_unknown_not_a_loss(capsys, monkeypatch):
         pytest.skip("the shared corpus is absent")
     path = corpus("pi/pi_large-session.jsonl")
     lines = path.read_text().splitlines()
-    found = tokprof.profile(path)
+    found = corpus_profile("pi/pi_large-session.jsonl")
     assert len(found.calls) == 439
     for row in found.calls:  # each call is an assistant message: its line holds what pi paid for it
         paid = json.loads(lines[int(row.where.split()[1]) - 1])["message"]["usage"]["cost"]["total"]
@@ -374,8 +380,6 @@ def test_pi_misses_no_rule_explains_are_unknown_not_a_loss(capsys, monkeypatch):
     assert lost.cost == pytest.approx(0.9637, abs=1e-4)
     assert (lost.unexplained.calls, lost.unexplained.tokens) == (33, 3_838_363)
     assert lost.unexplained.cost == pytest.approx(13.2423, abs=1e-4)
-    monkeypatch.setenv("COLUMNS", "100")
-    assert main(["profile", str(path)]) == 0
-    out = " ".join(capsys.readouterr().out.split())  # as wrapped at any width
+    out = " ".join(tokprof.render_report(found, "table").split())  # as wrapped at any width
     assert "misses cost $0.964 (an estimate), 3.2% of the cost: keeping the cache would have saved that" in out
     assert "unknown 33 calls read 3,838,363 tokens less than the rules give, $13.24 over the read price: why is" in out

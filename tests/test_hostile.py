@@ -133,6 +133,7 @@ def test_outputs_are_all_or_nothing(tmp_path, capsys):
 
 def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, capsys):
     (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    (tmp_path / "a-file").write_text("not a folder")  # a report whose folder cannot be made
     one_line_error(
         [
             "check",
@@ -141,7 +142,7 @@ def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, caps
             str(tmp_path / "tokprof.toml"),
             "--update-baseline",
             "-o",
-            str(tmp_path / "missing" / "report.txt"),
+            str(tmp_path / "a-file" / "report.txt"),
         ],
         capsys,
     )
