@@ -71,6 +71,119 @@ def _isolated_cache(tmp_path_factory):
     yield
 
 
+def adopt_orphans() -> bool:
+    """Make this process adopt its orphaned descendants (Linux's child subreaper): a process a test
+    starts in a session of its own (a background counter) becomes this process's child when its
+    parent exits, instead of init's, so that it can be found. False where the system has no such thing."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+#: The test process's own helpers, which end when it does (multiprocessing's resource tracker and fork
+#: server, started by a process pool): not left behind.
+OWN_HELPERS = ("from multiprocessing.resource_tracker import main", "from multiprocessing.forkserver import main")
+
+
+def running_children() -> dict[int, str]:
+    """This process's children that still run (pid: command line); the ones that have ended are
+    reaped on the way (an adopted orphan that ends stays a zombie until its new parent waits for it)."""
+    found: dict[int, str] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            pid = int(stat.parent.name)
+            if int(fields[1]) != os.getpid():
+                continue
+            if fields[0] == "Z":
+                os.waitpid(pid, os.WNOHANG)
+                continue
+            found[pid] = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (OSError, ValueError, IndexError):
+            continue  # ended while it was read
+    return found
+
+
+def left_behind(grace: float = 10.0) -> dict[int, str]:
+    """The children still running after ``grace`` seconds (processes stopped at the end of a test may
+    take a moment to exit), but the test process's own helpers (:data:`OWN_HELPERS`)."""
+    import time
+
+    end = time.monotonic() + grace
+    while True:
+        found = {pid: c for pid, c in running_children().items() if not any(h in c for h in OWN_HELPERS)}
+        if not found or time.monotonic() >= end:
+            return found
+        time.sleep(0.1)
+
+
+def stop_statusline_counters(folder: Path, wait: float = 30.0) -> int:
+    """Stop the bucket counters ``tokprof statusline`` started with its state in ``folder`` (each
+    writes its pid into its lock file there once it runs, within ``wait`` seconds), and wait for
+    them to end; how many were stopped."""
+    import signal
+    import time
+
+    stopped = 0
+    for lock in folder.glob("*.lock"):
+        end, pid = time.monotonic() + wait, None
+        while pid is None and time.monotonic() < end:
+            text = lock.read_text().strip()
+            if text.isdigit():
+                pid = int(text)
+            else:
+                time.sleep(0.05)
+        if pid is None:
+            continue
+        try:
+            if b"statusline_counter" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                continue  # ended already (its pid since reused)
+            os.kill(pid, signal.SIGTERM)
+        except (OSError, ProcessLookupError):
+            continue
+        stopped += 1
+        while time.monotonic() < end:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:  # an orphan this test run adopted
+                    break
+            except ChildProcessError:  # init's child: gone when /proc no longer has it
+                if not Path(f"/proc/{pid}").exists():
+                    break
+            time.sleep(0.05)
+    return stopped
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_process_left_behind():
+    """No test leaves a process running (#46 item 5): the test run adopts the orphans of what it
+    starts (:func:`adopt_orphans`), and when every test and fixture is done, none may still run;
+    any that do are named, then stopped."""
+    import signal
+
+    if not adopt_orphans():
+        yield
+        return
+    before = set(running_children())  # a plugin's own helpers, started before the first test
+    yield
+    left = {pid: command for pid, command in left_behind().items() if pid not in before}
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    left_behind(grace=5.0)  # reaped
+    assert not left, "processes the tests started are still running: " + "; ".join(
+        f"{pid} {command[:200]}" for pid, command in left.items()
+    )
+
+
 @pytest.fixture(scope="session")
 def qwen25():
     from tokprof.models import resolve_model

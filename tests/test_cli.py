@@ -214,9 +214,32 @@ def test_output_through_symlink_and_missing_directory(tmp_path, capsys):
     code, _, _ = run(["profile", str(FIXTURES / "good_transcript.json"), "-f", "csv", "-o", str(link)], capsys)
     assert code == 0 and link.is_symlink() and real.read_text().startswith("index,")
     code, _, err = run(
-        ["profile", str(FIXTURES / "good_transcript.json"), "-o", str(tmp_path / "nope" / "out.txt")], capsys
+        ["profile", str(FIXTURES / "good_transcript.json"), "-o", str(tmp_path / "new" / "deep" / "out.txt")], capsys
     )
-    assert code == 2 and "no such directory" in err and not (tmp_path / "nope").exists()
+    assert code == 0 and (tmp_path / "new" / "deep" / "out.txt").read_text().startswith("tokprof profile")
+
+
+def test_output_folders_are_made_and_removed_again_when_the_outputs_fail(tmp_path, capsys):
+    """An output's folder that does not exist is made, its parents too (#46 item 2); when any output
+    fails, the folders made for them are removed again, and nothing is written."""
+    log = str(FIXTURES / "good_transcript.json")
+    (tmp_path / "a-file").write_text("not a folder")
+    code, _, err = run(
+        ["profile", log, "-o", str(tmp_path / "new" / "out.txt"), "--html", str(tmp_path / "a-file" / "r.html")],
+        capsys,
+    )
+    assert code == 2 and err.startswith(f"tokprof: error: {tmp_path / 'a-file' / 'r.html'}: cannot write: ")
+    assert "is not a folder" in err and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+    code, _, err = run(["profile", log, "-o", str(tmp_path / "a-file" / "deeper" / "out.txt")], capsys)
+    assert code == 2 and "is not a folder" in err and (tmp_path / "a-file").read_text() == "not a folder"
+    code, _, err = run(["profile", log, "-o", log], capsys)  # an output that is an input is still refused
+    assert code == 2 and "would overwrite the input" in err
+
+
+def test_bare_tokprof_prints_the_help_alone(capsys):
+    """``tokprof`` alone: the help, no error line after it (#46 item 4)."""
+    code, out, err = run([], capsys)
+    assert code == 0 and "Usage: tokprof" in out and "profile" in out and err == ""
 
 
 @pytest.mark.parametrize(

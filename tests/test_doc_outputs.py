@@ -61,6 +61,8 @@ def contains_in_order(real: list[str], wanted: list[list[str]]) -> bool:
 def test_shown_output_is_real(page, command, shown, monkeypatch, capsys):
     monkeypatch.setenv("COLUMNS", "100")
     monkeypatch.chdir(ROOT)
+    if "../shared/corpus/" in command and not (ROOT.parent / "shared" / "corpus").is_dir():
+        pytest.skip("the shared corpus is absent")  # a real agent's log, beside the repository
     # a command the docs show as `python script.py` runs with this interpreter (its packages)
     python = shlex.quote(sys.executable)
     argv = [re.sub(r"(^|=)python(?= )", lambda m: m.group(1) + python, a) for a in shlex.split(command)[1:]]

@@ -121,8 +121,9 @@ def test_hostile_baselines(baseline, expected, tmp_path, capsys):
 
 def test_outputs_are_all_or_nothing(tmp_path, capsys):
     html = tmp_path / "out.html"
-    one_line_error(["profile", str(LOG), "--html", str(html), "-o", str(tmp_path / "missing" / "x.txt")], capsys)
-    assert not html.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+    (tmp_path / "a-file").write_text("not a folder")  # an output's folder that cannot be made
+    one_line_error(["profile", str(LOG), "--html", str(html), "-o", str(tmp_path / "a-file" / "x.txt")], capsys)
+    assert not html.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
     loop = tmp_path / "loop"
     loop.symlink_to(tmp_path / "loop")
     assert "cannot write" in one_line_error(["profile", str(LOG), "-o", str(loop)], capsys)
@@ -132,6 +133,7 @@ def test_outputs_are_all_or_nothing(tmp_path, capsys):
 
 def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, capsys):
     (tmp_path / "tokprof.toml").write_text("[budgets]\nbilled_input = 100000\n")
+    (tmp_path / "a-file").write_text("not a folder")  # a report whose folder cannot be made
     one_line_error(
         [
             "check",
@@ -140,7 +142,7 @@ def test_update_baseline_writes_nothing_when_a_later_output_fails(tmp_path, caps
             str(tmp_path / "tokprof.toml"),
             "--update-baseline",
             "-o",
-            str(tmp_path / "missing" / "report.txt"),
+            str(tmp_path / "a-file" / "report.txt"),
         ],
         capsys,
     )

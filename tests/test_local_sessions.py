@@ -5,6 +5,7 @@ environment variable names). The session files are the hand-made fixtures of the
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -74,13 +75,25 @@ def test_table_and_unknown_agent(home, capsys):
     assert err.count("\n") == 1 and "unknown agent 'nobody'" in err
 
 
-@pytest.mark.parametrize("columns", ["60", "80"])
+@pytest.mark.parametrize("columns", ["40", "60", "80"])
 def test_a_narrow_terminal_numbers_the_rows_and_prints_each_path_whole(home, capsys, monkeypatch, columns):
+    """The rows numbered, and their files listed under their folders (``~`` for the home folder), every
+    line within the width (#46 item 11), a path folded rather than cut: the next command needs it."""
     monkeypatch.setenv("COLUMNS", columns)
     assert main(["sessions"]) == 0
     lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    text = "".join(line.strip() for line in lines)  # a folded path joined again
     for number, row in enumerate(api.local_sessions(), 1):
-        assert f"  {number}  {row.path}" in lines  # on a line of its own, never cut: the next command needs it
+        folder, name = os.path.split(row.path)
+        shown = "~" + folder[len(str(home)) :] + "/"
+        assert shown in text and f"{number}  {name}" in text, (shown, name)
+
+
+def test_a_wide_terminal_shows_each_file_in_the_table(home, capsys):
+    assert main(["sessions"]) == 0  # COLUMNS=200
+    out = capsys.readouterr().out
+    assert "~/.claude/projects/-work-app/s1.jsonl" in out and str(home) not in out and "left out" not in out
 
 
 def test_environment_variables_move_the_folders(home, tmp_path, monkeypatch):

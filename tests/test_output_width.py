@@ -113,3 +113,18 @@ def test_emoji_codes_from_the_log_stay_text():
     console.print("tool " + safe("[x] :thumbs_up: :fire:") + " " * 60 + "wrapped")  # a line that wraps
     assert out.getvalue().split("\n")[0] == "tool [x] :thumbs_up: :fire:"
     assert ":thumbs_up: :fire:" in out.getvalue().split("\n")[1]
+
+
+@pytest.mark.parametrize("width", [50, 76, 80])
+def test_the_columns_left_out_are_said_in_whole_clauses(width, capsys, monkeypatch):
+    """The note under a table that left columns out is written at the terminal's width, not the
+    table's: one line when it fits, else one line per clause, never broken mid-clause (#46 item 11)."""
+    out = table_at(width, ["tools", str(SAMPLE)], capsys, monkeypatch)
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if "left out at this width" in line)
+    whole = re.match(r"^\(\d columns? left out at this width: a wider terminal or -f json shows them\)$", lines[at])
+    if width >= 76:
+        assert whole is not None, lines[at]
+    else:
+        assert re.match(r"^\(\d columns? left out at this width:$", lines[at])
+        assert lines[at + 1] == " a wider terminal or -f json shows them)"

@@ -13,7 +13,8 @@ from conftest import ROOT
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 INSTALL = (
-    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && tokprof profile samples/incident_session.json"
+    "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && "
+    "tokprof profile samples/incident_session.json --config samples/tokprof.toml"
 )
 TEST = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && pytest && mypy"
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, stop_statusline_counters
 from tokprof.frontends import cli
 from tokprof.frontends.cli_startup import _NO, command_named, plain_value
 
@@ -100,8 +100,11 @@ def test_statusline_loads_nothing_heavy(tmp_path):
         + "\n"
     )
     status = json.dumps({"transcript_path": str(transcript)})
-    first, out = loaded(tmp_path, ["statusline"], status)  # genai-prices finds the model's window, once
-    modules, again = loaded(tmp_path, ["statusline"], status)
+    try:
+        first, out = loaded(tmp_path, ["statusline"], status)  # genai-prices finds the model's window, once
+        modules, again = loaded(tmp_path, ["statusline"], status)
+    finally:  # the first started the bucket counter in the background: it is this test's to stop
+        assert stop_statusline_counters(tmp_path / "cache" / "statusline") == 1
     assert modules == set() and again == out and out.startswith("ctx ") and "of 200k" in out
 
 

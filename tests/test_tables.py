@@ -258,3 +258,12 @@ def test_a_branch_that_is_not_a_string_names_the_line(tmp_path, model_dir, capsy
     cc.write_jsonl(path, [dict(row, gitBranch=7) for row in rows])
     code, _, err = run(["profile", str(path), "--model", str(model_dir), "--no-progress"], capsys)
     assert code == 2 and "gitBranch" in err and "line 2: gitBranch" in err and "Traceback" not in err
+
+
+def test_a_tables_folder_that_does_not_exist_is_made(tmp_path, model_dir, capsys):
+    """docs/tables.md's ``-o out/``: the folder is made, its parents too (#46 item 2)."""
+    logs, out = folder(tmp_path / "logs"), tmp_path / "new" / "out"
+    args = ["profile", str(logs), "--model", str(model_dir), "-f", "csv", "-o", f"{out}/", "--no-progress"]
+    code, _, err = run(args, capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["calls.csv", "sessions.csv"]

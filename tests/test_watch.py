@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import shlex
 import subprocess
@@ -212,8 +213,14 @@ def test_watch_in_a_terminal(tmp_path):
         assert "s.jsonl" in screen
         with open(f, "a") as out:
             out.write(lines([(20_000, 0), (165_000, 5_000)]).split("\n", 3)[3])
-        screen = _read_until(master, "cache broke")
-        assert "82%" in screen and ">80%" in screen and "cache broke" in screen
+        screen = _read_until(master, "broke")
+        screen += _read_until(master, "differs.", timeout=20)  # the table's note, after it
+        words = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).split())
+        assert all(part in words for part in ("82% of 200k", "past 80%", "2.0k to compact", " broke "))
+        # (#46 items 6, 7) Claude Code compacts at 167,000 of 200,000: 2.0k to go; each bucket by its own
+        # name (tool results are not tool definitions), an estimate marked, and why it is one said
+        assert "results ~" in words and "unrecorded ~" in words and "tool" not in words.replace("tokprof", "")
+        assert "~ marks an estimate" in words and "tokprof profile takes each call as the one before" in words
         if CORPUS.exists():  # real lines appended to a session file
             g = tmp_path / "proj" / "real.jsonl"
             g.write_text("")
@@ -258,3 +265,81 @@ def test_bad_thresholds_are_one_line(tmp_path):
         check=False,
     )
     assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_watch_a_path_that_does_not_exist_is_one_line(tmp_path, json_lines):
+    """(#46 item 3) not a silent wait without end: one line naming the path, exit 2."""
+    missing = tmp_path / "no" / "such" / "path"
+    done = subprocess.run(
+        [sys.executable, "-m", "tokprof", "watch", str(missing), *(["--json"] if json_lines else [])],
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == f"tokprof: error: {missing}: no such file or folder\n"
+
+
+def test_watch_says_what_it_waits_for(tmp_path):
+    """A folder with no session yet: --json says so on standard error; a terminal shows it under the
+    table until a session is written (a real pseudo-terminal), then the session."""
+    import pty
+
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "watch", str(folder), "--json", "--interval", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(tmp_path),
+    )
+    try:
+        said = _read_until(proc.stderr, "\n")
+    finally:
+        proc.kill()
+        proc.wait(10)
+        proc.stdout.close()
+        proc.stderr.close()
+    assert said == f"tokprof: waiting for a session to be written: a *.jsonl file under {folder}\n"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokprof", "watch", "--interval", "0.1"],  # the agents' own folders, in HOME
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=_env(tmp_path),
+    )
+    os.close(slave)
+    try:
+        screen = _read_until(master, "there yet")
+        deadline = time.monotonic() + 60
+        while "there yet" not in screen.rsplit("~/.codex", 1)[-1] and time.monotonic() < deadline:
+            screen += _read_until(master, "there yet", timeout=5)  # the whole caption: both folders
+        words = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", " ", screen).split())  # as wrapped at any width
+        assert "waiting for a session to be written: a *.jsonl file under ~/.claude/projects (not there" in words
+        projects = tmp_path / "home" / ".claude" / "projects" / "p"
+        projects.mkdir(parents=True)
+        (projects / "s.jsonl").write_text(lines([(20_000, 0)]))
+        screen = _read_until(master, "10%")  # found at the next search of the folders
+        assert "s.jsonl" in screen and "Traceback" not in screen
+    finally:
+        proc.kill()
+        proc.wait(10)
+        os.close(master)
+
+
+def test_the_figures_of_a_claude_code_call_against_the_window_it_runs_with(tmp_path):
+    """(#46 item 6) Claude Opus 4.6 has a 1M window in the price data; Claude Code runs it at 200,000
+    and compacts at 167,000 (the window less 20,000 for the summary and a buffer of 13,000)."""
+    f = tmp_path / "s.jsonl"
+    f.write_text(lines([(20_000, 0), (169_000, 19_000)]).replace("claude-sonnet-4-5", "claude-opus-4-6"))
+    live = LiveSession(str(f), count=False)
+    last = live.update()[-1]
+    assert (last.window, last.window_source, last.fill) == (200_000, "Claude Code", 0.845)
+    assert (last.compacts_at, last.to_compact, last.past) == (167_000, -2_000, (0.7, 0.8))
+    live.agent_says(1_000_000, "claude-opus-4-6[1m]")  # what Claude Code's statusLine input says
+    assert (live.last.window, live.last.window_source, live.last.to_compact) == (1_000_000, "the agent", 798_000)
+    assert live.last.past == () and json.loads(live.last.to_json())["compacts_at"] == 967_000

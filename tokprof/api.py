@@ -745,11 +745,11 @@ def suggest_facts(log: PathLike | Trace, *, input_format: str | None = None) -> 
 
 def _window_of(trace: Trace, chat: ChatModel) -> int | None:
     """The context window a what-if measures against when none is given: the model's, for an estimate
-    the log's model's when known (as a profile's model says)."""
-    from tokprof.models.known import context_window
+    the window the log's agent ran the model with when known (as a profile's model says)."""
+    from tokprof.profiling import log_window
 
     if not chat.exact:
-        return context_window([trace.model] + [c.model for c in trace.calls]) or chat.context_window
+        return log_window(trace, trace.calls).window or chat.context_window
     return chat.context_window
 
 

@@ -8,22 +8,28 @@ it learnt from earlier prompts, so an update costs what the agent added. Other f
 again whole when they change (their readers are not incremental); only their new calls are counted.
 
 A call's figures (:class:`LiveCall`): its prompt (reported usage, else counted), the fill of the
-model's context window (genai-prices' window for the log's model name, else the counting model's)
-and the thresholds it is past, its buckets (counted; with reported usage, scaled down to it when the
-count is larger, the rest of a larger report in ``unrecorded``: Claude Code does not record its
-system prompt and tools), the tokens it added to the previous call of the session's main thread, the
-largest tool result it added, and the session's cost and cache read share so far.
+context window the agent runs the model with (:func:`tokprof.models.known.agent_window`: Claude Code's
+200,000 unless its 1M option shows, or the window the agent says, :attr:`LiveSession.agent_window`;
+other agents, genai-prices' window for the log's model name, else the counting model's) and the
+thresholds it is past, for Claude Code the tokens left before it compacts the conversation by itself,
+its buckets (the newest prompt counted alone; with reported usage, scaled down to it when the count
+is larger, the rest of a larger report in ``unrecorded``: Claude Code does not record its system
+prompt and tools; an estimate, which ``tokprof profile``'s split of the same call differs from: it
+takes each call as the one before plus what it adds), the tokens it added to the previous call of
+the session's main thread, the largest tool result it added, and the session's cost and cache read
+share so far.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from tokprof.base.errors import TokprofError
 from tokprof.base.follow import Follower
-from tokprof.models.known import context_window
+from tokprof.models.known import AgentWindow, agent_window
 from tokprof.formats.prompts import Prompt
 from tokprof.trace import Call, as_list
 
@@ -60,6 +66,9 @@ class LiveCall:
     cost: float | None  # the session's cost so far, USD (None: not priced)
     cache_read_share: float | None  # reported cache reads / reported prompts so far
     cache_broke: bool
+    window_source: str | None = None  # what gives the window (see tokprof.models.known.AgentWindow)
+    compacts_at: int | None = None  # the prompt at which the agent compacts by itself (Claude Code)
+    to_compact: int | None = None  # compacts_at less the prompt (0 or less: due)
 
     def to_dict(self) -> dict:
         out = {"schema_version": 1, "kind": "watch", **asdict(self)}  # docs/schema/watch.schema.json
@@ -102,7 +111,11 @@ class LiveSession:
         self.follower = Follower(path)
         self.problems: list[str] = []  # bad lines, one message each (the last few kept)
         self._models: dict[str, Any] = {}
-        self._windows: dict[str | None, int | None] = {}  # kept with the state: genai-prices loads once
+        #: kept with the state: genai-prices loads once
+        self._windows: dict[tuple[str | None, str | None, str | None, int | None, bool], AgentWindow] = {}
+        #: what the agent says of the session (Claude Code's statusLine input): its window, its model id
+        self.agent_window: int | None = None
+        self.agent_model: str | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -114,6 +127,8 @@ class LiveSession:
         self.format: str | None = None
         self.undecided: list[tuple[int, Any]] = []  # lines read before one told the format
         self.whole_calls = 0  # formats read whole: the calls already seen
+        self.largest = 0  # the largest prompt so far (above 200,000: Claude Code's 1M option)
+        self.log_format: str | None = None  # a file read whole: its format (the agent's window depends on it)
 
     @property
     def last(self) -> LiveCall | None:
@@ -183,6 +198,7 @@ class LiveSession:
             self._note(str(exc))
             return []
         self.reader.trace.session = trace.session
+        self.log_format = trace.format
         new = trace.calls[self.whole_calls :]
         self.whole_calls = len(trace.calls)
         return new
@@ -214,9 +230,8 @@ class LiveSession:
         reported = call.reported.prompt if call.reported is not None else None
         prompt = reported if reported else (sum(counted.values()) if counted else 0)
         buckets = _anchor(counted, reported) if counted is not None else None
-        if call.model not in self._windows:
-            self._windows[call.model] = context_window([call.model])
-        window = self._windows[call.model] or (model.context_window if model is not None else None)
+        found = self._window(call.model, prompt)
+        window = found.window or (model.context_window if model is not None else None)
         fill = prompt / window if window else None
         totals = self.totals
         main = call.thread == ""
@@ -252,6 +267,9 @@ class LiveSession:
             cost=round(totals.cost, 6) if totals.cost is not None else None,
             cache_read_share=round(totals.cache_read / totals.prompt, 6) if totals.prompt else None,
             cache_broke=broke,
+            window_source=found.source if found.window else "the counting model" if window else None,
+            compacts_at=found.compacts_at,
+            to_compact=None if found.compacts_at is None else found.compacts_at - prompt,
         )
         totals.calls += 1
         if main:
@@ -259,6 +277,39 @@ class LiveSession:
         elif totals.last is None:
             totals.last = figures
         return figures
+
+    def agent_says(self, window: int | None, model: str | None) -> None:
+        """What the agent says of the session (Claude Code's statusLine input: its window, its model
+        id), for the calls to come and the newest one's figures."""
+        if (window, model) == (self.agent_window, self.agent_model):
+            return
+        self.agent_window, self.agent_model = window, model
+        last = self.totals.last
+        if last is not None:
+            found = self._window(last.model, last.prompt)
+            if found.window:
+                fill = last.prompt / found.window
+                self.totals.last = dataclasses.replace(
+                    last,
+                    window=found.window,
+                    fill=round(fill, 6),
+                    past=tuple(t for t in self.thresholds if fill >= t),
+                    window_source=found.source,
+                    compacts_at=found.compacts_at,
+                    to_compact=None if found.compacts_at is None else found.compacts_at - last.prompt,
+                )
+
+    def _window(self, name: str | None, prompt: int) -> AgentWindow:
+        """The window the agent runs the call's model with (:func:`tokprof.models.known.agent_window`)."""
+        from tokprof.models.known import CLAUDE_CODE_WINDOW
+
+        self.largest = max(self.largest, prompt)
+        log_format = "claude-code" if self.format == "claude-code" else self.log_format
+        key = (log_format, name, self.agent_model, self.agent_window, self.largest > CLAUDE_CODE_WINDOW)
+        if key not in self._windows:
+            names = [name] + ([self.agent_model] if self.agent_model else [])
+            self._windows[key] = agent_window(log_format, names, self.largest, self.agent_window)
+        return self._windows[key]
 
     def _add_cost(self, call: Call) -> None:
         totals = self.totals

@@ -27,7 +27,7 @@ from tokprof.base.jsontext import object_chunks
 from tokprof.attribution.estimates import BAND, UNRECORDED, Continuations, Counted, attribute
 from tokprof.attribution.facts import PassFacts, PromptTracker
 from tokprof.models.base import ChatModel, ModelInfo
-from tokprof.models.known import context_window
+from tokprof.models.known import AgentWindow, agent_window
 from tokprof.trace import Call, Note, Trace, Usage
 
 SCHEMA_VERSION = 3
@@ -766,6 +766,19 @@ NOT_INFERRED = (
 )
 
 
+def log_window(trace: Trace, calls: Iterable[Call]) -> AgentWindow:
+    """The context window the log's agent ran its model with (:func:`tokprof.models.known.agent_window`:
+    Claude Code's 200,000 unless a prompt above it shows its 1M option; other agents, genai-prices'
+    window for the log's model names). ``calls``: the trace's (or their light copies)."""
+    names: list[str | None] = [trace.model]
+    largest = None
+    for call in calls:
+        names.append(call.model)
+        if call.reported is not None and call.reported.prompt:
+            largest = max(largest or 0, call.reported.prompt)
+    return agent_window(trace.format, names, largest)
+
+
 def _reported(call: Call) -> int | None:
     """The reported prompt, when there is one (0 is not a count: some servers report 0 when they do not count)."""
     return call.reported.prompt if call.reported and call.reported.prompt else None
@@ -905,8 +918,8 @@ def _profile(
         unexplained = [row.index for row in rows if row.unexplained]
         warnings.append(Note("unexplained-growth", UNEXPLAINED.format(band=BAND), calls=unexplained))
     info = model.describe()
-    if not model.exact:  # an estimate stands in for the log's model: its window is that model's, when known
-        window = context_window([trace.model] + [c.model for c in rest])
+    if not model.exact:  # an estimate stands in for the log's model: its window is the one the agent ran it with
+        window = log_window(trace, rest).window
         info = dataclasses.replace(info, context_window=window or info.context_window)
     scale = None
     if not model.exact:  # an estimate's results in its scaled units: as their call's tool_results bucket was scaled

@@ -15,6 +15,11 @@ would have served, less what the call read (``reported_read``), at most what it 
 * ``below-minimum``: the shared prefix (too short to be cached at all);
 * ``no-breakpoint``: the shared prefix, which a cache breakpoint would have had read.
 
+A ``below-prediction`` call's lost tokens are measured the same way, but no rule says why the provider
+did not read them (an entry evicted early, breakpoints elsewhere, another server): the summary tells
+them apart as unknown (:data:`tokprof.base.billing.UNEXPLAINED`), never in what keeping the cache
+would have saved.
+
 They cost what the call paid for them (first its cache writes at its write price, then uncached input
 at its input price) less the read price. A ``no-breakpoint`` call paid plain input for all of its
 prompt; with a breakpoint it would have read the shared prefix and written the rest, so its loss is

@@ -26,8 +26,7 @@ from tokprof.base.billing import DIGITS, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
-from tokprof.models.known import context_window as known_window
-from tokprof.profiling import CallRow, Profile, Source, profile_trace
+from tokprof.profiling import CallRow, Profile, Source, log_window, profile_trace
 from tokprof.base.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
@@ -497,8 +496,8 @@ def whatif(
     baseline, base_shared, base_rendered = _profile(trace, model, step)
     if window is None:
         window = baseline.model.context_window
-        if window is None and not model.exact:
-            window = known_window([trace.model] + [c.model for c in trace.calls])
+        if window is None and not model.exact:  # the window the agent ran the log's model with
+            window = log_window(trace, trace.calls).window
     report = WhatIfReport(
         model=baseline.model,
         source=baseline.source,

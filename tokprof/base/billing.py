@@ -477,12 +477,35 @@ class CacheBreak:
 
 #: How many cache breaks a summary lists (the costliest; every call's ``cache`` has its own).
 BREAKS_SHOWN = 10
+#: Misses no rule explains: the provider read less than its rules give (an entry evicted early,
+#: breakpoints elsewhere than assumed, another server). What they cost is told apart (``unexplained``),
+#: never as a loss that keeping the cache would have saved: the log cannot say which it was.
+UNEXPLAINED = ("below-prediction",)
+UNEXPLAINED_WHY = (
+    "the provider read less than its rules give for the cache breakpoints assumed; why is not known: "
+    "an entry evicted early, breakpoints elsewhere (the log does not record them), or another server"
+)
+
+
+@dataclass(frozen=True)
+class Unexplained:
+    """The calls that read less than the provider's rules give, for reasons no log records: how many,
+    the tokens the rules gave that they did not read, and what those cost over the read price (None:
+    not priced)."""
+
+    calls: int
+    tokens: int
+    cost: float | None
+    why: str = UNEXPLAINED_WHY
+
+    def to_dict(self) -> dict:
+        return {"calls": self.calls, "tokens": self.tokens, "cost": money(self.cost), "why": self.why}
 
 
 @dataclass(frozen=True)
 class CacheLoss:
     """What the run's cache misses cost: in all (None: not measurable, ``why``), by reason (costliest
-    first), and the costliest breaks."""
+    first), and the costliest breaks; the misses no rule explains apart (``unexplained``)."""
 
     cost: float | None
     tokens: int | None
@@ -490,6 +513,7 @@ class CacheLoss:
     breaks: tuple[CacheBreak, ...] = ()
     calls: int = 0  # the calls that lost anything
     why: str | None = None
+    unexplained: Unexplained | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -499,6 +523,7 @@ class CacheLoss:
             "why": self.why,
             "by_reason": [r.to_dict() for r in self.by_reason],
             "breaks": [b.to_dict() for b in self.breaks],
+            "unexplained": self.unexplained.to_dict() if self.unexplained is not None else None,
         }
 
 
@@ -506,6 +531,17 @@ def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
     """The run's :class:`CacheLoss` of its calls' caches (``(index, thread, cache)``, in log order)."""
     if not any(cache.reported is not None for _, _, cache in rows):
         return CacheLoss(None, None, why="not recorded: the log reports no cache usage")
+    apart = [cache for _, _, cache in rows if cache.miss in UNEXPLAINED and cache.lost]
+    unexplained = (
+        Unexplained(
+            len(apart),
+            sum(c.lost or 0 for c in apart),
+            None if any(c.lost_cost is None for c in apart) else round(sum(c.lost_cost or 0.0 for c in apart), DIGITS),
+        )
+        if apart
+        else None
+    )
+    rows = [row for row in rows if row[2].miss not in UNEXPLAINED]
     unmeasured = next(
         ((index, cache) for index, _, cache in rows if cache.lost is None or cache.lost_cost is None), None
     )
@@ -516,7 +552,7 @@ def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
             if cache.miss
             else "not measured: a profile made without cache forensics"
         )
-        return CacheLoss(None, None, why=why)
+        return CacheLoss(None, None, why=why, unexplained=unexplained)
     groups: dict[tuple[str, str | None], list[CallCache]] = {}
     breaks: list[CacheBreak] = []
     for index, thread, cache in rows:
@@ -544,6 +580,7 @@ def cache_loss(rows: list[tuple[int, str | None, "CallCache"]]) -> CacheLoss:
         by_reason=tuple(by_reason),
         breaks=tuple(breaks[:BREAKS_SHOWN]),
         calls=len(breaks),
+        unexplained=unexplained,
     )
 
 

@@ -3,7 +3,9 @@
 A command that writes several files (``profile -o X --html Y``, ``check --update-baseline``) writes
 each to a temporary file beside its target first; only when every one is written are they moved
 into place, so that an error leaves no output behind and never half a file. A target that exists
-and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlink is followed.
+and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlink is followed. The
+folders an output goes into are made when they do not exist (its parents too), and removed again
+when the outputs are not all written.
 """
 
 from __future__ import annotations
@@ -29,9 +31,39 @@ def _target(path: str) -> Path:
         resolved = target.resolve()  # write to what a symlink points at, not over the link
     except (OSError, RuntimeError) as exc:  # a symlink loop, an unreadable folder
         raise TokprofError(f"{path}: cannot write: {getattr(exc, 'strerror', None) or exc}") from None
-    if not resolved.parent.is_dir():
-        raise TokprofError(f"{path}: no such directory: {resolved.parent}")
+    for folder in resolved.parents:
+        if folder.exists():
+            if not folder.is_dir():
+                raise TokprofError(f"{path}: cannot write: {folder} is not a folder")
+            break
     return resolved
+
+
+def _make_folders(path: str, target: Path) -> list[Path]:
+    """Make the folders ``target`` goes into that do not exist, outermost first; the ones made."""
+    missing = []
+    for folder in target.parents:
+        if folder.is_dir():
+            break
+        missing.append(folder)
+    made: list[Path] = []
+    try:
+        for folder in reversed(missing):
+            folder.mkdir()
+            made.append(folder)
+    except OSError as exc:
+        _remove_folders(made)
+        raise TokprofError(f"{path}: cannot make the folder {folder}: {exc.strerror}") from None
+    return made
+
+
+def _remove_folders(made: list[Path]) -> None:
+    """Remove folders made for outputs that were not written, innermost first (when still empty)."""
+    for folder in reversed(made):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 @contextmanager
@@ -62,9 +94,11 @@ def write_files(outputs: Sequence[tuple[str, Data]]) -> None:
 def _write_files(outputs: Sequence[tuple[str, Data]]) -> None:
     staged: list[tuple[str, Path, str]] = []  # (as named, target, temporary file)
     through: list[tuple[str, Path, Data]] = []  # targets that are not regular files
+    made: list[Path] = []  # folders made for the outputs, removed again when they are not all written
     try:
         for path, data in outputs:
             target = _target(path)
+            made += _make_folders(path, target)
             if target.exists() and not target.is_file():
                 # made whole here, before any file is replaced: a target that is not a regular file
                 # (a pipe, a device) has no temporary beside it, and text that fails half way made
@@ -81,10 +115,12 @@ def _write_files(outputs: Sequence[tuple[str, Data]]) -> None:
             except OSError as exc:
                 raise TokprofError(f"{path}: cannot write: {exc.strerror}") from None
         staged = []
+        made = []
     finally:
         for _, _, tmp in staged:
             if os.path.exists(tmp):
                 os.unlink(tmp)
+        _remove_folders(made)
     for path, target, data in through:
         try:
             with open(target, "wb") as f:

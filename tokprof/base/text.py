@@ -23,6 +23,17 @@ def visible(text: str) -> str:
     return _UNSAFE.sub(show, text)
 
 
+def home_shown(path: str) -> str:
+    """A path as a user types it, the home folder as ``~`` (``~/.claude/projects``): for text output;
+    JSON keeps the whole path."""
+    import os
+
+    home = os.path.expanduser("~").rstrip(os.sep)
+    if home and (path == home or path.startswith(home + os.sep)):
+        return "~" + path[len(home) :]
+    return path
+
+
 def shorten(text: str, limit: int = 400) -> str:
     """Text cut to about ``limit`` characters, keeping its start and its end."""
     if len(text) <= limit:

@@ -497,6 +497,14 @@ def profile(
     window: Window = None,
     fill_lines: FillLines = "70,80",
     price: Price = None,
+    config: Annotated[
+        Optional[str],
+        typer.Option(
+            "--config",
+            metavar="FILE",
+            help="The configuration whose prices apply (default: found from the working directory).",
+        ),
+    ] = None,
     no_progress: NoProgress = False,
     jobs: Annotated[
         Optional[int],
@@ -567,6 +575,7 @@ def profile(
     import tokprof as api  # the public facade: the CLI is its client
 
     options = _options(fmt, output, window, fill_lines)
+    settings = api.load_config(config) if config is not None else None
     if log is None:
         return _local(agent, fmt, output, options)
     if agent is not None:
@@ -593,6 +602,7 @@ def profile(
                 jobs,
                 price,
                 team,
+                settings,
             )
         log = api.find_session(log, session)
     elif session is not None:
@@ -611,6 +621,7 @@ def profile(
         chat_template=chat_template,
         no_progress=no_progress,
         price=price,
+        settings=settings,
     )
     from dataclasses import replace
 
@@ -688,6 +699,7 @@ def _sessions(
     jobs,
     price=None,
     team=None,
+    settings=None,
 ) -> int:
     import tokprof as api  # the public facade: the CLI is its client
 
@@ -706,8 +718,8 @@ def _sessions(
         raise TokprofError(
             f"{directory}: -f parquet writes calls.parquet and sessions.parquet: give the folder with -o"
         )
-    if folder and not os.path.isdir(output):
-        raise TokprofError(f"{output}: no such folder (create it first)")
+    if folder and os.path.exists(output) and not os.path.isdir(output):
+        raise TokprofError(f"{output}: not a folder (the tables are written into a folder)")
     if incremental and "://" in directory:
         raise TokprofError(f"{directory}: --incremental takes a local folder")
     if incremental and not folder:
@@ -725,7 +737,7 @@ def _sessions(
         chat_template=chat_template,
         progress=not no_progress,
         jobs=jobs,
-        prices=_user_prices(price),
+        prices=_user_prices(price, settings),
         records=records,
         with_text=team.with_text,
         machine=machine,
@@ -1393,7 +1405,7 @@ def watch(
     from tokprof.base.text import percentages
 
     watcher.watch(
-        paths or watcher.default_paths(),
+        paths,
         thresholds=percentages(thresholds, "--thresholds"),
         as_json=as_json,
         on_threshold=on_threshold,
@@ -1657,6 +1669,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         print("tokprof: interrupted", file=sys.stderr)
         return 130
     except _CLICK_ERRORS as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare 'tokprof': the help (printed already), alone
+            sys.stdout.write(str(exc))  # rich help printed itself and left the message empty
+            return EXIT_OK
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (tokprof profile LOG | head): nothing left to say

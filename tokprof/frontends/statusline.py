@@ -3,10 +3,13 @@
 Claude Code runs the ``statusLine`` command at most every 300 ms while a session changes, with a
 JSON object on standard input (``session_id``, ``transcript_path``, ``cwd``, ``model`` {``id``,
 ``display_name``}, ``workspace`` {``current_dir``, ``project_dir``}, ``cost`` {``total_cost_usd``,
-...}, newer versions ``context_window``), and shows the first line printed; an error or empty output
-blanks it. The line is made from the transcript's reported usage: context fill of the newest
-call's prompt against its model's window, what it added, the session's cost (Claude Code's own
-``cost.total_cost_usd``, when given: genai-prices is not loaded) and cache read share.
+...}, newer versions ``context_window`` {``context_window_size``, ...}), and shows the first line
+printed; an error or empty output blanks it. The line is made from the transcript's reported usage:
+context fill of the newest call's prompt against the window Claude Code runs the model with (the
+input's ``context_window_size``, else 200,000 unless a ``[1m]`` model id or a prompt above 200,000
+shows the 1M option), the tokens left before Claude Code compacts the conversation by itself, what
+the call added, the session's cost (Claude Code's own ``cost.total_cost_usd``, when given:
+genai-prices is not loaded) and cache read share.
 
 Repeat calls are cheap: the follower and reader state is kept in the user's cache directory
 (``statusline`` in tokprof's cache: ``$TOKPROF_CACHE_DIR``, else ``$XDG_CACHE_HOME/tokprof``, else
@@ -33,7 +36,7 @@ from typing import Any
 
 #: The prompt states kept for lines to come (a rewind to an older line rebuilds its state once).
 KEPT_STATES = 16
-STATE_VERSION = 2  # 2: the reader keeps no prompts (Incremental(prompts=False))
+STATE_VERSION = 3  # 2: the reader keeps no prompts (Incremental(prompts=False)); 3: the agent's window
 
 
 def cache_dir() -> Path:
@@ -107,6 +110,7 @@ def line(payload: dict) -> str:
     live = _load(transcript)
     if live is None or live.path != transcript:
         live = LiveSession(transcript, count=False, price=False)
+    live.agent_says(*_agent_says(payload))  # the newest call's figures again, when the agent says otherwise
     live.update()
     _save(transcript, live)
     last = live.last
@@ -118,6 +122,8 @@ def line(payload: dict) -> str:
         parts.append(f"ctx {last.fill:.0%}{mark} of {_k(last.window or 0)}")
     else:
         parts.append(f"prompt {_k(last.prompt)}")
+    if last.to_compact is not None:
+        parts.append(f"{_k(last.to_compact)} to compact" if last.to_compact > 0 else "compact due")
     if last.added is not None:
         parts.append(f"+{_k(last.added)}" if last.added >= 0 else f"-{_k(-last.added)}")
     parts += _buckets(transcript, last.call)
@@ -131,8 +137,27 @@ def line(payload: dict) -> str:
     return " · ".join(parts)
 
 
+def _agent_says(payload: dict) -> tuple[int | None, str | None]:
+    """The window Claude Code's input gives (``context_window.context_window_size``, in versions that
+    send it) and its model id (``model.id``: ``[1m]`` names the 1M option)."""
+    context = payload.get("context_window")
+    size = context.get("context_window_size") if isinstance(context, dict) else None
+    window = size if isinstance(size, int) and not isinstance(size, bool) and 0 < size < 10**9 else None
+    model = payload.get("model")
+    given = model.get("id") if isinstance(model, dict) else None
+    return window, given if isinstance(given, str) and 0 < len(given) < 200 else None
+
+
+#: Each bucket's name where space is short (the status line, watch's table): no two alike.
+LABELS = {
+    "system": "system",
+    "tool_definitions": "tools",
+    "tool_results": "results",
+    "conversation": "conversation",
+    "unrecorded": "unrecorded",
+}
 #: The buckets the line shows, by their short names; ``~`` marks an estimate.
-SHOWN = (("tool_definitions", "tools"), ("tool_results", "results"), ("unrecorded", "unrecorded"))
+SHOWN = tuple((name, LABELS[name]) for name in ("tool_definitions", "tool_results", "unrecorded"))
 
 
 def _buckets(transcript: str, call: int) -> list[str]:

@@ -32,6 +32,24 @@ def default_paths() -> list[str]:
     return [str(claude), str(codex)]
 
 
+def check_paths(paths: list[str]) -> None:
+    """A path given that does not exist is an error (one line, exit 2), not a wait without end."""
+    from tokprof.base.errors import TokprofError
+    from tokprof.base.text import visible
+
+    for given in paths:
+        if not os.path.exists(given):
+            raise TokprofError(f"{visible(given)}: no such file or folder")
+
+
+def waiting_for(paths: list[str]) -> str:
+    """What a watch with nothing to follow yet waits for."""
+    from tokprof.base.text import home_shown, visible
+
+    where = ", ".join(visible(home_shown(p)) + ("" if os.path.exists(p) else " (not there yet)") for p in paths)
+    return f"waiting for a session to be written: a *.jsonl file under {where}"
+
+
 def session_files(paths: list[str]) -> list[str]:
     found: list[str] = []
     for given in paths:
@@ -91,6 +109,7 @@ def run_threshold_command(command: str, call: LiveCall) -> None:
             "TOKPROF_MODEL": call.model or "",
             "TOKPROF_PROMPT": str(call.prompt),
             "TOKPROF_WINDOW": str(call.window or ""),
+            "TOKPROF_TO_COMPACT": "" if call.to_compact is None else str(call.to_compact),
             "TOKPROF_FILL": "" if call.fill is None else f"{call.fill:.4f}",
             "TOKPROF_THRESHOLD": f"{max(call.crossed):g}",
             "TOKPROF_CROSSED": ",".join(f"{t:g}" for t in call.crossed),
@@ -109,7 +128,31 @@ def run_threshold_command(command: str, call: LiveCall) -> None:
 def tokens(n: int | None) -> str:
     if n is None:
         return "-"
-    return f"{n / 1000:.1f}k" if abs(n) >= 1000 else str(n)
+    return f"{n / 1000:.0f}k" if abs(n) >= 10_000 else f"{n / 1000:.1f}k" if abs(n) >= 1000 else str(n)
+
+
+#: What the buckets column is, under the table (the profile's split of the same call differs).
+BUCKETS_NOTE = (
+    "buckets: the newest prompt counted alone and anchored on its reported size (scaled down to it, or "
+    "the rest in unrecorded); ~ marks an estimate, counted with a stand-in tokenizer. tokprof profile "
+    "takes each call as the one before plus what it adds, so its split of the same call differs."
+)
+
+
+def to_compact(call: LiveCall) -> str:
+    """A second line for the ctx cell: the tokens left before the agent compacts the conversation by
+    itself (Claude Code); nothing for other agents."""
+    if call.to_compact is None:
+        return ""
+    return f"\n{tokens(call.to_compact)} to compact" if call.to_compact > 0 else "\ncompact due"
+
+
+def bucket_cells(call: LiveCall) -> str:
+    """The newest prompt's buckets, each by its own name (tools and results apart), ``~`` on an estimate."""
+    from tokprof.frontends.statusline import LABELS
+
+    mark = "~" if call.estimate else ""
+    return "\n".join(f"{LABELS.get(k, k)} {mark}{tokens(v)}" for k, v in (call.buckets or {}).items() if v) or "-"
 
 
 def table(watcher: Watcher):
@@ -118,52 +161,59 @@ def table(watcher: Watcher):
 
     from tokprof.base.text import visible
 
-    grid = Table(title="tokprof watch", expand=False)
-    for name in (
-        "session",
-        "calls",
-        "ctx",
-        "buckets (last prompt)",
-        "added",
-        "largest result",
-        "cost",
-        "cache",
-        "marks",
+    grid = Table(title="tokprof watch", box=None, padding=(0, 1, 0, 0), header_style="bold", caption_justify="left")
+    # a cell wraps at a narrow width, at its spaces, never cut short (a file name folds)
+    for name, widest in (
+        ("session", 24),
+        ("calls", None),
+        ("ctx", None),
+        ("buckets (last prompt)", None),
+        ("added", None),
+        ("largest result", 12),
+        ("cost", None),
+        ("cache", None),
     ):
-        grid.add_column(name)
-    shown = 0
+        grid.add_column(name, overflow="fold", max_width=widest)
+    shown = counted = 0
     for live in watcher.sessions.values():
         last = live.last
         if last is None:
             continue
         shown += 1
+        counted += last.buckets is not None
         fill = "-" if last.fill is None else f"{last.fill:.0%}"
         style = "red" if len(last.past) >= 2 else "yellow" if last.past else ""
-        buckets = " ".join(f"{k[:4]} {tokens(v)}" for k, v in (last.buckets or {}).items() if v) or "-"
         result = (
             f"{visible(last.largest_result['tool'])} {tokens(last.largest_result['tokens'])}"
             if last.largest_result
             else "-"
         )
-        marks = [f">{t:.0%}" for t in last.past] + (["cache broke"] if last.cache_broke else [])
+        past = f"\npast {max(last.past):.0%}" if last.past else ""
         grid.add_row(
-            Text(visible(Path(last.path).name[:40])),
+            Text(visible(Path(last.path).name)),
             str(live.totals.calls),
-            Text(fill + (f" of {tokens(last.window)}" if last.window else ""), style=style),
-            Text(buckets + (" (estimate)" if last.estimate else "")),
+            Text(fill + (f" of {tokens(last.window)}" if last.window else "") + past + to_compact(last), style=style),
+            Text(bucket_cells(last)),
             tokens(last.added),
             Text(result),
             "unpriced" if last.cost is None else f"${last.cost:.2f}",
-            "-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}",
-            Text(" ".join(marks), style=style),
+            Text(
+                ("-" if last.cache_read_share is None else f"{last.cache_read_share:.0%}")
+                + ("\nbroke" if last.cache_broke else ""),
+                style="red" if last.cache_broke else "",
+            ),
         )
-    if not shown:
-        grid.caption = "waiting for a session to be written..."
+    if counted:
+        grid.caption = Text(BUCKETS_NOTE)
+    if not watcher.sessions:
+        grid.caption = Text(waiting_for(watcher.paths))
+    elif not shown:
+        grid.caption = Text(f"following {len(watcher.sessions)} session(s): waiting for a model call")
     return grid
 
 
 def watch(
-    paths: list[str],
+    paths: list[str] | None,
     *,
     thresholds: tuple[float, ...],
     as_json: bool,
@@ -173,10 +223,15 @@ def watch(
     out: Callable[[str], None] | None = None,
     duration: float | None = None,
 ) -> None:
-    watcher = Watcher(paths, thresholds, model)
+    """Follow the sessions under ``paths`` (None or empty: the agents' own folders); a path given that
+    does not exist is an error."""
+    check_paths(paths or [])
+    watcher = Watcher(paths or default_paths(), thresholds, model)
     watcher.scan()
     for live in watcher.sessions.values():
         live.update(count_every=False)  # the sessions as they are: only later calls are new
+    if not watcher.sessions and (as_json or not sys.stdout.isatty()):
+        print(f"tokprof: {waiting_for(watcher.paths)}", file=sys.stderr, flush=True)
     end = None if duration is None else time.monotonic() + duration
 
     def step() -> None:

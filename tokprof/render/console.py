@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markup import escape
 from rich.measure import Measurement
 from rich.table import Table
@@ -109,6 +109,25 @@ class Column:
     drop: int = 0  # 0: kept at any width; columns with higher numbers are dropped first
 
 
+class NotedTable(Table):
+    """A table with a note under it (what :func:`fit_table` left out), written at the console's width
+    rather than the table's, which is often narrower: on one line when it fits, else broken between
+    its clauses (after ``: ``), and only a clause wider than the console at its words."""
+
+    note: str = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield from super().__rich_console__(console, options)
+        if not self.note:
+            return
+        clauses = [self.note]
+        if Text(self.note).cell_len > options.max_width:
+            head, _, tail = self.note.partition(": ")
+            clauses = [head + ":", " " + tail] if tail else clauses
+        for clause in clauses:
+            yield from console.render(Text(clause, justify="default", overflow="fold"), options)  # no padding after it
+
+
 def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> Table:
     """The table with the longest headers that fits the console's width: full headers, then the
     short ones, then without the columns that may be dropped, highest ``drop`` first, saying under
@@ -122,7 +141,7 @@ def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequen
     unbounded = console.options.update_width(1_000_000)  # measure what the table needs, not what it is given
     for number, (kept, short) in enumerate(attempts):
         last = number == len(attempts) - 1
-        table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+        table = NotedTable(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for i in kept:
             column = columns[i]
             header = column.short if short and column.short else column.header
@@ -131,11 +150,10 @@ def fit_table(console: Console, columns: Sequence[Column], rows: Sequence[Sequen
             table.add_row(*(row[i] for i in kept))
         hidden = len(columns) - len(kept)
         if hidden:
-            table.caption = (
+            table.note = (
                 f"({hidden} column{'s' if hidden > 1 else ''} left out at this width: "
                 "a wider terminal or -f json shows them)"
             )
-            table.caption_justify = "default"  # left, and no spaces after it
         if last or Measurement.get(console, unbounded, table).maximum <= console.width:
             return table
     raise AssertionError("unreachable: the last attempt is returned")

@@ -14,6 +14,7 @@ from typing import Any
 
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
+from tokprof.base.billing import UNEXPLAINED
 from tokprof.profiling import Profile
 from tokprof.render import RenderOptions
 
@@ -495,7 +496,7 @@ def _cache_timeline(profile: Profile) -> dict | None:
         if cache.miss and cache.miss != "first-call":
             text = f"{reason_label(cache.miss, cache.part)}: {cache.detail or ''}"
             if lost:
-                text += f" ({dollars(cache.lost_cost)} lost)"
+                text += f" ({dollars(cache.lost_cost)} {'not read, why not known' if cache.miss in UNEXPLAINED else 'lost'})"
         hover.append(html.escape(text, quote=False))
     x = [c.index for c in rows]
     names = {

@@ -191,10 +191,22 @@ def forensics_lines(cache: CacheSummary | None, cost: CostSummary | None, breaks
         rate = f"{cache.hit_rate_predicted:.1%} of the prompts could be read from the cache (the log reports no reads)"
     else:
         rate = "the log reports no cache reads"
+    unexplained = []
+    if lost.unexplained is not None:
+        u = lost.unexplained
+        paid = "" if u.cost is None else f", {dollars(u.cost)} over the read price"
+        unexplained = [
+            (
+                "  unknown",
+                f"{u.calls} call{'' if u.calls == 1 else 's'} read {u.tokens:,} tokens less than the rules "
+                f"give{paid}: why is not known (an entry evicted early, breakpoints elsewhere, another server)",
+            )
+        ]
     if lost.cost is None:
-        return [("cache", f"{rate}; what the misses cost: {lost.why}")]
+        return [("cache", f"{rate}; what the misses cost: {lost.why}"), *unexplained]
     if not lost.cost:
-        return [("cache", f"{rate}; no miss cost anything")]
+        known = " of a known cause" if unexplained else ""
+        return [("cache", f"{rate}; no miss{known} cost anything"), *unexplained]
     estimate = " (an estimate)" if any("estimated" in n for n in cache.notes) else ""
     share = f", {lost.cost / cost.total:.1%} of the cost" if cost is not None and cost.total else ""
     lines = [
@@ -216,4 +228,4 @@ def forensics_lines(cache: CacheSummary | None, cost: CostSummary | None, breaks
         )
     if lost.calls > breaks:
         lines.append(("", f"and {lost.calls - breaks} more (summary.cache.lost, calls[].cache in the JSON)"))
-    return lines
+    return lines + unexplained
