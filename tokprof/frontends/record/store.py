@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,8 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tokprof import __version__
+from tokprof.base.errors import TokprofError
+from tokprof.base.outputs import create_new
 from tokprof.frontends.record.redact import REDACTED, is_secret
 
 
@@ -105,25 +108,32 @@ class Recording:
     """The recording file of one run: lines appended whole, each with one write, flushed to the OS."""
 
     def __init__(self, directory: str, agent: str):
-        os.makedirs(directory, mode=0o700, exist_ok=True)
+        try:
+            os.makedirs(directory, mode=0o700, exist_ok=True)
+        except FileExistsError:  # a file (or a link to one) of that name
+            raise TokprofError(f"{directory}: not a folder: give -o the folder for the recordings") from None
+        except OSError as exc:
+            raise TokprofError(f"{directory}: cannot create the folder: {exc.strerror}") from None
         name = file_name(agent)
         path = os.path.join(directory, name)
         for n in range(2, 1000):  # two runs in one second: -2, -3, ...
-            if not os.path.exists(path):
+            if not os.path.lexists(path):
                 break
             path = os.path.join(directory, name.removesuffix(".jsonl") + f"-{n}.jsonl")
         self.path = path
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        self.fd = create_new(path)  # 0600, never over anything (a link planted there included)
         self.calls = 0
+        self.lock = threading.Lock()
 
     def append(self, ex: Exchange) -> dict:
         """Write one exchange's line; the record written."""
         record = record_of(ex)
         line = (json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8", "surrogatepass")
         view = memoryview(line)
-        while view:  # a write may take part of a long line
-            view = view[os.write(self.fd, view) :]
-        self.calls += 1
+        with self.lock:  # lines whole, whichever thread writes them
+            while view:  # a write may take part of a long line
+                view = view[os.write(self.fd, view) :]
+            self.calls += 1
         return record
 
     def close(self) -> None:
