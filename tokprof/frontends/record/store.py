@@ -19,12 +19,11 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tokprof import __version__
 from tokprof.base.errors import TokprofError
 from tokprof.base.outputs import create_new
-from tokprof.frontends.record.redact import REDACTED, is_secret
+from tokprof.frontends.record.redact import safe_url
 
 
 @dataclass(frozen=True)
@@ -50,15 +49,6 @@ def file_name(agent: str, now: datetime | None = None) -> str:
     moment = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(agent)).strip("-.") or "agent"
     return f"{moment}-{safe[:40]}.jsonl"
-
-
-def safe_url(url: str) -> str:
-    """A URL without credentials: user info dropped, secret-named query parameters redacted."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host if parts.port is None else f"{host}:{parts.port}"
-    query = urlencode([(k, REDACTED if is_secret(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _body(data: bytes) -> tuple[Any, str | None]:
