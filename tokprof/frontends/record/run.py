@@ -105,7 +105,9 @@ class LiveLines:
         exception: the thread makes the lines of every later call too)."""
         try:
             figures = self.live.add(record) if record["tokprof_record"]["complete"] else None
-            return call_line(figures) if figures is not None else live_line(record)
+            line = call_line(figures) if figures is not None else live_line(record)
+            missing = record["tokprof_record"].get("not_recorded")
+            return line + (f" · {visible(missing)}" if missing and missing != record["tokprof_record"]["error"] else "")
         except Exception as exc:  # noqa: BLE001 - a live line never stops the recording
             failed = type(exc).__name__
         try:

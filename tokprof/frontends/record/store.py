@@ -38,10 +38,11 @@ class Exchange:
     finished: float
     status: int | None  # None: upstream never answered
     response_headers: dict[str, str]  # already redacted
-    response_body: bytes  # decoded (content-encoding undone) when it could be
+    response_body: bytes | bytearray  # decoded (content-encoding undone) when it could be
     stream: bool
     complete: bool  # False when the stream or the connection ended early
     error: str | None = None  # why it is incomplete: "upstream disconnected", "client disconnected", ...
+    not_recorded: str | None = None  # what of the response body the recording lacks (over the cap), and why
 
 
 def file_name(agent: str, now: datetime | None = None) -> str:
@@ -51,13 +52,19 @@ def file_name(agent: str, now: datetime | None = None) -> str:
     return f"{moment}-{safe[:40]}.jsonl"
 
 
-def _body(data: bytes) -> tuple[Any, str | None]:
+def _body(data: bytes | bytearray) -> tuple[Any, str | None]:
     """A body as (JSON value, None), or (None, its text) when it is not JSON."""
     text = data.decode("utf-8", errors="replace")
     try:
         return json.loads(text), None
     except ValueError:
         return None, text
+
+
+def _events_end(data: bytes | bytearray) -> int:
+    """Where the last whole server-sent event of ``data`` ends (0 when none does)."""
+    lf, crlf = data.rfind(b"\n\n"), data.rfind(b"\r\n\r\n")
+    return max(lf + 2 if lf >= 0 else 0, crlf + 4 if crlf >= 0 else 0)
 
 
 def _iso(moment: float) -> str:
@@ -78,20 +85,23 @@ def record_of(ex: Exchange) -> dict:
     }
     response: dict = {"timestamp": ex.finished, "status_code": ex.status, "headers": ex.response_headers}
     if ex.stream:
-        text = ex.response_body.decode("utf-8", errors="replace")
+        data = ex.response_body
+        if ex.not_recorded is not None:  # the events that arrived whole before the cap
+            data = data[: _events_end(data)]
+        text = data.decode("utf-8", errors="replace")
         response["body"] = rebuild(text)
         response["body_raw"] = text
+    elif ex.not_recorded is not None:  # the start of a JSON document is no body
+        response["body"] = None
     else:
         body, raw = _body(ex.response_body)
         response["body"] = body
         if raw is not None:
             response["body_raw"] = raw
-    return {
-        "request": request,
-        "response": response,
-        "logged_at": _iso(ex.finished),
-        "tokprof_record": {"version": __version__, "complete": ex.complete, "error": ex.error},
-    }
+    mark = {"version": __version__, "complete": ex.complete, "error": ex.error}
+    if ex.not_recorded is not None:
+        mark["not_recorded"] = ex.not_recorded
+    return {"request": request, "response": response, "logged_at": _iso(ex.finished), "tokprof_record": mark}
 
 
 class Recording:
