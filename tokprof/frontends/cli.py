@@ -1178,7 +1178,14 @@ def probe(
         ),
     ] = None,
     temperature: Annotated[float, typer.Option("--temperature", metavar="T", help="Sampling temperature.")] = 0.0,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="S", help="Seconds per request.")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="S",
+            help="Seconds per request, all in: its retries, and the answer however slowly it comes.",
+        ),
+    ] = 60.0,
     max_requests: Annotated[
         int, typer.Option("--max-requests", metavar="N", min=1, help="Refuse to send more requests than this.")
     ] = 50,
@@ -1200,6 +1207,8 @@ def probe(
     from tokprof.base.chat_client import is_loopback
 
     _not_standard_input(log)
+    if not 0 < timeout < float("inf"):  # NaN too
+        raise TokprofError("--timeout: give a positive number of seconds")
     if api_key and not is_loopback(endpoint):
         print("tokprof: warning: a paid API: every probe request costs money", file=sys.stderr)
 
