@@ -216,6 +216,8 @@ def _fetch(request: urllib.request.Request, seconds: float) -> bytes:
                     pieces.append(piece)
                 if watchdog.fired:  # the end of what came before the connection was closed
                     raise TimeoutError("timed out")
+                if getattr(response, "length", None):  # fewer bytes than its length said
+                    raise ConnectionError("the answer was cut short")
                 return b"".join(pieces)
         except (OSError, http.client.HTTPException, ValueError):
             if watchdog.fired:  # what the closed connection raised: the time is up
