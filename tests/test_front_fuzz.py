@@ -28,12 +28,14 @@ import json
 import os
 import random
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
+from conftest import CHATML, FIXTURES, write_json
+from test_fuzz import fuzz_model  # noqa: F401 - the fixture
+from test_probe_hostile import serving
 from tokprof.frontends.cli import main
 
 SEED = 45
@@ -66,14 +68,6 @@ SECRET_HEADERS = (
 #: Header names that say nothing of a secret: only the value's shape gives it away.
 PLAIN_HEADERS = ("x-gateway", "x-upstream-id", "x-trace", "x-custom")
 ODD = (None, True, -1, 1.5, 1e308, "12", "many", [], {}, [1, 2], {"a": 1}, 10**30, "", "\x1b[2J")
-
-
-@pytest.fixture(scope="module")
-def fuzz_model(tmp_path_factory) -> Path:
-    directory = tmp_path_factory.mktemp("front-fuzz-model")
-    train_tiny_tokenizer().save(str(directory / "tokenizer.json"))
-    write_json(directory / "tokenizer_config.json", {"chat_template": CHATML, "eos_token": "<|im_end|>"})
-    return directory
 
 
 def one_line_or_ok(code: int, err: str, what: str) -> None:
@@ -140,7 +134,7 @@ def _baseline_target(files: dict[str, Path], name: str, rng: random.Random) -> t
 
 
 @pytest.mark.parametrize("n", range(CASES))
-def test_baseline_paths(n, tmp_path, capsys, monkeypatch, fuzz_model):
+def test_baseline_paths(n, tmp_path, capsys, monkeypatch, fuzz_model):  # noqa: F811 - the fixture
     rng = random.Random(SEED * 1000 + n)
     files = _project(tmp_path / "project")
     monkeypatch.chdir(files["log"].parent)
@@ -439,18 +433,10 @@ def _endpoint_case(n: int, rng: random.Random) -> tuple[str, int, list[tuple[str
 
 @pytest.fixture(scope="module")
 def endpoint():
-    STOP.clear()
     rng = random.Random(SEED + 1)
     _Endpoint.cases = [_endpoint_case(n, rng) for n in range(CASES)]
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    STOP.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    with serving(_Endpoint, STOP) as url:
+        yield url
 
 
 def test_hostile_endpoints(endpoint, monkeypatch):

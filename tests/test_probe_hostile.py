@@ -5,8 +5,10 @@ bounds a request whole (its tries included): checked by the tries the stub saw, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -82,18 +84,27 @@ class Hostile(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def hostile():
-    STOP.clear()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+@contextlib.contextmanager
+def serving(handler: type[BaseHTTPRequestHandler], stop: threading.Event) -> Iterator[str]:
+    """A stub endpoint on 127.0.0.1 (its URL) until the block ends; ``stop`` ends the handlers that wait."""
+    stop.clear()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    STOP.set()
-    server.shutdown()
-    server.server_close()
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    with serving(Hostile, STOP) as url:
+        yield url
 
 
 def ask(url: str, timeout: float = 1.0, retries: int = 2) -> str:

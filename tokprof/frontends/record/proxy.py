@@ -91,31 +91,40 @@ def create_app(
                 del outgoing.headers[name]
         keep = recorded(path)
         started = time.time()
+
+        def exchange(
+            status: int | None, headers: dict, data: Any, stream: bool, error: str | None, missing: str | None = None
+        ) -> Exchange:
+            """The exchange as it is recorded: complete when there is no ``error``."""
+            return Exchange(
+                started,
+                request.method,
+                url,
+                redacted(sent),
+                request_body,
+                time.time(),
+                status,
+                headers,
+                data,
+                stream,
+                error is None,
+                error,
+                missing,
+            )
+
+        def keep_line(make: Callable[[], Exchange], status: int | None) -> None:
+            """The exchange's line; never raises (the agent's answer is relayed whatever happens here)."""
+            try:
+                _save(recording, on_call, make())
+            except Exception as exc:  # noqa: BLE001 - no memory for the line, a full disk: say so, smaller
+                _save_failed(recording, on_call, started, request.method, url, status, exc)
+
         try:
             answer = await client.send(outgoing, stream=True)
         except httpx.HTTPError as exc:
             if keep:
-                try:
-                    _save(
-                        recording,
-                        on_call,
-                        Exchange(
-                            started,
-                            request.method,
-                            url,
-                            redacted(sent),
-                            request_body,
-                            time.time(),
-                            None,
-                            {},
-                            b"",
-                            False,
-                            False,
-                            f"upstream unreachable: {type(exc).__name__}",
-                        ),
-                    )
-                except Exception as failed:  # noqa: BLE001 - the agent gets its 502 all the same
-                    _save_failed(recording, on_call, started, request.method, url, None, failed)
+                why = f"upstream unreachable: {type(exc).__name__}"
+                keep_line(lambda: exchange(None, {}, b"", False, why), None)
             return JSONResponse(
                 {
                     "type": "error",
@@ -130,29 +139,14 @@ def create_app(
         folder = os.path.dirname(recording.path) or None
 
         def save(body: BodyRecorder, error: str | None) -> None:
-            """The exchange's line; never raises (the agent's answer is relayed whatever happens here)."""
+            stream = "text/event-stream" in answer.headers.get("content-type", "")
             try:
-                data = body.finish()
-                stream = "text/event-stream" in answer.headers.get("content-type", "")
-                exchange = Exchange(
-                    started,
-                    request.method,
-                    url,
-                    redacted(sent),
-                    request_body,
-                    time.time(),
+                keep_line(
+                    lambda: exchange(
+                        answer.status_code, redacted(got), body.finish(), stream, error, body.not_recorded()
+                    ),
                     answer.status_code,
-                    redacted(got),
-                    data,
-                    stream,
-                    error is None,
-                    error,
-                    body.not_recorded(),
                 )
-                del data
-                _save(recording, on_call, exchange)
-            except Exception as exc:  # noqa: BLE001 - no memory for the line, a full disk: say so, smaller
-                _save_failed(recording, on_call, started, request.method, url, answer.status_code, exc)
             finally:
                 body.close()
 
