@@ -899,22 +899,36 @@ def test_tools_past_the_cap_are_listed_as_skipped_and_the_rest_priced_as_tools_p
     assert "not priced: 8 listed tools of 2 servers not priced (nor in the catalogue): 8 past the 5 tools" in table
 
 
-def test_a_huge_description_is_skipped_by_its_size(scripts, capsys, monkeypatch):
+def _listing(name: str, tools: int, words: int = 0) -> Listing:
+    """What a server lists, made by hand (the listing itself is tested against real servers above)."""
+    definitions = tuple(
+        {"name": f"tool_{i}", "description": f"Tool {i}." + " More detail." * words, "inputSchema": {"type": "object"}}
+        for i in range(tools)
+    )
+    return Listing(
+        ServerConfig(name=name, transport="stdio", origin="test", agent="claude-code"),
+        definitions,
+        None,
+        None,
+        None,
+        1,
+        0.0,
+    )
+
+
+def test_a_huge_description_is_skipped_by_its_size(monkeypatch):
     """A 50 MB description took 127 s to price; past the catalogue's cap (1 MiB here) it is not priced."""
     monkeypatch.setenv("TOKPROF_MCP_MAX_CATALOGUE", "1")
-    server = shlex.quote(str(scripts["server"]))
-    report = run_json(["mcp", "--server", f"huge={PY} {server} 1 120000", "--server", f"two={PY} {server} 2 0"], capsys)
+    report = api.mcp_report([_listing("huge", 1, 120_000), _listing("two", 2)], model="qwen2.5").to_dict()
     assert [t["name"] for t in report["tools"]] == ["mcp__two__tool_0", "mcp__two__tool_1"]
     (skipped,) = report["skipped"]
     assert skipped["server"] == "huge" and skipped["bytes"] > 1024 * 1024
     assert skipped["reason"] == "past the 1 MiB of definitions priced (TOKPROF_MCP_MAX_CATALOGUE, MiB)"
 
 
-def test_the_time_out_bounds_the_pricing_too(scripts):
+def test_the_time_out_bounds_the_pricing_too():
     """--timeout bounded only the listing; the pricing after it is inside it now: a run whose time is
     spent before pricing says so in one line."""
-    (listing,) = list_servers([stdio("one", scripts["server"], "3", "0")], timeout=60)
-    assert isinstance(listing, Listing)
     with pytest.raises(TokprofError, match="pricing them did not end within the time-out of 1e-06 s"):
-        api.mcp_report([listing], model="qwen2.5", timeout=1e-6)
-    assert api.mcp_report([listing], model="qwen2.5", timeout=60).total > 0
+        api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=1e-6)
+    assert api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=60).total > 0
