@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -158,7 +159,7 @@ def test_a_recorder_that_fails_never_cuts_the_agent_off(tmp_path, monkeypatch):
         with httpx.Client(timeout=30) as client:
             assert raw(client, proxy.url + url) == START + DELTA * DELTAS
             with monkeypatch.context() as patch:
-                patch.setattr("tokprof.frontends.record.body.tempfile.TemporaryFile", no_spool)
+                patch.setattr("tokprof.frontends.record.body.tempfile", SimpleNamespace(TemporaryFile=no_spool))
                 assert raw(client, proxy.url + url) == START + DELTA * DELTAS
             trouble["append"] = "disk full"
             assert raw(client, proxy.url + url) == START + DELTA * DELTAS
