@@ -2,13 +2,24 @@
 stub upstream on 127.0.0.1 and through the proxy. Prints the figures and their ratios.
 
     PYTHONPATH=. python benchmarks/bench_record.py
+
+``--part hostile`` measures the proxy's memory against hostile upstreams (#45 item 5), each case in
+a fresh process (its peak resident memory is the process's): a gzip body of about 1 MB that
+inflates to ``--inflate-mb`` MB, and an event stream of ``--stream-mb`` MB. Each prints the peak
+over the process's memory before the call, the bytes the client received (all of them, always),
+what the recording kept and said, and the peak's ratio to the body cap (``TOKPROF_RECORD_MAX_BODY``).
+
+    PYTHONPATH=. python benchmarks/bench_record.py --part hostile --inflate-mb 1024 --stream-mb 300
 """
 
 from __future__ import annotations
 
+import json
+import resource
 import statistics
 import tempfile
 import time
+import zlib
 
 import httpx
 from starlette.applications import Starlette
@@ -61,7 +72,110 @@ def _throughput(client: httpx.Client, url: str) -> float:
     return size / (time.perf_counter() - start) / 1e6
 
 
+def _bomb(inflate_mb: int) -> bytes:
+    """A gzip body of ``inflate_mb`` MB of JSON text, made a megabyte at a time."""
+    pack = zlib.compressobj(9, zlib.DEFLATED, 31)
+    parts = [pack.compress(b'{"type":"message","content":[{"type":"text","text":"')]
+    block = b"a" * (1024 * 1024)
+    for _ in range(inflate_mb):
+        parts.append(pack.compress(block))
+    parts.append(pack.compress(b'"}]}') + pack.flush())
+    return b"".join(parts)
+
+
+def _hostile_case(case: str, size_mb: int) -> dict:
+    """One case in this process: the stub, the proxy, one call read to its end."""
+    from starlette.responses import Response
+
+    body = _bomb(size_mb) if case == "gzip" else b""
+
+    async def answer(request):
+        await request.body()
+        if case == "gzip":
+            return Response(body, media_type="application/json", headers={"content-encoding": "gzip"})
+
+        async def events():
+            for _ in range(size_mb * 1024 * 1024 // len(CHUNK)):
+                yield CHUNK
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    stub_app = Starlette(routes=[Route("/v1/messages", answer, methods=["POST"])])
+    with tempfile.TemporaryDirectory() as directory, Running(stub_app) as stub:
+        recording = Recording(directory, "bench")
+        with Running(create_app(recording, {"anthropic": stub.url})) as proxy, httpx.Client(timeout=600) as client:
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            start = time.perf_counter()
+            received = 0
+            with client.stream("POST", proxy.url + "/anthropic/v1/messages", json={"model": "m"}) as got:
+                for chunk in got.iter_raw():
+                    received += len(chunk)
+            seconds = time.perf_counter() - start
+            time.sleep(0.5)  # the line of a chunked body is written after its end reached the client
+        recording.close()
+        line = open(recording.path, "rb").read()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    mark = json.loads(line)["tokprof_record"] if line.strip() else {}
+    return {
+        "case": case,
+        "size_mb": size_mb,
+        "sent": len(body) if case == "gzip" else size_mb * 1024 * 1024 // len(CHUNK) * len(CHUNK),
+        "received": received,
+        "seconds": round(seconds, 2),
+        "before_mb": round(before / 1024, 1),
+        "peak_mb": round(peak / 1024, 1),
+        "line_bytes": len(line),
+        "not_recorded": mark.get("not_recorded"),
+    }
+
+
+def hostile(inflate_mb: int, stream_mb: int) -> None:
+    import subprocess
+    import sys
+
+    try:
+        from tokprof.frontends.record.body import body_cap
+
+        cap_mb = body_cap() / 1024 / 1024
+    except ImportError:  # a tokprof without a cap (before #45)
+        cap_mb = None
+    print("case, size, received/sent, time, memory before -> peak (growth), recording line, growth / cap")
+    for case, size in (("gzip", inflate_mb), ("stream", stream_mb)):
+        done = subprocess.run(
+            [sys.executable, __file__, "--case", case, "--size-mb", str(size)], capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            print(f"{case} {size} MB: failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+            continue
+        r = json.loads(done.stdout)
+        growth = r["peak_mb"] - r["before_mb"]
+        ratio = f"{growth / cap_mb:.2f}" if cap_mb else "n/a"
+        print(
+            f"{case} ({'inflates to' if case == 'gzip' else 'of'} {size:,} MB): {r['received']:,}/{r['sent']:,} bytes, "
+            f"{r['seconds']} s, {r['before_mb']} -> {r['peak_mb']} MB (+{growth:.0f}), line {r['line_bytes']:,} bytes "
+            f"({r['not_recorded'] or 'all recorded'}), growth / cap {ratio}"
+        )
+
+
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--part", choices=["speed", "hostile"], default="speed")
+    parser.add_argument("--inflate-mb", type=int, default=1024, help="what the gzip body inflates to")
+    parser.add_argument("--stream-mb", type=int, default=300, help="the event stream's size")
+    parser.add_argument("--case", choices=["gzip", "stream"], help=argparse.SUPPRESS)
+    parser.add_argument("--size-mb", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(_hostile_case(args.case, args.size_mb)))
+    elif args.part == "hostile":
+        hostile(args.inflate_mb, args.stream_mb)
+    else:
+        speed()
+
+
+def speed() -> None:
     stub_app = Starlette(routes=[Route("/v1/messages", _stream, methods=["POST"])])
     with tempfile.TemporaryDirectory() as directory, Running(stub_app) as stub:
         recording = Recording(directory, "bench")

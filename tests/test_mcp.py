@@ -870,3 +870,65 @@ def test_codex_log_profiled_with_the_listed_catalogue(scripts, tmp_path, capsys)
     assert profile["calls"][0]["buckets"]["tool_definitions"] > 0
     assert [t["name"] for t in profile["summary"]["catalogue"]["tools"]][:1] == ["notes__tool_0"]
     assert any(w["code"] == "tools-from-mcp" for w in profile["warnings"])
+
+
+# -- huge tool lists (#45 item 10): pricing capped, the cap's skips said, the time-out the whole run's ----------
+def test_tools_past_the_cap_are_listed_as_skipped_and_the_rest_priced_as_tools_prices_them(
+    scripts, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv(
+        "TOKPROF_MCP_MAX_TOOLS", "5"
+    )  # a huge list made small: 2,000 tools took 7 s, 100,000 never ended
+    listed = list_servers(
+        [stdio("twelve", scripts["server"], "12", "0"), stdio("one", scripts["server"], "1", "0")], 60
+    )
+    found = api.mcp_report(listed, model="qwen2.5")
+    report = found.to_dict()
+    assert [t["name"] for t in report["tools"]] == [f"mcp__twelve__tool_{i}" for i in range(5)]
+    assert [(s["server"], s["listed_name"]) for s in report["skipped"]] == [
+        *(("twelve", f"tool_{i}") for i in range(5, 12)),
+        ("one", "tool_0"),
+    ]
+    assert {s["reason"] for s in report["skipped"]} == {"past the 5 tools priced (TOKPROF_MCP_MAX_TOOLS)"}
+    assert [s["tools"] for s in report["servers"]] == [5, 0]
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps(found.catalogue_document()), encoding="utf-8")
+    assert len(found.catalogue_document()["tools"]) == 5
+    _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
+    table = " ".join(api.render_report(found, "table", width=100).split())
+    assert "not priced: 8 listed tools of 2 servers not priced (nor in the catalogue): 8 past the 5 tools" in table
+
+
+def _listing(name: str, tools: int, words: int = 0) -> Listing:
+    """What a server lists, made by hand (the listing itself is tested against real servers above)."""
+    definitions = tuple(
+        {"name": f"tool_{i}", "description": f"Tool {i}." + " More detail." * words, "inputSchema": {"type": "object"}}
+        for i in range(tools)
+    )
+    return Listing(
+        ServerConfig(name=name, transport="stdio", origin="test", agent="claude-code"),
+        definitions,
+        None,
+        None,
+        None,
+        1,
+        0.0,
+    )
+
+
+def test_a_huge_description_is_skipped_by_its_size(monkeypatch):
+    """A 50 MB description took 127 s to price; past the catalogue's cap (1 MiB here) it is not priced."""
+    monkeypatch.setenv("TOKPROF_MCP_MAX_CATALOGUE", "1")
+    report = api.mcp_report([_listing("huge", 1, 120_000), _listing("two", 2)], model="qwen2.5").to_dict()
+    assert [t["name"] for t in report["tools"]] == ["mcp__two__tool_0", "mcp__two__tool_1"]
+    (skipped,) = report["skipped"]
+    assert skipped["server"] == "huge" and skipped["bytes"] > 1024 * 1024
+    assert skipped["reason"] == "past the 1 MiB of definitions priced (TOKPROF_MCP_MAX_CATALOGUE, MiB)"
+
+
+def test_the_time_out_bounds_the_pricing_too():
+    """--timeout bounded only the listing; the pricing after it is inside it now: a run whose time is
+    spent before pricing says so in one line."""
+    with pytest.raises(TokprofError, match="pricing them did not end within the time-out of 1e-06 s"):
+        api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=1e-6)
+    assert api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=60).total > 0

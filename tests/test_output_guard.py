@@ -96,6 +96,59 @@ def test_the_configured_baseline_in_check(tmp_path, model_dir, capsys):
     )
 
 
+@pytest.mark.parametrize("how", ["the log", "a link to the log", "a hard link to the log"])
+def test_update_baseline_never_replaces_the_log(tmp_path, model_dir, capsys, monkeypatch, how):
+    """#45 item 1: ``--baseline`` naming the log (or a link to it) replaced the log with baseline JSON."""
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "log.json"
+    log.write_bytes(TRANSCRIPT.read_bytes())
+    baseline = log
+    if how != "the log":
+        baseline = tmp_path / "base.json"
+        (os.symlink if how == "a link to the log" else os.link)(log, baseline)
+    args = ["check", str(log), "--model", str(model_dir), "--baseline", str(baseline), "--update-baseline"]
+    refused(args, capsys, log)
+
+
+@pytest.mark.parametrize("given", ["--config", "found"])
+def test_update_baseline_never_replaces_the_configuration(tmp_path, model_dir, capsys, monkeypatch, given):
+    """A baseline naming the configuration file replaced it (the next check failed "invalid TOML"),
+    whether named by --baseline or by the configuration itself."""
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "tokprof.toml"
+    config.write_text('baseline = "tokprof.toml"\n[budgets]\nlargest_prompt = 100000\n')
+    args = ["check", str(TRANSCRIPT), "--model", str(model_dir), "--update-baseline"]
+    refused(args + (["--config", str(config)] if given == "--config" else []), capsys, config)
+    config.write_text("[budgets]\nlargest_prompt = 100000\n")
+    refused(args + ["--baseline", "tokprof.toml"], capsys, config)
+    refused(args + ["--baseline", str(TRANSCRIPT.parent / ".." / "fixtures" / TRANSCRIPT.name)], capsys, TRANSCRIPT)
+
+
+def test_update_baseline_through_a_configured_baseline_naming_the_log(tmp_path, model_dir, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "log.json"
+    log.write_bytes(TRANSCRIPT.read_bytes())
+    (tmp_path / "tokprof.toml").write_text('baseline = "log.json"\n')
+    refused(["check", "log.json", "--model", str(model_dir), "--update-baseline"], capsys, log)
+    # the configured baseline itself is still written, as before
+    (tmp_path / "tokprof.toml").write_text('baseline = "base.json"\n')
+    assert main(["check", "log.json", "--model", str(model_dir), "--update-baseline"]) == 0
+    assert json.loads((tmp_path / "base.json").read_text())
+
+
+def test_the_library_never_writes_a_baseline_over_an_input(tmp_path, model_dir, monkeypatch):
+    import tokprof
+    from tokprof.base.errors import TokprofError
+
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "log.json"
+    log.write_bytes(TRANSCRIPT.read_bytes())
+    run = tokprof.run_check(log, model=str(model_dir), baseline=log, update_baseline=True)
+    with pytest.raises(TokprofError, match="would overwrite the input"):
+        run.write_baseline()
+    assert log.read_bytes() == TRANSCRIPT.read_bytes()
+
+
 def test_two_outputs_to_one_file(tmp_path, model_dir, capsys):
     out = tmp_path / "out.html"
     out.write_text("keep")

@@ -128,3 +128,31 @@ def test_the_lines_are_made_off_the_proxy_loop(tmp_path):
     lines(exchange(main_call(1), {"input_tokens": 900}, path="/v1/messages/count_tokens"))
     lines.close()
     assert len(written) == 2 and "prompt 20,000 = " in written[0] and "count_tokens" in written[1]
+
+
+def test_usage_that_is_not_numbers_never_stops_the_lines(tmp_path):
+    """#45 item 7: a response whose usage fields are not numbers killed the live-line thread (the
+    short line failed on them too): every later call lost its line."""
+    from tokprof.frontends.record.run import LiveLines
+
+    written: list[str] = []
+    lines = LiveLines(str(tmp_path / "r.jsonl"), written.append)
+    for usage in (
+        {"input_tokens": "many", "cache_read_input_tokens": "x", "output_tokens": None},
+        {"input_tokens": [1], "cache_creation_input_tokens": {"a": 1}},
+        {"prompt_tokens": "12", "prompt_tokens_details": {"cached_tokens": "3"}},
+        {"input_tokens": True, "cache_read_input_tokens": -5},
+        "not an object",
+    ):
+        lines(exchange(main_call(0), {**reply(20_000, 0), "usage": usage}))
+    lines(exchange(main_call(1), reply(30_000, 1_000)))
+    lines.close()
+    assert lines.thread.is_alive() is False and len(written) == 6, written
+    assert all(line.startswith("tokprof record: ") and "\n" not in line for line in written)
+    assert "prompt 30,000 = " in written[-1]
+    assert not any("prompt 0" in line or "many" in line for line in written[:-1])
+
+
+def test_the_short_line_never_shows_a_query():
+    record = exchange(main_call(0), {"type": "error"}, status=500, path="/v1/messages?sig=abc123&key=k")
+    assert "sig" not in live_line(record) and "abc123" not in live_line(record)

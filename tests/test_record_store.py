@@ -45,6 +45,60 @@ def test_secret_headers_are_redacted():
     }
 
 
+SECRETS = (
+    "sk-ant-api03-AbCdEf123456",
+    "key-3ax6xnjp29jd6fds4gc373sgvjxteol0",
+    "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.c2lnbmF0dXJl",
+    "hunter2-by-name",
+)
+
+
+def test_secrets_are_redacted_by_name_and_by_look():
+    """#45 item 6: helicone-auth, x-authentication and other vendors' auth headers were written in
+    clear; so is any header whose value looks like a credential, whatever its name."""
+    out = redacted(
+        [
+            ("Helicone-Auth", "Bearer " + SECRETS[0]),
+            ("X-Authentication", SECRETS[5]),
+            ("cf-aig-authorization", SECRETS[5]),
+            ("x-portkey-virtual-key", SECRETS[5]),
+            ("x-amz-security-token", SECRETS[5]),
+            ("x-goog-iap-jwt-assertion", SECRETS[5]),
+            ("x-gateway", "Basic dXNlcjpwYXNz"),
+            ("x-upstream", SECRETS[1]),
+            ("x-forwarded-for-github", SECRETS[2]),
+            ("x-google", SECRETS[3]),
+            ("x-id", SECRETS[4]),
+            ("anthropic-version", "2023-06-01"),
+            ("anthropic-beta", "prompt-caching-2024-07-31,interleaved-thinking-2025-05-14"),
+            ("user-agent", "claude-cli/2.0.14 (external, cli)"),
+            ("x-stainless-package-version", "0.60.0"),
+            ("request-id", "req_011CUxMZ3h7yB5rKzP9w2Jd4"),
+            ("x-task", "risk-assessment-2025-01"),
+        ]
+    )
+    kept = {"anthropic-version", "anthropic-beta", "user-agent", "x-stainless-package-version", "request-id", "x-task"}
+    assert {k for k, v in out.items() if v != "[redacted]"} == kept
+    assert not any(secret in json.dumps(out) for secret in SECRETS)
+
+
+def test_urls_lose_signatures_keys_and_keys_in_the_path():
+    from tokprof.frontends.record.redact import safe_url
+
+    url = (
+        "https://me:pw@gw.example:8443/v1/" + SECRETS[0] + "/chat/completions?api-version=2024-06-01"
+        "&sig=c2lnbmF0dXJl&se=2030-01-01&X-Amz-Signature=abcdef&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20250101"
+        "&key=" + SECRETS[3] + "&x=" + SECRETS[1] + "#frag"
+    )
+    safe = safe_url(url)
+    assert safe.startswith("https://gw.example:8443/v1/[redacted]/chat/completions?api-version=2024-06-01&")
+    for gone in ("me:pw", "c2lnbmF0dXJl", "abcdef", "AKIAIOSFODNN7EXAMPLE", "frag", *SECRETS):
+        assert gone not in safe, gone
+    assert "se=2030-01-01" in safe
+
+
 def test_an_anthropic_stream_rebuilds_with_usage():
     body = rebuild(ANTHROPIC_STREAM)
     assert body["content"] == [

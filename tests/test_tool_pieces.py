@@ -117,3 +117,29 @@ def test_the_tiny_templates_catalogue_splices_and_costs_the_same():
     assert catalogue_cost(model, tools, "You are a test bot.") == catalogue_cost(
         model, tools, "You are a test bot.", splice=False
     )
+
+
+def _long_catalogue(n: int) -> list[dict]:
+    """Tools whose texts hold what moves token boundaries: newlines before letters and symbols, runs
+    of spaces, text beyond ASCII, descriptions longer than a window's margin, and none at all."""
+    import random
+
+    rng = random.Random(45)
+    pieces_of_text = ["Read it.", "\n", "\n\n- item", "    ", "é", "数据", "{x}", '"q"', "/path", "🙂", "word " * 150]
+    out = []
+    for i in range(n):
+        text = "".join(rng.choice(pieces_of_text) for _ in range(rng.randint(0, 12)))
+        out.append(_tool(f"tool_{i}", text, {"q": {"type": "string", "description": rng.choice(pieces_of_text)}}))
+    return out
+
+
+@pytest.mark.parametrize("name", ["qwen2.5", "claude-proxy", "mistral"])
+def test_a_long_catalogue_counted_from_windows_costs_what_rendering_each_costs(name):
+    """#45 item 10: a tool's variants are counted from a window around it (time linear in the
+    catalogue, where counting each whole render grew with its square); the figures stay those of
+    rendering every variant whole."""
+    chat = tokprof.get_model(name).chat
+    tools = _long_catalogue(16)
+    assert catalogue_cost(chat, tools, "You are a coding agent.") == catalogue_cost(
+        chat, tools, "You are a coding agent.", splice=False
+    )

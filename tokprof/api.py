@@ -786,11 +786,13 @@ def check(
 @dataclass
 class CheckRun:
     """What a check run found: the result, the measurement it judged (what ``--update-baseline``
-    writes), and the baseline's path (compared with, or to be written)."""
+    writes), the baseline's path (compared with, or to be written) and the files the run read (which
+    the baseline may never replace)."""
 
     result: budgets.CheckResult
     measurement: budgets.Measurement
     baseline: str | None
+    inputs: tuple[str, ...] = ()
 
     def baseline_text(self) -> str:
         """The JSON a baseline file holds for this run's measurement (what ``--update-baseline``
@@ -806,7 +808,7 @@ class CheckRun:
 
         if self.baseline is None:
             raise TokprofError("no baseline file: give one (baseline = ... in the configuration, or --baseline)")
-        write_files([(self.baseline, self.baseline_text().encode("utf-8"))])
+        write_files([(self.baseline, self.baseline_text().encode("utf-8"))], self.inputs)
         return self.baseline
 
 
@@ -875,7 +877,8 @@ def run_check(
     result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
     if update_baseline:
         result.notes.insert(0, f"baseline written to {where}")
-    return CheckRun(result, measurement, where)
+    read = (log, tools, system, config.path, template)
+    return CheckRun(result, measurement, where, tuple(os.fspath(p) for p in read if p is not None))
 
 
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:

@@ -6,7 +6,9 @@ Re-exported by :mod:`tokprof.api` and :mod:`tokprof`.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Union
@@ -28,6 +30,8 @@ PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
 #: with those servers (the command line asks at a terminal).
 Trust = Union[bool, Callable[[Sequence[ServerConfig]], bool]]
+#: The share of ``mcp_report``'s time-out the servers get to start and list; the rest is for pricing.
+LISTING_SHARE = 0.8
 UNTRUSTED = (
     "not started: it comes from the project's own configuration ({origin}); "
     "start it with --trust-project (trust_project=True) once you have read what it runs"
@@ -115,24 +119,37 @@ def mcp_report(
     """What each MCP server's tools cost per request under ``model`` (default: tokprof's default
     model), priced as ``tokprof tools`` prices a catalogue; with ``log``, how often each tool was
     called there and what the never-called ones cost over it. ``servers`` are configurations (which
-    are started, see :func:`list_mcp_servers`) or listings already made."""
+    are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
+    run: the model and the log are loaded first, the servers get four fifths of the time left to start
+    and list (a server's own time-out applies when it is shorter), and pricing must end within it."""
     from tokprof import api
     from tokprof.analyses.mcp import NAMINGS
     from tokprof.analyses.mcp import mcp_report as _report
 
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 1e9:
+        raise TokprofError(f"timeout: expected a positive number of seconds, found {timeout!r}")
+    deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
+    trace = api.read_log(log, input_format=input_format) if log is not None else None
+    chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
     results: list[Listing | Failure]
     if items and all(isinstance(i, (Listing, Failure)) for i in items):
         results = items
     else:
-        results = list_mcp_servers(items, trust_project=trust_project, timeout=timeout, environ=environ)
+        listing = max(LISTING_SHARE * (deadline - time.monotonic()), 0.001)
+        bounded = [replace(s, timeout=min(s.timeout or listing, listing)) for s in items]
+        results = list_mcp_servers(bounded, trust_project=trust_project, timeout=listing, environ=environ)
     listed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
-    trace = api.read_log(log, input_format=input_format) if log is not None else None
-    chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
     try:
-        return _report(chat, results, listed_at, naming, trace)
+        return _report(chat, results, listed_at, naming, trace, deadline)
+    except TimeoutError as exc:
+        listed = sum(len(r.tools) for r in results if isinstance(r, Listing))
+        raise TokprofError(
+            f"the servers listed {listed:,} tools, but pricing them did not end within the time-out of "
+            f"{timeout:g} s ({exc}): raise --timeout, or price fewer (TOKPROF_MCP_MAX_TOOLS)"
+        ) from None
     except TokprofError:
         raise
     except Exception as exc:  # a template failing on the catalogue prompt

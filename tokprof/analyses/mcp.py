@@ -5,11 +5,18 @@ The servers' tools, named as the agent exposes them, are one catalogue, priced b
 tool marginally (the catalogue with it less the catalogue without it). A server's cost is the sum of
 its tools' marginal costs, so the servers and the catalogue's scaffolding (what the template adds once
 whenever any tool exists) add up to the whole catalogue's cost, and no tool is counted alone.
+
+What is priced is capped (:func:`caps`): at most :data:`MAX_TOOLS` tools and :data:`MAX_CATALOGUE` of
+definitions (their JSON), taken in the servers' order; a tool past either cap is not priced, and
+the report lists it (``skipped``) with the reason. Pricing takes time linear in what is priced.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +32,24 @@ from tokprof.trace import Trace
 SCHEMA_VERSION = 1
 NAMINGS = ("claude-code", "codex", "plain")
 LARGEST = 3
+MIB = 1024 * 1024
+#: The most tools priced (``TOKPROF_MCP_MAX_TOOLS`` sets another).
+MAX_TOOLS = 5000
+#: The most of the tools' definitions priced, their JSON in bytes (``TOKPROF_MCP_MAX_CATALOGUE``, in MiB).
+MAX_CATALOGUE = 16 * MIB
+
+
+def caps() -> tuple[int, int]:
+    """(tools, bytes of definitions) priced at most: ``TOKPROF_MCP_MAX_TOOLS`` and
+    ``TOKPROF_MCP_MAX_CATALOGUE`` (MiB) when they are positive whole numbers, else the defaults."""
+    tools = os.environ.get("TOKPROF_MCP_MAX_TOOLS", "").strip()
+    size = os.environ.get("TOKPROF_MCP_MAX_CATALOGUE", "").strip()
+    return (
+        int(tools) if tools.isdigit() and int(tools) > 0 else MAX_TOOLS,
+        int(size) * MIB if size.isdigit() and int(size) > 0 else MAX_CATALOGUE,
+    )
+
+
 #: How closed providers put tools in front of the model, for the estimate's label.
 PROVIDER_RENDERING = {
     "anthropic": "Anthropic renders tool definitions into a system preamble of its own that it does not publish; "
@@ -114,6 +139,19 @@ class McpServer:
 
 
 @dataclass(frozen=True)
+class McpSkipped:
+    """A listed tool that was not priced, and why (a cap)."""
+
+    server: str
+    listed_name: str
+    size: int  # its definition's JSON, in bytes
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"server": self.server, "listed_name": self.listed_name, "bytes": self.size, "reason": self.reason}
+
+
+@dataclass(frozen=True)
 class McpFailure:
     name: str
     origin: str
@@ -139,6 +177,7 @@ class McpReport:
     estimate: str | None  # how the provider renders tools and what is not known, for closed models
     log: str | None = None
     requests: int | None = None
+    skipped: tuple[McpSkipped, ...] = ()  # listed, not priced: past a cap
 
     def definitions(self) -> list[dict]:
         """The listed tools in the ``--tools`` format (OpenAI function tools, exposed names)."""
@@ -161,7 +200,20 @@ class McpReport:
             "servers": [s.to_dict() for s in self.servers],
             "tools": [t.to_dict() for t in self.tools],
             "failures": [f.to_dict() for f in self.failures],
+            "skipped": [t.to_dict() for t in self.skipped],
         }
+
+    def skipped_line(self) -> str | None:
+        """The tools not priced, in one line (None when every listed tool is)."""
+        if not self.skipped:
+            return None
+        reasons = Counter(t.reason for t in self.skipped)
+        servers = len({t.server for t in self.skipped})
+        why = "; ".join(f"{n:,} {reason}" for reason, n in reasons.most_common())
+        return (
+            f"{len(self.skipped):,} listed tool{'s' if len(self.skipped) != 1 else ''} of {servers} "
+            f"server{'s' if servers != 1 else ''} not priced (nor in the catalogue): {why}"
+        )
 
     def catalogue_document(self) -> dict:
         """What ``-o catalogue.json`` writes: readable by ``--tools`` (the ``tools`` list), with where
@@ -185,14 +237,30 @@ def _estimate(model: ChatModel) -> str | None:
     return f"{base} ({info.method})" if info.method else base
 
 
-def catalogue_definitions(listings: Sequence[Listing], naming: str) -> tuple[list[dict], list[tuple[str, str]]]:
+def catalogue_definitions(
+    listings: Sequence[Listing], naming: str, skipped: list[McpSkipped] | None = None
+) -> tuple[list[dict], list[tuple[str, str]]]:
     """The tools in the ``--tools`` format, in the servers' order, and (server, listed name) for each.
-    A name another server already took is prefixed ``<server>__`` (as Gemini CLI does)."""
+    A name another server already took is prefixed ``<server>__`` (as Gemini CLI does). Tools past
+    the caps (:func:`caps`) are left out, and added to ``skipped`` when it is given."""
+    most_tools, most_bytes = caps()
     out: list[dict] = []
     owners: list[tuple[str, str]] = []
     taken: set[str] = set()
+    size = 0
     for listing in listings:
         for tool in listing.tools:
+            weight = len(json.dumps(tool, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+            reason = None
+            if len(out) >= most_tools:
+                reason = f"past the {most_tools:,} tools priced (TOKPROF_MCP_MAX_TOOLS)"
+            elif size + weight > most_bytes:
+                reason = f"past the {_mib(most_bytes)} of definitions priced (TOKPROF_MCP_MAX_CATALOGUE, MiB)"
+            if reason is not None:
+                if skipped is not None:
+                    skipped.append(McpSkipped(listing.server.name, tool["name"], weight, reason))
+                continue
+            size += weight
             name = exposed_name(naming, listing.server.name, tool["name"])
             if name in taken:
                 name = f"{listing.server.name}__{tool['name']}"
@@ -200,6 +268,10 @@ def catalogue_definitions(listings: Sequence[Listing], naming: str) -> tuple[lis
             out.append(normalise_tool("MCP servers", listing.server.name, {**tool, "name": name}))
             owners.append((listing.server.name, tool["name"]))
     return out, owners
+
+
+def _mib(size: int) -> str:
+    return f"{size // MIB:,} MiB" if size % MIB == 0 else f"{size:,} bytes"
 
 
 def checked(results: Sequence[Listing | Failure]) -> list[Listing | Failure]:
@@ -225,18 +297,24 @@ def mcp_report(
     listed_at: str,
     naming: str | None = None,
     trace: Trace | None = None,
+    deadline: float | None = None,
 ) -> McpReport:
+    """The report of the servers' listings, priced under ``model``; ``deadline`` (``time.monotonic()``)
+    bounds the pricing: past it, a :class:`TimeoutError` saying how far it got."""
     results = checked(results)
     listings = [r for r in results if isinstance(r, Listing)]
     failures = tuple(
         McpFailure(f.server.name, f.server.origin, f.reason, f.stderr_tail) for f in results if isinstance(f, Failure)
     )
     naming = naming or naming_for([r.server for r in results])
-    definitions, owners = catalogue_definitions(listings, naming)
+    skipped: list[McpSkipped] = []
+    definitions, owners = catalogue_definitions(listings, naming, skipped)
     total = scaffolding = 0
     costs = []
     if definitions:
-        catalogue = catalogue_cost(model, definitions)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise TimeoutError(f"no time was left to price the {len(definitions):,} tools listed")
+        catalogue = catalogue_cost(model, definitions, deadline=deadline)
         total, scaffolding, costs = catalogue.total, catalogue.scaffolding, catalogue.tools
     calls: Counter | None = None
     requests = None
@@ -269,6 +347,7 @@ def mcp_report(
         estimate=_estimate(model),
         log=trace.path if trace is not None else None,
         requests=requests,
+        skipped=tuple(skipped),
         _definitions=tuple(definitions),
     )
     return report

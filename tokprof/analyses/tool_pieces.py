@@ -35,10 +35,30 @@ class Pieces:
     between: str
     tail: str
     variants: dict[int, str]
+    starts: tuple[int, ...] = ()  # where each tool's text starts in the whole render (made from the rest)
+
+    def __post_init__(self) -> None:
+        at, found = len(self.head), []
+        for text in self.texts:
+            found.append(at)
+            at += len(text) + len(self.between)
+        object.__setattr__(self, "starts", tuple(found))
 
     def without(self, k: int) -> str:
         """The render of the catalogue without tool ``k``."""
         return self._joined(self.texts[:k] + self.texts[k + 1 :])
+
+    def span_without(self, k: int) -> tuple[int, int]:
+        """The part of the whole render that :meth:`without` drops: tool ``k``'s text and the text
+        between it and the next tool (the one before it, for the last tool)."""
+        start, end = self.span_of(k)
+        if k < len(self.texts) - 1:
+            return start, end + len(self.between)
+        return start - len(self.between), end
+
+    def span_of(self, k: int) -> tuple[int, int]:
+        """The part of the whole render that is tool ``k``'s text (which :meth:`with_variant` replaces)."""
+        return self.starts[k], self.starts[k] + len(self.texts[k])
 
     def with_variant(self, k: int) -> str:
         """The render of the catalogue with tool ``k`` replaced by its variant."""

@@ -18,12 +18,13 @@ from __future__ import annotations
 import copy
 import difflib
 import re
+import time
 from dataclasses import dataclass, field
 from datetime import date
 
 import numpy as np
 
-from tokprof.analyses.tool_pieces import pieces
+from tokprof.analyses.tool_pieces import Pieces, pieces
 from tokprof.attribution.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.jsonmemo import JsonMemo
@@ -156,11 +157,48 @@ class _Counter:
         self.reference = (text, starts)
         return len(starts)
 
+    def changed(self, start: int, end: int, new: str) -> int:
+        """The count of the whole catalogue's render with ``[start, end)`` replaced by ``new``, from a
+        window around the change: the whole render's tokens before and after it, and the window
+        counted as :meth:`text` counts a whole render. The window is taken only where the whole
+        render's tokens split alike at both its ends as they do in the window alone (checked);
+        otherwise the changed render is counted whole. Time follows the change, not the catalogue."""
+        assert self.reference is not None
+        text, starts = self.reference
+        i = max(int(np.searchsorted(starts, max(0, start - WINDOW_MARGIN), "right")) - 1, 0)
+        j = int(np.searchsorted(starts, min(len(text), end + WINDOW_MARGIN), "left"))
+        lo, hi = int(starts[i]) if len(starts) else 0, int(starts[j]) if j < len(starts) else len(text)
+        if lo <= start and end <= hi:
+            window = text[lo:hi]
+            alone = self.model.counter.token_starts(window)
+            inside = starts[i:j]
+            if len(alone) == len(inside) and np.array_equal(alone, inside - lo):
+                changed = window[: start - lo] + new + window[end - lo :]
+                return i + count_like(self.model.counter, changed, window, alone) + len(starts) - j
+        return self.text(text[:start] + new + text[end:])
+
     def none(self) -> int:
         try:
             return self(None)
         except Exception:
             return self([])
+
+
+#: Characters of the whole render taken on each side of a change, at least, to count it from a window.
+WINDOW_MARGIN = 512
+
+
+def _windows_agree(count: _Counter, split: Pieces) -> bool:
+    """Whether the catalogue without a tool, and with a tool's variant, counted from a window give the
+    counts of the whole changed render, on a sample of tools (the first, the middle, the last)."""
+    n = len(split.texts)
+    for k in sorted({0, n // 2, n - 1}):
+        if count.changed(*split.span_without(k), "") != count.text(split.without(k)):
+            return False
+        if k in split.variants:
+            if count.changed(*split.span_of(k), split.variants[k]) != count.text(split.with_variant(k)):
+                return False
+    return True
 
 
 def catalogue_cost(
@@ -170,17 +208,20 @@ def catalogue_cost(
     day: date | None = None,
     called: set[str] | None = None,
     splice: bool = True,
+    deadline: float | None = None,
 ) -> Catalogue:
     """The catalogue's costs; with ``called`` (the tool names the log called), also the saving of
     dropping the tools never called. Every variant renders the same tool definitions again: their
     JSON is written once (the catalogue is not changed while it is priced). Where the template
     writes each tool on its own, the variants without a tool (or with its description emptied) are
-    spliced from each tool rendered once (:mod:`tokprof.analyses.tool_pieces`); ``splice=False``
-    renders each of them."""
+    spliced from each tool rendered once (:mod:`tokprof.analyses.tool_pieces`) and counted from a
+    window around the tool (:meth:`_Counter.changed`), so that the time follows the catalogue's
+    size; ``splice=False`` renders each of them. Past ``deadline`` (``time.monotonic()``), a
+    :class:`TimeoutError` says how many tools were priced."""
     memo = JsonMemo()
     memo.add(tools)
     with memo.using():
-        return _catalogue_cost(model, tools, system, day, called, splice)
+        return _catalogue_cost(model, tools, system, day, called, splice, deadline)
 
 
 def _catalogue_cost(
@@ -190,6 +231,7 @@ def _catalogue_cost(
     day: date | None,
     called: set[str] | None,
     splice: bool = True,
+    deadline: float | None = None,
 ) -> Catalogue:
     count = _Counter(model, system, day)
     full = count.whole(tools)
@@ -204,18 +246,22 @@ def _catalogue_cost(
         # beside a copy of itself under another name instead: what it adds to a catalogue of one.
         twin = copy.deepcopy(tools[0])
         twin["function"]["name"] = twin["function"]["name"] + "_copy"
+    if split is not None and not _windows_agree(count, split):
+        split = None  # counted from windows, a sampled tool differs from its whole count: render each
     for k, tool in enumerate(tools):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{k:,} of the {len(tools):,} tools were priced")
         function = tool.get("function", {})
         if twin is not None:
             marginal = count([tool, twin]) - count([twin])
         elif split is not None:
-            marginal = full - count.text(split.without(k))
+            marginal = full - count.changed(*split.span_without(k), "")
         else:
             marginal = full - count(tools[:k] + tools[k + 1 :])
         if not function.get("description"):
             description = 0
         elif split is not None:
-            description = full - count.text(split.with_variant(k))
+            description = full - count.changed(*split.span_of(k), split.variants[k])
         else:
             description = full - count(tools[:k] + [emptied_tools[k]] + tools[k + 1 :])
         properties = (function.get("parameters") or {}).get("properties") or {}

@@ -132,7 +132,7 @@ async def _ask(server: ServerConfig, ready: ServerConfig, timeout: float, errlog
 
                 result = await _session(server, ready, errlog, on_message, start)
     except TimeoutError:
-        return Failure(server, f"no answer within {timeout:g} s", _tail(errlog))
+        return Failure(server, f"no answer within {round(timeout, 1):g} s", _tail(errlog))
     except Exception as exc:  # the SDK raises its own errors, OS errors, and groups of them
         if garbage:
             return Failure(server, garbage[0], _tail(errlog))

@@ -1,11 +1,19 @@
-"""Writing outputs: all of them or none, each atomically.
+"""Writing outputs: every file a command writes goes through :func:`check_targets` first, then
+all of them or none are written, each atomically.
+
+:func:`check_targets` is the one check: no output may replace a file the run reads or keeps (its
+inputs, the configuration and its baseline, a session's side transcripts: the caller names them),
+nor a file inside a folder it reads, nor another output, through a symbolic or hard link included;
+the first such output is a :class:`TokprofError` naming it, before anything is written.
 
 A command that writes several files (``profile -o X --html Y``, ``check --update-baseline``) writes
-each to a temporary file beside its target first; only when every one is written are they moved
-into place, so that an error leaves no output behind and never half a file. A target that exists
-and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlink is followed. The
-folders an output goes into are made when they do not exist (its parents too), and removed again
-when the outputs are not all written.
+each to a temporary file beside its target first (:func:`write_files`); only when every one is
+written are they moved into place, so that an error leaves no output behind and never half a file. A
+target that exists and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlink
+is followed. A file that is only ever appended to (``tokprof record``'s recording) is created new
+(:func:`create_new`), never over anything. The folders an output goes
+into are made when they do not exist (its parents too), and removed again when the outputs are not all
+written.
 """
 
 from __future__ import annotations
@@ -85,10 +93,62 @@ def _terminate_as_exit() -> Iterator[None]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-def write_files(outputs: Sequence[tuple[str, Data]]) -> None:
-    """Write each (path, data); on any error (or SIGTERM) nothing is left behind and TokprofError says why."""
+def check_targets(paths: Sequence[str], protected: Sequence[str] = ()) -> None:
+    """Refuse two outputs to one file, and an output that would replace one of ``protected`` (a file,
+    or a file inside a folder), links followed: a :class:`TokprofError` naming the first."""
+    named: list[str] = []
+    for path in paths:
+        for earlier in named:
+            if _same_path(path, earlier):
+                raise TokprofError(
+                    f"{path}: two outputs would be written to the same file ({earlier}): give each its own"
+                )
+        named.append(path)
+        for given in protected:
+            if given and _overwrites(path, given):
+                raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
+
+
+def _overwrites(path: str, given: str) -> bool:
+    """Whether writing ``path`` would replace ``given``, or a file inside it when it is a folder (a
+    link to either included)."""
+    if _same_file(path, given):
+        return True
+    if not os.path.isdir(given) or not os.path.exists(path):
+        return False
+    inside = os.path.realpath(path)
+    return os.path.commonpath([inside, os.path.realpath(given)]) == os.path.realpath(given)
+
+
+def _same_path(a: str, b: str) -> bool:
+    """Whether two output paths name one file (it may not exist yet)."""
+    return _same_file(a, b) or os.path.realpath(a) == os.path.realpath(b)
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either does not exist (yet), or cannot be read
+        return False
+
+
+def write_files(outputs: Sequence[tuple[str, Data]], protected: Sequence[str] = ()) -> None:
+    """Write each (path, data) once every path passed :func:`check_targets` against ``protected``; on
+    any error (or SIGTERM) nothing is left behind and TokprofError says why."""
+    check_targets([path for path, _ in outputs], protected)
     with _terminate_as_exit():
         _write_files(outputs)
+
+
+def create_new(path: str, protected: Sequence[str] = (), mode: int = 0o600) -> int:
+    """A new file at ``path`` (checked as :func:`write_files` checks), opened for appending: never a
+    file, link or anything else that exists there. A file descriptor; TokprofError says why not."""
+    check_targets([path], protected)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+    try:
+        return os.open(path, flags, mode)
+    except OSError as exc:
+        raise TokprofError(f"{path}: cannot create: {exc.strerror}") from None
 
 
 def _write_files(outputs: Sequence[tuple[str, Data]]) -> None:

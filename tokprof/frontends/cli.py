@@ -368,9 +368,10 @@ def _write(
 ) -> None:
     """Write every output: files first, all of them or none (atomically), then standard output. An
     output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
-    (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the one input an
-    output is meant to replace (the baseline that ``check --update-baseline`` writes). A file's text
-    may come in pieces, written as they are made."""
+    (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the baseline that
+    ``check --update-baseline`` writes (not among the ``inputs``), which is the only file an output may
+    replace, and only when it is none of the inputs. A file's text may come in pieces, written as
+    they are made."""
     from tokprof.base.outputs import write_files
     from tokprof.base.text import no_workflow_commands
 
@@ -380,8 +381,8 @@ def _write(
             raise TokprofError(
                 "an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE"
             )
-    _check_outputs([path for path, _ in outputs if path is not None], inputs, replaces)
-    write_files([(path, _encoded(text)) for path, text in outputs if path is not None])
+    files = [(path, _encoded(text)) for path, text in outputs if path is not None]
+    write_files(files, _protected(inputs, replaces) if files else [])
     for text in shown:
         sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
         sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
@@ -394,26 +395,11 @@ def _encoded(text: "str | Iterable[str]") -> "bytes | Iterator[bytes]":
     return (piece.encode("utf-8") for piece in text)
 
 
-def _check_outputs(paths: list[str], inputs: tuple[Optional[str], ...], replaces: Optional[str] = None) -> None:
-    """Refuse two outputs to one file, and an output that would replace an input (see :func:`_write`)."""
-    protected = [given for given in _protected(inputs) if replaces is None or not _same_path(given, replaces)]
-    named: list[str] = []
-    for path in paths:
-        for earlier in named:
-            if _same_path(path, earlier):
-                raise TokprofError(
-                    f"{path}: two outputs would be written to the same file ({earlier}): give each its own"
-                )
-        named.append(path)
-        for given in protected:
-            if _overwrites(path, given):
-                raise TokprofError(f"{path}: the output would overwrite the input {given}: write it elsewhere")
-
-
-def _protected(inputs: tuple[Optional[str], ...]) -> list[str]:
+def _protected(inputs: tuple[Optional[str], ...], replaces: Optional[str] = None) -> list[str]:
     """What no output may replace: the inputs given, the subagent transcripts of a session file (the
     folder named after it), and the configuration found from the working directory with its baseline
-    (every command may read them)."""
+    (every command may read them), unless that baseline is what ``replaces`` names (the baseline
+    ``check --update-baseline`` writes). An input stays protected whatever ``replaces`` names."""
     out = [given for given in inputs if given]
     for given in list(out):
         if os.path.isfile(given):
@@ -424,30 +410,10 @@ def _protected(inputs: tuple[Optional[str], ...]) -> list[str]:
         found = api.load_config(None)
     except Exception:  # a broken configuration is the command's own error, if it reads one
         return out
-    return out + [path for path in (found.path, found.resolve(found.baseline)) if path]
-
-
-def _overwrites(path: str, given: str) -> bool:
-    """Whether writing ``path`` would replace ``given``, or a file inside it when it is a folder (a
-    link to either included)."""
-    if _same_file(path, given):
-        return True
-    if not os.path.isdir(given) or not os.path.exists(path):
-        return False
-    inside = os.path.realpath(path)
-    return os.path.commonpath([inside, os.path.realpath(given)]) == os.path.realpath(given)
-
-
-def _same_path(a: str, b: str) -> bool:
-    """Whether two output paths name one file (it may not exist yet)."""
-    return _same_file(a, b) or os.path.realpath(a) == os.path.realpath(b)
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except (OSError, ValueError):  # either does not exist (yet), or cannot be read
-        return False
+    baseline = found.resolve(found.baseline)
+    if baseline and replaces is not None and os.path.realpath(baseline) == os.path.realpath(replaces):
+        baseline = None  # the file being replaced, in its own role
+    return out + [path for path in (found.path, baseline) if path]
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -763,8 +729,7 @@ def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], 
     """Write binary files, all of them or none, refusing any that would replace an input (:func:`_write`)."""
     from tokprof.base.outputs import write_files
 
-    _check_outputs([path for path, _ in outputs], inputs)
-    write_files(outputs)
+    write_files(outputs, _protected(inputs))
 
 
 @app.command(
@@ -1172,9 +1137,10 @@ def check(
         assert run.baseline is not None
         outputs.append((run.baseline, run.baseline_text()))
     outputs.append((output, _render(run.result, fmt, options)))
+    # the baseline is an input unless it is the output; the log, the configuration... never are outputs
     _write(
         outputs,
-        (log, tools_file, system, config, chat_template, run.baseline),
+        (log, tools_file, system, config, chat_template, None if update_baseline else run.baseline),
         replaces=run.baseline if update_baseline else None,
     )
     # workflow commands go to standard output, unless the JSON report is there
@@ -1224,7 +1190,14 @@ def probe(
         ),
     ] = None,
     temperature: Annotated[float, typer.Option("--temperature", metavar="T", help="Sampling temperature.")] = 0.0,
-    timeout: Annotated[float, typer.Option("--timeout", metavar="S", help="Seconds per request.")] = 60.0,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="S",
+            help="Seconds per request, all in: its retries, and the answer however slowly it comes.",
+        ),
+    ] = 60.0,
     max_requests: Annotated[
         int, typer.Option("--max-requests", metavar="N", min=1, help="Refuse to send more requests than this.")
     ] = 50,
@@ -1246,6 +1219,8 @@ def probe(
     from tokprof.base.chat_client import is_loopback
 
     _not_standard_input(log)
+    if not 0 < timeout < float("inf"):  # NaN too
+        raise TokprofError("--timeout: give a positive number of seconds")
     if api_key and not is_loopback(endpoint):
         print("tokprof: warning: a paid API: every probe request costs money", file=sys.stderr)
 

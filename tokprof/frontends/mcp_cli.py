@@ -91,7 +91,12 @@ def mcp(
         bool, typer.Option("--trust-project", help="Start servers from the project's own configuration without asking.")
     ] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", metavar="SECONDS", help="Per server, to start and list.")
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="The whole run: the servers get four fifths of it to start and list, pricing the rest.",
+        ),
     ] = 30.0,
     naming: Annotated[
         Optional[str],

@@ -60,6 +60,8 @@ class McpTableRenderer:
             console.print("  no server listed its tools")
         if logged:
             console.print(f"  over the log           {safe(report.log)}: {report.requests} requests")
+        if report.skipped:
+            console.print(f"[yellow]not priced[/yellow]: {safe(report.skipped_line() or '')}", soft_wrap=True)
         for failure in report.failures:
             tail = failure.stderr_tail.splitlines()[-1] if failure.stderr_tail else ""
             console.print(

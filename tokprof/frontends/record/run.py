@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from tokprof.frontends.record.proxy import create_app
 from tokprof.frontends.record.store import Recording
@@ -95,11 +96,24 @@ class LiveLines:
     def _run(self) -> None:
         while (record := self.records.get()) is not None:
             try:
-                figures = self.live.add(record) if record["tokprof_record"]["complete"] else None
-                line = call_line(figures) if figures is not None else live_line(record)
-            except Exception as exc:  # noqa: BLE001 - a live line never stops the recording
-                line = live_line(record) + f" · (no figures: {type(exc).__name__})"
-            self.write(line)
+                self.write(self._line(record))
+            except Exception:  # noqa: BLE001 - nowhere to say it (standard error closed?): the next call's line
+                pass
+
+    def _line(self, record: dict) -> str:
+        """The line of one record: its figures, else the short line, else what went wrong (never an
+        exception: the thread makes the lines of every later call too)."""
+        try:
+            figures = self.live.add(record) if record["tokprof_record"]["complete"] else None
+            line = call_line(figures) if figures is not None else live_line(record)
+            missing = record["tokprof_record"].get("not_recorded")
+            return line + (f" · {visible(missing)}" if missing and missing != record["tokprof_record"]["error"] else "")
+        except Exception as exc:  # noqa: BLE001 - a live line never stops the recording
+            failed = type(exc).__name__
+        try:
+            return live_line(record) + f" · (no figures: {failed})"
+        except Exception as exc:  # noqa: BLE001 - a record the short line cannot read either
+            return f"tokprof record: a call (no figures: {failed}, {type(exc).__name__})"
 
 
 def live_line(record: dict) -> str:
@@ -111,7 +125,8 @@ def live_line(record: dict) -> str:
     answer = response.get("body") if isinstance(response.get("body"), dict) else {}
     usage: dict = answer["usage"] if isinstance(answer.get("usage"), dict) else {}
     prompt, read = _prompt(usage)
-    where = request.get("url", "").rsplit("/", 1)[-1]
+    url = request.get("url") if isinstance(request.get("url"), str) else ""
+    where = visible(urlsplit(url).path.rsplit("/", 1)[-1])  # never the query (a signature, a key)
     parts = [f"{model} {where}", f"HTTP {response.get('status_code') or '-'}"]
     if prompt is not None:
         parts.append(
@@ -124,15 +139,25 @@ def live_line(record: dict) -> str:
     return "tokprof record: " + " · ".join(parts)
 
 
+def _tokens(value: object) -> int | None:
+    """A usage field that is a count of tokens (a whole number, not negative, not a boolean), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
 def _prompt(usage: Mapping) -> tuple[int | None, int | None]:
-    """(whole prompt, cache reads) from an Anthropic or OpenAI usage object."""
+    """(whole prompt, cache reads) from an Anthropic or OpenAI usage object; None for what is not a
+    count (a field that is text, null or negative is not recorded, not 0)."""
     if "cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage:  # Anthropic
-        read = usage.get("cache_read_input_tokens") or 0
-        return (usage.get("input_tokens") or 0) + read + (usage.get("cache_creation_input_tokens") or 0), read
+        parts = [_tokens(usage.get(k, 0)) for k in ("input_tokens", "cache_read_input_tokens")]
+        parts.append(_tokens(usage.get("cache_creation_input_tokens", 0)))
+        if any(part is None for part in parts):
+            return None, None
+        return sum(p for p in parts if p is not None), parts[1]
     for key, details in (("prompt_tokens", "prompt_tokens_details"), ("input_tokens", "input_tokens_details")):
-        if isinstance(usage.get(key), int):
-            cached = (usage.get(details) or {}).get("cached_tokens") if isinstance(usage.get(details), dict) else None
-            return usage[key], cached
+        prompt = _tokens(usage.get(key))
+        if prompt is not None:
+            cached = _tokens(usage[details].get("cached_tokens")) if isinstance(usage.get(details), dict) else None
+            return prompt, cached
     return None, None
 
 
