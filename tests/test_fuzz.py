@@ -39,6 +39,7 @@ import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
 import test_format_cline as cline_log
 import test_format_opencode as opencode_log
+import test_format_openhands as openhands_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -124,6 +125,7 @@ SEEDS = [
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
+    Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),

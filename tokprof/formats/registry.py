@@ -18,6 +18,7 @@ MODULES = (
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
     "tokprof.formats.pi",
+    "tokprof.formats.openhands",
     "tokprof.formats.otel",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
