@@ -40,6 +40,7 @@ import test_format_openai_responses as responses_log
 import test_format_cline as cline_log
 import test_format_opencode as opencode_log
 import test_format_openhands as openhands_log
+import test_format_kimi as kimi_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -126,6 +127,8 @@ SEEDS = [
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
     Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
+    Seed("kimi-code", "wire.jsonl", lambda: _jsonl(kimi_log.code_agent("Hi.", [(kimi_log.code_usage(900, 9, 50), "B0")]))),
+    Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),

@@ -19,6 +19,8 @@ MODULES = (
     "tokprof.formats.cline",
     "tokprof.formats.pi",
     "tokprof.formats.openhands",
+    "tokprof.formats.kimi_code",
+    "tokprof.formats.kimi_cli",
     "tokprof.formats.otel",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
