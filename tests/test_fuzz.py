@@ -41,6 +41,7 @@ import test_format_cline as cline_log
 import test_format_opencode as opencode_log
 import test_format_openhands as openhands_log
 import test_format_kimi as kimi_log
+import test_format_copilot_cli as copilot_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -129,6 +130,7 @@ SEEDS = [
     Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
     Seed("kimi-code", "wire.jsonl", lambda: _jsonl(kimi_log.code_agent("Hi.", [(kimi_log.code_usage(900, 9, 50), "B0")]))),
     Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
+    Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),

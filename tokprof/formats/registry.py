@@ -21,6 +21,7 @@ MODULES = (
     "tokprof.formats.openhands",
     "tokprof.formats.kimi_code",
     "tokprof.formats.kimi_cli",
+    "tokprof.formats.copilot_cli",
     "tokprof.formats.otel",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
