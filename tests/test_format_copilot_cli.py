@@ -23,14 +23,25 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "copilot_cli_synthetic" / "events_s
 
 
 def event(n: int, kind: str, data: dict) -> dict:
-    return {"type": kind, "data": data, "id": f"e{n}", "timestamp": f"2026-02-04T10:51:{n:02d}.000Z",
-            "parentId": f"e{n - 1}" if n > 1 else None}
+    return {
+        "type": kind,
+        "data": data,
+        "id": f"e{n}",
+        "timestamp": f"2026-02-04T10:51:{n:02d}.000Z",
+        "parentId": f"e{n - 1}" if n > 1 else None,
+    }
 
 
 def say(n: int, text: str, calls: list[tuple[str, str]], output: int, parent: str | None = None) -> dict:
-    data = {"messageId": f"m{n}", "content": text, "model": "claude-sonnet-4.5", "outputTokens": output,
-            "toolRequests": [{"toolCallId": cid, "name": name, "arguments": {"command": "ls"}, "type": "function"}
-                             for cid, name in calls]}
+    data = {
+        "messageId": f"m{n}",
+        "content": text,
+        "model": "claude-sonnet-4.5",
+        "outputTokens": output,
+        "toolRequests": [
+            {"toolCallId": cid, "name": name, "arguments": {"command": "ls"}, "type": "function"} for cid, name in calls
+        ],
+    }
     if parent:
         data["parentToolCallId"] = parent
     return event(n, "assistant.message", data)
@@ -44,16 +55,31 @@ def done(n: int, call_id: str, text: str, parent: str | None = None) -> dict:
 
 
 def shutdown(n: int, usage: dict, requests: int) -> dict:
-    return event(n, "session.shutdown", {"shutdownType": "routine", "currentModel": "claude-sonnet-4.5",
-                                         "modelMetrics": {"claude-sonnet-4.5": {"requests": {"count": requests, "cost": 1},
-                                                                                "usage": usage}}})
+    return event(
+        n,
+        "session.shutdown",
+        {
+            "shutdownType": "routine",
+            "currentModel": "claude-sonnet-4.5",
+            "modelMetrics": {"claude-sonnet-4.5": {"requests": {"count": requests, "cost": 1}, "usage": usage}},
+        },
+    )
 
 
 def events() -> list:
     return [
-        event(1, "session.start", {"sessionId": "51854430-83f7", "version": 1, "producer": "copilot-agent",
-                                   "copilotVersion": "1.0.54", "selectedModel": "claude-sonnet-4.5",
-                                   "context": {"cwd": "/work/app", "branch": "main", "headCommit": "abc123"}}),
+        event(
+            1,
+            "session.start",
+            {
+                "sessionId": "51854430-83f7",
+                "version": 1,
+                "producer": "copilot-agent",
+                "copilotVersion": "1.0.54",
+                "selectedModel": "claude-sonnet-4.5",
+                "context": {"cwd": "/work/app", "branch": "main", "headCommit": "abc123"},
+            },
+        ),
         event(2, "system.message", {"content": "You are the GitHub Copilot CLI.", "role": "system"}),
         event(3, "user.message", {"content": "List the files", "transformedContent": "List the files please"}),
         say(4, "Listing.", [("call-1", "shell"), ("task-1", "task")], 12),
@@ -66,11 +92,21 @@ def events() -> list:
         shutdown(11, {"inputTokens": 21583, "outputTokens": 26, "cacheReadTokens": 21187, "cacheWriteTokens": 0}, 4),
         event(12, "session.resume", {"eventCount": 11, "context": {"cwd": "/work/app"}}),
         event(13, "user.message", {"content": "Summarise."}),
-        event(14, "session.compaction_complete", {"success": True, "preCompactionTokens": 900,
-                                                  "summaryContent": "Listed two files.",
-                                                  "compactionTokensUsed": {"model": "claude-sonnet-4.5",
-                                                                           "inputTokens": 900, "outputTokens": 40,
-                                                                           "cachedInput": 800}}),
+        event(
+            14,
+            "session.compaction_complete",
+            {
+                "success": True,
+                "preCompactionTokens": 900,
+                "summaryContent": "Listed two files.",
+                "compactionTokensUsed": {
+                    "model": "claude-sonnet-4.5",
+                    "inputTokens": 900,
+                    "outputTokens": 40,
+                    "cachedInput": 800,
+                },
+            },
+        ),
         say(15, "Two files.", [], 5),
         shutdown(16, {"inputTokens": 1000, "outputTokens": 45, "cacheReadTokens": 800, "cacheWriteTokens": 10}, 2),
     ]
@@ -142,11 +178,15 @@ def test_sessions_lists_both_layouts_and_copilot_home(tmp_path, monkeypatch):
     "damage, where",
     [
         (lambda rows: rows[3]["data"].update(outputTokens=-4), "line 4: data.outputTokens"),
-        (lambda rows: rows[10]["data"]["modelMetrics"]["claude-sonnet-4.5"]["usage"].update(inputTokens="lots"),
-         "line 11: data.modelMetrics.claude-sonnet-4.5.usage.inputTokens"),
+        (
+            lambda rows: rows[10]["data"]["modelMetrics"]["claude-sonnet-4.5"]["usage"].update(inputTokens="lots"),
+            "line 11: data.modelMetrics.claude-sonnet-4.5.usage.inputTokens",
+        ),
         (lambda rows: rows.insert(4, '{"type": "tool.execution_complete", "data": {"toolC'), "line 5"),
-        (lambda rows: rows[13]["data"]["compactionTokensUsed"].update(cachedInput=5000),
-         "line 14: data.compactionTokensUsed.cachedInput"),
+        (
+            lambda rows: rows[13]["data"]["compactionTokensUsed"].update(cachedInput=5000),
+            "line 14: data.compactionTokensUsed.cachedInput",
+        ),
     ],
 )
 def test_hostile_input_is_one_line(tmp_path, capsys, damage, where):

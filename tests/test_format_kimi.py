@@ -42,29 +42,86 @@ def code_agent(prompt: str, steps: list[tuple[dict, str | None]], t0: int = 0) -
         {"type": "metadata", "protocol_version": "1.4", "created_at": MS},
         {"type": "config.update", "cwd": "/work/app", "modelAlias": "moonshot-ai/kimi-k2.7-code", "time": MS},
         {"type": "config.update", "profileName": "explore", "systemPrompt": "You are Kimi Code CLI.", "time": MS},
-        {"type": "llm.tools_snapshot", "hash": "h", "tools": [
-            {"name": "Bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {}}}]},
-        {"type": "context.append_message", "message": {"role": "user", "content": [{"type": "text", "text": prompt}],
-                                                        "toolCalls": []}, "time": MS + t0},
+        {
+            "type": "llm.tools_snapshot",
+            "hash": "h",
+            "tools": [
+                {"name": "Bash", "description": "Run a command.", "parameters": {"type": "object", "properties": {}}}
+            ],
+        },
+        {
+            "type": "context.append_message",
+            "message": {"role": "user", "content": [{"type": "text", "text": prompt}], "toolCalls": []},
+            "time": MS + t0,
+        },
     ]
     for n, (usage, tool) in enumerate(steps, 1):
         t = t0 + n * 10
         step = f"step-{t0}-{n}"
         rows.append(loop({"type": "step.begin", "uuid": step, "turnId": "0", "step": n}, t))
-        rows.append({"type": "llm.request", "kind": "loop", "provider": "kimi", "model": "kimi-k2.7-code",
-                     "messageCount": n, "time": MS + t})
-        rows.append(loop({"type": "content.part", "stepUuid": step, "part": {"type": "think", "think": "Plan."}}, t + 1))
+        rows.append(
+            {
+                "type": "llm.request",
+                "kind": "loop",
+                "provider": "kimi",
+                "model": "kimi-k2.7-code",
+                "messageCount": n,
+                "time": MS + t,
+            }
+        )
+        rows.append(
+            loop({"type": "content.part", "stepUuid": step, "part": {"type": "think", "think": "Plan."}}, t + 1)
+        )
         if tool:
-            rows.append(loop({"type": "tool.call", "toolCallId": tool, "name": "Bash", "args": {"command": "ls"},
-                              "stepUuid": step}, t + 2))
-            rows.append(loop({"type": "tool.result", "parentUuid": tool, "toolCallId": tool,
-                              "result": {"output": "a.txt\nb.txt\n"}}, t + 3))
+            rows.append(
+                loop(
+                    {
+                        "type": "tool.call",
+                        "toolCallId": tool,
+                        "name": "Bash",
+                        "args": {"command": "ls"},
+                        "stepUuid": step,
+                    },
+                    t + 2,
+                )
+            )
+            rows.append(
+                loop(
+                    {
+                        "type": "tool.result",
+                        "parentUuid": tool,
+                        "toolCallId": tool,
+                        "result": {"output": "a.txt\nb.txt\n"},
+                    },
+                    t + 3,
+                )
+            )
         else:
-            rows.append(loop({"type": "content.part", "stepUuid": step, "part": {"type": "text", "text": "Two files."}}, t + 2))
-        rows.append(loop({"type": "step.end", "uuid": step, "step": n, "usage": usage, "finishReason": "tool_use",
-                          "messageId": f"chatcmpl-{t0}-{n}"}, t + 4))
-        rows.append({"type": "usage.record", "model": "moonshot-ai/kimi-k2.7-code", "usage": usage,
-                     "usageScope": "turn", "time": MS + t + 4})
+            rows.append(
+                loop({"type": "content.part", "stepUuid": step, "part": {"type": "text", "text": "Two files."}}, t + 2)
+            )
+        rows.append(
+            loop(
+                {
+                    "type": "step.end",
+                    "uuid": step,
+                    "step": n,
+                    "usage": usage,
+                    "finishReason": "tool_use",
+                    "messageId": f"chatcmpl-{t0}-{n}",
+                },
+                t + 4,
+            )
+        )
+        rows.append(
+            {
+                "type": "usage.record",
+                "model": "moonshot-ai/kimi-k2.7-code",
+                "usage": usage,
+                "usageScope": "turn",
+                "time": MS + t + 4,
+            }
+        )
     return rows
 
 
@@ -81,8 +138,9 @@ def code_sum(rows: list) -> int:
 
 def code_session(home: Path) -> tuple[Path, list, list]:
     session = home / ".kimi-code/sessions/wd_app_ac3bb318/session_1bcbe023-4f7e"
-    main_rows = code_agent("List the files.", [(code_usage(10982, 75, read=1792), "Bash_0"),
-                                              (code_usage(271, 119, read=14080), None)])
+    main_rows = code_agent(
+        "List the files.", [(code_usage(10982, 75, read=1792), "Bash_0"), (code_usage(271, 119, read=14080), None)]
+    )
     sub_rows = code_agent("Count Swift files.", [(code_usage(500, 20, write=300), None)], t0=5)
     write(session / "agents/main/wire.jsonl", main_rows)
     write(session / "agents/agent-0/wire.jsonl", sub_rows)
@@ -131,18 +189,35 @@ def cli_rows() -> list:
         cli_line(2, "ContentPart", {"type": "think", "think": "Glob."}),
         cli_line(3, "ToolCall", {"type": "function", "id": "t1", "function": {"name": "Glob", "arguments": '{"pat'}}),
         cli_line(3, "ToolCallPart", {"arguments_part": 'tern": "*"}'}),
-        cli_line(4, "StatusUpdate", {"context_usage": 0.02, "token_usage": cli_usage(1562, 40, read=0, write=1000),
-                                     "message_id": "chatcmpl-1"}),
-        cli_line(4, "StatusUpdate", {"context_usage": 0.02, "token_usage": cli_usage(1562, 43, read=0, write=1000),
-                                     "message_id": "chatcmpl-1"}),  # an update of the same step: counted once
+        cli_line(
+            4,
+            "StatusUpdate",
+            {"context_usage": 0.02, "token_usage": cli_usage(1562, 40, read=0, write=1000), "message_id": "chatcmpl-1"},
+        ),
+        cli_line(
+            4,
+            "StatusUpdate",
+            {"context_usage": 0.02, "token_usage": cli_usage(1562, 43, read=0, write=1000), "message_id": "chatcmpl-1"},
+        ),  # an update of the same step: counted once
         cli_line(5, "ToolResult", {"tool_call_id": "t1", "return_value": {"is_error": False, "output": "a.go"}}),
         cli_line(6, "StepBegin", {"n": 2}),
         cli_line(7, "ContentPart", {"type": "text", "text": "Found "}),
         cli_line(7, "ContentPart", {"type": "text", "text": "a.go."}),
-        cli_line(8, "SubagentEvent", {"agent_id": "a1", "event": {"type": "TurnBegin", "payload": {"user_input": "Look."}}}),
+        cli_line(
+            8, "SubagentEvent", {"agent_id": "a1", "event": {"type": "TurnBegin", "payload": {"user_input": "Look."}}}
+        ),
         cli_line(8, "SubagentEvent", {"agent_id": "a1", "event": {"type": "StepBegin", "payload": {"n": 1}}}),
-        cli_line(8, "SubagentEvent", {"agent_id": "a1", "event": {"type": "StatusUpdate", "payload": {
-            "token_usage": cli_usage(300, 5, read=100), "message_id": "chatcmpl-sub"}}}),
+        cli_line(
+            8,
+            "SubagentEvent",
+            {
+                "agent_id": "a1",
+                "event": {
+                    "type": "StatusUpdate",
+                    "payload": {"token_usage": cli_usage(300, 5, read=100), "message_id": "chatcmpl-sub"},
+                },
+            },
+        ),
         cli_line(9, "StatusUpdate", {"token_usage": cli_usage(60, 12, read=2600), "message_id": "chatcmpl-2"}),
         cli_line(10, "TurnEnd", {}),
         cli_line(11, "TurnBegin", {"user_input": "Thanks."}),

@@ -30,9 +30,12 @@ def response(rid: str, calls: list[tuple[str, str]], usage: dict | None, text: s
             for i, (cid, name) in enumerate(calls)
         ],
     }
-    out = {"id": rid, "model": "claude-3-5-sonnet-20241022", "object": "chat.completion", "choices": [
-        {"finish_reason": "tool_calls", "index": 0, "message": message}
-    ]}
+    out = {
+        "id": rid,
+        "model": "claude-3-5-sonnet-20241022",
+        "object": "chat.completion",
+        "choices": [{"finish_reason": "tool_calls", "index": 0, "message": message}],
+    }
     if usage is not None:
         out["usage"] = usage
     return out
@@ -57,36 +60,89 @@ def action(eid: int, kind: str, meta: dict | None, args: dict) -> dict:
 
 
 def observation(eid: int, cause: int, meta: dict, content: str) -> dict:
-    return {"id": eid, "timestamp": T, "source": "agent", "message": "", "cause": cause, "observation": "read",
-            "tool_call_metadata": meta, "content": content, "extras": {"path": "a.py"}}
+    return {
+        "id": eid,
+        "timestamp": T,
+        "source": "agent",
+        "message": "",
+        "cause": cause,
+        "observation": "read",
+        "tool_call_metadata": meta,
+        "content": content,
+        "extras": {"path": "a.py"},
+    }
 
 
 def meta(call_id: str, name: str, model_response: dict) -> dict:
-    return {"function_name": name, "tool_call_id": call_id, "model_response": model_response, "total_calls_in_response": 2}
+    return {
+        "function_name": name,
+        "tool_call_id": call_id,
+        "model_response": model_response,
+        "total_calls_in_response": 2,
+    }
 
 
 def events(system: bool = True) -> list:
-    both = response("chatcmpl-1", [("toolu_1", "str_replace_editor"), ("toolu_2", "str_replace_editor")],
-                    litellm_usage(3486, 135, write=3482), "Reading both files.")
+    both = response(
+        "chatcmpl-1",
+        [("toolu_1", "str_replace_editor"), ("toolu_2", "str_replace_editor")],
+        litellm_usage(3486, 135, write=3482),
+        "Reading both files.",
+    )
     last = response("chatcmpl-2", [("toolu_3", "finish")], litellm_usage(4646, 77, read=3482, write=1158))
     out = []
     if system:
-        tools = [{"type": "function", "function": {"name": "str_replace_editor", "description": "Edit files.",
-                                                    "parameters": {"type": "object", "properties": {}}}}]
-        out.append({"id": 0, "timestamp": T, "source": "agent", "message": "You are OpenHands agent.",
-                    "action": "system", "args": {"content": "You are OpenHands agent.", "tools": tools}})
+        tools = [
+            {
+                "type": "function",
+                "function": {
+                    "name": "str_replace_editor",
+                    "description": "Edit files.",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            }
+        ]
+        out.append(
+            {
+                "id": 0,
+                "timestamp": T,
+                "source": "agent",
+                "message": "You are OpenHands agent.",
+                "action": "system",
+                "args": {"content": "You are OpenHands agent.", "tools": tools},
+            }
+        )
     out += [
-        {"id": 1, "timestamp": T, "source": "user", "message": "Read a.py and b.py.", "action": "message",
-         "args": {"content": "Read a.py and b.py.", "image_urls": None, "wait_for_response": False}},
-        {"id": 2, "timestamp": T, "source": "environment", "message": "", "observation": "agent_state_changed",
-         "content": "", "extras": {"agent_state": "running"}},
+        {
+            "id": 1,
+            "timestamp": T,
+            "source": "user",
+            "message": "Read a.py and b.py.",
+            "action": "message",
+            "args": {"content": "Read a.py and b.py.", "image_urls": None, "wait_for_response": False},
+        },
+        {
+            "id": 2,
+            "timestamp": T,
+            "source": "environment",
+            "message": "",
+            "observation": "agent_state_changed",
+            "content": "",
+            "extras": {"agent_state": "running"},
+        },
         action(3, "read", meta("toolu_1", "str_replace_editor", both), {"path": "a.py"}),
         action(4, "read", meta("toolu_2", "str_replace_editor", both), {"path": "b.py"}),
         observation(5, 3, meta("toolu_1", "str_replace_editor", both), "print('a')"),
         observation(6, 4, meta("toolu_2", "str_replace_editor", both), "print('b')"),
         action(7, "finish", meta("toolu_3", "finish", last), {"outputs": {}, "thought": "Done."}),
-        {"id": 8, "timestamp": T, "source": "agent", "message": "Anything else?", "action": "message",
-         "args": {"content": "Anything else?", "wait_for_response": True}},
+        {
+            "id": 8,
+            "timestamp": T,
+            "source": "agent",
+            "message": "Anything else?",
+            "action": "message",
+            "args": {"content": "Anything else?", "wait_for_response": True},
+        },
     ]
     return out
 
@@ -156,11 +212,18 @@ def test_sessions_lists_the_file_store(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "damage, where",
     [
-        (lambda ev: ev[3]["tool_call_metadata"]["model_response"]["usage"].update(prompt_tokens="many"),
-         "event 3: tool_call_metadata.model_response.usage.prompt_tokens"),
-        (lambda ev: ev[3]["tool_call_metadata"]["model_response"]["usage"].update(cache_read_input_tokens=99999),
-         "event 3: tool_call_metadata.model_response.usage.cache_read_input_tokens"),
-        (lambda ev: ev[3]["tool_call_metadata"].update(model_response=[]), "event 3: tool_call_metadata.model_response"),
+        (
+            lambda ev: ev[3]["tool_call_metadata"]["model_response"]["usage"].update(prompt_tokens="many"),
+            "event 3: tool_call_metadata.model_response.usage.prompt_tokens",
+        ),
+        (
+            lambda ev: ev[3]["tool_call_metadata"]["model_response"]["usage"].update(cache_read_input_tokens=99999),
+            "event 3: tool_call_metadata.model_response.usage.cache_read_input_tokens",
+        ),
+        (
+            lambda ev: ev[3]["tool_call_metadata"].update(model_response=[]),
+            "event 3: tool_call_metadata.model_response",
+        ),
     ],
 )
 def test_hostile_input_is_one_line(tmp_path, capsys, damage, where):

@@ -67,15 +67,19 @@ def sniff(doc: Document) -> bool:
     if doc.lines is None:
         return False
     head = [value for _, value in doc.lines.head(5)]
-    return bool(head) and all(
-        isinstance(v, dict)
-        and isinstance(v.get("type"), str)
-        and v["type"].startswith(PREFIXES)
-        and isinstance(v.get("data"), dict)
-        and "id" in v
-        and "timestamp" in v
-        for v in head
-    ) and any(v["type"] in ("session.start", "session.resume", "user.message") for v in head)
+    return (
+        bool(head)
+        and all(
+            isinstance(v, dict)
+            and isinstance(v.get("type"), str)
+            and v["type"].startswith(PREFIXES)
+            and isinstance(v.get("data"), dict)
+            and "id" in v
+            and "timestamp" in v
+            for v in head
+        )
+        and any(v["type"] in ("session.start", "session.resume", "user.message") for v in head)
+    )
 
 
 class _Reader:
@@ -164,7 +168,9 @@ class _Reader:
                     "type": "function",
                     "function": {
                         "name": string(path, place + ".name", request.get("name")),
-                        "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
+                        "arguments": arguments
+                        if isinstance(arguments, str)
+                        else json.dumps(arguments, ensure_ascii=False),
                     },
                 }
             )
@@ -184,8 +190,9 @@ class _Reader:
         self.trace.note("output-only", OUTPUT_ONLY)
         model = optional_string(path, at + ".model", data.get("model")) or self.model
         message_id = data.get("messageId")
-        call = chat.call(where, model, usage, clean, parse_time(time),
-                         request_id=message_id if isinstance(message_id, str) else None)
+        call = chat.call(
+            where, model, usage, clean, parse_time(time), request_id=message_id if isinstance(message_id, str) else None
+        )
         if call is not None:
             self._place(call, thread)
         chat.messages.append(clean)
@@ -307,8 +314,14 @@ def read(path: str, doc: Document) -> Trace:
 
 
 LOCATIONS = (
-    Location("copilot-cli", ".copilot/session-state", ("*/events.jsonl", "*.jsonl"), env="COPILOT_HOME",
-             below_env="session-state", project_depth=0),
+    Location(
+        "copilot-cli",
+        ".copilot/session-state",
+        ("*/events.jsonl", "*.jsonl"),
+        env="COPILOT_HOME",
+        below_env="session-state",
+        project_depth=0,
+    ),
 )
 
 LOG_FORMAT = whole_read_format(

@@ -75,8 +75,16 @@ class _Thread:
 
     def open_step(self, where: str) -> dict:
         if self.step is None:
-            self.step = {"texts": [], "thoughts": [], "calls": [], "results": [], "usage": None, "ids": [],
-                         "where": where, "time": None}
+            self.step = {
+                "texts": [],
+                "thoughts": [],
+                "calls": [],
+                "results": [],
+                "usage": None,
+                "ids": [],
+                "where": where,
+                "time": None,
+            }
         return self.step
 
 
@@ -149,7 +157,9 @@ class _Reader:
             if isinstance(output, list):
                 output = self.text(thread, where + ": message.payload.return_value.output", output)
             text = output if isinstance(output, str) else tool_text(output)
-            step["results"].append((where, {"role": "tool", "tool_call_id": call_id, "content": check_text(path, where, text)}))
+            step["results"].append(
+                (where, {"role": "tool", "tool_call_id": call_id, "content": check_text(path, where, text)})
+            )
         elif kind == "StatusUpdate":
             usage = self.usage(where + ": message.payload.token_usage", payload.get("token_usage"))
             if usage is not None:
@@ -166,8 +176,13 @@ class _Reader:
             self.trace.note("compaction", COMPACTION, where)
         elif kind == "SubagentEvent":
             agent = optional_string(path, where + ": message.payload.agent_id", payload.get("agent_id"))
-            name = agent or optional_string(path, where + ": message.payload.parent_tool_call_id",
-                                            payload.get("parent_tool_call_id")) or "subagent"
+            name = (
+                agent
+                or optional_string(
+                    path, where + ": message.payload.parent_tool_call_id", payload.get("parent_tool_call_id")
+                )
+                or "subagent"
+            )
             event = expect_object(path, where + ": message.payload.event", payload.get("event"))
             self.message(self.thread(name), where, event, time)
 
@@ -218,7 +233,11 @@ class _Reader:
         if step["usage"] is None:
             self.trace.note("no-usage", NO_USAGE, where)
         call = thread.chat.call(
-            where, None, step["usage"], clean, parse_time(step["time"]),
+            where,
+            None,
+            step["usage"],
+            clean,
+            parse_time(step["time"]),
             request_id=step["ids"][-1] if step["ids"] else None,
         )
         if call is not None:
@@ -247,8 +266,15 @@ def read(path: str, doc: Document) -> Trace:
 
 
 LOCATIONS = (
-    Location("kimi-cli", ".kimi/sessions", ("*/*/wire.jsonl",), env="KIMI_DATA_DIR", below_env="sessions",
-             project_depth=2, several=True),
+    Location(
+        "kimi-cli",
+        ".kimi/sessions",
+        ("*/*/wire.jsonl",),
+        env="KIMI_DATA_DIR",
+        below_env="sessions",
+        project_depth=2,
+        several=True,
+    ),
 )
 
 LOG_FORMAT = whole_read_format(

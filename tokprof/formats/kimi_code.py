@@ -72,8 +72,10 @@ def sniff(doc: Document) -> bool:
     if not head or not isinstance(head[0], dict):
         return False
     first = head[0]
-    return first.get("type") == "metadata" and "protocol_version" in first and any(
-        isinstance(v, dict) and isinstance(v.get("type"), str) and "." in v["type"] for v in head[1:]
+    return (
+        first.get("type") == "metadata"
+        and "protocol_version" in first
+        and any(isinstance(v, dict) and isinstance(v.get("type"), str) and "." in v["type"] for v in head[1:])
     )
 
 
@@ -177,13 +179,17 @@ class _Agent:
             name = string(self.file, where + ": event.name", event.get("name"))
             args = event.get("args", {})
             arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-            step["calls"].append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            step["calls"].append(
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            )
         elif kind == "tool.result":
             call_id = string(self.file, where + ": event.toolCallId", event.get("toolCallId"))
             result = event.get("result")
             output = result.get("output") if isinstance(result, dict) and "output" in result else result
             text = output if isinstance(output, str) else tool_text(output)
-            step["results"].append((where, {"role": "tool", "tool_call_id": call_id, "content": check_text(self.file, where, text)}))
+            step["results"].append(
+                (where, {"role": "tool", "tool_call_id": call_id, "content": check_text(self.file, where, text)})
+            )
         elif kind == "step.end":
             self._end(where, event, value)
 
@@ -294,9 +300,7 @@ def read(path: str, doc: Document) -> Trace:
     return finish(trace)
 
 
-LOCATIONS = (
-    Location("kimi-code", ".kimi-code/sessions", ("*/session_*/agents/main/wire.jsonl",), project_depth=4),
-)
+LOCATIONS = (Location("kimi-code", ".kimi-code/sessions", ("*/session_*/agents/main/wire.jsonl",), project_depth=4),)
 
 LOG_FORMAT = whole_read_format(
     FORMAT,

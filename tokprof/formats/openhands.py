@@ -33,7 +33,6 @@ observations) are not sent to the model as such: they are left out (note ``not-s
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -97,7 +96,9 @@ def _events(path: str, doc: Document) -> list[tuple[str, str, dict]]:
     """Every event as (file, place, event)."""
     value = doc.value
     if isinstance(value, list):
-        return [(path, f"event {i}", expect_object(path, f"event {i}", e, "an event object")) for i, e in enumerate(value)]
+        return [
+            (path, f"event {i}", expect_object(path, f"event {i}", e, "an event object")) for i, e in enumerate(value)
+        ]
     if not EVENT_FILE.match(os.path.basename(path)):
         return [(path, "event", expect_object(path, None, value, "an event object"))]
     out = []
@@ -170,7 +171,9 @@ class _Reader:
         choice = expect_object(file, at + ".choices[0]", choices[0])
         message = expect_object(file, at + ".choices[0].message", choice.get("message"))
         calls = []
-        for j, call in enumerate(expect_list(file, at + ".choices[0].message.tool_calls", message.get("tool_calls") or [])):
+        for j, call in enumerate(
+            expect_list(file, at + ".choices[0].message.tool_calls", message.get("tool_calls") or [])
+        ):
             call_at = f"{at}.choices[0].message.tool_calls[{j}]"
             call = expect_object(file, call_at, call)
             function = expect_object(file, call_at + ".function", call.get("function"))
@@ -187,7 +190,9 @@ class _Reader:
             )
         content = message.get("content")
         if isinstance(content, list):  # content parts: their text
-            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+            content = "\n".join(
+                p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
         content = optional_string(file, at + ".choices[0].message.content", content) or None
         reply: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
@@ -199,7 +204,13 @@ class _Reader:
         self.chat.messages.append(clean)
 
     def _call(
-        self, where: str, model: str | None, usage: Usage | None, clean: dict, event: dict, request_id: str | None = None
+        self,
+        where: str,
+        model: str | None,
+        usage: Usage | None,
+        clean: dict,
+        event: dict,
+        request_id: str | None = None,
     ) -> Call | None:
         call = self.chat.call(where, model, usage, clean, parse_time(event.get("timestamp")), request_id=request_id)
         if call is not None:
@@ -229,7 +240,10 @@ class _Reader:
         if prompt is None and output is None:
             return None
         return check_cached(
-            file, where, Usage(prompt=prompt, cache_read=read, cache_write=write, output=output), "cache_read_input_tokens"
+            file,
+            where,
+            Usage(prompt=prompt, cache_read=read, cache_write=write, output=output),
+            "cache_read_input_tokens",
         )
 
 

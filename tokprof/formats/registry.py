@@ -22,6 +22,7 @@ MODULES = (
     "tokprof.formats.kimi_code",
     "tokprof.formats.kimi_cli",
     "tokprof.formats.copilot_cli",
+    "tokprof.formats.aider",
     "tokprof.formats.otel",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
