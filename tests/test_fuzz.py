@@ -39,6 +39,10 @@ import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
 import test_format_cline as cline_log
 import test_format_opencode as opencode_log
+import test_format_openhands as openhands_log
+import test_format_kimi as kimi_log
+import test_format_copilot_cli as copilot_log
+import test_format_aider as aider_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -124,6 +128,13 @@ SEEDS = [
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
+    Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
+    Seed(
+        "kimi-code", "wire.jsonl", lambda: _jsonl(kimi_log.code_agent("Hi.", [(kimi_log.code_usage(900, 9, 50), "B0")]))
+    ),
+    Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
+    Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
+    Seed("aider", ".aider.chat.history.md", lambda: aider_log.HISTORY.encode()),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),
@@ -369,7 +380,7 @@ def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
     data = seed.data()
     if seed.name.endswith(".eval"):
         return mutate_zip(data, rng)
-    if rng.random() < 0.3:
+    if rng.random() < 0.3 or seed.name.endswith(".md"):  # a Markdown log (aider's): its bytes
         return mutate_bytes(data, rng)
     data, what = mutate_json_text(data, seed.name, rng)
     if rng.random() < 0.3:
@@ -492,7 +503,7 @@ def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
     return dump(value).encode(), what
 
 
-_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith(".eval") for kind in ("quadratic", "many")]
+_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith((".eval", ".md")) for kind in ("quadratic", "many")]
 
 
 @pytest.mark.parametrize("seed, kind", _COSTLY, ids=[f"{seed.name}-{kind}" for seed, kind in _COSTLY])
