@@ -19,6 +19,7 @@ MODULES = (
     "tokprof.formats.cline",
     "tokprof.formats.pi",
     "tokprof.formats.otel",
+    "tokprof.formats.goose",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
