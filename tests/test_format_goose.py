@@ -52,12 +52,26 @@ def write_store(path: Path, sessions: list[tuple] | None = None) -> None:
             "assistant",
             content(
                 text("Looking."),
-                {"type": "toolRequest", "id": "t1", "toolCall": {"status": "success", "value": {"name": "shell", "arguments": {"command": "ls"}}}},
+                {
+                    "type": "toolRequest",
+                    "id": "t1",
+                    "toolCall": {"status": "success", "value": {"name": "shell", "arguments": {"command": "ls"}}},
+                },
             ),
             visible,
         ),
-        ("user", content({"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": [text("a.py\nb.py")]}}), visible),
-        ("user", content({"type": "systemNotification", "notificationType": "inlineMessage", "msg": "x"}), json.dumps({"userVisible": True, "agentVisible": False})),
+        (
+            "user",
+            content(
+                {"type": "toolResponse", "id": "t1", "toolResult": {"status": "success", "value": [text("a.py\nb.py")]}}
+            ),
+            visible,
+        ),
+        (
+            "user",
+            content({"type": "systemNotification", "notificationType": "inlineMessage", "msg": "x"}),
+            json.dumps({"userVisible": True, "agentVisible": False}),
+        ),
         ("assistant", content(text("Two files.")), visible),
     ]
     for role, body, meta in rows:
@@ -93,7 +107,13 @@ def test_store_calls_and_not_recorded_usage(tmp_path):
 def test_newest_user_session_and_listing(tmp_path):
     store = tmp_path / "home" / ".local/share/goose/sessions/sessions.db"
     store.parent.mkdir(parents=True)
-    write_store(store, [(SESSION, "user", "2026-05-01 10:00:00", 10, 8, 2), ("20260502_1", "sub_agent", "2026-05-02 10:00:00", 1, 1, 0)])
+    write_store(
+        store,
+        [
+            (SESSION, "user", "2026-05-01 10:00:00", 10, 8, 2),
+            ("20260502_1", "sub_agent", "2026-05-02 10:00:00", 1, 1, 0),
+        ],
+    )
     trace = read_trace(str(store))
     assert trace.session == SESSION  # a sub-agent's session is not the newest user session
     found = local_session_files(home=tmp_path / "home", environ={})
@@ -123,7 +143,7 @@ def test_hostile_rows_are_one_line(tmp_path, capsys):
     path = tmp_path / "sessions.db"
     write_store(path)
     db = sqlite3.connect(path)
-    db.execute("UPDATE messages SET content_json = '[{\"type\": \"text\", \"text\": 7}]' WHERE id = 2")
+    db.execute('UPDATE messages SET content_json = \'[{"type": "text", "text": 7}]\' WHERE id = 2')
     db.commit()
     db.close()
     out = tmp_path / "out.json"

@@ -87,7 +87,9 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
         if wal.is_file():
             shutil.copyfile(wal, folder / "store.db-wal")
     except OSError as exc:
-        raise InputError(path, None, f"cannot read the database ({why}; a copy failed too: {exc.strerror or exc})")
+        raise InputError(
+            path, None, f"cannot read the database ({why}; a copy failed too: {exc.strerror or exc})"
+        ) from None
     try:
         return _connect(copy, read_only=False)  # the copy is ours: its log may be applied
     except sqlite3.DatabaseError as exc:

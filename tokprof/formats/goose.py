@@ -110,8 +110,7 @@ def _read(path: str, db: "sqlite3.Connection", session_id: str | None) -> Trace:
     metadata = "metadata_json" if "metadata_json" in agent_db.columns(db, "messages") else "NULL"
     chat = Conversation(trace)
     query = (
-        f"SELECT id, role, content_json, created_timestamp, {metadata} FROM messages "
-        "WHERE session_id = ? ORDER BY id"
+        f"SELECT id, role, content_json, created_timestamp, {metadata} FROM messages WHERE session_id = ? ORDER BY id"
     )
     for message_id, role, content, created, meta in db.execute(query, (session_id,)):
         _message(chat, path, f"message {message_id}", role, content, created, meta, model)

@@ -14,6 +14,8 @@ from tokprof.formats.reader import KINDS, LogFormat
 #: The reader modules, in the order detection tries them: a new format is its module and a line here.
 MODULES = (
     "tokprof.formats.inspect_ai",
+    "tokprof.formats.amp",
+    "tokprof.formats.droid",
     "tokprof.formats.gemini_cli",
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
