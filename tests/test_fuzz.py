@@ -46,6 +46,7 @@ import test_format_swe_agent as swe_log
 import test_format_amp as amp_log
 import test_format_droid as droid_log
 import test_format_goose as goose_log
+import test_format_hermes as hermes_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
 from tokprof.frontends.cli import main
 from tokprof.formats import FORMATS
@@ -135,6 +136,7 @@ SEEDS = [
     Seed("amp", "T-1.json", lambda: _json(amp_log.thread())),
     Seed("droid", "s-1.jsonl", lambda: _jsonl(droid_log.lines())),
     Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
+    Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
 ]
 
 
@@ -379,6 +381,7 @@ def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
             new: Any = _odd_value(rng)
             new = new if isinstance(new, (int, float, str)) and not isinstance(new, bool) else None
             new = new if not isinstance(new, int) or abs(new) < 2**63 else str(new)
+            new = new.encode("utf-8", "replace").decode() if isinstance(new, str) else new
             what = f"{table}.{column} of row {rowid} set to {str(new)[:40]!r}"
         else:
             changed, what = mutate_json_text(value.encode(), "cell.json", rng)

@@ -22,6 +22,7 @@ MODULES = (
     "tokprof.formats.pi",
     "tokprof.formats.otel",
     "tokprof.formats.goose",
+    "tokprof.formats.hermes",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
