@@ -137,6 +137,7 @@ SEEDS = [
     Seed("droid", "s-1.jsonl", lambda: _jsonl(droid_log.lines())),
     Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
     Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
+    Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db)),
 ]
 
 

@@ -23,6 +23,7 @@ MODULES = (
     "tokprof.formats.otel",
     "tokprof.formats.goose",
     "tokprof.formats.hermes",
+    "tokprof.formats.kilo_cli",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
