@@ -371,16 +371,17 @@ def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
         path.write_bytes(data)
         db = sqlite3.connect(path)
         cells = [
-            (table, column, rowid, value)
+            (table, column, required, rowid, value)
             for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            for column in [row[1] for row in db.execute(f"PRAGMA table_info({table})") if not row[5] and not row[3]]
+            for column, required in [(r[1], r[3]) for r in db.execute(f"PRAGMA table_info({table})") if not r[5]]
             for rowid, value in db.execute(f"SELECT rowid, {column} FROM {table}")
             if isinstance(value, str) and value[:1] in "[{" or isinstance(value, int)
         ]
-        table, column, rowid, value = rng.choice(cells)
+        table, column, required, rowid, value = rng.choice(cells)
         if isinstance(value, int):
             new: Any = _odd_value(rng)
             new = new if isinstance(new, (int, float, str)) and not isinstance(new, bool) else None
+            new = -1 if new is None and required else new
             new = new if not isinstance(new, int) or abs(new) < 2**63 else str(new)
             new = new.encode("utf-8", "replace").decode() if isinstance(new, str) else new
             what = f"{table}.{column} of row {rowid} set to {str(new)[:40]!r}"
