@@ -16,6 +16,7 @@ MODULES = (
     "tokprof.formats.inspect_ai",
     "tokprof.formats.amp",
     "tokprof.formats.droid",
+    "tokprof.formats.codebuff",
     "tokprof.formats.gemini_cli",
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
