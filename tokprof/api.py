@@ -21,7 +21,8 @@ from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
-from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
+from tokprof.attribution.attributor import Attributor, RenderError
+from tokprof.attribution.buckets import BUCKETS, WARNINGS
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
