@@ -35,7 +35,6 @@ from tokprof.trace import Call, Note, Trace
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
@@ -895,15 +894,8 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
-_MCP_FACADE = ("find_mcp_servers", "list_mcp_servers", "mcp_report")
-
-
 def __getattr__(name: str) -> Any:
-    """The MCP facade (:mod:`tokprof.mcp_api`) and the names of :data:`_LAZY`, loaded when first asked for."""
-    if name in _MCP_FACADE:
-        from tokprof import mcp_api
-
-        return getattr(mcp_api, name)
+    """The names of :data:`_LAZY`, loaded when first asked for."""
     if name in _LAZY:
         import importlib
 
@@ -916,9 +908,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "find_mcp_servers",
-    "list_mcp_servers",
-    "mcp_report",
     "Buckets",
     "CheckRun",
     "Model",
