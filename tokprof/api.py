@@ -435,7 +435,7 @@ def profile_directory(
 
     name = os.fspath(directory)
     if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
-        from tokprof.formats.remote import scan_url
+        from tokprof.formats.discovery import scan_url
 
         found = scan_url(name)
     else:
