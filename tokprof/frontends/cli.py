@@ -330,6 +330,7 @@ def _profile_of(
     default_template: Optional[str] = None,
     price: Optional[list[str]] = None,
     settings=None,
+    advice: bool = True,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
     (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
@@ -358,6 +359,7 @@ def _profile_of(
         chat_template=chat_template or default_template,
         progress=not no_progress,
         prices=_user_prices(price, settings),
+        advice=advice,
     )
 
 
