@@ -104,9 +104,7 @@ def cap_results(fmt: str, tools: Sequence[str]) -> str:
     else:
         uncapped = list(tools)
     if uncapped:
-        agent = AGENTS.get(fmt)
-        who = f"{agent}'s documentation gives" if agent else f"tokprof knows of (the log's format: {fmt})"
-        out.append(f"no setting {who} caps {', '.join(uncapped)}: ask for less (narrower reads, filtered output)")
+        out.append(_unknown(fmt, f"caps {', '.join(uncapped)}") + ": ask for less (narrower reads, filtered output)")
     return "; ".join(out)
 
 
