@@ -195,7 +195,8 @@ def result_action(profile: Profile, trace: Trace | None, report: WhatIfReport) -
         tokens=best.saving,
         how=how or "no setting found",
         basis=f"replay:{best.policy}",
-        estimate=not best.exact or not profile.model.exact,
+        # an estimate: a proxy's counts, or a log whose own bill is computed (it reports no usage)
+        estimate=not best.exact or not profile.model.exact or report.policies[0].cost_basis not in (None, "reported"),
         unpriced=unpriced,
     )
 
