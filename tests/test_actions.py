@@ -51,16 +51,18 @@ def _assistant(uuid: str, parent: str, n: int, at: float, blocks: list, prompt: 
     return _line("assistant", uuid, parent, at, message=message, requestId=f"req_{uuid}", **extra)
 
 
-def claude_session(folder: Path, idle_before: int = 4) -> Path:
+def claude_session(folder: Path, idle_before: int = 4, mcp: bool = False) -> Path:
     """A Claude Code session (priced: claude-sonnet-4-5) of six Read calls whose results run to about 11,000
     characters, the call ``idle_before`` coming back after ten idle minutes (its cache gone), and a
-    subagent's two calls on a side chain."""
+    subagent's two calls on a side chain. ``mcp``: the third call is an MCP server's tool
+    (``mcp__github__get_issue``) instead."""
     rows = [_line("user", "u0", None, 0, message={"role": "user", "content": "Read the modules and fix the bug."})]
     parent, clock, prompt, previous = "u0", 0.0, 6000, 0
     for i in range(6):
         clock += 600 if i == idle_before else 20
         read = 0 if i in (0, idle_before) else previous
-        use = {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"file_path": f"src/m{i}.py"}}
+        name = "mcp__github__get_issue" if mcp and i == 2 else "Read"
+        use = {"type": "tool_use", "id": f"t{i}", "name": name, "input": {"file_path": f"src/m{i}.py"}}
         rows.append(_assistant(f"a{i}", parent, i, clock, [{"type": "text", "text": "Reading."}, use], prompt, read))
         content = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": LISTING}]
         rows.append(_line("user", f"r{i}", f"a{i}", clock + 1, message={"role": "user", "content": content}))

@@ -650,10 +650,13 @@ def tools_report(
     input_format: str | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> ToolsReport:
     """What each tool definition costs per request. With a log: per distinct catalogue in it, with
     how often each tool was carried and called (``tools``/``system`` supply what the log does not
-    record). Without one: the catalogue ``tools`` priced alone, with ``system`` as the system prompt."""
+    record), and the cut list (``ToolsReport.cut_list``: per tool and MCP server, in dollars at
+    ``prices``' rates where genai-prices has none). Without one: the catalogue ``tools`` priced alone,
+    with ``system`` as the system prompt."""
     if log is None:
         if tools is None:
             raise InputError("tools_report", None, "give a log or tools")
@@ -690,6 +693,10 @@ def tools_report(
 
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
+    from tokprof.analyses.cost import attach_cost
+    from tokprof.analyses.cutlist import cut_list
+
+    report.cut_list = cut_list(attach_cost(result, trace, user_prices(prices)), report.catalogues, facts.called)
     return report
 
 

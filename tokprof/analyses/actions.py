@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
-from tokprof.analyses.whatif import PolicyResult, WhatIfReport
 from tokprof.profiling import Action, Profile
 from tokprof.trace import Trace
+
+if TYPE_CHECKING:  # the replay's results (the module stays light for the directory views)
+    from tokprof.analyses.whatif import PolicyResult, WhatIfReport
 
 #: At most this many actions are shown.
 MAX_ACTIONS = 3
@@ -151,14 +154,14 @@ def _carrying(profile: Profile) -> list[str]:
     return [t.tool or "(unnamed)" for t in tools if t.carry_cost > 0]
 
 
-def _saves(result: PolicyResult) -> bool:
+def _saves(result: "PolicyResult") -> bool:
     """Whether a replay saves anything: dollars where priced, else tokens."""
     if result.cost_saving is not None:
         return result.cost_saving > 0 and result.saving > 0
     return result.saving > 0
 
 
-def result_action(profile: Profile, trace: Trace | None, report: WhatIfReport) -> Action | None:
+def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport") -> Action | None:
     """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts."""
     candidates = [p for p in report.policies if p.policy in RESULT_POLICIES and _saves(p)]
     if not candidates:
@@ -222,7 +225,7 @@ def unused_tools_action(profile: Profile) -> Action | None:
         + (f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""),
         basis="none",
         estimate=not profile.model.exact,
-        unpriced="no replay prices dropping tool definitions yet: the tokens are their count over the run",
+        unpriced="no replay prices dropping tool definitions yet",
     )
 
 
@@ -236,7 +239,7 @@ def rank(actions: Sequence[Action]) -> tuple[Action, ...]:
     return tuple(ordered[:MAX_ACTIONS])
 
 
-def advise(profile: Profile, trace: Trace | None = None, report: WhatIfReport | None = None) -> tuple[Action, ...]:
+def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport | None" = None) -> tuple[Action, ...]:
     """The actions for a profile: its cache fixes and unused tools, and with a what-if ``report`` of
     :data:`RESULT_POLICIES` (and the ``trace`` it replayed) the tool-results action."""
     found: list[Action] = cache_actions(profile)
@@ -253,3 +256,29 @@ def advise(profile: Profile, trace: Trace | None = None, report: WhatIfReport | 
 def wants_replay(trace: Trace) -> bool:
     """Whether the log has tool results for :data:`RESULT_POLICIES` to replay."""
     return any(m.get("role") == "tool" for call in trace.calls for m in call.messages)
+
+
+def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:
+    """The actions of several sessions as one list: the same change added up over the sessions that have
+    it (``sessions``: for each action, the session it is of), ranked; dollars only where every one has them."""
+    groups: dict[str, list[tuple[Action, int]]] = {}
+    for action, session in zip(actions, sessions):
+        groups.setdefault(action.what, []).append((action, session))
+    out = []
+    for what, group in groups.items():
+        first = group[0][0]
+        priced = all(a.dollars is not None for a, _ in group)
+        count = len({s for _, s in group})
+        out.append(
+            Action(
+                what=what,
+                why=f"in {_plural(count, 'session')}: {first.why}" if count > 1 else first.why,
+                dollars=round(sum(a.dollars or 0.0 for a, _ in group), 6) if priced else None,
+                tokens=sum(a.tokens or 0 for a, _ in group),
+                how=first.how,
+                basis=first.basis,
+                estimate=any(a.estimate for a, _ in group),
+                unpriced=None if priced else next(a.unpriced for a, _ in group if a.unpriced),
+            )
+        )
+    return rank(out)

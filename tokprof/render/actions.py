@@ -24,12 +24,33 @@ def saving_text(action: Action) -> str:
         tokens = f"{action.tokens:,} input tokens" if action.tokens else ""
     if action.dollars is not None:
         return f"saves {dollars(action.dollars)}{estimate}" + (f", {tokens}" if tokens else "")
-    head = f"not priced: {tokens}{estimate}" if action.basis == "none" else f"saves {tokens}{estimate}"
-    return head + f"; no dollars: {action.unpriced or 'not priced'}"
+    if action.basis == "none":
+        return f"{tokens}{estimate}; no dollars: {action.unpriced or 'not priced'}"
+    return f"saves {tokens}{estimate}; no dollars: {action.unpriced or 'not priced'}"
 
 
 def headline(action: Action) -> str:
     return f"{action.what}: {saving_text(action)}"
+
+
+def wrapped(actions: Sequence[Action] | None, width: int) -> list[str]:
+    """The block as lines of at most ``width`` columns, each action's why and how under its headline."""
+    import textwrap
+
+    out: list[str] = []
+    for label, text in action_lines(actions):
+        if label and not label.startswith(" "):  # a headline: "1. ...", continued under its text
+            first, rest = f"  {label} ", "       "
+        elif label:  # why, how: under the headline, continued a little further in
+            first, rest = "       ", "         "
+            text = f"{label.strip()}: {text}"
+        else:
+            first = rest = "  "
+        lines = textwrap.wrap(
+            text, max(40, width), initial_indent=first, subsequent_indent=rest, break_on_hyphens=False
+        )
+        out += lines or [first]
+    return out
 
 
 def action_lines(actions: Sequence[Action] | None) -> list[tuple[str, str]]:
