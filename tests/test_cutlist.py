@@ -105,3 +105,29 @@ def test_an_agent_no_documentation_covers_gets_no_guess():
         agent_config.cap_results("swe-agent", ["x"]),
     ):
         assert text.startswith("tokprof knows no documented setting")
+
+
+def test_mcp_log_has_the_cut_list(tmp_path, capsys):
+    """``tokprof mcp --log``: the live servers' tools against the log, each with its cut and the setting
+    of the agent whose configuration lists the server (here a hand-written Claude Code log's)."""
+    import shlex
+    import sys
+
+    from jsonschema import Draft202012Validator
+
+    from conftest import ROOT
+    from test_mcp import SERVER, claude_code_log
+
+    server = tmp_path / "server.py"
+    server.write_text(SERVER, encoding="utf-8")
+    log = claude_code_log(tmp_path / "session.jsonl")
+    spec = f"notes={shlex.quote(sys.executable)} {shlex.quote(str(server))} 3 0"
+    assert main(["mcp", "--server", spec, "--log", str(log), "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    schema = json.loads((ROOT / "docs" / "schema" / "mcp.schema.json").read_text(encoding="utf-8"))
+    assert not list(Draft202012Validator(schema).iter_errors(doc))
+    found = rows(doc["cut_list"])
+    assert found["mcp__notes__tool_1"]["cut"] == "drop" and found["mcp__notes__tool_1"]["calls"] == 0
+    assert '"permissions.deny"' in found["mcp__notes__tool_1"]["how"]  # the log is Claude Code's
+    assert found["mcp__notes"]["definition_tokens"] == sum(t["run_cost"] for t in doc["tools"])
+    assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens

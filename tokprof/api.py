@@ -694,9 +694,10 @@ def tools_report(
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
     from tokprof.analyses.cost import attach_cost
-    from tokprof.analyses.cutlist import cut_list
+    from tokprof.analyses.cutlist import cut_list, run_definitions
 
-    report.cut_list = cut_list(attach_cost(result, trace, user_prices(prices)), report.catalogues, facts.called)
+    priced = attach_cost(result, trace, user_prices(prices))
+    report.cut_list = cut_list(priced, run_definitions(report.catalogues), facts.called)
     return report
 
 

@@ -118,22 +118,31 @@ def _server(name: str) -> str | None:
     return server if sep and server and tool else None
 
 
-def cut_list(
-    profile: Profile,
-    catalogues: Sequence[Catalogue],
-    called: Mapping[str, int],
-    replays: Mapping[str, tuple[str, float | None, int]] | None = None,
-) -> CutList:
-    """The cut list of a profiled log: ``catalogues`` its tool catalogues (definitions, requests), ``called``
-    how often the model called each tool, ``replays`` by tool name the replayed cut (policy, dollars saved
-    or None, tokens saved)."""
-    fmt = profile.source.format
-    price, unpriced = mean_input_price(profile)
+def run_definitions(catalogues: Sequence[Catalogue]) -> dict[str, int]:
+    """Per tool, its definitions' tokens over the run, added up over the catalogues that carried it."""
     definitions: dict[str, int] = {}
     for catalogue in catalogues:
         for tool in catalogue.tools:
             if tool.run_cost is not None:
                 definitions[tool.name] = definitions.get(tool.name, 0) + tool.run_cost
+    return definitions
+
+
+def cut_list(
+    profile: Profile,
+    definitions: Mapping[str, int],
+    called: Mapping[str, int],
+    replays: Mapping[str, tuple[str, float | None, int]] | None = None,
+    agent: str | None = None,
+) -> CutList:
+    """The cut list of a profiled log: ``definitions`` per tool its definitions' tokens over the run
+    (:func:`run_definitions`; none: the log records none), ``called`` how often the model called each tool,
+    ``replays`` by tool name the replayed cut (policy, dollars saved or None, tokens saved). ``agent``: whose
+    settings the changes are (a log format, :data:`agent_config.AGENTS`), when not the log's own."""
+    fmt = profile.source.format
+    if agent_config.agent_of(fmt) is None and agent is not None:
+        fmt = agent
+    price, unpriced = mean_input_price(profile)
     results: dict[str, tuple[int, int]] = {}
     costs = profile.tool_result_costs
     for cost in costs.tools if costs is not None else ():
@@ -214,5 +223,5 @@ def cut_list(
         unpriced=unpriced,
         estimate=not profile.model.exact,
         agent=agent_config.AGENTS.get(fmt),
-        definitions_recorded=any(c.tools for c in catalogues),
+        definitions_recorded=bool(definitions),
     )

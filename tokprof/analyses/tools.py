@@ -24,7 +24,7 @@ from datetime import date
 
 import numpy as np
 
-from tokprof.analyses.cutlist import CutList, cut_list
+from tokprof.analyses.cutlist import CutList, cut_list, run_definitions
 from tokprof.analyses.tool_pieces import Pieces, pieces
 from tokprof.attribution.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
@@ -108,7 +108,7 @@ class ToolsReport:
             unknown_calls=list(section.unknown_tool_calls) if section else [],
             warnings=warnings,
             billed_input_profile=sum(c.total for c in profile.calls),
-            cut_list=cut_list(profile, catalogues, called),
+            cut_list=cut_list(profile, run_definitions(catalogues), called),
         )
 
     def to_dict(self) -> dict:

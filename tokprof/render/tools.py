@@ -113,7 +113,7 @@ class ToolsTableRenderer:
                 )
             )
         if report.cut_list is not None and report.cut_list.rows:
-            _cut_list(console, report.cut_list)
+            print_cut_list(console, report.cut_list)
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
         if not model.exact:
@@ -169,7 +169,7 @@ class ToolsTableRenderer:
 CUT_ROWS = 15
 
 
-def _cut_list(console: Console, cuts: CutList) -> None:
+def print_cut_list(console: Console, cuts: CutList) -> None:
     """Per tool and MCP server: its definitions over the run and its results' carry, in tokens and in dollars
     at the run's mean input price; the cut, its replayed saving where one was replayed, and how to apply it."""
     from tokprof.render.money import dollars
