@@ -274,7 +274,7 @@ class AddedCall(Call):
 
 
 # -- applying ----------------------------------------------------------------------------------------
-def _shared_length(messages: list[dict], before: list[dict]) -> int:
+def shared_messages(messages: list[dict], before: list[dict]) -> int:
     """How many first messages two prompts have in common (the same objects, or equal ones)."""
     n = min(len(messages), len(before))
     i = 0
@@ -286,7 +286,7 @@ def _shared_length(messages: list[dict], before: list[dict]) -> int:
 def _fresh(messages: list[dict], before: list[dict]) -> int:
     """Where a call's new messages start: after the last of its messages that the previous call of
     its thread also held (the previous prompt's length when the call continues it)."""
-    shared = _shared_length(messages, before)
+    shared = shared_messages(messages, before)
     if shared == len(before):
         return shared
     held = {id(m) for m in before}
@@ -433,7 +433,7 @@ class _Replayer:
         # the call's new messages: those after the last message the thread's last call also held (all of
         # them for a thread's first call)
         fresh = 0 if before is None else _fresh(messages, before)
-        extends = before is not None and fresh == len(before) and _shared_length(messages, before) == fresh
+        extends = before is not None and fresh == len(before) and shared_messages(messages, before) == fresh
         policy = self.policy
         added: list[Call] = []
         if isinstance(policy, Full):
