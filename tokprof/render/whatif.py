@@ -35,7 +35,22 @@ class WhatIfCsvRenderer:
         out = io.StringIO()
         writer = csvsafe.Writer(out)
         names = report.bucket_names()
-        writer.writerow(["policy", "index", "kind", "thread", *names, "total", "shared_prefix", "messages", "changed"])
+        writer.writerow(
+            [
+                "policy",
+                "index",
+                "kind",
+                "thread",
+                *names,
+                "total",
+                "shared_prefix",
+                "messages",
+                "changed",
+                "cache_read",
+                "cache_write",
+                "cost",
+            ]
+        )
         for result in report.policies:
             for call in result.calls:
                 writer.writerow(
@@ -49,6 +64,9 @@ class WhatIfCsvRenderer:
                         call.shared,
                         call.messages,
                         "true" if call.changed else "false",
+                        "" if call.cache_read is None else call.cache_read,
+                        "" if call.cache_write is None else call.cache_write,
+                        "" if call.cost is None else call.cost,
                     ]
                 )
         return out.getvalue()
