@@ -29,7 +29,7 @@ from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.profiling import CallRow, Profile, Source, log_window, profile_trace
 from tokprof.base.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace, as_list
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter, shared_messages
+from tokprof.transforms.policies import AddedCall, Full, Policy, apply, shared_messages
 
 SCHEMA_VERSION = 1
 
@@ -600,7 +600,7 @@ def whatif(
     for call, count in zip(trace.calls, base_rendered):
         known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
     for policy in ordered[1:]:
-        counter = PromptCounter(model, fixed, known, units) if needs_counter(policy) else None
+        counter = PromptCounter(model, fixed, known, units) if policy.needs_counter else None
         transformed = apply(trace, policy, counter, window)
         if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
             # the policy changes no call: its profile is full's, call for call
