@@ -9,7 +9,7 @@ import json
 import pytest
 
 import tokprof
-from conftest import CHATML, ROOT, tiny_model
+from conftest import CHATML, tiny_model
 from test_whatif import conversation, make_trace, plain_count, trace_of
 from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.finish import attach_analyses
@@ -17,33 +17,38 @@ from tokprof.analyses.mcp_rollup import rollup_from_results
 from tokprof.base.billing import Rates
 from tokprof.profiling import profile_trace
 from tokprof.render import RenderOptions
+from tokprof.render.money import dollars
 from tokprof.render.table import TableRenderer
 from tokprof.trace import Usage
 
-SAMPLE = ROOT / "samples" / "incident_session.json"
 #: $ per million tokens: input 3, output 15, cache read 0.3, cache write 3.75
 RATES = Rates(input=3, output=15, cache_read=0.3, cache_write=3.75)
 
 
-@pytest.fixture(scope="module")
-def cached():
-    """A conversation whose every call reads the previous prompt from the cache and writes the rest."""
+def _profile(usage: bool, prices: dict):
+    """A conversation priced at ``prices``; with ``usage``, every call reads the previous prompt from the
+    cache and writes the rest, else the calls report no usage (priced on the computed prompt, no cache)."""
     model = tiny_model(CHATML)
     calls = trace_of(conversation(turns=3, calls_per_turn=3))
     previous = 0
     for call in calls:
         call.model = "a-test-model"
         prompt = plain_count(model, call)
-        call.reported = Usage(prompt=prompt, cache_read=previous, cache_write=prompt - previous, output=5)
+        if usage:
+            call.reported = Usage(prompt=prompt, cache_read=previous, cache_write=prompt - previous, output=5)
         previous = prompt
     trace = make_trace(calls)
-    profile = attach_analyses(profile_trace(trace, model), trace, None, {"*": UserPrice(RATES, "a test")})
-    return profile
+    return attach_analyses(profile_trace(trace, model), trace, None, prices)
 
 
 @pytest.fixture(scope="module")
-def priced_sample():
-    return tokprof.profile(SAMPLE, prices=["0.5/1.5/0.05"])  # the sample reports no usage: no cache
+def cached():
+    return _profile(True, {"*": UserPrice(RATES, "a test")})
+
+
+@pytest.fixture(scope="module")
+def uncached():
+    return _profile(False, {"*": UserPrice(Rates(input=0.5, output=1.5), "a test")})
 
 
 def test_a_resent_result_is_priced_at_the_rate_its_call_paid(cached):
@@ -61,37 +66,38 @@ def test_a_resent_result_is_priced_at_the_rate_its_call_paid(cached):
     assert not costs.tools[0].carried  # the per-call tokens it was priced from are let go
 
 
-def test_without_a_cache_every_resent_token_is_at_the_input_rate(priced_sample):
-    profile = priced_sample
-    costs = profile.summary().tool_result_costs
-    assert costs.carry_dollars == pytest.approx(costs.carry_cost * 0.5 / 1e6, abs=1e-6)
-    assert [t.carry_dollars for t in costs.tools] == [
-        pytest.approx(t.carry_cost * 0.5 / 1e6, abs=1e-8) for t in costs.tools
-    ]
-    out = TableRenderer().render(profile, RenderOptions(width=120))
-    assert f"{costs.carry_cost:,} more (carry cost, $1.20)" in out
-    assert "carry $" in out and "$0.551" in out  # query_metrics: 1,102,775 resent tokens at $0.50 a million
-    doc = json.loads(profile.to_json())
+def test_without_a_cache_every_resent_token_is_at_the_input_rate(uncached):
+    costs = uncached.summary().tool_result_costs
+    assert costs.carry_dollars == pytest.approx(costs.carry_cost * 0.5 / 1e6, abs=1e-8)
+    for tool in costs.tools:
+        assert tool.carry_dollars == pytest.approx(tool.carry_cost * 0.5 / 1e6, abs=1e-8)
+    out = TableRenderer().render(uncached, RenderOptions(width=120))
+    assert f"{costs.carry_cost:,} more (carry cost, {dollars(costs.carry_dollars)})" in out
+    assert "carry $" in out and dollars(costs.top[0].carry_dollars) in out
+    doc = json.loads(uncached.to_json())
     assert doc["summary"]["tool_result_costs"]["carry_dollars"] == costs.carry_dollars
     assert doc["summary"]["tool_result_costs"]["top"][0]["carry_dollars"] == costs.top[0].carry_dollars
 
 
 def test_an_unpriced_log_has_no_carry_dollars():
-    profile = tokprof.profile(SAMPLE)  # Qwen has no price in genai-prices
+    profile = _profile(False, {})  # genai-prices has no price for a-test-model
     costs = profile.summary().tool_result_costs
     assert costs.carry_dollars is None and all(t.carry_dollars is None for t in costs.tools)
+    assert all(r.carry_dollars is None for r in costs.top)
     out = TableRenderer().render(profile, RenderOptions(width=120))
     assert "carry $" not in out and "(carry cost)" in out
     assert json.loads(profile.to_json())["summary"]["tool_result_costs"]["carry_dollars"] is None
 
 
-def test_carry_dollars_survive_a_saved_profile_and_show_in_the_report(priced_sample, tmp_path):
-    profile = priced_sample
+def test_carry_dollars_survive_a_saved_profile_and_show_in_the_report(uncached, tmp_path):
     path = tmp_path / "run.json"
-    profile.save(path)
+    uncached.save(path)
     again = tokprof.Profile.load(path)
-    assert again.summary().tool_result_costs == profile.summary().tool_result_costs
-    assert again.summary().tool_result_costs.carry_dollars == profile.summary().tool_result_costs.carry_dollars
+    costs = uncached.summary().tool_result_costs
+    assert (
+        again.summary().tool_result_costs == costs
+        and again.summary().tool_result_costs.carry_dollars == costs.carry_dollars
+    )
     old = json.loads(path.read_text())  # saved before the dollars: they read as not priced
     for entry in [old["summary"]["tool_result_costs"], *old["summary"]["tool_result_costs"]["tools"]]:
         del entry["carry_dollars"]
@@ -100,7 +106,7 @@ def test_carry_dollars_survive_a_saved_profile_and_show_in_the_report(priced_sam
     from tokprof.render.html import HtmlRenderer
 
     page = HtmlRenderer().render(again)
-    assert "<th>carry $</th>" in page and "(tokprof whatif)" in page and "$1.20" in page
+    assert "<th>carry $</th>" in page and dollars(costs.carry_dollars) in page
 
 
 def test_mcp_servers_carry_dollars(cached):
