@@ -307,6 +307,8 @@ def test_removing_a_few_tokens_changes_the_cost_by_about_their_share(log):
     # per call: what it is billed; a changed call that parts from its previous call earlier than the log's
     # call does (the call after the cut result came) reads no more than it shares; the others as logged
     full_calls = {c.index: c for c in full.calls}
+    for call in (*full.calls, *cap.calls):  # no call reads past the prefix it shares (#47.1)
+        assert call.cache_read is not None and call.cache_read <= call.shared
     for call in cap.calls:
         assert call.cache_read is not None and call.cache_write is not None and call.cost is not None
         if call.changed:

@@ -83,7 +83,7 @@ def test_every_call_carries_its_bill(priced, cached_log):
         assert sum(c.cost for c in result.calls) == pytest.approx(result.cost, abs=1e-6)
         for call in result.calls:
             assert call.cache_read is not None and call.cache_write == 0  # this provider writes nothing
-            assert 0 <= call.cache_read <= call.total
+            assert 0 <= call.cache_read <= call.shared <= call.total  # never past its shared prefix (#47.1)
     for call, logged in zip(full.calls, cached_log.calls):  # full: the log's usage
         assert call.cache_read == logged.reported.cache_read
     window = priced.policy("window:10")

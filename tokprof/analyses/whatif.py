@@ -146,6 +146,9 @@ class PolicyCall:
     cache_read: int | None = None
     cache_write: int | None = None
     cost: float | None = None  # what the call costs in US dollars (None: unpriced)
+    #: ``shared`` as counted, where the cache read (a measurement) raised it: the bill of another policy
+    #: compares counts with counts (tokprof.analyses.replay_bill); None: ``shared`` is the count
+    counted_shared: int | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -450,7 +453,11 @@ def _result(
         )
         for position, c in enumerate(calls)
     ]
-    log_shared = None if full is None else {c.index: c.shared for c in full.calls}
+    log_shared = (
+        None
+        if full is None
+        else {c.index: c.shared if c.counted_shared is None else c.counted_shared for c in full.calls}
+    )
     predicted = billed_usage(trace, counted, log_calls, log_shared)
     priced = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None, predicted)
     reports = any(c.reported is not None and c.reported.prompt for c in log_calls)
@@ -527,9 +534,14 @@ def _billed(call: PolicyCall, cost: CallCost | None, reports: bool) -> PolicyCal
         return call
     known = cost.tokens is not None and cost.basis != "computed" and reports
     tokens = cost.tokens
+    read = tokens.cache_read if known and tokens is not None else None
     return dataclasses.replace(
         call,
-        cache_read=tokens.cache_read if known and tokens is not None else None,
+        # what the provider read from its cache was shared: a count below it (an estimate's scaled units,
+        # or a prefix the count cannot see) gives way to the read, so a call never reads past its prefix
+        shared=max(call.shared, read or 0),
+        counted_shared=call.shared if (read or 0) > call.shared else None,
+        cache_read=read,
         cache_write=tokens.cache_write if known and tokens is not None else None,
         cost=money(cost.total) if cost.priced else None,
     )
