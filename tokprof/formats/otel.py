@@ -673,3 +673,36 @@ def _as_text(value: Any) -> str:
 LOG_FORMAT = whole_read_format(
     FORMAT, DESCRIPTION, "api", sniff, read, records_what="per-span usage; prompts when content capture is on"
 )
+
+
+# -- for receivers (tokprof collect): the same fold, one span at a time --------------------------
+class SpanCalls:
+    """The reader's fold over spans as a receiver gets them: :meth:`call` gives the call a span is
+    (None for an agent, tool or embedding span, a repeated response id, an error span without
+    usage), with the same rules as a file's spans. The trace's notes gather what the spans lack."""
+
+    def __init__(self, path: str) -> None:
+        self.trace = Trace(path=path, format=f"{FORMAT}/otlp")
+        self._reader = _Reader(path, self.trace)
+
+    def call(self, span: Span) -> Call | None:
+        before = len(self._reader.calls)
+        self._reader.span(span)
+        if len(self._reader.calls) == before:
+            return None
+        return self._reader.calls.pop()[2]  # held by the caller, not by the fold
+
+
+def json_span(path: str, where: str, span: Any) -> Span:
+    """A span of OTLP/JSON (or a flat span dump) as the reader reads it."""
+    return _span(path, where, span)
+
+
+def json_attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
+    """OTLP/JSON attributes (``[{key, value: AnyValue}]``, or a plain object) as a plain dict."""
+    return _attributes(path, where, attrs)
+
+
+def json_value(path: str, where: str, value: Any) -> Any:
+    """An OTLP/JSON AnyValue as a plain value."""
+    return _any_value(path, where, value)
