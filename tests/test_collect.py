@@ -6,8 +6,15 @@ two collectors on one prefix, and the docs' SQL on DuckDB and chdb (tests/test_c
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -15,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ROOT
 from tokprof.frontends.collect.server import CollectOptions, run
 
 pytest.importorskip("pyarrow")
@@ -218,3 +226,191 @@ def emit(logger, body: str, when: int, attributes: dict) -> None:
         from opentelemetry.sdk._logs import LogRecord  # type: ignore[attr-defined]
 
         logger.emit(LogRecord(timestamp=when, body=body, attributes=attributes))
+
+
+# -- batches, restarts, dedupe ------------------------------------------------------------------------
+def test_a_retried_request_and_a_restart_double_no_row(tmp_path):
+    out = tmp_path / "out"
+    body = claude_logs(3)
+    with collector(out, spool=tmp_path / "spool", collector="c1", max_rows=2) as (url, _):
+        assert post(url + "/v1/logs", body)[0] == 200
+        assert post(url + "/v1/logs", body)[0] == 200  # the exporter retried: nothing new
+    assert len(calls_of(out)) == 3
+    with collector(out, spool=tmp_path / "spool", collector="c1") as (url, _):  # restarted
+        assert post(url + "/v1/logs", body)[0] == 200
+        assert post(url + "/v1/logs", claude_logs(2, start=3))[0] == 200
+    rows = calls_of(out)
+    assert [r["call_index"] for r in rows] == [0, 1, 2, 3, 4]
+    names = sorted(p.name for p in out.rglob("*.parquet"))
+    assert names == ["c1-000000.parquet", "c1-000001.parquet"], names  # the batch numbers go on
+    assert rows[0]["machine"] == "laptop-7" and rows[0]["user"] == "ana@example.com"
+    assert rows[0]["reported_prompt"] == 1010 and rows[4]["reported_cache_read"] == 4000
+
+
+def test_sigterm_writes_what_is_held_and_exits_0(tmp_path):
+    """A real process, a real signal: the rows of a batch not yet due are written before it exits."""
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = [sys.executable, "-m", "tokprof", "collect", str(out), "--port", "0", "--collector-id", "c9"]
+    args += ["--batch-seconds", "3600", "--spool", str(tmp_path / "spool")]
+    process = subprocess.Popen(args, env=env, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        line = process.stderr.readline()
+        url = re.search(r"http://[0-9.]+:\d+", line).group(0)
+        assert post(url + "/v1/logs", claude_logs(2))[0] == 200
+        assert not list(out.rglob("*.parquet"))  # held: the batch is not due
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0
+        rest = process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert len(calls_of(out)) == 2, rest
+    assert "stopped; 2 rows written" in rest and "Traceback" not in rest
+
+
+# -- hostile requests ---------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "path, body, content_type, status",
+    [
+        ("/v1/traces", b"\x0a\xff\xff\xff\xff\x0f garbage", "application/x-protobuf", 400),
+        ("/v1/logs", b"\x12\x05", "application/x-protobuf", 400),
+        ("/v1/traces", b'{"resourceSpans": 3}', "application/json", 400),
+        ("/v1/traces", b'{"resourceLogs": []}', "application/json", 400),
+        ("/v1/logs", b"[" * 4000, "application/json", 400),
+        ("/v1/logs", b"\xff\xfe not utf-8", "application/json", 400),
+        ("/v1/traces", b"{}", "text/plain", 415),
+        ("/v1/traces", b"{}", "application/xml", 415),
+        ("/v1/nothing", b"{}", "application/json", 404),
+        ("/v1/traces", b"x" * 5000, "application/json", 413),
+    ],
+)
+def test_a_bad_request_gets_a_4xx_one_line_and_no_row(tmp_path, path, body, content_type, status):
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool", max_body=4096) as (url, lines):
+        before = len(lines)
+        code, answer = post(url + path, body, content_type)
+        assert code == status, answer
+        assert json.loads(answer)["code"] == status
+        logged = lines[before:]
+        assert len(logged) == 1 and str(status) in logged[0] and "\n" not in logged[0]
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 200  # and it goes on serving
+    assert len(calls_of(out)) == 1
+
+
+def test_a_request_with_one_bad_record_keeps_none_of_its_rows(tmp_path):
+    out = tmp_path / "out"
+    export = json.loads(claude_logs(3))
+    records = export["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    records[2]["attributes"].append(kv("output_tokens", "lots"))  # the last value of a key is the one read
+    with collector(out, spool=tmp_path / "spool") as (url, lines):
+        code, answer = post(url + "/v1/logs", json.dumps(export).encode())
+        assert code == 400 and b"logRecords[2]" in answer and b"output_tokens" in answer
+    assert not list(out.rglob("*.parquet"))
+
+
+def test_gzip_bodies_are_taken_and_a_gzip_bomb_is_413(tmp_path):
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool", max_body=64 * 1024) as (url, _):
+        assert post(url + "/v1/logs", gzip.compress(claude_logs(2)), headers={"Content-Encoding": "gzip"})[0] == 200
+        bomb = gzip.compress(b" " * (8 * 1024 * 1024))  # 8 KiB that inflate to 8 MiB
+        code, _ = post(url + "/v1/logs", bomb, headers={"Content-Encoding": "gzip"})
+        assert code == 413
+        assert post(url + "/v1/logs", b"not gzip", headers={"Content-Encoding": "gzip"})[0] == 400
+        assert post(url + "/v1/logs", b"{}", headers={"Content-Encoding": "br"})[0] == 415
+    assert len(calls_of(out)) == 2
+
+
+def test_beyond_loopback_a_token_is_required(tmp_path):
+    from tokprof.base.errors import TokprofError
+
+    with pytest.raises(TokprofError, match="needs a token"):
+        run(CollectOptions(destination=str(tmp_path), host="0.0.0.0", port=0))
+    with collector(tmp_path / "out", spool=tmp_path / "spool", token="s3cret") as (url, lines):
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 401
+        assert post(url + "/v1/logs", claude_logs(1), headers={"Authorization": "Bearer nope"})[0] == 401
+        assert post(url + "/v1/logs", claude_logs(1), headers={"Authorization": "Bearer s3cret"})[0] == 200
+    with collector(tmp_path / "out2", spool=tmp_path / "spool2") as (url, lines):
+        assert post(url + "/v1/logs", claude_logs(1), headers={"Host": "evil.example"})[0] == 403
+
+
+# -- the spool -----------------------------------------------------------------------------------------
+def test_an_unwritable_destination_spools_bounded_and_says_so(tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the folder should be")  # every write under it fails
+    spool = tmp_path / "spool"
+    with collector(blocked, spool=spool, collector="c1", max_rows=1) as (url, lines):
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 200
+        deadline = time.monotonic() + 10
+        while not list(spool.rglob("*.parquet")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert list(spool.rglob("*.parquet")) and list(spool.rglob("*.ids"))
+    assert any("cannot write to" in line and "spool" in line for line in lines), lines
+    # the destination is writable again: the next collector moves the spool first, and dedupes against it
+    blocked.unlink()
+    with collector(blocked, spool=spool, collector="c1") as (url, lines):
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 200  # the same event: already kept
+        assert post(url + "/v1/logs", claude_logs(1, start=1))[0] == 200
+    assert [r["call_index"] for r in calls_of(blocked)] == [0, 1]
+    assert not list(spool.rglob("*.parquet"))
+
+
+def test_a_full_spool_answers_503_and_holds_the_batch(tmp_path):
+    blocked = tmp_path / "blocked"
+    blocked.write_text("not a folder")
+    with collector(blocked, spool=tmp_path / "spool", max_rows=1, spool_bytes=100) as (url, lines):
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 200
+        deadline = time.monotonic() + 10
+        while not any("spool" in line and "is full (" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        code, answer = post(url + "/v1/logs", claude_logs(1, start=1))
+        assert code == 503 and b"spool is full" in answer
+    assert any("held in memory" in line for line in lines)
+
+
+# -- keep, content capture ------------------------------------------------------------------------------
+def test_keep_aggregates_writes_sums_by_day_agent_user_project_and_model(tmp_path):
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool", keep="aggregates") as (url, _):
+        assert post(url + "/v1/logs", claude_logs(3))[0] == 200
+        assert post(url + "/v1/logs", claude_logs(2, session="s2", user="bo@example.com"))[0] == 200
+    rows = duckdb.sql(f"select * from read_parquet('{out}/**/*.parquet') order by user").fetchall()
+    columns = duckdb.sql(f"select * from read_parquet('{out}/**/*.parquet')").columns
+    found = [dict(zip(columns, r)) for r in rows]
+    assert [(r["user"], r["calls"], r["reported_prompt"]) for r in found] == [
+        ("ana@example.com", 3, 1010 + 2010 + 3010),
+        ("bo@example.com", 2, 1010 + 2010),
+    ]
+    assert "session" not in columns and "text" not in columns
+
+
+def test_spans_with_content_get_their_buckets_and_text_only_with_keep_text(tmp_path, model_dir):
+    messages = [
+        {"role": "system", "parts": [{"type": "text", "content": "You are terse."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "hello there"}]},
+    ]
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "chat local",
+        "startTimeUnixNano": str(T0 * 10**9),
+        "attributes": [
+            kv("gen_ai.operation.name", "chat"),
+            kv("gen_ai.request.model", "tiny"),
+            kv("gen_ai.input.messages", json.dumps(messages)),
+        ],
+    }
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    for keep in ("calls", "text"):
+        out = tmp_path / keep
+        with collector(out, spool=tmp_path / "spool", keep=keep, model=str(model_dir)) as (url, _):
+            code, answer = post(url + "/v1/traces", body)
+            assert code == 200, answer
+        (row,) = calls_of(out)
+        assert row["system"] > 0 and row["conversation"] > 0 and row["tool_results"] == 0
+        assert row["total"] == sum(row[b] for b in ("system", "tool_results", "conversation", "unrecorded"))
+        assert row["reported_prompt"] is None and row["profiled_with"] != "telemetry"
+        assert (row.get("text") is not None) == (keep == "text")
+        if keep == "text":
+            assert "hello there" in row["text"]

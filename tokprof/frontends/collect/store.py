@@ -175,6 +175,7 @@ class Store:
                 self.batch = batch
             return len(rows)
         self.written += len(rows)
+        self.full = False  # the destination takes files again
         self.log(f"wrote batch {batch} ({len(rows)} rows, {len(files) - 1} files) to {self.options.destination}")
         return len(rows)
 
@@ -214,7 +215,6 @@ class Store:
     def _unspool(self) -> None:
         files = self._spooled()
         if not files:
-            self.full = False
             return
         ids = [p for p in files if p.suffix == ".ids"]
         data = [p for p in files if p.suffix != ".ids"]
