@@ -414,3 +414,70 @@ def test_spans_with_content_get_their_buckets_and_text_only_with_keep_text(tmp_p
         assert (row.get("text") is not None) == (keep == "text")
         if keep == "text":
             assert "hello there" in row["text"]
+
+
+# -- beyond one machine: S3, two collectors on one prefix ------------------------------------------------
+@pytest.fixture
+def s3(monkeypatch):
+    """moto's S3 server on a free loopback port (a real local S3 over HTTP), as tests/test_remote.py."""
+    pytest.importorskip("s3fs")
+    moto_server = pytest.importorskip("moto.server")
+    boto3 = pytest.importorskip("boto3")
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "FSSPEC_S3_ENDPOINT_URL": endpoint,
+        "AWS_ENDPOINT_URL": endpoint,
+    }.items():
+        monkeypatch.setenv(key, value)
+    import fsspec.config
+
+    fsspec.config.conf.clear()
+    fsspec.config.set_conf_env(fsspec.config.conf)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket="telemetry")
+        yield client
+    finally:
+        server.stop()
+        fsspec.config.conf.clear()
+
+
+def download(client, bucket: str, into: Path) -> list[str]:
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    for key in keys:
+        (into / key).parent.mkdir(parents=True, exist_ok=True)
+        (into / key).write_bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+    return sorted(keys)
+
+
+def test_two_collectors_behind_round_robin_write_one_s3_prefix(tmp_path, s3):
+    prefix = "s3://telemetry/agents/"
+    bodies = [claude_logs(2, session=f"s{i}", user=f"u{i}@example.com") for i in range(6)]
+    with collector(prefix, spool=tmp_path / "spool1", collector="collect-1") as (url1, lines1):
+        with collector(prefix, spool=tmp_path / "spool2", collector="collect-2") as (url2, lines2):
+            for i, body in enumerate(bodies):  # plain round robin, as a load balancer without affinity
+                assert post((url1, url2)[i % 2] + "/v1/logs", body)[0] == 200
+    keys = download(s3, "telemetry", tmp_path / "copy")
+    parquet = [k for k in keys if k.endswith(".parquet")]
+    assert parquet == [
+        "agents/day=2026-11-30/agent=claude-code/collect-1-000000.parquet",
+        "agents/day=2026-11-30/agent=claude-code/collect-2-000000.parquet",
+    ]
+    assert "agents/_tokprof/ids/collect-1-000000.ids" in keys and "agents/_tokprof/ids/collect-2-000000.ids" in keys
+    rows = calls_of(tmp_path / "copy" / "agents")
+    assert len(rows) == 12 and len({(r["session"], r["call_index"]) for r in rows}) == 12
+    # a restarted collector knows what both wrote: a retry of any request to it doubles nothing
+    with collector(prefix, spool=tmp_path / "spool1", collector="collect-1") as (url, _):
+        for body in bodies:
+            assert post(url + "/v1/logs", body)[0] == 200
+    assert [k for k in download(s3, "telemetry", tmp_path / "again") if k.endswith(".parquet")] == parquet
