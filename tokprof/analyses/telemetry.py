@@ -76,7 +76,7 @@ def _first(attrs: dict[str, Any], resource: dict[str, Any], keys: tuple[str, ...
     for source in (attrs, resource):
         for key in keys:
             value = source.get(key)
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            if value is not None and value != "" and type(value) in (str, int):  # not a bool, a list
                 return str(value)
     return None
 

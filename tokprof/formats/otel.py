@@ -647,7 +647,22 @@ def _redacted(value: Any) -> bool:
 
 
 def _indexed(a: dict, base: str) -> bool:
-    return any(key.startswith(base + ".0.") for key in a)
+    """Whether ``a`` has a ``base.0.*`` key (the bases of the last span's attributes are kept: a span is
+    asked for several)."""
+    last = _BASES[0]
+    if last[0] is not a:
+        bases: set[str] = set()
+        for key in a:
+            at = key.find(".0.")
+            while at >= 0:
+                bases.add(key[:at])
+                at = key.find(".0.", at + 1)
+        last = (a, frozenset(bases))
+        _BASES[0] = last  # one assignment: a thread reads a whole pair
+    return base in last[1]
+
+
+_BASES: list[tuple[Any, frozenset[str]]] = [(None, frozenset())]
 
 
 def _indices(a: dict, base: str) -> list[int]:
