@@ -49,7 +49,9 @@ not recorded and the reported prompt is counted whole in ``unrecorded`` (:attr:`
 warning ``content-not-captured``): usage, cost and cache only. A call with messages but no tool
 definitions while tools are called, or with definitions that are names only (Copilot), leaves the
 tools unrecorded (``Trace.unrecorded``), inferred as for Claude Code. A file with calls but neither
-content nor usage on any of them cannot be profiled: an error says so.
+content nor usage on any of them (Copilot CLI's export with usage redacted) gives its calls, each not
+recorded, and the run's totals from its ``gen_ai.client.token.usage`` metric records (note
+``usage-from-metrics``); without that metric it cannot be profiled: an error says so.
 """
 
 from __future__ import annotations
@@ -174,14 +176,12 @@ def read(path: str, doc: Document) -> Trace:
     shape = "jsonl" if doc.lines is not None else "json"
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
     reader = _Reader(path, trace)
-    for span in _spans(path, doc):
-        reader.span(span)
-    return reader.finish()
-
-
-def _spans(path: str, doc: Document) -> Iterator[Span]:
     for where, record in records(path, doc):
-        yield from _record_spans(path, where, record)
+        if isinstance(record, dict) and record.get("type") == "metric" and record.get("name") == TOKEN_USAGE:
+            reader.metrics.take(path, where, record)
+        for span in _record_spans(path, where, record):
+            reader.span(span)
+    return reader.finish()
 
 
 def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
@@ -296,6 +296,71 @@ def _any_value(path: str, where: str, value: Any) -> Any:
     return None
 
 
+# -- the token usage metric ------------------------------------------------------------------------
+TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_TOTALS = (
+    "per-call usage is redacted in these spans: each call's prompt and usage are not recorded (not 0), and "
+    "the prompts were not captured; the file's {metric} metric holds the run's totals: {input} input and "
+    "{output} output tokens over {calls} calls{order}"
+)
+TYPE_ORDER = (
+    " (its token types are redacted too: its first data point is read as the input, the second as the output, "
+    "the order the exporter writes them)"
+)
+
+
+class MetricTotals:
+    """The run's input and output tokens from ``gen_ai.client.token.usage`` metric records (GitHub
+    Copilot CLI's file exporter: ``{"type": "metric", "dataPoints": [{attributes, startTime, value: {sum,
+    count}}]}``). Cumulative records (one start time) hold the run so far: the last one counts; delta
+    records are added up."""
+
+    def __init__(self) -> None:
+        self.points: dict[tuple[int, str], tuple[Any, float, int]] = {}  # (position, type): (start, sum, count)
+        self.delta = False
+        self.redacted = False
+
+    def take(self, path: str, where: str, record: dict) -> None:
+        points = expect_list(path, where + ": dataPoints", record.get("dataPoints", []))
+        for position, point in enumerate(points):
+            if not isinstance(point, dict) or not isinstance(point.get("value"), dict):
+                continue
+            attrs = point.get("attributes")
+            kind = attrs.get("gen_ai.token.type") if isinstance(attrs, dict) else None
+            if not isinstance(kind, str) or _redacted(kind) or kind not in ("input", "output"):
+                self.redacted = True
+                kind = ""
+            value = point["value"]
+            total, count = value.get("sum"), value.get("count")
+            if not isinstance(total, (int, float)) or isinstance(total, bool) or not 0 <= total < 1e15:
+                raise InputError(path, f"{where}: dataPoints[{position}].value.sum", "expected a token count")
+            count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
+            key = (position if not kind else 0, kind)
+            start = json.dumps(point.get("startTime"))
+            before = self.points.get(key)
+            if before is not None and before[0] != start:
+                self.delta = True
+            if before is not None and self.delta:
+                self.points[key] = (start, before[1] + total, before[2] + count)
+            else:
+                self.points[key] = (start, float(total), count)
+
+    def totals(self) -> tuple[int, int, int] | None:
+        """(input, output, calls), or None without the metric."""
+        if not self.points:
+            return None
+        named = {kind: v for (_, kind), v in self.points.items() if kind}
+        if named:
+            found_in, found_out = named.get("input"), named.get("output")
+        else:
+            ordered = [v for _, v in sorted(self.points.items())]
+            found_in = ordered[0] if ordered else None
+            found_out = ordered[1] if len(ordered) > 1 else None
+        if found_in is None or found_out is None:
+            return None
+        return int(found_in[1]), int(found_out[1]), found_in[2]
+
+
 # -- calls -----------------------------------------------------------------------------------------
 class _Reader:
     def __init__(self, path: str, trace: Trace):
@@ -309,6 +374,7 @@ class _Reader:
         self.without_tools: list[bool] = []  # per call with content but no tool definitions: whether it calls tools
         self.log_cost = 0.0
         self.log_cost_seen = False
+        self.metrics = MetricTotals()
 
     def fail(self, where: str, what: str) -> InputError:
         return InputError(self.path, where, what)
@@ -364,7 +430,19 @@ class _Reader:
             key=lambda item: (item[0] is None, item[0] or datetime.min.replace(tzinfo=timezone.utc), item[1]),
         )
         calls = [call for _, _, call in ordered]
-        if all(not c.messages and c.reported is None for c in calls):
+        totals = self.metrics.totals()
+        if all(not c.messages and c.reported is None for c in calls) and totals is not None:
+            self.trace.note(
+                "usage-from-metrics",
+                METRIC_TOTALS.format(
+                    metric=TOKEN_USAGE,
+                    input=f"{totals[0]:,}",
+                    output=f"{totals[1]:,}",
+                    calls=f"{totals[2]:,}",
+                    order=TYPE_ORDER if self.metrics.redacted else "",
+                ),
+            )
+        elif all(not c.messages and c.reported is None for c in calls):
             raise InputError(
                 self.path,
                 None,
