@@ -481,3 +481,28 @@ def test_two_collectors_behind_round_robin_write_one_s3_prefix(tmp_path, s3):
         for body in bodies:
             assert post(url + "/v1/logs", body)[0] == 200
     assert [k for k in download(s3, "telemetry", tmp_path / "again") if k.endswith(".parquet")] == parquet
+
+
+def test_the_tables_are_those_of_profile_incremental_and_of_dask(tmp_path, model_dir, capsys):
+    """The collector's prefix and a folder written by `profile DIR -f parquet --incremental` (the Dask
+    path writes the same records) are one table: same columns, same types, read together."""
+    from test_tables import folder
+
+    from tokprof.frontends.cli import main
+
+    logs, profiled = folder(tmp_path / "logs"), tmp_path / "profiled"
+    args = ["profile", str(logs), "--model", str(model_dir), "-f", "parquet", "-o", f"{profiled}/", "--incremental"]
+    assert main([*args, "--no-progress", "-j", "1"]) == 0, capsys.readouterr().err
+    collected = tmp_path / "collected"
+    with collector(collected, spool=tmp_path / "spool") as (url, _):
+        assert post(url + "/v1/logs", claude_logs(2))[0] == 200
+    files = f"read_parquet('{collected}/**/*.parquet', hive_partitioning = false)"  # the files' own columns
+    schema = duckdb.sql(f"describe select * from {files}").fetchall()
+    theirs = duckdb.sql(f"describe select * from read_parquet('{profiled}/calls.parquet')").fetchall()
+    assert [(c[0], c[1]) for c in schema] == [(c[0], c[1]) for c in theirs]
+    both = duckdb.sql(
+        f"select agent, count(*) from read_parquet(['{profiled}/calls.parquet', '{collected}/**/*.parquet'], "
+        "hive_partitioning = false) group by agent order by agent"
+    ).fetchall()
+    ((alone,),) = duckdb.sql(f"select count(*) from read_parquet('{profiled}/calls.parquet')").fetchall()
+    assert sum(n for _, n in both) == alone + 2 and alone > 0
