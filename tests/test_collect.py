@@ -506,3 +506,82 @@ def test_the_tables_are_those_of_profile_incremental_and_of_dask(tmp_path, model
     ).fetchall()
     ((alone,),) = duckdb.sql(f"select count(*) from read_parquet('{profiled}/calls.parquet')").fetchall()
     assert sum(n for _, n in both) == alone + 2 and alone > 0
+
+
+def test_the_file_reader_reads_the_same_export_as_the_collector(tmp_path, capsys):
+    """One path: an OTLP/JSON logs export saved to a file (a collector's file exporter) is read by
+    `tokprof profile` with the same fold; its calls' reported usage is the collector's rows'."""
+    from tokprof.frontends.cli import main
+
+    log = tmp_path / "claude-otel.json"
+    log.write_bytes(claude_logs(3))
+    assert main(["profile", str(log), "-f", "json", "--no-progress"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["source"]["format"].startswith("otel")
+    assert [c["reported"]["prompt"] for c in found["calls"]] == [1010, 2010, 3010]
+    assert [c["reported"]["cache_read"] for c in found["calls"]] == [0, 1000, 2000]
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool") as (url, _):
+        assert post(url + "/v1/logs", log.read_bytes())[0] == 200
+    assert [r["reported_prompt"] for r in calls_of(out)] == [1010, 2010, 3010]
+
+
+@pytest.mark.parametrize(
+    "service, body, attrs, prompt, read, output",
+    [
+        (
+            "codex",
+            "codex.sse_event",
+            {
+                "event.kind": "response.completed",
+                "conversation.id": "c-1",
+                "model": "gpt-5-codex",
+                "input_token_count": 9000,
+                "cached_token_count": 8000,
+                "output_token_count": 120,
+            },
+            9000,
+            8000,
+            120,
+        ),
+        (
+            "gemini-cli",
+            "gemini_cli.api_response",
+            {
+                "session.id": "g-1",
+                "model": "gemini-2.5-pro",
+                "input_token_count": 5000,
+                "cached_content_token_count": 4096,
+                "output_token_count": 77,
+                "thoughts_token_count": 30,
+            },
+            5000,
+            4096,
+            77,
+        ),
+    ],
+)
+def test_codex_and_gemini_cli_events(tmp_path, service, body, attrs, prompt, read, output):
+    records = [
+        {
+            "timeUnixNano": str(T0 * 10**9),
+            "body": {"stringValue": body},
+            "attributes": [kv(k, v) for k, v in attrs.items()],
+        },
+        {
+            "timeUnixNano": str(T0 * 10**9),
+            "body": {"stringValue": body if service == "codex" else "gemini_cli.api_request"},
+            "attributes": [kv("event.kind", "response.output_text.delta"), kv("model", "x")],
+        },  # not a call
+    ]
+    export = {
+        "resourceLogs": [
+            {"resource": {"attributes": [kv("service.name", service)]}, "scopeLogs": [{"logRecords": records}]}
+        ]
+    }
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool") as (url, _):
+        assert post(url + "/v1/logs", json.dumps(export).encode())[0] == 200
+    (row,) = calls_of(out)
+    assert (row["reported_prompt"], row["reported_cache_read"], row["reported_output"]) == (prompt, read, output)
+    assert row["agent"] == service and row["session"] in ("c-1", "g-1") and row["model"] == attrs["model"]

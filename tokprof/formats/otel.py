@@ -63,6 +63,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from tokprof.base.errors import InputError
+from tokprof.formats.agent_events import event_attributes, event_name
 from tokprof.formats.capture import records
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
@@ -148,7 +149,7 @@ def _looks_otel(value: Any) -> bool:
         return any(_is_genai_span(item) for item in value[:20])
     if not isinstance(value, dict):
         return False
-    if isinstance(value.get("resourceSpans"), list):
+    if isinstance(value.get("resourceSpans"), list) or isinstance(value.get("resourceLogs"), list):
         return True
     if isinstance(value.get("spans"), list):
         return any(_is_genai_span(item) for item in value["spans"][:50])
@@ -192,6 +193,8 @@ def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
     record = expect_object(path, where, record, "a span or an OTLP export object")
     if "resourceSpans" in record:
         yield from _otlp(path, where, record["resourceSpans"])
+    elif "resourceLogs" in record:  # agents' events (Claude Code's api_request, ...) as their spans
+        yield from _otlp_logs(path, where, record["resourceLogs"])
     elif "spans" in record and "attributes" not in record:
         spans = record["spans"]
         spans = expect_list(path, where + ": spans", spans)
@@ -219,6 +222,49 @@ def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
             spans = expect_list(path, f"{at}.scopeSpans[{j}].spans", spans)
             for k, item in enumerate(spans):
                 yield _span(path, f"{at}.scopeSpans[{j}].spans[{k}]", item)
+
+
+def _otlp_logs(path: str, where: str, resource_logs: Any) -> Iterator[Span]:
+    resource_logs = expect_list(path, where + ": resourceLogs", resource_logs)
+    for i, resource in enumerate(resource_logs):
+        at = f"{where}: resourceLogs[{i}]"
+        resource = expect_object(path, at, resource)
+        found = expect_object(path, at + ".resource", resource.get("resource") or {})
+        agent = _attributes(path, at + ".resource.attributes", found.get("attributes")).get("service.name")
+        scopes = expect_list(path, at + ".scopeLogs", resource.get("scopeLogs", []))
+        for j, scope in enumerate(scopes):
+            scope = expect_object(path, f"{at}.scopeLogs[{j}]", scope)
+            items = expect_list(path, f"{at}.scopeLogs[{j}].logRecords", scope.get("logRecords", []))
+            for k, raw in enumerate(items):
+                span = log_span(path, f"{at}.scopeLogs[{j}].logRecords[{k}]", raw, str(agent or ""))
+                if span is not None:
+                    yield span
+
+
+def log_span(path: str, where: str, raw: Any, agent: str = "") -> Span | None:
+    """An OTLP/JSON log record as the model-call span its event stands for (None: not a model call;
+    :mod:`tokprof.formats.agent_events`)."""
+    raw = expect_object(path, where, raw, "a log record object")
+    attrs = _attributes(path, where + ".attributes", raw.get("attributes"))
+    body = _any_value(path, where + ".body", raw.get("body"))
+    declared = raw.get("eventName")
+    name = event_name(body, attrs, declared if isinstance(declared, str) else "")
+    found = event_attributes(name, attrs, agent)
+    if found is None:
+        return None
+    start = None
+    for key in ("timeUnixNano", "observedTimeUnixNano"):
+        value = raw.get(key)
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            start = parse_time(value / 1e9)
+            break
+    if start is None:
+        start = parse_time(attrs.get("event.timestamp"))
+    model = found.get("gen_ai.request.model")
+    short = name.rsplit(".", 1)[-1]
+    return Span(where, f"{short} {model}" if isinstance(model, str) else short, None, None, start, False, found)
 
 
 def _span(path: str, where: str, span: Any) -> Span:
@@ -794,8 +840,3 @@ def json_span(path: str, where: str, span: Any) -> Span:
 def json_attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
     """OTLP/JSON attributes (``[{key, value: AnyValue}]``, or a plain object) as a plain dict."""
     return _attributes(path, where, attrs)
-
-
-def json_value(path: str, where: str, value: Any) -> Any:
-    """An OTLP/JSON AnyValue as a plain value."""
-    return _any_value(path, where, value)

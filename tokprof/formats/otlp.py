@@ -25,7 +25,7 @@ from tokprof.formats.agent_events import event_attributes, event_name
 from tokprof.formats.fields import expect_list, expect_object
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import parse_time
-from tokprof.formats.otel import Span, json_attributes, json_span, json_value
+from tokprof.formats.otel import Span, json_attributes, json_span, log_span
 
 SIGNALS = ("traces", "logs", "metrics")
 PROTOBUF = ("application/x-protobuf", "application/protobuf")
@@ -109,26 +109,10 @@ def _json_events(where: str, at: str, resource: dict, attrs: dict[str, Any]) -> 
         scope = expect_object(where, f"{at}.scopeLogs[{j}]", scope)
         records = expect_list(where, f"{at}.scopeLogs[{j}].logRecords", scope.get("logRecords", []))
         for k, raw in enumerate(records):
-            place = f"{at}.scopeLogs[{j}].logRecords[{k}]"
-            raw = expect_object(where, place, raw)
-            record = json_attributes(where, place + ".attributes", raw.get("attributes"))
-            body = json_value(where, place + ".body", raw.get("body"))
-            declared = raw.get("eventName")
-            name = event_name(body, record, declared if isinstance(declared, str) else "")
-            span = _event_span(f"{where}: {place}", name, _json_time(raw), record, agent)
+            span = log_span(where, f"{at}.scopeLogs[{j}].logRecords[{k}]", raw, agent)
             if span is not None:
                 digest = hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()
                 yield Item(span, attrs, "e" + digest[:32], "event")
-
-
-def _json_time(raw: dict) -> datetime | None:
-    for key in ("timeUnixNano", "observedTimeUnixNano"):
-        value = raw.get(key)
-        if isinstance(value, str) and value.isdigit():
-            value = int(value)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return _nanos(value)
-    return None
 
 
 def _span_key(span: Span, raw: Any) -> str:
