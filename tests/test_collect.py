@@ -585,3 +585,25 @@ def test_codex_and_gemini_cli_events(tmp_path, service, body, attrs, prompt, rea
     (row,) = calls_of(out)
     assert (row["reported_prompt"], row["reported_cache_read"], row["reported_output"]) == (prompt, read, output)
     assert row["agent"] == service and row["session"] in ("c-1", "g-1") and row["model"] == attrs["model"]
+
+
+def test_a_slow_client_is_dropped_with_one_line(tmp_path):
+    import socket
+
+    out = tmp_path / "out"
+    with collector(out, spool=tmp_path / "spool", read_timeout=0.5) as (url, lines):
+        host, port = url[len("http://") :].split(":")
+        with socket.create_connection((host, int(port))) as slow:
+            slow.sendall(b"POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+            slow.sendall(b"Content-Length: 1000\r\n\r\n{")  # and then nothing
+            deadline = time.monotonic() + 10
+            while not any("timed out" in line for line in lines) and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert post(url + "/v1/logs", claude_logs(1))[0] == 200
+        with socket.create_connection((host, int(port))) as bad:  # not HTTP: http.server's 400, one line
+            bad.sendall(b"\x00\x01 garbage\r\n\r\n")
+            assert b" 400 " in bad.recv(1000)
+    dropped = [line for line in lines if "timed out" in line]
+    assert len(dropped) == 1 and "\n" not in dropped[0]
+    assert any("Bad request" in line or "400" in line for line in lines)
+    assert len(calls_of(out)) == 1

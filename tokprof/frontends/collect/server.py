@@ -47,6 +47,7 @@ class CollectOptions:
     max_rows: int = 10_000
     max_seconds: float = 60.0
     max_body: int = MAX_BODY
+    read_timeout: float = 10.0  # seconds a request's head or body may take to arrive
     spool: str = ".tokprof-spool"
     spool_bytes: int = 512 * 1024 * 1024
     model: str | None = None
@@ -123,12 +124,16 @@ class Collector:
 def _handler(collector: Collector, token: bytes | None) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
-        timeout = 10  # seconds a request's head or body may take to arrive (a slow client is dropped)
+        timeout = collector.options.read_timeout  # a client slower than this is dropped
         server_version = "tokprof-collect"
         sys_version = ""
 
         def log_message(self, format: str, *args: Any) -> None:  # one line per rejected request only
             return
+
+        def log_error(self, format: str, *args: Any) -> None:  # http.server's own: a bad request line, a timeout
+            collector.rejected += 1
+            collector.log(f"{visible(str(self.client_address[0]))}: {visible(format % args)[:200]}")
 
         def do_GET(self) -> None:
             if self._allowed():
@@ -198,6 +203,16 @@ def _handler(collector: Collector, token: bytes | None) -> type[BaseHTTPRequestH
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    """The HTTP server; a connection that fails (a client too slow, gone mid-request) is one log line."""
+
+    say: Callable[[str], None] = staticmethod(lambda line: None)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        kind = sys.exc_info()[0]
+        self.say(f"{visible(str(client_address[0]))}: connection dropped ({kind.__name__ if kind else 'error'})")
+
+
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond the loopback interface without a token."""
     if not loopback_host(host) and not token:
@@ -218,7 +233,8 @@ def run(
     check_bind(options.host, options.token)
     say = log or _stderr
     collector = Collector(options, say)
-    server = ThreadingHTTPServer((options.host, options.port), _handler(collector, _token(options.token)))
+    server = _Server((options.host, options.port), _handler(collector, _token(options.token)))
+    server.say = say
     server.daemon_threads = False  # closing waits for the requests being answered: their rows are written
     stop = stop or threading.Event()
     host, port = str(server.server_address[0]), int(server.server_address[1])

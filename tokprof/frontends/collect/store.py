@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 IDS = "_tokprof/ids"
-KEYS_KEPT = 1_000_000  # keys remembered for dedupe (the newest)
+KEYS_KEPT = 500_000  # keys remembered for dedupe (the newest: about 80 MB)
 #: A batch's rows as files (relative path, bytes) named after the batch (``Telemetry.files``).
 Files = Callable[[list[dict[str, Any]], str], list[tuple[str, bytes]]]
 
