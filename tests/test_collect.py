@@ -607,3 +607,27 @@ def test_a_slow_client_is_dropped_with_one_line(tmp_path):
     assert len(dropped) == 1 and "\n" not in dropped[0]
     assert any("Bad request" in line or "400" in line for line in lines)
     assert len(calls_of(out)) == 1
+
+
+def test_metrics_are_taken_and_make_no_rows(tmp_path):
+    """Claude Code sends metrics beside its events: the SDK's metric exporter gets 200, and no row."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricExportResult, PeriodicExportingMetricReader
+
+    out = tmp_path / "out"
+    results = []
+    with collector(out, spool=tmp_path / "spool") as (url, lines):
+        exporter = OTLPMetricExporter(endpoint=url + "/v1/metrics", timeout=10)
+        export = exporter.export
+        exporter.export = lambda *a, **k: results.append(export(*a, **k)) or results[-1]  # type: ignore[method-assign]
+        reader = PeriodicExportingMetricReader(exporter, export_interval_millis=3_600_000)
+        provider = MeterProvider(metric_readers=[reader])
+        counter = provider.get_meter("claude-code").create_counter("claude_code.token.usage")
+        counter.add(1200, {"type": "input", "model": "claude-sonnet-4-5"})
+        provider.shutdown()
+        assert post(url + "/v1/metrics", b'{"resourceMetrics": [{"scopeMetrics": [{}]}]}')[0] == 200
+        assert post(url + "/v1/metrics", b'{"resourceMetrics": [{"scopeMetrics": [3]}]}')[0] == 400
+    assert results and all(r == MetricExportResult.SUCCESS for r in results)
+    assert not list(out.rglob("*.parquet"))
