@@ -128,3 +128,13 @@ def test_the_shared_copilot_export(capsys):
     assert all(c["reported"] is None and not c["cost"]["priced"] for c in found["calls"])
     (note,) = [w for w in found["warnings"] if w["code"] == "usage-from-metrics"]
     assert "749,425 input and 5,219 output tokens over 21 calls" in note["message"]
+
+
+def test_whatif_and_check_refuse_figures_not_recorded(tmp_path, capsys):
+    """A replay or a budget on calls whose figures are not known would show or pass on 0: one line, exit 2."""
+    records = [span(0), span(1), metric(2, (50000.0, 300.0), 1785772341)]
+    log = write(tmp_path / "copilot.jsonl", records)
+    for args in (["whatif", log, "--no-progress"], ["check", log, "--config", str(ROOT / "samples" / "tokprof.toml")]):
+        code, out, err = run(args, capsys)
+        assert code == 2 and "no call records its prompt or its usage" in err, (args, err)
+        assert len(err.strip().splitlines()) == 1 and out == ""
