@@ -631,3 +631,38 @@ def test_metrics_are_taken_and_make_no_rows(tmp_path):
         assert post(url + "/v1/metrics", b'{"resourceMetrics": [{"scopeMetrics": [3]}]}')[0] == 400
     assert results and all(r == MetricExportResult.SUCCESS for r in results)
     assert not list(out.rglob("*.parquet"))
+
+
+def test_an_unreachable_s3_endpoint_at_start_spools_and_says_so(tmp_path, monkeypatch):
+    """S3 that does not answer: the collector starts, says it, keeps the batch in the spool."""
+    pytest.importorskip("s3fs")
+    import socket
+
+    import fsspec.config
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "FSSPEC_S3_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_MAX_ATTEMPTS": "1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    fsspec.config.conf.clear()
+    fsspec.config.set_conf_env(fsspec.config.conf)
+    spool = tmp_path / "spool"
+    try:
+        with collector("s3://nowhere/agents/", spool=spool, max_rows=1) as (url, lines):
+            assert post(url + "/v1/logs", claude_logs(1))[0] == 200
+            deadline = time.monotonic() + 60
+            while not list(spool.rglob("*.parquet")) and time.monotonic() < deadline:
+                time.sleep(0.1)
+    finally:
+        fsspec.config.conf.clear()
+    assert list(spool.rglob("*.parquet"))
+    assert any("cannot read the keys" in line for line in lines)
+    assert any("cannot write to s3://nowhere/agents/" in line and "spool" in line for line in lines)

@@ -106,14 +106,24 @@ class Store:
     def _load(self) -> None:
         """The keys every collector has written, and this collector's next batch number."""
         prefix = f"{self.options.collector}-"
-        names = self.destination.names(IDS)
+        try:
+            names = self.destination.names(IDS)
+        except Exception as exc:  # unreachable, no permission: start, and say what that costs
+            self.log(
+                f"cannot read the keys written to {self.options.destination} ({type(exc).__name__}): starting "
+                "without them (a span or event written before may be written again)"
+            )
+            names = []
         spooled = sorted(p.name for p in (self.spool / IDS).glob("*.ids")) if (self.spool / IDS).is_dir() else []
         for name in names + spooled:
             if name.startswith(prefix) and name[len(prefix) : -4].isdigit():
                 self.batch = max(self.batch, int(name[len(prefix) : -4]) + 1)
         for name in names[-2000:]:  # the newest batches' keys (bounded: KEYS_KEPT)
             if name.endswith(".ids"):
-                self._remember(self.destination.read(f"{IDS}/{name}").decode("utf-8").split())
+                try:
+                    self._remember(self.destination.read(f"{IDS}/{name}").decode("utf-8", "replace").split())
+                except Exception as exc:
+                    self.log(f"cannot read {IDS}/{name} ({type(exc).__name__}): its keys are not known")
         for name in spooled:
             self._remember((self.spool / IDS / name).read_text(encoding="utf-8").split())
 
