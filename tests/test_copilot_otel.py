@@ -138,3 +138,15 @@ def test_whatif_and_check_refuse_figures_not_recorded(tmp_path, capsys):
         code, out, err = run(args, capsys)
         assert code == 2 and "no call records its prompt or its usage" in err, (args, err)
         assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_the_csv_leaves_figures_not_recorded_empty(tmp_path, capsys):
+    log = write(tmp_path / "copilot.jsonl", [span(0), span(1), metric(2, (50000.0, 300.0), 1785772341)])
+    code, out, err = run(["profile", log, "--no-progress", "-f", "csv"], capsys)
+    assert code == 0, err
+    header, *rows = [line.split(",") for line in out.strip().splitlines() if not line.startswith("#")]
+    assert len(rows) == 2
+    for row in rows:
+        cells = dict(zip(header, row))
+        assert all(cells[name] == "" for name in ("system", "conversation", "total", "cumulative", "computed"))
+        assert cells["messages"] == "0" and cells["reported_prompt"] == "" and cells["cache_miss"] == ""
