@@ -54,8 +54,7 @@ from tokprof.formats.locations import Location
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
-from tokprof.formats.sharing import SharedPrompts
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage
 
 if TYPE_CHECKING:
     import sqlite3  # loaded where a store is read (6 ms at start-up otherwise)
@@ -277,9 +276,9 @@ class _Builder:
     def __init__(self, path: str, trace: Trace):
         self.path = path
         self.trace = trace
+        #: the session so far: it only grows at its end (a compaction starts a new list), so that each
+        #: call's prompt is a view of it and holds no list of its own (linear in the session, #45.4)
         self.history: list[dict] = []
-        self.shared = SharedPrompts()  # each call's prompt a view of the history it extends
-        self.call_ids: set[str] = set()
         self.cost = 0.0
         self.cost_seen = False
 
@@ -353,7 +352,6 @@ class _Builder:
         if summary:
             self.trace.compactions += 1
             self.history = [m for m in self.history[-1:] if m["role"] == "assistant"]
-            self.call_ids = set()
 
     def step(
         self,
@@ -383,7 +381,7 @@ class _Builder:
         time = parse_time(_created(message.info) or None)
         call = Call(
             index=len(self.trace.calls),
-            messages=self.shared.prompt(list(self.history)),
+            messages=PromptView(self.history, len(self.history)),
             tools=None,
             model=model,
             reported=usage,
@@ -396,7 +394,7 @@ class _Builder:
         if not (texts or thoughts or calls):
             return
         answer = assistant_message(texts, thoughts, calls)
-        added = check_messages(self.path, where + ": ", [answer, *results], call_ids=self.call_ids)
+        added = check_messages(self.path, where + ": ", [answer, *results])  # results answer this step's calls
         call.response = added[0]
         self.history.extend(added)
 
