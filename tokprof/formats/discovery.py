@@ -57,14 +57,15 @@ class _Peek:
 
 
 def scan(directory: str | Path) -> Found:
-    from tokprof.formats.registry import session_names
+    from tokprof.formats.registry import formats, session_names
 
     root = Path(directory)
     found = Found()
     seen: set[Path] = set()
     own_folders: dict[Path, bool] = {}
     peeked: list[tuple[Path, _Peek]] = []
-    for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES):
+    names = {name for f in formats() if f.sessions for name in f.file_names}  # opencode.db: not JSON
+    for path in sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES or p.name in names):
         if not path.is_file() or _in_session_folder(root, path, own_folders) or _task_companion(path):
             continue
         real = path.resolve()  # a symlinked file or folder is one file, listed once
@@ -122,6 +123,10 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")
+            if opener is None and not lookalike.starts_like_json(head):
+                opened = _opened_session(path)  # a store a format reads itself (OpenCode's opencode.db)
+                if opened is not None:
+                    return _Peek(format=opened)
             if not lookalike.starts_like_json(head):
                 return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
             whole = len(head) < HEAD_BYTES
@@ -149,6 +154,16 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
     return _Peek(
         reason=_not_session(path, lookalike.of_json_head(path.name, head), "a JSON document (only its start was read)")
     )
+
+
+def _opened_session(path: Path) -> str | None:
+    """The session format that reads this file itself (a database), recognised by its bytes."""
+    from tokprof.formats.registry import formats
+
+    for found in formats():
+        if found.sessions and found.opens is not None and found.opens(str(path)):
+            return found.name
+    return None
 
 
 def _cline_history(path: Path, head: bytes) -> bool:

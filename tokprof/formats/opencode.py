@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
+from tokprof.base.text import visible
 from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.locations import Location
@@ -67,6 +69,10 @@ DESCRIPTION = (
 
 EVENTS = ("step_start", "step_finish", "text", "reasoning", "tool_use", "error")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+DB_NAME = "opencode.db"
+#: The longest id the storage/ layout takes as a folder name (OpenCode's are about 30 characters).
+MAX_ID = 128
+STORAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % MAX_ID)
 
 NOT_TEXT = (
     "message parts that are not text (files, images) cannot be rendered by a chat template: they are left out "
@@ -163,19 +169,47 @@ def _stream(path: str, doc: Document) -> Trace:
     return trace
 
 
+def storage_id(path: str, where: str, value: Any) -> str:
+    """An id the storage/ layout makes a folder name of, checked before it becomes a path (#45.8): one
+    name of OpenCode's alphabet (``ses_…``, ``msg_…``), never ``..``, a separator or a name too long
+    for a file system."""
+    text = string(path, where, value)
+    if not STORAGE_ID.fullmatch(text):
+        shown = visible(text[:60]) + ("…" if len(text) > 60 else "")
+        raise InputError(
+            path, where, f"not an OpenCode id ({shown!r}): ids are up to {MAX_ID} letters, digits, '_' or '-'"
+        )
+    return text
+
+
+def _inside(path: str, root: Path, file: Path) -> Path:
+    """A file of the store, refused when a link takes it outside the storage folder."""
+    if not file.resolve().is_relative_to(root):
+        raise InputError(str(file), None, "a link out of the OpenCode storage folder: not read")
+    return file
+
+
 def _storage(path: str, session: dict) -> Trace:
     root = Path(path).resolve().parent.parent.parent  # storage/session/<project>/<session>.json
-    session_id = session["id"]
+    session_id = storage_id(path, "id", session["id"])
     message_dir = root / "message" / session_id
     if not message_dir.is_dir():
         raise InputError(path, "id", f"no message folder for this session (looked for {message_dir})")
+    _inside(path, root, message_dir)
     messages = []
+    seen: dict[str, str] = {}  # message id -> the file that holds it
     for file in sorted(message_dir.glob("*.json")):
-        info = expect_object(str(file), None, _json_file(file), "a message object")
+        info = expect_object(str(file), None, _json_file(_inside(path, root, file)), "a message object")
+        message_id = storage_id(str(file), "id", info.get("id", file.stem))
+        if message_id in seen:
+            raise InputError(str(file), "id", f"repeats the message id of {seen[message_id]}")
+        seen[message_id] = str(file)
         message = Message(str(file), info)
-        part_dir = root / "part" / str(info.get("id", file.stem))
+        part_dir = root / "part" / message_id
+        if part_dir.is_dir():
+            _inside(path, root, part_dir)
         for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
-            part = expect_object(str(part_file), None, _json_file(part_file), "a part object")
+            part = expect_object(str(part_file), None, _json_file(_inside(path, root, part_file)), "a part object")
             message.parts.append((str(part_file), part))
         messages.append(message)
     messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
@@ -191,17 +225,44 @@ def _json_file(file: Path) -> Any:
         return doc.value
 
 
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    """A session of OpenCode's SQLite store: the one named, else the newest main session."""
+#: How long a read waits for a lock the running agent holds before it says the store is locked.
+LOCK_WAIT = 1.0
+LOCKED = (
+    "the database is locked by the program writing it (OpenCode, running): nothing was read or changed; "
+    "try again when it is idle"
+)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    """The store, opened read-only (never written: no journal is rolled back, no table created)."""
     import sqlite3
 
     uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
     try:
-        db = sqlite3.connect(uri, uri=True)
+        return sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT)
     except sqlite3.Error as exc:
         raise InputError(path, None, f"cannot open the SQLite database ({exc})") from None
+
+
+def _is_locked(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def read_db(path: str, session_id: str | None = None) -> Trace:
+    """A session of OpenCode's SQLite store: the one named, else the newest main session."""
+    import sqlite3
+
+    db = _connect(path)
     try:
+        # one read transaction: every query sees the store as it was at the first (a consistent copy
+        # while the agent writes: in WAL mode, OpenCode's, the agent is not held up meanwhile)
+        db.execute("BEGIN")
         return _db(path, db, session_id)
+    except sqlite3.OperationalError as exc:
+        if _is_locked(exc):
+            raise InputError(path, None, LOCKED) from None
+        raise InputError(path, None, f"not an OpenCode database ({exc})") from None
     except sqlite3.DatabaseError as exc:
         raise InputError(path, None, f"not an OpenCode database ({exc})") from None
     finally:
@@ -212,11 +273,14 @@ def sessions_in_db(path: str) -> list[tuple[str, int]]:
     """The main sessions of an OpenCode store, newest first: (id, time created in ms)."""
     import sqlite3
 
-    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
-    db = sqlite3.connect(uri, uri=True)
+    db = _connect(path)
     try:
         rows = db.execute("SELECT id, time_created FROM session WHERE parent_id IS NULL ORDER BY time_created DESC")
         return [(str(r[0]), int(r[1] or 0)) for r in rows]
+    except sqlite3.OperationalError as exc:
+        if _is_locked(exc):
+            raise InputError(path, None, LOCKED) from None
+        raise
     finally:
         db.close()
 
@@ -476,6 +540,7 @@ LOG_FORMAT = whole_read_format(
     sessions=True,
     opened=read_db,
     opens=is_sqlite,
+    file_names=(DB_NAME,),
     locations=LOCATIONS,
     records_what="per-step usage and cost; no system prompt or tool definitions",
 )
