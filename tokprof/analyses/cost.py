@@ -54,6 +54,9 @@ PREDICTED = (
     "log's output"
 )
 NO_DATE = "the log gives no date: priced at today's rates"
+#: A call of an agent's session whose usage is not recorded while its other calls' is (a Gemini CLI
+#: message whose tokens are all zero): not priced, by the rule ``tokprof sessions`` prices it by (#48.2).
+USAGE_NOT_RECORDED = "usage not recorded: the session records it for its other calls"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = (
     "bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
@@ -294,6 +297,18 @@ def thread_previous(profile: Profile) -> list[int | None]:
     return out
 
 
+def usage_not_recorded(trace: Trace) -> set[int]:
+    """The positions of the calls of an agent's session (a format ``tokprof sessions`` lists) that
+    report no usage while others of the session do: one rule for ``profile`` and ``sessions`` (#48.2),
+    their cost is not recorded, so it is not priced (not estimated in one and left out of the other)."""
+    from tokprof.formats.registry import session_names
+
+    if trace.format.split("/")[0] not in session_names():
+        return set()
+    missing = {k for k, call in enumerate(trace.calls) if not (call.reported and call.reported.prompt)}
+    return missing if len(missing) < len(trace.calls) else set()
+
+
 def cost_calls(
     profile: Profile,
     trace: Trace,
@@ -309,11 +324,26 @@ def cost_calls(
     version = genai_version()
     previous = thread_previous(profile)
     placeholder = _placeholder_calls(profile, trace)
+    unrecorded = usage_not_recorded(trace)
     out: list[CallCost] = []
     for position, (row, call) in enumerate(zip(profile.calls, trace.calls)):
         name = call.model or trace.model
         stand_in = None if predicted is None or (call.reported and call.reported.prompt) else predicted.get(position)
         tokens, prompt, basis = priced_tokens(stand_in or call.reported, row.total)
+        if stand_in is None and basis == "computed" and position in unrecorded:
+            out.append(
+                CallCost(
+                    priced=False,
+                    basis=basis,
+                    source=GENAI_PRICES,
+                    source_version=version,
+                    model=name,
+                    date=call.day.isoformat() if call.day else None,
+                    tokens=tokens,
+                    reason=USAGE_NOT_RECORDED,
+                )
+            )
+            continue
         notes: list[str] = []
         if stand_in is not None:
             basis = "predicted"

@@ -116,9 +116,11 @@ INCLUDES_CACHE = (
     "at least those): the prompt is tokensIn"
 )
 TEXT_RESULTS = (
-    "tool results sent as user text ([tool for 'x'] Result:, the older text tool protocol) are kept as that text "
-    "and count in conversation, not tool_results"
+    "tool results sent as user text ([tool for 'x'] Result:) after a tool call written in the assistant's text "
+    "(the XML tool protocol) are kept as that text and count in conversation, not tool_results"
 )
+#: A text block that starts a tool's result: ``[read_file for 'x'] Result:`` (any tool; MCP tools too).
+RESULT_HEADER = re.compile(r"\[([A-Za-z0-9_.:-]{1,200})(?: for [^\]\n]{0,4096})?\] Result:")
 CONTEXT_EDITS = (
     "context_history.json records the agent's edits of earlier messages in later prompts (file reads replaced "
     "by notices): not applied, so those prompts may count more than was sent"
@@ -227,6 +229,7 @@ def _convert(trace: Trace, history: list) -> list[list[dict]]:
     """Each history entry's neutral messages, in order (none for stored reasoning items)."""
     chat = Conversation(trace)
     out: list[list[dict]] = []
+    pending: dict[str, list[str]] = {}  # the last assistant message's tool_use ids not answered yet, by name
     for i, message in enumerate(history):
         where = f"[{i}]"
         if _is_reasoning_item(message):
@@ -239,9 +242,14 @@ def _convert(trace: Trace, history: list) -> list[list[dict]]:
             raise InputError(trace.path, where + ".role", f"expected user or assistant, found {role!r}")
         blocks = _blocks(trace.path, where + ".content", message.get("content"))
         if role == "user":
-            out.append([chat.check(m, where) for m in _user(chat, blocks)])
+            out.append([chat.check(m, where) for m in _user(chat, blocks, pending)])
         else:
-            out.append([chat.check(_assistant(chat, blocks, message), where)])
+            clean = chat.check(_assistant(chat, blocks, message), where)
+            pending = {}
+            for call in clean.get("tool_calls") or ():
+                if isinstance(call.get("id"), str):
+                    pending.setdefault(call["function"]["name"], []).append(call["id"])
+            out.append([clean])
     return out
 
 
@@ -263,18 +271,46 @@ def _text(path: str, where: str, block: dict, key: str = "text") -> str:
     return string(path, f"{where}.{key}", block.get(key))
 
 
-def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
+def _answered(pending: dict[str, list[str]], name: str) -> str | None:
+    """The tool_use a text result answers: the first unanswered call of its tool, else of any tool."""
+    calls = pending.get(name) or next((ids for ids in pending.values() if ids), None)
+    return calls.pop(0) if calls else None
+
+
+def _user(chat: Conversation, blocks: list[tuple[str, dict]], pending: dict[str, list[str]]) -> list[dict]:
+    """A user message's tool messages, then its text. A text block that starts a tool's result
+    (``[read_file for 'x'] Result:``, with the text blocks after it up to the next such block or the
+    environment details) is the result of the tool_use it answers when the assistant called tools
+    natively (Cline 3.51 sends its results so): a tool message (#48.2). With no such call (the XML
+    tool protocol, the call in the assistant's text) it stays the user text it was sent as."""
     path = chat.trace.path
-    results, texts = [], []
+    results: list[dict] = []
+    texts: list[str] = []
+    pieces_of: dict[int, list[str]] = {}  # a text result's place in results -> its text blocks
+    result: list[str] | None = None  # the text blocks of the text result being read
     for at, block in blocks:
         kind = block["type"]
         if kind == "text":
             text = _text(path, at, block)
-            if text.startswith("[") and "] Result:" in text[:300]:
+            header = RESULT_HEADER.match(text)
+            call_id = _answered(pending, header.group(1)) if header else None
+            if call_id is not None:
+                result = pieces_of[len(results)] = [text]
+                results.append({"role": "tool", "tool_call_id": call_id, "content": ""})
+                continue
+            if result is not None and not header and not text.lstrip().startswith(MARKERS):
+                result.append(text)
+                continue
+            result = None
+            if header:
                 chat.trace.note("text-tool-results", TEXT_RESULTS, at)
             texts.append(text)
         elif kind == "tool_result":
+            result = None
             call_id = string(path, at + ".tool_use_id", block.get("tool_use_id"))
+            for ids in pending.values():
+                if call_id in ids:
+                    ids.remove(call_id)
             content = block.get("content")
             parts = [] if content is None else _blocks(path, at + ".content", content)
             pieces = []
@@ -286,6 +322,8 @@ def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
             results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(pieces)})
         else:
             chat._skip(at, kind)
+    for k, pieces in pieces_of.items():
+        results[k]["content"] = "\n".join(pieces)
     if texts or not results:
         results.append({"role": "user", "content": "\n".join(texts)})
     return results
