@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated format names")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(WRITERS)
-    print(f"| reader | calls | CPU s | 8x calls | CPU s | CPU ratio | peak MB | peak MB 8x | memory ratio |")
+    print("| reader | calls | CPU s | 8x calls | CPU s | CPU ratio | peak MB | peak MB 8x | memory ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:

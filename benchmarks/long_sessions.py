@@ -79,7 +79,14 @@ def cline(folder: Path, n: int) -> Path:
     ui: list[dict] = []
     for k in range(n):
         ts = 2000 + 10 * k
-        info = {"request": "...", "tokensIn": 10, "tokensOut": 5, "cacheWrites": 7, "cacheReads": 100 + k, "cost": 0.001}
+        info = {
+            "request": "...",
+            "tokensIn": 10,
+            "tokensOut": 5,
+            "cacheWrites": 7,
+            "cacheReads": 100 + k,
+            "cost": 0.001,
+        }
         ui.append({"ts": ts, "type": "say", "say": "api_req_started", "text": json.dumps(info)})
         use = {"type": "tool_use", "id": f"c{k}", "name": "read_file", "input": {"path": f"f{k}.py"}}
         history.append({"role": "assistant", "ts": ts + 1, "content": [{"type": "text", "text": f"step {k}"}, use]})

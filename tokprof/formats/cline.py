@@ -537,7 +537,9 @@ def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> tuple[lis
     }
     ids.discard(None)
     return [
-        i for i, m in zip(indices, entries) if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids
+        i
+        for i, m in zip(indices, entries)
+        if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids
     ], ids
 
 

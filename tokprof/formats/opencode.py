@@ -72,7 +72,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 DB_NAME = "opencode.db"
 #: The longest id the storage/ layout takes as a folder name (OpenCode's are about 30 characters).
 MAX_ID = 128
-STORAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,%d}" % MAX_ID)
+STORAGE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID}}}")
 
 NOT_TEXT = (
     "message parts that are not text (files, images) cannot be rendered by a chat template: they are left out "

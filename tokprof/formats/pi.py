@@ -172,7 +172,9 @@ class _Reader:
             entry_id = string(path, where + ": id", entry_id)
             parent = optional_string(path, where + ": parentId", value.get("parentId"))
         if entry_id in self.line:
-            raise InputError(path, where + ": id", f"repeats the id of line {self.line[entry_id]} ({visible(entry_id)})")
+            raise InputError(
+                path, where + ": id", f"repeats the id of line {self.line[entry_id]} ({visible(entry_id)})"
+            )
         if parent == entry_id:
             raise InputError(path, where + ": parentId", "names the entry itself: the tree has a cycle")
         if parent is not None:
