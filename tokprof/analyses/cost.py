@@ -9,7 +9,9 @@ model with neither is *unpriced*, with the reason: never guessed, never $0.
 A call's total is genai-prices' own price for the call's usage (``calc_price``); its split into
 input, cache writes, cache reads and output applies the same model price unit by unit (what
 genai-prices adds up), so the parts add up to the total. A call that reports no usage is priced on
-its computed prompt (no cache, output not priced), and labelled so.
+its computed prompt (no cache, output not priced), and labelled so; but a call of an agent's session
+whose usage is not recorded while the session's other calls' is, is not priced
+(:func:`usage_not_recorded`: the rule ``tokprof sessions`` prices sessions by).
 
 The prompt's cost is also spread over the buckets: a call's tokens are, in prompt order, its cache
 reads (the prompt's first tokens), its cache writes, and the uncached rest, so each bucket's share of

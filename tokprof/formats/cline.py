@@ -38,9 +38,12 @@ e.g. a file read replaced by a notice) are not applied (note ``context-edits``).
 
 **Messages.** ``text`` blocks are text; a user message's ``tool_result`` blocks become tool
 messages; an assistant message's ``tool_use`` blocks tool calls and ``thinking`` blocks reasoning;
-images and documents are left out (note ``content-not-text``). Older versions (and Cline's XML tool
-protocol) send tool results as user text (``[read_file for 'x'] Result:``): kept as the user text
-the model was sent, so they count in ``conversation`` (note ``text-tool-results``).
+images and documents are left out (note ``content-not-text``). A user text block that starts a tool's
+result (``[read_file for 'x'] Result:``, any tool) answering a native ``tool_use`` call of the
+assistant message before it (Cline 3.51) is that call's tool message, with the text blocks after it
+up to the environment details. With no such call (Cline's and Roo Code's XML tool protocol, the call
+written in the assistant's text) it is kept as the user text the model was sent, so it counts in
+``conversation`` (note ``text-tool-results``).
 
 **Usage.** ``tokensIn`` is the provider's input count less the cache in Cline (and in Roo Code
 before 3.30), so the prompt is ``tokensIn + cacheWrites + cacheReads``; Roo Code since (and Cline's

@@ -6,11 +6,13 @@ OpenCode keeps its sessions in ``~/.local/share/opencode/`` (``$XDG_DATA_HOME/op
   ``directory``, ``time_created``, ...), ``message`` (``id``, ``session_id``, ``time_created``,
   ``data``: the message info as JSON, without ``id``/``sessionID``) and ``part`` (``id``,
   ``message_id``, ``session_id``, ``time_created``, ``data``: the part as JSON). Read with the
-  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written). The newest main session
-  (no ``parent_id``) is profiled; the others are named in the note ``other-sessions``;
+  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written), in one read transaction
+  (a consistent view while the agent writes); a store the agent holds locked is one line saying so.
+  The newest main session (no ``parent_id``) is profiled; the others are named in the note
+  ``other-sessions``;
 * older versions: ``storage/session/<project>/<session>.json``, ``storage/message/<session>/
   <message>.json`` and ``storage/part/<message>/<part>.json``; tokprof reads the session file and
-  finds its messages and parts from there;
+  finds its messages and parts from there, ids checked before they are folder names (#45.8);
 * ``opencode run --format json``: one event per line, ``{type, timestamp, sessionID, part}`` with
   ``type`` ``step_start``, ``text``, ``reasoning``, ``tool_use`` (the call and its result in one
   ``tool`` part: ``part.tool``, ``part.callID``, ``part.state.input/output``) and ``step_finish``

@@ -38,6 +38,11 @@ that summarised the conversation is not recorded in the file (note ``compaction`
 
 **Project.** The header's ``cwd`` is every call's :attr:`Call.cwd`.
 
+**Links** (#45.3, #45.4). An entry that repeats an earlier entry's ``id``, names itself as its
+``parentId``, or whose ``parentId`` chain comes back to it (through a parent named before it appears)
+is one line naming the entry, found in one pass over the entries. Contexts are built only for the
+entries calls are made on, each a view of a list the contexts after it extend: linear in the file.
+
 **What is not recorded.** pi's system prompt and tool definitions: :attr:`Trace.unrecorded` is
 ``("system", "tools")``; they are inferred from usage.
 """

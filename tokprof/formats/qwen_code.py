@@ -20,7 +20,9 @@ prompts start from (a compaction: :attr:`Trace.compactions`; the summarising cal
 note ``compaction``). ``ui_telemetry`` records repeat the usage of API responses for the interface:
 they are not read (counting them would count calls twice). Records of a subagent
 (``isSidechain``/``agentId``) are their own thread. A call's ``cwd`` and ``gitBranch`` are its
-response record's.
+response record's. A record whose ``parentUuid`` is its own uuid starts its chain (note
+``parent-cycle``); a uuid given to two records that are not one response is noted (``repeated-uuid``).
+Each history is a view of a list the histories after it extend: reading is linear in the file.
 
 **Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
 ``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
