@@ -7,7 +7,7 @@ OpenCode keeps its sessions in ``~/.local/share/opencode/`` (``$XDG_DATA_HOME/op
   ``data``: the message info as JSON, without ``id``/``sessionID``) and ``part`` (``id``,
   ``message_id``, ``session_id``, ``time_created``, ``data``: the part as JSON). Read with the
   standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written), in one read transaction
-  (a consistent view while the agent writes); a store the agent holds locked is one line saying so.
+  (a consistent view while the agent writes); a store the agent holds locked is read from a copy.
   The newest main session (no ``parent_id``) is profiled; the others are named in the note
   ``other-sessions``;
 * older versions: ``storage/session/<project>/<session>.json``, ``storage/message/<session>/
@@ -227,67 +227,35 @@ def _json_file(file: Path) -> Any:
         return doc.value
 
 
-#: How long a read waits for a lock the running agent holds before it says the store is locked.
-LOCK_WAIT = 1.0
-LOCKED = (
-    "the database is locked by the program writing it (OpenCode, running): nothing was read or changed; "
-    "try again when it is idle"
-)
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    """The store, opened read-only (never written: no journal is rolled back, no table created)."""
+def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Trace:
+    """A session of OpenCode's SQLite store (or a fork's, ``name`` its format): the one named, else the
+    newest main session. Read-only, from a copy when the agent holds it locked (:mod:`agent_db`)."""
     import sqlite3
 
-    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
-    try:
-        return sqlite3.connect(uri, uri=True, timeout=LOCK_WAIT)
-    except sqlite3.Error as exc:
-        raise InputError(path, None, f"cannot open the SQLite database ({exc})") from None
+    from tokprof.formats.agent_db import opened
 
-
-def _is_locked(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "locked" in text or "busy" in text
-
-
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    """A session of OpenCode's SQLite store: the one named, else the newest main session."""
-    import sqlite3
-
-    db = _connect(path)
-    try:
-        # one read transaction: every query sees the store as it was at the first (a consistent copy
-        # while the agent writes: in WAL mode, OpenCode's, the agent is not held up meanwhile)
-        db.execute("BEGIN")
-        return _db(path, db, session_id)
-    except sqlite3.OperationalError as exc:
-        if _is_locked(exc):
-            raise InputError(path, None, LOCKED) from None
-        raise InputError(path, None, f"not an OpenCode database ({exc})") from None
-    except sqlite3.DatabaseError as exc:
-        raise InputError(path, None, f"not an OpenCode database ({exc})") from None
-    finally:
-        db.close()
+    with opened(path) as db:
+        try:
+            db.execute("BEGIN")  # one read transaction: every query sees the store as it was at the first
+            return _db(path, db, session_id, name)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(path, None, f"not an OpenCode database ({exc})") from None
 
 
 def sessions_in_db(path: str) -> list[tuple[str, int]]:
     """The main sessions of an OpenCode store, newest first: (id, time created in ms)."""
     import sqlite3
 
-    db = _connect(path)
+    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True)
     try:
         rows = db.execute("SELECT id, time_created FROM session WHERE parent_id IS NULL ORDER BY time_created DESC")
         return [(str(r[0]), int(r[1] or 0)) for r in rows]
-    except sqlite3.OperationalError as exc:
-        if _is_locked(exc):
-            raise InputError(path, None, LOCKED) from None
-        raise
     finally:
         db.close()
 
 
-def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
+def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str = FORMAT) -> Trace:
     rows = db.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created DESC, id DESC").fetchall()
     if session_id is None:
         if not rows:
@@ -311,7 +279,7 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
         if message is not None:
             where = f"part {part_id}"
             message.parts.append((where, _row_json(path, where + ": data", data)))
-    trace = Trace(path=path, format=f"{FORMAT}/sqlite", unrecorded=("system", "tools"), session=session_id)
+    trace = Trace(path=path, format=f"{name}/sqlite", unrecorded=("system", "tools"), session=session_id)
     _Builder(path, trace).build(messages)
     if len(rows) > 1:
         trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")
