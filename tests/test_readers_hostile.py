@@ -347,3 +347,21 @@ def test_gemini_zero_tokens_cost_the_same_in_profile_and_sessions(tmp_path, monk
     assert row["cost"] == pytest.approx(cost["total"], abs=1e-8) and row["usage_not_recorded"] == 1
     assert main(["sessions", "--agent", "gemini-cli"]) == 0
     assert "usage not recorded for 1 call of" in capsys.readouterr().out
+
+
+def test_corpus_gemini_zero_tokens_same_cost_in_profile_and_sessions(tmp_path, monkeypatch, capsys):
+    source = CORPUS / "gemini_cli" / "gemini-2.5-pro_pomodoro-timer.json"
+    if not source.exists():
+        pytest.skip("the shared corpus is absent")
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GEMINI_CLI_HOME", raising=False)
+    path = home / ".gemini/tmp/p1/chats/session-2025-10-21T20-04-pomodoro.json"
+    path.parent.mkdir(parents=True)
+    path.symlink_to(source)  # the corpus file where Gemini CLI keeps its sessions (a link, not a copy)
+    assert main(["profile", str(path), "-f", "json"]) == 0
+    cost = json.loads(capsys.readouterr().out)["summary"]["cost"]
+    assert main(["sessions", "--agent", "gemini-cli", "-f", "json"]) == 0
+    [row] = json.loads(capsys.readouterr().out)["sessions"]
+    assert round(cost["total"], 4) == round(row["cost"], 4) == 0.1156  # profile priced it $0.1231 before
+    assert cost["calls_unpriced"] == row["usage_not_recorded"] == 1
