@@ -593,3 +593,117 @@ def test_mutant_on_a_runner(name, seed, n, tmp_path, capsys, monkeypatch, fuzz_m
     for command in ("profile", "tools"):
         what = f"{name} ({seed.format}: {mutation}; {command} on a runner)"
         check_run([command, str(path), "--model", str(fuzz_model), "--no-progress"], capsys, None, what)
+
+
+# -- #45's mutators: parent cycles, long sessions, empty and growing side files, baseline paths --------
+#: The seeds whose records link to a parent, and their id and parent keys.
+LINKED = {"pi": ("id", "parentId"), "claude-code": ("uuid", "parentUuid"), "qwen-code": ("uuid", "parentUuid")}
+_LINKED_SEEDS = [seed for seed in SEEDS if seed.format in LINKED and "old" not in seed.name]
+
+
+def parent_mutants(seed: Seed) -> list[tuple[bytes, str]]:
+    """A record that is its own parent, one that repeats an earlier record's id, and two records whose
+    parents name each other (a cycle through a parent named before it appears)."""
+    key, parent = LINKED[seed.format]
+    rows = [json.loads(line) for line in seed.data().decode().splitlines() if line.strip()]
+    linked = [i for i, row in enumerate(rows) if isinstance(row, dict) and isinstance(row.get(key), str)]
+    first, middle, last = linked[0], linked[len(linked) // 2], linked[-1]
+    out = []
+    for what, change in (
+        ("its own parent", lambda r: r[middle].update({parent: r[middle][key]})),
+        ("a repeated id", lambda r: r[last].update({key: r[first][key]})),
+        ("a cycle", lambda r: r[first].update({parent: r[last][key]})),
+    ):
+        changed = json.loads(json.dumps(rows))
+        change(changed)
+        out.append((_jsonl(changed), f"line {middle + 1 if 'own' in what else first + 1}: {what}"))
+    return out
+
+
+@pytest.mark.parametrize("seed", _LINKED_SEEDS, ids=[seed.name for seed in _LINKED_SEEDS])
+def test_parent_cycle_mutants(seed, tmp_path, capsys, fuzz_model):
+    for data, mutation in parent_mutants(seed):
+        path = tmp_path / seed.name
+        path.write_bytes(data)
+        output = tmp_path / "profile.json"
+        output.unlink(missing_ok=True)
+        what = f"{seed.name} ({seed.format}: {mutation})"
+        check_run(
+            ["profile", str(path), "--model", str(fuzz_model), "-f", "json", "-o", str(output)], capsys, output, what
+        )
+
+
+def _long_session_writers():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from long_sessions import WRITERS
+
+    return WRITERS
+
+
+@pytest.mark.parametrize("name", sorted(_long_session_writers()))
+def test_long_session_mutants(name, tmp_path, capsys, fuzz_model):
+    """Every agent reader on a long session of its shape (cut at a byte too: a session being written)."""
+    path = _long_session_writers()[name](tmp_path / "long", 60)
+    for cut in (None, len(path.read_bytes()) * 2 // 3):
+        if cut is not None:
+            path.write_bytes(path.read_bytes()[:cut])
+        output = tmp_path / "profile.json"
+        output.unlink(missing_ok=True)
+        what = f"{name}: a long session" + (f", cut at byte {cut}" if cut else "")
+        code = check_run(
+            ["profile", str(path), "--model", str(fuzz_model), "-f", "json", "-o", str(output)], capsys, output, what
+        )
+        if cut is None:
+            assert code == 0 and len(json.loads(output.read_text())["calls"]) == 60, what
+
+
+def test_empty_and_growing_side_files(tmp_path, capsys, fuzz_model):
+    """A side file an agent has just created (0 bytes) or is writing (cut mid-line): a Claude Code
+    subagent's transcript is a note, never a failure (#45.2); a Cline task's ui_messages.json and an
+    OpenCode part file end cleanly."""
+    seed = next(seed for seed in SEEDS if seed.format == "claude-code")
+    session = tmp_path / "cc" / "5f1e0000-0000-4000-8000-000000000001.jsonl"
+    session.parent.mkdir()
+    session.write_bytes(seed.data())
+    side = session.with_suffix("") / "subagents" / "agent-a1.jsonl"
+    side.parent.mkdir(parents=True)
+    first_line = seed.data().split(b"\n")[0]
+    cline = next(seed for seed in SEEDS if seed.format == "cline")
+    task = tmp_path / "task" / "api_conversation_history.json"
+    task.parent.mkdir()
+    task.write_bytes(cline.data())
+    ui = json.dumps(cline_log.cline_task()[1]).encode()
+    for content in (b"", first_line[: len(first_line) // 2]):
+        side.write_bytes(content)
+        what = f"claude-code: a side transcript of {len(content)} bytes"
+        assert check_run(["profile", str(session), "--model", str(fuzz_model)], capsys, None, what) == 0, what
+        (task.parent / "ui_messages.json").write_bytes(content or ui[: len(ui) // 2])
+        check_run(
+            ["profile", str(task), "--model", str(fuzz_model)], capsys, None, f"cline: ui_messages.json {content!r}"
+        )
+
+
+def test_baseline_paths_never_overwrite_an_input(tmp_path, capsys, fuzz_model):
+    """``check --update-baseline`` with the baseline named as the log, a link to it or the config:
+    refused in one line, every input as it was (#45.1)."""
+    config = tmp_path / "tokprof.toml"
+    config.write_text("[budgets]\nbilled_input = 100000000\n")
+    for seed in SEEDS:
+        if seed.format not in LINKED and seed.format not in ("cline", "opencode", "gemini-cli", "codex"):
+            continue
+        log = tmp_path / seed.name / seed.name
+        log.parent.mkdir(exist_ok=True)
+        log.write_bytes(seed.data())
+        link = log.with_name("link.json")
+        if not link.exists():
+            link.symlink_to(log)
+        before = {p: p.read_bytes() for p in (log, config)}
+        for baseline in (log, link, config):
+            args = ["check", str(log), "--model", str(fuzz_model), "--config", str(config), "--update-baseline"]
+            code = check_run(
+                [*args, "--baseline", str(baseline)], capsys, None, f"{seed.name}: baseline {baseline.name}"
+            )
+            assert code == 2, f"{seed.name}: a baseline at {baseline.name} was written"
+            assert {p: p.read_bytes() for p in (log, config)} == before, f"{seed.name}: {baseline.name} overwritten"

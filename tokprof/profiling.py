@@ -27,6 +27,7 @@ from tokprof.base.billing import CacheSummary, CallCache, CallCost, CostSummary,
 from tokprof.base.jsontext import object_chunks
 from tokprof.attribution.estimates import BAND, UNRECORDED, Continuations, Counted, attribute
 from tokprof.attribution.facts import PassFacts, PromptTracker
+from tokprof.models import as_stand_in, is_default
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.known import AgentWindow, agent_window
 from tokprof.trace import Call, Note, Trace, Usage
@@ -838,6 +839,16 @@ def _reported(call: Call) -> int | None:
     return call.reported.prompt if call.reported and call.reported.prompt else None
 
 
+def _no_system_prompt(trace: Trace, call: Call) -> bool:
+    """Whether a call's prompt holds no system prompt because its log does not record the one the
+    agent sent: then the text a chat template puts in the place of a missing one (Qwen's "You are
+    Qwen...") was not sent and is not counted (#48.2)."""
+    missing = set(trace.unrecorded)
+    if not call.thread:
+        missing -= set(trace.supplied)
+    return "system" in missing and not any(m.get("role") in ("system", "developer") for m in call.messages)
+
+
 def _unrecorded(trace: Trace, call: Call) -> bool:
     """Whether a call's prompt has parts the log does not record (and the user did not supply: what
     is supplied goes to the main conversation, not to subagents, which have their own)."""
@@ -918,6 +929,8 @@ def _profile(
         continues = None if facts.added is None else facts.messages - len(facts.added)
         results.observe(position, call, attributor.message_tokens, continues)
         counts = buckets.as_dict()
+        if counts.get("system") and _no_system_prompt(trace, call):
+            counts["system"] = 0  # the template's own default system prompt: the agent sent its own (unrecorded)
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] = counts.get(name, 0) + tokens
         # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
@@ -933,6 +946,8 @@ def _profile(
             on_call(call.index)
     if settle is not None:
         model = settle()
+    if model.exact and is_default(model) and any(c.reported is not None for c in counted):
+        model = as_stand_in(model)  # the log names no model but reports usage: counts anchored on it (#48.2)
     rest = light if light is not None else trace.calls
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []

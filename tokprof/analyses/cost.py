@@ -9,7 +9,9 @@ model with neither is *unpriced*, with the reason: never guessed, never $0.
 A call's total is genai-prices' own price for the call's usage (``calc_price``); its split into
 input, cache writes, cache reads and output applies the same model price unit by unit (what
 genai-prices adds up), so the parts add up to the total. A call that reports no usage is priced on
-its computed prompt (no cache, output not priced), and labelled so.
+its computed prompt (no cache, output not priced), and labelled so; but a call of an agent's session
+whose usage is not recorded while the session's other calls' is, is not priced
+(:func:`usage_not_recorded`: the rule ``tokprof sessions`` prices sessions by).
 
 The prompt's cost is also spread over the buckets: a call's tokens are, in prompt order, its cache
 reads (the prompt's first tokens), its cache writes, and the uncached rest, so each bucket's share of
@@ -55,6 +57,9 @@ PREDICTED = (
 )
 NO_DATE = "the log gives no date: priced at today's rates"
 NOT_RECORDED = "the log records neither the call's prompt nor its usage (redacted): not priced"
+#: A call of an agent's session whose usage is not recorded while its other calls' is (a Gemini CLI
+#: message whose tokens are all zero): not priced, by the rule ``tokprof sessions`` prices it by (#48.2).
+USAGE_NOT_RECORDED = "usage not recorded: the session records it for its other calls"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = (
     "bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
@@ -295,6 +300,18 @@ def thread_previous(profile: Profile) -> list[int | None]:
     return out
 
 
+def usage_not_recorded(trace: Trace) -> set[int]:
+    """The positions of the calls of an agent's session (a format ``tokprof sessions`` lists) that
+    report no usage while others of the session do: one rule for ``profile`` and ``sessions`` (#48.2),
+    their cost is not recorded, so it is not priced (not estimated in one and left out of the other)."""
+    from tokprof.formats.registry import session_names
+
+    if trace.format.split("/")[0] not in session_names():
+        return set()
+    missing = {k for k, call in enumerate(trace.calls) if not (call.reported and call.reported.prompt)}
+    return missing if len(missing) < len(trace.calls) else set()
+
+
 def cost_calls(
     profile: Profile,
     trace: Trace,
@@ -310,11 +327,26 @@ def cost_calls(
     version = genai_version()
     previous = thread_previous(profile)
     placeholder = _placeholder_calls(profile, trace)
+    unrecorded = usage_not_recorded(trace)
     out: list[CallCost] = []
     for position, (row, call) in enumerate(zip(profile.calls, trace.calls)):
         name = call.model or trace.model
         stand_in = None if predicted is None or (call.reported and call.reported.prompt) else predicted.get(position)
         tokens, prompt, basis = priced_tokens(stand_in or call.reported, row.total)
+        if stand_in is None and basis == "computed" and position in unrecorded:
+            out.append(
+                CallCost(
+                    priced=False,
+                    basis=basis,
+                    source=GENAI_PRICES,
+                    source_version=version,
+                    model=name,
+                    date=call.day.isoformat() if call.day else None,
+                    tokens=tokens,
+                    reason=USAGE_NOT_RECORDED,
+                )
+            )
+            continue
         notes: list[str] = []
         if stand_in is not None:
             basis = "predicted"

@@ -30,6 +30,9 @@ class LocalSession:
     calls: int | None  # None: the file could not be read
     cost: float | None  # US dollars; None: not priced
     error: str | None = None
+    #: calls whose usage the session does not record while it records the others': not in ``cost``
+    #: (as ``tokprof profile`` leaves them out: one rule, #48.2)
+    usage_not_recorded: int = 0
 
     def to_dict(self) -> dict:
         return {
@@ -41,6 +44,7 @@ class LocalSession:
             "calls": self.calls,
             "cost": self.cost,
             "error": self.error,
+            "usage_not_recorded": self.usage_not_recorded,
         }
 
 
@@ -64,6 +68,7 @@ def _cost(trace: Trace) -> float | None:
 
 
 def _row(found: SessionFile) -> LocalSession:
+    from tokprof.analyses.cost import usage_not_recorded
     from tokprof.formats import read_trace
 
     try:
@@ -92,6 +97,7 @@ def _row(found: SessionFile) -> LocalSession:
         min(times) if times else mtime,
         len(trace.calls),
         _cost(trace),
+        usage_not_recorded=len(usage_not_recorded(trace)),
     )
 
 

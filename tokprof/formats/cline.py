@@ -38,9 +38,12 @@ e.g. a file read replaced by a notice) are not applied (note ``context-edits``).
 
 **Messages.** ``text`` blocks are text; a user message's ``tool_result`` blocks become tool
 messages; an assistant message's ``tool_use`` blocks tool calls and ``thinking`` blocks reasoning;
-images and documents are left out (note ``content-not-text``). Older versions (and Cline's XML tool
-protocol) send tool results as user text (``[read_file for 'x'] Result:``): kept as the user text
-the model was sent, so they count in ``conversation`` (note ``text-tool-results``).
+images and documents are left out (note ``content-not-text``). A user text block that starts a tool's
+result (``[read_file for 'x'] Result:``, any tool) answering a native ``tool_use`` call of the
+assistant message before it (Cline 3.51) is that call's tool message, with the text blocks after it
+up to the environment details. With no such call (Cline's and Roo Code's XML tool protocol, the call
+written in the assistant's text) it is kept as the user text the model was sent, so it counts in
+``conversation`` (note ``text-tool-results``).
 
 **Usage.** ``tokensIn`` is the provider's input count less the cache in Cline (and in Roo Code
 before 3.30), so the prompt is ``tokensIn + cacheWrites + cacheReads``; Roo Code since (and Cline's
@@ -63,6 +66,7 @@ name (``# Current Working Directory (/path) Files``; Roo Code: ``Workspace``).
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import os
@@ -90,7 +94,7 @@ from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, parse_time
 from tokprof.formats.sharing import SharedPrompts
 from tokprof.base.text import visible
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage, extended
 
 FORMAT = "cline"
 DESCRIPTION = "Cline, Roo Code or Kilo Code task (tasks/<task id>/api_conversation_history.json, or the task folder)"
@@ -115,9 +119,11 @@ INCLUDES_CACHE = (
     "at least those): the prompt is tokensIn"
 )
 TEXT_RESULTS = (
-    "tool results sent as user text ([tool for 'x'] Result:, the older text tool protocol) are kept as that text "
-    "and count in conversation, not tool_results"
+    "tool results sent as user text ([tool for 'x'] Result:) after a tool call written in the assistant's text "
+    "(the XML tool protocol) are kept as that text and count in conversation, not tool_results"
 )
+#: A text block that starts a tool's result: ``[read_file for 'x'] Result:`` (any tool; MCP tools too).
+RESULT_HEADER = re.compile(r"\[([A-Za-z0-9_.:-]{1,200})(?: for [^\]\n]{0,4096})?\] Result:")
 CONTEXT_EDITS = (
     "context_history.json records the agent's edits of earlier messages in later prompts (file reads replaced "
     "by notices): not applied, so those prompts may count more than was sent"
@@ -226,6 +232,7 @@ def _convert(trace: Trace, history: list) -> list[list[dict]]:
     """Each history entry's neutral messages, in order (none for stored reasoning items)."""
     chat = Conversation(trace)
     out: list[list[dict]] = []
+    pending: dict[str, list[str]] = {}  # the last assistant message's tool_use ids not answered yet, by name
     for i, message in enumerate(history):
         where = f"[{i}]"
         if _is_reasoning_item(message):
@@ -238,9 +245,14 @@ def _convert(trace: Trace, history: list) -> list[list[dict]]:
             raise InputError(trace.path, where + ".role", f"expected user or assistant, found {role!r}")
         blocks = _blocks(trace.path, where + ".content", message.get("content"))
         if role == "user":
-            out.append([chat.check(m, where) for m in _user(chat, blocks)])
+            out.append([chat.check(m, where) for m in _user(chat, blocks, pending)])
         else:
-            out.append([chat.check(_assistant(chat, blocks, message), where)])
+            clean = chat.check(_assistant(chat, blocks, message), where)
+            pending = {}
+            for call in clean.get("tool_calls") or ():
+                if isinstance(call.get("id"), str):
+                    pending.setdefault(call["function"]["name"], []).append(call["id"])
+            out.append([clean])
     return out
 
 
@@ -262,18 +274,46 @@ def _text(path: str, where: str, block: dict, key: str = "text") -> str:
     return string(path, f"{where}.{key}", block.get(key))
 
 
-def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
+def _answered(pending: dict[str, list[str]], name: str) -> str | None:
+    """The tool_use a text result answers: the first unanswered call of its tool, else of any tool."""
+    calls = pending.get(name) or next((ids for ids in pending.values() if ids), None)
+    return calls.pop(0) if calls else None
+
+
+def _user(chat: Conversation, blocks: list[tuple[str, dict]], pending: dict[str, list[str]]) -> list[dict]:
+    """A user message's tool messages, then its text. A text block that starts a tool's result
+    (``[read_file for 'x'] Result:``, with the text blocks after it up to the next such block or the
+    environment details) is the result of the tool_use it answers when the assistant called tools
+    natively (Cline 3.51 sends its results so): a tool message (#48.2). With no such call (the XML
+    tool protocol, the call in the assistant's text) it stays the user text it was sent as."""
     path = chat.trace.path
-    results, texts = [], []
+    results: list[dict] = []
+    texts: list[str] = []
+    pieces_of: dict[int, list[str]] = {}  # a text result's place in results -> its text blocks
+    result: list[str] | None = None  # the text blocks of the text result being read
     for at, block in blocks:
         kind = block["type"]
         if kind == "text":
             text = _text(path, at, block)
-            if text.startswith("[") and "] Result:" in text[:300]:
+            header = RESULT_HEADER.match(text)
+            call_id = _answered(pending, header.group(1)) if header else None
+            if call_id is not None:
+                result = pieces_of[len(results)] = [text]
+                results.append({"role": "tool", "tool_call_id": call_id, "content": ""})
+                continue
+            if result is not None and not header and not text.lstrip().startswith(MARKERS):
+                result.append(text)
+                continue
+            result = None
+            if header:
                 chat.trace.note("text-tool-results", TEXT_RESULTS, at)
             texts.append(text)
         elif kind == "tool_result":
+            result = None
             call_id = string(path, at + ".tool_use_id", block.get("tool_use_id"))
+            for ids in pending.values():
+                if call_id in ids:
+                    ids.remove(call_id)
             content = block.get("content")
             parts = [] if content is None else _blocks(path, at + ".content", content)
             pieces = []
@@ -285,6 +325,8 @@ def _user(chat: Conversation, blocks: list[tuple[str, dict]]) -> list[dict]:
             results.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(pieces)})
         else:
             chat._skip(at, kind)
+    for k, pieces in pieces_of.items():
+        results[k]["content"] = "\n".join(pieces)
     if texts or not results:
         results.append({"role": "user", "content": "\n".join(texts)})
     return results
@@ -452,14 +494,23 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
         for stamp in stamps:  # an entry without ts is as old as the one before it
             known = stamp if isinstance(stamp, (int, float)) and not isinstance(stamp, bool) else known
             filled.append(known)
+        ordered = all(a <= b for a, b in zip(filled, filled[1:]))  # as the agent writes them: found by bisection
+        times = [filled[i] for i in assistants]
         for k, request in enumerate(requests):
             start = request.ts or 0.0
             stop = requests[k + 1].ts if k + 1 < len(requests) else None
             stop = math.inf if stop is None else stop
-            response = next((i for i in assistants if start <= filled[i] < stop), None)
-            end = (
-                response if response is not None else next((i for i, t in enumerate(filled) if t >= stop), len(history))
-            )
+            if ordered:
+                at = bisect.bisect_left(times, start)
+                response = assistants[at] if at < len(assistants) and times[at] < stop else None
+                end = response if response is not None else bisect.bisect_left(filled, stop)
+            else:
+                response = next((i for i in assistants if start <= filled[i] < stop), None)
+                end = (
+                    response
+                    if response is not None
+                    else next((i for i, t in enumerate(filled) if t >= stop), len(history))
+                )
             out.append((end, response))
         return out
     answered = requests
@@ -476,8 +527,9 @@ def _pairs(trace: Trace, history: list, requests: list[Request]) -> list[tuple[i
     return out
 
 
-def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]:
-    """The history entries a prompt ending at ``end`` was sent with."""
+def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> tuple[list[int], set]:
+    """The history entries a prompt ending at ``end`` was sent with, and the condensing and truncation
+    ids that hide a later entry (its ``condenseParent`` or ``truncationParent``)."""
     indices = [i for i in range(end) if deleted is None or i < deleted[0] or i > deleted[1]]
     summaries = [i for i in indices if isinstance(history[i], dict) and history[i].get("isSummary") is True]
     if summaries:  # Roo Code's fresh start: the prompt starts at the latest summary
@@ -491,12 +543,86 @@ def _kept(history: list, end: int, deleted: tuple[int, int] | None) -> list[int]
         i
         for i, m in zip(indices, entries)
         if m.get("condenseParent") not in ids and m.get("truncationParent") not in ids
-    ]
+    ], ids
+
+
+def _starts_over(entry: Any) -> bool:
+    """Whether a history entry changes what earlier entries a prompt keeps (a summary, a marker)."""
+    return isinstance(entry, dict) and (entry.get("isSummary") is True or bool(entry.get("isTruncationMarker")))
+
+
+class _Prompts:
+    """Each request's prompt, built from the previous one when it only adds entries to it (the same
+    truncation range, no summary or marker among the new entries, no tool result it dropped answered
+    now): a view of the list the prompts share (:func:`~tokprof.trace.extended`), so that a task of n
+    requests costs what its history adds, not n² (#45.4). Else it is built again from the history."""
+
+    def __init__(self, history: list, converted: list[list[dict]], cwds: list[str | None]) -> None:
+        self.history, self.converted, self.cwds = history, converted, cwds
+        self.shared = SharedPrompts()  # a prompt built again: a view of the one it extends, where it does
+        self.view: PromptView | None = None
+        self.end = 0
+        self.deleted: tuple[int, int] | None = None
+        self.hidden: set = set()  # condensing and truncation ids in force
+        self.ids: set[str] = set()  # the tool call ids in the prompt
+        self.dropped: set = set()  # the call ids of tool results left out (their call is not in the prompt)
+        self.cwd: str | None = None
+
+    def at(self, end: int, deleted: tuple[int, int] | None) -> tuple[PromptView, str | None]:
+        """The prompt of a request whose prompt is ``history[:end]`` less what the agent left out, and the
+        working directory its first environment details name."""
+        if self.view is not None and end >= self.end and deleted == self.deleted:
+            added = self._extend(end, deleted)
+            if added is not None:
+                return added, self.cwd
+        kept, self.hidden = _kept(self.history, end, deleted)
+        messages = _prompt(self.converted, kept)
+        self.ids = _call_ids(messages)
+        self.dropped = {m.get("tool_call_id") for i in kept for m in self.converted[i] if m["role"] == "tool"}
+        self.dropped -= self.ids
+        self.view = self.shared.prompt(messages) if messages else PromptView([], 0)
+        self.end, self.deleted = end, deleted
+        self.cwd = next((self.cwds[i] for i in kept if self.cwds[i]), None)
+        return self.view, self.cwd
+
+    def _extend(self, end: int, deleted: tuple[int, int] | None) -> PromptView | None:
+        assert self.view is not None
+        new = range(self.end, end)
+        if any(_starts_over(self.history[i]) for i in new):
+            return None
+        kept = []
+        for i in new:
+            entry = self.history[i] if isinstance(self.history[i], dict) else {}
+            if deleted is not None and deleted[0] <= i <= deleted[1]:
+                continue
+            if entry.get("condenseParent") in self.hidden or entry.get("truncationParent") in self.hidden:
+                continue
+            kept.append(i)
+        messages = [m for i in kept for m in self.converted[i]]
+        calls = _call_ids(messages)
+        if calls & self.dropped:  # an earlier tool result is answered now: built again
+            return None
+        self.ids |= calls
+        added = []
+        for m in messages:
+            if m["role"] == "tool" and m.get("tool_call_id") not in self.ids:
+                self.dropped.add(m.get("tool_call_id"))
+            else:
+                added.append(m)
+        self.view = extended(self.view, added)
+        self.end = end
+        if self.cwd is None:
+            self.cwd = next((self.cwds[i] for i in kept if self.cwds[i]), None)
+        return self.view
+
+
+def _call_ids(messages: list[dict]) -> set[str]:
+    return {c["id"] for m in messages for c in m.get("tool_calls") or () if isinstance(c.get("id"), str)}
 
 
 def _prompt(converted: list[list[dict]], kept: list[int]) -> list[dict]:
     messages = [m for i in kept for m in converted[i]]
-    ids = {c["id"] for m in messages for c in m.get("tool_calls") or () if isinstance(c.get("id"), str)}
+    ids = _call_ids(messages)
     return [m for m in messages if m["role"] != "tool" or m.get("tool_call_id") in ids]
 
 
@@ -517,8 +643,7 @@ def _calls(
     models: list[tuple[float | None, str]],
 ) -> None:
     includes_cache = _includes_cache(requests)
-    cwds = [_cwd(messages) for messages in converted]
-    shared = SharedPrompts()  # each request's prompt a view of the one it extends
+    prompts = _Prompts(history, converted, [_cwd(messages) for messages in converted])
     if includes_cache:
         trace.note("usage-includes-cache", INCLUDES_CACHE)
     for request, (end, response) in zip(requests, _pairs(trace, history, requests)):
@@ -526,8 +651,7 @@ def _calls(
         if usage is None and request.listed:
             trace.note("not-billed", NOT_BILLED, request.where)
             continue
-        kept = _kept(history, end, request.deleted)
-        messages = _prompt(converted, kept)
+        messages, cwd = prompts.at(end, request.deleted)
         if not messages:
             trace.note("empty-prompt", "a request with no recorded message before it was skipped", request.where)
             continue
@@ -536,11 +660,10 @@ def _calls(
         model = info.get("modelId") if isinstance(info, dict) and isinstance(info.get("modelId"), str) else None
         request_id = answer.get("id") if isinstance(answer, dict) and isinstance(answer.get("id"), str) else None
         time = parse_time(request.ts)
-        cwd = next((cwds[i] for i in kept if cwds[i]), None)
         trace.calls.append(
             Call(
                 index=len(trace.calls),
-                messages=shared.prompt(messages),
+                messages=messages,
                 tools=None,
                 model=model or _model_at(models, request.ts),
                 reported=usage,

@@ -38,7 +38,9 @@ class Conversation:
         if message.get("role") == "tool" and message.get("tool_call_id") not in self.call_ids:
             self.trace.note("orphan-tool-result", ORPHAN, where)
             message = {"role": "user", "content": message.get("content") or ""}
-        [clean] = check_messages(self.trace.path, f"{where}: ", [message], skip=self._skip, call_ids=self.call_ids)
+        call_id = message.get("tool_call_id")  # the one id a tool message needs: not a copy of them all per message
+        known = {call_id} if isinstance(call_id, str) and call_id in self.call_ids else set()
+        [clean] = check_messages(self.trace.path, f"{where}: ", [message], skip=self._skip, call_ids=known)
         for tool_call in clean.get("tool_calls") or ():
             if isinstance(tool_call.get("id"), str):
                 self.call_ids.add(tool_call["id"])

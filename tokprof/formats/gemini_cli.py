@@ -162,31 +162,43 @@ def _read_lines(trace: Trace, doc: Document) -> None:
 
 
 def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tuple[str, Any]]) -> None:
+    """The history as the events leave it, each call made on it as it stood. The history is one list
+    that grows at its end (each call's prompt a view of it); a rewind or a replaced history starts a
+    new list, so that the prompts of earlier calls stay as they were: the cost is linear in the file."""
     chat = Conversation(trace)
-    history: list[tuple[str, list[dict]]] = []  # (id, its checked messages)
+    at: dict[str, int] = {}  # the ids in the history -> their place in order
+    order: list[str] = []  # the ids in the history, in order
+    starts: list[int] = []  # where each one's messages start in chat.messages
     done: dict[str, list[dict]] = {}
+
+    def add(message_id: str) -> None:
+        where, message = latest[message_id]
+        converted = done[message_id] if message_id in done else _message(chat, where, message)
+        done[message_id] = converted
+        at.setdefault(message_id, len(order))  # a rewind to it goes back to its first place
+        order.append(message_id)
+        starts.append(len(chat.messages))
+        chat.messages.extend(converted)
+
     for kind, arg in events:
         if kind == "add":
-            if any(i == arg for i, _ in history):
-                continue
-            where, message = latest[arg]
-            chat.replace([m for _, ms in history for m in ms])
-            converted = done[arg] if arg in done else _message(chat, where, message)
-            done[arg] = converted
-            history.append((arg, converted))
+            if arg not in at:
+                add(arg)
         elif kind == "rewind":
-            ids = [i for i, _ in history]
-            history = history[: ids.index(arg)] if arg in ids else []
+            keep = at.get(arg, 0)
+            for message_id in order[keep:]:
+                if at.get(message_id, -1) >= keep:
+                    del at[message_id]
+            chat.messages = chat.messages[: starts[keep]] if keep < len(starts) else list(chat.messages)
+            del order[keep:], starts[keep:]
             trace.note("rewind", REWOUND)
         else:
-            kept: list[tuple[str, list[dict]]] = []
-            for i in arg:
-                where, message = latest[i]
-                chat.replace([m for _, ms in kept for m in ms])
-                converted = done[i] if i in done else _message(chat, where, message)
-                done[i] = converted
-                kept.append((i, converted))
-            history = kept
+            at.clear()
+            order.clear()
+            starts.clear()
+            chat.messages = []
+            for message_id in arg:
+                add(message_id)
             trace.note("history-replaced", REPLACED)
 
 

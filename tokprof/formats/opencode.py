@@ -6,11 +6,13 @@ OpenCode keeps its sessions in ``~/.local/share/opencode/`` (``$XDG_DATA_HOME/op
   ``directory``, ``time_created``, ...), ``message`` (``id``, ``session_id``, ``time_created``,
   ``data``: the message info as JSON, without ``id``/``sessionID``) and ``part`` (``id``,
   ``message_id``, ``session_id``, ``time_created``, ``data``: the part as JSON). Read with the
-  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written). The newest main session
-  (no ``parent_id``) is profiled; the others are named in the note ``other-sessions``;
+  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written), in one read transaction
+  (a consistent view while the agent writes); a store the agent holds locked is read from a copy.
+  The newest main session (no ``parent_id``) is profiled; the others are named in the note
+  ``other-sessions``;
 * older versions: ``storage/session/<project>/<session>.json``, ``storage/message/<session>/
   <message>.json`` and ``storage/part/<message>/<part>.json``; tokprof reads the session file and
-  finds its messages and parts from there;
+  finds its messages and parts from there, ids checked before they are folder names (#45.8);
 * ``opencode run --format json``: one event per line, ``{type, timestamp, sessionID, part}`` with
   ``type`` ``step_start``, ``text``, ``reasoning``, ``tool_use`` (the call and its result in one
   ``tool`` part: ``part.tool``, ``part.callID``, ``part.state.input/output``) and ``step_finish``
@@ -42,20 +44,21 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
+from tokprof.base.text import visible
 from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
-from tokprof.formats.sharing import SharedPrompts
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, PromptView, Trace, Usage
 
 if TYPE_CHECKING:
     import sqlite3  # loaded where a store is read (6 ms at start-up otherwise)
@@ -68,6 +71,10 @@ DESCRIPTION = (
 
 EVENTS = ("step_start", "step_finish", "text", "reasoning", "tool_use", "error")
 SQLITE_MAGIC = b"SQLite format 3\x00"
+DB_NAME = "opencode.db"
+#: The longest id the storage/ layout takes as a folder name (OpenCode's are about 30 characters).
+MAX_ID = 128
+STORAGE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_ID}}}")
 
 NOT_TEXT = (
     "message parts that are not text (files, images) cannot be rendered by a chat template: they are left out "
@@ -164,19 +171,47 @@ def _stream(path: str, doc: Document) -> Trace:
     return trace
 
 
+def storage_id(path: str, where: str, value: Any) -> str:
+    """An id the storage/ layout makes a folder name of, checked before it becomes a path (#45.8): one
+    name of OpenCode's alphabet (``ses_…``, ``msg_…``), never ``..``, a separator or a name too long
+    for a file system."""
+    text = string(path, where, value)
+    if not STORAGE_ID.fullmatch(text):
+        shown = visible(text[:60]) + ("…" if len(text) > 60 else "")
+        raise InputError(
+            path, where, f"not an OpenCode id ({shown!r}): ids are up to {MAX_ID} letters, digits, '_' or '-'"
+        )
+    return text
+
+
+def _inside(path: str, root: Path, file: Path) -> Path:
+    """A file of the store, refused when a link takes it outside the storage folder."""
+    if not file.resolve().is_relative_to(root):
+        raise InputError(str(file), None, "a link out of the OpenCode storage folder: not read")
+    return file
+
+
 def _storage(path: str, session: dict) -> Trace:
     root = Path(path).resolve().parent.parent.parent  # storage/session/<project>/<session>.json
-    session_id = session["id"]
+    session_id = storage_id(path, "id", session["id"])
     message_dir = root / "message" / session_id
     if not message_dir.is_dir():
         raise InputError(path, "id", f"no message folder for this session (looked for {message_dir})")
+    _inside(path, root, message_dir)
     messages = []
+    seen: dict[str, str] = {}  # message id -> the file that holds it
     for file in sorted(message_dir.glob("*.json")):
-        info = expect_object(str(file), None, _json_file(file), "a message object")
+        info = expect_object(str(file), None, _json_file(_inside(path, root, file)), "a message object")
+        message_id = storage_id(str(file), "id", info.get("id", file.stem))
+        if message_id in seen:
+            raise InputError(str(file), "id", f"repeats the message id of {seen[message_id]}")
+        seen[message_id] = str(file)
         message = Message(str(file), info)
-        part_dir = root / "part" / str(info.get("id", file.stem))
+        part_dir = root / "part" / message_id
+        if part_dir.is_dir():
+            _inside(path, root, part_dir)
         for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
-            part = expect_object(str(part_file), None, _json_file(part_file), "a part object")
+            part = expect_object(str(part_file), None, _json_file(_inside(path, root, part_file)), "a part object")
             message.parts.append((str(part_file), part))
         messages.append(message)
     messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
@@ -201,6 +236,7 @@ def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Tra
 
     with opened(path) as db:
         try:
+            db.execute("BEGIN")  # one read transaction: every query sees the store as it was at the first
             return _db(path, db, session_id, name)
         except sqlite3.DatabaseError as exc:
             raise InputError(path, None, f"not an OpenCode database ({exc})") from None
@@ -274,9 +310,9 @@ class _Builder:
     def __init__(self, path: str, trace: Trace):
         self.path = path
         self.trace = trace
+        #: the session so far: it only grows at its end (a compaction starts a new list), so that each
+        #: call's prompt is a view of it and holds no list of its own (linear in the session, #45.4)
         self.history: list[dict] = []
-        self.shared = SharedPrompts()  # each call's prompt a view of the history it extends
-        self.call_ids: set[str] = set()
         self.cost = 0.0
         self.cost_seen = False
 
@@ -350,7 +386,6 @@ class _Builder:
         if summary:
             self.trace.compactions += 1
             self.history = [m for m in self.history[-1:] if m["role"] == "assistant"]
-            self.call_ids = set()
 
     def step(
         self,
@@ -380,7 +415,7 @@ class _Builder:
         time = parse_time(_created(message.info) or None)
         call = Call(
             index=len(self.trace.calls),
-            messages=self.shared.prompt(list(self.history)),
+            messages=PromptView(self.history, len(self.history)),
             tools=None,
             model=model,
             reported=usage,
@@ -393,7 +428,7 @@ class _Builder:
         if not (texts or thoughts or calls):
             return
         answer = assistant_message(texts, thoughts, calls)
-        added = check_messages(self.path, where + ": ", [answer, *results], call_ids=self.call_ids)
+        added = check_messages(self.path, where + ": ", [answer, *results])  # results answer this step's calls
         call.response = added[0]
         self.history.extend(added)
 
@@ -475,6 +510,7 @@ LOG_FORMAT = whole_read_format(
     sessions=True,
     opened=read_db,
     opens=is_sqlite,
+    file_names=(DB_NAME,),
     locations=LOCATIONS,
     records_what="per-step usage and cost; no system prompt or tool definitions",
 )

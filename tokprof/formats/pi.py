@@ -38,6 +38,11 @@ that summarised the conversation is not recorded in the file (note ``compaction`
 
 **Project.** The header's ``cwd`` is every call's :attr:`Call.cwd`.
 
+**Links** (#45.3, #45.4). An entry that repeats an earlier entry's ``id``, names itself as its
+``parentId``, or whose ``parentId`` chain comes back to it (through a parent named before it appears)
+is one line naming the entry, found in one pass over the entries. Contexts are built only for the
+entries calls are made on, each a view of a list the contexts after it extend: linear in the file.
+
 **What is not recorded.** pi's system prompt and tool definitions: :attr:`Trace.unrecorded` is
 ``("system", "tools")``; they are inferred from usage.
 """
@@ -54,7 +59,8 @@ from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
-from tokprof.trace import Trace, Usage
+from tokprof.base.text import visible
+from tokprof.trace import PromptView, Trace, Usage, extended
 
 FORMAT = "pi"
 DESCRIPTION = "pi coding-agent session (~/.pi/agent/sessions/--<cwd>--/*.jsonl), v3 tree or older layout"
@@ -98,25 +104,60 @@ def sniff(doc: Document) -> bool:
 
 
 class _Reader:
+    """The entries read so far, as a tree: each entry's parent and own messages, and the context (the
+    prompt pi would build after it) of the entries a call was made on, each a view of a list the
+    contexts after it extend (:func:`~tokprof.trace.extended`): a session of n entries holds its
+    messages once, and building every call's prompt costs what the entries add, not n²."""
+
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
         self.chat = Conversation(trace)
-        self.context: dict[str, list[dict]] = {}  # entry id -> the context after it
         self.own: dict[str, list[dict]] = {}  # entry id -> its own messages
         self.parent: dict[str, str | None] = {}
-        self.order: list[str] = []
+        self.depth: dict[str, int] = {}  # entries from the root
+        self.line: dict[str, int] = {}  # entry id -> its line (repeated ids are named by it)
+        self.named: dict[str, str] = {}  # entry id -> the parentId it names (cycles are checked on these)
+        self.views: dict[str, PromptView] = {}  # entry id -> its context, for the entries one was built for
+        self.compactions: dict[str, tuple[dict, str | None]] = {}  # entry id -> (summary, firstKeptEntryId)
         self.model: str | None = None
         self.cwd: str | None = None  # the session header's: the project the agent worked in
 
-    def path_to(self, entry_id: str | None, stop: str | None) -> list[str]:
-        """The ids from ``stop`` (included; the root when None or not on the path) to ``entry_id``."""
-        out: list[str] = []
-        while entry_id is not None:
-            out.append(entry_id)
-            if entry_id == stop:
-                break
-            entry_id = self.parent.get(entry_id)
-        return out[::-1]
+    def context(self, entry_id: str | None) -> PromptView:
+        """The context after ``entry_id`` (empty for None): the nearest ancestor's whose context is
+        built, extended by the own messages of the entries below it."""
+        below: list[str] = []
+        at = entry_id
+        while at is not None and at not in self.views and at not in self.compactions:
+            below.append(at)
+            at = self.parent[at]
+        if at is None:
+            base = PromptView([], 0)
+        elif at in self.views:
+            base = self.views[at]
+        else:
+            base = self.views[at] = self._kept(at)
+        if not below:
+            return base
+        view = extended(base, [m for kept in reversed(below) for m in self.own.get(kept, ())])
+        self.views[below[0]] = view
+        return view
+
+    def _kept(self, compaction: str) -> PromptView:
+        """A compaction's context: its summary, then the entries on its path from ``firstKeptEntryId``."""
+        summary, first = self.compactions[compaction]
+        parent = self.parent[compaction]
+        out = [summary]
+        if first is not None and first in self.depth and parent is not None:
+            on_path: list[str] = []
+            at: str | None = parent
+            for _ in range(self.depth[parent] - self.depth[first] + 1):  # no further than first's depth
+                if at is None:
+                    break
+                on_path.append(at)
+                at = self.parent[at]
+            if on_path and on_path[-1] == first:
+                out += [m for kept in reversed(on_path) for m in self.own.get(kept, ())]
+        return PromptView(out, len(out))
 
     def entry(self, number: int, value: Any, previous: str | None) -> str | None:
         path, where = self.trace.path, f"line {number}"
@@ -135,29 +176,52 @@ class _Reader:
         else:
             entry_id = string(path, where + ": id", entry_id)
             parent = optional_string(path, where + ": parentId", value.get("parentId"))
+        if entry_id in self.line:
+            raise InputError(
+                path, where + ": id", f"repeats the id of line {self.line[entry_id]} ({visible(entry_id)})"
+            )
+        if parent == entry_id:
+            raise InputError(path, where + ": parentId", "names the entry itself: the tree has a cycle")
+        if parent is not None:
+            self.named[entry_id] = parent
         if parent is not None and parent not in self.parent:
-            parent = None  # a parent not in the file: the path starts here
+            parent = None  # a parent not in the file (or later in it): the path starts here
         self.parent[entry_id] = parent
-        self.order.append(entry_id)
-        base = self.context.get(parent, []) if parent is not None else []
+        self.depth[entry_id] = self.depth[parent] + 1 if parent is not None else 0
+        self.line[entry_id] = number
         if kind == "compaction":
-            self.context[entry_id] = self._compaction(where, value, parent)
+            self._compaction(where, value, entry_id)
             return entry_id
         if kind == "model_change":
             self.model = self._model(where, value, "modelId") or self.model
         elif kind == "message":
-            self._message(where, value, base, entry_id)
+            self._message(where, value, parent, entry_id)
         elif kind in ("branch_summary", "custom_message"):
             self.own[entry_id] = [self._summary_or_custom(where, value)]
         elif kind not in ENTRY_TYPES:
             self.trace.note("unknown-entry-type", UNKNOWN, where)
-        self.context[entry_id] = base + self.own.get(entry_id, [])
         return entry_id
+
+    def check_cycles(self) -> None:
+        """A parentId chain that comes back to where it started (through parents named before they
+        appear): one line naming its first entry, found in one pass over the entries."""
+        done: set[str] = set()
+        for start in self.named:
+            walk: dict[str, None] = {}
+            at: str | None = start
+            while at is not None and at not in done and at not in walk:
+                walk[at] = None
+                at = self.named.get(at) if at in self.line else None
+            if at is not None and at in walk:
+                raise InputError(
+                    self.trace.path, f"line {self.line[at]}: parentId", "its parentId chain comes back to it (a cycle)"
+                )
+            done.update(walk)
 
     def _model(self, where: str, value: dict, key: str) -> str | None:
         return optional_string(self.trace.path, f"{where}: {key}", value.get(key))
 
-    def _compaction(self, where: str, value: dict, parent: str | None) -> list[dict]:
+    def _compaction(self, where: str, value: dict, entry_id: str) -> None:
         self.trace.compactions += 1
         self.trace.note("compaction", COMPACTION, where)
         summary = value.get("summary")
@@ -167,13 +231,8 @@ class _Reader:
             index = value["firstKeptEntryIndex"]  # older layout: a line index (the header is line 0)
             first = f"#{index + 1}"
         self.trace.note("summary-wrapper", SUMMARY, where)
-        out = [self.chat.check({"role": "user", "content": check_text(self.trace.path, where, summary)}, where)]
-        if isinstance(first, str) and first in self.parent:
-            on_path = self.path_to(parent, first)
-            if on_path and on_path[0] == first:
-                for kept in on_path:
-                    out += self.own.get(kept, [])
-        return out
+        message = self.chat.check({"role": "user", "content": check_text(self.trace.path, where, summary)}, where)
+        self.compactions[entry_id] = (message, first if isinstance(first, str) else None)
 
     def _summary_or_custom(self, where: str, value: dict) -> dict:
         text = value.get("summary") if value.get("type") == "branch_summary" else value.get("content")
@@ -196,14 +255,14 @@ class _Reader:
                 self.chat._skip(at, str(part.get("type")))
         return "\n".join(texts)
 
-    def _message(self, where: str, value: dict, base: list[dict], entry_id: str) -> None:
+    def _message(self, where: str, value: dict, parent: str | None, entry_id: str) -> None:
         path = self.trace.path
         message = value.get("message")
         message = expect_object(path, where + ": message", message)
         role = message.get("role")
         at = where + ": message"
         if role == "assistant":
-            self._assistant(where, message, base, entry_id)
+            self._assistant(where, message, parent, entry_id)
         elif role in ("user", "custom"):
             text = self._text(at + ".content", message.get("content", ""))
             self.own[entry_id] = [self.chat.check({"role": "user", "content": text}, where)]
@@ -223,7 +282,7 @@ class _Reader:
         else:
             raise InputError(path, at + ".role", f"unknown role {role!r}")
 
-    def _assistant(self, where: str, message: dict, base: list[dict], entry_id: str) -> None:
+    def _assistant(self, where: str, message: dict, parent: str | None, entry_id: str) -> None:
         path, at = self.trace.path, where + ": message"
         content = message.get("content", [])
         texts, thoughts, calls = [], [], []
@@ -254,7 +313,8 @@ class _Reader:
         clean = self.chat.check(response, where)
         self.own[entry_id] = [clean]
         model = self._model(at, message, "model") or self.model
-        self.chat.replace(base)
+        context = self.context(parent)  # a view of all of its list (no copy), unless a later entry extended it
+        self.chat.messages = context.base if len(context.base) == len(context) else list(context)
         response_id = message.get("responseId")
         self.chat.call(
             where,
@@ -290,6 +350,7 @@ def read(path: str, doc: Document) -> Trace:
     previous: str | None = None
     for number, value in doc.lines:
         previous = reader.entry(number, value, previous)
+    reader.check_cycles()
     for call in trace.calls:
         call.cwd = reader.cwd
     return finish(trace)

@@ -20,7 +20,9 @@ prompts start from (a compaction: :attr:`Trace.compactions`; the summarising cal
 note ``compaction``). ``ui_telemetry`` records repeat the usage of API responses for the interface:
 they are not read (counting them would count calls twice). Records of a subagent
 (``isSidechain``/``agentId``) are their own thread. A call's ``cwd`` and ``gitBranch`` are its
-response record's.
+response record's. A record whose ``parentUuid`` is its own uuid starts its chain (note
+``parent-cycle``); a uuid given to two records that are not one response is noted (``repeated-uuid``).
+Each history is a view of a list the histories after it extend: reading is linear in the file.
 
 **Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
 ``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
@@ -47,7 +49,7 @@ from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.neutral import check_cached, check_count, optional_text, parse_time
-from tokprof.trace import Trace, Usage
+from tokprof.trace import PromptView, Trace, Usage, extended
 
 FORMAT = "qwen-code"
 DESCRIPTION = "Qwen Code chat (~/.qwen/projects/<project>/chats/<session>.jsonl)"
@@ -66,6 +68,11 @@ COMPACTION = (
     "conversation is not recorded (not profiled)"
 )
 NO_PARENT = "a parentUuid names no record in the file: the chain starts there"
+SELF_PARENT = "a record's parentUuid is its own uuid (a cycle): the chain starts there"
+REPEATED = (
+    "a record repeats the uuid of an earlier record that is not the same response: later records whose "
+    "parentUuid names it follow the latest"
+)
 
 
 def sniff(doc: Document) -> bool:
@@ -158,7 +165,7 @@ class _Reader:
             "content": check_text(path, where + ".response", function_response_text(response.get("response"))),
         }
 
-    def own(self, node: _Node, chat: Conversation, base: list[dict]) -> list[dict]:
+    def own(self, node: _Node, chat: Conversation, base: PromptView) -> list[dict]:
         """A node's messages (an assistant node is a call, made on ``base``)."""
         where = node.where
         if node.kind == "system":
@@ -181,7 +188,7 @@ class _Reader:
         self,
         node: _Node,
         chat: Conversation,
-        base: list[dict],
+        base: PromptView,
         texts: list[str],
         thoughts: list[str],
         calls: list[dict],
@@ -201,7 +208,7 @@ class _Reader:
                 model = recorded
         if usage is None:
             self.trace.note("no-usage", NO_USAGE, node.where)
-        chat.replace(base)
+        chat.messages = base.base if len(base.base) == len(base) else list(base)  # no copy unless branched
         call = chat.call(
             node.where, model, usage, clean, parse_time(node.records[-1].get("timestamp")), request_id=node.uuid
         )
@@ -284,21 +291,31 @@ def read(path: str, doc: Document) -> Trace:
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
     nodes, trace.session = _nodes(path, doc)
     reader = _Reader(trace)
-    context: dict[str, list[dict]] = {}
+    # uuid -> the history after it: a view of a list the histories after it extend (each message held once)
+    context: dict[str, PromptView] = {}
+    seen: set[str] = set()
     for node in nodes:
+        if node.uuid in seen:
+            trace.note("repeated-uuid", REPEATED, node.where)
+        seen.add(node.uuid)
         if node.parent is not None and node.parent not in context:
-            trace.note("chain-broken", NO_PARENT, node.where)
-        base = context.get(node.parent, []) if node.parent is not None else []
+            if node.parent == node.uuid:
+                trace.note("parent-cycle", SELF_PARENT, node.where)
+            else:
+                trace.note("chain-broken", NO_PARENT, node.where)
+        base = context.get(node.parent) if node.parent is not None else None
+        base = PromptView([], 0) if base is None else base
         first = node.records[0]
         agent = first.get("agentId")
         thread = agent if isinstance(agent, str) else ""
         chat = reader.chat(thread)
         if node.kind == "system":
-            context[node.uuid] = reader.compressed(node, chat)
+            compressed = reader.compressed(node, chat)
+            context[node.uuid] = PromptView(compressed, len(compressed))
         elif node.kind == "ignored":
             context[node.uuid] = base
         else:
-            context[node.uuid] = base + reader.own(node, chat, base)
+            context[node.uuid] = extended(base, reader.own(node, chat, base))
     return finish(trace)
 
 

@@ -27,7 +27,9 @@ __all__ = [
     "ModelInfo",
     "PromptFormat",
     "TokenCounter",
+    "as_stand_in",
     "auto_model",
+    "is_default",
     "label",
     "resolve_model",
 ]
@@ -68,6 +70,19 @@ def label(model: ChatModel, selected: str | None) -> ChatModel:
     if selected and selected.startswith(STAND_IN):
         model.exact = False
         model.method = f"{model.name}'s tokenizer and chat template as a {selected}"
+    return model
+
+
+def is_default(model: ChatModel) -> bool:
+    """Whether the model is tokprof's default, taken because the log names none."""
+    return bool(model.selected and model.selected.startswith("default"))
+
+
+def as_stand_in(model: ChatModel) -> ChatModel:
+    """The default model as a stand-in: for a log that names no model but reports usage, its counts
+    are an estimate of the log's model, scaled to the reported usage like a proxy's (#48.2)."""
+    model = dataclasses.replace(model, exact=False)
+    model.method = f"{model.name}'s tokenizer and chat template as a stand-in: the log names no model"
     return model
 
 

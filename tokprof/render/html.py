@@ -598,15 +598,16 @@ def _cost_text(profile: Profile) -> str:
 
 
 def _cards(profile: Profile) -> str:
+    from tokprof.render.money import billed_input_lines
+
     s = profile.summary()
     cards = [
         ("calls", f"{s.calls:,}"),
-        ("billed input", f"{s.billed_input:,}"),
+        *((key, value.split(" tokens")[0]) for key, value in billed_input_lines(s)),  # one called "billed input"
         ("final prompt", f"{s.final_prompt:,}"),
         ("largest prompt", f"{s.largest_prompt:,}"),
     ]
     if s.reported is not None:
-        cards.append(("billed input, reported", f"{s.reported.billed_input:,}"))
         if s.reported.cache_read is not None and s.reported.hit_rate is not None:
             cards.append(("read from the cache, reported", f"{s.reported.hit_rate:.1%}"))
     if s.cost is not None:

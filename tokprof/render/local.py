@@ -53,6 +53,13 @@ class LocalTableRenderer:
         for row in rows:
             if row.error:
                 console.print(f"[yellow]unreadable[/yellow]: {safe(row.error)}")
+        for row in rows:
+            if row.usage_not_recorded:
+                n = row.usage_not_recorded
+                console.print(
+                    f"usage not recorded for {n} call{'' if n == 1 else 's'} of {safe(home_shown(row.path))}: "
+                    "not in its cost"
+                )
         console.print("  one session: tokprof profile FILE")
         return out.getvalue()
 

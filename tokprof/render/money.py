@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tokprof.base.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
-from tokprof.profiling import Reported
+from tokprof.profiling import Reported, Summary
 
 PART_LABELS = {
     "input": "uncached input",
@@ -110,6 +110,27 @@ def cost_lines(summary: CostSummary | None, models: list[tuple[str | None, str |
     if summary.largest_call is not None:
         lines.append(("  costliest call", f"{dollars(summary.largest_call)} (call {summary.largest_call_index})"))
     return lines
+
+
+def billed_input_lines(summary: Summary) -> list[tuple[str, str]]:
+    """The billed input, on one line called so (#48.2): what the calls reported, when every call
+    reports usage (the figure counted beside it, as "computed input", when the two differ), else
+    every call's prompt as counted, added up (what the calls with usage reported beside it)."""
+    computed, usage = summary.billed_input, summary.reported
+    if usage is None:
+        return [("billed input", f"{computed:,} tokens (every call's prompt, added up)")]
+    calls = f"{usage.calls} call{'' if usage.calls == 1 else 's'} with usage"
+    if usage.billed_input == computed:
+        return [("billed input", f"{computed:,} tokens (as reported: {calls})")]
+    if usage.calls == summary.calls:
+        return [
+            ("billed input", f"{usage.billed_input:,} tokens (as reported: {calls})"),
+            ("computed input", f"{computed:,} tokens (every call's prompt as counted, added up)"),
+        ]
+    return [
+        ("billed input", f"{computed:,} tokens (every call's prompt, added up)"),
+        ("reported input", f"{usage.billed_input:,} tokens ({calls})"),
+    ]
 
 
 def usage_lines(usage: Reported, placeholder: bool) -> list[tuple[str, str]]:

@@ -10,7 +10,15 @@ from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, record
 from tokprof.render import RenderOptions
 from tokprof.render.actions import TITLE, wrapped
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
-from tokprof.render.money import cache_lines, call_cost, cost_lines, dollars, forensics_lines, usage_lines
+from tokprof.render.money import (
+    billed_input_lines,
+    cache_lines,
+    call_cost,
+    cost_lines,
+    dollars,
+    forensics_lines,
+    usage_lines,
+)
 
 LABELS = {
     "system": "system",
@@ -274,16 +282,10 @@ class TableRenderer:
         lines += [
             ("final prompt", final),
             ("largest prompt", f"{summary.largest_prompt:,} tokens"),
-            ("billed input", f"{summary.billed_input:,} tokens (every call's prompt, added up)"),
         ]
+        lines += billed_input_lines(summary)
         if summary.reported is not None:
             usage = summary.reported
-            lines.append(
-                (
-                    "billed input, reported",
-                    f"{usage.billed_input:,} tokens ({usage.calls} call{'' if usage.calls == 1 else 's'} with usage)",
-                )
-            )
             placeholder = any(w.code == "usage-at-stream-start" for w in profile.warnings)
             lines += usage_lines(usage, placeholder)
             check = summary.reconciliation
