@@ -64,6 +64,7 @@ _EXPORTS = {
     "policy_names": "tokprof.names",
     "model_name": "tokprof.names",
     "local_sessions": "tokprof.api",
+    "session_periods": "tokprof.api",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",

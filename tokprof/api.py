@@ -36,6 +36,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
+    from tokprof.analyses.periods import Periods
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.render.tables import TeamOptions
@@ -569,6 +570,33 @@ def local_sessions(
     if agent is not None and agent not in agents():
         raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, agents())} (agents: {', '.join(agents())})")
     return found(agent, None if home is None else Path(home), environ)
+
+
+def session_periods(
+    sessions: "Sequence[LocalSession]",
+    by: Sequence[str] = (),
+    *,
+    tz: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> "Periods":
+    """The sessions (:func:`local_sessions`) added up by day, week, month, project, agent or model
+    (several at once), each row with its sessions, calls, billed input by kind, output, cost, cache hit
+    rate and what cache misses cost (an estimate); and the total. ``tz``: the zone of days, weeks and
+    months (default: the machine's); ``since``/``until``: dates, dates and times, or spans back from now
+    (``7d``). A session that could not be read is in ``skipped`` with why."""
+    from tokprof.analyses.periods import parse_by, parse_when, periods, time_zone
+
+    zone, name = time_zone(tz)
+    return periods(
+        [row.spend() for row in sessions if row.error is None],
+        parse_by(list(by)),
+        zone,
+        name,
+        parse_when(since, "--since", zone) if since else None,
+        parse_when(until, "--until", zone, end=True) if until else None,
+        [(row.path, row.error) for row in sessions if row.error is not None],
+    )
 
 
 def session_in_folder(path: PathLike) -> str | None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _KINDS = {
     "Profile": "profile",
     "SessionsReport": "sessions",
+    "Periods": "periods",
     "ToolsReport": "tools",
     "WhatIfReport": "whatif",
     "CheckResult": "check",

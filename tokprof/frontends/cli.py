@@ -449,7 +449,8 @@ def profile(
         typer.Option(
             "--session",
             metavar="ID",
-            help="With a directory: profile the one session whose id or file name is or contains ID.",
+            help="With a directory: profile the one session whose id or file name is or contains ID. "
+            "Without LOG: the session numbered ID in the last 'tokprof sessions' listing, or whose id starts with ID.",
         ),
     ] = None,
     model: ModelName = None,
@@ -483,6 +484,9 @@ def profile(
         ),
     ] = None,
     agent: Agent = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="Profile the newest session on this machine (of --agent's, if given).")
+    ] = False,
     by: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -542,8 +546,15 @@ def profile(
 
     options = _options(fmt, output, window, fill_lines)
     settings = api.load_config(config) if config is not None else None
-    if log is None:
+    if log is None and (latest or session is not None):
+        log, input_format = _picked(session, latest, agent, input_format)
+        session = agent = None
+    elif log is None:
         return _local(agent, fmt, output, options)
+    elif latest:
+        raise TokprofError("--latest picks the newest session on this machine: give no LOG")
+    else:
+        log, input_format = _named(log, input_format)
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
     log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
@@ -597,6 +608,37 @@ def profile(
     return EXIT_OK
 
 
+def _picked(
+    session: Optional[str], latest: bool, agent: Optional[str], input_format: Optional[str]
+) -> tuple[str, Optional[str]]:
+    """The file and format of the session ``--session`` (a row number, an id's start) or ``--latest`` picks."""
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.frontends.picks import Picked, latest as newest, pick
+
+    if latest and session is not None:
+        raise TokprofError("--latest and --session each pick a session: give one")
+    found: "Picked | None" = newest(api.local_sessions(agent)) if latest else None
+    if found is None:
+        found = pick(session or "", lambda: api.local_sessions(agent))
+        if found is None:
+            raise TokprofError(f"--session {session}: no session of the last tokprof sessions listing has this id")
+    return found.path, input_format or found.format
+
+
+def _named(log: str, input_format: Optional[str]) -> tuple[str, Optional[str]]:
+    """LOG as given, or the session it names when it is no file: a row number of the last listing
+    (``tokprof profile 4``) or the start of a session id."""
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.frontends.picks import looks_like_pick, pick
+
+    if not looks_like_pick(log):
+        return log, input_format
+    found = pick(log, lambda: api.local_sessions())
+    if found is None:
+        return log, input_format  # no session by that name: read as a file (and says it is none)
+    return found.path, input_format or found.format
+
+
 def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> str:
     """The recording a folder of recordings profiles: the one ``--session`` names, else the newest."""
     from tokprof.base.text import visible
@@ -621,17 +663,49 @@ def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> st
     return recorded[-1]
 
 
-def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> int:
+def _local(
+    agent: Optional[str],
+    fmt: str,
+    output: Optional[str],
+    options,
+    by: Optional[list[str]] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    tz: Optional[str] = None,
+) -> int:
     import tokprof as api  # the public facade: the CLI is its client
 
-    if fmt not in formats_for("local"):
-        raise TokprofError(f"the list of sessions is one of {', '.join(formats_for('local'))}, not {fmt}")
+    kind = "periods" if by else "local"
+    if fmt not in formats_for(kind):
+        what = "spend by period" if by else "list of sessions"
+        raise TokprofError(f"the {what} is one of {', '.join(formats_for(kind))}, not {fmt}")
     sessions = api.local_sessions(agent)
+    if by or since or until:
+        result = api.session_periods(sessions, by or [], tz=tz, since=since, until=until)
+        if not by:  # a time range alone: the sessions with a call in it
+            sessions = [row for row in sessions if any(_within(c.time, result) for c in row.spends)]
+    if by:
+        _write([(output, _render(result, fmt, options))], tuple(row.path for row in sessions))
+        return EXIT_OK
     _write([(output, _render(sessions, fmt, options))], tuple(row.path for row in sessions))  # -o never replaces one
+    from tokprof.frontends.picks import save_listing
+
+    save_listing(sessions)  # its row numbers pick a session: tokprof profile 4
     return EXIT_OK
 
 
-SESSIONS_EXAMPLES = _esc("Examples:\n\n  tokprof sessions\n\n  tokprof sessions --agent gemini-cli -f json")
+def _within(when, span) -> bool:
+    return (
+        when is not None
+        and (span.since is None or when >= span.since)
+        and (span.until is None or when < span.until)
+    )
+
+
+SESSIONS_EXAMPLES = _esc(
+    "Examples:\n\n  tokprof sessions\n\n  tokprof sessions --agent gemini-cli -f json\n\n"
+    "  tokprof sessions --by day --since 7d\n\n  tokprof sessions --by month --by project --tz Europe/Paris"
+)
 
 
 @app.command(epilog=SESSIONS_EXAMPLES)
@@ -639,15 +713,48 @@ def sessions(
     agent: Agent = None,
     fmt: Annotated[str, _format_option("local")] = "table",
     output: Output = None,
+    by: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--by",
+            metavar="DIM",
+            help="Add the sessions up by day, week, month, project, agent or model: a row each, and the "
+            "total (repeat, or join with commas, to group by several at once: --by day --by project).",
+        ),
+    ] = None,
+    since: Annotated[
+        Optional[str],
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only calls made at or after WHEN: a date (2026-11-30), a date and time, today, yesterday, "
+            "or a span back from now (12h, 7d, 2w, 3m).",
+        ),
+    ] = None,
+    until: Annotated[
+        Optional[str],
+        typer.Option("--until", metavar="WHEN", help="Only calls made before WHEN (a date: to its end)."),
+    ] = None,
+    tz: Annotated[
+        Optional[str],
+        typer.Option(
+            "--tz",
+            metavar="ZONE",
+            help="The time zone of days, weeks, months and dates (an IANA name such as Europe/Paris, or UTC; "
+            "default: the machine's).",
+        ),
+    ] = None,
 ) -> int:
-    """The sessions of every supported agent on this machine, newest first.
+    """The sessions of every supported agent on this machine, newest first; or their spend by period.
 
     Claude Code (~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects), Codex (~/.codex/sessions, or
     $CODEX_HOME/sessions), Gemini CLI (~/.gemini/tmp/*/chats, or under $GEMINI_CLI_HOME), Qwen Code
     (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or
     $PI_CODING_AGENT_DIR/sessions): each with its agent, project, start time, calls and reported cost.
+    Each row's number picks it: tokprof profile 4. With --by: a row per day, week, month, project, agent
+    or model with the billed input by kind, output, cost, cache hit rate and what cache misses cost.
     """
-    return _local(agent, fmt, output, _options(fmt, output))
+    return _local(agent, fmt, output, _options(fmt, output), by, since, until, tz)
 
 
 def _sessions(

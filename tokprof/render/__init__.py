@@ -28,6 +28,10 @@ RENDERERS: dict[str, dict[str, str]] = {
         "table": "tokprof.render.local:LocalTableRenderer",
         "json": "tokprof.render.local:LocalJsonRenderer",
     },
+    "periods": {
+        "table": "tokprof.render.periods:PeriodsTableRenderer",
+        "json": "tokprof.render.periods:PeriodsJsonRenderer",
+    },
     "tools": {
         "table": "tokprof.render.tools:ToolsTableRenderer",
         "json": "tokprof.render.tools:ToolsJsonRenderer",

@@ -1,0 +1,214 @@
+"""All the sessions at a glance (#49): spend by day, week, month, project, agent and model (``tokprof
+sessions --by``), a session picked by its row number, ``--latest`` or its id's start. The sessions
+are the hand-made fixtures of the format tests, below a temporary HOME; the state folder is the test's."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import test_format_claude_code as claude_log
+import test_format_codex as codex_log
+import test_format_gemini_cli as gemini_log
+import test_format_pi as pi_log
+import test_format_qwen_code as qwen_log
+
+from tokprof import api
+from tokprof.analyses.periods import parse_when
+from tokprof.frontends.cli import main
+
+VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR")
+LONG = "/home/someone/projects/a-very-long-project-name/with/deep/subfolders/and-the-project-itself"
+
+
+def jsonl(path: Path, rows: list) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def codex_rollout() -> list:
+    count = codex_log.Counter()
+    return [
+        codex_log.meta(session="019a-codex"),
+        codex_log.user("list files"),
+        codex_log.context(),
+        count(100, output=30, cached=64, reasoning=20),
+        codex_log.say("Two files."),
+    ]
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("TOKPROF_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("COLUMNS", "200")
+    for name in VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    gemini = home / ".gemini/tmp/4aa47759/chats/session-2026-03-26T04-33-b36c9e17.json"
+    gemini.parent.mkdir(parents=True)
+    gemini.write_text(json.dumps(gemini_log.session(gemini_log.messages())))
+    jsonl(home / ".pi/agent/sessions/--work-app--/2026-06-05_sess-1.jsonl", pi_log.v3_lines())
+    long = pi_log.v3_lines()
+    long[0] = dict(long[0], id="other-2", cwd=LONG)
+    jsonl(home / ".pi/agent/sessions/--long--/2026-06-05_other-2.jsonl", long)
+    jsonl(home / ".qwen/projects/work-app/chats/qs-1.jsonl", qwen_log.lines())
+    claude = [dict(line, cwd="/home/me/app") if isinstance(line, dict) else line for line in claude_log.split_response()]
+    jsonl(home / ".claude/projects/-home-me-app/s1.jsonl", claude)
+    jsonl(home / ".codex/sessions/2025/09/25/rollout-2025-09-25T09-49-46-x.jsonl", codex_rollout())
+    return home
+
+
+def test_projects_are_the_recorded_working_directories(home):
+    rows = {row.agent: row for row in api.local_sessions()}
+    assert rows["claude-code"].project == "/home/me/app"  # its cwd, not the folder -home-me-app
+    assert rows["codex"].project == "/w"  # session_meta.cwd
+    assert rows["pi"].project in ("/work/app", LONG) and rows["qwen-code"].project == "/work/app"
+    assert rows["gemini-cli"].project == "4aa47759"  # no working directory recorded: the folder
+    assert rows["codex"].session == "019a-codex"
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_the_project_column_is_shortened_never_dropped(home, capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["sessions"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert "project" in lines[1] and max(len(line) for line in lines) <= columns
+    assert "and-the-project-itself" in out or "…" in out  # the long path shortened in the middle
+    assert "/home/me/app" in out and "/w " in out
+
+
+def test_spend_by_day_adds_up_to_the_total_exactly(home, capsys):
+    assert main(["sessions", "--by", "day", "--tz", "UTC", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rows, total = doc["rows"], doc["total"]
+    assert [row["day"] for row in rows] == sorted(row["day"] for row in rows) and doc["time_zone"] == "UTC"
+    costs = [Decimal(str(row["cost"])) for row in rows if row["cost"] is not None]
+    assert sum(costs) == Decimal(str(total["cost"]))  # exactly, not within a tolerance
+    assert sum(row["calls"] for row in rows) == total["calls"] == sum(r.calls or 0 for r in api.local_sessions())
+    for kind in ("uncached", "cache_read"):
+        assert sum(row["billed_input"][kind] or 0 for row in rows) == total["billed_input"][kind]
+    gemini = next(row for row in rows if row["day"] == "2026-03-26")
+    assert gemini["billed_input"]["cache_write"] is None  # Gemini reports no cache writes: not recorded, not 0
+    assert 0 <= total["cache_hit_rate"] <= 1 and total["cache_lost_cost"] >= 0
+
+
+@pytest.mark.parametrize("by", ["week", "month", "project", "agent", "model"])
+def test_every_grouping_adds_up(home, capsys, by):
+    assert main(["sessions", "--by", by, "--tz", "UTC", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all(by in row and "cost" in row for row in doc["rows"])
+    assert sum(Decimal(str(r["cost"])) for r in doc["rows"] if r["cost"] is not None) == Decimal(
+        str(doc["total"]["cost"])
+    )
+    assert sum(r["calls"] for r in doc["rows"]) == doc["total"]["calls"]
+
+
+def test_groups_combine_and_the_table_has_a_total_row(home, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["sessions", "--by", "month", "--by", "project", "--tz", "UTC"]) == 0
+    out = capsys.readouterr().out
+    assert "spend by month, project" in out and "\ntotal" in out and "lost (est.)" in out
+    assert "2026-06" in out and "/home/me/app" in out
+    assert main(["sessions", "--by", "month,agent", "--tz", "UTC", "-f", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {(row["month"], row["agent"]) for row in rows} >= {("2026-06", "pi"), ("2025-09", "codex")}
+
+
+def test_the_time_zone_moves_a_call_to_another_day(home, capsys):
+    """Codex's call at 2025-09-25T15:49:46Z is on the 25th in UTC and on the 26th in Auckland (UTC+12)."""
+    days = {}
+    for zone in ("UTC", "Pacific/Auckland"):
+        assert main(["sessions", "--by", "day", "--agent", "codex", "--tz", zone, "-f", "json"]) == 0
+        days[zone] = [row["day"] for row in json.loads(capsys.readouterr().out)["rows"]]
+    assert days == {"UTC": ["2025-09-25"], "Pacific/Auckland": ["2025-09-26"]}
+
+
+def test_since_and_until(home, capsys):
+    assert main(["sessions", "--by", "agent", "--since", "2026-01-01", "--until", "2026-06-30", "--tz", "UTC",
+                 "-f", "json"]) == 0  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert {row["agent"] for row in doc["rows"]} == {"gemini-cli", "pi"}
+    now = datetime(2026, 12, 4, 12, tzinfo=timezone.utc)
+    assert parse_when("7d", "--since", timezone.utc, now) == datetime(2026, 11, 27, 12, tzinfo=timezone.utc)
+    assert parse_when("2026-12-01", "--until", timezone.utc, now, end=True) == datetime(2026, 12, 2, tzinfo=timezone.utc)
+    assert parse_when("yesterday", "--since", timezone.utc, now) == datetime(2026, 12, 3, tzinfo=timezone.utc)
+    assert main(["sessions", "--since", "2026-06-01", "-f", "json"]) == 0  # a range alone: the sessions in it
+    assert {row["agent"] for row in json.loads(capsys.readouterr().out)["sessions"]} == {"pi", "qwen-code"}
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--by", "hour"], "--by hour: expected day, week, month"),
+        (["--by", "day", "--tz", "Mars/Base"], "--tz Mars/Base: not a time zone"),
+        (["--by", "day", "--since", "last tuesday"], "--since last tuesday: expected a date"),
+        (["--by", "day", "-f", "csv"], "'csv' is not one of table, json"),
+    ],
+)
+def test_bad_options_are_one_line(home, capsys, argv, says):
+    assert main(["sessions", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err
+
+
+def test_an_unreadable_session_is_a_skipped_row_not_a_failed_run(home, capsys):
+    bad = gemini_log.session(gemini_log.messages())
+    bad["messages"][1]["tokens"]["input"] = "many"
+    (home / ".gemini/tmp/4aa47759/chats/session-2026-03-27T00-00-bad.json").write_text(json.dumps(bad))
+    assert main(["sessions", "--by", "day", "--tz", "UTC", "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["skipped"]) == 1 and "messages[1].tokens.input" in doc["skipped"][0]["error"]
+    assert main(["sessions", "--by", "day", "--tz", "UTC"]) == 0
+    assert "skipped" in capsys.readouterr().out
+
+
+# --- picking a session (#49.2) --------------------------------------------------------------------
+
+
+def _profiled_path(capsys) -> str:
+    return json.loads(capsys.readouterr().out)["source"]["path"]
+
+
+def test_a_row_number_of_the_last_listing_picks_its_session(home, capsys):
+    assert main(["profile", "2"]) == 2  # no listing yet
+    assert "run tokprof sessions" in capsys.readouterr().err
+    assert main(["sessions", "-f", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["sessions"]
+    assert main(["profile", "2", "-f", "json"]) == 0
+    assert _profiled_path(capsys) == listed[1]["path"]
+    assert main(["profile", "--session", "3", "-f", "json"]) == 0  # --session N is not ignored
+    assert _profiled_path(capsys) == listed[2]["path"]
+    assert main(["profile", "99"]) == 2
+    assert f"rows 1 to {len(listed)}" in capsys.readouterr().err
+
+
+def test_latest_and_an_id_prefix(home, capsys):
+    assert main(["profile", "--latest", "-f", "json"]) == 0
+    assert _profiled_path(capsys) == api.local_sessions()[0].path
+    assert main(["profile", "--latest", "--agent", "codex", "-f", "json"]) == 0
+    assert _profiled_path(capsys).endswith("rollout-2025-09-25T09-49-46-x.jsonl")
+    assert main(["profile", "019a", "-f", "json"]) == 0  # no listing: the machine's sessions
+    assert _profiled_path(capsys).endswith("rollout-2025-09-25T09-49-46-x.jsonl")
+    assert main(["sessions"]) == 0
+    capsys.readouterr()
+    assert main(["profile", "b36c", "-f", "json"]) == 0
+    assert "b36c9e17" in _profiled_path(capsys)
+
+
+def test_an_ambiguous_prefix_lists_the_candidates_on_one_line(home, capsys):
+    other = home / ".pi/agent/sessions/--work-app--/2026-06-06_sess-2.jsonl"
+    lines = pi_log.v3_lines()
+    lines[0] = dict(lines[0], id="sess-2")
+    jsonl(other, lines)
+    assert main(["sessions"]) == 0
+    capsys.readouterr()
+    assert main(["profile", "sess"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "2 sessions start with this id" in err and "sess-1" in err and "sess-2" in err
+    assert main(["profile", "--latest", "--session", "1"]) == 2
