@@ -57,7 +57,9 @@ def home(tmp_path, monkeypatch):
     long[0] = dict(long[0], id="other-2", cwd=LONG)
     jsonl(home / ".pi/agent/sessions/--long--/2026-06-05_other-2.jsonl", long)
     jsonl(home / ".qwen/projects/work-app/chats/qs-1.jsonl", qwen_log.lines())
-    claude = [dict(line, cwd="/home/me/app") if isinstance(line, dict) else line for line in claude_log.split_response()]
+    claude = [
+        dict(line, cwd="/home/me/app") if isinstance(line, dict) else line for line in claude_log.split_response()
+    ]
     jsonl(home / ".claude/projects/-home-me-app/s1.jsonl", claude)
     jsonl(home / ".codex/sessions/2025/09/25/rollout-2025-09-25T09-49-46-x.jsonl", codex_rollout())
     return home
@@ -136,7 +138,9 @@ def test_since_and_until(home, capsys):
     assert {row["agent"] for row in doc["rows"]} == {"gemini-cli", "pi"}
     now = datetime(2026, 12, 4, 12, tzinfo=timezone.utc)
     assert parse_when("7d", "--since", timezone.utc, now) == datetime(2026, 11, 27, 12, tzinfo=timezone.utc)
-    assert parse_when("2026-12-01", "--until", timezone.utc, now, end=True) == datetime(2026, 12, 2, tzinfo=timezone.utc)
+    assert parse_when("2026-12-01", "--until", timezone.utc, now, end=True) == datetime(
+        2026, 12, 2, tzinfo=timezone.utc
+    )
     assert parse_when("yesterday", "--since", timezone.utc, now) == datetime(2026, 12, 3, tzinfo=timezone.utc)
     assert main(["sessions", "--since", "2026-06-01", "-f", "json"]) == 0  # a range alone: the sessions in it
     assert {row["agent"] for row in json.loads(capsys.readouterr().out)["sessions"]} == {"pi", "qwen-code"}

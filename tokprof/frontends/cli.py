@@ -695,11 +695,7 @@ def _local(
 
 
 def _within(when, span) -> bool:
-    return (
-        when is not None
-        and (span.since is None or when >= span.since)
-        and (span.until is None or when < span.until)
-    )
+    return when is not None and (span.since is None or when >= span.since) and (span.until is None or when < span.until)
 
 
 SESSIONS_EXAMPLES = _esc(

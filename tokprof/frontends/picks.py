@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tokprof.analyses.local import LocalSession
+from tokprof import LocalSession
 from tokprof.base.errors import TokprofError
 from tokprof.base.files import state_dir, write_atomic
 from tokprof.base.text import home_shown, visible
@@ -73,7 +73,9 @@ def by_prefix(text: str, rows: Sequence[Picked]) -> Picked | None:
     found = [row for row in rows if row.session.startswith(text)]
     unique = {row.path: row for row in found}
     if len(unique) > 1:
-        named = ", ".join(f"{visible(row.session)} ({visible(home_shown(row.path))})" for row in list(unique.values())[:SHOWN])
+        named = ", ".join(
+            f"{visible(row.session)} ({visible(home_shown(row.path))})" for row in list(unique.values())[:SHOWN]
+        )
         more = f" and {len(unique) - SHOWN} more" if len(unique) > SHOWN else ""
         raise TokprofError(f"{text}: {len(unique)} sessions start with this id: {named}{more}")
     return next(iter(unique.values()), None)
@@ -95,7 +97,6 @@ def pick(text: str, fresh: Callable[[], Sequence[LocalSession]]) -> Picked | Non
         return by_prefix(text, listed)
     rows = [Picked(row.path, row.format, row.session) for row in fresh() if row.error is None]
     return by_prefix(text, rows)
-
 
 
 def latest(rows: Sequence[LocalSession]) -> Picked:
