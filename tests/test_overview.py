@@ -216,3 +216,50 @@ def test_an_ambiguous_prefix_lists_the_candidates_on_one_line(home, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "2 sessions start with this id" in err and "sess-1" in err and "sess-2" in err
     assert main(["profile", "--latest", "--session", "1"]) == 2
+
+
+# --- budgets per period (#49.5) -------------------------------------------------------------------
+
+
+def _check(home: Path, target: Path, budgets: str, *extra: str) -> int:
+    config = home / "tokprof.toml"
+    config.write_text("[budgets]\n" + budgets, encoding="utf-8")
+    return main(["check", str(target), "--config", str(config), "-f", "json", *extra])
+
+
+def test_a_days_a_projects_and_a_sessions_spend_gate_a_directory(home, capsys):
+    folder = home / ".pi/agent/sessions"  # two sessions of $0.0037 each, on 2026-06-05 (UTC), two projects
+    budgets = 'max_cost_per_day = "$0.005"\ncost_per_project = "$0.01"\nmax_cost_per_session = 0.003\n'
+    assert _check(home, folder, budgets) == 1
+    metrics = {m["metric"]: m for m in json.loads(capsys.readouterr().out)["metrics"]}
+    day, project, session = metrics["cost_per_day"], metrics["cost_per_project"], metrics["cost_per_session"]
+    assert day["status"] == "fail" and "day over it: 2026-06-05 $0.0073" in day["reasons"][0]
+    assert Decimal(str(day["value"])) == Decimal("0.007305")
+    assert project["status"] == "pass" and project["value"] == 0.0036525
+    assert session["status"] == "fail" and "sessions over it: " in session["reasons"][0]
+    assert "sess-1 $0.0037" in session["reasons"][0] and "other-2 $0.0037" in session["reasons"][0]
+    assert _check(home, folder, 'cost_per_day = "$1"\n') == 0
+    capsys.readouterr()
+
+
+def test_one_log_and_what_a_period_budget_cannot_measure(home, capsys, tmp_path):
+    log = home / ".pi/agent/sessions/--work-app--/2026-06-05_sess-1.jsonl"
+    assert _check(home, log, 'max_cost_per_session = "$0.001"\n', "--model", "qwen2.5") == 1
+    failed = json.loads(capsys.readouterr().out)["metrics"][0]
+    assert failed["metric"] == "cost_per_session" and "session over it: sess-1 $0.0037" in failed["reasons"][0]
+    qwen = home / ".qwen/projects/work-app/chats/qs-1.jsonl"  # its model has no price: unknown, never $0
+    assert _check(home, qwen, 'max_cost_per_day = "$1"\n', "--model", "qwen2.5") == 1
+    failed = json.loads(capsys.readouterr().out)["metrics"][0]
+    assert failed["value"] is None and failed["reasons"][0].startswith("unpriced")
+    assert _check(home, home, 'max_cost_per_day = "$1"\ncost_per_day = "$2"\n') == 2
+    assert "has a budget of its own" in capsys.readouterr().err
+
+
+def test_an_unreadable_session_of_a_directory_is_a_note(home, capsys):
+    bad = gemini_log.session(gemini_log.messages())
+    bad["messages"][1]["tokens"]["input"] = "many"
+    folder = home / ".gemini/tmp/4aa47759/chats"
+    (folder / "session-2026-03-27T00-00-bad.json").write_text(json.dumps(bad))
+    assert _check(home, folder, 'max_cost_per_session = "$1"\n') == 0
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(note.startswith("skipped ") and "messages[1].tokens.input" in note for note in notes)

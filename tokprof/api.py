@@ -884,6 +884,15 @@ def run_check(
             tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL, chat_template=template
         )
         measurement = budgets.measure_catalogue(report)
+    elif os.path.isdir(log):  # a directory of sessions: its spend per day, project and session alone
+        measurement = budgets.Measurement(
+            model=model or config.model or "-",
+            template_sha256="",
+            source=os.fspath(log),
+            metrics={name: None for name in budgets.METRICS},
+            tools={},
+            unknown={name: "not measured over a directory: check one log for it" for name in budgets.METRICS},
+        )
     else:
         name = os.fspath(log)
         saved = saved_profile(name)
@@ -900,6 +909,7 @@ def run_check(
                 prices=prices,
             )
         measurement = budgets.measure_profile(saved)
+    _measure_periods(measurement, config, log, input_format)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
     result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
@@ -907,6 +917,30 @@ def run_check(
         result.notes.insert(0, f"baseline written to {where}")
     read = (log, tools, system, config.path, template)
     return CheckRun(result, measurement, where, tuple(os.fspath(p) for p in read if p is not None))
+
+
+def _measure_periods(
+    measurement: "budgets.Measurement", config: Config, log: PathLike | None, input_format: str | None
+) -> None:
+    """The spend per day, project and session (:mod:`tokprof.analyses.period_budgets`) when a budget or
+    the baseline asks for them: from the log's reported usage (a saved profile keeps no call times)."""
+    from tokprof.analyses.period_budgets import PERIOD_METRICS, log_spends, measure_periods
+
+    if log is None or not any(metric in config.budgets for metric in PERIOD_METRICS):
+        return
+    name = os.fspath(log)
+    if not os.path.isdir(name) and saved_profile(name) is not None:
+        for metric in PERIOD_METRICS:
+            measurement.unknown[metric] = (
+                "not recorded: a saved profile keeps no call times; check the log "
+                '(or set not_recorded = "skip" on this budget)'
+            )
+        return
+    sessions = log_spends(name, input_format)
+    limits = {metric: config.budgets[metric].max if metric in config.budgets else None for metric in PERIOD_METRICS}
+    readable = [s for s in sessions if s.error is None]
+    measurement.explain.update(measure_periods(readable, measurement.metrics, measurement.unknown, limits))
+    measurement.skipped = [f"{s.path}: {s.error}" for s in sessions if s.error is not None]
 
 
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:

@@ -31,6 +31,7 @@ class SessionSpend:
     session: str
     path: str
     calls: tuple[CallSpend, ...]
+    error: str | None = None  # why the session could not be read (then it has no calls)
 
 
 @dataclass(frozen=True)

@@ -1144,7 +1144,9 @@ CHECK_HELP = (
     "baseline.\n\n"
     "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
     'unused_tool_waste, cost and largest_call_cost (US dollars: "$5"), cache_hit_rate (a share; a bare value is a '
-    "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
+    "minimum), uncached_input, cache_miss_cost, and spend per period: cost_per_day, cost_per_project, cost_per_session "
+    '(max_cost_per_day = "$20"; LOG may be a directory of sessions for these). '
+    "Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
     "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
     "max_increase}.\n\n"
     "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures (and bad input) are "
