@@ -263,3 +263,93 @@ def test_an_unreadable_session_of_a_directory_is_a_note(home, capsys):
     assert _check(home, folder, 'max_cost_per_session = "$1"\n') == 0
     notes = json.loads(capsys.readouterr().out)["notes"]
     assert any(note.startswith("skipped ") and "messages[1].tokens.input" in note for note in notes)
+
+
+# --- tokprof diff (#49.4) -------------------------------------------------------------------------
+
+
+TOOL = {"type": "function", "function": {"name": "grep", "description": "Search files.", "parameters": {}}}
+OTHER = {"type": "function", "function": {"name": "read", "description": "Read a file.", "parameters": {}}}
+
+
+def tiny_log(path: Path, system: str = "You are terse.", tools: list | None = None, second: str = "ok") -> Path:
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": '{"q": "x"}'}}
+    messages = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": "Find x in the repo."},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x.py:1: x = 1\n" * 20},
+        {"role": "assistant", "content": second},
+        {"role": "user", "content": "Thanks."},
+        {"role": "assistant", "content": "Done."},
+    ]
+    doc = {"model": "qwen2.5", "tools": [TOOL] if tools is None else tools, "messages": messages}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def _diff(capsys, *argv: str) -> dict:
+    assert main(["diff", *argv, "--model", "qwen2.5", "-f", "json", "--no-progress"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_diff_of_two_logs_every_figure_a_b_change(tmp_path, capsys):
+    a = tiny_log(tmp_path / "a.json")
+    b = tiny_log(tmp_path / "b.json", tools=[TOOL, OTHER])
+    doc = _diff(capsys, str(a), str(b))
+    billed = doc["billed_input"]
+    assert set(billed) == {"a", "b", "change"} and billed["change"] == billed["b"] - billed["a"] > 0
+    assert all(set(doc[name]) == {"a", "b", "change"} for name in ("calls", "largest_prompt", "cost"))
+    assert doc["buckets"]["tool_definitions"]["change"] > 0 and doc["buckets"]["conversation"]["change"] == 0
+    assert doc["tools"]["read"]["a"] == 0 and doc["tools"]["read"]["b"] > 0  # a tool added: 0 before
+    assert doc["same_conversation"] is True
+    assert doc["first_change"] == {
+        "call": 1,
+        "part": "tools",
+        "message": None,
+        "detail": "the tools changed: added read",
+    }
+    assert doc["cost"]["a"] is None and doc["cost"]["change"] is None  # not priced: not recorded, never 0
+
+
+def test_the_first_change_is_the_system_prompt_or_an_early_message(tmp_path, capsys):
+    a = tiny_log(tmp_path / "a.json")
+    system = _diff(capsys, str(a), str(tiny_log(tmp_path / "s.json", system="You are verbose.")))
+    assert system["first_change"]["part"] == "system" and system["first_change"]["call"] == 1
+    message = _diff(capsys, str(a), str(tiny_log(tmp_path / "m.json", second="fine")))
+    assert message["first_change"] == {
+        "call": 3,
+        "part": "message",
+        "message": 4,
+        "detail": "message 4 (assistant) differs",
+    }  # the system prompt is not counted among the messages
+    other = tmp_path / "o.json"
+    doc = json.loads(tiny_log(other).read_text())
+    doc["messages"][1]["content"] = "Another task."
+    other.write_text(json.dumps(doc))
+    assert _diff(capsys, str(a), str(other))["same_conversation"] is False
+
+
+def test_diff_of_a_saved_profile_and_its_baseline_and_the_text_outputs(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    log = tiny_log(tmp_path / "a.json")
+    saved = tmp_path / "run.json"
+    assert main(["profile", str(log), "--model", "qwen2.5", "-f", "json", "-o", str(saved)]) == 0
+    config = tmp_path / "tokprof.toml"
+    config.write_text("[budgets]\nbilled_input = 100000\n")
+    baseline = tmp_path / "tokprof-baseline.json"
+    assert main(["check", str(saved), "--config", str(config), "--update-baseline"]) == 0
+    bigger = tiny_log(tmp_path / "b.json", tools=[TOOL, OTHER])
+    capsys.readouterr()
+    doc = _diff(capsys, str(baseline), str(bigger))
+    assert doc["a"]["kind"] == "baseline" and doc["b"]["kind"] == "log"
+    assert doc["billed_input"]["change"] > 0 and doc["tools"]["read"] == {"a": 0, "b": doc["tools"]["read"]["b"],
+                                                                         "change": doc["tools"]["read"]["b"]}  # fmt: skip
+    assert doc["buckets"]["system"]["a"] is None  # a baseline keeps no buckets
+    assert main(["diff", str(saved), str(bigger), "--model", "qwen2.5", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "billed input" in out and "change" in out and "read" in out and max(map(len, out.splitlines())) <= 100
+    assert main(["diff", str(saved), str(bigger), "--model", "qwen2.5", "-f", "markdown", "--no-progress"]) == 0
+    assert "| billed input |" in capsys.readouterr().out
+    assert main(["diff", str(saved), str(tmp_path / "none.json")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

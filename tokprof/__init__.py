@@ -65,6 +65,8 @@ _EXPORTS = {
     "model_name": "tokprof.names",
     "local_sessions": "tokprof.api",
     "session_periods": "tokprof.api",
+    "diff": "tokprof.api",
+    "RunDiff": "tokprof.analyses.diff",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",

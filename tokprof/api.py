@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.periods import Periods
+    from tokprof.analyses.diff import RunDiff, Side
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.render.tables import TeamOptions
@@ -941,6 +942,77 @@ def _measure_periods(
     readable = [s for s in sessions if s.error is None]
     measurement.explain.update(measure_periods(readable, measurement.metrics, measurement.unknown, limits))
     measurement.skipped = [f"{s.path}: {s.error}" for s in sessions if s.error is not None]
+
+
+def diff(
+    a: PathLike | Profile,
+    b: PathLike | Profile,
+    model: str | None = None,
+    *,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    prices: PricesArg = None,
+    progress: Progress = False,
+) -> "RunDiff":
+    """Two runs compared: each a log, a saved profile (or a :class:`Profile`), or a check baseline
+    (``tokprof-baseline.json``). Every figure is ``{a, b, change}``: the run's (calls, billed input,
+    prompts, output, uncached input, cost, cache hit rate, cache miss cost), each bucket, each tool's
+    definition and results, each cache-miss reason, each part of the cost; and, for two logs of one
+    conversation, what changed first in the prompt (``first_change``). ``model`` counts both logs
+    (default: each log's own)."""
+    from tokprof.analyses.diff import diff as compare
+
+    return compare(
+        *(
+            _diff_side(
+                side, model, input_format=input_format, tools=tools, system=system, prices=prices, progress=progress
+            )
+            for side in (a, b)
+        )
+    )
+
+
+def _diff_side(
+    side: PathLike | Profile,
+    model: str | None,
+    *,
+    input_format: str | None,
+    tools: ToolsArg,
+    system: PathLike | None,
+    prices: PricesArg,
+    progress: Progress,
+) -> "Side":
+    import json
+
+    import tokprof.base.bounded as bounded
+    from tokprof.analyses.budgets import BASELINE_SCHEMA
+    from tokprof.analyses.diff import side_of_baseline, side_of_profile
+
+    if isinstance(side, Profile):
+        return side_of_profile(side, "profile")
+    name = os.fspath(side)
+    saved = saved_profile(name)
+    if saved is not None:
+        return side_of_profile(saved, "profile")
+    if name.endswith(".json") and os.path.isfile(name):
+        try:
+            doc = json.loads(bounded.read_text(name, "baseline"))
+        except (OSError, ValueError, RecursionError):
+            doc = None
+        if (
+            isinstance(doc, dict)
+            and doc.get("schema_version") == BASELINE_SCHEMA
+            and isinstance(doc.get("metrics"), dict)
+        ):
+            if "tokprof_version" in doc or "chat_template_sha256" in doc:
+                return side_of_baseline(doc, name)
+    trace = read_log(name, input_format=input_format, tools=tools, system=system)
+    from tokprof.analyses.diff import prompt_start
+
+    start = prompt_start(trace)  # before profiling, which may fit the trace to the model
+    result = profile(trace, model, progress=progress, prices=prices)
+    return side_of_profile(result, "log", start)
 
 
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:

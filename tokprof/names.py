@@ -17,6 +17,7 @@ _KINDS = {
     "Profile": "profile",
     "SessionsReport": "sessions",
     "Periods": "periods",
+    "RunDiff": "diff",
     "ToolsReport": "tools",
     "WhatIfReport": "whatif",
     "CheckResult": "check",

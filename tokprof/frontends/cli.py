@@ -1253,6 +1253,49 @@ def check(
     return run.result.exit_code
 
 
+@app.command(
+    epilog=_esc(
+        "Examples:\n\n  tokprof diff main-run.jsonl branch-run.jsonl\n\n"
+        "  tokprof diff run.json tokprof-baseline.json -f json     # a saved profile and its baseline"
+    )
+)
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="The first run: a log, a saved profile, or a baseline.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="The second run: a log, a saved profile, or a baseline.")],
+    input_format: InputFormat = None,
+    tools: ToolsFile = None,
+    system: SystemFile = None,
+    model: ModelName = None,
+    fmt: Annotated[str, _format_option("diff")] = "table",
+    output: Output = None,
+    price: Price = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Compare two runs: every figure a, b and the change, and what changed first in the prompt.
+
+    Two logs, two saved profiles, or a profile and its check baseline: the run's figures (billed
+    input, prompts, output, cost, cache hit rate, cache misses), each bucket, each tool, each
+    cache-miss reason and each part of the cost. For two logs of one conversation, the first call
+    whose system prompt, tools or messages differ.
+    """
+    import tokprof as api  # the public facade: the CLI is its client
+
+    for side in (a, b):
+        _not_standard_input(side)
+    result = api.diff(
+        a,
+        b,
+        model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        prices=_user_prices(price),
+        progress=not no_progress,
+    )
+    _write([(output, _render(result, fmt, _options(fmt, output)))], (a, b, tools, system))
+    return EXIT_OK
+
+
 PROBE_EXAMPLES = _esc(
     "Examples:\n\n"
     "  tokprof probe session.jsonl --endpoint http://127.0.0.1:8080 --question 'Which shard is affected?' "
