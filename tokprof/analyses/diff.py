@@ -13,7 +13,7 @@ of that side are None.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from tokprof.profiling import Profile
