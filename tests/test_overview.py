@@ -19,6 +19,7 @@ import test_format_qwen_code as qwen_log
 from tokprof import api
 from tokprof.analyses.periods import parse_when
 from tokprof.frontends.cli import main
+from test_action import GitHub, github  # noqa: F401, F811  (the stub of GitHub's API, a fixture)
 
 VARIABLES = ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "PI_CODING_AGENT_DIR", "QWEN_RUNTIME_DIR")
 LONG = "/home/someone/projects/a-very-long-project-name/with/deep/subfolders/and-the-project-itself"
@@ -353,3 +354,24 @@ def test_diff_of_a_saved_profile_and_its_baseline_and_the_text_outputs(tmp_path,
     assert "| billed input |" in capsys.readouterr().out
     assert main(["diff", str(saved), str(tmp_path / "none.json")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_actions_comment_ends_with_the_diff_against_the_baseline(tmp_path, monkeypatch, capsys, github):  # noqa: F811
+    from tokprof.frontends import action
+
+    monkeypatch.chdir(tmp_path)
+    tiny_log(tmp_path / "run.json")
+    Path("tokprof.toml").write_text('model = "qwen2.5"\nmax_increase = "900%"\n[budgets]\nbilled_input = 100000\n')
+    assert main(["check", "run.json", "--update-baseline"]) == 0
+    tiny_log(tmp_path / "run.json", tools=[TOOL, OTHER])  # the pull request adds a tool
+    for name, value in {"LOG": "run.json", "COMMENT": "true", "GITHUB_TOKEN": "t0ken"}.items():
+        monkeypatch.setenv(f"INPUT_{name}", value)
+    capsys.readouterr()
+    assert action.main() == 1  # the added tool is never called: unused_tool_waste regressed
+    [body] = [r[2]["body"] for r in GitHub.requests if r[0] == "POST"]
+    check, _, compared = body.partition("### tokprof diff")
+    assert "### tokprof check" in check and "a: `tokprof-baseline.json (baseline" in compared
+    assert "| billed input |" in compared and "| read |" in compared
+    monkeypatch.setenv("INPUT_COMPARE", "missing.json")  # a compared run that cannot be read: no diff, one line
+    assert action.main() == 1
+    assert "no diff in the comment: missing.json" in capsys.readouterr().out

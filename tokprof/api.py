@@ -945,8 +945,8 @@ def _measure_periods(
 
 
 def diff(
-    a: PathLike | Profile,
-    b: PathLike | Profile,
+    a: "PathLike | Profile | CheckRun",
+    b: "PathLike | Profile | CheckRun",
     model: str | None = None,
     *,
     input_format: str | None = None,
@@ -955,8 +955,8 @@ def diff(
     prices: PricesArg = None,
     progress: Progress = False,
 ) -> "RunDiff":
-    """Two runs compared: each a log, a saved profile (or a :class:`Profile`), or a check baseline
-    (``tokprof-baseline.json``). Every figure is ``{a, b, change}``: the run's (calls, billed input,
+    """Two runs compared: each a log, a saved profile (or a :class:`Profile`), a check baseline
+    (``tokprof-baseline.json``) or a :class:`CheckRun` (its measurement: the metrics and the tools). Every figure is ``{a, b, change}``: the run's (calls, billed input,
     prompts, output, uncached input, cost, cache hit rate, cache miss cost), each bucket, each tool's
     definition and results, each cache-miss reason, each part of the cost; and, for two logs of one
     conversation, what changed first in the prompt (``first_change``). ``model`` counts both logs
@@ -974,7 +974,7 @@ def diff(
 
 
 def _diff_side(
-    side: PathLike | Profile,
+    side: "PathLike | Profile | CheckRun",
     model: str | None,
     *,
     input_format: str | None,
@@ -987,8 +987,11 @@ def _diff_side(
 
     import tokprof.base.bounded as bounded
     from tokprof.analyses.budgets import BASELINE_SCHEMA
-    from tokprof.analyses.diff import side_of_baseline, side_of_profile
+    from tokprof.analyses.diff import side_of_baseline, side_of_measurement, side_of_profile
 
+    if isinstance(side, CheckRun):
+        found = side.measurement
+        return side_of_measurement(found.metrics, found.tools, found.source, found.model)
     if isinstance(side, Profile):
         return side_of_profile(side, "profile")
     name = os.fspath(side)

@@ -190,6 +190,17 @@ def side_of_baseline(baseline: Mapping[str, Any], path: str) -> Side:
     )
 
 
+def side_of_measurement(metrics: Mapping[str, Any], tools: Mapping[str, int], path: str, model: str | None) -> Side:
+    """A check's measurement (what ``--update-baseline`` would write): its metrics and each tool's tokens."""
+    return Side(
+        path=path,
+        kind="check",
+        model=model,
+        figures={name: metrics.get(name) for name in FIGURES},
+        tools=dict(tools) if tools else None,
+    )
+
+
 #: How many calls of each run are compared to find the first change (a change later than this is
 #: not looked for: the prompts' start is what decides the rest).
 CALLS_COMPARED = 50

@@ -75,9 +75,19 @@ def sections(result: RunDiff) -> list[tuple[str, str, list[tuple[str, Change]], 
     return [section for section in out if section[2]]
 
 
+def shown_path(path: str) -> str:
+    """A path as the reader types it: relative to the working directory when below it, else with ``~``."""
+    import os
+
+    here = os.getcwd()
+    if os.path.isabs(path) and path.startswith(here.rstrip(os.sep) + os.sep):
+        return os.path.relpath(path, here)
+    return home_shown(path)
+
+
 def _side(side: Side) -> str:
     model = f", {side.model}" if side.model else ""
-    return f"{visible(home_shown(side.path))} ({side.kind}{model})"
+    return f"{visible(shown_path(side.path))} ({side.kind}{model})"
 
 
 def first_line(result: RunDiff) -> str:
