@@ -375,3 +375,31 @@ def test_the_actions_comment_ends_with_the_diff_against_the_baseline(tmp_path, m
     monkeypatch.setenv("INPUT_COMPARE", "missing.json")  # a compared run that cannot be read: no diff, one line
     assert action.main() == 1
     assert "no diff in the comment: missing.json" in capsys.readouterr().out
+
+
+# --- at scale: period rows from the incremental state ---------------------------------------------
+
+
+def test_an_incremental_rerun_gives_period_rows_without_reading_unchanged_sessions(tmp_path, model_dir, monkeypatch):
+    import csv
+
+    import tokprof.formats as formats
+    from test_sessions import claude_project, codex_tree
+
+    logs = tmp_path / "logs"
+    claude_project(logs / "claude")
+    codex_tree(logs / "codex")
+    out = tmp_path / "out"
+    args = ["profile", str(logs), "--model", str(model_dir), "-f", "csv", "-o", f"{out}/", "--incremental"]
+    args += ["--by", "day", "--by", "month", "--no-progress", "-j", "1"]
+    assert main(args) == 0
+    first = {name: (out / f"rollup_{name}.csv").read_text() for name in ("day", "month")}
+    months = list(csv.DictReader((out / "rollup_month.csv").open()))
+    assert months and all(row["month"] == "unknown" or len(row["month"]) == 7 for row in months)
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("an unchanged session was read again")
+
+    monkeypatch.setattr(formats, "read_trace", no_reading)
+    assert main(args) == 0
+    assert {name: (out / f"rollup_{name}.csv").read_text() for name in ("day", "month")} == first

@@ -493,7 +493,7 @@ def profile(
             "--by",
             metavar="DIM[,DIM]",
             help="With a directory: roll the calls up by project, branch, model, agent, "
-            "day, week or user (repeat for several rollups; join with commas to group by several at once).",
+            "day, week, month or user (repeat for several rollups; join with commas to group by several at once).",
         ),
     ] = None,
     since: Annotated[
