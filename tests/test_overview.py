@@ -403,3 +403,28 @@ def test_an_incremental_rerun_gives_period_rows_without_reading_unchanged_sessio
     monkeypatch.setattr(formats, "read_trace", no_reading)
     assert main(args) == 0
     assert {name: (out / f"rollup_{name}.csv").read_text() for name in ("day", "month")} == first
+
+
+def test_a_second_listing_reads_only_new_or_changed_session_files(home, capsys, monkeypatch):
+    import tokprof.formats as formats
+
+    assert main(["sessions", "--by", "day", "--tz", "UTC", "-f", "json"]) == 0
+    first = capsys.readouterr().out
+    real, read = formats.read_trace, []
+
+    def counting(path, *args, **kwargs):
+        read.append(Path(path).name)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(formats, "read_trace", counting)
+    assert main(["sessions", "--by", "day", "--tz", "UTC", "-f", "json"]) == 0
+    assert capsys.readouterr().out == first and read == []  # every row from the state folder
+    pi = home / ".pi/agent/sessions/--work-app--/2026-06-05_sess-1.jsonl"
+    pi.write_text(pi.read_text() + "\n")  # changed: read again
+    (home / ".qwen/projects/work-app/chats/qs-1.jsonl").unlink()  # gone: forgotten
+    assert main(["sessions", "-f", "json"]) == 0
+    assert read == ["2026-06-05_sess-1.jsonl"] and len(json.loads(capsys.readouterr().out)["sessions"]) == 5
+    cache = json.loads((home.parent / "state" / "sessions-cache.json").read_text())["files"]
+    assert not any(path.endswith("qs-1.jsonl") for path in cache)
+    (home.parent / "state" / "sessions-cache.json").write_text("{damaged")  # a damaged cache: read again
+    assert main(["sessions", "-f", "json"]) == 0 and len(read) == 6

@@ -559,18 +559,30 @@ def session_options(
 
 
 def local_sessions(
-    agent: str | None = None, *, home: PathLike | None = None, environ: Mapping[str, str] | None = None
+    agent: str | None = None,
+    *,
+    home: PathLike | None = None,
+    environ: Mapping[str, str] | None = None,
+    cache: dict | None = None,
 ) -> list[LocalSession]:
     """The sessions of every supported agent in its default folder on this machine (or one agent's),
     newest first, each with its agent, project, start, calls and reported cost
-    (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
-    from tokprof.analyses.local import local_sessions as found
+    (:mod:`tokprof.formats.locations` says where each agent keeps them). ``cache``: what an earlier
+    call remembered of each file (a dict, updated in place; ``tokprof sessions`` keeps it in the state
+    folder): a file that did not change is not read again."""
     from tokprof.formats.registry import agents
     from tokprof.base.text import did_you_mean
 
     if agent is not None and agent not in agents():
         raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, agents())} (agents: {', '.join(agents())})")
-    return found(agent, None if home is None else Path(home), environ)
+    where = None if home is None else Path(home)
+    if cache is not None:
+        from tokprof.analyses.local_cache import local_sessions_cached
+
+        return local_sessions_cached(cache, agent, where, environ)
+    from tokprof.analyses.local import local_sessions as found
+
+    return found(agent, where, environ)
 
 
 def session_periods(

@@ -67,7 +67,8 @@ def project_of(trace: Trace, folder: str) -> str:
     return next((call.cwd for call in trace.calls if call.cwd), None) or folder
 
 
-def _row(found: SessionFile) -> LocalSession:
+def session_row(found: SessionFile) -> LocalSession:
+    """A session file's row: read whole, its calls' spend worked out (an unreadable file: its error)."""
     from tokprof.formats import read_trace
 
     try:
@@ -107,6 +108,9 @@ def local_sessions(
     agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> list[LocalSession]:
     """Every supported agent's sessions on this machine (or one agent's), newest first."""
-    rows = [_row(found) for found in local_session_files(agent, home, environ)]
+    return newest_first([session_row(found) for found in local_session_files(agent, home, environ)])
+
+
+def newest_first(rows: list[LocalSession]) -> list[LocalSession]:
     oldest = datetime.min.replace(tzinfo=timezone.utc)
     return sorted(rows, key=lambda row: (row.start or oldest, row.path), reverse=True)

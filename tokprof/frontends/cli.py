@@ -612,14 +612,13 @@ def _picked(
     session: Optional[str], latest: bool, agent: Optional[str], input_format: Optional[str]
 ) -> tuple[str, Optional[str]]:
     """The file and format of the session ``--session`` (a row number, an id's start) or ``--latest`` picks."""
-    import tokprof as api  # the public facade: the CLI is its client
-    from tokprof.frontends.picks import Picked, latest as newest, pick
+    from tokprof.frontends.picks import Picked, latest as newest, machine_sessions, pick
 
     if latest and session is not None:
         raise TokprofError("--latest and --session each pick a session: give one")
-    found: "Picked | None" = newest(api.local_sessions(agent)) if latest else None
+    found: "Picked | None" = newest(machine_sessions(agent)) if latest else None
     if found is None:
-        found = pick(session or "", lambda: api.local_sessions(agent))
+        found = pick(session or "", lambda: machine_sessions(agent))
         if found is None:
             raise TokprofError(f"--session {session}: no session of the last tokprof sessions listing has this id")
     return found.path, input_format or found.format
@@ -628,12 +627,11 @@ def _picked(
 def _named(log: str, input_format: Optional[str]) -> tuple[str, Optional[str]]:
     """LOG as given, or the session it names when it is no file: a row number of the last listing
     (``tokprof profile 4``) or the start of a session id."""
-    import tokprof as api  # the public facade: the CLI is its client
-    from tokprof.frontends.picks import looks_like_pick, pick
+    from tokprof.frontends.picks import looks_like_pick, machine_sessions, pick
 
     if not looks_like_pick(log):
         return log, input_format
-    found = pick(log, lambda: api.local_sessions())
+    found = pick(log, machine_sessions)
     if found is None:
         return log, input_format  # no session by that name: read as a file (and says it is none)
     return found.path, input_format or found.format
@@ -679,7 +677,9 @@ def _local(
     if fmt not in formats_for(kind):
         what = "spend by period" if by else "list of sessions"
         raise TokprofError(f"the {what} is one of {', '.join(formats_for(kind))}, not {fmt}")
-    sessions = api.local_sessions(agent)
+    from tokprof.frontends.picks import machine_sessions
+
+    sessions = machine_sessions(agent)  # a file that did not change since the last listing is not read
     if by or since or until:
         result = api.session_periods(sessions, by or [], tz=tz, since=since, until=until)
         if not by:  # a time range alone: the sessions with a call in it

@@ -22,6 +22,7 @@ from tokprof.base.files import state_dir, write_atomic
 from tokprof.base.text import home_shown, visible
 
 LISTING = "last-sessions.json"
+CACHE = "sessions-cache.json"  # each session file's row and calls' spend (tokprof.analyses.local_cache)
 VERSION = 1
 #: How many candidates an ambiguous id prefix names.
 SHOWN = 5
@@ -44,6 +45,36 @@ def save_listing(rows: Sequence[LocalSession]) -> None:
         write_atomic(state_dir() / LISTING, (json.dumps(doc, ensure_ascii=False) + "\n").encode("utf-8"))
     except OSError:
         pass  # a read-only home: the listing is not remembered, the command still works
+
+
+def load_cache() -> dict:
+    """What earlier listings remembered of each session file (empty when nothing, or not readable)."""
+    try:
+        with open(state_dir() / CACHE, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError, RecursionError):
+        return {}
+    files = doc.get("files") if isinstance(doc, dict) and doc.get("version") == VERSION else None
+    return files if isinstance(files, dict) else {}
+
+
+def save_cache(cache: dict) -> None:
+    try:
+        data = json.dumps({"version": VERSION, "files": cache}, ensure_ascii=False, separators=(",", ":"))
+        write_atomic(state_dir() / CACHE, (data + "\n").encode("utf-8"))
+    except OSError:
+        pass  # not remembered: the next listing reads every file again
+
+
+def machine_sessions(agent: str | None = None) -> list[LocalSession]:
+    """The sessions on this machine (:func:`tokprof.local_sessions`), reading only the files that are
+    new or changed since the last listing."""
+    import tokprof
+
+    cache = load_cache()
+    rows = tokprof.local_sessions(agent, cache=cache)
+    save_cache(cache)
+    return rows
 
 
 def last_listing() -> list[Picked] | None:
