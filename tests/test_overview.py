@@ -428,3 +428,33 @@ def test_a_second_listing_reads_only_new_or_changed_session_files(home, capsys, 
     assert not any(path.endswith("qs-1.jsonl") for path in cache)
     (home.parent / "state" / "sessions-cache.json").write_text("{damaged")  # a damaged cache: read again
     assert main(["sessions", "-f", "json"]) == 0 and len(read) == 6
+
+
+def test_what_a_cache_miss_cost_is_estimated_from_the_reported_usage():
+    from tokprof.analyses.spend import call_spends
+    from tokprof.trace import Call, Trace, Usage
+
+    def call(index: int, prompt: int, read: int, write: int, kind: str = "call", model: str = "claude-sonnet-4-5"):
+        return Call(index, [], None, model=model, reported=Usage(prompt, read, write, 10), kind=kind)
+
+    trace = Trace("t.jsonl", "claude-code")
+    trace.calls = [
+        call(0, 1000, 0, 1000),
+        call(1, 1100, 0, 1100),  # an idle gap: the 1,000 cached tokens written again
+        call(2, 1200, 1100, 100),  # read: nothing lost
+        call(3, 600, 0, 600),  # the conversation cut short: not known, counted as nothing
+        call(4, 700, 0, 700, kind="compaction"),
+        call(5, 800, 0, 800, model="my-own-model"),  # no price: neither cost nor loss
+    ]
+    spends = call_spends(trace)
+    assert [s.lost for s in spends] == [0, 345000, 0, 0, 0, None]  # 1,000 tokens at $3.75 less $0.30 a million
+    assert spends[5].cost is None and spends[1].uncached == 0 and spends[1].cache_write == 1100
+
+
+@pytest.mark.parametrize("columns", [80, 100, 200])
+def test_the_period_table_fits_and_keeps_the_project(home, capsys, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["sessions", "--by", "project", "--by", "model", "--tz", "UTC"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns and lines[1].startswith("project")
+    assert any(line.startswith("total") for line in lines) and any("/home/me/app" in line for line in lines)

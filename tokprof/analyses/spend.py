@@ -11,7 +11,9 @@ previous call of its thread left cached (that call's reads and writes, where the
 its reads otherwise): the difference, at most the call's prompt less what it read, is what a kept
 cache would have served. It costs what the call paid for it (its cache writes first, then uncached
 input) less the read price: the call's price less the price of the same call with those tokens read.
-A compaction (the conversation cut short) loses nothing by this rule. ``tokprof profile`` measures each
+A compaction, and a call whose prompt is shorter than the previous one's (the conversation cut
+short: what of the prefix was kept is not known without counting), lose nothing by this rule. Misses
+no rule explains (an entry evicted early) are in it: ``tokprof profile`` tells those apart. ``tokprof profile`` measures each
 miss from the prompts themselves (docs/cache.md); this estimate assumes the prompt's start was kept.
 """
 
@@ -76,6 +78,8 @@ def _lost_tokens(usage: Usage, before: Usage | None, kind: str) -> int:
     """The tokens a kept cache would have served the call (module doc): 0 when nothing was lost."""
     if before is None or kind == "compaction" or not usage.prompt:
         return 0
+    if before.prompt and usage.prompt < before.prompt:
+        return 0  # the conversation was cut short (a compaction, a rewrite): what was kept is not known
     kept = (before.cache_read or 0) + (before.cache_write or 0)
     read = usage.cache_read or 0
     if kept <= read:

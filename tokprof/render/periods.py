@@ -4,6 +4,7 @@ week, month, project, agent or model (or per combination), and the total row."""
 from __future__ import annotations
 
 import json
+import re
 
 from tokprof.analyses.periods import PeriodRow, Periods
 from tokprof.analyses.spend import dollars_of
@@ -16,7 +17,7 @@ from tokprof.render.table import NOT_RECORDED
 
 LOST_NOTE = (
     "  lost (est.): what cache misses cost, estimated from the reported usage (a call read less than its "
-    "thread's previous call left cached); tokprof profile measures each miss and says why"
+    "thread's previous call left cached); tokprof profile measures each miss and says why, or that no rule does"
 )
 
 
@@ -35,7 +36,9 @@ def _cells(row: PeriodRow, by: tuple[str, ...], width: int | None, total: bool =
         keys = ["[bold]total[/bold]"] + [""] * (len(by) - 1)
     else:
         keys = [
-            safe(middle(visible(home_shown(value)), width)) if name == "project" else safe(value)
+            safe(middle(visible(home_shown(value)), width))
+            if name == "project"
+            else safe(re.sub(r"-\d{8}$", "", value) if name == "model" else value)
             for name, value in zip(by, row.key)
         ]
     rate = row.hit_rate
@@ -68,12 +71,13 @@ class PeriodsTableRenderer:
             f"{'' if result.total.sessions == 1 else 's'}, {result.total.calls:,} calls, time zone "
             f"{safe(result.zone)}{span})"
         )
-        columns = [Column(name, justify="left") for name in result.by] + [
+        keys = [Column(name, justify="left") for name in result.by]
+        figures = [
             Column("sessions", "sess.", drop=2),
             Column("calls"),
-            Column("uncached", "uncach."),
+            Column("uncached", "uncach.", drop=5),
             Column("cache read", "c.read"),
-            Column("cache write", "c.write"),
+            Column("cache write", "c.write", drop=4),
             Column("output", "out", drop=1),
             Column("cost"),
             Column("hit rate", "hit", drop=3),
@@ -81,12 +85,20 @@ class PeriodsTableRenderer:
         ]
         unbounded = console.options.update_width(1_000_000)
         table = None
-        for width in PROJECT_WIDTHS:
-            cells = [_cells(row, result.by, width) for row in result.rows]
-            cells.append(_cells(result.total, result.by, width, total=True))
-            table = fit_table(console, columns, cells)
-            if "project" not in result.by or Measurement.get(console, unbounded, table).maximum <= console.width:
+        # the projects shortened before the billed input's columns are given up, then with them given up
+        for most in (3, 5):
+            columns = keys + [c if c.drop <= most else Column(c.header, c.short, c.justify) for c in figures]
+            for width in PROJECT_WIDTHS:
+                cells = [_cells(row, result.by, width) for row in result.rows]
+                cells.append(_cells(result.total, result.by, width, total=True))
+                table = fit_table(console, columns, cells)
+                if Measurement.get(console, unbounded, table).maximum <= console.width:
+                    break
+                if "project" not in result.by:
+                    break
+            if table is not None and Measurement.get(console, unbounded, table).maximum <= console.width:
                 break
+        assert table is not None
         console.print(table)
         if not result.total.priced and result.total.cost is not None:
             console.print("  +cost: some calls' models have no price, and are not in it")
