@@ -458,3 +458,14 @@ def test_the_period_table_fits_and_keeps_the_project(home, capsys, monkeypatch, 
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= columns and lines[1].startswith("project")
     assert any(line.startswith("total") for line in lines) and any("/home/me/app" in line for line in lines)
+
+
+def test_a_cline_tasks_project_is_its_working_directory(home, monkeypatch):
+    import test_format_cline as cline_log
+
+    monkeypatch.delenv("CLINE_DATA_DIR", raising=False)
+    monkeypatch.delenv("CLINE_DIR", raising=False)
+    history, ui, metadata = cline_log.cline_task()
+    cline_log.write_task(home / ".cline/data/tasks/1700000000000", history, ui, metadata)
+    [row] = api.local_sessions("cline")
+    assert row.project == "/work/app" and row.error is None

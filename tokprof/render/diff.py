@@ -71,7 +71,8 @@ def sections(result: RunDiff) -> list[tuple[str, str, list[tuple[str, Change]], 
     ):
         changed = [(name, c) for name, c in rows.items() if c.change != 0]
         out.append((title, unit, changed[:SHOWN], max(0, len(changed) - SHOWN)))
-    out.append(("cost parts", "usd", list(result.cost_parts.items()), 0))
+    parts = [(name, c) for name, c in result.cost_parts.items() if c.a is not None or c.b is not None]
+    out.append(("cost parts", "usd", parts, 0))
     return [section for section in out if section[2]]
 
 
