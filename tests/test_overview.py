@@ -469,3 +469,28 @@ def test_a_cline_tasks_project_is_its_working_directory(home, monkeypatch):
     cline_log.write_task(home / ".cline/data/tasks/1700000000000", history, ui, metadata)
     [row] = api.local_sessions("cline")
     assert row.project == "/work/app" and row.error is None
+
+
+def test_the_machines_time_zone_without_tz(home, capsys, monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Pacific/Auckland")
+    time.tzset()
+    try:
+        assert main(["sessions", "--by", "day", "--agent", "codex", "-f", "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert [row["day"] for row in doc["rows"]] == ["2025-09-26"] and doc["time_zone"] in ("NZST", "NZDT")
+
+
+def test_the_state_folder(monkeypatch, tmp_path):
+    from tokprof.base.files import state_dir
+
+    monkeypatch.delenv("TOKPROF_STATE_DIR", raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert state_dir() == tmp_path / "xdg" / "tokprof"
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert state_dir() == tmp_path / ".local" / "state" / "tokprof"
