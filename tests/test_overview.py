@@ -494,3 +494,52 @@ def test_the_state_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path))
     assert state_dir() == tmp_path / ".local" / "state" / "tokprof"
+
+
+# --- the dashboard (#49.3) --------------------------------------------------------------------------
+
+
+def test_the_dashboard_over_a_directory_in_headless_chromium(home, tmp_path, capsys):
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    shutil.copy(home / ".claude/projects/-home-me-app/s1.jsonl", folder / "s1.jsonl")
+    shutil.copy(home / ".pi/agent/sessions/--work-app--/2026-06-05_sess-1.jsonl", folder / "pi.jsonl")
+    bad = gemini_log.session(gemini_log.messages())
+    bad["messages"][1]["tokens"]["input"] = "many"
+    (folder / "session-2026-03-27T00-00-bad.json").write_text(json.dumps(bad))
+    site = tmp_path / "site"
+    assert main(["report", str(folder), "-o", f"{site}/", "--model", "qwen2.5", "--no-progress"]) == 0
+    index = (site / "index.html").read_text()
+    pages = sorted(p.name for p in site.glob("session-*.html"))
+    assert len(pages) == 2 and len(index) < 5_000_000 and "messages[1].tokens.input" in index  # skipped, with why
+    assert "not recorded" in index  # a Claude Code log's system prompt: never 0
+    for page in pages:
+        assert '</head><body><nav><a href="index.html">' in (site / page).read_text() and f'href="{page}"' in index
+    if chromium is None:
+        pytest.skip("needs Chromium (Debian package chromium)")
+    sync_playwright = pytest.importorskip("playwright.sync_api").sync_playwright
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (400, 1280):
+                page = browser.new_page(viewport={"width": width, "height": 800})
+                errors: list[str] = []
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto((site / "index.html").as_uri())
+                assert page.evaluate("document.documentElement.scrollWidth") <= width  # fits: no sideways scroll
+                titles = page.eval_on_selector_all("a[href^='session-']", "els => els.map(e => e.title)")
+                assert {"5e55-1", "sess-1"} <= set(titles)  # every session named
+                links = page.eval_on_selector_all("a", "els => els.map(e => e.href)")
+                assert links and all(Path(link.removeprefix("file://")).is_file() for link in links)  # they resolve
+                if width == 1280:  # a session's page (megabytes of plotly.js) once: it links back to the index
+                    page.goto((site / pages[0]).as_uri())
+                    back = page.eval_on_selector_all("nav a", "els => els.map(e => e.href)")
+                    assert back == [(site / "index.html").as_uri()]
+                assert errors == []
+                page.close()
+        finally:
+            browser.close()

@@ -66,6 +66,7 @@ _EXPORTS = {
     "local_sessions": "tokprof.api",
     "session_periods": "tokprof.api",
     "diff": "tokprof.api",
+    "report_site": "tokprof.api",
     "RunDiff": "tokprof.analyses.diff",
     "suggest_facts": "tokprof.api",
     "probe": "tokprof.api",

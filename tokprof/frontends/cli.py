@@ -838,12 +838,25 @@ def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], 
 @app.command(
     epilog=_esc(
         "Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
-        "  tokprof report run.json -o report.html     # from a saved profile"
+        "  tokprof report run.json -o report.html     # from a saved profile\n\n"
+        "  tokprof report ~/.claude/projects/-home-me-app/ -o site/   # a dashboard over many sessions"
     )
 )
 def report(
-    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP))],
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")],
+    log: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="LOG",
+            help=_esc(LOG_HELP + " Or a directory of sessions: a dashboard, written into the folder -o names."),
+        ),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write (a folder: a dashboard).")
+    ] = "",
+    every: Annotated[
+        bool, typer.Option("--all", help="A dashboard of every session on this machine (of --agent's, if given).")
+    ] = False,
+    agent: Agent = None,
     input_format: InputFormat = None,
     tools: ToolsFile = None,
     system: SystemFile = None,
@@ -861,6 +874,12 @@ def report(
     """
     if not output:
         raise TokprofError("--output: expected a file name, found ''")
+    if every or (log is not None and os.path.isdir(log)):
+        return _site(log if not every else None, output, model, agent, price, window, no_progress)
+    if log is None:
+        raise TokprofError("report: give a LOG, a directory of sessions, or --all")
+    if agent is not None:
+        raise TokprofError("--agent picks the sessions of --all")
     options = _options("html", output, window, fill_lines)
     result = _profile_of(
         log,
@@ -874,6 +893,33 @@ def report(
     )
     _write([(output, _render(result, "html", options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _site(
+    directory: Optional[str],
+    output: str,
+    model: Optional[str],
+    agent: Optional[str],
+    price: Optional[list[str]],
+    window: Optional[int],
+    no_progress: bool,
+) -> int:
+    """``tokprof report DIR -o site/`` (or ``--all``): the dashboard's pages, each written as it is made."""
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.base.outputs import write_files
+
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise TokprofError(f"{output}: not a folder (a dashboard is a folder of pages)")
+    protected = _protected((directory,))
+
+    def write(name: str, html: str) -> None:
+        write_files([(os.path.join(output, name), html.encode("utf-8"))], protected)
+
+    count = api.report_site(
+        directory, write, model, agent=agent, prices=_user_prices(price), window=window, progress=not no_progress
+    )
+    print(f"tokprof: wrote {os.path.join(output, 'index.html')} and {count} session page(s)", file=sys.stderr)
     return EXIT_OK
 
 
