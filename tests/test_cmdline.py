@@ -165,6 +165,14 @@ def test_sessions_by_a_period_calls_session_periods(spy, stub):
     assert calls[0][1] == ([], ["day"]) and calls[0][2] == {"tz": "UTC", "since": "7d", "until": None}
 
 
+def test_report_of_a_directory_calls_report_site(spy, tmp_path):
+    calls = spy("report_site")
+    assert run(["report", str(tmp_path), "-o", str(tmp_path / "site"), "--no-progress"]) == "report_site"
+    assert calls[0][1][0] == str(tmp_path) and calls[0][2]["progress"] is False
+    assert run(["report", "--all", "--agent", "codex", "-o", str(tmp_path / "site")]) == "report_site"
+    assert calls[1][1][0] is None and calls[1][2]["agent"] == "codex"
+
+
 @pins("diff")
 def test_diff_calls_diff(spy):
     calls = spy("diff")
