@@ -18,6 +18,7 @@ import test_format_qwen_code as qwen_log
 
 from tokprof import api
 from tokprof.analyses.periods import parse_when
+from conftest import ROOT
 from tokprof.frontends.cli import main
 from test_action import GitHub, github  # noqa: F401, F811  (the stub of GitHub's API, a fixture)
 
@@ -88,7 +89,7 @@ def test_the_project_column_is_shortened_never_dropped(home, capsys, monkeypatch
 
 def test_spend_by_day_adds_up_to_the_total_exactly(home, capsys):
     assert main(["sessions", "--by", "day", "--tz", "UTC", "-f", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = valid(json.loads(capsys.readouterr().out), "sessions-periods")
     rows, total = doc["rows"], doc["total"]
     assert [row["day"] for row in rows] == sorted(row["day"] for row in rows) and doc["time_zone"] == "UTC"
     costs = [Decimal(str(row["cost"])) for row in rows if row["cost"] is not None]
@@ -104,7 +105,7 @@ def test_spend_by_day_adds_up_to_the_total_exactly(home, capsys):
 @pytest.mark.parametrize("by", ["week", "month", "project", "agent", "model"])
 def test_every_grouping_adds_up(home, capsys, by):
     assert main(["sessions", "--by", by, "--tz", "UTC", "-f", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    doc = valid(json.loads(capsys.readouterr().out), "sessions-periods")
     assert all(by in row and "cost" in row for row in doc["rows"])
     assert sum(Decimal(str(r["cost"])) for r in doc["rows"] if r["cost"] is not None) == Decimal(
         str(doc["total"]["cost"])
@@ -289,9 +290,19 @@ def tiny_log(path: Path, system: str = "You are terse.", tools: list | None = No
     return path
 
 
+def valid(doc: dict, kind: str) -> dict:
+    """The document, checked against its JSON Schema in docs/schema."""
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads((ROOT / "docs" / "schema" / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    errors = [f"{list(e.absolute_path)}: {e.message[:200]}" for e in Draft202012Validator(schema).iter_errors(doc)]
+    assert not errors, errors
+    return doc
+
+
 def _diff(capsys, *argv: str) -> dict:
     assert main(["diff", *argv, "--model", "qwen2.5", "-f", "json", "--no-progress"]) == 0
-    return json.loads(capsys.readouterr().out)
+    return valid(json.loads(capsys.readouterr().out), "diff")
 
 
 def test_diff_of_two_logs_every_figure_a_b_change(tmp_path, capsys):
