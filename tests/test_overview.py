@@ -154,6 +154,9 @@ def test_since_and_until(home, capsys):
         (["--by", "hour"], "--by hour: expected day, week, month"),
         (["--by", "day", "--tz", "Mars/Base"], "--tz Mars/Base: not a time zone"),
         (["--by", "day", "--since", "last tuesday"], "--since last tuesday: expected a date"),
+        (["--by", "day", "--since", "999999999d"], "--since 999999999d: out of the range of dates"),
+        (["--by", "day", "--until", "9999-12-31"], "--until 9999-12-31: out of the range of dates"),
+        (["--by", "day", "--since", "99999999999d"], "--since 99999999999d: expected a date"),
         (["--by", "day", "-f", "csv"], "'csv' is not one of table, json"),
     ],
 )

@@ -240,14 +240,24 @@ class _Local(tzinfo):
         return moment.astimezone().tzinfo or timezone.utc
 
 
-_RELATIVE = re.compile(r"^(\d+)([hdwm])$")
+_RELATIVE = re.compile(r"^(\d{1,9})([hdwm])$")
 
 
 def parse_when(text: str, option: str, zone: tzinfo, now: datetime | None = None, end: bool = False) -> datetime:
     """A ``--since``/``--until`` value: a date (a whole day in ``zone``; ``--until`` takes it in), a
     date and time, ``today``, ``yesterday``, or a span back from now: ``12h``, ``7d``, ``2w``, ``3m``
     (30-day months)."""
-    now = now or datetime.now(timezone.utc)
+    try:
+        return _when(text, zone, now or datetime.now(timezone.utc), end)
+    except OverflowError:
+        raise TokprofError(f"{option} {text}: out of the range of dates") from None
+    except ValueError:
+        raise TokprofError(
+            f"{option} {text}: expected a date (2026-11-30), a date and time, today, yesterday, or 7d, 12h, 2w, 3m"
+        ) from None
+
+
+def _when(text: str, zone: tzinfo, now: datetime, end: bool) -> datetime:
     value = text.strip().lower()
     found = _RELATIVE.match(value)
     if found:
@@ -257,17 +267,15 @@ def parse_when(text: str, option: str, zone: tzinfo, now: datetime | None = None
     if value in ("today", "yesterday"):
         day = now.astimezone(zone).date() - timedelta(days=1 if value == "yesterday" else 0)
         return _day_start(day + timedelta(days=1) if end else day, zone)
-    try:
-        if len(value) == 10:
-            day = date.fromisoformat(value)
-            return _day_start(day + timedelta(days=1) if end else day, zone)
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise TokprofError(
-            f"{option} {text}: expected a date (2026-11-30), a date and time, today, yesterday, or 7d, 12h, 2w, 3m"
-        ) from None
+    if len(value) == 10:
+        day = date.fromisoformat(value)
+        return _day_start(day + timedelta(days=1) if end else day, zone)
+    moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     return moment if moment.tzinfo else moment.replace(tzinfo=zone)
 
 
 def _day_start(day: date, zone: tzinfo) -> datetime:
-    return datetime.combine(day, time(), zone).astimezone(timezone.utc)
+    try:
+        return datetime.combine(day, time(), zone).astimezone(timezone.utc)
+    except ValueError:  # a day at the end of the calendar, beyond what the zone's offset can reach
+        raise OverflowError(day) from None
