@@ -557,3 +557,13 @@ def test_the_dashboard_over_a_directory_in_headless_chromium(home, tmp_path, cap
                 page.close()
         finally:
             browser.close()
+
+
+def test_a_damaged_baseline_is_one_line(tmp_path, capsys):
+    baseline = tmp_path / "tokprof-baseline.json"
+    doc = {"schema_version": 1, "tokprof_version": "0", "model": "qwen2.5", "metrics": {"billed_input": 5}, "tools": {}}
+    doc["tools"] = {"grep\x1b[31m": "many"}
+    baseline.write_text(json.dumps(doc))
+    assert main(["diff", str(baseline), str(baseline)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "tools.grep\\x1b[31m: expected a number, found str" in err

@@ -177,14 +177,33 @@ def side_of_profile(profile: Profile, kind: str, start: tuple[PromptStart, str |
     )
 
 
+def _number(value: object, path: str, where: str) -> Number:
+    import math
+
+    from tokprof.base.errors import TokprofError
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TokprofError(f"{path}: {where}: expected a number, found {type(value).__name__}")
+    return value
+
+
 def side_of_baseline(baseline: Mapping[str, Any], path: str) -> Side:
-    """A check baseline (``tokprof-baseline.json``): its metrics and each tool's tokens."""
+    """A check baseline (``tokprof-baseline.json``): its metrics and each tool's tokens (a value that
+    is not a number: an error naming the file and the field)."""
+    from tokprof.base.text import visible
+
     metrics = baseline.get("metrics") or {}
-    figures: dict[str, Number] = {name: metrics.get(name) for name in FIGURES}
+    figures: dict[str, Number] = {name: _number(metrics.get(name), path, f"metrics.{name}") for name in FIGURES}
+    tools = baseline.get("tools")
+    if isinstance(tools, dict):
+        for name, value in tools.items():
+            _number(value, path, f"tools.{visible(str(name))[:80]}")
     return Side(
         path=path,
         kind="baseline",
-        model=baseline.get("model"),
+        model=baseline.get("model") if isinstance(baseline.get("model"), str) else None,
         figures=figures,
         tools=dict(baseline.get("tools") or {}) if isinstance(baseline.get("tools"), dict) else None,
     )
