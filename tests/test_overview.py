@@ -567,3 +567,14 @@ def test_a_damaged_baseline_is_one_line(tmp_path, capsys):
     assert main(["diff", str(baseline), str(baseline)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "tools.grep\\x1b[31m: expected a number, found str" in err
+
+
+def test_diff_of_two_saved_profiles_and_of_priced_runs(home, tmp_path, capsys):
+    log = home / ".claude/projects/-home-me-app/s1.jsonl"
+    saved = tmp_path / "run.json"
+    assert main(["profile", str(log), "--model", "qwen2.5", "-f", "json", "-o", str(saved)]) == 0
+    doc = _diff(capsys, str(saved), str(saved))
+    assert doc["a"]["kind"] == doc["b"]["kind"] == "profile" and doc["same_conversation"] is None
+    assert doc["cost"]["a"] > 0 and doc["cost"]["change"] == 0
+    assert set(doc["cost_parts"]) == {"input", "cache_write", "cache_read", "output", "other", "total"}
+    assert doc["cost_parts"]["total"]["a"] == doc["cost"]["a"] and doc["cache_miss_cost"]["change"] == 0
