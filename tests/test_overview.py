@@ -384,7 +384,7 @@ def test_the_actions_comment_ends_with_the_diff_against_the_baseline(tmp_path, m
     assert action.main() == 1  # the added tool is never called: unused_tool_waste regressed
     [body] = [r[2]["body"] for r in GitHub.requests if r[0] == "POST"]
     check, _, compared = body.partition("### tokprof diff")
-    assert "### tokprof check" in check and "a: `tokprof-baseline.json (baseline" in compared
+    assert "### tokprof check" in check and "a: tokprof-baseline.json (baseline" in compared
     assert "| billed input |" in compared and "| read |" in compared
     monkeypatch.setenv("INPUT_COMPARE", "missing.json")  # a compared run that cannot be read: no diff, one line
     assert action.main() == 1

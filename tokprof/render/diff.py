@@ -138,7 +138,10 @@ class DiffJsonRenderer:
 
 
 def _cell(text: str) -> str:
-    return visible(text).replace("|", "\\|").replace("`", "'").replace("<", "&lt;").replace(">", "&gt;")
+    """Text from a log for Markdown: shown as written, no markup (as the check's comment writes it)."""
+    from tokprof.render.check import md
+
+    return md(text)
 
 
 class DiffMarkdownRenderer:
@@ -146,8 +149,8 @@ class DiffMarkdownRenderer:
         lines = [
             "### tokprof diff",
             "",
-            f"a: `{_cell(_side(result.a))}`  ",
-            f"b: `{_cell(_side(result.b))}`",
+            f"a: {_cell(_side(result.a))}  ",
+            f"b: {_cell(_side(result.b))}",
         ]
         for title, unit, rows, left in sections(result):
             lines += ["", f"**{title}**", "", "| | a | b | change |", "| --- | ---: | ---: | ---: |"]
