@@ -578,3 +578,14 @@ def test_diff_of_two_saved_profiles_and_of_priced_runs(home, tmp_path, capsys):
     assert doc["cost"]["a"] > 0 and doc["cost"]["change"] == 0
     assert set(doc["cost_parts"]) == {"input", "cache_write", "cache_read", "output", "other", "total"}
     assert doc["cost_parts"]["total"]["a"] == doc["cost"]["a"] and doc["cache_miss_cost"]["change"] == 0
+
+
+def test_tool_call_ids_are_no_change(tmp_path, capsys):
+    a = tiny_log(tmp_path / "a.json")
+    doc = json.loads(a.read_text())
+    doc["messages"][2]["tool_calls"][0]["id"] = "c9"  # another run's ids
+    doc["messages"][3]["tool_call_id"] = "c9"
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps(doc))
+    found = _diff(capsys, str(a), str(b))
+    assert found["same_conversation"] is True and found["first_change"] is None

@@ -245,6 +245,16 @@ def prompt_start(trace: Trace) -> tuple[PromptStart, str | None]:
     return PromptStart(tuple(calls)), first_user
 
 
+def _said(message: dict) -> tuple:
+    """What a message says, without the ids a run gives its tool calls (two runs never share them)."""
+    calls = tuple(
+        (str((c.get("function") or {}).get("name")), str((c.get("function") or {}).get("arguments")))
+        for c in message.get("tool_calls") or ()
+        if isinstance(c, dict)
+    )
+    return (message.get("role"), message.get("content"), calls)
+
+
 def first_change(a: PromptStart, b: PromptStart) -> FirstChange | None:
     """Where two runs of one conversation's prompts first differ: the first call whose system prompt,
     tools or messages differ (compared in that order), None when the shorter run's prompts are the
@@ -268,7 +278,7 @@ def first_change(a: PromptStart, b: PromptStart) -> FirstChange | None:
             )
             return FirstChange(number, "tools", f"the tools changed: {said}")
         for place, (m, n) in enumerate(zip(one[3], two[3]), 1):
-            if m != n:
+            if _said(m) != _said(n):
                 role = n.get("role") or "?"
                 return FirstChange(number, "message", f"message {place} ({role}) differs", place)
     return None
