@@ -589,3 +589,30 @@ def test_tool_call_ids_are_no_change(tmp_path, capsys):
     b.write_text(json.dumps(doc))
     found = _diff(capsys, str(a), str(b))
     assert found["same_conversation"] is True and found["first_change"] is None
+
+
+def test_the_dashboards_index_of_10000_sessions_stays_under_5_mb():
+    from datetime import timedelta
+
+    from tokprof.analyses.periods import SessionSpend
+    from tokprof.analyses.sessions import SessionRow
+    from tokprof.analyses.site import Site, SitePage
+    from tokprof.analyses.spend import CallSpend
+    from tokprof.render.site import index_page
+
+    site = Site("/home/someone/agent-logs")
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    buckets = {"system": 1000, "tool_definitions": 2000, "tool_results": 3000, "conversation": 4000}
+    for number in range(10_000):
+        ident = f"{number:08x}-1111-2222-3333-444455556666"
+        project = f"/home/someone/projects/project-{number % 40}/with/a/longish/path"
+        row = SessionRow(
+            ident, f"{ident}.jsonl", "claude-code", "claude-sonnet-4-5", 30, 0, 10_000, 10_000, buckets, True
+        )
+        row.cost, row.priced = 1.2345, True
+        site.pages.append(SitePage(f"session-{number + 1:05d}.html", row, "claude-code", project))
+        when = start + timedelta(hours=number)
+        spend = CallSpend(when, "claude-sonnet-4-5", 10, 9000, 990, 100, 123_450_000, 0, project)
+        site.spends.append(SessionSpend("claude-code", project, ident, row.path, (spend,)))
+    index = index_page(site)
+    assert len(index.encode("utf-8")) < 5_000_000 and index.count("<tr>") > 10_000
