@@ -549,11 +549,7 @@ def test_the_dashboard_over_a_directory_in_headless_chromium(home, tmp_path, cap
                 assert {"5e55-1", "sess-1"} <= set(titles)  # every session named
                 links = page.eval_on_selector_all("a", "els => els.map(e => e.href)")
                 assert links and all(Path(link.removeprefix("file://")).is_file() for link in links)  # they resolve
-                if width == 1280:  # a session's page (megabytes of plotly.js) once: it links back to the index
-                    page.goto((site / pages[0]).as_uri())
-                    back = page.eval_on_selector_all("nav a", "els => els.map(e => e.href)")
-                    assert back == [(site / "index.html").as_uri()]
-                assert errors == []
+                assert errors == []  # (a session's page is tokprof report's, tested in test_html.py)
                 page.close()
         finally:
             browser.close()
