@@ -67,6 +67,7 @@ def _isolated_cache(tmp_path_factory):
     """Converted tokenizers go to a cache of the test run's own, never the user's."""
     if "TOKPROF_CACHE_DIR" not in os.environ:
         os.environ["TOKPROF_CACHE_DIR"] = str(tmp_path_factory.mktemp("tokprof-cache"))
+    os.environ["TOKPROF_STATE_DIR"] = str(tmp_path_factory.mktemp("tokprof-state"))  # the sessions listing
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     yield
 

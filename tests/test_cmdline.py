@@ -158,6 +158,28 @@ def test_sessions_calls_local_sessions(spy):
     assert calls[0][1] == ("codex",)
 
 
+def test_sessions_by_a_period_calls_session_periods(spy, stub):
+    stub("local_sessions", [])
+    calls = spy("session_periods")
+    assert run(["sessions", "--by", "day", "--tz", "UTC", "--since", "7d"]) == "session_periods"
+    assert calls[0][1] == ([], ["day"]) and calls[0][2] == {"tz": "UTC", "since": "7d", "until": None}
+
+
+def test_report_of_a_directory_calls_report_site(spy, tmp_path):
+    calls = spy("report_site")
+    assert run(["report", str(tmp_path), "-o", str(tmp_path / "site"), "--no-progress"]) == "report_site"
+    assert calls[0][1][0] == str(tmp_path) and calls[0][2]["progress"] is False
+    assert run(["report", "--all", "--agent", "codex", "-o", str(tmp_path / "site")]) == "report_site"
+    assert calls[1][1][0] is None and calls[1][2]["agent"] == "codex"
+
+
+@pins("diff")
+def test_diff_calls_diff(spy):
+    calls = spy("diff")
+    assert run(["diff", SAMPLE, "run.json", "--model", "qwen2.5", "--no-progress"]) == "diff"
+    assert calls[0][1] == (SAMPLE, "run.json", "qwen2.5") and calls[0][2]["progress"] is False
+
+
 @pins("whatif")
 def test_whatif_with_a_facts_file_passes_it_on(spy, tmp_path):
     calls = spy("whatif")

@@ -52,8 +52,8 @@ def test_every_agents_sessions_newest_first(home):
     assert all(start is not None for start in starts) and starts == sorted(starts, reverse=True)
     by_agent = {row.agent: row for row in rows}
     assert by_agent["gemini-cli"].project == "4aa47759" and by_agent["gemini-cli"].calls == 2
-    assert by_agent["pi"].project == "--work-app--" and by_agent["pi"].calls == 4
-    assert by_agent["qwen-code"].project == "work-app"
+    assert by_agent["pi"].project == "/work/app" and by_agent["pi"].calls == 4  # the cwd the log records (#49.1)
+    assert by_agent["qwen-code"].project == "/work/app"
     assert by_agent["gemini-cli"].cost is not None and by_agent["gemini-cli"].cost > 0
     assert not any(row.path.endswith("notes.jsonl") for row in rows)  # recognised by content
 
@@ -105,11 +105,11 @@ def test_environment_variables_move_the_folders(home, tmp_path, monkeypatch):
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
     rows = api.local_sessions()
     assert [row.project for row in rows if row.agent == "claude-code"] == ["-elsewhere"]
-    assert [row.project for row in rows if row.agent == "pi"] == ["--x--"]
+    assert [Path(row.path).parent.name for row in rows if row.agent == "pi"] == ["--x--"]
     pi_dir = tmp_path / "pi, agent"  # a comma in another agent's folder is part of its name
     jsonl(pi_dir / "sessions/--y--/s.jsonl", pi_log.old_lines())
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
-    assert [row.project for row in api.local_sessions() if row.agent == "pi"] == ["--y--"]
+    assert [Path(row.path).parent.name for row in api.local_sessions() if row.agent == "pi"] == ["--y--"]
 
 
 def test_an_unreadable_session_is_a_row_with_its_error(home):

@@ -19,7 +19,7 @@ SAMPLES = ROOT / "samples"
 SAMPLE = SAMPLES / "incident_session.json"
 CORPUS = Path(os.environ.get("TOKPROF_CORPUS") or ROOT.parent / "shared" / "corpus")
 COMPACTED = CORPUS / "claude_code_2.1_compacted"
-KINDS = ("profile", "tools", "check", "sessions", "whatif", "mcp", "watch")
+KINDS = ("profile", "tools", "check", "sessions", "whatif", "mcp", "watch", "diff", "sessions-periods")
 
 
 def _schema_files() -> dict[str, dict]:

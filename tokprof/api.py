@@ -36,6 +36,8 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from tokprof.analyses.local import LocalSession
+    from tokprof.analyses.periods import Periods
+    from tokprof.analyses.diff import RunDiff, Side
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.render.tables import TeamOptions
@@ -582,18 +584,57 @@ def session_options(
 
 
 def local_sessions(
-    agent: str | None = None, *, home: PathLike | None = None, environ: Mapping[str, str] | None = None
+    agent: str | None = None,
+    *,
+    home: PathLike | None = None,
+    environ: Mapping[str, str] | None = None,
+    cache: dict | None = None,
 ) -> list[LocalSession]:
     """The sessions of every supported agent in its default folder on this machine (or one agent's),
     newest first, each with its agent, project, start, calls and reported cost
-    (:mod:`tokprof.formats.locations` says where each agent keeps them)."""
-    from tokprof.analyses.local import local_sessions as found
+    (:mod:`tokprof.formats.locations` says where each agent keeps them). ``cache``: what an earlier
+    call remembered of each file (a dict, updated in place; ``tokprof sessions`` keeps it in the state
+    folder): a file that did not change is not read again."""
     from tokprof.formats.registry import agents
     from tokprof.base.text import did_you_mean
 
     if agent is not None and agent not in agents():
         raise TokprofError(f"unknown agent {agent!r}{did_you_mean(agent, agents())} (agents: {', '.join(agents())})")
-    return found(agent, None if home is None else Path(home), environ)
+    where = None if home is None else Path(home)
+    if cache is not None:
+        from tokprof.analyses.local_cache import local_sessions_cached
+
+        return local_sessions_cached(cache, agent, where, environ)
+    from tokprof.analyses.local import local_sessions as found
+
+    return found(agent, where, environ)
+
+
+def session_periods(
+    sessions: "Sequence[LocalSession]",
+    by: Sequence[str] = (),
+    *,
+    tz: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> "Periods":
+    """The sessions (:func:`local_sessions`) added up by day, week, month, project, agent or model
+    (several at once), each row with its sessions, calls, billed input by kind, output, cost, cache hit
+    rate and what cache misses cost (an estimate); and the total. ``tz``: the zone of days, weeks and
+    months (default: the machine's); ``since``/``until``: dates, dates and times, or spans back from now
+    (``7d``). A session that could not be read is in ``skipped`` with why."""
+    from tokprof.analyses.periods import parse_by, parse_when, periods, time_zone
+
+    zone, name = time_zone(tz)
+    return periods(
+        [row.spend() for row in sessions if row.error is None],
+        parse_by(list(by)),
+        zone,
+        name,
+        parse_when(since, "--since", zone) if since else None,
+        parse_when(until, "--until", zone, end=True) if until else None,
+        [(row.path, row.error) for row in sessions if row.error is not None],
+    )
 
 
 def session_in_folder(path: PathLike) -> str | None:
@@ -896,6 +937,15 @@ def run_check(
             tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL, chat_template=template
         )
         measurement = budgets.measure_catalogue(report)
+    elif os.path.isdir(log):  # a directory of sessions: its spend per day, project and session alone
+        measurement = budgets.Measurement(
+            model=model or config.model or "-",
+            template_sha256="",
+            source=os.fspath(log),
+            metrics={name: None for name in budgets.METRICS},
+            tools={},
+            unknown={name: "not measured over a directory: check one log for it" for name in budgets.METRICS},
+        )
     else:
         name = os.fspath(log)
         saved = saved_profile(name)
@@ -912,6 +962,7 @@ def run_check(
                 prices=prices,
             )
         measurement = measure(saved)
+    _measure_periods(measurement, config, log, input_format)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
     result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
@@ -925,6 +976,164 @@ NOTHING_RECORDED = (
     "no call records its prompt or its usage (usage redacted, content capture off): nothing {what}; "
     "'tokprof profile' lists the calls and the totals the log holds"
 )
+
+
+def _measure_periods(
+    measurement: "budgets.Measurement", config: Config, log: PathLike | None, input_format: str | None
+) -> None:
+    """The spend per day, project and session (:mod:`tokprof.analyses.period_budgets`) when a budget or
+    the baseline asks for them: from the log's reported usage (a saved profile keeps no call times)."""
+    from tokprof.analyses.period_budgets import PERIOD_METRICS, log_spends, measure_periods
+
+    if log is None or not any(metric in config.budgets for metric in PERIOD_METRICS):
+        return
+    name = os.fspath(log)
+    if not os.path.isdir(name) and saved_profile(name) is not None:
+        for metric in PERIOD_METRICS:
+            measurement.unknown[metric] = (
+                "not recorded: a saved profile keeps no call times; check the log "
+                '(or set not_recorded = "skip" on this budget)'
+            )
+        return
+    sessions = log_spends(name, input_format)
+    limits = {metric: config.budgets[metric].max if metric in config.budgets else None for metric in PERIOD_METRICS}
+    readable = [s for s in sessions if s.error is None]
+    measurement.explain.update(measure_periods(readable, measurement.metrics, measurement.unknown, limits))
+    measurement.skipped = [f"{s.path}: {s.error}" for s in sessions if s.error is not None]
+
+
+def diff(
+    a: "PathLike | Profile | CheckRun",
+    b: "PathLike | Profile | CheckRun",
+    model: str | None = None,
+    *,
+    input_format: str | None = None,
+    tools: ToolsArg = None,
+    system: PathLike | None = None,
+    prices: PricesArg = None,
+    progress: Progress = False,
+) -> "RunDiff":
+    """Two runs compared: each a log, a saved profile (or a :class:`Profile`), a check baseline
+    (``tokprof-baseline.json``) or a :class:`CheckRun` (its measurement: the metrics and the tools). Every figure is ``{a, b, change}``: the run's (calls, billed input,
+    prompts, output, uncached input, cost, cache hit rate, cache miss cost), each bucket, each tool's
+    definition and results, each cache-miss reason, each part of the cost; and, for two logs of one
+    conversation, what changed first in the prompt (``first_change``). ``model`` counts both logs
+    (default: each log's own)."""
+    from tokprof.analyses.diff import diff as compare
+
+    return compare(
+        *(
+            _diff_side(
+                side, model, input_format=input_format, tools=tools, system=system, prices=prices, progress=progress
+            )
+            for side in (a, b)
+        )
+    )
+
+
+def _diff_side(
+    side: "PathLike | Profile | CheckRun",
+    model: str | None,
+    *,
+    input_format: str | None,
+    tools: ToolsArg,
+    system: PathLike | None,
+    prices: PricesArg,
+    progress: Progress,
+) -> "Side":
+    import json
+
+    import tokprof.base.bounded as bounded
+    from tokprof.analyses.budgets import BASELINE_SCHEMA
+    from tokprof.analyses.diff import side_of_baseline, side_of_measurement, side_of_profile
+
+    if isinstance(side, CheckRun):
+        found = side.measurement
+        return side_of_measurement(found.metrics, found.tools, found.source, found.model)
+    if isinstance(side, Profile):
+        return side_of_profile(side, "profile")
+    name = os.fspath(side)
+    saved = saved_profile(name)
+    if saved is not None:
+        return side_of_profile(saved, "profile")
+    if name.endswith(".json") and os.path.isfile(name):
+        try:
+            doc = json.loads(bounded.read_text(name, "baseline"))
+        except (OSError, ValueError, RecursionError):
+            doc = None
+        if (
+            isinstance(doc, dict)
+            and doc.get("schema_version") == BASELINE_SCHEMA
+            and isinstance(doc.get("metrics"), dict)
+        ):
+            if "tokprof_version" in doc or "chat_template_sha256" in doc:
+                return side_of_baseline(doc, name)
+    trace = read_log(name, input_format=input_format, tools=tools, system=system)
+    from tokprof.analyses.diff import prompt_start
+
+    start = prompt_start(trace)  # before profiling, which may fit the trace to the model
+    result = profile(trace, model, progress=progress, prices=prices)
+    return side_of_profile(result, "log", start)
+
+
+def report_site(
+    directory: PathLike | None,
+    write: Callable[[str, str], None],
+    model: str | None = None,
+    *,
+    agent: str | None = None,
+    prices: PricesArg = None,
+    window: int | None = None,
+    progress: Progress = False,
+) -> int:
+    """A dashboard over many sessions: the sessions of ``directory`` (found by content), or with
+    ``directory`` None every session on this machine (of ``agent``'s), each profiled and its report
+    page passed to ``write(name, html)`` as it is made (``session-0001.html``, ...), then the index
+    (``index.html``): spend by day, project, agent and model, the costliest sessions, the cache's
+    dollars lost by reason, the buckets over all sessions, and each session that could not be read,
+    with why. Pages link to each other by name: write them into one folder. Returns the sessions'
+    number."""
+    from tokprof.analyses.periods import SessionSpend
+    from tokprof.analyses.sessions import SessionRow, Skipped
+    from tokprof.analyses.site import Site, SitePage
+    from tokprof.analyses.spend import call_spends
+    from tokprof.render import RenderOptions, render
+    from tokprof.render.site import index_page, session_page
+
+    files: list[tuple[str | None, str]]
+    if directory is not None:
+        from tokprof.formats import scan_directory
+
+        name = os.fspath(directory)
+        found = scan_directory(name)
+        files = [(kind, str(path)) for kind, path in found.sessions]
+        site = Site(name, skipped=[Skipped(str(path), f"{path}: {why}") for path, why in found.skipped])
+    else:
+        from tokprof.formats.discovery import local_session_files
+
+        files = [(one.format, str(one.path)) for one in local_session_files(agent)]
+        site = Site("this machine" + (f" ({agent})" if agent else ""))
+    options = RenderOptions(window=window)
+    with _progress(progress, len(files), "profiling sessions") as advance:
+        for number, (kind, path) in enumerate(files, 1):
+            try:
+                trace = read_log(path, input_format=kind)
+                spends = call_spends(trace)
+                result = profile(trace, model, prices=prices)
+                page = session_page(render("profile", "html", result, options))
+            except (TokprofError, RenderError) as exc:
+                site.skipped.append(Skipped(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
+                advance()
+                continue
+            name = f"session-{number:04d}.html"
+            write(name, page)
+            session = trace.session or Path(path).stem
+            project = next((call.cwd for call in trace.calls if call.cwd), None) or ""
+            site.pages.append(SitePage(name, SessionRow.from_profile(result, session, path), trace.format, project))
+            site.spends.append(SessionSpend(trace.format, project, session, path, tuple(spends)))
+            advance()
+    write("index.html", index_page(site))
+    return len(site.pages)
 
 
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 _KINDS = {
     "Profile": "profile",
     "SessionsReport": "sessions",
+    "Periods": "periods",
+    "RunDiff": "diff",
     "ToolsReport": "tools",
     "WhatIfReport": "whatif",
     "CheckResult": "check",

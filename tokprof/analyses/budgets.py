@@ -52,6 +52,7 @@ class Measurement:
     unknown: dict[str, str] = field(default_factory=dict)  # metric -> why it has no value
     mode: str = "log"  # "log", or "static" for a tool catalogue priced on its own
     explain: dict[str, str] = field(default_factory=dict)  # metric -> what most of its value is, for a failure
+    skipped: list[str] = field(default_factory=list)  # sessions of a directory that could not be read, with why
 
     def baseline_dict(self, folder: str | None = None) -> dict:
         """The baseline to commit; ``folder``: where it is written, so that its source is stored
@@ -502,5 +503,6 @@ def judge(
     if baseline is not None and config.max_increase is None:
         notes.append("no global max_increase: a metric without its own fails on any increase over the baseline")
     result = evaluate(config, measurement, baseline, baseline_path if baseline is not None else None)
+    notes += [f"skipped {why}" for why in measurement.skipped]
     result.notes = notes + result.notes
     return result

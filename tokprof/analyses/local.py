@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tokprof.analyses.periods import SessionSpend
+from tokprof.analyses.spend import CallSpend, call_spends, dollars_of
 from tokprof.base.errors import TokprofError
 from tokprof.formats.discovery import SessionFile, local_session_files
 from tokprof.trace import Trace
@@ -33,9 +35,15 @@ class LocalSession:
     #: calls whose usage the session does not record while it records the others': not in ``cost``
     #: (as ``tokprof profile`` leaves them out: one rule, #48.2)
     usage_not_recorded: int = 0
+    session: str = ""  # the session's id (the log's, else the file's name without its suffix)
+    spends: tuple[CallSpend, ...] = ()  # each call's reported usage and price (not in to_dict)
+
+    def spend(self) -> SessionSpend:
+        return SessionSpend(self.agent, self.project, self.session, self.path, self.spends)
 
     def to_dict(self) -> dict:
         return {
+            "session": self.session,
             "agent": self.agent,
             "project": self.project,
             "path": self.path,
@@ -48,26 +56,23 @@ class LocalSession:
         }
 
 
-def _cost(trace: Trace) -> float | None:
-    from tokprof.analyses.cost import genai_price, priced_tokens
-
-    total = 0.0
-    priced = 0
-    for call in trace.calls:
-        if call.reported is None or not call.reported.prompt:
-            continue
-        if not call.model:
-            return None
-        try:
-            tokens, prompt, _ = priced_tokens(call.reported, 0)
-            total += float(genai_price(call.model, tokens, prompt, call.day)[2]["total"])
-        except Exception:  # genai-prices has no price for the model: not priced, never 0
-            return None
-        priced += 1
-    return round(total, 8) if priced else None
+def _cost(spends: list[CallSpend]) -> float | None:
+    """The session's price: None when a call with usage names a model genai-prices does not price, or
+    no call reports usage (not priced, never 0)."""
+    reported = [spend for spend in spends if spend.reported]
+    if not reported or any(spend.cost is None for spend in reported):
+        return None
+    return float(dollars_of(sum(spend.cost or 0 for spend in reported)))
 
 
-def _row(found: SessionFile) -> LocalSession:
+def project_of(trace: Trace, folder: str) -> str:
+    """The session's project: the working directory its log records (the first call's that does), else
+    the name of the agent's folder for it."""
+    return next((call.cwd for call in trace.calls if call.cwd), None) or folder
+
+
+def session_row(found: SessionFile) -> LocalSession:
+    """A session file's row: read whole, its calls' spend worked out (an unreadable file: its error)."""
     from tokprof.analyses.cost import usage_not_recorded
     from tokprof.formats import read_trace
 
@@ -87,17 +92,21 @@ def _row(found: SessionFile) -> LocalSession:
             None,
             None,
             error=str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
+            session=found.path.stem,
         )
     times = [call.time for call in trace.calls if call.time is not None]
+    spends = call_spends(trace)
     return LocalSession(
         found.agent,
-        found.project,
+        project_of(trace, found.project),
         str(found.path),
         found.format,
         min(times) if times else mtime,
         len(trace.calls),
-        _cost(trace),
+        _cost(spends),
         usage_not_recorded=len(usage_not_recorded(trace)),
+        session=trace.session or found.path.stem,
+        spends=tuple(spends),
     )
 
 
@@ -105,6 +114,9 @@ def local_sessions(
     agent: str | None = None, home: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> list[LocalSession]:
     """Every supported agent's sessions on this machine (or one agent's), newest first."""
-    rows = [_row(found) for found in local_session_files(agent, home, environ)]
+    return newest_first([session_row(found) for found in local_session_files(agent, home, environ)])
+
+
+def newest_first(rows: list[LocalSession]) -> list[LocalSession]:
     oldest = datetime.min.replace(tzinfo=timezone.utc)
     return sorted(rows, key=lambda row: (row.start or oldest, row.path), reverse=True)

@@ -1,4 +1,4 @@
-"""Rollups of per-call records by project, branch, model, agent, day, week or user (several at once),
+"""Rollups of per-call records by project, branch, model, agent, day, week, month (UTC) or user (several at once),
 and the calls within a time range. What a log does not record is grouped as "unknown": never 0,
 never dropped. Reported figures are summed over the calls that report them (None when none do)."""
 
@@ -10,7 +10,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from tokprof.analyses.calls import ALL_BUCKETS, CallRecord
 from tokprof.base.errors import TokprofError
 
-DIMENSIONS = ("project", "branch", "model", "agent", "day", "week", "user")
+DIMENSIONS = ("project", "branch", "model", "agent", "day", "week", "month", "user")
 UNKNOWN = "unknown"
 
 
@@ -87,6 +87,8 @@ def key_of(record: CallRecord, dimension: str) -> str:
         value = record.user
     elif dimension == "day":
         value = None if when is None else when.astimezone(timezone.utc).date().isoformat()
+    elif dimension == "month":
+        value = None if when is None else when.astimezone(timezone.utc).strftime("%Y-%m")
     else:
         iso = None if when is None else when.astimezone(timezone.utc).isocalendar()
         value = None if iso is None else f"{iso[0]}-W{iso[1]:02d}"

@@ -36,6 +36,20 @@ def cache_dir() -> Path:
     return Path(base) / "tokprof"
 
 
+def state_dir() -> Path:
+    """Where tokprof keeps what it remembers between commands (the last ``tokprof sessions`` listing):
+    ``$TOKPROF_STATE_DIR``, else ``$XDG_STATE_HOME/tokprof``, else ``~/.local/state/tokprof``
+    (``%LOCALAPPDATA%/tokprof`` on Windows)."""
+    explicit = os.environ.get("TOKPROF_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    if os.environ.get("XDG_STATE_HOME"):
+        return Path(os.environ["XDG_STATE_HOME"]) / "tokprof"
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "tokprof"
+    return Path(os.path.expanduser("~")) / ".local" / "state" / "tokprof"
+
+
 def write_temporary(path: Path, data: Data) -> str:
     """A temporary file beside ``path`` holding ``data``, with the usual permissions (mkstemp makes
     0600 files), to be moved onto ``path``; nothing is left behind when writing it fails."""

@@ -3,7 +3,10 @@ step outputs and, when asked and given a token, one pull-request comment.
 
 Inputs arrive as environment variables (``action.yml`` maps each input to one, so that no input is
 ever pasted into a shell script): ``INPUT_LOG``, ``INPUT_TOOLS``, ``INPUT_SYSTEM``, ``INPUT_CONFIG``,
-``INPUT_BASELINE``, ``INPUT_MODEL``, ``INPUT_COMMENT`` ("true" to comment) and ``INPUT_GITHUB_TOKEN``.
+``INPUT_BASELINE``, ``INPUT_MODEL``, ``INPUT_COMMENT`` ("true" to comment), ``INPUT_COMPARE`` (a run
+to compare the log with in the comment: the base branch's log or saved profile; default: the
+baseline) and ``INPUT_GITHUB_TOKEN``. With a log, the comment ends with ``tokprof diff`` of the
+compared run and the log.
 The exit code is the check's: 0 pass, 1 failed, 2 bad input or configuration.
 """
 
@@ -48,7 +51,7 @@ def main() -> int:
     github.report(result)
     github.set_outputs(github.outputs(result))
     if (_input("COMMENT") or "").lower() == "true":
-        _comment(result)
+        _comment(result, _diff_section(run, log))
     return result.exit_code
 
 
@@ -58,7 +61,29 @@ def _annotation(text: str) -> str:
     return annotation_text(text)
 
 
-def _comment(result) -> None:
+def _diff_section(run, log: str | None) -> str:
+    """``tokprof diff`` of the run to compare with (``compare``, else the baseline) and the log, as
+    Markdown; empty without a log or anything to compare with, or with a line saying why it failed."""
+    import tokprof
+    from tokprof.base.text import visible
+
+    if log is None:
+        return ""
+    compare = _input("COMPARE")
+    try:
+        if compare is not None:
+            found = tokprof.diff(compare, log, _input("MODEL"))
+        elif run.baseline and os.path.isfile(run.baseline):
+            found = tokprof.diff(run.baseline, run)
+        else:
+            return ""
+    except TokprofError as exc:
+        print(f"tokprof: no diff in the comment: {visible(str(exc))}")
+        return ""
+    return tokprof.render_report(found, "markdown")
+
+
+def _comment(result, extra: str = "") -> None:
     """One comment on the pull request, made or updated; skipped, with a line saying why, without a
     token or outside a pull request; a failed request is a warning, never the check's failure."""
     import tokprof
@@ -73,7 +98,7 @@ def _comment(result) -> None:
     if number is None or not repository:
         print("tokprof: no pull-request comment: this run is not for a pull request")
         return
-    body = tokprof.render_report(result, "markdown")
+    body = tokprof.render_report(result, "markdown") + ("\n" + extra if extra else "")
     try:
         done = github.upsert_comment(
             body, token, repository, number, os.environ.get("GITHUB_API_URL", "https://api.github.com")

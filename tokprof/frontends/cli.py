@@ -306,7 +306,8 @@ def profile(
         typer.Option(
             "--session",
             metavar="ID",
-            help="With a directory: profile the one session whose id or file name is or contains ID.",
+            help="With a directory: profile the one session whose id or file name is or contains ID. "
+            "Without LOG: the session numbered ID in the last 'tokprof sessions' listing, or whose id starts with ID.",
         ),
     ] = None,
     model: ModelName = None,
@@ -340,13 +341,16 @@ def profile(
         ),
     ] = None,
     agent: Agent = None,
+    latest: Annotated[
+        bool, typer.Option("--latest", help="Profile the newest session on this machine (of --agent's, if given).")
+    ] = False,
     by: Annotated[
         Optional[list[str]],
         typer.Option(
             "--by",
             metavar="DIM[,DIM]",
             help="With a directory: roll the calls up by project, branch, model, agent, "
-            "day, week or user (repeat for several rollups; join with commas to group by several at once).",
+            "day, week, month or user (repeat for several rollups; join with commas to group by several at once).",
         ),
     ] = None,
     since: Annotated[
@@ -399,8 +403,15 @@ def profile(
 
     options = _options(fmt, output, window, fill_lines)
     settings = api.load_config(config) if config is not None else None
-    if log is None:
+    if log is None and (latest or session is not None):
+        log, input_format = _picked(session, latest, agent, input_format)
+        session = agent = None
+    elif log is None:
         return _local(agent, fmt, output, options)
+    elif latest:
+        raise TokprofError("--latest picks the newest session on this machine: give no LOG")
+    else:
+        log, input_format = _named(log, input_format)
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
     log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
@@ -454,6 +465,35 @@ def profile(
     return EXIT_OK
 
 
+def _picked(
+    session: Optional[str], latest: bool, agent: Optional[str], input_format: Optional[str]
+) -> tuple[str, Optional[str]]:
+    """The file and format of the session ``--session`` (a row number, an id's start) or ``--latest`` picks."""
+    from tokprof.frontends.picks import Picked, latest as newest, machine_sessions, pick
+
+    if latest and session is not None:
+        raise TokprofError("--latest and --session each pick a session: give one")
+    found: "Picked | None" = newest(machine_sessions(agent)) if latest else None
+    if found is None:
+        found = pick(session or "", lambda: machine_sessions(agent))
+        if found is None:
+            raise TokprofError(f"--session {session}: no session of the last tokprof sessions listing has this id")
+    return found.path, input_format or found.format
+
+
+def _named(log: str, input_format: Optional[str]) -> tuple[str, Optional[str]]:
+    """LOG as given, or the session it names when it is no file: a row number of the last listing
+    (``tokprof profile 4``) or the start of a session id."""
+    from tokprof.frontends.picks import looks_like_pick, machine_sessions, pick
+
+    if not looks_like_pick(log):
+        return log, input_format
+    found = pick(log, machine_sessions)
+    if found is None:
+        return log, input_format  # no session by that name: read as a file (and says it is none)
+    return found.path, input_format or found.format
+
+
 def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> str:
     """The recording a folder of recordings profiles: the one ``--session`` names, else the newest."""
     from tokprof.base.text import visible
@@ -478,17 +518,47 @@ def _recording(directory: str, recorded: list[str], wanted: Optional[str]) -> st
     return recorded[-1]
 
 
-def _local(agent: Optional[str], fmt: str, output: Optional[str], options) -> int:
+def _local(
+    agent: Optional[str],
+    fmt: str,
+    output: Optional[str],
+    options,
+    by: Optional[list[str]] = None,
+    since: Optional[str] = None,
+    until: Optional[str] = None,
+    tz: Optional[str] = None,
+) -> int:
     import tokprof as api  # the public facade: the CLI is its client
 
-    if fmt not in formats_for("local"):
-        raise TokprofError(f"the list of sessions is one of {', '.join(formats_for('local'))}, not {fmt}")
-    sessions = api.local_sessions(agent)
+    kind = "periods" if by else "local"
+    if fmt not in formats_for(kind):
+        what = "spend by period" if by else "list of sessions"
+        raise TokprofError(f"the {what} is one of {', '.join(formats_for(kind))}, not {fmt}")
+    from tokprof.frontends.picks import machine_sessions
+
+    sessions = machine_sessions(agent)  # a file that did not change since the last listing is not read
+    if by or since or until:
+        result = api.session_periods(sessions, by or [], tz=tz, since=since, until=until)
+        if not by:  # a time range alone: the sessions with a call in it
+            sessions = [row for row in sessions if any(_within(c.time, result) for c in row.spends)]
+    if by:
+        _write([(output, _render(result, fmt, options))], tuple(row.path for row in sessions))
+        return EXIT_OK
     _write([(output, _render(sessions, fmt, options))], tuple(row.path for row in sessions))  # -o never replaces one
+    from tokprof.frontends.picks import save_listing
+
+    save_listing(sessions)  # its row numbers pick a session: tokprof profile 4
     return EXIT_OK
 
 
-SESSIONS_EXAMPLES = _esc("Examples:\n\n  tokprof sessions\n\n  tokprof sessions --agent gemini-cli -f json")
+def _within(when, span) -> bool:
+    return when is not None and (span.since is None or when >= span.since) and (span.until is None or when < span.until)
+
+
+SESSIONS_EXAMPLES = _esc(
+    "Examples:\n\n  tokprof sessions\n\n  tokprof sessions --agent gemini-cli -f json\n\n"
+    "  tokprof sessions --by day --since 7d\n\n  tokprof sessions --by month --by project --tz Europe/Paris"
+)
 
 
 @app.command(epilog=SESSIONS_EXAMPLES)
@@ -496,15 +566,48 @@ def sessions(
     agent: Agent = None,
     fmt: Annotated[str, _format_option("local")] = "table",
     output: Output = None,
+    by: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--by",
+            metavar="DIM",
+            help="Add the sessions up by day, week, month, project, agent or model: a row each, and the "
+            "total (repeat, or join with commas, to group by several at once: --by day --by project).",
+        ),
+    ] = None,
+    since: Annotated[
+        Optional[str],
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only calls made at or after WHEN: a date (2026-11-30), a date and time, today, yesterday, "
+            "or a span back from now (12h, 7d, 2w, 3m).",
+        ),
+    ] = None,
+    until: Annotated[
+        Optional[str],
+        typer.Option("--until", metavar="WHEN", help="Only calls made before WHEN (a date: to its end)."),
+    ] = None,
+    tz: Annotated[
+        Optional[str],
+        typer.Option(
+            "--tz",
+            metavar="ZONE",
+            help="The time zone of days, weeks, months and dates (an IANA name such as Europe/Paris, or UTC; "
+            "default: the machine's).",
+        ),
+    ] = None,
 ) -> int:
-    """The sessions of every supported agent on this machine, newest first.
+    """The sessions of every supported agent on this machine, newest first; or their spend by period.
 
     Claude Code (~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects), Codex (~/.codex/sessions, or
     $CODEX_HOME/sessions), Gemini CLI (~/.gemini/tmp/*/chats, or under $GEMINI_CLI_HOME), Qwen Code
     (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or
     $PI_CODING_AGENT_DIR/sessions): each with its agent, project, start time, calls and reported cost.
+    Each row's number picks it: tokprof profile 4. With --by: a row per day, week, month, project, agent
+    or model with the billed input by kind, output, cost, cache hit rate and what cache misses cost.
     """
-    return _local(agent, fmt, output, _options(fmt, output))
+    return _local(agent, fmt, output, _options(fmt, output), by, since, until, tz)
 
 
 def _sessions(
@@ -592,12 +695,25 @@ def _write_bytes(outputs: list[tuple[str, bytes]], inputs: tuple[Optional[str], 
 @app.command(
     epilog=_esc(
         "Examples:\n\n  tokprof report samples/incident_session.json -o report.html\n\n"
-        "  tokprof report run.json -o report.html     # from a saved profile"
+        "  tokprof report run.json -o report.html     # from a saved profile\n\n"
+        "  tokprof report ~/.claude/projects/-home-me-app/ -o site/   # a dashboard over many sessions"
     )
 )
 def report(
-    log: Annotated[str, typer.Argument(metavar="LOG", help=_esc(LOG_HELP))],
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write.")],
+    log: Annotated[
+        Optional[str],
+        typer.Argument(
+            metavar="LOG",
+            help=_esc(LOG_HELP + " Or a directory of sessions: a dashboard, written into the folder -o names."),
+        ),
+    ] = None,
+    output: Annotated[
+        str, typer.Option("--output", "-o", metavar="FILE", help="The HTML file to write (a folder: a dashboard).")
+    ] = "",
+    every: Annotated[
+        bool, typer.Option("--all", help="A dashboard of every session on this machine (of --agent's, if given).")
+    ] = False,
+    agent: Agent = None,
     input_format: InputFormat = None,
     tools: ToolsFile = None,
     system: SystemFile = None,
@@ -615,6 +731,12 @@ def report(
     """
     if not output:
         raise TokprofError("--output: expected a file name, found ''")
+    if every or (log is not None and os.path.isdir(log)):
+        return _site(log if not every else None, output, model, agent, price, window, no_progress)
+    if log is None:
+        raise TokprofError("report: give a LOG, a directory of sessions, or --all")
+    if agent is not None:
+        raise TokprofError("--agent picks the sessions of --all")
     options = _options("html", output, window, fill_lines)
     result = _profile_of(
         log,
@@ -628,6 +750,33 @@ def report(
     )
     _write([(output, _render(result, "html", options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _site(
+    directory: Optional[str],
+    output: str,
+    model: Optional[str],
+    agent: Optional[str],
+    price: Optional[list[str]],
+    window: Optional[int],
+    no_progress: bool,
+) -> int:
+    """``tokprof report DIR -o site/`` (or ``--all``): the dashboard's pages, each written as it is made."""
+    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.base.outputs import write_files
+
+    if os.path.exists(output) and not os.path.isdir(output):
+        raise TokprofError(f"{output}: not a folder (a dashboard is a folder of pages)")
+    protected = _protected((directory,))
+
+    def write(name: str, html: str) -> None:
+        write_files([(os.path.join(output, name), html.encode("utf-8"))], protected)
+
+    count = api.report_site(
+        directory, write, model, agent=agent, prices=_user_prices(price), window=window, progress=not no_progress
+    )
+    print(f"tokprof: wrote {os.path.join(output, 'index.html')} and {count} session page(s)", file=sys.stderr)
     return EXIT_OK
 
 
@@ -886,7 +1035,9 @@ CHECK_HELP = (
     "baseline.\n\n"
     "Metrics: tool_definitions, system_prompt, first_prompt, largest_prompt, billed_input, largest_tool, "
     'unused_tool_waste, cost and largest_call_cost (US dollars: "$5"), cache_hit_rate (a share; a bare value is a '
-    "minimum), uncached_input. Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
+    "minimum), uncached_input, cache_miss_cost, and spend per period: cost_per_day, cost_per_project, cost_per_session "
+    '(max_cost_per_day = "$20"; LOG may be a directory of sessions for these). '
+    "Settings: model, chat_template, baseline (default tokprof-baseline.json next to the "
     "configuration), max_increase, [prices], and [budgets] with metric = max or {max, min, level = error|warn, "
     "max_increase}.\n\n"
     "With GITHUB_STEP_SUMMARY set the Markdown report is appended to it; with GITHUB_ACTIONS=true failures (and bad input) are "
@@ -991,6 +1142,49 @@ def check(
     # workflow commands go to standard output, unless the JSON report is there
     github.report(run.result, annotations_to=sys.stderr if fmt == "json" and output is None else sys.stdout)
     return run.result.exit_code
+
+
+@app.command(
+    epilog=_esc(
+        "Examples:\n\n  tokprof diff main-run.jsonl branch-run.jsonl\n\n"
+        "  tokprof diff run.json tokprof-baseline.json -f json     # a saved profile and its baseline"
+    )
+)
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="The first run: a log, a saved profile, or a baseline.")],
+    b: Annotated[str, typer.Argument(metavar="B", help="The second run: a log, a saved profile, or a baseline.")],
+    input_format: InputFormat = None,
+    tools: ToolsFile = None,
+    system: SystemFile = None,
+    model: ModelName = None,
+    fmt: Annotated[str, _format_option("diff")] = "table",
+    output: Output = None,
+    price: Price = None,
+    no_progress: NoProgress = False,
+) -> int:
+    """Compare two runs: every figure a, b and the change, and what changed first in the prompt.
+
+    Two logs, two saved profiles, or a profile and its check baseline: the run's figures (billed
+    input, prompts, output, cost, cache hit rate, cache misses), each bucket, each tool, each
+    cache-miss reason and each part of the cost. For two logs of one conversation, the first call
+    whose system prompt, tools or messages differ.
+    """
+    import tokprof as api  # the public facade: the CLI is its client
+
+    for side in (a, b):
+        _not_standard_input(side)
+    result = api.diff(
+        a,
+        b,
+        model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        prices=_user_prices(price),
+        progress=not no_progress,
+    )
+    _write([(output, _render(result, fmt, _options(fmt, output)))], (a, b, tools, system))
+    return EXIT_OK
 
 
 PROBE_EXAMPLES = _esc(

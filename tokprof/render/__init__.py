@@ -28,6 +28,15 @@ RENDERERS: dict[str, dict[str, str]] = {
         "table": "tokprof.render.local:LocalTableRenderer",
         "json": "tokprof.render.local:LocalJsonRenderer",
     },
+    "diff": {
+        "table": "tokprof.render.diff:DiffTableRenderer",
+        "json": "tokprof.render.diff:DiffJsonRenderer",
+        "markdown": "tokprof.render.diff:DiffMarkdownRenderer",
+    },
+    "periods": {
+        "table": "tokprof.render.periods:PeriodsTableRenderer",
+        "json": "tokprof.render.periods:PeriodsJsonRenderer",
+    },
     "tools": {
         "table": "tokprof.render.tools:ToolsTableRenderer",
         "json": "tokprof.render.tools:ToolsJsonRenderer",

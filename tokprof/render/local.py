@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from rich.console import Console
 from rich.containers import Lines
+from rich.table import Table
 from rich.text import Text
 
 from tokprof.analyses.local import LocalSession
@@ -17,39 +18,58 @@ from tokprof.render.money import dollars
 from tokprof.base.text import home_shown, visible
 
 
+#: The widths the project column is shortened to, in turn, until the table fits (never dropped).
+PROJECT_WIDTHS = (None, 48, 40, 32, 26, 20, 16, 12)
+
+
+def middle(text: str, width: int | None) -> str:
+    """``text`` at most ``width`` characters long, its middle given up for an ellipsis: the start of a
+    path and more of its end (the project's own name) are kept."""
+    if width is None or len(text) <= width:
+        return text
+    head = (width - 1) // 3
+    return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
+
+
 class LocalTableRenderer:
     def render(self, rows: Sequence[LocalSession], options: RenderOptions = RenderOptions()) -> str:
+        from rich.measure import Measurement
+
         console, out = text_console(options)
         console.print(
             f"[bold]tokprof[/bold] sessions on this machine ({len(rows)} session{'' if len(rows) == 1 else 's'}, "
             "newest first)"
         )
         columns = [
+            Column("#"),
+            Column("session", justify="left", drop=3),
             Column("agent", justify="left"),
-            Column("project", justify="left", drop=2),
+            Column("project", justify="left"),
             Column("start (UTC)", "start", justify="left"),
             Column("calls"),
             Column("cost"),
             Column("file", justify="left", drop=1),
         ]
-        cells = []
-        for row in rows:
-            start = row.start.strftime("%Y-%m-%d %H:%M") if row.start else "-"
-            calls = "unreadable" if row.calls is None else f"{row.calls:,}"
-            cost = "not priced" if row.cost is None else dollars(row.cost)
-            cells.append([safe(row.agent), safe(row.project or "-"), start, calls, cost, safe(home_shown(row.path))])
-        if cells:
+        unbounded = console.options.update_width(1_000_000)
+        tables = []  # a table per project width, until one keeps the files
+        for width in PROJECT_WIDTHS if rows else ():
+            cells = [_cells(number, row, width) for number, row in enumerate(rows, 1)]
             table = fit_table(console, columns, cells)
-            if "file" not in {str(column.header) for column in table.columns}:
-                # Too narrow for the paths: number the rows, and list the files under their folders, each
-                # folder once for the rows in it that follow each other (a path is what the next command
-                # needs: never cut; a folder wider than the terminal folds onto a second line).
-                numbered = [Column("#"), *(c for c in columns if c.header != "file")]
-                table = fit_table(console, numbered, [[str(i), *cell[:-1]] for i, cell in enumerate(cells, 1)])
-                console.print(table)
+            fits = Measurement.get(console, unbounded, table).maximum <= console.width
+            tables.append((table, fits))
+            if fits and "file" in {str(column.header) for column in table.columns}:
+                break
+        # the widest project column that keeps the files; else the widest that fits; else the narrowest
+        chosen: Table | None = next((t for t, fits in tables if fits), tables[-1][0]) if tables else None
+        if tables and tables[-1][1] and "file" in {str(c.header) for c in tables[-1][0].columns}:
+            chosen = tables[-1][0]
+        if chosen is not None:
+            console.print(chosen)
+            if "file" not in {str(column.header) for column in chosen.columns}:
+                # Too narrow for the paths: the files listed under their folders, each folder once for
+                # the rows in it that follow each other (a path is what the next command needs: never
+                # cut; a folder wider than the terminal folds onto a second line).
                 _files_by_folder(console, rows)
-            else:
-                console.print(table)
         for row in rows:
             if row.error:
                 console.print(f"[yellow]unreadable[/yellow]: {safe(row.error)}")
@@ -60,8 +80,21 @@ class LocalTableRenderer:
                     f"usage not recorded for {n} call{'' if n == 1 else 's'} of {safe(home_shown(row.path))}: "
                     "not in its cost"
                 )
-        console.print("  one session: tokprof profile FILE")
+        console.print("  one session: tokprof profile N (its number here), or FILE")
         return out.getvalue()
+
+
+def _cells(number: int, row: LocalSession, width: int | None) -> list[str]:
+    return [
+        str(number),
+        safe(row.session[:8]),
+        safe(row.agent),
+        safe(middle(visible(home_shown(row.project or "-")), width)),
+        row.start.strftime("%Y-%m-%d %H:%M") if row.start else "-",
+        "unreadable" if row.calls is None else f"{row.calls:,}",
+        "not priced" if row.cost is None else dollars(row.cost),
+        safe(home_shown(row.path)),
+    ]
 
 
 def _files_by_folder(console: Console, rows: Sequence[LocalSession]) -> None:

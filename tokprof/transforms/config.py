@@ -33,7 +33,12 @@ METRICS: dict[str, tuple[str, bool, str]] = {
     "cache_hit_rate": ("share", True, "reported cache reads as a share of the reported prompts"),
     "uncached_input": ("tokens", True, "reported prompt tokens neither read from nor written to the cache"),
     "cache_miss_cost": ("usd", True, "US dollars paid for shared prefixes the cache did not serve (cache misses)"),
+    "cost_per_day": ("usd", True, "the costliest UTC day's spend in US dollars (reported usage)"),
+    "cost_per_project": ("usd", True, "the costliest project's spend in US dollars (reported usage)"),
+    "cost_per_session": ("usd", True, "the costliest session's cost in US dollars (reported usage)"),
 }
+#: ``max_<metric> = value`` in [budgets] is ``<metric> = {max = value}`` (``max_cost_per_day = "$20"``).
+MAX_ALIASES = {"max_cost_per_day", "max_cost_per_project", "max_cost_per_session"}
 #: Metrics where more is better: a bare budget is a minimum, and a baseline fails on a fall.
 HIGHER_IS_BETTER = {"cache_hit_rate"}
 LEVELS = ("error", "warn")
@@ -263,6 +268,11 @@ def parse_config(data: dict, path: str, prefix: str) -> Config:
         if metric == "mcp":
             config.mcp = parse_mcp_budgets(spec, where)
             continue
+        if metric in MAX_ALIASES:
+            metric, spec = metric[len("max_") :], {"max": spec}
+            where = _where(path, prefix, f"budgets.max_{metric}")
+            if metric in budgets:
+                raise ConfigError(f"{where}: {metric} has a budget of its own: give one of them")
         if metric not in METRICS:
             import difflib
 
