@@ -75,6 +75,10 @@ EXPORTED = {
     "LiveCall",
     "LiveRecording",
     "Telemetry",
+    "diff",
+    "RunDiff",
+    "session_periods",
+    "report_site",
 }
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from tokprof.analyses.local import LocalSession, newest_first, session_row
 from tokprof.analyses.spend import CallSpend
 
-VERSION = 1
+VERSION = 2  # 2: usage_not_recorded
 
 
 def code_key() -> str:
@@ -45,6 +45,7 @@ def encode(row: LocalSession, size: int, mtime_ns: int, code: str) -> dict:
         "cost": row.cost,
         "error": row.error,
         "session": row.session,
+        "usage_not_recorded": row.usage_not_recorded,
         "spends": [
             [_when(s.time), s.model, s.uncached, s.cache_read, s.cache_write, s.output, s.cost, s.lost, s.project]
             for s in row.spends
@@ -93,6 +94,9 @@ def decode(path: str, entry: object, size: int, mtime_ns: int, code: str) -> Loc
             for s in entry["spends"]
         )
         cost = entry["cost"]
+        unrecorded = entry.get("usage_not_recorded", 0)
+        if isinstance(unrecorded, bool) or not isinstance(unrecorded, int) or unrecorded < 0:
+            return None
         if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
             return None
         return LocalSession(
@@ -105,6 +109,7 @@ def decode(path: str, entry: object, size: int, mtime_ns: int, code: str) -> Loc
             cost=None if cost is None else float(cost),
             error=_text(entry["error"]),
             session=str(entry["session"]),
+            usage_not_recorded=unrecorded,
             spends=spends,
         )
     except (KeyError, TypeError, ValueError, IndexError):
