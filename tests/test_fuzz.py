@@ -43,6 +43,7 @@ import test_format_openhands as openhands_log
 import test_format_kimi as kimi_log
 import test_format_copilot_cli as copilot_log
 import test_format_aider as aider_log
+import test_format_crush as crush_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
@@ -135,6 +136,7 @@ SEEDS = [
     Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
     Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
     Seed("aider", ".aider.chat.history.md", lambda: aider_log.HISTORY.encode()),
+    Seed("crush", "crush.db", crush_log.store_bytes),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),
@@ -380,7 +382,7 @@ def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
     data = seed.data()
     if seed.name.endswith(".eval"):
         return mutate_zip(data, rng)
-    if rng.random() < 0.3 or seed.name.endswith(".md"):  # a Markdown log (aider's): its bytes
+    if rng.random() < 0.3 or seed.name.endswith((".md", ".db")):  # a Markdown log (aider's), a store: its bytes
         return mutate_bytes(data, rng)
     data, what = mutate_json_text(data, seed.name, rng)
     if rng.random() < 0.3:
@@ -503,7 +505,9 @@ def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
     return dump(value).encode(), what
 
 
-_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith((".eval", ".md")) for kind in ("quadratic", "many")]
+_COSTLY = [
+    (seed, kind) for seed in SEEDS if not seed.name.endswith((".eval", ".md", ".db")) for kind in ("quadratic", "many")
+]
 
 
 @pytest.mark.parametrize("seed, kind", _COSTLY, ids=[f"{seed.name}-{kind}" for seed, kind in _COSTLY])

@@ -281,7 +281,10 @@ def local_session_files(
             if not root.is_dir() and not root.is_file():
                 continue
             for pattern in row.patterns:  # a variable may name the session file itself (aider's)
-                for path in [root] if root.is_file() else sorted(root.glob(pattern)):
+                found = [root] if root.is_file() else sorted(root.glob(pattern))
+                if row.index is not None:  # the files an index lists (Crush's projects.json)
+                    found = [listed for index in found for listed in row.index(index.parent)]
+                for path in found:
                     real = path.resolve()
                     if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
                         continue

@@ -24,6 +24,7 @@ MODULES = (
     "tokprof.formats.copilot_cli",
     "tokprof.formats.aider",
     "tokprof.formats.otel",
+    "tokprof.formats.crush",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
