@@ -385,7 +385,9 @@ def test_a_cli_conversation_matches_usage_by_response_id(tmp_path, key):
     assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "tool", "tool"]
     assert second.reported.cache_read == 8900 and first.tools[0]["function"]["name"] == "terminal"
     assert {c.cwd for c in trace.calls} == {"/work/app"}
+    assert first.model == "claude-sonnet-4-20250514"  # behind OpenHands' LiteLLM proxy prefix
     notes = {note.code: note for note in trace.notes}
+    assert "proxied-model" in notes
     assert notes["other-usage"].places == ["condenser: 1 calls, prompt_tokens 5,000, completion_tokens 300"]
     matched = sum(u["prompt_tokens"] for u in sdk_state()["stats"]["usage_to_metrics"]["agent"]["token_usages"])
     assert tokprof.profile(trace).summary().reported.billed_input == matched == 9000 + 9400

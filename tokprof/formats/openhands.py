@@ -47,7 +47,7 @@ from tokprof.formats.fields import check_text, expect_list, expect_object, optio
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_cached, check_count, check_tools, parse_time
-from tokprof.formats.openhands_conversation import is_state, read_conversation
+from tokprof.formats.openhands_conversation import is_state, model_name, read_conversation
 from tokprof.formats.reader import whole_read_format
 from tokprof.trace import Call, Trace, Usage
 
@@ -206,7 +206,7 @@ class _Reader:
             reply["tool_calls"] = calls
         clean = self.chat.check(reply, where)
         usage = self._usage(file, at + ".usage", response.get("usage"))
-        model = optional_string(file, at + ".model", response.get("model"))
+        model = model_name(self.trace, optional_string(file, at + ".model", response.get("model")))
         self._call(where, model, usage, clean, event, response_id)
         self.chat.messages.append(clean)
 

@@ -48,6 +48,21 @@ OTHER_USAGE = (
 NOT_SENT = "events that are not sent to the model as they are (state updates, condensations, pauses) were left out"
 
 
+PROXY = "litellm_proxy/"
+PROXIED = (
+    "the model names the LiteLLM proxy OpenHands calls through (litellm_proxy/<model>): the call is counted and "
+    "priced as the model behind it"
+)
+
+
+def model_name(trace: Trace, name: str | None) -> str | None:
+    """The model a call went to: the one behind OpenHands' LiteLLM proxy prefix, when it has one."""
+    if isinstance(name, str) and name.startswith(PROXY) and len(name) > len(PROXY):
+        trace.note("proxied-model", PROXIED)
+        return name[len(PROXY) :]
+    return name
+
+
 def is_state(value: Any) -> bool:
     """A conversation's ``base_state.json``: its ``stats`` hold the metrics of each service."""
     stats = value.get("stats") if isinstance(value, dict) else None
@@ -211,7 +226,7 @@ def read_conversation(path: str, state: dict) -> Trace:
     trace = Trace(path=path, format="openhands")
     session = state.get("id")
     trace.session = session if isinstance(session, str) else folder.name
-    reader = _Reader(trace, usages, model)
+    reader = _Reader(trace, usages, model_name(trace, model))
     for file in sorted((folder / "events").glob("event-*.json")):
         name = str(file)
         with load(name) as doc:
