@@ -248,13 +248,14 @@ def test_kimi_cli_wire_steps_and_subagent_events(tmp_path):
 def test_kimi_cli_sessions_and_its_variable(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("KIMI_DATA_DIR", raising=False)
+    monkeypatch.delenv("KIMI_SHARE_DIR", raising=False)
     write(home / ".kimi/sessions/0f3a/sess-9/wire.jsonl", cli_rows())
-    assert [row.calls for row in api.local_sessions("kimi-cli")] == [4]
-    other = tmp_path / "archive"
+    write(home / ".local/share/kimi/sessions/77aa/sess-0/wire.jsonl", cli_rows()[:5])  # an early version's
+    assert sorted(row.calls for row in api.local_sessions("kimi-cli")) == [1, 4]
+    other = tmp_path / "share"
     write(other / "sessions/1b2c/sess-1/wire.jsonl", cli_rows())
-    monkeypatch.setenv("KIMI_DATA_DIR", f"{home / '.kimi'},{other}")
-    assert len(api.local_sessions("kimi-cli")) == 2
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(other))  # Kimi CLI's own variable moves ~/.kimi
+    assert sorted((row.project, row.calls) for row in api.local_sessions("kimi-cli")) == [("1b2c", 4), ("77aa", 1)]
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""Kimi CLI sessions: ``~/.kimi/sessions/<work-dir hash>/<session>/wire.jsonl`` (``$KIMI_DATA_DIR``,
-comma-separated folders, moves ``~/.kimi``).
+"""Kimi CLI sessions: ``~/.kimi/sessions/<work-dir hash>/<session>/wire.jsonl`` (``$KIMI_SHARE_DIR``
+moves ``~/.kimi``; early versions kept them in ``~/.local/share/kimi/sessions``).
 
 Kimi CLI (MoonshotAI/kimi-cli, ``src/kimi_cli/wire/file.py`` and ``types.py``) writes a ``{type:
 "metadata", protocol_version}`` first line, then one ``{timestamp, message: {type, payload}}`` record
@@ -267,14 +267,9 @@ def read(path: str, doc: Document) -> Trace:
 
 LOCATIONS = (
     Location(
-        "kimi-cli",
-        ".kimi/sessions",
-        ("*/*/wire.jsonl",),
-        env="KIMI_DATA_DIR",
-        below_env="sessions",
-        project_depth=2,
-        several=True,
+        "kimi-cli", ".kimi/sessions", ("*/*/wire.jsonl",), env="KIMI_SHARE_DIR", below_env="sessions", project_depth=2
     ),
+    Location("kimi-cli", ".local/share/kimi/sessions", ("*/*/wire.jsonl",), project_depth=2),  # before 0.4x
 )
 
 LOG_FORMAT = whole_read_format(
