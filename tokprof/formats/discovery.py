@@ -32,6 +32,7 @@ from typing import Any
 import tokprof.base.bounded as bounded
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
+from tokprof.formats.agent_db import SQLITE_MAGIC
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 from tokprof.formats.reader import LogFormat
 
@@ -130,6 +131,8 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")
+            if opener is None and head.startswith(SQLITE_MAGIC):
+                return _store(path)
             if not lookalike.starts_like_json(head):
                 return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
             whole = len(head) < HEAD_BYTES
@@ -157,6 +160,16 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
     return _Peek(
         reason=_not_session(path, lookalike.of_json_head(path.name, head), "a JSON document (only its start was read)")
     )
+
+
+def _store(path: Path) -> _Peek:
+    """An agent's SQLite store (OpenCode's, Goose's, ...): the session format that opens it."""
+    from tokprof.formats.registry import formats
+
+    for found in formats():
+        if found.sessions and found.opens is not None and found.opens(os.fspath(path)):
+            return _Peek(format=found.name)
+    return _Peek(reason=_not_session(path, lookalike.of_text(path.name, SQLITE_MAGIC)))
 
 
 def _cline_history(path: Path, head: bytes) -> bool:

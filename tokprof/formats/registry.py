@@ -14,6 +14,9 @@ from tokprof.formats.reader import KINDS, LogFormat
 #: The reader modules, in the order detection tries them: a new format is its module and a line here.
 MODULES = (
     "tokprof.formats.inspect_ai",
+    "tokprof.formats.amp",
+    "tokprof.formats.droid",
+    "tokprof.formats.codebuff",
     "tokprof.formats.gemini_cli",
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
@@ -24,6 +27,9 @@ MODULES = (
     "tokprof.formats.copilot_cli",
     "tokprof.formats.aider",
     "tokprof.formats.otel",
+    "tokprof.formats.goose",
+    "tokprof.formats.hermes",
+    "tokprof.formats.kilo_cli",
     "tokprof.formats.crush",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
