@@ -390,7 +390,7 @@ def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
             for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             for column, required in [(r[1], r[3]) for r in db.execute(f"PRAGMA table_info({table})") if not r[5]]
             for rowid, value in db.execute(f"SELECT rowid, {column} FROM {table}")
-            if isinstance(value, str) and value[:1] in "[{" or isinstance(value, int)
+            if isinstance(value, str) and value[:1] in ("[", "{") or isinstance(value, int)  # not "": in "[{"
         ]
         table, column, required, rowid, value = rng.choice(cells)
         if isinstance(value, int):
