@@ -37,12 +37,8 @@ read from a copy of it and its write-ahead log.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +46,8 @@ import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
 from tokprof.formats.conversation import Conversation, finish
 from tokprof.formats.fields import check_text, expect_list, expect_object, string
-from tokprof.formats.jsonfile import Document, parse
+from tokprof.formats import agent_db
+from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import in_time_order, parse_time
 from tokprof.formats.reader import whole_read_format
@@ -63,7 +60,6 @@ FORMAT = "crush"
 DESCRIPTION = "Crush sessions (a project's .crush/crush.db, SQLite)"
 
 FILE_NAME = "crush.db"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 FIGURES = (
     "Crush's own figures for the session, as it stores them: prompt_tokens and completion_tokens are its last "
     "call's (not the session's totals), cost is what Crush added up from its own price catalogue; every call's "
@@ -73,93 +69,19 @@ OTHER = "the store holds other sessions: the newest main session is profiled"
 NOT_TEXT = "message parts that are not text (images, files) were left out of the prompt"
 
 
-def _tables(path: str) -> set[str]:
-    """The tables of a SQLite file, from a snapshot read that ignores the agent's lock (empty when none)."""
-    import sqlite3
-
-    try:
-        db = sqlite3.connect("file:" + Path(path).resolve().as_posix() + "?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return set()
-    try:
-        return {str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    except sqlite3.Error:
-        return set()
-    finally:
-        db.close()
-
-
 def opens(path: str) -> bool:
-    """A SQLite file with Crush's ``sessions``, ``messages`` and ``files`` tables."""
-    try:
-        with bounded.open_input(path) as f:
-            if f.read(16) != SQLITE_MAGIC:
-                return False
-    except OSError:
-        return False
-    return {"sessions", "messages", "files"} <= _tables(path)
+    """A SQLite file with Crush's ``sessions`` (with ``summary_message_id`` or ``message_count``),
+    ``messages`` (with ``parts``) and ``files`` tables."""
+    tables = agent_db.tables(path)
+    return (
+        "parts" in tables.get("messages", set())
+        and "files" in tables
+        and "message_count" in tables.get("sessions", set())
+    )
 
 
 def sniff(doc: Document) -> bool:
     return False  # a SQLite file, never JSON: found by opens()
-
-
-def _idle_wal(path: Path) -> bool:
-    """A store in write-ahead-log mode with no log beside it: nothing is writing it, and a read-only open
-    would leave an empty ``-wal`` and ``-shm`` in the user's folder; it is read as immutable instead."""
-    try:
-        with bounded.open_input(path) as f:
-            header = f.read(20)
-    except OSError:
-        return False
-    return len(header) == 20 and header[18] == 2 and not os.path.exists(str(path) + "-wal")
-
-
-def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
-    import sqlite3
-
-    mode = ("?mode=ro&immutable=1" if _idle_wal(path) else "?mode=ro") if read_only else ""
-    db = sqlite3.connect("file:" + path.resolve().as_posix() + mode, uri=True, timeout=0.2)
-    try:
-        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
-    except BaseException:
-        db.close()
-        raise
-    return db
-
-
-@contextlib.contextmanager
-def _opened(path: str) -> Iterator["sqlite3.Connection"]:
-    """The store read-only, or a copy of it (and its write-ahead log) when it cannot be read as it is."""
-    import sqlite3
-
-    folder: str | None = None
-    try:
-        try:
-            db = _connect(Path(path), read_only=True)
-        except sqlite3.OperationalError as why:  # locked by the running agent, or a log it cannot apply
-            folder = tempfile.mkdtemp(prefix="tokprof-crush-")
-            copy = Path(folder) / FILE_NAME
-            try:
-                shutil.copyfile(path, copy)
-                if os.path.isfile(path + "-wal"):
-                    shutil.copyfile(path + "-wal", str(copy) + "-wal")
-                db = _connect(copy, read_only=False)
-            except (OSError, sqlite3.Error) as exc:
-                raise InputError(path, None, f"cannot read the database ({why}; a copy failed too: {exc})") from None
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, None, f"not a readable SQLite database ({exc})") from None
-        try:
-            yield db
-        finally:
-            db.close()
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
-
-
-def _columns(db: "sqlite3.Connection", table: str) -> set[str]:
-    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 class _Session:
@@ -242,7 +164,7 @@ def read_db(path: str) -> Trace:
     """The newest main session of a Crush store, with its task sessions as threads."""
     import sqlite3
 
-    with _opened(path) as db:
+    with agent_db.opened(path) as db:
         try:
             return _read(path, db)
         except sqlite3.Error as exc:
@@ -250,7 +172,7 @@ def read_db(path: str) -> Trace:
 
 
 def _read(path: str, db: "sqlite3.Connection") -> Trace:
-    columns = _columns(db, "sessions")
+    columns = agent_db.columns(db, "sessions")
     summary = "summary_message_id" if "summary_message_id" in columns else "NULL"
     rows = db.execute(
         "SELECT id, parent_session_id, title, prompt_tokens, completion_tokens, cost, created_at, "
@@ -287,13 +209,7 @@ def _read(path: str, db: "sqlite3.Connection") -> Trace:
         )
         for message_id, role, parts, model, created in messages:
             place = f"message {message_id}"
-            text = parts.decode("utf-8", "replace") if isinstance(parts, bytes) else parts
-            if not isinstance(text, str):
-                raise InputError(path, place + ": parts", "expected JSON text")
-            try:
-                value = parse(text)
-            except ValueError as exc:
-                raise InputError(path, place + ": parts", f"not JSON ({exc})") from None
+            value = agent_db.json_column(path, place + ": parts", parts)
             session.message(place, role, expect_list(path, place + ": parts", value), model, created, str(message_id))
     trace.calls = in_time_order([session.calls for session in sessions])
     project = Path(path).resolve().parent
