@@ -16,7 +16,7 @@ why it is not read.
   file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
   SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
   file that starts like a trajectory is one, whatever its size. A file that is not a session is
-  skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
+  skipped with a reason: ``not a session of an agent tokprof reads: looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
   ``unreadable: …``.
 """
@@ -39,7 +39,7 @@ from tokprof.formats.reader import LogFormat
 SUFFIXES = (".jsonl", ".json", ".traj")
 PEEK_LINES = 20
 PEEK_BYTES = 16 * 1024 * 1024
-NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent)"
+NOT_SESSION = "not a session of an agent tokprof reads"  # the agents are too many to name in one line
 
 
 @dataclass
