@@ -290,14 +290,12 @@ def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
     assert found.skipped == [
         (
             path,
-            "not a session of an agent tokprof reads: "
-            "looks like an OpenHands trajectory (a list of events)",
+            "not a session of an agent tokprof reads: looks like an OpenHands trajectory (a list of events)",
         )
     ]
     (tmp_path / "events.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
     assert discovery.scan(tmp_path).skipped[0][1] == (
-        "not a session of an agent tokprof reads: "
-        "looks like a JSON document (only its start was read)"
+        "not a session of an agent tokprof reads: looks like a JSON document (only its start was read)"
     )
 
 
