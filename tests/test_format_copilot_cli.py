@@ -214,3 +214,9 @@ def test_corpus_synthetic_session():
     assert profile.summary().reported is None  # no call reports its input: not recorded, never 0
     for row in profile.calls:
         assert all(count >= 0 for count in row.buckets.values()) and sum(row.buckets.values()) == row.total
+
+
+def test_a_session_that_starts_with_other_events_is_recognised(tmp_path):
+    rows = [event(0, "abort", {"reason": "user"}), event(1, "pending_messages.modified", {}), *events()[2:6]]
+    trace = read_trace(str(write(tmp_path / "events.jsonl", rows)))
+    assert trace.format == "copilot-cli" and len(trace.calls) == 2
