@@ -324,6 +324,15 @@ LOCATIONS = (
         below_env="session-state",
         project_depth=0,
     ),
+    # its OpenTelemetry file export (read by the otel format): ~/.copilot/otel/, or the file the variable names
+    Location(
+        "copilot-cli",
+        ".copilot/otel",
+        ("*.jsonl",),
+        env="COPILOT_OTEL_FILE_EXPORTER_PATH",
+        project_depth=0,
+        format="otel",
+    ),
 )
 
 LOG_FORMAT = whole_read_format(

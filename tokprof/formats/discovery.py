@@ -260,6 +260,18 @@ def _not_session(path: Path, found: Lookalike | None, otherwise: str = "") -> st
     return f"{NOT_SESSION}: looks like {otherwise}" if otherwise else NOT_SESSION
 
 
+def _read_as(path: Path, name: str) -> bool:
+    """Whether the named format recognises a file from its first lines (a location's own format)."""
+    from tokprof.formats.registry import by_name
+
+    try:
+        with bounded.open_input(path) as f:
+            values = _first_values(f)
+    except OSError:
+        return False
+    return bool(values) and sniffs(by_name(name), Document(lines=Lines(values)))
+
+
 def sniffs(found: LogFormat, doc: Document) -> bool:
     """A format's guess; a guess that fails on odd input is a no, never a traceback."""
     try:
@@ -303,6 +315,8 @@ def local_session_files(
                         continue
                     seen.add(real)
                     kind = session_format(path)
+                    if kind is None and row.format is not None and _read_as(path, row.format):
+                        kind = row.format
                     if kind is not None:
                         out.append(SessionFile(row.agent, kind, path, row.project(path)))
     return out
