@@ -158,9 +158,9 @@ class _Reader:
             if isinstance(output, list):
                 output = self.text(thread, where + ": message.payload.return_value.output", output)
             text = output if isinstance(output, str) else tool_text(output)
-            message = value.get("message") if isinstance(value, dict) else None
-            if not text and isinstance(message, str):  # a failed tool: the model is sent its message
-                text = message
+            note = value.get("message") if isinstance(value, dict) else None
+            if not text and isinstance(note, str):  # a failed tool: the model is sent its message
+                text = note
             step["results"].append(
                 (where, {"role": "tool", "tool_call_id": call_id, "content": check_text(path, where, text)})
             )
