@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import FIXTURES, ROOT, small_transcript, write_json
-from tokprof.attribution.attributor import BUCKETS
+from tokprof.attribution.buckets import BUCKETS
 from tokprof.frontends.cli import main
 
 
