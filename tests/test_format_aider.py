@@ -51,6 +51,9 @@ It parses the command line.
 
 Done.
 
+#### What changed
+> run() is the entry point now.
+
 > Tokens: 12k sent, 1.1k received. Cost: $0.04 message, $0.04 session.
 
 #### /clear
@@ -64,6 +67,8 @@ Hi.
 
 #: aider ends each line it writes for the user or itself with two spaces (a Markdown line break)
 HISTORY = "\n".join(line + "  " if line.startswith((">", "####")) else line for line in PLAIN.split("\n"))
+#: a reply's own heading and quote: written as the model wrote them, without aider's line break
+HISTORY = HISTORY.replace("#### What changed  ", "#### What changed").replace("entry point now.  ", "entry point now.")
 
 
 def own_sum(text: str) -> int:
@@ -100,6 +105,8 @@ def test_sessions_calls_and_rounded_counts(tmp_path):
     assert first.reported.prompt == 3400 and first.reported.cache_write == 2900 and first.reported.cache_read is None
     assert second.reported.prompt == 3521 and second.reported.cache_read == 2900
     assert third.reported.output == 1100 and fourth.reported.prompt == 812
+    # a reply's own heading and quote (no trailing line break) stay in the reply
+    assert third.response["content"] == "Done.\n\n#### What changed\n> run() is the entry point now."
     notes = {note.code: note for note in trace.notes}
     rounded = [
         f"line {n}" for n, line in enumerate(HISTORY.splitlines(), 1) if line.startswith("> Tokens:") and "k " in line

@@ -214,3 +214,32 @@ def test_corpus_synthetic_session():
     assert profile.summary().reported is None  # no call reports its input: not recorded, never 0
     for row in profile.calls:
         assert all(count >= 0 for count in row.buckets.values()) and sum(row.buckets.values()) == row.total
+
+
+def test_a_session_that_starts_with_other_events_is_recognised(tmp_path):
+    rows = [event(0, "abort", {"reason": "user"}), event(1, "pending_messages.modified", {}), *events()[2:6]]
+    trace = read_trace(str(write(tmp_path / "events.jsonl", rows)))
+    assert trace.format == "copilot-cli" and len(trace.calls) == 2
+
+
+def test_sessions_lists_the_opentelemetry_file_export(tmp_path, monkeypatch):
+    """Copilot CLI's OpenTelemetry file export (~/.copilot/otel/*.jsonl, or the file
+    COPILOT_OTEL_FILE_EXPORTER_PATH names) is listed under copilot-cli, read by the otel format."""
+    import test_format_otel as otel_log
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("COPILOT_HOME", "COPILOT_OTEL_FILE_EXPORTER_PATH"):
+        monkeypatch.delenv(name, raising=False)
+    export = home / ".copilot" / "otel" / "copilot.jsonl"
+    export.parent.mkdir(parents=True)
+    attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "claude-sonnet-4", **otel_log.usage(900, 40)}
+    span = {"type": "span", "name": "chat claude-sonnet-4", "spanId": "1", "startTime": [1767268800, 0]}
+    export.write_text(json.dumps({**span, "attributes": attrs}) + "\n")
+    (export.parent / "notes.jsonl").write_text('{"not": "spans"}\n')
+    rows = api.local_sessions("copilot-cli")
+    assert [(Path(row.path).name, row.format, row.calls) for row in rows] == [("copilot.jsonl", "otel", 1)]
+    elsewhere = tmp_path / "export.jsonl"
+    elsewhere.write_text(export.read_text())
+    monkeypatch.setenv("COPILOT_OTEL_FILE_EXPORTER_PATH", str(elsewhere))
+    assert str(elsewhere) in [row.path for row in api.local_sessions("copilot-cli")]

@@ -223,7 +223,19 @@ def cli_rows() -> list:
         cli_line(11, "TurnBegin", {"user_input": "Thanks."}),
         cli_line(12, "StepBegin", {"n": 1}),
         cli_line(13, "ContentPart", {"type": "text", "text": "Welcome."}),
+        cli_line(13, "ToolCall", {"type": "function", "id": "t9", "function": {"name": "Shell", "arguments": "{}"}}),
+        cli_line(
+            13,
+            "ToolResult",
+            {
+                "tool_call_id": "t9",
+                "return_value": {"is_error": True, "output": "", "message": "Shell blocked by hook"},
+            },
+        ),
         cli_line(14, "StepInterrupted", {}),
+        cli_line(15, "StepBegin", {"n": 2}),
+        cli_line(16, "ContentPart", {"type": "text", "text": "The hook blocked it."}),
+        cli_line(16, "StatusUpdate", {"token_usage": cli_usage(50, 6, read=2700), "message_id": "chatcmpl-3"}),
     ]
 
 
@@ -231,30 +243,33 @@ def test_kimi_cli_wire_steps_and_subagent_events(tmp_path):
     path = write(tmp_path / ".kimi/sessions/0f3a/sess-9/wire.jsonl", cli_rows())
     trace = read_trace(str(path))
     assert trace.format == "kimi-cli" and trace.session == "sess-9" and trace.unrecorded == ("system", "tools")
-    assert len(trace.calls) == 4
+    assert len(trace.calls) == 5
     first = trace.calls[0]
     assert first.response["tool_calls"][0]["function"]["arguments"] == '{"pattern": "*"}'
     assert first.response["reasoning_content"] == "Use Glob." and first.reported.output == 43
     assert first.reported.prompt == 2562 and first.reported.cache_write == 1000
     by_thread = {call.thread for call in trace.calls}
     assert by_thread == {"", "a1"}
-    interrupted = trace.calls[-1]
+    interrupted, after = trace.calls[-2:]
     assert interrupted.reported is None  # not recorded, never 0
+    assert interrupted.response["tool_calls"][0]["id"] == "t9"
+    assert after.messages[-1] == {"role": "tool", "tool_call_id": "t9", "content": "Shell blocked by hook"}
     assert {"no-usage", "no-model"} <= {note.code for note in trace.notes}
     summary = tokprof.profile(trace).summary()
-    assert summary.reported.billed_input == 2562 + 400 + 2660  # the interrupted step reports none
+    assert summary.reported.billed_input == 2562 + 400 + 2660 + 2750  # the interrupted step reports none
 
 
 def test_kimi_cli_sessions_and_its_variable(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("KIMI_DATA_DIR", raising=False)
+    monkeypatch.delenv("KIMI_SHARE_DIR", raising=False)
     write(home / ".kimi/sessions/0f3a/sess-9/wire.jsonl", cli_rows())
-    assert [row.calls for row in api.local_sessions("kimi-cli")] == [4]
-    other = tmp_path / "archive"
+    write(home / ".local/share/kimi/sessions/77aa/sess-0/wire.jsonl", cli_rows()[:5])  # an early version's
+    assert sorted(row.calls for row in api.local_sessions("kimi-cli")) == [1, 5]
+    other = tmp_path / "share"
     write(other / "sessions/1b2c/sess-1/wire.jsonl", cli_rows())
-    monkeypatch.setenv("KIMI_DATA_DIR", f"{home / '.kimi'},{other}")
-    assert len(api.local_sessions("kimi-cli")) == 2
+    monkeypatch.setenv("KIMI_SHARE_DIR", str(other))  # Kimi CLI's own variable moves ~/.kimi
+    assert sorted((row.project, row.calls) for row in api.local_sessions("kimi-cli")) == [("1b2c", 5), ("77aa", 1)]
 
 
 @pytest.mark.parametrize(

@@ -256,3 +256,160 @@ def test_corpus_trajectory():
     assert profile.summary().reported.billed_input == own_sum(rows) == 8132
     for row in profile.calls:
         assert all(count >= 0 for count in row.buckets.values()) and sum(row.buckets.values()) == row.total
+
+
+# -- conversations of the OpenHands CLI 1.x (the software agent SDK) --------------------------------------
+def sdk_usage(response_id: str, prompt: int, output: int, read: int = 0, write: int = 0) -> dict:
+    return {
+        "model": "litellm_proxy/claude-sonnet-4-20250514",
+        "prompt_tokens": prompt,
+        "completion_tokens": output,
+        "cache_read_tokens": read,
+        "cache_write_tokens": write,
+        "reasoning_tokens": 0,
+        "context_window": 200000,
+        "per_turn_token": prompt + output,
+        "response_id": response_id,
+    }
+
+
+def sdk_state(key: str = "usage_to_metrics") -> dict:
+    agent = [sdk_usage("resp-1", 9000, 120, write=8900), sdk_usage("resp-2", 9400, 40, read=8900, write=400)]
+    return {
+        "id": "2d73fc17-6d31",
+        "persistence_dir": "/home/u/.openhands/conversations/2d73fc17-6d31",
+        "workspace": {"kind": "LocalWorkspace", "working_dir": "/work/app"},
+        "execution_status": "finished",
+        "stats": {
+            key: {
+                "agent": {
+                    "model_name": "litellm_proxy/claude-sonnet-4-20250514",
+                    "accumulated_cost": 0.05,
+                    "token_usages": agent,
+                },
+                "condenser": {"model_name": "x", "accumulated_cost": 0.01, "token_usages": [sdk_usage("", 5000, 300)]},
+            }
+        },
+    }
+
+
+def sdk_events() -> list:
+    text = lambda value: [{"type": "text", "text": value}]  # noqa: E731
+    action = lambda n, cid, rid: {  # noqa: E731
+        "kind": "ActionEvent",
+        "id": f"a{n}",
+        "source": "agent",
+        "timestamp": T,
+        "thought": text("Look.") if n == 2 else [],
+        "tool_name": "terminal",
+        "tool_call_id": cid,
+        "llm_response_id": rid,
+        "tool_call": {"id": cid, "name": "terminal", "arguments": '{"command": "ls"}', "origin": "completion"},
+        "action": {"kind": "TerminalAction", "command": "ls"},
+    }
+    return [
+        {
+            "kind": "SystemPromptEvent",
+            "id": "s",
+            "source": "agent",
+            "timestamp": T,
+            "system_prompt": {"type": "text", "text": "You are OpenHands agent."},
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": "terminal",
+                        "description": "Run.",
+                        "parameters": {"type": "object", "properties": {}},
+                    },
+                }
+            ],
+        },
+        {
+            "kind": "MessageEvent",
+            "id": "u",
+            "source": "user",
+            "timestamp": T,
+            "llm_message": {"role": "user", "content": text("List the files twice.")},
+        },
+        action(2, "t1", "resp-1"),
+        action(3, "t2", "resp-1"),  # a parallel tool call of the same response
+        {
+            "kind": "ObservationEvent",
+            "id": "o1",
+            "source": "environment",
+            "timestamp": T,
+            "tool_name": "terminal",
+            "tool_call_id": "t1",
+            "observation": {"kind": "TerminalObservation", "content": text("a.txt")},
+        },
+        {
+            "kind": "AgentErrorEvent",
+            "id": "o2",
+            "source": "agent",
+            "timestamp": T,
+            "tool_name": "terminal",
+            "tool_call_id": "t2",
+            "error": "timed out",
+        },
+        {"kind": "ConversationStateUpdateEvent", "id": "x", "source": "environment", "timestamp": T, "key": "k"},
+        {
+            "kind": "MessageEvent",
+            "id": "m",
+            "source": "agent",
+            "timestamp": T,
+            "llm_response_id": "resp-2",
+            "llm_message": {"role": "assistant", "content": text("One file.")},
+        },
+    ]
+
+
+def sdk_conversation(root: Path, key: str = "usage_to_metrics") -> Path:
+    folder = root / "2d73fc17-6d31"
+    (folder / "events").mkdir(parents=True)
+    for n, event in enumerate(sdk_events()):
+        (folder / "events" / f"event-{n:05d}-{event['id']}.json").write_text(json.dumps(event))
+    state = folder / "base_state.json"
+    state.write_text(json.dumps(sdk_state(key)))
+    return state
+
+
+@pytest.mark.parametrize("key", ["usage_to_metrics", "service_to_metrics"])
+def test_a_cli_conversation_matches_usage_by_response_id(tmp_path, key):
+    path = sdk_conversation(tmp_path, key)
+    trace = read_trace(str(path))
+    assert trace.format == "openhands" and trace.session == "2d73fc17-6d31" and trace.unrecorded == ()
+    first, second = trace.calls
+    assert first.request_id == "resp-1" and len(first.response["tool_calls"]) == 2  # one response, two calls
+    assert first.reported.prompt == 9000 and first.reported.cache_write == 8900
+    assert [m["role"] for m in second.messages] == ["system", "user", "assistant", "tool", "tool"]
+    assert second.reported.cache_read == 8900 and first.tools[0]["function"]["name"] == "terminal"
+    assert {c.cwd for c in trace.calls} == {"/work/app"}
+    assert first.model == "claude-sonnet-4-20250514"  # behind OpenHands' LiteLLM proxy prefix
+    notes = {note.code: note for note in trace.notes}
+    assert "proxied-model" in notes
+    assert notes["other-usage"].places == ["condenser: 1 calls, prompt_tokens 5,000, completion_tokens 300"]
+    matched = sum(u["prompt_tokens"] for u in sdk_state()["stats"]["usage_to_metrics"]["agent"]["token_usages"])
+    assert tokprof.profile(trace).summary().reported.billed_input == matched == 9000 + 9400
+
+
+def test_sessions_lists_cli_conversations(tmp_path, monkeypatch):
+    from tokprof import api
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("FILE_STORE_PATH", raising=False)
+    sdk_conversation(home / ".openhands" / "conversations")
+    rows = api.local_sessions("openhands")
+    assert [(Path(row.path).name, row.calls) for row in rows] == [("base_state.json", 2)]
+
+
+def test_a_cli_conversation_with_a_bad_usage_is_one_line(tmp_path, capsys):
+    path = sdk_conversation(tmp_path)
+    state = sdk_state()
+    state["stats"]["usage_to_metrics"]["agent"]["token_usages"][1]["cache_read_tokens"] = 99999
+    path.write_text(json.dumps(state))
+    assert main(["profile", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"{path}: stats.usage_to_metrics.agent.token_usages[1].cache_read_tokens" in err

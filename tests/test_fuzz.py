@@ -45,6 +45,7 @@ import test_format_openhands as openhands_log
 import test_format_kimi as kimi_log
 import test_format_copilot_cli as copilot_log
 import test_format_aider as aider_log
+import test_format_crush as crush_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 import test_format_amp as amp_log
@@ -142,6 +143,7 @@ SEEDS = [
     Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
     Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
     Seed("aider", ".aider.chat.history.md", lambda: aider_log.HISTORY.encode()),
+    Seed("crush", "crush.db", crush_log.store_bytes),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),
@@ -388,7 +390,7 @@ def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
             for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
             for column, required in [(r[1], r[3]) for r in db.execute(f"PRAGMA table_info({table})") if not r[5]]
             for rowid, value in db.execute(f"SELECT rowid, {column} FROM {table}")
-            if isinstance(value, str) and value[:1] in "[{" or isinstance(value, int)
+            if isinstance(value, str) and value[:1] in ("[", "{") or isinstance(value, int)  # not "": in "[{"
         ]
         table, column, required, rowid, value = rng.choice(cells)
         if isinstance(value, int):

@@ -57,8 +57,8 @@ def test_claude_project_directory(tmp_path, model_dir, capsys):
     assert doc["skipped"] == [
         {
             "path": str(project / "notes.jsonl"),
-            "error": f"{project / 'notes.jsonl'}: not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, "
-            "OpenCode, Cline, SWE-agent): looks like JSON lines of no format tokprof reads",
+            "error": f"{project / 'notes.jsonl'}: not a session of an agent tokprof reads: "
+            "looks like JSON lines of no format tokprof reads",
         }
     ]
     rows = {row["session"]: row for row in doc["sessions"]}
@@ -241,7 +241,7 @@ def test_sessions_are_found_by_content_and_every_other_file_is_listed(tmp_path, 
     assert rows["ci/claude-output.json"]["format"] == "claude-stream-json"
     assert rows["claude/main.jsonl"]["calls"] == 3  # its subagent's two calls included
     reasons = {Path(s["path"]).name: s["error"].split(": ", 1)[1] for s in doc["skipped"]}
-    not_session = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
+    not_session = "not a session of an agent tokprof reads: "
     assert reasons == {
         "chat.json": not_session
         + f"a log of format openai-chat (profile it on its own: tokprof profile {tree / 'chat.json'})",
@@ -290,14 +290,12 @@ def test_a_large_json_document_is_not_parsed_to_say_what_it_is(tmp_path):
     assert found.skipped == [
         (
             path,
-            "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
-            "looks like an OpenHands trajectory (a list of events)",
+            "not a session of an agent tokprof reads: looks like an OpenHands trajectory (a list of events)",
         )
     ]
     (tmp_path / "events.json").write_text(json.dumps({"data": ["x" * 100] * 1000}, indent=2))
     assert discovery.scan(tmp_path).skipped[0][1] == (
-        "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent): "
-        "looks like a JSON document (only its start was read)"
+        "not a session of an agent tokprof reads: looks like a JSON document (only its start was read)"
     )
 
 

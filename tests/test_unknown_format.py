@@ -24,26 +24,7 @@ def run(path: Path, capsys, *extra: str) -> str:
 
 TOOLS = [{"name": "lookup", "description": "Look up a word.", "input_schema": {"type": "object"}}]
 CASES = {
-    "history.aider.chat.history.md": (
-        "# aider chat started at 2024-05-01 10:00:00\n\n> /add a.py\n\n#### fix it\n",
-        "looks like an Aider chat history (.aider.chat.history.md)",
-    ),
     "notes.md": ("some notes\n# not a heading at the start\n", "looks like Markdown text"),
-    "openhands.json": (
-        json.dumps(
-            [
-                {
-                    "id": 0,
-                    "timestamp": "2025-01-01T00:00:00",
-                    "source": "user",
-                    "action": "message",
-                    "args": {"content": "fix it"},
-                },
-                {"id": 1, "timestamp": "2025-01-01T00:00:01", "source": "agent", "observation": "run", "content": "ok"},
-            ]
-        ),
-        "looks like an OpenHands trajectory (a list of events)",
-    ),
     "tools.json": (
         json.dumps(TOOLS),
         "looks like a tools file (a list of tool definitions): use tokprof tools --tools {path}",
@@ -102,10 +83,8 @@ def test_unrecognised_json_names_the_formats_only(tmp_path, capsys):
     path = tmp_path / "other.json"
     path.write_text(json.dumps({"conversation": [1, 2, 3]}))
     message = run(path, capsys)
-    assert message == (
-        f"{NOT_READ} (formats: otel, anthropic, openai-responses, openai-chat, inspect, gemini-cli, qwen-code, "
-        "cline, pi, opencode, claude-stream-json, claude-code, codex, swe-agent; -i FORMAT forces one)"
-    )
+    assert message.startswith(f"{NOT_READ} (formats: otel, anthropic, openai-responses, openai-chat, inspect, ")
+    assert message.endswith("agents; -i FORMAT forces one, and names them all when FORMAT is none of them)")
     assert len(message) < 220  # one short line, however many formats
 
 

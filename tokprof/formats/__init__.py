@@ -77,7 +77,12 @@ def not_a_log(path: str, found: Lookalike | None) -> str:
     """One short line for a file no reader takes: what it looks like, else the formats' names."""
     if found is not None:
         return "not a log format tokprof reads: " + found.phrase(path)
-    return f"not a log format tokprof reads (formats: {format_names()}; -i FORMAT forces one)"
+    others = [name for name in registry.listed() if registry.by_name(name).kind != "agent"]
+    agents = sum(1 for f in registry.formats() if f.kind == "agent")
+    return (  # the agents' formats counted, not named: a line stays short however many agents are read
+        f"not a log format tokprof reads (formats: {', '.join(others)}, and the session files of {agents} "
+        "agents; -i FORMAT forces one, and names them all when FORMAT is none of them)"
+    )
 
 
 def _not_json(path: str) -> Lookalike | None:

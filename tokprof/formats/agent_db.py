@@ -1,7 +1,9 @@
 """An agent's SQLite store, read without ever changing it (Goose's ``sessions.db``, Hermes' ``state.db``,
 Zed's ``threads.db``, Kilo CLI's ``kilo.db``).
 
-The file is opened read-only (a ``mode=ro`` URI: SQLite never writes it). A store the running agent
+The file is opened read-only (a ``mode=ro`` URI: SQLite never writes it; a store in write-ahead-log
+mode with no log beside it as ``immutable``, since a read-only open would leave ``-wal`` and ``-shm``
+files beside it). A store the running agent
 holds locked, or one a read-only open cannot read (a write-ahead log with no shared-memory file beside
 it, a folder that cannot be written), is read from a copy of it and its ``-wal`` file in a temporary
 folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
@@ -11,6 +13,7 @@ folder, removed after. A file that cannot be read at all, or is no SQLite databa
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -39,10 +42,22 @@ def is_sqlite(path: str) -> bool:
         return False
 
 
+def _idle_wal(path: Path) -> bool:
+    """A store in write-ahead-log mode with no log beside it: nothing is writing it, and a read-only open
+    would leave an empty ``-wal`` and ``-shm`` file in the agent's folder; it is read as immutable."""
+    try:
+        with bounded.open_input(path) as f:
+            header = f.read(20)
+    except OSError:
+        return False
+    return len(header) == 20 and header[18] == 2 and not os.path.exists(os.fspath(path) + "-wal")
+
+
 def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
     import sqlite3
 
-    uri = "file:" + path.resolve().as_posix() + ("?mode=ro" if read_only else "")
+    mode = ("?mode=ro&immutable=1" if _idle_wal(path) else "?mode=ro") if read_only else ""
+    uri = "file:" + path.resolve().as_posix() + mode
     db = sqlite3.connect(uri, uri=True, timeout=BUSY_WAIT)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()

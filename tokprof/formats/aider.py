@@ -11,7 +11,8 @@ aider (Aider-AI/aider, ``aider/io.py``) appends the chat to a Markdown file as i
   ``Models:`` (the model) and, after each reply, the usage report
   ``Tokens: <sent> sent[, <n> cache write][, <n> cache hit], <received> received.
   Cost: $<message> message, $<session> session.`` (``aider/coders/base_coder.py``);
-* other lines: the model's reply, as it was shown.
+* other lines: the model's reply, as it was shown (aider ends its own lines with two spaces, a
+  Markdown line break: a ``#### `` heading or ``> `` quote of a reply, without them, stays in the reply).
 
 **Calls.** Each ``Tokens:`` line is a call (aider prints one per reply; a reply continued past the
 output limit is several requests in one line), made on the session's history before the reply: the
@@ -127,13 +128,16 @@ class _Reader:
     def line(self, number: int, raw: str) -> None:
         where = f"line {number}"
         text = raw.rstrip()
+        # aider ends the lines it writes for the user and itself with a Markdown line break (two spaces); a
+        # reply's own heading (#### Step 1) or quote (> note) has none, and stays in the reply
+        marked = raw.endswith("  ") or not self.session.reply or text.startswith("> Tokens:")
         if text.startswith(STARTED):
             self.flush()
             self.sessions.append(_Session(text[len(STARTED) :].strip(), where, Conversation(self.trace)))
-        elif text == "####" or text.startswith("#### "):
+        elif (text == "####" or text.startswith("#### ")) and marked:
             self.flush_reply(where)
             self.session.user.append(text[5:])
-        elif text == ">" or text.startswith("> "):
+        elif (text == ">" or text.startswith("> ")) and marked:
             self.flush_user(where)
             self.output(where, text[2:])
         else:

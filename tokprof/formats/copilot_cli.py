@@ -44,7 +44,7 @@ from tokprof.trace import Call, Trace, Usage
 FORMAT = "copilot-cli"
 DESCRIPTION = "GitHub Copilot CLI session state (~/.copilot/session-state/<session>/events.jsonl)"
 
-PREFIXES = ("session.", "user.", "assistant.", "tool.", "system.", "hook.", "subagent.")
+ANCHORS = ("session.start", "session.resume", "user.message", "assistant.message", "assistant.turn_start")
 TOTAL_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 OUTPUT_ONLY = (
     "Copilot CLI records each call's output tokens only: the calls' input (prompt, cache reads and writes) is not "
@@ -64,21 +64,23 @@ SUBAGENT = (
 
 
 def sniff(doc: Document) -> bool:
+    """Copilot CLI's event envelope ``{type, data, id, timestamp}`` on every line of the head, one of
+    them a session, user or assistant event (the other types are many and grow: ``abort``,
+    ``pending_messages.modified``, ...)."""
     if doc.lines is None:
         return False
-    head = [value for _, value in doc.lines.head(5)]
+    head = [value for _, value in doc.lines.head(8)]
     return (
         bool(head)
         and all(
             isinstance(v, dict)
             and isinstance(v.get("type"), str)
-            and v["type"].startswith(PREFIXES)
             and isinstance(v.get("data"), dict)
             and "id" in v
             and "timestamp" in v
             for v in head
         )
-        and any(v["type"] in ("session.start", "session.resume", "user.message") for v in head)
+        and any(v["type"] in ANCHORS for v in head)
     )
 
 
@@ -321,6 +323,15 @@ LOCATIONS = (
         env="COPILOT_HOME",
         below_env="session-state",
         project_depth=0,
+    ),
+    # its OpenTelemetry file export (read by the otel format): ~/.copilot/otel/, or the file the variable names
+    Location(
+        "copilot-cli",
+        ".copilot/otel",
+        ("*.jsonl",),
+        env="COPILOT_OTEL_FILE_EXPORTER_PATH",
+        project_depth=0,
+        format="otel",
     ),
 )
 

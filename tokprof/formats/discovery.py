@@ -16,7 +16,7 @@ why it is not read.
   file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
   SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
   file that starts like a trajectory is one, whatever its size. A file that is not a session is
-  skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
+  skipped with a reason: ``not a session of an agent tokprof reads: looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
   ``unreadable: …``.
 """
@@ -40,7 +40,7 @@ from tokprof.formats.reader import LogFormat
 SUFFIXES = (".jsonl", ".json", ".traj")
 PEEK_LINES = 20
 PEEK_BYTES = 16 * 1024 * 1024
-NOT_SESSION = "not an agent session (Claude Code, Codex, Gemini CLI, Qwen Code, pi, OpenCode, Cline, SWE-agent)"
+NOT_SESSION = "not a session of an agent tokprof reads"  # the agents are too many to name in one line
 
 
 @dataclass
@@ -261,6 +261,18 @@ def _not_session(path: Path, found: Lookalike | None, otherwise: str = "") -> st
     return f"{NOT_SESSION}: looks like {otherwise}" if otherwise else NOT_SESSION
 
 
+def _read_as(path: Path, name: str) -> bool:
+    """Whether the named format recognises a file from its first lines (a location's own format)."""
+    from tokprof.formats.registry import by_name
+
+    try:
+        with bounded.open_input(path) as f:
+            values = _first_values(f)
+    except OSError:
+        return False
+    return bool(values) and sniffs(by_name(name), Document(lines=Lines(values)))
+
+
 def sniffs(found: LogFormat, doc: Document) -> bool:
     """A format's guess; a guess that fails on odd input is a no, never a traceback."""
     try:
@@ -295,12 +307,17 @@ def local_session_files(
             if not root.is_dir() and not root.is_file():
                 continue
             for pattern in row.patterns:  # a variable may name the session file itself (aider's)
-                for path in [root] if root.is_file() else sorted(root.glob(pattern)):
+                found = [root] if root.is_file() else sorted(root.glob(pattern))
+                if row.index is not None:  # the files an index lists (Crush's projects.json)
+                    found = [listed for index in found for listed in row.index(index.parent)]
+                for path in found:
                     real = path.resolve()
                     if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
                         continue
                     seen.add(real)
                     kind = session_format(path)
+                    if kind is None and row.format is not None and _read_as(path, row.format):
+                        kind = row.format
                     if kind is not None:
                         out.append(SessionFile(row.agent, kind, path, row.project(path)))
     return out

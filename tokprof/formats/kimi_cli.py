@@ -1,5 +1,5 @@
-"""Kimi CLI sessions: ``~/.kimi/sessions/<work-dir hash>/<session>/wire.jsonl`` (``$KIMI_DATA_DIR``,
-comma-separated folders, moves ``~/.kimi``).
+"""Kimi CLI sessions: ``~/.kimi/sessions/<work-dir hash>/<session>/wire.jsonl`` (``$KIMI_SHARE_DIR``
+moves ``~/.kimi``; early versions kept them in ``~/.local/share/kimi/sessions``).
 
 Kimi CLI (MoonshotAI/kimi-cli, ``src/kimi_cli/wire/file.py`` and ``types.py``) writes a ``{type:
 "metadata", protocol_version}`` first line, then one ``{timestamp, message: {type, payload}}`` record
@@ -10,7 +10,8 @@ per wire message (``timestamp`` in seconds):
 * ``ContentPart`` (``text`` or ``think`` parts, streamed: consecutive parts are joined), ``ToolCall``
   (``id``, ``function{name, arguments}``) and ``ToolCallPart`` (``arguments_part``, the rest of the
   arguments of the tool call before it): the step's response;
-* ``ToolResult`` (``tool_call_id``, ``return_value.output``): a tool's result;
+* ``ToolResult`` (``tool_call_id``, ``return_value.output``, else its ``message`` when the tool
+  failed with no output): a tool's result;
 * ``StatusUpdate`` (``token_usage{input_other, output, input_cache_read, input_cache_creation}``,
   ``message_id``): the step's usage (a repeated ``message_id`` updates it: counted once);
 * ``CompactionBegin``/``CompactionEnd``: a compaction (the summary is not in the wire log);
@@ -157,6 +158,9 @@ class _Reader:
             if isinstance(output, list):
                 output = self.text(thread, where + ": message.payload.return_value.output", output)
             text = output if isinstance(output, str) else tool_text(output)
+            note = value.get("message") if isinstance(value, dict) else None
+            if not text and isinstance(note, str):  # a failed tool: the model is sent its message
+                text = note
             step["results"].append(
                 (where, {"role": "tool", "tool_call_id": call_id, "content": check_text(path, where, text)})
             )
@@ -267,14 +271,9 @@ def read(path: str, doc: Document) -> Trace:
 
 LOCATIONS = (
     Location(
-        "kimi-cli",
-        ".kimi/sessions",
-        ("*/*/wire.jsonl",),
-        env="KIMI_DATA_DIR",
-        below_env="sessions",
-        project_depth=2,
-        several=True,
+        "kimi-cli", ".kimi/sessions", ("*/*/wire.jsonl",), env="KIMI_SHARE_DIR", below_env="sessions", project_depth=2
     ),
+    Location("kimi-cli", ".local/share/kimi/sessions", ("*/*/wire.jsonl",), project_depth=2),  # before 0.4x
 )
 
 LOG_FORMAT = whole_read_format(

@@ -7,7 +7,7 @@ its sessions there. :func:`tokprof.formats.discovery.session_files` lists the fi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +25,12 @@ class Location:
     #: with their session).
     skip: tuple[str, ...] = ()
     several: bool = False  # the variable may list several folders, comma-separated (Claude Code's)
+    #: The session files an index file lists, when the agent keeps an index rather than a folder of
+    #: sessions (Crush's ``projects.json``): given the sessions folder, the files (``patterns`` name the index).
+    index: Callable[[Path], list[Path]] | None = None
+    #: The format of this folder's files when they are not sessions of a session format (Copilot CLI's
+    #: OpenTelemetry file export: ``otel``): each file is listed when that format recognises it.
+    format: str | None = None
 
     def roots(self, home: Path, environ: Mapping[str, str]) -> list[Path]:
         """The agent's sessions folders: below the variable's folder (folders, for a variable that lists

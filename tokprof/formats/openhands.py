@@ -2,13 +2,16 @@
 
 OpenHands (All-Hands-AI/OpenHands, ``openhands/events/serialization``) records a conversation as
 events, each a JSON object ``{id, timestamp, source, message, action | observation, args |
-content+extras, cause, tool_call_metadata}``. Two files hold them:
+content+extras, cause, tool_call_metadata}``. Three layouts hold them:
 
 * a **trajectory** (``save_trajectory_path``, the replay files of ``tests/runtime/trajs/``): one JSON
   list of every event;
 * the **event stream** of a conversation: ``<file store>/sessions/<sid>/events/<id>.json``, one file
   per event (the file store is ``~/.openhands`` by default, ``$FILE_STORE_PATH`` when that is set).
   tokprof reads the stream from any of its event files: the folder's ``<id>.json`` files, in id order.
+* a **conversation** of the OpenHands CLI 1.x (the software agent SDK):
+  ``~/.openhands/conversations/<id>/base_state.json`` and its ``events/`` folder, read by
+  :mod:`tokprof.formats.openhands_conversation` (usage from the state's metrics, by response id).
 
 **Calls.** An action the agent took through a tool carries ``tool_call_metadata``: the tool call's id
 and name and ``model_response``, the whole LiteLLM response it came from. Each response (its ``id``)
@@ -44,11 +47,15 @@ from tokprof.formats.fields import check_text, expect_list, expect_object, optio
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_cached, check_count, check_tools, parse_time
+from tokprof.formats.openhands_conversation import is_state, model_name, read_conversation
 from tokprof.formats.reader import whole_read_format
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openhands"
-DESCRIPTION = "OpenHands trajectory (a JSON list of events) or event stream (sessions/<sid>/events/<id>.json)"
+DESCRIPTION = (
+    "OpenHands trajectory (a JSON list of events), event stream (sessions/<sid>/events/<id>.json), or CLI 1.x "
+    "conversation (conversations/<id>/base_state.json)"
+)
 
 EVENT_FILE = re.compile(r"^(\d+)\.json$")
 NOT_SENT = (
@@ -78,7 +85,7 @@ def sniff(doc: Document) -> bool:
         value = doc.value
     if isinstance(value, list):
         return bool(value) and all(_is_event(v) for v in value[:5])
-    return _is_event(value)
+    return _is_event(value) or is_state(value)
 
 
 def _stream_files(path: str) -> list[tuple[int, Path]]:
@@ -199,7 +206,7 @@ class _Reader:
             reply["tool_calls"] = calls
         clean = self.chat.check(reply, where)
         usage = self._usage(file, at + ".usage", response.get("usage"))
-        model = optional_string(file, at + ".model", response.get("model"))
+        model = model_name(self.trace, optional_string(file, at + ".model", response.get("model")))
         self._call(where, model, usage, clean, event, response_id)
         self.chat.messages.append(clean)
 
@@ -250,6 +257,8 @@ class _Reader:
 def read(path: str, doc: Document) -> Trace:
     if doc.lines is not None:
         raise InputError(path, None, "expected an OpenHands trajectory (a JSON list of events) or an event file")
+    if is_state(doc.value):  # a conversation of the software agent SDK (OpenHands CLI 1.x)
+        return read_conversation(path, doc.value)
     events = _events(path, doc)
     has_system = any(event.get("action") == "system" for _, _, event in events)
     trace = Trace(path=path, format=FORMAT, unrecorded=() if has_system else ("system", "tools"))
@@ -270,6 +279,7 @@ LOCATIONS = (
         below_env="sessions",
         project_depth=0,
     ),
+    Location("openhands", ".openhands/conversations", ("*/base_state.json",), project_depth=0),
 )
 
 LOG_FORMAT = whole_read_format(
