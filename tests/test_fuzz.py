@@ -48,6 +48,7 @@ import test_format_codebuff as codebuff_log
 import test_format_droid as droid_log
 import test_format_goose as goose_log
 import test_format_hermes as hermes_log
+import test_format_zed as zed_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
 from tokprof.frontends.cli import main
 from tokprof.formats import FORMATS
@@ -140,6 +141,7 @@ SEEDS = [
     Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
     Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
     Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db)),
+    Seed("zed", "threads.db", lambda: _store(lambda path: zed_log.write_store(path, "json", as_text=True))),
 ]
 
 
@@ -379,6 +381,9 @@ def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
             for rowid, value in db.execute(f"SELECT rowid, {column} FROM {table}")
             if isinstance(value, str) and value[:1] in "[{" or isinstance(value, int)
         ]
+        if not cells:  # nothing but blobs (Zed's compressed threads)
+            db.close()
+            return mutate_bytes(data, rng)
         table, column, required, rowid, value = rng.choice(cells)
         if isinstance(value, int):
             new: Any = _odd_value(rng)

@@ -25,6 +25,7 @@ MODULES = (
     "tokprof.formats.goose",
     "tokprof.formats.hermes",
     "tokprof.formats.kilo_cli",
+    "tokprof.formats.zed",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
