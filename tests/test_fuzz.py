@@ -45,6 +45,7 @@ import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 import test_format_amp as amp_log
 import test_format_codebuff as codebuff_log
+import test_format_continue as continue_log
 import test_format_droid as droid_log
 import test_format_goose as goose_log
 import test_format_hermes as hermes_log
@@ -138,6 +139,7 @@ SEEDS = [
     Seed("amp", "T-1.json", lambda: _json(amp_log.thread())),
     Seed("droid", "s-1.jsonl", lambda: _jsonl(droid_log.lines())),
     Seed("codebuff", "chat-messages.json", lambda: _json(codebuff_log.chat())),
+    Seed("continue", "c-1.json", lambda: _json(continue_log.session())),
     Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
     Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
     Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db)),

@@ -17,6 +17,7 @@ MODULES = (
     "tokprof.formats.amp",
     "tokprof.formats.droid",
     "tokprof.formats.codebuff",
+    "tokprof.formats.continue_dev",
     "tokprof.formats.gemini_cli",
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
