@@ -46,6 +46,7 @@ import test_format_swe_agent as swe_log
 import test_format_amp as amp_log
 import test_format_codebuff as codebuff_log
 import test_format_continue as continue_log
+import test_format_cursor as cursor_log
 import test_format_droid as droid_log
 import test_format_goose as goose_log
 import test_format_hermes as hermes_log
@@ -143,6 +144,7 @@ SEEDS = [
     Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
     Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
     Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db)),
+    Seed("cursor", "state.vscdb", lambda: _store(cursor_log.write_store)),
     Seed("zed", "threads.db", lambda: _store(lambda path: zed_log.write_store(path, "json", as_text=True))),
 ]
 
@@ -429,7 +431,7 @@ def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
     data = seed.data()
     if seed.name.endswith(".eval"):
         return mutate_zip(data, rng)
-    if seed.name.endswith(".db"):
+    if seed.name.endswith((".db", ".vscdb")):
         return mutate_store(data, rng)
     if rng.random() < 0.3:
         return mutate_bytes(data, rng)
@@ -554,7 +556,12 @@ def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
     return dump(value).encode(), what
 
 
-_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith((".eval", ".db")) for kind in ("quadratic", "many")]
+_COSTLY = [
+    (seed, kind)
+    for seed in SEEDS
+    if not seed.name.endswith((".eval", ".db", ".vscdb"))
+    for kind in ("quadratic", "many")
+]
 
 
 @pytest.mark.parametrize("seed, kind", _COSTLY, ids=[f"{seed.name}-{kind}" for seed, kind in _COSTLY])

@@ -27,6 +27,7 @@ MODULES = (
     "tokprof.formats.hermes",
     "tokprof.formats.kilo_cli",
     "tokprof.formats.zed",
+    "tokprof.formats.cursor",
     "tokprof.formats.opencode",
     "tokprof.formats.claude_print",
     "tokprof.formats.claude_code",
