@@ -37,6 +37,10 @@ class LocalTableRenderer:
             start = row.start.strftime("%Y-%m-%d %H:%M") if row.start else "-"
             calls = "unreadable" if row.calls is None else f"{row.calls:,}"
             cost = "not priced" if row.cost is None else dollars(row.cost)
+            if row.recorded == 0:
+                cost = "not recorded"  # the agent records no usage (Goose, Continue, ...): no cost, never 0
+            elif row.recorded is not None and row.calls and row.recorded < row.calls:
+                cost = f"{cost} ({row.recorded}/{row.calls})"
             cells.append([safe(row.agent), safe(row.project or "-"), start, calls, cost, safe(home_shown(row.path))])
         if cells:
             table = fit_table(console, columns, cells)
@@ -53,6 +57,8 @@ class LocalTableRenderer:
         for row in rows:
             if row.error:
                 console.print(f"[yellow]unreadable[/yellow]: {safe(row.error)}")
+        if any(row.recorded and row.calls and row.recorded < row.calls for row in rows):
+            console.print("  cost (n/m): of the n calls of m whose usage the agent recorded")
         console.print("  one session: tokprof profile FILE")
         return out.getvalue()
 

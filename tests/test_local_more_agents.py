@@ -1,0 +1,44 @@
+"""tokprof sessions lists the agents of #48.1's second group in their folders, each by its own reader, and
+says which costs rest on every call's usage, some calls' or none ("not recorded", never $0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import test_format_amp as amp
+import test_format_continue as continue_dev
+import test_format_goose as goose
+import test_format_zed as zed
+from tokprof.frontends.cli import main
+
+
+def machine(home: Path) -> None:
+    def folder(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    goose.write_store(folder(home / ".local/share/goose/sessions/sessions.db"))
+    zed.write_store(folder(home / ".local/share/zed/threads/threads.db"))
+    amp.write(home / ".local/share/amp/threads" / f"{amp.THREAD}.json", amp.thread())
+    continue_dev.write(home / ".continue/sessions" / f"{continue_dev.SESSION}.json", continue_dev.session())
+
+
+def test_sessions_say_what_usage_is_recorded(tmp_path, monkeypatch, capsys):
+    home = tmp_path / "home"
+    machine(home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("COLUMNS", "160")
+    for name in ("XDG_DATA_HOME", "AMP_DATA_DIR", "GOOSE_PATH_ROOT", "CONTINUE_GLOBAL_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    assert main(["sessions", "-f", "json"]) == 0
+    rows = {row["agent"]: row for row in json.loads(capsys.readouterr().out)["sessions"]}
+    assert set(rows) == {"goose", "zed", "amp", "continue"}
+    assert (rows["goose"]["calls"], rows["goose"]["calls_with_usage"], rows["goose"]["cost"]) == (2, 0, None)
+    assert (rows["zed"]["calls"], rows["zed"]["calls_with_usage"]) == (3, 2) and rows["zed"]["cost"] > 0
+    assert main(["sessions"]) == 0
+    table = capsys.readouterr().out
+    goose_line = next(line for line in table.splitlines() if line.startswith("goose"))
+    zed_line = next(line for line in table.splitlines() if line.startswith("zed"))
+    assert "not recorded" in goose_line and "$0" not in goose_line
+    assert "(2/3)" in zed_line and "of the n calls of m whose usage the agent recorded" in table
