@@ -80,24 +80,29 @@ def _row(path: str, where: str, value: Any) -> dict:
 
 def _read(path: str, db: "sqlite3.Connection", composer_id: str | None) -> Trace:
     agent_db.require(path, db, "cursorDiskKV", ("key", "value"), AGENT)
-    composers = []
-    for key, value in db.execute(
-        "SELECT key, value FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'"
-    ):
-        data = _row(path, str(key), value)
-        headers = data.get("fullConversationHeadersOnly") or data.get("conversation")
-        if not headers:
-            continue  # an empty conversation (a new tab)
-        stamp = data.get("lastUpdatedAt") or data.get("createdAt") or 0
-        composers.append((stamp if isinstance(stamp, (int, float)) else 0, str(key), data))
+    # the conversations' times and sizes, read without parsing their (large) values in Python
+    rows = db.execute(
+        "SELECT key, CASE WHEN json_valid(value) THEN coalesce(json_extract(value, '$.lastUpdatedAt'),"
+        " json_extract(value, '$.createdAt'), 0) END, CASE WHEN json_valid(value) THEN"
+        " coalesce(json_array_length(value, '$.fullConversationHeadersOnly'), 0)"
+        " + coalesce(json_array_length(value, '$.conversation'), 0) END"
+        " FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'"
+    ).fetchall()
+    composers = [
+        (stamp if isinstance(stamp, (int, float)) else 0, str(key))
+        for key, stamp, size in rows
+        if size != 0  # an empty conversation (a new tab); an invalid one (None) is read to say what is wrong
+    ]
     if not composers:
         raise InputError(path, "cursorDiskKV", "no conversation in the database")
-    composers.sort(key=lambda row: (row[0], row[1]), reverse=True)
+    composers.sort(reverse=True)
+    key = composers[0][1]
     if composer_id is not None:
-        composers = [row for row in composers if row[1] == f"composerData:{composer_id}"] + [
-            row for row in composers if row[1] != f"composerData:{composer_id}"
-        ]
-    _, key, data = composers[0]
+        key = f"composerData:{composer_id}"
+    found = db.execute("SELECT value FROM cursorDiskKV WHERE key = ?", (key,)).fetchone()
+    if found is None:
+        raise InputError(path, "cursorDiskKV", f"no conversation {key!r}")
+    data = _row(path, key, found[0])
     conversation = key.removeprefix("composerData:")
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=conversation)
     trace.note("bubbles-not-requests", BUBBLES)

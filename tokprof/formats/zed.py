@@ -88,24 +88,22 @@ def read_db(path: str, thread_id: str | None = None) -> Trace:
 def _read(path: str, db: "sqlite3.Connection", thread_id: str | None) -> Trace:
     found = agent_db.require(path, db, "threads", ("id", "updated_at", "data_type", "data"), AGENT)
     top = "parent_id IS NULL" if "parent_id" in found else "1"
-    rows = db.execute(f"SELECT id, data_type, data FROM threads WHERE {top} ORDER BY updated_at DESC, id DESC")
+    (total,) = db.execute(f"SELECT count(*) FROM threads WHERE {top}").fetchone()
+    query = f"SELECT id, data_type, data FROM threads WHERE {top} ORDER BY updated_at DESC, id DESC"
+    if thread_id is not None:
+        query = "SELECT id, data_type, data FROM threads WHERE id = ?"
     chosen: tuple[str, dict] | None = None
-    others = 0
-    for row_id, data_type, data in rows:
-        if thread_id is not None and row_id != thread_id:
-            continue
+    for row_id, data_type, data in db.execute(query, () if thread_id is None else (thread_id,)):
         thread = _thread(path, f"thread {row_id}", data_type, data)
         if thread.get("imported") is True and thread_id is None:
-            others += 1
-            continue
-        if chosen is None:
-            chosen = (str(row_id), thread)
-        else:
-            others += 1
+            continue  # a thread shared with the user: its usage is not theirs
+        chosen = (str(row_id), thread)
+        break  # threads are read one at a time, newest first, until one is the user's own
     if chosen is None:
         raise InputError(
             path, "threads", "no thread in the database" if thread_id is None else f"no thread {thread_id!r}"
         )
+    others = int(total) - 1
     trace = _trace(path, *chosen)
     if others:
         trace.note("other-threads", OTHER_THREADS, f"{others} other thread(s)")
