@@ -122,3 +122,11 @@ def test_hostile_input_is_one_line(tmp_path, capsys, where, change, named):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and named in err and not out.exists()
     assert (str(path) if where == "line" else f"{SESSION}.settings.json") in err
+
+
+def test_a_folder_of_sessions_reads_the_settings_with_their_transcript(tmp_path):
+    from tokprof.formats.discovery import scan
+
+    path = write(tmp_path / "-src-app")
+    found = scan(tmp_path)
+    assert found.sessions == [("droid", path)] and found.skipped == []  # the settings file is not "skipped"

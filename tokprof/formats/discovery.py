@@ -98,9 +98,13 @@ def session_format(path: Path) -> str | None:
 
 
 def _task_companion(path: Path) -> bool:
-    """Whether a file is one of a Cline-family task folder's other files (read with its history)."""
+    """Whether a file is one of a Cline-family task folder's other files (read with its history), or a
+    Droid session's settings beside its transcript (read with it)."""
     from tokprof.formats.cline import COMPANIONS, HISTORY
+    from tokprof.formats.droid import SETTINGS
 
+    if path.name.endswith(SETTINGS):
+        return path.with_name(path.name.removesuffix(SETTINGS) + ".jsonl").is_file()
     return path.name in COMPANIONS and (path.parent / HISTORY).is_file()
 
 
