@@ -41,6 +41,10 @@ import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
 import test_format_cline as cline_log
 import test_format_opencode as opencode_log
+import test_format_openhands as openhands_log
+import test_format_kimi as kimi_log
+import test_format_copilot_cli as copilot_log
+import test_format_aider as aider_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
 import test_format_amp as amp_log
@@ -138,6 +142,13 @@ SEEDS = [
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
+    Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
+    Seed(
+        "kimi-code", "wire.jsonl", lambda: _jsonl(kimi_log.code_agent("Hi.", [(kimi_log.code_usage(900, 9, 50), "B0")]))
+    ),
+    Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
+    Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
+    Seed("aider", ".aider.chat.history.md", lambda: aider_log.HISTORY.encode()),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),
@@ -439,7 +450,7 @@ def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
         return mutate_zip(data, rng)
     if seed.name.endswith((".db", ".vscdb")):
         return mutate_store(data, rng)
-    if rng.random() < 0.3:
+    if rng.random() < 0.3 or seed.name.endswith(".md"):  # a Markdown log (aider's): its bytes
         return mutate_bytes(data, rng)
     data, what = mutate_json_text(data, seed.name, rng)
     if rng.random() < 0.3:
@@ -568,7 +579,7 @@ def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
 _COSTLY = [
     (seed, kind)
     for seed in SEEDS
-    if not seed.name.endswith((".eval", ".db", ".vscdb"))
+    if not seed.name.endswith((".eval", ".md", ".db", ".vscdb"))
     for kind in ("quadratic", "many")
 ]
 

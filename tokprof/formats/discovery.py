@@ -93,8 +93,16 @@ def scan(directory: str | Path) -> Found:
 
 
 def session_format(path: Path) -> str | None:
-    """The session format of one file, recognised from its first lines (None: not a session)."""
-    return _peek(Path(path)).format
+    """The session format of one file, recognised from its first lines (None: not a session); a file
+    that is no JSON (an aider history: its name, or Markdown) by the session format whose ``opens`` takes it."""
+    from tokprof.formats.registry import formats
+
+    path = Path(path)
+    for found in formats():
+        if found.sessions and found.opens is not None and (path.name in found.file_names or path.suffix == ".md"):
+            if found.opens(str(path)):
+                return found.name
+    return _peek(path).format
 
 
 def _task_companion(path: Path) -> bool:
@@ -287,10 +295,10 @@ def local_session_files(
         if agent is not None and row.agent != agent:
             continue
         for root in row.roots(home, environ):
-            if not root.is_dir():
+            if not root.is_dir() and not root.is_file():
                 continue
-            for pattern in row.patterns:
-                for path in sorted(root.glob(pattern)):
+            for pattern in row.patterns:  # a variable may name the session file itself (aider's)
+                for path in [root] if root.is_file() else sorted(root.glob(pattern)):
                     real = path.resolve()
                     if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
                         continue
