@@ -51,6 +51,7 @@ import test_format_amp as amp_log
 import test_format_codebuff as codebuff_log
 import test_format_continue as continue_log
 import test_format_cursor as cursor_log
+import test_format_cursor_agent as cursor_agent_log
 import test_format_droid as droid_log
 import test_format_goose as goose_log
 import test_format_hermes as hermes_log
@@ -160,6 +161,7 @@ SEEDS = [
     Seed("hermes", "state.db", lambda: _store(hermes_log.write_store), mutants=FEW),
     Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db), mutants=FEW),
     Seed("cursor", "state.vscdb", lambda: _store(cursor_log.write_store), mutants=FEW),
+    Seed("cursor-agent", "t-1.jsonl", lambda: _jsonl(cursor_agent_log.lines()), mutants=FEW),
     Seed(
         "zed", "threads.db", lambda: _store(lambda path: zed_log.write_store(path, "json", as_text=True)), mutants=FEW
     ),

@@ -18,6 +18,7 @@ MODULES = (
     "tokprof.formats.droid",
     "tokprof.formats.codebuff",
     "tokprof.formats.continue_dev",
+    "tokprof.formats.cursor_agent",
     "tokprof.formats.gemini_cli",
     "tokprof.formats.qwen_code",
     "tokprof.formats.cline",
