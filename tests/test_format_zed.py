@@ -156,3 +156,18 @@ def test_a_damaged_thread_is_one_line(tmp_path, capsys):
     assert main(["profile", str(path), "-f", "json", "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err and f"thread {THREAD}" in err and not out.exists()
+
+
+def test_a_thread_that_decompresses_past_the_cap_is_one_line(tmp_path, capsys, monkeypatch):
+    """A zstd bomb: the thread is decompressed under the log-line cap (TOKPROF_MAX_READ_LOG_LINE), not whole."""
+    monkeypatch.setenv("TOKPROF_MAX_READ_LOG_LINE", "1")  # MiB
+    path = tmp_path / "threads.db"
+    write_store(path)
+    bomb = zstandard.ZstdCompressor(level=3).compress(b'{"title": "' + b"x" * (3 * 1024 * 1024) + b'"}')
+    db = sqlite3.connect(path)
+    db.execute("UPDATE threads SET data = ? WHERE id = ?", (bomb, THREAD))
+    db.commit()
+    db.close()
+    assert main(["profile", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"thread {THREAD}" in err and "TOKPROF_MAX_READ_LOG_LINE" in err
