@@ -1,0 +1,66 @@
+"""Every agent store tokprof reads as SQLite (#48.1: Goose, Hermes Agent, Zed, Cursor, Kilo CLI), the same
+hostile-input rules: a store the running agent holds locked is read from a copy and never changed; a
+damaged or truncated one, or a file of its name that is no database, is one line naming it, exit 2,
+nothing written."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+import test_format_cursor as cursor
+import test_format_goose as goose
+import test_format_hermes as hermes
+import test_format_opencode as opencode
+import test_format_zed as zed
+from tokprof.formats import read_trace
+from tokprof.frontends.cli import main
+
+STORES = [
+    ("goose", "sessions.db", goose.write_store),
+    ("hermes", "state.db", hermes.write_store),
+    ("zed", "threads.db", zed.write_store),
+    ("cursor", "state.vscdb", cursor.write_store),
+    ("kilo-cli", "kilo.db", opencode.write_db),
+]
+
+
+@pytest.mark.parametrize("format, name, write", STORES, ids=[s[0] for s in STORES])
+def test_a_locked_store_is_read_from_a_copy_and_never_changed(tmp_path, format, name, write):
+    path = tmp_path / name
+    write(path)
+    agent = sqlite3.connect(path, isolation_level=None)
+    agent.execute("BEGIN EXCLUSIVE")  # the agent is writing
+    try:
+        before = path.read_bytes()
+        trace = read_trace(str(path))
+        assert trace.format.split("/")[0] == format and trace.calls
+        assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [name, f"{name}-journal"] if (tmp_path / f"{name}-journal").exists() else [name]
+        )
+    finally:
+        agent.execute("ROLLBACK")
+        agent.close()
+
+
+@pytest.mark.parametrize("format, name, write", STORES, ids=[s[0] for s in STORES])
+def test_a_truncated_store_is_one_line(tmp_path, capsys, format, name, write):
+    path = tmp_path / name
+    write(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    out = tmp_path / "out.json"
+    assert main(["profile", str(path), "-i", format, "-f", "json", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("tokprof: error: ") and str(path) in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("format, name, write", STORES, ids=[s[0] for s in STORES])
+def test_a_file_of_its_name_that_is_no_database_is_one_line(tmp_path, capsys, format, name, write):
+    path = tmp_path / name
+    path.write_text("not a database\n")
+    assert main(["profile", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(path) in err
