@@ -64,3 +64,22 @@ def test_a_file_of_its_name_that_is_no_database_is_one_line(tmp_path, capsys, fo
     assert main(["profile", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err
+
+
+def test_a_new_store_whose_tables_are_only_in_its_log_is_recognised(tmp_path):
+    """The agent's first run: its tables created in WAL mode and not yet checkpointed into the file."""
+    source = tmp_path / "made.db"
+    goose.write_store(source)
+    dump = "\n".join(sqlite3.connect(source).iterdump())
+    path = tmp_path / "sessions.db"
+    agent = sqlite3.connect(path, isolation_level=None)
+    agent.execute("PRAGMA journal_mode=WAL")
+    agent.execute("PRAGMA wal_autocheckpoint=0")
+    agent.executescript(dump)  # every table and row still only in sessions.db-wal
+    try:
+        snapshot = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        assert snapshot.execute("SELECT count(*) FROM sqlite_master").fetchone() == (0,)
+        snapshot.close()
+        assert read_trace(str(path)).format == "goose"
+    finally:
+        agent.close()

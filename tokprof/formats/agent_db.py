@@ -97,23 +97,27 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
 
 
 def tables(path: str) -> dict[str, set[str]]:
-    """The tables of a SQLite file and their columns, read as a snapshot that ignores the agent's lock
-    (``immutable``: to recognise whose store it is); empty when it cannot be read."""
+    """The tables of a SQLite file and their columns (to recognise whose store it is), empty when it
+    cannot be read: read as the file stands, ignoring the agent's lock (``immutable``), else through
+    SQLite's read-only open (a store new enough that its tables are still only in its write-ahead log)."""
     import sqlite3
 
     if not is_sqlite(path):
         return {}
-    try:
-        db = sqlite3.connect("file:" + Path(path).resolve().as_posix() + "?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return {}
-    try:
-        names = [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: columns(db, name) for name in names}
-    except sqlite3.Error:
-        return {}
-    finally:
-        db.close()
+    for options in ("mode=ro&immutable=1", "mode=ro"):
+        try:
+            db = sqlite3.connect(f"file:{Path(path).resolve().as_posix()}?{options}", uri=True, timeout=BUSY_WAIT)
+        except sqlite3.Error:
+            continue
+        try:
+            names = [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            if names:
+                return {name: columns(db, name) for name in names}
+        except sqlite3.Error:
+            pass
+        finally:
+            db.close()
+    return {}
 
 
 def columns(db: "sqlite3.Connection", table: str) -> set[str]:
