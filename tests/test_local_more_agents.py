@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 import test_format_amp as amp
+import test_format_cursor as cursor
 import test_format_continue as continue_dev
 import test_format_goose as goose
 import test_format_zed as zed
+from tokprof.formats.discovery import local_session_files
 from tokprof.frontends.cli import main
 
 
@@ -42,3 +46,44 @@ def test_sessions_say_what_usage_is_recorded(tmp_path, monkeypatch, capsys):
     zed_line = next(line for line in table.splitlines() if line.startswith("zed"))
     assert "not recorded" in goose_line and "$0" not in goose_line
     assert "(2/3)" in zed_line and "of the n calls of m whose usage the agent recorded" in table
+
+
+def _store(write):
+    def make(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(path)
+
+    return make
+
+
+def _json_file(value):
+    def make(path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(value))
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "agent, where, make",
+    [
+        ("goose", "Library/Application Support/goose/sessions/sessions.db", _store(goose.write_store)),
+        ("goose", "AppData/Roaming/Block/goose/data/sessions/sessions.db", _store(goose.write_store)),
+        ("zed", "Library/Application Support/Zed/threads/threads.db", _store(zed.write_store)),
+        ("zed", "AppData/Local/Zed/threads/threads.db", _store(zed.write_store)),
+        ("cursor", "Library/Application Support/Cursor/User/globalStorage/state.vscdb", _store(cursor.write_store)),
+        ("cursor", "AppData/Roaming/Cursor/User/globalStorage/state.vscdb", _store(cursor.write_store)),
+        ("amp", "AppData/Roaming/Code/User/globalStorage/sourcegraph.amp/threads3/T-9.json", _json_file(amp.thread())),
+        (
+            "amp",
+            "Library/Application Support/Cursor/User/globalStorage/sourcegraph.amp/threads3/T-9.json",
+            _json_file(amp.thread()),
+        ),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_macos_and_windows_folders(tmp_path, agent, where, make):
+    """The folders each agent writes on macOS and Windows, below the user's home folder."""
+    home = tmp_path / "home"
+    make(home / where)
+    assert [f.path for f in local_session_files(agent, home=home, environ={})] == [home / where]
