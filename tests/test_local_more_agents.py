@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import test_format_amp as amp
+import test_format_codebuff as codebuff
 import test_format_cursor as cursor
 import test_format_continue as continue_dev
 import test_format_goose as goose
@@ -87,3 +88,33 @@ def test_macos_and_windows_folders(tmp_path, agent, where, make):
     home = tmp_path / "home"
     make(home / where)
     assert [f.path for f in local_session_files(agent, home=home, environ={})] == [home / where]
+
+
+def _large(value, where: str):
+    """A document larger than discovery's 64 KB peek: a long first user message."""
+    big = "word " * 30_000
+    if where == "amp":
+        value["messages"][0]["content"][0]["text"] = big
+    elif where == "continue":
+        value["history"][0]["message"]["content"][0]["text"] = big
+    else:
+        value[0]["content"] = big
+    return value
+
+
+@pytest.mark.parametrize(
+    "agent, where, value",
+    [
+        ("amp", ".local/share/amp/threads/T-019b9d03-62e3-772f-9780-3e637f90eaec.json", amp.thread),
+        ("continue", ".continue/sessions/s.json", continue_dev.session),
+        ("codebuff", ".config/manicode/projects/app/chats/c/chat-messages.json", codebuff.chat),
+    ],
+    ids=["amp", "continue", "codebuff"],
+)
+def test_a_document_larger_than_the_peek_is_listed(tmp_path, agent, where, value):
+    home = tmp_path / "home"
+    path = home / where
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_large(value(), agent), indent=1))
+    assert path.stat().st_size > 64 * 1024
+    assert [(f.format, f.path) for f in local_session_files(agent, home=home, environ={})] == [(agent, path)]

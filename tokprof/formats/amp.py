@@ -31,6 +31,7 @@ not recorded (``no-usage``). Amp records neither its system prompt nor its tool 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -51,6 +52,14 @@ NO_USAGE = "assistant messages without usage (cancelled, still running): calls w
 INFO = "info messages (summaries, notices) are Amp's own: not sent to the model"
 CREDITS = "the credits Amp recorded for these calls"
 LEDGER = "usage read from the thread's usageLedger events (older threads), matched to messages by toMessageId"
+
+
+_STARTS = re.compile(rb'"id"\s*:\s*"T-[0-9A-Za-z-]{8,}"')
+
+
+def starts_like_thread(head: bytes) -> bool:
+    """A file whose first bytes are an Amp thread's (its ``id`` ``T-…`` among its first keys)."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" and _STARTS.search(head[:1024]) is not None
 
 
 def _thread(doc: Document) -> Any:
@@ -240,5 +249,6 @@ LOG_FORMAT = whole_read_format(
     read,
     sessions=True,
     locations=LOCATIONS,
+    starts=starts_like_thread,
     records_what="per-call usage (cache reads and writes) and credits; no system prompt or tool definitions",
 )

@@ -24,6 +24,7 @@ session holds a system message, and tool definitions are not (``unrecorded``).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -40,6 +41,15 @@ DESCRIPTION = "Continue sessions (~/.continue/sessions/<id>.json)"
 
 NO_USAGE = "Continue's session files record no token usage: the calls' usage is not recorded"
 CONTEXT = "context items are sent with their user message: rendered as text before it, without Continue's wrapping"
+
+
+_STARTS = re.compile(rb'\A\s*\{\s*"sessionId"\s*:')
+
+
+def starts_like_session(head: bytes) -> bool:
+    """A file whose first bytes are a Continue session's (``sessionId`` first, ``workspaceDirectory`` near)."""
+    head = head.lstrip(b"\xef\xbb\xbf")
+    return _STARTS.match(head) is not None and b'"workspaceDirectory"' in head[:8192]
 
 
 def _session(doc: Document) -> Any:
@@ -165,5 +175,6 @@ LOG_FORMAT = whole_read_format(
     read,
     sessions=True,
     locations=LOCATIONS,
+    starts=starts_like_session,
     records_what="messages, context items and the model; no token usage, no tool definitions",
 )

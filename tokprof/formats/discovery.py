@@ -192,14 +192,20 @@ def _large_trajectory(path: Path, head: bytes) -> bool:
 
 
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
-    """A JSON document that starts like a Gemini CLI session file or an SWE-agent trajectory (one
-    object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed
-    whole to be sure."""
+    """A JSON document that starts like a Gemini CLI session file, an SWE-agent trajectory or another
+    session format's document (its ``LogFormat.starts``: an Amp thread, a Continue session, a Codebuff
+    chat; one object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it
+    is parsed whole to be sure."""
     from tokprof.formats.gemini_cli import starts_like_session
+    from tokprof.formats.registry import formats
     from tokprof.formats.swe_agent import starts_like_trajectory
 
+    def starts_like_another(head: bytes) -> bool:
+        return any(f.sessions and f.starts is not None and f.starts(head) for f in formats())
+
     try:
-        return (starts_like_session(head) or starts_like_trajectory(head)) and path.stat().st_size <= PEEK_BYTES
+        known = starts_like_session(head) or starts_like_trajectory(head) or starts_like_another(head)
+        return known and path.stat().st_size <= PEEK_BYTES
     except OSError:
         return False
 
