@@ -13,8 +13,9 @@ why it is not read.
   beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
   session is not in the folder is a session of its own.
 * Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
-  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
-  SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
+  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file, an
+  SWE-agent trajectory or a document that starts like another session format's (``LogFormat.starts``:
+  Amp, Continue, Codebuff; one JSON value) larger than the peek is parsed whole up to 16 MB; a ``.traj``
   file that starts like a trajectory is one, whatever its size. A file that is not a session is
   skipped with a reason: ``not an agent session (…): looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
