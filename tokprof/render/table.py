@@ -8,6 +8,7 @@ from rich.console import Console
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, recorded
 from tokprof.render import RenderOptions
+from tokprof.render.actions import TITLE, wrapped
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
 from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
 
@@ -62,6 +63,11 @@ class TableRenderer:
         default = default_model_line(model.name, model.selected)
         if default:
             console.print(default)
+        advice = wrapped(profile.actions, console.width)
+        if advice:  # what to change comes first (tokprof.analyses.actions)
+            console.print(f"[bold]{TITLE}[/bold] (each saving measured on this log, most first)")
+            for line in advice:
+                console.print(safe(line))
         headline = forensics_lines(summary.cache, summary.cost)
         if headline:
             width = max(len(k) for k, _ in headline)
