@@ -5,6 +5,7 @@ nothing written."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
@@ -82,4 +83,35 @@ def test_a_new_store_whose_tables_are_only_in_its_log_is_recognised(tmp_path):
         snapshot.close()
         assert read_trace(str(path)).format == "goose"
     finally:
+        agent.close()
+
+
+@pytest.mark.parametrize("format, name, write", STORES, ids=[s[0] for s in STORES])
+def test_a_closed_store_in_wal_mode_is_read_without_a_file_made_beside_it(tmp_path, format, name, write):
+    path = tmp_path / name
+    write(path)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA journal_mode=WAL")  # the agent's setting, kept in the file; its log gone once closed
+    db.close()
+    before = path.read_bytes()
+    assert read_trace(str(path)).calls
+    assert path.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [name]  # no -wal, no -shm
+
+
+def test_a_store_in_the_middle_of_a_write_is_read_as_committed(tmp_path):
+    """A hot rollback journal beside the store (the agent is writing): read from a copy, rolled back there."""
+    path = tmp_path / "sessions.db"
+    goose.write_store(path)
+    agent = sqlite3.connect(path, isolation_level=None)
+    agent.execute("PRAGMA cache_size=1")  # spill the change to the file before the commit
+    agent.execute("BEGIN IMMEDIATE")
+    change = json.dumps([{"type": "text", "text": "x" * 40_000}])
+    agent.execute("UPDATE messages SET content_json = ?", (change,))
+    try:
+        assert (tmp_path / "sessions.db-journal").exists()
+        trace = read_trace(str(path))
+        assert trace.calls[0].messages[0]["content"] == "List the files."  # as committed, not the write under way
+        assert (tmp_path / "sessions.db-journal").exists()  # the agent's journal untouched
+    finally:
+        agent.execute("ROLLBACK")
         agent.close()

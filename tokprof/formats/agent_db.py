@@ -1,10 +1,10 @@
 """An agent's SQLite store, read without ever changing it (Goose's ``sessions.db``, Hermes' ``state.db``,
 Zed's ``threads.db``, Kilo CLI's ``kilo.db``).
 
-The file is opened read-only (a ``mode=ro`` URI: SQLite never writes it). A store the running agent
-holds locked, or one a read-only open cannot read (a write-ahead log with no shared-memory file beside
-it, a folder that cannot be written), is read from a copy of it and its ``-wal`` file in a temporary
-folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
+The file is read without a byte written to it or beside it (:func:`opened`): as it stands when the
+agent is not writing it, through SQLite's read-only open when the agent runs with a write-ahead log,
+else (the agent holds it locked, a hot journal, a log without its shared memory) from a copy of it and
+its ``-wal`` or ``-journal`` file in a temporary folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
 :class:`InputError` naming the file.
 """
 
@@ -39,10 +39,10 @@ def is_sqlite(path: str) -> bool:
         return False
 
 
-def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
+def _connect(path: Path, options: str = "") -> "sqlite3.Connection":
     import sqlite3
 
-    uri = "file:" + path.resolve().as_posix() + ("?mode=ro" if read_only else "")
+    uri = "file:" + path.resolve().as_posix() + (f"?{options}" if options else "")
     db = sqlite3.connect(uri, uri=True, timeout=BUSY_WAIT)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -52,16 +52,34 @@ def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
     return db
 
 
+def _beside(source: Path, suffix: str) -> Path:
+    return source.with_name(source.name + suffix)
+
+
 @contextlib.contextmanager
 def opened(path: str) -> Iterator["sqlite3.Connection"]:
-    """The store at ``path``, read-only, or a copy of it when the store itself cannot be read (locked)."""
+    """The store at ``path``, read without a file written beside it, or a copy of it when it cannot be.
+
+    * No write-ahead log and no rollback journal beside it (the agent is not writing): the file is read
+      as it stands (``immutable``: no lock taken, no ``-shm`` or ``-wal`` made).
+    * A write-ahead log with its shared-memory file (the agent is running): SQLite's read-only open,
+      which reads the log the agent shares.
+    * Otherwise (a hot rollback journal: the agent is in a write; a log without its shared memory), or
+      when that open fails (locked): a copy of the store and its journal or log, read in a temporary
+      folder removed after."""
     import sqlite3
 
     source = Path(path)
+    wal, shm, journal = (_beside(source, suffix).exists() for suffix in ("-wal", "-shm", "-journal"))
     folder: str | None = None
     try:
         try:
-            db = _connect(source, read_only=True)
+            if not (wal or journal):
+                db = _connect(source, "mode=ro&immutable=1")
+            elif wal and shm and not journal:
+                db = _connect(source, "mode=ro")
+            else:
+                raise sqlite3.OperationalError("the agent is writing it (a journal or log beside it)")
         except sqlite3.DatabaseError as exc:
             if not isinstance(exc, sqlite3.OperationalError):  # not a database: a copy is no better
                 raise InputError(path, None, f"not a SQLite database ({exc})") from None
@@ -83,15 +101,15 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
     copy = folder / "store.db"
     try:
         shutil.copyfile(source, copy)
-        wal = source.with_name(source.name + "-wal")
-        if wal.is_file():
-            shutil.copyfile(wal, folder / "store.db-wal")
+        for suffix in ("-wal", "-journal"):  # the log is applied, a hot journal rolled back, in the copy alone
+            if _beside(source, suffix).is_file():
+                shutil.copyfile(_beside(source, suffix), folder / f"store.db{suffix}")
     except OSError as exc:
         raise InputError(
             path, None, f"cannot read the database ({why}; a copy failed too: {exc.strerror or exc})"
         ) from None
     try:
-        return _connect(copy, read_only=False)  # the copy is ours: its log may be applied
+        return _connect(copy)  # the copy is ours: its log may be applied, its journal rolled back
     except sqlite3.DatabaseError as exc:
         raise InputError(path, None, f"cannot read the database ({why}; its copy: {exc})") from None
 

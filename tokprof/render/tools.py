@@ -188,8 +188,14 @@ def print_cut_list(console: Console, cuts: CutList) -> None:
     rows = []
     shown = cuts.rows[:CUT_ROWS]
     for r in shown:
-        saving = dollars(r.saving_dollars) if r.saving_dollars is not None else (
-            f"{r.saving_tokens:,} tokens" if r.saving_tokens is not None else ("-" if r.cut == KEEP else "not replayed")
+        saving = (
+            dollars(r.saving_dollars)
+            if r.saving_dollars is not None
+            else (
+                f"{r.saving_tokens:,} tokens"
+                if r.saving_tokens is not None
+                else ("-" if r.cut == KEEP else "not replayed")
+            )
         )
         rows.append(
             [
