@@ -112,20 +112,29 @@ def test_usage_ledger_of_older_threads(tmp_path):
     value = thread()
     for message in value["messages"]:
         message.pop("usage", None)
+    value["env"]["initial"]["tags"] = ["model:claude-opus-4-5-20251101"]
     value["usageLedger"] = {
         "events": [
+            {
+                "id": "e0",
+                "model": "claude-haiku-4-5",
+                "operationType": "title-generation",
+                "tokens": {"input": 70, "output": 9},
+                "toMessageId": 1,
+            },
             {
                 "id": "e1",
                 "timestamp": "2026-01-02T00:00:00.000Z",
                 "model": "gpt-5",
                 "tokens": {"input": 100, "output": 20},
                 "toMessageId": 3,
-            }
+            },
         ]
     }
     trace = read_trace(str(write(tmp_path / "t.json", value)))
     assert [c.reported.prompt if c.reported else None for c in trace.calls] == [None, 100, None]
-    assert trace.calls[1].model == "gpt-5"
+    assert trace.calls[1].model == "gpt-5"  # the title's call is not the first answer's usage
+    assert trace.calls[0].model == "claude-opus-4-5-20251101"  # the thread's tagged model
 
 
 def test_found_in_its_folders(tmp_path):

@@ -122,3 +122,32 @@ def test_hostile_input_is_one_line(tmp_path, capsys, where, change, named):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and named in err and not out.exists()
     assert (str(path) if where == "line" else f"{SESSION}.settings.json") in err
+
+
+def test_a_folder_of_sessions_reads_the_settings_with_their_transcript(tmp_path):
+    from tokprof.formats.discovery import scan
+
+    path = write(tmp_path / "-src-app")
+    found = scan(tmp_path)
+    assert found.sessions == [("droid", path)] and found.skipped == []  # the settings file is not "skipped"
+
+
+def test_a_compaction_starts_later_prompts_from_its_summary(tmp_path):
+    records = lines()[:5]
+    records.insert(
+        4, {"type": "compaction_state", "id": "c1", "summaryText": "The user asked to fix login; a Read found it."}
+    )
+    records.append({"type": "todo_state", "id": "t1", "todos": "1. [pending] test"})
+    trace = read_trace(str(write(tmp_path, records)))
+    assert trace.compactions == 1 and "compaction" in {n.code for n in trace.notes}
+    assert "unknown-record" not in {n.code for n in trace.notes}
+    second = trace.calls[1]
+    assert [m["role"] for m in second.messages] == ["user"] and second.messages[0]["content"].startswith(
+        "The user asked"
+    )
+
+
+def test_found_in_the_newer_projects_folder(tmp_path):
+    home = tmp_path / "home"
+    path = write(home / ".factory/projects/-src-app")
+    assert [f.path for f in local_session_files("droid", home=home, environ={})] == [path]

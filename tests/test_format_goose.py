@@ -159,3 +159,23 @@ def test_a_damaged_store_is_one_line(tmp_path, capsys):
     assert main(["profile", str(path), "-i", "goose"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(path) in err
+
+
+def test_a_store_in_use_with_its_write_ahead_log_is_read_whole(tmp_path):
+    """The running agent's store: WAL mode, the latest messages still in the -wal file (not checkpointed)."""
+    path = tmp_path / "sessions.db"
+    write_store(path)
+    agent = sqlite3.connect(path, isolation_level=None)
+    agent.execute("PRAGMA journal_mode=WAL")
+    agent.execute("PRAGMA wal_autocheckpoint=0")
+    reply = json.dumps([text("And a third file?")])
+    agent.execute(
+        "INSERT INTO messages (session_id, role, content_json, created_timestamp) VALUES (?, 'assistant', ?, 1777629700)",
+        (SESSION, reply),
+    )
+    try:
+        assert (tmp_path / "sessions.db-wal").stat().st_size > 0
+        trace = read_trace(str(path))
+        assert len(trace.calls) == 3  # the message only the log holds is read
+    finally:
+        agent.close()

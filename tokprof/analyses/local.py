@@ -4,8 +4,10 @@ first, with its agent, project, start, calls and reported cost.
 A row is made from the log alone, without counting a token: ``calls`` is the number of model calls
 the reader finds, ``cost`` the sum of genai-prices' prices of the calls' reported usage (None when
 a call with usage names a model genai-prices does not price, or no call reports usage: "not
-priced", never 0). ``start`` is the first call's time, else the file's modification time. A file
-that cannot be read is a row with its ``error`` (one line, as ``tokprof profile`` would say it).
+priced", never 0); ``recorded`` the calls whose usage the log records (a cost is theirs alone: an
+agent that records none, such as Goose or Continue, has no cost, "not recorded"). ``start`` is the
+first call's time, else the file's modification time. A file that cannot be read is a row with its
+``error`` (one line, as ``tokprof profile`` would say it).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class LocalSession:
     def spend(self) -> SessionSpend:
         return SessionSpend(self.agent, self.project, self.session, self.path, self.spends)
 
+    recorded: int | None = None  # the calls whose usage the log records (None: the file could not be read)
+
     def to_dict(self) -> dict:
         return {
             "session": self.session,
@@ -51,6 +55,7 @@ class LocalSession:
             "start": self.start.isoformat() if self.start else None,
             "calls": self.calls,
             "cost": self.cost,
+            "calls_with_usage": self.recorded,
             "error": self.error,
             "usage_not_recorded": self.usage_not_recorded,
         }
@@ -107,6 +112,7 @@ def session_row(found: SessionFile) -> LocalSession:
         usage_not_recorded=len(usage_not_recorded(trace)),
         session=trace.session or found.path.stem,
         spends=tuple(spends),
+        recorded=sum(1 for call in trace.calls if call.reported is not None and call.reported.prompt),
     )
 
 

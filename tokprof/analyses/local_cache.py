@@ -18,7 +18,7 @@ from pathlib import Path
 from tokprof.analyses.local import LocalSession, newest_first, session_row
 from tokprof.analyses.spend import CallSpend
 
-VERSION = 2  # 2: usage_not_recorded
+VERSION = 3  # 2: usage_not_recorded; 3: recorded
 
 
 def code_key() -> str:
@@ -46,6 +46,7 @@ def encode(row: LocalSession, size: int, mtime_ns: int, code: str) -> dict:
         "error": row.error,
         "session": row.session,
         "usage_not_recorded": row.usage_not_recorded,
+        "recorded": row.recorded,
         "spends": [
             [_when(s.time), s.model, s.uncached, s.cache_read, s.cache_write, s.output, s.cost, s.lost, s.project]
             for s in row.spends
@@ -110,6 +111,7 @@ def decode(path: str, entry: object, size: int, mtime_ns: int, code: str) -> Loc
             error=_text(entry["error"]),
             session=str(entry["session"]),
             usage_not_recorded=unrecorded,
+            recorded=_int(entry.get("recorded")),
             spends=spends,
         )
     except (KeyError, TypeError, ValueError, IndexError):

@@ -1,19 +1,16 @@
 """An agent's SQLite store, read without ever changing it (Goose's ``sessions.db``, Hermes' ``state.db``,
 Zed's ``threads.db``, Kilo CLI's ``kilo.db``).
 
-The file is opened read-only (a ``mode=ro`` URI: SQLite never writes it; a store in write-ahead-log
-mode with no log beside it as ``immutable``, since a read-only open would leave ``-wal`` and ``-shm``
-files beside it). A store the running agent
-holds locked, or one a read-only open cannot read (a write-ahead log with no shared-memory file beside
-it, a folder that cannot be written), is read from a copy of it and its ``-wal`` file in a temporary
-folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
+The file is read without a byte written to it or beside it (:func:`opened`): as it stands when the
+agent is not writing it, through SQLite's read-only open when the agent runs with a write-ahead log,
+else (the agent holds it locked, a hot journal, a log without its shared memory) from a copy of it and
+its ``-wal`` or ``-journal`` file in a temporary folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
 :class:`InputError` naming the file.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -42,22 +39,10 @@ def is_sqlite(path: str) -> bool:
         return False
 
 
-def _idle_wal(path: Path) -> bool:
-    """A store in write-ahead-log mode with no log beside it: nothing is writing it, and a read-only open
-    would leave an empty ``-wal`` and ``-shm`` file in the agent's folder; it is read as immutable."""
-    try:
-        with bounded.open_input(path) as f:
-            header = f.read(20)
-    except OSError:
-        return False
-    return len(header) == 20 and header[18] == 2 and not os.path.exists(os.fspath(path) + "-wal")
-
-
-def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
+def _connect(path: Path, options: str = "") -> "sqlite3.Connection":
     import sqlite3
 
-    mode = ("?mode=ro&immutable=1" if _idle_wal(path) else "?mode=ro") if read_only else ""
-    uri = "file:" + path.resolve().as_posix() + mode
+    uri = "file:" + path.resolve().as_posix() + (f"?{options}" if options else "")
     db = sqlite3.connect(uri, uri=True, timeout=BUSY_WAIT)
     try:
         db.execute("SELECT count(*) FROM sqlite_master").fetchone()
@@ -67,16 +52,34 @@ def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
     return db
 
 
+def _beside(source: Path, suffix: str) -> Path:
+    return source.with_name(source.name + suffix)
+
+
 @contextlib.contextmanager
 def opened(path: str) -> Iterator["sqlite3.Connection"]:
-    """The store at ``path``, read-only, or a copy of it when the store itself cannot be read (locked)."""
+    """The store at ``path``, read without a file written beside it, or a copy of it when it cannot be.
+
+    * No write-ahead log and no rollback journal beside it (the agent is not writing): the file is read
+      as it stands (``immutable``: no lock taken, no ``-shm`` or ``-wal`` made).
+    * A write-ahead log with its shared-memory file (the agent is running): SQLite's read-only open,
+      which reads the log the agent shares.
+    * Otherwise (a hot rollback journal: the agent is in a write; a log without its shared memory), or
+      when that open fails (locked): a copy of the store and its journal or log, read in a temporary
+      folder removed after."""
     import sqlite3
 
     source = Path(path)
+    wal, shm, journal = (_beside(source, suffix).exists() for suffix in ("-wal", "-shm", "-journal"))
     folder: str | None = None
     try:
         try:
-            db = _connect(source, read_only=True)
+            if not (wal or journal):
+                db = _connect(source, "mode=ro&immutable=1")
+            elif wal and shm and not journal:
+                db = _connect(source, "mode=ro")
+            else:
+                raise sqlite3.OperationalError("the agent is writing it (a journal or log beside it)")
         except sqlite3.DatabaseError as exc:
             if not isinstance(exc, sqlite3.OperationalError):  # not a database: a copy is no better
                 raise InputError(path, None, f"not a SQLite database ({exc})") from None
@@ -98,37 +101,41 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
     copy = folder / "store.db"
     try:
         shutil.copyfile(source, copy)
-        wal = source.with_name(source.name + "-wal")
-        if wal.is_file():
-            shutil.copyfile(wal, folder / "store.db-wal")
+        for suffix in ("-wal", "-journal"):  # the log is applied, a hot journal rolled back, in the copy alone
+            if _beside(source, suffix).is_file():
+                shutil.copyfile(_beside(source, suffix), folder / f"store.db{suffix}")
     except OSError as exc:
         raise InputError(
             path, None, f"cannot read the database ({why}; a copy failed too: {exc.strerror or exc})"
         ) from None
     try:
-        return _connect(copy, read_only=False)  # the copy is ours: its log may be applied
+        return _connect(copy)  # the copy is ours: its log may be applied, its journal rolled back
     except sqlite3.DatabaseError as exc:
         raise InputError(path, None, f"cannot read the database ({why}; its copy: {exc})") from None
 
 
 def tables(path: str) -> dict[str, set[str]]:
-    """The tables of a SQLite file and their columns, read as a snapshot that ignores the agent's lock
-    (``immutable``: to recognise whose store it is); empty when it cannot be read."""
+    """The tables of a SQLite file and their columns (to recognise whose store it is), empty when it
+    cannot be read: read as the file stands, ignoring the agent's lock (``immutable``), else through
+    SQLite's read-only open (a store new enough that its tables are still only in its write-ahead log)."""
     import sqlite3
 
     if not is_sqlite(path):
         return {}
-    try:
-        db = sqlite3.connect("file:" + Path(path).resolve().as_posix() + "?mode=ro&immutable=1", uri=True)
-    except sqlite3.Error:
-        return {}
-    try:
-        names = [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        return {name: columns(db, name) for name in names}
-    except sqlite3.Error:
-        return {}
-    finally:
-        db.close()
+    for options in ("mode=ro&immutable=1", "mode=ro"):
+        try:
+            db = sqlite3.connect(f"file:{Path(path).resolve().as_posix()}?{options}", uri=True, timeout=BUSY_WAIT)
+        except sqlite3.Error:
+            continue
+        try:
+            names = [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            if names:
+                return {name: columns(db, name) for name in names}
+        except sqlite3.Error:
+            pass
+        finally:
+            db.close()
+    return {}
 
 
 def columns(db: "sqlite3.Connection", table: str) -> set[str]:

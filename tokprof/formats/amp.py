@@ -18,7 +18,10 @@ those the readers of ccusage (``adapter/amp``), agentsview (``parser/amp.go``) a
   ``inputTokens`` excludes the cache (``totalInputTokens`` is their sum): ``prompt`` = ``inputTokens +
   cacheCreationInputTokens + cacheReadInputTokens``. Older threads keep usage in
   ``usageLedger.events[{model, tokens{input, output}, toMessageId, credits}]`` instead: an event is
-  the usage of the assistant message it names (its cache counts from that message, when it has them).
+  the usage of the assistant message it names (its cache counts from that message, when it has them);
+  a ``title-generation`` event is the call that titled the thread, not a turn: it is not read. A call's
+  model is its usage's ``model``, else the thread's ``env.initial.tags`` ``model:<id>`` (the
+  cli-continues reader reads it there).
 
 **Calls.** Each assistant message is a call; its prompt is the thread before it (``info`` messages are
 Amp's own, not sent: ``info-message``). An assistant message without usage is a call whose usage is
@@ -28,6 +31,7 @@ not recorded (``no-usage``). Amp records neither its system prompt nor its tool 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -48,6 +52,14 @@ NO_USAGE = "assistant messages without usage (cancelled, still running): calls w
 INFO = "info messages (summaries, notices) are Amp's own: not sent to the model"
 CREDITS = "the credits Amp recorded for these calls"
 LEDGER = "usage read from the thread's usageLedger events (older threads), matched to messages by toMessageId"
+
+
+_STARTS = re.compile(rb'"id"\s*:\s*"T-[0-9A-Za-z-]{8,}"')
+
+
+def starts_like_thread(head: bytes) -> bool:
+    """A file whose first bytes are an Amp thread's (its ``id`` ``T-…`` among its first keys)."""
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" and _STARTS.search(head[:1024]) is not None
 
 
 def _thread(doc: Document) -> Any:
@@ -76,6 +88,7 @@ def read(path: str, doc: Document) -> Trace:
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=thread["id"])
     ledger = _ledger(path, thread)
     cwd = _cwd(thread)
+    default_model = _tagged_model(thread)
     chat = Conversation(trace)
     credits: list[float] = []
     for where, message in objects(path, "messages", thread["messages"], "a message object"):
@@ -83,7 +96,7 @@ def read(path: str, doc: Document) -> Trace:
         if role == "user":
             add_user(chat, path, where + ".content", message.get("content", []), _result)
         elif role == "assistant":
-            _assistant(chat, path, where, message, ledger, credits)
+            _assistant(chat, path, where, message, ledger, credits, default_model)
         elif role == "info":
             trace.note("info-message", INFO, where)
         else:
@@ -115,6 +128,8 @@ def _ledger(path: str, thread: dict) -> dict[Any, tuple[str, dict]]:
         return {}
     out: dict[Any, tuple[str, dict]] = {}
     for where, event in objects(path, "usageLedger.events", ledger["events"], "an event object"):
+        if event.get("operationType") == "title-generation":
+            continue  # the call that titled the thread: not a turn of the conversation
         target = event.get("toMessageId")
         if isinstance(target, (int, str)) and not isinstance(target, bool):
             out[target] = (where, event)
@@ -133,7 +148,26 @@ def _result(path: str, at: str, block: dict) -> tuple[str, str]:
     return call_id, ""
 
 
-def _assistant(chat: Conversation, path: str, where: str, message: dict, ledger: dict, credits: list[float]) -> None:
+def _tagged_model(thread: dict) -> str | None:
+    """The thread's model from its ``env.initial.tags`` (``model:<id>``), when it has one."""
+    env = thread.get("env")
+    initial = env.get("initial") if isinstance(env, dict) else None
+    tags = initial.get("tags") if isinstance(initial, dict) else None
+    for tag in tags if isinstance(tags, list) else []:
+        if isinstance(tag, str) and tag.startswith("model:") and len(tag) > 6:
+            return tag.removeprefix("model:")
+    return None
+
+
+def _assistant(
+    chat: Conversation,
+    path: str,
+    where: str,
+    message: dict,
+    ledger: dict,
+    credits: list[float],
+    default_model: str | None = None,
+) -> None:
     clean = assistant(chat, path, where + ".content", message.get("content", []))
     usage_object = optional_object(path, where + ".usage", message.get("usage"))
     usage, model, when = _usage(path, where + ".usage", usage_object)
@@ -149,7 +183,7 @@ def _assistant(chat: Conversation, path: str, where: str, message: dict, ledger:
             break
     meta = message.get("meta")
     time = parse_time(when) or parse_time(meta.get("sentAt") if isinstance(meta, dict) else None)
-    model = model or optional_text(path, where + ".model", message.get("model"))
+    model = model or optional_text(path, where + ".model", message.get("model")) or default_model
     chat.call(where, model, usage, clean, time)
     chat.messages.append(clean)
 
@@ -215,5 +249,6 @@ LOG_FORMAT = whole_read_format(
     read,
     sessions=True,
     locations=LOCATIONS,
+    starts=starts_like_thread,
     records_what="per-call usage (cache reads and writes) and credits; no system prompt or tool definitions",
 )

@@ -25,6 +25,7 @@ without usage is "not recorded" (``no-usage``), never 0. Codebuff's credits are 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -47,6 +48,16 @@ RUNS = (
 )
 NO_USAGE = "runs without usage in their metadata: their usage is not recorded"
 CREDITS = "the credits Codebuff recorded for these runs"
+
+
+_STARTS = re.compile(rb"\A\s*\[\s*\{")
+_VARIANT = re.compile(rb'"variant"\s*:\s*"(user|ai|agent|assistant)"')
+
+
+def starts_like_chat(head: bytes) -> bool:
+    """A file whose first bytes are a Codebuff chat's (a list whose first message names its ``variant``)."""
+    head = head.lstrip(b"\xef\xbb\xbf")
+    return _STARTS.match(head) is not None and _VARIANT.search(head[:4096]) is not None
 
 
 def _chat(doc: Document) -> Any:
@@ -171,5 +182,6 @@ LOG_FORMAT = whole_read_format(
     read,
     sessions=True,
     locations=LOCATIONS,
+    starts=starts_like_chat,
     records_what="the agent's runs, with usage and credits where the run recorded them",
 )

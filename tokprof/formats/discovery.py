@@ -13,8 +13,9 @@ why it is not read.
   beside a session with its ``sessionId`` (Claude Code 2.0) is read with that session; one whose
   session is not in the folder is a session of its own.
 * Sniffing reads the first 64 KB and at most 20 lines (within 16 MB) of a file, never a whole large
-  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file or an
-  SWE-agent trajectory (one JSON object) larger than the peek is parsed whole up to 16 MB; a ``.traj``
+  file: the session readers' own ``sniff`` decides on those lines. A Gemini CLI session file, an
+  SWE-agent trajectory or a document that starts like another session format's (``LogFormat.starts``:
+  Amp, Continue, Codebuff; one JSON value) larger than the peek is parsed whole up to 16 MB; a ``.traj``
   file that starts like a trajectory is one, whatever its size. A file that is not a session is
   skipped with a reason: ``not a session of an agent tokprof reads: looks like …`` (what it looks like,
   see :mod:`tokprof.formats.lookalike`; a log of another format tokprof reads says so), or
@@ -107,9 +108,13 @@ def session_format(path: Path) -> str | None:
 
 
 def _task_companion(path: Path) -> bool:
-    """Whether a file is one of a Cline-family task folder's other files (read with its history)."""
+    """Whether a file is one of a Cline-family task folder's other files (read with its history), or a
+    Droid session's settings beside its transcript (read with it)."""
     from tokprof.formats.cline import COMPANIONS, HISTORY
+    from tokprof.formats.droid import SETTINGS
 
+    if path.name.endswith(SETTINGS):
+        return path.with_name(path.name.removesuffix(SETTINGS) + ".jsonl").is_file()
     return path.name in COMPANIONS and (path.parent / HISTORY).is_file()
 
 
@@ -189,14 +194,20 @@ def _large_trajectory(path: Path, head: bytes) -> bool:
 
 
 def _whole_document_is_a_session(path: Path, head: bytes) -> bool:
-    """A JSON document that starts like a Gemini CLI session file or an SWE-agent trajectory (one
-    object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it is parsed
-    whole to be sure."""
+    """A JSON document that starts like a Gemini CLI session file, an SWE-agent trajectory or another
+    session format's document (its ``LogFormat.starts``: an Amp thread, a Continue session, a Codebuff
+    chat; one object written whole, often larger than the peek), at most :data:`PEEK_BYTES` long: it
+    is parsed whole to be sure."""
     from tokprof.formats.gemini_cli import starts_like_session
+    from tokprof.formats.registry import formats
     from tokprof.formats.swe_agent import starts_like_trajectory
 
+    def starts_like_another(head: bytes) -> bool:
+        return any(f.sessions and f.starts is not None and f.starts(head) for f in formats())
+
     try:
-        return (starts_like_session(head) or starts_like_trajectory(head)) and path.stat().st_size <= PEEK_BYTES
+        known = starts_like_session(head) or starts_like_trajectory(head) or starts_like_another(head)
+        return known and path.stat().st_size <= PEEK_BYTES
     except OSError:
         return False
 

@@ -2,7 +2,8 @@
 ``<session>.settings.json`` beside it.
 
 Where: ``$FACTORY_DIR/sessions`` when that is set (codeburn's Droid reader), else
-``~/.factory/sessions`` (Linux, macOS and Windows alike: below the user's folder). Droid is closed
+``~/.factory/sessions`` (Linux, macOS and Windows alike: below the user's folder), and newer versions'
+``~/.factory/projects/<workspace>/<id>.jsonl`` (cli-continues reads both). Droid is closed
 source: the shapes are those the readers of ccusage (``adapter/droid``) and codeburn
 (``providers/droid.ts``) read, and sessions other projects commit as fixtures.
 
@@ -10,7 +11,8 @@ source: the shapes are those the readers of ccusage (``adapter/droid``) and code
   ``{type: "message", id, timestamp, message: {role: user | assistant, content}}`` with
   Anthropic-like content (a string, or ``text``, ``thinking``, ``tool_use`` ``{id, name, input}``,
   ``tool_result`` ``{tool_use_id, content}``, ``image`` blocks). Other record types are skipped
-  (``unknown-record``).
+  (``unknown-record``) but ``todo_state`` (the agent's own list); ``compaction_state`` (``summaryText``)
+  is a compaction: later prompts start from its summary (``compaction``).
 * The settings: ``{model, providerLock, providerLockTimestamp, tokenUsage{inputTokens,
   outputTokens, cacheCreationTokens, cacheReadTokens, thinkingTokens}}``.
 
@@ -30,7 +32,7 @@ from typing import Any
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, assistant
 from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.fields import expect_object, optional_object, optional_string
+from tokprof.formats.fields import expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_count, optional_text, parse_time
@@ -48,6 +50,11 @@ SESSION_TOTALS = (
 )
 NO_SETTINGS = "no <session>.settings.json beside the transcript: neither the model nor any usage is known"
 UNKNOWN = "record types this reader does not know were skipped"
+COMPACTION = (
+    "a compaction (compaction_state): later prompts start from its summaryText, rendered as user text without "
+    "Droid's wrapping; the call that summarised is not recorded"
+)
+QUIET = ("todo_state",)  # the agent's own state: not sent
 
 
 def sniff(doc: Document) -> bool:
@@ -82,6 +89,13 @@ def read(path: str, doc: Document) -> Trace:
             cwd = optional_text(path, where + ": cwd", record.get("cwd")) or cwd
         elif kind == "message":
             _message(chat, path, where, record, model)
+        elif kind == "compaction_state":
+            summary = string(path, where + ": summaryText", record.get("summaryText"))
+            trace.compactions += 1
+            trace.note("compaction", COMPACTION, where)
+            chat.replace([chat.check({"role": "user", "content": summary}, where)])
+        elif kind in QUIET:
+            continue
         else:
             trace.note("unknown-record", UNKNOWN, where)
     if not trace.calls:
@@ -130,10 +144,9 @@ def _settings(path: str, trace: Trace) -> dict | None:
     return settings
 
 
-LOCATIONS = (
-    Location(
-        "droid", ".factory/sessions", ("*/*.jsonl", "*.jsonl"), env="FACTORY_DIR", below_env="sessions", project_depth=1
-    ),
+LOCATIONS = tuple(
+    Location("droid", f".factory/{folder}", ("*/*.jsonl", "*.jsonl"), env="FACTORY_DIR", below_env=folder)
+    for folder in ("sessions", "projects")
 )
 
 LOG_FORMAT = whole_read_format(

@@ -74,7 +74,7 @@ def sniff(doc: Document) -> bool:
 def is_store(path: str) -> bool:
     tables = agent_db.tables(path)
     sessions, messages = tables.get("sessions", set()), tables.get("messages", set())
-    return {"billing_provider", "started_at"} <= sessions and {"tool_calls", "tool_call_id"} <= messages
+    return {"started_at", "input_tokens"} <= sessions and {"tool_calls", "tool_call_id", "timestamp"} <= messages
 
 
 def read(path: str, doc: Document) -> Trace:

@@ -6,10 +6,9 @@ OpenCode keeps its sessions in ``~/.local/share/opencode/`` (``$XDG_DATA_HOME/op
   ``directory``, ``time_created``, ...), ``message`` (``id``, ``session_id``, ``time_created``,
   ``data``: the message info as JSON, without ``id``/``sessionID``) and ``part`` (``id``,
   ``message_id``, ``session_id``, ``time_created``, ``data``: the part as JSON). Read with the
-  standard library's ``sqlite3``, read-only (``mode=ro`` URI; never written), in one read transaction
-  (a consistent view while the agent writes); a store the agent holds locked is read from a copy.
-  The newest main session (no ``parent_id``) is profiled; the others are named in the note
-  ``other-sessions``;
+  standard library's ``sqlite3``, never written (:func:`tokprof.formats.agent_db.opened`), in one read
+  transaction (a consistent view while the agent writes). The newest main session (no ``parent_id``)
+  is profiled; the others are named in the note ``other-sessions``;
 * older versions: ``storage/session/<project>/<session>.json``, ``storage/message/<session>/
   <message>.json`` and ``storage/part/<message>/<part>.json``; tokprof reads the session file and
   finds its messages and parts from there, ids checked before they are folder names (#45.8);
@@ -244,15 +243,11 @@ def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Tra
 
 def sessions_in_db(path: str) -> list[tuple[str, int]]:
     """The main sessions of an OpenCode store, newest first: (id, time created in ms)."""
-    import sqlite3
+    from tokprof.formats.agent_db import opened
 
-    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
-    db = sqlite3.connect(uri, uri=True)
-    try:
+    with opened(path) as db:
         rows = db.execute("SELECT id, time_created FROM session WHERE parent_id IS NULL ORDER BY time_created DESC")
         return [(str(r[0]), int(r[1] or 0)) for r in rows]
-    finally:
-        db.close()
 
 
 def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str = FORMAT) -> Trace:

@@ -116,6 +116,9 @@ class LogFormat:
     locations: tuple[Location, ...] = ()
     #: What the log records, in a few words (for the docs' table and ``tokprof sessions``).
     records_what: str = ""
+    #: Does a file's first bytes start like one of this format's JSON documents (written whole, often
+    #: larger than discovery's peek)? Such a file is parsed whole to be sure, up to 16 MB.
+    starts: Callable[[bytes], bool] | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

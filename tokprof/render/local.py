@@ -92,9 +92,18 @@ def _cells(number: int, row: LocalSession, width: int | None) -> list[str]:
         safe(middle(visible(home_shown(row.project or "-")), width)),
         row.start.strftime("%Y-%m-%d %H:%M") if row.start else "-",
         "unreadable" if row.calls is None else f"{row.calls:,}",
-        "not priced" if row.cost is None else dollars(row.cost),
+        _cost_cell(row),
         safe(home_shown(row.path)),
     ]
+
+
+def _cost_cell(row: LocalSession) -> str:
+    cost = "not priced" if row.cost is None else dollars(row.cost)
+    if row.recorded == 0:
+        return "not recorded"  # the agent records no usage (Goose, Continue, ...): no cost, never 0
+    if row.recorded is not None and row.calls and row.recorded < row.calls:
+        return f"{cost} ({row.recorded}/{row.calls})"
+    return cost
 
 
 def _files_by_folder(console: Console, rows: Sequence[LocalSession]) -> None:
