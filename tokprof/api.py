@@ -302,16 +302,39 @@ def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: Price
 
 
 @_one_run
-def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
+def _profile_trace(
+    trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None, advice: bool = False
+) -> Profile:
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
+    if advice:  # the profile is the replay's baseline (tokprof.analyses.actions)
+        return _advised(trace, chat, progress, prices)
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     return _finish(result, trace, chat, prices)
+
+
+def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesArg) -> Profile:
+    """A fitted trace's profile with what to change: the log replayed under the tool-result policies
+    (whose baseline is the profile itself, made once), and the actions they and the profile price."""
+    from tokprof.analyses.actions import RESULT_POLICIES, advise, wants_replay
+    from tokprof.analyses.whatif import whatif as replay
+    from tokprof.transforms.policies import parse_policies
+
+    policies = parse_policies(list(RESULT_POLICIES)) if wants_replay(trace) else []
+    with _progress(progress, len(trace.calls) * (1 + len(policies)), "profiling and replaying calls") as advance:
+        try:
+            report = replay(trace, chat, policies, on_call=advance, prices=_prices(prices))
+        except RenderError as exc:
+            raise InputError(trace.path, None, str(exc)) from None
+    assert report.baseline is not None
+    result = _finish(report.baseline, trace, chat, prices)
+    result.actions = advise(result, trace, report if policies else None)
+    return result
 
 
 @_one_run
@@ -363,17 +386,19 @@ def profile(
     chat_template: PathLike | None = None,
     progress: Progress = False,
     prices: PricesArg = None,
+    advice: bool = False,
 ) -> Profile:
     """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
     the run's totals, its main tool catalogue, every call's cost and what a prefix cache could reuse.
     ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
     records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
-    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
+    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one.
+    ``advice``: also what to change (``Profile.actions``), proved by replaying the log (slower)."""
     from tokprof.models.template import template_run
 
     with template_run():
         trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-        return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
+        return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices, advice)
 
 
 def saved_profile(path: PathLike) -> Profile | None:
@@ -625,10 +650,13 @@ def tools_report(
     input_format: str | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> ToolsReport:
     """What each tool definition costs per request. With a log: per distinct catalogue in it, with
     how often each tool was carried and called (``tools``/``system`` supply what the log does not
-    record). Without one: the catalogue ``tools`` priced alone, with ``system`` as the system prompt."""
+    record), and the cut list (``ToolsReport.cut_list``: per tool and MCP server, in dollars at
+    ``prices``' rates where genai-prices has none). Without one: the catalogue ``tools`` priced alone,
+    with ``system`` as the system prompt."""
     if log is None:
         if tools is None:
             raise InputError("tools_report", None, "give a log or tools")
@@ -661,10 +689,18 @@ def tools_report(
         report = _tools_report(trace, chat, result.computed_billed_input(), facts=facts)
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+    from tokprof.analyses.carry_cost import price_carry
+    from tokprof.analyses.cost import attach_cost
     from tokprof.analyses.mcp_rollup import server_rollup
 
+    result = price_carry(attach_cost(result, trace))  # the carry cost in dollars, where the log is priced
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
+    from tokprof.analyses.cost import attach_cost
+    from tokprof.analyses.cutlist import cut_list, run_definitions
+
+    priced = attach_cost(result, trace, user_prices(prices))
+    report.cut_list = cut_list(priced, run_definitions(report.catalogues), facts.called)
     return report
 
 

@@ -240,6 +240,7 @@ def _profile_of(
     default_template: Optional[str] = None,
     price: Optional[list[str]] = None,
     settings=None,
+    advice: bool = True,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
     (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
@@ -268,6 +269,7 @@ def _profile_of(
         chat_template=chat_template or default_template,
         progress=not no_progress,
         prices=_user_prices(price, settings),
+        advice=advice,
     )
 
 
@@ -836,6 +838,7 @@ def tools(
     chat_template: ChatTemplate = None,
     fmt: Annotated[str, _format_option("tools")] = "table",
     output: Output = None,
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """What each tool definition costs per request, and what unused tools wasted.
@@ -846,6 +849,8 @@ def tools(
     import tokprof as api  # the public facade: the CLI is its client
 
     _log_or_tools("tools", log, tools_file, system)
+    if price and log is None:
+        raise TokprofError("tools: --price prices a log's cut list; give a LOG")
     _not_standard_input(log)
     options = _options(fmt, output)
     saved = _saved_profile(log) if log is not None else None
@@ -857,6 +862,7 @@ def tools(
             tools=tools_file,
             system=system,
             chat_template=chat_template,
+            price=price,
         )
         result = api.ToolsReport.from_profile(saved)
     else:
@@ -868,6 +874,7 @@ def tools(
             input_format=input_format,
             chat_template=chat_template,
             progress=not no_progress,
+            prices=_user_prices(price) if log is not None else None,
         )
     _write([(output, _render(result, fmt, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
