@@ -58,22 +58,35 @@ def test_dask_on_the_shared_corpus():
     assert Path(folder).is_dir()
 
 
-def _corpus_sessions():
+#: Corpus sessions of three agents, each a few hundred kilobytes (the whole corpus grows with every reader).
+MIXED = [
+    "claude_code_medium_full-session-four.jsonl",
+    "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl",
+    "swe_agent_v0_gpt4_pydicom__pydicom-1458.traj",
+]
+
+
+def _corpus_sessions(folder: Path) -> list:
     from tokprof.formats import scan_directory
 
-    return [path for _, path in scan_directory(str(CORPUS)).sessions]
+    for name in MIXED:
+        (folder / name).symlink_to(CORPUS / name)  # a symlinked file is a session of the folder
+    return [path for _, path in scan_directory(str(folder)).sessions]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
-def test_dask_over_the_corpus_equals_jobs_2_row_for_row_with_prices():
-    """One engine: a Dask run applies the user's prices exactly as ``--jobs 2`` does."""
+@pytest.mark.skipif(not all((CORPUS / name).is_file() for name in MIXED), reason="needs ../shared/corpus")
+def test_dask_over_the_corpus_equals_jobs_2_row_for_row_with_prices(tmp_path):
+    """One engine: a Dask run applies the user's prices exactly as ``--jobs 2`` does (sessions of three
+    agents from the corpus)."""
     import tokprof
     from tokprof.frontends.distributed import profile_paths
 
     prices = ["my-model=1/2", "0.5/4/0.05/0.6"]
-    expected = tokprof.profile_directory(CORPUS, jobs=2, prices=prices, records=True)
-    unpriced = tokprof.profile_directory(CORPUS, jobs=2, records=True)
-    got = profile_paths(_corpus_sessions(), prices=prices, scheduler="processes", root=str(CORPUS), records=True)
+    paths = _corpus_sessions(tmp_path)
+    assert len(paths) == len(MIXED)
+    expected = tokprof.profile_directory(tmp_path, jobs=2, prices=prices, records=True)
+    unpriced = tokprof.profile_directory(tmp_path, jobs=1, records=True)
+    got = profile_paths(paths, prices=prices, scheduler="processes", root=str(tmp_path), records=True)
     assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
     assert [c.to_dict() for c in got.calls] == [c.to_dict() for c in expected.calls]
     assert [r.cost for r in expected.sessions] != [r.cost for r in unpriced.sessions]  # the prices count

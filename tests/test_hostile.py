@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -190,24 +191,43 @@ def test_standard_output_on_a_full_device(args, unbuffered):
     assert result.stderr.count("\n") == 1 and "No space left" in result.stderr, result.stderr
 
 
+def _tiny_vocabulary(folder: Path) -> Path:
+    """A gzipped tiktoken vocabulary (every byte, and "hi"), converted as Qwen's and o200k's are (the same
+    cache, checksums and unpacking), in a fraction of a second instead of seconds."""
+    import base64
+    import gzip
+
+    ranks = [bytes([i]) for i in range(256)] + [b"hi"]
+    path = folder / "tiny.tiktoken.gz"
+    path.write_bytes(
+        gzip.compress("".join(f"{base64.b64encode(r).decode()} {i}\n" for i, r in enumerate(ranks)).encode())
+    )
+    return path
+
+
+TINY_PATTERN = r"[^\s]+|\s+"
+TINY_ADDED = [("<|im_start|>", True, 257)]
+
+
 def test_a_replaced_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     from tokenizers import Tokenizer
 
-    from tokprof.models import qwen, tiktoken_vocab
+    from tokprof.models import tiktoken_vocab
 
-    monkeypatch.setenv("TOKPROF_CACHE_DIR", str(tmp_path))
-    first, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)
-    entry = next((tmp_path / "tokenizers").glob("qwen-*.json"))
+    monkeypatch.setenv("TOKPROF_CACHE_DIR", str(tmp_path / "cache"))
+    vocab = _tiny_vocabulary(tmp_path)
+    first = tiktoken_vocab.cached_tokenizer("tiny", vocab, TINY_PATTERN, TINY_ADDED)
+    entry = next((tmp_path / "cache" / "tokenizers").glob("tiny-*.json"))
     entry.write_text(Tokenizer(Tokenizer.from_str(entry.read_text()).model).to_str())
-    again, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)  # the entry no longer matches its checksum: built again
-    assert again.encode("<|im_start|>hi").ids == first.encode("<|im_start|>hi").ids
+    again = tiktoken_vocab.cached_tokenizer("tiny", vocab, TINY_PATTERN, TINY_ADDED)  # checksum differs: built again
+    assert again.encode("<|im_start|>hi").ids == first.encode("<|im_start|>hi").ids == [257, 256]
     assert tiktoken_vocab._verified(entry, entry.with_suffix(".sha256")) is not None
 
 
 def test_an_unwritable_cache_leaves_no_temporary_file(tmp_path, monkeypatch):
     import tempfile
 
-    from tokprof.models import qwen
+    from tokprof.models import tiktoken_vocab
 
     blocked = tmp_path / "file"
     blocked.write_text("not a folder")
@@ -215,5 +235,5 @@ def test_an_unwritable_cache_leaves_no_temporary_file(tmp_path, monkeypatch):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    tokenizer, _ = qwen.qwen_tokenizer(qwen.QWEN2_ADDED)
-    assert tokenizer.encode("hello").ids and list(scratch.iterdir()) == []
+    tokenizer = tiktoken_vocab.cached_tokenizer("tiny", _tiny_vocabulary(tmp_path), TINY_PATTERN, TINY_ADDED)
+    assert tokenizer.encode("hello").ids and list(scratch.iterdir()) == []  # unpacked to a temporary file, removed

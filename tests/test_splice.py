@@ -32,6 +32,19 @@ CORPUS_LOGS = [
     ("openai-proxy", "codex_rollout-2025-09-25T09-49-46-01998190-fba6-7f40-9309-dc4e48c5844a.jsonl"),
 ]
 TEMPLATES = ["qwen2.5", "qwen3", "llama3.1", "deepseek-v4", "claude-proxy", "openai-proxy", "gpt-oss", "mistral"]
+#: Templates checked on smaller inputs: mistral-common encodes a request many times slower than a Jinja
+#: template renders it, and a Mistral prompt neither splices nor takes its starts from windows (it writes
+#: the system prompt and tools before the last user message), so each of its calls is rendered the rule's
+#: way, prefix by prefix, twice; gpt-oss (harmony) renders its long prompts several times slower than the
+#: other Jinja templates. The fixtures hold the shapes the larger logs have (a system prompt, tools, tool
+#: calls and results, several turns); their long prompts are the generated session's.
+SMALL = {"mistral", "gpt-oss"}
+
+
+def logs_for(name: str) -> list:
+    """The logs a template's splices are checked on (:data:`SMALL`: the fixtures alone)."""
+    return LOGS[1:] if name in SMALL else LOGS
+
 
 # Each message header carries its index: a window renders other numbers than the whole prompt, which
 # no check in the window can see (the render of the window still extends the render of its context).
@@ -78,11 +91,20 @@ def assert_same(model, trace):
     return count
 
 
+#: Templates that write a longer prompt as the shorter one followed by the new messages: most calls splice.
+EXTENDING = ("qwen2.5", "qwen3", "llama3.1", "claude-proxy", "openai-proxy")
+
+
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_every_shipped_template_gives_the_same_buckets_spliced(name):
+    """Splicing on and off give every call the same buckets, warnings, spans and prompt; the templates
+    that extend their prompts splice most calls of the retention sample."""
     model = _model(name)
-    for path in LOGS:
-        assert_same(model, fit(read_trace(str(path)), model))
+    for path in logs_for(name):
+        trace = fit(read_trace(str(path)), model)
+        spliced = assert_same(model, trace)
+        if name in EXTENDING and path == SAMPLES[1]:
+            assert spliced > len(trace.calls) // 2, name
 
 
 @pytest.mark.parametrize("name,relative", CORPUS_LOGS, ids=[n for n, _ in CORPUS_LOGS])
@@ -93,13 +115,6 @@ def test_corpus_sessions_give_the_same_buckets_spliced(name, relative):
     model = _model(name)
     trace = fit(read_trace(str(path)), model)
     assert assert_same(model, trace) > len(trace.calls) // 2  # most calls are spliced
-
-
-def test_templates_that_extend_their_prompts_are_spliced():
-    for name in ("qwen2.5", "qwen3", "llama3.1", "claude-proxy", "openai-proxy"):
-        model = _model(name)
-        trace = fit(read_trace(str(SAMPLES[1])), model)
-        assert assert_same(model, trace) > len(trace.calls) // 2, name
 
 
 def _session(tmp_path, calls=10):
@@ -162,10 +177,12 @@ def fresh_both_ways(model, call):
 
 
 def _long_calls(model, paths, least=32):
-    for path in paths:
+    """The first and the last call of at least ``least`` messages of each log (the shortest and the longest
+    such prompt); for a template of :data:`SMALL`, of the last log alone (the generated session)."""
+    for path in paths[-1:] if model.name in SMALL else paths:
         trace = fit(read_trace(str(path)), model)
         calls = [c for c in trace.calls if len(c.messages) >= least]
-        yield from calls[:: max(len(calls) // 3, 1)][:3] + calls[-1:]
+        yield from calls[:1] + calls[1:][-1:]
 
 
 @pytest.fixture
@@ -279,7 +296,7 @@ def test_a_long_fresh_prompt_takes_its_message_starts_from_windows(name, tmp_pat
     model = _model(name)
     generated = tmp_path / "g.jsonl"
     generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(40, 120, 3, 5))), encoding="utf-8")
-    calls = list(_long_calls(model, [SAMPLES[0], SAMPLES[1], generated, *sorted(FIXTURES.glob("good_*"))], least=8))
+    calls = list(_long_calls(model, [SAMPLES[0], SAMPLES[1], *sorted(FIXTURES.glob("good_*")), generated], least=8))
     used = _windowed_same(model, calls)
     if name != "mistral":  # mistral-common writes the system prompt and tools before the last user message
         assert used == len(calls), f"{name}: {used} of {len(calls)} from windows"
