@@ -321,11 +321,11 @@ def _profile_trace(
 def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesArg) -> Profile:
     """A fitted trace's profile with what to change: the log replayed under the tool-result policies
     (whose baseline is the profile itself, made once), and the actions they and the profile price."""
-    from tokprof.analyses.actions import RESULT_POLICIES, advise, wants_replay
+    from tokprof.analyses.actions import advise, replayed_policies
     from tokprof.analyses.whatif import whatif as replay
     from tokprof.transforms.policies import parse_policies
 
-    policies = parse_policies(list(RESULT_POLICIES)) if wants_replay(trace) else []
+    policies = parse_policies(list(replayed_policies(trace)))
     with _progress(progress, len(trace.calls) * (1 + len(policies)), "profiling and replaying calls") as advance:
         try:
             report = replay(trace, chat, policies, on_call=advance, prices=_prices(prices))

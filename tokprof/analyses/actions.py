@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # the replay's results (the module stays light for the direct
 MAX_ACTIONS = 3
 #: The policies replayed for the tool-results action: a cap of each result, and stubs for old ones.
 RESULT_POLICIES = ("cap:4000", "elide:2")
+#: ``elide`` rewrites every earlier prompt, so its replay counts every prompt anew (ten times a profile on a
+#: 439-call session): it is replayed only for logs that carry at most this many messages over the run.
+ELIDE_MESSAGES = 20000
 #: How many tools an action names.
 NAMED = 3
 
@@ -253,9 +256,13 @@ def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport |
     return rank(found)
 
 
-def wants_replay(trace: Trace) -> bool:
-    """Whether the log has tool results for :data:`RESULT_POLICIES` to replay."""
-    return any(m.get("role") == "tool" for call in trace.calls for m in call.messages)
+def replayed_policies(trace: Trace) -> tuple[str, ...]:
+    """Which of :data:`RESULT_POLICIES` to replay: none for a log without tool results; ``elide`` only for a
+    log that carries at most :data:`ELIDE_MESSAGES` messages over the run (its replay's cost)."""
+    if not any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
+        return ()
+    carried = sum(len(call.messages) for call in trace.calls)
+    return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:
