@@ -21,6 +21,8 @@ import json
 import os
 import random
 import re
+import sqlite3
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,8 +41,17 @@ import test_format_inspect as inspect_log
 import test_format_openai_responses as responses_log
 import test_format_cline as cline_log
 import test_format_opencode as opencode_log
+import test_format_openhands as openhands_log
+import test_format_kimi as kimi_log
+import test_format_copilot_cli as copilot_log
+import test_format_aider as aider_log
 import test_format_otel as otel_log
 import test_format_swe_agent as swe_log
+import test_format_amp as amp_log
+import test_format_codebuff as codebuff_log
+import test_format_droid as droid_log
+import test_format_goose as goose_log
+import test_format_hermes as hermes_log
 from conftest import CHATML, FIXTURES, train_tiny_tokenizer, write_json
 from tokprof.frontends.cli import main
 from tokprof.formats import FORMATS
@@ -124,9 +135,22 @@ SEEDS = [
     Seed("qwen-code", "qs-1.jsonl", lambda: _jsonl(qwen_log.lines())),
     Seed("otel", "trace.json", lambda: _json(otel_log.two_calls())),
     Seed("opencode", "run.jsonl", lambda: _jsonl(opencode_log.run_events())),
+    Seed("openhands", "trajectory.json", lambda: _json(openhands_log.events())),
+    Seed(
+        "kimi-code", "wire.jsonl", lambda: _jsonl(kimi_log.code_agent("Hi.", [(kimi_log.code_usage(900, 9, 50), "B0")]))
+    ),
+    Seed("kimi-cli", "wire.jsonl", lambda: _jsonl(kimi_log.cli_rows())),
+    Seed("copilot-cli", "events.jsonl", lambda: _jsonl(copilot_log.events())),
+    Seed("aider", ".aider.chat.history.md", lambda: aider_log.HISTORY.encode()),
     Seed("cline", "api_conversation_history.json", lambda: _json(cline_log.cline_task()[0])),
     Seed("swe-agent", "inst-0x.traj", lambda: _json(swe_log.v0_traj())),
     Seed("swe-agent", "inst-1x.traj", lambda: _json(swe_log.v1_traj())),
+    Seed("amp", "T-1.json", lambda: _json(amp_log.thread())),
+    Seed("droid", "s-1.jsonl", lambda: _jsonl(droid_log.lines())),
+    Seed("codebuff", "chat-messages.json", lambda: _json(codebuff_log.chat())),
+    Seed("goose", "sessions.db", lambda: _store(goose_log.write_store)),
+    Seed("hermes", "state.db", lambda: _store(hermes_log.write_store)),
+    Seed("kilo-cli", "kilo.db", lambda: _store(opencode_log.write_db)),
 ]
 
 
@@ -343,6 +367,46 @@ def mutate_json_text(data: bytes, name: str, rng: random.Random) -> tuple[bytes,
     return dump(value).encode(), what
 
 
+def _store(write: Callable[[Path], None]) -> bytes:
+    """An agent's SQLite store, as bytes (written in a temporary folder)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "store.db"
+        write(path)
+        return path.read_bytes()
+
+
+def mutate_store(data: bytes, rng: random.Random) -> tuple[bytes, str]:
+    """A JSON or token cell of an SQLite store changed, or the store's bytes."""
+    if rng.random() < 0.3:
+        return mutate_bytes(data, rng)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "store.db"
+        path.write_bytes(data)
+        db = sqlite3.connect(path)
+        cells = [
+            (table, column, required, rowid, value)
+            for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            for column, required in [(r[1], r[3]) for r in db.execute(f"PRAGMA table_info({table})") if not r[5]]
+            for rowid, value in db.execute(f"SELECT rowid, {column} FROM {table}")
+            if isinstance(value, str) and value[:1] in "[{" or isinstance(value, int)
+        ]
+        table, column, required, rowid, value = rng.choice(cells)
+        if isinstance(value, int):
+            new: Any = _odd_value(rng)
+            new = new if isinstance(new, (int, float, str)) and not isinstance(new, bool) else None
+            new = -1 if new is None and required else new
+            new = new if not isinstance(new, int) or abs(new) < 2**63 else str(new)
+            new = new.encode("utf-8", "replace").decode() if isinstance(new, str) else new
+            what = f"{table}.{column} of row {rowid} set to {str(new)[:40]!r}"
+        else:
+            changed, what = mutate_json_text(value.encode(), "cell.json", rng)
+            new, what = changed.decode("utf-8", "replace"), f"{table}.{column} of row {rowid}: {what}"
+        db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (new, rowid))
+        db.commit()
+        db.close()
+        return path.read_bytes(), what
+
+
 def mutate_zip(data: bytes, rng: random.Random) -> tuple[bytes, str]:
     """A member of a zip changed (its JSON), or the zip's bytes."""
     if rng.random() < 0.3:
@@ -369,7 +433,9 @@ def mutant(seed: Seed, rng: random.Random) -> tuple[bytes, str]:
     data = seed.data()
     if seed.name.endswith(".eval"):
         return mutate_zip(data, rng)
-    if rng.random() < 0.3:
+    if seed.name.endswith(".db"):
+        return mutate_store(data, rng)
+    if rng.random() < 0.3 or seed.name.endswith(".md"):  # a Markdown log (aider's): its bytes
         return mutate_bytes(data, rng)
     data, what = mutate_json_text(data, seed.name, rng)
     if rng.random() < 0.3:
@@ -492,7 +558,9 @@ def costly_mutant(seed: Seed, kind: str) -> tuple[bytes, str]:
     return dump(value).encode(), what
 
 
-_COSTLY = [(seed, kind) for seed in SEEDS if not seed.name.endswith(".eval") for kind in ("quadratic", "many")]
+_COSTLY = [
+    (seed, kind) for seed in SEEDS if not seed.name.endswith((".eval", ".md", ".db")) for kind in ("quadratic", "many")
+]
 
 
 @pytest.mark.parametrize("seed, kind", _COSTLY, ids=[f"{seed.name}-{kind}" for seed, kind in _COSTLY])

@@ -32,6 +32,7 @@ from typing import Any
 import tokprof.base.bounded as bounded
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
+from tokprof.formats.agent_db import SQLITE_MAGIC
 from tokprof.formats.lookalike import HEAD_BYTES, Lookalike
 from tokprof.formats.reader import LogFormat
 
@@ -92,8 +93,16 @@ def scan(directory: str | Path) -> Found:
 
 
 def session_format(path: Path) -> str | None:
-    """The session format of one file, recognised from its first lines (None: not a session)."""
-    return _peek(Path(path)).format
+    """The session format of one file, recognised from its first lines (None: not a session); a file
+    that is no JSON (an aider history: its name, or Markdown) by the session format whose ``opens`` takes it."""
+    from tokprof.formats.registry import formats
+
+    path = Path(path)
+    for found in formats():
+        if found.sessions and found.opens is not None and (path.name in found.file_names or path.suffix == ".md"):
+            if found.opens(str(path)):
+                return found.name
+    return _peek(path).format
 
 
 def _task_companion(path: Path) -> bool:
@@ -122,6 +131,8 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             head = f.read(HEAD_BYTES)
             if lookalike.is_blank(head):
                 return _Peek(reason=f"{NOT_SESSION}: the file is empty")
+            if opener is None and head.startswith(SQLITE_MAGIC):
+                return _store(path)
             if not lookalike.starts_like_json(head):
                 return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
             whole = len(head) < HEAD_BYTES
@@ -149,6 +160,16 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
     return _Peek(
         reason=_not_session(path, lookalike.of_json_head(path.name, head), "a JSON document (only its start was read)")
     )
+
+
+def _store(path: Path) -> _Peek:
+    """An agent's SQLite store (OpenCode's, Goose's, ...): the session format that opens it."""
+    from tokprof.formats.registry import formats
+
+    for found in formats():
+        if found.sessions and found.opens is not None and found.opens(os.fspath(path)):
+            return _Peek(format=found.name)
+    return _Peek(reason=_not_session(path, lookalike.of_text(path.name, SQLITE_MAGIC)))
 
 
 def _cline_history(path: Path, head: bytes) -> bool:
@@ -270,10 +291,10 @@ def local_session_files(
         if agent is not None and row.agent != agent:
             continue
         for root in row.roots(home, environ):
-            if not root.is_dir():
+            if not root.is_dir() and not root.is_file():
                 continue
-            for pattern in row.patterns:
-                for path in sorted(root.glob(pattern)):
+            for pattern in row.patterns:  # a variable may name the session file itself (aider's)
+                for path in [root] if root.is_file() else sorted(root.glob(pattern)):
                     real = path.resolve()
                     if real in seen or not path.is_file() or path.name.startswith(row.skip or ("\0",)):
                         continue

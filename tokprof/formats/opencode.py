@@ -192,21 +192,18 @@ def _json_file(file: Path) -> Any:
         return doc.value
 
 
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    """A session of OpenCode's SQLite store: the one named, else the newest main session."""
+def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Trace:
+    """A session of OpenCode's SQLite store (or a fork's, ``name`` its format): the one named, else the
+    newest main session. Read-only, from a copy when the agent holds it locked (:mod:`agent_db`)."""
     import sqlite3
 
-    uri = "file:" + Path(path).resolve().as_posix() + "?mode=ro"
-    try:
-        db = sqlite3.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        raise InputError(path, None, f"cannot open the SQLite database ({exc})") from None
-    try:
-        return _db(path, db, session_id)
-    except sqlite3.DatabaseError as exc:
-        raise InputError(path, None, f"not an OpenCode database ({exc})") from None
-    finally:
-        db.close()
+    from tokprof.formats.agent_db import opened
+
+    with opened(path) as db:
+        try:
+            return _db(path, db, session_id, name)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(path, None, f"not an OpenCode database ({exc})") from None
 
 
 def sessions_in_db(path: str) -> list[tuple[str, int]]:
@@ -222,7 +219,7 @@ def sessions_in_db(path: str) -> list[tuple[str, int]]:
         db.close()
 
 
-def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
+def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str = FORMAT) -> Trace:
     rows = db.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created DESC, id DESC").fetchall()
     if session_id is None:
         if not rows:
@@ -246,7 +243,7 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None) -> Trace:
         if message is not None:
             where = f"part {part_id}"
             message.parts.append((where, _row_json(path, where + ": data", data)))
-    trace = Trace(path=path, format=f"{FORMAT}/sqlite", unrecorded=("system", "tools"), session=session_id)
+    trace = Trace(path=path, format=f"{name}/sqlite", unrecorded=("system", "tools"), session=session_id)
     _Builder(path, trace).build(messages)
     if len(rows) > 1:
         trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")

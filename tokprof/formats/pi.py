@@ -295,7 +295,20 @@ def read(path: str, doc: Document) -> Trace:
     return finish(trace)
 
 
-LOCATIONS = (Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),)
+#: OpenClaw runs pi's agent and writes pi's v3 session files: ``~/.openclaw/agents/<agent>/sessions/<id>.jsonl``
+#: (``$OPENCLAW_STATE_DIR`` moves ``~/.openclaw``; older installs' ``~/.clawdbot`` and ``~/.moltbot``), and the
+#: transcripts a reset or a delete archives beside them (``<id>.jsonl.reset.<time>``, ``.deleted.<time>``).
+OPENCLAW = ("agents/*/sessions/*.jsonl", "agents/*/sessions/*.jsonl.reset.*", "agents/*/sessions/*.jsonl.deleted.*")
+
+LOCATIONS = (
+    Location("pi", ".pi/agent/sessions", ("*/*.jsonl",), env="PI_CODING_AGENT_DIR", below_env="sessions"),
+    *(
+        Location(
+            "openclaw", folder, OPENCLAW, env="OPENCLAW_STATE_DIR" if folder == ".openclaw" else None, project_depth=2
+        )
+        for folder in (".openclaw", ".clawdbot", ".moltbot")
+    ),
+)
 
 LOG_FORMAT = whole_read_format(
     FORMAT,

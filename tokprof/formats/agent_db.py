@@ -1,0 +1,158 @@
+"""An agent's SQLite store, read without ever changing it (Goose's ``sessions.db``, Hermes' ``state.db``,
+Zed's ``threads.db``, Kilo CLI's ``kilo.db``).
+
+The file is opened read-only (a ``mode=ro`` URI: SQLite never writes it). A store the running agent
+holds locked, or one a read-only open cannot read (a write-ahead log with no shared-memory file beside
+it, a folder that cannot be written), is read from a copy of it and its ``-wal`` file in a temporary
+folder, removed after. A file that cannot be read at all, or is no SQLite database, is one
+:class:`InputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
+from tokprof.formats.jsonfile import kind_of, parse
+from tokprof.formats.fields import expect_object
+
+if TYPE_CHECKING:
+    import sqlite3
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: How long a read waits for the agent's write lock before reading from a copy (seconds).
+BUSY_WAIT = 0.2
+
+
+def is_sqlite(path: str) -> bool:
+    """Whether a file starts with SQLite's header."""
+    try:
+        with bounded.open_input(path) as f:
+            return bool(f.read(16) == SQLITE_MAGIC)
+    except OSError:
+        return False
+
+
+def _connect(path: Path, read_only: bool) -> "sqlite3.Connection":
+    import sqlite3
+
+    uri = "file:" + path.resolve().as_posix() + ("?mode=ro" if read_only else "")
+    db = sqlite3.connect(uri, uri=True, timeout=BUSY_WAIT)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+@contextlib.contextmanager
+def opened(path: str) -> Iterator["sqlite3.Connection"]:
+    """The store at ``path``, read-only, or a copy of it when the store itself cannot be read (locked)."""
+    import sqlite3
+
+    source = Path(path)
+    folder: str | None = None
+    try:
+        try:
+            db = _connect(source, read_only=True)
+        except sqlite3.DatabaseError as exc:
+            if not isinstance(exc, sqlite3.OperationalError):  # not a database: a copy is no better
+                raise InputError(path, None, f"not a SQLite database ({exc})") from None
+            folder = tempfile.mkdtemp(prefix="tokprof-db-")
+            db = _copy(path, source, Path(folder), exc)
+        try:
+            yield db
+        finally:
+            db.close()
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Connection":
+    """A copy of the store (and its write-ahead log) in ``folder``, opened."""
+    import sqlite3
+
+    copy = folder / "store.db"
+    try:
+        shutil.copyfile(source, copy)
+        wal = source.with_name(source.name + "-wal")
+        if wal.is_file():
+            shutil.copyfile(wal, folder / "store.db-wal")
+    except OSError as exc:
+        raise InputError(
+            path, None, f"cannot read the database ({why}; a copy failed too: {exc.strerror or exc})"
+        ) from None
+    try:
+        return _connect(copy, read_only=False)  # the copy is ours: its log may be applied
+    except sqlite3.DatabaseError as exc:
+        raise InputError(path, None, f"cannot read the database ({why}; its copy: {exc})") from None
+
+
+def tables(path: str) -> dict[str, set[str]]:
+    """The tables of a SQLite file and their columns, read as a snapshot that ignores the agent's lock
+    (``immutable``: to recognise whose store it is); empty when it cannot be read."""
+    import sqlite3
+
+    if not is_sqlite(path):
+        return {}
+    try:
+        db = sqlite3.connect("file:" + Path(path).resolve().as_posix() + "?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        names = [str(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {name: columns(db, name) for name in names}
+    except sqlite3.Error:
+        return {}
+    finally:
+        db.close()
+
+
+def columns(db: "sqlite3.Connection", table: str) -> set[str]:
+    """The columns of a table (empty when there is no such table)."""
+    quoted = table.replace('"', '""')
+    return {str(row[1]) for row in db.execute(f'PRAGMA table_info("{quoted}")')}
+
+
+def require(path: str, db: "sqlite3.Connection", table: str, needed: tuple[str, ...], agent: str) -> set[str]:
+    """A table's columns, or an error naming what the store lacks (not the agent's store)."""
+    found = columns(db, table)
+    missing = [name for name in needed if name not in found]
+    if not found:
+        raise InputError(path, None, f"not a {agent} database: no table {table!r}")
+    if missing:
+        raise InputError(path, table, f"not a {agent} database: no column {', '.join(missing)}")
+    return found
+
+
+def json_column(path: str, where: str, data: Any) -> Any:
+    """A column that holds JSON text."""
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    if not isinstance(data, str):
+        raise InputError(path, where, f"expected JSON text, found {kind_of(data)}")
+    try:
+        return parse(data)
+    except ValueError as exc:
+        raise InputError(path, where, f"invalid JSON: {exc}") from None
+
+
+def json_object_column(path: str, where: str, data: Any) -> dict:
+    return expect_object(path, where, json_column(path, where, data))
+
+
+def count_column(path: str, where: str, value: Any) -> int | None:
+    """A token count column: a whole number of 0 or more, or None when NULL."""
+    from tokprof.formats.neutral import check_count
+
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return check_count(path, where, value)

@@ -1,0 +1,314 @@
+"""Kimi Code sessions: ``~/.kimi-code/sessions/<wd_…>/session_<uuid>/agents/<main|agent-N>/wire.jsonl``.
+
+Kimi Code's wire protocol (``protocol_version`` 1.x in the ``metadata`` first line) writes one record
+``{type, ..., time}`` per line (``time`` in milliseconds). The records read:
+
+* ``config.update``: ``cwd``, ``modelAlias``, ``systemPrompt`` (the agent's system prompt);
+* ``llm.tools_snapshot``: ``tools[{name, description, parameters}]``, the tool definitions sent;
+* ``llm.request``: ``model``, the model of the step it starts;
+* ``context.append_message``: a ``message{role, content[{type: text, text}]}`` added to the context
+  (the user's prompt);
+* ``context.append_loop_event``: ``event.type`` ``step.begin``, ``content.part`` (``part`` ``think``
+  or ``text``), ``tool.call`` (``toolCallId``, ``name``, ``args``), ``tool.result`` (``toolCallId``,
+  ``result.output``) and ``step.end`` (``usage``, ``messageId``);
+* ``usage.record`` repeats a ``step.end``'s usage for Kimi Code's totals: it is not read (counting it
+  would count each call twice).
+
+**Calls.** Each step (``step.begin`` to ``step.end``) is one model call, made on the context before
+it: the system prompt, the messages appended, and for each earlier step its assistant message
+(text, thinking as reasoning, tool calls) and its tool results.
+
+**Usage** (``step.end.usage``): Kimi's ``inputOther`` excludes the cache, so the prompt is
+``inputOther + inputCacheRead + inputCacheCreation``; cache reads ``inputCacheRead``, writes
+``inputCacheCreation``, output ``output``. A step that ends without usage is a call whose usage is not
+recorded (note ``no-usage``).
+
+**Sub-agents.** A session's agents each write their own ``agents/<name>/wire.jsonl``; profiling the
+main agent's file reads the others beside it as threads (``agent-0``, ...), in time order. The
+session's ``state.json`` gives the project (``workDir``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tokprof.base.errors import InputError
+from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
+from tokprof.formats.jsonfile import Document, load
+from tokprof.formats.locations import Location
+from tokprof.formats.neutral import anthropic_usage, check_count, check_tools, in_time_order, parse_time
+from tokprof.formats.reader import whole_read_format
+from tokprof.trace import Call, Trace, Usage
+
+FORMAT = "kimi-code"
+DESCRIPTION = "Kimi Code wire log (~/.kimi-code/sessions/<wd>/session_<uuid>/agents/<agent>/wire.jsonl)"
+
+WIRE = "wire.jsonl"
+USAGE_FIELDS = ("inputOther", "output", "inputCacheRead", "inputCacheCreation")
+NO_USAGE = "steps that ended without usage: their calls' usage is not recorded"
+OPEN_STEP = "a step that began but did not end (the session was interrupted): not a call"
+UNKNOWN = "record types this reader does not know were skipped"
+KNOWN = (
+    "metadata",
+    "config.update",
+    "tools.set_active_tools",
+    "turn.prompt",
+    "context.append_message",
+    "context.append_loop_event",
+    "llm.tools_snapshot",
+    "llm.request",
+    "usage.record",
+    "permission.record_approval_result",
+)
+
+
+def sniff(doc: Document) -> bool:
+    if doc.lines is None:
+        return False
+    head = [value for _, value in doc.lines.head(5)]
+    if not head or not isinstance(head[0], dict):
+        return False
+    first = head[0]
+    return (
+        first.get("type") == "metadata"
+        and "protocol_version" in first
+        and any(isinstance(v, dict) and isinstance(v.get("type"), str) and "." in v["type"] for v in head[1:])
+    )
+
+
+class _Agent:
+    """One agent's wire file, read into calls."""
+
+    def __init__(self, trace: Trace, file: str, thread: str) -> None:
+        self.trace = trace
+        self.file = file
+        self.thread = thread
+        self.chat = Conversation(trace)
+        self.calls: list[Call] = []
+        self.tools: list[dict] | None = None
+        self.model: str | None = None
+        self.system_seen = False
+        self.step: dict | None = None  # the step being read: its parts, tool calls and results
+
+    def record(self, where: str, value: Any) -> None:
+        value = expect_object(self.file, where, value, "a JSON object")
+        kind = value.get("type")
+        if kind == "config.update":
+            self._config(where, value)
+        elif kind == "llm.tools_snapshot":
+            self._tools(where, value)
+        elif kind == "llm.request":
+            self.model = optional_string(self.file, where + ": model", value.get("model")) or self.model
+        elif kind == "context.append_message":
+            self._message(where, value)
+        elif kind == "context.append_loop_event":
+            self._event(where, expect_object(self.file, where + ": event", value.get("event")), value)
+        elif kind not in KNOWN:
+            self.trace.note("unknown-record", UNKNOWN, where)
+
+    def _config(self, where: str, value: dict) -> None:
+        alias = optional_string(self.file, where + ": modelAlias", value.get("modelAlias"))
+        if alias and self.model is None:
+            self.model = alias.rsplit("/", 1)[-1]
+        system = optional_string(self.file, where + ": systemPrompt", value.get("systemPrompt"))
+        if system is not None:
+            message = self.chat.check({"role": "system", "content": check_text(self.file, where, system)}, where)
+            rest = [m for m in self.chat.messages if m.get("role") != "system"]
+            self.chat.replace([message, *rest])
+            self.system_seen = True
+
+    def _tools(self, where: str, value: dict) -> None:
+        tools = []
+        for i, tool in enumerate(expect_list(self.file, where + ": tools", value.get("tools"))):
+            at = f"{where}: tools[{i}]"
+            tool = expect_object(self.file, at, tool)
+            function: dict[str, Any] = {"name": string(self.file, at + ".name", tool.get("name"))}
+            if "description" in tool:
+                function["description"] = tool.get("description")
+            if "parameters" in tool:
+                function["parameters"] = tool.get("parameters")
+            tools.append({"type": "function", "function": function})
+        self.tools = check_tools(self.file, where + ": ", tools)
+
+    def _text(self, where: str, content: Any) -> str:
+        if isinstance(content, str):
+            return check_text(self.file, where, content)
+        texts = []
+        for i, part in enumerate(expect_list(self.file, where, content, "a string or a list of parts")):
+            part = expect_object(self.file, f"{where}[{i}]", part, "a part object")
+            if part.get("type") == "text":
+                texts.append(string(self.file, f"{where}[{i}].text", part.get("text")))
+            else:
+                self.chat._skip(f"{where}[{i}]", str(part.get("type")))
+        return "\n".join(texts)
+
+    def _message(self, where: str, value: dict) -> None:
+        message = expect_object(self.file, where + ": message", value.get("message"))
+        role = message.get("role")
+        text = self._text(where + ": message.content", message.get("content", ""))
+        if role in ("user", "system"):
+            self.chat.add({"role": role, "content": text}, where)
+        elif role == "assistant":
+            self.chat.add({"role": "assistant", "content": text}, where)
+        else:
+            raise InputError(self.file, where + ": message.role", f"unknown role {role!r}")
+
+    def _event(self, where: str, event: dict, value: dict) -> None:
+        kind = event.get("type")
+        if kind == "step.begin":
+            self.step = {"texts": [], "thoughts": [], "calls": [], "results": [], "where": where}
+            return
+        step = self.step
+        if kind in ("content.part", "tool.call", "tool.result", "step.end") and step is None:
+            step = self.step = {"texts": [], "thoughts": [], "calls": [], "results": [], "where": where}
+        if step is None:
+            return
+        if kind == "content.part":
+            part = expect_object(self.file, where + ": event.part", event.get("part"))
+            if part.get("type") == "think":
+                step["thoughts"].append(string(self.file, where + ": event.part.think", part.get("think")))
+            elif part.get("type") == "text":
+                step["texts"].append(string(self.file, where + ": event.part.text", part.get("text")))
+            else:
+                self.chat._skip(where + ": event.part", str(part.get("type")))
+        elif kind == "tool.call":
+            call_id = string(self.file, where + ": event.toolCallId", event.get("toolCallId"))
+            name = string(self.file, where + ": event.name", event.get("name"))
+            args = event.get("args", {})
+            arguments = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            step["calls"].append(
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            )
+        elif kind == "tool.result":
+            call_id = string(self.file, where + ": event.toolCallId", event.get("toolCallId"))
+            result = event.get("result")
+            output = result.get("output") if isinstance(result, dict) and "output" in result else result
+            text = output if isinstance(output, str) else tool_text(output)
+            step["results"].append(
+                (where, {"role": "tool", "tool_call_id": call_id, "content": check_text(self.file, where, text)})
+            )
+        elif kind == "step.end":
+            self._end(where, event, value)
+
+    def _end(self, where: str, event: dict, value: dict) -> None:
+        step = self.step
+        assert step is not None
+        self.step = None
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(step["texts"]) or None}
+        if step["thoughts"]:
+            message["reasoning_content"] = "".join(step["thoughts"])
+        if step["calls"]:
+            message["tool_calls"] = step["calls"]
+        clean = self.chat.check(message, where)
+        usage = self._usage(where + ": event.usage", event.get("usage"))
+        if usage is None:
+            self.trace.note("no-usage", NO_USAGE, where)
+        message_id = event.get("messageId")
+        call = self.chat.call(
+            where,
+            self.model,
+            usage,
+            clean,
+            parse_time(value.get("time")),
+            request_id=message_id if isinstance(message_id, str) else None,
+        )
+        if call is not None:
+            call.tools = self.tools
+            call.thread = self.thread
+            if self.file != self.trace.path:
+                call.where = f"{Path(self.file).parent.name}: {where}"
+            self.calls.append(call)
+        self.chat.messages.append(clean)
+        for at, result in step["results"]:
+            self.chat.add(result, at)
+
+    def _usage(self, where: str, usage: Any) -> Usage | None:
+        if usage is None:
+            return None
+        usage = expect_object(self.file, where, usage)
+        counts = {key: check_count(self.file, f"{where}.{key}", usage.get(key)) for key in USAGE_FIELDS}
+        if all(count is None for count in counts.values()):
+            return None
+        return anthropic_usage(
+            {
+                "input_tokens": counts["inputOther"] or 0,
+                "output_tokens": counts["output"],
+                "cache_read_input_tokens": counts["inputCacheRead"] or 0,
+                "cache_creation_input_tokens": counts["inputCacheCreation"] or 0,
+            }
+        )
+
+
+def _read_agent(trace: Trace, file: str, doc: Document, thread: str) -> _Agent:
+    assert doc.lines is not None
+    agent = _Agent(trace, file, thread)
+    for number, value in doc.lines:
+        agent.record(f"line {number}", value)
+    if agent.step is not None:
+        trace.note("open-step", OPEN_STEP, agent.step["where"])
+    return agent
+
+
+def _session_folder(path: str) -> Path | None:
+    """``session_<uuid>/`` when the file is ``agents/<name>/wire.jsonl`` inside one."""
+    file = Path(path)
+    if file.name != WIRE or file.parent.parent.name != "agents":
+        return None
+    return file.parent.parent.parent
+
+
+def _work_dir(session: Path) -> str | None:
+    state = session / "state.json"
+    if not state.is_file():
+        return None
+    try:
+        with load(str(state)) as doc:
+            value = doc.value if doc.lines is None else None
+    except InputError:
+        return None  # the state file is Kimi Code's, not the log: a damaged one leaves the project unknown
+    work_dir = value.get("workDir") if isinstance(value, dict) else None
+    return work_dir if isinstance(work_dir, str) else None
+
+
+def read(path: str, doc: Document) -> Trace:
+    if doc.lines is None:
+        raise InputError(path, None, "expected a Kimi Code wire log (JSON lines)")
+    trace = Trace(path=path, format=FORMAT)
+    agents = [_read_agent(trace, path, doc, "")]
+    session = _session_folder(path)
+    if session is not None and Path(path).parent.name == "main":
+        for other in sorted((session / "agents").glob(f"*/{WIRE}")):
+            if other.parent.name == "main" or not other.is_file():
+                continue
+            with load(str(other)) as other_doc:
+                if other_doc.lines is None:
+                    raise InputError(str(other), None, "expected a Kimi Code wire log (JSON lines)")
+                agents.append(_read_agent(trace, str(other), other_doc, other.parent.name))
+    if session is not None and session.name.startswith("session_"):
+        trace.session = session.name.removeprefix("session_")
+    trace.calls = in_time_order([agent.calls for agent in agents])
+    main = agents[0]
+    trace.unrecorded = tuple(
+        part for part, seen in (("system", main.system_seen), ("tools", main.tools is not None)) if not seen
+    )
+    cwd = _work_dir(session) if session is not None else None
+    for call in trace.calls:
+        call.cwd = cwd
+    return finish(trace)
+
+
+LOCATIONS = (Location("kimi-code", ".kimi-code/sessions", ("*/session_*/agents/main/wire.jsonl",), project_depth=4),)
+
+LOG_FORMAT = whole_read_format(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    read,
+    sessions=True,
+    locations=LOCATIONS,
+    records_what="per-call usage, the system prompt and tool definitions; sub-agents as threads",
+)
