@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
+from tokprof.base.billing import CacheSummary
 from tokprof.profiling import Action, Profile
 from tokprof.trace import Trace
 
@@ -94,10 +95,11 @@ def _cache_fix(reason: str, part: str | None) -> tuple[str, str, str] | None:
     return None
 
 
-def cache_actions(profile: Profile) -> list[Action]:
-    """One action per miss reason a change of practice removes, priced by cache forensics."""
-    summary = profile.summary()
-    cache = summary.cache
+def cache_actions(profile: Profile, cache: CacheSummary | None = None) -> list[Action]:
+    """One action per miss reason a change of practice removes, priced by cache forensics (``cache``: the
+    profile's cache summary, when the caller has it)."""
+    if cache is None:
+        cache = profile.cache_summary()
     lost = cache.lost if cache is not None else None
     if cache is None or lost is None or not lost.by_reason:
         return []
