@@ -21,7 +21,7 @@ pytest.importorskip("mcp")
 
 from conftest import ROOT
 
-from tokprof import api
+import tokprof as api
 from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
 from tokprof.base.mcpconfig import ServerConfig

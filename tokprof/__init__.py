@@ -68,9 +68,9 @@ _EXPORTS = {
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",
     "LocalSession": "tokprof.analyses.local",
-    "find_mcp_servers": "tokprof.api",
-    "list_mcp_servers": "tokprof.api",
-    "mcp_report": "tokprof.api",
+    "find_mcp_servers": "tokprof.mcp_api",
+    "list_mcp_servers": "tokprof.mcp_api",
+    "mcp_report": "tokprof.mcp_api",
     "McpReport": "tokprof.analyses.mcp",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
@@ -99,7 +99,7 @@ if TYPE_CHECKING:
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.analyses.mcp import McpReport
-    from tokprof.api import find_mcp_servers, list_mcp_servers, mcp_report
+    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
         Buckets,
         CheckRun,

@@ -21,7 +21,8 @@ from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
-from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
+from tokprof.attribution.attributor import Attributor, RenderError
+from tokprof.attribution.buckets import BUCKETS, WARNINGS
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
@@ -34,7 +35,6 @@ from tokprof.trace import Call, Note, Trace
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
@@ -460,7 +460,7 @@ def profile_directory(
 
     name = os.fspath(directory)
     if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
-        from tokprof.formats.remote import scan_url
+        from tokprof.formats.discovery import scan_url
 
         found = scan_url(name)
     else:
@@ -927,15 +927,8 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
-_MCP_FACADE = ("find_mcp_servers", "list_mcp_servers", "mcp_report")
-
-
 def __getattr__(name: str) -> Any:
-    """The MCP facade (:mod:`tokprof.mcp_api`) and the names of :data:`_LAZY`, loaded when first asked for."""
-    if name in _MCP_FACADE:
-        from tokprof import mcp_api
-
-        return getattr(mcp_api, name)
+    """The names of :data:`_LAZY`, loaded when first asked for."""
     if name in _LAZY:
         import importlib
 
@@ -948,9 +941,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "find_mcp_servers",
-    "list_mcp_servers",
-    "mcp_report",
     "Buckets",
     "CheckRun",
     "Model",

@@ -1,6 +1,6 @@
 """The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
 
-Re-exported by :mod:`tokprof.api` and :mod:`tokprof`.
+Re-exported by :mod:`tokprof`.
 """
 
 from __future__ import annotations
@@ -122,18 +122,20 @@ def mcp_report(
     are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
     run: the model and the log are loaded first, the servers get four fifths of the time left to start
     and list (a server's own time-out applies when it is shorter), and pricing must end within it."""
-    from tokprof import api
     from tokprof.analyses.mcp import NAMINGS
     from tokprof.analyses.mcp import mcp_report as _report
+    from tokprof.api import profile, read_log
+    from tokprof.models import DEFAULT_MODEL
+    from tokprof.models.loaded import chat_model
 
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 1e9:
         raise TokprofError(f"timeout: expected a positive number of seconds, found {timeout!r}")
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = api.read_log(log, input_format=input_format) if log is not None else None
-    profiled = api.profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
-    chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
+    trace = read_log(log, input_format=input_format) if log is not None else None
+    profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
+    chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
     results: list[Listing | Failure]
     if items and all(isinstance(i, (Listing, Failure)) for i in items):

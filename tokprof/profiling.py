@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
-from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
+from tokprof.attribution.attributor import Attributor
+from tokprof.attribution.buckets import BUCKETS, WARNINGS
 from tokprof.base.collector import frozen
 from tokprof.base.files import encoded, write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts

@@ -126,7 +126,7 @@ def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) 
     found = price_table.entry(name)
     parts = price_table.price_parts(found, usage, day) if found is not None else None
     if parts is None:
-        from tokprof.models.known import find
+        from tokprof.models.genai_lookup import find
 
         parts = price_table.genai_parts(*find(name), usage, day)
     total = parts.pop("total")
@@ -142,7 +142,7 @@ def writes_1h_apart(name: str, day: date | None) -> bool:
     found = price_table.entry(name)
     flag = price_table.writes_1h(found, day) if found is not None else None
     if flag is None:
-        from tokprof.models.known import find
+        from tokprof.models.genai_lookup import find
 
         flag = getattr(find(name)[1].get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None
     return flag

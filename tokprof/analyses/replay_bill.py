@@ -38,9 +38,9 @@ from tokprof.analyses.prefix_cache import (
     OPENAI,
     OPENAI_IDLE,
     SHORT_TTL,
-    _gap,
-    _openai_read,
     anthropic_minimum,
+    gap_seconds as _gap,
+    openai_cached_read as _openai_read,
     rules_for,
 )
 from tokprof.trace import Call, Trace, Usage

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tokprof.base.files import cache_dir, write_atomic
+from tokprof.models.genai_lookup import find
 
 #: Bump when the table's layout or the way it is made changes.
 TABLE_VERSION = 1
@@ -295,8 +296,6 @@ def _part(dimensions: Mapping[str, str]) -> str:
 
 def _built(name: str) -> Entry | None:
     """genai-prices' entry for a model name, with its periods when the table can write them exactly."""
-    from tokprof.models.known import find
-
     try:
         provider, model = find(name)
     except LookupError:

@@ -10,13 +10,15 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from typing import Any
 
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.base.billing import UNEXPLAINED
 from tokprof.profiling import Profile, missing_buckets, recorded
 from tokprof.render import RenderOptions
+from tokprof.render.plot_style import FONT, GRID
+from tokprof.render.plot_style import count_axis as _count_axis
+from tokprof.render.plot_style import layout as _layout
 
 COLORS = {
     "system": "#7b61ff",
@@ -32,8 +34,6 @@ LABELS = {
     "conversation": "conversation",
     "unrecorded": "unrecorded (inferred)",
 }
-FONT = "#8a8f98"  # reads on light and dark backgrounds
-GRID = "rgba(138,143,152,0.25)"
 #: The window of the fill chart when neither the caller nor the model gives one.
 DEFAULT_WINDOW = 131072
 UNUSED = "#d1242f"  # tools never called
@@ -105,35 +105,6 @@ def _call_axis(profile: Profile) -> dict:
         "tickformat": "d",
         "range": [first - 0.5, last + 0.5],
     }  # the axis ends where the calls do
-
-
-def _count_axis(title: str, **extra: Any) -> dict:
-    """A y axis of token counts, from 0, with plain round numbers (1,000 or 2.5M, never 0.5 or 206f)."""
-    axis = {
-        "title": {"text": title},
-        "gridcolor": GRID,
-        "zeroline": False,
-        "rangemode": "tozero",
-        "tickformat": "~s",
-        "tickmode": "auto",
-    }
-    axis.update(extra)
-    return axis
-
-
-def _layout(**extra: Any) -> dict:
-    layout = {
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "font": {"color": FONT, "family": "system-ui, sans-serif"},
-        "margin": {"l": 60, "r": 60, "t": 30, "b": 50},
-        "legend": {"orientation": "h", "y": -0.24, "yanchor": "top"},  # under the x axis title
-        "hovermode": "x unified",
-        "xaxis": {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False},
-        "yaxis": _count_axis("tokens"),
-    }
-    layout.update(extra)
-    return layout
 
 
 def _threads(profile: Profile) -> list[tuple[str | None, list]]:

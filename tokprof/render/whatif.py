@@ -219,7 +219,8 @@ class WhatIfTableRenderer:
 def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
     """The HTML report's what-if section: its parts and its figures (billed input per policy; each
     call's prompt, one line per policy)."""
-    from tokprof.render.html import COLORS, GRID, _count_axis, _layout
+    from tokprof.render.html import COLORS
+    from tokprof.render.plot_style import GRID, count_axis as _count_axis, layout as _layout
 
     names = [r.policy for r in report.policies]
     buckets = report.bucket_names()
