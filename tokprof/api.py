@@ -330,7 +330,13 @@ def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesAr
         try:
             report = replay(trace, chat, policies, on_call=advance, prices=_prices(prices))
         except RenderError as exc:
-            raise InputError(trace.path, None, str(exc)) from None
+            if not policies:
+                raise InputError(trace.path, None, str(exc)) from None
+            policies = []  # a prompt the template cannot render once cut: the profile, without that action
+            try:
+                report = replay(trace, chat, policies, prices=_prices(prices))
+            except RenderError as again:
+                raise InputError(trace.path, None, str(again)) from None
     assert report.baseline is not None
     result = _finish(report.baseline, trace, chat, prices)
     result.actions = advise(result, trace, report if policies else None)
