@@ -12,6 +12,7 @@ saving is only ever what a replay proves (``saving``), never this figure.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
 from tokprof.analyses import agent_config
@@ -20,7 +21,13 @@ from tokprof.profiling import Profile
 
 #: A cut: drop the tool (never called), cap its results (they carry into later prompts), or none.
 DROP, CAP, KEEP = "drop", "cap", "none"
-NOT_REPLAYED = "not replayed: no replay of one tool's cut yet (tokprof whatif replays the cuts of every tool)"
+#: Why a cut has no replayed saving.
+NOT_REPLAYED = "not replayed: tokprof whatif -p cap:C replays a cap of every tool's results"
+DROP_NOT_REPLAYED = "no replay drops a tool definition yet (a replay changes the messages, not the tool list)"
+
+
+def _not_replayed(cut: str) -> str | None:
+    return DROP_NOT_REPLAYED if cut == DROP else NOT_REPLAYED if cut == CAP else None
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,7 @@ def cut_list(
                 saving_dollars=replayed[1] if replayed else None,
                 saving_tokens=replayed[2] if replayed else None,
                 replay=replayed[0] if replayed else None,
-                not_replayed=None if replayed or cut == KEEP else NOT_REPLAYED,
+                not_replayed=None if replayed else _not_replayed(cut),
             )
         )
     rows.sort(key=lambda r: (-((r.definition_tokens or 0) + r.carry_tokens), r.name))
@@ -213,7 +220,7 @@ def cut_list(
                 carry_dollars=_dollars(carried, price),
                 cut=cut,
                 how=how,
-                not_replayed=None if cut == KEEP else NOT_REPLAYED,
+                not_replayed=_not_replayed(cut),
             )
         )
     server_rows.sort(key=lambda r: (-((r.definition_tokens or 0) + r.carry_tokens), r.name))
@@ -225,3 +232,42 @@ def cut_list(
         agent=agent_config.AGENTS.get(fmt),
         definitions_recorded=bool(definitions),
     )
+
+
+#: How many cuts a cut list replays, the costliest first (each replay is a pass over the log).
+REPLAYED_CUTS = 3
+#: The characters a replayed cap keeps of each result (as ``cap:4000``, whatif's default cap).
+CAP_CHARS = 4000
+
+
+def cap_candidates(cuts: CutList) -> list[tuple[Cut, tuple[str, ...]]]:
+    """The caps to replay, the most carried first, each with the tools whose results it cuts (a server: its
+    tools), at most :data:`REPLAYED_CUTS`."""
+    rows = sorted(
+        (r for r in cuts.rows if r.cut == CAP and r.carry_tokens > 0), key=lambda r: (-r.carry_tokens, r.name)
+    )
+    out = []
+    for row in rows[:REPLAYED_CUTS]:
+        if row.kind == "server":
+            server = row.name[len(agent_config.MCP_PREFIX) :]
+            tools = tuple(r.name for r in cuts.rows if r.kind == "tool" and _server(r.name) == server)
+        else:
+            tools = (row.name,)
+        out.append((row, tools))
+    return out
+
+
+def with_replays(cuts: CutList, replays: Mapping[str, tuple[str, float | None, int]]) -> CutList:
+    """The cut list with what the replays of its cuts proved (by row name: the policy, dollars saved or None,
+    tokens saved); a row not replayed keeps its reason."""
+    rows = []
+    for row in cuts.rows:
+        found = replays.get(row.name)
+        if found is not None:
+            row = dataclasses.replace(
+                row, replay=found[0], saving_dollars=found[1], saving_tokens=found[2], not_replayed=None
+            )
+        elif row.cut == CAP and row.not_replayed == NOT_REPLAYED and replays:
+            row = dataclasses.replace(row, not_replayed=f"not replayed: the {len(replays)} costliest cuts were")
+        rows.append(row)
+    return dataclasses.replace(cuts, rows=rows)
