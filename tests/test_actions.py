@@ -69,7 +69,9 @@ def claude_session(folder: Path, idle_before: int = 4, mcp: bool = False) -> Pat
         parent, previous, prompt = f"r{i}", prompt, prompt + 3200
         if i == 1:  # a subagent: its own thread, two calls
             side = {"agentId": "feed1", "sidechain": True}
-            rows.append(_line("user", "s0", None, clock + 2, message={"role": "user", "content": "Find the tests"}, **side))
+            rows.append(
+                _line("user", "s0", None, clock + 2, message={"role": "user", "content": "Find the tests"}, **side)
+            )
             glob = {"type": "tool_use", "id": "st0", "name": "Glob", "input": {"pattern": "tests/*.py"}}
             rows.append(_assistant("s1", "s0", 100, clock + 3, [glob], 3000, 0, **side))
             found = [{"type": "tool_result", "tool_use_id": "st0", "content": "tests/test_m.py"}]

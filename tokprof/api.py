@@ -695,8 +695,11 @@ def tools_report(
         report = _tools_report(trace, chat, result.computed_billed_input(), facts=facts)
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+    from tokprof.analyses.carry_cost import price_carry
+    from tokprof.analyses.cost import attach_cost
     from tokprof.analyses.mcp_rollup import server_rollup
 
+    result = price_carry(attach_cost(result, trace))  # the carry cost in dollars, where the log is priced
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
     from tokprof.analyses.cost import attach_cost

@@ -193,7 +193,11 @@ def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport")
             if tools
             else "old tool results stay in every later prompt"
         )
-        what = f"drop tool results older than the last {turns} user turns ({_listed(tools)})" if tools else best.description
+        what = (
+            f"drop tool results older than the last {turns} user turns ({_listed(tools)})"
+            if tools
+            else best.description
+        )
         how = agent_config.elide_results(fmt)
     unpriced = None if best.cost_saving is not None else (best.cost_unpriced or "the log is not priced")
     return Action(

@@ -117,7 +117,10 @@ def run_incremental(
     report = sessions_report(root, tasks, [outcomes[t.path] for t in tasks])
     new_state = {
         task.path: dict(
-            fresh, request_ids=found_ids, counted=sorted(dropped), options=key,
+            fresh,
+            request_ids=found_ids,
+            counted=sorted(dropped),
+            options=key,
             outcome=kept[task.path] if task.path in kept else _encoded(outcomes[task.path]),
         )
         for (task, _, fresh), found_ids, dropped in zip(entries, ids, counted)
@@ -200,9 +203,7 @@ def _check(hint: Any) -> Callable[[object], bool]:
     if hint is int:
         return lambda value: isinstance(value, int) and not isinstance(value, bool)
     if hint is float:
-        return lambda value: (
-            isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        )
+        return lambda value: isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
     if origin is dict:
         keys, values = _check(args[0]), _check(args[1])
         return lambda value: isinstance(value, dict) and all(keys(k) and values(v) for k, v in value.items())

@@ -681,24 +681,45 @@ def _carry_figure(costs: ToolResultCosts) -> dict:
 
 
 def _results_parts(costs: ToolResultCosts) -> list[str]:
+    from tokprof.render.money import dollars
+
+    priced = costs.carry_dollars is not None  # the carry cost in dollars too, where the log is priced
     rows = "".join(
         f"<tr><td>{r.call}{' (' + html.escape(r.thread) + ')' if r.thread else ''}</td>"
         f"<td><code>{html.escape(r.tool or '(unnamed)')}</code></td><td>{r.tokens:,}</td><td>{r.carried_by:,}</td>"
-        f"<td>{r.carry_cost:,}</td></tr>"
+        f"<td>{r.carry_cost:,}</td>" + (f"<td>{html.escape(dollars(r.carry_dollars))}</td>" if priced else "") + "</tr>"
         for r in costs.top
     )
+    money = f" ({html.escape(dollars(costs.carry_dollars))})" if priced else ""
+    per_tool = ""
+    if priced:
+        per_tool = (
+            '<div class="scroll"><table class="results"><thead><tr><th>tool</th><th>results</th><th>tokens</th>'
+            "<th>carry cost</th><th>carry $</th></tr></thead><tbody>"
+            + "".join(
+                f"<tr><td><code>{html.escape(t.tool or '(unnamed)')}</code></td><td>{t.results:,}</td>"
+                f"<td>{t.tokens:,}</td><td>{t.carry_cost:,}</td><td>{html.escape(dollars(t.carry_dollars))}</td></tr>"
+                for t in costs.tools[:10]
+            )
+            + "</tbody></table></div>"
+        )
     return [
         "<h2>Which tool results cost most</h2>",
         f'<p class="muted">{costs.results:,} tool results added {costs.tokens:,} tokens; resent by later calls, they '
-        f"cost {costs.carry_cost:,} more (the carry cost: each result's tokens times the later calls that resent "
-        "it). These are what to cap or elide first (tokprof whatif).</p>",
+        f"cost {costs.carry_cost:,} more{money} (the carry cost: each result's tokens times the later calls that "
+        "resent it"
+        + (", in dollars at the rate each of those calls paid for them" if priced else "")
+        + "). These are what to cap or elide first (tokprof whatif).</p>",
         "<h3>Tokens added</h3>",
         '<div id="chart-results" class="chart bars"></div>',
         "<h3>Carry cost</h3>",
         '<p class="muted">Each tool\'s results times the later calls that resent them.</p>',
         '<div id="chart-carry" class="chart bars"></div>',
+        per_tool,
         '<div class="scroll"><table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th>'
-        f"<th>resent by</th><th>carry cost</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        "<th>resent by</th><th>carry cost</th>"
+        + ("<th>carry $</th>" if priced else "")
+        + f"</tr></thead><tbody>{rows}</tbody></table></div>",
     ]
 
 

@@ -10,7 +10,7 @@ from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, record
 from tokprof.render import RenderOptions
 from tokprof.render.actions import TITLE, wrapped
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
-from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
+from tokprof.render.money import cache_lines, call_cost, cost_lines, dollars, forensics_lines, usage_lines
 
 LABELS = {
     "system": "system",
@@ -132,24 +132,24 @@ class TableRenderer:
         costs = summary.tool_result_costs
         assert costs is not None
         console.print()
+        priced = costs.carry_dollars is not None  # the carry cost in dollars too, beside the tokens
+        money = f", {dollars(costs.carry_dollars)}" if priced else ""
         console.print(
             f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
-            f"{costs.carry_cost:,} more (carry cost)"
+            f"{costs.carry_cost:,} more (carry cost{money})"
         )
         differs = _adds_up(costs.tokens + costs.carry_cost, summary, costs.results)
         if differs:
             console.print(f"  {differs}")
         tools = [
             [safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
+            + ([dollars(t.carry_dollars)] if priced else [])
             for t in costs.tools[:10]
         ]
-        console.print(
-            fit_table(
-                console,
-                [Column("tool", justify="left"), Column("results"), Column("tokens"), Column("carry cost", "carry")],
-                tools,
-            )
-        )
+        columns = [Column("tool", justify="left"), Column("results"), Column("tokens"), Column("carry cost", "carry")]
+        if priced:
+            columns.append(Column("carry $", "carry $"))
+        console.print(fit_table(console, columns, tools))
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
         from tokprof.analyses.mcp_rollup import catalogue_rollup, rollup_from_results
@@ -159,6 +159,7 @@ class TableRenderer:
             console.print(
                 f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
                 f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}"
+                + (f" ({dollars(server.carry_dollars)})" if server.carry_dollars is not None else "")
             )
         if costs.top:
             console.print("  costliest results (carry cost: tokens × the later calls that resent them):")
@@ -170,21 +171,19 @@ class TableRenderer:
                     f"{r.carried_by:,}",
                     f"{r.carry_cost:,}",
                 ]
+                + ([dollars(r.carry_dollars)] if priced else [])
                 for r in costs.top
             ]
-            console.print(
-                fit_table(
-                    console,
-                    [
-                        Column("call"),
-                        Column("tool", justify="left"),
-                        Column("tokens"),
-                        Column("resent by", "resent"),
-                        Column("carry cost", "carry"),
-                    ],
-                    rows,
-                )
-            )
+            columns = [
+                Column("call"),
+                Column("tool", justify="left"),
+                Column("tokens"),
+                Column("resent by", "resent"),
+                Column("carry cost", "carry"),
+            ]
+            if priced:
+                columns.append(Column("carry $", "carry $"))
+            console.print(fit_table(console, columns, rows))
         console.print()
 
     @staticmethod
@@ -196,6 +195,7 @@ class TableRenderer:
         if not rows:
             return
         units = "" if exact else ", the proxy's own counts, not scaled"
+        priced = any(r.carry_dollars is not None for r in rows)
         console.print(f"[bold]MCP servers[/bold] (from the tool names; definitions: tokens per request{units})")
         cells = [
             [
@@ -207,23 +207,21 @@ class TableRenderer:
                 f"{r.result_tokens:,}",
                 f"{r.carry_cost:,}",
             ]
+            + ([dollars(r.carry_dollars)] if priced else [])
             for r in rows
         ]
-        console.print(
-            fit_table(
-                console,
-                [
-                    Column("server", justify="left"),
-                    Column("tools"),
-                    Column("unused"),
-                    Column("definitions", "defs"),
-                    Column("calls"),
-                    Column("result tokens", "results"),
-                    Column("carry cost", "carry"),
-                ],
-                cells,
-            )
-        )
+        columns = [
+            Column("server", justify="left"),
+            Column("tools"),
+            Column("unused"),
+            Column("definitions", "defs"),
+            Column("calls"),
+            Column("result tokens", "results"),
+            Column("carry cost", "carry"),
+        ]
+        if priced:
+            columns.append(Column("carry $", "carry $"))
+        console.print(fit_table(console, columns, cells))
         console.print()
 
     @staticmethod

@@ -11,6 +11,7 @@ from tokprof.analyses.cutlist import KEEP, CutList
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
+from tokprof.render.money import dollars
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 
@@ -102,12 +103,16 @@ class ToolsTableRenderer:
                 Column("result tokens", "results"),
                 Column("carry cost", "carry"),
             ]
+            priced = any(s.carry_dollars is not None for s in report.mcp_servers)
+            if priced:  # the carry cost in dollars too, where the log is priced
+                columns.append(Column("carry $", "carry $"))
             console.print(
                 fit_table(
                     console,
                     columns,
                     [
                         [safe(s.server), str(s.tools_called), _n(s.calls), _n(s.result_tokens), _n(s.carry_cost)]
+                        + ([dollars(s.carry_dollars)] if priced else [])
                         for s in report.mcp_servers
                     ],
                 )
@@ -189,7 +194,8 @@ def print_cut_list(console: Console, cuts: CutList) -> None:
     shown = cuts.rows[:CUT_ROWS]
     for r in shown:
         if r.saving_dollars is not None:
-            saving = dollars(r.saving_dollars) if r.saving_dollars >= 0 else f"-{dollars(-r.saving_dollars)} (costs more)"
+            costs_more = f"-{dollars(-r.saving_dollars)} (costs more)"
+            saving = dollars(r.saving_dollars) if r.saving_dollars >= 0 else costs_more
         elif r.saving_tokens is not None:
             saving = f"{r.saving_tokens:,} tokens"
         else:
