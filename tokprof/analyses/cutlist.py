@@ -3,15 +3,18 @@ over the run and what its results carried into later prompts, in dollars where t
 saving a replay of the log proves for cutting it, where one was replayed; and the configuration change
 that applies the cut for the agent that wrote the log (:mod:`tokprof.analyses.agent_config`).
 
-Dollars of a part of the prompt are its tokens at the run's mean price of an input token (the input, cache
-write and cache read dollars over the billed input tokens): the prompt's parts share its bill, and a
-definition read from the cache costs what the rest of the cached prompt does. They are labelled so; a
-saving is only ever what a replay proves (``saving``), never this figure.
+A carry in dollars is the profile's (``tool_result_costs.tools[].carry_dollars``: each resent token at the
+rate its call paid). A definition in dollars is its tokens at the run's mean price of an input token (the
+input, cache write and cache read dollars over the billed input tokens): the prompt's parts share its bill,
+and a definition read from the cache costs what the rest of the cached prompt does; so is a carry the
+profile did not price. They are costs, labelled so; a saving is only ever what a replay proves
+(``saving``: the costliest caps are replayed, each as a policy of its own, :mod:`tokprof.transforms.cuts`),
+never these figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
 
@@ -118,6 +121,16 @@ def _dollars(tokens: int | None, price: float | None) -> float | None:
     return None if tokens is None or price is None else round(tokens * price, 6)
 
 
+def _carry(tokens: int, paid: float | None, price: float | None) -> float | None:
+    """A carry in dollars: at the rate each call paid (the profile's ``carry_dollars``), else at the mean price."""
+    return round(paid, 6) if paid is not None else _dollars(tokens, price)
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    found = list(values)
+    return None if any(v is None for v in found) else round(sum(v or 0.0 for v in found), 6)
+
+
 def _server(name: str) -> str | None:
     if not name.startswith(agent_config.MCP_PREFIX):
         return None
@@ -151,10 +164,12 @@ def cut_list(
         fmt = agent
     price, unpriced = mean_input_price(profile)
     results: dict[str, tuple[int, int]] = {}
+    carry_paid: dict[str, float | None] = {}  # the carry in dollars at the rate each call paid, where priced
     costs = profile.tool_result_costs
     for cost in costs.tools if costs is not None else ():
         if cost.tool:
             results[cost.tool] = (cost.tokens, cost.carry_cost)
+            carry_paid[cost.tool] = cost.carry_dollars
     names = sorted(set(definitions) | set(called) | set(results))
     replays = replays or {}
     rows: list[Cut] = []
@@ -178,7 +193,7 @@ def cut_list(
                 result_tokens=added,
                 carry_tokens=carried,
                 definition_dollars=_dollars(defined, price),
-                carry_dollars=_dollars(carried, price),
+                carry_dollars=_carry(carried, carry_paid.get(name), price),
                 cut=cut,
                 how=how,
                 saving_dollars=replayed[1] if replayed else None,
@@ -217,7 +232,7 @@ def cut_list(
                 result_tokens=sum(t.result_tokens for t in tools),
                 carry_tokens=carried,
                 definition_dollars=_dollars(defined, price),
-                carry_dollars=_dollars(carried, price),
+                carry_dollars=_sum(t.carry_dollars for t in tools),
                 cut=cut,
                 how=how,
                 not_replayed=_not_replayed(cut),
