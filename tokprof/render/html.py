@@ -692,7 +692,11 @@ def _carry_figure(costs: ToolResultCosts) -> dict:
         return figure
     tools = sorted(costs.tools, key=lambda t: (-t.carry_cost, t.tool or ""))
     return _bars(
-        [names_of[id(t)] for t in tools], [t.carry_cost for t in tools], color, "tokens resent (carry cost)", "tokens resent"
+        [names_of[id(t)] for t in tools],
+        [t.carry_cost for t in tools],
+        color,
+        "tokens resent (carry cost)",
+        "tokens resent",
     )
 
 
