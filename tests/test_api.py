@@ -74,6 +74,7 @@ EXPORTED = {
     "LiveSession",
     "LiveCall",
     "LiveRecording",
+    "Telemetry",
 }
 
 

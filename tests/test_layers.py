@@ -25,7 +25,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses",)),
     ("outputs", ("tokprof.render", "tokprof.export")),
-    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof.names", "tokprof")),
+    (
+        "facade",
+        (
+            "tokprof.api",
+            "tokprof.mcp_api",
+            "tokprof.live",
+            "tokprof.live_record",
+            "tokprof.live_collect",
+            "tokprof.names",
+            "tokprof",
+        ),
+    ),
     ("front ends", ("tokprof.frontends", "tokprof.__main__")),
 ]
 #: What the front ends alone may import: the facade's machinery and each other.
@@ -35,7 +46,10 @@ FRONT = ("tokprof.api", "tokprof.frontends")
 FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),
 #: the version and ``python -m tokprof``; everything else lives in the folder of its layer.
-TOP_LEVEL = {"__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "names", "trace", "profiling"}
+TOP_LEVEL = {
+    *("__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "live_collect", "names"),
+    *("trace", "profiling"),
+}
 
 
 @cache

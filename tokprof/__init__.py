@@ -87,11 +87,13 @@ _EXPORTS = {
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
     "LiveRecording": "tokprof.live_record",
+    "Telemetry": "tokprof.live_collect",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from tokprof.live_collect import Telemetry
     from tokprof.analyses.budgets import CheckResult
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport

@@ -773,6 +773,10 @@ def whatif(
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    if trace.calls and all(
+        not c.messages and not c.tools and c.reported is None and not c.unrendered for c in trace.calls
+    ):
+        raise InputError(trace.path, None, NOTHING_RECORDED.format(what="to replay"))
     chat = _model_for(trace, model, chat_template)
     from tokprof.transforms import fit
 
@@ -938,7 +942,7 @@ def run_check(
                 progress=progress,
                 prices=prices,
             )
-        measurement = budgets.measure_profile(saved)
+        measurement = measure(saved)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
     result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
@@ -948,11 +952,19 @@ def run_check(
     return CheckRun(result, measurement, where, tuple(os.fspath(p) for p in read if p is not None))
 
 
+NOTHING_RECORDED = (
+    "no call records its prompt or its usage (usage redacted, content capture off): nothing {what}; "
+    "'tokprof profile' lists the calls and the totals the log holds"
+)
+
+
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     """The budget metrics of a profile, or of a catalogue priced alone."""
     from tokprof.analyses import budgets
 
     if isinstance(subject, Profile):
+        if subject.calls and not any(c.recorded for c in subject.calls):  # budgets on figures not known: no
+            raise InputError(subject.source.path, None, NOTHING_RECORDED.format(what="to check against budgets"))
         return budgets.measure_profile(subject)
     if isinstance(subject, ToolsReport):
         if subject.system_tokens is None:

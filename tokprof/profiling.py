@@ -78,6 +78,12 @@ class CallRow:
     def rendered(self) -> int:
         return self.total if self.computed is None else self.computed
 
+    @property
+    def recorded(self) -> bool:
+        """Whether the log records anything of the call's prompt: its messages, tools or usage (False: a
+        span with content capture off and its usage redacted, whose figures are not known, not 0)."""
+        return self.total > 0 or self.messages > 0 or self.reported is not None or self.unrendered > 0
+
     def difference(self) -> tuple[int, float] | None:
         """Computed minus reported prompt, and that relative to the reported prompt (None when nothing,
         or a prompt of 0, was reported: some servers report 0 when they do not count)."""

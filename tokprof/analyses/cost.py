@@ -54,6 +54,7 @@ PREDICTED = (
     "log's output"
 )
 NO_DATE = "the log gives no date: priced at today's rates"
+NOT_RECORDED = "the log records neither the call's prompt nor its usage (redacted): not priced"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = (
     "bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
@@ -337,6 +338,18 @@ def cost_calls(
                 and _long_rate_differs(user.rates)
             ):
                 notes.append(WRITES_AT_5M)
+        elif not row.recorded:
+            out.append(
+                CallCost(
+                    priced=False,
+                    basis=basis,
+                    source=GENAI_PRICES,
+                    source_version=version,
+                    model=name,
+                    reason=NOT_RECORDED,
+                )
+            )
+            continue
         elif not name:
             out.append(
                 CallCost(

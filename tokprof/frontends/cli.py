@@ -1456,6 +1456,16 @@ def record(
     return run_record(output, command or [], port, upstreams, quiet)
 
 
+from tokprof.frontends.collect import command as _collect_command  # noqa: E402
+
+app.command(
+    name="collect",
+    help=_esc(_collect_command.HELP),
+    epilog=_esc(_collect_command.EXAMPLES),
+    short_help="Take agents' OpenTelemetry over OTLP/HTTP into Parquet tables (tokprof[collect]).",
+)(_collect_command.collect)
+
+
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)

@@ -115,7 +115,7 @@ class TableRenderer:
             console.print(f"  model chosen: {safe(model.selected)}")
         if summary.inferred:
             console.print(f"[bold]INFERRED[/bold]: {safe(summary.inferred)} (give them with --system and --tools).")
-        if summary.estimate is not None:
+        if summary.estimate is not None and any(c.recorded for c in profile.calls):
             console.print(f"[bold]ESTIMATE[/bold]: {safe(_estimate_text(summary, model.selected))}")
         for warning in profile.warnings:
             calls = warning.calls
@@ -235,11 +235,14 @@ class TableRenderer:
         missing: frozenset[str] = frozenset(),
     ) -> list[str]:
         cells = [str(row.index)] + ([safe(row.thread) if row.thread is not None else "main"] if threads else [])
-        cells += [
-            *(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names),
-            f"{row.total:,}",
-            f"{row.cumulative:,}",
-        ]
+        if not row.recorded:  # neither the prompt nor its usage: not known, not 0
+            cells += ["n/r"] * (len(names) + 2)
+        else:
+            cells += [
+                *(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names),
+                f"{row.total:,}",
+                f"{row.cumulative:,}",
+            ]
         if reported:
             diff = row.difference()
             if diff is not None and row.reported is not None and row.reported.prompt is not None:
@@ -256,6 +259,14 @@ class TableRenderer:
         model = profile.model
         estimated = "  estimate" if not model.exact else ""
         lines = [("calls", f"{summary.calls:,}")]
+        if profile.calls and not any(c.recorded for c in profile.calls):  # figures not known, not 0
+            lines.append(
+                ("billed input", "not recorded: no call records its prompt or its usage (the warnings say why)")
+            )
+            lines += [(f"  {LABELS[name]}", "not recorded") for name in names]
+            lines += [(safe(k), safe(v)) for k, v in cost_lines(summary.cost, [])]
+            width = max(len(k) for k, _ in lines)
+            return [(key.ljust(width), value) for key, value in lines]
         threads = summary.threads
         final = f"{summary.final_prompt:,} tokens"
         if len(threads) > 1:
