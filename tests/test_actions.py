@@ -184,3 +184,23 @@ def test_rank_never_lists_more_than_three_and_puts_dollars_first():
 
     ranked = rank([action("a", None, 10**9), action("b", 0.5, 10), action("c", 2.0, 5), action("d", 1.0, 1)])
     assert [a.what for a in ranked] == ["c", "d", "b"]
+
+
+def test_a_directory_view_adds_the_cache_fixes_up(tmp_path, capsys):
+    """``tokprof profile DIR``: each session's cache fixes (no replay per session), the same fix added up."""
+    folder = tmp_path / "all"
+    folder.mkdir()
+    first = claude_session(folder)
+    second = folder / "advice-2.jsonl"
+    text = first.read_text(encoding="utf-8")
+    for old, new in (("advice-1", "advice-2"), ('"msg_', '"msg2_'), ('"req_', '"req2_')):  # another session's calls
+        text = text.replace(old, new)
+    second.write_text(text, encoding="utf-8")
+    doc = run_json(["profile", str(folder), "-f", "json", "--no-progress", "--jobs", "1"], capsys)
+    (action,) = doc["actions"]
+    assert action["what"] == "resume within the cache's lifetime" and action["why"].startswith("in 2 sessions")
+    lost = sum(s["cache_lost_cost"] for s in doc["sessions"])
+    assert action["dollars"] == pytest.approx(lost, abs=1e-6)
+    assert main(["profile", str(folder), "--no-progress", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("What to change") and "tokprof profile DIR --session ID" in out

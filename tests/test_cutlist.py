@@ -45,12 +45,14 @@ def test_every_tool_and_server_has_a_row_priced_at_the_runs_input_price(cut):
     assert {"mcp__github", "mcp__jira"} <= set(found)  # the servers, rolled up from the tool names
     for r in cut["rows"]:
         assert r["definition_dollars"] == pytest.approx(r["definition_tokens"] * price, abs=1e-6)
-        assert r["carry_dollars"] == pytest.approx(r["carry_tokens"] * price, abs=1e-6)
+        # the carry at the rate each call paid (the profile's carry_dollars): none without a carry
+        assert (r["carry_dollars"] > 0) == (r["carry_tokens"] > 0)
         assert r["cost_dollars"] == pytest.approx(r["definition_dollars"] + r["carry_dollars"], abs=2e-6)
     github = found["mcp__github"]
     tools = [found["mcp__github__get_issue"], found["mcp__github__create_issue"]]
     assert github["definition_tokens"] == sum(t["definition_tokens"] for t in tools)
     assert github["carry_tokens"] == sum(t["carry_tokens"] for t in tools) and github["calls"] == 1
+    assert github["carry_dollars"] == pytest.approx(sum(t["carry_dollars"] for t in tools), abs=1e-6)
 
 
 def test_the_cuts_and_claude_codes_settings(cut):
@@ -131,3 +133,23 @@ def test_mcp_log_has_the_cut_list(tmp_path, capsys):
     assert '"permissions.deny"' in found["mcp__notes__tool_1"]["how"]  # the log is Claude Code's
     assert found["mcp__notes"]["definition_tokens"] == sum(t["run_cost"] for t in doc["tools"])
     assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens
+
+
+def test_the_costliest_caps_are_replayed(tmp_path, capsys):
+    """A cap in the cut list is replayed as a policy of its own: with Read the only tool whose results pass
+    4,000 characters, capping Read saves what whatif's cap:4000 (every tool) saves, to the cent."""
+    from test_actions import run_json
+
+    log = claude_session(tmp_path)
+    doc = run_json(["tools", str(log), "-f", "json", "--no-progress"], capsys)
+    read = rows(doc["cut_list"])["Read"]
+    assert read["replay"] == "cap:4000 of Read" and read["not_replayed"] is None
+    assert read["saving_dollars"] is not None and read["saving_dollars"] > 0
+    whole = run_json(["whatif", str(log), "-p", "cap:4000", "-f", "json", "--no-progress"], capsys)
+    cap = next(p for p in whole["policies"] if p["policy"] == "cap:4000")
+    assert read["saving_tokens"] == cap["saving"]
+    assert read["saving_dollars"] == pytest.approx(cap["cost_saving"], abs=1e-6)
+    # its carry in dollars is the profile's own (each resent token at the rate its call paid)
+    profile = run_json(["profile", str(log), "-f", "json", "--no-progress"], capsys)
+    paid = {t["tool"]: t["carry_dollars"] for t in profile["summary"]["tool_result_costs"]["tools"]}
+    assert read["carry_dollars"] == pytest.approx(paid["Read"], abs=1e-6) and paid["Read"] > 0

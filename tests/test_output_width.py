@@ -41,8 +41,10 @@ def test_profile_calls_option(capsys, monkeypatch):
 
 def test_tools_rows_fit(capsys, monkeypatch):
     out = table_at(80, ["tools", str(SAMPLE)], capsys, monkeypatch)
-    rows = [line for line in out.splitlines() if re.match(r"^\w+( \(unused\))?\s+\d", line)]
+    catalogue, cuts = out.split("\nCut list")
+    rows = [line for line in catalogue.splitlines() if re.match(r"^\w+( \(unused\))?\s+\d", line)]
     assert len(rows) == 12 and all(len(line) <= 80 for line in rows)
+    assert all(len(line) <= 80 for line in cuts.splitlines())  # the cut list fits too (#47.3)
 
 
 def test_check_rows_fit(capsys, monkeypatch):

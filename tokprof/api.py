@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from tokprof.analyses.diff import RunDiff, Side
     from tokprof.analyses.probe import ProbeReport
     from tokprof.analyses.whatif import WhatIfReport
+    from tokprof.analyses.cutlist import CutList
     from tokprof.render.tables import TeamOptions
     from tokprof.analyses import budgets
     from tokprof.analyses.directory import Mapper, SessionOptions
@@ -323,16 +324,22 @@ def _profile_trace(
 def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesArg) -> Profile:
     """A fitted trace's profile with what to change: the log replayed under the tool-result policies
     (whose baseline is the profile itself, made once), and the actions they and the profile price."""
-    from tokprof.analyses.actions import RESULT_POLICIES, advise, wants_replay
+    from tokprof.analyses.actions import advise, replayed_policies
     from tokprof.analyses.whatif import whatif as replay
     from tokprof.transforms.policies import parse_policies
 
-    policies = parse_policies(list(RESULT_POLICIES)) if wants_replay(trace) else []
+    policies = parse_policies(list(replayed_policies(trace)))
     with _progress(progress, len(trace.calls) * (1 + len(policies)), "profiling and replaying calls") as advance:
         try:
             report = replay(trace, chat, policies, on_call=advance, prices=_prices(prices))
         except RenderError as exc:
-            raise InputError(trace.path, None, str(exc)) from None
+            if not policies:
+                raise InputError(trace.path, None, str(exc)) from None
+            policies = []  # a prompt the template cannot render once cut: the profile, without that action
+            try:
+                report = replay(trace, chat, policies, prices=_prices(prices))
+            except RenderError as again:
+                raise InputError(trace.path, None, str(again)) from None
     assert report.baseline is not None
     result = _finish(report.baseline, trace, chat, prices)
     result.actions = advise(result, trace, report if policies else None)
@@ -734,15 +741,39 @@ def tools_report(
     from tokprof.analyses.cost import attach_cost
     from tokprof.analyses.mcp_rollup import server_rollup
 
-    result = price_carry(attach_cost(result, trace))  # the carry cost in dollars, where the log is priced
+    # the carry cost in dollars, where the log is priced (at ``prices``' rates where genai-prices has none)
+    result = price_carry(attach_cost(result, trace, user_prices(prices)))
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
-    from tokprof.analyses.cost import attach_cost
     from tokprof.analyses.cutlist import cut_list, run_definitions
 
-    priced = attach_cost(result, trace, user_prices(prices))
-    report.cut_list = cut_list(priced, run_definitions(report.catalogues), facts.called)
+    cuts = cut_list(result, run_definitions(report.catalogues), facts.called)
+    report.cut_list = _replayed_cuts(cuts, trace, chat, prices)
     return report
+
+
+def _replayed_cuts(cuts: "CutList", trace: Trace, chat: ChatModel, prices: PricesArg) -> "CutList":
+    """The cut list with the costliest caps replayed (tokprof.analyses.cutlist.cap_candidates): each cut
+    as a policy of its own (tokprof.transforms.cuts), the log's baseline made once."""
+    from tokprof.analyses.cutlist import CAP_CHARS, cap_candidates, with_replays
+    from tokprof.analyses.whatif import whatif as replay
+    from tokprof.transforms.cuts import CapTools
+
+    candidates = cap_candidates(cuts)
+    if not candidates:
+        return cuts
+    policies = [CapTools(tools, CAP_CHARS) for _, tools in candidates]
+    try:
+        report = replay(trace, chat, policies, prices=_prices(prices))
+    except RenderError:  # a cut prompt the template cannot render: the cut list without replays
+        return cuts
+    results = {p.policy: p for p in report.policies}
+    found = {}
+    for (row, _), policy in zip(candidates, policies):
+        result = results.get(policy.spec)
+        if result is not None:
+            found[row.name] = (policy.spec, result.cost_saving, result.saving)
+    return with_replays(cuts, found)
 
 
 # -- what-if ------------------------------------------------------------------------------------------

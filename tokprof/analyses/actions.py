@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
+from tokprof.base.billing import CacheSummary
 from tokprof.profiling import Action, Profile
 from tokprof.trace import Trace
 
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # the replay's results (the module stays light for the direct
 MAX_ACTIONS = 3
 #: The policies replayed for the tool-results action: a cap of each result, and stubs for old ones.
 RESULT_POLICIES = ("cap:4000", "elide:2")
+#: ``elide`` rewrites every earlier prompt, so its replay counts every prompt anew (ten times a profile on a
+#: 439-call session): it is replayed only for logs that carry at most this many messages over the run.
+ELIDE_MESSAGES = 20000
 #: How many tools an action names.
 NAMED = 3
 
@@ -91,10 +95,11 @@ def _cache_fix(reason: str, part: str | None) -> tuple[str, str, str] | None:
     return None
 
 
-def cache_actions(profile: Profile) -> list[Action]:
-    """One action per miss reason a change of practice removes, priced by cache forensics."""
-    summary = profile.summary()
-    cache = summary.cache
+def cache_actions(profile: Profile, cache: CacheSummary | None = None) -> list[Action]:
+    """One action per miss reason a change of practice removes, priced by cache forensics (``cache``: the
+    profile's cache summary, when the caller has it)."""
+    if cache is None:
+        cache = profile.cache_summary()
     lost = cache.lost if cache is not None else None
     if cache is None or lost is None or not lost.by_reason:
         return []
@@ -257,9 +262,13 @@ def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport |
     return rank(found)
 
 
-def wants_replay(trace: Trace) -> bool:
-    """Whether the log has tool results for :data:`RESULT_POLICIES` to replay."""
-    return any(m.get("role") == "tool" for call in trace.calls for m in call.messages)
+def replayed_policies(trace: Trace) -> tuple[str, ...]:
+    """Which of :data:`RESULT_POLICIES` to replay: none for a log without tool results; ``elide`` only for a
+    log that carries at most :data:`ELIDE_MESSAGES` messages over the run (its replay's cost)."""
+    if not any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
+        return ()
+    carried = sum(len(call.messages) for call in trace.calls)
+    return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:

@@ -3,15 +3,19 @@ over the run and what its results carried into later prompts, in dollars where t
 saving a replay of the log proves for cutting it, where one was replayed; and the configuration change
 that applies the cut for the agent that wrote the log (:mod:`tokprof.analyses.agent_config`).
 
-Dollars of a part of the prompt are its tokens at the run's mean price of an input token (the input, cache
-write and cache read dollars over the billed input tokens): the prompt's parts share its bill, and a
-definition read from the cache costs what the rest of the cached prompt does. They are labelled so; a
-saving is only ever what a replay proves (``saving``), never this figure.
+A carry in dollars is the profile's (``tool_result_costs.tools[].carry_dollars``: each resent token at the
+rate its call paid). A definition in dollars is its tokens at the run's mean price of an input token (the
+input, cache write and cache read dollars over the billed input tokens): the prompt's parts share its bill,
+and a definition read from the cache costs what the rest of the cached prompt does; so is a carry the
+profile did not price. They are costs, labelled so; a saving is only ever what a replay proves
+(``saving``: the costliest caps are replayed, each as a policy of its own, :mod:`tokprof.transforms.cuts`),
+never these figures.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 
 from tokprof.analyses import agent_config
@@ -20,7 +24,13 @@ from tokprof.profiling import Profile
 
 #: A cut: drop the tool (never called), cap its results (they carry into later prompts), or none.
 DROP, CAP, KEEP = "drop", "cap", "none"
-NOT_REPLAYED = "not replayed: no replay of one tool's cut yet (tokprof whatif replays the cuts of every tool)"
+#: Why a cut has no replayed saving.
+NOT_REPLAYED = "not replayed: tokprof whatif -p cap:C replays a cap of every tool's results"
+DROP_NOT_REPLAYED = "no replay drops a tool definition yet (a replay changes the messages, not the tool list)"
+
+
+def _not_replayed(cut: str) -> str | None:
+    return DROP_NOT_REPLAYED if cut == DROP else NOT_REPLAYED if cut == CAP else None
 
 
 @dataclass(frozen=True)
@@ -111,6 +121,16 @@ def _dollars(tokens: int | None, price: float | None) -> float | None:
     return None if tokens is None or price is None else round(tokens * price, 6)
 
 
+def _carry(tokens: int, paid: float | None, price: float | None) -> float | None:
+    """A carry in dollars: at the rate each call paid (the profile's ``carry_dollars``), else at the mean price."""
+    return round(paid, 6) if paid is not None else _dollars(tokens, price)
+
+
+def _sum(values: Iterable[float | None]) -> float | None:
+    found = list(values)
+    return None if any(v is None for v in found) else round(sum(v or 0.0 for v in found), 6)
+
+
 def _server(name: str) -> str | None:
     if not name.startswith(agent_config.MCP_PREFIX):
         return None
@@ -144,10 +164,12 @@ def cut_list(
         fmt = agent
     price, unpriced = mean_input_price(profile)
     results: dict[str, tuple[int, int]] = {}
+    carry_paid: dict[str, float | None] = {}  # the carry in dollars at the rate each call paid, where priced
     costs = profile.tool_result_costs
     for cost in costs.tools if costs is not None else ():
         if cost.tool:
             results[cost.tool] = (cost.tokens, cost.carry_cost)
+            carry_paid[cost.tool] = cost.carry_dollars
     names = sorted(set(definitions) | set(called) | set(results))
     replays = replays or {}
     rows: list[Cut] = []
@@ -171,13 +193,13 @@ def cut_list(
                 result_tokens=added,
                 carry_tokens=carried,
                 definition_dollars=_dollars(defined, price),
-                carry_dollars=_dollars(carried, price),
+                carry_dollars=_carry(carried, carry_paid.get(name), price),
                 cut=cut,
                 how=how,
                 saving_dollars=replayed[1] if replayed else None,
                 saving_tokens=replayed[2] if replayed else None,
                 replay=replayed[0] if replayed else None,
-                not_replayed=None if replayed or cut == KEEP else NOT_REPLAYED,
+                not_replayed=None if replayed else _not_replayed(cut),
             )
         )
     rows.sort(key=lambda r: (-((r.definition_tokens or 0) + r.carry_tokens), r.name))
@@ -210,10 +232,10 @@ def cut_list(
                 result_tokens=sum(t.result_tokens for t in tools),
                 carry_tokens=carried,
                 definition_dollars=_dollars(defined, price),
-                carry_dollars=_dollars(carried, price),
+                carry_dollars=_sum(t.carry_dollars for t in tools),
                 cut=cut,
                 how=how,
-                not_replayed=None if cut == KEEP else NOT_REPLAYED,
+                not_replayed=_not_replayed(cut),
             )
         )
     server_rows.sort(key=lambda r: (-((r.definition_tokens or 0) + r.carry_tokens), r.name))
@@ -225,3 +247,42 @@ def cut_list(
         agent=agent_config.AGENTS.get(fmt),
         definitions_recorded=bool(definitions),
     )
+
+
+#: How many cuts a cut list replays, the costliest first (each replay is a pass over the log).
+REPLAYED_CUTS = 3
+#: The characters a replayed cap keeps of each result (as ``cap:4000``, whatif's default cap).
+CAP_CHARS = 4000
+
+
+def cap_candidates(cuts: CutList) -> list[tuple[Cut, tuple[str, ...]]]:
+    """The caps to replay, the most carried first, each with the tools whose results it cuts (a server: its
+    tools), at most :data:`REPLAYED_CUTS`."""
+    rows = sorted(
+        (r for r in cuts.rows if r.cut == CAP and r.carry_tokens > 0), key=lambda r: (-r.carry_tokens, r.name)
+    )
+    out = []
+    for row in rows[:REPLAYED_CUTS]:
+        if row.kind == "server":
+            server = row.name[len(agent_config.MCP_PREFIX) :]
+            tools = tuple(r.name for r in cuts.rows if r.kind == "tool" and _server(r.name) == server)
+        else:
+            tools = (row.name,)
+        out.append((row, tools))
+    return out
+
+
+def with_replays(cuts: CutList, replays: Mapping[str, tuple[str, float | None, int]]) -> CutList:
+    """The cut list with what the replays of its cuts proved (by row name: the policy, dollars saved or None,
+    tokens saved); a row not replayed keeps its reason."""
+    rows = []
+    for row in cuts.rows:
+        found = replays.get(row.name)
+        if found is not None:
+            row = dataclasses.replace(
+                row, replay=found[0], saving_dollars=found[1], saving_tokens=found[2], not_replayed=None
+            )
+        elif row.cut == CAP and row.not_replayed == NOT_REPLAYED and replays:
+            row = dataclasses.replace(row, not_replayed=f"not replayed: the {len(replays)} costliest cuts were")
+        rows.append(row)
+    return dataclasses.replace(cuts, rows=rows)

@@ -79,7 +79,7 @@ class SessionRow:
             cache_write_reported=summary.reported.cache_write if summary.reported else None,
             not_recorded=tuple(summary.not_recorded),
             **_cache_fields(summary.cache),
-            actions=[a.to_dict() for a in cache_actions(profile)],
+            actions=[a.to_dict() for a in cache_actions(profile, summary.cache)],
         )
 
     def shares(self) -> dict[str, float]:

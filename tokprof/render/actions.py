@@ -9,7 +9,10 @@ from tokprof.profiling import Action
 from tokprof.render.money import dollars
 
 TITLE = "What to change"
-NOTHING = "no change tokprof can measure on this log saves anything"
+NOTHING = (
+    "none of the changes tokprof measures (a cache fix, capping or eliding tool results, dropping tools never "
+    "called) saves anything on this log"
+)
 
 
 def saving_text(action: Action) -> str:

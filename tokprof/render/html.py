@@ -238,7 +238,7 @@ BAR_HEIGHT = 24
 BAR_FRAME = 110
 
 
-def _bars(names: list[str], values: list[int], colors: list[str], title: str, hover: str) -> dict:
+def _bars(names: list[str], values: list[int] | list[float], colors: list[str], title: str, hover: str) -> dict:
     """A horizontal bar chart, one row per name (the first on top): names never print over each other,
     whatever the width, and one axis. No legend: the text beside the chart says what colours mean."""
     data = [
@@ -674,11 +674,31 @@ def _results_figure(costs: ToolResultCosts) -> dict:
 
 
 def _carry_figure(costs: ToolResultCosts) -> dict:
-    """Per tool: its results' carry cost (their tokens resent by later calls), a chart of its own."""
+    """Per tool: its results' carry cost, a chart of its own: in US dollars where the log is priced (each
+    resent token at the rate its call paid), else in the tokens resent by later calls."""
+    names_of = {id(t): t.tool or "(unnamed)" for t in costs.tools}
+    color = [COLORS["tool_results"]] * len(costs.tools)
+    if costs.carry_dollars is not None and all(t.carry_dollars is not None for t in costs.tools):
+        tools = sorted(costs.tools, key=lambda t: (-(t.carry_dollars or 0.0), t.tool or ""))
+        figure = _bars(
+            [names_of[id(t)] for t in tools],
+            [round(t.carry_dollars or 0.0, 6) for t in tools],
+            color,
+            "carry cost, US dollars",
+            "",
+        )
+        figure["layout"]["xaxis"].update(tickformat="$.3~f", tickprefix="")
+        figure["data"][0]["customdata"] = [t.carry_cost for t in tools]
+        figure["data"][0]["hovertemplate"] = "%{y}<br>$%{x:.4f} (%{customdata:,} tokens resent)<extra></extra>"
+        return figure
     tools = sorted(costs.tools, key=lambda t: (-t.carry_cost, t.tool or ""))
-    names = [t.tool or "(unnamed)" for t in tools]
-    color = [COLORS["tool_results"]] * len(tools)
-    return _bars(names, [t.carry_cost for t in tools], color, "tokens resent (carry cost)", "tokens resent")
+    return _bars(
+        [names_of[id(t)] for t in tools],
+        [t.carry_cost for t in tools],
+        color,
+        "tokens resent (carry cost)",
+        "tokens resent",
+    )
 
 
 def _results_parts(costs: ToolResultCosts) -> list[str]:
@@ -714,7 +734,9 @@ def _results_parts(costs: ToolResultCosts) -> list[str]:
         "<h3>Tokens added</h3>",
         '<div id="chart-results" class="chart bars"></div>',
         "<h3>Carry cost</h3>",
-        '<p class="muted">Each tool\'s results times the later calls that resent them.</p>',
+        '<p class="muted">Each tool\'s results times the later calls that resent them'
+        + (", in dollars at the rate each of those calls paid" if costs.carry_dollars is not None else "")
+        + ".</p>",
         '<div id="chart-carry" class="chart bars"></div>',
         per_tool,
         '<div class="scroll"><table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th>'

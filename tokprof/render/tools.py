@@ -193,15 +193,13 @@ def print_cut_list(console: Console, cuts: CutList) -> None:
     rows = []
     shown = cuts.rows[:CUT_ROWS]
     for r in shown:
-        saving = (
-            dollars(r.saving_dollars)
-            if r.saving_dollars is not None
-            else (
-                f"{r.saving_tokens:,} tokens"
-                if r.saving_tokens is not None
-                else ("-" if r.cut == KEEP else "not replayed")
-            )
-        )
+        if r.saving_dollars is not None:
+            costs_more = f"-{dollars(-r.saving_dollars)} (costs more)"
+            saving = dollars(r.saving_dollars) if r.saving_dollars >= 0 else costs_more
+        elif r.saving_tokens is not None:
+            saving = f"{r.saving_tokens:,} tokens"
+        else:
+            saving = "-" if r.cut == KEEP else "not replayed"
         rows.append(
             [
                 safe(r.name) + (" (server)" if r.kind == "server" else ""),
