@@ -22,6 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_tables import generate  # noqa: E402
+
 TARGET = 0.10
 
 
@@ -44,8 +45,21 @@ def main() -> int:
         logs = Path(tmp, "logs")
         generate(logs, args.sessions, args.calls, seed=7)
         out = Path(tmp, "out")
-        command = [sys.executable, "-m", "tokprof", "profile", str(logs), "-f", "parquet", "-o", f"{out}/",
-                   "--incremental", "--no-progress", "--jobs", str(args.jobs)]
+        command = [
+            sys.executable,
+            "-m",
+            "tokprof",
+            "profile",
+            str(logs),
+            "-f",
+            "parquet",
+            "-o",
+            f"{out}/",
+            "--incremental",
+            "--no-progress",
+            "--jobs",
+            str(args.jobs),
+        ]
         firsts, reruns = [], []
         for _ in range(args.repeat):
             shutil.rmtree(out, ignore_errors=True)

@@ -36,7 +36,7 @@ from generate_session import session  # noqa: E402
 from reference import Reference  # noqa: E402
 
 from tokprof.analyses.tools import tools_report  # noqa: E402
-from tokprof.attribution.attributor import BUCKETS, WARNINGS  # noqa: E402
+from tokprof.attribution.buckets import BUCKETS, WARNINGS  # noqa: E402
 from tokprof.formats import read_trace  # noqa: E402
 from tokprof.models import resolve_model  # noqa: E402
 from tokprof.profiling import profile_trace  # noqa: E402

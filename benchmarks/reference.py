@@ -28,7 +28,8 @@ from collections import defaultdict
 import jinja2
 import numpy as np
 
-from tokprof.attribution.attributor import (
+from tokprof.attribution.attributor import RenderError
+from tokprof.attribution.buckets import (
     CONVERSATION,
     RESULTS,
     SYSTEM,
@@ -40,7 +41,6 @@ from tokprof.attribution.attributor import (
     WARN_TOOLS_IGNORED,
     WARN_TOOLS_UNRENDERABLE,
     CallBuckets,
-    RenderError,
 )
 from tokprof.models.template import SHAPES, template_messages
 from tokprof.base.textdiff import inserted_regions

@@ -74,6 +74,7 @@ EXPORTED = {
     "LiveSession",
     "LiveCall",
     "LiveRecording",
+    "Telemetry",
 }
 
 
@@ -225,7 +226,7 @@ def test_render_report_writes_what_the_command_line_writes(capsys, monkeypatch):
     from tokprof.frontends.cli import main
 
     monkeypatch.setenv("COLUMNS", "100")
-    result = tokprof.profile(SAMPLE)
+    result = tokprof.profile(SAMPLE, advice=True)  # the command line's what to change too
     assert tokprof.report_formats(result) == ["table", "json", "csv", "html"]
     assert main(["profile", str(SAMPLE), "-f", "json"]) == 0
     assert tokprof.render_report(result, "json") == capsys.readouterr().out

@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 
 from conftest import CHATML, small_transcript, tiny_model, write_json
-from tokprof.attribution.attributor import (
-    WARN_RESULTS_DROPPED,
-    WARN_TOOLS_IGNORED,
-    Attributor,
-)
+from tokprof.attribution.attributor import Attributor
+from tokprof.attribution.buckets import WARN_RESULTS_DROPPED, WARN_TOOLS_IGNORED
 from tokprof.formats import read_trace
 
 

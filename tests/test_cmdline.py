@@ -262,6 +262,18 @@ def test_record_follows_the_recording_with_a_live_recording(spy, tmp_path):
     assert calls[0][1][0].startswith(str(tmp_path))
 
 
+@pins("collect")
+def test_collect_runs_the_receiver_with_its_options(monkeypatch, tmp_path):
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("opentelemetry.proto")
+    from tokprof.frontends.collect import server
+
+    calls = []
+    monkeypatch.setattr(server, "run", lambda options: calls.append(options) or 0)
+    assert main(["collect", str(tmp_path), "--port", "0", "--keep", "aggregates", "--hash-users"]) == 0
+    assert calls[0].destination == str(tmp_path) and calls[0].keep == "aggregates" and calls[0].hash_users
+
+
 PINNED.update({"tools", "check", "report"})  # the first tests of this file
 
 

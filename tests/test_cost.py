@@ -13,7 +13,7 @@ import tokprof
 from conftest import ROOT
 from tokprof.analyses import budgets
 from tokprof.analyses.cost import parse_price
-from tokprof.analyses.prefix_cache import _openai_read, attach_cache, rules_for
+from tokprof.analyses.prefix_cache import attach_cache, openai_cached_read, rules_for
 from tokprof.frontends.cli import main
 from tokprof.transforms.config import ConfigError, load_file
 from tokprof.base.billing import WRITES_AT_5M, PriceError
@@ -326,8 +326,9 @@ def test_below_the_minimum_and_openai_steps(qwen25):
     )
     calls = _cached(openai, shared=lambda position: 300 if position else None).calls
     assert calls[1].cache.shared_basis == "tokens"  # from the hook, in the provider's units
-    assert calls[1].cache.predicted == _openai_read(calls[1].cache.shared)
-    assert (_openai_read(1023), _openai_read(1024), _openai_read(1500)) == (0, 1024, 1408)  # 1,024 and 128-token steps
+    assert calls[1].cache.predicted == openai_cached_read(calls[1].cache.shared)
+    read = openai_cached_read
+    assert (read(1023), read(1024), read(1500)) == (0, 1024, 1408)  # 1,024 and 128-token steps
 
 
 def test_claude_cache_prediction_follows_the_previous_prompt(qwen25):

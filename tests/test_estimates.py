@@ -10,7 +10,7 @@ import pytest
 
 from conftest import small_transcript, write_json
 from test_qwen_tokenizer import CORPUS, random_texts
-from tokprof.attribution.attributor import BUCKETS
+from tokprof.attribution.buckets import BUCKETS
 from tokprof.frontends.cli import main
 from tokprof.models.proxies import proxy_for
 from tokprof.attribution.estimates import scale_buckets

@@ -55,15 +55,21 @@ def figures(text: str) -> dict:
 
 def test_axes_read_as_whole_calls_and_round_counts(sample_report):
     figs = figures(sample_report.read_text(encoding="utf-8"))
-    assert set(figs) == {"buckets", "added", "tools", "window", "results"}
-    for name in ("buckets", "added", "window"):
+    assert set(figs) == {"buckets", "billed", "added", "tools", "toolsrun", "window", "results", "carry"}
+    for name in ("buckets", "billed", "added", "window"):
         axis = figs[name]["layout"]["xaxis"]
         assert axis["tickformat"] == "d" and isinstance(axis["dtick"], int) and axis["dtick"] >= 1
-    tools = figs["tools"]["layout"]
-    assert tools["yaxis"]["tickformat"] == ",d" and "f" not in tools["yaxis2"]["tickformat"]
-    names = [trace["name"] for trace in figs["tools"]["data"]]
-    assert any("per request" in n for n in names) and any("over the run" in n for n in names)
-    assert "never called (red)" in names
+    for name, fig in figs.items():  # one axis per chart (#47.5): never two scales on one chart
+        assert "yaxis2" not in fig["layout"] and all("yaxis" not in t for t in fig["data"]), name
+    for name in ("tools", "toolsrun", "results", "carry"):  # a row per tool: names never overlap
+        (bars,) = figs[name]["data"]
+        assert bars["orientation"] == "h" and "f" not in figs[name]["layout"]["xaxis"]["tickformat"]
+    assert figs["tools"]["layout"]["xaxis"]["title"]["text"] == "tokens per request"
+    assert figs["toolsrun"]["layout"]["xaxis"]["title"]["text"] == "tokens over the run"
+    bars = figs["tools"]["data"][0]
+    colours = dict(zip(bars["y"], bars["marker"]["color"]))
+    unused = [n for n in bars["y"] if n.endswith("(unused)")]
+    assert unused and all(colours[n] == "#d1242f" for n in unused)  # never called: red, the text says so
     added = figs["added"]["data"]
     assert {t["name"] for t in added} >= {"tool results", "conversation"}
     assert any(note == "adds 1 assistant, 1 tool" for t in added for note in t["customdata"])
@@ -131,7 +137,9 @@ def test_report_renders_in_chromium(sample_report, tmp_path):
     assert "<html" in dom, result.stderr[-2000:]
     root = re.search(r"<html[^>]*>", dom).group(0)  # the page records script errors and rendered charts here
     assert "data-js-errors" not in root, root
-    assert 'data-charts-rendered="5"' in root  # tokens per call, what each call added, tools, window, results
+    # tokens per call, billed so far, what each call added, tools per request and over the run, window,
+    # results added and carried
+    assert 'data-charts-rendered="8"' in root
     assert dom.count('class="main-svg"') >= 3  # plotly drew its SVG layers
 
 
@@ -174,7 +182,7 @@ def test_whatif_report_renders_in_chromium(tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, timeout=180)
     root = re.search(r"<html[^>]*>", result.stdout).group(0)
     assert "data-js-errors" not in root, root
-    assert 'data-charts-rendered="7"' in root  # the profile's five, billed input per policy, prompts per call
+    assert 'data-charts-rendered="10"' in root  # the profile's eight, billed input per policy, prompts per call
 
 
 def test_names_from_the_log_cannot_end_or_open_a_script_element(tmp_path):

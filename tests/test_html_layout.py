@@ -26,13 +26,18 @@ MEASURE = """() => {
  document.querySelectorAll('.chart').forEach(function(gd){
   if(!gd._fullLayout){return;}
   var legend=gd.querySelector('.legend'), bar=gd.querySelector('.modebar');
+  var plot=gd.querySelector('.draglayer .nsewdrag');  // the plot area
+  function labels(sel){return Array.prototype.map.call(gd.querySelectorAll(sel),box).filter(function(b){return b[2]>b[0];});}
   charts[gd.id]={xrange:gd._fullLayout.xaxis?gd._fullLayout.xaxis.range:null,
    annotations:Array.prototype.map.call(gd.querySelectorAll('.annotation'),box),
    legend:shown(legend)?box(legend):null, modebar:shown(bar)?box(bar):null,
+   plot:plot?box(plot):null, xticks:labels('.xtick text'), yticks:labels('.ytick text'),
    top:gd.getBoundingClientRect().top+window.scrollY};
  });
+ var actions=document.querySelector('section.actions');
  return {width:window.innerWidth, scroll:document.documentElement.scrollWidth, charts:charts,
   tables:Array.prototype.map.call(document.querySelectorAll('table'),function(t){return box(t)[2];}),
+  actionsTop:actions?actions.getBoundingClientRect().top+window.scrollY:null,
   openWarnings:document.querySelectorAll('details.warn[open]').length,
   warnings:document.querySelectorAll('details.warn li').length,
   errors:document.documentElement.getAttribute('data-js-errors')};
@@ -110,15 +115,37 @@ def test_report_layout(browser, pages, tmp_path, width):
     assert layout["scroll"] <= width  # nothing makes the page scroll sideways
     assert all(right <= width for right in layout["tables"])  # the costliest results fit, carry cost included
     charts = layout["charts"]
-    assert {"chart-buckets", "chart-added", "chart-tools", "chart-window", "chart-results"} <= set(charts)
-    for name in ("chart-buckets", "chart-added", "chart-window"):
+    assert {
+        "chart-buckets",
+        "chart-billed",
+        "chart-added",
+        "chart-tools",
+        "chart-toolsrun",
+        "chart-window",
+        "chart-results",
+        "chart-carry",
+    } <= set(charts)
+    for name in ("chart-buckets", "chart-billed", "chart-added", "chart-window"):
         assert charts[name]["xrange"][1] <= 58.5  # the sample's last call is 58: the axis ends there
     crossings = charts["chart-buckets"]["annotations"]
     assert len(crossings) == 2 and not overlap(*crossings)
+    nothing_overlaps(charts)
+    assert layout["actionsTop"] is not None and layout["actionsTop"] < charts["chart-buckets"]["top"]
+    assert charts["chart-buckets"]["top"] < (1700 if width < 600 else 1200)  # the first chart within a screen or so
+
+
+def nothing_overlaps(charts: dict) -> None:
+    """No legend on the plot, the toolbar or another legend; no tick label on another of its axis (#47.5)."""
     for name, chart in charts.items():
         if chart["legend"] and chart["modebar"]:
             assert not overlap(chart["legend"], chart["modebar"]), name
-    assert charts["chart-buckets"]["top"] < 1200  # the first chart comes within about a screen
+        if chart["legend"] and chart["plot"]:
+            assert not overlap(chart["legend"], chart["plot"]), name
+        for axis in ("xticks", "yticks"):
+            ticks = chart[axis]
+            for i, a in enumerate(ticks):
+                for b in ticks[i + 1 :]:
+                    assert not overlap(a, b), (name, axis, a, b)
 
 
 def test_warnings_are_folded(browser, tmp_path):
@@ -144,3 +171,25 @@ def test_whatif_identical_policies_stay_visible(browser, pages, tmp_path):
     assert "compact:80 (same as full)" in names  # the sample never reaches 80% of the window
     layout = measure(browser, pages[1], tmp_path, 400)
     assert layout["scroll"] <= 400
+    nothing_overlaps({name: chart for name, chart in layout["charts"].items() if not name.startswith("chart-whatif")})
+
+
+def test_a_session_with_a_subagent_at_a_phones_width(browser, tmp_path):
+    """A priced Claude Code session with a subagent (tests/test_actions.py's): the subagent is a line of its
+    own, labelled; "what to change" comes first; n/r cards; nothing overlaps at 400 px."""
+    from test_actions import claude_session
+
+    page = tmp_path / "session.html"
+    assert main(["report", str(claude_session(tmp_path)), "-o", str(page), "--no-progress"]) == 0
+    text = page.read_text(encoding="utf-8")
+    figures = json.loads(re.search(r"var figs=(\{.*?\});var config", text, re.S).group(1))
+    names = [t["name"] for t in figures["buckets"]["data"]]
+    assert "subagent feed1: its prompt" in names and "tool results (main)" in names
+    window = [t["name"] for t in figures["window"]["data"]]
+    assert window == ["prompt / window (main)", "prompt / window (subagent feed1)"]
+    assert text.count('<div class="v">n/r</div>') == 2  # system and tool definitions: not recorded, never 0
+    assert "0.0% system" not in text and "system (0)" not in text
+    layout = measure(browser, page, tmp_path, 400)
+    assert layout["scroll"] <= 400
+    nothing_overlaps(layout["charts"])
+    assert layout["actionsTop"] < min(chart["top"] for chart in layout["charts"].values())

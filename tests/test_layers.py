@@ -5,6 +5,7 @@ A new module must be given its layer here (docs/architecture.md says which)."""
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses",)),
     ("outputs", ("tokprof.render", "tokprof.export")),
-    ("facade", ("tokprof.api", "tokprof.mcp_api", "tokprof.live", "tokprof.live_record", "tokprof.names", "tokprof")),
+    (
+        "facade",
+        (
+            "tokprof.api",
+            "tokprof.mcp_api",
+            "tokprof.live",
+            "tokprof.live_record",
+            "tokprof.live_collect",
+            "tokprof.names",
+            "tokprof",
+        ),
+    ),
     ("front ends", ("tokprof.frontends", "tokprof.__main__")),
 ]
 #: What the front ends alone may import: the facade's machinery and each other.
@@ -34,7 +46,16 @@ FRONT = ("tokprof.api", "tokprof.frontends")
 FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),
 #: the version and ``python -m tokprof``; everything else lives in the folder of its layer.
-TOP_LEVEL = {"__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "names", "trace", "profiling"}
+TOP_LEVEL = {
+    *("__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "live_collect", "names"),
+    *("trace", "profiling"),
+}
+
+
+@cache
+def syntax(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def module_name(path: Path) -> str:
@@ -57,7 +78,7 @@ def layer(name: str) -> int:
 def imports(path: Path) -> set[str]:
     """The tokprof modules a file imports, at any depth of its code (deferred imports count too)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(syntax(path)):
         if (
             isinstance(node, ast.ImportFrom)
             and node.module
@@ -102,7 +123,7 @@ def test_the_top_level_holds_the_facade_and_the_data_types_only():
 def private_names(path: Path) -> set[str]:
     """The underscore names a file imports from the facade (``from tokprof.api import _prompt``)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(syntax(path)):
         if isinstance(node, ast.ImportFrom) and node.module in ("tokprof", "tokprof.api"):
             found.update(a.name for a in node.names if a.name.startswith("_") and a.name != "__version__")
     return found
@@ -141,7 +162,148 @@ def test_the_front_ends_import_only_public_names_of_tokprof():
     import tokprof
 
     for path in FRONT_ENDS:
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(syntax(path)):
             if isinstance(node, ast.ImportFrom) and node.module == "tokprof" and node.level == 0:
                 wrong = {a.name for a in node.names} - set(tokprof.__all__)
                 assert not wrong, f"{module_name(path)} imports {sorted(wrong)} from tokprof: not public names"
+
+
+# -- The import graph: no cycles, no private names across modules ----------------------------------------------------
+
+MODULE_NAMES = {module_name(p): p for p in MODULES}
+
+
+def target(name: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module an ``from X import ...`` reads, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
+
+
+def edges(name: str, path: Path) -> dict[str, int]:
+    """The tokprof modules a module imports, each with the first line that does: at any depth of its code,
+    deferred and type-checking imports too (a cycle hidden in a function is still a cycle). ``from pkg import
+    mod`` names the module ``pkg.mod``; importing ``pkg.mod`` runs ``pkg/__init__.py`` first, which is not
+    counted as an edge (a package's face importing its own modules is not a cycle)."""
+    found: dict[str, int] = {}
+    for node in ast.walk(syntax(path)):
+        if isinstance(node, ast.ImportFrom):
+            module = target(name, path, node)
+            if module.split(".")[0] != "tokprof":
+                continue
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                to = full if full in MODULE_NAMES else module
+                if to != name and to in MODULE_NAMES:
+                    found.setdefault(to, node.lineno)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULE_NAMES and alias.name != name:
+                    found.setdefault(alias.name, node.lineno)
+    return found
+
+
+GRAPH = {name: edges(name, path) for name, path in MODULE_NAMES.items()}
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def describe(component: list[str]) -> str:
+    members = set(component)
+    links = [f"{a} -> {b} (line {line})" for a in component for b, line in sorted(GRAPH[a].items()) if b in members]
+    return f"{', '.join(component)}: " + "; ".join(links)
+
+
+def test_the_cycle_finder_finds_a_cycle_and_names_it():
+    graph = {"a": {"b": 1}, "b": {"c": 2}, "c": {"a": 3, "d": 4}, "d": {}, "e": {"e": 5}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
+def test_no_module_imports_itself_back():
+    """No import cycle between tokprof's modules, at any depth of their code (a deferred import inside a function
+    counts: it hides a cycle rather than breaking it). A shared piece goes to the lower module or a small new one."""
+    found = cycles(GRAPH)
+    assert not found, "import cycles:\n" + "\n".join(describe(c) for c in found)
+
+
+def private_imports(name: str, path: Path) -> list[str]:
+    """``from tokprof.x import _name`` (x another module): a private name used across modules. Also
+    ``module._name`` read through an imported tokprof module."""
+    found = []
+    tree = syntax(path)
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = target(name, path, node)
+            if module.split(".")[0] != "tokprof":
+                continue
+            for alias in node.names:
+                full = f"{module}.{alias.name}"
+                if full in MODULE_NAMES:
+                    aliases[alias.asname or alias.name] = full
+                elif module != name and alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{name}:{node.lineno} imports {alias.name} from {module}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULE_NAMES and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and aliases[node.value.id] != name
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{name}:{node.lineno} reads {node.attr} of {aliases[node.value.id]}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_names():
+    """A name with a leading underscore is its module's own: what two modules share is given a public name
+    (in the lower module, or a small module of its own)."""
+    found = [line for name, path in MODULE_NAMES.items() for line in private_imports(name, path)]
+    assert not found, "private names used across modules:\n" + "\n".join(found)

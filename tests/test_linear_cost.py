@@ -9,7 +9,8 @@ import pytest
 from conftest import tiny_model, write_json
 
 import tokprof.attribution.attributor as attribution
-from tokprof.attribution.attributor import WARN_BOUNDARIES_ESTIMATED, Attributor
+from tokprof.attribution.attributor import Attributor
+from tokprof.attribution.buckets import WARN_BOUNDARIES_ESTIMATED
 from tokprof.formats import read_trace
 from tokprof.formats.jsonfile import NESTING_LIMIT, too_deep, too_deep_at
 

@@ -21,7 +21,7 @@ pytest.importorskip("mcp")
 
 from conftest import ROOT
 
-from tokprof import api
+import tokprof as api
 from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
 from tokprof.base.mcpconfig import ServerConfig
@@ -724,6 +724,7 @@ def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, c
             "calls": 1,
             "result_tokens": report["mcp_servers"][0]["result_tokens"],
             "carry_cost": report["mcp_servers"][0]["carry_cost"],
+            "carry_dollars": report["mcp_servers"][0]["carry_dollars"],
         }
     ]
     assert report["mcp_servers"][0]["result_tokens"] > 0

@@ -128,7 +128,7 @@ def test_a_call_costs_what_genai_prices_says(name, day):
             return None
 
     got = priced()
-    from tokprof.models.known import find
+    from tokprof.models.genai_lookup import find
 
     try:
         provider, model = find(name)

@@ -241,12 +241,12 @@ def test_follow_is_exact_or_unknown():
 def test_unmark_matching_reuses_exactly():
     import random
 
-    from tokprof.attribution.attributor import _CLOSE, _OPEN_BASE, _common_marked, _unmark, _unmark_matching
+    from tokprof.attribution.markers import CLOSE, OPEN_BASE, common_marked, unmark, unmark_matching
 
     rng = random.Random(2)
 
     def marked(parts):
-        return "".join(chr(_OPEN_BASE + i) + p + _CLOSE + rng.choice(["", "x", "\n"]) for i, p in parts)
+        return "".join(chr(OPEN_BASE + i) + p + CLOSE + rng.choice(["", "x", "\n"]) for i, p in parts)
 
     for _ in range(500):
         parts = [(i, "".join(rng.choice("ab ") for _ in range(rng.randint(0, 4)))) for i in range(rng.randint(0, 5))]
@@ -254,14 +254,14 @@ def test_unmark_matching_reuses_exactly():
         cut = rng.randint(0, len(parts))
         new = old[: rng.randint(0, len(old))] if rng.random() < 0.3 else marked(parts[:cut]) + marked(parts[cut:])
         if rng.random() < 0.2:
-            new += chr(_OPEN_BASE + 9)  # unpaired
-        old_plain, old_spans = _unmark(old)
-        positions = [i for i, ch in enumerate(old) if ch == _CLOSE or ord(ch) >= _OPEN_BASE]
+            new += chr(OPEN_BASE + 9)  # unpaired
+        old_plain, old_spans = unmark(old)
+        positions = [i for i, ch in enumerate(old) if ch == CLOSE or ord(ch) >= OPEN_BASE]
         previous = (old_plain, old_spans, positions)
-        assert _common_marked(old_plain, old_spans, positions, new) == common(old, new)
-        direct = _unmark(new)
+        assert common_marked(old_plain, old_spans, positions, new) == common(old, new)
+        direct = unmark(new)
         for full in ([direct[0]] if direct else []) + [old_plain, "zz"]:
-            got = _unmark_matching(new, full, previous, common(old_plain, full))
+            got = unmark_matching(new, full, previous, common(old_plain, full))
             want = direct[1] if direct is not None and direct[0] == full else None
             assert (got[0] if got else None) == want
 

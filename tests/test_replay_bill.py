@@ -169,6 +169,34 @@ def test_the_read_is_at_most_what_the_previous_call_cached():
     assert billed_usage(trace, counted, calls)[1].cache_read == 1500
 
 
+def test_the_read_is_at_most_the_prefix_the_replayed_call_shares():
+    """#47.1: the log's call read more than it shared with its previous call as counted (the provider kept
+    a longer prefix); a replayed call that parts from its previous call earlier than the log's does reads
+    the log's read less the part it no longer shares, never more than the prefix it shares with the
+    previous replayed call: the rest is written (Anthropic) ..."""
+    calls = log([usage(2000, 0, 2000, 50), usage(3000, 2000, 1000, 60), usage(4000, 3000, 1000, 70)], [0, 1, 2])
+    trace, counted = replay(calls, {2: (3900, 2700)})
+    bill = billed_usage(trace, counted, calls, log_shared={1: 2000, 2: 2800})
+    # 3,000 read less the 100 of the log's shared 2,800 it lost is 2,900: capped at the 2,700 it shares
+    assert bill[2].cache_read == 2700 and bill[2].cache_write == 1200 and bill[2].prompt == 3900
+    assert dollars(bill[2]) == pytest.approx((2700 * 0.3 + 1200 * 3.75 + 70 * 15) / 1e6)
+    # where it parts where the log's call parts (the policy rewrote nothing the two prompts share), the log's
+    # read (a measurement of what the provider read; a count can under-count the prefix) less what it lost
+    counted[2] = Replayed(total=3900, shared=2700, changed=True, parts_as_logged=True)
+    bill = billed_usage(trace, counted, calls, log_shared={1: 2000, 2: 2800})
+    assert bill[2].cache_read == 2900 and bill[2].cache_write == 1000
+    # ... or uncached where the provider writes nothing (OpenAI)
+    openai = log(
+        [Usage(prompt=3000, cache_read=0, output=5), Usage(prompt=4000, cache_read=3968, output=6)],
+        [0, 1],
+        ["gpt-4o", "gpt-4o"],
+    )
+    trace, counted = replay(openai, {1: (3900, 2100)})
+    bill = billed_usage(trace, counted, openai, log_shared={1: 2900})[1]
+    assert bill.cache_read == 1024 + (2100 - 1024) // 128 * 128 and bill.cache_write == 0  # 2,048 of 2,100
+    assert bill.prompt == 3900
+
+
 def test_a_log_with_no_caching_is_billed_uncached():
     calls = log([Usage(prompt=2000, output=5), Usage(prompt=3000, output=6)], [0, 1])
     trace, counted = replay(calls, {1: (2900, 2000)})
@@ -276,6 +304,24 @@ def test_removing_a_few_tokens_changes_the_cost_by_about_their_share(log):
     full, cap = tokprof.whatif(log, [f"cap:{longest - 66}"]).policies
     assert cap.changed_calls > 0 and abs(cap.saving_share) < 0.001
     assert abs(cap.cost_saving / full.cost - cap.saving_share) < 0.001
+    # per call: what it is billed; a changed call that parts from its previous call earlier than the log's
+    # call does (the call after the cut result came) reads no more than it shares; the others as logged
+    full_calls = {c.index: c for c in full.calls}
+    for call in (*full.calls, *cap.calls):  # no call reads past the prefix it shares (#47.1)
+        assert call.cache_read is not None and call.cache_read <= call.shared
+    for call in cap.calls:
+        assert call.cache_read is not None and call.cache_write is not None and call.cost is not None
+        if call.changed:
+            assert call.cache_read + call.cache_write <= call.total
+        else:
+            logged = full_calls[call.index]
+            assert (call.cache_read, call.cache_write, call.cost) == (
+                logged.cache_read,
+                logged.cache_write,
+                logged.cost,
+            )
+    assert sum(c.cost for c in cap.calls) == pytest.approx(cap.cost, abs=1e-5)
+    assert sum(c.cost for c in full.calls) == pytest.approx(full.cost, abs=1e-5)
 
 
 # -- the output ---------------------------------------------------------------------------------------

@@ -72,9 +72,9 @@ _EXPORTS = {
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",
     "LocalSession": "tokprof.analyses.local",
-    "find_mcp_servers": "tokprof.api",
-    "list_mcp_servers": "tokprof.api",
-    "mcp_report": "tokprof.api",
+    "find_mcp_servers": "tokprof.mcp_api",
+    "list_mcp_servers": "tokprof.mcp_api",
+    "mcp_report": "tokprof.mcp_api",
     "McpReport": "tokprof.analyses.mcp",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
@@ -91,11 +91,13 @@ _EXPORTS = {
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
     "LiveRecording": "tokprof.live_record",
+    "Telemetry": "tokprof.live_collect",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
+    from tokprof.live_collect import Telemetry
     from tokprof.analyses.budgets import CheckResult
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.probe import ProbeReport
@@ -103,7 +105,7 @@ if TYPE_CHECKING:
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.analyses.mcp import McpReport
-    from tokprof.api import find_mcp_servers, list_mcp_servers, mcp_report
+    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
         Buckets,
         CheckRun,

@@ -21,7 +21,8 @@ from tokprof.analyses.cost import UserPrice
 from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
-from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor, RenderError
+from tokprof.attribution.attributor import Attributor, RenderError
+from tokprof.attribution.buckets import BUCKETS, WARNINGS
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
@@ -34,7 +35,6 @@ from tokprof.trace import Call, Note, Trace
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report  # noqa: F401  (the MCP facade)
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.periods import Periods
     from tokprof.analyses.diff import RunDiff, Side
@@ -304,16 +304,39 @@ def _finish(result: Profile, trace: Trace, chat: ChatModel | None, prices: Price
 
 
 @_one_run
-def _profile_trace(trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None) -> Profile:
+def _profile_trace(
+    trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None, advice: bool = False
+) -> Profile:
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
+    if advice:  # the profile is the replay's baseline (tokprof.analyses.actions)
+        return _advised(trace, chat, progress, prices)
     with _progress(progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
     return _finish(result, trace, chat, prices)
+
+
+def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesArg) -> Profile:
+    """A fitted trace's profile with what to change: the log replayed under the tool-result policies
+    (whose baseline is the profile itself, made once), and the actions they and the profile price."""
+    from tokprof.analyses.actions import RESULT_POLICIES, advise, wants_replay
+    from tokprof.analyses.whatif import whatif as replay
+    from tokprof.transforms.policies import parse_policies
+
+    policies = parse_policies(list(RESULT_POLICIES)) if wants_replay(trace) else []
+    with _progress(progress, len(trace.calls) * (1 + len(policies)), "profiling and replaying calls") as advance:
+        try:
+            report = replay(trace, chat, policies, on_call=advance, prices=_prices(prices))
+        except RenderError as exc:
+            raise InputError(trace.path, None, str(exc)) from None
+    assert report.baseline is not None
+    result = _finish(report.baseline, trace, chat, prices)
+    result.actions = advise(result, trace, report if policies else None)
+    return result
 
 
 @_one_run
@@ -365,17 +388,19 @@ def profile(
     chat_template: PathLike | None = None,
     progress: Progress = False,
     prices: PricesArg = None,
+    advice: bool = False,
 ) -> Profile:
     """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
     the run's totals, its main tool catalogue, every call's cost and what a prefix cache could reuse.
     ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
     records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
-    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one."""
+    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one.
+    ``advice``: also what to change (``Profile.actions``), proved by replaying the log (slower)."""
     from tokprof.models.template import template_run
 
     with template_run():
         trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-        return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices)
+        return _profile_trace(trace, _model_for(trace, model, chat_template), progress, prices, advice)
 
 
 def saved_profile(path: PathLike) -> Profile | None:
@@ -437,7 +462,7 @@ def profile_directory(
 
     name = os.fspath(directory)
     if "://" in name:  # a URL prefix (s3://, gs://, file://): tokprof.formats.remote
-        from tokprof.formats.remote import scan_url
+        from tokprof.formats.discovery import scan_url
 
         found = scan_url(name)
     else:
@@ -666,10 +691,13 @@ def tools_report(
     input_format: str | None = None,
     chat_template: PathLike | None = None,
     progress: Progress = False,
+    prices: PricesArg = None,
 ) -> ToolsReport:
     """What each tool definition costs per request. With a log: per distinct catalogue in it, with
     how often each tool was carried and called (``tools``/``system`` supply what the log does not
-    record). Without one: the catalogue ``tools`` priced alone, with ``system`` as the system prompt."""
+    record), and the cut list (``ToolsReport.cut_list``: per tool and MCP server, in dollars at
+    ``prices``' rates where genai-prices has none). Without one: the catalogue ``tools`` priced alone,
+    with ``system`` as the system prompt."""
     if log is None:
         if tools is None:
             raise InputError("tools_report", None, "give a log or tools")
@@ -702,10 +730,18 @@ def tools_report(
         report = _tools_report(trace, chat, result.computed_billed_input(), facts=facts)
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
+    from tokprof.analyses.carry_cost import price_carry
+    from tokprof.analyses.cost import attach_cost
     from tokprof.analyses.mcp_rollup import server_rollup
 
+    result = price_carry(attach_cost(result, trace))  # the carry cost in dollars, where the log is priced
     report.mcp_servers = server_rollup(facts.called, result.tool_result_costs)
     report.billed_input_profile = sum(c.total for c in result.calls)  # what tokprof profile reports
+    from tokprof.analyses.cost import attach_cost
+    from tokprof.analyses.cutlist import cut_list, run_definitions
+
+    priced = attach_cost(result, trace, user_prices(prices))
+    report.cut_list = cut_list(priced, run_definitions(report.catalogues), facts.called)
     return report
 
 
@@ -747,6 +783,10 @@ def whatif(
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
     trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    if trace.calls and all(
+        not c.messages and not c.tools and c.reported is None and not c.unrendered for c in trace.calls
+    ):
+        raise InputError(trace.path, None, NOTHING_RECORDED.format(what="to replay"))
     chat = _model_for(trace, model, chat_template)
     from tokprof.transforms import fit
 
@@ -921,7 +961,7 @@ def run_check(
                 progress=progress,
                 prices=prices,
             )
-        measurement = budgets.measure_profile(saved)
+        measurement = measure(saved)
     _measure_periods(measurement, config, log, input_format)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
@@ -1090,11 +1130,19 @@ def report_site(
     return len(site.pages)
 
 
+NOTHING_RECORDED = (
+    "no call records its prompt or its usage (usage redacted, content capture off): nothing {what}; "
+    "'tokprof profile' lists the calls and the totals the log holds"
+)
+
+
 def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     """The budget metrics of a profile, or of a catalogue priced alone."""
     from tokprof.analyses import budgets
 
     if isinstance(subject, Profile):
+        if subject.calls and not any(c.recorded for c in subject.calls):  # budgets on figures not known: no
+            raise InputError(subject.source.path, None, NOTHING_RECORDED.format(what="to check against budgets"))
         return budgets.measure_profile(subject)
     if isinstance(subject, ToolsReport):
         if subject.system_tokens is None:
@@ -1103,15 +1151,8 @@ def measure(subject: Profile | ToolsReport) -> budgets.Measurement:
     raise TypeError(f"check takes a Profile or a ToolsReport, not {type(subject).__name__}")
 
 
-_MCP_FACADE = ("find_mcp_servers", "list_mcp_servers", "mcp_report")
-
-
 def __getattr__(name: str) -> Any:
-    """The MCP facade (:mod:`tokprof.mcp_api`) and the names of :data:`_LAZY`, loaded when first asked for."""
-    if name in _MCP_FACADE:
-        from tokprof import mcp_api
-
-        return getattr(mcp_api, name)
+    """The names of :data:`_LAZY`, loaded when first asked for."""
     if name in _LAZY:
         import importlib
 
@@ -1124,9 +1165,6 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "find_mcp_servers",
-    "list_mcp_servers",
-    "mcp_report",
     "Buckets",
     "CheckRun",
     "Model",

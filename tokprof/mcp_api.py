@@ -1,6 +1,6 @@
 """The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
 
-Re-exported by :mod:`tokprof.api` and :mod:`tokprof`.
+Re-exported by :mod:`tokprof`.
 """
 
 from __future__ import annotations
@@ -122,17 +122,20 @@ def mcp_report(
     are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
     run: the model and the log are loaded first, the servers get four fifths of the time left to start
     and list (a server's own time-out applies when it is shorter), and pricing must end within it."""
-    from tokprof import api
     from tokprof.analyses.mcp import NAMINGS
     from tokprof.analyses.mcp import mcp_report as _report
+    from tokprof.api import profile, read_log
+    from tokprof.models import DEFAULT_MODEL
+    from tokprof.models.loaded import chat_model
 
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < 1e9:
         raise TokprofError(f"timeout: expected a positive number of seconds, found {timeout!r}")
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = api.read_log(log, input_format=input_format) if log is not None else None
-    chat = api._chat_model(model or api.DEFAULT_MODEL, chat_template, None)
+    trace = read_log(log, input_format=input_format) if log is not None else None
+    profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
+    chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
     results: list[Listing | Failure]
     if items and all(isinstance(i, (Listing, Failure)) for i in items):
@@ -143,7 +146,7 @@ def mcp_report(
         results = list_mcp_servers(bounded, trust_project=trust_project, timeout=listing, environ=environ)
     listed_at = datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
     try:
-        return _report(chat, results, listed_at, naming, trace, deadline)
+        report = _report(chat, results, listed_at, naming, trace, deadline)
     except TimeoutError as exc:
         listed = sum(len(r.tools) for r in results if isinstance(r, Listing))
         raise TokprofError(
@@ -154,3 +157,14 @@ def mcp_report(
         raise
     except Exception as exc:  # a template failing on the catalogue prompt
         raise TokprofError(f"the chat template failed on the MCP servers' tool catalogue: {exc}") from None
+    if trace is None or profiled is None:
+        return report
+    from collections import Counter
+
+    from tokprof.analyses.cutlist import cut_list
+
+    agents = {r.server.agent for r in results}
+    agent = {"gemini": "gemini-cli"}.get(next(iter(agents)), next(iter(agents))) if len(agents) == 1 else None
+    called = Counter(tc["function"]["name"] for tc in trace.tool_calls())
+    definitions = {t.name: t.run_cost for t in report.tools if t.run_cost is not None}
+    return replace(report, cut_list=cut_list(profiled, definitions, called, agent=agent))

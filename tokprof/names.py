@@ -77,9 +77,9 @@ def log_formats() -> tuple[str, ...]:
 def policy_names(*, default: bool = False) -> tuple[str, ...]:
     """The context policies :func:`whatif` replays, as a user writes them (``window:N``, ``cap:C``, …),
     or with ``default`` the ones it replays when given none."""
-    from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX
+    from tokprof.transforms.policies import DEFAULT_POLICIES, syntax
 
-    return DEFAULT_POLICIES if default else SYNTAX
+    return DEFAULT_POLICIES if default else syntax()
 
 
 def model_name(name: str | None = None) -> str:

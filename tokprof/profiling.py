@@ -17,7 +17,8 @@ from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
-from tokprof.attribution.attributor import BUCKETS, WARNINGS, Attributor
+from tokprof.attribution.attributor import Attributor
+from tokprof.attribution.buckets import BUCKETS, WARNINGS
 from tokprof.base.collector import frozen
 from tokprof.base.files import encoded, write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
@@ -76,6 +77,12 @@ class CallRow:
     @property
     def rendered(self) -> int:
         return self.total if self.computed is None else self.computed
+
+    @property
+    def recorded(self) -> bool:
+        """Whether the log records anything of the call's prompt: its messages, tools or usage (False: a
+        span with content capture off and its usage redacted, whose figures are not known, not 0)."""
+        return self.total > 0 or self.messages > 0 or self.reported is not None or self.unrendered > 0
 
     def difference(self) -> tuple[int, float] | None:
         """Computed minus reported prompt, and that relative to the reported prompt (None when nothing,
@@ -375,6 +382,48 @@ class Summary:
 _KIND_PROFILE = re.compile(r'"kind"\s*:\s*"profile"')
 
 
+@dataclass(frozen=True)
+class Action:
+    """One change to the way the log's agent runs and what it would have saved (tokprof.analyses.actions):
+    ``dollars`` is what a replay of the log proves (None: no replay priced it, ``unpriced`` says why),
+    ``tokens`` the input tokens it saves (a cache fix: the tokens read from the cache instead of written),
+    ``basis`` how it was measured, ``estimate`` whether the counts are a proxy's."""
+
+    what: str
+    why: str
+    dollars: float | None
+    tokens: int | None
+    how: str
+    basis: str
+    estimate: bool = False
+    unpriced: str | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "what": self.what,
+            "why": self.why,
+            "dollars": self.dollars,
+            "tokens": self.tokens,
+            "how": self.how,
+            "basis": self.basis,
+            "estimate": self.estimate,
+            "unpriced": self.unpriced,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Action":
+        return cls(
+            what=str(d["what"]),
+            why=str(d["why"]),
+            dollars=None if d.get("dollars") is None else float(d["dollars"]),
+            tokens=None if d.get("tokens") is None else int(d["tokens"]),
+            how=str(d["how"]),
+            basis=str(d["basis"]),
+            estimate=bool(d.get("estimate", False)),
+            unpriced=d.get("unpriced"),
+        )
+
+
 class ProfileFileError(ValueError):
     """A file that is not a saved profile tokprof can read."""
 
@@ -397,6 +446,8 @@ class Profile:
     )  # an estimate's usual ratio per model (tokprof.attribution.estimates)
     cache_notes: tuple[str, ...] = ()  # what the computed cache assumes (tokprof.analyses.prefix_cache)
     tool_result_costs: ToolResultCosts | None = None  # which tool results cost most (tokprof.attribution.tool_results)
+    #: What to change, best first (tokprof.analyses.actions); None: not worked out (a profile saved before)
+    actions: tuple[Action, ...] | None = None
     #: What the pass took of the log's prompts for the analyses (tokprof.attribution.facts): not saved,
     #: and None for a loaded profile or one not made by the pass.
     facts: PassFacts | None = field(default=None, compare=False, repr=False)
@@ -551,6 +602,7 @@ class Profile:
             "tokprof_version": __version__,
             "model": self.model.to_dict(),
             "source": self.source.to_dict(),
+            **({"actions": [a.to_dict() for a in self.actions]} if self.actions is not None else {}),
             "calls": [c.to_dict() for c in self.calls],
             "summary": self.summary().to_dict(),
             "warnings": [w.to_dict() for w in self.warnings],
@@ -569,6 +621,7 @@ class Profile:
             ("tokprof_version", lambda: __version__),
             ("model", self.model.to_dict),
             ("source", self.source.to_dict),
+            *((("actions", lambda: [a.to_dict() for a in self.actions or ()]),) if self.actions is not None else ()),
             ("calls", list),
             ("summary", lambda: self.summary().to_dict()),
             ("warnings", lambda: [w.to_dict() for w in self.warnings]),
@@ -611,6 +664,7 @@ class Profile:
                     if summary.get("tool_result_costs")
                     else None
                 ),
+                actions=None if d.get("actions") is None else tuple(Action.from_dict(a) for a in d["actions"]),
             )
         except ProfileFileError:
             raise

@@ -25,8 +25,8 @@ from tokprof.transforms.config import (
     ConfigError,
     Increase,
     McpBudgets,
-    _shown,
     finite,
+    shown,
     text_ok,
 )
 from tokprof.base.text import visible
@@ -210,12 +210,12 @@ def load_baseline(path: str, measurement: Measurement) -> dict:
             )
         number = finite(value)
         if number is None or number < 0:
-            raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {_shown(value)}")
+            raise ConfigError(f"{path}: metrics.{name}: expected a non-negative number, found {shown(value)}")
     for name, value in data["tools"].items():
         if not text_ok(name):
             raise ConfigError(f"{path}: tools: a tool name is not valid Unicode: {visible(repr(name))[:80]}")
         if isinstance(value, bool) or not isinstance(value, int) or finite(value) is None:
-            raise ConfigError(f"{path}: tools.{visible(name)[:80]}: expected a number of tokens, found {_shown(value)}")
+            raise ConfigError(f"{path}: tools.{visible(name)[:80]}: expected a number of tokens, found {shown(value)}")
     return data
 
 

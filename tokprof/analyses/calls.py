@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from tokprof.attribution.attributor import BUCKETS
+from tokprof.attribution.buckets import BUCKETS
 from tokprof.base.billing import CallCost
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, missing_buckets, recorded

@@ -54,6 +54,7 @@ PREDICTED = (
     "log's output"
 )
 NO_DATE = "the log gives no date: priced at today's rates"
+NOT_RECORDED = "the log records neither the call's prompt nor its usage (redacted): not priced"
 OUTPUT_PLACEHOLDER = "output is under-reported (the log's output counts are streaming-start placeholders)"
 PROMPT_ORDER = (
     "bucket costs take the cache reads as the prompt's first tokens, in the buckets of the previous "
@@ -126,7 +127,7 @@ def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) 
     found = price_table.entry(name)
     parts = price_table.price_parts(found, usage, day) if found is not None else None
     if parts is None:
-        from tokprof.models.known import find
+        from tokprof.models.genai_lookup import find
 
         parts = price_table.genai_parts(*find(name), usage, day)
     total = parts.pop("total")
@@ -142,7 +143,7 @@ def writes_1h_apart(name: str, day: date | None) -> bool:
     found = price_table.entry(name)
     flag = price_table.writes_1h(found, day) if found is not None else None
     if flag is None:
-        from tokprof.models.known import find
+        from tokprof.models.genai_lookup import find
 
         flag = getattr(find(name)[1].get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None
     return flag
@@ -337,6 +338,18 @@ def cost_calls(
                 and _long_rate_differs(user.rates)
             ):
                 notes.append(WRITES_AT_5M)
+        elif not row.recorded:
+            out.append(
+                CallCost(
+                    priced=False,
+                    basis=basis,
+                    source=GENAI_PRICES,
+                    source_version=version,
+                    model=name,
+                    reason=NOT_RECORDED,
+                )
+            )
+            continue
         elif not name:
             out.append(
                 CallCost(

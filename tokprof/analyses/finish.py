@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Union
 
 from tokprof.analyses.cache_forensics import attach_losses
+from tokprof.analyses.carry_cost import price_carry
 from tokprof.analyses.cost import PriceError, UserPrice, attach_cost, parse_price
 from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.tools import attach_catalogue
@@ -45,12 +46,13 @@ def user_prices(prices: PricesArg) -> dict[str, UserPrice]:
 
 
 def attach_analyses(result: Profile, trace: Trace, chat: ChatModel | None, prices: dict[str, UserPrice]) -> Profile:
-    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost, the computed cache and
-    what its misses cost. They read the facts the pass took of the prompts (``Profile.facts``) and the
-    trace's calls' other fields (a stream's light calls will do); the facts are let go after."""
+    """The analyses a profile carries: the tool catalogue (with ``chat``), the cost (and the tool results'
+    carry cost in dollars), the computed cache and what its misses cost. They read the facts the pass took
+    of the prompts (``Profile.facts``) and the trace's calls' other fields (a stream's light calls will
+    do); the facts are let go after."""
     if chat is not None:
         result = attach_catalogue(result, trace, chat)
-    result = attach_cost(result, trace, prices)
+    result = price_carry(attach_cost(result, trace, prices))
     result = attach_losses(attach_cache(result, trace))
     result.facts = None
     return result

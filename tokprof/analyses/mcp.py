@@ -28,6 +28,7 @@ from tokprof.base.mcpconfig import ServerConfig
 from tokprof.base.mcpconnect import Failure, Listing
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.trace import Trace
+from tokprof.analyses.cutlist import CutList
 
 SCHEMA_VERSION = 1
 NAMINGS = ("claude-code", "codex", "plain")
@@ -184,6 +185,8 @@ class McpReport:
         return [dict(t) for t in self._definitions]
 
     _definitions: tuple[dict, ...] = ()
+    #: with a log: per tool and server, what it cost over the log and how to cut it (tokprof.analyses.cutlist)
+    cut_list: CutList | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -201,6 +204,7 @@ class McpReport:
             "tools": [t.to_dict() for t in self.tools],
             "failures": [f.to_dict() for f in self.failures],
             "skipped": [t.to_dict() for t in self.skipped],
+            **({"cut_list": self.cut_list.to_dict()} if self.cut_list is not None else {}),
         }
 
     def skipped_line(self) -> str | None:

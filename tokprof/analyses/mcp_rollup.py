@@ -1,6 +1,6 @@
 """Per MCP server, from a log alone: the tool names carry the server (``mcp__github__create_issue``), so
-the calls, the tokens their results added and those results' carry cost roll up per server with no
-configuration (``mcp_servers`` in the tools report)."""
+the calls, the tokens their results added and those results' carry cost (in tokens, and in US dollars
+where the log is priced) roll up per server with no configuration (``mcp_servers`` in the tools report)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from tokprof.analyses.mcp_budgets import server_of
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
+from tokprof.base.billing import money
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,7 @@ class ServerUse:
     calls: int
     result_tokens: int  # what its results added to the prompts, as the attribution counts them
     carry_cost: int  # those tokens times the later requests that carried them
+    carry_dollars: float | None = None  # the carry cost in US dollars (None: not priced)
 
     def to_dict(self) -> dict:
         return {
@@ -28,7 +30,23 @@ class ServerUse:
             "calls": self.calls,
             "result_tokens": self.result_tokens,
             "carry_cost": self.carry_cost,
+            "carry_dollars": self.carry_dollars,
         }
+
+
+class _Dollars:
+    """Carry costs in dollars added up per server: None for a server one of whose tools is not priced."""
+
+    def __init__(self) -> None:
+        self.sums: dict[str, float | None] = {}
+
+    def add(self, server: str, value: float | None) -> None:
+        before = self.sums.get(server, 0.0)
+        self.sums[server] = None if before is None or value is None else before + value
+
+    def of(self, server: str) -> float | None:
+        value = self.sums.get(server)
+        return None if value is None else money(value)
 
 
 def server_rollup(called: Mapping[str, int], costs: ToolResultCosts | None) -> list[ServerUse]:
@@ -43,12 +61,17 @@ def server_rollup(called: Mapping[str, int], costs: ToolResultCosts | None) -> l
             tools.setdefault(server, set()).add(name)
     tokens: Counter = Counter()
     carry: Counter = Counter()
+    dollars = _Dollars()
     for cost in costs.tools if costs is not None else ():
         server = server_of(cost.tool) if cost.tool and cost.tool.startswith("mcp__") else None
         if server is not None:
             tokens[server] += cost.tokens
             carry[server] += cost.carry_cost
-    rows = [ServerUse(s, len(tools.get(s, ())), calls[s], tokens[s], carry[s]) for s in set(calls) | set(tokens)]
+            dollars.add(server, cost.carry_dollars)
+    rows = [
+        ServerUse(s, len(tools.get(s, ())), calls[s], tokens[s], carry[s], dollars.of(s))
+        for s in set(calls) | set(tokens)
+    ]
     return sorted(rows, key=lambda r: (-r.carry_cost, r.server))
 
 
@@ -56,6 +79,7 @@ def rollup_from_results(costs: ToolResultCosts | None) -> list[ServerUse]:
     """The same rollup from a profile's tool result costs alone (a saved profile keeps no trace): a call
     is counted by its result."""
     rows: dict[str, list[int]] = {}
+    dollars = _Dollars()
     for cost in costs.tools if costs is not None else ():
         server = server_of(cost.tool) if cost.tool and cost.tool.startswith("mcp__") else None
         if server is not None:
@@ -64,7 +88,8 @@ def rollup_from_results(costs: ToolResultCosts | None) -> list[ServerUse]:
             row[1] += cost.results
             row[2] += cost.tokens
             row[3] += cost.carry_cost
-    out = [ServerUse(s, *r) for s, r in rows.items()]
+            dollars.add(server, cost.carry_dollars)
+    out = [ServerUse(s, r[0], r[1], r[2], r[3], dollars.of(s)) for s, r in rows.items()]
     return sorted(out, key=lambda r: (-r.carry_cost, r.server))
 
 
@@ -83,6 +108,7 @@ class ServerCatalogue:
     calls: int  # calls the model made to its tools
     result_tokens: int
     carry_cost: int
+    carry_dollars: float | None = None  # the carry cost in US dollars (None: not priced)
 
     def to_dict(self) -> dict:
         return {
@@ -93,6 +119,7 @@ class ServerCatalogue:
             "calls": self.calls,
             "result_tokens": self.result_tokens,
             "carry_cost": self.carry_cost,
+            "carry_dollars": self.carry_dollars,
         }
 
 
@@ -107,12 +134,20 @@ def catalogue_rollup(catalogue: Catalogue, costs: ToolResultCosts | None) -> lis
         row[1] += bool(tool.unused)
         row[2] += tool.marginal
         row[3] += tool.calls or 0
+    dollars = _Dollars()
+    priced = costs is not None and costs.carry_dollars is not None
     for cost in costs.tools if costs is not None else ():
         server = (server_of(cost.tool) if cost.tool else None) or NOT_MCP
         if server in rows:
             rows[server][4] += cost.tokens
             rows[server][5] += cost.carry_cost
+            dollars.add(server, cost.carry_dollars)
     if set(rows) <= {NOT_MCP}:
         return []
-    out = [ServerCatalogue(name, *row) for name, row in rows.items()]
+    out = [
+        ServerCatalogue(
+            name, row[0], row[1], row[2], row[3], row[4], row[5], (dollars.of(name) or 0.0) if priced else None
+        )
+        for name, row in rows.items()
+    ]
     return sorted(out, key=lambda r: (r.server == NOT_MCP, -r.definitions, r.server))

@@ -131,7 +131,8 @@ def _units(row: CallRow, call: Call) -> float:
     return prompt / row.total if prompt and row.total else 1.0
 
 
-def _gap(times: Sequence[datetime | None], a: int, b: int) -> float | None:
+def gap_seconds(times: Sequence[datetime | None], a: int, b: int) -> float | None:
+    """Seconds from call ``a`` to call ``b``; None when either time is not recorded (or they cannot be compared)."""
     if times[a] is None or times[b] is None:
         return None
     try:
@@ -140,7 +141,9 @@ def _gap(times: Sequence[datetime | None], a: int, b: int) -> float | None:
         return None
 
 
-def _openai_read(shared: int) -> int:
+def openai_cached_read(shared: int) -> int:
+    """The tokens OpenAI's automatic prompt cache reads of a shared prefix of ``shared`` tokens: none below
+    its minimum, then whole steps."""
     if shared < OPENAI_MIN:
         return 0
     return OPENAI_MIN + (shared - OPENAI_MIN) // OPENAI_STEP * OPENAI_STEP
@@ -190,7 +193,7 @@ def predict(
         else:
             common = round(min(estimate_shared(before_row, pair) * there, row.total * here))
             basis = "messages"
-        gap = _gap(times, before_at, position)
+        gap = gap_seconds(times, before_at, position)
         miss: str | None = None
         detail: str | None = None
         predicted: int | None = None
@@ -225,7 +228,7 @@ def predict(
                     miss = "below-minimum"
                     detail = f"the prefix ({cached:,} tokens) is below the model's minimum of {minimum:,} to be cached"
         elif rules == OPENAI:
-            predicted = _openai_read(common)
+            predicted = openai_cached_read(common)
             if gap is not None and gap > OPENAI_IDLE:
                 predicted, miss = 0, "idle-gap"
                 detail = f"{gap / 60:,.1f} minutes since the previous call: OpenAI evicts prefixes after 5 to 10 minutes idle"

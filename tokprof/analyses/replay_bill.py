@@ -7,7 +7,10 @@ uses to predict reads:
 * the part it shares with the previous call of its thread is **read** from the cache, at most what
   that call put in the cache (its reads and writes), and none when it is below the provider's
   minimum cacheable length. When the log reports the usage of the call it replays, the replayed call
-  reads what the log's call read less the part of the log's shared prefix it no longer shares (so a
+  reads what the log's call read less the part of the log's shared prefix it no longer shares, and
+  never more than the prefix it shares with the previous replayed call when the policy makes the two
+  prompts part earlier than the log's do (a rewritten or dropped message they shared; else the log's
+  read stands for the prefix, which an estimate's count can under-count) (so a
   prefix the policy rewrites is written again, and a policy that changes nothing reads what the log
   read): the log shows what the provider kept (an entry past its lifetime, an ``idle-gap``, is read as
   nothing, so the prompt is written again; an entry evicted early likewise; a part kept longer, like
@@ -38,9 +41,9 @@ from tokprof.analyses.prefix_cache import (
     OPENAI,
     OPENAI_IDLE,
     SHORT_TTL,
-    _gap,
-    _openai_read,
     anthropic_minimum,
+    gap_seconds as _gap,
+    openai_cached_read as _openai_read,
     rules_for,
 )
 from tokprof.trace import Call, Trace, Usage
@@ -54,6 +57,10 @@ class Replayed:
     shared: int  # the tokens it shares with the previous call of its thread (0 for a thread's first)
     changed: bool
     output: int | None = None  # a call the policy adds: its output (None: the log's call's)
+    #: Whether its prompt parts from the previous call of its thread no earlier than the log's call's does
+    #: from the log's previous call (the policy rewrote nothing the log's two prompts share): the log's read
+    #: then shows what the provider read of that prefix, even past the counted ``shared``.
+    parts_as_logged: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,10 @@ def _read_as_logged(
     read (what the provider kept, lifetimes and evictions included), less the part of the prefix the log's
     call shared with its previous call that the replayed one does not share with its own (``logged_shared``,
     counted as ``counted.shared`` is; None: the replayed call's shared prefix itself), at most what the
-    previous call cached."""
+    previous call cached, and at most the prefix it shares with the previous replayed call
+    (``counted.shared``) unless it parts from that call where the log's call parts from its own
+    (``counted.parts_as_logged``: then the log's read, a measurement, stands for the prefix the count may
+    under-count)."""
     if before is None:
         return 0
     logged_read = usage.cache_read or 0
@@ -171,6 +181,8 @@ def _read_as_logged(
         read = min(counted.shared, logged_read)
     else:
         read = logged_read - max(0, logged_shared - counted.shared)
+    if not counted.parts_as_logged:  # the policy parts the prompts earlier: never more than the prefix it shares
+        read = min(read, counted.shared)
     read = max(0, min(read, before[1], counted.total))
     if rules == ANTHROPIC:
         return read if read >= anthropic_minimum(name) else 0

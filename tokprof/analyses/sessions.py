@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from tokprof.analyses.actions import cache_actions, combined
 from tokprof.analyses.calls import CallRecord
 from tokprof.base.billing import CacheSummary
 from tokprof.models.base import ModelInfo
-from tokprof.profiling import Profile
+from tokprof.profiling import Action, Profile
 
 #: The sessions JSON's own version (the profile's went on to 3 without changing it).
 SCHEMA_VERSION = 2
@@ -42,6 +43,8 @@ class SessionRow:
     cache_hit_rate: float | None = None  # reported cache reads over the reported prompts
     cache_lost_cost: float | None = None  # what the cache misses cost (None: not measured, or no cache usage)
     cache_lost_by_reason: dict[str, float] = field(default_factory=dict)  # by reason label, costliest first
+    #: What to change that needs no replay (tokprof.analyses.actions: cache fixes), as Action dicts
+    actions: list[dict] = field(default_factory=list)
 
     @classmethod
     def from_profile(cls, profile: Profile, session: str, path: str) -> "SessionRow":
@@ -76,6 +79,7 @@ class SessionRow:
             cache_write_reported=summary.reported.cache_write if summary.reported else None,
             not_recorded=tuple(summary.not_recorded),
             **_cache_fields(summary.cache),
+            actions=[a.to_dict() for a in cache_actions(profile)],
         )
 
     def shares(self) -> dict[str, float]:
@@ -230,11 +234,24 @@ class SessionsReport:
             **cache_totals(self.sessions),
         )
 
+    def actions(self) -> tuple[Action, ...]:
+        """What to change over the sessions (the fixes each session's profile prices without a replay),
+        the same change added up, ranked (tokprof.analyses.actions)."""
+        found = []
+        for n, row in enumerate(self.sessions):
+            for d in row.actions:
+                try:
+                    found.append((Action.from_dict(d), n))
+                except (KeyError, TypeError, ValueError):  # a damaged state file's entry: left out
+                    continue
+        return combined([a for a, _ in found], [n for _, n in found])
+
     def to_dict(self) -> dict:
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": "sessions",
             "directory": self.directory,
+            "actions": [a.to_dict() for a in self.actions()],
             "models": {name: _session_model(info) for name, info in self.model.items()},
             "sessions": [r.to_dict() for r in self.sessions],
             "totals": dataclasses.asdict(self.totals()),

@@ -24,6 +24,7 @@ from datetime import date
 
 import numpy as np
 
+from tokprof.analyses.cutlist import CutList, cut_list, run_definitions
 from tokprof.analyses.tool_pieces import Pieces, pieces
 from tokprof.attribution.catalogue import Catalogue, CatalogueSummary, ToolCost, UnknownCall
 from tokprof.models.base import ChatModel, ModelInfo
@@ -51,6 +52,8 @@ class ToolsReport:
     #: the billed input ``tokprof profile`` reports (an estimate's, scaled to the reported usage), when it
     #: differs from ``billed_input`` (the catalogue's units) or a profile gave it
     billed_input_profile: int | None = None
+    #: per tool and MCP server, what it cost and how to cut it (tokprof.analyses.cutlist), with a log
+    cut_list: CutList | None = None
 
     @property
     def main(self) -> Catalogue | None:
@@ -92,14 +95,20 @@ class ToolsReport:
                     "the log for each)",
                 )
             )
+        catalogues = [section.catalogue] if section else []
+        called = {t.name: t.calls for c in catalogues for t in c.tools if t.calls}
+        for cost in profile.tool_result_costs.tools if profile.tool_result_costs else ():
+            if cost.tool and cost.tool not in called:
+                called[cost.tool] = cost.results  # a tool of no saved catalogue: called once per result
         return cls(
             model=profile.model,
             source=profile.source,
-            catalogues=[section.catalogue] if section else [],
+            catalogues=catalogues,
             billed_input=profile.computed_billed_input(),
             unknown_calls=list(section.unknown_tool_calls) if section else [],
             warnings=warnings,
             billed_input_profile=sum(c.total for c in profile.calls),
+            cut_list=cut_list(profile, run_definitions(catalogues), called),
         )
 
     def to_dict(self) -> dict:
@@ -116,6 +125,7 @@ class ToolsReport:
             "unknown_tool_calls": [u.to_dict() for u in self.unknown_calls],
             "warnings": [w.to_dict() for w in self.warnings],
             "mcp_servers": [s.to_dict() for s in self.mcp_servers],
+            **({"cut_list": self.cut_list.to_dict()} if self.cut_list is not None else {}),
         }
 
 

@@ -22,14 +22,14 @@ from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
 from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
 from tokprof.attribution.attributor import Attributor, RenderError
-from tokprof.base.billing import DIGITS, CostSummary, money
+from tokprof.base.billing import DIGITS, CallCost, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.profiling import CallRow, Profile, Source, log_window, profile_trace
 from tokprof.base.textdiff import common_prefix
-from tokprof.trace import Call, Note, Trace
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, needs_counter
+from tokprof.trace import Call, Note, Trace, as_list
+from tokprof.transforms.policies import AddedCall, Full, Policy, apply, shared_messages
 
 SCHEMA_VERSION = 1
 
@@ -140,6 +140,15 @@ class PolicyCall:
     shared: int  # prompt tokens it shares with the previous call of its thread (0 for a thread's first)
     messages: int
     changed: bool  # whether the policy changed the log's prompt
+    #: The prompt tokens billed as cache reads and cache writes: the log's reported usage for a call the
+    #: policy keeps, the replay's bill (tokprof.analyses.replay_bill) for one it changes; None where the
+    #: log reports no usage to bill on.
+    cache_read: int | None = None
+    cache_write: int | None = None
+    cost: float | None = None  # what the call costs in US dollars (None: unpriced)
+    #: ``shared`` as counted, where the cache read (a measurement) raised it: the bill of another policy
+    #: compares counts with counts (tokprof.analyses.replay_bill); None: ``shared`` is the count
+    counted_shared: int | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -151,6 +160,9 @@ class PolicyCall:
             "shared_prefix": self.shared,
             "messages": self.messages,
             "changed": self.changed,
+            "cache_read": self.cache_read,
+            "cache_write": self.cache_write,
+            "cost": self.cost,
         }
 
 
@@ -228,6 +240,23 @@ class WhatIfReport:
     @property
     def exact(self) -> bool:
         return all(p.exact for p in self.policies)
+
+    @property
+    def priced(self) -> bool:
+        """Whether every policy has a cost in dollars (its savings are then in dollars)."""
+        return bool(self.policies) and all(p.cost_saving is not None for p in self.policies)
+
+    def ranked(self) -> list[PolicyResult]:
+        """``full`` first (the baseline), then the other policies by what they save, most first: in dollars
+        where every policy is priced, else in tokens (a tie keeps the order they were asked in)."""
+        if not self.policies:
+            return []
+        priced = self.priced
+
+        def saving(result: PolicyResult) -> float:
+            return float(result.cost_saving or 0.0) if priced else float(result.saving)
+
+        return [self.policies[0]] + sorted(self.policies[1:], key=lambda r: -saving(r))
 
     def policy(self, spec: str) -> PolicyResult:
         for result in self.policies:
@@ -413,19 +442,27 @@ def _result(
     # a changed call is billed as its provider would bill it (tokprof.analyses.replay_bill): the shared prefix
     # read from the cache under the profile's cache rules, the rest written at the log's tier, the log's output
     summary_output = getattr(policy, "summary_tokens", None)
+    as_logged = _parts_as_logged(trace, log_calls, calls)
     counted = [
         Replayed(
-            total=c.total, shared=c.shared, changed=c.changed, output=summary_output if c.kind == "summary" else None
+            total=c.total,
+            shared=c.shared,
+            changed=c.changed,
+            output=summary_output if c.kind == "summary" else None,
+            parts_as_logged=position in as_logged,
         )
-        for c in calls
+        for position, c in enumerate(calls)
     ]
-    log_shared = None if full is None else {c.index: c.shared for c in full.calls}
-    predicted = billed_usage(trace, counted, log_calls, log_shared)
-    cost = (
-        attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None, predicted)
-        .summary()
-        .cost
+    log_shared = (
+        None
+        if full is None
+        else {c.index: c.shared if c.counted_shared is None else c.counted_shared for c in full.calls}
     )
+    predicted = billed_usage(trace, counted, log_calls, log_shared)
+    priced = attach_cost(dataclasses.replace(profile, calls=list(profile.calls)), trace, prices, None, predicted)
+    reports = any(c.reported is not None and c.reported.prompt for c in log_calls)
+    calls = [_billed(c, row.cost, reports) for c, row in zip(calls, priced.calls)]
+    cost = priced.summary().cost
     total = cost.total if cost is not None and cost.priced else None
     summary = profile.summary()
     billed = summary.billed_input
@@ -452,6 +489,61 @@ def _result(
         changed_calls=sum(1 for c in calls if c.changed),
         exact=summary.exact,
         warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
+    )
+
+
+def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[PolicyCall]) -> set[int]:
+    """The positions of the changed calls of a policy's trace whose prompt parts from the previous call of
+    its thread no earlier than the log's call's does from the log's previous call: it continues that call
+    whole, or (a policy that rewrites messages in place) it shares at least as many first messages as the
+    log's two prompts do. The rest part earlier: the policy rewrote or dropped a message the log's two prompts
+    share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
+    logged = {c.index: c for c in log_calls}
+    log_before: dict[int, Call] = {}
+    last_log: dict[str | None, Call] = {}
+    for call in log_calls:
+        if call.thread in last_log:
+            log_before[call.index] = last_log[call.thread]
+        last_log[call.thread] = call
+    out: set[int] = set()
+    last: dict[str | None, Call] = {}
+    for position, (call, counted) in enumerate(zip(trace.calls, calls)):
+        before = last.get(call.thread)
+        last[call.thread] = call
+        if not counted.changed or before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall):
+            continue
+        log, log_previous = logged.get(call.index), log_before.get(call.index)
+        if log is None or log_previous is None:
+            continue
+        mine, theirs = as_list(call.messages), as_list(before.messages)
+        shared = shared_messages(mine, theirs)
+        if shared == len(theirs):
+            out.add(position)
+            continue
+        log_mine, log_theirs = as_list(log.messages), as_list(log_previous.messages)
+        if len(mine) == len(log_mine) and len(theirs) == len(log_theirs):
+            if shared >= shared_messages(log_mine, log_theirs):
+                out.add(position)
+    return out
+
+
+def _billed(call: PolicyCall, cost: CallCost | None, reports: bool) -> PolicyCall:
+    """The call with what it is billed: its cache reads and writes (none known where it is billed on its
+    computed prompt, or the log reports no usage at all) and its cost in dollars."""
+    if cost is None:
+        return call
+    known = cost.tokens is not None and cost.basis != "computed" and reports
+    tokens = cost.tokens
+    read = tokens.cache_read if known and tokens is not None else None
+    return dataclasses.replace(
+        call,
+        # what the provider read from its cache was shared: a count below it (an estimate's scaled units,
+        # or a prefix the count cannot see) gives way to the read, so a call never reads past its prefix
+        shared=max(call.shared, read or 0),
+        counted_shared=call.shared if (read or 0) > call.shared else None,
+        cache_read=read,
+        cache_write=tokens.cache_write if known and tokens is not None else None,
+        cost=money(cost.total) if cost.priced else None,
     )
 
 
@@ -520,7 +612,7 @@ def whatif(
     for call, count in zip(trace.calls, base_rendered):
         known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
     for policy in ordered[1:]:
-        counter = PromptCounter(model, fixed, known, units) if needs_counter(policy) else None
+        counter = PromptCounter(model, fixed, known, units) if policy.needs_counter else None
         transformed = apply(trace, policy, counter, window)
         if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
             # the policy changes no call: its profile is full's, call for call

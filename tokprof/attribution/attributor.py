@@ -38,7 +38,7 @@ same first message) does not redo what it can take from it, and takes nothing it
   (:func:`_follow`); when it cannot tell, the prefix is rendered again. Only new prefixes are
   rendered, so a template that rewrites earlier turns costs renders, not exactness.
 * Markers: the spans of the marked render's common prefix with the earlier marked render are
-  taken as they were, and the rest is unmarked and compared (:func:`_unmark_matching`).
+  taken as they were, and the rest is unmarked and compared (:func:`unmark_matching`).
 * Tokens: text between added tokens is tokenized on its own, so the tokens before an added token
   inside the common prefix are the earlier call's (:meth:`TokenCounter.token_starts_reusing`).
 * Splicing (:mod:`tokprof.attribution.splice`): a call that has all of the earlier call's messages and more
@@ -54,14 +54,12 @@ same first message) does not redo what it can take from it, and takes nothing it
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import json
 import operator
 import os
-import re
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Sequence, cast
 
 import numpy as np
@@ -74,195 +72,32 @@ from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceSt
 from tokprof.base.jsontext import same_json
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
 from tokprof.trace import Call, PromptView
-
-BUCKETS = ("system", "tool_definitions", "tool_results", "conversation")
-SYSTEM, TOOLS, RESULTS, CONVERSATION = range(4)
-ROLE_BUCKET = {"system": SYSTEM, "developer": SYSTEM, "tool": RESULTS, "user": CONVERSATION, "assistant": CONVERSATION}
-
-_OPEN_BASE = 0xF0000  # Supplementary Private Use Area-A: one opening marker per message index
-_CLOSE = "\U0010fffd"
-_MARKER_RE = re.compile("[\U000f0000-\U000ffffd\U0010fffd]")
-
-#: Warning texts, keyed so that a profile can count how many calls each applies to.
-WARN_TOOLS_IGNORED = "tools-ignored"
-WARN_TOOLS_UNRENDERABLE = "tools-unrenderable"
-WARN_RESULTS_DROPPED = "results-dropped"
-WARN_SYSTEM_DROPPED = "system-dropped"
-WARN_MESSAGES_DROPPED = "messages-dropped"
-WARN_NO_SPANS = "spans-unavailable"
-WARN_BOUNDARIES_ESTIMATED = "boundaries-estimated"
-WARNINGS = {
-    WARN_TOOLS_IGNORED: "the chat template does not render tool definitions: tool_definitions is 0 "
-    "because the template ignores the tools, not because they cost nothing",
-    WARN_TOOLS_UNRENDERABLE: "the chat template fails without tools (both tools=None and tools=[]): "
-    "tool definition scaffolding could not be separated and is counted with the messages around it",
-    WARN_RESULTS_DROPPED: "the chat template drops the content of some tool results: they are not in the "
-    "prompt, so tool_results does not count them",
-    WARN_SYSTEM_DROPPED: "the chat template drops a system or developer message: it is not in the prompt, "
-    "so system does not count it",
-    WARN_MESSAGES_DROPPED: "the chat template drops the content of some user or assistant messages",
-    WARN_NO_SPANS: "the chat template changes message content in a way tokprof cannot follow (content markers "
-    "could not be used): buckets rest on message boundaries alone and may be less precise",
-    WARN_BOUNDARIES_ESTIMATED: "the call has too many messages new to it to render every prefix of the "
-    "conversation (the time would grow with the square of their number): where messages start was taken "
-    "from the content markers and each role's header, which may move a few tokens of scaffolding "
-    "between neighbouring messages",
-}
+from tokprof.attribution.buckets import (
+    CONVERSATION,
+    ROLE_BUCKET,
+    SYSTEM,
+    TOOLS,
+    WARN_BOUNDARIES_ESTIMATED,
+    WARN_MESSAGES_DROPPED,
+    WARN_NO_SPANS,
+    WARN_RESULTS_DROPPED,
+    WARN_SYSTEM_DROPPED,
+    WARN_TOOLS_IGNORED,
+    WARN_TOOLS_UNRENDERABLE,
+    CallBuckets,
+)
+from tokprof.attribution.markers import CLOSE, mark, unmark, unmark_matching
+from tokprof.attribution.prefix_renders import FAILED_PROBE, FAILED_RENDER, NEVER, UNKNOWN
 
 
 class RenderError(Exception):
     """The chat template failed on a call's prompt."""
 
 
-@dataclass
-class CallBuckets:
-    system: int = 0
-    tool_definitions: int = 0
-    tool_results: int = 0
-    conversation: int = 0
-    warnings: list[str] = field(default_factory=list)
-    spans: bool = True  # whether content markers were used
-
-    @property
-    def total(self) -> int:
-        return self.system + self.tool_definitions + self.tool_results + self.conversation
-
-    def as_dict(self) -> dict[str, int]:
-        return {name: getattr(self, name) for name in BUCKETS}
-
-
 def _render(model: ChatModel, messages, tools, generation: bool, day, template_tools=None) -> str:
     return model.prompt_format.render(
         messages, tools, add_generation_prompt=generation, day=day, template_tools=template_tools
     )
-
-
-def _wrap(text: str, index: int) -> str:
-    """Put markers around text, inside its leading and trailing whitespace (templates often trim content)."""
-    core = text.strip()
-    if not core:
-        return text
-    start = len(text) - len(text.lstrip())
-    return "".join((text[:start], chr(_OPEN_BASE + index), core, _CLOSE, text[start + len(core) :]))  # one copy
-
-
-def _wrap_leaves(value, index: int):
-    if isinstance(value, str):
-        return _wrap(value, index)
-    if isinstance(value, dict):
-        return {k: _wrap_leaves(v, index) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_wrap_leaves(v, index) for v in value]
-    return value
-
-
-def _mark(messages: list[dict], with_calls: bool, first: int = 0) -> list[dict] | None:
-    """The messages with markers around their content (message ``first`` + i gets opening marker i),
-    or None when one already has a marker character."""
-    marked = []
-    for i, m in enumerate(messages, start=first):
-        m = dict(m)
-        for key in ("content", "reasoning_content"):
-            if isinstance(m.get(key), str):
-                if _MARKER_RE.search(m[key]):
-                    return None
-                m[key] = _wrap(m[key], i)
-        if with_calls and m.get("tool_calls"):
-            calls = []
-            for call in m["tool_calls"]:
-                function = dict(call["function"])
-                if _MARKER_RE.search(json.dumps(function, ensure_ascii=False)):
-                    return None
-                function["name"] = _wrap(function["name"], i)
-                function["arguments"] = _wrap_leaves(function.get("arguments"), i)
-                calls.append({**call, "function": function})
-            m["tool_calls"] = calls
-        marked.append(m)
-    return marked
-
-
-def _unmark(text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
-    """The text without markers, and the spans (start, end, message index) they enclosed."""
-    found = _unmark_from(text, 0, [], [], None)
-    return None if found is None else (found[0], found[1])
-
-
-def _unmark_from(text: str, start: int, spans: list, positions: list, opened: tuple[int, int] | None):
-    """:func:`_unmark` from ``start`` on, given the spans, marker positions and open marker (message
-    index, start) that the markers before ``start`` left: (the text from ``start`` without markers,
-    all spans, all marker positions), or None when the markers do not pair up."""
-    spans, positions = list(spans), list(positions)
-    pieces, removed, last = [], len(positions), start
-    for match in _MARKER_RE.finditer(text, start):
-        pos = match.start()
-        pieces.append(text[last:pos])
-        last = pos + 1
-        clean = pos - removed
-        removed += 1
-        positions.append(pos)
-        char = match.group()
-        if char == _CLOSE:
-            if opened is None:
-                return None
-            spans.append((opened[1], clean, opened[0]))
-            opened = None
-        else:
-            if opened is not None:
-                return None
-            opened = (ord(char) - _OPEN_BASE, clean)
-    if opened is not None:
-        return None
-    pieces.append(text[last:])
-    return "".join(pieces), spans, positions
-
-
-def _unmark_matching(text: str, full: str, previous: tuple | None, common: int):
-    """The spans of a marked render ``text`` and its marker positions, if removing its markers gives
-    ``full``; else None.
-
-    ``previous`` is (the render without markers, its spans, its marker positions) of a call whose
-    render without markers has ``common`` characters in common with ``full`` (its marked render is
-    not kept: 4 bytes a character, it is the render with the markers put back at their positions, see
-    :func:`_common_marked`). Where ``text`` has the same first c
-    characters as that marked text, holding j markers, its markers there left the same spans (their
-    first j // 2) and the same open marker (when j is odd: markers alternate, since they paired up);
-    removed, they leave the first c - j characters of that call's render, which are those of
-    ``full`` when c - j <= common. Only the rest is scanned and compared.
-    """
-    start, spans, positions, opened = 0, [], [], None
-    if previous is not None:
-        old_plain, old_spans, old_positions = previous
-        c = _common_marked(old_plain, old_spans, old_positions, text)
-        j = bisect.bisect_left(old_positions, c)
-        if c - j <= common:
-            start, spans, positions = c, old_spans[: j // 2], old_positions[:j]
-            if j % 2:
-                span_start, _, index = old_spans[j // 2]
-                opened = (index, span_start)
-    begin = start - len(positions)  # where text[start:] goes in the text without markers
-    found = _unmark_from(text, start, spans, positions, opened)
-    if found is None:
-        return None
-    tail, spans, positions = found
-    if len(full) - begin != len(tail) or full[begin:] != tail:
-        return None
-    return spans, positions
-
-
-def _common_marked(plain: str, spans: list, positions: list, text: str) -> int:
-    """``common_prefix(marked, text)``, where ``marked`` is ``plain`` with its markers put back: marker
-    j at ``positions[j]`` of the marked text, the opening marker of span j // 2 when j is even (the
-    message index is the span's third field), the closing one when odd (markers pair up in order)."""
-    at = 0  # in the marked text and in text
-    for j, position in enumerate(positions):
-        piece, other = plain[at - j : position - j], text[at:position]
-        if piece != other:
-            return at + common_prefix(piece, other)
-        marker = _CLOSE if j % 2 else chr(_OPEN_BASE + spans[j // 2][2])
-        if position >= len(text) or text[position] != marker:
-            return position
-        at = position + 1
-    return at + common_prefix(plain[at - len(positions) :], text[at:])
 
 
 def _follow(known: int, length: int, common: int) -> int | None:
@@ -277,13 +112,6 @@ def _follow(known: int, length: int, common: int) -> int | None:
     return known if known == length else None
 
 
-#: The reason splicing gives when the whole render, rendered to check it, differs from the spliced one.
-_CHECK_FAILED = CHECK_FAILED
-#: A stand-in probe whose render failed (its value is 0 whatever the prompt).
-_FAILED = ()
-#: Prefix render lengths that are not lengths: not known yet, and the render failed.
-_UNKNOWN, _FAILED_RENDER = -2, -1
-_NEVER = np.iinfo(np.int64).max
 #: How many messages a call's prefix renders may render in all (the render of the first k messages
 #: renders k): past it, where each new message starts is found from the content markers and the
 #: role headers instead (:meth:`Attributor._estimated`), so that a call's time stays linear in its
@@ -303,7 +131,7 @@ class _Thread:
     keys: list[bytes]  # its first size + 1 entries are this call's (later calls may extend the list)
     size: int  # the call's number of messages
     rendered: str | None  # the full render (None: the splice state's, joined when asked)
-    lengths: Grow  # per prefix k, its render's length (_FAILED_RENDER when it failed)
+    lengths: Grow  # per prefix k, its render's length (FAILED_RENDER when it failed)
     starts: Grow  # per prefix k, the common prefix of its render with full
     probes: dict  # message k -> its probe, when one was needed: (common prefix with full, length, header)
     tokens: tuple
@@ -517,7 +345,7 @@ class Attributor:
 
     @staticmethod
     def _stand_in(message: dict) -> dict:
-        stand_in = {"role": message["role"], "content": _CLOSE}
+        stand_in = {"role": message["role"], "content": CLOSE}
         if "tool_call_id" in message:
             stand_in["tool_call_id"] = message["tool_call_id"]
         return stand_in
@@ -539,18 +367,18 @@ class Attributor:
                 if remembered is MISSING:
                     remembered = self._headers[(base, "", None)] = self._prefix(messages, 0, tools, day)
                 empty = cast("str | None", remembered)
-                if empty is not None and alone.count(_CLOSE) == 1:
-                    header = alone[common_prefix(empty, alone) : alone.index(_CLOSE)]
+                if empty is not None and alone.count(CLOSE) == 1:
+                    header = alone[common_prefix(empty, alone) : alone.index(CLOSE)]
             self._headers[key] = found = header
         return found  # type: ignore[return-value]
 
     def _probe(self, messages, k: int, tools, day, full: str, base: bytes) -> tuple:
         """Render message k-1 followed by a stand-in for message k: (common prefix with ``full``,
-        length of that render, message k's header or None), or :data:`_FAILED`."""
+        length of that render, message k's header or None), or :data:`FAILED_PROBE`."""
         try:
             text = _render(self.model, messages[:k] + [self._stand_in(messages[k])], tools, False, day)
         except Exception:
-            return _FAILED
+            return FAILED_PROBE
         return common_prefix(text, full), len(text), self._header(messages, k, tools, day, base)
 
     @staticmethod
@@ -559,7 +387,7 @@ class Attributor:
         header; message k starts where that header starts in ``full``: the longest end of the header
         that ``full`` has right before the common prefix (a BOS that the stand-in alone gets, for
         instance, is not part of it)."""
-        if probe is _FAILED:
+        if probe is FAILED_PROBE:
             return 0
         reach, _, header = probe
         if header is None:
@@ -583,24 +411,24 @@ class Attributor:
         are estimated from them instead (see :meth:`_estimated`); the next call renders them again.
         """
         n = len(messages)
-        lengths = np.full(n + 1, _UNKNOWN, dtype=np.int64)  # of each prefix's render; _FAILED_RENDER if none
+        lengths = np.full(n + 1, UNKNOWN, dtype=np.int64)  # of each prefix's render; FAILED_RENDER if none
         starts = np.zeros(n + 1, dtype=np.int64)  # its common prefix with full
         probes: dict[int, tuple] = {}
         if old is not None and shared >= 0:
             known, found = old.lengths.view()[: shared + 1], old.starts.view()[: shared + 1]
             lost = (known >= 0) & (found == common) & (found != known)  # see _follow
-            lengths[: shared + 1] = np.where(lost, _UNKNOWN, known)
+            lengths[: shared + 1] = np.where(lost, UNKNOWN, known)
             starts[: shared + 1] = np.where(known >= 0, np.minimum(found, common), 0)
             for k, probe in old.probes.items():
                 if k + 1 > shared:
                     continue  # the probe renders a stand-in for message k, which may differ
-                if probe is not _FAILED:
+                if probe is not FAILED_PROBE:
                     reach = _follow(probe[0], probe[1], common)
                     if reach is None:
                         continue
                     probe = (reach, probe[1], probe[2])
                 probes[k] = probe
-        unknown = np.flatnonzero(lengths == _UNKNOWN)
+        unknown = np.flatnonzero(lengths == UNKNOWN)
         estimated: list[int] = []
         if spans is not None and int(unknown.sum()) > PREFIX_BUDGET:  # quadratic: estimate all but 0 and n
             estimated = [k for k in unknown.tolist() if 0 < k < n]
@@ -608,11 +436,11 @@ class Attributor:
         for k in unknown[::-1].tolist():
             text = self._top(messages, tools, day, full) if k == n and n else self._prefix(messages, k, tools, day)
             if text is None:
-                lengths[k] = _FAILED_RENDER
+                lengths[k] = FAILED_RENDER
             else:
                 lengths[k], starts[k] = len(text), common_prefix(text, full)
         failed = lengths < 0
-        values = np.where(failed, _NEVER, starts)  # where message k starts, before the ones after it
+        values = np.where(failed, NEVER, starts)  # where message k starts, before the ones after it
         values[n] = len(full) if failed[n] else starts[n]
         short = failed | (starts < lengths)
         short[0] = short[n] = False
@@ -634,7 +462,7 @@ class Attributor:
         messages): message k's role header (:meth:`_header`, one small render per role) ends where its
         first marked content starts, so it starts that header's length earlier, as far as ``full``
         has the header's end there; a message with no marked content or no header found starts where
-        the next one does (:data:`_NEVER`)."""
+        the next one does (:data:`NEVER`)."""
         first: dict[int, int] = {}
         for start, _, index in spans:
             if index not in first or start < first[index]:
@@ -644,7 +472,7 @@ class Attributor:
             start = first.get(k)
             header = None if start is None else self._header(messages, k, tools, day, base)
             if start is None or header is None:
-                out.append(_NEVER)
+                out.append(NEVER)
                 continue
             out.append(start - common_suffix(header, full[max(0, start - len(header)) : start], len(header)))
         return out
@@ -667,7 +495,7 @@ class Attributor:
             cached = self._marks.find(key)
             found = cast("dict | None", cached)
             if cached is MISSING:
-                one = _mark([m], with_calls, i)
+                one = mark([m], with_calls, i)
                 found = None if one is None else one[0]
                 if not _huge(m):  # a huge message is marked again when it is needed: held once, not twice
                     self._marks[key] = found
@@ -682,7 +510,7 @@ class Attributor:
 
     def _marked(self, messages, digests, tools, day, full: str, old: "_Thread | None", common: int):
         """Content spans (start, end, message index) in ``full``, or None when markers cannot be used;
-        and what the next call may reuse (see :func:`_unmark_matching`).
+        and what the next call may reuse (see :func:`unmark_matching`).
 
         Markers go around message content and, when the template allows it, around tool call
         names and argument values too. They are used only if removing them gives back ``full``.
@@ -698,7 +526,7 @@ class Attributor:
             except Exception:
                 continue
             del marked  # a huge message's marked copy goes before the render is unmarked
-            found = _unmark_matching(text, full, old.marked if old is not None else None, common)
+            found = unmark_matching(text, full, old.marked if old is not None else None, common)
             if found is not None:
                 self._with_calls = with_calls
                 return found[0], (full, found[0], found[1])
@@ -723,7 +551,7 @@ class Attributor:
                 except Exception:
                     break
                 del marked
-                found = _unmark(text)
+                found = unmark(text)
                 if found is None or found[0] != full:
                     break
                 spans += [(start, end, index + first) for start, end, index in found[1]]
@@ -905,7 +733,7 @@ class Attributor:
                 return None
         spliced = splice_call(self, call, messages, keys, digests, old, check)
         if isinstance(spliced, str):
-            if check is not None and spliced == _CHECK_FAILED:
+            if check is not None and spliced == CHECK_FAILED:
                 self._splice_failed = True
             debug(call.where, spliced)
             return None
@@ -1145,17 +973,17 @@ def _clamp(b: list[int], table: np.ndarray, n: int) -> list[int]:
     """Keep each message's content inside its own region: message k starts no later than its first
     marked text, and after the marked text of every earlier message. ``table``: the spans (start,
     end, message index) as rows."""
-    first = np.full(n, _NEVER, dtype=np.int64)
+    first = np.full(n, NEVER, dtype=np.int64)
     last = np.zeros(n, dtype=np.int64)  # 0 where a message has no marked text: it raises no floor
     np.minimum.at(first, table[:, 2], table[:, 0])
     np.maximum.at(last, table[:, 2], table[:, 1])
     out = np.asarray(b, dtype=np.int64).copy()
-    if n and first[0] != _NEVER:
+    if n and first[0] != NEVER:
         out[0] = min(out[0], first[0])
     floors = np.maximum.accumulate(last)  # floors[k-1]: the end of the marked text of messages before k
     if n > 1:
         floor, before = floors[:-1], out[1:n]
-        high = np.where(first[1:] != _NEVER, first[1:], before)
+        high = np.where(first[1:] != NEVER, first[1:], before)
         out[1:n] = np.where(floor <= high, np.minimum(np.maximum(before, floor), high), before)
     if n:
         out[n] = max(out[n], floors[-1])

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tokprof.attribution.prefix_renders import FAILED_RENDER, NEVER, UNKNOWN
 from tokprof.attribution.splice import head_size
 from tokprof.base.textdiff import common_prefix
 from tokprof.models.template import held_limits
@@ -75,20 +76,18 @@ def windowed_boundaries(att, messages: list[dict], key: bytes, tools, day, full:
     """What :meth:`Attributor._boundaries` gives for a prompt with nothing remembered (b, and the
     prefixes' lengths, common prefixes with ``full``, probes and False), from windows; or a short
     reason why not."""
-    from tokprof.attribution.attributor import _FAILED_RENDER, _UNKNOWN
-
     n = len(messages)
     win = _Windows(att, messages, tools, day, full)
     h = win.head
     if not 0 < h < n:
         return "no messages after the head"
-    lengths = np.full(n + 1, _UNKNOWN, dtype=np.int64)
+    lengths = np.full(n + 1, UNKNOWN, dtype=np.int64)
     starts = np.zeros(n + 1, dtype=np.int64)
     probes: dict[int, tuple] = {}
     for k in range(h + 1):  # the head's prefixes, rendered whole (a few short renders)
         text = att._prefix(messages, k, tools, day)
         if text is None:
-            lengths[k] = _FAILED_RENDER
+            lengths[k] = FAILED_RENDER
         else:
             lengths[k], starts[k] = len(text), common_prefix(text, full)
     if lengths[h] < 0 or starts[h] != lengths[h]:
@@ -165,11 +164,9 @@ def _sampled(att, messages, key: bytes, tools, day, full: str, lengths, starts, 
 def _bounds(att, messages, key: bytes, tools, day, full: str, lengths, starts, probes: dict):
     """b from the prefixes, as :meth:`Attributor._boundaries` makes it (only a prefix of the head may
     have failed to render)."""
-    from tokprof.attribution.attributor import _NEVER
-
     n = len(messages)
     failed = lengths < 0
-    values = np.where(failed, _NEVER, starts)
+    values = np.where(failed, NEVER, starts)
     short = failed | (starts < lengths)
     short[0] = short[n] = False
     for k in np.flatnonzero(short).tolist():

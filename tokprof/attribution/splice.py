@@ -37,6 +37,18 @@ from typing import Any
 
 import numpy as np
 
+from tokprof.attribution.buckets import (
+    CONVERSATION,
+    ROLE_BUCKET,
+    WARN_MESSAGES_DROPPED,
+    WARN_RESULTS_DROPPED,
+    WARN_SYSTEM_DROPPED,
+    CallBuckets,
+)
+from tokprof.attribution.markers import unmark
+from tokprof.attribution.prefix_renders import FAILED_PROBE, FAILED_RENDER, NEVER
+from tokprof.base.textdiff import common_prefix
+
 LOG = logging.getLogger("tokprof.attribution.splice")
 
 #: Messages before the new ones that the window renders with them (besides the conversation's head).
@@ -270,9 +282,6 @@ def splice_call(
     thread, whose messages are this call's first k), or why it cannot be (a short reason).
     ``check``: the call's whole render, to compare the spliced text with. ``old``'s arrays are
     extended in place only once everything is known to work."""
-    from tokprof.attribution.attributor import CONVERSATION, ROLE_BUCKET, WARN_MESSAGES_DROPPED, WARN_RESULTS_DROPPED
-    from tokprof.attribution.attributor import WARN_SYSTEM_DROPPED, CallBuckets, _unmark
-
     state: SpliceState = old.splice
     fmt = att.model.prompt_format
     tools, day = call.tools, call.day
@@ -329,7 +338,7 @@ def splice_call(
     except Exception:  # noqa: BLE001
         return "the marked window does not render"
     del marked  # (a huge message's marked copy, 4 bytes a character, goes first)
-    unmarked = _unmark(marked_text)
+    unmarked = unmark(marked_text)
     del marked_text
     if unmarked is None or unmarked[0] != whole:
         return "the markers change the render"
@@ -447,26 +456,23 @@ def _starts(att, wm: list[dict], context_len: int, tools, day, whole: str, base:
     by a stand-in), as long as everything found is after the splice. Also each new prefix render's
     length and common prefix with ``whole`` (-1 and 0 when it failed) and the probes, by new message.
     A short reason instead when the rule cannot be followed in the window."""
-    from tokprof.attribution.attributor import _FAILED, _FAILED_RENDER, _NEVER
-    from tokprof.base.textdiff import common_prefix
-
     local, lengths, starts, probes = [0], [], [], {}
     for i in range(context_len + 1, len(wm)):
         text = att._prefix(wm, i, tools, day)
         failed = text is None
         common = 0 if failed else common_prefix(text, whole)
-        lengths.append(_FAILED_RENDER if failed else len(text))
+        lengths.append(FAILED_RENDER if failed else len(text))
         starts.append(common)
-        value = _NEVER if failed else common
+        value = NEVER if failed else common
         if failed or common < len(text):
             probe = att._probe(wm, i, tools, day, whole, key)
             probes[i - context_len] = probe
-            if probe is not _FAILED and probe[2] is not None and probe[0] - len(probe[2]) < base:
+            if probe is not FAILED_PROBE and probe[2] is not None and probe[0] - len(probe[2]) < base:
                 return "a probe reaches before the splice"
             reach = att._probe_start(probe, whole)
             if reach:
                 value = reach if failed else max(common, reach)
         if value < base:
             return "a new message starts before the splice"
-        local.append(value - base if value != _NEVER else _NEVER)
+        local.append(value - base if value != NEVER else NEVER)
     return local, lengths, starts, probes

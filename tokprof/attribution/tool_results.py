@@ -6,7 +6,9 @@ first prompt (its own part of the rendered prompt: content and the scaffolding a
 as the attribution counts it in ``tool_results``); its **carry cost** is those tokens times the
 number of later calls of the thread that resent it. A result is the same result in a later prompt
 when its tool call id and its content are the same (a result the log rewrote, or a policy cut, is
-a new one). What a user caps or elides first is at the top.
+a new one). What a user caps or elides first is at the top. The carry cost in US dollars
+(``carry_dollars``) is priced once the calls are (:mod:`tokprof.analyses.carry_cost`), from the
+tokens each call resent (``carried``: per call position, not saved).
 """
 
 from __future__ import annotations
@@ -30,14 +32,30 @@ class ToolCost:
     results: int
     tokens: int
     carry_cost: int
+    carry_dollars: float | None = None  # the carry cost in US dollars (None: not priced)
+    #: Per call position, the tokens of these results it resent (the calls' units): what the dollars are
+    #: priced from; not saved.
+    carried: dict[int, float] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict:
-        return {"tool": self.tool, "results": self.results, "tokens": self.tokens, "carry_cost": self.carry_cost}
+        return {
+            "tool": self.tool,
+            "results": self.results,
+            "tokens": self.tokens,
+            "carry_cost": self.carry_cost,
+            "carry_dollars": self.carry_dollars,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> "ToolCost":
         _wholes(d, ("results", "tokens", "carry_cost"), "tool_result_costs.tools[]")
-        return cls(tool=d.get("tool"), results=d["results"], tokens=d["tokens"], carry_cost=d["carry_cost"])
+        return cls(
+            tool=d.get("tool"),
+            results=d["results"],
+            tokens=d["tokens"],
+            carry_cost=d["carry_cost"],
+            carry_dollars=_dollars(d, "tool_result_costs.tools[]"),
+        )
 
 
 @dataclass(frozen=True)
@@ -50,6 +68,8 @@ class CarriedResult:
     carried_by: int
     carry_cost: int
     thread: str | None = None  # None for the main conversation
+    carry_dollars: float | None = None  # the carry cost in US dollars (None: not priced)
+    carried: dict[int, float] = field(default_factory=dict, compare=False, repr=False)  # as ToolCost's
 
     def to_dict(self) -> dict:
         return {
@@ -59,6 +79,7 @@ class CarriedResult:
             "tokens": self.tokens,
             "carried_by": self.carried_by,
             "carry_cost": self.carry_cost,
+            "carry_dollars": self.carry_dollars,
         }
 
     @classmethod
@@ -73,6 +94,7 @@ class CarriedResult:
             carried_by=d["carried_by"],
             carry_cost=d["carry_cost"],
             thread=d.get("thread"),
+            carry_dollars=_dollars(d, "tool_result_costs.top[]"),
         )
 
 
@@ -86,12 +108,14 @@ class ToolResultCosts:
     results: int  # every distinct result of the log
     tokens: int
     carry_cost: int
+    carry_dollars: float | None = None  # the carry cost in US dollars (None: not priced)
 
     def to_dict(self) -> dict:
         return {
             "results": self.results,
             "tokens": self.tokens,
             "carry_cost": self.carry_cost,
+            "carry_dollars": self.carry_dollars,
             "tools": [t.to_dict() for t in self.tools],
             "top": [r.to_dict() for r in self.top],
         }
@@ -105,6 +129,7 @@ class ToolResultCosts:
             results=d["results"],
             tokens=d["tokens"],
             carry_cost=d["carry_cost"],
+            carry_dollars=_dollars(d, "tool_result_costs"),
         )
 
 
@@ -255,13 +280,18 @@ class ResultTracker:
             entry[0] += 1
             entry[1] += n
             entry[2] += carry
+        carried = self._carried_by_tool(scale)
         tools = sorted(
-            (ToolCost(tool, *values) for tool, values in per_tool.items()),
+            (
+                ToolCost(tool, results, added, carry, carried=carried.get(tool, {}))
+                for tool, (results, added, carry) in per_tool.items()
+            ),
             key=lambda t: (-t.carry_cost, -t.tokens, t.tool or ""),
         )
         ranked = sorted(tokens, key=lambda item: (-item[2], item[0].order))
         top = tuple(
-            CarriedResult(r.call, r.tool, n, r.carried, carry, r.thread or None) for r, n, carry in ranked[:TOP]
+            CarriedResult(r.call, r.tool, n, r.carried, carry, r.thread or None, carried=self._carried_by(r, scale))
+            for r, n, carry in ranked[:TOP]
         )
         return ToolResultCosts(
             tools=tuple(tools),
@@ -270,6 +300,46 @@ class ResultTracker:
             tokens=sum(n for _, n, _ in tokens),
             carry_cost=sum(carry for _, _, carry in tokens),
         )
+
+    def _carried_by(self, result: _Result, scale: dict[int, float] | None) -> dict[int, float]:
+        """Per call position, the tokens of one result that call resent (in its units)."""
+        extended = self._threads[result.thread].extended
+        positions = [extended[i] for start, end in result.spans for i in range(start, end)] + result.singles
+        out: dict[int, float] = {}
+        for p in positions:
+            out[p] = out.get(p, 0.0) + result.tokens * ((scale or {}).get(p, 1.0))
+        return out
+
+    def _carried_by_tool(self, scale: dict[int, float] | None) -> dict[str | None, dict[int, float]]:
+        """Per tool, per call position, the tokens of its results that call resent (in its units): the
+        runs of a thread's extending calls added up with a difference array, so the work is the results'
+        runs and the calls', not their product."""
+        out: dict[str | None, dict[int, float]] = {}
+        runs: dict[tuple[str, str | None], list[int]] = {}
+        for r in self._results:
+            if r.spans:
+                steps = runs.setdefault((r.thread, r.tool), [0] * (len(self._threads[r.thread].extended) + 1))
+                for start, end in r.spans:
+                    steps[start] += r.tokens
+                    steps[end] -= r.tokens
+            mine = out.setdefault(r.tool, {})
+            for p in r.singles:
+                mine[p] = mine.get(p, 0.0) + r.tokens * ((scale or {}).get(p, 1.0))
+        for (thread, tool), steps in runs.items():
+            mine = out.setdefault(tool, {})
+            held = 0
+            for i, p in enumerate(self._threads[thread].extended):
+                held += steps[i]
+                if held:
+                    mine[p] = mine.get(p, 0.0) + held * ((scale or {}).get(p, 1.0))
+        return out
+
+
+def _dollars(d: dict, where: str) -> float | None:
+    value = d.get("carry_dollars")
+    if value is not None and (type(value) not in (int, float) or value != value or value < 0):
+        raise ValueError(f"{where}.carry_dollars: expected a number of dollars or null")
+    return value
 
 
 def _wholes(d: dict, keys: tuple[str, ...], where: str) -> dict:

@@ -26,10 +26,11 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import tokprof.base.bounded as bounded
+from tokprof.base.errors import InputError
 from tokprof.formats import lookalike
 from tokprof.formats.jsonfile import Document, Lines, parse
 from tokprof.formats.agent_db import SQLITE_MAGIC
@@ -303,3 +304,31 @@ def local_session_files(
                     if kind is not None:
                         out.append(SessionFile(row.agent, kind, path, row.project(path)))
     return out
+
+
+def scan_url(url: str) -> Any:
+    """The session files under a URL prefix, found by content, as :func:`tokprof.formats.scan_directory`
+    finds them in a folder (URLs in place of paths; files beside a session are not looked for)."""
+    from tokprof.formats.registry import session_names
+    from tokprof.formats.remote import file_system, protocol_of, stream
+
+    fs, root = file_system(url)
+    try:
+        keys = sorted(fs.find(root))
+    except Exception as exc:  # no credentials, no bucket, no network: the store's own error, in one line
+        raise InputError(url, None, f"cannot list: {type(exc).__name__}: {exc}") from None
+    protocol = protocol_of(fs)
+    found = Found()
+    by_format: dict[str, list] = {}
+    for key in keys:
+        if PurePosixPath(key).suffix not in SUFFIXES:
+            continue
+        full = f"{protocol}://{key}" if protocol not in ("file", "local") else f"file://{key}"
+        peek = _peek(PurePosixPath(full), lambda key=key: stream(fs.open(key, "rb")))  # type: ignore[arg-type]
+        if peek.format is None:
+            found.skipped.append((full, peek.reason or "not a session"))  # type: ignore[arg-type]
+        else:
+            by_format.setdefault(peek.format, []).append(full)
+    for name in session_names():
+        found.sessions += [(name, path) for path in by_format.get(name, [])]
+    return found

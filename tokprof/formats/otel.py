@@ -49,7 +49,9 @@ not recorded and the reported prompt is counted whole in ``unrecorded`` (:attr:`
 warning ``content-not-captured``): usage, cost and cache only. A call with messages but no tool
 definitions while tools are called, or with definitions that are names only (Copilot), leaves the
 tools unrecorded (``Trace.unrecorded``), inferred as for Claude Code. A file with calls but neither
-content nor usage on any of them cannot be profiled: an error says so.
+content nor usage on any of them (Copilot CLI's export with usage redacted) gives its calls, each not
+recorded, and the run's totals from its ``gen_ai.client.token.usage`` metric records (note
+``usage-from-metrics``); without that metric it cannot be profiled: an error says so.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ from datetime import datetime, timezone
 from typing import Any, Iterator
 
 from tokprof.base.errors import InputError
+from tokprof.formats.agent_events import event_attributes, event_name
 from tokprof.formats.capture import records
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
@@ -146,7 +149,7 @@ def _looks_otel(value: Any) -> bool:
         return any(_is_genai_span(item) for item in value[:20])
     if not isinstance(value, dict):
         return False
-    if isinstance(value.get("resourceSpans"), list):
+    if isinstance(value.get("resourceSpans"), list) or isinstance(value.get("resourceLogs"), list):
         return True
     if isinstance(value.get("spans"), list):
         return any(_is_genai_span(item) for item in value["spans"][:50])
@@ -174,14 +177,12 @@ def read(path: str, doc: Document) -> Trace:
     shape = "jsonl" if doc.lines is not None else "json"
     trace = Trace(path=path, format=f"{FORMAT}/{shape}")
     reader = _Reader(path, trace)
-    for span in _spans(path, doc):
-        reader.span(span)
-    return reader.finish()
-
-
-def _spans(path: str, doc: Document) -> Iterator[Span]:
     for where, record in records(path, doc):
-        yield from _record_spans(path, where, record)
+        if isinstance(record, dict) and record.get("type") == "metric" and record.get("name") == TOKEN_USAGE:
+            reader.metrics.take(path, where, record)
+        for span in _record_spans(path, where, record):
+            reader.span(span)
+    return reader.finish()
 
 
 def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
@@ -192,6 +193,8 @@ def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
     record = expect_object(path, where, record, "a span or an OTLP export object")
     if "resourceSpans" in record:
         yield from _otlp(path, where, record["resourceSpans"])
+    elif "resourceLogs" in record:  # agents' events (Claude Code's api_request, ...) as their spans
+        yield from _otlp_logs(path, where, record["resourceLogs"])
     elif "spans" in record and "attributes" not in record:
         spans = record["spans"]
         spans = expect_list(path, where + ": spans", spans)
@@ -219,6 +222,49 @@ def _otlp(path: str, where: str, resource_spans: Any) -> Iterator[Span]:
             spans = expect_list(path, f"{at}.scopeSpans[{j}].spans", spans)
             for k, item in enumerate(spans):
                 yield _span(path, f"{at}.scopeSpans[{j}].spans[{k}]", item)
+
+
+def _otlp_logs(path: str, where: str, resource_logs: Any) -> Iterator[Span]:
+    resource_logs = expect_list(path, where + ": resourceLogs", resource_logs)
+    for i, resource in enumerate(resource_logs):
+        at = f"{where}: resourceLogs[{i}]"
+        resource = expect_object(path, at, resource)
+        found = expect_object(path, at + ".resource", resource.get("resource") or {})
+        agent = _attributes(path, at + ".resource.attributes", found.get("attributes")).get("service.name")
+        scopes = expect_list(path, at + ".scopeLogs", resource.get("scopeLogs", []))
+        for j, scope in enumerate(scopes):
+            scope = expect_object(path, f"{at}.scopeLogs[{j}]", scope)
+            items = expect_list(path, f"{at}.scopeLogs[{j}].logRecords", scope.get("logRecords", []))
+            for k, raw in enumerate(items):
+                span = log_span(path, f"{at}.scopeLogs[{j}].logRecords[{k}]", raw, str(agent or ""))
+                if span is not None:
+                    yield span
+
+
+def log_span(path: str, where: str, raw: Any, agent: str = "") -> Span | None:
+    """An OTLP/JSON log record as the model-call span its event stands for (None: not a model call;
+    :mod:`tokprof.formats.agent_events`)."""
+    raw = expect_object(path, where, raw, "a log record object")
+    attrs = _attributes(path, where + ".attributes", raw.get("attributes"))
+    body = _any_value(path, where + ".body", raw.get("body"))
+    declared = raw.get("eventName")
+    name = event_name(body, attrs, declared if isinstance(declared, str) else "")
+    found = event_attributes(name, attrs, agent)
+    if found is None:
+        return None
+    start = None
+    for key in ("timeUnixNano", "observedTimeUnixNano"):
+        value = raw.get(key)
+        if isinstance(value, str) and value.isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            start = parse_time(value / 1e9)
+            break
+    if start is None:
+        start = parse_time(attrs.get("event.timestamp"))
+    model = found.get("gen_ai.request.model")
+    short = name.rsplit(".", 1)[-1]
+    return Span(where, f"{short} {model}" if isinstance(model, str) else short, None, None, start, False, found)
 
 
 def _span(path: str, where: str, span: Any) -> Span:
@@ -296,6 +342,71 @@ def _any_value(path: str, where: str, value: Any) -> Any:
     return None
 
 
+# -- the token usage metric ------------------------------------------------------------------------
+TOKEN_USAGE = "gen_ai.client.token.usage"
+METRIC_TOTALS = (
+    "per-call usage is redacted in these spans: each call's prompt and usage are not recorded (not 0), and "
+    "the prompts were not captured; the file's {metric} metric holds the run's totals: {input} input and "
+    "{output} output tokens over {calls} calls{order}"
+)
+TYPE_ORDER = (
+    " (its token types are redacted too: its first data point is read as the input, the second as the output, "
+    "the order the exporter writes them)"
+)
+
+
+class MetricTotals:
+    """The run's input and output tokens from ``gen_ai.client.token.usage`` metric records (GitHub
+    Copilot CLI's file exporter: ``{"type": "metric", "dataPoints": [{attributes, startTime, value: {sum,
+    count}}]}``). Cumulative records (one start time) hold the run so far: the last one counts; delta
+    records are added up."""
+
+    def __init__(self) -> None:
+        self.points: dict[tuple[int, str], tuple[Any, float, int]] = {}  # (position, type): (start, sum, count)
+        self.delta = False
+        self.redacted = False
+
+    def take(self, path: str, where: str, record: dict) -> None:
+        points = expect_list(path, where + ": dataPoints", record.get("dataPoints", []))
+        for position, point in enumerate(points):
+            if not isinstance(point, dict) or not isinstance(point.get("value"), dict):
+                continue
+            attrs = point.get("attributes")
+            kind = attrs.get("gen_ai.token.type") if isinstance(attrs, dict) else None
+            if not isinstance(kind, str) or _redacted(kind) or kind not in ("input", "output"):
+                self.redacted = True
+                kind = ""
+            value = point["value"]
+            total, count = value.get("sum"), value.get("count")
+            if not isinstance(total, (int, float)) or isinstance(total, bool) or not 0 <= total < 1e15:
+                raise InputError(path, f"{where}: dataPoints[{position}].value.sum", "expected a token count")
+            count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
+            key = (position if not kind else 0, kind)
+            start = json.dumps(point.get("startTime"))
+            before = self.points.get(key)
+            if before is not None and before[0] != start:
+                self.delta = True
+            if before is not None and self.delta:
+                self.points[key] = (start, before[1] + total, before[2] + count)
+            else:
+                self.points[key] = (start, float(total), count)
+
+    def totals(self) -> tuple[int, int, int] | None:
+        """(input, output, calls), or None without the metric."""
+        if not self.points:
+            return None
+        named = {kind: v for (_, kind), v in self.points.items() if kind}
+        if named:
+            found_in, found_out = named.get("input"), named.get("output")
+        else:
+            ordered = [v for _, v in sorted(self.points.items())]
+            found_in = ordered[0] if ordered else None
+            found_out = ordered[1] if len(ordered) > 1 else None
+        if found_in is None or found_out is None:
+            return None
+        return int(found_in[1]), int(found_out[1]), found_in[2]
+
+
 # -- calls -----------------------------------------------------------------------------------------
 class _Reader:
     def __init__(self, path: str, trace: Trace):
@@ -309,6 +420,7 @@ class _Reader:
         self.without_tools: list[bool] = []  # per call with content but no tool definitions: whether it calls tools
         self.log_cost = 0.0
         self.log_cost_seen = False
+        self.metrics = MetricTotals()
 
     def fail(self, where: str, what: str) -> InputError:
         return InputError(self.path, where, what)
@@ -364,7 +476,19 @@ class _Reader:
             key=lambda item: (item[0] is None, item[0] or datetime.min.replace(tzinfo=timezone.utc), item[1]),
         )
         calls = [call for _, _, call in ordered]
-        if all(not c.messages and c.reported is None for c in calls):
+        totals = self.metrics.totals()
+        if all(not c.messages and c.reported is None for c in calls) and totals is not None:
+            self.trace.note(
+                "usage-from-metrics",
+                METRIC_TOTALS.format(
+                    metric=TOKEN_USAGE,
+                    input=f"{totals[0]:,}",
+                    output=f"{totals[1]:,}",
+                    calls=f"{totals[2]:,}",
+                    order=TYPE_ORDER if self.metrics.redacted else "",
+                ),
+            )
+        elif all(not c.messages and c.reported is None for c in calls):
             raise InputError(
                 self.path,
                 None,
@@ -647,7 +771,22 @@ def _redacted(value: Any) -> bool:
 
 
 def _indexed(a: dict, base: str) -> bool:
-    return any(key.startswith(base + ".0.") for key in a)
+    """Whether ``a`` has a ``base.0.*`` key (the bases of the last span's attributes are kept: a span is
+    asked for several)."""
+    last = _BASES[0]
+    if last[0] is not a:
+        bases: set[str] = set()
+        for key in a:
+            at = key.find(".0.")
+            while at >= 0:
+                bases.add(key[:at])
+                at = key.find(".0.", at + 1)
+        last = (a, frozenset(bases))
+        _BASES[0] = last  # one assignment: a thread reads a whole pair
+    return base in last[1]
+
+
+_BASES: list[tuple[Any, frozenset[str]]] = [(None, frozenset())]
 
 
 def _indices(a: dict, base: str) -> list[int]:
@@ -673,3 +812,31 @@ def _as_text(value: Any) -> str:
 LOG_FORMAT = whole_read_format(
     FORMAT, DESCRIPTION, "api", sniff, read, records_what="per-span usage; prompts when content capture is on"
 )
+
+
+# -- for receivers (tokprof collect): the same fold, one span at a time --------------------------
+class SpanCalls:
+    """The reader's fold over spans as a receiver gets them: :meth:`call` gives the call a span is
+    (None for an agent, tool or embedding span, a repeated response id, an error span without
+    usage), with the same rules as a file's spans. The trace's notes gather what the spans lack."""
+
+    def __init__(self, path: str) -> None:
+        self.trace = Trace(path=path, format=f"{FORMAT}/otlp")
+        self._reader = _Reader(path, self.trace)
+
+    def call(self, span: Span) -> Call | None:
+        before = len(self._reader.calls)
+        self._reader.span(span)
+        if len(self._reader.calls) == before:
+            return None
+        return self._reader.calls.pop()[2]  # held by the caller, not by the fold
+
+
+def json_span(path: str, where: str, span: Any) -> Span:
+    """A span of OTLP/JSON (or a flat span dump) as the reader reads it."""
+    return _span(path, where, span)
+
+
+def json_attributes(path: str, where: str, attrs: Any) -> dict[str, Any]:
+    """OTLP/JSON attributes (``[{key, value: AnyValue}]``, or a plain object) as a plain dict."""
+    return _attributes(path, where, attrs)

@@ -12,55 +12,37 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Iterable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Annotated, Iterable, Optional
 
 import typer
 
 from tokprof.version import __version__
 from tokprof.frontends.cli_startup import command_named, fast_coercion, light_rich_help
+from tokprof.frontends.cli_common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChatTemplate,
+    ModelName,
+    RenderOptions,
+    formats_for,
+    one_line,
+    esc as _esc,
+    format_option as _format_option,
+    render_options as _options,
+    write_outputs as _write,
+    protected_paths as _protected,
+    render as _render,
+)
 from tokprof.base.errors import TokprofError
 
 if TYPE_CHECKING:
-    from tokprof import Profile, TeamOptions
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+    from tokprof import Profile
 
 #: Usage errors of the click that typer runs on (typer vendors it in recent releases).
 _CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
     c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException" and issubclass(c, Exception)
 )
-
-
-def _esc(text: str) -> str:
-    """Help text with square brackets shown as they are (rich reads them as markup)."""
-    return text.replace("[", "\\[")
-
-
-@dataclasses.dataclass(frozen=True)
-class RenderOptions:
-    """``tokprof.render_report``'s options for a command's output, checked before the run."""
-
-    color: bool = False
-    width: Optional[int] = None
-    calls: Optional[int] = None
-    window: Optional[int] = None
-    levels: tuple[float, ...] = (0.7, 0.8)
-    cost_parts: bool = False
-
-
-def formats_for(kind: str) -> list[str]:
-    """The formats a kind of result renders in (``tokprof.report_formats``: no pipeline loaded)."""
-    import tokprof
-
-    return tokprof.report_formats(kind)
-
-
-def _model_names() -> str:
-    """The shipped models' names (plug-ins' names are not listed: finding them costs a scan of the
-    installed packages on every start)."""
-    import tokprof
-
-    return ", ".join(spec.name for spec in tokprof.registered_models())
 
 
 def _input_formats() -> tuple[str, ...]:
@@ -76,31 +58,12 @@ LOG_HELP = (
     "(the format is detected; see --input-format); or a saved profile (tokprof profile LOG -f json -o run.json), "
     "shown again without profiling again."
 )
-MODEL_HELP = (
-    "The model that counts (default: the log's own; else qwen2.5, a labelled stand-in): {names}; a closed "
-    "model's name (its proxy, an estimate); a tokenizer directory, .gguf file, Ollama name or Hub id "
-    "(docs/models.md)."
-)
 PROGRESS_HELP = "Never show a progress bar (it shows on standard error, only when that is a terminal)."
 OUTPUT_HELP = "Write to FILE instead of standard output (atomically: on an error no file is left)."
 CALLS_HELP = (
     "How many per-call rows the table shows: a number (the first and last calls, half each) or 'all'. "
     "Default: all up to 40 calls, else 20."
 )
-
-
-def _choice(kind: str, extra: tuple[str, ...] = ()):
-    """A callback that checks a --format value against the renderers registered for ``kind``."""
-
-    def check(value: str) -> str:
-        choices = formats_for(kind) + list(extra)
-        if value not in choices:
-            from tokprof.base.text import did_you_mean
-
-            raise typer.BadParameter(f"{value!r} is not one of {', '.join(choices)}{did_you_mean(value, choices)}")
-        return value
-
-    return check
 
 
 def _check_input_format(value: Optional[str]) -> Optional[str]:
@@ -114,18 +77,6 @@ def _check_input_format(value: Optional[str]) -> Optional[str]:
     return value
 
 
-def _format_option(kind: str, default: str = "table", extra: tuple[str, ...] = ()):
-    names = formats_for(kind) + list(extra)
-    return typer.Option(
-        "--format",
-        "-f",
-        metavar="|".join(names),
-        callback=_choice(kind, extra),
-        help=f"Output format: {', '.join(names)}.",
-        autocompletion=lambda: names,
-    )
-
-
 InputFormat = Annotated[
     Optional[str],
     typer.Option(
@@ -136,13 +87,6 @@ InputFormat = Annotated[
         help="The log's format, instead of detecting it: openai-chat, anthropic, openai-responses, inspect, "
         "claude-code, claude-stream-json, codex, gemini-cli, qwen-code, pi.",
     ),
-]
-ModelName = Annotated[
-    Optional[str], typer.Option("--model", "-m", metavar="MODEL", help=_esc(MODEL_HELP.format(names=_model_names())))
-]
-ChatTemplate = Annotated[
-    Optional[str],
-    typer.Option("--chat-template", metavar="FILE", help="Use this Jinja chat template instead of the model's."),
 ]
 ToolsFile = Annotated[
     Optional[str],
@@ -238,28 +182,6 @@ fast_coercion()
 
 
 # -- helpers ----------------------------------------------------------------------------------
-def one_line(text: str) -> str:
-    """An error message for standard error: on one line, nothing from the log a terminal acts on
-    (escape sequences shown as escapes), and cut to a readable length (a log's 3 MB role name)."""
-    from tokprof.base.text import shorten, visible
-
-    return shorten(visible(text), 1200)
-
-
-def _color(fmt: str, output: Optional[str]) -> bool:
-    return fmt == "table" and output is None and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-
-
-def _width(output: Optional[str]) -> Optional[int]:
-    """The terminal's width when the table goes to one; else COLUMNS if set; else the default."""
-    if output is None and sys.stdout.isatty():
-        import shutil
-
-        return shutil.get_terminal_size().columns
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else None
-
-
 #: Without --calls, a table shows every call of a log of up to this many, and this many rows otherwise.
 AUTO_CALLS = (40, 20)
 
@@ -273,18 +195,6 @@ def _calls(value: Optional[str], calls: int) -> Optional[int]:
     if value.isdigit() and int(value) > 0:
         return int(value)
     raise TokprofError(f"--calls: expected a number of rows or 'all', found {value!r}")
-
-
-def _levels(fill_lines: str) -> tuple[float, ...]:
-    from tokprof.base.text import percentages
-
-    return percentages(fill_lines, "--fill-lines")
-
-
-def _options(fmt: str, output: Optional[str], window: Optional[int] = None, fill_lines: str = "70,80") -> RenderOptions:
-    if window is not None and window <= 0:
-        raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
-    return RenderOptions(color=_color(fmt, output), width=_width(output), window=window, levels=_levels(fill_lines))
 
 
 def _not_standard_input(path: Optional[str]) -> None:
@@ -330,6 +240,7 @@ def _profile_of(
     default_template: Optional[str] = None,
     price: Optional[list[str]] = None,
     settings=None,
+    advice: bool = True,
 ) -> "Profile":
     """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
     (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
@@ -358,62 +269,8 @@ def _profile_of(
         chat_template=chat_template or default_template,
         progress=not no_progress,
         prices=_user_prices(price, settings),
+        advice=advice,
     )
-
-
-def _write(
-    outputs: "Sequence[tuple[Optional[str], str | Iterable[str]]]",
-    inputs: tuple[Optional[str], ...] = (),
-    replaces: Optional[str] = None,
-) -> None:
-    """Write every output: files first, all of them or none (atomically), then standard output. An
-    output that is one of the ``inputs`` (``-o`` naming the log) or of the files every run may read
-    (:func:`_protected`) is refused, as are two outputs to one file; ``replaces``: the baseline that
-    ``check --update-baseline`` writes (not among the ``inputs``), which is the only file an output may
-    replace, and only when it is none of the inputs. A file's text may come in pieces, written as
-    they are made."""
-    from tokprof.base.outputs import write_files
-    from tokprof.base.text import no_workflow_commands
-
-    shown = [text if isinstance(text, str) else "".join(text) for path, text in outputs if path is None]
-    for text in shown:
-        if text.lstrip()[:15].lower() == "<!doctype html>" and sys.stdout.isatty():
-            raise TokprofError(
-                "an HTML report (megabytes, with plotly.js) is not for the terminal: write it with -o FILE"
-            )
-    files = [(path, _encoded(text)) for path, text in outputs if path is not None]
-    write_files(files, _protected(inputs, replaces) if files else [])
-    for text in shown:
-        sys.stdout.write(no_workflow_commands(text))  # text from a log may start a line
-        sys.stdout.flush()  # a full device or a closed pipe says so here, not at exit
-
-
-def _encoded(text: "str | Iterable[str]") -> "bytes | Iterator[bytes]":
-    """A file's text as UTF-8: whole, or a piece at a time as it is made (a profile's JSON)."""
-    if isinstance(text, str):
-        return text.encode("utf-8")
-    return (piece.encode("utf-8") for piece in text)
-
-
-def _protected(inputs: tuple[Optional[str], ...], replaces: Optional[str] = None) -> list[str]:
-    """What no output may replace: the inputs given, the subagent transcripts of a session file (the
-    folder named after it), and the configuration found from the working directory with its baseline
-    (every command may read them), unless that baseline is what ``replaces`` names (the baseline
-    ``check --update-baseline`` writes). An input stays protected whatever ``replaces`` names."""
-    out = [given for given in inputs if given]
-    for given in list(out):
-        if os.path.isfile(given):
-            out.append(os.path.splitext(given)[0])  # Claude Code: SESSION.jsonl, SESSION/subagents/*.jsonl
-    try:
-        import tokprof as api  # the public facade: the CLI is its client
-
-        found = api.load_config(None)
-    except Exception:  # a broken configuration is the command's own error, if it reads one
-        return out
-    baseline = found.resolve(found.baseline)
-    if baseline and replaces is not None and os.path.realpath(baseline) == os.path.realpath(replaces):
-        baseline = None  # the file being replaced, in its own role
-    return out + [path for path in (found.path, baseline) if path]
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -1079,23 +936,6 @@ def _html_output(html: Optional[str], result: object, options: RenderOptions) ->
     return [(html, _render(result, "html", options))]
 
 
-def _render(result: object, fmt: str, options: RenderOptions, team: Optional["TeamOptions"] = None) -> str:
-    """A result in a format, through the public API (what a library user gets from render_report)."""
-    import tokprof
-
-    return tokprof.render_report(
-        result,
-        fmt,
-        width=options.width,
-        color=options.color,
-        calls=options.calls,
-        window=options.window,
-        levels=options.levels,
-        cost_parts=options.cost_parts,
-        team=team,
-    )
-
-
 def _profile_text(result: "Profile", fmt: str, options: RenderOptions, output: Optional[str]) -> "str | Iterable[str]":
     """A profile in a format; its JSON to a file in pieces, written as they are made (a large log's
     rows are never all held as dicts and text at once)."""
@@ -1147,6 +987,7 @@ def tools(
     chat_template: ChatTemplate = None,
     fmt: Annotated[str, _format_option("tools")] = "table",
     output: Output = None,
+    price: Price = None,
     no_progress: NoProgress = False,
 ) -> int:
     """What each tool definition costs per request, and what unused tools wasted.
@@ -1157,6 +998,8 @@ def tools(
     import tokprof as api  # the public facade: the CLI is its client
 
     _log_or_tools("tools", log, tools_file, system)
+    if price and log is None:
+        raise TokprofError("tools: --price prices a log's cut list; give a LOG")
     _not_standard_input(log)
     options = _options(fmt, output)
     saved = _saved_profile(log) if log is not None else None
@@ -1168,6 +1011,7 @@ def tools(
             tools=tools_file,
             system=system,
             chat_template=chat_template,
+            price=price,
         )
         result = api.ToolsReport.from_profile(saved)
     else:
@@ -1179,6 +1023,7 @@ def tools(
             input_format=input_format,
             chat_template=chat_template,
             progress=not no_progress,
+            prices=_user_prices(price) if log is not None else None,
         )
     _write([(output, _render(result, fmt, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
@@ -1805,6 +1650,16 @@ def record(
     return run_record(output, command or [], port, upstreams, quiet)
 
 
+from tokprof.frontends.collect import command as _collect_command  # noqa: E402
+
+app.command(
+    name="collect",
+    help=_esc(_collect_command.HELP),
+    epilog=_esc(_collect_command.EXAMPLES),
+    short_help="Take agents' OpenTelemetry over OTLP/HTTP into Parquet tables (tokprof[collect]).",
+)(_collect_command.collect)
+
+
 # -- entry point ------------------------------------------------------------------------------
 def _usage_line(exc: Exception, argv: list[str]) -> str:
     message = exc.format_message() if hasattr(exc, "format_message") else str(exc)
@@ -1844,7 +1699,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(_usage_line(exc, args), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # the reader went away (tokprof profile LOG | head): nothing left to say
-        from tokprof.frontends.launch import quiet_stdout
+        from tokprof.frontends.stdout import quiet_stdout
 
         quiet_stdout()
         return EXIT_FAIL
@@ -1857,7 +1712,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except OSError as exc:  # standard output on a full device, a closed terminal
         if exc.filename is not None:
             raise
-        from tokprof.frontends.launch import write_failed
+        from tokprof.frontends.stdout import write_failed
 
         return write_failed(exc)
     finally:

@@ -1,5 +1,5 @@
 """``tokprof mcp``: what each configured MCP server's tools cost per request. A thin client of the
-public API (:func:`tokprof.api.find_mcp_servers`, :func:`tokprof.api.mcp_report`); registered on the
+public API (:func:`tokprof.find_mcp_servers`, :func:`tokprof.mcp_report`); registered on the
 command line by :mod:`tokprof.frontends.cli`."""
 
 from __future__ import annotations
@@ -13,7 +13,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from tokprof.frontends import cli as _cli
+from tokprof.frontends.cli_common import (
+    EXIT_FAIL,
+    EXIT_OK,
+    EXIT_USAGE,
+    ChatTemplate,
+    ModelName,
+    esc,
+    format_option,
+    one_line,
+    render,
+    render_options,
+    write_outputs,
+)
 from tokprof.base.errors import TokprofError
 from tokprof.base.mcpconfig import AGENTS, ServerConfig
 from tokprof.base.text import visible
@@ -27,7 +39,7 @@ MCP_HELP: str = (
     "--trust-project or after a yes at the terminal. Needs the mcp extra: pip install 'tokprof[mcp]'. Exit codes: "
     "0 every server listed, 1 some failed, 2 none listed or bad input. See docs/mcp.md."
 )
-EXAMPLES: str = _cli._esc(
+EXAMPLES: str = esc(
     "Examples:\n\n  tokprof mcp --list\n\n  tokprof mcp --trust-project -o catalogue.json\n\n"
     "  tokprof mcp --server 'notes=python notes_server.py' --server docs=http://127.0.0.1:8000/mcp\n\n"
     "  tokprof mcp --log ~/.claude/projects/-home-me-app/3f2a.jsonl"
@@ -114,9 +126,9 @@ def mcp(
             help="An agent log: how often each tool was called there, what the never-called cost.",
         ),
     ] = None,
-    model: _cli.ModelName = None,
-    chat_template: _cli.ChatTemplate = None,
-    fmt: Annotated[str, _cli._format_option("mcp")] = "table",
+    model: ModelName = None,
+    chat_template: ChatTemplate = None,
+    fmt: Annotated[str, format_option("mcp")] = "table",
     output: Annotated[
         Optional[str],
         typer.Option(
@@ -133,14 +145,14 @@ def mcp(
     if not 0 < timeout < math.inf:  # NaN too
         raise TokprofError("--timeout: give a positive number of seconds")
     found = api.find_mcp_servers(project, agents=agent, files=file or (), servers=server or ())
-    options = _cli._options(fmt, None)
+    options = render_options(fmt, None)
     if list_only:
         if output:
             raise TokprofError("--list starts nothing, so it has no catalogue to write with -o")
-        _cli._write([(None, _cli._render(found, fmt, options))])
-        return _cli.EXIT_OK
+        write_outputs([(None, render(found, fmt, options))])
+        return EXIT_OK
     for problem in found.problems:
-        print(f"tokprof: warning: {_cli.one_line(problem)}", file=sys.stderr)
+        print(f"tokprof: warning: {one_line(problem)}", file=sys.stderr)
     report = api.mcp_report(
         found,
         model=model,
@@ -155,9 +167,9 @@ def mcp(
         outputs.append((output, json.dumps(report.catalogue_document(), indent=2, ensure_ascii=False) + "\n"))
     elif output:
         print(f"tokprof: warning: no server listed a tool: {visible(output)} not written", file=sys.stderr)
-    outputs.append((None, _cli._render(report, fmt, options)))
+    outputs.append((None, render(report, fmt, options)))
     read = tuple(dict.fromkeys(s.origin for s in found.servers if s.origin != "--server"))  # the configurations read
-    _cli._write(outputs, (log, chat_template, *(str(f) for f in file or ()), *found.searched, *read))
+    write_outputs(outputs, (log, chat_template, *(str(f) for f in file or ()), *found.searched, *read))
     if not report.servers:
-        return _cli.EXIT_USAGE
-    return _cli.EXIT_FAIL if report.failures else _cli.EXIT_OK
+        return EXIT_USAGE
+    return EXIT_FAIL if report.failures else EXIT_OK

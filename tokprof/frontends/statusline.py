@@ -24,36 +24,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import json
 import os
 import pickle
 import sys
 import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
+
+from tokprof.frontends.statusline_files import state_file
 
 #: The prompt states kept for lines to come (a rewind to an older line rebuilds its state once).
 KEPT_STATES = 16
 STATE_VERSION = 3  # 2: the reader keeps no prompts (Incremental(prompts=False)); 3: the agent's window
-
-
-def cache_dir() -> Path:
-    """``statusline`` in tokprof's cache (:func:`tokprof.base.files.cache_dir`: ``$TOKPROF_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/tokprof``, else ``~/.cache/tokprof``)."""
-    from tokprof.base.files import cache_dir as tokprof_cache
-
-    return tokprof_cache() / "statusline"
-
-
-def _state_file(transcript: str) -> Path:
-    return cache_dir() / (hashlib.sha256(os.path.abspath(transcript).encode()).hexdigest()[:32] + ".pickle")
-
-
-def state_file(transcript: str) -> Path:
-    """The file of a transcript's state (the bucket counter's files are named after it)."""
-    return _state_file(transcript)
 
 
 @contextlib.contextmanager
@@ -71,7 +54,7 @@ def _no_gc() -> Iterator[None]:
 
 def _load(transcript: str) -> Any:
     try:
-        with open(_state_file(transcript), "rb") as f, _no_gc():
+        with open(state_file(transcript), "rb") as f, _no_gc():
             version, live = pickle.load(f)
         return live if version == STATE_VERSION else None
     except Exception:  # noqa: BLE001 - no state, or a state from another version: start again
@@ -83,7 +66,7 @@ def _save(transcript: str, live: Any) -> None:
     reader = live.reader.reader
     reader.converted.clear()  # keyed by object ids, which do not survive a pickle; so is the list of
     reader.lists.clear()  # each state's messages (one per call: quadratic in the session's length)
-    target = _state_file(transcript)
+    target = state_file(transcript)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".state-")
     try:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from tokprof.frontends.statusline_files import state_file
+
 #: Seconds without a new call after which the counter exits.
 IDLE = 600.0
 #: Seconds between reads of the transcript.
@@ -43,8 +45,6 @@ class Counted:
 
 
 def _files(transcript: str) -> tuple[Path, Path]:
-    from tokprof.frontends.statusline import state_file
-
     state = state_file(transcript)
     return state.with_suffix(".buckets.json"), state.with_suffix(".lock")
 

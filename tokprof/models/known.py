@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+
+from tokprof.models.genai_lookup import snapshot
+from tokprof.models.price_table import entry
 
 
 @dataclass(frozen=True)
@@ -20,32 +22,6 @@ class KnownModel:
     context_window: int | None
 
 
-def snapshot() -> Any:
-    """genai-prices' bundled data, or None when the package is not installed."""
-    try:
-        from genai_prices import data_snapshot
-    except ImportError:  # pragma: no cover - a dependency, but the rest of tokprof works without it
-        return None
-    return data_snapshot.get_snapshot()
-
-
-def find(name: str) -> tuple[Any, Any]:
-    """genai-prices' provider and model for a log's model name (a provider prefix such as ``openai/``
-    names the provider); raises LookupError when it has none."""
-    data = snapshot()
-    if data is None:
-        raise LookupError("genai-prices is not installed")
-    provider, ref = None, name
-    if "/" in name:
-        prefix, rest = name.split("/", 1)
-        if any(p.id == prefix for p in data.providers):
-            provider, ref = prefix, rest
-    try:
-        return data.find_provider_model(ref, None, provider, None)
-    except ValueError as exc:
-        raise LookupError(str(exc)) from None
-
-
 @lru_cache(maxsize=512)
 def known(name: str | None) -> KnownModel | None:
     """The model a log's model name is, in the public data; None when it is not there (from the
@@ -53,8 +29,6 @@ def known(name: str | None) -> KnownModel | None:
     for a name the table has not seen)."""
     if not name:
         return None
-    from tokprof.models.price_table import entry
-
     found = entry(name)
     if found is None:
         return None

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tokprof.base.files import cache_dir, write_atomic
+from tokprof.models.genai_lookup import find
 
 #: Bump when the table's layout or the way it is made changes.
 TABLE_VERSION = 1
@@ -242,22 +243,38 @@ def _rate(unit: Unit, total_input: int) -> Decimal:
     return unit.rate
 
 
+_PLANS: dict[int, tuple[Period, tuple[tuple[str, tuple[str, ...]], ...]]] = {}
+
+
+def _leaf_plan(period: Period) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The period's units from the most specific, each with the units its count includes (made once
+    per period: a collector prices thousands of calls a second)."""
+    found = _PLANS.get(id(period))
+    if found is not None and found[0] is period:
+        return found[1]
+    keyed = sorted(
+        (u for u in period.units if u.usage_key != "requests"), key=lambda u: (-len(u.dimensions), u.usage_key)
+    )
+    plan = tuple(
+        (unit.usage_key, tuple(d.usage_key for d in keyed if d is not unit and unit.dimensions <= d.dimensions))
+        for unit in keyed
+    )
+    _PLANS[id(period)] = (period, plan)
+    return plan
+
+
 def price_parts(found: Entry, usage: Mapping[str, int], day: date | None) -> dict[str, Decimal] | None:
     """The price of ``usage`` (genai-prices' usage keys) on ``day`` (None: today, UTC): the total
     and its parts, as genai-prices computes them; None when the table cannot say (see the module)."""
     if found.periods is None or any(v < 0 for v in usage.values()):
         return None
     period = _period(found.periods, day or datetime.now(tz=timezone.utc).date())
-    keyed = sorted(
-        (u for u in period.units if u.usage_key != "requests"), key=lambda u: (-len(u.dimensions), u.usage_key)
-    )
     leaves: dict[str, int] = {}
-    for unit in keyed:
-        below = sum(leaves[d.usage_key] for d in keyed if d is not unit and unit.dimensions <= d.dimensions)
-        leaf = usage.get(unit.usage_key, 0) - below
+    for key, below_keys in _leaf_plan(period):
+        leaf = usage.get(key, 0) - sum(leaves[d] for d in below_keys)
         if leaf < 0:  # genai-prices refuses this usage: let it say why
             return None
-        leaves[unit.usage_key] = leaf
+        leaves[key] = leaf
     total_input = usage.get("input_tokens", 0) if any(u.tiers is not None for u in period.units) else 0
     amounts = [
         _rate(u, total_input) * Decimal(1 if u.usage_key == "requests" else leaves[u.usage_key]) / u.per
@@ -295,8 +312,6 @@ def _part(dimensions: Mapping[str, str]) -> str:
 
 def _built(name: str) -> Entry | None:
     """genai-prices' entry for a model name, with its periods when the table can write them exactly."""
-    from tokprof.models.known import find
-
     try:
         provider, model = find(name)
     except LookupError:

@@ -61,16 +61,17 @@ class CsvRenderer:
         for row in profile.calls:
             reported = row.reported.prompt if row.reported else None
             diff = row.difference()
+            known = row.recorded  # else neither the prompt nor its usage: empty cells, not 0
             writer.writerow(
                 [
                     row.index,
-                    *(_cell(recorded(row.buckets.get(b, 0), b, missing)) for b in names),
-                    row.total,
-                    row.cumulative,
+                    *(_cell(recorded(row.buckets.get(b, 0), b, missing) if known else None) for b in names),
+                    row.total if known else "",
+                    row.cumulative if known else "",
                     row.messages,
                     "" if reported is None else reported,
                     "" if diff is None else diff[0],
-                    row.rendered,
+                    row.rendered if known else "",
                     "true" if row.exact else "false",
                     row.kind,
                     row.unrendered,
@@ -94,5 +95,5 @@ def _cost_cells(row: CallRow) -> list:
         cells += [None] * 7
     else:
         cells += [cost.priced, cost.input, cost.cache_write, cost.cache_read, cost.output, cost.total, cost.basis]
-    cells += [cache.shared, cache.predicted, cache.miss] if cache else [None, None, None]
+    cells += [cache.shared, cache.predicted, cache.miss] if cache and row.recorded else [None, None, None]
     return [_cell(c) for c in cells]

@@ -10,13 +10,15 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter
-from typing import Any
 
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.base.billing import UNEXPLAINED
-from tokprof.profiling import Profile
+from tokprof.profiling import Profile, missing_buckets, recorded
 from tokprof.render import RenderOptions
+from tokprof.render.plot_style import FONT, GRID
+from tokprof.render.plot_style import count_axis as _count_axis
+from tokprof.render.plot_style import layout as _layout
 
 COLORS = {
     "system": "#7b61ff",
@@ -32,8 +34,6 @@ LABELS = {
     "conversation": "conversation",
     "unrecorded": "unrecorded (inferred)",
 }
-FONT = "#8a8f98"  # reads on light and dark backgrounds
-GRID = "rgba(138,143,152,0.25)"
 #: The window of the fill chart when neither the caller nor the model gives one.
 DEFAULT_WINDOW = 131072
 UNUSED = "#d1242f"  # tools never called
@@ -50,7 +50,7 @@ h1 { font-size: 1.5rem; margin-bottom: 0.2rem; } h2 { font-size: 1.15rem; margin
 .card .v { font-size: 1.35rem; font-weight: 600; } .card .k { color: var(--muted); font-size: 0.85rem; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 ul.warn li { color: #bf8700; }
-.chart { width: 100%; min-height: 380px; }
+.chart { width: 100%; min-height: 380px; } .chart.bars { min-height: 0; }
 table.results, table.whatif { border-collapse: collapse; font-size: 0.9rem; margin: 8px 0 16px; }
 table.results td, table.results th, table.whatif td, table.whatif th { padding: 4px 10px; text-align: right;
   border-bottom: 1px solid var(--card); }
@@ -60,6 +60,8 @@ table.whatif th:first-child, table.whatif td:last-child, table.whatif th:last-ch
 table.breaks td:last-child { overflow-wrap: anywhere; min-width: 10em; }
 table.breaks td:nth-child(4), table.breaks th:nth-child(4) { text-align: left; }
 details.warn summary { cursor: pointer; color: #bf8700; }
+section.actions { background: var(--card); border-radius: 8px; padding: 4px 16px 8px; margin: 16px 0; }
+section.actions li { margin: 8px 0; overflow-wrap: anywhere; } section.actions h2 { margin-top: 12px; }
 @media (max-width: 600px) {
   body { padding: 12px; }
   table.results, table.whatif { font-size: 0.78rem; }
@@ -105,37 +107,30 @@ def _call_axis(profile: Profile) -> dict:
     }  # the axis ends where the calls do
 
 
-def _count_axis(title: str, **extra: Any) -> dict:
-    """A y axis of token counts, from 0, with plain round numbers (1,000 or 2.5M, never 0.5 or 206f)."""
-    axis = {
-        "title": {"text": title},
-        "gridcolor": GRID,
-        "zeroline": False,
-        "rangemode": "tozero",
-        "tickformat": "~s",
-        "tickmode": "auto",
-    }
-    axis.update(extra)
-    return axis
+def _threads(profile: Profile) -> list[tuple[str | None, list]]:
+    """The calls of each thread, the main conversation first, then each subagent as it starts."""
+    rows: dict[str | None, list] = {}
+    for call in profile.calls:
+        rows.setdefault(call.thread, []).append(call)
+    order = sorted(rows, key=lambda thread: (thread is not None, rows[thread][0].index))
+    return [(thread, rows[thread]) for thread in order]
 
 
-def _layout(**extra: Any) -> dict:
-    layout = {
-        "paper_bgcolor": "rgba(0,0,0,0)",
-        "plot_bgcolor": "rgba(0,0,0,0)",
-        "font": {"color": FONT, "family": "system-ui, sans-serif"},
-        "margin": {"l": 60, "r": 60, "t": 30, "b": 50},
-        "legend": {"orientation": "h", "y": -0.24, "yanchor": "top"},  # under the x axis title
-        "hovermode": "x unified",
-        "xaxis": {"title": {"text": "call"}, "gridcolor": GRID, "zeroline": False},
-        "yaxis": _count_axis("tokens"),
-    }
-    layout.update(extra)
-    return layout
+def _thread_label(thread: str | None) -> str:
+    return "main" if thread is None else f"subagent {thread}"
+
+
+#: Dash styles that tell the lines of subagents from the main conversation's (solid).
+DASHES = ("dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def _buckets_figure(profile: Profile) -> dict:
-    x = [c.index for c in profile.calls]
+    """The main conversation's prompts stacked by bucket; each subagent's prompts a line of its own
+    (labelled), so that a subagent's short prompts never look like the main thread dropping."""
+    threads = _threads(profile)
+    main_thread, main = threads[0] if threads else (None, [])
+    x = [c.index for c in main]
+    suffix = "" if len(threads) == 1 else f" ({_thread_label(main_thread)})"
     data: list[dict] = []
     for name in profile.buckets():
         data.append(
@@ -143,9 +138,9 @@ def _buckets_figure(profile: Profile) -> dict:
                 "type": "scatter",
                 "mode": "lines",
                 "stackgroup": "prompt",
-                "name": LABELS[name],
+                "name": LABELS[name] + suffix,
                 "x": x,
-                "y": [c.buckets.get(name, 0) for c in profile.calls],
+                "y": [c.buckets.get(name, 0) for c in main],
                 "line": {"width": 0.5, "color": COLORS[name]},
                 "hovertemplate": "%{y:,} tokens",
             }
@@ -156,24 +151,25 @@ def _buckets_figure(profile: Profile) -> dict:
             "mode": "lines",
             "name": "total",
             "x": x,
-            "y": [c.total for c in profile.calls],
+            "y": [c.total for c in main],
             "line": {"width": 0},
             "showlegend": False,
             "hovertemplate": "%{y:,} tokens",
         }
     )
-    data.append(
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "billed so far",
-            "x": x,
-            "yaxis": "y2",
-            "y": [c.cumulative for c in profile.calls],
-            "line": {"color": FONT, "dash": "dot", "width": 2},
-            "hovertemplate": "%{y:,} tokens",
-        }
-    )
+    for n, (thread, rows) in enumerate(threads[1:]):
+        data.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": f"{_thread_label(thread)}: its prompt",
+                "x": [c.index for c in rows],
+                "y": [c.total for c in rows],
+                "line": {"color": FONT, "dash": DASHES[n % len(DASHES)], "width": 1.5},
+                "marker": {"size": 3},
+                "hovertemplate": "%{y:,} tokens",
+            }
+        )
     shapes, annotations = [], []
     cross = profile.crossovers()
     last = max((c.index for c in profile.calls), default=0)
@@ -215,81 +211,97 @@ def _buckets_figure(profile: Profile) -> dict:
             }
         )
     layout = _layout(
-        xaxis=_call_axis(profile),
-        yaxis=_count_axis("tokens in the prompt"),
-        yaxis2=_count_axis("billed input so far", overlaying="y", side="right", showgrid=False),
-        shapes=shapes,
-        annotations=annotations,
+        xaxis=_call_axis(profile), yaxis=_count_axis("tokens in the prompt"), shapes=shapes, annotations=annotations
     )
     return {"data": data, "layout": layout}
+
+
+def _billed_figure(profile: Profile) -> dict:
+    """The input billed so far, over every call of every thread (a chart of its own: one axis)."""
+    data = [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "name": "billed so far",
+            "x": [c.index for c in profile.calls],
+            "y": [c.cumulative for c in profile.calls],
+            "line": {"color": FONT, "width": 2},
+            "hovertemplate": "%{y:,} tokens",
+        }
+    ]
+    layout = _layout(xaxis=_call_axis(profile), yaxis=_count_axis("billed input so far"), showlegend=False)
+    return {"data": data, "layout": layout}
+
+
+#: A horizontal bar's height in pixels, and what a bar chart needs beside its bars (axis, margins).
+BAR_HEIGHT = 24
+BAR_FRAME = 110
+
+
+def _bars(names: list[str], values: list[int], colors: list[str], title: str, hover: str) -> dict:
+    """A horizontal bar chart, one row per name (the first on top): names never print over each other,
+    whatever the width, and one axis. No legend: the text beside the chart says what colours mean."""
+    data = [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "name": title,
+            "x": values,
+            "y": names,
+            "marker": {"color": colors},
+            "hovertemplate": "%{y}<br>%{x:,} " + hover + "<extra></extra>",
+        }
+    ]
+    layout = _layout(
+        hovermode="closest",
+        showlegend=False,
+        height=BAR_FRAME + BAR_HEIGHT * max(1, len(names)),
+        margin={"l": 10, "r": 20, "t": 10, "b": 50},
+        xaxis=_count_axis(title, tickformat="~s"),
+        yaxis={"autorange": "reversed", "automargin": True, "gridcolor": GRID, "ticksuffix": " "},
+    )
+    return {"data": data, "layout": layout}
+
+
+def _tool_order(catalogue: Catalogue) -> list:
+    return sorted(catalogue.tools, key=lambda t: (bool(t.unused), -t.marginal, t.name))
 
 
 def _tools_figure(catalogue: Catalogue) -> dict:
-    tools = sorted(catalogue.tools, key=lambda t: (bool(t.unused), -t.marginal, t.name))
+    """Each tool's definition, in tokens per request (never-called tools in red)."""
+    tools = _tool_order(catalogue)
     names = [t.name + (" (unused)" if t.unused else "") for t in tools]
     colors = [UNUSED if t.unused else COLORS["tool_definitions"] for t in tools]
-    data: list[dict] = [
-        {
-            "type": "bar",
-            "name": "per request (left axis, solid)",
-            "x": names,
-            "y": [t.marginal for t in tools],
-            "marker": {"color": colors},
-            "offsetgroup": "request",
-            "hovertemplate": "%{x}<br>%{y:,} tokens per request<extra></extra>",
-        }
-    ]
-    if any(t.run_cost is not None for t in tools):
-        data.append(
-            {
-                "type": "bar",
-                "name": "over the run (right axis, pale)",
-                "x": names,
-                "y": [t.run_cost or 0 for t in tools],
-                "yaxis": "y2",
-                "marker": {"color": colors, "opacity": 0.4},
-                "offsetgroup": "run",
-                "hovertemplate": "%{x}<br>%{y:,} tokens over the run<extra></extra>",
-            }
-        )
-    if any(t.unused for t in tools):  # a legend entry for the colour of tools never called
-        data.append(
-            {
-                "type": "bar",
-                "name": "never called (red)",
-                "x": [names[0]],
-                "y": [0],
-                "marker": {"color": UNUSED},
-                "hoverinfo": "skip",
-                "showlegend": True,
-            }
-        )
-    layout = _layout(
-        barmode="group",
-        hovermode="closest",
-        margin={"l": 60, "r": 70, "t": 30, "b": 140},
-        legend={"orientation": "h", "y": 1.12},
-        xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
-        yaxis=_count_axis("tokens per request", tickformat=",d"),
-        yaxis2=_count_axis("tokens over the run", overlaying="y", side="right", showgrid=False),
-    )
-    return {"data": data, "layout": layout}
+    return _bars(names, [t.marginal for t in tools], colors, "tokens per request", "tokens per request")
+
+
+def _tools_run_figure(catalogue: Catalogue) -> dict | None:
+    """Each tool's definition over the run: its tokens per request times the requests that carried it."""
+    tools = _tool_order(catalogue)
+    if not any(t.run_cost is not None for t in tools):
+        return None
+    names = [t.name + (" (unused)" if t.unused else "") for t in tools]
+    colors = [UNUSED if t.unused else COLORS["tool_definitions"] for t in tools]
+    return _bars(names, [t.run_cost or 0 for t in tools], colors, "tokens over the run", "tokens over the run")
 
 
 def _window_figure(profile: Profile, window: int, levels: list[float]) -> dict:
-    x = [c.index for c in profile.calls]
+    """Each prompt as a share of the window, a line per thread (subagents apart, labelled)."""
     fill = [c.total / window for c in profile.calls]
+    threads = _threads(profile)
     data = [
         {
             "type": "scatter",
             "mode": "lines+markers",
-            "name": "prompt / window",
-            "x": x,
-            "y": fill,
-            "line": {"color": COLORS["tool_results"]},
+            "name": "prompt / window" + ("" if len(threads) == 1 else f" ({_thread_label(thread)})"),
+            "x": [c.index for c in rows],
+            "y": [c.total / window for c in rows],
+            "line": {"color": COLORS["tool_results"] if thread is None else FONT}
+            | ({} if n == 0 else {"dash": DASHES[(n - 1) % len(DASHES)]}),
             "marker": {"size": 4},
             "hovertemplate": "call %{x}: %{y:.1%} of the window<extra></extra>",
         }
+        for n, (thread, rows) in enumerate(threads)
     ]
     shapes = [
         {
@@ -374,28 +386,35 @@ def _added_figure(profile: Profile) -> dict:
 
 
 def _reported_figure(profile: Profile) -> dict | None:
-    rows = [c for c in profile.calls if c.reported and c.reported.prompt is not None]
-    if not rows:
+    """Computed and reported prompts, a pair of lines per thread (subagents apart, labelled)."""
+    if not any(c.reported and c.reported.prompt is not None for c in profile.calls):
         return None
-    prompts = [c.reported.prompt if c.reported else None for c in rows]
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "computed" if profile.model.exact else "proxy (unscaled)",
-            "x": [c.index for c in rows],
-            "y": [c.rendered for c in rows],
-            "line": {"color": COLORS["conversation"]},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "reported",
-            "x": [c.index for c in rows],
-            "y": prompts,
-            "line": {"color": FONT, "dash": "dot"},
-        },
-    ]
+    threads = _threads(profile)
+    data = []
+    for n, (thread, calls) in enumerate(threads):
+        rows = [c for c in calls if c.reported and c.reported.prompt is not None]
+        if not rows:
+            continue
+        suffix = "" if len(threads) == 1 else f" ({_thread_label(thread)})"
+        dash = {} if n == 0 else {"dash": DASHES[(n - 1) % len(DASHES)]}
+        data += [
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": ("computed" if profile.model.exact else "proxy (unscaled)") + suffix,
+                "x": [c.index for c in rows],
+                "y": [c.rendered for c in rows],
+                "line": {"color": COLORS["conversation"], **dash},
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "reported" + suffix,
+                "x": [c.index for c in rows],
+                "y": [c.reported.prompt if c.reported else None for c in rows],
+                "line": {"color": FONT, "dash": "dot" if n == 0 else DASHES[(n - 1) % len(DASHES)]},
+            },
+        ]
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile))}
 
 
@@ -432,40 +451,47 @@ def _cost_figure(profile: Profile) -> dict | None:
 
 
 def _cache_figure(profile: Profile) -> dict | None:
-    """Per call: the prompt, what it shares with the previous prompt of its thread, and the cache
-    reads predicted by the provider's rules and reported."""
-    rows = [c for c in profile.calls if c.cache is not None and c.cache.predicted is not None]
-    if not rows:
+    """Per call: the prompt and the cache reads predicted by the provider's rules and reported, lines
+    per thread (subagents apart, labelled)."""
+    if not any(c.cache is not None and c.cache.predicted is not None for c in profile.calls):
         return None
-    x = [c.index for c in rows]
-    data = [
-        {
-            "type": "scatter",
-            "mode": "lines",
-            "name": "prompt",
-            "x": x,
-            "y": [c.total for c in rows],
-            "line": {"color": FONT, "width": 1},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "predicted cache read",
-            "x": x,
-            "y": [c.cache.predicted if c.cache else None for c in rows],
-            "line": {"color": COLORS["conversation"]},
-        },
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "reported cache read",
-            "x": x,
-            "y": [c.cache.reported if c.cache else None for c in rows],
-            "line": {"color": COLORS["tool_results"], "dash": "dot"},
-            "text": [c.cache.detail or "" if c.cache else "" for c in rows],
-            "hovertemplate": "%{y:,} %{text}",
-        },
-    ]
+    threads = _threads(profile)
+    data: list[dict] = []
+    for n, (thread, calls) in enumerate(threads):
+        rows = [c for c in calls if c.cache is not None and c.cache.predicted is not None]
+        if not rows:
+            continue
+        suffix = "" if len(threads) == 1 else f" ({_thread_label(thread)})"
+        dash = {} if n == 0 else {"dash": DASHES[(n - 1) % len(DASHES)]}
+        x = [c.index for c in rows]
+        data += [
+            {
+                "type": "scatter",
+                "mode": "lines",
+                "name": "prompt" + suffix,
+                "x": x,
+                "y": [c.total for c in rows],
+                "line": {"color": FONT, "width": 1, **dash},
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "predicted cache read" + suffix,
+                "x": x,
+                "y": [c.cache.predicted if c.cache else None for c in rows],
+                "line": {"color": COLORS["conversation"], **dash},
+            },
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "reported cache read" + suffix,
+                "x": x,
+                "y": [c.cache.reported if c.cache else None for c in rows],
+                "line": {"color": COLORS["tool_results"], "dash": "dot" if n == 0 else DASHES[(n - 1) % len(DASHES)]},
+                "text": [c.cache.detail or "" if c.cache else "" for c in rows],
+                "hovertemplate": "%{y:,} %{text}",
+            },
+        ]
     return {"data": data, "layout": _layout(xaxis=_call_axis(profile), yaxis=_count_axis("tokens"))}
 
 
@@ -597,69 +623,103 @@ def _cards(profile: Profile) -> str:
     for key, value in cards:
         out.append(f'<div class="card"><div class="v">{value}</div><div class="k">{html.escape(key)}</div></div>')
     estimate = "" if profile.model.exact else ' <span class="estimate">estimate</span>'
+    missing = missing_buckets(s.not_recorded)
     for name in profile.buckets():
+        swatch = f'<span class="swatch" style="background:{COLORS[name]}"></span>'
+        if recorded(s.buckets_billed[name], name, missing) is None:  # not recorded: never a 0
+            out.append(
+                f'<div class="card nr"><div class="v">n/r</div><div class="k">{swatch}{LABELS[name]}: not '
+                "recorded by the log (its tokens are in unrecorded)</div></div>"
+            )
+            continue
         label = "" if name == "unrecorded" else estimate  # the unrecorded bucket says "inferred" itself
         out.append(
             f'<div class="card"><div class="v">{s.shares[name]:.1%}</div><div class="k">'
-            f'<span class="swatch" style="background:{COLORS[name]}"></span>{LABELS[name]} '
-            f"({s.buckets_billed[name]:,}){label}</div></div>"
+            f"{swatch}{LABELS[name]} ({s.buckets_billed[name]:,}){label}</div></div>"
         )
     out.append("</div>")
     return "".join(out)
 
 
+def _actions_part(profile: Profile) -> str:
+    """What to change (tokprof.analyses.actions): each action's saving, why and how, first on the page."""
+    from tokprof.render.actions import NOTHING, TITLE, saving_text
+
+    actions = profile.actions
+    if actions is None:
+        return ""
+    if not actions:
+        return f'<section class="actions"><h2>{TITLE}</h2><p class="muted">{html.escape(NOTHING)}.</p></section>'
+    items = "".join(
+        f"<li><b>{html.escape(a.what)}</b>: {html.escape(saving_text(a))}"
+        f'<div class="muted">why: {html.escape(a.why)}</div>'
+        + (f'<div class="muted">how: {html.escape(a.how)}</div>' if a.how else "")
+        + "</li>"
+        for a in actions
+    )
+    return (
+        f'<section class="actions"><h2>{TITLE}</h2><p class="muted">Each saving measured on this log (a replay, '
+        "or its calls billed again with the cache kept), most first.</p>"
+        f"<ol>{items}</ol></section>"
+    )
+
+
 def _results_figure(costs: ToolResultCosts) -> dict:
-    """Per tool: the tokens its results added (left axis) and their carry cost (right axis)."""
+    """Per tool: the tokens its results added to the prompts."""
     tools = list(costs.tools)
     names = [t.tool or "(unnamed)" for t in tools]
-    data = [
-        {
-            "type": "bar",
-            "name": "tokens added (left axis, solid)",
-            "x": names,
-            "y": [t.tokens for t in tools],
-            "marker": {"color": COLORS["tool_results"]},
-            "offsetgroup": "added",
-            "hovertemplate": "%{x}<br>%{y:,} tokens added<extra></extra>",
-        },
-        {
-            "type": "bar",
-            "name": "carry cost (right axis, pale)",
-            "x": names,
-            "y": [t.carry_cost for t in tools],
-            "yaxis": "y2",
-            "marker": {"color": COLORS["tool_results"], "opacity": 0.4},
-            "offsetgroup": "carry",
-            "hovertemplate": "%{x}<br>%{y:,} tokens resent<extra></extra>",
-        },
-    ]
-    layout = _layout(
-        barmode="group",
-        hovermode="closest",
-        margin={"l": 60, "r": 70, "t": 30, "b": 140},
-        legend={"orientation": "h", "y": 1.12},
-        xaxis={"tickangle": -35, "gridcolor": GRID, "automargin": True},
-        yaxis=_count_axis("tokens added"),
-        yaxis2=_count_axis("carry cost", overlaying="y", side="right", showgrid=False),
-    )
-    return {"data": data, "layout": layout}
+    color = [COLORS["tool_results"]] * len(tools)
+    return _bars(names, [t.tokens for t in tools], color, "tokens added", "tokens added")
+
+
+def _carry_figure(costs: ToolResultCosts) -> dict:
+    """Per tool: its results' carry cost (their tokens resent by later calls), a chart of its own."""
+    tools = sorted(costs.tools, key=lambda t: (-t.carry_cost, t.tool or ""))
+    names = [t.tool or "(unnamed)" for t in tools]
+    color = [COLORS["tool_results"]] * len(tools)
+    return _bars(names, [t.carry_cost for t in tools], color, "tokens resent (carry cost)", "tokens resent")
 
 
 def _results_parts(costs: ToolResultCosts) -> list[str]:
+    from tokprof.render.money import dollars
+
+    priced = costs.carry_dollars is not None  # the carry cost in dollars too, where the log is priced
     rows = "".join(
         f"<tr><td>{r.call}{' (' + html.escape(r.thread) + ')' if r.thread else ''}</td>"
         f"<td><code>{html.escape(r.tool or '(unnamed)')}</code></td><td>{r.tokens:,}</td><td>{r.carried_by:,}</td>"
-        f"<td>{r.carry_cost:,}</td></tr>"
+        f"<td>{r.carry_cost:,}</td>" + (f"<td>{html.escape(dollars(r.carry_dollars))}</td>" if priced else "") + "</tr>"
         for r in costs.top
     )
+    money = f" ({html.escape(dollars(costs.carry_dollars))})" if priced else ""
+    per_tool = ""
+    if priced:
+        per_tool = (
+            '<div class="scroll"><table class="results"><thead><tr><th>tool</th><th>results</th><th>tokens</th>'
+            "<th>carry cost</th><th>carry $</th></tr></thead><tbody>"
+            + "".join(
+                f"<tr><td><code>{html.escape(t.tool or '(unnamed)')}</code></td><td>{t.results:,}</td>"
+                f"<td>{t.tokens:,}</td><td>{t.carry_cost:,}</td><td>{html.escape(dollars(t.carry_dollars))}</td></tr>"
+                for t in costs.tools[:10]
+            )
+            + "</tbody></table></div>"
+        )
     return [
         "<h2>Which tool results cost most</h2>",
         f'<p class="muted">{costs.results:,} tool results added {costs.tokens:,} tokens; resent by later calls, they '
-        f"cost {costs.carry_cost:,} more (the carry cost: each result's tokens times the later calls that resent "
-        "it). These are what to cap or elide first (tokprof whatif).</p>",
-        '<div id="chart-results" class="chart"></div>',
+        f"cost {costs.carry_cost:,} more{money} (the carry cost: each result's tokens times the later calls that "
+        "resent it"
+        + (", in dollars at the rate each of those calls paid for them" if priced else "")
+        + "). These are what to cap or elide first (tokprof whatif).</p>",
+        "<h3>Tokens added</h3>",
+        '<div id="chart-results" class="chart bars"></div>',
+        "<h3>Carry cost</h3>",
+        '<p class="muted">Each tool\'s results times the later calls that resent them.</p>',
+        '<div id="chart-carry" class="chart bars"></div>',
+        per_tool,
         '<div class="scroll"><table class="results"><thead><tr><th>call</th><th>tool</th><th>tokens</th>'
-        f"<th>resent by</th><th>carry cost</th></tr></thead><tbody>{rows}</tbody></table></div>",
+        "<th>resent by</th><th>carry cost</th>"
+        + ("<th>carry $</th>" if priced else "")
+        + f"</tr></thead><tbody>{rows}</tbody></table></div>",
     ]
 
 
@@ -687,6 +747,7 @@ class HtmlRenderer:
         levels = list(options.levels)
         figures = {
             "buckets": _buckets_figure(profile),
+            "billed": _billed_figure(profile),
             "added": _added_figure(profile),
             "window": _window_figure(profile, window, levels),
         }
@@ -694,6 +755,9 @@ class HtmlRenderer:
         catalogue = section.catalogue if section else None
         if section and catalogue and catalogue.tools:
             figures["tools"] = _tools_figure(catalogue)
+            over_run = _tools_run_figure(catalogue)
+            if over_run:
+                figures["toolsrun"] = over_run
         reported = _reported_figure(profile)
         if reported:
             figures["reported"] = reported
@@ -706,6 +770,7 @@ class HtmlRenderer:
         costs = profile.tool_result_costs
         if costs is not None and costs.tools:
             figures["results"] = _results_figure(costs)
+            figures["carry"] = _carry_figure(costs)
         timeline = _cache_timeline(profile)
         forensics = _forensics_parts(profile, timeline is not None)
         if timeline and forensics:
@@ -729,6 +794,7 @@ class HtmlRenderer:
             f"{html.escape(model.chat_template)} · "
             + ("exact counts" if exact else '<span class="estimate">estimated counts</span>')
             + "</div>",
+            _actions_part(profile),
             "" if exact else f'<p><span class="estimate">Estimate:</span> {html.escape(str(model.method))}.</p>',
             f'<p><span class="estimate">Inferred:</span> {html.escape(profile.inferred)}.</p>'
             if profile.inferred
@@ -751,11 +817,16 @@ class HtmlRenderer:
             )
         parts += forensics
         parts.append("<h2>Tokens per call</h2>")
+        subagents = len({c.thread for c in profile.calls}) > 1
         parts.append(
-            '<p class="muted">Each call\'s prompt, split into its buckets (left axis), and the input '
-            "billed so far (right axis, dotted).</p>"
+            '<p class="muted">Each call\'s prompt, split into its buckets'
+            + (" (the main conversation; each subagent's prompts are a line of their own)" if subagents else "")
+            + ".</p>"
         )
         parts.append('<div id="chart-buckets" class="chart"></div>')
+        parts.append("<h2>Billed input so far</h2>")
+        parts.append('<p class="muted">The input billed up to each call: every prompt added up.</p>')
+        parts.append('<div id="chart-billed" class="chart"></div>')
         parts.append("<h2>What each call added</h2>")
         parts.append(
             '<p class="muted">Each call\'s prompt minus the previous prompt of its conversation, per bucket; '
@@ -767,12 +838,19 @@ class HtmlRenderer:
             parts.append("<h2>Tool catalogue</h2>")
             text = (
                 f"{catalogue.total:,} tokens per request: {catalogue.total - catalogue.scaffolding:,} "
-                f"for the tools and {catalogue.scaffolding:,} of scaffolding. Unused tools in red."
+                f"for the tools and {catalogue.scaffolding:,} of scaffolding. Tools never called in red."
             )
             if section.unused_waste is not None:
                 text += f" Unused tools cost {section.unused_waste:,} tokens over the run."
             parts.append(f'<p class="muted">{html.escape(text)}</p>')
-            parts.append('<div id="chart-tools" class="chart"></div>')
+            parts.append("<h3>Per request</h3>")
+            parts.append('<div id="chart-tools" class="chart bars"></div>')
+            if "toolsrun" in figures:
+                parts.append("<h3>Over the run</h3>")
+                parts.append(
+                    '<p class="muted">Each definition\'s tokens times the requests that carried it.</p>'
+                    '<div id="chart-toolsrun" class="chart bars"></div>'
+                )
             if section.unknown_tool_calls:
                 parts.append(
                     "<p>Calls to tools not in the catalogue:</p><ul>"

@@ -7,6 +7,7 @@ import json
 from tokprof.analyses.mcp import McpReport
 from tokprof.base.mcpconfig import Discovery
 from tokprof.render import RenderOptions
+from tokprof.render.tools import print_cut_list
 from tokprof.render.console import Column, fit_table, safe, text_console
 
 
@@ -69,6 +70,8 @@ class McpTableRenderer:
                 + (f"; stderr: {safe(tail)}" if tail else ""),
                 soft_wrap=True,
             )
+        if report.cut_list is not None and report.cut_list.rows:
+            print_cut_list(console, report.cut_list)
         if report.estimate:
             console.print(f"[bold]ESTIMATE[/bold]: {safe(report.estimate)}")
         return out.getvalue()

@@ -8,8 +8,9 @@ from rich.console import Console
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, recorded
 from tokprof.render import RenderOptions
+from tokprof.render.actions import TITLE, wrapped
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
-from tokprof.render.money import cache_lines, call_cost, cost_lines, forensics_lines, usage_lines
+from tokprof.render.money import cache_lines, call_cost, cost_lines, dollars, forensics_lines, usage_lines
 
 LABELS = {
     "system": "system",
@@ -62,6 +63,11 @@ class TableRenderer:
         default = default_model_line(model.name, model.selected)
         if default:
             console.print(default)
+        advice = wrapped(profile.actions, console.width)
+        if advice:  # what to change comes first (tokprof.analyses.actions)
+            console.print(f"[bold]{TITLE}[/bold] (each saving measured on this log, most first)")
+            for line in advice:
+                console.print(safe(line))
         headline = forensics_lines(summary.cache, summary.cost)
         if headline:
             width = max(len(k) for k, _ in headline)
@@ -109,7 +115,7 @@ class TableRenderer:
             console.print(f"  model chosen: {safe(model.selected)}")
         if summary.inferred:
             console.print(f"[bold]INFERRED[/bold]: {safe(summary.inferred)} (give them with --system and --tools).")
-        if summary.estimate is not None:
+        if summary.estimate is not None and any(c.recorded for c in profile.calls):
             console.print(f"[bold]ESTIMATE[/bold]: {safe(_estimate_text(summary, model.selected))}")
         for warning in profile.warnings:
             calls = warning.calls
@@ -126,24 +132,24 @@ class TableRenderer:
         costs = summary.tool_result_costs
         assert costs is not None
         console.print()
+        priced = costs.carry_dollars is not None  # the carry cost in dollars too, beside the tokens
+        money = f", {dollars(costs.carry_dollars)}" if priced else ""
         console.print(
             f"[bold]Tool results[/bold]: {costs.results:,} added {costs.tokens:,} tokens; resent by later calls, "
-            f"{costs.carry_cost:,} more (carry cost)"
+            f"{costs.carry_cost:,} more (carry cost{money})"
         )
         differs = _adds_up(costs.tokens + costs.carry_cost, summary, costs.results)
         if differs:
             console.print(f"  {differs}")
         tools = [
             [safe(t.tool or "(unnamed)"), f"{t.results:,}", f"{t.tokens:,}", f"{t.carry_cost:,}"]
+            + ([dollars(t.carry_dollars)] if priced else [])
             for t in costs.tools[:10]
         ]
-        console.print(
-            fit_table(
-                console,
-                [Column("tool", justify="left"), Column("results"), Column("tokens"), Column("carry cost", "carry")],
-                tools,
-            )
-        )
+        columns = [Column("tool", justify="left"), Column("results"), Column("tokens"), Column("carry cost", "carry")]
+        if priced:
+            columns.append(Column("carry $", "carry $"))
+        console.print(fit_table(console, columns, tools))
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
         from tokprof.analyses.mcp_rollup import catalogue_rollup, rollup_from_results
@@ -153,6 +159,7 @@ class TableRenderer:
             console.print(
                 f"  MCP server {safe(server.server)}: {server.calls:,} result(s) from {server.tools_called} tool(s), "
                 f"{server.result_tokens:,} tokens, carry cost {server.carry_cost:,}"
+                + (f" ({dollars(server.carry_dollars)})" if server.carry_dollars is not None else "")
             )
         if costs.top:
             console.print("  costliest results (carry cost: tokens × the later calls that resent them):")
@@ -164,21 +171,19 @@ class TableRenderer:
                     f"{r.carried_by:,}",
                     f"{r.carry_cost:,}",
                 ]
+                + ([dollars(r.carry_dollars)] if priced else [])
                 for r in costs.top
             ]
-            console.print(
-                fit_table(
-                    console,
-                    [
-                        Column("call"),
-                        Column("tool", justify="left"),
-                        Column("tokens"),
-                        Column("resent by", "resent"),
-                        Column("carry cost", "carry"),
-                    ],
-                    rows,
-                )
-            )
+            columns = [
+                Column("call"),
+                Column("tool", justify="left"),
+                Column("tokens"),
+                Column("resent by", "resent"),
+                Column("carry cost", "carry"),
+            ]
+            if priced:
+                columns.append(Column("carry $", "carry $"))
+            console.print(fit_table(console, columns, rows))
         console.print()
 
     @staticmethod
@@ -190,6 +195,7 @@ class TableRenderer:
         if not rows:
             return
         units = "" if exact else ", the proxy's own counts, not scaled"
+        priced = any(r.carry_dollars is not None for r in rows)
         console.print(f"[bold]MCP servers[/bold] (from the tool names; definitions: tokens per request{units})")
         cells = [
             [
@@ -201,23 +207,21 @@ class TableRenderer:
                 f"{r.result_tokens:,}",
                 f"{r.carry_cost:,}",
             ]
+            + ([dollars(r.carry_dollars)] if priced else [])
             for r in rows
         ]
-        console.print(
-            fit_table(
-                console,
-                [
-                    Column("server", justify="left"),
-                    Column("tools"),
-                    Column("unused"),
-                    Column("definitions", "defs"),
-                    Column("calls"),
-                    Column("result tokens", "results"),
-                    Column("carry cost", "carry"),
-                ],
-                cells,
-            )
-        )
+        columns = [
+            Column("server", justify="left"),
+            Column("tools"),
+            Column("unused"),
+            Column("definitions", "defs"),
+            Column("calls"),
+            Column("result tokens", "results"),
+            Column("carry cost", "carry"),
+        ]
+        if priced:
+            columns.append(Column("carry $", "carry $"))
+        console.print(fit_table(console, columns, cells))
         console.print()
 
     @staticmethod
@@ -231,11 +235,14 @@ class TableRenderer:
         missing: frozenset[str] = frozenset(),
     ) -> list[str]:
         cells = [str(row.index)] + ([safe(row.thread) if row.thread is not None else "main"] if threads else [])
-        cells += [
-            *(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names),
-            f"{row.total:,}",
-            f"{row.cumulative:,}",
-        ]
+        if not row.recorded:  # neither the prompt nor its usage: not known, not 0
+            cells += ["n/r"] * (len(names) + 2)
+        else:
+            cells += [
+                *(bucket_cell(row.buckets.get(b, 0), b, missing) for b in names),
+                f"{row.total:,}",
+                f"{row.cumulative:,}",
+            ]
         if reported:
             diff = row.difference()
             if diff is not None and row.reported is not None and row.reported.prompt is not None:
@@ -252,6 +259,14 @@ class TableRenderer:
         model = profile.model
         estimated = "  estimate" if not model.exact else ""
         lines = [("calls", f"{summary.calls:,}")]
+        if profile.calls and not any(c.recorded for c in profile.calls):  # figures not known, not 0
+            lines.append(
+                ("billed input", "not recorded: no call records its prompt or its usage (the warnings say why)")
+            )
+            lines += [(f"  {LABELS[name]}", "not recorded") for name in names]
+            lines += [(safe(k), safe(v)) for k, v in cost_lines(summary.cost, [])]
+            width = max(len(k) for k, _ in lines)
+            return [(key.ljust(width), value) for key, value in lines]
         threads = summary.threads
         final = f"{summary.final_prompt:,} tokens"
         if len(threads) > 1:

@@ -7,9 +7,11 @@ import io
 from rich.console import Console
 
 from tokprof.base.text import json_text
+from tokprof.analyses.cutlist import KEEP, CutList
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
+from tokprof.render.money import dollars
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 
@@ -101,16 +103,22 @@ class ToolsTableRenderer:
                 Column("result tokens", "results"),
                 Column("carry cost", "carry"),
             ]
+            priced = any(s.carry_dollars is not None for s in report.mcp_servers)
+            if priced:  # the carry cost in dollars too, where the log is priced
+                columns.append(Column("carry $", "carry $"))
             console.print(
                 fit_table(
                     console,
                     columns,
                     [
                         [safe(s.server), str(s.tools_called), _n(s.calls), _n(s.result_tokens), _n(s.carry_cost)]
+                        + ([dollars(s.carry_dollars)] if priced else [])
                         for s in report.mcp_servers
                     ],
                 )
             )
+        if report.cut_list is not None and report.cut_list.rows:
+            print_cut_list(console, report.cut_list)
         for warning in report.warnings:
             console.print(f"[yellow]warning[/yellow]: {safe(warning.message)}")
         if not model.exact:
@@ -160,3 +168,75 @@ class ToolsTableRenderer:
                 f"  what if unused tools were dropped: {catalogue.drop_unused_saving:,} tokens saved per request, "
                 f"{catalogue.drop_unused_saving * requests:,} over the run"
             )
+
+
+#: How many rows of the cut list the table shows (the JSON has every one).
+CUT_ROWS = 15
+
+
+def print_cut_list(console: Console, cuts: CutList) -> None:
+    """Per tool and MCP server: its definitions over the run and its results' carry, in tokens and in dollars
+    at the run's mean input price; the cut, its replayed saving where one was replayed, and how to apply it."""
+    from tokprof.render.money import dollars
+
+    agent = f" for {cuts.agent}" if cuts.agent else ""
+    console.print(f"\n[bold]Cut list[/bold] (per tool and MCP server, costliest first; how to cut it{agent})")
+    columns = [
+        Column("tool or server", "tool", justify="left"),
+        Column("calls"),
+        Column("definitions over the run", "defs", drop=2),
+        Column("results carried", "carried", drop=3),
+        Column("cost*", drop=1),
+        Column("cut", justify="left"),
+        Column("replayed saving", "saving", drop=4),
+    ]
+    rows = []
+    shown = cuts.rows[:CUT_ROWS]
+    for r in shown:
+        saving = (
+            dollars(r.saving_dollars)
+            if r.saving_dollars is not None
+            else (
+                f"{r.saving_tokens:,} tokens"
+                if r.saving_tokens is not None
+                else ("-" if r.cut == KEEP else "not replayed")
+            )
+        )
+        rows.append(
+            [
+                safe(r.name) + (" (server)" if r.kind == "server" else ""),
+                f"{r.calls:,}",
+                ("-" if cuts.definitions_recorded else "n/r")
+                if r.definition_tokens is None
+                else f"{r.definition_tokens:,}",
+                f"{r.carry_tokens:,}",
+                "-" if r.cost_dollars is None else dollars(r.cost_dollars),
+                r.cut,
+                saving,
+            ]
+        )
+    console.print(fit_table(console, columns, rows))
+    if len(cuts.rows) > len(shown):
+        console.print(f"  {len(cuts.rows) - len(shown):,} more rows in -f json")
+    estimate = " (an estimate: the counts are a proxy's)" if cuts.estimate else ""
+    if cuts.price_per_token is not None:
+        console.print(
+            f"  *cost: tokens at the run's mean price of an input token, ${cuts.price_per_token * 1e6:.2f} per "
+            f"million{estimate}; never a saving: only a replay proves one"
+        )
+    else:
+        console.print(f"  *cost: no dollars: {safe(cuts.unpriced or 'not priced')}")
+    if not cuts.definitions_recorded:
+        console.print("  n/r: the log does not record the tool definitions (give them with --tools FILE)")
+    elif any(r.definition_tokens is None for r in shown):
+        console.print("  -: a tool the model called that is in no catalogue the log sent")
+    if cuts.agent is None:
+        if any(r.cut != KEEP for r in shown):
+            console.print(
+                "  how: tokprof knows no documented setting of the agent that wrote this log for these cuts "
+                "(the JSON says per row); whoever builds its prompts applies them"
+            )
+        return
+    for r in shown:
+        if r.cut != KEEP and r.how:
+            console.print(f"  {safe(r.name)}: {safe(r.how)}")

@@ -35,7 +35,22 @@ class WhatIfCsvRenderer:
         out = io.StringIO()
         writer = csvsafe.Writer(out)
         names = report.bucket_names()
-        writer.writerow(["policy", "index", "kind", "thread", *names, "total", "shared_prefix", "messages", "changed"])
+        writer.writerow(
+            [
+                "policy",
+                "index",
+                "kind",
+                "thread",
+                *names,
+                "total",
+                "shared_prefix",
+                "messages",
+                "changed",
+                "cache_read",
+                "cache_write",
+                "cost",
+            ]
+        )
         for result in report.policies:
             for call in result.calls:
                 writer.writerow(
@@ -49,16 +64,44 @@ class WhatIfCsvRenderer:
                         call.shared,
                         call.messages,
                         "true" if call.changed else "false",
+                        "" if call.cache_read is None else call.cache_read,
+                        "" if call.cache_write is None else call.cache_write,
+                        "" if call.cost is None else call.cost,
                     ]
                 )
         return out.getvalue()
 
 
+ESTIMATED = ("predicted", "computed", "mixed")
+COSTS_MORE = "costs more"
+
+
+def _amount(value: float) -> str:
+    return f"${value:,.2f}" if value >= 1 else f"${value:.4f}"
+
+
 def _usd(result: PolicyResult) -> str:
     if result.cost is None:
         return "unpriced"
-    text = f"${result.cost:,.2f}" if result.cost >= 1 else f"${result.cost:.4f}"
-    return text + ("*" if result.cost_basis in ("predicted", "computed", "mixed") else "")
+    return _amount(result.cost) + ("*" if result.cost_basis in ESTIMATED else "")
+
+
+def dollar_saving(result: PolicyResult) -> str:
+    """The saving against full in dollars, signed: ``$0.46``, or ``-$0.46 costs more``; ``*`` where the
+    policy's cost rests on the replay's bill (its changed calls), ``-`` when it is not priced."""
+    if result.cost_saving is None:
+        return "-"
+    saving = round(result.cost_saving, 4)
+    mark = "*" if result.cost_basis in ESTIMATED and result.changed_calls else ""
+    if saving < 0:
+        return f"-{_amount(-saving)}{mark} {COSTS_MORE}"
+    return f"{_amount(saving) if saving else '$0'}{mark}"
+
+
+def dollar_share(result: PolicyResult, full: PolicyResult) -> str:
+    if result.cost_saving is None or not full.cost:
+        return "-"
+    return f"{result.cost_saving / full.cost:.1%}"
 
 
 def _parts(result: PolicyResult) -> list[str]:
@@ -85,7 +128,7 @@ def fact_lines(report: WhatIfReport) -> list[str]:
             lines.append(f"fact {fact.text!r}: {fact.note or 'in no prompt of the log'}")
             continue
         lines.append(f"fact {fact.text!r}: first in call {fact.first_call}")
-        for result in report.policies[1:]:
+        for result in report.ranked()[1:]:
             mine = result.facts[number]
             if mine.calls_missing:
                 last = "none" if mine.last_call is None else f"call {mine.last_call}"
@@ -107,37 +150,59 @@ class WhatIfTableRenderer:
             f"[bold]tokprof[/bold] whatif of {safe(report.source.path)} ({len(full.calls)} calls, "
             f"model {safe(model.name)}, {exact}{window})"
         )
-        columns = [
-            Column("policy", justify="left"),
-            Column("billed input", "billed"),
-            Column("saving"),
-            Column("saving %", "%"),
-            Column("largest prompt", "largest", drop=2),
-            Column("over window", "over", drop=3),
-            Column("shared prefix", "shared", drop=1),
-            Column("shared %", "sh.%", drop=1),
-        ]
-        priced = any(r.cost is not None for r in report.policies)
+        priced = report.priced  # the saving in dollars, ranked by it, the tokens beside
         if priced:
-            columns.insert(4, Column("cost", drop=4))
+            columns = [
+                Column("policy", justify="left"),
+                Column("saving"),
+                Column("saving %", "%"),
+                Column("cost", drop=1),
+                Column("billed input", "billed"),
+                Column("tokens saved", "tok.saved"),
+                Column("largest prompt", "largest", drop=3),
+                Column("over window", "over", drop=4),
+                Column("shared prefix", "shared", drop=2),
+                Column("shared %", "sh.%", drop=2),
+            ]
+        else:
+            columns = [
+                Column("policy", justify="left"),
+                Column("billed input", "billed"),
+                Column("saving"),
+                Column("saving %", "%"),
+                Column("largest prompt", "largest", drop=2),
+                Column("over window", "over", drop=3),
+                Column("shared prefix", "shared", drop=1),
+                Column("shared %", "sh.%", drop=1),
+            ]
         facts = bool(full.facts)
         if facts:  # beside the saving: what the policy forgets
             columns.insert(4, Column("facts kept", "facts"))
         rows = []
-        for result in report.policies:
+        for result in report.ranked():
             first = result is full
-            row = [
-                safe(result.policy),
-                _n(result.billed_input),
-                "-" if first else _n(result.saving),
-                "-" if first else f"{result.saving_share:.1%}",
+            if priced:
+                row = [
+                    safe(result.policy),
+                    "-" if first else dollar_saving(result),
+                    "-" if first else dollar_share(result, full),
+                    _usd(result),
+                    _n(result.billed_input),
+                    "-" if first else _n(result.saving),
+                ]
+            else:
+                row = [
+                    safe(result.policy),
+                    _n(result.billed_input),
+                    "-" if first else _n(result.saving),
+                    "-" if first else f"{result.saving_share:.1%}",
+                ]
+            row += [
                 _n(result.largest_prompt),
                 _n(result.calls_over_window),
                 _n(result.shared_prefix),
                 f"{result.shared_share:.1%}",
             ]
-            if priced:
-                row.insert(4, _usd(result))
             if facts:
                 row.insert(4, facts_kept(result))
             rows.append(row)
@@ -145,13 +210,17 @@ class WhatIfTableRenderer:
         if facts:
             for line in fact_lines(report):
                 console.print(f"  {safe(line)}")
-        if full.cost_unpriced:
-            console.print(f"  {'some calls are ' if priced else 'cost: '}unpriced ({safe(full.cost_unpriced)})")
-        if priced and any(r.cost_basis in ("predicted", "computed", "mixed") for r in report.policies):
+        if not priced:
+            why = full.cost_unpriced or "the log's calls have no price"
+            console.print(f"  saving in tokens, no dollars: {safe(why)}")
+        elif full.cost_unpriced:
+            console.print(f"  some calls are unpriced ({safe(full.cost_unpriced)})")
+        if priced and any(r.cost_basis in ESTIMATED for r in report.policies):
             console.print(
                 "  *cost estimated: a call a policy changes is billed as the log's provider would bill it: "
-                "the log's cache read less the prefix the policy rewrote, the rest written at the log's cache "
-                "tier, and the log's output; calls it keeps are priced on their reported usage"
+                "the log's cache read less the prefix the policy rewrote, at most the prefix it shares with "
+                "the previous call, the rest written at the log's cache tier, and the log's output; calls it "
+                "keeps are priced on their reported usage"
             )
         if priced and options.cost_parts:
             console.print()
@@ -167,7 +236,7 @@ class WhatIfTableRenderer:
                         Column("output"),
                         Column("cost"),
                     ],
-                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.policies],
+                    [[safe(r.policy), *_parts(r), _usd(r)] for r in report.ranked()],
                 )
             )
         console.print()
@@ -181,7 +250,7 @@ class WhatIfTableRenderer:
                 bucket_columns,
                 [
                     [safe(r.policy), *(bucket_cell(r.buckets_billed.get(n, 0), n, missing) for n in names)]
-                    for r in report.policies
+                    for r in report.ranked()
                 ],
             )
         )
@@ -192,7 +261,7 @@ class WhatIfTableRenderer:
         what = Table(show_header=False, show_edge=False, pad_edge=False, box=None)
         what.add_column("policy", no_wrap=True)
         what.add_column("what")
-        for result in report.policies:
+        for result in report.ranked():
             text = result.description
             if result is not full:
                 text = f"{result.changed_calls} of {len(full.calls)} calls changed; " + text
@@ -201,9 +270,10 @@ class WhatIfTableRenderer:
             what.add_row("  " + safe(result.policy), safe(text))
         console.print(what)
         console.print()
+        ranked = "in dollars (the tokens beside)" if priced else "in tokens"
         console.print(
             "shared: the prompt tokens each call shares with the previous call of its thread (what a prefix "
-            "cache could reuse), added up. saving: against full."
+            f"cache could reuse), added up. saving: against full, {ranked}; policies ranked by it."
         )
         if not report.exact:
             console.print(
@@ -219,7 +289,8 @@ class WhatIfTableRenderer:
 def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
     """The HTML report's what-if section: its parts and its figures (billed input per policy; each
     call's prompt, one line per policy)."""
-    from tokprof.render.html import COLORS, GRID, _count_axis, _layout
+    from tokprof.render.html import COLORS
+    from tokprof.render.plot_style import GRID, count_axis as _count_axis, layout as _layout
 
     names = [r.policy for r in report.policies]
     buckets = report.bucket_names()
@@ -273,21 +344,43 @@ def whatif_section(report: WhatIfReport) -> tuple[list[str], dict[str, dict]]:
         ),
     }
     full = report.policies[0]
+    priced = report.priced
+
+    def money_cells(r: PolicyResult) -> str:
+        if not priced:
+            return ""
+        saving = "-" if r is full else f"{dollar_saving(r)} ({dollar_share(r, full)})"
+        return f"<td>{html_escape(saving)}</td><td>{html_escape(_usd(r))}</td>"
+
     rows = "".join(
-        f"<tr><td><code>{html_escape(r.policy)}</code></td><td>{r.billed_input:,}</td>"
+        f"<tr><td><code>{html_escape(r.policy)}</code></td>" + money_cells(r) + f"<td>{r.billed_input:,}</td>"
         f"<td>{'-' if r is full else f'{r.saving:,} ({r.saving_share:.1%})'}</td><td>{r.largest_prompt:,}</td>"
         + (f"<td>{html_escape(facts_kept(r))}</td>" if full.facts else "")
         + f"<td>{_n(r.calls_over_window)}</td><td>{r.shared_prefix:,} ({r.shared_share:.1%})</td>"
         f"<td>{html_escape(r.description)}</td></tr>"
-        for r in report.policies
+        for r in report.ranked()
     )
+    if priced:
+        unit = (
+            "Saving: against <code>full</code>, in US dollars (negative: the policy costs more), the policies ranked "
+            "by it; * where a changed call is billed as its provider would bill the replayed prompt "
+            "(<code>docs/whatif.md</code>)."
+        )
+    else:
+        why = html_escape(full.cost_unpriced or "the log's calls have no price")
+        unit = f"Saving: against <code>full</code>, in tokens, the policies ranked by it; no dollars: {why}."
     parts = [
         "<h2>What if: the log under context policies</h2>",
         '<p class="muted">Every call keeps its own new messages; a policy decides what of the earlier history each '
         "prompt carries. Every count is rendered with the model's template, like the profile. Shared prefix: the "
-        "prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse).</p>",
-        '<div class="scroll"><table class="whatif"><thead><tr><th>policy</th><th>billed input</th><th>saving</th>'
-        "<th>largest prompt</th>"
+        f"prompt tokens each call shares with the previous call of its thread (what a prefix cache could reuse). {unit}</p>",
+        '<div class="scroll"><table class="whatif"><thead><tr><th>policy</th>'
+        + (
+            "<th>saving</th><th>cost</th><th>billed input</th><th>tokens saved</th>"
+            if priced
+            else "<th>billed input</th><th>saving</th>"
+        )
+        + "<th>largest prompt</th>"
         + ("<th>facts kept</th>" if full.facts else "")
         + f"<th>over the window</th><th>shared prefix</th><th>what it does</th></tr></thead><tbody>{rows}</tbody></table></div>",
         "<h3>Billed input per policy</h3>",

@@ -177,7 +177,7 @@ def parse_increase(value: Any, where: str) -> Increase:
     if isinstance(value, (int, float)):
         number = finite(value)
         if number is None or number < 0:
-            raise ConfigError(f"{where}: expected a non-negative number up to {MAX_NUMBER:g}, found {_shown(value)}")
+            raise ConfigError(f"{where}: expected a non-negative number up to {MAX_NUMBER:g}, found {shown(value)}")
         return Increase(number, relative=False)
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
@@ -216,13 +216,13 @@ def parse_limit(value: Any, metric: str, where: str) -> float:
         hint = {"share": 'a share like "2%" or 0.02', "usd": 'an amount of US dollars like "$5" or 5'}.get(
             unit, "a number of tokens"
         )
-        raise ConfigError(f"{where}: expected {hint}, found {_shown(value)}")
+        raise ConfigError(f"{where}: expected {hint}, found {shown(value)}")
     if unit == "share" and number > 1:
         raise ConfigError(f'{where}: a share is at most 1 (or write "{value}%"), found {value!r}')
     return number
 
 
-def _shown(value: Any) -> str:
+def shown(value: Any) -> str:
     """A value for an error message, cut to a readable length."""
     text = (
         repr(value) if not isinstance(value, int) or abs(value) < 10**30 else f"a {len(str(abs(value)))}-digit number"
@@ -317,7 +317,7 @@ def _policies(value: Any, where: str) -> tuple[str, ...]:
     from tokprof.transforms.policies import PolicyError, parse_policy
 
     if not isinstance(value, list) or not value or not all(isinstance(v, str) and text_ok(v) for v in value):
-        raise ConfigError(f'{where}: expected a list of policies like ["full", "cap:4000"], found {_shown(value)}')
+        raise ConfigError(f'{where}: expected a list of policies like ["full", "cap:4000"], found {shown(value)}')
     for policy in value:
         try:
             parse_policy(policy)

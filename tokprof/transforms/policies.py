@@ -6,12 +6,15 @@ assistant output of that call, tool results, user text); a policy only decides w
 history the prompt carries. Each thread (a subagent is a conversation of its own) is replayed on
 its own.
 
-A policy string is parsed by :func:`parse_policy` into one of the dataclasses below, and
-:func:`apply` makes the transformed trace. Three policies need the token counts of the prompts they
-build (``window-tokens``, ``compact``, ``clear-tool-uses``): they take a :class:`Counter`, passed in,
-so that the transform stays pure. The exact texts a policy writes into a prompt (the stubs, the
-notes, the summary and its instruction) are the constants of this module, documented in
-docs/whatif.md.
+A policy is one class (:class:`Policy`): its ``name``, its ``parameters`` (how its string parses:
+``window:N``), :meth:`Policy.apply` (a call's prompt under it, given a :class:`Step`) and whether it
+``needs_counter``. :func:`register` adds it to the registry, from which the policies' syntax, parsing
+(:func:`parse_policy`) and the help derive; the built-in ones are registered below, and a new one is
+one class and one ``register`` (a test registers its own). :func:`apply` makes the transformed trace.
+The policies that need the token counts of the prompts they build (``window-tokens``, ``compact``,
+``clear-tool-uses``) take a :class:`Counter`, passed in, so that the transform stays pure. The exact
+texts a policy writes into a prompt (the stubs, the notes, the summary and its instruction) are the
+constants of this module, documented in docs/whatif.md.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, Union
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
 from tokprof.base.errors import TokprofError
 from tokprof.trace import Call, Trace, as_list
 
-from tokprof.transforms.policy_names import DEFAULT_POLICIES, SYNTAX  # noqa: F401  (named here too)
+#: ``tokprof whatif`` without --policy (and without ``whatif`` in the configuration).
+DEFAULT_POLICIES = ("full", "window", "elide", "cap:4000", "user-verbatim:4", "compact:80")
 
 #: What ``elide`` puts in place of a tool result: the tool's name and the result's size in characters.
 ELIDED = "[tool result elided by tokprof: {tool}, {size:,} characters]"
@@ -68,133 +72,116 @@ class Counter(Protocol):
         ...
 
 
-# -- the policies ------------------------------------------------------------------------------------
+# -- what a policy is, and the registry ----------------------------------------------------------------
 @dataclass(frozen=True)
-class Full:
-    """The log as it is."""
+class Parameter:
+    """One parameter of a policy's string: its letter as the syntax writes it (``N`` in ``window:N``),
+    the dataclass field it sets, its least value, whether it takes decimals, and whether it may be left
+    out when the ones before it are given (``compact:P[:S]``)."""
+
+    letter: str
+    field: str
+    minimum: int
+    decimal: bool = False
+    optional: bool = False
+
+    def value(self, text: str, spec: str) -> float:
+        return _number(text, spec, self.letter, minimum=self.minimum, decimal=self.decimal)
+
+
+class Policy:
+    """A context policy: what of the earlier history each call's prompt carries. A subclass is a frozen
+    dataclass whose fields are its parameters (with their defaults), and says:
+
+    * ``name``: as a user writes it (``window``);
+    * ``parameters``: its :class:`Parameter` s, in order (the string ``window:20`` sets ``messages``);
+    * ``needs_counter``: whether :meth:`apply` counts tokens (:meth:`Step.count`);
+    * :meth:`describe`: one line for the tables;
+    * :meth:`apply`: a call's prompt under it.
+
+    :meth:`parse` (from the parameters' strings) and :attr:`spec` (the canonical string) derive from
+    ``parameters``; a policy with rules of its own overrides :meth:`parse`."""
+
+    name: ClassVar[str]
+    parameters: ClassVar[tuple[Parameter, ...]] = ()
+    needs_counter: ClassVar[bool] = False
+
+    @classmethod
+    def syntax(cls) -> str:
+        """As a user writes it, for help and error messages: ``window:N``, ``compact:P[:S]``."""
+        return cls.name + "".join(f"[:{p.letter}]" if p.optional else f":{p.letter}" for p in cls.parameters)
+
+    @classmethod
+    def parse(cls, params: Sequence[str], spec: str) -> "Policy":
+        """The policy from its parameters' strings (fewer than its parameters: the rest take their
+        defaults). Raises :class:`PolicyError`, one line that lists the policies."""
+        if len(params) > len(cls.parameters):
+            count = len(cls.parameters)
+            expected = "no parameter" if not count else f"at most {count} parameter{'s' if count > 1 else ''}"
+            raise PolicyError(f"policy {spec!r}: {cls.name} takes {expected} ({_listing()})")
+        values = {}
+        for parameter, text in zip(cls.parameters, params):
+            number = parameter.value(text, spec)
+            values[parameter.field] = float(number) if parameter.decimal else int(number)
+        return cls(**values)
 
     @property
     def spec(self) -> str:
-        return "full"
+        """As written canonically: every parameter, but trailing optional ones at their defaults."""
+        shown = []
+        for parameter in self.parameters:
+            value = getattr(self, parameter.field)
+            default = getattr(type(self), parameter.field, None)
+            shown.append((parameter, f"{value:g}" if isinstance(value, float) else str(value), value == default))
+        while shown and shown[-1][0].optional and shown[-1][2]:
+            shown.pop()
+        return ":".join([self.name, *(text for _, text, _ in shown)])
 
     def describe(self) -> str:
-        return "the log as it is"
+        raise NotImplementedError
+
+    def apply(self, step: "Step") -> list[dict]:
+        """The messages of the call's prompt under this policy (never without its new messages,
+        ``step.messages[step.fresh:]``); calls to add before it go to ``step.added``."""
+        raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class Window:
-    messages: int = 20
-
-    @property
-    def spec(self) -> str:
-        return f"window:{self.messages}"
-
-    def describe(self) -> str:
-        return f"system and developer messages and the last {self.messages} other messages"
+_REGISTRY: dict[str, type[Policy]] = {}
+_NAME = re.compile(r"[a-z][a-z0-9-]*")
 
 
-@dataclass(frozen=True)
-class WindowTokens:
-    tokens: int = 32000
-
-    @property
-    def spec(self) -> str:
-        return f"window-tokens:{self.tokens}"
-
-    def describe(self) -> str:
-        return f"system and developer messages and the most recent messages that fit in {self.tokens:,} tokens"
-
-
-@dataclass(frozen=True)
-class Elide:
-    turns: int = 2
-
-    @property
-    def spec(self) -> str:
-        return f"elide:{self.turns}"
-
-    def describe(self) -> str:
-        return f"tool results older than the last {self.turns} user turns replaced by a one-line stub"
+def register(cls: type[Policy]) -> type[Policy]:
+    """Adds a policy class to the registry (a class decorator): its name then parses, and is listed in
+    the help and the error messages. A name already taken by another class is a ValueError."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"a policy's name is lower-case letters, digits and '-', found {name!r}")
+    if _REGISTRY.get(name, cls) is not cls:
+        raise ValueError(f"policy {name!r} is already registered ({_REGISTRY[name].__qualname__})")
+    _REGISTRY[name] = cls
+    return cls
 
 
-@dataclass(frozen=True)
-class Cap:
-    chars: int = 4000
-
-    @property
-    def spec(self) -> str:
-        return f"cap:{self.chars}"
-
-    def describe(self) -> str:
-        return f"tool results cut to their first {self.chars:,} characters, with a note"
+def unregister(name: str) -> None:
+    """Takes a policy out of the registry (a test's own, when it is done)."""
+    _REGISTRY.pop(name, None)
 
 
-@dataclass(frozen=True)
-class UserVerbatim:
-    turns: int = 4
-
-    @property
-    def spec(self) -> str:
-        return f"user-verbatim:{self.turns}"
-
-    def describe(self) -> str:
-        return (
-            f"system and user messages, and the last {self.turns} turns in full; other assistant and tool "
-            "messages dropped"
-        )
+def registered() -> tuple[type[Policy], ...]:
+    """The policy classes, in the order they were registered."""
+    return tuple(_REGISTRY.values())
 
 
-@dataclass(frozen=True)
-class Compact:
-    percent: float = 80.0
-    summary_tokens: int = 2000
-
-    @property
-    def spec(self) -> str:
-        base = f"compact:{self.percent:g}"
-        return base if self.summary_tokens == 2000 else f"{base}:{self.summary_tokens}"
-
-    def describe(self) -> str:
-        return (
-            f"history replaced by a summary (the log's own, else a stand-in of {self.summary_tokens:,} tokens) "
-            f"when a prompt would exceed {self.percent:g}% of the context window"
-        )
+def syntax() -> tuple[str, ...]:
+    """The policies as a user writes them (``full``, ``window:N``, …), for help and error messages."""
+    return tuple(cls.syntax() for cls in _REGISTRY.values())
 
 
-@dataclass(frozen=True)
-class ClearToolUses:
-    trigger: int = 100000
-    keep: int = 3
-
-    @property
-    def spec(self) -> str:
-        return f"clear-tool-uses:{self.trigger}:{self.keep}"
-
-    def describe(self) -> str:
-        return (
-            f"once a prompt exceeds {self.trigger:,} tokens, tool results but the {self.keep} most recent "
-            f"replaced by {CLEARED!r}"
-        )
-
-
-Policy = Union[Full, Window, WindowTokens, Elide, Cap, UserVerbatim, Compact, ClearToolUses]
-
-#: name -> (class, the names of its parameters, in order)
-_POLICIES: dict[str, tuple[type, tuple[str, ...]]] = {
-    "full": (Full, ()),
-    "window": (Window, ("N",)),
-    "window-tokens": (WindowTokens, ("T",)),
-    "elide": (Elide, ("K",)),
-    "cap": (Cap, ("C",)),
-    "user-verbatim": (UserVerbatim, ("K",)),
-    "compact": (Compact, ("P", "S")),
-    "clear-tool-uses": (ClearToolUses, ("TRIGGER", "KEEP")),
-}
 MAX_PARAMETER = 10**12
 
 
 def _listing() -> str:
-    return "the policies are " + ", ".join(SYNTAX)
+    return "the policies are " + ", ".join(syntax())
 
 
 def _number(text: str, spec: str, name: str, *, minimum: int, decimal: bool = False) -> float:
@@ -217,42 +204,14 @@ def parse_policy(text: str) -> Policy:
     spec = text.strip()
     name, _, rest = spec.partition(":")
     name = name.strip().lower()
-    if name not in _POLICIES:
+    if name not in _REGISTRY:
         import difflib
 
-        close = difflib.get_close_matches(name, list(_POLICIES), n=1)
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise PolicyError(f"unknown policy {spec!r}{hint}: {_listing()}")
-    cls, names = _POLICIES[name]
     params = [p for p in rest.split(":")] if rest or spec.endswith(":") else []
-    if len(params) > len(names):
-        expected = "no parameter" if not names else f"at most {len(names)} parameter{'s' if len(names) > 1 else ''}"
-        raise PolicyError(f"policy {spec!r}: {name} takes {expected} ({_listing()})")
-    if name == "clear-tool-uses" and len(params) == 1:
-        raise PolicyError(f"policy {spec!r}: clear-tool-uses takes TRIGGER:KEEP, or neither ({_listing()})")
-    if name == "window":
-        return Window(*(int(_number(p, spec, "N", minimum=1)) for p in params))
-    if name == "window-tokens":
-        return WindowTokens(*(int(_number(p, spec, "T", minimum=1)) for p in params))
-    if name == "elide":
-        return Elide(*(int(_number(p, spec, "K", minimum=0)) for p in params))
-    if name == "cap":
-        return Cap(*(int(_number(p, spec, "C", minimum=1)) for p in params))
-    if name == "user-verbatim":
-        return UserVerbatim(*(int(_number(p, spec, "K", minimum=0)) for p in params))
-    if name == "compact":
-        percent = _number(params[0], spec, "P", minimum=1, decimal=True) if params else 80.0
-        if percent > 100:
-            raise PolicyError(f"policy {spec!r}: P is a percentage of the context window, at most 100 ({_listing()})")
-        tokens = int(_number(params[1], spec, "S", minimum=1)) if len(params) > 1 else 2000
-        return Compact(float(percent), tokens)
-    if name == "clear-tool-uses":
-        if not params:
-            return ClearToolUses()
-        return ClearToolUses(
-            int(_number(params[0], spec, "TRIGGER", minimum=1)), int(_number(params[1], spec, "KEEP", minimum=0))
-        )
-    return Full()
+    return _REGISTRY[name].parse(params, spec)
 
 
 def parse_policies(texts: Sequence[str]) -> list[Policy]:
@@ -265,16 +224,12 @@ def parse_policies(texts: Sequence[str]) -> list[Policy]:
     return out
 
 
-def needs_counter(policy: Policy) -> bool:
-    return isinstance(policy, (WindowTokens, Compact, ClearToolUses))
-
-
 class AddedCall(Call):
     """A call the policy adds to the log: the summarising call of ``compact`` (``kind`` "compaction")."""
 
 
 # -- applying ----------------------------------------------------------------------------------------
-def _shared_length(messages: list[dict], before: list[dict]) -> int:
+def shared_messages(messages: list[dict], before: list[dict]) -> int:
     """How many first messages two prompts have in common (the same objects, or equal ones)."""
     n = min(len(messages), len(before))
     i = 0
@@ -286,7 +241,7 @@ def _shared_length(messages: list[dict], before: list[dict]) -> int:
 def _fresh(messages: list[dict], before: list[dict]) -> int:
     """Where a call's new messages start: after the last of its messages that the previous call of
     its thread also held (the previous prompt's length when the call continues it)."""
-    shared = _shared_length(messages, before)
+    shared = shared_messages(messages, before)
     if shared == len(before):
         return shared
     held = {id(m) for m in before}
@@ -410,8 +365,10 @@ def _earliest(fits: Callable[[int], bool], last: int, guess: int) -> int:
     return good
 
 
-class _Replayer:
-    """Applies one policy to the calls of one trace, thread by thread, in log order."""
+class Replay:
+    """One policy applied to the calls of one trace, thread by thread, in log order: what every
+    :class:`Step` shares (the counter, the context window, the rewritten messages, and ``state``, where
+    a policy keeps what it carries from call to call)."""
 
     def __init__(self, policy: Policy, counter: Counter | None, window: int | None):
         self.policy = policy
@@ -419,11 +376,7 @@ class _Replayer:
         self.window = window
         self.rewrites = _Rewrites()
         self.previous: dict[str, list[dict]] = {}  # thread -> the log's messages of its last call
-        self.starts: dict[str, int] = {}  # thread -> window-tokens: where the last call's kept part started
-        #: thread -> (the index of the first message carried after the summary, that message (None: none
-        #: yet), the summary message)
-        self.compacted: dict[str, tuple[int, dict | None, dict]] = {}
-        self.stand_ins: dict[int, str] = {}
+        self.state: dict[str, Any] = {}
 
     def calls(self, call: Call) -> list[Call]:
         """The call as the policy replays it, after the calls the policy adds before it."""
@@ -433,37 +386,162 @@ class _Replayer:
         # the call's new messages: those after the last message the thread's last call also held (all of
         # them for a thread's first call)
         fresh = 0 if before is None else _fresh(messages, before)
-        extends = before is not None and fresh == len(before) and _shared_length(messages, before) == fresh
-        policy = self.policy
-        added: list[Call] = []
-        if isinstance(policy, Full):
-            kept = messages
-        elif isinstance(policy, Window):
-            others = _others(messages)
-            start = others[-policy.messages] if len(others) >= policy.messages else (others[0] if others else 0)
-            kept = _keep_from(messages, start, fresh)
-        elif isinstance(policy, WindowTokens):
-            kept = self._window_tokens(call, fresh, extends)
-        elif isinstance(policy, Elide):
-            limit = min(_turn_start(messages, policy.turns), fresh)
-            kept = self._stub_results(messages, limit)
-        elif isinstance(policy, Cap):
-            kept = self._cap(messages, fresh, policy.chars)
-        elif isinstance(policy, UserVerbatim):
-            limit = min(_turn_start(messages, policy.turns), fresh)
-            while 0 < limit < len(messages) and messages[limit]["role"] == "tool":  # a new result keeps its call
-                limit -= 1
-            kept = [m for i, m in enumerate(messages) if i >= limit or m["role"] in (*ALWAYS_KEPT, "user")]
-        elif isinstance(policy, Compact):
-            kept, added = self._compact(call, fresh, extends)
-        elif isinstance(policy, ClearToolUses):
-            kept = self._clear(call, fresh)
-        else:  # pragma: no cover - every policy is handled above
-            raise TypeError(policy)
-        return added + [self._replayed(call, kept)]
+        extends = before is not None and fresh == len(before) and shared_messages(messages, before) == fresh
+        step = Step(call, messages, fresh, extends, self)
+        kept = self.policy.apply(step)
+        return step.added + [_replayed(call, kept)]
 
-    # -- the policies that rewrite messages ------------------------------------------------------
-    def _stub_results(self, messages: list[dict], limit: int) -> list[dict]:
+
+@dataclass
+class Step:
+    """One call as a policy replays it, what :meth:`Policy.apply` is given: the call, its prompt's
+    messages as the log has them, where its new messages start (``fresh``; a policy never changes or
+    drops them), whether it continues the previous call of its thread whole (``extends``), and the
+    :class:`Replay` it is part of. Calls the policy adds before it go in ``added``."""
+
+    call: Call
+    messages: list[dict]
+    fresh: int
+    extends: bool
+    replay: Replay
+    added: list[Call] = field(default_factory=list)
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """What the policy carries from call to call over one replay (its own keys)."""
+        return self.replay.state
+
+    @property
+    def window(self) -> int | None:
+        return self.replay.window
+
+    def count(self, messages: list[dict]) -> int:
+        """The tokens of a prompt of these messages in the call's place (:meth:`Counter.prompt`)."""
+        counter = self.replay.counter
+        if counter is None:
+            raise PolicyError(f"policy {self.replay.policy.spec!r} needs token counts: give apply() a counter")
+        return counter.prompt(messages, self.call)
+
+    def count_text(self, text: str) -> int:
+        assert self.replay.counter is not None
+        return self.replay.counter.text(text)
+
+    def growth(self) -> int:
+        """The tokens the log's usage shows in the call's prompt that no message explains (a counter that knows them)."""
+        growth = getattr(self.replay.counter, "growth", None)
+        return growth(self.call) if callable(growth) else 0
+
+    def rewrite(self, message: dict, how: str, content: Callable[[], str]) -> dict:
+        """The message with its content replaced, made once per message and ``how`` over the replay (so that a
+        message rewritten alike in every call is one object, and the attributor does its work once)."""
+        return self.replay.rewrites.get(message, how, lambda: _with_content(message, content()))
+
+    def keep_from(self, start: int) -> list[dict]:
+        """The system and developer messages, and the messages from ``start`` on (never from past the new
+        ones), with the window rule: tool messages at the start of the kept part whose assistant tool call
+        was cut are dropped too (a new tool message keeps its assistant message instead)."""
+        return _keep_from(self.messages, start, self.fresh)
+
+    def others(self) -> list[int]:
+        """Where the messages other than system and developer are."""
+        return _others(self.messages)
+
+
+def _replayed(call: Call, kept: list[dict]) -> Call:
+    if len(kept) == len(call.messages) and all(a is b for a, b in zip(kept, call.messages)):
+        return call
+    # usage was reported for the log's prompt, not this one; encrypted reasoning the log resends
+    # stays only where every assistant message stays
+    assistants = {id(m) for m in kept if m["role"] == "assistant"}
+    keeps_reasoning = all(id(m) in assistants for m in call.messages if m["role"] == "assistant")
+    return dataclasses.replace(
+        call, messages=kept, reported=None, unrendered=dict(call.unrendered) if keeps_reasoning else {}
+    )
+
+
+# -- the policies ------------------------------------------------------------------------------------
+@register
+@dataclass(frozen=True)
+class Full(Policy):
+    """The log as it is."""
+
+    name: ClassVar[str] = "full"
+
+    def describe(self) -> str:
+        return "the log as it is"
+
+    def apply(self, step: Step) -> list[dict]:
+        return step.messages
+
+
+@register
+@dataclass(frozen=True)
+class Window(Policy):
+    name: ClassVar[str] = "window"
+    parameters: ClassVar[tuple[Parameter, ...]] = (Parameter("N", "messages", minimum=1),)
+    messages: int = 20
+
+    def describe(self) -> str:
+        return f"system and developer messages and the last {self.messages} other messages"
+
+    def apply(self, step: Step) -> list[dict]:
+        others = step.others()
+        start = others[-self.messages] if len(others) >= self.messages else (others[0] if others else 0)
+        return step.keep_from(start)
+
+
+@register
+@dataclass(frozen=True)
+class WindowTokens(Policy):
+    name: ClassVar[str] = "window-tokens"
+    parameters: ClassVar[tuple[Parameter, ...]] = (Parameter("T", "tokens", minimum=1),)
+    needs_counter: ClassVar[bool] = True
+    tokens: int = 32000
+
+    def describe(self) -> str:
+        return f"system and developer messages and the most recent messages that fit in {self.tokens:,} tokens"
+
+    def apply(self, step: Step) -> list[dict]:
+        """The earliest start (of the messages other than system and developer, up to the new ones)
+        whose prompt fits in T tokens; the new messages in any case. Prompts shrink as the start moves
+        later, so the start is found by a search from the last call's start."""
+        starts: dict[str, int] = step.state.setdefault("starts", {})  # thread -> where the last kept part started
+        messages, fresh, thread = step.messages, step.fresh, step.call.thread
+        candidates = [i for i in step.others() if i <= fresh]
+        if not candidates or candidates[-1] != fresh:
+            candidates.append(fresh)
+        cache: dict[int, tuple[list[dict], bool]] = {}
+
+        def fits(j: int) -> bool:
+            if j not in cache:
+                kept = _keep_from(messages, candidates[j], fresh)
+                cache[j] = (kept, step.count(kept) <= self.tokens)
+            return cache[j][1]
+
+        guess = 0
+        previous = starts.get(thread) if step.extends else None
+        if previous is not None:
+            guess = min(range(len(candidates)), key=lambda j: abs(candidates[j] - previous))
+        answer = _earliest(fits, len(candidates) - 1, guess)
+        starts[thread] = candidates[answer]
+        if answer in cache:
+            return cache[answer][0]
+        return _keep_from(messages, candidates[answer], fresh)
+
+
+@register
+@dataclass(frozen=True)
+class Elide(Policy):
+    name: ClassVar[str] = "elide"
+    parameters: ClassVar[tuple[Parameter, ...]] = (Parameter("K", "turns", minimum=0),)
+    turns: int = 2
+
+    def describe(self) -> str:
+        return f"tool results older than the last {self.turns} user turns replaced by a one-line stub"
+
+    def apply(self, step: Step) -> list[dict]:
+        messages = step.messages
+        limit = min(_turn_start(messages, self.turns), step.fresh)
         names: dict[str, str] | None = None
         out = list(messages)
         for i in range(limit):
@@ -474,160 +552,190 @@ class _Replayer:
                 names = _tool_names(messages)
             tool = names.get(m.get("tool_call_id") or "", "?")
             size = len(m.get("content") or "")
-            out[i] = self.rewrites.get(m, "elide", lambda: _with_content(m, ELIDED.format(tool=tool, size=size)))
+            out[i] = step.rewrite(m, "elide", lambda: ELIDED.format(tool=tool, size=size))
         return out
 
-    def _cap(self, messages: list[dict], fresh: int, chars: int) -> list[dict]:
-        out = list(messages)
-        for i in range(fresh):
-            m = messages[i]
+
+@register
+@dataclass(frozen=True)
+class Cap(Policy):
+    name: ClassVar[str] = "cap"
+    parameters: ClassVar[tuple[Parameter, ...]] = (Parameter("C", "chars", minimum=1),)
+    chars: int = 4000
+
+    def describe(self) -> str:
+        return f"tool results cut to their first {self.chars:,} characters, with a note"
+
+    def apply(self, step: Step) -> list[dict]:
+        chars = self.chars
+        out = list(step.messages)
+        for i in range(step.fresh):
+            m = step.messages[i]
             content = m.get("content")
             if m["role"] != "tool" or not isinstance(content, str) or len(content) <= chars:
                 continue
-            out[i] = self.rewrites.get(
-                m, f"cap:{chars}", lambda: _with_content(m, content[:chars] + CUT.format(size=len(content), kept=chars))
+            out[i] = step.rewrite(
+                m, f"cap:{chars}", lambda: content[:chars] + CUT.format(size=len(content), kept=chars)
             )
         return out
 
-    def _clear(self, call: Call, fresh: int) -> list[dict]:
-        assert isinstance(self.policy, ClearToolUses)
-        messages = as_list(call.messages)
-        results = [i for i in range(fresh) if messages[i]["role"] == "tool"]
-        if not results or self._count(messages, call) <= self.policy.trigger:
-            return messages
-        newer = sum(1 for m in messages[fresh:] if m["role"] == "tool")
-        keep = max(0, self.policy.keep - newer)  # the most recent tool results, new ones first
-        cleared = results[: len(results) - keep]
-        out = list(messages)
-        for i in cleared:
-            m = messages[i]
-            out[i] = self.rewrites.get(m, "clear", lambda: _with_content(m, CLEARED))
-        return out
 
-    # -- the policies that count ------------------------------------------------------------------
-    def _growth(self, call: Call) -> int:
-        """The tokens the log's usage shows in the call's prompt that no message explains (a counter that knows them)."""
-        growth = getattr(self.counter, "growth", None)
-        return growth(call) if callable(growth) else 0
+@register
+@dataclass(frozen=True)
+class UserVerbatim(Policy):
+    name: ClassVar[str] = "user-verbatim"
+    parameters: ClassVar[tuple[Parameter, ...]] = (Parameter("K", "turns", minimum=0),)
+    turns: int = 4
 
-    def _count(self, messages: list[dict], call: Call) -> int:
-        if self.counter is None:
-            raise PolicyError(f"policy {self.policy.spec!r} needs token counts: give apply() a counter")
-        return self.counter.prompt(messages, call)
+    def describe(self) -> str:
+        return (
+            f"system and user messages, and the last {self.turns} turns in full; other assistant and tool "
+            "messages dropped"
+        )
 
-    def _window_tokens(self, call: Call, fresh: int, extends: bool) -> list[dict]:
-        """The earliest start (of the messages other than system and developer, up to the new ones)
-        whose prompt fits in T tokens; the new messages in any case. Prompts shrink as the start moves
-        later, so the start is found by a search from the last call's start."""
-        assert isinstance(self.policy, WindowTokens)
-        messages = as_list(call.messages)
-        limit = self.policy.tokens
-        candidates = [i for i in _others(messages) if i <= fresh]
-        if not candidates or candidates[-1] != fresh:
-            candidates.append(fresh)
-        cache: dict[int, tuple[list[dict], bool]] = {}
+    def apply(self, step: Step) -> list[dict]:
+        messages = step.messages
+        limit = min(_turn_start(messages, self.turns), step.fresh)
+        while 0 < limit < len(messages) and messages[limit]["role"] == "tool":  # a new result keeps its call
+            limit -= 1
+        return [m for i, m in enumerate(messages) if i >= limit or m["role"] in (*ALWAYS_KEPT, "user")]
 
-        def fits(j: int) -> bool:
-            if j not in cache:
-                kept = _keep_from(messages, candidates[j], fresh)
-                cache[j] = (kept, self._count(kept, call) <= limit)
-            return cache[j][1]
 
-        guess = 0
-        previous = self.starts.get(call.thread) if extends else None
-        if previous is not None:
-            guess = min(range(len(candidates)), key=lambda j: abs(candidates[j] - previous))
-        answer = _earliest(fits, len(candidates) - 1, guess)
-        self.starts[call.thread] = candidates[answer]
-        if answer in cache:
-            return cache[answer][0]
-        return _keep_from(messages, candidates[answer], fresh)
+@register
+@dataclass(frozen=True)
+class Compact(Policy):
+    name: ClassVar[str] = "compact"
+    parameters: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("P", "percent", minimum=1, decimal=True),
+        Parameter("S", "summary_tokens", minimum=1, optional=True),
+    )
+    needs_counter: ClassVar[bool] = True
+    percent: float = 80.0
+    summary_tokens: int = 2000
 
-    def _stand_in(self, tokens: int) -> str:
-        """A summary of ``tokens`` tokens (counted alone): :data:`STAND_IN`, then filler words."""
-        if tokens in self.stand_ins:
-            return self.stand_ins[tokens]
-        assert self.counter is not None
-        head = STAND_IN.format(tokens=tokens)
-        base = self.counter.text(head)
-        if base > tokens:  # too short for the line that says what it is: filler alone
-            head, base = "", 0
-        per = max(1, self.counter.text(head + STAND_IN_WORD * 100) - base) / 100
-        words = max(0, int((tokens - base) / per))
+    @classmethod
+    def parse(cls, params: Sequence[str], spec: str) -> Policy:
+        policy = super().parse(params, spec)
+        assert isinstance(policy, Compact)
+        if policy.percent > 100:
+            raise PolicyError(f"policy {spec!r}: P is a percentage of the context window, at most 100 ({_listing()})")
+        return policy
 
-        def made(n: int) -> str:
-            text = head + STAND_IN_WORD * n
-            return text if head else text.lstrip()
+    def describe(self) -> str:
+        return (
+            f"history replaced by a summary (the log's own, else a stand-in of {self.summary_tokens:,} tokens) "
+            f"when a prompt would exceed {self.percent:g}% of the context window"
+        )
 
-        def count(n: int) -> int:
-            assert self.counter is not None
-            return self.counter.text(made(n))
-
-        while words > 0 and count(words) > tokens:
-            words -= 1
-        while count(words + 1) <= tokens:
-            words += 1
-        self.stand_ins[tokens] = text = made(words)
-        return text
-
-    def _compact(self, call: Call, fresh: int, extends: bool) -> tuple[list[dict], list[Call]]:
-        assert isinstance(self.policy, Compact)
-        if self.window is None:
-            raise PolicyError(f"policy {self.policy.spec!r} needs the model's context window: give it (--window N)")
-        messages = as_list(call.messages)
-        state = self.compacted.get(call.thread)
-        if state is not None and not extends:  # the log rewrote its history: where is the carried part now?
+    def apply(self, step: Step) -> list[dict]:
+        if step.window is None:
+            raise PolicyError(f"policy {self.spec!r} needs the model's context window: give it (--window N)")
+        #: thread -> (the index of the first message carried after the summary, that message (None: none
+        #: yet), the summary message)
+        compacted: dict[str, tuple[int, dict | None, dict]] = step.state.setdefault("compacted", {})
+        call, messages, fresh = step.call, step.messages, step.fresh
+        state = compacted.get(call.thread)
+        if state is not None and not step.extends:  # the log rewrote its history: where is the carried part now?
             carried, first, summary = state
             found = fresh if first is None else _find(messages, first, fresh)
             state = None if found is None else (found, first, summary)
         if state is None:
-            self.compacted.pop(call.thread, None)  # the log's own compaction, say: start anew from its prompt
+            compacted.pop(call.thread, None)  # the log's own compaction, say: start anew from its prompt
             prompt = messages
         else:
-            self.compacted[call.thread] = state
+            compacted[call.thread] = state
             carried, _, summary = state
             prompt = [m for m in messages[:carried] if m["role"] in ALWAYS_KEPT] + [summary] + messages[carried:]
-        threshold = self.policy.percent / 100 * self.window
+        threshold = self.percent / 100 * step.window
         fresh_in_prompt = len(prompt) - (len(messages) - fresh)
         history = prompt[:fresh_in_prompt]
         # what is billed: the prompt and the growth the log's usage shows that no message explains (which no
         # policy removes); nothing to compact when the history carries nothing but system messages and the summary
         carried_summary = state[2] if state is not None else None
         carries = any(m["role"] not in ALWAYS_KEPT and m is not carried_summary for m in history)
-        if call.kind == "compaction" or not carries or self._count(prompt, call) + self._growth(call) <= threshold:
-            return prompt, []
+        if call.kind == "compaction" or not carries or step.count(prompt) + step.growth() <= threshold:
+            return prompt
         # compact: a summarising call with the history and the instruction, then the conversation from the summary
-        text = self._stand_in(self.policy.summary_tokens)
+        text = self._stand_in(step)
         summary = {"role": "user", "content": SUMMARY_HEADER + text}
-        summarising = AddedCall(
-            index=call.index,
-            messages=history + [{"role": "user", "content": COMPACT_INSTRUCTION}],
-            tools=call.tools,
-            model=call.model,
-            reported=None,
-            day=call.day,
-            where=f"{call.where} (a summarising call added by {self.policy.spec})",
-            response={"role": "assistant", "content": text},
-            kind="compaction",
-            thread=call.thread,
-            time=call.time,
+        step.added.append(
+            AddedCall(
+                index=call.index,
+                messages=history + [{"role": "user", "content": COMPACT_INSTRUCTION}],
+                tools=call.tools,
+                model=call.model,
+                reported=None,
+                day=call.day,
+                where=f"{call.where} (a summarising call added by {self.spec})",
+                response={"role": "assistant", "content": text},
+                kind="compaction",
+                thread=call.thread,
+                time=call.time,
+            )
         )
-        self.compacted[call.thread] = (fresh, messages[fresh] if fresh < len(messages) else None, summary)
-        kept = [m for m in messages[:fresh] if m["role"] in ALWAYS_KEPT] + [summary] + messages[fresh:]
-        return kept, [summarising]
+        compacted[call.thread] = (fresh, messages[fresh] if fresh < len(messages) else None, summary)
+        return [m for m in messages[:fresh] if m["role"] in ALWAYS_KEPT] + [summary] + messages[fresh:]
 
-    # -- the replayed call ---------------------------------------------------------------------------
-    @staticmethod
-    def _replayed(call: Call, kept: list[dict]) -> Call:
-        if len(kept) == len(call.messages) and all(a is b for a, b in zip(kept, call.messages)):
-            return call
-        # usage was reported for the log's prompt, not this one; encrypted reasoning the log resends
-        # stays only where every assistant message stays
-        assistants = {id(m) for m in kept if m["role"] == "assistant"}
-        keeps_reasoning = all(id(m) in assistants for m in call.messages if m["role"] == "assistant")
-        return dataclasses.replace(
-            call, messages=kept, reported=None, unrendered=dict(call.unrendered) if keeps_reasoning else {}
+    def _stand_in(self, step: Step) -> str:
+        """A summary of S tokens (counted alone): :data:`STAND_IN`, then filler words."""
+        tokens = self.summary_tokens
+        stand_ins: dict[int, str] = step.state.setdefault("stand_ins", {})
+        if tokens in stand_ins:
+            return stand_ins[tokens]
+        head = STAND_IN.format(tokens=tokens)
+        base = step.count_text(head)
+        if base > tokens:  # too short for the line that says what it is: filler alone
+            head, base = "", 0
+        per = max(1, step.count_text(head + STAND_IN_WORD * 100) - base) / 100
+        words = max(0, int((tokens - base) / per))
+
+        def made(n: int) -> str:
+            text = head + STAND_IN_WORD * n
+            return text if head else text.lstrip()
+
+        while words > 0 and step.count_text(made(words)) > tokens:
+            words -= 1
+        while step.count_text(made(words + 1)) <= tokens:
+            words += 1
+        stand_ins[tokens] = text = made(words)
+        return text
+
+
+@register
+@dataclass(frozen=True)
+class ClearToolUses(Policy):
+    name: ClassVar[str] = "clear-tool-uses"
+    parameters: ClassVar[tuple[Parameter, ...]] = (
+        Parameter("TRIGGER", "trigger", minimum=1),
+        Parameter("KEEP", "keep", minimum=0),
+    )
+    needs_counter: ClassVar[bool] = True
+    trigger: int = 100000
+    keep: int = 3
+
+    @classmethod
+    def parse(cls, params: Sequence[str], spec: str) -> Policy:
+        if len(params) == 1:
+            raise PolicyError(f"policy {spec!r}: clear-tool-uses takes TRIGGER:KEEP, or neither ({_listing()})")
+        return super().parse(params, spec)
+
+    def describe(self) -> str:
+        return (
+            f"once a prompt exceeds {self.trigger:,} tokens, tool results but the {self.keep} most recent "
+            f"replaced by {CLEARED!r}"
         )
+
+    def apply(self, step: Step) -> list[dict]:
+        messages, fresh = step.messages, step.fresh
+        results = [i for i in range(fresh) if messages[i]["role"] == "tool"]
+        if not results or step.count(messages) <= self.trigger:
+            return messages
+        newer = sum(1 for m in messages[fresh:] if m["role"] == "tool")
+        keep = max(0, self.keep - newer)  # the most recent tool results, new ones first
+        out = list(messages)
+        for i in results[: len(results) - keep]:
+            out[i] = step.rewrite(messages[i], "clear", lambda: CLEARED)
+        return out
 
 
 def apply(trace: Trace, policy: Policy, counter: Counter | None = None, window: int | None = None) -> Trace:
@@ -637,10 +745,10 @@ def apply(trace: Trace, policy: Policy, counter: Counter | None = None, window: 
     policy leaves as it is is the trace's own :class:`Call`; a call it changes has no reported usage
     (that was the log's prompt's); the summarising calls ``compact`` adds are :class:`AddedCall`.
     The trace given is not changed."""
-    if needs_counter(policy) and counter is None:
+    if policy.needs_counter and counter is None:
         raise PolicyError(f"policy {policy.spec!r} needs token counts: give apply() a counter")
-    replayer = _Replayer(policy, counter, window)
+    replay = Replay(policy, counter, window)
     calls: list[Call] = []
     for call in trace.calls:
-        calls.extend(replayer.calls(call))
+        calls.extend(replay.calls(call))
     return dataclasses.replace(trace, calls=calls, notes=list(trace.notes))

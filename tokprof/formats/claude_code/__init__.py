@@ -141,7 +141,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, Iterable
 
-from tokprof.formats.claude_code.lines import MESSAGE_TYPES, TOOL_CALL_BLOCKS
+from tokprof.formats.claude_code.lines import FORMAT, MESSAGE_TYPES, TOOL_CALL_BLOCKS
 from tokprof.formats.claude_code.scan import SNIFF_FIELDS, SNIFF_TYPES, sessions, subagent_files
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
@@ -165,7 +165,6 @@ __all__ = [
     "main_model",
 ]
 
-FORMAT = "claude-code"
 DESCRIPTION = "Claude Code session transcripts (~/.claude/projects/<project>/<session>.jsonl), subagents included"
 
 

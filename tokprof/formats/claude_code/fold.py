@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
-from tokprof.formats.claude_code import FORMAT
 from tokprof.formats.claude_code.lines import (
     EMPTY,
+    FORMAT,
     MESSAGE_TYPES,
     Line,
     Transcript,

@@ -14,6 +14,8 @@ from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object, objects, optional_string, string
 from tokprof.formats.neutral import assistant_message, check_text
 
+#: The format's name (the package declares it: :data:`tokprof.formats.claude_code.LOG_FORMAT`).
+FORMAT = "claude-code"
 TOOL_CALL_BLOCKS = ("tool_use", "server_tool_use", "mcp_tool_use")
 
 

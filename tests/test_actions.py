@@ -1,0 +1,186 @@
+"""What to change (#47.2): at most three actions, ranked by the dollars a replay of the log proves each
+saves, in the profile's terminal table, JSON and HTML; an unpriced log gets tokens and the reason."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from tokprof.analyses.actions import MAX_ACTIONS, rank
+from tokprof.frontends.cli import main
+from tokprof.profiling import Action, Profile
+
+SAMPLE = ROOT / "samples" / "incident_session.json"
+MODEL = "claude-sonnet-4-5-20250929"
+START = datetime(2025, 10, 26, 10, 0, tzinfo=timezone.utc)
+#: A Read result of about 11,000 characters: a cap of 4,000 cuts it.
+LISTING = "".join(f"    def step_{n}(self, value):\n        return value + {n}\n" for n in range(200))
+
+
+def _at(seconds: float) -> str:
+    return (START + timedelta(seconds=seconds)).isoformat().replace("+00:00", "Z")
+
+
+def _line(kind: str, uuid: str, parent: str | None, at: float, **extra) -> dict:
+    return {
+        "parentUuid": parent,
+        "isSidechain": extra.pop("sidechain", False),
+        "sessionId": "advice-1",
+        "type": kind,
+        "uuid": uuid,
+        "timestamp": _at(at),
+        **extra,
+    }
+
+
+def _assistant(uuid: str, parent: str, n: int, at: float, blocks: list, prompt: int, read: int, **extra) -> dict:
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": prompt - read - 3, "cache_read_input_tokens": read}
+    message = {
+        "model": MODEL,
+        "id": f"msg_{n}",
+        "type": "message",
+        "role": "assistant",
+        "content": blocks,
+        "stop_reason": "tool_use",
+        "usage": {**usage, "output_tokens": 400},
+    }
+    return _line("assistant", uuid, parent, at, message=message, requestId=f"req_{uuid}", **extra)
+
+
+def claude_session(folder: Path, idle_before: int = 4, mcp: bool = False) -> Path:
+    """A Claude Code session (priced: claude-sonnet-4-5) of six Read calls whose results run to about 11,000
+    characters, the call ``idle_before`` coming back after ten idle minutes (its cache gone), and a
+    subagent's two calls on a side chain. ``mcp``: the third call is an MCP server's tool
+    (``mcp__github__get_issue``) instead."""
+    rows = [_line("user", "u0", None, 0, message={"role": "user", "content": "Read the modules and fix the bug."})]
+    parent, clock, prompt, previous = "u0", 0.0, 6000, 0
+    for i in range(6):
+        clock += 600 if i == idle_before else 20
+        read = 0 if i in (0, idle_before) else previous
+        name = "mcp__github__get_issue" if mcp and i == 2 else "Read"
+        use = {"type": "tool_use", "id": f"t{i}", "name": name, "input": {"file_path": f"src/m{i}.py"}}
+        rows.append(_assistant(f"a{i}", parent, i, clock, [{"type": "text", "text": "Reading."}, use], prompt, read))
+        content = [{"type": "tool_result", "tool_use_id": f"t{i}", "content": LISTING}]
+        rows.append(_line("user", f"r{i}", f"a{i}", clock + 1, message={"role": "user", "content": content}))
+        parent, previous, prompt = f"r{i}", prompt, prompt + 3200
+        if i == 1:  # a subagent: its own thread, two calls
+            side = {"agentId": "feed1", "sidechain": True}
+            rows.append(
+                _line("user", "s0", None, clock + 2, message={"role": "user", "content": "Find the tests"}, **side)
+            )
+            glob = {"type": "tool_use", "id": "st0", "name": "Glob", "input": {"pattern": "tests/*.py"}}
+            rows.append(_assistant("s1", "s0", 100, clock + 3, [glob], 3000, 0, **side))
+            found = [{"type": "tool_result", "tool_use_id": "st0", "content": "tests/test_m.py"}]
+            rows.append(_line("user", "s2", "s1", clock + 4, message={"role": "user", "content": found}, **side))
+            rows.append(_assistant("s3", "s2", 101, clock + 5, [{"type": "text", "text": "One."}], 3050, 3000, **side))
+    path = folder / "advice-1.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def run_json(args: list[str], capsys) -> dict:
+    assert main(args) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory) -> Path:
+    return claude_session(tmp_path_factory.mktemp("advice"))
+
+
+@pytest.fixture(scope="module")
+def advised(session) -> dict:
+    """The session's profile JSON (made once for the module)."""
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["profile", str(session), "-f", "json", "--no-progress"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_actions_are_ranked_by_dollars_and_at_most_three(advised):
+    actions = advised["actions"]
+    assert 1 <= len(actions) <= MAX_ACTIONS
+    priced = [a["dollars"] for a in actions if a["dollars"] is not None]
+    assert priced == sorted(priced, reverse=True) and all(d > 0 for d in priced)
+    for a in actions:
+        assert set(a) == {"what", "why", "dollars", "tokens", "how", "basis", "estimate", "unpriced"}
+        assert a["estimate"] is True  # Claude's tokenizer is not public: the counts are a proxy's
+        assert (a["dollars"] is None) == (a["unpriced"] is not None)
+
+
+def test_the_idle_gap_action_is_what_cache_forensics_prices(advised):
+    """The cache fix's dollars are the profile's own loss to idle gaps, its tokens the tokens lost."""
+    action = next(a for a in advised["actions"] if a["basis"] == "cache")
+    assert action["what"] == "resume within the cache's lifetime"
+    lost = next(r for r in advised["summary"]["cache"]["lost"]["by_reason"] if r["reason"] == "idle-gap")
+    assert action["dollars"] == pytest.approx(lost["cost"]) and action["tokens"] == lost["tokens"]
+    assert "5 minutes" in action["how"]
+
+
+def test_the_results_action_is_the_replays_saving(session, advised, capsys):
+    """The tool-results action saves what whatif's replay of the same policy saves, to the cent, and names
+    the tool whose results it cuts, with Claude Code's documented settings."""
+    action = next(a for a in advised["actions"] if a["basis"].startswith("replay:"))
+    policy = action["basis"].split(":", 1)[1]
+    replay = run_json(["whatif", str(session), "-p", policy, "-f", "json", "--no-progress"], capsys)
+    result = next(p for p in replay["policies"] if p["policy"] == policy)
+    assert action["dollars"] == pytest.approx(result["cost_saving"], abs=1e-6) and action["dollars"] > 0
+    assert action["tokens"] == result["saving"]
+    assert "Read" in action["what"]
+    assert "Claude Code" in action["how"]
+
+
+def test_the_block_comes_first_in_the_terminal_and_the_html(session, advised, tmp_path, capsys):
+    assert main(["profile", str(session), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[1].startswith("What to change") or lines[2].startswith("What to change")
+    first = advised["actions"][0]
+    assert out.index(first["what"][:30]) < out.index("call ")  # before the table of calls
+    assert "$" in out.split("\n  2.")[0]  # the first action says its dollars
+    page = tmp_path / "r.html"
+    assert main(["report", str(session), "-o", str(page), "--no-progress"]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert text.index('<section class="actions">') < text.index('<div class="cards">')
+
+
+def test_an_unpriced_log_gets_tokens_and_why_no_dollars(capsys):
+    doc = run_json(["profile", str(SAMPLE), "-f", "json", "--no-progress"], capsys)
+    actions = doc["actions"]
+    assert actions and all(a["dollars"] is None for a in actions)
+    for a in actions:
+        assert a["tokens"] > 0 and a["unpriced"]
+    replayed = next(a for a in actions if a["basis"].startswith("replay:"))
+    assert "no price" in replayed["unpriced"]
+    unused = next(a for a in actions if a["basis"] == "none")  # no replay prices dropping tools: said so
+    assert "never called" in unused["what"] and "no replay" in unused["unpriced"]
+
+
+def test_a_priced_sample_ranks_its_replay_by_dollars(capsys):
+    """With prices the same sample's replayed action has dollars, equal to whatif's for its policy."""
+    doc = run_json(["profile", str(SAMPLE), "-f", "json", "--no-progress", "--price", "0.5/2/0.05"], capsys)
+    replayed = next(a for a in doc["actions"] if a["basis"].startswith("replay:"))
+    assert replayed["dollars"] is not None and replayed["dollars"] > 0
+    assert doc["actions"][0] == replayed  # dollars before the unpriced
+
+
+def test_a_saved_profile_keeps_its_actions(advised, tmp_path):
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(advised), encoding="utf-8")
+    loaded = Profile.load(path)
+    assert loaded.actions is not None and [a.to_dict() for a in loaded.actions] == advised["actions"]
+
+
+def test_rank_never_lists_more_than_three_and_puts_dollars_first():
+    def action(what: str, dollars: float | None, tokens: int) -> Action:
+        return Action(what, "w", dollars, tokens, "h", "cache", unpriced=None if dollars is not None else "x")
+
+    ranked = rank([action("a", None, 10**9), action("b", 0.5, 10), action("c", 2.0, 5), action("d", 1.0, 1)])
+    assert [a.what for a in ranked] == ["c", "d", "b"]

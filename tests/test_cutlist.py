@@ -1,0 +1,133 @@
+"""The cut list (#47.3): per tool and per MCP server, what its definitions and its results' carry cost in
+dollars, the cut, and the configuration change for the agent that wrote the log, from its documentation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tokprof.analyses import agent_config
+from tokprof.frontends.cli import main
+from test_actions import claude_session
+
+TOOLS = [
+    {"name": name, "description": f"{name} does one thing.", "input_schema": {"type": "object", "properties": {}}}
+    for name in ("Read", "Glob", "mcp__github__get_issue", "mcp__github__create_issue", "mcp__jira__search")
+]
+
+
+@pytest.fixture(scope="module")
+def cut(tmp_path_factory) -> dict:
+    import contextlib
+    import io
+
+    folder = tmp_path_factory.mktemp("cut")
+    log = claude_session(folder, mcp=True)
+    tools = folder / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["tools", str(log), "--tools", str(tools), "-f", "json", "--no-progress"]) == 0
+    return json.loads(out.getvalue())["cut_list"]
+
+
+def rows(cut: dict) -> dict:
+    return {r["name"]: r for r in cut["rows"]}
+
+
+def test_every_tool_and_server_has_a_row_priced_at_the_runs_input_price(cut):
+    assert cut["agent"] == "Claude Code" and cut["estimate"] is True and cut["definitions_recorded"] is True
+    price = cut["price_per_input_token"]
+    assert price and price > 0 and cut["unpriced"] is None
+    found = rows(cut)
+    assert {"Read", "Glob", "mcp__github__get_issue", "mcp__github__create_issue", "mcp__jira__search"} <= set(found)
+    assert {"mcp__github", "mcp__jira"} <= set(found)  # the servers, rolled up from the tool names
+    for r in cut["rows"]:
+        assert r["definition_dollars"] == pytest.approx(r["definition_tokens"] * price, abs=1e-6)
+        assert r["carry_dollars"] == pytest.approx(r["carry_tokens"] * price, abs=1e-6)
+        assert r["cost_dollars"] == pytest.approx(r["definition_dollars"] + r["carry_dollars"], abs=2e-6)
+    github = found["mcp__github"]
+    tools = [found["mcp__github__get_issue"], found["mcp__github__create_issue"]]
+    assert github["definition_tokens"] == sum(t["definition_tokens"] for t in tools)
+    assert github["carry_tokens"] == sum(t["carry_tokens"] for t in tools) and github["calls"] == 1
+
+
+def test_the_cuts_and_claude_codes_settings(cut):
+    found = rows(cut)
+    never = found["mcp__github__create_issue"]
+    assert never["cut"] == "drop" and never["calls"] == 0
+    assert '"mcp__github__create_issue"' in never["how"] and '"permissions.deny"' in never["how"]
+    jira = found["mcp__jira"]  # a server none of whose tools was called: drop the server
+    assert jira["cut"] == "drop" and '"mcp__jira"' in jira["how"] and ".mcp.json" in jira["how"]
+    read = found["Read"]
+    assert read["cut"] == "cap" and read["carry_tokens"] > 0
+    assert "Claude Code's documentation gives no setting that caps Read" in read["how"]
+    issue = found["mcp__github__get_issue"]
+    assert issue["cut"] == "cap" and "MAX_MCP_OUTPUT_TOKENS" in issue["how"]
+    for r in cut["rows"]:  # a cost is never shown as a saving: only a replay gives one
+        assert r["saving_dollars"] is None or r["replay"] is not None
+        assert (r["cut"] == "none") == (r["not_replayed"] is None and r["replay"] is None)
+
+
+def test_the_table_shows_the_cut_list(tmp_path, capsys):
+    log = claude_session(tmp_path, mcp=True)
+    assert main(["tools", str(log), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "Cut list" in out and "for Claude Code" in out
+    assert "n/r: the log does not record the tool definitions" in out  # no --tools: definitions not recorded
+    assert "mcp__github (server)" in out and "never a saving" in out
+
+
+def test_price_without_a_log_is_refused(capsys):
+    assert main(["tools", "--tools", "samples/tools_anthropic.json", "--price", "1/2"]) == 2
+    assert "--price" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fmt", "drop", "server", "cap"),
+    [
+        ("codex", "disabled_tools", "enabled = false", "tool_output_token_limit"),
+        ("gemini-cli", '"excludeTools"', '"mcpServers"', "gives no setting"),
+        ("claude-code", '"permissions.deny"', "claude mcp remove", "MAX_MCP_OUTPUT_TOKENS"),
+    ],
+)
+def test_each_agents_documented_setting(fmt, drop, server, cap):
+    assert drop in agent_config.drop_tools(fmt, ["mcp__github__create_issue"])
+    assert server in agent_config.drop_server(fmt, "github")
+    assert cap in agent_config.cap_results(fmt, ["mcp__github__get_issue"] if fmt != "gemini-cli" else ["read_file"])
+
+
+def test_an_agent_no_documentation_covers_gets_no_guess():
+    for text in (
+        agent_config.drop_tools("openai-chat/jsonl", ["x"]),
+        agent_config.drop_server("pi", "github"),
+        agent_config.cap_results("swe-agent", ["x"]),
+    ):
+        assert text.startswith("tokprof knows no documented setting")
+
+
+def test_mcp_log_has_the_cut_list(tmp_path, capsys):
+    """``tokprof mcp --log``: the live servers' tools against the log, each with its cut and the setting
+    of the agent whose configuration lists the server (here a hand-written Claude Code log's)."""
+    import shlex
+    import sys
+
+    from jsonschema import Draft202012Validator
+
+    from conftest import ROOT
+    from test_mcp import SERVER, claude_code_log
+
+    server = tmp_path / "server.py"
+    server.write_text(SERVER, encoding="utf-8")
+    log = claude_code_log(tmp_path / "session.jsonl")
+    spec = f"notes={shlex.quote(sys.executable)} {shlex.quote(str(server))} 3 0"
+    assert main(["mcp", "--server", spec, "--log", str(log), "-f", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    schema = json.loads((ROOT / "docs" / "schema" / "mcp.schema.json").read_text(encoding="utf-8"))
+    assert not list(Draft202012Validator(schema).iter_errors(doc))
+    found = rows(doc["cut_list"])
+    assert found["mcp__notes__tool_1"]["cut"] == "drop" and found["mcp__notes__tool_1"]["calls"] == 0
+    assert '"permissions.deny"' in found["mcp__notes__tool_1"]["how"]  # the log is Claude Code's
+    assert found["mcp__notes"]["definition_tokens"] == sum(t["run_cost"] for t in doc["tools"])
+    assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens

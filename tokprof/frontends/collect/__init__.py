@@ -1,0 +1,1 @@
+"""``tokprof collect``: agents' OpenTelemetry into warehouse tables (docs/collect.md)."""
