@@ -604,8 +604,8 @@ def sessions(
     $CODEX_HOME/sessions), Gemini CLI (~/.gemini/tmp/*/chats, or under $GEMINI_CLI_HOME), Qwen Code
     (~/.qwen/projects/*/chats, or $QWEN_RUNTIME_DIR/projects) and pi (~/.pi/agent/sessions, or
     $PI_CODING_AGENT_DIR/sessions): each with its agent, project, start time, calls and reported cost.
-    Each row's number picks it: tokprof profile 4. With --by: a row per day, week, month, project, agent
-    or model with the billed input by kind, output, cost, cache hit rate and what cache misses cost.
+    Each row's number picks it: tokprof profile 4. With --by: a row per day, week, month, project,
+    agent or model: billed input by kind, output, cost, cache hit rate, what cache misses cost.
     """
     return _local(agent, fmt, output, _options(fmt, output), by, since, until, tz)
 
