@@ -87,6 +87,16 @@ def test_redacted_usage_reports_the_calls_and_the_metric_totals(tmp_path, capsys
     assert all(c["cost"]["priced"] is False and "neither" in c["cost"]["reason"] for c in found["calls"])
     (note,) = [w for w in found["warnings"] if w["code"] == "usage-from-metrics"]
     assert "81,279 input" in note["message"] and "redacted" in note["message"]
+    # figures not recorded are null in the JSON, never 0, and a saved profile of them loads again
+    assert all(c["total"] is None and c["cumulative"] is None and c["computed"] is None for c in found["calls"])
+    assert all(set(c["buckets"].values()) == {None} for c in found["calls"])
+    summary = found["summary"]
+    assert summary["billed_input"] is None and summary["largest_prompt"] is None
+    assert set(summary["buckets_billed"].values()) == {None}
+    saved = tmp_path / "saved.json"
+    saved.write_text(text, encoding="utf-8")
+    code, again, err = run(["profile", str(saved), "--no-progress", "-f", "json"], capsys)
+    assert code == 0 and again == text, err
 
 
 def test_named_token_types_and_delta_records_add_up(tmp_path, capsys):

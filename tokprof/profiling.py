@@ -96,11 +96,12 @@ class CallRow:
     def to_dict(self) -> dict:
         reported = self.reported.to_dict() if self.reported else None
         diff = self.difference()
+        known = self.recorded  # a call the log records nothing of: its figures are null, never 0
         return {
             "index": self.index,
-            "buckets": dict(self.buckets),
-            "total": self.total,
-            "computed": self.rendered,
+            "buckets": dict(self.buckets) if known else {name: None for name in self.buckets},
+            "total": self.total if known else None,
+            "computed": self.rendered if known else None,
             "exact": self.exact,
             "kind": self.kind,
             "thread": self.thread,
@@ -108,7 +109,7 @@ class CallRow:
             "anchored": self.anchored,
             "unexplained": self.unexplained,
             "added_messages": self.added,
-            "cumulative": self.cumulative,
+            "cumulative": self.cumulative if known else None,
             "messages": self.messages,
             "source": self.where,
             "reported": reported,
@@ -124,9 +125,10 @@ class CallRow:
         reported = Usage(**d["reported"]) if d.get("reported") else None
         return cls(
             index=d["index"],
-            buckets=dict(d["buckets"]),
-            total=d["total"],
-            cumulative=d["cumulative"],
+            # null figures: a call the log records nothing of (held as 0, shown as not recorded)
+            buckets={name: count or 0 for name, count in d["buckets"].items()},
+            total=d["total"] or 0,
+            cumulative=d["cumulative"] or 0,
             messages=d["messages"],
             where=d.get("source", ""),
             reported=reported,
@@ -146,8 +148,8 @@ class CallRow:
 #: The types of a saved call's fields that the reports read (``docs/schema/profile.schema.json``).
 _ROW_TYPES: dict[str, tuple[type, ...]] = {
     "index": (int,),
-    "total": (int,),
-    "cumulative": (int,),
+    "total": (int, type(None)),  # null: a call the log records nothing of (its figures are not known, not 0)
+    "cumulative": (int, type(None)),
     "messages": (int,),
     "source": (str,),
     "computed": (int, type(None)),
@@ -605,9 +607,20 @@ class Profile:
             "source": self.source.to_dict(),
             **({"actions": [a.to_dict() for a in self.actions]} if self.actions is not None else {}),
             "calls": [c.to_dict() for c in self.calls],
-            "summary": self.summary().to_dict(),
+            "summary": self._summary_dict(),
             "warnings": [w.to_dict() for w in self.warnings],
         }
+
+    def _summary_dict(self) -> dict:
+        """The summary's JSON; when no call records anything of its prompt (usage redacted, content capture
+        off), the prompt figures are null: not known, never 0."""
+        out = self.summary().to_dict()
+        if self.calls and not any(c.recorded for c in self.calls):
+            for key in ("billed_input", "final_prompt", "largest_prompt"):
+                out[key] = None
+            out["buckets_billed"] = {name: None for name in out["buckets_billed"]}
+            out["shares"] = {name: None for name in out["shares"]}
+        return out
 
     def to_json(self) -> str:
         return "".join(self.json_chunks())
@@ -624,7 +637,7 @@ class Profile:
             ("source", self.source.to_dict),
             *((("actions", lambda: [a.to_dict() for a in self.actions or ()]),) if self.actions is not None else ()),
             ("calls", list),
-            ("summary", lambda: self.summary().to_dict()),
+            ("summary", self._summary_dict),
             ("warnings", lambda: [w.to_dict() for w in self.warnings]),
         ]
         yield from object_chunks(fields, "calls", (c.to_dict() for c in self.calls))
@@ -798,16 +811,22 @@ def _check_calls(calls: object) -> None:
         buckets = call.get("buckets")
         if not isinstance(buckets, dict) or not buckets:
             raise ProfileFileError(f"calls[{i}].buckets: expected an object of token counts")
+        # a call the log records nothing of has null figures (its total and every bucket), never 0
+        unknown = call.get("total") is None and not call.get("messages") and call.get("reported") is None
         for name, count in buckets.items():
             if name not in SAVED_BUCKETS:
                 raise ProfileFileError(
                     f"calls[{i}].buckets: {name!r} is not a bucket (expected {', '.join(SAVED_BUCKETS)})"
                 )
-            if not _whole(count):
+            if not (_whole(count) or (unknown and count is None)):
                 raise ProfileFileError(f"calls[{i}].buckets.{name}: expected a whole number of tokens, 0 or more")
         for key in ("index", "total", "cumulative", "messages"):
-            if not _whole(call.get(key)):
+            if not (_whole(call.get(key)) or (unknown and key in ("total", "cumulative") and call.get(key) is None)):
                 raise ProfileFileError(f"calls[{i}].{key}: expected a whole number, 0 or more")
+        if unknown:
+            if any(count is not None for count in buckets.values()):
+                raise ProfileFileError(f"calls[{i}].buckets: a call with no total has no bucket counts")
+            continue
         if call["total"] != sum(buckets.values()):
             raise ProfileFileError(
                 f"calls[{i}].total: {call['total']:,} is not the sum of its buckets ({sum(buckets.values()):,})"
