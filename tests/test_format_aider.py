@@ -132,7 +132,7 @@ def test_sessions_finds_histories_in_projects_and_the_variable(tmp_path, monkeyp
     write(home / "src" / "app")
     (home / "src" / "notes.md").write_text("# not aider\n")
     rows = api.local_sessions("aider")
-    assert [(row.project, row.calls) for row in rows] == [("app", 4)]
+    assert [(row.project, row.calls) for row in rows] == [(str((home / "src" / "app").resolve()), 4)]  # the repository
     elsewhere = tmp_path / "histories" / "chat.md"
     elsewhere.parent.mkdir()
     elsewhere.write_text(HISTORY)

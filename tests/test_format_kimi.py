@@ -169,7 +169,7 @@ def test_kimi_code_sessions_lists_the_main_agent(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(home))
     code_session(home)
     rows = api.local_sessions("kimi-code")
-    assert len(rows) == 1 and rows[0].calls == 3 and rows[0].project == "wd_app_ac3bb318"
+    assert len(rows) == 1 and rows[0].calls == 3 and rows[0].project == "/work/app"  # state.json's workDir
 
 
 def cli_line(t: float, kind: str, payload: dict) -> dict:
