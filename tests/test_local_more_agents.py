@@ -43,8 +43,8 @@ def test_sessions_say_what_usage_is_recorded(tmp_path, monkeypatch, capsys):
     assert (rows["zed"]["calls"], rows["zed"]["calls_with_usage"]) == (3, 2) and rows["zed"]["cost"] > 0
     assert main(["sessions"]) == 0
     table = capsys.readouterr().out
-    goose_line = next(line for line in table.splitlines() if line.startswith("goose"))
-    zed_line = next(line for line in table.splitlines() if line.startswith("zed"))
+    goose_line = next(line for line in table.splitlines() if " goose " in line)  # rows are numbered
+    zed_line = next(line for line in table.splitlines() if " zed " in line)
     assert "not recorded" in goose_line and "$0" not in goose_line
     assert "(2/3)" in zed_line and "of the n calls of m whose usage the agent recorded" in table
 

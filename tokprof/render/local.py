@@ -80,6 +80,8 @@ class LocalTableRenderer:
                     f"usage not recorded for {n} call{'' if n == 1 else 's'} of {safe(home_shown(row.path))}: "
                     "not in its cost"
                 )
+        if any(row.recorded and row.calls and row.recorded < row.calls for row in rows):
+            console.print("  cost (n/m): of the n calls of m whose usage the agent recorded")
         console.print("  one session: tokprof profile N (its number here), or FILE")
         return out.getvalue()
 
