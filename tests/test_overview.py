@@ -530,6 +530,8 @@ def test_the_dashboard_over_a_directory_in_headless_chromium(home, tmp_path, cap
     pages = sorted(p.name for p in site.glob("session-*.html"))
     assert len(pages) == 2 and len(index) < 5_000_000 and "messages[1].tokens.input" in index  # skipped, with why
     assert "not recorded" in index  # a Claude Code log's system prompt: never 0
+    assert "what to change first" in index  # each costliest session's first action (#47.2), as its page has them
+    assert all("What to change" in (site / page).read_text() for page in pages)
     for page in pages:
         assert '</head><body><nav><a href="index.html">' in (site / page).read_text() and f'href="{page}"' in index
     if chromium is None:

@@ -1150,7 +1150,7 @@ def report_site(
             try:
                 trace = read_log(path, input_format=kind)
                 spends = call_spends(trace)
-                result = profile(trace, model, prices=prices)
+                result = profile(trace, model, prices=prices, advice=True)  # its page's "what to change" too
                 page = session_page(render("profile", "html", result, options))
             except (TokprofError, RenderError) as exc:
                 site.skipped.append(Skipped(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
@@ -1160,7 +1160,10 @@ def report_site(
             write(name, page)
             session = trace.session or Path(path).stem
             project = next((call.cwd for call in trace.calls if call.cwd), None) or ""
-            site.pages.append(SitePage(name, SessionRow.from_profile(result, session, path), trace.format, project))
+            first = result.actions[0] if result.actions else None
+            site.pages.append(
+                SitePage(name, SessionRow.from_profile(result, session, path), trace.format, project, first)
+            )
             site.spends.append(SessionSpend(trace.format, project, session, path, tuple(spends)))
             advance()
     write("index.html", index_page(site))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tokprof.analyses.periods import Periods, SessionSpend, periods
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
+from tokprof.profiling import Action
 
 #: The groupings of the index, each a table.
 GROUPINGS = (("day",), ("project",), ("agent",), ("model",))
@@ -29,6 +30,7 @@ class SitePage:
     row: SessionRow
     agent: str
     project: str
+    action: Action | None = None  # the first of its "what to change" (tokprof.analyses.actions), if any
 
 
 @dataclass

@@ -12,6 +12,7 @@ from tokprof.analyses.site import Site, SitePage
 from tokprof.analyses.spend import dollars_of
 from tokprof.base.text import visible
 from tokprof.profiling import missing_buckets, recorded
+from tokprof.render.actions import headline
 from tokprof.render.money import dollars
 
 STYLE = """
@@ -83,7 +84,7 @@ def index_page(site: Site) -> str:
     parts.append("<h2>Costliest sessions</h2>")
     parts.append(
         _table(
-            ["session", "agent", "project", "calls", "cost", "costliest cache-miss reason"],
+            ["session", "agent", "project", "calls", "cost", "what to change first"],
             [
                 [
                     _link(page),
@@ -91,7 +92,7 @@ def index_page(site: Site) -> str:
                     _text(page.project or "-"),
                     f"{page.row.calls:,}",
                     _money(page.row.cost),
-                    _text(next(iter(page.row.cache_lost_by_reason), "-")),
+                    _text(headline(page.action) if page.action is not None else "-"),
                 ]
                 for page in site.costliest()
             ],
