@@ -141,7 +141,8 @@ def test_the_block_comes_first_in_the_terminal_and_the_html(session, advised, tm
     assert main(["profile", str(session), "--no-progress"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[1].startswith("What to change") or lines[2].startswith("What to change")
+    heading = next(i for i, line in enumerate(lines) if line.startswith("What to change"))
+    assert all(line.startswith(("tokprof profile", "  ")) for line in lines[:heading])  # right under the heading
     first = advised["actions"][0]
     assert out.index(first["what"][:30]) < out.index("call ")  # before the table of calls
     assert "$" in out.split("\n  2.")[0]  # the first action says its dollars
@@ -186,8 +187,9 @@ def test_rank_never_lists_more_than_three_and_puts_dollars_first():
     assert [a.what for a in ranked] == ["c", "d", "b"]
 
 
-def test_a_directory_view_adds_the_cache_fixes_up(tmp_path, capsys):
+def test_a_directory_view_adds_the_cache_fixes_up(tmp_path, capsys, monkeypatch):
     """``tokprof profile DIR``: each session's cache fixes (no replay per session), the same fix added up."""
+    monkeypatch.setenv("COLUMNS", "200")  # the heading's long temporary path on one line, whatever the terminal
     folder = tmp_path / "all"
     folder.mkdir()
     first = claude_session(folder)

@@ -72,10 +72,11 @@ def test_the_cuts_and_claude_codes_settings(cut):
         assert (r["cut"] == "none") == (r["not_replayed"] is None and r["replay"] is None)
 
 
-def test_the_table_shows_the_cut_list(tmp_path, capsys):
+def test_the_table_shows_the_cut_list(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")  # whatever the terminal's width
     log = claude_session(tmp_path, mcp=True)
     assert main(["tools", str(log), "--no-progress"]) == 0
-    out = capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())  # lines folded at the width read as one text
     assert "Cut list" in out and "for Claude Code" in out
     assert "n/r: the log does not record the tool definitions" in out  # no --tools: definitions not recorded
     assert "mcp__github (server)" in out and "never a saving" in out
