@@ -65,13 +65,7 @@ def read(path: str, doc: Document) -> Trace:
 
 
 def read_db(path: str, composer_id: str | None = None) -> Trace:
-    import sqlite3
-
-    with agent_db.opened(path) as db:
-        try:
-            return _read(path, db, composer_id)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, None, f"cannot read Cursor's database ({exc})") from None
+    return agent_db.read_with(path, "Cursor", lambda db: _read(path, db, composer_id))
 
 
 def _row(path: str, where: str, value: Any) -> dict:

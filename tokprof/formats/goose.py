@@ -80,13 +80,7 @@ def read(path: str, doc: Document) -> Trace:
 
 
 def read_db(path: str, session_id: str | None = None) -> Trace:
-    import sqlite3
-
-    with agent_db.opened(path) as db:
-        try:
-            return _read(path, db, session_id)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, None, f"cannot read Goose's database ({exc})") from None
+    return agent_db.read_with(path, "Goose", lambda db: _read(path, db, session_id))
 
 
 def _read(path: str, db: "sqlite3.Connection", session_id: str | None) -> Trace:
