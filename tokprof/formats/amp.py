@@ -62,16 +62,8 @@ def starts_like_thread(head: bytes) -> bool:
     return head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{" and _STARTS.search(head[:1024]) is not None
 
 
-def _thread(doc: Document) -> Any:
-    """The document's one value (a thread written on one line reads as JSON lines of one line)."""
-    if doc.lines is None:
-        return doc.value
-    head = [value for _, value in doc.lines.head(2)]
-    return head[0] if len(head) == 1 else None
-
-
 def sniff(doc: Document) -> bool:
-    value = _thread(doc)
+    value = doc.single_value()
     return (
         isinstance(value, dict)
         and isinstance(value.get("id"), str)
@@ -84,7 +76,7 @@ def sniff(doc: Document) -> bool:
 def read(path: str, doc: Document) -> Trace:
     if not sniff(doc):
         raise InputError(path, None, 'expected an Amp thread: {id: "T-…", created, messages: [...]}')
-    thread = expect_object(path, None, _thread(doc))
+    thread = expect_object(path, None, doc.single_value())
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=thread["id"])
     ledger = _ledger(path, thread)
     cwd = _cwd(thread)

@@ -158,13 +158,6 @@ def history_file(path: str) -> str | None:
     return candidate if os.path.isdir(path) and os.path.isfile(candidate) else None
 
 
-def _single_value(doc: Document) -> Any:
-    if doc.lines is None:
-        return doc.value
-    head = doc.lines.head(2)
-    return head[0][1] if len(head) == 1 else None
-
-
 def _is_reasoning_item(message: Any) -> bool:
     return isinstance(message, dict) and message.get("type") == "reasoning" and "role" not in message
 
@@ -178,7 +171,7 @@ def _first_text(message: dict) -> str:
 
 
 def sniff(doc: Document) -> bool:
-    value = _single_value(doc)
+    value = doc.single_value()
     if not isinstance(value, list) or not value:
         return False
     head = [m for m in value[:5] if not _is_reasoning_item(m)]
@@ -194,7 +187,7 @@ def sniff(doc: Document) -> bool:
 
 # -- reading ---------------------------------------------------------------------------------------
 def read(path: str, doc: Document) -> Trace:
-    history = expect_list(path, None, _single_value(doc), f"a list of messages (a Cline task's {HISTORY})")
+    history = expect_list(path, None, doc.single_value(), f"a list of messages (a Cline task's {HISTORY})")
     folder = Path(path).parent
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=folder.name or None)
     converted = _convert(trace, history)
@@ -218,7 +211,7 @@ def read(path: str, doc: Document) -> Trace:
 def _companion(path: str, kinds: Any) -> Any:
     """A companion file's value (a list or object), or an error naming it."""
     with load(path) as doc:
-        value = _single_value(doc)
+        value = doc.single_value()
     if kinds is list:
         return expect_list(path, None, value)
     if kinds is dict:

@@ -60,16 +60,8 @@ def starts_like_chat(head: bytes) -> bool:
     return _STARTS.match(head) is not None and _VARIANT.search(head[:4096]) is not None
 
 
-def _chat(doc: Document) -> Any:
-    """The document's one value (a chat written on one line reads as JSON lines of one line)."""
-    if doc.lines is None:
-        return doc.value
-    head = [value for _, value in doc.lines.head(2)]
-    return head[0] if len(head) == 1 else None
-
-
 def sniff(doc: Document) -> bool:
-    value = _chat(doc)
+    value = doc.single_value()
     if not isinstance(value, list) or not value:
         return False
     return all(
@@ -78,7 +70,7 @@ def sniff(doc: Document) -> bool:
 
 
 def read(path: str, doc: Document) -> Trace:
-    messages = expect_list(path, None, _chat(doc), "a list of chat messages (Codebuff's chat-messages.json)")
+    messages = expect_list(path, None, doc.single_value(), "a list of chat messages (Codebuff's chat-messages.json)")
     trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
     trace.note("runs-not-calls", RUNS)
     chat = Conversation(trace)

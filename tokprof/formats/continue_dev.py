@@ -52,15 +52,8 @@ def starts_like_session(head: bytes) -> bool:
     return _STARTS.match(head) is not None and b'"workspaceDirectory"' in head[:8192]
 
 
-def _session(doc: Document) -> Any:
-    if doc.lines is None:
-        return doc.value
-    head = [value for _, value in doc.lines.head(2)]
-    return head[0] if len(head) == 1 else None
-
-
 def sniff(doc: Document) -> bool:
-    value = _session(doc)
+    value = doc.single_value()
     return (
         isinstance(value, dict)
         and isinstance(value.get("sessionId"), str)
@@ -70,7 +63,7 @@ def sniff(doc: Document) -> bool:
 
 
 def read(path: str, doc: Document) -> Trace:
-    session = expect_object(path, None, _session(doc), "a Continue session object")
+    session = expect_object(path, None, doc.single_value(), "a Continue session object")
     if not isinstance(session.get("history"), list):
         raise InputError(path, "history", "expected a list of history items")
     has_system = any(

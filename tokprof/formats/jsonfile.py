@@ -239,6 +239,14 @@ class Document:
         if self.lines is not None and not isinstance(self.lines, Lines):
             self.lines = Lines(self.lines)
 
+    def single_value(self) -> Any:
+        """The file's one JSON value: the value, or the only line of JSON lines (a value written on one line
+        reads as JSON lines of one line); None when there are more lines."""
+        if self.lines is None:
+            return self.value
+        head = self.lines.head(2)
+        return head[0][1] if len(head) == 1 else None
+
     @property
     def truncated_line(self) -> int | None:
         """A cut-off last JSONL line that was skipped (known once the lines are read)."""

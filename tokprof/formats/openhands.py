@@ -76,13 +76,7 @@ def _is_event(value: Any) -> bool:
 
 
 def sniff(doc: Document) -> bool:
-    if doc.lines is not None:  # an event file written on one line, as a peek sees it
-        head = [value for _, value in doc.lines.head(2)]
-        if len(head) != 1:
-            return False
-        value = head[0]
-    else:
-        value = doc.value
+    value = doc.single_value()  # an event file written on one line is JSON lines of one line, as a peek sees it
     if isinstance(value, list):
         return bool(value) and all(_is_event(v) for v in value[:5])
     return _is_event(value) or is_state(value)
