@@ -14,7 +14,7 @@ from tokprof.analyses import budgets
 from tokprof.analyses.prefix_cache import estimate_shared
 from tokprof.attribution.facts import pair_facts
 from tokprof.transforms.config import load_file
-from tokprof.base.billing import WRITES_AT_5M
+from tokprof.pricing.billing import WRITES_AT_5M
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow
 from tokprof.render.check import CheckMarkdownRenderer, CheckTableRenderer

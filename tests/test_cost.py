@@ -12,11 +12,11 @@ import pytest
 import tokprof
 from conftest import ROOT
 from tokprof.analyses import budgets
-from tokprof.analyses.cost import parse_price
+from tokprof.pricing.cost import parse_price
 from tokprof.analyses.prefix_cache import attach_cache, openai_cached_read, rules_for
 from tokprof.frontends.cli import main
 from tokprof.transforms.config import ConfigError, load_file
-from tokprof.base.billing import WRITES_AT_5M, PriceError
+from tokprof.pricing.billing import WRITES_AT_5M, PriceError
 from tokprof.formats import read_trace
 from tokprof.formats.neutral import anthropic_usage
 from tokprof.profiling import Profile

@@ -92,7 +92,7 @@ def test_another_tokprof_or_genai_prices_profiles_every_file_again(tmp_path, mod
     monkeypatch.setattr("tokprof.analyses.incremental.__version__", "99.0")
     _, state, again = run_incremental(tasks, options, local_map(1), str(logs), state)
     assert again.profiled == stats.files
-    monkeypatch.setattr("tokprof.analyses.cost.genai_version", lambda: "99.0")
+    monkeypatch.setattr("tokprof.pricing.cost.genai_version", lambda: "99.0")
     _, _, again = run_incremental(tasks, options, local_map(1), str(logs), state)
     assert again.profiled == stats.files
 

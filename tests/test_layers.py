@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "facade",
         (
             "tokprof.api",
-            "tokprof.mcp_api",
+            "tokprof.mcp.api",
             "tokprof.live",
             "tokprof.live_record",
             "tokprof.live_collect",
@@ -39,15 +39,36 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("front ends", ("tokprof.frontends", "tokprof.__main__")),
 ]
+#: Feature packages: one folder per feature (pricing, MCP), as coverage.py keeps one module per report. A
+#: feature's modules sit at the stages of the pipeline they work at, each named here (the package's own
+#: ``__init__`` is a docstring, at the bottom), so the feature keeps the one-way flow inside and out.
+FEATURES: dict[str, str] = {
+    "tokprof.pricing": "base",
+    "tokprof.pricing.billing": "base",
+    "tokprof.pricing.genai": "models",
+    "tokprof.pricing.table": "models",
+    "tokprof.pricing.cost": "analyses",
+    "tokprof.pricing.spend": "analyses",
+    "tokprof.pricing.render": "outputs",
+    "tokprof.mcp": "base",
+    "tokprof.mcp.config": "base",
+    "tokprof.mcp.connect": "base",
+    "tokprof.mcp.budgets": "analyses",
+    "tokprof.mcp.rollup": "analyses",
+    "tokprof.mcp.report": "analyses",
+    "tokprof.mcp.render": "outputs",
+    "tokprof.mcp.api": "facade",
+}
+FEATURE_PACKAGES = sorted({name for name in FEATURES if name.count(".") == 1})
 #: What the front ends alone may import: the facade's machinery and each other.
 FRONT = ("tokprof.api", "tokprof.frontends")
 #: What a front end imports: the public API (the names of tokprof/__init__.py), the version, the
 #: infrastructure every layer may use (errors, safe text, bounded reads, files) and other front ends.
-FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.frontends")
+FRONT_END_MAY_IMPORT = ("tokprof", "tokprof.version", "tokprof.base", "tokprof.mcp.config", "tokprof.frontends")
 #: The top level holds the facade, the two data types every stage passes on (the trace, the profile),
 #: the version and ``python -m tokprof``; everything else lives in the folder of its layer.
 TOP_LEVEL = {
-    *("__init__", "__main__", "version", "api", "mcp_api", "live", "live_record", "live_collect", "names"),
+    *("__init__", "__main__", "version", "api", "live", "live_record", "live_collect", "names"),
     *("trace", "profiling"),
 }
 
@@ -64,6 +85,10 @@ def module_name(path: Path) -> str:
 
 
 def layer(name: str) -> int:
+    if name in FEATURES:
+        return [stage for stage, _ in LAYERS].index(FEATURES[name])
+    if any(name.startswith(package + ".") for package in FEATURE_PACKAGES):
+        raise LookupError(name)  # a feature's module is placed by name, never by its folder
     best, found = -1, None
     for number, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
@@ -103,7 +128,7 @@ def test_a_module_imports_nothing_above_its_layer(path):
         pytest.fail(f"{name} has no layer: give it one in tests/test_layers.py (docs/architecture.md)")
     above = {m for m in imports(path) if layer(m) > own}
     assert not above, f"{name} ({LAYERS[own][0]}) imports {sorted(above)} from above its layer"
-    if own < layer("tokprof.api"):  # the facade's own modules (api, mcp_api, live) are one room
+    if own < layer("tokprof.api"):  # the facade's own modules (api, mcp.api, live) are one room
         front = {m for m in imports(path) if any(m == f or m.startswith(f + ".") for f in FRONT)}
         assert not front, f"{name} imports the front ends or the facade: {sorted(front)}"
 
@@ -113,6 +138,8 @@ def test_the_layers_name_real_modules():
     for _, prefixes in LAYERS:
         for prefix in prefixes:
             assert any(n == prefix or n.startswith(prefix + ".") for n in names), prefix
+    assert set(FEATURES) <= names, sorted(set(FEATURES) - names)
+    assert set(FEATURES.values()) <= {stage for stage, _ in LAYERS}
 
 
 def test_the_top_level_holds_the_facade_and_the_data_types_only():

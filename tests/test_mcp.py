@@ -24,8 +24,8 @@ from conftest import ROOT
 import tokprof as api
 from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
-from tokprof.base.mcpconfig import ServerConfig
-from tokprof.base.mcpconnect import Failure, Listing, list_servers
+from tokprof.mcp.config import ServerConfig
+from tokprof.mcp.connect import Failure, Listing, list_servers
 
 #: The interpreter as a --server command line names it (the clone's path may hold a space).
 PY = shlex.quote(sys.executable)
@@ -618,7 +618,7 @@ def test_json_matches_the_published_schema(scripts, capsys):
 
 
 def test_missing_sdk_gives_the_install_hint(monkeypatch):
-    from tokprof.base.mcpconnect import require_sdk
+    from tokprof.mcp.connect import require_sdk
 
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(TokprofError, match=r"pip install 'tokprof\[mcp\]'"):
@@ -732,7 +732,7 @@ def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, c
 
 
 def test_clashing_names_prefixed_and_invalid_listing_is_a_failure():
-    from tokprof.analyses.mcp import mcp_report as price
+    from tokprof.mcp.report import mcp_report as price
     from tokprof.models import resolve_model
 
     def listing(name, tools):

@@ -445,7 +445,7 @@ def test_a_second_listing_reads_only_new_or_changed_session_files(home, capsys, 
 
 
 def test_what_a_cache_miss_cost_is_estimated_from_the_reported_usage():
-    from tokprof.analyses.spend import call_spends
+    from tokprof.pricing.spend import call_spends
     from tokprof.trace import Call, Trace, Usage
 
     def call(index: int, prompt: int, read: int, write: int, kind: str = "call", model: str = "claude-sonnet-4-5"):
@@ -595,7 +595,7 @@ def test_the_dashboards_index_of_10000_sessions_stays_under_5_mb():
     from tokprof.analyses.periods import SessionSpend
     from tokprof.analyses.sessions import SessionRow
     from tokprof.analyses.site import Site, SitePage
-    from tokprof.analyses.spend import CallSpend
+    from tokprof.pricing.spend import CallSpend
     from tokprof.render.site import index_page
 
     site = Site("/home/someone/agent-logs")

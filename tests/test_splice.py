@@ -291,7 +291,7 @@ def _windowed_same(model, calls):
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_a_long_fresh_prompt_takes_its_message_starts_from_windows(name, tmp_path, windows_from_8):
     """A long prompt that extends nothing (a fresh request to serve): where its messages start is
-    found from windows of its messages (tokprof.attribution.fresh) where the checks allow it; the
+    found from windows of its messages (tokprof.attribution.window_starts) where the checks allow it; the
     same buckets, warnings, spans and prompt as the rule's prefix renders, on every shipped template."""
     model = _model(name)
     generated = tmp_path / "g.jsonl"

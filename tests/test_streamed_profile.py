@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tokprof.analyses.finish import attach_analyses
+from tokprof.analyses.standard import attach_analyses
 from tokprof.profiling import profile_calls, profile_trace
 from tokprof.trace import Call, Note, Trace, Usage
 

@@ -72,10 +72,10 @@ _EXPORTS = {
     "probe": "tokprof.api",
     "ProbeReport": "tokprof.analyses.probe",
     "LocalSession": "tokprof.analyses.local",
-    "find_mcp_servers": "tokprof.mcp_api",
-    "list_mcp_servers": "tokprof.mcp_api",
-    "mcp_report": "tokprof.mcp_api",
-    "McpReport": "tokprof.analyses.mcp",
+    "find_mcp_servers": "tokprof.mcp.api",
+    "list_mcp_servers": "tokprof.mcp.api",
+    "mcp_report": "tokprof.mcp.api",
+    "McpReport": "tokprof.mcp.report",
     "Profile": "tokprof.profiling",
     "Trace": "tokprof.trace",
     "ToolsReport": "tokprof.analyses.tools",
@@ -87,7 +87,7 @@ _EXPORTS = {
     "InputError": "tokprof.base.errors",
     "ModelError": "tokprof.base.errors",
     "ConfigError": "tokprof.transforms.config",
-    "Rates": "tokprof.base.billing",
+    "Rates": "tokprof.pricing.billing",
     "LiveSession": "tokprof.live",
     "LiveCall": "tokprof.live",
     "LiveRecording": "tokprof.live_record",
@@ -104,8 +104,8 @@ if TYPE_CHECKING:
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
-    from tokprof.analyses.mcp import McpReport
-    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report
+    from tokprof.mcp.report import McpReport
+    from tokprof.mcp.api import find_mcp_servers, list_mcp_servers, mcp_report
     from tokprof.api import (
         Buckets,
         CheckRun,
@@ -136,7 +136,7 @@ if TYPE_CHECKING:
         whatif,
     )
     from tokprof.transforms.config import Config, ConfigError
-    from tokprof.base.billing import Rates
+    from tokprof.pricing.billing import Rates
     from tokprof.base.errors import InputError, ModelError, TokprofError
     from tokprof.live import LiveCall, LiveSession
     from tokprof.live_record import LiveRecording

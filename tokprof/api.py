@@ -17,8 +17,8 @@ from pathlib import Path
 from threading import Lock
 from typing import TYPE_CHECKING, Any, TypeVar, Union
 
-from tokprof.analyses.cost import UserPrice
-from tokprof.analyses.finish import PricesArg, attach_analyses, user_prices
+from tokprof.pricing.cost import UserPrice
+from tokprof.analyses.standard import PricesArg, attach_analyses, user_prices
 from tokprof.analyses.tools import ToolsReport, attach_catalogue, static_report
 from tokprof.analyses.tools import tools_report as _tools_report
 from tokprof.attribution.attributor import Attributor, RenderError
@@ -738,8 +738,8 @@ def tools_report(
     except Exception as exc:  # a template failing on the isolated catalogue prompt (system + empty user)
         raise InputError(trace.path, None, f"the chat template failed on the tool catalogue alone: {exc}") from None
     from tokprof.analyses.carry_cost import price_carry
-    from tokprof.analyses.cost import attach_cost
-    from tokprof.analyses.mcp_rollup import server_rollup
+    from tokprof.pricing.cost import attach_cost
+    from tokprof.mcp.rollup import server_rollup
 
     # the carry cost in dollars, where the log is priced (at ``prices``' rates where genai-prices has none)
     result = price_carry(attach_cost(result, trace, user_prices(prices)))
@@ -1127,7 +1127,7 @@ def report_site(
     from tokprof.analyses.periods import SessionSpend
     from tokprof.analyses.sessions import SessionRow, Skipped
     from tokprof.analyses.site import Site, SitePage
-    from tokprof.analyses.spend import call_spends
+    from tokprof.pricing.spend import call_spends
     from tokprof.render import RenderOptions, render
     from tokprof.render.site import index_page, session_page
 

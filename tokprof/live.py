@@ -323,7 +323,7 @@ class LiveSession:
             totals.cost = None
             return
         try:
-            from tokprof.analyses.cost import genai_price, priced_tokens
+            from tokprof.pricing.cost import genai_price, priced_tokens
 
             tokens, whole, _ = priced_tokens(usage, usage.prompt)
             totals.cost += float(genai_price(call.model, tokens, whole, call.day)[2]["total"])

@@ -27,7 +27,7 @@ from tokprof.frontends.cli_common import (
     write_outputs,
 )
 from tokprof.base.errors import TokprofError
-from tokprof.base.mcpconfig import AGENTS, ServerConfig
+from tokprof.mcp.config import AGENTS, ServerConfig
 from tokprof.base.text import visible
 
 MCP_HELP: str = (

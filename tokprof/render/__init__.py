@@ -53,12 +53,12 @@ RENDERERS: dict[str, dict[str, str]] = {
         "json": "tokprof.render.probe:ProbeJsonRenderer",
     },
     "mcp": {
-        "table": "tokprof.render.mcp:McpTableRenderer",
-        "json": "tokprof.render.mcp:McpJsonRenderer",
+        "table": "tokprof.mcp.render:McpTableRenderer",
+        "json": "tokprof.mcp.render:McpJsonRenderer",
     },
     "mcp-list": {
-        "table": "tokprof.render.mcp:DiscoveryTableRenderer",
-        "json": "tokprof.render.mcp:DiscoveryJsonRenderer",
+        "table": "tokprof.mcp.render:DiscoveryTableRenderer",
+        "json": "tokprof.mcp.render:DiscoveryJsonRenderer",
     },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",

@@ -65,7 +65,7 @@ class CallSpend:
 
 
 def _price(model: str, usage: Usage, day: date | None) -> Decimal | None:
-    from tokprof.analyses.cost import genai_price, priced_tokens
+    from tokprof.pricing.cost import genai_price, priced_tokens
 
     try:
         tokens, prompt, _ = priced_tokens(usage, 0)

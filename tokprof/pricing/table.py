@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tokprof.base.files import cache_dir, write_atomic
-from tokprof.models.genai_lookup import find
+from tokprof.pricing.genai import find
 
 #: Bump when the table's layout or the way it is made changes.
 TABLE_VERSION = 1
@@ -300,7 +300,7 @@ def writes_1h(found: Entry, day: date | None) -> bool | None:
 
 # -- building an entry from genai-prices -------------------------------------------------------------
 def _part(dimensions: Mapping[str, str]) -> str:
-    """The part of the bill a unit goes to (as :func:`tokprof.analyses.cost.genai_parts` sorts them)."""
+    """The part of the bill a unit goes to (as :func:`tokprof.pricing.cost.genai_parts` sorts them)."""
     if dimensions.get("family") != "tokens":
         return "other"
     if dimensions.get("direction") == "output":

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
 from tokprof.base.text import visible
-from tokprof.base.billing import (
+from tokprof.pricing.billing import (
     DIGITS,
     EVERY_MODEL,
     money,
@@ -81,15 +81,15 @@ class UserPrice:
 
 # -- genai-prices --------------------------------------------------------------------------------
 def genai_version() -> str | None:
-    from tokprof.models.price_table import genai_version as version
+    from tokprof.pricing.table import genai_version as version
 
     return version()
 
 
 def find_model(name: str) -> tuple[Any, Any]:
     """genai-prices' provider and model for a log's model name (their ``id``; from the table of the
-    models logs name, :mod:`tokprof.models.price_table`); raises LookupError when it has none."""
-    from tokprof.models.price_table import entry
+    models logs name, :mod:`tokprof.pricing.table`); raises LookupError when it has none."""
+    from tokprof.pricing.table import entry
 
     found = entry(name)
     if found is None:
@@ -117,7 +117,7 @@ def _moment(day: date | None) -> datetime:
 def genai_parts(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
     """The price of ``usage`` (genai-prices' ``Usage``) split into input, cache_write, cache_read,
     output and other, applying the model's price on ``moment`` unit by unit as genai-prices does."""
-    from tokprof.models.price_table import genai_split
+    from tokprof.pricing.table import genai_split
 
     return genai_split(model, usage, moment)
 
@@ -125,14 +125,14 @@ def genai_parts(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
 def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) -> tuple[Any, Any, dict[str, Decimal]]:
     """genai-prices' provider, model and the price split of one call (``total`` is ``calc_price``'s):
     from the table of the models logs name where it can say, else from genai-prices itself."""
-    from tokprof.models import price_table
+    from tokprof.pricing import table as price_table
 
     provider, model = find_model(name)
     usage = genai_usage(tokens, prompt)
     found = price_table.entry(name)
     parts = price_table.price_parts(found, usage, day) if found is not None else None
     if parts is None:
-        from tokprof.models.genai_lookup import find
+        from tokprof.pricing.genai import find
 
         parts = price_table.genai_parts(*find(name), usage, day)
     total = parts.pop("total")
@@ -143,12 +143,12 @@ def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) 
 
 def writes_1h_apart(name: str, day: date | None) -> bool:
     """Whether genai-prices prices the model's 1-hour cache writes apart from the 5-minute ones on ``day``."""
-    from tokprof.models import price_table
+    from tokprof.pricing import table as price_table
 
     found = price_table.entry(name)
     flag = price_table.writes_1h(found, day) if found is not None else None
     if flag is None:
-        from tokprof.models.genai_lookup import find
+        from tokprof.pricing.genai import find
 
         flag = getattr(find(name)[1].get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None
     return flag
