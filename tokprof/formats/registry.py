@@ -47,9 +47,32 @@ MODULES = (
 
 
 @cache
-def formats() -> tuple[LogFormat, ...]:
-    """Every format's declaration, in detection order."""
+def shipped() -> tuple[LogFormat, ...]:
+    """The declarations of the formats tokprof ships, in detection order."""
     return tuple(importlib.import_module(module).LOG_FORMAT for module in MODULES)
+
+
+#: Formats added by :func:`add_format` in this process (another package's reader, or a test's).
+_ADDED: list[LogFormat] = []
+
+
+def add_format(declared: LogFormat) -> None:
+    """Add a format declared outside the package (or replace the one added under its name): detection
+    tries it before the shipped ones, which are more general (a JSONL of chat requests is also many
+    an agent's)."""
+    if any(f.name == declared.name for f in shipped()):
+        raise ValueError(f"a format named {declared.name!r} ships with tokprof")
+    _ADDED[:] = [f for f in _ADDED if f.name != declared.name] + [declared]
+
+
+def remove_format(name: str) -> None:
+    """Remove a format :func:`add_format` added."""
+    _ADDED[:] = [f for f in _ADDED if f.name != name]
+
+
+def formats() -> tuple[LogFormat, ...]:
+    """Every format's declaration, in detection order: the added ones, then the shipped ones."""
+    return (*_ADDED, *shipped())
 
 
 def names() -> tuple[str, ...]:
