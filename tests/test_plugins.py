@@ -93,3 +93,12 @@ def test_a_renderer_defined_outside_the_package_renders_a_command(capsys):
         render.unregister("diff", "lines")
     assert "lines" not in render.formats_for("diff")
     assert main(["diff", baseline, baseline, "-f", "lines"]) == 2  # gone again: a usage error
+
+
+def test_the_docs_format_table_is_the_declarations():
+    """docs/formats.md's table of formats is made from the readers' declarations: a new format's row comes
+    with its module (print it with ``python -c "from tokprof.formats.registry import docs_table;
+    print(docs_table(), end='')"``)."""
+    text = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    start = text.index("\n", text.index("<!-- The table below is made from")) + 1
+    assert text[start : text.index("<!-- end of the generated table -->")] == formats.docs_table()

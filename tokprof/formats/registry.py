@@ -118,3 +118,41 @@ def locations() -> list[Location]:
 def agents() -> tuple[str, ...]:
     """The agents ``tokprof sessions --agent`` takes (an agent may have several folders)."""
     return tuple(dict.fromkeys(row.agent for row in locations()))
+
+
+def _folders(location: Location) -> list[str]:
+    """A location's sessions folders as the docs show them: below the home directory, globs kept."""
+    if location.default:
+        return [f"~/{location.default}"]
+    found = []
+    for pattern in location.patterns:
+        parts = pattern.split("/")[:-1]
+        while parts and "*" in parts[-1]:
+            parts.pop()
+        found.append("/".join(["~", *parts]))
+    return found
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell, shown as written (``<id>``, ``*`` and ``|`` kept from markup)."""
+    if text.startswith("`"):
+        return text
+    return text.replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def docs_table() -> str:
+    """The formats as docs/formats.md lists them (tests/test_plugins.py checks the docs hold it): each
+    format's name, what its log is, what the log records and where its agent keeps it, from the
+    declarations alone, in the order messages list them."""
+    rows = [
+        "| `--input-format` | kind | what | what it records | where (Linux, macOS, Windows; `$VAR` moves it) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in listed():
+        found = by_name(name)
+        folders = dict.fromkeys(f"`{folder}`" for row in found.locations for folder in _folders(row))
+        moved = dict.fromkeys(f"`${row.env}`" for row in found.locations if row.env)
+        where = ", ".join(folders) + (f" ({', '.join(moved)})" if moved else "") if folders else "a file you name"
+        cells = (f"`{name}`", found.kind, found.description, found.records_what or "see below", where)
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(rows) + "\n"
