@@ -205,9 +205,6 @@ def _cost(value: float | None, priced: bool) -> str:
     return dollars(value) + ("" if priced else "+")
 
 
-SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRenderer, "csv": SessionsCsvRenderer}
-
-
 def _share(share: float, name: str, missing: frozenset[str]) -> str:
     """A bucket's share of a session's billed input: ``n/r`` for an empty bucket its log does not record."""
     figure = recorded(share, name, missing)
