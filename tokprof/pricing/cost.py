@@ -1,22 +1,7 @@
-"""What each call cost, at the provider's rates or the user's.
-
-Prices come from the ``genai-prices`` package's bundled data (offline: tokprof never asks it to fetch
-newer prices), for the model the log names, on the call's date (its price history and long-context
-tiers apply as genai-prices applies them); or from rates the user sets per million tokens
-(``--price``, ``[tool.tokprof.prices]``) for self-hosted or private models, which take precedence. A
-model with neither is *unpriced*, with the reason: never guessed, never $0.
-
-A call's total is genai-prices' own price for the call's usage (``calc_price``); its split into
-input, cache writes, cache reads and output applies the same model price unit by unit (what
-genai-prices adds up), so the parts add up to the total. A call that reports no usage is priced on
-its computed prompt (no cache, output not priced), and labelled so; but a call of an agent's session
-whose usage is not recorded while the session's other calls' is, is not priced
-(:func:`usage_not_recorded`: the rule ``tokprof sessions`` prices sessions by).
-
-The prompt's cost is also spread over the buckets: a call's tokens are, in prompt order, its cache
-reads (the prompt's first tokens), its cache writes, and the uncached rest, so each bucket's share of
-each part is the share of that stretch of the prompt it owns (:func:`prefix_buckets`).
-"""
+"""What each call cost, at the provider's rates (genai-prices' bundled data, offline) or the user's
+(``--price``, which take precedence): the split into input, cache writes, cache reads and output, and
+the prompt's cost spread over the buckets in prompt order. A model with neither is unpriced, with the
+reason, never $0. The rules are docs/output.md's (the ``cost`` fields) and docs/cache.md's."""
 
 from __future__ import annotations
 
