@@ -98,15 +98,18 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
     distributed keeps a directory run of its own, and distributed imports no private name of api."""
     import ast
 
-    import tokprof.api as api
     import tokprof.analyses.directory as engine
+    import tokprof.api as api
+    import tokprof.runs.sessions as sessions
 
     source = Path(ROOT / "tokprof" / "frontends" / "distributed.py").read_text()
     imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) for a in node.names]
     assert not [name for name in imported if name.startswith("_")]
     for gone in ("_map", "_profile_session", "_request_ids", "_copies", "_SessionOptions", "sessions_report"):
-        assert not hasattr(api, gone)
-    assert api.run_sessions is engine.run_sessions
+        assert not hasattr(api, gone) and not hasattr(sessions, gone)
+    source = Path(ROOT / "tokprof" / "runs" / "sessions.py").read_text()
+    assert "from tokprof.analyses.directory import" in source and "run_sessions" in source
+    assert engine.run_sessions
 
 
 def test_local_map_keeps_the_order_and_counts_progress():

@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("profile", ("tokprof.profiling",)),
     ("analyses", ("tokprof.analyses",)),
     ("outputs", ("tokprof.render", "tokprof.export")),
+    ("runs", ("tokprof.runs", "tokprof.names")),
     (
         "facade",
         (
@@ -33,7 +34,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "tokprof.live",
             "tokprof.live_record",
             "tokprof.live_collect",
-            "tokprof.names",
             "tokprof",
         ),
     ),
