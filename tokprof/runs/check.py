@@ -3,20 +3,21 @@ and baseline, and ``tokprof check`` as one function."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokprof.analyses.finish import PricesArg
 from tokprof.analyses.tools import ToolsReport
 from tokprof.base.errors import InputError, ModelError, TokprofError
 from tokprof.models import DEFAULT_MODEL
 from tokprof.profiling import Profile
-from tokprof.runs.inputs import NOTHING_RECORDED, PathLike
+from tokprof.runs.arguments import PathLike
+from tokprof.runs.inputs import NOTHING_RECORDED
 from tokprof.runs.model import Model, get_model
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.profile import one_run, profile, saved_profile
-from tokprof.runs.progress import Progress
 from tokprof.runs.tools import tools_report
 from tokprof.transforms.config import Config, ConfigError, find_config, load_file
 
@@ -96,20 +97,15 @@ def _configured_model(model: str | Model | None, config: Config, template: PathL
 @one_run
 def run_check(
     log: PathLike | None = None,
+    options: Options = DEFAULTS,
     *,
-    tools: PathLike | None = None,
-    system: PathLike | None = None,
     config: Config | PathLike | None = None,
     baseline: PathLike | None = None,
     update_baseline: bool = False,
-    model: str | None = None,
-    chat_template: PathLike | None = None,
-    input_format: str | None = None,
-    progress: Progress = False,
-    prices: PricesArg = None,
 ) -> CheckRun:
     """``tokprof check`` as a function: a log (or a saved profile), or a tools file with an optional
-    system prompt file, judged against the configuration's budgets and baseline. The configuration's
+    system prompt file (``options.tools``, ``options.system``), judged against the configuration's
+    budgets and baseline. The configuration's
     ``model`` and ``chat_template`` apply when none is given; with ``update_baseline`` nothing is
     compared with the baseline (the caller writes ``run.measurement.baseline_dict()`` to
     ``run.baseline``)."""
@@ -117,19 +113,19 @@ def run_check(
 
     if not isinstance(config, Config):
         config = load_config(config)
-    template = chat_template if chat_template is not None else config.resolve(config.chat_template)
+    model, tools, system = options.model, options.tools, options.system
+    template = options.chat_template if options.chat_template is not None else config.resolve(config.chat_template)
     system_path = None if system is None else Path(system)
+    options = dataclasses.replace(options, system=system_path, chat_template=template)
     if log is None:
         if tools is None:
             raise InputError("check", None, "give a log or a tools file")
         _configured_model(model, config, template)
-        report = tools_report(
-            tools=tools, system=system_path, model=model or config.model or DEFAULT_MODEL, chat_template=template
-        )
+        report = tools_report(None, dataclasses.replace(options, model=model or config.model or DEFAULT_MODEL))
         measurement = budgets.measure_catalogue(report)
     elif os.path.isdir(log):  # a directory of sessions: its spend per day, project and session alone
         measurement = budgets.Measurement(
-            model=model or config.model or "-",
+            model=(model.name if isinstance(model, Model) else model) or config.model or "-",
             template_sha256="",
             source=os.fspath(log),
             metrics={name: None for name in budgets.METRICS},
@@ -141,24 +137,15 @@ def run_check(
         saved = saved_profile(name)
         if saved is None:  # a saved profile needs no model
             _configured_model(model, config, template)
-            saved = profile(
-                name,
-                model or config.model,
-                input_format=input_format,
-                tools=tools,
-                system=system_path,
-                chat_template=template,
-                progress=progress,
-                prices=prices,
-            )
+            saved = profile(name, dataclasses.replace(options, model=model or config.model))
         measurement = measure(saved)
-    _measure_periods(measurement, config, log, input_format)
+    _measure_periods(measurement, config, log, options.input_format)
     explicit = None if baseline is None else os.fspath(baseline)
     where = budgets.baseline_location(config, explicit, update_baseline)
     result = budgets.judge(measurement, config, where, explicit=explicit is not None, updating=update_baseline)
     if update_baseline:
         result.notes.insert(0, f"baseline written to {where}")
-    read = (log, tools, system, config.path, template)
+    read = (log, tools if isinstance(tools, (str, os.PathLike)) else None, system, config.path, template)
     return CheckRun(result, measurement, where, tuple(os.fspath(p) for p in read if p is not None))
 
 

@@ -5,56 +5,32 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from tokprof.analyses.finish import PricesArg
 from tokprof.profiling import Profile
+from tokprof.runs.arguments import PathLike
 from tokprof.runs.check import CheckRun
-from tokprof.runs.inputs import PathLike, ToolsArg, read_log
+from tokprof.runs.inputs import read_log
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.profile import profile, saved_profile
-from tokprof.runs.progress import Progress
 
 if TYPE_CHECKING:
     from tokprof.analyses.diff import RunDiff, Side
 
 
 def diff(
-    a: "PathLike | Profile | CheckRun",
-    b: "PathLike | Profile | CheckRun",
-    model: str | None = None,
-    *,
-    input_format: str | None = None,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    prices: PricesArg = None,
-    progress: Progress = False,
+    a: "PathLike | Profile | CheckRun", b: "PathLike | Profile | CheckRun", options: Options = DEFAULTS
 ) -> "RunDiff":
     """Two runs compared: each a log, a saved profile (or a :class:`Profile`), a check baseline
     (``tokprof-baseline.json``) or a :class:`CheckRun` (its measurement: the metrics and the tools). Every figure is ``{a, b, change}``: the run's (calls, billed input,
     prompts, output, uncached input, cost, cache hit rate, cache miss cost), each bucket, each tool's
     definition and results, each cache-miss reason, each part of the cost; and, for two logs of one
-    conversation, what changed first in the prompt (``first_change``). ``model`` counts both logs
-    (default: each log's own)."""
+    conversation, what changed first in the prompt (``first_change``). ``options.model`` counts both
+    logs (default: each log's own)."""
     from tokprof.analyses.diff import diff as compare
 
-    return compare(
-        *(
-            _diff_side(
-                side, model, input_format=input_format, tools=tools, system=system, prices=prices, progress=progress
-            )
-            for side in (a, b)
-        )
-    )
+    return compare(_diff_side(a, options), _diff_side(b, options))
 
 
-def _diff_side(
-    side: "PathLike | Profile | CheckRun",
-    model: str | None,
-    *,
-    input_format: str | None,
-    tools: ToolsArg,
-    system: PathLike | None,
-    prices: PricesArg,
-    progress: Progress,
-) -> "Side":
+def _diff_side(side: "PathLike | Profile | CheckRun", options: Options) -> "Side":
     import json
 
     import tokprof.base.bounded as bounded
@@ -82,9 +58,9 @@ def _diff_side(
         ):
             if "tokprof_version" in doc or "chat_template_sha256" in doc:
                 return side_of_baseline(doc, name)
-    trace = read_log(name, input_format=input_format, tools=tools, system=system)
+    trace = read_log(name, options)
     from tokprof.analyses.diff import prompt_start
 
     start = prompt_start(trace)  # before profiling, which may fit the trace to the model
-    result = profile(trace, model, progress=progress, prices=prices)
+    result = profile(trace, options)
     return side_of_profile(result, "log", start)

@@ -4,18 +4,11 @@ log does not record given as lists, texts or files."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import Union
 
 from tokprof.base.errors import InputError
+from tokprof.runs.arguments import PathLike, ToolsArg
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.trace import Note, Trace
-
-
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-#: Tool definitions: a list (OpenAI, flat Responses, Anthropic or MCP shapes), or a JSON file of them.
-ToolsArg = Union[Sequence[dict], PathLike, None]
 
 
 def tools_arg(tools: ToolsArg) -> list[dict] | None:
@@ -37,9 +30,7 @@ def system_arg(system: PathLike | None) -> str | None:
     return read_system_file(os.fspath(system))
 
 
-def read_log(
-    path: PathLike, *, input_format: str | None = None, tools: ToolsArg = None, system: PathLike | None = None
-) -> Trace:
+def read_log(path: PathLike, options: Options = DEFAULTS) -> Trace:
     """Read an agent log into its neutral trace (the format is detected unless named). ``tools`` and
     ``system`` give what a log does not record (Claude Code, Codex): tool definitions as a list or
     a JSON file, the system prompt as text or as a :class:`pathlib.Path`."""
@@ -47,7 +38,8 @@ def read_log(
     from tokprof.transforms import supply, thread_by_content
 
     name = os.fspath(path)
-    trace = thread_by_content(read_trace(name, input_format))
+    tools, system = options.tools, options.system
+    trace = thread_by_content(read_trace(name, options.input_format))
     if tools is not None or system is not None:
         try:
             supply(trace, tools_arg(tools), system_arg(system))

@@ -17,7 +17,7 @@ from tokprof.formats.prompts import Prompt, read_prompt
 from tokprof.models import DEFAULT_MODEL
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
-from tokprof.runs.inputs import PathLike
+from tokprof.runs.arguments import PathLike
 from tokprof.trace import Call, Note, Trace
 
 

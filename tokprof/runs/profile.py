@@ -15,9 +15,11 @@ from tokprof.attribution.attributor import RenderError
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.profiling import Profile, profile_calls, profile_trace
-from tokprof.runs.inputs import PathLike, ToolsArg, read_log
-from tokprof.runs.model import Model, model_for_trace
-from tokprof.runs.progress import Progress, progress_bar
+from tokprof.runs.arguments import PathLike, Progress
+from tokprof.runs.inputs import read_log
+from tokprof.runs.model import model_for_trace
+from tokprof.runs.options import DEFAULTS, Options
+from tokprof.runs.progress import progress_bar
 from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.config import Config
 
@@ -132,29 +134,16 @@ def run_profile_calls(
     return finish_profile(result, light, settled[0], prices)
 
 
-def profile(
-    log: PathLike | Trace,
-    model: str | Model | None = None,
-    *,
-    input_format: str | None = None,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
-    progress: Progress = False,
-    prices: PricesArg = None,
-    advice: bool = False,
-) -> Profile:
-    """Profile a log (a path, or a trace from :func:`read_log`): every call's prompt in its buckets,
-    the run's totals, its main tool catalogue, every call's cost and what a prefix cache could reuse.
-    ``model`` is a name, a :class:`Model`, or None to choose one from the model names the log
-    records. ``prices`` sets rates per million tokens for models genai-prices does not price (or to
-    price them otherwise): ``["0.2/0.6"]`` for every model, ``["my-model=0.2/0.6/0.02"]`` for one.
-    ``advice``: also what to change (``Profile.actions``), proved by replaying the log (slower)."""
+def profile(log: PathLike | Trace, options: Options = DEFAULTS) -> Profile:
+    """Profile a log (a path, or a trace from :func:`read_log`) as ``options`` say: every call's
+    prompt in its buckets, the run's totals, its main tool catalogue, every call's cost and what a
+    prefix cache could reuse (with ``options.advice``, what to change too)."""
     from tokprof.models.template import template_run
 
     with template_run():
-        trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-        return run_profile_trace(trace, model_for_trace(trace, model, chat_template), progress, prices, advice)
+        trace = log if isinstance(log, Trace) else read_log(log, options)
+        chat = model_for_trace(trace, options.model, options.chat_template)
+        return run_profile_trace(trace, chat, options.progress, options.prices, options.advice)
 
 
 def saved_profile(path: PathLike) -> Profile | None:
@@ -172,12 +161,3 @@ def saved_profile(path: PathLike) -> Profile | None:
         raise TokprofError(f"{name}: {exc}") from None
     except (OSError, ValueError) as exc:
         raise TokprofError(f"{name}: cannot read the saved profile: {getattr(exc, 'strerror', None) or exc}") from None
-
-
-def profile_file(path: PathLike, **options: Any) -> Profile:
-    """:func:`profile` of one file, as a plain function of picklable arguments (a model by name), so
-    that it can run as a map task in another process; each process loads a model once."""
-    model = options.get("model")
-    if model is not None and not isinstance(model, str):
-        raise TypeError("profile_file takes the model by name")
-    return profile(path, **options)

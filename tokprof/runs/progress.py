@@ -5,12 +5,8 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator
-from typing import Union
 
-
-#: A progress report: True for a bar on standard error when it is a terminal, or a function
-#: called with (steps done, steps in all) after each step.
-Progress = Union[bool, Callable[[int, int], None]]
+from tokprof.runs.arguments import Progress
 
 
 @contextlib.contextmanager

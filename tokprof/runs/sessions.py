@@ -9,35 +9,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tokprof.analyses.finish import PricesArg, user_prices
+from tokprof.analyses.finish import user_prices
 from tokprof.base.errors import InputError, TokprofError
-from tokprof.runs.inputs import PathLike, ToolsArg, system_arg, tools_arg
-from tokprof.runs.progress import Progress, progress_bar
+from tokprof.runs.arguments import PathLike
+from tokprof.runs.inputs import system_arg, tools_arg
+from tokprof.runs.options import DEFAULTS, Options
+from tokprof.runs.progress import progress_bar
 
 if TYPE_CHECKING:
-    from tokprof.analyses.directory import Mapper, SessionOptions
+    from tokprof.analyses.directory import SessionOptions
     from tokprof.analyses.local import LocalSession
     from tokprof.analyses.periods import Periods
     from tokprof.analyses.sessions import SessionsReport
 
 
-def profile_directory(
-    directory: PathLike,
-    model: str | None = None,
-    *,
-    input_format: str | None = None,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
-    progress: Progress = False,
-    jobs: int | None = None,
-    prices: PricesArg = None,
-    records: bool = False,
-    with_text: bool = False,
-    machine: str | None = None,
-    user: str | None = None,
-    state: dict | None = None,
-) -> SessionsReport:
+def profile_directory(directory: PathLike, options: Options = DEFAULTS) -> SessionsReport:
     """A directory of agent sessions of any format tokprof reads (found by content): a summary row per session and
     the totals. A session that cannot be read is listed with why, not fatal, and so is every other
     ``.json``/``.jsonl`` file; each call is counted once (a resumed session's copies of earlier calls
@@ -61,6 +47,7 @@ def profile_directory(
         found = scan_directory(name)
     files = found.sessions
     not_sessions = [Skipped(str(path), f"{path}: {reason}") for path, reason in found.skipped]
+    input_format = options.input_format
     if input_format is not None:
         session_formats = session_names()
         if input_format not in session_formats:
@@ -77,26 +64,17 @@ def profile_directory(
             more = ", …" if len(not_sessions) > 1 else ""
             other = f" ({len(not_sessions)} other files: {not_sessions[0].error}{more})"
         raise InputError(name, None, "no agent session files in this directory" + other)
-    options = session_options(
-        model,
-        tools=tools,
-        system=system,
-        chat_template=chat_template,
-        prices=prices,
-        records=records,
-        with_text=with_text,
-        machine=machine,
-        user=user,
-    )
+    each = session_options(options)
     tasks = [SessionTask(kind, str(path)) for kind, path in files]
-    jobs = max(1, min(jobs if jobs is not None else default_jobs(), len(tasks)))
-    with progress_bar(progress, 2 * len(tasks), "profiling sessions") as advance:
+    jobs = max(1, min(options.jobs if options.jobs is not None else default_jobs(), len(tasks)))
+    state = options.state
+    with progress_bar(options.progress, 2 * len(tasks), "profiling sessions") as advance:
         if state is None:
-            report = run_sessions(tasks, options, local_map(jobs, advance), name)
+            report = run_sessions(tasks, each, local_map(jobs, advance), name)
         else:
             from tokprof.analyses.incremental import run_incremental
 
-            report, fresh, _ = run_incremental(tasks, options, local_map(jobs, advance), name, state)
+            report, fresh, _ = run_incremental(tasks, each, local_map(jobs, advance), name, state)
             state.clear()
             state.update(fresh)
     if not report.sessions:
@@ -105,21 +83,7 @@ def profile_directory(
     return report
 
 
-def profile_sessions(
-    paths: Iterable[PathLike],
-    model: str | None = None,
-    *,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
-    prices: PricesArg = None,
-    records: bool = False,
-    with_text: bool = False,
-    machine: str | None = None,
-    user: str | None = None,
-    map: Mapper | None = None,
-    root: str = "",
-) -> SessionsReport:
+def profile_sessions(paths: Iterable[PathLike], options: Options = DEFAULTS) -> SessionsReport:
     """Session files (each's format detected) profiled exactly as :func:`profile_directory` profiles a
     directory's, by the same directory engine, each file a task of ``map``: a function like the
     builtin ``map`` that returns a list (``map(function, items)``), such as a process pool's or Dask's;
@@ -130,48 +94,26 @@ def profile_sessions(
     tasks = [SessionTask(None, os.fspath(path)) for path in paths]
     if not tasks:
         raise TokprofError("no session files to profile")
-    options = session_options(
-        model,
-        tools=tools,
-        system=system,
-        chat_template=chat_template,
-        prices=prices,
-        records=records,
-        with_text=with_text,
-        machine=machine,
-        user=user,
-    )
-    return run_sessions(tasks, options, map or local_map(1), root)
+    return run_sessions(tasks, session_options(options), options.map or local_map(1), options.root)
 
 
-def session_options(
-    model: str | None = None,
-    *,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
-    prices: PricesArg = None,
-    records: bool = False,
-    with_text: bool = False,
-    machine: str | None = None,
-    user: str | None = None,
-) -> SessionOptions:
+def session_options(options: Options = DEFAULTS) -> SessionOptions:
     """How each session of a directory run is profiled, from what :func:`profile_directory` takes: the
     options every map of the directory engine (:mod:`tokprof.analyses.directory`) carries to its workers."""
     from tokprof.analyses.calls import Stamp
     from tokprof.analyses.directory import SessionOptions
 
-    if model is not None and not isinstance(model, str):
+    if options.model is not None and not isinstance(options.model, str):
         raise TypeError("a directory run takes the model by name")
     return SessionOptions(
-        model,
-        tools_arg(tools),
-        system_arg(system),
-        None if chat_template is None else os.fspath(chat_template),
-        user_prices(prices),
-        records,
-        with_text,
-        Stamp(machine, user),
+        options.model,
+        tools_arg(options.tools),
+        system_arg(options.system),
+        options.template,
+        user_prices(options.prices),
+        options.records,
+        options.with_text,
+        Stamp(options.machine, options.user),
     )
 
 

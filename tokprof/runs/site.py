@@ -6,23 +6,22 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tokprof.analyses.finish import PricesArg
 from tokprof.attribution.attributor import RenderError
 from tokprof.base.errors import TokprofError
-from tokprof.runs.inputs import PathLike, read_log
+from tokprof.runs.arguments import PathLike
+from tokprof.runs.inputs import read_log
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.profile import profile
-from tokprof.runs.progress import Progress, progress_bar
+from tokprof.runs.progress import progress_bar
 
 
 def report_site(
     directory: PathLike | None,
     write: Callable[[str, str], None],
-    model: str | None = None,
+    options: Options = DEFAULTS,
     *,
     agent: str | None = None,
-    prices: PricesArg = None,
     window: int | None = None,
-    progress: Progress = False,
 ) -> int:
     """A dashboard over many sessions: the sessions of ``directory`` (found by content), or with
     ``directory`` None every session on this machine (of ``agent``'s), each profiled and its report
@@ -51,14 +50,15 @@ def report_site(
 
         files = [(one.format, str(one.path)) for one in local_session_files(agent)]
         site = Site("this machine" + (f" ({agent})" if agent else ""))
-    options = RenderOptions(window=window)
-    with progress_bar(progress, len(files), "profiling sessions") as advance:
+    shown = RenderOptions(window=window)
+    with progress_bar(options.progress, len(files), "profiling sessions") as advance:
         for number, (kind, path) in enumerate(files, 1):
             try:
-                trace = read_log(path, input_format=kind)
+                trace = read_log(path, Options(input_format=kind))
                 spends = call_spends(trace)
-                result = profile(trace, model, prices=prices, advice=True)  # its page's "what to change" too
-                page = session_page(render("profile", "html", result, options))
+                # its page's "what to change" too
+                result = profile(trace, Options(model=options.model, prices=options.prices, advice=True))
+                page = session_page(render("profile", "html", result, shown))
             except (TokprofError, RenderError) as exc:
                 site.skipped.append(Skipped(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__))
                 advance()

@@ -14,10 +14,12 @@ from tokprof.base.errors import InputError, TokprofError
 from tokprof.models import DEFAULT_MODEL
 from tokprof.models.base import ChatModel
 from tokprof.profiling import profile_trace
-from tokprof.runs.inputs import PathLike, ToolsArg, read_log, system_arg, tools_arg
+from tokprof.runs.arguments import PathLike
+from tokprof.runs.inputs import read_log, system_arg, tools_arg
 from tokprof.runs.model import Model, model_for_trace, named_model
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.profile import one_run
-from tokprof.runs.progress import Progress, progress_bar
+from tokprof.runs.progress import progress_bar
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -25,22 +27,13 @@ if TYPE_CHECKING:
 
 
 @one_run
-def tools_report(
-    log: PathLike | Trace | None = None,
-    *,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    model: str | Model | None = None,
-    input_format: str | None = None,
-    chat_template: PathLike | None = None,
-    progress: Progress = False,
-    prices: PricesArg = None,
-) -> ToolsReport:
+def tools_report(log: PathLike | Trace | None = None, options: Options = DEFAULTS) -> ToolsReport:
     """What each tool definition costs per request. With a log: per distinct catalogue in it, with
     how often each tool was carried and called (``tools``/``system`` supply what the log does not
     record), and the cut list (``ToolsReport.cut_list``: per tool and MCP server, in dollars at
     ``prices``' rates where genai-prices has none). Without one: the catalogue ``tools`` priced alone,
     with ``system`` as the system prompt."""
+    tools, system, model, prices = options.tools, options.system, options.model, options.prices
     if log is None:
         if tools is None:
             raise InputError("tools_report", None, "give a log or tools")
@@ -50,19 +43,19 @@ def tools_report(
         if isinstance(model, Model):
             chat = model.chat
         else:
-            chat = named_model(model or DEFAULT_MODEL, chat_template, None)
+            chat = named_model(model or DEFAULT_MODEL, options.chat_template, None)
         try:
             return static_report(chat, tool_list, system_arg(system), source)
         except TokprofError:
             raise
         except Exception as exc:  # a template failing on the catalogue prompt (system + empty user)
             raise InputError(source, None, f"the chat template failed on the tool catalogue: {exc}") from None
-    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-    chat = model_for_trace(trace, model, chat_template)
+    trace = log if isinstance(log, Trace) else read_log(log, options)
+    chat = model_for_trace(trace, model, options.chat_template)
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
-    with progress_bar(progress, len(trace.calls), "profiling calls") as advance:
+    with progress_bar(options.progress, len(trace.calls), "profiling calls") as advance:
         try:
             result = profile_trace(trace, chat, on_call=lambda _: advance())
         except RenderError as exc:

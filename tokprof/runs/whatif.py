@@ -7,15 +7,17 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from tokprof.analyses.finish import PricesArg, user_prices
+from tokprof.analyses.finish import user_prices
 from tokprof.analyses.tools import attach_catalogue
 from tokprof.attribution.attributor import RenderError
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel
-from tokprof.runs.inputs import NOTHING_RECORDED, PathLike, ToolsArg, read_log
-from tokprof.runs.model import Model, model_for_trace
+from tokprof.runs.arguments import PathLike
+from tokprof.runs.inputs import NOTHING_RECORDED, read_log
+from tokprof.runs.model import model_for_trace
+from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.profile import one_run
-from tokprof.runs.progress import Progress, progress_bar
+from tokprof.runs.progress import progress_bar
 from tokprof.trace import Note, Trace
 
 if TYPE_CHECKING:
@@ -27,15 +29,9 @@ if TYPE_CHECKING:
 def whatif(
     log: PathLike | Trace,
     policies: Sequence[str] | None = None,
-    model: str | Model | None = None,
+    options: Options = DEFAULTS,
     *,
-    input_format: str | None = None,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
     window: int | None = None,
-    progress: Progress = False,
-    prices: PricesArg = None,
     facts: Sequence[str] = (),
     facts_file: PathLike | None = None,
 ) -> "WhatIfReport":
@@ -59,12 +55,12 @@ def whatif(
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
-    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
+    trace = log if isinstance(log, Trace) else read_log(log, options)
     if trace.calls and all(
         not c.messages and not c.tools and c.reported is None and not c.unrendered for c in trace.calls
     ):
         raise InputError(trace.path, None, NOTHING_RECORDED.format(what="to replay"))
-    chat = model_for_trace(trace, model, chat_template)
+    chat = model_for_trace(trace, options.model, options.chat_template)
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
@@ -81,10 +77,10 @@ def whatif(
                 "default policies is left out, and no call is counted over the window (give --window N)",
             )
         )
-    with progress_bar(progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
+    with progress_bar(options.progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
         try:
             report = _whatif(
-                trace, chat, parsed, window=window, on_call=advance, prices=user_prices(prices), facts=wanted
+                trace, chat, parsed, window=window, on_call=advance, prices=user_prices(options.prices), facts=wanted
             )
         except RenderError as exc:
             raise InputError(trace.path, None, str(exc)) from None
@@ -94,12 +90,12 @@ def whatif(
     return report
 
 
-def suggest_facts(log: PathLike | Trace, *, input_format: str | None = None) -> list[str]:
+def suggest_facts(log: PathLike | Trace, options: Options = DEFAULTS) -> list[str]:
     """Candidate facts from the user's own messages in a log (standing instructions, identifiers
     stated once), for :func:`whatif`'s ``facts``: suggestions, for a person to choose from."""
     from tokprof.analyses.retention import suggest_facts as suggest
 
-    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format)
+    trace = log if isinstance(log, Trace) else read_log(log, options)
     return suggest(trace)
 
 
@@ -119,7 +115,7 @@ def probe(
     expect: str,
     endpoint: str,
     policies: Sequence[str] | None = None,
-    model: str | Model | None = None,
+    options: Options = DEFAULTS,
     *,
     trials: int = 1,
     endpoint_model: str | None = None,
@@ -130,10 +126,6 @@ def probe(
     max_requests: int = 50,
     dry_run: bool = False,
     announce: Callable[[int, int], None] | None = None,
-    input_format: str | None = None,
-    tools: ToolsArg = None,
-    system: PathLike | None = None,
-    chat_template: PathLike | None = None,
     window: int | None = None,
 ) -> "ProbeReport":
     """Ask a chat model the user runs (an OpenAI-compatible ``endpoint``) ``question`` after each
@@ -157,8 +149,8 @@ def probe(
     if isinstance(policies, str):
         policies = [policies]
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
-    trace = log if isinstance(log, Trace) else read_log(log, input_format=input_format, tools=tools, system=system)
-    chat = model_for_trace(trace, model, chat_template)
+    trace = log if isinstance(log, Trace) else read_log(log, options)
+    chat = model_for_trace(trace, options.model, options.chat_template)
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
