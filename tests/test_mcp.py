@@ -21,7 +21,8 @@ pytest.importorskip("mcp")
 
 from conftest import ROOT
 
-import tokprof as api
+import tokprof
+import tokprof.mcp.api as api
 from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
 from tokprof.mcp.config import ServerConfig
@@ -895,7 +896,7 @@ def test_tools_past_the_cap_are_listed_as_skipped_and_the_rest_priced_as_tools_p
     catalogue.write_text(json.dumps(found.catalogue_document()), encoding="utf-8")
     assert len(found.catalogue_document()["tools"]) == 5
     _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
-    table = " ".join(api.render_report(found, "table", width=100).split())
+    table = " ".join(tokprof.render_report(found, "table", width=100).split())
     assert "not priced: 8 listed tools of 2 servers not priced (nor in the catalogue): 8 past the 5 tools" in table
 
 

@@ -124,7 +124,9 @@ def mcp_report(
     and list (a server's own time-out applies when it is shorter), and pricing must end within it."""
     from tokprof.mcp.report import NAMINGS
     from tokprof.mcp.report import mcp_report as _report
-    from tokprof.api import profile, read_log
+    from tokprof.runs.inputs import read_log
+    from tokprof.runs.options import Options
+    from tokprof.runs.profile import profile
     from tokprof.models import DEFAULT_MODEL
     from tokprof.models.loaded import chat_model
 
@@ -133,7 +135,7 @@ def mcp_report(
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = read_log(log, input_format=input_format) if log is not None else None
+    trace = read_log(log, Options(input_format=input_format)) if log is not None else None
     profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
     chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
