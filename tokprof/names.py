@@ -62,7 +62,7 @@ def registered_models(*, plugins: bool = False) -> tuple[ModelSpec, ...]:
 def context_window(name: str) -> int | None:
     """The context window public data (genai-prices) gives a model's name (``claude-sonnet-4-5``),
     None when it does not know it."""
-    from tokprof.models.known import context_window as known
+    from tokprof.pricing.models import context_window as known
 
     return known([name])
 
