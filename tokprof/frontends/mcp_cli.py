@@ -1,5 +1,5 @@
-"""``tokprof mcp``: what each configured MCP server's tools cost per request. A thin client of the
-public API (:func:`tokprof.find_mcp_servers`, :func:`tokprof.mcp_report`); registered on the
+"""``tokprof mcp``: what each configured MCP server's tools cost per request. A thin client of
+:mod:`tokprof.mcp.api` (``find_mcp_servers``, ``mcp_report``); registered on the
 command line by :mod:`tokprof.frontends.cli`."""
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
-
-Re-exported by :mod:`tokprof`.
+"""What ``tokprof mcp`` does, as functions: find configured MCP servers, list their tools, price them
+(:mod:`tokprof.frontends.mcp_cli` calls them; internal, not re-exported by :mod:`tokprof`).
 """
 
 from __future__ import annotations
