@@ -324,3 +324,5 @@ def test_one_profile_takes_a_file_a_folder_or_a_list_and_one_options(tmp_path, m
         tokprof.profile(files[0], modle="qwen2.5")
     with pytest.raises(TypeError, match="expected a tokprof.Options"):
         tokprof.profile(files[0], "qwen2.5")
+    with pytest.raises(TypeError, match="a list of paths"):
+        tokprof.profile({"a": 1})

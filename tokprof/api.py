@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from tokprof.runs.arguments import PathLike
@@ -66,6 +66,8 @@ def profile(source: Source, options: Options | None = None, **fields: Any) -> "P
     chosen = options_of(options, fields)
     if isinstance(source, Trace):
         return one.profile(source, chosen)
+    if isinstance(source, (bytes, Mapping)) or not isinstance(source, (str, os.PathLike, Iterable)):
+        raise TypeError(f"profile: expected a path, a list of paths or a Trace, found {type(source).__name__}")
     if not isinstance(source, (str, os.PathLike)):
         return sessions.profile_sessions(list(source), chosen)
     name = os.fspath(source)
