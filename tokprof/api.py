@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.profiling import Profile
-    from tokprof.runs.check import CheckRun
 
 #: What :func:`profile` takes: a log file (a path or URL), a folder or URL prefix of sessions, a list
 #: of session files, or a trace from :func:`read_log`.
@@ -113,8 +112,8 @@ def whatif(
 
 
 def diff(
-    a: "PathLike | Profile | CheckRun",
-    b: "PathLike | Profile | CheckRun",
+    a: "PathLike | Profile",
+    b: "PathLike | Profile",
     options: Options | None = None,
     **fields: Any,
 ) -> "RunDiff":
