@@ -1,4 +1,5 @@
-"""The public API, used as a library user would: only the names ``tokprof`` exports."""
+"""The public API, used as a library user would: the names ``tokprof`` exports (a few tests also call the
+internal jobs the command line calls, to hold them to what the library gives)."""
 
 from __future__ import annotations
 
