@@ -2,7 +2,7 @@
 the context policies, for help texts, option checks and "did you mean". Cheap to import (none of
 these loads the pipeline), so that a command line can list them in its ``--help``.
 
-Everything here is exported from :mod:`tokprof`.
+Internal (the front ends import it; not exported from :mod:`tokprof`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
-
-Re-exported by :mod:`tokprof`.
+"""What ``tokprof mcp`` does, as functions: find configured MCP servers, list their tools, price them
+(:mod:`tokprof.frontends.mcp_cli` calls them; internal, not re-exported by :mod:`tokprof`).
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from tokprof.mcp.config import (
     read_config_file,
 )
 from tokprof.mcp.connect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
+from tokprof.runs.options import DEFAULTS, Options
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -106,18 +106,17 @@ def list_mcp_servers(
 
 def mcp_report(
     servers: Sequence[ServerConfig] | Discovery | Sequence[Listing | Failure],
+    options: Options = DEFAULTS,
     *,
-    model: str | None = None,
-    chat_template: PathLike | None = None,
     naming: str | None = None,
     log: PathLike | None = None,
-    input_format: str | None = None,
     trust_project: Trust = False,
     timeout: float = DEFAULT_TIMEOUT,
     environ: Mapping[str, str] | None = None,
 ) -> McpReport:
-    """What each MCP server's tools cost per request under ``model`` (default: tokprof's default
-    model), priced as ``tokprof tools`` prices a catalogue; with ``log``, how often each tool was
+    """What each MCP server's tools cost per request under ``options.model`` (default: tokprof's
+    default model; ``options.chat_template`` instead of its own template), priced as ``tokprof tools``
+    prices a catalogue; with ``log`` (read as ``options.input_format`` says), how often each tool was
     called there and what the never-called ones cost over it. ``servers`` are configurations (which
     are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
     run: the model and the log are loaded first, the servers get four fifths of the time left to start
@@ -125,7 +124,7 @@ def mcp_report(
     from tokprof.mcp.report import NAMINGS
     from tokprof.mcp.report import mcp_report as _report
     from tokprof.runs.inputs import read_log
-    from tokprof.runs.options import Options
+    from tokprof.runs.model import Model
     from tokprof.runs.profile import profile
     from tokprof.models import DEFAULT_MODEL
     from tokprof.models.loaded import chat_model
@@ -135,9 +134,12 @@ def mcp_report(
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = read_log(log, Options(input_format=input_format)) if log is not None else None
+    trace = read_log(log, Options(input_format=options.input_format)) if log is not None else None
     profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
-    chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
+    if isinstance(options.model, Model):
+        chat = options.model.chat
+    else:
+        chat = chat_model(options.model or DEFAULT_MODEL, options.template, None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
     results: list[Listing | Failure]
     if items and all(isinstance(i, (Listing, Failure)) for i in items):
