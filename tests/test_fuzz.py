@@ -539,7 +539,7 @@ def test_the_seeds_are_valid(tmp_path, capsys, fuzz_model):
 #: A string whose nesting check once took time quadratic in its length: deep enough to be scanned,
 #: then an unterminated string of escaped quotes.
 QUADRATIC = "[" * 201 + '"' + '\\"' * 20_000
-MANY = 1_500  # messages in one prompt: rendering every prefix would render ~1.1 million messages
+MANY = 500  # messages in one prompt: rendering every prefix would render ~125,000 messages (minutes, not a second)
 
 
 def _largest_list(value: Any) -> tuple | None:
