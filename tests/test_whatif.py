@@ -5,6 +5,7 @@ the texts a policy writes are the documented ones."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -155,9 +156,16 @@ def test_a_call_whose_prompt_is_not_recorded_replays_as_nothing_rendered(tiny):
         assert full.billed_input == profile_trace(trace, tiny).summary().billed_input
 
 
-def test_full_is_the_profile_of_the_sample(capsys):
-    assert main(["profile", str(SAMPLE), "-f", "json", "--no-progress"]) == 0
-    profile = json.loads(capsys.readouterr().out)
+@pytest.fixture(scope="module")
+def sample_profile(tmp_path_factory) -> Path:
+    """The sample's profile as ``tokprof profile -f json -o`` writes it, profiled once for the module."""
+    path = tmp_path_factory.mktemp("sample") / "incident_session.json"
+    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(path), "--no-progress"]) == 0
+    return path
+
+
+def test_full_is_the_profile_of_the_sample(sample_profile):
+    profile = json.loads(sample_profile.read_text(encoding="utf-8"))
     report = tokprof.whatif(SAMPLE, ["full"])
     full = report.policies[0]
     assert full.billed_input == profile["summary"]["billed_input"]
@@ -512,13 +520,12 @@ def test_carry_cost_adds_up_to_the_tool_results_billed(tiny):
     assert first.carried_by == len([c for c in trace.calls if not c.thread]) - 2
 
 
-def test_carry_cost_in_the_sample_profile(capsys):
-    assert main(["profile", str(SAMPLE), "-f", "json", "--no-progress"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+def test_carry_cost_in_the_sample_profile(sample_profile, capsys):
+    doc = json.loads(sample_profile.read_text(encoding="utf-8"))
     costs = doc["summary"]["tool_result_costs"]
     assert costs["tokens"] + costs["carry_cost"] == doc["summary"]["buckets_billed"]["tool_results"]
     assert len(costs["top"]) == 10 and costs["top"][0]["tool"] == "get_logs"
-    assert main(["profile", str(SAMPLE), "--no-progress"]) == 0
+    assert main(["profile", str(sample_profile), "--no-progress"]) == 0  # its table, as the log's (saved)
     out = capsys.readouterr().out
     assert "carry cost" in out and "get_logs" in out
 
