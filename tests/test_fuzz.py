@@ -606,7 +606,10 @@ def test_costly_mutant(seed, kind, tmp_path, capsys, fuzz_model):
 
 
 # -- on a GitHub runner (#33): no mutant's text starts a workflow command on standard output --------
-_ON_A_RUNNER = [(f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(4)]
+#: Two mutants of every seed (each profiled and its tools listed), or TOKPROF_FUZZ_MUTANTS when it is set.
+_ON_A_RUNNER = [
+    (f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(int(os.environ.get("TOKPROF_FUZZ_MUTANTS") or 2))
+]
 
 
 @pytest.mark.parametrize("name, seed, n", _ON_A_RUNNER, ids=[name for name, _, _ in _ON_A_RUNNER])
