@@ -12,13 +12,11 @@ from tokprof.frontends.cli import main
 SAMPLE = ROOT / "samples" / "incident_session.json"
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> str:
-    """The sample's saved profile, profiled once: ``tokprof profile`` shows it as it shows the log
-    (tests/test_saved_profile.py), so the table's layout is checked on it at each width."""
-    path = tmp_path_factory.mktemp("saved") / "incident_session.json"
-    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(path), "--no-progress"]) == 0
-    return str(path)
+@pytest.fixture
+def saved(sample_profile) -> str:
+    """The sample's saved profile (conftest's, made once): ``tokprof profile`` shows it as it shows the
+    log (tests/test_saved_profile.py), so the table's layout is checked on it at each width."""
+    return str(sample_profile)
 
 
 def table_at(width, args, capsys, monkeypatch):

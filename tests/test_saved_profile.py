@@ -18,12 +18,10 @@ def run(args, capsys):
     return code, out, err
 
 
-@pytest.fixture(scope="module")
-def saved_sample(tmp_path_factory) -> str:
-    """The sample's saved profile (the JSON ``tokprof profile -o`` writes), profiled once for the module."""
-    saved = tmp_path_factory.mktemp("saved") / "run.json"
-    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(saved), "--no-progress"]) == 0
-    return saved.read_text(encoding="utf-8")
+@pytest.fixture
+def saved_sample(sample_profile) -> str:
+    """The sample's saved profile (the JSON ``tokprof profile -o`` writes; conftest's, made once)."""
+    return sample_profile.read_text(encoding="utf-8")
 
 
 def test_every_report_of_a_saved_profile_is_the_report_of_the_log(saved_sample, tmp_path, capsys, monkeypatch):

@@ -5,7 +5,6 @@ the texts a policy writes are the documented ones."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -154,14 +153,6 @@ def test_a_call_whose_prompt_is_not_recorded_replays_as_nothing_rendered(tiny):
         full = report.policies[0]
         assert full.calls[at].total == 50 and full.calls[at].buckets.get("unrecorded") == 50
         assert full.billed_input == profile_trace(trace, tiny).summary().billed_input
-
-
-@pytest.fixture(scope="module")
-def sample_profile(tmp_path_factory) -> Path:
-    """The sample's profile as ``tokprof profile -f json -o`` writes it, profiled once for the module."""
-    path = tmp_path_factory.mktemp("sample") / "incident_session.json"
-    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(path), "--no-progress"]) == 0
-    return path
 
 
 def test_full_is_the_profile_of_the_sample(sample_profile):
