@@ -8,7 +8,7 @@ tree in a temporary folder, where ``../shared/corpus`` is not (as on CI); the co
 The total is a little more than one ``pytest`` run costs: each group starts Python and collects its
 files again (``pytest --co -q`` of the whole suite costs about 13 s).
 
-    python benchmarks/bench_tests.py [--without-corpus] [--groups a,b,format_c] [--durations 5]
+    python benchmarks/bench_tests.py [--without-corpus] [--groups a,b,format_c] [--durations 5] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -68,10 +68,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--without-corpus", action="store_true", help="run a copy of the tree with no corpus beside it")
     parser.add_argument("--groups", default="", help="comma-separated group names (default: every group)")
     parser.add_argument("--durations", type=int, default=0, help="each group's slowest tests, on standard error")
+    parser.add_argument("--cache", help="the converted tokenizers' cache (default: a new one for this run)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tokprof-bench-tests-") as scratch:
         root = copy_tree(Path(scratch)) if args.without_corpus else ROOT
-        cache = Path(scratch) / "cache"
+        cache = Path(args.cache) if args.cache else Path(scratch) / "cache"
         found = groups(root / "tests")
         chosen = [g for g in args.groups.split(",") if g] or list(found)
         corpus = (root.parent / "shared" / "corpus").is_dir()
