@@ -154,3 +154,55 @@ def test_the_costliest_caps_are_replayed(tmp_path, capsys):
     profile = run_json(["profile", str(log), "-f", "json", "--no-progress"], capsys)
     paid = {t["tool"]: t["carry_dollars"] for t in profile["summary"]["tool_result_costs"]["tools"]}
     assert read["carry_dollars"] == pytest.approx(paid["Read"], abs=1e-6) and paid["Read"] > 0
+
+
+def test_dropping_tools_is_replayed_with_the_cache_rates(tmp_path, capsys):
+    """``drop-tools`` on a Claude Code session given its tool definitions: every main call loses the never-called
+    tools' tokens; a call that read the cache reads that much less and writes what the log wrote; the first call
+    and the one back after an idle gap write that much less; the saving is those tokens at the cache read and
+    write rates (claude-sonnet-4-5: $0.30 and $3.75 per million), the subagent's calls (no tools) unchanged."""
+    from test_actions import run_json
+
+    log = claude_session(tmp_path, mcp=True)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    args = ["whatif", str(log), "--tools", str(tools), "-p", "drop-tools", "-f", "json", "--no-progress"]
+    doc = run_json(args, capsys)
+    full, drop = doc["policies"]
+    assert drop["description"].startswith("the tools the log never calls")
+    expected = 0.0
+
+    def bill(c: dict) -> float:  # the input's bill from the counts at the model's published rates
+        uncached = c["total"] - c["cache_read"] - c["cache_write"]
+        return (c["cache_read"] * 0.30 + c["cache_write"] * 3.75 + uncached * 3.00) / 1e6
+
+    for a, b in zip(full["per_call"], drop["per_call"]):
+        if a["thread"]:  # the subagent: tools not supplied, nothing dropped
+            assert b == a
+            continue
+        dropped = a["total"] - b["total"]
+        assert dropped > 0 and b["changed"]
+        if a["cache_read"]:  # reads the dropped tokens less, writes what the log wrote (to the proxy's rounding)
+            assert abs(b["cache_read"] - (a["cache_read"] - dropped)) <= 5 and abs(b["cache_write"] - a["cache_write"]) <= 5
+        else:  # the first call, and the one back after the idle gap: its prompt written (the log's 3 uncached too)
+            assert (b["cache_read"], b["cache_write"]) == (0, b["total"])
+        expected += bill(a) - bill(b)
+    assert drop["cost_saving"] == pytest.approx(expected, abs=2e-6) and drop["cost_saving"] > 0
+    cut = run_json(["tools", str(log), "--tools", str(tools), "-f", "json", "--no-progress"], capsys)["cut_list"]
+    found = rows(cut)
+    jira, never = found["mcp__jira"], found["mcp__github__create_issue"]  # replayed, each on its own
+    assert jira["replay"] == "drop-tools:mcp__jira__search" and jira["not_replayed"] is None
+    assert never["replay"] == "drop-tools:mcp__github__create_issue" and never["saving_dollars"] > 0
+    assert found["mcp__jira__search"]["saving_dollars"] == jira["saving_dollars"] > 0
+    both = jira["saving_dollars"] + never["saving_dollars"]
+    assert both == pytest.approx(drop["cost_saving"], rel=0.05)  # the two drops apart, near the two together
+
+
+def test_a_replay_drops_only_tools_never_called(tmp_path, capsys):
+    log = claude_session(tmp_path)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    args = ["whatif", str(log), "--tools", str(tools), "-p", "drop-tools:Read", "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the log calls Read" in err
