@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import ROOT
 from tokprof.analyses import agent_config
 from tokprof.frontends.cli import main
 from test_actions import claude_session
@@ -91,14 +92,18 @@ def test_price_without_a_log_is_refused(capsys):
     ("fmt", "drop", "server", "cap"),
     [
         ("codex", "disabled_tools", "enabled = false", "tool_output_token_limit"),
-        ("gemini-cli", '"excludeTools"', '"mcpServers"', "gives no setting"),
-        ("claude-code", '"permissions.deny"', "claude mcp remove", "MAX_MCP_OUTPUT_TOKENS"),
+        ("gemini-cli", '"excludeTools"', '"mcp"."excluded"', "truncateToolOutputThreshold"),
+        ("claude-code", "--disallowedTools", "disabledMcpjsonServers", "MAX_MCP_OUTPUT_TOKENS"),
     ],
 )
 def test_each_agents_documented_setting(fmt, drop, server, cap):
+    """Each setting printed is one the agent's documentation gives (docs/advice.md cites the pages)."""
     assert drop in agent_config.drop_tools(fmt, ["mcp__github__create_issue"])
     assert server in agent_config.drop_server(fmt, "github")
     assert cap in agent_config.cap_results(fmt, ["mcp__github__get_issue"] if fmt != "gemini-cli" else ["read_file"])
+    advice = (ROOT / "docs" / "advice.md").read_text(encoding="utf-8")
+    for setting in (drop, server, cap):
+        assert setting.strip('"').split('"."')[-1] in advice, setting
 
 
 def test_an_agent_no_documentation_covers_gets_no_guess():
@@ -134,6 +139,13 @@ def test_mcp_log_has_the_cut_list(tmp_path, capsys):
     assert '"permissions.deny"' in found["mcp__notes__tool_1"]["how"]  # the log is Claude Code's
     assert found["mcp__notes"]["definition_tokens"] == sum(t["run_cost"] for t in doc["tools"])
     assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens
+    # the server's drop replayed on the log with the listed tools supplied (the log records none)
+    server = found["mcp__notes"]
+    assert server["replay"] and server["replay"].startswith("drop-tools:mcp__notes__") and server["not_replayed"] is None
+    assert server["saving_tokens"] > 0 and server["saving_dollars"] is not None
+    assert main(["mcp", "--server", spec, "--log", str(log)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Cut list" in out and "replayed saving" in out
 
 
 def test_the_costliest_caps_are_replayed(tmp_path, capsys):
