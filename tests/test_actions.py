@@ -223,3 +223,16 @@ def test_a_directory_view_adds_the_cache_fixes_up(tmp_path, capsys, monkeypatch)
     assert main(["profile", str(folder), "--no-progress", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].startswith("What to change") and "tokprof profile DIR --session ID" in out
+
+
+def test_a_directory_view_without_a_cache_fix_says_only_that(tmp_path, capsys, monkeypatch):
+    """A directory view prices the cache fixes alone: with none it says so, never that no change saves anything
+    (its sessions' replays were not run), and how to have them."""
+    monkeypatch.setenv("COLUMNS", "200")
+    folder = tmp_path / "calm"
+    folder.mkdir()
+    claude_session(folder, idle_before=99)  # no idle gap: no cache miss to fix
+    assert main(["profile", str(folder), "--no-progress", "--jobs", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no cache fix saves anything over these sessions" in out and "none of the changes" not in out
+    assert "tools never called dropped): tokprof profile DIR --session ID" in out
