@@ -26,7 +26,7 @@ from tokprof.profiling import Profile
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
-    from tokprof.analyses.cost import UserPrice
+    from tokprof.pricing.cost import UserPrice
     from tokprof.models.base import ChatModel
 
 #: A cut: drop the tool (never called), cap its results (they carry into later prompts), or none.
