@@ -141,7 +141,9 @@ def test_mcp_log_has_the_cut_list(tmp_path, capsys):
     assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens
     # the server's drop replayed on the log with the listed tools supplied (the log records none)
     server = found["mcp__notes"]
-    assert server["replay"] and server["replay"].startswith("drop-tools:mcp__notes__") and server["not_replayed"] is None
+    assert (
+        server["replay"] and server["replay"].startswith("drop-tools:mcp__notes__") and server["not_replayed"] is None
+    )
     assert server["saving_tokens"] > 0 and server["saving_dollars"] is not None
     assert main(["mcp", "--server", spec, "--log", str(log)]) == 0
     out = " ".join(capsys.readouterr().out.split())
@@ -195,7 +197,10 @@ def test_dropping_tools_is_replayed_with_the_cache_rates(tmp_path, capsys):
         dropped = a["total"] - b["total"]
         assert dropped > 0 and b["changed"]
         if a["cache_read"]:  # reads the dropped tokens less, writes what the log wrote (to the proxy's rounding)
-            assert abs(b["cache_read"] - (a["cache_read"] - dropped)) <= 5 and abs(b["cache_write"] - a["cache_write"]) <= 5
+            assert (
+                abs(b["cache_read"] - (a["cache_read"] - dropped)) <= 5
+                and abs(b["cache_write"] - a["cache_write"]) <= 5
+            )
         else:  # the first call, and the one back after the idle gap: its prompt written (the log's 3 uncached too)
             assert (b["cache_read"], b["cache_write"]) == (0, b["total"])
         expected += bill(a) - bill(b)

@@ -263,9 +263,7 @@ def unused_tools_action(
             estimate=not replayed.exact
             or not profile.model.exact
             or report.policies[0].cost_basis not in (None, "reported"),  # type: ignore[union-attr]
-            unpriced=None
-            if replayed.cost_saving is not None
-            else (replayed.cost_unpriced or "the log is not priced"),
+            unpriced=None if replayed.cost_saving is not None else (replayed.cost_unpriced or "the log is not priced"),
         )
     section = profile.catalogue
     if section is None or not section.unused_waste:

@@ -292,9 +292,7 @@ def drop_candidates(cuts: CutList) -> list[tuple[Cut, tuple[str, ...]]]:
     for row in rows[:REPLAYED_DROPS]:
         if row.kind == "server":
             server = row.name[len(agent_config.MCP_PREFIX) :]
-            tools = tuple(
-                r.name for r in cuts.rows if r.kind == "tool" and _server(r.name) == server and r.cut == DROP
-            )
+            tools = tuple(r.name for r in cuts.rows if r.kind == "tool" and _server(r.name) == server and r.cut == DROP)
         else:
             tools = (row.name,)
         if tools:

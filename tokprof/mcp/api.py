@@ -187,7 +187,8 @@ def _replayed_drops(cuts: "CutList", trace: Trace, listed: list[dict]) -> "CutLi
     from tokprof.transforms import supply
     from tokprof.transforms.cuts import DropTools
 
-    candidates = drop_candidates(cuts)
+    # a name the policy's string cannot carry (a comma or a colon) is not replayed: its row keeps its reason
+    candidates = [(row, tools) for row, tools in drop_candidates(cuts) if not any("," in t or ":" in t for t in tools)]
     if not candidates:
         return cuts
     if all(c.tools is None for c in trace.calls if not c.thread):
