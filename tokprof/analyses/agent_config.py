@@ -34,6 +34,11 @@ def _names(names: Sequence[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
 
+def _arguments(names: Sequence[str]) -> str:
+    """Names as a command line's quoted arguments, one each."""
+    return " ".join(f'"{n}"' for n in names)
+
+
 def _mcp_parts(name: str) -> tuple[str, str] | None:
     """(server, tool) of an ``mcp__server__tool`` name."""
     if not name.startswith(MCP_PREFIX):
@@ -56,7 +61,7 @@ def drop_tools(fmt: str, tools: Sequence[str]) -> str:
     if fmt == "claude-code":
         return (
             f'Claude Code: add {_names(tools)} to "permissions.deny" in .claude/settings.json (a rule naming a tool '
-            f"alone removes it), or start claude with --disallowedTools {_names(tools)}"
+            f"alone removes it), or start claude with --disallowedTools {_arguments(tools)}"
         )
     mcp = [(_mcp_parts(t), t) for t in tools]
     if fmt == "codex" and all(parts is not None for parts, _ in mcp):
