@@ -211,6 +211,10 @@ def test_dropping_tools_is_replayed_with_the_cache_rates(tmp_path, capsys):
     assert jira["replay"] == "drop-tools:mcp__jira__search" and jira["not_replayed"] is None
     assert never["replay"] == "drop-tools:mcp__github__create_issue" and never["saving_dollars"] > 0
     assert found["mcp__jira__search"]["saving_dollars"] == jira["saving_dollars"] > 0
+    profile = run_json(["profile", str(log), "--tools", str(tools), "-f", "json", "--no-progress"], capsys)
+    action = next(a for a in profile["actions"] if a["basis"] == "replay:drop-tools")
+    assert action["dollars"] == pytest.approx(drop["cost_saving"], abs=1e-6) and action["tokens"] == drop["saving"]
+    assert action["how"].endswith("(whole servers: jira)")  # github's get_issue was called: not a whole server
     both = jira["saving_dollars"] + never["saving_dollars"]
     assert both == pytest.approx(drop["cost_saving"], rel=0.05)  # the two drops apart, near the two together
 

@@ -22,7 +22,7 @@ configuration change of each (``how``) is the documented one of the agent that w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
@@ -219,9 +219,14 @@ def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport")
 
 
 # -- tools never called ----------------------------------------------------------------------------
-def _drop_how(fmt: str, unused: Sequence[str]) -> str:
-    mcp = [n for n in unused if n.startswith(agent_config.MCP_PREFIX)]
-    servers = sorted({n.split("__")[1] for n in mcp if n.count("__") >= 2})
+def _server_of(name: str) -> str | None:
+    return name.split("__")[1] if name.startswith(agent_config.MCP_PREFIX) and name.count("__") >= 2 else None
+
+
+def _drop_how(fmt: str, unused: Sequence[str], used: Collection[str]) -> str:
+    """The setting that drops the unused tools; for Claude Code, the servers none of whose tools was used too."""
+    busy = {_server_of(n) for n in used}
+    servers = sorted({s for s in map(_server_of, unused) if s is not None and s not in busy})
     return agent_config.drop_tools(fmt, unused) + (
         f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""
     )
@@ -244,7 +249,7 @@ def unused_tools_action(
     if report is not None and trace is not None:
         replayed = next((p for p in report.policies if p.policy == DROP_POLICY), None)
     if replayed is not None:
-        from tokprof.transforms.cuts import never_called
+        from tokprof.transforms.cuts import called_tools, never_called
 
         unused = list(never_called(trace))  # type: ignore[arg-type]
         if not unused or not _saves(replayed):
@@ -258,7 +263,7 @@ def unused_tools_action(
             ),
             dollars=None if replayed.cost_saving is None else round(replayed.cost_saving, 6),
             tokens=replayed.saving,
-            how=_drop_how(fmt, unused),
+            how=_drop_how(fmt, unused, called_tools(trace)),  # type: ignore[arg-type]
             basis=f"replay:{DROP_POLICY}",
             estimate=not replayed.exact
             or not profile.model.exact
@@ -276,7 +281,7 @@ def unused_tools_action(
         why=f"their definitions are sent with every request: {section.unused_waste:,} tokens over the run",
         dollars=None,
         tokens=section.unused_waste,
-        how=_drop_how(fmt, unused),
+        how=_drop_how(fmt, unused, [t.name for t in section.catalogue.tools if not t.unused]),
         basis="none",
         estimate=not profile.model.exact,
         unpriced=f"not replayed here (tokprof whatif LOG -p {DROP_POLICY} prices it)",
