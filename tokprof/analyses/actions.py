@@ -7,8 +7,11 @@ Each action is measured on the log itself, never estimated from a rule of thumb:
   billed again with the tokens a kept cache would have read read from it, at each call's own prices;
 * **capping or eliding tool results** is priced by a what-if replay (:mod:`tokprof.analyses.whatif`) of
   the log under ``cap`` and ``elide``; the tools whose results it cuts are named;
-* **dropping tools never called** is named with the tokens their definitions cost over the run; no
-  replay prices it yet, and it says so (``dollars`` None, ``unpriced`` the reason).
+* **dropping tools never called** is priced by a what-if replay of the log under ``drop-tools``
+  (:class:`tokprof.transforms.cuts.DropTools`: the tools the log never calls taken out of every call's tool
+  list, the prefix they change written to the cache again); the tools are named. Where it was not
+  replayed (a directory view) it carries the tokens their definitions cost over the run, unpriced, and
+  says so (``dollars`` None, ``unpriced`` the reason).
 
 An action that saves nothing (or costs more) is not one. Priced actions come first, by dollars, then
 the unpriced by tokens. An unpriced log gets tokens and the reason there are no dollars. The
@@ -19,7 +22,7 @@ configuration change of each (``how``) is the documented one of the agent that w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
@@ -34,6 +37,8 @@ if TYPE_CHECKING:  # the replay's results (the module stays light for the direct
 MAX_ACTIONS = 3
 #: The policies replayed for the tool-results action: a cap of each result, and stubs for old ones.
 RESULT_POLICIES = ("cap:4000", "elide:2")
+#: The policy replayed for the tools-never-called action (tokprof.transforms.cuts.DropTools).
+DROP_POLICY = "drop-tools"
 #: ``elide`` rewrites every earlier prompt, so its replay counts every prompt anew (ten times a profile on a
 #: 439-call session): it is replayed only for logs that carry at most this many messages over the run.
 ELIDE_MESSAGES = 20000
@@ -214,27 +219,72 @@ def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport")
 
 
 # -- tools never called ----------------------------------------------------------------------------
-def unused_tools_action(profile: Profile) -> Action | None:
-    """The tools the main catalogue carried and the model never called, with their tokens over the run."""
+def _server_of(name: str) -> str | None:
+    return name.split("__")[1] if name.startswith(agent_config.MCP_PREFIX) and name.count("__") >= 2 else None
+
+
+def _drop_how(fmt: str, unused: Sequence[str], used: Collection[str]) -> str:
+    """The setting that drops the unused tools; for Claude Code, the servers none of whose tools was used too."""
+    busy = {_server_of(n) for n in used}
+    servers = sorted({s for s in map(_server_of, unused) if s is not None and s not in busy})
+    return agent_config.drop_tools(fmt, unused) + (
+        f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""
+    )
+
+
+def _rewrites(result: "PolicyResult") -> bool:
+    """Whether the replay's first changed call writes its prompt to the cache."""
+    first = next((c for c in result.calls if c.changed), None)
+    return first is not None and bool(first.cache_write)
+
+
+def unused_tools_action(
+    profile: Profile, trace: Trace | None = None, report: "WhatIfReport | None" = None
+) -> Action | None:
+    """The tools the log carried and the model never called: with a what-if ``report`` of :data:`DROP_POLICY`
+    (and the ``trace`` it replayed), the dollars the replay proves dropping them saves (none saved: no action);
+    without one, the main catalogue's unused tools with their tokens over the run, unpriced."""
+    fmt = profile.source.format
+    replayed = None
+    if report is not None and trace is not None:
+        replayed = next((p for p in report.policies if p.policy == DROP_POLICY), None)
+    if replayed is not None:
+        from tokprof.transforms.cuts import called_tools, never_called
+
+        unused = list(never_called(trace))  # type: ignore[arg-type]
+        if not unused or not _saves(replayed):
+            return None
+        return Action(
+            what=f"drop {_plural(len(unused), 'tool')} never called ({_listed(unused)})",
+            why=(
+                f"their definitions are sent with every request: {replayed.saving:,} tokens over the run (the "
+                f"replay takes them out of {_plural(replayed.changed_calls, 'call')}"
+                + ("; its first call writes the changed prompt to the cache again)" if _rewrites(replayed) else ")")
+            ),
+            dollars=None if replayed.cost_saving is None else round(replayed.cost_saving, 6),
+            tokens=replayed.saving,
+            how=_drop_how(fmt, unused, called_tools(trace)),  # type: ignore[arg-type]
+            basis=f"replay:{DROP_POLICY}",
+            estimate=not replayed.exact
+            or not profile.model.exact
+            or report.policies[0].cost_basis not in (None, "reported"),  # type: ignore[union-attr]
+            unpriced=None if replayed.cost_saving is not None else (replayed.cost_unpriced or "the log is not priced"),
+        )
     section = profile.catalogue
     if section is None or not section.unused_waste:
         return None
     unused = [t.name for t in section.catalogue.tools if t.unused]
     if not unused:
         return None
-    fmt = profile.source.format
-    mcp = [n for n in unused if n.startswith(agent_config.MCP_PREFIX)]
-    servers = sorted({n.split("__")[1] for n in mcp if n.count("__") >= 2})
     return Action(
         what=f"drop {_plural(len(unused), 'tool')} never called ({_listed(unused)})",
         why=f"their definitions are sent with every request: {section.unused_waste:,} tokens over the run",
         dollars=None,
         tokens=section.unused_waste,
-        how=agent_config.drop_tools(fmt, unused)
-        + (f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""),
+        how=_drop_how(fmt, unused, [t.name for t in section.catalogue.tools if not t.unused]),
         basis="none",
         estimate=not profile.model.exact,
-        unpriced="no replay prices dropping tool definitions yet",
+        unpriced=f"not replayed here (tokprof whatif LOG -p {DROP_POLICY} prices it)",
     )
 
 
@@ -256,19 +306,27 @@ def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport |
         action = result_action(profile, trace, report)
         if action is not None:
             found.append(action)
-    unused = unused_tools_action(profile)
+    unused = unused_tools_action(profile, trace, report if _replays(report, DROP_POLICY) else None)
     if unused is not None:
         found.append(unused)
     return rank(found)
 
 
+def _replays(report: "WhatIfReport | None", spec: str) -> bool:
+    return report is not None and any(p.policy == spec for p in report.policies)
+
+
 def replayed_policies(trace: Trace) -> tuple[str, ...]:
-    """Which of :data:`RESULT_POLICIES` to replay: none for a log without tool results; ``elide`` only for a
-    log that carries at most :data:`ELIDE_MESSAGES` messages over the run (its replay's cost)."""
-    if not any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
-        return ()
-    carried = sum(len(call.messages) for call in trace.calls)
-    return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
+    """Which policies to replay: :data:`RESULT_POLICIES` for a log with tool results (``elide`` only for a
+    log that carries at most :data:`ELIDE_MESSAGES` messages over the run: its replay's cost), and
+    :data:`DROP_POLICY` for a log whose calls carry tools it never calls."""
+    from tokprof.transforms.cuts import never_called
+
+    out: tuple[str, ...] = ()
+    if any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
+        carried = sum(len(call.messages) for call in trace.calls)
+        out = tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
+    return out + ((DROP_POLICY,) if never_called(trace) else ())
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:

@@ -496,8 +496,9 @@ def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[Po
     """The positions of the changed calls of a policy's trace whose prompt parts from the previous call of
     its thread no earlier than the log's call's does from the log's previous call: it continues that call
     whole, or (a policy that rewrites messages in place) it shares at least as many first messages as the
-    log's two prompts do. The rest part earlier: the policy rewrote or dropped a message the log's two prompts
-    share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
+    log's two prompts do, with tool lists that differ only where the log's do. The rest part earlier: the
+    policy rewrote or dropped a message (or a tool) the log's two prompts share, and the read is capped at
+    the shared prefix (tokprof.analyses.replay_bill)."""
     logged = {c.index: c for c in log_calls}
     log_before: dict[int, Call] = {}
     last_log: dict[str | None, Call] = {}
@@ -515,6 +516,8 @@ def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[Po
         log, log_previous = logged.get(call.index), log_before.get(call.index)
         if log is None or log_previous is None:
             continue
+        if not _same_tools(call, before) and _same_tools(log, log_previous):  # the policy parts them at the tools
+            continue
         mine, theirs = as_list(call.messages), as_list(before.messages)
         shared = shared_messages(mine, theirs)
         if shared == len(theirs):
@@ -525,6 +528,10 @@ def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[Po
             if shared >= shared_messages(log_mine, log_theirs):
                 out.add(position)
     return out
+
+
+def _same_tools(a: Call, b: Call) -> bool:
+    return a.tools is b.tools or a.tools == b.tools
 
 
 def _billed(call: PolicyCall, cost: CallCost | None, reports: bool) -> PolicyCall:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from tokprof.mcp.report import McpReport
 from tokprof.base.errors import TokprofError
@@ -25,6 +25,10 @@ from tokprof.mcp.config import (
 )
 from tokprof.mcp.connect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
 from tokprof.runs.options import DEFAULTS, Options
+from tokprof.trace import Trace
+
+if TYPE_CHECKING:
+    from tokprof.analyses.cutlist import CutList
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -171,4 +175,36 @@ def mcp_report(
     agent = {"gemini": "gemini-cli"}.get(next(iter(agents)), next(iter(agents))) if len(agents) == 1 else None
     called = Counter(tc["function"]["name"] for tc in trace.tool_calls())
     definitions = {t.name: t.run_cost for t in report.tools if t.run_cost is not None}
-    return replace(report, cut_list=cut_list(profiled, definitions, called, agent=agent))
+    cuts = cut_list(profiled, definitions, called, agent=agent)
+    return replace(report, cut_list=_replayed_drops(cuts, trace, report.definitions()))
+
+
+def _replayed_drops(cuts: "CutList", trace: Trace, listed: list[dict]) -> "CutList":
+    """The cut list with its costliest drops replayed (tokprof.analyses.cutlist.drop_candidates) by
+    ``tokprof whatif``'s replay under the log's own model: ``drop-tools`` of each server's tools never
+    called. A log that records no tool definitions is replayed with the servers' listed tools supplied
+    (as ``--tools`` supplies them), so that the replay has them to drop; one that records them, as it is."""
+    from tokprof.analyses.cutlist import drop_candidates, with_replays
+    from tokprof.runs.whatif import whatif
+    from tokprof.transforms import supply
+    from tokprof.transforms.cuts import DropTools
+
+    # a name the policy's string cannot carry (a comma or a colon) is not replayed: its row keeps its reason
+    candidates = [(row, tools) for row, tools in drop_candidates(cuts) if not any("," in t or ":" in t for t in tools)]
+    if not candidates:
+        return cuts
+    if all(c.tools is None for c in trace.calls if not c.thread):
+        copied = replace(trace, calls=[replace(c) for c in trace.calls], notes=list(trace.notes))
+        trace = supply(copied, listed, None)
+    specs = [DropTools(tuple(sorted(tools))).spec for _, tools in candidates]
+    try:
+        replayed = whatif(trace, specs)
+    except TokprofError:  # a prompt the template cannot render without them: the cut list without replays
+        return cuts
+    results = {p.policy: p for p in replayed.policies}
+    found = {}
+    for (row, _), spec in zip(candidates, specs):
+        result = results.get(spec)
+        if result is not None:
+            found[row.name] = (spec, result.cost_saving, result.saving)
+    return with_replays(cuts, found)

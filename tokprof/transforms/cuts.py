@@ -1,16 +1,22 @@
-"""The cut list's replays (tokprof.analyses.cutlist): one tool's results, or one MCP server's tools', capped
-as ``cap`` caps every tool's (:class:`tokprof.transforms.policies.Cap`: a result is kept whole in the prompt
-it arrives in, and cut to its first C characters, with the same note, in the prompts after). A policy of the
-registry's kind, made by the cut list rather than parsed: it is not registered (``tokprof whatif -p cap:C``
-caps every tool)."""
+"""The cut list's replays (tokprof.analyses.cutlist), each a policy of the registry's kind:
+
+* :class:`CapTools`: one tool's results, or one MCP server's tools', capped as ``cap`` caps every tool's
+  (:class:`tokprof.transforms.policies.Cap`: a result is kept whole in the prompt it arrives in, and cut to
+  its first C characters, with the same note, in the prompts after). Made by the cut list rather than
+  parsed: it is not registered (``tokprof whatif -p cap:C`` caps every tool);
+* :class:`DropTools` (registered, ``drop-tools[:NAMES]``): tools the log never calls taken out of every
+  call's tool list (:meth:`tokprof.transforms.policies.Step.without_tools`), the messages as logged: what
+  removing their definitions from the agent's configuration would have sent.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tokprof.transforms.policies import CUT, Policy, Step
+from tokprof.trace import Trace, as_list
+from tokprof.transforms.policies import CUT, Policy, PolicyError, Step, register, tool_name
 
 
 def tool_names(messages: Sequence[dict]) -> dict[str, str]:
@@ -23,6 +29,44 @@ def tool_names(messages: Sequence[dict]) -> dict[str, str]:
                 if isinstance(name, str):
                     names[tc["id"]] = name
     return names
+
+
+def _called_in(messages: Iterable[dict]) -> set[str]:
+    called: set[str] = set()
+    for m in messages:
+        if not isinstance(m, dict):
+            continue
+        for tc in m.get("tool_calls") or ():
+            name = (tc.get("function") or {}).get("name") if isinstance(tc, dict) else None
+            if isinstance(name, str):
+                called.add(name)
+    return called
+
+
+def called_tools(trace: Trace) -> set[str]:
+    """The names of the tools the model called anywhere in the log (its prompts' assistant messages and the
+    calls' responses)."""
+    called: set[str] = set()
+    seen: set[int] = set()
+    for call in trace.calls:
+        fresh = [m for m in as_list(call.messages) if id(m) not in seen]
+        seen.update(id(m) for m in fresh)
+        called |= _called_in(fresh)
+        if call.response is not None:
+            called |= _called_in([call.response])
+    return called
+
+
+def never_called(trace: Trace) -> tuple[str, ...]:
+    """The tools some call of the log carried and the model never called, sorted."""
+    defined: set[str] = set()
+    lists: set[int] = set()
+    for call in trace.calls:
+        if call.tools is None or id(call.tools) in lists:
+            continue
+        lists.add(id(call.tools))
+        defined.update(n for n in (tool_name(t) for t in call.tools) if n is not None)
+    return tuple(sorted(defined - called_tools(trace)))
 
 
 @dataclass(frozen=True)
@@ -57,3 +101,58 @@ class CapTools(Policy):
                 m, f"cap:{chars}", lambda: content[:chars] + CUT.format(size=len(content), kept=chars)
             )
         return out
+
+
+@register
+@dataclass(frozen=True)
+class DropTools(Policy):
+    """Tools the log never calls taken out of every call's tool list; ``tools`` empty: every tool it never calls.
+    A tool the log does call cannot be dropped (the replay would keep calls to a tool it no longer offers)."""
+
+    name: ClassVar[str] = "drop-tools"
+    tools: tuple[str, ...] = ()
+
+    @classmethod
+    def syntax(cls) -> str:
+        return "drop-tools[:NAMES]"
+
+    @classmethod
+    def parse(cls, params: Sequence[str], spec: str) -> Policy:
+        names = [n.strip() for text in params for n in text.split(",")]
+        if any(not n for n in names):
+            raise PolicyError(
+                f"policy {spec!r}: drop-tools takes tool names separated by commas (drop-tools:NAME,NAME), "
+                "or none (every tool the log never calls)"
+            )
+        return cls(tuple(sorted(set(names))))
+
+    @property
+    def spec(self) -> str:
+        return self.name + (":" + ",".join(self.tools) if self.tools else "")
+
+    def describe(self) -> str:
+        if not self.tools:
+            return "the tools the log never calls taken out of every request's tool list"
+        return f"{', '.join(self.tools)} taken out of every request's tool list"
+
+    def dropped(self, step: Step) -> frozenset[str]:
+        """The names dropped over this replay (checked once: a named tool the log calls is refused)."""
+        found = step.state.get("dropped")
+        if found is None:
+            trace = step.replay.trace
+            if not self.tools:
+                found = frozenset(never_called(trace) if trace is not None else ())
+            else:
+                called = sorted(set(self.tools) & called_tools(trace)) if trace is not None else []
+                if called:
+                    raise PolicyError(
+                        f"policy {self.spec!r}: the log calls {', '.join(called)}; a replay drops only tools "
+                        "never called (dropping a tool the model used changes what it does, which no replay shows)"
+                    )
+                found = frozenset(self.tools)
+            step.state["dropped"] = found
+        return found
+
+    def apply(self, step: Step) -> list[dict]:
+        step.without_tools(self.dropped(step))
+        return step.messages
