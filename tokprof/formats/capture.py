@@ -24,6 +24,7 @@ from typing import Any, Iterator, TypeGuard
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
+from tokprof.formats.reader import Record
 
 
 @dataclass
@@ -48,6 +49,34 @@ def records(path: str, doc: Document) -> Iterator[tuple[str, Any]]:
     if isinstance(doc.value, list):
         return ((f"record {i}", value) for i, value in enumerate(doc.value))
     return iter([("record 0", doc.value)])
+
+
+def capture_records(doc: Document) -> Iterator[Record]:
+    """The records a capture's reader is fed: a JSONL file's lines as they are read, each item of a
+    JSON list, or the one JSON value (a list is parsed whole: a JSON document is, so its items are
+    fed one at a time but held by the document). :class:`RecordPlaces` names them."""
+    if doc.lines is not None:
+        for line, value in doc.lines:
+            yield Record(value, line)
+    elif isinstance(doc.value, list):
+        for value in doc.value:
+            yield Record(value)
+    else:
+        yield Record(doc.value)
+
+
+class RecordPlaces:
+    """Where each fed record is, as :func:`records` names it: ``line N``, else ``record I`` (the
+    item's index in a JSON list, 0 for one object)."""
+
+    def __init__(self) -> None:
+        self.items = 0
+
+    def __call__(self, record: Record) -> str:
+        if record.line is not None:
+            return record.place
+        self.items += 1
+        return f"record {self.items - 1}"
 
 
 def first_records(doc: Document, count: int) -> list[tuple[str, Any]]:
