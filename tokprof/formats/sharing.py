@@ -27,6 +27,11 @@ RECENT = 4
 #: The conversations whose last prompt is kept by how they start: a proxy's capture of many sessions
 #: at once interleaves them; past this many, the least recently continued is let go.
 STARTS = 1024
+#: ... and past this many messages held in those prompts (or :data:`HELD_TIMES` times the largest prompt
+#: read, when more), so that a reader that gives each call as it is read holds a bounded part of the log,
+#: not every conversation it has seen (a day's capture of one session after the other).
+HELD_FLOOR = 512
+HELD_TIMES = 8
 
 
 class SharedPrompts:
@@ -38,6 +43,8 @@ class SharedPrompts:
         #: id of a prompt's list -> the list (kept: its id is not reused) and where ``==`` is not enough (see _lax)
         self._lax: dict[int, tuple[list[dict], list[int]]] = {}
         self._tools: list[tuple[list[dict], str]] = []  # most recent first, each with its JSON
+        self._held = 0  # the messages of the prompts in _by_start
+        self._largest = 0  # the most messages of a prompt read
 
     def prompt(self, messages: list[dict]) -> PromptView:
         """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
@@ -63,9 +70,15 @@ class SharedPrompts:
             found = PromptView(messages, len(messages))
             self._lax[id(messages)] = (messages, [k for k, m in enumerate(messages) if _lax(m)])
         self._by_start[start] = found
-        if len(self._by_start) > STARTS:
-            del self._by_start[next(iter(self._by_start))]
+        self._held += len(found) - (len(own) if own is not None else 0)
+        self._largest = max(self._largest, len(found))
+        budget = max(HELD_FLOOR, HELD_TIMES * self._largest)
+        while len(self._by_start) > 1 and (len(self._by_start) > STARTS or self._held > budget):
+            self._held -= len(self._by_start.pop(next(iter(self._by_start))))
         self._remember(found)
+        if len(self._lax) > 2 * (len(self._by_start) + RECENT):  # let go of the lists no prompt kept here holds
+            kept = {id(p.base) for p in self._prompts} | {id(p.base) for p in self._by_start.values()}
+            self._lax = {key: value for key, value in self._lax.items() if key in kept}
         return found
 
     def tools(self, tools: list[dict] | None) -> list[dict] | None:
