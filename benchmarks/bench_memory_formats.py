@@ -34,7 +34,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
@@ -82,7 +81,7 @@ def generate_chat(path: Path, calls: int, per: int, seed: int) -> int:
                 {"role": "user", "content": text(rng, 300)},
             ]
             size = sum(len(m["content"]) for m in messages)
-            for k in range(min(per, calls - made)):
+            for _ in range(min(per, calls - made)):
                 largest = max(largest, size)
                 record = {
                     "model": "gpt-4o-2024-08-06",
@@ -145,7 +144,9 @@ def generate_codex(path: Path, calls: int, per: int, seed: int) -> int:
         for n in range(calls):
             if n and n % per == 0:
                 summary = "Summary of the work so far: " + text(rng, 1500)
-                f.write(line("compacted", {"message": summary, "replacement_history": [context, message("user", summary)]}))
+                f.write(
+                    line("compacted", {"message": summary, "replacement_history": [context, message("user", summary)]})
+                )
                 size = len(base) + len(context["content"][0]["text"]) + len(summary)
             if n % 25 == 0:
                 task = text(rng, 300)

@@ -245,7 +245,9 @@ class EvalReader(Reader):
         value = doc.value if doc is not None else None
         if doc is None or doc.lines is not None or not isinstance(value, dict) or "eval" not in value:
             raise InputError(
-                path, None, "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)"
+                path,
+                None,
+                "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)",
             )
         log = self.log = _log_info(path, "", value)
         self.trace.model = log.model
