@@ -736,6 +736,8 @@ class _Builder:
         for item in pending[:-1]:
             out += self.emit(item)
         self.open = last
+        if order == "before":
+            out += self.settle()  # outputs after tool outputs continue a call only when they follow its count
         return out
 
     def settle(self) -> list[Call]:
