@@ -215,7 +215,7 @@ def env(root: Path) -> dict[str, str]:
 def reader_peak(root: Path, path: Path) -> tuple[int, int]:
     """The calls read and the peak of memory allocated while reading them."""
     out = subprocess.run(
-        [sys.executable, "-c", READER, str(path)], env=env(root), capture_output=True, text=True, check=True
+        [sys.executable, "-c", READER, str(path)], env=env(root), cwd=root, capture_output=True, text=True, check=True
     )
     calls, peak = out.stdout.split()
     return int(calls), int(peak)
@@ -230,7 +230,9 @@ def profile_rss(root: Path, path: Path, folder: Path) -> int:
     )
     command = [sys.executable, "-m", "tokprof", "profile", str(path), "-f", "json", "-o", str(folder / "out.json")]
     command += ["--model", "qwen2.5"]
-    out = subprocess.run([sys.executable, "-c", script, *command], env=env(root), capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, *command], env=env(root), cwd=root, capture_output=True, text=True
+    )
     if out.returncode != 0:
         raise SystemExit(f"tokprof profile failed on {path}: {out.stderr.strip()[-500:]}")
     return int(out.stdout.split()[-1]) * 1024
