@@ -13,7 +13,7 @@ from test_format_codex import Counter, call, context, meta, result, say, think, 
 from tokprof.formats import log_format, open_log
 from tokprof.formats.jsonfile import load
 from tokprof.formats.reader import Record
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call
 
 
