@@ -247,8 +247,9 @@ class ResponsesReader(Reader):
     """Responses API captures read as a fold: each record gives its call as it is fed. A request that
     continues a response (``previous_response_id``) is rebuilt from the responses read before it (a
     capture is in time order: a response exists before a request continues it); the most recent
-    responses are kept (:data:`CHAIN_FLOOR`), each as a view of the list its chain shares, and every
-    item with an ``id`` (for ``item_reference``), the first read."""
+    responses are kept (:data:`CHAIN_FLOOR`), each as a view of the list its chain shares, and the
+    items with an ``id`` (for ``item_reference``; the first read of each, the most recent within the
+    same bound)."""
 
     def __init__(self, path: str, doc: Document | None) -> None:
         value = doc.value if doc is not None and doc.lines is None else None
@@ -275,9 +276,14 @@ class ResponsesReader(Reader):
         entry = _entry(self.path, self.trace, self.places(record), record.value)
         if entry is None:
             return ()
+        known = self.known_items
         for place, item in entry.items + entry.output:
             if isinstance(item, dict) and item.get("type") != "item_reference" and isinstance(item.get("id"), str):
-                self.known_items.setdefault(item["id"], (place, item))
+                known.setdefault(item["id"], (place, item))
+        if self.document is None:  # a JSONL capture: the items of the most recent requests, within the bound
+            self.largest = max(self.largest, len(entry.items) + len(entry.output))
+            while len(known) > max(CHAIN_FLOOR, CHAIN_TIMES * self.largest):
+                del known[next(iter(known))]
         if self.document is not None:
             self.document.append(entry)
             return ()
