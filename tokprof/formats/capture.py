@@ -41,16 +41,6 @@ class Exchange:
     record: dict | None = None  # the whole record, for fields some loggers put beside the pair
 
 
-def records(path: str, doc: Document) -> Iterator[tuple[str, Any]]:
-    """The records of a file: its JSONL lines (read as they come: once), the items of a JSON list, or
-    one JSON object."""
-    if doc.lines is not None:
-        return ((f"line {n}", value) for n, value in doc.lines)
-    if isinstance(doc.value, list):
-        return ((f"record {i}", value) for i, value in enumerate(doc.value))
-    return iter([("record 0", doc.value)])
-
-
 def capture_records(doc: Document) -> Iterator[Record]:
     """The records a capture's reader is fed: a JSONL file's lines as they are read, each item of a
     JSON list, or the one JSON value (a list is parsed whole: a JSON document is, so its items are
@@ -66,8 +56,8 @@ def capture_records(doc: Document) -> Iterator[Record]:
 
 
 class RecordPlaces:
-    """Where each fed record is, as :func:`records` names it: ``line N``, else ``record I`` (the
-    item's index in a JSON list, 0 for one object)."""
+    """Where each fed record is, as messages name it: ``line N``, else ``record I`` (the item's index
+    in a JSON list, 0 for one object)."""
 
     def __init__(self) -> None:
         self.items = 0
