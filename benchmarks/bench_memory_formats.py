@@ -40,13 +40,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_memory import WORDS  # noqa: E402
+
 LIMIT_PROMPT = 20
 LIMIT_CALL_KB = 5
-WORDS = (
-    "request handler cache worker queue retry timeout config service module parser token buffer index "
-    "schema column table migration deploy build test fixture coverage lint format error warning trace span "
-    "the a an of to in for on with by from and or not is was will should could returns raises uses when if"
-).split()
 TOOLS = [
     {
         "type": "function",

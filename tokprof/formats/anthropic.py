@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
     RecordPlaces,
     capture_records,
     endpoint_kind,
@@ -199,25 +200,20 @@ class MessagesReader(Reader):
         self.places = RecordPlaces()
         #: a JSON document that is neither an object nor a list: said when its one record is fed
         self.not_records = doc is not None and doc.lines is None and not isinstance(value, (list, dict))
-        self.models: set[str] = set()
+        self.given = Given()
 
     def feed(self, record: Record) -> Iterable[Call]:
         if self.not_records:
             found = _kind(record.value)
             raise InputError(self.path, None, f"expected a JSON object or list of records, found {found}")
-        call = self.reader.record(self.places(record), record.value)
-        if call is None:
-            return ()
-        if call.model:
-            self.models.add(call.model)
-        return (call,)
+        return self.given(self.reader.record(self.places(record), record.value))
 
     def finish(self) -> Iterable[Call]:
-        if self.reader.calls == 0:
+        if self.given.count == 0:
             if self.places.items == 0 and self.trace.format.endswith("/records"):
                 raise InputError(self.path, None, "the list of request records is empty")
             raise InputError(self.path, None, "no successful /v1/messages call in the log")
-        self.trace.model = self.models.pop() if len(self.models) == 1 else None
+        self.trace.model = self.given.model()
         return ()
 
 

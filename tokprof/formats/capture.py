@@ -25,6 +25,7 @@ from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
 from tokprof.formats.reader import Record
+from tokprof.trace import Call
 
 
 @dataclass
@@ -67,6 +68,27 @@ class RecordPlaces:
             return record.place
         self.items += 1
         return f"record {self.items - 1}"
+
+
+class Given:
+    """The calls a capture's reader has given: how many, and their models (the log's model is theirs
+    when they share one)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.models: set[str] = set()
+
+    def __call__(self, call: Call | None) -> tuple[Call, ...]:
+        """The call to give (none for None), counted."""
+        if call is None:
+            return ()
+        self.count += 1
+        if call.model:
+            self.models.add(call.model)
+        return (call,)
+
+    def model(self) -> str | None:
+        return next(iter(self.models)) if len(self.models) == 1 else None
 
 
 def first_records(doc: Document, count: int) -> list[tuple[str, Any]]:

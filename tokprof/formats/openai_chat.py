@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
     RecordPlaces,
     capture_records,
     endpoint_kind,
@@ -79,8 +80,7 @@ class ChatReader(Reader):
         self.not_records = doc is not None and doc.lines is None and not isinstance(value, (dict, list))
         self.places = RecordPlaces()
         self.shared = SharedPrompts()  # each record resends the conversation: held once
-        self.calls = 0
-        self.models: set[str] = set()
+        self.given = Given()
 
     def feed(self, record: Record) -> Iterable[Call]:
         if self.not_records:
@@ -91,21 +91,15 @@ class ChatReader(Reader):
                     self.path, None, "expected a transcript object with 'messages', or a list of request records"
                 )
             return self._transcript(record.value)
-        call = self._record(self.places(record), record.value)
-        if call is None:
-            return ()
-        self.calls += 1
-        if call.model:
-            self.models.add(call.model)
-        return (call,)
+        return self.given(self._record(self.places(record), record.value))
 
     def finish(self) -> Iterable[Call]:
-        if self.calls == 0 and not self.transcript:
+        if self.given.count == 0 and not self.transcript:
             if self.places.items == 0 and self.trace.format.endswith("/records"):
                 raise InputError(self.path, None, "the list of request records is empty")
             raise InputError(self.path, None, "no successful model call in the log")
         if not self.transcript:
-            self.trace.model = self.models.pop() if len(self.models) == 1 else None
+            self.trace.model = self.given.model()
         return ()
 
     def _transcript(self, obj: dict) -> list[Call]:
@@ -170,7 +164,7 @@ class ChatReader(Reader):
             )
             return None
         return Call(
-            index=self.calls,
+            index=self.given.count,
             messages=shared.prompt(messages),
             tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
             model=check_model(path, prefix, ex.request),

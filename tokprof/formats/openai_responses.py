@@ -68,6 +68,7 @@ from typing import Any, Iterable, Iterator
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
     RecordPlaces,
     capture_records,
     endpoint_kind,
@@ -264,8 +265,7 @@ class ResponsesReader(Reader):
         self.largest = 0
         self.known_items: dict[str, tuple[str, dict]] = {}
         self.shared = SharedPrompts()  # each request resends the conversation (or its chain does): held once
-        self.calls = 0
-        self.models: set[str] = set()
+        self.given = Given()
         #: a JSON document's records, held until it is all read: the document is parsed whole, and its
         #: records may come in any order (a request before the response it continues)
         self.document: list[_Entry] | None = [] if doc is not None and doc.lines is None else None
@@ -288,14 +288,6 @@ class ResponsesReader(Reader):
             self.document.append(entry)
             return ()
         return self.given(self.call(entry, self.full_items(entry)))
-
-    def given(self, call: Call | None) -> tuple[Call, ...]:
-        if call is None:
-            return ()
-        self.calls += 1
-        if call.model:
-            self.models.add(call.model)
-        return (call,)
 
     def document_calls(self) -> Iterator[Call]:
         """A JSON document's calls, its chains followed through all its records."""
@@ -320,7 +312,7 @@ class ResponsesReader(Reader):
             return None
         tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
         return Call(
-            index=self.calls,
+            index=self.given.count,
             messages=self.shared.prompt(messages),
             tools=self.shared.tools(tools),
             model=entry.model,
@@ -356,13 +348,13 @@ class ResponsesReader(Reader):
         calls = list(self.document_calls())
         path, trace = self.path, self.trace
         trace.notes.sort(key=lambda note: note.code in BUILD_NOTES)  # stable: each kind in its order
-        if self.calls == 0:
+        if self.given.count == 0:
             if self.places.items == 0 and trace.format.endswith("/records"):
                 raise InputError(path, None, "the list of records is empty")
             skipped = ", ".join(note.code for note in trace.notes)
             why = f" (calls skipped: {skipped})" if skipped else ""
             raise InputError(path, None, "no usable model call in the log" + why)
-        trace.model = self.models.pop() if len(self.models) == 1 else None
+        trace.model = self.given.model()
         return calls
 
 
