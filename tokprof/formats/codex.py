@@ -326,10 +326,13 @@ class RolloutReader(Reader):
             if self.legacy:
                 self.parser.session_meta(number, value.get("timestamp"), value, prefix=f"line {number}: ")
                 return ()
-        self.parser.line(number, value, self.legacy)
-        self.trace.session = self.parser.meta.session
-        entries, self.parser.entries = self.parser.entries, []
-        return [call for entry in entries for call in self.builder.add(entry, self.parser.instructions_in_text)]
+        parser = self.parser
+        parser.line(number, value, self.legacy)
+        self.trace.session = parser.meta.session
+        if not parser.entries:
+            return ()
+        entries, parser.entries = parser.entries, []
+        return [call for entry in entries for call in self.builder.add(entry, parser.instructions_in_text)]
 
     def finish(self) -> Iterable[Call]:
         self.trace.session = self.parser.meta.session
@@ -615,7 +618,7 @@ class _Builder:
         self.results_only = False  # since the last group ended, only tool outputs were recorded
         self.votes = {"before": 0, "after": 0}  # groups with one count: outputs only before it, only after
         self.open: Pending | None = None  # the last group's last call: outputs after tool outputs continue it
-        self.instructions: str | None = None  # the user's instructions, when no message holds them
+        self.in_text = False  # whether a message read holds the user's instructions
         self.summaries: set[str] = set()
         #: the usage of reasoning items by encrypted content, for the copies a replacement history holds
         self.reasoning_tokens: dict[str, int] = {}
@@ -632,7 +635,7 @@ class _Builder:
     # -- reading ------------------------------------------------------------------------------------
     def add(self, entry: Entry, instructions_in_text: bool) -> list[Call]:
         """The calls an entry completes."""
-        self.set_instructions(instructions_in_text)
+        self.in_text = instructions_in_text
         if entry.kind == "count":
             if entry.totals == self.totals:
                 return []  # a repeat (rate limits, after a compaction): not a call
@@ -647,7 +650,7 @@ class _Builder:
         return self.replay(entry)
 
     def finish(self, instructions_in_text: bool) -> list[Call]:
-        self.set_instructions(instructions_in_text)
+        self.in_text = instructions_in_text
         out: list[Call] = []
         if not self.with_usage:
             self.with_usage = False
@@ -670,9 +673,11 @@ class _Builder:
         trace.notes.sort(key=lambda note: NOTE_TIERS.get(note.code, 0))  # stable: each tier in its order
         return out
 
-    def set_instructions(self, in_text: bool) -> None:
+    def instructions(self) -> str | None:
+        """The user's instructions, when no message read holds them (older Codex sent them with the
+        system prompt)."""
         instructions = self.meta.instructions.strip() if self.meta.instructions else None
-        self.instructions = instructions if instructions and not in_text else None
+        return instructions if instructions and not self.in_text else None
 
     def replay(self, entry: Entry) -> list[Call]:
         """Add an entry to the history (or to the group being read) and give the calls it completes."""
@@ -838,7 +843,7 @@ class _Builder:
         return checked
 
     def system_messages(self, override: str | None) -> list[dict]:
-        parts = [text for text in (override or self.meta.base, self.instructions) if text]
+        parts = [text for text in (override or self.meta.base, self.instructions()) if text]
         return [{"role": "system", "content": "\n".join(parts), "_items": ()}] if parts else []
 
     def messages(self, items: list[Item]) -> list[dict]:
