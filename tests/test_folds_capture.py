@@ -133,3 +133,23 @@ def test_shared_prompts_let_finished_conversations_go():
     assert shared.prompt(copy.deepcopy(recent[2])).length == 6
     again = shared.prompt(copy.deepcopy(first[1]))
     assert again.base is not None and len(again.base) == 4  # a list of its own: the first conversation was let go
+
+
+def test_an_inspect_log_gives_each_sample_s_calls_as_it_is_read(tmp_path):
+    from test_format_inspect import inspect_log, write_eval
+
+    from tokprof.formats.inspect_ai import sample_records
+
+    log = inspect_log()
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(log), encoding="utf-8")
+    doc = load(str(path))
+    reader = log_format("inspect").reader(str(path), doc)
+    per_sample = [list(reader.feed(record)) for record in sample_records(doc)]
+    assert [len(calls) for calls in per_sample] == [2, 1] and list(reader.finish()) == []
+    assert [call.index for calls in per_sample for call in calls] == [0, 1, 2]
+    zipped = open_log(str(write_eval(tmp_path / "log.eval", log)))
+    calls = zipped.calls()
+    first = next(calls)  # the first sample member read, the second not yet
+    assert first.where.startswith("samples/1_epoch_1.json: ") and zipped.trace.model == log["eval"]["model"]
+    assert [first.index, *(c.index for c in calls)] == [0, 1, 2]
