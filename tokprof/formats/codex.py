@@ -312,7 +312,9 @@ class RolloutReader(Reader):
 
     def __init__(self, path: str, doc: Document | None) -> None:
         self.path = path
-        self.trace = Trace(path=path, format=FORMAT)
+        self.trace = Trace(
+            path=path, format=FORMAT, unrecorded=("tools",)
+        )  # the system prompt too, once a call lacks it
         self.parser = _Parser(path, self.trace)
         self.builder = _Builder(path, self.trace, self.parser.meta)
         self.legacy: bool | None = None  # known at the first line
@@ -805,6 +807,7 @@ class _Builder:
             return None
         if not (pending.base or self.meta.base):
             self.system_unrecorded = True
+            self.trace.unrecorded = ("system", "tools")  # said before the call is given
         prefix = f"{entry.where}: "
         call = Call(
             index=self.calls,
