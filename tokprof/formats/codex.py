@@ -312,9 +312,8 @@ class RolloutReader(Reader):
 
     def __init__(self, path: str, doc: Document | None) -> None:
         self.path = path
-        self.trace = Trace(
-            path=path, format=FORMAT, unrecorded=("tools",)
-        )  # the system prompt too, once a call lacks it
+        #: the tools are never recorded; the system prompt is said unrecorded too once a call lacks it
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("tools",))
         self.parser = _Parser(path, self.trace)
         self.builder = _Builder(path, self.trace, self.parser.meta)
         self.legacy: bool | None = None  # known at the first line
