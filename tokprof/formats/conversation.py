@@ -4,14 +4,21 @@ when it is added, and each model call's prompt is the history as it stood when t
 
 A tool result whose call is not in the history is kept as user text (note ``orphan-tool-result``),
 so that a damaged or truncated log still reads.
+
+A reader that is a fold (:class:`SessionFold`) gives its calls as it makes them (:class:`Made`): its
+conversations hand each call to the reader's :class:`Made`, not to ``trace.calls``, so that the trace
+never holds the log's calls.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
+from tokprof.base.errors import InputError
 from tokprof.formats.neutral import check_messages
+from tokprof.formats.reader import Reader, Record
 from tokprof.trace import Call, PromptView, Trace, Usage
 
 ORPHAN = "a tool result whose call is not in the history is kept as user text"
@@ -22,11 +29,75 @@ NOT_TEXT = (
 )
 
 
-class Conversation:
-    """The history of one thread and the calls made on it."""
+class Made:
+    """The calls a reader has made and not given yet, numbered in log order across its threads, and the
+    models of the calls it gave (the trace's model is the model of most calls)."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self.count = 0
+        self.models: Counter[str] = Counter()
+
+    def add(self, call: Call) -> Call:
+        call.index = self.count
+        self.count += 1
+        self.calls.append(call)
+        return call
+
+    def take(self) -> list[Call]:
+        """The calls made since the last take, given: the reader holds them no longer."""
+        calls, self.calls = self.calls, []
+        self.models.update(call.model for call in calls if call.model)
+        return calls
+
+    def model(self) -> str | None:
+        """The model of most calls given (the first named of those tied)."""
+        return self.models.most_common(1)[0][0] if self.models else None
+
+
+class SessionFold(Reader):
+    """A reader of an agent's session file as a fold over its JSONL lines: :meth:`line` reads one line,
+    making calls through :attr:`made` (a :class:`Conversation` given it), and each feed gives the calls
+    the line made; :meth:`end` reads what is left once every line is read. A file that is one JSON
+    document is :attr:`expected`'s one line (:meth:`document`, by default an error)."""
+
+    #: What a file of one JSON document is told, when the format has no such form.
+    expected = "expected JSON lines"
 
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        self.made = Made()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            self.document(record.value)
+        else:
+            self.line(record.line, record.value)
+        return self.made.take()
+
+    def finish(self) -> Iterable[Call]:
+        self.end()
+        calls = self.made.take()
+        self.trace.model = self.made.model()
+        return calls
+
+    def document(self, value: Any) -> None:
+        raise InputError(self.trace.path, None, self.expected)
+
+    def line(self, number: int, value: Any) -> None:
+        raise NotImplementedError
+
+    def end(self) -> None:
+        """What is left once every record is read (nothing by default)."""
+
+
+class Conversation:
+    """The history of one thread and the calls made on it: appended to ``trace.calls``, or handed to a
+    fold's :class:`Made` when one is given."""
+
+    def __init__(self, trace: Trace, made: Made | None = None) -> None:
+        self.trace = trace
+        self.made = made
         self.messages: list[dict] = []
         self.call_ids: set[str] = set()
 
@@ -71,7 +142,7 @@ class Conversation:
             self.trace.note("empty-prompt", EMPTY, where)
             return None
         call = Call(
-            index=len(self.trace.calls),
+            index=len(self.trace.calls) if self.made is None else 0,
             messages=PromptView(self.messages, len(self.messages)),  # the history only grows at its end
             tools=None,
             model=model,
@@ -83,6 +154,8 @@ class Conversation:
             request_id=request_id,
             time=time,
         )
+        if self.made is not None:
+            return self.made.add(call)
         self.trace.calls.append(call)
         return call
 
