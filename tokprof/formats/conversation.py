@@ -55,6 +55,63 @@ class Made:
         return self.models.most_common(1)[0][0] if self.models else None
 
 
+class TimeOrder(Made):
+    """The calls of several threads given in time order as they are made: the order of
+    :func:`tokprof.formats.neutral.in_time_order` (each thread's own order kept, a call without a time
+    where the call before it in its thread went, ties in the order the threads were opened), each call
+    held until a later call is made (a log written as it happens is in time order). Threads are
+    opened with :meth:`thread`, in the order ``in_time_order`` would list their sequences."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: dict[str, int] = {}
+        self.queues: list[list[tuple[tuple, Call]]] = []
+        self.carried: list[tuple] = []
+        self.latest: tuple | None = None
+
+    def thread(self, name: str) -> int:
+        if name not in self.threads:
+            self.threads[name] = len(self.queues)
+            self.queues.append([])
+            self.carried.append((0,))
+        return self.threads[name]
+
+    def place(self, thread: str, call: Call) -> None:
+        """A call of ``thread``, made (not yet given: :meth:`take` gives it in time order)."""
+        s = self.thread(thread)
+        if call.time is not None:
+            self.carried[s] = (1, call.time)
+        self.queues[s].append((self.carried[s], call))
+        self.latest = self.carried[s]
+
+    def add(self, call: Call) -> Call:
+        return call  # a Conversation's call: placed by :meth:`place`
+
+    def take(self) -> list[Call]:
+        """The calls that no later call can come before: those before the latest made."""
+        return self._release(self.latest)
+
+    def rest(self) -> list[Call]:
+        """Every call still held, in time order (every record is read)."""
+        return self._release(None)
+
+    def _release(self, before: tuple | None) -> list[Call]:
+        out: list[Call] = []
+        while True:
+            heads = [(queue[0][0], s) for s, queue in enumerate(self.queues) if queue]
+            if not heads:
+                break
+            key, s = min(heads)
+            if before is not None and not key < before:
+                break
+            call = self.queues[s].pop(0)[1]
+            call.index = self.count
+            self.count += 1
+            out.append(call)
+        self.models.update(call.model for call in out if call.model)
+        return out
+
+
 class SessionFold(Reader):
     """A reader of an agent's session file as a fold over its JSONL lines: :meth:`line` reads one line,
     making calls through :attr:`made` (a :class:`Conversation` given it), and each feed gives the calls
