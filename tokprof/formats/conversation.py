@@ -87,9 +87,10 @@ class TimeOrder(Made):
     def add(self, call: Call) -> Call:
         return call  # a Conversation's call: placed by :meth:`place`
 
-    def take(self) -> list[Call]:
-        """The calls that no later call can come before: those before the latest made."""
-        return self._release(self.latest)
+    def take(self, before: tuple | None = None) -> list[Call]:
+        """The calls that no later call can come before: those before ``before`` (a key, ``(1, time)``),
+        by default before the latest made."""
+        return self._release(before if before is not None else self.latest)
 
     def rest(self) -> list[Call]:
         """Every call still held, in time order (every record is read)."""
