@@ -13,7 +13,7 @@ never holds the log's calls.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -147,6 +147,33 @@ class SessionFold(Reader):
 
     def end(self) -> None:
         """What is left once every record is read (nothing by default)."""
+
+
+class DocumentFold(Reader):
+    """A reader of an agent's session file that is one JSON document, as a fold over its one record:
+    :meth:`read` goes through the document a message at a time, yielding after each, and the calls it
+    made are given then (:meth:`given` completes them). The reader holds the document (the record) and
+    the history, not the calls."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.made = Made()
+
+    def feed(self, record: Record) -> Iterator[Call]:
+        for _ in self.read(record.value):
+            yield from self.given(self.made.take())
+        yield from self.given(self.made.take())
+
+    def read(self, value: Any) -> Iterator[None]:
+        raise NotImplementedError
+
+    def given(self, calls: list[Call]) -> list[Call]:
+        """The calls made, completed as the document says (their project...)."""
+        return calls
+
+    def finish(self) -> Iterable[Call]:
+        self.trace.model = self.made.model()
+        return ()
 
 
 class Conversation:
