@@ -158,14 +158,22 @@ class StoreFold(Reader):
         with opened(path) as db:
             try:
                 for _ in self.read(db):
-                    yield from self.given(self.made.take())
-                yield from self.given(self.made.take())
+                    yield from self.given(self.ready())
+                yield from self.given(self.rest())
             except sqlite3.DatabaseError as exc:
                 raise InputError(path, None, f"cannot read {self.agent}'s database ({exc})") from None
         self.trace.model = self.made.model()
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         raise NotImplementedError
+
+    def ready(self) -> list[Call]:
+        """The calls no row still to read can change (by default every call made)."""
+        return self.made.take()
+
+    def rest(self) -> list[Call]:
+        """The calls still held once every row is read."""
+        return self.made.take()
 
     def given(self, calls: list[Call]) -> list[Call]:
         return calls
