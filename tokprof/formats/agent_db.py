@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
@@ -116,21 +116,6 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
         return _connect(copy)  # the copy is ours: its log may be applied, its journal rolled back
     except sqlite3.DatabaseError as exc:
         raise InputError(path, None, f"cannot read the database ({why}; its copy: {exc})") from None
-
-
-T = TypeVar("T")
-
-
-def read_with(path: str, agent: str, read: Callable[["sqlite3.Connection"], T]) -> T:
-    """``read(db)`` over the store, opened as :func:`opened` opens it; a database error on the way is one
-    line naming the agent's store (``agent``: its name as a user knows it)."""
-    import sqlite3
-
-    with opened(path) as db:
-        try:
-            return read(db)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, None, f"cannot read {agent}'s database ({exc})") from None
 
 
 class StoreFold(Reader):

@@ -38,7 +38,7 @@ from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import assistant_message, check_count, optional_text, parse_time
 from tokprof.formats.reader import LogFormat
-from tokprof.trace import Trace, Usage
+from tokprof.trace import Usage
 
 if TYPE_CHECKING:
     import sqlite3
@@ -112,7 +112,9 @@ class CursorReader(agent_db.StoreFold):
             trace.note("other-composers", OTHER, f"{len(composers) - 1} other conversation(s)")
 
 
-def _bubbles(path: str, db: "sqlite3.Connection", conversation: str, key: str, data: dict) -> Iterator[tuple[str, dict]]:
+def _bubbles(
+    path: str, db: "sqlite3.Connection", conversation: str, key: str, data: dict
+) -> Iterator[tuple[str, dict]]:
     """The conversation's bubbles in order: inline (older builds) or by its headers' ids, each row read
     (by its key) when its turn comes."""
     if isinstance(data.get("conversation"), list) and data["conversation"]:

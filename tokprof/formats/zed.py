@@ -45,7 +45,7 @@ from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, parse_time
 from tokprof.formats.reader import LogFormat
-from tokprof.trace import Call, Trace, Usage
+from tokprof.trace import Call, Usage
 
 if TYPE_CHECKING:
     import sqlite3
@@ -155,8 +155,7 @@ class ZedReader(agent_db.StoreFold):
         total = thread.get("cumulative_token_usage")
         if isinstance(total, dict):
             counts = {
-                key: check_count(path, f"{where}: cumulative_token_usage.{key}", total.get(key))
-                for key in USAGE_FIELDS
+                key: check_count(path, f"{where}: cumulative_token_usage.{key}", total.get(key)) for key in USAGE_FIELDS
             }
             shown = ", ".join(f"{key} {value or 0:,}" for key, value in counts.items())
             trace.note("thread-totals", THREAD_TOTALS, f"{where}: {shown}")
