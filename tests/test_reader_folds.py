@@ -1,0 +1,138 @@
+"""The agent sessions' readers are folds (#43.1, #43.4): a call is given as soon as no later record can
+change it, and the reader holds none of the calls it gave, so that a caller that drops each call holds
+the log's largest prompt, not the log. The calls are the whole read's (the format tests check them)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import random
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from tokprof.formats import open_log
+from tokprof.formats.conversation import TimeOrder
+from tokprof.formats.neutral import in_time_order
+from tokprof.trace import Call
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from long_sessions import WRITERS  # noqa: E402
+
+CALLS = 60
+
+
+def _aider(folder: Path, n: int) -> Path:
+    """A history of two sessions (the first session's calls are held until a second one makes a call:
+    their thread names the session only when there are several)."""
+    lines = []
+    for k in range(n):
+        if k in (0, 1):
+            lines += [f"# aider chat started at 2025-10-2{3 + k} 17:04:56", "", "> Main model: gpt-4o  ", ""]
+        lines += [f"#### step {k}  ", "", f"Done {k}.", "", f"> Tokens: {100 + k} sent, 5 received.  ", ""]
+    path = folder / ".aider.chat.history.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _copilot(folder: Path, n: int) -> Path:
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def event(k: int, kind: str, data: dict) -> dict:
+        time = (start + timedelta(seconds=k)).isoformat().replace("+00:00", "Z")
+        return {"type": kind, "data": data, "id": f"e{k}", "timestamp": time, "parentId": None}
+
+    rows = [event(0, "session.start", {"sessionId": "s", "selectedModel": "gpt-5"})]
+    rows.append(event(1, "user.message", {"content": "fix the build"}))
+    for k in range(n):
+        request = {"toolCallId": f"c{k}", "name": "bash", "arguments": {"command": "ls"}}
+        rows.append(event(2 + 2 * k, "assistant.message", {"messageId": f"m{k}", "toolRequests": [request]}))
+        rows.append(event(3 + 2 * k, "tool.execution_complete", {"toolCallId": f"c{k}", "result": {"content": "a"}}))
+    path = folder / "events.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def _kimi_cli(folder: Path, n: int) -> Path:
+    def line(t: float, kind: str, payload: dict) -> dict:
+        return {"timestamp": 1770983400.0 + t, "message": {"type": kind, "payload": payload}}
+
+    rows: list[dict] = [{"type": "metadata", "protocol_version": "1.0"}, line(0, "TurnBegin", {"user_input": "go"})]
+    for k in range(n):
+        rows.append(line(1 + k, "StepBegin", {"n": k}))
+        rows.append(line(1 + k, "ContentPart", {"type": "text", "text": f"step {k}"}))
+        usage = {"input_other": 10, "output": 2, "input_cache_read": k, "input_cache_creation": 0}
+        rows.append(line(1 + k, "StatusUpdate", {"token_usage": usage, "message_id": f"m{k}"}))
+    rows.append(line(n + 1, "TurnEnd", {}))
+    path = folder / "wire.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+SESSIONS = {
+    **{name: WRITERS[name] for name in ("pi", "qwen-code", "cline", "gemini-cli", "opencode")},
+    "aider": _aider,
+    "copilot-cli": _copilot,
+    "kimi-cli": _kimi_cli,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SESSIONS))
+def test_calls_are_given_as_they_are_read_and_not_held(tmp_path, name):
+    """Two thirds through the session, the calls given before are gone once the caller dropped them:
+    neither the reader nor the log holds them (a whole read holds every call to the end)."""
+    path = SESSIONS[name](tmp_path, CALLS)
+    given = 0
+    with open_log(str(path)) as log:
+        assert log.format.name == name
+        for call in log.calls():
+            given += 1
+            del call
+            if given == 2 * CALLS // 3:
+                gc.collect()
+                alive = sum(1 for thing in gc.get_objects() if isinstance(thing, Call))
+                assert alive <= 2, f"{alive} calls held"
+        assert log.trace.calls == []
+    assert given == CALLS
+
+
+def _calls(rng: random.Random) -> tuple[list[list[Call]], list[tuple[str, Call]]]:
+    """Calls of a few threads in the order a log written as it happens makes them (times never go back;
+    ties among them, and calls without a time right after a call of their thread), each thread's in its
+    own list."""
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    threads = ["", "a", "b", "c"][: rng.randint(1, 4)]
+    by_thread: dict[str, list[Call]] = {name: [] for name in threads}
+    made: list[tuple[str, Call]] = []
+    second = 0
+    for k in range(rng.randint(0, 30)):
+        second += rng.choice([0, 0, 1, 2])
+        time: datetime | None = start + timedelta(seconds=second)
+        thread = rng.choice(threads)
+        if made and made[-1][1].time is not None and rng.random() < 0.3:  # goes where the call before it went
+            thread, time = made[-1][0], None
+        call = Call(index=0, messages=[], tools=None, where=f"call {k}", time=time, thread=thread)
+        by_thread[thread].append(call)
+        made.append((thread, call))
+    return list(by_thread.values()), made
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_time_order_gives_in_time_order_s_order(seed):
+    """The fold's time order (each call held until a later one is made) is the whole read's
+    ``in_time_order`` on a log whose times never go back."""
+    rng = random.Random(seed)
+    sequences, made = _calls(rng)
+    expected = [call.where for call in in_time_order(sequences)]
+    order = TimeOrder()
+    for sequence in sequences:  # threads opened in the order in_time_order lists them
+        order.thread(sequence[0].thread if sequence else f"empty {len(order.threads)}")
+    given: list[Call] = []
+    for thread, call in made:
+        order.place(thread, call)
+        given += order.take()
+    given += order.rest()
+    assert [call.where for call in given] == expected
+    assert [call.index for call in given] == list(range(len(given)))
