@@ -36,8 +36,8 @@ start from its summary, and its calls are ``kind = "compaction"``.
 A fold (#43.1): a run stream's lines are read as they are fed, each message's parts held until a
 line of another message starts (a message's events are written together; a later event of a message
 already read starts a message of its own), and its calls given then. A storage session reads its
-messages' infos, then each message's parts as its calls are made; a store reads the session's rows and
-gives each call as it is made. The reader never holds the calls.
+messages' infos, then each message's parts as its calls are made; a store reads the session's message
+rows one at a time, each with its parts, and gives each call as it is made. The reader never holds the calls.
 
 What is not recorded: OpenCode records neither its system prompt nor its tool definitions
 (``unrecorded = ("system", "tools")``), inferred from the first call's reported prompt as for
@@ -289,8 +289,7 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str, bu
         if not rows:
             raise InputError(path, "session", "no session in the database")
         session_id = str(rows[0][0])
-    messages: list[Message] = []
-    by_id: dict[str, Message] = {}
+    builder.trace.session = session_id
     for message_id, created, data in db.execute(
         "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
     ):
@@ -298,19 +297,13 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str, bu
         info = _row_json(path, where + ": data", data)
         info.setdefault("id", message_id)
         info.setdefault("time", {"created": created})
-        by_id[str(message_id)] = Message(where, info)
-        messages.append(by_id[str(message_id)])
-    for part_id, message_id, data in db.execute(
-        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)
-    ):
-        message = by_id.get(str(message_id))
-        if message is not None:
-            where = f"part {part_id}"
-            message.parts.append((where, _row_json(path, where + ": data", data)))
-    builder.trace.session = session_id
-    for message in messages:
+        message = Message(where, info)
+        for part_id, part in db.execute(  # its parts (OpenCode indexes them by message_id)
+            "SELECT id, data FROM part WHERE message_id = ? AND session_id = ? ORDER BY id", (message_id, session_id)
+        ):
+            at = f"part {part_id}"
+            message.parts.append((at, _row_json(path, at + ": data", part)))
         yield from builder.build([message])
-        message.parts = []  # read: its messages are in the history
     builder.end()
     if len(rows) > 1:
         builder.trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")
