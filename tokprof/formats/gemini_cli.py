@@ -50,6 +50,7 @@ the reported tokens.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
@@ -57,9 +58,9 @@ from tokprof.formats.conversation import Conversation, Made, SessionFold, functi
 from tokprof.formats.fields import check_text, expect_list, expect_object, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import LogFormat
+from tokprof.formats.reader import LogFormat, Record
 from tokprof.formats.neutral import check_cached, check_count, parse_time
-from tokprof.trace import Trace, Usage
+from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "gemini-cli"
 DESCRIPTION = "Gemini CLI session file (~/.gemini/tmp/<project>/chats/session-*.json or .jsonl)"
@@ -126,7 +127,13 @@ class GeminiReader(SessionFold):
         self.latest: dict[str, tuple[str, dict]] = {}  # id -> its last record, until it is read
         self.queue: list[tuple[str, Any]] = []  # ("add", id) | ("rewind", id) | ("replace", [ids]), not replayed
 
-    def document(self, value: Any) -> None:
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            return self._document(record.value)
+        return super().feed(record)
+
+    def _document(self, value: Any) -> Iterator[Call]:
+        """A ``.json`` file's one record: each call given as its message is read."""
         path = self.trace.path
         value = expect_object(path, None, value, "a Gemini CLI session object")
         messages = value.get("messages")
@@ -137,6 +144,7 @@ class GeminiReader(SessionFold):
             where = f"messages[{i}]"
             message = expect_object(path, where, message, "a message object")
             chat.messages.extend(_message(chat, where, message))
+            yield from self.made.take()
 
     def line(self, number: int, value: Any) -> None:
         """One line of the append-only form: the last record of each id, in its first place; rewinds, $set."""
