@@ -108,6 +108,9 @@ def _events(path: str, value: Any) -> Iterator[tuple[str, str, dict]]:
         return
     for number, file in _stream_files(path):
         name = str(file)
+        if file.name == os.path.basename(path):  # the file opened: parsed once
+            yield name, f"event {number}", expect_object(name, None, value, "an event object")
+            continue
         with load(name) as event_doc:
             if event_doc.lines is not None:
                 raise InputError(name, None, "expected one JSON event object")
