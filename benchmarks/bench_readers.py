@@ -11,7 +11,8 @@ Cline held a list of the whole history per entry or request (quadratic: pi 16,00
 
 Then the memory of the reader alone (#43.4): each session's calls are iterated and dropped one by one
 (``tokprof.formats.open_log(...).calls()``, as a streamed caller takes them) under ``tracemalloc``, and
-the peak is set against the target: at most 20 times the largest prompt's text (its messages' content,
+the peak is set against the target (these readers, and those of ``long_sessions.MORE``: aider, Copilot CLI,
+Kimi CLI): at most 20 times the largest prompt's text (its messages' content,
 reasoning, tool names and arguments, in characters) plus 5 kB a call.
 
 Usage: python benchmarks/bench_readers.py [--calls 1000] [--repeat 3] [--only pi,cline]
@@ -30,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_logs import cpu  # noqa: E402
-from long_sessions import WRITERS  # noqa: E402
+from long_sessions import MORE, WRITERS  # noqa: E402
 from tokprof.formats import open_log, read_trace  # noqa: E402
 
 LIMIT = 10.0
@@ -90,7 +91,7 @@ def memory_rows(names: list[str], sizes: list[int], tmp: Path) -> bool:
     ok = True
     for name in names:
         for n in sizes:
-            path = WRITERS[name](tmp / f"{name}-mem-{n}", n)
+            path = {**WRITERS, **MORE}[name](tmp / f"{name}-mem-{n}", n)
             calls, largest = largest_prompt(path)
             held = reader_peak(path)
             target = PROMPT_TIMES * largest + PER_CALL * calls
@@ -110,11 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-only", action="store_true", help="only the reader-alone memory table")
     args = parser.parse_args(argv)
     names = [n for n in args.only.split(",") if n] or list(WRITERS)
+    memory_names = [n for n in args.only.split(",") if n] or [*WRITERS, *MORE]
     print("| reader | calls | CPU s | 8x calls | CPU s | CPU ratio | peak MB | peak MB 8x | memory ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     worst = 0.0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in [] if args.memory_only else names:
+        for name in [] if args.memory_only else [n for n in names if n in WRITERS]:
             small = WRITERS[name](Path(tmp) / f"{name}-1", args.calls)
             large = WRITERS[name](Path(tmp) / f"{name}-8", 8 * args.calls)
             t1 = cpu(lambda: read_trace(str(small)), args.repeat)
@@ -126,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {name} | {args.calls:,} | {t1:.3f} | {8 * args.calls:,} | {t8:.3f} | {ratio:.1f} "
                 f"| {m1 / 1e6:.1f} | {m8 / 1e6:.1f} | {m8 / m1:.1f} |"
             )
-        within = memory_rows(names, [args.calls, 8 * args.calls], Path(tmp))
+        within = memory_rows(memory_names, [args.calls, 8 * args.calls], Path(tmp))
     verdict = "within" if worst <= LIMIT else "OVER"
     print(f"\nworst CPU ratio {worst:.1f}: {verdict} the limit of {LIMIT:g}")
     print(f"reader memory: {'within' if within else 'OVER'} {PROMPT_TIMES}x the largest prompt + {PER_CALL:,} B a call")

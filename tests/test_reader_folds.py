@@ -5,7 +5,6 @@ the log's largest prompt, not the log. The calls are the whole read's (the forma
 from __future__ import annotations
 
 import gc
-import json
 import random
 import sys
 from datetime import datetime, timedelta, timezone
@@ -19,64 +18,12 @@ from tokprof.formats.neutral import in_time_order
 from tokprof.trace import Call
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from long_sessions import WRITERS  # noqa: E402
+from long_sessions import MORE, WRITERS  # noqa: E402
 
 CALLS = 60
 
 
-def _aider(folder: Path, n: int) -> Path:
-    """A history of two sessions (the first session's calls are held until a second one makes a call:
-    their thread names the session only when there are several)."""
-    lines = []
-    for k in range(n):
-        if k in (0, 1):
-            lines += [f"# aider chat started at 2025-10-2{3 + k} 17:04:56", "", "> Main model: gpt-4o  ", ""]
-        lines += [f"#### step {k}  ", "", f"Done {k}.", "", f"> Tokens: {100 + k} sent, 5 received.  ", ""]
-    path = folder / ".aider.chat.history.md"
-    path.write_text("\n".join(lines))
-    return path
-
-
-def _copilot(folder: Path, n: int) -> Path:
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
-
-    def event(k: int, kind: str, data: dict) -> dict:
-        time = (start + timedelta(seconds=k)).isoformat().replace("+00:00", "Z")
-        return {"type": kind, "data": data, "id": f"e{k}", "timestamp": time, "parentId": None}
-
-    rows = [event(0, "session.start", {"sessionId": "s", "selectedModel": "gpt-5"})]
-    rows.append(event(1, "user.message", {"content": "fix the build"}))
-    for k in range(n):
-        request = {"toolCallId": f"c{k}", "name": "bash", "arguments": {"command": "ls"}}
-        rows.append(event(2 + 2 * k, "assistant.message", {"messageId": f"m{k}", "toolRequests": [request]}))
-        rows.append(event(3 + 2 * k, "tool.execution_complete", {"toolCallId": f"c{k}", "result": {"content": "a"}}))
-    path = folder / "events.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
-def _kimi_cli(folder: Path, n: int) -> Path:
-    def line(t: float, kind: str, payload: dict) -> dict:
-        return {"timestamp": 1770983400.0 + t, "message": {"type": kind, "payload": payload}}
-
-    rows: list[dict] = [{"type": "metadata", "protocol_version": "1.0"}, line(0, "TurnBegin", {"user_input": "go"})]
-    for k in range(n):
-        rows.append(line(1 + k, "StepBegin", {"n": k}))
-        rows.append(line(1 + k, "ContentPart", {"type": "text", "text": f"step {k}"}))
-        usage = {"input_other": 10, "output": 2, "input_cache_read": k, "input_cache_creation": 0}
-        rows.append(line(1 + k, "StatusUpdate", {"token_usage": usage, "message_id": f"m{k}"}))
-    rows.append(line(n + 1, "TurnEnd", {}))
-    path = folder / "wire.jsonl"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
-SESSIONS = {
-    **{name: WRITERS[name] for name in ("pi", "qwen-code", "cline", "gemini-cli", "opencode")},
-    "aider": _aider,
-    "copilot-cli": _copilot,
-    "kimi-cli": _kimi_cli,
-}
+SESSIONS = {**{name: WRITERS[name] for name in ("pi", "qwen-code", "cline", "gemini-cli", "opencode")}, **MORE}
 
 
 @pytest.mark.parametrize("name", sorted(SESSIONS))
