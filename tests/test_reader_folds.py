@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tokprof.formats import open_log
-from tokprof.formats.conversation import TimeOrder
+from tokprof.formats.folds import TimeOrder
 from tokprof.formats.neutral import in_time_order
 from tokprof.trace import Call
 

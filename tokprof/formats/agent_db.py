@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
 from tokprof.formats.jsonfile import kind_of, parse
-from tokprof.formats.conversation import Made
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.reader import Reader, Record

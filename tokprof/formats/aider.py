@@ -45,7 +45,8 @@ from pathlib import Path
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made
 from tokprof.formats.jsonfile import Document, open_bytes
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_count, parse_time

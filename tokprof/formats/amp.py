@@ -37,7 +37,8 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, anthropic_result, assistant
-from tokprof.formats.conversation import Conversation, DocumentFold, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import EDITOR_STORAGE, Location

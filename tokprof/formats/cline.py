@@ -77,7 +77,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import (
     check_text,
     expect_list,

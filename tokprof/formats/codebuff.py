@@ -30,7 +30,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, DocumentFold, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_list, object_or_string, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

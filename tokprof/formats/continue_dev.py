@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, DocumentFold
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

@@ -26,7 +26,7 @@ cache reads and writes). A compaction's call (``compactionTokensUsed``) reports 
 The system prompt is recorded when ``system.message`` is; the tool definitions never are.
 
 **A fold** (#43.1): each line is read as it is fed; the calls of the main thread and the sub-agents'
-are given in time order, each once a later call is made (:class:`~tokprof.formats.conversation.TimeOrder`).
+are given in time order, each once a later call is made (:class:`~tokprof.formats.folds.TimeOrder`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tokprof.formats.conversation import Conversation, SessionFold, TimeOrder, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, TimeOrder
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, string
 from tokprof.formats import agent_db
 from tokprof.formats.jsonfile import Document

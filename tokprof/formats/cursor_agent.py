@@ -21,7 +21,8 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, assistant
-from tokprof.formats.conversation import Conversation, SessionFold
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import SessionFold
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

@@ -31,7 +31,8 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, assistant
-from tokprof.formats.conversation import Conversation, SessionFold
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import SessionFold
 from tokprof.formats.fields import expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, SessionFold, TimeOrder, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

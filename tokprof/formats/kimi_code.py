@@ -30,7 +30,7 @@ session's ``state.json`` gives the project (``workDir``).
 **A fold** (#43.1): the main file's lines are read as they are fed, and the other agents' files beside
 it are read along with them, each up to the time the main file has reached; every call is given in
 time order once no record still to read can come before it
-(:class:`~tokprof.formats.conversation.TimeOrder`). The other agents' notes are kept apart and added
+(:class:`~tokprof.formats.folds.TimeOrder`). The other agents' notes are kept apart and added
 after the main file's when every file is read, as a whole read lists them.
 """
 
@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, SessionFold, TimeOrder, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location

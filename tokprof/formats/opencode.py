@@ -61,7 +61,7 @@ from tokprof.base.text import visible
 from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.locations import Location
-from tokprof.formats.conversation import Made
+from tokprof.formats.folds import Made
 from tokprof.formats.reader import LogFormat, Reader, Record
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time

@@ -46,7 +46,8 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import load
 from tokprof.formats.neutral import check_cached, check_count, parse_time

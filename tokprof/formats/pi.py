@@ -57,7 +57,8 @@ import json
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made, SessionFold
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made, SessionFold
 from tokprof.formats.fields import check_text, expect_object, object_or_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location

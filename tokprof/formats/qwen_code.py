@@ -49,7 +49,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, Made, SessionFold, function_response_text
+from tokprof.formats.conversation import Conversation, function_response_text
+from tokprof.formats.folds import Made, SessionFold
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
