@@ -68,12 +68,6 @@ def document_records(doc: Document) -> Iterator[Record]:
         yield Record(doc.value)
 
 
-def single_record(doc: Document) -> Iterator[Record]:
-    """A file that is one JSON value as its one record (a value written on one line too: see
-    :meth:`Document.single_value`); None for a file of several JSON lines."""
-    yield Record(doc.single_value())
-
-
 class WholeRead(Reader):
     """A reader that reads its log whole when it is finished (``read() -> Trace``): for a format whose
     reader is not a fold yet. It takes no records (:func:`no_records`)."""
@@ -96,6 +90,12 @@ class WholeRead(Reader):
 def no_records(doc: Document | None) -> Iterator[Record]:
     """No records: the reader reads the file itself (a whole read, an archive, a database)."""
     return iter(())
+
+
+def single_record(doc: Document) -> Iterator[Record]:
+    """A file that is one JSON value as its one record (a value written on one line too: see
+    :meth:`Document.single_value`); None for a file of several JSON lines."""
+    yield Record(doc.single_value())
 
 
 @dataclass(frozen=True)
