@@ -38,6 +38,8 @@ class Made:
 
     def take(self) -> list[Call]:
         """The calls made since the last take, given: the reader holds them no longer."""
+        if not self.calls:
+            return []
         calls, self.calls = self.calls, []
         self.models.update(call.model for call in calls if call.model)
         return calls
