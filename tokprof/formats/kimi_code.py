@@ -273,6 +273,7 @@ class _Other:
                 return
             self.agent.record(f"line {number}", value)
             self.next = next(self.lines, None)
+        self.doc.close()  # read to its end
 
     def close(self) -> None:
         self.doc.close()
