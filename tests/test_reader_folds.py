@@ -83,3 +83,11 @@ def test_time_order_gives_in_time_order_s_order(seed):
     given += order.rest()
     assert [call.where for call in given] == expected
     assert [call.index for call in given] == list(range(len(given)))
+
+
+def test_no_agent_reader_reads_its_log_whole():
+    """Every agent's reader is a fold: none is declared with ``whole_read_format``."""
+    from tokprof.formats import registry
+
+    whole = [f.name for f in registry.formats() if f.kind == "agent" and "whole_read_format" in f.reader.__qualname__]
+    assert whole == []
