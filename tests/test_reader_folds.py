@@ -85,9 +85,14 @@ def test_time_order_gives_in_time_order_s_order(seed):
     assert [call.index for call in given] == list(range(len(given)))
 
 
-def test_no_agent_reader_reads_its_log_whole():
-    """Every agent's reader is a fold: none is declared with ``whole_read_format``."""
+def test_no_agent_session_reader_reads_its_log_whole():
+    """Every agent session reader of #43.1's second part is a fold: none is declared with
+    ``whole_read_format``."""
     from tokprof.formats import registry
 
-    whole = [f.name for f in registry.formats() if f.kind == "agent" and "whole_read_format" in f.reader.__qualname__]
+    names = (
+        "cline opencode gemini-cli pi qwen-code copilot-cli kimi-code kimi-cli openhands aider crush goose amp droid "
+        "codebuff cursor cursor-agent continue zed hermes kilo-cli"
+    ).split()
+    whole = [name for name in names if "whole_read_format" in registry.by_name(name).reader.__qualname__]
     assert whole == []
