@@ -132,6 +132,7 @@ class StoreFold(Reader):
             raise InputError(path, None, self.not_store)
         self.trace = Trace(path=path, format=format, unrecorded=("system", "tools"))
         self.made = Made()
+        self.cwd: str | None = None  # the project the session's agent worked in, when the store says
 
     def feed(self, record: Record) -> Iterable[Call]:
         raise RuntimeError("a store takes no records: its reader reads it")
@@ -161,6 +162,9 @@ class StoreFold(Reader):
         return self.made.take()
 
     def given(self, calls: list[Call]) -> list[Call]:
+        """The calls given, with the session's project."""
+        for call in calls:
+            call.cwd = self.cwd
         return calls
 
 

@@ -177,7 +177,6 @@ class CrushReader(agent_db.StoreFold):
     def __init__(self, path: str, doc: Document | None) -> None:
         super().__init__(path, doc, FORMAT)
         self.made = self.order = TimeOrder()
-        self.cwd = ""
         self.before: tuple | None = None  # the key no row still to read comes before
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
@@ -262,15 +261,7 @@ class CrushReader(agent_db.StoreFold):
         return self.order.take(self.before) if self.before is not None else []
 
     def rest(self) -> list[Call]:
-        calls = self.order.rest()
-        for call in calls:
-            call.cwd = self.cwd
-        return calls
-
-    def given(self, calls: list[Call]) -> list[Call]:
-        for call in calls:
-            call.cwd = self.cwd
-        return calls
+        return self.order.rest()
 
 
 def project_stores(root: Path) -> list[Path]:

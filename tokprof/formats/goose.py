@@ -43,7 +43,7 @@ from tokprof.formats.fields import expect_object, objects, optional_object, stri
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import LogFormat
-from tokprof.trace import Call, Trace
+from tokprof.trace import Trace
 
 if TYPE_CHECKING:
     import sqlite3
@@ -85,7 +85,6 @@ class GooseReader(agent_db.StoreFold):
 
     def __init__(self, path: str, doc: Document | None) -> None:
         super().__init__(path, doc, FORMAT)
-        self.cwd: str | None = None
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         path, trace = self.trace.path, self.trace
@@ -121,11 +120,6 @@ class GooseReader(agent_db.StoreFold):
         _totals(trace, path, session_id, session)
         if len(rows) > 1:
             trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other session(s)")
-
-    def given(self, calls: list[Call]) -> list[Call]:
-        for call in calls:
-            call.cwd = self.cwd
-        return calls
 
 
 def _model(path: str, where: str, config: Any) -> str | None:

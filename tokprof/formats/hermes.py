@@ -38,7 +38,7 @@ from tokprof.formats.fields import check_text, expect_list
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.reader import LogFormat
-from tokprof.trace import Call, Trace
+from tokprof.trace import Trace
 
 if TYPE_CHECKING:
     import sqlite3
@@ -87,7 +87,6 @@ class HermesReader(agent_db.StoreFold):
 
     def __init__(self, path: str, doc: Document | None) -> None:
         super().__init__(path, doc, FORMAT)
-        self.cwd: str | None = None
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         path, trace = self.trace.path, self.trace
@@ -130,11 +129,6 @@ class HermesReader(agent_db.StoreFold):
         _totals(trace, path, where, session)
         if len(rows) > 1:
             trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other root session(s)")
-
-    def given(self, calls: list[Call]) -> list[Call]:
-        for call in calls:
-            call.cwd = self.cwd
-        return calls
 
 
 def _system_prompt(path: str, db: "sqlite3.Connection", where: str, session: dict) -> str | None:
