@@ -124,13 +124,14 @@ class StoreFold(Reader):
     given then (:meth:`given` completes them); a database error on the way is one line naming the
     agent's store. A store is not JSON: the reader takes no records, it reads the store when finished."""
 
+    format = ""  # the format's name
     agent = ""  # the agent's name as a user knows it
     not_store = ""  # what a JSON file read as this format's is told
 
-    def __init__(self, path: str, doc: Document | None, format: str) -> None:
+    def __init__(self, path: str, doc: Document | None) -> None:
         if doc is not None:
             raise InputError(path, None, self.not_store)
-        self.trace = Trace(path=path, format=format, unrecorded=("system", "tools"))
+        self.trace = Trace(path=path, format=self.format, unrecorded=("system", "tools"))
         self.made = Made()
         self.cwd: str | None = None  # the project the session's agent worked in, when the store says
 

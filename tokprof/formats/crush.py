@@ -171,11 +171,12 @@ class CrushReader(agent_db.StoreFold):
     to read can come before them. Each session's notes are kept apart and added in session order at the
     end, as a whole read lists them."""
 
+    format = FORMAT
     agent = "Crush"
     not_store = "expected a Crush store (crush.db, SQLite), not JSON"
 
     def __init__(self, path: str, doc: Document | None) -> None:
-        super().__init__(path, doc, FORMAT)
+        super().__init__(path, doc)
         self.made = self.order = TimeOrder()
         self.before: tuple | None = None  # the key no row still to read comes before
 

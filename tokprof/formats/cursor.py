@@ -69,11 +69,9 @@ class CursorReader(agent_db.StoreFold):
     """Cursor's store read as a fold over the newest conversation's bubbles (rows of its own, or inline in
     older builds): each call given as its bubble is read."""
 
+    format = FORMAT
     agent = "Cursor"
     not_store = "expected Cursor's state.vscdb (SQLite)"
-
-    def __init__(self, path: str, doc: Document | None) -> None:
-        super().__init__(path, doc, FORMAT)
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         path, trace = self.trace.path, self.trace

@@ -80,11 +80,9 @@ class GooseReader(agent_db.StoreFold):
     """Goose's store read as a fold over the newest session's message rows: each call given as its row
     is read."""
 
+    format = FORMAT
     agent = "Goose"
     not_store = "expected Goose's sessions.db (SQLite)"
-
-    def __init__(self, path: str, doc: Document | None) -> None:
-        super().__init__(path, doc, FORMAT)
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         path, trace = self.trace.path, self.trace

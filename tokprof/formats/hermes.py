@@ -82,11 +82,9 @@ class HermesReader(agent_db.StoreFold):
     """Hermes Agent's store read as a fold over the newest root session's message rows: each call given
     as its row is read."""
 
+    format = FORMAT
     agent = "Hermes Agent"
     not_store = "expected Hermes Agent's state.db (SQLite)"
-
-    def __init__(self, path: str, doc: Document | None) -> None:
-        super().__init__(path, doc, FORMAT)
 
     def read(self, db: "sqlite3.Connection") -> Iterator[None]:
         path, trace = self.trace.path, self.trace

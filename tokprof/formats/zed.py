@@ -77,11 +77,12 @@ class ZedReader(agent_db.StoreFold):
     calls are given when the next user message starts (the turn's usage is its last call's), or at the
     end."""
 
+    format = FORMAT
     agent = "Zed"
     not_store = "expected Zed's threads.db (SQLite)"
 
     def __init__(self, path: str, doc: Document | None) -> None:
-        super().__init__(path, doc, FORMAT)
+        super().__init__(path, doc)
         self.held: list[Call] = []  # the calls of the turn being read
         self.release = False  # whether the turn has ended: its calls are given
 
