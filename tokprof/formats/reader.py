@@ -100,6 +100,12 @@ def no_records(doc: Document | None) -> Iterator[Record]:
     return iter(())
 
 
+def single_record(doc: Document) -> Iterator[Record]:
+    """A file that is one JSON value as its one record (a value written on one line too: see
+    :meth:`Document.single_value`); None for a file of several JSON lines."""
+    yield Record(doc.single_value())
+
+
 @dataclass(frozen=True)
 class LogFormat:
     """A log format, as its module declares it (``LOG_FORMAT``)."""
