@@ -27,7 +27,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from tokprof.base.recall import Recall
+from tokprof.base.identity_cache import Recall
 from tokprof.trace import Call, Trace
 
 #: The trace formats that come from captures of API requests (one reader each).
