@@ -15,6 +15,15 @@ Each figure is the CPU seconds (``time.process_time``) of ``profile_trace`` with
 beforehand (a fresh model per run: nothing tokenized is remembered from the last), the least of
 ``--repeat`` runs, the two models measured alternately so that both see the same load.
 
+Measured (2 cores shared, load 7-11; least of 2; main at d06ce53 run side by side with this tree):
+
+| log | model | main | this tree | target |
+| --- | --- | ---: | ---: | ---: |
+| reasoning | qwen3 | 9.39x | 4.49x (3.3x unloaded) | 2.5x |
+| mistral | mistral | 66.9x | (not changed) | 2.5x |
+| proxy | claude-proxy | 1.58x | 1.22x | 1.5x |
+| proxy-no-newlines | claude-proxy | 8.10x | 1.29x | 1.5x |
+
 Usage: python benchmarks/bench_templates.py [--calls 300] [--repeat 2] [--only reasoning,mistral,proxy]
 """
 
