@@ -67,7 +67,7 @@ def test_a_space_after_a_letter_splits_every_text_alike(counters):
 
     fast, reference = counters
     rng = random.Random(43)
-    texts = ["".join(rng.choice(FLAT) for _ in range(rng.randint(1, 60))) for _ in range(200)]
+    texts = ["".join(rng.choice(FLAT) for _ in range(rng.randint(1, 60))) for _ in range(120)]
     fast.token_starts_reusing(texts[0], fast.token_starts_reusing(texts[1], None, 0), 0)  # the first-use check
     assert fast.boundary_after_newline and fast._word_ends
     cuts = 0
@@ -85,7 +85,7 @@ def test_a_space_after_a_letter_splits_every_text_alike(counters):
             assert at in whole and np.array_equal(whole[whole >= at] - at, reference._encode_starts(old[point:]))
         like = suffix + old
         assert fast.count_like(like, old, reference._encode_starts(old)) == reference.count(like), (like, old)
-    assert cuts > 40  # many pairs reuse tokens up to such a point
+    assert cuts > 20  # many pairs reuse tokens up to such a point
 
 
 def test_text_that_nfc_changes_goes_to_the_converted_tokenizer():
