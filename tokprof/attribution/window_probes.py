@@ -16,11 +16,13 @@ the window writes the anchor's surroundings as ``F`` does), the probe's window m
 and what the probe adds after it is compared with ``F`` from ``lengths[j]`` on: the probe's common
 prefix with ``F`` and its length, as the whole probe would give them if the template writes each
 message from itself, its neighbours and the last user turn before it (which the window holds, the
-anchor being after it).
+anchor being after it). The same windows, without the stand-in, give the render of the first k
+messages for a k the previous call of the thread did not have (its new messages). With tools the
+windows are rendered without them, as :mod:`tokprof.attribution.window_starts` renders its own.
 
 That is checked, never assumed: the first :data:`CHECK_FIRST` window probes of an attributor, and
-every :data:`CHECK_EVERY`-th after them, are also rendered whole, and one that differs turns window
-probes off for the attributor (a debug-level log message says so).
+every :data:`CHECK_EVERY`-th after them, are also rendered whole, and one that differs turns windows
+off for the attributor's probes and prefixes (a debug-level log message says so).
 """
 
 from __future__ import annotations
