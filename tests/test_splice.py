@@ -414,3 +414,25 @@ def test_a_time_limit_in_the_windows_walk_leaves_no_failed_header_remembered(mon
     b = Attributor(model, keep_json=True, incremental=False).attribute(call)
     assert None not in list(on._headers.values())
     assert (a.as_dict(), a.warnings) == (b.as_dict(), b.warnings)
+
+
+def test_a_user_turn_that_drops_earlier_reasoning_takes_its_probes_from_windows(tmp_path):
+    """#43.3: a call that adds a user turn makes Qwen3 drop the reasoning of the turns before it, so
+    the call is not spliced and each message since the last user turn needs a probe: taken from
+    windows (tokprof.attribution.window_probes), with the same buckets, warnings, spans and prompt as
+    the rule's whole renders, call by call (gpt-oss's are checked by the tests above)."""
+    model = _model("qwen3")
+    trace = _session(tmp_path, calls=24)
+    calls = [_with_reasoning(call, 1000) for call in trace.calls]  # reasoning, user turns as generated
+    on = Attributor(model, keep_json=True, incremental=True)
+    off = Attributor(model, keep_json=True, incremental=False)
+    for call in calls:
+        a, b = on.attribute(call), off.attribute(call)
+        assert (a.as_dict(), a.warnings, a.spans, on.last_prompt()[0]) == (
+            b.as_dict(),
+            b.warnings,
+            b.spans,
+            off.last_prompt()[0],
+        ), call.where
+    assert on._probe_checks.made > 10 and not on._probe_checks.off
+
