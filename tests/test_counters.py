@@ -52,11 +52,30 @@ def test_reuse_is_exact(counters):
         assert np.array_equal(starts, reference._encode_starts(new)), (old, new)
 
 
-
 #: Pieces with no newline, so that a space after an ASCII letter is the only split point between
 #: added tokens: the texts around it vary what comes before and after (contractions, digits,
 #: runs of spaces, punctuation, letters outside ASCII, marks).
-FLAT = ["word", " ", "  ", "x", "I", "'ll", "'s", "'", "123", "4", ".", ", ", "é", "e\u0301", "Ω", "你", "-", "!?", "\t"]
+FLAT = [
+    "word",
+    " ",
+    "  ",
+    "x",
+    "I",
+    "'ll",
+    "'s",
+    "'",
+    "123",
+    "4",
+    ".",
+    ", ",
+    "é",
+    "e\u0301",
+    "Ω",
+    "你",
+    "-",
+    "!?",
+    "\t",
+]
 
 
 def test_a_space_after_a_letter_splits_every_text_alike(counters):

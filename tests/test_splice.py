@@ -435,4 +435,3 @@ def test_a_user_turn_that_drops_earlier_reasoning_takes_its_probes_from_windows(
             off.last_prompt()[0],
         ), call.where
     assert on._probe_checks.made > 10 and not on._probe_checks.off
-

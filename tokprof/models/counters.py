@@ -253,7 +253,6 @@ def char_starts(byte_starts: np.ndarray, text: str) -> np.ndarray:
     return char_of_byte[np.minimum(byte_starts, len(data) - 1)]
 
 
-
 #: How far :func:`last_word_end` and :func:`first_word_end` search.
 WORD_SEARCH = 1 << 16
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
