@@ -91,8 +91,8 @@ def _whole(n: int, fresh: bool, anonymous: bool = True) -> Trace:
     return trace
 
 
-@pytest.mark.parametrize("fresh", [True, False])
-@pytest.mark.parametrize("estimate", [False, True])
+# each kind of prompt (a copy of its own, a view of one list) with one kind of model (exact, an estimate)
+@pytest.mark.parametrize("fresh, estimate", [(True, False), (False, True)], ids=["copies-exact", "views-estimate"])
 def test_a_streamed_profile_is_the_batch_profile(qwen25, fresh, estimate):
     from tokprof.models import resolve_model
 
