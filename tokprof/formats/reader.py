@@ -18,7 +18,6 @@ declarations.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -76,30 +75,6 @@ def read_whole(reader: Reader, records: Iterable[Record]) -> Trace:
     return reader.trace
 
 
-class WholeRead(Reader):
-    """A reader that reads its log whole when it is finished (``read() -> Trace``): for a format whose
-    reader is not a fold yet. It takes no records (:func:`no_records`)."""
-
-    def __init__(self, read: Callable[[], Trace], path: str, format: str) -> None:
-        self.trace = Trace(path=path, format=format)
-        self._read = read
-
-    def feed(self, record: Record) -> Iterable[Call]:
-        raise RuntimeError("a whole read takes no records")
-
-    def finish(self) -> Iterable[Call]:
-        read = self._read()
-        calls, read.calls = read.calls, []
-        for field in dataclasses.fields(Trace):  # the header, kept in the object callers already hold
-            setattr(self.trace, field.name, getattr(read, field.name))
-        return calls
-
-
-def no_records(doc: Document | None) -> Iterator[Record]:
-    """No records: the reader reads the file itself (a whole read, an archive, a database)."""
-    return iter(())
-
-
 def single_record(doc: Document) -> Iterator[Record]:
     """A file that is one JSON value as its one record (a value written on one line too: see
     :meth:`Document.single_value`); None for a file of several JSON lines."""
@@ -137,24 +112,3 @@ class LogFormat:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"{self.name}: kind {self.kind!r} is not one of {', '.join(KINDS)}")
-
-
-def whole_read_format(
-    name: str,
-    description: str,
-    kind: str,
-    sniff: Callable[[Document], bool],
-    read: Callable[[str, Document], Trace],
-    opened: Callable[[str], Trace] | None = None,
-    **more: Any,
-) -> LogFormat:
-    """The declaration of a format whose reader reads its log whole (:class:`WholeRead`): ``read`` a
-    loaded document, ``opened`` a file :attr:`LogFormat.opens` takes."""
-
-    def reader(path: str, doc: Document | None) -> Reader:
-        if doc is None:
-            assert opened is not None
-            return WholeRead(lambda: opened(path), path, name)
-        return WholeRead(lambda: read(path, doc), path, name)
-
-    return LogFormat(name, description, kind, sniff, reader, records=no_records, **more)
