@@ -113,18 +113,32 @@ class PromptCounter:
 
 def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
     """How many first tokens two tokenized texts have in common: tokens at the same place, of the same
-    length, inside the text the two have in common (so the same tokens)."""
+    length, inside the text the two have in common (so the same tokens): the tokens that end inside
+    the common text found by bisection, then their starts compared (no copy of either array)."""
     text_a, starts_a = a
     text_b, starts_b = b
-    common = common_prefix(text_a, text_b)
     n = min(len(starts_a), len(starts_b))
     if n == 0:
         return 0
-    ends_a = np.append(starts_a[1 : n + 1] if len(starts_a) > n else starts_a[1:], len(text_a))[:n]
-    ends_b = np.append(starts_b[1 : n + 1] if len(starts_b) > n else starts_b[1:], len(text_b))[:n]
-    same = (starts_a[:n] == starts_b[:n]) & (ends_a == ends_b) & (ends_a <= common)
-    differ = np.flatnonzero(~same)
-    return int(differ[0]) if len(differ) else n
+    common = common_prefix(text_a, text_b)
+    # token i ends where token i + 1 starts (the last one at its text's end): the tokens that end
+    # inside the common text are the first ``inside`` (ends grow with i)
+    inside = int(np.searchsorted(starts_a[1:n], common, side="right"))
+    if inside == n - 1 and _end(text_a, starts_a, n - 1) <= common:
+        inside = n
+    # token i (but the last of the n) is the same in both when it and the next token start at the same
+    # place in both: only starts up to the first token past the common text need comparing
+    check = min(inside + 1, n)
+    differ = np.flatnonzero(starts_a[:check] != starts_b[:check])
+    if len(differ):
+        return min(max(int(differ[0]) - 1, 0), inside)
+    if check < n:
+        return inside
+    return min(n if _end(text_a, starts_a, n - 1) == _end(text_b, starts_b, n - 1) else n - 1, inside)
+
+
+def _end(text: str, starts: np.ndarray, i: int) -> int:
+    return int(starts[i + 1]) if i + 1 < len(starts) else len(text)
 
 
 # -- the report ---------------------------------------------------------------------------------------
