@@ -877,7 +877,6 @@ def _unrecorded(trace: Trace, call: Call) -> bool:
     return bool(missing)
 
 
-@frozen()  # the trace is read: full collections need not walk it over and over
 def profile_trace(
     trace: Trace,
     model: ChatModel,
@@ -885,11 +884,12 @@ def profile_trace(
     source_name: str | None = None,
     attributor: Attributor | None = None,
 ) -> Profile:
-    """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
-    one of the model's to attribute with (a caller that reads its views of each call, in ``on_call``),
-    else a new one. The trace is not changed: the profile's analyses read its calls' light fields and
-    the facts the pass took of their prompts (``Profile.facts``)."""
-    return _profile(trace.calls, trace, model, on_call, source_name, attributor, None)
+    """Attribute every call of a trace and gather the rows and warnings into a profile: the trace's
+    calls fed to :func:`profile_calls` (the one pass). ``attributor``: one of the model's to
+    attribute with (a caller that reads its views of each call, in ``on_call``), else a new one. The
+    trace is not changed: the profile's analyses read its calls' light fields and the facts the pass
+    took of their prompts (``Profile.facts``)."""
+    return profile_calls(trace.calls, trace, model, on_call, source_name, attributor)[0]
 
 
 def profile_calls(
@@ -901,7 +901,7 @@ def profile_calls(
     attributor: Attributor | None = None,
     settle: Callable[[], ChatModel] | None = None,
 ) -> tuple[Profile, Trace]:
-    """:func:`profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
+    """The profile of a stream of calls (each yielded once, in log order; ``header``: the
     trace's other fields, its ``calls`` unread, its notes read once the stream is done), keeping of
     each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
     of each thread and key that a later call is compared with, and a small record per call. Returns
@@ -931,11 +931,11 @@ def _profile(
     on_call: Callable[[int], None] | None,
     source_name: str | None,
     attributor: Attributor | None,
-    light: list[Call] | None,
+    light: list[Call],
     settle: Callable[[], ChatModel] | None = None,
 ) -> Profile:
-    """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (a
-    stream), or None to read ``trace.calls`` again (a trace held whole)."""
+    """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (what
+    the rows and the analyses read of it)."""
     attributor = attributor or Attributor(model, keep_json=True)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
@@ -959,15 +959,14 @@ def _profile(
         counted.append(Counted(counts, reported, key, unrecorded, extends))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
-        if light is not None:
-            light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
+        light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
         if on_call is not None:
             on_call(call.index)
     if settle is not None:
         model = settle()
     if model.exact and is_default(model) and any(c.reported is not None for c in counted):
         model = as_stand_in(model)  # the log names no model but reports usage: counts anchored on it (#48.2)
-    rest = light if light is not None else trace.calls
+    rest = light
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0
