@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,16 +20,16 @@ import numpy as np
 from tokprof.version import __version__
 from tokprof.analyses.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
-from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
+from tokprof.analyses.retention import Fact, FactRetention, carries, first_calls, retention
 from tokprof.attribution.attributor import Attributor, RenderError
 from tokprof.base.billing import DIGITS, CallCost, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
-from tokprof.profiling import CallRow, Profile, Source, log_window, profile_trace
+from tokprof.profiling import CallRow, Profile, Source, log_window, profile_calls
 from tokprof.base.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace, as_list
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, shared_messages
+from tokprof.transforms.policies import AddedCall, Full, Policy, Replay, shared_messages
 
 SCHEMA_VERSION = 1
 
@@ -40,13 +40,13 @@ class PromptCounter:
     template (the first message shape it takes) and tokenized, reusing the tokens of the last prompt
     it counted up to where the two part. ``fixed`` gives, per (log model, thread), the tokens of the
     parts of every prompt the log does not record (inferred by the profile of ``full``), which are in
-    the real prompt too; ``known`` counts already made, by (messages, tools) object and day."""
+    the real prompt too; ``known`` the rendered tokens of the log's calls' own prompts, by call index."""
 
     def __init__(
         self,
         model: ChatModel,
         fixed: dict[tuple, int] | None = None,
-        known: dict[tuple, tuple[object, int]] | None = None,
+        known: dict[int, int] | None = None,
         units: dict[int, "LogUnits"] | None = None,
     ):
         self.model = model
@@ -79,10 +79,9 @@ class PromptCounter:
         raise RenderError(f"the chat template failed: {error}")
 
     def prompt(self, messages: list[dict], call: Call) -> int:
-        key = (id(messages), id(call.tools), call.day)
-        found = self.known.get(key)
-        if found is not None and found[0] is messages:
-            rendered = found[1]
+        found = self.known.get(call.index)
+        if found is not None and _same(messages, call.messages):
+            rendered = found
         else:
             text = self.render(messages, call.tools, call.day)
             last = self._last
@@ -109,6 +108,11 @@ class PromptCounter:
         which no policy removes."""
         units = self.units.get(call.index)
         return max(0, units.unrecorded - self.fixed.get((call.model, call.thread), 0)) if units is not None else 0
+
+
+def _same(messages: Sequence[dict], prompt: Sequence[dict]) -> bool:
+    """Whether a prompt's messages are a call's own (the same objects)."""
+    return messages is prompt or (len(messages) == len(prompt) and all(a is b for a, b in zip(messages, prompt)))
 
 
 def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
@@ -250,6 +254,8 @@ class WhatIfReport:
     warnings: list[Note] = field(default_factory=list)
     #: The profile of ``full`` (the log as it is), for the HTML report; not in the JSON.
     baseline: Profile | None = None
+    #: The log's calls as the baseline's pass kept them (light: no prompt), for the profile's analyses.
+    log: Trace | None = None
 
     @property
     def exact(self) -> bool:
@@ -304,30 +310,91 @@ class WhatIfReport:
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
-def _profile(
-    trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None
-) -> tuple[Profile, list[int], list[int]]:
-    """The profile of a trace, with what each call's prompt shares with the previous one of its thread
-    (in the rendered tokens) and the rendered tokens of each call."""
-    attributor = Attributor(model, keep_json=True)
-    shared: list[int] = []
-    rendered: list[int] = []
-    last: dict[str, tuple[str, np.ndarray]] = {}
-    position = [0]
+#: A fresh stream of a log's calls, in log order, each time it is called: a trace's calls, or its file
+#: read again (each policy's replay is one pass over one; no trace is held).
+Calls = Callable[[], Iterable[Call]]
 
-    def seen(_: int) -> None:
-        call = trace.calls[position[0]]
-        position[0] += 1
+
+@dataclass
+class _Seen:
+    """What a pass keeps of each call besides its light copy and its row (no prompt): the rendered
+    tokens its prompt shares with the previous call of its thread, its rendered tokens, whether the
+    policy changed it, whether it is billed as its log call's parts (:func:`_as_logged`), and whether
+    it carries each fact asked about."""
+
+    shared: list[int] = field(default_factory=list)
+    rendered: list[int] = field(default_factory=list)
+    changed: list[bool] = field(default_factory=list)
+    as_logged: set[int] = field(default_factory=set)
+    same_prompt: set[int] = field(default_factory=set)  # changed calls whose messages and tools are the log call's
+    carried: list[tuple[bool, ...]] = field(default_factory=list)
+
+
+def _pass(
+    pairs: Iterable[tuple[Call, Call]],
+    header: Trace,
+    model: ChatModel,
+    on_call: Callable[[Call], None] | None,
+    facts: Sequence[Fact] = (),
+) -> tuple[Profile, Trace, _Seen]:
+    """The profile of a stream of calls, each given with the log's call it replays (itself when the
+    policy keeps it; a summarising call the policy adds: the call it comes before), one at a time
+    (:func:`tokprof.profiling.profile_calls`): the profile, the trace of the light calls, and what
+    :class:`_Seen` keeps of each. A call's prompt is let go after its pass but the last of each thread."""
+    attributor = Attributor(model, keep_json=True)
+    seen = _Seen()
+    last: dict[str, tuple[str, np.ndarray]] = {}
+    current: list[Call] = []
+
+    def given() -> Iterator[Call]:
+        previous: dict[str, Call] = {}  # thread -> the policy's last call of it
+        log_last: dict[str, Call] = {}  # thread -> the log's last call of it
+        log_before: Call | None = None
+        log_now: Call | None = None
+        for position, (call, log) in enumerate(pairs):
+            if log is not log_now:  # the next call of the log
+                log_before, log_now = log_last.get(log.thread), log
+                log_last[log.thread] = log
+            changed = call is not log
+            seen.changed.append(changed)
+            before = previous.get(call.thread)
+            previous[call.thread] = call
+            if changed and _as_logged(call, before, log, log_before):
+                seen.as_logged.add(position)
+            if changed and not isinstance(call, AddedCall) and call.messages == log.messages and call.tools == log.tools:
+                seen.same_prompt.add(position)
+            seen.carried.append(tuple(carries(call.messages, fact) for fact in facts))
+            current[:] = [call]
+            yield call
+
+    def passed(_: int) -> None:
+        call = current[0]
         prompt = attributor.last_prompt()
         before = last.get(call.thread)
-        shared.append(0 if before is None else shared_tokens(before, prompt))
-        rendered.append(len(prompt[1]))
+        seen.shared.append(0 if before is None else shared_tokens(before, prompt))
+        seen.rendered.append(len(prompt[1]))
         last[call.thread] = prompt
         if on_call is not None:
             on_call(call)
 
-    profile = profile_trace(trace, model, on_call=seen, attributor=attributor)
-    return profile, shared, rendered
+    profile, light = profile_calls(given(), header, model, on_call=passed, attributor=attributor)
+    return profile, light, seen
+
+
+def _as_logged(call: Call, before: Call | None, log: Call, log_before: Call | None) -> bool:
+    """Whether a changed call of a policy's replay parts from the previous call of its thread no
+    earlier than the log's call does from the log's previous call: it continues that call whole, or
+    (a policy that rewrites messages in place) it shares at least as many first messages as the
+    log's two prompts do. Else it parts earlier: the policy rewrote or dropped a message the log's
+    two prompts share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
+    if before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall) or log_before is None:
+        return False
+    shared = shared_messages(call.messages, before.messages)
+    if shared == len(before.messages):
+        return True
+    if len(call.messages) == len(log.messages) and len(before.messages) == len(log_before.messages):
+        return shared >= shared_messages(log.messages, log_before.messages)
+    return False
 
 
 def _fixed(row: CallRow) -> int:
@@ -374,7 +441,7 @@ def log_units(trace: Trace, profile: Profile, parts: dict[tuple, int]) -> dict[i
     return units
 
 
-def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], originals: set[int]) -> Profile:
+def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], changed: Sequence[bool]) -> Profile:
     """An estimate's profile of a policy's trace with every changed call counted in the units of the
     log's call it replays (a summarising call: of the call it comes before): its rendered buckets
     scaled by that call's ratio, and that call's unrecorded part, so that changed and unchanged calls
@@ -383,9 +450,9 @@ def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], or
         return profile
     rows: list[CallRow] = []
     cumulative = 0
-    for call, row in zip(trace.calls, profile.calls):
+    for call, row, differs in zip(trace.calls, profile.calls, changed):
         log = units.get(row.index)
-        if id(call) not in originals and log is not None:
+        if differs and log is not None:
             rendered = {name: count for name, count in row.buckets.items() if name != UNRECORDED}
             for name, tokens in call.unrendered.items():  # known from usage: not scaled
                 rendered[name] -= tokens
@@ -405,17 +472,18 @@ def _result(
     policy: Policy,
     trace: Trace,
     profile: Profile,
-    shared_raw: list[int],
-    rendered: list[int],
+    seen: _Seen,
     full: PolicyResult | None,
     window: int | None,
     log_calls: Sequence[Call],
     prices: Mapping[str, UserPrice] | None = None,
     units: dict[int, LogUnits] | None = None,
 ) -> PolicyResult:
+    """A policy's result from its pass: ``trace`` the light calls of its replay, ``log_calls`` the
+    log's (light too)."""
     exact_model = profile.model.exact
-    originals = {id(c) for c in log_calls}
-    profile = _in_log_units(profile, trace, units or {}, originals)
+    shared_raw, rendered = seen.shared, seen.rendered
+    profile = _in_log_units(profile, trace, units or {}, seen.changed)
     rows = profile.calls
     calls: list[PolicyCall] = []
     previous: dict[str | None, int] = {}  # thread -> position of its last call
@@ -450,13 +518,13 @@ def _result(
                 buckets=dict(row.buckets),
                 shared=shared,
                 messages=row.messages,
-                changed=id(call) not in originals,
+                changed=seen.changed[position],
             )
         )
     # a changed call is billed as its provider would bill it (tokprof.analyses.replay_bill): the shared prefix
     # read from the cache under the profile's cache rules, the rest written at the log's tier, the log's output
     summary_output = getattr(policy, "summary_tokens", None)
-    as_logged = _parts_as_logged(trace, log_calls, calls)
+    as_logged = seen.as_logged
     counted = [
         Replayed(
             total=c.total,
@@ -464,6 +532,7 @@ def _result(
             changed=c.changed,
             output=summary_output if c.kind == "summary" else None,
             parts_as_logged=position in as_logged,
+            same_prompt=position in seen.same_prompt,
         )
         for position, c in enumerate(calls)
     ]
@@ -504,41 +573,6 @@ def _result(
         exact=summary.exact,
         warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
-
-
-def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[PolicyCall]) -> set[int]:
-    """The positions of the changed calls of a policy's trace whose prompt parts from the previous call of
-    its thread no earlier than the log's call's does from the log's previous call: it continues that call
-    whole, or (a policy that rewrites messages in place) it shares at least as many first messages as the
-    log's two prompts do. The rest part earlier: the policy rewrote or dropped a message the log's two prompts
-    share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
-    logged = {c.index: c for c in log_calls}
-    log_before: dict[int, Call] = {}
-    last_log: dict[str | None, Call] = {}
-    for call in log_calls:
-        if call.thread in last_log:
-            log_before[call.index] = last_log[call.thread]
-        last_log[call.thread] = call
-    out: set[int] = set()
-    last: dict[str | None, Call] = {}
-    for position, (call, counted) in enumerate(zip(trace.calls, calls)):
-        before = last.get(call.thread)
-        last[call.thread] = call
-        if not counted.changed or before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall):
-            continue
-        log, log_previous = logged.get(call.index), log_before.get(call.index)
-        if log is None or log_previous is None:
-            continue
-        mine, theirs = as_list(call.messages), as_list(before.messages)
-        shared = shared_messages(mine, theirs)
-        if shared == len(theirs):
-            out.add(position)
-            continue
-        log_mine, log_theirs = as_list(log.messages), as_list(log_previous.messages)
-        if len(mine) == len(log_mine) and len(theirs) == len(log_theirs):
-            if shared >= shared_messages(log_mine, log_theirs):
-                out.add(position)
-    return out
 
 
 def _billed(call: PolicyCall, cost: CallCost | None, reports: bool) -> PolicyCall:
@@ -587,65 +621,69 @@ def whatif(
     on_call: Callable[[], None] | None = None,
     prices: Mapping[str, UserPrice] | None = None,
     facts: Sequence[Fact] = (),
+    calls: Calls | None = None,
 ) -> WhatIfReport:
     """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
     the context window (default: the model's; for an estimate, the log's model's when known), which
     ``compact`` measures against. ``on_call`` is called after each of the log's calls under each policy
     (len(trace.calls) × len(policies) steps; a summarising call a policy adds is no step). ``facts``:
-    what each policy keeps of each (:mod:`tokprof.analyses.retention`)."""
+    what each policy keeps of each (:mod:`tokprof.analyses.retention`). ``calls``: a fresh stream of
+    the log's calls each time it is called (its file read again), ``trace`` then the log's header
+    (its notes complete once a stream is read): each policy is a pass over one stream, and no prompt
+    is held after its pass; without it, the trace's calls."""
     ordered: list[Policy] = [Full()] + [p for p in policies if not isinstance(p, Full)]
+    source: Calls = calls if calls is not None else (lambda: trace.calls)
 
     def step(call: Call) -> None:
         if on_call is not None and not isinstance(call, AddedCall):
             on_call()
 
-    baseline, base_shared, base_rendered = _profile(trace, model, step)
+    baseline, log, base = _pass(((c, c) for c in source()), trace, model, step, facts)
     if window is None:
         window = baseline.model.context_window
         if window is None and not model.exact:  # the window the agent ran the log's model with
-            window = log_window(trace, trace.calls).window
+            window = log_window(log, log.calls).window
     report = WhatIfReport(
         model=baseline.model,
         source=baseline.source,
         context_window=window,
         warnings=list(baseline.warnings),
         baseline=baseline,
+        log=log,
     )
-    fixed = inferred_parts(trace, baseline)
-    units = log_units(trace, baseline, fixed)
-    first = first_calls(trace, facts)
+    fixed = inferred_parts(log, baseline)
+    units = log_units(log, baseline, fixed)
+    first = first_calls(log, facts, base.carried)
 
-    def kept(result: PolicyResult, replayed: Trace) -> PolicyResult:
-        return dataclasses.replace(result, facts=retention(replayed, facts, first)) if facts else result
+    def kept(result: PolicyResult, replayed: Trace, seen: _Seen) -> PolicyResult:
+        return dataclasses.replace(result, facts=retention(replayed, facts, first, seen.carried)) if facts else result
 
-    full = kept(
-        _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices), trace
-    )
+    full = kept(_result(ordered[0], log, baseline, base, None, window, log.calls, prices), log, base)
     report.policies.append(full)
-    known: dict[tuple, tuple[object, int]] = {}
-    for call, count in zip(trace.calls, base_rendered):
-        known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
+    rendered = {call.index: count for call, count in zip(log.calls, base.rendered)}
     for policy in ordered[1:]:
-        counter = PromptCounter(model, fixed, known, units) if policy.needs_counter else None
-        transformed = apply(trace, policy, counter, window)
-        if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
+        if not policy.needs_counter and not _changes(policy, source(), window):
             # the policy changes no call: its profile is full's, call for call
-            for call in trace.calls:
+            for call in log.calls:
                 step(call)
+            report.policies.append(kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base))
+            continue
+        counter = PromptCounter(model, fixed, rendered, units) if policy.needs_counter else None
+        replay = Replay(policy, counter, window)
+        pairs = ((c, call) for call in source() for c in replay.calls(call))
+        profile, replayed, seen = _pass(pairs, log, model, step, facts)
+        if not any(seen.changed):  # the policy changed no call (one that counts): full's profile
             report.policies.append(
-                kept(
-                    _result(
-                        policy, transformed, baseline, base_shared, base_rendered, full, window, trace.calls, prices
-                    ),
-                    transformed,
-                )
+                kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base)
             )
             continue
-        profile, shared, rendered = _profile(transformed, model, step)
         report.policies.append(
-            kept(
-                _result(policy, transformed, profile, shared, rendered, full, window, trace.calls, prices, units),
-                transformed,
-            )
+            kept(_result(policy, replayed, profile, seen, full, window, log.calls, prices, units), replayed, seen)
         )
     return report
+
+
+def _changes(policy: Policy, calls: Iterable[Call], window: int | None) -> bool:
+    """Whether a policy that counts no tokens changes a call of the log (a pass that only replays)."""
+    replay = Replay(policy, None, window)
+    return any(len(out) != 1 or out[0] is not call for call in calls for out in (replay.calls(call),))
