@@ -859,13 +859,13 @@ def _reported(call: Call) -> int | None:
 
 
 def _no_system_prompt(trace: Trace, call: Call) -> bool:
-    """Whether a call's prompt holds no system prompt because its log does not record the one the
-    agent sent: then the text a chat template puts in the place of a missing one (Qwen's "You are
-    Qwen...") was not sent and is not counted (#48.2)."""
+    """Whether a call whose prompt holds no system message (its light copy) holds none because its
+    log does not record the one the agent sent: then the text a chat template puts in the place of
+    a missing one (Qwen's "You are Qwen...") was not sent and is not counted (#48.2)."""
     missing = set(trace.unrecorded)
     if not call.thread:
         missing -= set(trace.supplied)
-    return "system" in missing and not any(m.get("role") in ("system", "developer") for m in call.messages)
+    return "system" in missing
 
 
 def _unrecorded(trace: Trace, call: Call) -> bool:
@@ -939,6 +939,7 @@ def _profile(
     attributor = attributor or Attributor(model, keep_json=True)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
+    defaults: set[int] = set()  # calls whose prompt holds no system message but the count has a system part
     results = ResultTracker()
     prompts = PromptTracker()
     continuations = Continuations()
@@ -948,20 +949,25 @@ def _profile(
         continues = None if facts.added is None else facts.messages - len(facts.added)
         results.observe(position, call, attributor.message_tokens, continues)
         counts = buckets.as_dict()
-        if counts.get("system") and _no_system_prompt(trace, call):
-            counts["system"] = 0  # the template's own default system prompt: the agent sent its own (unrecorded)
+        if counts.get("system") and not any(m.get("role") in ("system", "developer") for m in call.messages):
+            defaults.add(position)  # the template's default system prompt, if the log records none (below)
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] = counts.get(name, 0) + tokens
-        # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
-        unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
         key, reported = (call.model, call.thread), _reported(call)
         extends = continuations.observe(key, reported, call.messages, call.tools)
-        counted.append(Counted(counts, reported, key, unrecorded, extends))
+        counted.append(Counted(counts, reported, key, False, extends))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
         light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
         if on_call is not None:
             on_call(call.index)
+    # what rests on the log's header, complete only once every call is read: the parts it does not record
+    for position in defaults:
+        if _no_system_prompt(trace, light[position]):  # the agent sent its own system prompt (unrecorded)
+            counted[position].counts["system"] = 0
+    for count, call in zip(counted, light):
+        # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
+        count.unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
     if settle is not None:
         model = settle()
     if model.exact and is_default(model) and any(c.reported is not None for c in counted):

@@ -1,0 +1,175 @@
+"""A log's calls as the stages take them, one at a time: read from the file by its format's reader (a
+fold over its records, :func:`tokprof.formats.open_log`), threaded by content when the log is a
+capture, given what the user supplies (tool definitions, a system prompt) and the tool-call ids the
+model's prompt format demands. The one way a command reads a log: a whole trace is every call of one
+stream (:meth:`LogCalls.trace`); a stage that needs the calls again (each policy of a what-if) asks
+for another stream, which reads the file again, so no trace is held.
+
+A capture's threads are named by what the whole log shows (the main conversation is the thread with
+the most calls, :mod:`tokprof.transforms.threads`): such a log is read once more, first, keeping a
+digest per message of each thread's last prompt and a number per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from tokprof.base.errors import InputError
+from tokprof.formats import Log, open_log
+from tokprof.trace import Call, PromptView, Trace
+from tokprof.transforms.threads import CAPTURE_FORMATS, Threader
+from tokprof.transforms.tool_ids import ToolIdFitter
+
+#: The lists whose prompts get the supplied system prompt first (the conversations last seen).
+_PREFIXED = 32
+
+
+@dataclass
+class LogCalls:
+    """A log to read as streams of calls. ``header``: the log's trace without its calls, complete
+    (notes, model, session) once a stream has been read to its end; ``tools`` and ``system``: what
+    the user supplies for the main conversation (:func:`tokprof.transforms.supply`'s rule);
+    ``id_length``: the tool-call ids' length the model's prompt format demands (None: any)."""
+
+    path: str
+    input_format: str | None = None
+    tools: list[dict] | None = None
+    system: str | None = None
+    id_length: int | None = None
+    header: Trace = field(init=False)
+    _threads: list[str] | None = field(default=None, init=False, repr=False)  # a capture's: each call's thread
+    _threaded: bool = field(default=False, init=False, repr=False)
+    _streamed: bool = field(default=False, init=False, repr=False)
+    _unrecorded: tuple[str, ...] | None = field(default=None, init=False, repr=False)  # the first read's
+    _log: Log | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._log = open_log(self.path, self.input_format)  # a file no reader takes fails here, before any work
+        self.header = self._log.trace
+        self.path = self._log.path
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        """The bytes the current stream has read and the file's size (0, 0 when not known)."""
+        return self._log.progress if self._log is not None else (0, 0)
+
+    def calls(self) -> Iterator[Call]:
+        """A stream of the log's calls, ready for the stages (each call is the reader's, changed). The
+        first stream completes :attr:`header`; a later one reads the file again."""
+        self._thread_names()
+        log, self._log = self._log, None
+        first = not self._streamed
+        self._streamed = True
+        if log is None:
+            log = open_log(self.path, self.input_format)
+        if first:
+            self.header = log.trace
+        self._log = log
+        return self._ready(log)
+
+    def trace(self) -> Trace:
+        """The whole trace: the header with every call of one stream."""
+        calls = list(self.calls())
+        self.header.calls = calls
+        return self.header
+
+    def _thread_names(self) -> None:
+        """A first read, when what the stages need of a call rests on the whole log: a capture's threads
+        (its calls carry none of their own), and the parts the log does not record when the user
+        supplies a system prompt (it goes first in every main call of such a log)."""
+        if self._threaded:
+            return
+        self._threaded = True
+        capture = self.header.format.split("/", 1)[0] in CAPTURE_FORMATS
+        if not capture and self.system is None:
+            return
+        log, self._log = self._log, None
+        assert log is not None
+        threader = Threader()
+        found: list[int] = []
+        try:
+            for call in log.calls():
+                if capture and call.thread:  # the log names its threads: nothing to find
+                    capture = False
+                if capture:
+                    found.append(threader.observe(call))
+        finally:
+            log.close()
+        self._unrecorded = tuple(log.trace.unrecorded)
+        if capture:
+            names = threader.names()
+            self._threads = [names[n] for n in found]
+
+    def _ready(self, log: Log) -> Iterator[Call]:
+        header = log.trace
+        threads = self._threads
+        if self.tools is not None or self.system is not None:
+            header.supplied = tuple(
+                sorted(set(header.supplied) | {p for p, v in (("tools", self.tools), ("system", self.system)) if v is not None})
+            )
+        fitter = ToolIdFitter(self.id_length) if self.id_length else None
+        supply = None
+        if self.tools is not None or self.system is not None:
+            supply = _Supply(self.tools, self.system, "system" in (self._unrecorded or ()))
+        for position, call in enumerate(log.calls()):
+            if threads is not None:
+                call.thread = threads[position] if position < len(threads) else ""
+            if supply is not None:
+                supply.give(call)
+            yield fitter.fit(call) if fitter is not None else call
+        if supply is not None:
+            supply.check(self.path)
+        if fitter is not None:
+            fitter.note(header)
+
+
+class _Supply:
+    """What the user supplies, given to each call of the main conversation as it comes (the rule of
+    :func:`tokprof.transforms.supply`), checked once every call is seen: what the log records already
+    is refused (a :class:`ValueError`)."""
+
+    def __init__(self, tools: list[dict] | None, system: str | None, unrecorded: bool) -> None:
+        self.tools = tools
+        self.system = {"role": "system", "content": system} if system is not None else None
+        self.tools_missing = False  # a main call without tool definitions
+        self.system_missing = False  # a main call without a system message first
+        self.unrecorded = unrecorded  # the log does not record the system prompt (found by a first read)
+        self._prefixed: dict[int, tuple[list[dict], list[dict]]] = {}  # id(list) -> (list, the system, then it)
+
+    def give(self, call: Call) -> None:
+        if call.thread:
+            return
+        if self.tools is not None and call.tools is None:
+            self.tools_missing = True
+            call.tools = list(self.tools)
+        if self.system is not None:
+            first = call.messages[0]["role"] if call.messages else None
+            missing = self.unrecorded or first not in ("system", "developer")
+            self.system_missing = self.system_missing or first not in ("system", "developer")
+            if missing:
+                call.messages = self._with_system(call.messages)
+
+    def _with_system(self, messages: list[dict] | PromptView) -> PromptView:
+        """The system message, then the messages: a view of one list per conversation, which grows as
+        its prompts do (a call costs what it adds)."""
+        assert self.system is not None
+        if isinstance(messages, PromptView):
+            found = self._prefixed.pop(id(messages.base), None)
+            if found is None or found[0] is not messages.base or len(found[1]) > messages.length + 1:
+                found = (messages.base, [self.system])
+            self._prefixed[id(messages.base)] = found
+            while len(self._prefixed) > _PREFIXED:
+                del self._prefixed[next(iter(self._prefixed))]
+            base, prefixed = found
+            prefixed.extend(base[len(prefixed) - 1 : messages.length])
+            return PromptView(prefixed, messages.length + 1)
+        prefixed = [self.system, *messages]
+        return PromptView(prefixed, len(prefixed))
+
+    def check(self, path: str) -> None:
+        """Refuse what the log records already (once every call is seen: before anything is written)."""
+        if self.tools is not None and not self.tools_missing:
+            raise InputError(path, None, "the log records its tool definitions: --tools is for logs that do not")
+        if self.system is not None and not self.system_missing and not self.unrecorded:
+            raise InputError(path, None, "the log records its system prompt: --system is for logs that do not")
