@@ -85,15 +85,15 @@ def main() -> None:
     report("nesting check", "bytes", *sizes, check, 32)
     with tempfile.TemporaryDirectory() as folder:
         logs = {size: with_arguments(Path(folder) / f"a{size}.jsonl", size) for size in sizes}
-        profiled = {size: cpu(lambda size=size: tokprof.profile(logs[size], model), repeat) for size in sizes}
+        profiled = {size: cpu(lambda size=size: tokprof.profile(logs[size], model=model), repeat) for size in sizes}
         report("profile, worst arguments", "bytes", *sizes, profiled, 32)
         counts = (1000, 8000)
         logs = {n: with_messages(Path(folder) / f"m{n}.jsonl", n) for n in counts}
-        profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model), repeat) for n in counts}
+        profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model=model), repeat) for n in counts}
         report("profile, one prompt", "messages", *counts, profiled, 16)
         counts = (8000, 80000)
         logs = {n: with_messages(Path(folder) / f"m{n}.jsonl", n) for n in counts}
-        profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model), repeat) for n in counts}
+        profiled = {n: cpu(lambda n=n: tokprof.profile(logs[n], model=model), repeat) for n in counts}
         report("profile, one prompt past the markers", "messages", *counts, profiled, 20)
 
 

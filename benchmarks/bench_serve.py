@@ -135,7 +135,7 @@ def post(connection: http.client.HTTPConnection, body: bytes) -> tuple[float, di
 def baseline(calls: list[bytes], model_name: str) -> list[float]:
     """Per call: one render of its prompt with the template, and tokenizing what it adds to the
     previous call's render (after their common prefix)."""
-    from tokprof import read_prompt
+    from tokprof.formats.prompts import read_prompt
     from tokprof.models import resolve_model
     from tokprof.base.textdiff import common_prefix
 
@@ -410,7 +410,7 @@ def targets_part(model_name: str, messages: int = 600) -> None:
     round trip for an extending request of that conversation against a fresh small request (a new
     conversation's first request, 7 messages) (limit 1.5x), medians of five."""
     import tokprof
-    from tokprof import read_prompt
+    from tokprof.formats.prompts import read_prompt
 
     model = tokprof.get_model(model_name)
     chat = model.chat

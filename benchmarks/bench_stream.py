@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tokprof.analyses.finish import attach_analyses  # noqa: E402
+from tokprof.analyses.standard import attach_analyses  # noqa: E402
 from tokprof.models import resolve_model  # noqa: E402
 from tokprof.profiling import profile_calls, profile_trace  # noqa: E402
 from tokprof.trace import Call, Trace, Usage  # noqa: E402

@@ -14,76 +14,33 @@ from conftest import FIXTURES, ROOT, WEATHER_TOOL, small_transcript, write_json
 SAMPLE = ROOT / "samples" / "incident_session.json"
 EXPORTED = {
     "__version__",
-    "Buckets",
-    "Model",
-    "Prompt",
-    "read_prompt",
-    "extend_prompt",
-    "is_anthropic_shape",
+    "Options",
     "get_model",
+    "Model",
+    "Buckets",
     "read_log",
     "profile",
-    "profile_file",
-    "profile_directory",
-    "profile_sessions",
     "tools_report",
+    "whatif",
     "check",
-    "load_config",
-    "Profile",
+    "diff",
+    "render_report",
     "Trace",
-    "ToolsReport",
-    "CheckResult",
+    "Profile",
     "SessionsReport",
-    "Config",
+    "ToolsReport",
+    "WhatIfReport",
+    "CheckResult",
+    "RunDiff",
     "TokprofError",
     "InputError",
     "ModelError",
     "ConfigError",
-    "Rates",
-    "whatif",
-    "WhatIfReport",
-    "saved_profile",
-    "find_session",
-    "session_in_folder",
-    "recordings",
-    "configured_prices",
-    "run_check",
-    "CheckRun",
-    "render_report",
-    "report_formats",
-    "report_tables",
-    "TeamOptions",
-    "incremental_state",
-    "prometheus_text",
-    "send_spans",
-    "registered_models",
-    "ModelSpec",
-    "context_window",
-    "model_name",
-    "log_formats",
-    "policy_names",
-    "local_sessions",
-    "LocalSession",
-    "suggest_facts",
-    "probe",
-    "ProbeReport",
-    "find_mcp_servers",
-    "list_mcp_servers",
-    "mcp_report",
-    "McpReport",
-    "LiveSession",
-    "LiveCall",
-    "LiveRecording",
-    "Telemetry",
-    "diff",
-    "RunDiff",
-    "session_periods",
-    "report_site",
 }
 
 
 def test_exported_names():
-    assert set(tokprof.__all__) == EXPORTED
+    assert set(tokprof.__all__) == EXPORTED and len(tokprof.__all__) <= 25
     for name in tokprof.__all__:
         assert getattr(tokprof, name) is not None
     assert set(dir(tokprof)) >= EXPORTED
@@ -116,7 +73,7 @@ def test_count_buckets_add_up(model):
 
 def test_count_agrees_with_profile(model, tmp_path):
     log = small_transcript()
-    profiled = tokprof.profile(write_json(tmp_path / "log.json", log), model)
+    profiled = tokprof.profile(write_json(tmp_path / "log.json", log), model=model)
     last = profiled.calls[-1]
     assert model.count(log["messages"][:-1], log["tools"]).as_dict() == last.buckets
 
@@ -184,7 +141,10 @@ def test_profile_save_load_and_pickle(tmp_path):
     again = tokprof.Profile.load(path)
     assert again.to_dict() == profile.to_dict()
     assert pickle.loads(pickle.dumps(profile)).to_dict() == profile.to_dict()
-    assert tokprof.profile_file(FIXTURES / "good_records.jsonl").to_dict() == profile.to_dict()
+    options = pickle.loads(pickle.dumps(tokprof.Options(prices=["1/2"])))  # a map task's arguments
+    assert options == tokprof.Options(prices=["1/2"])
+    priced = tokprof.profile(FIXTURES / "good_records.jsonl", prices=["1/2"]).to_dict()
+    assert tokprof.profile(FIXTURES / "good_records.jsonl", options).to_dict() == priced
 
 
 def test_loading_what_is_not_a_profile(tmp_path):
@@ -215,7 +175,9 @@ def test_tools_report_and_check(tmp_path):
     assert isinstance(result, tokprof.CheckResult)
     assert result.status == "fail" and result.exit_code == 1
     assert [m.name for m in result.metrics if m.status == "fail"] == ["tool_definitions"]
-    assert tokprof.check(report, tokprof.load_config(config)).status == "fail"
+    from tokprof.runs.check import load_config
+
+    assert tokprof.check(report, load_config(config)).status == "fail"
 
 
 def test_check_a_profile_against_the_sample_config():
@@ -228,10 +190,11 @@ def test_check_a_profile_against_the_sample_config():
 def test_render_report_writes_what_the_command_line_writes(capsys, monkeypatch):
     """A library user gets every output the CLI writes: the same text for the same result."""
     from tokprof.frontends.cli import main
+    from tokprof.names import report_formats
 
     monkeypatch.setenv("COLUMNS", "100")
     result = tokprof.profile(SAMPLE, advice=True)  # the command line's what to change too
-    assert tokprof.report_formats(result) == ["table", "json", "csv", "html"]
+    assert report_formats(result) == ["table", "json", "csv", "html"]
     assert main(["profile", str(SAMPLE), "-f", "json"]) == 0
     assert tokprof.render_report(result, "json") == capsys.readouterr().out
     assert main(["profile", str(SAMPLE), "--calls", "6"]) == 0
@@ -245,26 +208,31 @@ def test_render_report_writes_what_the_command_line_writes(capsys, monkeypatch):
 def test_a_check_run_writes_its_baseline(tmp_path):
     config = tmp_path / "tokprof.toml"
     config.write_text('baseline = "base.json"\n[budgets]\ntool_definitions = 3000\n', encoding="utf-8")
-    run = tokprof.run_check(SAMPLE, config=config, update_baseline=True)
+    from tokprof.runs.check import run_check
+
+    run = run_check(SAMPLE, config=config, update_baseline=True)
     assert run.write_baseline() == str(tmp_path / "base.json")
     assert json.loads((tmp_path / "base.json").read_text())["metrics"]["tool_definitions"] == 2497
-    assert tokprof.run_check(SAMPLE, config=config).result.exit_code == 0
+    assert run_check(SAMPLE, config=config).result.exit_code == 0
 
 
-def test_the_names_a_command_offers_are_public_and_cheap():
-    """Formats by kind, log formats, models and policies: what --help and "did you mean" list."""
+def test_the_names_a_command_offers_are_cheap():
+    """Formats by kind, log formats, models and policies: what --help and "did you mean" list
+    (:mod:`tokprof.names`, which the front ends import)."""
     import subprocess
     import sys
 
-    assert tokprof.report_formats("sessions") == ["table", "json", "csv"]
-    assert tokprof.report_formats("check") == ["table", "markdown", "json"]
+    from tokprof import names
+
+    assert names.report_formats("sessions") == ["table", "json", "csv"]
+    assert names.report_formats("check") == ["table", "markdown", "json"]
     with pytest.raises(TypeError, match="no kind of result"):
-        tokprof.report_formats("nothing")
-    assert "claude-code" in tokprof.log_formats() and "qwen2.5" in [m.name for m in tokprof.registered_models()]
-    assert "window:N" in tokprof.policy_names() and tokprof.policy_names(default=True)[0] == "full"
+        names.report_formats("nothing")
+    assert "claude-code" in names.log_formats() and "qwen2.5" in [m.name for m in names.registered_models()]
+    assert "window:N" in names.policy_names() and names.policy_names(default=True)[0] == "full"
     code = (
-        "import sys, tokprof; tokprof.report_formats('profile'); tokprof.registered_models(); tokprof.log_formats(); "
-        "tokprof.policy_names(); print('tokprof.api' in sys.modules)"
+        "import sys, tokprof.names as names; names.report_formats('profile'); names.registered_models(); "
+        "names.log_formats(); names.policy_names(); print('tokprof.runs.profile' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"  # none of them loads the pipeline
@@ -274,29 +242,32 @@ def test_model_name_is_the_registered_model_that_counts(tmp_path):
     """model_name: the default, a name or alias, a closed model's proxy; a Hub id or a path is a
     ModelError naming the registered model that would serve it (as a name to give, nothing else)."""
     from tokprof.base.errors import ModelError
+    from tokprof.names import model_name
 
-    assert tokprof.model_name() == tokprof.model_name("") == "qwen2.5"
-    assert tokprof.model_name("qwen2.5") == "qwen2.5"
-    assert tokprof.model_name("gpt-4o") == "openai-proxy" and tokprof.model_name("claude-sonnet-4-5") == "claude-proxy"
+    assert model_name() == model_name("") == "qwen2.5"
+    assert model_name("qwen2.5") == "qwen2.5"
+    assert model_name("gpt-4o") == "openai-proxy" and model_name("claude-sonnet-4-5") == "claude-proxy"
     with pytest.raises(ModelError) as raised:
-        tokprof.model_name("Qwen/Qwen3-8B")
+        model_name("Qwen/Qwen3-8B")
     assert "name qwen3 " in str(raised.value) and "leave the model out" not in str(raised.value)
     with pytest.raises(ModelError, match="unknown model"):
-        tokprof.model_name(str(tmp_path))  # a directory is not read
+        model_name(str(tmp_path))  # a directory is not read
 
 
 def test_a_directory_run_renders_and_tables_as_the_command_line_writes(tmp_path, model_dir, capsys, monkeypatch):
     """The team options, the warehouse tables, the incremental state and the export texts of
-    ``tokprof profile DIR`` and ``tokprof export``, from the public API."""
+    ``tokprof profile DIR`` and ``tokprof export``, from the jobs the command line calls."""
     from test_sessions import claude_project
 
     from tokprof.frontends.cli import main
+    from tokprof.render.tables import TeamOptions
+    from tokprof.runs.reports import incremental_state, prometheus_text, report_tables
 
     monkeypatch.setenv("COLUMNS", "100")
     logs = tmp_path / "logs"
     claude_project(logs)
-    report = tokprof.profile_directory(logs, str(model_dir), records=True, jobs=1)
-    team = tokprof.TeamOptions.parse(["project"], since="2000-01-01")
+    report = tokprof.profile(logs, model=str(model_dir), records=True, jobs=1)
+    team = TeamOptions.parse(["project"], since="2000-01-01")
     assert (
         main(
             ["profile", str(logs), "--model", str(model_dir), "--jobs", "1", "--by", "project", "--since", "2000-01-01"]
@@ -310,17 +281,17 @@ def test_a_directory_run_renders_and_tables_as_the_command_line_writes(tmp_path,
         tokprof.render_report(report, "csv", team=team)
     with pytest.raises(TypeError):
         tokprof.render_report(tokprof.profile(SAMPLE), "table", team=team)
-    state = tokprof.incremental_state(tmp_path)
+    state = incremental_state(tmp_path)
     assert state == {}
-    again = tokprof.profile_directory(logs, str(model_dir), records=True, jobs=1, state=state)
-    files = dict(tokprof.report_tables(again, "csv", tmp_path, team=team, state=state))
+    again = tokprof.profile(logs, model=str(model_dir), records=True, jobs=1, state=state)
+    files = dict(report_tables(again, "csv", tmp_path, team=team, state=state))
     names = sorted(Path(path).name for path in files)
     assert names == [".tokprof-state.json", "calls.csv", "rollup_project.csv", "sessions.csv"]
     (tmp_path / ".tokprof-state.json").write_bytes(files[str(tmp_path / ".tokprof-state.json")])
-    assert tokprof.incremental_state(tmp_path).keys() == state.keys() and state
+    assert incremental_state(tmp_path).keys() == state.keys() and state
     with pytest.raises(tokprof.TokprofError, match="parquet or csv"):
-        tokprof.report_tables(report, "json", tmp_path)
-    text = tokprof.prometheus_text(report)
+        report_tables(report, "json", tmp_path)
+    text = prometheus_text(report)
     out = tmp_path / "metrics.prom"
     assert main(["export", str(logs), "--model", str(model_dir), "--jobs", "1", "--prometheus", str(out)]) == 0
     assert out.read_text(encoding="utf-8") == text and "# TYPE" in text
@@ -331,3 +302,25 @@ def test_whatif_reads_a_facts_file(tmp_path):
     facts.write_text("# the incident\n\nINC-4412\n", encoding="utf-8")
     report = tokprof.whatif(SAMPLE, ["full"], facts=["re:nothing-like-this"], facts_file=facts)
     assert report.to_dict() == tokprof.whatif(SAMPLE, ["full"], facts=["re:nothing-like-this", "INC-4412"]).to_dict()
+
+
+def test_one_profile_takes_a_file_a_folder_or_a_list_and_one_options(tmp_path, model_dir):
+    """``profile(source, options)``: a file gives a Profile, a folder or a list of session files a
+    SessionsReport; keywords are the Options' fields, and a field that is none is a TypeError."""
+    from test_sessions import claude_project
+
+    logs = tmp_path / "logs"
+    claude_project(logs)
+    options = tokprof.Options(model=str(model_dir), jobs=1)
+    folder = tokprof.profile(logs, options)
+    assert isinstance(folder, tokprof.SessionsReport) and folder.sessions
+    files = sorted(str(p) for p in logs.rglob("sess-*.jsonl"))
+    listed = tokprof.profile(files, options, root=str(logs))
+    assert [r.to_dict() for r in listed.sessions] == [r.to_dict() for r in folder.sessions]
+    one = tokprof.profile(files[0], options)
+    assert isinstance(one, tokprof.Profile) and one.summary().calls == folder.sessions[0].calls
+    assert tokprof.profile(files[0], model=str(model_dir)).to_dict() == one.to_dict()
+    with pytest.raises(TypeError, match="unknown option 'modle'.*model"):
+        tokprof.profile(files[0], modle="qwen2.5")
+    with pytest.raises(TypeError, match="expected a tokprof.Options"):
+        tokprof.profile(files[0], "qwen2.5")

@@ -14,7 +14,7 @@ from tokprof.analyses import budgets
 from tokprof.analyses.prefix_cache import estimate_shared
 from tokprof.attribution.facts import pair_facts
 from tokprof.transforms.config import load_file
-from tokprof.base.billing import WRITES_AT_5M
+from tokprof.pricing.billing import WRITES_AT_5M
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow
 from tokprof.render.check import CheckMarkdownRenderer, CheckTableRenderer
@@ -65,9 +65,9 @@ def check(tmp_path, toml: str, baseline_usages=GOOD, usages=WORSE) -> budgets.Ch
     config = tmp_path / "tokprof.toml"
     config.write_text(toml)
     baseline = tmp_path / "tokprof-baseline.json"
-    before = budgets.measure_profile(tokprof.profile(trace_of(*baseline_usages), "qwen2.5"))
+    before = budgets.measure_profile(tokprof.profile(trace_of(*baseline_usages), model="qwen2.5"))
     baseline.write_text(json.dumps(before.baseline_dict()))
-    now = budgets.measure_profile(tokprof.profile(trace_of(*usages), "qwen2.5"))
+    now = budgets.measure_profile(tokprof.profile(trace_of(*usages), model="qwen2.5"))
     return budgets.judge(now, load_file(config), str(baseline))
 
 
@@ -122,13 +122,13 @@ def test_b_absolute_share_allowance_is_shown_in_percentage_points(tmp_path, qwen
 def test_c_user_rates_with_a_one_hour_rate_note_writes_priced_at_the_five_minute_rate(qwen25):
     unsplit = Usage(prompt=10_003, cache_read=0, cache_write=10_000, output=0)
     split = Usage(prompt=10_003, cache_read=0, cache_write=10_000, output=0, cache_write_5m=0, cache_write_1h=10_000)
-    plain = tokprof.profile(trace_of(unsplit), "qwen2.5", prices=["1/2/0.1/1.25/3"]).calls[0].cost
+    plain = tokprof.profile(trace_of(unsplit), model="qwen2.5", prices=["1/2/0.1/1.25/3"]).calls[0].cost
     assert plain.cache_write == pytest.approx(10_000 * 1.25 / 1e6) and WRITES_AT_5M in plain.notes
-    long = tokprof.profile(trace_of(split), "qwen2.5", prices=["1/2/0.1/1.25/3"]).calls[0].cost
+    long = tokprof.profile(trace_of(split), model="qwen2.5", prices=["1/2/0.1/1.25/3"]).calls[0].cost
     assert long.cache_write == pytest.approx(10_000 * 3 / 1e6) and WRITES_AT_5M not in long.notes
     # no 1-hour rate of its own (or the same as the 5-minute one): the lifetime does not matter, no note
     for rates in ("1/2/0.1/1.25", "1/2/0.1/1.25/1.25", "1/2"):
-        cost = tokprof.profile(trace_of(unsplit), "qwen2.5", prices=[rates]).calls[0].cost
+        cost = tokprof.profile(trace_of(unsplit), model="qwen2.5", prices=[rates]).calls[0].cost
         assert WRITES_AT_5M not in cost.notes, rates
 
 
@@ -180,7 +180,7 @@ def test_e_compaction_like_rewrite_predicts_the_unrecorded_part_read(qwen25):
         Usage(prompt=25_000, cache_read=20_000, cache_write=4990, output=5),
     )
     trace = trace_of(*usages, messages=[first, rewritten], unrecorded=("system", "tools"))
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     before = profile.calls[0]
     assert 20_000 < before.buckets[UNRECORDED] < 21_000 and before.buckets["tool_definitions"] == 0
     cache = profile.calls[1].cache

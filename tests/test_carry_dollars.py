@@ -11,13 +11,13 @@ import pytest
 import tokprof
 from conftest import CHATML, tiny_model
 from test_whatif import conversation, make_trace, plain_count, trace_of
-from tokprof.analyses.cost import UserPrice
-from tokprof.analyses.finish import attach_analyses
-from tokprof.analyses.mcp_rollup import rollup_from_results
-from tokprof.base.billing import Rates
+from tokprof.pricing.cost import UserPrice
+from tokprof.analyses.standard import attach_analyses
+from tokprof.mcp.rollup import rollup_from_results
+from tokprof.pricing.billing import Rates
 from tokprof.profiling import profile_trace
 from tokprof.render import RenderOptions
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 from tokprof.render.table import TableRenderer
 from tokprof.trace import Usage
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tokprof
+from tokprof.live import LiveSession
 from test_format_claude_code import (
     SESSION,
     assistant,
@@ -190,7 +191,7 @@ def test_a_2x_session_followed_is_read_incrementally(tmp_path):
     snapshot = {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}, "isSnapshotUpdate": False}
     rows = [snapshot, *timed(main_thread_with_task([]))]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows[:3]))
-    live = tokprof.LiveSession(str(path), count=False, price=False)
+    live = LiveSession(str(path), count=False, price=False)
     first = live.update()
     assert live.format == "claude-code"
     with path.open("a") as f:

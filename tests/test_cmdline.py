@@ -1,11 +1,13 @@
-"""Each command is pinned to the public API call it makes (as coverage.py's test_cmdline pins its
-commands to ``Coverage``): the CLI parses options into one call of a ``tokprof`` function and renders
-what it returns with ``tokprof.render_report``; nothing else does the work. Every command of
-``tokprof --help`` is here (``test_every_command_is_pinned``); the long-running ones (``serve``,
-``record``, ``watch``, ``statusline``) are pinned to the public object they count with."""
+"""Each command is pinned to the call it makes (as coverage.py's test_cmdline pins its commands to
+``Coverage``): the CLI parses its flags into one :class:`tokprof.Options` and one call of a job of
+:mod:`tokprof.runs` (front ends import the internal modules that own what they call), and renders what
+it returns with ``render_report``; nothing else does the work. Every command of ``tokprof --help`` is
+here (``test_every_command_is_pinned``); the long-running ones (``serve``, ``record``, ``watch``,
+``statusline``) are pinned to the object they count with."""
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 
@@ -14,6 +16,7 @@ import pytest
 import tokprof
 from conftest import ROOT
 from tokprof.frontends.cli import main
+from tokprof.render.tables import TeamOptions
 
 SAMPLE = str(ROOT / "samples" / "incident_session.json")
 
@@ -22,9 +25,32 @@ class Called(Exception):
     pass
 
 
+#: The module each function a command calls is taken from.
+HOME = {
+    **dict.fromkeys(["profile", "saved_profile"], "tokprof.runs.profile"),
+    **dict.fromkeys(
+        ["profile_directory", "find_session", "local_sessions", "session_periods"], "tokprof.runs.sessions"
+    ),
+    **dict.fromkeys(["whatif", "suggest_facts", "probe"], "tokprof.runs.whatif"),
+    "tools_report": "tokprof.runs.tools",
+    "run_check": "tokprof.runs.check",
+    "diff": "tokprof.runs.diff",
+    "report_site": "tokprof.runs.site",
+    **dict.fromkeys(
+        ["render_report", "incremental_state", "report_tables", "prometheus_text", "send_spans"],
+        "tokprof.runs.reports",
+    ),
+    "find_mcp_servers": "tokprof.mcp.api",
+    "LiveSession": "tokprof.live",
+    "LiveRecording": "tokprof.live_record",
+    "get_model": "tokprof.runs.model",
+}
+
+
 @pytest.fixture
 def spy(monkeypatch):
-    """Replaces one public function; the call's arguments are recorded, then the command stops."""
+    """Replaces one function where the command takes it; the call's arguments are recorded, then the
+    command stops."""
 
     def replace(name: str):
         calls: list[tuple[str, tuple, dict]] = []
@@ -33,7 +59,7 @@ def spy(monkeypatch):
             calls.append((name, args, kwargs))
             raise Called(name)
 
-        monkeypatch.setattr(tokprof, name, recorder)
+        monkeypatch.setattr(importlib.import_module(HOME[name]), name, recorder)
         return calls
 
     return replace
@@ -41,7 +67,7 @@ def spy(monkeypatch):
 
 @pytest.fixture
 def stub(monkeypatch):
-    """Replaces one public function by one that records its call and returns ``value``."""
+    """Replaces one function by one that records its call and returns ``value``."""
 
     def replace(name: str, value: object):
         calls: list[tuple[str, tuple, dict]] = []
@@ -50,7 +76,7 @@ def stub(monkeypatch):
             calls.append((name, args, kwargs))
             return value
 
-        monkeypatch.setattr(tokprof, name, recorder)
+        monkeypatch.setattr(importlib.import_module(HOME[name]), name, recorder)
         return calls
 
     return replace
@@ -65,14 +91,15 @@ def run(argv):
 def test_profile_calls_tokprof_profile(spy):
     calls = spy("profile")
     assert run(["profile", SAMPLE, "--model", "qwen3", "--no-progress"]) == "profile"
-    ((name, args, kwargs),) = calls
-    assert args == (SAMPLE, "qwen3") and kwargs["progress"] is False and kwargs["input_format"] is None
+    ((name, (log, options), kwargs),) = calls
+    assert log == SAMPLE and isinstance(options, tokprof.Options) and not kwargs
+    assert options.model == "qwen3" and options.progress is False and options.input_format is None
 
 
 def test_profile_of_a_directory_calls_profile_directory(spy, tmp_path):
     calls = spy("profile_directory")
     assert run(["profile", str(tmp_path), "--jobs", "1"]) == "profile_directory"
-    assert calls[0][1][0] == str(tmp_path) and calls[0][2]["jobs"] == 1
+    assert calls[0][1][0] == str(tmp_path) and calls[0][1][1].jobs == 1
 
 
 def test_profile_of_a_folder_of_recordings_calls_profile_on_the_newest(spy, tmp_path):
@@ -93,7 +120,7 @@ def test_whatif_calls_tokprof_whatif(spy):
 def test_tools_calls_tools_report(spy):
     calls = spy("tools_report")
     assert run(["tools", SAMPLE]) == "tools_report"
-    assert calls[0][1] == (SAMPLE,)
+    assert calls[0][1][0] == SAMPLE and calls[0][1][1].tools is None
 
 
 def test_check_calls_run_check(spy):
@@ -101,7 +128,7 @@ def test_check_calls_run_check(spy):
     assert (
         run(["check", SAMPLE, "--config", str(ROOT / "samples" / "tokprof.toml"), "--update-baseline"]) == "run_check"
     )
-    assert calls[0][1] == (SAMPLE,) and calls[0][2]["update_baseline"] is True
+    assert calls[0][1][0] == SAMPLE and calls[0][2]["update_baseline"] is True
 
 
 def test_report_calls_profile_and_renders_html(spy, tmp_path):
@@ -133,9 +160,9 @@ def test_profile_of_a_directory_by_project_renders_with_the_team(spy, stub, tmp_
     rendered = spy("render_report")
     argv = ["profile", str(tmp_path), "--jobs", "1", "--by", "project", "--since", "2026-11-30", "-f", "json"]
     assert run(argv) == "render_report"
-    assert directory[0][2]["records"] is True
+    assert directory[0][1][1].records is True
     args, team = rendered[0][1], rendered[0][2]["team"]
-    assert args == (report, "json") and isinstance(team, tokprof.TeamOptions)
+    assert args == (report, "json") and isinstance(team, TeamOptions)
     assert team.by == (("project",),) and team.since.isoformat() == "2026-11-30T00:00:00+00:00"
 
 
@@ -147,7 +174,7 @@ def test_an_incremental_directory_run_keeps_its_state_with_the_tables(spy, stub,
     out = tmp_path / "out"
     out.mkdir()
     assert run(["profile", str(tmp_path), "-f", "csv", "-o", f"{out}/", "--incremental"]) == "report_tables"
-    assert loaded[0][1] == (f"{out}/",) and directory[0][2]["state"] is state
+    assert loaded[0][1] == (f"{out}/",) and directory[0][1][1].state is state
     assert tables[0][1] == (report, "csv", f"{out}/") and tables[0][2]["state"] is state
 
 
@@ -168,7 +195,7 @@ def test_sessions_by_a_period_calls_session_periods(spy, stub):
 def test_report_of_a_directory_calls_report_site(spy, tmp_path):
     calls = spy("report_site")
     assert run(["report", str(tmp_path), "-o", str(tmp_path / "site"), "--no-progress"]) == "report_site"
-    assert calls[0][1][0] == str(tmp_path) and calls[0][2]["progress"] is False
+    assert calls[0][1][0] == str(tmp_path) and calls[0][1][2].progress is False
     assert run(["report", "--all", "--agent", "codex", "-o", str(tmp_path / "site")]) == "report_site"
     assert calls[1][1][0] is None and calls[1][2]["agent"] == "codex"
 
@@ -177,7 +204,8 @@ def test_report_of_a_directory_calls_report_site(spy, tmp_path):
 def test_diff_calls_diff(spy):
     calls = spy("diff")
     assert run(["diff", SAMPLE, "run.json", "--model", "qwen2.5", "--no-progress"]) == "diff"
-    assert calls[0][1] == (SAMPLE, "run.json", "qwen2.5") and calls[0][2]["progress"] is False
+    (a, b, options) = calls[0][1]
+    assert (a, b) == (SAMPLE, "run.json") and options.model == "qwen2.5" and options.progress is False
 
 
 @pins("whatif")
@@ -192,7 +220,7 @@ def test_whatif_with_a_facts_file_passes_it_on(spy, tmp_path):
 def test_whatif_suggest_facts_calls_suggest_facts(spy):
     calls = spy("suggest_facts")
     assert run(["whatif", SAMPLE, "--suggest-facts"]) == "suggest_facts"
-    assert calls[0][1] == (SAMPLE,)
+    assert calls[0][1][0] == SAMPLE
 
 
 @pins("probe")
@@ -213,7 +241,7 @@ def test_export_calls_profile_directory_then_the_exports(stub, spy, tmp_path):
     out = tmp_path / "metrics.prom"
     argv = ["export", str(tmp_path), "--prometheus", str(out), "--endpoint", "http://127.0.0.1:9/v1/traces"]
     assert run(argv) == "send_spans"
-    assert directory[0][2]["records"] is True and text[0][1] == (report,)
+    assert directory[0][1][1].records is True and text[0][1] == (report,)
     assert sent[0][1] == (report, "http://127.0.0.1:9/v1/traces")
     assert out.read_text(encoding="utf-8") == "# metrics\n"
 

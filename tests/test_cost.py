@@ -12,11 +12,11 @@ import pytest
 import tokprof
 from conftest import ROOT
 from tokprof.analyses import budgets
-from tokprof.analyses.cost import parse_price
+from tokprof.pricing.cost import parse_price
 from tokprof.analyses.prefix_cache import attach_cache, openai_cached_read, rules_for
 from tokprof.frontends.cli import main
 from tokprof.transforms.config import ConfigError, load_file
-from tokprof.base.billing import WRITES_AT_5M, PriceError
+from tokprof.pricing.billing import WRITES_AT_5M, PriceError
 from tokprof.formats import read_trace
 from tokprof.formats.neutral import anthropic_usage
 from tokprof.profiling import Profile
@@ -137,7 +137,7 @@ def test_cost_is_genai_prices_own_price_split_into_parts(qwen25):
         Usage(prompt=20_000, cache_read=0, cache_write=19_990, output=300),
         Usage(prompt=21_000, cache_read=19_990, cache_write=1000, output=200),
     ]
-    profile = tokprof.profile(trace_of(*usages), "qwen2.5")
+    profile = tokprof.profile(trace_of(*usages), model="qwen2.5")
     for row, usage in zip(profile.calls, usages):
         cost = row.cost
         assert cost.priced and cost.basis == "reported" and cost.source == "genai-prices"
@@ -156,7 +156,7 @@ def test_cost_is_genai_prices_own_price_split_into_parts(qwen25):
 def test_one_hour_cache_writes_cost_more_than_five_minute_ones(qwen25):
     split = Usage(prompt=10_003, cache_read=0, cache_write=10_000, output=0, cache_write_5m=0, cache_write_1h=10_000)
     unsplit = Usage(prompt=10_003, cache_read=0, cache_write=10_000, output=0)
-    long, plain = (tokprof.profile(trace_of(u), "qwen2.5").calls[0].cost for u in (split, unsplit))
+    long, plain = (tokprof.profile(trace_of(u), model="qwen2.5").calls[0].cost for u in (split, unsplit))
     assert long.cache_write == pytest.approx(10_000 * 6 / 1e6)  # Sonnet 4.5: $6 per million 1-hour writes
     assert plain.cache_write == pytest.approx(10_000 * 3.75 / 1e6)  # the 5-minute rate
     assert Decimal(str(long.total)) == genai(SONNET, split)
@@ -166,14 +166,14 @@ def test_one_hour_cache_writes_cost_more_than_five_minute_ones(qwen25):
 
 def test_long_context_tier_and_price_history(qwen25):
     big = Usage(prompt=250_000, cache_read=0, cache_write=0, output=1000)
-    cost = tokprof.profile(trace_of(big), "qwen2.5").calls[0].cost
+    cost = tokprof.profile(trace_of(big), model="qwen2.5").calls[0].cost
     assert cost.input == pytest.approx(250_000 * 6 / 1e6)  # past 200k tokens Sonnet 4.5's input is $6
     assert Decimal(str(cost.total)) == genai(SONNET, big)
 
 
 def test_unpriced_model_says_why_and_is_never_zero(tmp_path, capsys):
     trace = trace_of(Usage(prompt=5000, cache_read=0, cache_write=0, output=10), model="acme-private-llm-7")
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     cost = profile.calls[0].cost
     assert not cost.priced and cost.total is None and "acme-private-llm-7" in cost.reason and "--price" in cost.reason
     summary = profile.summary().cost
@@ -195,16 +195,16 @@ def test_unpriced_model_says_why_and_is_never_zero(tmp_path, capsys):
 def test_price_override_for_a_private_model(tmp_path, capsys):
     usage = Usage(prompt=2_000_000, cache_read=1_000_000, cache_write=0, output=500_000)
     trace = trace_of(usage, model="acme-private-llm-7")
-    profile = tokprof.profile(trace, "qwen2.5", prices=["acme-private-llm-7=0.2/0.6/0.02"])
+    profile = tokprof.profile(trace, model="qwen2.5", prices=["acme-private-llm-7=0.2/0.6/0.02"])
     cost = profile.calls[0].cost
     assert cost.priced and cost.source == "--price" and cost.source_version is None
     assert (cost.input, cost.cache_read, cost.output) == pytest.approx((0.2, 0.02, 0.3))
     assert cost.total == pytest.approx(0.52)
     # rates for every model, and a cache rate left out is the input rate
-    every = tokprof.profile(trace, "qwen2.5", prices=["1/2"]).calls[0].cost
+    every = tokprof.profile(trace, model="qwen2.5", prices=["1/2"]).calls[0].cost
     assert every.cache_read == pytest.approx(1.0) and every.total == pytest.approx(1 + 1 + 1)
     # an override takes precedence over genai-prices
-    known = tokprof.profile(trace_of(usage), "qwen2.5", prices=[f"{SONNET}=1/1"]).calls[0].cost
+    known = tokprof.profile(trace_of(usage), model="qwen2.5", prices=[f"{SONNET}=1/1"]).calls[0].cost
     assert known.source == "--price" and known.total == pytest.approx(2.5)
     with pytest.raises(PriceError):
         parse_price("cheap")
@@ -246,7 +246,7 @@ def test_saved_profile_keeps_the_cost(tmp_path, qwen25):
             Usage(prompt=3000, cache_read=0, cache_write=2990, output=5),
             Usage(prompt=3200, cache_read=2990, cache_write=200, output=5),
         ),
-        "qwen2.5",
+        model="qwen2.5",
     )
     again = Profile.from_dict(json.loads(profile.to_json()))
     assert again.to_dict() == profile.to_dict()
@@ -254,7 +254,7 @@ def test_saved_profile_keeps_the_cost(tmp_path, qwen25):
 
 # -- the computed cache -------------------------------------------------------------------------------------
 def _cached(trace: Trace, times=None, shared=None):
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     return attach_cache(profile, trace, shared=shared, times=times)
 
 
@@ -348,7 +348,7 @@ def test_cost_and_cache_budgets(tmp_path, qwen25):
         Usage(prompt=100_000, cache_read=0, cache_write=99_000, output=1000),
         Usage(prompt=101_000, cache_read=99_000, cache_write=2000, output=1000),
     ]
-    profile = tokprof.profile(trace_of(*usages), "qwen2.5")
+    profile = tokprof.profile(trace_of(*usages), model="qwen2.5")
     measurement = budgets.measure_profile(profile)
     total = profile.summary().cost.total
     assert measurement.metrics["cost"] == pytest.approx(total)
@@ -378,14 +378,14 @@ def test_cache_hit_rate_baseline_fails_on_a_fall(tmp_path, qwen25):
             Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
             Usage(prompt=11_000, cache_read=9000, cache_write=2000, output=1),
         ),
-        "qwen2.5",
+        model="qwen2.5",
     )
     bad = tokprof.profile(
         trace_of(
             Usage(prompt=10_000, cache_read=0, cache_write=9000, output=1),
             Usage(prompt=11_000, cache_read=0, cache_write=11_000, output=1),
         ),
-        "qwen2.5",
+        model="qwen2.5",
     )
     config = tmp_path / "tokprof.toml"
     config.write_text('max_increase = "5%"\n[budgets]\ncache_hit_rate = { min = "1%" }\n')

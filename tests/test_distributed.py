@@ -21,7 +21,7 @@ def test_dask_local_gives_the_directory_report(tmp_path, model_dir):
 
     project = claude_project(tmp_path / "claude")
     codex_tree(tmp_path / "codex")
-    expected = tokprof.profile_directory(tmp_path, str(model_dir), jobs=1)
+    expected = tokprof.profile(tmp_path, model=str(model_dir), jobs=1)
     paths = [tmp_path / row.path for row in expected.sessions]
     for scheduler in ("threads", "processes"):
         got = profile_paths(paths, str(model_dir), scheduler=scheduler, root=str(tmp_path))
@@ -37,8 +37,8 @@ def test_reports_combine(tmp_path, model_dir):
 
     claude_project(tmp_path / "a")
     codex_tree(tmp_path / "b")
-    a = tokprof.profile_directory(tmp_path / "a", str(model_dir))
-    b = tokprof.profile_directory(tmp_path / "b", str(model_dir))
+    a = tokprof.profile(tmp_path / "a", model=str(model_dir))
+    b = tokprof.profile(tmp_path / "b", model=str(model_dir))
     both = SessionsReport.combine([a, b], "both")
     assert both.totals().calls == a.totals().calls + b.totals().calls
     assert both.totals().billed_input == a.totals().billed_input + b.totals().billed_input
@@ -51,7 +51,7 @@ def test_dask_on_the_shared_corpus():
     from tokprof.frontends.distributed import profile_paths
 
     folder = CORPUS / "claude_code_2.1_compacted"
-    expected = tokprof.profile_directory(folder, jobs=1)
+    expected = tokprof.profile(folder, jobs=1)
     paths = [folder / row.path for row in expected.sessions]
     got = profile_paths(paths, scheduler="processes", root=str(folder))
     assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
@@ -84,8 +84,8 @@ def test_dask_over_the_corpus_equals_jobs_2_row_for_row_with_prices(tmp_path):
     prices = ["my-model=1/2", "0.5/4/0.05/0.6"]
     paths = _corpus_sessions(tmp_path)
     assert len(paths) == len(MIXED)
-    expected = tokprof.profile_directory(tmp_path, jobs=2, prices=prices, records=True)
-    unpriced = tokprof.profile_directory(tmp_path, jobs=1, records=True)
+    expected = tokprof.profile(tmp_path, jobs=2, prices=prices, records=True)
+    unpriced = tokprof.profile(tmp_path, jobs=1, records=True)
     got = profile_paths(paths, prices=prices, scheduler="processes", root=str(tmp_path), records=True)
     assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
     assert [c.to_dict() for c in got.calls] == [c.to_dict() for c in expected.calls]
@@ -98,15 +98,18 @@ def test_the_engine_is_the_only_directory_run(tmp_path, model_dir):
     distributed keeps a directory run of its own, and distributed imports no private name of api."""
     import ast
 
-    import tokprof.api as api
     import tokprof.analyses.directory as engine
+    import tokprof.api as api
+    import tokprof.runs.sessions as sessions
 
     source = Path(ROOT / "tokprof" / "frontends" / "distributed.py").read_text()
     imported = [a.name for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom) for a in node.names]
     assert not [name for name in imported if name.startswith("_")]
     for gone in ("_map", "_profile_session", "_request_ids", "_copies", "_SessionOptions", "sessions_report"):
-        assert not hasattr(api, gone)
-    assert api.run_sessions is engine.run_sessions
+        assert not hasattr(api, gone) and not hasattr(sessions, gone)
+    source = Path(ROOT / "tokprof" / "runs" / "sessions.py").read_text()
+    assert "from tokprof.analyses.directory import" in source and "run_sessions" in source
+    assert engine.run_sessions
 
 
 def test_local_map_keeps_the_order_and_counts_progress():
@@ -124,7 +127,7 @@ def test_prices_reach_the_workers(tmp_path, model_dir):
     from tokprof.frontends.distributed import profile_paths
 
     claude_project(tmp_path / "claude")
-    base = tokprof.profile_directory(tmp_path, str(model_dir), jobs=1, prices=["1/2"])
+    base = tokprof.profile(tmp_path, model=str(model_dir), jobs=1, prices=["1/2"])
     paths = [tmp_path / row.path for row in base.sessions]
     got = profile_paths(paths, str(model_dir), prices=["1/2"], scheduler="threads", root=str(tmp_path))
     assert [r.cost for r in got.sessions] == [r.cost for r in base.sessions]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tokprof
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.formats import read_trace
 from tokprof.formats.aider import count
 from tokprof.frontends.cli import main
@@ -131,13 +131,13 @@ def test_sessions_finds_histories_in_projects_and_the_variable(tmp_path, monkeyp
     monkeypatch.delenv("AIDER_CHAT_HISTORY_FILE", raising=False)
     write(home / "src" / "app")
     (home / "src" / "notes.md").write_text("# not aider\n")
-    rows = api.local_sessions("aider")
+    rows = local_sessions("aider")
     assert [(row.project, row.calls) for row in rows] == [(str((home / "src" / "app").resolve()), 4)]  # the repository
     elsewhere = tmp_path / "histories" / "chat.md"
     elsewhere.parent.mkdir()
     elsewhere.write_text(HISTORY)
     monkeypatch.setenv("AIDER_CHAT_HISTORY_FILE", str(elsewhere))
-    assert [row.path for row in api.local_sessions("aider")] == [str(elsewhere)]
+    assert [row.path for row in local_sessions("aider")] == [str(elsewhere)]
 
 
 @pytest.mark.parametrize(

@@ -101,7 +101,7 @@ def test_thread_calls_and_usage(tmp_path):
     assert {"info-message", "no-usage", "log-credits"} <= {n.code for n in trace.notes}
     # the billed input, summed from the thread's own fields: totalInputTokens of every assistant usage
     billed = sum(m["usage"]["totalInputTokens"] for m in value["messages"] if "usage" in m)
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported.billed_input == billed == 12368 + 12405
     assert profile.summary().reported.output == 52
     for row in profile.calls:

@@ -991,7 +991,7 @@ def compacted_corpus() -> Path:
 
 
 def test_corpus_compaction_call_is_marked_and_bucketed_from_its_own_prompt(compacted_corpus):
-    from tokprof import api
+    import tokprof
 
     trace = read(compacted_corpus)
     compactions = [c for c in trace.calls if c.kind == "compaction"]
@@ -1008,7 +1008,7 @@ def test_corpus_compaction_call_is_marked_and_bucketed_from_its_own_prompt(compa
     assert [c.time for c in trace.calls] == sorted(c.time for c in trace.calls)
     # bucketed from its own prompt, with the main thread's inferred part (from its first call)
     trace.calls = [trace.calls[0], compaction]
-    row = api.profile(trace, "claude-proxy").calls[1]
+    row = tokprof.profile(trace, model="claude-proxy").calls[1]
     assert row.kind == "compaction" and row.total == 169_910
     share = row.buckets["unrecorded"] / row.total
     assert share < 0.3  # was 98.9%: the call was read as a subagent with a broken chain

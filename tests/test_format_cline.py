@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 import tokprof
+from tokprof.runs.sessions import local_sessions
+from tokprof.runs.sessions import session_in_folder
 from tokprof.frontends.cli import main
 from tokprof.formats import read_trace, session_files
 
@@ -172,7 +174,7 @@ def test_cline_task_calls_prompts_and_usage(tmp_path):
 def test_billed_input_and_cost_equal_the_files_own_sums(tmp_path):
     history, ui, metadata = cline_task()
     path = write_task(tmp_path / "task", history, ui, metadata)
-    profile = tokprof.profile(str(path), "qwen2.5", prices=["1/2/0.1/1.25"])
+    profile = tokprof.profile(str(path), model="qwen2.5", prices=["1/2/0.1/1.25"])
     prompt, output, logged = independent_sums(ui)
     assert sum(row.reported.prompt for row in profile.calls) == prompt == 4053
     assert sum(row.reported.output for row in profile.calls) == output == 100
@@ -188,12 +190,12 @@ def test_a_task_folder_is_one_session(tmp_path, capsys):
     history, ui, metadata = cline_task()
     folder = tmp_path / "tasks" / "1767268800000"
     write_task(folder, history, ui, metadata)
-    assert tokprof.session_in_folder(folder) == str(folder / "api_conversation_history.json")
-    assert tokprof.session_in_folder(tmp_path / "tasks") is None
+    assert session_in_folder(folder) == str(folder / "api_conversation_history.json")
+    assert session_in_folder(tmp_path / "tasks") is None
     assert read_trace(str(folder)).session == "1767268800000"
     assert main(["profile", str(folder), "--model", "qwen2.5", "-f", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)["calls"]) == 2
-    assert len(tokprof.profile(str(folder), "qwen2.5").calls) == 2
+    assert len(tokprof.profile(str(folder), model="qwen2.5").calls) == 2
     assert main(["whatif", str(folder), "--model", "qwen2.5", "-p", "window:2", "-f", "json", "--no-progress"]) == 0
     assert json.loads(capsys.readouterr().out)["policies"]
     # a folder of task folders is a directory of sessions; the companions are not listed as skipped
@@ -263,7 +265,7 @@ def test_roo_task_text_tools_condense_and_inclusive_usage(tmp_path):
     assert (
         sum(c.reported.prompt for c in trace.calls) == prompt and sum(c.reported.output for c in trace.calls) == output
     )
-    check_buckets(tokprof.profile(trace, "qwen2.5"))
+    check_buckets(tokprof.profile(trace, model="qwen2.5"))
 
 
 def test_condensed_messages_leave_later_prompts(tmp_path):
@@ -388,24 +390,22 @@ def test_found_where_each_agent_keeps_its_tasks(tmp_path):
         for folder in folders:
             write_task(home / folder, history, ui, metadata)
     (home / ".config/Code/User/globalStorage/saoudrizwan.claude-dev/tasks/7").mkdir()  # a task with no history yet
-    rows = tokprof.local_sessions(home=home, environ={})
+    rows = local_sessions(home=home, environ={})
     assert sorted((row.agent, Path(row.path).parent.name) for row in rows) == sorted(
         (agent, folder.rsplit("/", 1)[1]) for agent, folders in places.items() for folder in folders
     )
     assert all(row.format == "cline" and row.calls == 2 and row.cost is not None for row in rows)
-    assert [row.agent for row in tokprof.local_sessions("kilo", home=home, environ={})] == ["kilo"]
+    assert [row.agent for row in local_sessions("kilo", home=home, environ={})] == ["kilo"]
     moved = tmp_path / "cline-data"
     write_task(moved / "tasks" / "8", history, ui)
     found = {
-        Path(row.path).parent.name
-        for row in tokprof.local_sessions("cline", home=home, environ={"CLINE_DATA_DIR": str(moved)})
+        Path(row.path).parent.name for row in local_sessions("cline", home=home, environ={"CLINE_DATA_DIR": str(moved)})
     }
     assert "8" in found
     cline_dir = tmp_path / "cline-dir"
     write_task(cline_dir / "data" / "tasks" / "9", history, ui)
     found = {
-        Path(row.path).parent.name
-        for row in tokprof.local_sessions("cline", home=home, environ={"CLINE_DIR": str(cline_dir)})
+        Path(row.path).parent.name for row in local_sessions("cline", home=home, environ={"CLINE_DIR": str(cline_dir)})
     }
     assert "9" in found
 

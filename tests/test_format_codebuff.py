@@ -82,7 +82,7 @@ def test_chat_runs_and_usage(tmp_path):
     anthropic = value[1]["metadata"]["usage"]
     billed = sum(anthropic[k] for k in ("inputTokens", "cacheCreationInputTokens", "cacheReadInputTokens"))
     billed += value[3]["metadata"]["codebuff"]["usage"]["prompt_tokens"]
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported.billed_input == billed == 1650
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

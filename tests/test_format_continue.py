@@ -80,7 +80,7 @@ def test_session_calls_without_usage(tmp_path):
     assert [m["role"] for m in second.messages] == ["user", "assistant", "tool"]
     assert first.reported is None and second.reported is None  # Continue records no usage: not recorded, never 0
     assert {"no-usage", "context-items"} <= {n.code for n in trace.notes}
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported is None
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

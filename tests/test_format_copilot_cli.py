@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 import tokprof
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.formats import read_trace
 from tokprof.formats.copilot_cli import session_totals
 from tokprof.frontends.cli import main
@@ -166,12 +166,12 @@ def test_sessions_lists_both_layouts_and_copilot_home(tmp_path, monkeypatch):
     monkeypatch.delenv("COPILOT_HOME", raising=False)
     write(home / ".copilot/session-state/51854430-83f7/events.jsonl", events())
     write(home / ".copilot/session-state/0f0f0f0f-old.jsonl", events()[:10])  # before 1.0.11
-    rows = api.local_sessions("copilot-cli")
+    rows = local_sessions("copilot-cli")
     assert sorted(row.calls for row in rows) == [4, 6]
     moved = tmp_path / "elsewhere"
     write(moved / "session-state/s2/events.jsonl", events()[:5])
     monkeypatch.setenv("COPILOT_HOME", str(moved))
-    assert [row.calls for row in api.local_sessions("copilot-cli")] == [1]
+    assert [row.calls for row in local_sessions("copilot-cli")] == [1]
 
 
 @pytest.mark.parametrize(
@@ -237,9 +237,9 @@ def test_sessions_lists_the_opentelemetry_file_export(tmp_path, monkeypatch):
     span = {"type": "span", "name": "chat claude-sonnet-4", "spanId": "1", "startTime": [1767268800, 0]}
     export.write_text(json.dumps({**span, "attributes": attrs}) + "\n")
     (export.parent / "notes.jsonl").write_text('{"not": "spans"}\n')
-    rows = api.local_sessions("copilot-cli")
+    rows = local_sessions("copilot-cli")
     assert [(Path(row.path).name, row.format, row.calls) for row in rows] == [("copilot.jsonl", "otel", 1)]
     elsewhere = tmp_path / "export.jsonl"
     elsewhere.write_text(export.read_text())
     monkeypatch.setenv("COPILOT_OTEL_FILE_EXPORTER_PATH", str(elsewhere))
-    assert str(elsewhere) in [row.path for row in api.local_sessions("copilot-cli")]
+    assert str(elsewhere) in [row.path for row in local_sessions("copilot-cli")]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import tokprof
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.formats import read_trace
 from tokprof.frontends.cli import main
 
@@ -181,14 +181,14 @@ def test_sessions_lists_the_projects_crush_knows(tmp_path, monkeypatch):
             }
         )
     )
-    rows = api.local_sessions("crush")
+    rows = local_sessions("crush")
     assert [(row.project, row.calls, row.cost) for row in rows] == [(str(project.resolve()), 5, None)]  # not priced
     moved = tmp_path / "crush-data"
     moved.mkdir()
     (moved / "projects.json").write_text(json.dumps({"projects": []}))
     monkeypatch.setenv("CRUSH_GLOBAL_DATA", str(moved))
     monkeypatch.setenv("XDG_DATA_HOME", str(moved))
-    assert api.local_sessions("crush") == []
+    assert local_sessions("crush") == []
 
 
 @pytest.mark.parametrize(

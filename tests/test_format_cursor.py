@@ -100,7 +100,7 @@ def test_store_bubbles_and_recorded_counts(tmp_path):
     assert {"bubbles-not-requests", "no-usage", "other-composers"} <= {n.code for n in trace.notes}
     # the billed input summed from the store's own tokenCount fields (0 and 0 is no count)
     billed = sum(b["tokenCount"]["inputTokens"] for _, b in bubbles() if b.get("tokenCount"))
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported.billed_input == billed == 4200
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

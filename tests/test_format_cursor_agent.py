@@ -44,7 +44,7 @@ def test_transcript_calls_without_usage(tmp_path):
         "content"
     ] == "3 passed"
     assert all(call.reported is None for call in trace.calls) and "no-usage" in {n.code for n in trace.notes}
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported is None
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

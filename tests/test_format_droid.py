@@ -80,7 +80,7 @@ def test_session_calls_and_totals(tmp_path):
     totals = next(n for n in trace.notes if n.code == "session-totals")
     settings = json.loads((path.parent / f"{SESSION}.settings.json").read_text())["tokenUsage"]
     assert totals.places == [f"{SESSION}.settings.json: " + ", ".join(f"{k} {v:,}" for k, v in settings.items())]
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported is None
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

@@ -244,7 +244,7 @@ def test_a_directory_scan_finds_a_session_file_larger_than_the_peek(tmp_path):
     folder = tmp_path / "4aa47759" / "chats"
     folder.mkdir(parents=True)
     write(folder / "session-2026-03-26T04-33-b36c9e17.json", session(msgs))
-    report = tokprof.profile_directory(tmp_path)
+    report = tokprof.profile(tmp_path)
     assert [(row.format, row.calls) for row in report.sessions] == [("gemini-cli", 2)]
 
 

@@ -98,7 +98,7 @@ def test_store_calls_and_not_recorded_usage(tmp_path):
     totals = next(n for n in trace.notes if n.code == "session-totals")
     # the store's own accumulated columns, as written above
     assert totals.places == [f"session {SESSION}: input_tokens 5,000, output_tokens 400, total_tokens 5,400"]
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported is None  # no reported usage: not a 0
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

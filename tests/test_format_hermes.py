@@ -85,7 +85,7 @@ def test_store_calls_system_prompt_and_totals(tmp_path):
         f"session {SESSION}: " + ", ".join(f"{k} {v:,}" for k, v in TOTALS.items())
     ]
     assert notes["log-cost"].places == ["estimated_cost_usd 0.042100 USD"]
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported is None and profile.summary().not_recorded == ("tool_definitions",)
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

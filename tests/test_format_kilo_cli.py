@@ -19,7 +19,7 @@ def test_store_read_as_opencode_under_its_own_name(tmp_path):
     trace = read_trace(str(path))
     assert trace.format == "kilo-cli/sqlite" and path.read_bytes() == before
     check_calls(trace)
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     prompt, output = independent_sums()  # the store's own step-finish tokens
     assert profile.summary().reported.billed_input == prompt and profile.summary().reported.output == output
     for row in profile.calls:

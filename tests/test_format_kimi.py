@@ -14,7 +14,7 @@ import pytest
 from conftest import ROOT
 
 import tokprof
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.formats import read_trace
 from tokprof.frontends.cli import main
 
@@ -168,7 +168,7 @@ def test_kimi_code_sessions_lists_the_main_agent(tmp_path, monkeypatch):
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     code_session(home)
-    rows = api.local_sessions("kimi-code")
+    rows = local_sessions("kimi-code")
     assert len(rows) == 1 and rows[0].calls == 3 and rows[0].project == "/work/app"  # state.json's workDir
 
 
@@ -265,11 +265,11 @@ def test_kimi_cli_sessions_and_its_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("KIMI_SHARE_DIR", raising=False)
     write(home / ".kimi/sessions/0f3a/sess-9/wire.jsonl", cli_rows())
     write(home / ".local/share/kimi/sessions/77aa/sess-0/wire.jsonl", cli_rows()[:5])  # an early version's
-    assert sorted(row.calls for row in api.local_sessions("kimi-cli")) == [1, 5]
+    assert sorted(row.calls for row in local_sessions("kimi-cli")) == [1, 5]
     other = tmp_path / "share"
     write(other / "sessions/1b2c/sess-1/wire.jsonl", cli_rows())
     monkeypatch.setenv("KIMI_SHARE_DIR", str(other))  # Kimi CLI's own variable moves ~/.kimi
-    assert sorted((row.project, row.calls) for row in api.local_sessions("kimi-cli")) == [("1b2c", 5), ("77aa", 1)]
+    assert sorted((row.project, row.calls) for row in local_sessions("kimi-cli")) == [("1b2c", 5), ("77aa", 1)]
 
 
 @pytest.mark.parametrize(

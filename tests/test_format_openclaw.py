@@ -62,7 +62,7 @@ def test_session_read_as_pi_with_its_usage(tmp_path):
         for r in records
         if r.get("type") == "message" and (u := r["message"].get("usage"))
     )
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported.billed_input == billed == 9012 + 9170
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

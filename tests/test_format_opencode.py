@@ -148,7 +148,7 @@ def test_sqlite_store(tmp_path):
     assert trace.format == "opencode/sqlite" and trace.session == SESSION
     check_calls(trace)
     assert path.read_bytes() == before  # opened read-only
-    profile = tokprof.profile(trace, "qwen2.5", prices=["1/2/0.1/1.25"])
+    profile = tokprof.profile(trace, model="qwen2.5", prices=["1/2/0.1/1.25"])
     prompt, output = independent_sums()
     assert sum(row.reported.prompt for row in profile.calls) == prompt == 2530
     reads, writes = 2000, 500
@@ -249,6 +249,6 @@ def test_corpus_run_stream():
     assert sum(c.reported.prompt for c in trace.calls) == billed
     assert sum(c.reported.output for c in trace.calls) == sum(t["output"] + t["reasoning"] for t in finishes)
     assert len(trace.tool_calls()) == sum(1 for e in events if e["type"] == "tool_use")
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

@@ -189,7 +189,7 @@ def test_an_event_stream_is_read_from_any_of_its_files(tmp_path):
 
 
 def test_sessions_lists_the_file_store(tmp_path, monkeypatch):
-    from tokprof import api
+    from tokprof.runs.sessions import local_sessions
 
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
@@ -198,14 +198,14 @@ def test_sessions_lists_the_file_store(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     for event in events():
         (folder / f"{event['id']}.json").write_text(json.dumps(event))
-    rows = [row for row in api.local_sessions() if row.agent == "openhands"]
+    rows = [row for row in local_sessions() if row.agent == "openhands"]
     assert len(rows) == 1 and rows[0].calls == 3
     store = tmp_path / "store"
     (store / "sessions" / "s2" / "events").mkdir(parents=True)
     (store / "sessions" / "s2" / "events" / "0.json").write_text(json.dumps(events()[0]))
     (store / "sessions" / "s2" / "events" / "1.json").write_text(json.dumps(events()[1]))
     monkeypatch.setenv("FILE_STORE_PATH", str(store))
-    rows = [row for row in api.local_sessions() if row.agent == "openhands"]
+    rows = [row for row in local_sessions() if row.agent == "openhands"]
     assert [Path(row.path).parent.parent.name for row in rows] == ["s2"]
 
 
@@ -394,13 +394,13 @@ def test_a_cli_conversation_matches_usage_by_response_id(tmp_path, key):
 
 
 def test_sessions_lists_cli_conversations(tmp_path, monkeypatch):
-    from tokprof import api
+    from tokprof.runs.sessions import local_sessions
 
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("FILE_STORE_PATH", raising=False)
     sdk_conversation(home / ".openhands" / "conversations")
-    rows = api.local_sessions("openhands")
+    rows = local_sessions("openhands")
     assert [(Path(row.path).name, row.calls) for row in rows] == [("base_state.json", 2)]
 
 

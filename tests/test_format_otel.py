@@ -140,7 +140,7 @@ def test_otlp_with_content_is_profiled_exactly(tmp_path):
     assert first.response["tool_calls"][0]["function"] == {"name": "lookup", "arguments": '{"word": "cat"}'}
     assert first.tools[0]["function"]["name"] == "lookup" and trace.unrecorded == ()
     assert (first.reported.prompt, first.reported.cache_write, second.reported.cache_read) == (120, 100, 100)
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert all(row.exact for row in profile.calls) and "unrecorded" not in profile.buckets()
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0
@@ -150,7 +150,7 @@ def test_otlp_with_content_is_profiled_exactly(tmp_path):
 def test_billed_input_and_cost_are_the_files_own_usage(tmp_path):
     doc = two_calls()
     path = write_json(tmp_path / "trace.json", doc)
-    profile = tokprof.profile(str(path), "qwen2.5", prices=["1/2/0.1/1.25"])
+    profile = tokprof.profile(str(path), model="qwen2.5", prices=["1/2/0.1/1.25"])
     # an independent sum of the file's own fields: the chat spans' input and output tokens
     spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
     fields = [{a["key"]: a["value"] for a in s["attributes"]} for s in spans if s["name"].startswith("chat")]
@@ -183,7 +183,7 @@ def test_content_not_captured_counts_the_reported_prompt_as_unrecorded(tmp_path)
     trace = read_trace(str(path))
     assert trace.format == "otel/jsonl" and [c.messages for c in trace.calls] == [[], []]
     assert "content-not-captured" in [n.code for n in trace.notes]
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert [row.buckets["unrecorded"] for row in profile.calls] == [1000, 1400]
     assert [row.total for row in profile.calls] == [1000, 1400] and not any(row.exact for row in profile.calls)
 
@@ -264,7 +264,7 @@ def test_older_layout_and_openinference(tmp_path):
         "content"
     ] == "a small feline"
     assert (b.reported.prompt, b.reported.cache_read, b.reported.output) == (130, 64, 7)
-    assert tokprof.profile(trace, "qwen2.5").calls[1].buckets["tool_results"] > 0
+    assert tokprof.profile(trace, model="qwen2.5").calls[1].buckets["tool_results"] > 0
 
 
 @pytest.mark.parametrize(

@@ -127,7 +127,7 @@ def test_store_calls_and_per_turn_usage(tmp_path):
         sum(u.get(k, 0) for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
         for u in thread()["request_token_usage"].values()
     )
-    profile = tokprof.profile(trace, "qwen2.5")
+    profile = tokprof.profile(trace, model="qwen2.5")
     assert profile.summary().reported.billed_input == billed == 12052
     for row in profile.calls:
         assert row.total == sum(row.buckets.values()) and min(row.buckets.values()) >= 0

@@ -54,11 +54,12 @@ def test_only_new_or_changed_files_are_profiled(tmp_path, model_dir):
     from tokprof.analyses.directory import SessionTask, local_map
     from tokprof.formats import scan_directory
     from tokprof.analyses.incremental import run_incremental
+    from tokprof.runs.sessions import session_options
 
     logs = tmp_path / "logs"
     project = claude_project(logs / "claude")
     codex_tree(logs / "codex")
-    options = tokprof.api.session_options(str(model_dir), records=True)
+    options = session_options(tokprof.Options(model=str(model_dir), records=True))
 
     def tasks():
         return [SessionTask(kind, str(path)) for kind, path in scan_directory(str(logs)).sessions]
@@ -72,7 +73,7 @@ def test_only_new_or_changed_files_are_profiled(tmp_path, model_dir):
         f.write("\n")  # changed size, same calls
     grown, state, stats = run_incremental(tasks(), options, local_map(1), str(logs), state)
     assert stats.files == 4 and stats.profiled == 2  # the changed file and the new one
-    other = tokprof.api.session_options(str(model_dir), records=True, prices=["1/2"])
+    other = session_options(tokprof.Options(model=str(model_dir), records=True, prices=["1/2"]))
     _, _, stats = run_incremental(tasks(), other, local_map(1), str(logs), state)
     assert stats.profiled == 4  # other prices: every file again
 
@@ -83,16 +84,17 @@ def test_another_tokprof_or_genai_prices_profiles_every_file_again(tmp_path, mod
     from tokprof.analyses.directory import SessionTask, local_map
     from tokprof.formats import scan_directory
     from tokprof.analyses.incremental import run_incremental
+    from tokprof.runs.sessions import session_options
 
     logs = tmp_path / "logs"
     claude_project(logs / "claude")
-    options = tokprof.api.session_options(str(model_dir), records=True)
+    options = session_options(tokprof.Options(model=str(model_dir), records=True))
     tasks = [SessionTask(kind, str(path)) for kind, path in scan_directory(str(logs)).sessions]
     _, state, stats = run_incremental(tasks, options, local_map(1), str(logs), {})
     monkeypatch.setattr("tokprof.analyses.incremental.__version__", "99.0")
     _, state, again = run_incremental(tasks, options, local_map(1), str(logs), state)
     assert again.profiled == stats.files
-    monkeypatch.setattr("tokprof.analyses.cost.genai_version", lambda: "99.0")
+    monkeypatch.setattr("tokprof.pricing.cost.genai_version", lambda: "99.0")
     _, _, again = run_incremental(tasks, options, local_map(1), str(logs), state)
     assert again.profiled == stats.files
 

@@ -14,7 +14,7 @@ import test_format_gemini_cli as gemini_log
 import test_format_pi as pi_log
 import test_format_qwen_code as qwen_log
 
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.frontends.cli import main
 from tokprof.formats import registry
 from tokprof.formats.locations import Location
@@ -46,7 +46,7 @@ def home(tmp_path, monkeypatch):
 
 
 def test_every_agents_sessions_newest_first(home):
-    rows = api.local_sessions()
+    rows = local_sessions()
     assert {row.agent for row in rows} == {"gemini-cli", "pi", "qwen-code", "claude-code"}
     starts = [row.start for row in rows]
     assert all(start is not None for start in starts) and starts == sorted(starts, reverse=True)
@@ -84,7 +84,7 @@ def test_a_narrow_terminal_numbers_the_rows_and_prints_each_path_whole(home, cap
     lines = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in lines) <= int(columns)
     text = "".join(line.strip() for line in lines)  # a folded path joined again
-    for number, row in enumerate(api.local_sessions(), 1):
+    for number, row in enumerate(local_sessions(), 1):
         folder, name = os.path.split(row.path)
         shown = "~" + folder[len(str(home)) :] + "/"
         assert shown in text and f"{number}  {name}" in text, (shown, name)
@@ -103,20 +103,20 @@ def test_environment_variables_move_the_folders(home, tmp_path, monkeypatch):
     pi_dir = tmp_path / "pi-agent"
     jsonl(pi_dir / "sessions/--x--/s.jsonl", pi_log.old_lines())
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
-    rows = api.local_sessions()
+    rows = local_sessions()
     assert [row.project for row in rows if row.agent == "claude-code"] == ["-elsewhere"]
     assert [Path(row.path).parent.name for row in rows if row.agent == "pi"] == ["--x--"]
     pi_dir = tmp_path / "pi, agent"  # a comma in another agent's folder is part of its name
     jsonl(pi_dir / "sessions/--y--/s.jsonl", pi_log.old_lines())
     monkeypatch.setenv("PI_CODING_AGENT_DIR", str(pi_dir))
-    assert [Path(row.path).parent.name for row in api.local_sessions() if row.agent == "pi"] == ["--y--"]
+    assert [Path(row.path).parent.name for row in local_sessions() if row.agent == "pi"] == ["--y--"]
 
 
 def test_an_unreadable_session_is_a_row_with_its_error(home):
     bad = gemini_log.session(gemini_log.messages())
     bad["messages"][1]["tokens"]["input"] = "many"
     (home / ".gemini/tmp/4aa47759/chats/session-2026-03-27T00-00-bad.json").write_text(json.dumps(bad))
-    rows = [row for row in api.local_sessions("gemini-cli") if row.error]
+    rows = [row for row in local_sessions("gemini-cli") if row.error]
     assert len(rows) == 1 and rows[0].calls is None and "messages[1].tokens.input" in rows[0].error
 
 
@@ -124,7 +124,7 @@ def test_other_readers_register_their_location(home):
     try:
         registry.register(Location("other-agent", ".other/sessions", ("*.jsonl",), project_depth=0))
         jsonl(home / ".other/sessions/a.jsonl", pi_log.v3_lines())
-        assert [row.agent for row in api.local_sessions("other-agent")] == ["other-agent"]
+        assert [row.agent for row in local_sessions("other-agent")] == ["other-agent"]
     finally:
         registry._REGISTERED.clear()
 

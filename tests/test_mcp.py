@@ -21,11 +21,12 @@ pytest.importorskip("mcp")
 
 from conftest import ROOT
 
-import tokprof as api
+import tokprof
+import tokprof.mcp.api as api
 from tokprof.frontends.cli import main
 from tokprof.base.errors import TokprofError
-from tokprof.base.mcpconfig import ServerConfig
-from tokprof.base.mcpconnect import Failure, Listing, list_servers
+from tokprof.mcp.config import ServerConfig
+from tokprof.mcp.connect import Failure, Listing, list_servers
 
 #: The interpreter as a --server command line names it (the clone's path may hold a space).
 PY = shlex.quote(sys.executable)
@@ -618,7 +619,7 @@ def test_json_matches_the_published_schema(scripts, capsys):
 
 
 def test_missing_sdk_gives_the_install_hint(monkeypatch):
-    from tokprof.base.mcpconnect import require_sdk
+    from tokprof.mcp.connect import require_sdk
 
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(TokprofError, match=r"pip install 'tokprof\[mcp\]'"):
@@ -732,7 +733,7 @@ def test_tools_rolls_up_mcp_servers_from_a_log_with_no_configuration(tmp_path, c
 
 
 def test_clashing_names_prefixed_and_invalid_listing_is_a_failure():
-    from tokprof.analyses.mcp import mcp_report as price
+    from tokprof.mcp.report import mcp_report as price
     from tokprof.models import resolve_model
 
     def listing(name, tools):
@@ -895,7 +896,7 @@ def test_tools_past_the_cap_are_listed_as_skipped_and_the_rest_priced_as_tools_p
     catalogue.write_text(json.dumps(found.catalogue_document()), encoding="utf-8")
     assert len(found.catalogue_document()["tools"]) == 5
     _same_figures(report, run_json(["tools", "--tools", str(catalogue), "--no-progress"], capsys))
-    table = " ".join(api.render_report(found, "table", width=100).split())
+    table = " ".join(tokprof.render_report(found, "table", width=100).split())
     assert "not priced: 8 listed tools of 2 servers not priced (nor in the catalogue): 8 past the 5 tools" in table
 
 

@@ -229,7 +229,7 @@ def test_parts_are_frozen_dataclasses_with_the_assistant_message_of_before():
 
 
 def test_recent_forgets_what_a_whole_generation_did_not_use():
-    from tokprof.attribution.recent import MISSING, Recent
+    from tokprof.attribution.recent_cache import MISSING, Recent
 
     cache: Recent[str, int | None] = Recent()
     cache["a"], cache["b"], cache["none"] = 1, 2, None

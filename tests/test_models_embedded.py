@@ -471,9 +471,9 @@ def test_tool_call_ids_are_mapped_deterministically_with_a_warning():
 
 
 def test_a_profile_of_an_openai_log_with_mistral_warns_of_mapped_ids():
-    from tokprof.api import profile
+    import tokprof
 
-    result = profile(str(FIXTURES / "good_transcript.json"), "mistral-nemo")  # ids such as call_a
+    result = tokprof.profile(str(FIXTURES / "good_transcript.json"), model="mistral-nemo")  # ids such as call_a
     assert "tool-call-ids-mapped" in {w.code for w in result.warnings} and result.calls
     for row in result.calls:
         assert sum(row.buckets.values()) == row.total and min(row.buckets.values()) >= 0

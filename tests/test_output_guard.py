@@ -139,11 +139,12 @@ def test_update_baseline_through_a_configured_baseline_naming_the_log(tmp_path, 
 def test_the_library_never_writes_a_baseline_over_an_input(tmp_path, model_dir, monkeypatch):
     import tokprof
     from tokprof.base.errors import TokprofError
+    from tokprof.runs.check import run_check
 
     monkeypatch.chdir(tmp_path)
     log = tmp_path / "log.json"
     log.write_bytes(TRANSCRIPT.read_bytes())
-    run = tokprof.run_check(log, model=str(model_dir), baseline=log, update_baseline=True)
+    run = run_check(log, tokprof.Options(model=str(model_dir)), baseline=log, update_baseline=True)
     with pytest.raises(TokprofError, match="would overwrite the input"):
         run.write_baseline()
     assert log.read_bytes() == TRANSCRIPT.read_bytes()

@@ -16,7 +16,7 @@ import test_format_gemini_cli as gemini_log
 import test_format_pi as pi_log
 import test_format_qwen_code as qwen_log
 
-from tokprof import api
+from tokprof.runs.sessions import local_sessions
 from tokprof.analyses.periods import parse_when
 from conftest import ROOT
 from tokprof.frontends.cli import main
@@ -68,7 +68,7 @@ def home(tmp_path, monkeypatch):
 
 
 def test_projects_are_the_recorded_working_directories(home):
-    rows = {row.agent: row for row in api.local_sessions()}
+    rows = {row.agent: row for row in local_sessions()}
     assert rows["claude-code"].project == "/home/me/app"  # its cwd, not the folder -home-me-app
     assert rows["codex"].project == "/w"  # session_meta.cwd
     assert rows["pi"].project in ("/work/app", LONG) and rows["qwen-code"].project == "/work/app"
@@ -94,7 +94,7 @@ def test_spend_by_day_adds_up_to_the_total_exactly(home, capsys):
     assert [row["day"] for row in rows] == sorted(row["day"] for row in rows) and doc["time_zone"] == "UTC"
     costs = [Decimal(str(row["cost"])) for row in rows if row["cost"] is not None]
     assert sum(costs) == Decimal(str(total["cost"]))  # exactly, not within a tolerance
-    assert sum(row["calls"] for row in rows) == total["calls"] == sum(r.calls or 0 for r in api.local_sessions())
+    assert sum(row["calls"] for row in rows) == total["calls"] == sum(r.calls or 0 for r in local_sessions())
     for kind in ("uncached", "cache_read"):
         assert sum(row["billed_input"][kind] or 0 for row in rows) == total["billed_input"][kind]
     gemini = next(row for row in rows if row["day"] == "2026-03-26")
@@ -199,7 +199,7 @@ def test_a_row_number_of_the_last_listing_picks_its_session(home, capsys):
 
 def test_latest_and_an_id_prefix(home, capsys):
     assert main(["profile", "--latest", "-f", "json"]) == 0
-    assert _profiled_path(capsys) == api.local_sessions()[0].path
+    assert _profiled_path(capsys) == local_sessions()[0].path
     assert main(["profile", "--latest", "--agent", "codex", "-f", "json"]) == 0
     assert _profiled_path(capsys).endswith("rollout-2025-09-25T09-49-46-x.jsonl")
     assert main(["profile", "019a", "-f", "json"]) == 0  # no listing: the machine's sessions
@@ -445,7 +445,7 @@ def test_a_second_listing_reads_only_new_or_changed_session_files(home, capsys, 
 
 
 def test_what_a_cache_miss_cost_is_estimated_from_the_reported_usage():
-    from tokprof.analyses.spend import call_spends
+    from tokprof.pricing.spend import call_spends
     from tokprof.trace import Call, Trace, Usage
 
     def call(index: int, prompt: int, read: int, write: int, kind: str = "call", model: str = "claude-sonnet-4-5"):
@@ -481,7 +481,7 @@ def test_a_cline_tasks_project_is_its_working_directory(home, monkeypatch):
     monkeypatch.delenv("CLINE_DIR", raising=False)
     history, ui, metadata = cline_log.cline_task()
     cline_log.write_task(home / ".cline/data/tasks/1700000000000", history, ui, metadata)
-    [row] = api.local_sessions("cline")
+    [row] = local_sessions("cline")
     assert row.project == "/work/app" and row.error is None
 
 
@@ -595,7 +595,7 @@ def test_the_dashboards_index_of_10000_sessions_stays_under_5_mb():
     from tokprof.analyses.periods import SessionSpend
     from tokprof.analyses.sessions import SessionRow
     from tokprof.analyses.site import Site, SitePage
-    from tokprof.analyses.spend import CallSpend
+    from tokprof.pricing.spend import CallSpend
     from tokprof.render.site import index_page
 
     site = Site("/home/someone/agent-logs")

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import pytest
 
-import tokprof
+from tokprof.names import policy_names
 from conftest import FIXTURES, ROOT, CHATML, tiny_model
 from test_whatif import conversation, make_trace, plain_count, trace_of
 from tokprof.analyses.whatif import whatif
@@ -54,7 +54,7 @@ def budget():
 
 def test_a_policy_defined_outside_the_package_parses_and_is_listed(budget):
     assert P.parse_policy("budget:120") == Budget(120) and P.parse_policy("budget").spec == "budget:100"
-    assert "budget:T" in P.syntax() and "budget:T" in tokprof.policy_names()
+    assert "budget:T" in P.syntax() and "budget:T" in policy_names()
     with pytest.raises(P.PolicyError, match=r"T must be at least 1.*budget:T"):
         P.parse_policy("budget:0")
     with pytest.raises(P.PolicyError, match="budget takes at most 1 parameter"):
@@ -66,7 +66,7 @@ def test_a_policy_defined_outside_the_package_parses_and_is_listed(budget):
     P.unregister("budget")
     with pytest.raises(P.PolicyError, match="unknown policy"):
         P.parse_policy("budget:5")
-    assert "budget:T" not in tokprof.policy_names()
+    assert "budget:T" not in policy_names()
 
 
 def test_a_policy_defined_here_replays_through_whatif(budget):

@@ -1,4 +1,4 @@
-"""The table of genai-prices' data for the models logs name (tokprof.models.price_table): it prices
+"""The table of genai-prices' data for the models logs name (tokprof.pricing.table): it prices
 every call exactly as genai-prices does, on every model genai-prices has, and a warm table prices a
 call without loading genai-prices (or pydantic) at all."""
 
@@ -13,10 +13,10 @@ from datetime import date, timedelta
 import pytest
 
 from conftest import ROOT
-from tokprof.analyses import cost
-from tokprof.base.billing import PricedTokens
-from tokprof.models import price_table
-from tokprof.models.price_table import Entry, Named, genai_parts, price_parts
+from tokprof.pricing import cost
+from tokprof.pricing.billing import PricedTokens
+from tokprof.pricing import table as price_table
+from tokprof.pricing.table import Entry, Named, genai_parts, price_parts
 
 USAGES = [
     {"input_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0, "output_tokens": 0},
@@ -128,7 +128,7 @@ def test_a_call_costs_what_genai_prices_says(name, day):
             return None
 
     got = priced()
-    from tokprof.models.genai_lookup import find
+    from tokprof.pricing.genai import find
 
     try:
         provider, model = find(name)
@@ -202,8 +202,8 @@ def test_the_cache_follows_xdg_cache_home(tmp_path, monkeypatch):
 def test_a_warm_table_prices_without_loading_genai_prices(tmp_path):
     code = (
         "import sys\n"
-        "from tokprof.analyses.cost import genai_price\n"
-        "from tokprof.base.billing import PricedTokens\n"
+        "from tokprof.pricing.cost import genai_price\n"
+        "from tokprof.pricing.billing import PricedTokens\n"
         "t = PricedTokens(input=1000, cache_write_5m=0, cache_write_1h=0, cache_read=5000, output=20)\n"
         "print(genai_price('claude-sonnet-4-20250514', t, 6000, None)[2]['total'])\n"
         "print(sorted(m for m in ('genai_prices', 'pydantic', 'httpx', 'httpx2') if m in sys.modules))\n"

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import tokprof
+from tokprof.runs.whatif import probe
 from conftest import CHATML, tiny_model
 from test_retention import SHARD, session
 from test_whatif import make_trace, trace_of
@@ -88,7 +89,15 @@ def test_scores_tell_a_confident_wrong_answer_from_a_miss():
 
 def test_each_policy_is_probed_and_scored(endpoint, model, trace):
     Stub.bodies.clear()
-    report = tokprof.probe(trace, "Which shard is affected?", SHARD, endpoint, ["window:4", "elide:1"], model, trials=2)
+    report = probe(
+        trace,
+        "Which shard is affected?",
+        SHARD,
+        endpoint,
+        ["window:4", "elide:1"],
+        tokprof.Options(model=model),
+        trials=2,
+    )
     by = {r.policy: r for r in report.results}
     assert list(by)[0].startswith("control")
     assert by["full"].count("hit") == 2 and by["window:4"].count("wrong") == 2 and by["elide:1"].count("wrong") == 2
@@ -102,31 +111,35 @@ def test_each_policy_is_probed_and_scored(endpoint, model, trace):
 
 
 def test_refusals_errors_and_time_outs_are_answers_not_crashes(endpoint, model, trace):
-    refused = tokprof.probe(trace, "refuse: which shard?", SHARD, endpoint, ["window:4"], model)
+    refused = probe(trace, "refuse: which shard?", SHARD, endpoint, ["window:4"], tokprof.Options(model=model))
     assert all(r.count("miss") == 1 for r in refused.results)
-    failed = tokprof.probe(trace, "error: which shard?", SHARD, endpoint, ["window:4"], model)
+    failed = probe(trace, "error: which shard?", SHARD, endpoint, ["window:4"], tokprof.Options(model=model))
     assert all(r.count("error") == 1 and "HTTP 500" in r.answers[0].text for r in failed.results)
-    slow = tokprof.probe(trace, "slow: which shard?", SHARD, endpoint, ["window:4"], model, timeout=0.2, retries=0)
+    slow = probe(
+        trace, "slow: which shard?", SHARD, endpoint, ["window:4"], tokprof.Options(model=model), timeout=0.2, retries=0
+    )
     assert all(r.count("error") == 1 for r in slow.results)
 
 
 def test_a_dry_run_sends_nothing_and_the_budget_is_checked_first(endpoint, model, trace):
     Stub.bodies.clear()
     said = []
-    report = tokprof.probe(
+    report = probe(
         trace,
         "Which shard?",
         SHARD,
         endpoint,
         ["window:4"],
-        model,
+        tokprof.Options(model=model),
         trials=3,
         dry_run=True,
         announce=lambda n, tokens: said.append((n, tokens)),
     )
     assert not Stub.bodies and said[0][0] == 9 and all(not r.answers for r in report.results)
     with pytest.raises(tokprof.TokprofError, match="more than the budget of 5"):
-        tokprof.probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], model, trials=3, max_requests=5)
+        probe(
+            trace, "Which shard?", SHARD, endpoint, ["window:4"], tokprof.Options(model=model), trials=3, max_requests=5
+        )
     assert not Stub.bodies
 
 
@@ -188,16 +201,26 @@ def test_the_logs_own_answer_is_not_sent_back(endpoint, model):
     messages[-1] = {"role": "assistant", "content": f"So the shard is {SHARD}."}
     trace = make_trace(trace_of(messages))
     Stub.bodies.clear()
-    report = tokprof.probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], model)
+    report = probe(trace, "Which shard?", SHARD, endpoint, ["window:4"], tokprof.Options(model=model))
     assert {r.policy: r.answers[0].outcome for r in report.results}["window:4"] == "wrong"
     assert all(m.get("content") != f"So the shard is {SHARD}." for b in Stub.bodies for m in b["messages"])
 
 
 def test_no_control_row_without_the_fact_in_the_log_and_no_pattern_to_expect(endpoint, model, trace):
-    report = tokprof.probe(trace, "Which shard?", "pay-shard-99", endpoint, ["window:4"], model, dry_run=True)
+    report = probe(
+        trace, "Which shard?", "pay-shard-99", endpoint, ["window:4"], tokprof.Options(model=model), dry_run=True
+    )
     assert [r.policy for r in report.results] == ["full", "window:4"] and "no control row" in report.notes[0]
     with pytest.raises(tokprof.TokprofError, match="pattern"):
-        tokprof.probe(trace, "Which shard?", "re:pay-shard-\\d", endpoint, ["window:4"], model, dry_run=True)
+        probe(
+            trace,
+            "Which shard?",
+            "re:pay-shard-\\d",
+            endpoint,
+            ["window:4"],
+            tokprof.Options(model=model),
+            dry_run=True,
+        )
 
 
 def test_the_client_keeps_a_query_and_loopback_means_loopback():

@@ -14,6 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import tokprof
+from tokprof.runs.whatif import probe
 from test_probe import model, trace  # noqa: F401 - fixtures
 from test_retention import SHARD
 from tokprof.base.chat_client import ChatClient, ChatError
@@ -151,7 +152,9 @@ def test_the_command_at_a_hanging_endpoint(hostile, tmp_path, capsys, model, tra
     log = tmp_path / "log.json"
     log.write_text(json.dumps({"messages": trace.calls[-1].messages}), encoding="utf-8")
     Hostile.tries.clear()
-    report = tokprof.probe(trace, "Which shard?", SHARD, f"{hostile}/hang", ["window:4"], model, timeout=1.0)
+    report = probe(
+        trace, "Which shard?", SHARD, f"{hostile}/hang", ["window:4"], tokprof.Options(model=model), timeout=1.0
+    )
     assert [r.count("error") for r in report.results] == [1, 1, 1]
     assert all(r.answers[0].text.endswith("no answer within 1 s") for r in report.results)
     assert Hostile.tries == {"hang": 3}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-import tokprof
+from tokprof.live_record import LiveRecording
 from tokprof.frontends.record.run import call_line, live_line
 from tokprof.frontends.record.store import Exchange, record_of
 
@@ -73,7 +73,7 @@ def main_call(turns: int) -> dict:
 
 
 def test_each_call_gets_its_figures(tmp_path):
-    live = tokprof.LiveRecording(str(tmp_path / "r.jsonl"))
+    live = LiveRecording(str(tmp_path / "r.jsonl"))
     first = live.add(exchange(main_call(0), reply(20_000, 0)))
     side = live.add(
         exchange(
@@ -113,7 +113,7 @@ def test_lines_that_are_no_call_keep_the_short_line(tmp_path):
 
 
 def test_log_text_is_escaped_in_the_line(tmp_path):
-    live = tokprof.LiveRecording(str(tmp_path / "r.jsonl"))
+    live = LiveRecording(str(tmp_path / "r.jsonl"))
     request = {**main_call(0), "model": "claude-sonnet-4-5\x1b[2J"}
     figures = live.add(exchange(request, reply(20_000, 0)))
     assert figures is not None and "\x1b" not in call_line(figures)

@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-import tokprof
+from tokprof.runs.sessions import recordings
 from tokprof.frontends.cli import main
 from tokprof.frontends.record.proxy import create_app
 from tokprof.frontends.record.store import Recording
@@ -206,7 +206,7 @@ def test_a_recording_profiles_like_the_same_requests_as_a_capture(tmp_path):
         as_capture(recording.path, requests(), lambda body: stream(body) if body.get("stream") else answer(body))
     )
 
-    assert tokprof.recordings(folder) == [recording.path]
+    assert recordings(folder) == [recording.path]
     recorded = profile_json(folder)
     given = profile_json(capture)
     for doc in (recorded, given):
@@ -311,7 +311,7 @@ def test_several_recordings_profile_the_newest_or_the_one_named(tmp_path, capsys
     assert main(["profile", str(folder), "--session", "nothing", "--no-progress"]) == 2
     assert "no recordings match" in capsys.readouterr().err
     (folder / "notes.jsonl").write_text('{"a": 1}\n')  # another file: no longer a folder of recordings
-    assert tokprof.recordings(folder) == []
+    assert recordings(folder) == []
 
 
 def _diff(a, b, where=""):  # debugging aid

@@ -319,7 +319,7 @@ def test_clamp_matches_reference():
 @pytest.mark.parametrize("think", [False, True], ids=["plain", "think"])
 def test_fresh_long_prompts_from_windows(template, think, tmp_path, monkeypatch):
     """A long prompt that extends nothing, its message starts found from windows
-    (tokprof.attribution.fresh) where the checks allow it: each call by a fresh attributor agrees
+    (tokprof.attribution.window_starts) where the checks allow it: each call by a fresh attributor agrees
     with the reference, and the templates written as plain conversations do take the windows."""
     from tokprof.attribution import attributor
 

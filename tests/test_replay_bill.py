@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tokprof.analyses.cost import priced_tokens, user_cost
+from tokprof.pricing.cost import priced_tokens, user_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
-from tokprof.base.billing import Rates, money
+from tokprof.pricing.billing import Rates, money
 from tokprof.trace import Call, Trace, Usage
 from tokprof.transforms.policies import AddedCall
 
@@ -355,7 +355,7 @@ def test_a_summarising_call_is_billed_input_and_output():
     from conftest import CHATML, tiny_model
     from test_whatif import conversation, make_trace, plain_count, trace_of
 
-    from tokprof.analyses.cost import UserPrice
+    from tokprof.pricing.cost import UserPrice
     from tokprof.analyses.whatif import whatif
     from tokprof.transforms import policies as P
 

@@ -267,7 +267,7 @@ def test_the_whatif_schema_is_strict(validators, capsys):
 
 # -- watch --json ------------------------------------------------------------------------------------
 def _watch_lines(path: Path, count: bool) -> list[dict]:
-    from tokprof import LiveSession
+    from tokprof.live import LiveSession
 
     return [json.loads(call.to_json()) for call in LiveSession(str(path), count=count).update()]
 
@@ -286,7 +286,6 @@ def test_watch_lines_of_a_session_being_written(validators, tmp_path):
 
 
 def test_watch_lines_of_a_session_without_usage_and_of_a_recording(validators, tmp_path):
-    import tokprof
     from test_record_live import exchange, main_call, reply
 
     session = tmp_path / "s.jsonl"
@@ -315,7 +314,9 @@ def test_watch_lines_of_a_session_without_usage_and_of_a_recording(validators, t
     docs = _watch_lines(session, True)
     assert docs and docs[0]["basis"] == "computed" and docs[0]["cost"] is None
     assert_valid(validators, "watch", docs[0])
-    live = tokprof.LiveRecording(str(tmp_path / "r.jsonl"))
+    from tokprof.live_record import LiveRecording
+
+    live = LiveRecording(str(tmp_path / "r.jsonl"))
     figures = live.add(exchange(main_call(1), reply(30_000, 20_000)))
     assert figures is not None
     assert_valid(validators, "watch", figures.to_dict())

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tokprof import Model, profile, read_log
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call, PromptView, Trace
 
 from conftest import WEATHER_TOOL, tiny_model

@@ -291,7 +291,7 @@ def _windowed_same(model, calls):
 @pytest.mark.parametrize("name", TEMPLATES)
 def test_a_long_fresh_prompt_takes_its_message_starts_from_windows(name, tmp_path, windows_from_8):
     """A long prompt that extends nothing (a fresh request to serve): where its messages start is
-    found from windows of its messages (tokprof.attribution.fresh) where the checks allow it; the
+    found from windows of its messages (tokprof.attribution.window_starts) where the checks allow it; the
     same buckets, warnings, spans and prompt as the rule's prefix renders, on every shipped template."""
     model = _model(name)
     generated = tmp_path / "g.jsonl"
@@ -315,7 +315,7 @@ def test_corpus_long_fresh_prompts_take_their_message_starts_from_windows(name, 
 def test_a_fresh_serve_conversation_of_600_messages_takes_its_starts_from_windows():
     """What bench_serve.py's target measures (a generated agent session of 601 messages, 16 tools,
     at the default threshold): from windows, the same as the rule's prefix renders."""
-    from tokprof import read_prompt
+    from tokprof.formats.prompts import read_prompt
     from tokprof.trace import Call
 
     model = _model("qwen2.5")
@@ -359,7 +359,7 @@ def test_conversations_of_one_agent_each_take_their_starts_from_windows():
     """A long-lived attributor (a serve worker) counting fresh conversations that share only their
     system prompt: each takes its message starts from windows (what it shares with the one before
     is one message), with the buckets of a fresh attributor's rule."""
-    from tokprof import read_prompt
+    from tokprof.formats.prompts import read_prompt
     from tokprof.trace import Call
 
     model = _model("qwen2.5")
@@ -387,7 +387,7 @@ def test_a_time_limit_in_the_windows_walk_leaves_no_failed_header_remembered(mon
     call's fallback and every later call): headers are found after the walk, under their own limits."""
     import time
 
-    from tokprof import read_prompt
+    from tokprof.formats.prompts import read_prompt
     from tokprof.attribution import attributor
     from tokprof.models import template
     from tokprof.trace import Call

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from tokprof.analyses.finish import attach_analyses
+from tokprof.analyses.standard import attach_analyses
 from tokprof.profiling import profile_calls, profile_trace
 from tokprof.trace import Call, Note, Trace, Usage
 
@@ -141,15 +141,15 @@ def test_facts_taken_anew_for_a_profile_without_them_are_the_passs(qwen25):
 
 @pytest.mark.parametrize("model", ["mistral-nemo", "qwen2.5"])
 def test_the_facades_stream_fits_tool_call_ids_call_by_call_as_fit_does_the_trace(model):
-    from tokprof import api
     from tokprof.models import resolve_model
+    from tokprof.runs.profile import run_profile_calls, run_profile_trace
 
     chat = resolve_model(model)
     trace = _whole(24, fresh=True, anonymous=False)  # Mistral's template takes no call without an id
     before = copy.deepcopy(trace)
-    batch = api._profile_trace(trace, chat)
+    batch = run_profile_trace(trace, chat)
     given = header()
-    streamed = api._profile_calls(generated(24, anonymous=False), given, chat)
+    streamed = run_profile_calls(generated(24, anonymous=False), given, chat)
     assert json.dumps(streamed.to_dict(), indent=1) == json.dumps(batch.to_dict(), indent=1)
     mapped = "tool-call-ids-mapped" in {w.code for w in streamed.warnings}
     assert mapped == (model == "mistral-nemo")

@@ -206,7 +206,7 @@ def test_corpus_branches_and_projects(tmp_path, capsys):
         pytest.skip("needs ../shared/corpus")
     for name in BRANCHED:  # these sessions in a folder of their own (the whole corpus grows with every reader)
         (tmp_path / name).symlink_to(CORPUS / name)
-    report = tokprof.profile_directory(tmp_path, jobs=1, records=True)
+    report = tokprof.profile(tmp_path, jobs=1, records=True)
     assert len(report.sessions) == len(BRANCHED)
     assert sum(c.total for c in report.calls) == report.totals().billed_input
     recorded = [c for c in report.calls if c.agent.split("/")[0] in ("claude-code", "codex")]

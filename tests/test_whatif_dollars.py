@@ -13,9 +13,9 @@ import pytest
 
 from conftest import CHATML, tiny_model
 from test_whatif import conversation, make_trace, plain_count, trace_of
-from tokprof.analyses.cost import UserPrice
+from tokprof.pricing.cost import UserPrice
 from tokprof.analyses.whatif import whatif
-from tokprof.base.billing import Rates
+from tokprof.pricing.billing import Rates
 from tokprof.render import RenderOptions
 from tokprof.render.whatif import WhatIfCsvRenderer, WhatIfTableRenderer, whatif_section
 from tokprof.trace import Usage

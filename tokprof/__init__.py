@@ -8,14 +8,17 @@ Count one prompt's buckets with a model's own chat template and tokenizer::
     buckets = model.count([{"role": "user", "content": "hello"}])
     buckets.conversation, buckets.total
 
-Profile a saved agent log, save the profile, and check it against budgets later::
+Profile a saved agent log (a file; a folder of sessions gives a row per session), save the
+profile, and check it against budgets later::
 
-    profile = tokprof.profile("samples/incident_session.json")
+    profile = tokprof.profile("samples/incident_session.json", model="qwen2.5")
     profile.summary().billed_input
     profile.save("run.json")
     result = tokprof.check(tokprof.Profile.load("run.json"), "samples/tokprof.toml")
 
-The names below are the whole public API; everything else is internal. Importing tokprof is cheap:
+Every function takes its settings as one :class:`Options` (``tokprof.Options(model="qwen3")``) or as
+its fields by keyword. The names below are the whole public API; everything else is internal
+(the command line and the other front ends call :mod:`tokprof.runs` directly). Importing tokprof is cheap:
 the pipeline loads on first use.
 """
 
@@ -27,125 +30,47 @@ from tokprof.version import __version__
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
-    "Buckets": "tokprof.api",
-    "Model": "tokprof.api",
-    "Prompt": "tokprof.formats.prompts",
-    "read_prompt": "tokprof.api",
-    "extend_prompt": "tokprof.api",
-    "is_anthropic_shape": "tokprof.api",
-    "get_model": "tokprof.api",
+    "Options": "tokprof.runs.options",
+    "get_model": "tokprof.runs.model",
+    "Model": "tokprof.runs.model",
+    "Buckets": "tokprof.runs.model",
     "read_log": "tokprof.api",
     "profile": "tokprof.api",
-    "profile_file": "tokprof.api",
-    "profile_directory": "tokprof.api",
-    "profile_sessions": "tokprof.api",
     "tools_report": "tokprof.api",
-    "check": "tokprof.api",
-    "load_config": "tokprof.api",
     "whatif": "tokprof.api",
-    "saved_profile": "tokprof.api",
-    "find_session": "tokprof.api",
-    "session_in_folder": "tokprof.api",
-    "recordings": "tokprof.api",
-    "configured_prices": "tokprof.api",
-    "run_check": "tokprof.api",
-    "CheckRun": "tokprof.api",
-    "render_report": "tokprof.api",
-    "report_formats": "tokprof.names",
-    "report_tables": "tokprof.api",
-    "TeamOptions": "tokprof.render.tables",
-    "incremental_state": "tokprof.api",
-    "prometheus_text": "tokprof.api",
-    "send_spans": "tokprof.api",
-    "registered_models": "tokprof.names",
-    "ModelSpec": "tokprof.models.registry",
-    "context_window": "tokprof.names",
-    "log_formats": "tokprof.names",
-    "policy_names": "tokprof.names",
-    "model_name": "tokprof.names",
-    "local_sessions": "tokprof.api",
-    "session_periods": "tokprof.api",
+    "check": "tokprof.runs.check",
     "diff": "tokprof.api",
-    "report_site": "tokprof.api",
-    "RunDiff": "tokprof.analyses.diff",
-    "suggest_facts": "tokprof.api",
-    "probe": "tokprof.api",
-    "ProbeReport": "tokprof.analyses.probe",
-    "LocalSession": "tokprof.analyses.local",
-    "find_mcp_servers": "tokprof.mcp_api",
-    "list_mcp_servers": "tokprof.mcp_api",
-    "mcp_report": "tokprof.mcp_api",
-    "McpReport": "tokprof.analyses.mcp",
-    "Profile": "tokprof.profiling",
+    "render_report": "tokprof.runs.reports",
     "Trace": "tokprof.trace",
-    "ToolsReport": "tokprof.analyses.tools",
-    "CheckResult": "tokprof.analyses.budgets",
+    "Profile": "tokprof.profiling",
     "SessionsReport": "tokprof.analyses.sessions",
+    "ToolsReport": "tokprof.analyses.tools",
     "WhatIfReport": "tokprof.analyses.whatif",
-    "Config": "tokprof.transforms.config",
+    "CheckResult": "tokprof.analyses.budgets",
+    "RunDiff": "tokprof.analyses.diff",
     "TokprofError": "tokprof.base.errors",
     "InputError": "tokprof.base.errors",
     "ModelError": "tokprof.base.errors",
     "ConfigError": "tokprof.transforms.config",
-    "Rates": "tokprof.base.billing",
-    "LiveSession": "tokprof.live",
-    "LiveCall": "tokprof.live",
-    "LiveRecording": "tokprof.live_record",
-    "Telemetry": "tokprof.live_collect",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:
-    from tokprof.live_collect import Telemetry
     from tokprof.analyses.budgets import CheckResult
-    from tokprof.analyses.local import LocalSession
-    from tokprof.analyses.probe import ProbeReport
+    from tokprof.analyses.diff import RunDiff
     from tokprof.analyses.sessions import SessionsReport
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
-    from tokprof.analyses.mcp import McpReport
-    from tokprof.mcp_api import find_mcp_servers, list_mcp_servers, mcp_report
-    from tokprof.api import (
-        Buckets,
-        CheckRun,
-        Model,
-        check,
-        configured_prices,
-        find_session,
-        get_model,
-        load_config,
-        local_sessions,
-        probe,
-        profile,
-        profile_directory,
-        profile_sessions,
-        profile_file,
-        read_log,
-        recordings,
-        incremental_state,
-        prometheus_text,
-        render_report,
-        report_tables,
-        run_check,
-        saved_profile,
-        send_spans,
-        session_in_folder,
-        suggest_facts,
-        tools_report,
-        whatif,
-    )
-    from tokprof.transforms.config import Config, ConfigError
-    from tokprof.base.billing import Rates
+    from tokprof.api import diff, profile, read_log, tools_report, whatif
     from tokprof.base.errors import InputError, ModelError, TokprofError
-    from tokprof.live import LiveCall, LiveSession
-    from tokprof.live_record import LiveRecording
-    from tokprof.models.registry import ModelSpec
-    from tokprof.names import context_window, log_formats, model_name, policy_names, registered_models, report_formats
-    from tokprof.render.tables import TeamOptions
     from tokprof.profiling import Profile
-    from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
+    from tokprof.runs.check import check
+    from tokprof.runs.model import Buckets, Model, get_model
+    from tokprof.runs.options import Options
+    from tokprof.runs.reports import render_report
     from tokprof.trace import Trace
+    from tokprof.transforms.config import ConfigError
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,7 @@
 :class:`LiveSession` reads a Claude Code transcript incrementally (:class:`tokprof.base.follow.Follower`
 for the bytes, the Claude Code reader following the session for the calls,
 :class:`tokprof.formats.claude_code.SessionReader`): each update reads
-what was appended and counts only the new calls, with a :class:`tokprof.api.Model` that keeps what
+what was appended and counts only the new calls, with a :class:`tokprof.Model` that keeps what
 it learnt from earlier prompts, so an update costs what the agent added. Other formats are read
 again whole when they change (their readers are not incremental); only their new calls are counted.
 
@@ -190,7 +190,7 @@ class LiveSession:
         self.problems = (self.problems + [message])[-5:]
 
     def _read_whole(self) -> list[Call]:
-        from tokprof.api import read_log
+        from tokprof.runs.inputs import read_log
 
         try:
             trace = read_log(self.path)
@@ -208,7 +208,7 @@ class LiveSession:
         return {**self.__dict__, "_models": {}}  # models are loaded again when needed
 
     def _model(self, name: str | None) -> Any:
-        from tokprof.api import get_model
+        from tokprof.runs.model import get_model
 
         wanted = self.model_name or name or "qwen2.5"
         if wanted not in self._models:
@@ -323,7 +323,7 @@ class LiveSession:
             totals.cost = None
             return
         try:
-            from tokprof.analyses.cost import genai_price, priced_tokens
+            from tokprof.pricing.cost import genai_price, priced_tokens
 
             tokens, whole, _ = priced_tokens(usage, usage.prompt)
             totals.cost += float(genai_price(call.model, tokens, whole, call.day)[2]["total"])

@@ -91,6 +91,7 @@ class Telemetry:
 
 
 def _profile(trace: Trace, model: str | None) -> Profile:
-    from tokprof.api import profile
+    from tokprof.runs.options import Options
+    from tokprof.runs.profile import profile
 
-    return profile(trace, model)
+    return profile(trace, Options(model=model))

@@ -19,11 +19,11 @@ import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.attribution.attributor import Attributor
 from tokprof.attribution.buckets import BUCKETS, WARNINGS
-from tokprof.base.collector import frozen
+from tokprof.base.gc_freeze import frozen
 from tokprof.base.files import encoded, write_atomic
 from tokprof.attribution.tool_results import ResultTracker, ToolResultCosts
 from tokprof.attribution.catalogue import CatalogueSummary
-from tokprof.base.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
+from tokprof.pricing.billing import CacheSummary, CallCache, CallCost, CostSummary, cache_loss, summarise
 from tokprof.base.jsontext import object_chunks
 from tokprof.attribution.estimates import BAND, UNRECORDED, Continuations, Counted, attribute
 from tokprof.attribution.facts import PassFacts, PromptTracker
@@ -72,7 +72,7 @@ class CallRow:
     #: The roles of the messages this call's prompt adds to the previous call of its thread (None when it
     #: is the thread's first call or does not continue the previous one: a rewrite, a compaction).
     added: list[str] | None = None
-    cost: CallCost | None = None  # what the call cost (tokprof.analyses.cost), when it was priced
+    cost: CallCost | None = None  # what the call cost (tokprof.pricing.cost), when it was priced
     cache: CallCache | None = None  # what a prefix cache could reuse (tokprof.analyses.prefix_cache)
 
     @property
@@ -906,7 +906,7 @@ def profile_calls(
     each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
     of each thread and key that a later call is compared with, and a small record per call. Returns
     the profile and the trace of the light calls, which the analyses take
-    (:func:`tokprof.analyses.finish.attach_analyses`). ``settle``: the model the rows are made with
+    (:func:`tokprof.analyses.standard.attach_analyses`). ``settle``: the model the rows are made with
     (its exactness, its description), called once the stream is done, where the model was chosen
     before every call was seen; it must count as ``model`` does, which the pass used."""
     light: list[Call] = []

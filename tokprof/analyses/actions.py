@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
-from tokprof.base.billing import CacheSummary
+from tokprof.pricing.billing import CacheSummary
 from tokprof.profiling import Action, Profile
 from tokprof.trace import Trace
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import tokprof.base.bounded as bounded
 from tokprof.version import __version__
 from tokprof.analyses.cache_loss import miss_cost
-from tokprof.analyses.mcp_budgets import ServerResult, evaluate_servers
+from tokprof.mcp.budgets import ServerResult, evaluate_servers
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import CatalogueSummary
 from tokprof.transforms.config import (

@@ -17,7 +17,7 @@ would have served, less what the call read (``reported_read``), at most what it 
 
 A ``below-prediction`` call's lost tokens are measured the same way, but no rule says why the provider
 did not read them (an entry evicted early, breakpoints elsewhere, another server): the summary tells
-them apart as unknown (:data:`tokprof.base.billing.UNEXPLAINED`), never in what keeping the cache
+them apart as unknown (:data:`tokprof.pricing.billing.UNEXPLAINED`), never in what keeping the cache
 would have saved.
 
 They cost what the call paid for them (first its cache writes at its write price, then uncached input
@@ -33,9 +33,9 @@ from __future__ import annotations
 import dataclasses
 from datetime import date
 
-from tokprof.analyses.cost import genai_price
+from tokprof.pricing.cost import genai_price
 from tokprof.analyses.prefix_cache import ANTHROPIC
-from tokprof.base.billing import CallCache, CallCost, PricedTokens
+from tokprof.pricing.billing import CallCache, CallCost, PricedTokens
 from tokprof.profiling import CallRow, Profile
 
 #: The reasons whose expected read is what the previous call cached (module doc).

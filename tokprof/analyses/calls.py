@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 
 from tokprof.attribution.buckets import BUCKETS
-from tokprof.base.billing import CallCost
+from tokprof.pricing.billing import CallCost
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile, missing_buckets, recorded
 from tokprof.trace import Call, Trace, as_list
@@ -70,7 +70,7 @@ class CallRecord:
     cost_total: float | None
     context_window: int | None
     window_fill: float | None  # the prompt's share of the context window
-    cache_miss: str | None  # a code of tokprof.base.billing.MISS_CODES
+    cache_miss: str | None  # a code of tokprof.pricing.billing.MISS_CODES
     cache_miss_detail: str | None
     project: str | None  # the working directory the log records
     git_branch: str | None

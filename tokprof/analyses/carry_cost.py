@@ -2,7 +2,7 @@
 
 A result resent by a call that continues the previous call of its thread sits in the part of the
 prompt that call already sent (its first ``n`` tokens, ``n`` the previous prompt's). A call's prompt
-is billed in stretches, as its cost spreads over the buckets (:func:`tokprof.analyses.cost.bucket_costs`):
+is billed in stretches, as its cost spreads over the buckets (:func:`tokprof.pricing.cost.bucket_costs`):
 its first tokens at the cache-read rate, the next at the cache-write rate, the rest at the input
 rate. The dollars of the tool results in that first part, over their tokens, are the rate the call
 paid for each token it resent: a cache read, mostly, and a write after the cache expired. A call that
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from tokprof.analyses.cost import prefix_buckets, thread_previous
+from tokprof.pricing.cost import prefix_buckets, thread_previous
 from tokprof.attribution.tool_results import ToolResultCosts
-from tokprof.base.billing import money
+from tokprof.pricing.billing import money
 from tokprof.profiling import CallRow, Profile
 
 RESULTS = "tool_results"

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Union
 
 from tokprof.analyses.calls import CallRecord, Stamp, call_records
-from tokprof.analyses.cost import UserPrice
-from tokprof.analyses.finish import attach_analyses
+from tokprof.pricing.cost import UserPrice
+from tokprof.analyses.standard import attach_analyses
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
 from tokprof.attribution.attributor import RenderError
 from tokprof.base.errors import InputError, TokprofError

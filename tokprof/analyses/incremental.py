@@ -62,7 +62,7 @@ def _hash(path: str) -> str:
 def options_key(options: SessionOptions) -> str:
     """What the run's options and code are, as a hash: another model, prices or stamp, another tokprof
     or genai-prices (other counting, other rates) profiles every file again."""
-    from tokprof.analyses.cost import genai_version
+    from tokprof.pricing.cost import genai_version
 
     code = f"tokprof {__version__}, genai-prices {genai_version()}"
     return hashlib.sha256(f"{options!r} {code}".encode()).hexdigest()

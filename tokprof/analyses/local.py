@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from tokprof.analyses.periods import SessionSpend
-from tokprof.analyses.spend import CallSpend, call_spends, dollars_of
+from tokprof.pricing.spend import CallSpend, call_spends, dollars_of
 from tokprof.base.errors import TokprofError
 from tokprof.formats.discovery import SessionFile, local_session_files
 from tokprof.trace import Trace
@@ -78,7 +78,7 @@ def project_of(trace: Trace, folder: str) -> str:
 
 def session_row(found: SessionFile) -> LocalSession:
     """A session file's row: read whole, its calls' spend worked out (an unreadable file: its error)."""
-    from tokprof.analyses.cost import usage_not_recorded
+    from tokprof.pricing.cost import usage_not_recorded
     from tokprof.formats import read_trace
 
     try:

@@ -1,6 +1,6 @@
 """What ``tokprof sessions`` remembers of each session file between runs, so that a listing (or its
 spend by period) of thousands of sessions reads only the files that are new or changed: each file's
-row and its calls' spend (:mod:`tokprof.analyses.spend`), under its size and modification time, and
+row and its calls' spend (:mod:`tokprof.pricing.spend`), under its size and modification time, and
 the tokprof and genai-prices versions (another version reads every file again: other prices).
 
 The front end keeps the entries in the state folder; an entry that is not what this module wrote
@@ -16,13 +16,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tokprof.analyses.local import LocalSession, newest_first, session_row
-from tokprof.analyses.spend import CallSpend
+from tokprof.pricing.spend import CallSpend
 
 VERSION = 3  # 2: usage_not_recorded; 3: recorded
 
 
 def code_key() -> str:
-    from tokprof.analyses.cost import genai_version
+    from tokprof.pricing.cost import genai_version
     from tokprof.version import __version__
 
     return f"{VERSION}; tokprof {__version__}; genai-prices {genai_version()}"

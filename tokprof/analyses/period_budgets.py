@@ -1,6 +1,6 @@
 """Budgets on spend per period (``tokprof check``): the costliest day's, project's and session's spend
 (``cost_per_day``, ``cost_per_project``, ``cost_per_session``; in ``[budgets]`` also written
-``max_cost_per_day = "$20"``), from the calls' reported usage and prices (:mod:`tokprof.analyses.spend`),
+``max_cost_per_day = "$20"``), from the calls' reported usage and prices (:mod:`tokprof.pricing.spend`),
 over one log or a directory of sessions.
 
 Days are UTC days (a check gives the same answer on every machine). A metric's value is its
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import timezone
 
 from tokprof.analyses.periods import SessionSpend, key_of
-from tokprof.analyses.spend import dollars_of
+from tokprof.pricing.spend import dollars_of
 
 #: Metric -> the dimension it groups the calls by, and what a group is called.
 PERIOD_METRICS = {
@@ -94,7 +94,7 @@ def log_spends(path: str, input_format: str | None = None) -> list[SessionSpend]
     read is left out: the check says so in a note)."""
     import os
 
-    from tokprof.analyses.spend import call_spends
+    from tokprof.pricing.spend import call_spends
     from tokprof.formats import read_trace
 
     if os.path.isdir(path):

@@ -1,5 +1,5 @@
 """The sessions on this machine added up by day, week, month, project, agent or model (``tokprof
-sessions --by``), from each call's reported usage (:mod:`tokprof.analyses.spend`).
+sessions --by``), from each call's reported usage (:mod:`tokprof.pricing.spend`).
 
 A call falls in the day, ISO week and month of its time in the time zone asked for (the machine's
 unless ``--tz``); a call whose log gives no time is in ``unknown``, and with ``--since``/``--until`` it
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 
-from tokprof.analyses.spend import CallSpend, dollars_of
+from tokprof.pricing.spend import CallSpend, dollars_of
 from tokprof.base.errors import TokprofError
 
 DIMENSIONS = ("day", "week", "month", "project", "agent", "model")

@@ -31,8 +31,8 @@ import re
 from datetime import datetime
 from typing import Callable, Sequence
 
-from tokprof.analyses.cost import FIXED_FIRST, find_model
-from tokprof.base.billing import CallCache
+from tokprof.pricing.cost import FIXED_FIRST, find_model
+from tokprof.pricing.billing import CallCache
 from tokprof.attribution.estimates import UNRECORDED
 from tokprof.profiling import CallRow, Profile
 from tokprof.attribution.facts import PairFacts, PassFacts, prompt_facts

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from tokprof.analyses.actions import cache_actions, combined
 from tokprof.analyses.calls import CallRecord
-from tokprof.base.billing import CacheSummary
+from tokprof.pricing.billing import CacheSummary
 from tokprof.models.base import ModelInfo
 from tokprof.profiling import Action, Profile
 

@@ -26,7 +26,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from tokprof.analyses.calls import FIELDS, call_records
-from tokprof.analyses.cost import genai_price, priced_tokens
+from tokprof.pricing.cost import genai_price, priced_tokens
 from tokprof.formats.otel import MODEL_KEYS
 from tokprof.formats.otlp import Item
 from tokprof.profiling import Profile

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tokprof.version import __version__
-from tokprof.analyses.cost import UserPrice, attach_cost
+from tokprof.pricing.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
 from tokprof.analyses.retention import Fact, FactRetention, carries, first_calls, retention
 from tokprof.attribution.attributor import Attributor, RenderError
-from tokprof.base.billing import DIGITS, CallCost, CostSummary, money
+from tokprof.pricing.billing import DIGITS, CallCost, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens

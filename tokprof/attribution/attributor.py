@@ -65,9 +65,9 @@ from typing import Sequence, cast
 import numpy as np
 
 from tokprof.models.base import ChatModel
-from tokprof.attribution.recent import MISSING, Recent
+from tokprof.attribution.recent_cache import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
-from tokprof.attribution.fresh import windowed_boundaries
+from tokprof.attribution.window_starts import windowed_boundaries
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.base.jsontext import same_json
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
@@ -183,7 +183,7 @@ class _Prepared:
 #: 77 ms built up, 300 messages 222 ms against 156 ms, 600 messages 1.1 s against 0.3 s).
 BUILD_MIN = 200
 #: A prompt of at least this many messages that extends no remembered call has its message starts
-#: found from windows (:meth:`Attributor._fresh`), where the checks of :mod:`tokprof.attribution.fresh`
+#: found from windows (:meth:`Attributor._fresh`), where the checks of :mod:`tokprof.attribution.window_starts`
 #: allow it; else it is built up or rendered the rule's way.
 FRESH_MIN = 48
 #: The most messages one step of that build-up adds (well under :data:`tokprof.attribution.splice.NEW_MAX`).
@@ -642,7 +642,7 @@ class Attributor:
 
     def _fresh(self, call: Call) -> CallBuckets | None:
         """A long prompt that extends no call this attributor remembers, its message starts found
-        from windows of its messages (:mod:`tokprof.attribution.fresh`, where checks allow it), so
+        from windows of its messages (:mod:`tokprof.attribution.window_starts`, where checks allow it), so
         that it is rendered a few times whole and once per message in a short window, not once per
         message's prefix; None when it is short, extends a remembered call, or the checks fail."""
         n = len(call.messages)

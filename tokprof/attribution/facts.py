@@ -54,7 +54,7 @@ def _system_at(before: Sequence[dict], after: Sequence[dict], k: int) -> bool:
 
 
 def changed_part(before: Call, call: Call, k: int, tools_changed: bool) -> str:
-    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.base.billing.CHANGED_PARTS`)."""
+    """Which part of the prompt a ``prefix-changed`` call changed (:data:`tokprof.pricing.billing.CHANGED_PARTS`)."""
     if tools_changed:
         return "tools"
     if call.kind == "compaction" or before.kind == "compaction":

@@ -1,6 +1,6 @@
 """Stand-in values for what is known of a prompt's prefix renders (the render of its first k messages, and the
 probe of message k: message k-1 followed by a stand-in), shared by the attributor, windows
-(:mod:`tokprof.attribution.fresh`) and splicing: a render not made yet, a render that failed, a probe that
+(:mod:`tokprof.attribution.window_starts`) and splicing: a render not made yet, a render that failed, a probe that
 failed, and a message that starts nowhere."""
 
 from __future__ import annotations

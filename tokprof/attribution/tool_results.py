@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof.base.recall import Recall
+from tokprof.base.identity_cache import Recall
 
 #: How many single results a profile keeps, by carry cost.
 TOP = 10

@@ -92,7 +92,7 @@ from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, parse_time
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.base.text import visible
 from tokprof.trace import Call, PromptView, Trace, Usage, extended
 

@@ -104,7 +104,7 @@ from tokprof.formats.locations import Location
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, parse_day, parse_time
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "codex"

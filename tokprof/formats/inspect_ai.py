@@ -112,7 +112,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.formats.zipmember import json_member
 from tokprof.trace import Call, Trace, Usage
 

@@ -91,7 +91,7 @@ from tokprof.formats.neutral import (
     parse_day,
     parse_time,
 )
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openai-responses"

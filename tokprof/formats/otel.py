@@ -78,7 +78,7 @@ from tokprof.formats.neutral import (
     check_tools,
     parse_time,
 )
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "otel"

@@ -47,9 +47,32 @@ MODULES = (
 
 
 @cache
-def formats() -> tuple[LogFormat, ...]:
-    """Every format's declaration, in detection order."""
+def shipped() -> tuple[LogFormat, ...]:
+    """The declarations of the formats tokprof ships, in detection order."""
     return tuple(importlib.import_module(module).LOG_FORMAT for module in MODULES)
+
+
+#: Formats added by :func:`add_format` in this process (another package's reader, or a test's).
+_ADDED: list[LogFormat] = []
+
+
+def add_format(declared: LogFormat) -> None:
+    """Add a format declared outside the package (or replace the one added under its name): detection
+    tries it before the shipped ones, which are more general (a JSONL of chat requests is also many
+    an agent's)."""
+    if any(f.name == declared.name for f in shipped()):
+        raise ValueError(f"a format named {declared.name!r} ships with tokprof")
+    _ADDED[:] = [f for f in _ADDED if f.name != declared.name] + [declared]
+
+
+def remove_format(name: str) -> None:
+    """Remove a format :func:`add_format` added."""
+    _ADDED[:] = [f for f in _ADDED if f.name != name]
+
+
+def formats() -> tuple[LogFormat, ...]:
+    """Every format's declaration, in detection order: the added ones, then the shipped ones."""
+    return (*_ADDED, *shipped())
 
 
 def names() -> tuple[str, ...]:
@@ -95,3 +118,41 @@ def locations() -> list[Location]:
 def agents() -> tuple[str, ...]:
     """The agents ``tokprof sessions --agent`` takes (an agent may have several folders)."""
     return tuple(dict.fromkeys(row.agent for row in locations()))
+
+
+def _folders(location: Location) -> list[str]:
+    """A location's sessions folders as the docs show them: below the home directory, globs kept."""
+    if location.default:
+        return [f"~/{location.default}"]
+    found = []
+    for pattern in location.patterns:
+        parts = pattern.split("/")[:-1]
+        while parts and "*" in parts[-1]:
+            parts.pop()
+        found.append("/".join(["~", *parts]))
+    return found
+
+
+def _cell(text: str) -> str:
+    """Text in a Markdown table cell, shown as written (``<id>``, ``*`` and ``|`` kept from markup)."""
+    if text.startswith("`"):
+        return text
+    return text.replace("|", "\\|").replace("*", "\\*").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def docs_table() -> str:
+    """The formats as docs/formats.md lists them (tests/test_plugins.py checks the docs hold it): each
+    format's name, what its log is, what the log records and where its agent keeps it, from the
+    declarations alone, in the order messages list them."""
+    rows = [
+        "| `--input-format` | kind | what | what it records | where (Linux, macOS, Windows; `$VAR` moves it) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name in listed():
+        found = by_name(name)
+        folders = dict.fromkeys(f"`{folder}`" for row in found.locations for folder in _folders(row))
+        moved = dict.fromkeys(f"`${row.env}`" for row in found.locations if row.env)
+        where = ", ".join(folders) + (f" ({', '.join(moved)})" if moved else "") if folders else "a file you name"
+        cells = (f"`{name}`", found.kind, found.description, found.records_what or "see below", where)
+        rows.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(rows) + "\n"

@@ -55,7 +55,7 @@ from tokprof.formats.jsonfile import Document
 from tokprof.formats.reader import whole_read_format
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_content, check_count, check_text, check_tool_calls
-from tokprof.formats.sharing import SharedPrompts
+from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.trace import Call, PromptView, Trace
 
 FORMAT = "swe-agent"

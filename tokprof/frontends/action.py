@@ -25,7 +25,9 @@ def _input(name: str) -> str | None:
 
 
 def main() -> int:
-    import tokprof
+    from tokprof.runs.check import run_check
+    from tokprof.runs.options import Options
+    from tokprof.runs.reports import render_report
     from tokprof.frontends import github
     from tokprof.base.text import no_workflow_commands, shorten, visible
 
@@ -33,21 +35,15 @@ def main() -> int:
     try:
         if log is None and tools is None:
             raise TokprofError("the action needs a log or tools input")
-        run = tokprof.run_check(
-            log,
-            tools=tools,
-            system=_input("SYSTEM"),
-            config=_input("CONFIG"),
-            baseline=_input("BASELINE"),
-            model=_input("MODEL"),
-        )
+        options = Options(model=_input("MODEL"), tools=tools, system=_input("SYSTEM"))
+        run = run_check(log, options, config=_input("CONFIG"), baseline=_input("BASELINE"))
     except TokprofError as exc:
         print(f"tokprof: error: {shorten(visible(str(exc)), 1200)}", file=sys.stderr)
         print(f"::error title=tokprof check::{_annotation(str(exc))}")
         github.set_outputs({"status": "error", "exit-code": "2"})
         return 2
     result = run.result
-    sys.stdout.write(no_workflow_commands(tokprof.render_report(result, "table", width=120)))
+    sys.stdout.write(no_workflow_commands(render_report(result, "table", width=120)))
     github.report(result)
     github.set_outputs(github.outputs(result))
     if (_input("COMMENT") or "").lower() == "true":
@@ -64,7 +60,9 @@ def _annotation(text: str) -> str:
 def _diff_section(run, log: str | None) -> str:
     """``tokprof diff`` of the run to compare with (``compare``, else the baseline) and the log, as
     Markdown; empty without a log or anything to compare with, or with a line saying why it failed."""
-    import tokprof
+    from tokprof.runs.diff import diff
+    from tokprof.runs.options import Options
+    from tokprof.runs.reports import render_report
     from tokprof.base.text import visible
 
     if log is None:
@@ -72,21 +70,21 @@ def _diff_section(run, log: str | None) -> str:
     compare = _input("COMPARE")
     try:
         if compare is not None:
-            found = tokprof.diff(compare, log, _input("MODEL"))
+            found = diff(compare, log, Options(model=_input("MODEL")))
         elif run.baseline and os.path.isfile(run.baseline):
-            found = tokprof.diff(run.baseline, run)
+            found = diff(run.baseline, run)
         else:
             return ""
     except TokprofError as exc:
         print(f"tokprof: no diff in the comment: {visible(str(exc))}")
         return ""
-    return tokprof.render_report(found, "markdown")
+    return render_report(found, "markdown")
 
 
 def _comment(result, extra: str = "") -> None:
     """One comment on the pull request, made or updated; skipped, with a line saying why, without a
     token or outside a pull request; a failed request is a warning, never the check's failure."""
-    import tokprof
+    from tokprof.runs.reports import render_report
     from tokprof.frontends import github
 
     token = _input("GITHUB_TOKEN")
@@ -98,7 +96,7 @@ def _comment(result, extra: str = "") -> None:
     if number is None or not repository:
         print("tokprof: no pull-request comment: this run is not for a pull request")
         return
-    body = tokprof.render_report(result, "markdown") + ("\n" + extra if extra else "")
+    body = render_report(result, "markdown") + ("\n" + extra if extra else "")
     try:
         done = github.upsert_comment(
             body, token, repository, number, os.environ.get("GITHUB_API_URL", "https://api.github.com")

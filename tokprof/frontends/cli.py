@@ -8,6 +8,7 @@ traceback; the pipeline is imported only when a command runs, so that ``--help``
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 import os
 import re
 import sys
@@ -37,7 +38,8 @@ from tokprof.frontends.cli_common import (
 from tokprof.base.errors import TokprofError
 
 if TYPE_CHECKING:
-    from tokprof import Profile
+    from tokprof.profiling import Profile
+    from tokprof.runs.options import Options
 
 #: Usage errors of the click that typer runs on (typer vendors it in recent releases).
 _CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
@@ -46,9 +48,9 @@ _CLICK_ERRORS: tuple[type[Exception], ...] = tuple(
 
 
 def _input_formats() -> tuple[str, ...]:
-    import tokprof
+    from tokprof.names import log_formats
 
-    return tokprof.log_formats()
+    return log_formats()
 
 
 LOG_HELP = (
@@ -204,9 +206,9 @@ def _not_standard_input(path: Optional[str]) -> None:
 
 def _saved_profile(path: str) -> Optional["Profile"]:
     """The saved profile at ``path``, or None when the file is not one (a log)."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.profile import saved_profile
 
-    return api.saved_profile(path)
+    return saved_profile(path)
 
 
 def _only_for_logs(path: str, **given: object) -> None:
@@ -222,55 +224,58 @@ def _only_for_logs(path: str, **given: object) -> None:
 
 def _user_prices(price: Optional[list[str]], settings=None) -> dict:
     """The user's rates by model name: the configuration's ``prices``, then ``--price`` over them."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.check import load_config
+    from tokprof.runs.profile import configured_prices
 
-    return api.configured_prices(settings if settings is not None else api.load_config(), price or ())
+    return configured_prices(settings if settings is not None else load_config(), price or ())
 
 
-def _profile_of(
-    log: str,
-    *,
-    model: Optional[str],
-    input_format: Optional[str],
-    tools: Optional[str],
-    system: Optional[str],
-    chat_template: Optional[str],
-    no_progress: bool,
-    default_model: Optional[str] = None,
-    default_template: Optional[str] = None,
-    price: Optional[list[str]] = None,
-    settings=None,
-    advice: bool = True,
-) -> "Profile":
-    """The profile of a log, or a saved profile as it is. ``default_model`` and ``default_template``
-    (a configuration's) apply to a log when the options name none; ``price`` and the configuration's
-    prices set the user's rates."""
-    import tokprof as api  # the public facade: the CLI is its client
+def _run_options(
+    model: Optional[str] = None,
+    input_format: Optional[str] = None,
+    tools: Optional[str] = None,
+    system: Optional[str] = None,
+    chat_template: Optional[str] = None,
+    no_progress: bool = True,
+) -> "Options":
+    """The one :class:`Options` a command runs with, from the flags that read, count and show a log
+    (the prices are added where the command prices)."""
+    from tokprof.runs.options import Options
+
+    return Options(
+        model=model,
+        input_format=input_format,
+        tools=tools,
+        system=Path(system) if system else None,
+        chat_template=chat_template,
+        progress=not no_progress,
+    )
+
+
+def _profile_of(log: str, run: "Options", price: Optional[list[str]] = None, settings=None) -> "Profile":
+    """The profile of a log with the command's options (and ``price`` and the configuration's prices
+    as the user's rates, what to change too), or a saved profile as it is."""
+    from tokprof.runs.profile import profile
 
     _not_standard_input(log)
     saved = _saved_profile(log)
     if saved is not None:
-        _only_for_logs(
-            log,
-            model=model,
-            input_format=input_format,
-            tools=tools,
-            system=system,
-            chat_template=chat_template,
-            price=price,
-        )
+        _only_for_logs(log, **_log_options(run), price=price)
         return saved
-    return api.profile(
-        log,
-        model or default_model,
-        input_format=input_format,
-        tools=tools,
-        system=Path(system) if system else None,
-        chat_template=chat_template or default_template,
-        progress=not no_progress,
-        prices=_user_prices(price, settings),
-        advice=advice,
+    return profile(log, replace(run, prices=_user_prices(price, settings), advice=True))
+
+
+def _paths(run: "Options") -> tuple[Optional[str], ...]:
+    """The files ``run`` reads (tools, system prompt, chat template), which no output may replace."""
+    return tuple(
+        os.fspath(p) if isinstance(p, (str, os.PathLike)) else None for p in (run.tools, run.system, run.chat_template)
     )
+
+
+def _log_options(run: "Options") -> dict[str, object]:
+    """The options that read a log, by flag name (what a saved profile refuses)."""
+    names = ("model", "input_format", "tools", "system", "chat_template")
+    return {name: getattr(run, name) for name in names}
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -399,12 +404,15 @@ def profile(
     Every call's prompt split into system, tool definitions, tool results and conversation, the billed
     input over the run, and the tool catalogue's cost.
     """
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.check import load_config
+    from tokprof.runs.sessions import find_session, recordings, session_in_folder
 
     options = _options(fmt, output, window, fill_lines)
-    settings = api.load_config(config) if config is not None else None
+    settings = load_config(config) if config is not None else None
+    run = _run_options(model, input_format, tools, system, chat_template, no_progress)
     if log is None and (latest or session is not None):
         log, input_format = _picked(session, latest, agent, input_format)
+        run = replace(run, input_format=input_format)
         session = agent = None
     elif log is None:
         return _local(agent, fmt, output, options)
@@ -412,33 +420,18 @@ def profile(
         raise TokprofError("--latest picks the newest session on this machine: give no LOG")
     else:
         log, input_format = _named(log, input_format)
+        run = replace(run, input_format=input_format)
     if agent is not None:
         raise TokprofError("--agent picks the sessions listed when no LOG is given")
-    log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
-    recorded = api.recordings(log)
+    log = session_in_folder(log) or log  # a Cline-family task folder is one session
+    recorded = recordings(log)
     if recorded:  # a folder of tokprof record's recordings: one of them, profiled whole
         log = _recording(log, recorded, session)
     elif os.path.isdir(log) or (log.endswith("/") and "://" in log):  # a folder, or a URL prefix (s3://bucket/logs/)
         if session is None:
             team = _team_options(by, since, until, with_text, machine, user, incremental)
-            return _sessions(
-                log,
-                fmt,
-                output,
-                options,
-                model,
-                input_format,
-                tools,
-                system,
-                chat_template,
-                no_progress,
-                html,
-                jobs,
-                price,
-                team,
-                settings,
-            )
-        log = api.find_session(log, session)
+            return _sessions(log, fmt, output, options, replace(run, jobs=jobs), html, price, team, settings)
+        log = find_session(log, session)
     elif session is not None:
         raise TokprofError(f"{log}: --session picks a session in a directory, and this is a file")
     if fmt == "parquet" or by or since or until or machine or user or with_text or incremental:
@@ -446,19 +439,7 @@ def profile(
             f"{log}: -f parquet, --by, --since, --until, --machine, --user, --with-text and --incremental are for "
             "a directory of sessions"
         )
-    result = _profile_of(
-        log,
-        model=model,
-        input_format=input_format,
-        tools=tools,
-        system=system,
-        chat_template=chat_template,
-        no_progress=no_progress,
-        price=price,
-        settings=settings,
-    )
-    from dataclasses import replace
-
+    result = _profile_of(log, run, price, settings)
     options = replace(options, calls=_calls(calls, len(result.calls)))
     outputs: "list[tuple[Optional[str], str | Iterable[str]]]" = [(output, _profile_text(result, fmt, options, output))]
     _write([*outputs, *_html_output(html, result, options)], (log, tools, system, chat_template))
@@ -528,7 +509,7 @@ def _local(
     until: Optional[str] = None,
     tz: Optional[str] = None,
 ) -> int:
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.sessions import session_periods
 
     kind = "periods" if by else "local"
     if fmt not in formats_for(kind):
@@ -538,7 +519,7 @@ def _local(
 
     sessions = machine_sessions(agent)  # a file that did not change since the last listing is not read
     if by or since or until:
-        result = api.session_periods(sessions, by or [], tz=tz, since=since, until=until)
+        result = session_periods(sessions, by or [], tz=tz, since=since, until=until)
         if not by:  # a time range alone: the sessions with a call in it
             sessions = [row for row in sessions if any(_within(c.time, result) for c in row.spends)]
     if by:
@@ -610,26 +591,14 @@ def sessions(
     return _local(agent, fmt, output, _options(fmt, output), by, since, until, tz)
 
 
-def _sessions(
-    directory,
-    fmt,
-    output,
-    options,
-    model,
-    input_format,
-    tools,
-    system,
-    chat_template,
-    no_progress,
-    html,
-    jobs,
-    price=None,
-    team=None,
-    settings=None,
-) -> int:
-    import tokprof as api  # the public facade: the CLI is its client
+def _sessions(directory, fmt, output, options, run: "Options", html, price=None, team=None, settings=None) -> int:
+    """A directory's report (``run``: the command's options, its ``jobs`` too), or its tables in a folder."""
 
-    team, machine, user, incremental = team or (api.TeamOptions(), None, None, False)
+    from tokprof.render.tables import TeamOptions
+    from tokprof.runs.reports import incremental_state, report_tables
+    from tokprof.runs.sessions import profile_directory
+
+    team, machine, user, incremental = team or (TeamOptions(), None, None, False)
     if html:
         raise TokprofError(f"{directory}: --html needs one session: add --session ID")
     if fmt not in formats_for("sessions") + ["parquet"]:
@@ -652,36 +621,26 @@ def _sessions(
         raise TokprofError(
             f"{directory}: --incremental keeps its state beside the tables: give -f parquet (or csv) and -o FOLDER/"
         )
-    state = api.incremental_state(output) if incremental else None
+    state = incremental_state(output) if incremental else None
     records = folder or bool(team.by) or team.filtered
-    report = api.profile_directory(
-        directory,
-        model,
-        input_format=input_format,
-        tools=tools,
-        system=Path(system) if system else None,
-        chat_template=chat_template,
-        progress=not no_progress,
-        jobs=jobs,
-        prices=_user_prices(price, settings),
-        records=records,
-        with_text=team.with_text,
-        machine=machine,
-        user=user,
-        state=state,
+    prices = _user_prices(price, settings)
+    run = replace(
+        run, prices=prices, records=records, with_text=team.with_text, machine=machine, user=user, state=state
     )
+    report = profile_directory(directory, run)
+    inputs = (directory, *_paths(run))
     if folder:
-        files = api.report_tables(report, fmt, output, team=team, state=state)
-        _write_bytes(files, (directory, tools, system, chat_template))
+        files = report_tables(report, fmt, output, team=team, state=state)
+        _write_bytes(files, inputs)
         return EXIT_OK
-    _write([(output, _render(report, fmt, options, team))], (directory, tools, system, chat_template))
+    _write([(output, _render(report, fmt, options, team))], inputs)
     return EXIT_OK
 
 
 def _team_options(by, since, until, with_text, machine, user, incremental=False):
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.render.tables import TeamOptions
 
-    team = api.TeamOptions.parse(by or [], since, until, with_text)
+    team = TeamOptions.parse(by or [], since, until, with_text)
     return team, machine, user, incremental
 
 
@@ -738,16 +697,7 @@ def report(
     if agent is not None:
         raise TokprofError("--agent picks the sessions of --all")
     options = _options("html", output, window, fill_lines)
-    result = _profile_of(
-        log,
-        model=model,
-        input_format=input_format,
-        tools=tools,
-        system=system,
-        chat_template=chat_template,
-        no_progress=no_progress,
-        price=price,
-    )
+    result = _profile_of(log, _run_options(model, input_format, tools, system, chat_template, no_progress), price)
     _write([(output, _render(result, "html", options))], (log, tools, system, chat_template))
     print(f"tokprof: wrote {output}", file=sys.stderr)
     return EXIT_OK
@@ -763,7 +713,8 @@ def _site(
     no_progress: bool,
 ) -> int:
     """``tokprof report DIR -o site/`` (or ``--all``): the dashboard's pages, each written as it is made."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.options import Options
+    from tokprof.runs.site import report_site
     from tokprof.base.outputs import write_files
 
     if os.path.exists(output) and not os.path.isdir(output):
@@ -773,19 +724,18 @@ def _site(
     def write(name: str, html: str) -> None:
         write_files([(os.path.join(output, name), html.encode("utf-8"))], protected)
 
-    count = api.report_site(
-        directory, write, model, agent=agent, prices=_user_prices(price), window=window, progress=not no_progress
-    )
+    run = Options(model=model, prices=_user_prices(price), progress=not no_progress)
+    count = report_site(directory, write, run, agent=agent, window=window)
     print(f"tokprof: wrote {os.path.join(output, 'index.html')} and {count} session page(s)", file=sys.stderr)
     return EXIT_OK
 
 
 def _policy_help() -> str:
-    import tokprof
+    from tokprof.names import policy_names
 
     return (
-        f"A context policy to replay the log under, repeatable: {', '.join(tokprof.policy_names())}. Default: "
-        f"whatif in [tool.tokprof] or tokprof.toml, else {', '.join(tokprof.policy_names(default=True))}. full is "
+        f"A context policy to replay the log under, repeatable: {', '.join(policy_names())}. Default: "
+        f"whatif in [tool.tokprof] or tokprof.toml, else {', '.join(policy_names(default=True))}. full is "
         "always shown first."
     )
 
@@ -873,12 +823,14 @@ def whatif(
     carries. Per policy: billed input, its saving against full, the largest prompt, the calls over the
     context window, the billed input per bucket, and the prompt tokens a prefix cache could reuse.
     """
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.check import load_config
+    from tokprof.runs.sessions import session_in_folder
+    from tokprof.runs.whatif import whatif
 
     _not_standard_input(log)
     if window is not None and window <= 0:
         raise TokprofError(f"--window: expected a positive number of tokens, found {window}")
-    log = api.session_in_folder(log) or log  # a Cline-family task folder is one session
+    log = session_in_folder(log) or log  # a Cline-family task folder is one session
     if os.path.isdir(log):
         raise TokprofError(f"{log}: whatif replays one log: give a session file (tokprof profile DIR lists them)")
     if _is_saved_profile(log):
@@ -886,24 +838,15 @@ def whatif(
     if suggest_facts:
         return _suggested_facts(log, input_format, fmt, output)
     policies = list(policy) if policy else None
-    settings = api.load_config(config)
+    settings = load_config(config)
     if policies is None:
         policies = list(settings.whatif) if settings.whatif else None
     options = dataclasses.replace(_options(fmt, output), cost_parts=cost_parts)
-    result = api.whatif(
-        log,
-        policies,
-        model,
-        input_format=input_format,
-        tools=tools,
-        system=Path(system) if system else None,
-        chat_template=chat_template,
-        window=window,
-        progress=not no_progress,
+    run = replace(
+        _run_options(model, input_format, tools, system, chat_template, no_progress),
         prices=_user_prices(price, settings),
-        facts=list(fact or []),
-        facts_file=facts_file,
     )
+    result = whatif(log, policies, run, window=window, facts=list(fact or []), facts_file=facts_file)
     outputs = [(output, _render(result, fmt, options))]
     _write(outputs + _html_output(html, result, options), (log, tools, system, chat_template, facts_file))
     return EXIT_OK
@@ -913,10 +856,10 @@ def _suggested_facts(log: str, input_format: Optional[str], fmt: str, output: Op
     """--suggest-facts: candidates, labelled as suggestions (JSON: a list of strings)."""
     import json
 
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.whatif import suggest_facts
     from tokprof.base.text import visible
 
-    found = api.suggest_facts(log, input_format=input_format)
+    found = suggest_facts(log, _run_options(input_format=input_format))
     if fmt == "json":
         text = json.dumps({"suggested_facts": found}, indent=2, ensure_ascii=False) + "\n"
     else:
@@ -945,9 +888,9 @@ def _profile_text(result: "Profile", fmt: str, options: RenderOptions, output: O
 
 
 def _is_saved_profile(path: str) -> bool:
-    import tokprof
+    from tokprof.profiling import Profile
 
-    return tokprof.Profile.sniff(path)
+    return Profile.sniff(path)
 
 
 def _log_or_tools(command: str, log: Optional[str], tools_file: Optional[str], system: Optional[str]) -> None:
@@ -995,36 +938,21 @@ def tools(
     The catalogue's cost per request, the scaffolding a template adds for tools, each tool's marginal
     cost, and, from a log, how often each tool was carried and called.
     """
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.analyses.tools import ToolsReport
+    from tokprof.runs.tools import tools_report
 
     _log_or_tools("tools", log, tools_file, system)
     if price and log is None:
         raise TokprofError("tools: --price prices a log's cut list; give a LOG")
     _not_standard_input(log)
     options = _options(fmt, output)
+    run = _run_options(model, input_format, tools_file, system, chat_template, no_progress)
     saved = _saved_profile(log) if log is not None else None
     if saved is not None:
-        _only_for_logs(
-            log or "",
-            model=model,
-            input_format=input_format,
-            tools=tools_file,
-            system=system,
-            chat_template=chat_template,
-            price=price,
-        )
-        result = api.ToolsReport.from_profile(saved)
+        _only_for_logs(log or "", **_log_options(run), price=price)
+        result = ToolsReport.from_profile(saved)
     else:
-        result = api.tools_report(
-            log,
-            tools=tools_file,
-            system=Path(system) if system else None,
-            model=model,
-            input_format=input_format,
-            chat_template=chat_template,
-            progress=not no_progress,
-            prices=_user_prices(price) if log is not None else None,
-        )
+        result = tools_report(log, replace(run, prices=_user_prices(price) if log is not None else None))
     _write([(output, _render(result, fmt, options))], (log, tools_file, system, chat_template))
     return EXIT_OK
 
@@ -1098,36 +1026,18 @@ def check(
     no_progress: NoProgress = False,
 ) -> int:
     """Fail a build when prompt or tool-catalogue tokens go over budget or regress."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.check import load_config, run_check
     from tokprof.frontends import github
 
     _log_or_tools("check", log, tools_file, system)
     _not_standard_input(log)
     options = _options(fmt, output)
-    settings = api.load_config(config)
+    settings = load_config(config)
+    given = _run_options(model, input_format, tools_file, system, chat_template, no_progress)
     if log is not None and _is_saved_profile(log):
-        _only_for_logs(
-            log,
-            model=model,
-            input_format=input_format,
-            tools=tools_file,
-            system=system,
-            chat_template=chat_template,
-            price=price,
-        )
-    run = api.run_check(
-        log,
-        tools=tools_file,
-        system=system,
-        config=settings,
-        baseline=baseline,
-        update_baseline=update_baseline,
-        model=model,
-        chat_template=chat_template,
-        input_format=input_format,
-        progress=not no_progress,
-        prices=_user_prices(price, settings),
-    )
+        _only_for_logs(log, **_log_options(given), price=price)
+    given = replace(given, prices=_user_prices(price, settings))
+    run = run_check(log, given, config=settings, baseline=baseline, update_baseline=update_baseline)
     outputs: list[tuple[Optional[str], str]] = []
     if update_baseline:
         assert run.baseline is not None
@@ -1169,20 +1079,12 @@ def diff(
     cache-miss reason and each part of the cost. For two logs of one conversation, the first call
     whose system prompt, tools or messages differ.
     """
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.diff import diff
 
     for side in (a, b):
         _not_standard_input(side)
-    result = api.diff(
-        a,
-        b,
-        model,
-        input_format=input_format,
-        tools=tools,
-        system=Path(system) if system else None,
-        prices=_user_prices(price),
-        progress=not no_progress,
-    )
+    run = replace(_run_options(model, input_format, tools, system, None, no_progress), prices=_user_prices(price))
+    result = diff(a, b, run)
     _write([(output, _render(result, fmt, _options(fmt, output)))], (a, b, tools, system))
     return EXIT_OK
 
@@ -1254,7 +1156,7 @@ def probe(
     expected shape that is not it), misses, with each probe's prompt tokens. Temperature 0 unless
     --temperature; retries with back-off; the number of requests and tokens is said before sending.
     """
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.whatif import probe
     from tokprof.base.chat_client import is_loopback
 
     _not_standard_input(log)
@@ -1273,13 +1175,13 @@ def probe(
 
     from tokprof.base.text import visible
 
-    result = api.probe(
+    result = probe(
         log,
         question,
         expect,
         endpoint,
         policy or None,
-        model,
+        _run_options(model, input_format),
         trials=trials,
         endpoint_model=endpoint_model,
         api_key=api_key,
@@ -1288,7 +1190,6 @@ def probe(
         max_requests=max_requests,
         dry_run=dry_run,
         announce=announce,
-        input_format=input_format,
     )
     _write([(output, _render(result, fmt, _options(fmt, output)))], (log,))
     return EXIT_OK
@@ -1340,26 +1241,19 @@ def export(
     no_progress: NoProgress = False,
 ) -> int:
     """Per-call spans over OTLP, or metrics for Prometheus, from a directory of sessions."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.runs.reports import prometheus_text, send_spans
+    from tokprof.runs.sessions import profile_directory
 
     if not endpoint and not prometheus:
         raise TokprofError(f"{directory}: give --endpoint URL (OTLP) or --prometheus FILE, or both")
     if not os.path.isdir(directory) and "://" not in directory:
         raise TokprofError(f"{directory}: not a directory of sessions")
-    report = api.profile_directory(
-        directory,
-        model,
-        progress=not no_progress,
-        jobs=jobs,
-        prices=_user_prices(price),
-        records=True,
-        machine=machine,
-        user=user,
-    )
+    run = replace(_run_options(model, no_progress=no_progress), jobs=jobs, prices=_user_prices(price), records=True)
+    report = profile_directory(directory, replace(run, machine=machine, user=user))
     if prometheus:
-        _write([(prometheus, api.prometheus_text(report))], (directory,))
+        _write([(prometheus, prometheus_text(report))], (directory,))
     if endpoint:
-        api.send_spans(report, endpoint)
+        send_spans(report, endpoint)
     return EXIT_OK
 
 

@@ -16,7 +16,7 @@ import typer
 from tokprof.base.errors import TokprofError
 
 if TYPE_CHECKING:
-    from tokprof import TeamOptions
+    from tokprof.render.tables import TeamOptions
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -39,18 +39,18 @@ class RenderOptions:
 
 
 def formats_for(kind: str) -> list[str]:
-    """The formats a kind of result renders in (``tokprof.report_formats``: no pipeline loaded)."""
-    import tokprof
+    """The formats a kind of result renders in (``report_formats``: no pipeline loaded)."""
+    from tokprof.names import report_formats
 
-    return tokprof.report_formats(kind)
+    return report_formats(kind)
 
 
 def model_names() -> str:
     """The shipped models' names (plug-ins' names are not listed: finding them costs a scan of the
     installed packages on every start)."""
-    import tokprof
+    from tokprof.names import registered_models
 
-    return ", ".join(spec.name for spec in tokprof.registered_models())
+    return ", ".join(spec.name for spec in registered_models())
 
 
 MODEL_HELP = (
@@ -177,9 +177,9 @@ def protected_paths(inputs: tuple[Optional[str], ...], replaces: Optional[str] =
         if os.path.isfile(given):
             out.append(os.path.splitext(given)[0])  # Claude Code: SESSION.jsonl, SESSION/subagents/*.jsonl
     try:
-        import tokprof as api  # the public facade: the CLI is its client
+        from tokprof.runs.check import load_config
 
-        found = api.load_config(None)
+        found = load_config(None)
     except Exception:  # a broken configuration is the command's own error, if it reads one
         return out
     baseline = found.resolve(found.baseline)
@@ -190,9 +190,9 @@ def protected_paths(inputs: tuple[Optional[str], ...], replaces: Optional[str] =
 
 def render(result: object, fmt: str, options: RenderOptions, team: Optional["TeamOptions"] = None) -> str:
     """A result in a format, through the public API (what a library user gets from render_report)."""
-    import tokprof
+    from tokprof.runs.reports import render_report
 
-    return tokprof.render_report(
+    return render_report(
         result,
         fmt,
         width=options.width,

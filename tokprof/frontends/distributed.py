@@ -55,16 +55,16 @@ def profile_paths(
     machine: str | None = None,
     user: str | None = None,
 ) -> SessionsReport:
-    """A report of session files, each profiled as a Dask task, exactly as :func:`tokprof.profile_directory`
-    profiles them (``prices`` included): :func:`tokprof.profile_sessions` with Dask's map. ``scheduler`` is
+    """A report of session files, each profiled as a Dask task, exactly as :func:`profile_directory`
+    profiles them (``prices`` included): :func:`profile_sessions` with Dask's map. ``scheduler`` is
     what Dask's ``compute`` takes: "processes" or "threads" locally, or a ``distributed.Client``; ``root``
     is the folder rows' paths are shown relative to."""
-    import tokprof
+    from tokprof.runs.options import Options
+    from tokprof.runs.sessions import profile_sessions
 
     mapper = dask_map(scheduler)
-    return tokprof.profile_sessions(
-        paths,
-        model,
+    options = Options(
+        model=model,
         tools=tools,
         system=system,
         chat_template=chat_template,
@@ -76,3 +76,4 @@ def profile_paths(
         map=mapper,
         root=root,
     )
+    return profile_sessions(paths, options)

@@ -51,13 +51,13 @@ _GH = re.compile(r"\b(GH)-(?=[0-9])", re.I)
 def report(result: CheckResult, annotations_to: IO[str] | None = None) -> None:
     """Append the Markdown report to the step summary and, on a runner, print annotations (to
     standard output unless told otherwise)."""
-    import tokprof
+    from tokprof.runs.reports import render_report
 
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         try:
             with open(summary, "a", encoding="utf-8") as f:
-                f.write(tokprof.render_report(result, "markdown"))
+                f.write(render_report(result, "markdown"))
         except OSError as exc:
             print(f"tokprof: warning: cannot append to GITHUB_STEP_SUMMARY: {exc.strerror}", file=sys.stderr)
     if os.environ.get("GITHUB_ACTIONS") == "true":

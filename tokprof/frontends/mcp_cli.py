@@ -27,7 +27,7 @@ from tokprof.frontends.cli_common import (
     write_outputs,
 )
 from tokprof.base.errors import TokprofError
-from tokprof.base.mcpconfig import AGENTS, ServerConfig
+from tokprof.mcp.config import AGENTS, ServerConfig
 from tokprof.base.text import visible
 
 MCP_HELP: str = (
@@ -140,11 +140,11 @@ def mcp(
     ] = None,
 ) -> int:
     """What each configured MCP server's tools cost per request."""
-    import tokprof as api  # the public facade: the CLI is its client
+    from tokprof.mcp.api import find_mcp_servers, mcp_report
 
     if not 0 < timeout < math.inf:  # NaN too
         raise TokprofError("--timeout: give a positive number of seconds")
-    found = api.find_mcp_servers(project, agents=agent, files=file or (), servers=server or ())
+    found = find_mcp_servers(project, agents=agent, files=file or (), servers=server or ())
     options = render_options(fmt, None)
     if list_only:
         if output:
@@ -153,7 +153,7 @@ def mcp(
         return EXIT_OK
     for problem in found.problems:
         print(f"tokprof: warning: {one_line(problem)}", file=sys.stderr)
-    report = api.mcp_report(
+    report = mcp_report(
         found,
         model=model,
         chat_template=chat_template,

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tokprof import LocalSession
+from tokprof.analyses.local import LocalSession
 from tokprof.base.errors import TokprofError
 from tokprof.base.files import state_dir, write_atomic
 from tokprof.base.text import home_shown, visible
@@ -67,12 +67,12 @@ def save_cache(cache: dict) -> None:
 
 
 def machine_sessions(agent: str | None = None) -> list[LocalSession]:
-    """The sessions on this machine (:func:`tokprof.local_sessions`), reading only the files that are
+    """The sessions on this machine (:func:`local_sessions`), reading only the files that are
     new or changed since the last listing."""
-    import tokprof
+    from tokprof.runs.sessions import local_sessions
 
     cache = load_cache()
-    rows = tokprof.local_sessions(agent, cache=cache)
+    rows = local_sessions(agent, cache=cache)
     save_cache(cache)
     return rows
 

@@ -83,7 +83,7 @@ def _k(n: int) -> str:
 
 
 def line(payload: dict) -> str:
-    from tokprof import LiveSession
+    from tokprof.live import LiveSession
 
     transcript = payload.get("transcript_path")
     if not isinstance(transcript, str) or not transcript:

@@ -125,7 +125,7 @@ def _write(path: Path, transcript: str, call: int, buckets: dict[str, int], esti
 
 def count(transcript: str, idle: float | None = None) -> int:
     """Follow the transcript and write its newest main-thread call's buckets until it is idle or gone."""
-    from tokprof import LiveSession
+    from tokprof.live import LiveSession
 
     counts, lock = _files(transcript)
     handle = _locked(lock)

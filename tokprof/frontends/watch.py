@@ -17,10 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import tokprof
-
 if TYPE_CHECKING:
-    from tokprof import LiveCall, LiveSession
+    from tokprof.live import LiveCall, LiveSession
 
 RESCAN = 2.0  # seconds between searches of the folders
 
@@ -80,7 +78,9 @@ class Watcher:
             key = (st.st_dev, st.st_ino)
             known = self.sessions.get(key)
             if known is None:
-                self.sessions[key] = tokprof.LiveSession(path, thresholds=self.thresholds, model=self.model)
+                from tokprof.live import LiveSession
+
+                self.sessions[key] = LiveSession(path, thresholds=self.thresholds, model=self.model)
             elif known.follower.path != path and not os.path.exists(known.follower.path):
                 known.follower.moved_to(path)  # the same file under a new name
         self.scanned = time.monotonic()

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from tokprof.models.genai_lookup import snapshot
-from tokprof.models.price_table import entry
+from tokprof.pricing.genai import snapshot
+from tokprof.pricing.table import entry
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class KnownModel:
 @lru_cache(maxsize=512)
 def known(name: str | None) -> KnownModel | None:
     """The model a log's model name is, in the public data; None when it is not there (from the
-    table of the models logs name, :mod:`tokprof.models.price_table`: genai-prices is loaded only
+    table of the models logs name, :mod:`tokprof.pricing.table`: genai-prices is loaded only
     for a name the table has not seen)."""
     if not name:
         return None

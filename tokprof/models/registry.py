@@ -2,7 +2,8 @@
 
 A family is a module with ``SPECS``, a list of :class:`ModelSpec`; the families tokprof ships are
 listed in :data:`FAMILIES`, and another package can add its own through the ``tokprof.models``
-entry point group (each entry point names such a list, or a function returning one). A new family
+entry point group (each entry point names such a list, or a function returning one), or in its own
+process with :func:`register`. A new family
 is one module: nothing else changes, neither the command line, whose help and "did you mean" read
 the registry, nor the attributor, which sees only :class:`tokprof.models.base.ChatModel`.
 """
@@ -76,14 +77,33 @@ def plugins() -> tuple[ModelSpec, ...]:
     return tuple(_entry_point_specs())
 
 
+#: Models added by :func:`register` in this process (a family of another package, or a test's).
+_ADDED: list[ModelSpec] = []
+
+
+def register(spec: ModelSpec) -> None:
+    """Add a model (or replace the one added under its name), after the shipped families: a family
+    defined outside the package, without an entry point."""
+    _ADDED[:] = [known for known in _ADDED if known.name != spec.name] + [spec]
+
+
+def unregister(name: str) -> None:
+    """Remove a model :func:`register` added."""
+    _ADDED[:] = [known for known in _ADDED if known.name != name]
+
+
+def added() -> tuple[ModelSpec, ...]:
+    return tuple(_ADDED)
+
+
 def specs() -> tuple[ModelSpec, ...]:
     """Every registered model, the shipped families first."""
-    return shipped() + plugins()
+    return shipped() + added() + plugins()
 
 
 def _first(match: Callable[[ModelSpec], bool]) -> ModelSpec | None:
     """The first model that matches, shipped families first; plug-ins read only if none does."""
-    for group in (shipped, plugins):
+    for group in (shipped, added, plugins):
         found = next((spec for spec in group() if match(spec)), None)
         if found is not None:
             return found
@@ -102,7 +122,7 @@ def serving(model_name: str) -> ModelSpec | None:
 
 
 def known_names(include_plugins: bool = True) -> list[str]:
-    return [spec.name for spec in (specs() if include_plugins else shipped())]
+    return [spec.name for spec in (specs() if include_plugins else shipped() + added())]
 
 
 def did_you_mean(name: str) -> str:

@@ -596,7 +596,7 @@ _HELD = _Held()
 def held_limits() -> Iterator[None]:
     """Many small renders under one time limit (``seconds``, for all of them) and one memory cap,
     each set once: setting them costs about as much as a small render (some 25 us). For a caller
-    that renders a prompt's windows one after another (:mod:`tokprof.attribution.fresh`) and that,
+    that renders a prompt's windows one after another (:mod:`tokprof.attribution.window_starts`) and that,
     when the limit stops it, has another way; the run's clock still counts every render."""
     if _HELD.capped is not None:
         yield

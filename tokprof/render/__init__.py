@@ -2,7 +2,8 @@
 
 Every renderer has ``render(result, options) -> str``. The command line takes each command's
 ``--format`` choices from :data:`RENDERERS`, which names classes without importing them, so that
-``tokprof --help`` stays fast.
+``tokprof --help`` stays fast: a new renderer is its class, in the module of its kind of result, and a
+line here; another package (or a test) adds one with :func:`register`.
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ RENDERERS: dict[str, dict[str, str]] = {
         "json": "tokprof.render.probe:ProbeJsonRenderer",
     },
     "mcp": {
-        "table": "tokprof.render.mcp:McpTableRenderer",
-        "json": "tokprof.render.mcp:McpJsonRenderer",
+        "table": "tokprof.mcp.render:McpTableRenderer",
+        "json": "tokprof.mcp.render:McpJsonRenderer",
     },
     "mcp-list": {
-        "table": "tokprof.render.mcp:DiscoveryTableRenderer",
-        "json": "tokprof.render.mcp:DiscoveryJsonRenderer",
+        "table": "tokprof.mcp.render:DiscoveryTableRenderer",
+        "json": "tokprof.mcp.render:DiscoveryJsonRenderer",
     },
     "check": {
         "table": "tokprof.render.check:CheckTableRenderer",
@@ -82,12 +83,47 @@ class RenderOptions:
     cost_parts: bool = False  # whatif's table: each policy's cost split (uncached, cache write, cache read, output)
 
 
+def register(kind: str, name: str, target: str | type) -> None:
+    """Add (or replace) the renderer of a kind of result in a format: ``"module:Class"``, or the class
+    itself (another package's, or a test's: used as it is). A new kind of result comes with its first
+    renderer; :func:`unregister` puts back what was there."""
+    if isinstance(target, str) and ":" not in target:
+        raise ValueError(f"a renderer is named 'module:Class', not {target!r}")
+    _REPLACED.setdefault((kind, name), RENDERERS.get(kind, {}).get(name))
+    named = target if isinstance(target, str) else f"{target.__module__}:{target.__qualname__}"
+    RENDERERS.setdefault(kind, {})[name] = named
+    _CLASSES.pop((kind, name), None)
+    if not isinstance(target, str):
+        _CLASSES[(kind, name)] = target
+
+
+def unregister(kind: str, name: str) -> None:
+    """Undo :func:`register`: the renderer that was there before, or none."""
+    if (kind, name) not in _REPLACED:
+        return
+    before = _REPLACED.pop((kind, name))
+    _CLASSES.pop((kind, name), None)
+    if before is not None:
+        RENDERERS[kind][name] = before
+        return
+    RENDERERS[kind].pop(name, None)
+    if not RENDERERS[kind]:
+        del RENDERERS[kind]
+
+
+#: What :func:`register` replaced (None: nothing), and the classes it was given as themselves.
+_REPLACED: dict[tuple[str, str], str | None] = {}
+_CLASSES: dict[tuple[str, str], type] = {}
+
+
 def formats_for(kind: str) -> list[str]:
     return list(RENDERERS[kind])
 
 
 def renderer(kind: str, name: str) -> Any:
     """The renderer class for a kind of result and a format."""
+    if (kind, name) in _CLASSES:
+        return _CLASSES[(kind, name)]
     module, _, cls = RENDERERS[kind][name].partition(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from tokprof.profiling import Action
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 
 TITLE = "What to change"
 NOTHING = (

@@ -23,7 +23,7 @@ def _value(m: MetricResult, value: float | None) -> str:
         return "-"
     unit = METRICS[m.name][0]
     if unit == "usd":
-        from tokprof.render.money import dollars
+        from tokprof.pricing.render import dollars
 
         return dollars(value)
     return f"{value:.2%}" if unit == "share" else f"{value:,.0f}"

@@ -1,3 +1,5 @@
+"""A profile as CSV: one row per call, its buckets and cost (the columns in docs/output.md)."""
+
 from __future__ import annotations
 
 import io

@@ -13,7 +13,7 @@ from collections import Counter
 
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
-from tokprof.base.billing import UNEXPLAINED
+from tokprof.pricing.billing import UNEXPLAINED
 from tokprof.profiling import Profile, missing_buckets, recorded
 from tokprof.render import RenderOptions
 from tokprof.render.plot_style import FONT, GRID
@@ -423,7 +423,7 @@ PART_COLORS = {"input": "#e15759", "cache_write": "#f28e2b", "cache_read": "#76b
 
 def _cost_figure(profile: Profile) -> dict | None:
     """Each call's cost, stacked by part (uncached input, cache writes, cache reads, output)."""
-    from tokprof.render.money import PART_LABELS
+    from tokprof.pricing.render import PART_LABELS
 
     rows = [c for c in profile.calls if c.cost is not None and c.cost.priced]
     if not rows:
@@ -504,7 +504,7 @@ def _cache_timeline(profile: Profile) -> dict | None:
     rows = [c for c in profile.calls if c.cache is not None and c.reported is not None and c.reported.prompt]
     if not rows or not any(c.reported and (c.reported.cache_read or c.reported.cache_write) for c in rows):
         return None
-    from tokprof.render.money import dollars, reason_label
+    from tokprof.pricing.render import dollars, reason_label
 
     parts: dict[str, list[int]] = {name: [] for name in CACHE_COLORS}
     hover: list[str] = []
@@ -554,7 +554,7 @@ def _cache_timeline(profile: Profile) -> dict | None:
 def _forensics_parts(profile: Profile, timeline: bool) -> list[str]:
     """The cache section: the hit rate, what the misses cost by reason, the per-call timeline (when
     ``timeline``), the costliest breaks."""
-    from tokprof.render.money import dollars, forensics_lines, reason_label
+    from tokprof.pricing.render import dollars, forensics_lines, reason_label
 
     summary = profile.summary()
     lines = forensics_lines(summary.cache, summary.cost, breaks=0)
@@ -584,7 +584,7 @@ def _forensics_parts(profile: Profile, timeline: bool) -> list[str]:
 
 def _cost_text(profile: Profile) -> str:
     """The summary's cost and cache lines, as a list."""
-    from tokprof.render.money import cache_lines, cost_lines
+    from tokprof.pricing.render import cache_lines, cost_lines
 
     s = profile.summary()
     models = list(dict.fromkeys((c.cost.model, c.cost.provider) for c in profile.calls if c.cost and c.cost.priced))
@@ -598,7 +598,7 @@ def _cost_text(profile: Profile) -> str:
 
 
 def _cards(profile: Profile) -> str:
-    from tokprof.render.money import billed_input_lines
+    from tokprof.pricing.render import billed_input_lines
 
     s = profile.summary()
     cards = [
@@ -611,7 +611,7 @@ def _cards(profile: Profile) -> str:
         if s.reported.cache_read is not None and s.reported.hit_rate is not None:
             cards.append(("read from the cache, reported", f"{s.reported.hit_rate:.1%}"))
     if s.cost is not None:
-        from tokprof.render.money import dollars
+        from tokprof.pricing.render import dollars
 
         if s.cost.total is None:
             cards.append(("cost", "unpriced"))
@@ -702,7 +702,7 @@ def _carry_figure(costs: ToolResultCosts) -> dict:
 
 
 def _results_parts(costs: ToolResultCosts) -> list[str]:
-    from tokprof.render.money import dollars
+    from tokprof.pricing.render import dollars
 
     priced = costs.carry_dollars is not None  # the carry cost in dollars too, where the log is priced
     rows = "".join(

@@ -1,3 +1,5 @@
+"""A profile as JSON: the saved profile, in the documented schema (docs/schema/profile.schema.json)."""
+
 from __future__ import annotations
 
 from tokprof.profiling import Profile

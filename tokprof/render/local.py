@@ -14,7 +14,7 @@ from rich.text import Text
 from tokprof.analyses.local import LocalSession
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 from tokprof.base.text import home_shown, visible
 
 

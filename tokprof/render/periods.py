@@ -7,12 +7,12 @@ import json
 import re
 
 from tokprof.analyses.periods import PeriodRow, Periods
-from tokprof.analyses.spend import dollars_of
+from tokprof.pricing.spend import dollars_of
 from tokprof.base.text import home_shown, visible
 from tokprof.render import RenderOptions
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render.local import PROJECT_WIDTHS, middle
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 from tokprof.render.table import NOT_RECORDED
 
 LOST_NOTE = (

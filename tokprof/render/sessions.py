@@ -176,7 +176,7 @@ class SessionsCsvRenderer:
 
 def _cache_lines(report: SessionsReport) -> list[str]:
     """What the sessions' cache misses cost: in all, by reason, and the costliest sessions."""
-    from tokprof.render.money import dollars
+    from tokprof.pricing.render import dollars
 
     totals = report.totals()
     if totals.cache_lost_cost is None:
@@ -198,14 +198,11 @@ def _cache_lines(report: SessionsReport) -> list[str]:
 
 
 def _cost(value: float | None, priced: bool) -> str:
-    from tokprof.render.money import dollars
+    from tokprof.pricing.render import dollars
 
     if value is None:
         return "unpriced"
     return dollars(value) + ("" if priced else "+")
-
-
-SESSION_RENDERERS = {"table": SessionsTableRenderer, "json": SessionsJsonRenderer, "csv": SessionsCsvRenderer}
 
 
 def _share(share: float, name: str, missing: frozenset[str]) -> str:

@@ -9,11 +9,11 @@ from html import escape
 
 from tokprof.analyses.periods import Periods
 from tokprof.analyses.site import Site, SitePage
-from tokprof.analyses.spend import dollars_of
+from tokprof.pricing.spend import dollars_of
 from tokprof.base.text import visible
 from tokprof.profiling import missing_buckets, recorded
 from tokprof.render.actions import headline
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0 auto;padding:1rem;max-width:72rem;color:#222}

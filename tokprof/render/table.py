@@ -10,7 +10,7 @@ from tokprof.profiling import CallRow, Profile, Summary, missing_buckets, record
 from tokprof.render import RenderOptions
 from tokprof.render.actions import TITLE, wrapped
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
-from tokprof.render.money import (
+from tokprof.pricing.render import (
     billed_input_lines,
     cache_lines,
     call_cost,
@@ -160,7 +160,7 @@ class TableRenderer:
         console.print(fit_table(console, columns, tools))
         if len(costs.tools) > 10:
             console.print(f"  and {len(costs.tools) - 10} more tools (the JSON lists them all)")
-        from tokprof.analyses.mcp_rollup import catalogue_rollup, rollup_from_results
+        from tokprof.mcp.rollup import catalogue_rollup, rollup_from_results
 
         shown = summary.catalogue is not None and catalogue_rollup(summary.catalogue.catalogue, costs)
         for server in [] if shown else rollup_from_results(costs):
@@ -197,7 +197,7 @@ class TableRenderer:
     @staticmethod
     def _mcp_servers(console: Console, summary: Summary, exact: bool) -> None:
         """Per MCP server: its tools' definitions per request (every one, called or not) and its results."""
-        from tokprof.analyses.mcp_rollup import catalogue_rollup
+        from tokprof.mcp.rollup import catalogue_rollup
 
         rows = catalogue_rollup(summary.catalogue.catalogue, summary.tool_result_costs) if summary.catalogue else []
         if not rows:

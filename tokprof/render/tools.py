@@ -11,7 +11,7 @@ from tokprof.analyses.cutlist import KEEP, CutList
 from tokprof.analyses.tools import ToolsReport
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.render.console import Column, fit_table, default_model_line, safe, text_console
-from tokprof.render.money import dollars
+from tokprof.pricing.render import dollars
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
 
@@ -177,7 +177,7 @@ CUT_ROWS = 15
 def print_cut_list(console: Console, cuts: CutList) -> None:
     """Per tool and MCP server: its definitions over the run and its results' carry, in tokens and in dollars
     at the run's mean input price; the cut, its replayed saving where one was replayed, and how to apply it."""
-    from tokprof.render.money import dollars
+    from tokprof.pricing.render import dollars
 
     agent = f" for {cuts.agent}" if cuts.agent else ""
     console.print(f"\n[bold]Cut list[/bold] (per tool and MCP server, costliest first; how to cut it{agent})")

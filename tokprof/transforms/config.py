@@ -16,7 +16,7 @@ from typing import Any
 import tomllib
 
 import tokprof.base.bounded as bounded
-from tokprof.base.billing import PriceError, Rates, parse_rates
+from tokprof.pricing.billing import PriceError, Rates, parse_rates
 from tokprof.base.errors import TokprofError
 
 #: metric name -> (unit, needs a log, description)

@@ -28,7 +28,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from tokprof.base.recall import Recall
+from tokprof.base.identity_cache import Recall
 from tokprof.trace import Call, PromptView, Trace
 
 #: The trace formats that come from captures of API requests (one reader each).

@@ -17,7 +17,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from tokprof.base.recall import Recall
+from tokprof.base.identity_cache import Recall
 from tokprof.trace import Call, PromptView, Trace
 
 WARN_TOOL_IDS = "tool-call-ids-mapped"

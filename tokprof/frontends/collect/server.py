@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
 
-from tokprof import Telemetry
+from tokprof.live_collect import Telemetry
 from tokprof.base.chat_client import loopback_host
 from tokprof.base.errors import TokprofError
 from tokprof.base.text import visible

@@ -22,7 +22,7 @@ from tokprof.frontends.record.store import Recording
 from tokprof.base.text import visible
 
 if TYPE_CHECKING:
-    from tokprof import LiveCall
+    from tokprof.live import LiveCall
 
 #: The buckets of a live line, by their short names, in the order the profile shows them.
 BUCKET_NAMES = (
@@ -77,9 +77,9 @@ class LiveLines:
     ``__call__`` (the proxy's ``on_call``) queues a record and returns at once."""
 
     def __init__(self, path: str, write: Callable[[str], None]):
-        import tokprof
+        from tokprof.live_record import LiveRecording
 
-        self.live = tokprof.LiveRecording(path)
+        self.live = LiveRecording(path)
         self.write = write
         self.records: queue.Queue = queue.Queue()
         self.thread = threading.Thread(target=self._run, daemon=True, name="tokprof-record-live")

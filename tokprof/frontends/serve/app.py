@@ -76,9 +76,9 @@ def create_app(
     if preload:
         chosen.preload()
     elif chosen.default is None:
-        import tokprof
+        from tokprof.names import model_name
 
-        chosen.default = tokprof.model_name()
+        chosen.default = model_name()
     levels = parse_thresholds(thresholds)
     counter = Counter(chosen, ConversationCache(1, 1), levels, window)  # here for /v1/models: workers count
     pool = WorkerPool(

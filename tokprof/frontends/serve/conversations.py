@@ -8,7 +8,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from tokprof import Buckets, Model, Prompt, extend_prompt, is_anthropic_shape, read_prompt
+from tokprof.formats.prompts import Prompt, extend_prompt, is_anthropic_shape, read_prompt
+from tokprof.runs.model import Buckets, Model
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.frontends.serve.answers import ROUTE_MESSAGES
 from tokprof.frontends.serve.body import check_depth

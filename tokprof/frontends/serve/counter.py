@@ -126,9 +126,9 @@ class Counter:
         if self.window is not None:
             return self.window
         if not loaded.chat.exact and requested:
-            import tokprof
+            from tokprof.names import context_window
 
-            return tokprof.context_window(requested) or loaded.chat.context_window
+            return context_window(requested) or loaded.chat.context_window
         return loaded.chat.context_window
 
     def _answer(self, route: str, loaded: Loaded, requested: str | None, buckets: Buckets, reused: bool) -> dict:
@@ -155,12 +155,12 @@ class Counter:
         return answer
 
     def models_list(self) -> dict:
-        import tokprof
+        from tokprof.names import registered_models
 
         loaded = self.models.loaded()
         data = []
         registered = set()
-        for spec in tokprof.registered_models(plugins=True):
+        for spec in registered_models(plugins=True):
             registered.add(spec.name)
             model = loaded.get(spec.name)
             chat = model.chat if model is not None else None

@@ -5,10 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import tokprof
 from tokprof.base.errors import ModelError
 from tokprof.frontends.serve.answers import Rejected
+from tokprof.names import model_name, registered_models
+
+if TYPE_CHECKING:
+    from tokprof.runs.model import Model
 
 
 @dataclass
@@ -16,10 +20,10 @@ class Loaded:
     """A model the server counts with: its name here, and the model."""
 
     name: str
-    model: tokprof.Model
+    model: Model
 
     @property
-    def chat(self):  # the model's prompt format and counter: tokprof.Model.chat
+    def chat(self):  # the model's prompt format and counter: Model.chat
         return self.model.chat
 
 
@@ -29,7 +33,7 @@ class Models:
     def __init__(self, configured: Sequence[str] = ()):
         self.configured = list(dict.fromkeys(configured))  # as given: registry names, directories, Hub ids
         self.default = self.configured[0] if self.configured else None
-        self._loaded: dict[str, tokprof.Model] = {}
+        self._loaded: dict[str, Model] = {}
         self._lock = threading.Lock()
 
     def preload(self) -> None:
@@ -37,18 +41,20 @@ class Models:
         for name in self.configured:
             self._load(name).count([{"role": "user", "content": "hello"}])  # the template compiled now
         if self.default is None:
-            self.default = tokprof.model_name()
+            self.default = model_name()
 
-    def _load(self, name: str) -> tokprof.Model:
+    def _load(self, name: str) -> Model:
         with self._lock:
             model = self._loaded.get(name)
             if model is None:
-                model = tokprof.get_model(name)
+                from tokprof.runs.model import get_model
+
+                model = get_model(name)
                 self._loaded[name] = model
             return model
 
     def known(self) -> list[str]:
-        return list(dict.fromkeys(self.configured + [spec.name for spec in tokprof.registered_models(plugins=True)]))
+        return list(dict.fromkeys(self.configured + [spec.name for spec in registered_models(plugins=True)]))
 
     def canonical(self, requested: str | None) -> str:
         """The name of the model that counts for a request's ``model``: the default when there is
@@ -58,11 +64,11 @@ class Models:
         Hub ids are taken only as ``--model`` names: a request never makes the server read a path
         or the network."""
         if requested is None or requested == "":
-            return self.default or tokprof.model_name()
+            return self.default or model_name()
         if requested in self.configured:
             return requested
         try:
-            return tokprof.model_name(requested)
+            return model_name(requested)
         except ModelError as exc:
             raise self._not_found(str(exc)) from None
 
@@ -84,6 +90,6 @@ class Models:
         except ModelError as exc:
             raise self._not_found(f"model {name!r} cannot be loaded ({exc})") from None
 
-    def loaded(self) -> dict[str, tokprof.Model]:
+    def loaded(self) -> dict[str, Model]:
         with self._lock:
             return dict(self._loaded)

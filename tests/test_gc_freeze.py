@@ -1,10 +1,10 @@
-"""tokprof.base.collector.frozen: the collector skips what the process held on entry, and is set back."""
+"""tokprof.base.gc_freeze.frozen: the collector skips what the process held on entry, and is set back."""
 
 from __future__ import annotations
 
 import gc
 
-from tokprof.base.collector import frozen
+from tokprof.base.gc_freeze import frozen
 
 
 def test_frozen_freezes_and_sets_back():

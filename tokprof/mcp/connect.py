@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tokprof.base.errors import TokprofError
-from tokprof.base.mcpconfig import MissingVariable, ServerConfig, expanded
+from tokprof.mcp.config import MissingVariable, ServerConfig, expanded
 
 INSTALL_HINT = "the MCP client needs the mcp extra: pip install 'tokprof[mcp]'"
 DEFAULT_TIMEOUT = 30.0

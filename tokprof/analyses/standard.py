@@ -8,10 +8,10 @@ from typing import Any, Union
 
 from tokprof.analyses.cache_forensics import attach_losses
 from tokprof.analyses.carry_cost import price_carry
-from tokprof.analyses.cost import PriceError, UserPrice, attach_cost, parse_price
+from tokprof.pricing.cost import PriceError, UserPrice, attach_cost, parse_price
 from tokprof.analyses.prefix_cache import attach_cache
 from tokprof.analyses.tools import attach_catalogue
-from tokprof.base.billing import Rates
+from tokprof.pricing.billing import Rates
 from tokprof.base.errors import TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.profiling import Profile

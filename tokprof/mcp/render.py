@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from tokprof.analyses.mcp import McpReport
-from tokprof.base.mcpconfig import Discovery
+from tokprof.mcp.report import McpReport
+from tokprof.mcp.config import Discovery
 from tokprof.render import RenderOptions
 from tokprof.render.tools import print_cut_list
 from tokprof.render.console import Column, fit_table, safe, text_console

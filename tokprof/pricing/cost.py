@@ -1,22 +1,7 @@
-"""What each call cost, at the provider's rates or the user's.
-
-Prices come from the ``genai-prices`` package's bundled data (offline: tokprof never asks it to fetch
-newer prices), for the model the log names, on the call's date (its price history and long-context
-tiers apply as genai-prices applies them); or from rates the user sets per million tokens
-(``--price``, ``[tool.tokprof.prices]``) for self-hosted or private models, which take precedence. A
-model with neither is *unpriced*, with the reason: never guessed, never $0.
-
-A call's total is genai-prices' own price for the call's usage (``calc_price``); its split into
-input, cache writes, cache reads and output applies the same model price unit by unit (what
-genai-prices adds up), so the parts add up to the total. A call that reports no usage is priced on
-its computed prompt (no cache, output not priced), and labelled so; but a call of an agent's session
-whose usage is not recorded while the session's other calls' is, is not priced
-(:func:`usage_not_recorded`: the rule ``tokprof sessions`` prices sessions by).
-
-The prompt's cost is also spread over the buckets: a call's tokens are, in prompt order, its cache
-reads (the prompt's first tokens), its cache writes, and the uncached rest, so each bucket's share of
-each part is the share of that stretch of the prompt it owns (:func:`prefix_buckets`).
-"""
+"""What each call cost, at the provider's rates (genai-prices' bundled data, offline) or the user's
+(``--price``, which take precedence): the split into input, cache writes, cache reads and output, and
+the prompt's cost spread over the buckets in prompt order. A model with neither is unpriced, with the
+reason, never $0. The rules are docs/output.md's (the ``cost`` fields) and docs/cache.md's."""
 
 from __future__ import annotations
 
@@ -29,7 +14,7 @@ from typing import Any, Callable, Mapping
 __all__ = ["EVERY_MODEL", "PriceError", "UserPrice", "attach_cost", "cost_calls", "parse_price", "parse_rates"]
 
 from tokprof.base.text import visible
-from tokprof.base.billing import (
+from tokprof.pricing.billing import (
     DIGITS,
     EVERY_MODEL,
     money,
@@ -81,15 +66,15 @@ class UserPrice:
 
 # -- genai-prices --------------------------------------------------------------------------------
 def genai_version() -> str | None:
-    from tokprof.models.price_table import genai_version as version
+    from tokprof.pricing.table import genai_version as version
 
     return version()
 
 
 def find_model(name: str) -> tuple[Any, Any]:
     """genai-prices' provider and model for a log's model name (their ``id``; from the table of the
-    models logs name, :mod:`tokprof.models.price_table`); raises LookupError when it has none."""
-    from tokprof.models.price_table import entry
+    models logs name, :mod:`tokprof.pricing.table`); raises LookupError when it has none."""
+    from tokprof.pricing.table import entry
 
     found = entry(name)
     if found is None:
@@ -117,7 +102,7 @@ def _moment(day: date | None) -> datetime:
 def genai_parts(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
     """The price of ``usage`` (genai-prices' ``Usage``) split into input, cache_write, cache_read,
     output and other, applying the model's price on ``moment`` unit by unit as genai-prices does."""
-    from tokprof.models.price_table import genai_split
+    from tokprof.pricing.table import genai_split
 
     return genai_split(model, usage, moment)
 
@@ -125,14 +110,14 @@ def genai_parts(model: Any, usage: Any, moment: datetime) -> dict[str, Decimal]:
 def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) -> tuple[Any, Any, dict[str, Decimal]]:
     """genai-prices' provider, model and the price split of one call (``total`` is ``calc_price``'s):
     from the table of the models logs name where it can say, else from genai-prices itself."""
-    from tokprof.models import price_table
+    from tokprof.pricing import table as price_table
 
     provider, model = find_model(name)
     usage = genai_usage(tokens, prompt)
     found = price_table.entry(name)
     parts = price_table.price_parts(found, usage, day) if found is not None else None
     if parts is None:
-        from tokprof.models.genai_lookup import find
+        from tokprof.pricing.genai import find
 
         parts = price_table.genai_parts(*find(name), usage, day)
     total = parts.pop("total")
@@ -143,12 +128,12 @@ def genai_price(name: str, tokens: PricedTokens, prompt: int, day: date | None) 
 
 def writes_1h_apart(name: str, day: date | None) -> bool:
     """Whether genai-prices prices the model's 1-hour cache writes apart from the 5-minute ones on ``day``."""
-    from tokprof.models import price_table
+    from tokprof.pricing import table as price_table
 
     found = price_table.entry(name)
     flag = price_table.writes_1h(found, day) if found is not None else None
     if flag is None:
-        from tokprof.models.genai_lookup import find
+        from tokprof.pricing.genai import find
 
         flag = getattr(find(name)[1].get_prices(_moment(day)), "cache_write_1h_mtok", None) is not None
     return flag

@@ -1,20 +1,7 @@
-"""genai-prices' data for the models logs name, in a small table kept in the user's cache.
-
-Importing genai-prices builds its whole catalogue (2,000 models) and loads pydantic and httpx,
-about 0.2 s on every start. The first time a log names a model, genai-prices is loaded once to find
-it (its own matching: provider prefixes, aliases, dated names) and the result is written to
-``<cache>/prices/genai-prices-<version>-<table version>.json``: the provider and model it matched,
-its context window, and, when they can be written down plainly, its prices, period by period
-(price changes by date), unit by unit (a rate, or a rate with long-context tiers), in genai-prices'
-order. Later starts read only that file.
-
-:func:`price_parts` prices a call from the table exactly as genai-prices does (the same units, leaf
-counts, tiers, periods and Decimal sums, in the same order), or returns None where it cannot, and
-the caller asks genai-prices itself: a model whose prices the table does not write (a time-of-day
-price, a price key it does not know, prices genai-prices refuses), or a usage genai-prices rejects
-(more cached tokens than the prompt). Before an entry is written it is checked against
-genai-prices on sample usages; tests compare both on every model genai-prices has.
-"""
+"""genai-prices' data for the models logs name, in a small table kept in the user's cache, so that a
+start does not import genai-prices (about 0.2 s): :func:`entry` finds a model once and writes it
+down, :func:`price_parts` prices a call from the table exactly as genai-prices would, or returns
+None where it cannot. docs/models.md says what the table holds and how it is checked."""
 
 from __future__ import annotations
 
@@ -26,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Mapping
 
 from tokprof.base.files import cache_dir, write_atomic
-from tokprof.models.genai_lookup import find
+from tokprof.pricing.genai import find
 
 #: Bump when the table's layout or the way it is made changes.
 TABLE_VERSION = 1
@@ -300,7 +287,7 @@ def writes_1h(found: Entry, day: date | None) -> bool | None:
 
 # -- building an entry from genai-prices -------------------------------------------------------------
 def _part(dimensions: Mapping[str, str]) -> str:
-    """The part of the bill a unit goes to (as :func:`tokprof.analyses.cost.genai_parts` sorts them)."""
+    """The part of the bill a unit goes to (as :func:`tokprof.pricing.cost.genai_parts` sorts them)."""
     if dimensions.get("family") != "tokens":
         return "other"
     if dimensions.get("direction") == "output":

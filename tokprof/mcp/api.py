@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Union
 
-from tokprof.analyses.mcp import McpReport
+from tokprof.mcp.report import McpReport
 from tokprof.base.errors import TokprofError
 from tokprof.base.text import did_you_mean
-from tokprof.base.mcpconfig import (
+from tokprof.mcp.config import (
     AGENTS,
     Discovery,
     ServerConfig,
@@ -24,7 +24,7 @@ from tokprof.base.mcpconfig import (
     parse_server_option,
     read_config_file,
 )
-from tokprof.base.mcpconnect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
+from tokprof.mcp.connect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -48,7 +48,7 @@ def find_mcp_servers(
     environ: Mapping[str, str] | None = None,
 ) -> Discovery:
     """The MCP servers configured for ``project`` (default: the working directory): from the agents'
-    own files (``agents``: any of :data:`tokprof.base.mcpconfig.AGENTS`, default all), unless ``files``
+    own files (``agents``: any of :data:`tokprof.mcp.config.AGENTS`, default all), unless ``files``
     (configuration files in any agent's layout) or ``servers`` (``NAME=COMMAND ARG...`` /
     ``NAME=URL``) are given, which replace them. Starts nothing."""
     for agent in agents or ():
@@ -122,9 +122,11 @@ def mcp_report(
     are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
     run: the model and the log are loaded first, the servers get four fifths of the time left to start
     and list (a server's own time-out applies when it is shorter), and pricing must end within it."""
-    from tokprof.analyses.mcp import NAMINGS
-    from tokprof.analyses.mcp import mcp_report as _report
-    from tokprof.api import profile, read_log
+    from tokprof.mcp.report import NAMINGS
+    from tokprof.mcp.report import mcp_report as _report
+    from tokprof.runs.inputs import read_log
+    from tokprof.runs.options import Options
+    from tokprof.runs.profile import profile
     from tokprof.models import DEFAULT_MODEL
     from tokprof.models.loaded import chat_model
 
@@ -133,7 +135,7 @@ def mcp_report(
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = read_log(log, input_format=input_format) if log is not None else None
+    trace = read_log(log, Options(input_format=input_format)) if log is not None else None
     profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
     chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)

@@ -1,22 +1,7 @@
-"""Where agents keep their MCP server configuration, read into one neutral shape.
-
-Nothing here starts a server: :func:`discover` reads configuration files, :func:`parse_server_option`
-reads ``--server NAME=COMMAND...`` / ``--server NAME=URL``, and :func:`expand` fills ``${VAR}``
-references from the environment when a server is about to be started.
-
-Files read (each only when it exists):
-
-* Claude Code: ``<project>/.mcp.json`` (``mcpServers``; the project's own file), ``~/.claude.json``
-  (``mcpServers`` at the top level, and ``projects[<project>].mcpServers``)
-* Claude Desktop: ``claude_desktop_config.json`` in ``~/Library/Application Support/Claude`` (macOS),
-  ``%APPDATA%/Claude`` (Windows), ``$XDG_CONFIG_HOME/Claude`` or ``~/.config/Claude`` (Linux)
-* Cursor: ``<project>/.cursor/mcp.json`` (the project's own), ``~/.cursor/mcp.json``
-* VS Code: ``<project>/.vscode/mcp.json`` (``servers``; the project's own), the user's ``mcp.json``
-  and ``settings.json`` (``mcp.servers``) in the Code ``User`` folder of each OS (JSON with comments)
-* Codex: ``$CODEX_HOME/config.toml`` or ``~/.codex/config.toml`` (``[mcp_servers.NAME]``)
-* Gemini CLI: ``<project>/.gemini/settings.json`` (the project's own), ``~/.gemini/settings.json``
-  (``mcpServers``; ``httpUrl`` is streamable HTTP, ``url`` SSE)
-"""
+"""Where agents keep their MCP server configuration, read into one neutral shape: :func:`discover`
+reads the configuration files (the table in docs/mcp.md), :func:`parse_server_option` reads
+``--server``, and :func:`expand` fills ``${VAR}`` references when a server is about to start.
+Nothing here starts a server."""
 
 from __future__ import annotations
 

@@ -1,21 +1,7 @@
-"""What each call of a log spent, from its reported usage alone (no token is counted): the billed input
-by kind (uncached, cache read, cache write), the output, the price, and an estimate of what its cache
-misses cost. ``tokprof sessions`` adds these up per session and per day, week, month, project, agent
-or model (:mod:`tokprof.analyses.periods`).
-
-Money is kept in whole units of :data:`UNIT` dollars (integers), each call's price rounded once, so
-that sums of rows equal the total exactly, whatever the grouping.
-
-**Cache misses (an estimate).** A call of a thread whose provider reports cache use reads less than the
-previous call of its thread left cached (that call's reads and writes, where the log reports writes;
-its reads otherwise): the difference, at most the call's prompt less what it read, is what a kept
-cache would have served. It costs what the call paid for it (its cache writes first, then uncached
-input) less the read price: the call's price less the price of the same call with those tokens read.
-A compaction, and a call whose prompt is shorter than the previous one's (the conversation cut
-short: what of the prefix was kept is not known without counting), lose nothing by this rule. Misses
-no rule explains (an entry evicted early) are in it: ``tokprof profile`` tells those apart. ``tokprof profile`` measures each
-miss from the prompts themselves (docs/cache.md); this estimate assumes the prompt's start was kept.
-"""
+"""What each call of a log spent, from its reported usage alone (no token counted): billed input by
+kind, output, price, and an estimate of what its cache misses cost, in whole units of :data:`UNIT`
+dollars so that rows add up to the total exactly. ``tokprof sessions`` adds these up per session and
+period (:mod:`tokprof.analyses.periods`); docs/output.md says what each figure means."""
 
 from __future__ import annotations
 
@@ -65,7 +51,7 @@ class CallSpend:
 
 
 def _price(model: str, usage: Usage, day: date | None) -> Decimal | None:
-    from tokprof.analyses.cost import genai_price, priced_tokens
+    from tokprof.pricing.cost import genai_price, priced_tokens
 
     try:
         tokens, prompt, _ = priced_tokens(usage, 0)

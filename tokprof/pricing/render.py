@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tokprof.base.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
+from tokprof.pricing.billing import WRITES_AT_5M, CacheSummary, CallCost, CostSummary
 from tokprof.profiling import Reported, Summary
 
 PART_LABELS = {

@@ -1,6 +1,6 @@
 """What a call cost, and what a prefix cache could have saved: the data a profile carries.
 
-The figures are made by :mod:`tokprof.analyses.cost` (prices, from genai-prices' bundled data or the
+The figures are made by :mod:`tokprof.pricing.cost` (prices, from genai-prices' bundled data or the
 user's rates) and :mod:`tokprof.analyses.prefix_cache` (the computed cache), and attached to a profile
 the way the tool catalogue is; the profile carries them in its JSON (``calls[].cost``,
 ``calls[].cache``, ``summary.cost``, ``summary.cache``) and reads them back.

@@ -8,10 +8,10 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tokprof.analyses.mcp_budgets import server_of
+from tokprof.mcp.budgets import server_of
 from tokprof.attribution.tool_results import ToolResultCosts
 from tokprof.attribution.catalogue import Catalogue
-from tokprof.base.billing import money
+from tokprof.pricing.billing import money
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from tokprof.analyses.tools import catalogue_cost
 from tokprof.base.errors import InputError
 from tokprof.formats.toolsfile import normalise_tool, normalise_tools
-from tokprof.base.mcpconfig import ServerConfig
-from tokprof.base.mcpconnect import Failure, Listing
+from tokprof.mcp.config import ServerConfig
+from tokprof.mcp.connect import Failure, Listing
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.trace import Trace
 from tokprof.analyses.cutlist import CutList
