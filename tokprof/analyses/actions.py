@@ -19,13 +19,13 @@ configuration change of each (``how``) is the documented one of the agent that w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
 from tokprof.pricing.billing import CacheSummary
 from tokprof.profiling import Action, Profile
-from tokprof.trace import Trace
+from tokprof.trace import Call, PromptView, Trace
 
 if TYPE_CHECKING:  # the replay's results (the module stays light for the directory views)
     from tokprof.analyses.whatif import PolicyResult, WhatIfReport
@@ -126,13 +126,15 @@ def cache_actions(profile: Profile, cache: CacheSummary | None = None) -> list[A
 
 
 # -- tool results ----------------------------------------------------------------------------------
-def results_over(trace: Trace, chars: int) -> Counter:
-    """Per tool, the characters of its results beyond ``chars`` (each result counted once): what a cap cuts."""
+def results_over(calls: Iterable[Call], chars: int) -> Counter:
+    """Per tool, the characters of its results beyond ``chars`` (each result counted once): what a cap
+    cuts. A prompt that is a longer view of the list an earlier one was read from costs what it adds."""
     names: dict[str, str] = {}
     cut: Counter = Counter()
     seen: set[str] = set()
-    for call in trace.calls:
-        for m in call.messages:
+    read: dict[int, tuple[list[dict], int]] = {}
+    for call in calls:
+        for m in new_messages(call.messages, read):
             for tc in m.get("tool_calls") or ():
                 if isinstance(tc, dict) and isinstance(tc.get("id"), str):
                     name = (tc.get("function") or {}).get("name")
@@ -166,17 +168,20 @@ def _saves(result: "PolicyResult") -> bool:
     return result.saving > 0
 
 
-def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport") -> Action | None:
-    """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts."""
+def result_action(
+    profile: Profile, calls: Callable[[], Iterable[Call]] | None, report: "WhatIfReport"
+) -> Action | None:
+    """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts
+    (``calls``: a fresh stream of the log's calls, to find them in)."""
     candidates = [p for p in report.policies if p.policy in RESULT_POLICIES and _saves(p)]
     if not candidates:
         return None
     priced = all(p.cost_saving is not None for p in candidates)
     best = max(candidates, key=lambda p: (p.cost_saving or 0.0) if priced else p.saving)
     fmt = profile.source.format
-    if best.policy.startswith("cap:") and trace is not None:
+    if best.policy.startswith("cap:") and calls is not None:
         chars = int(best.policy.split(":")[1])
-        cut = results_over(trace, chars)
+        cut = results_over(calls(), chars)
         tools = [name for name, _ in sorted(cut.items(), key=lambda item: (-item[1], item[0]))]
         why = (
             f"results of {_listed(tools)} run past {chars:,} characters and are carried into every later prompt"
@@ -248,12 +253,14 @@ def rank(actions: Sequence[Action]) -> tuple[Action, ...]:
     return tuple(ordered[:MAX_ACTIONS])
 
 
-def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport | None" = None) -> tuple[Action, ...]:
+def advise(
+    profile: Profile, calls: Callable[[], Iterable[Call]] | None = None, report: "WhatIfReport | None" = None
+) -> tuple[Action, ...]:
     """The actions for a profile: its cache fixes and unused tools, and with a what-if ``report`` of
-    :data:`RESULT_POLICIES` (and the ``trace`` it replayed) the tool-results action."""
+    :data:`RESULT_POLICIES` (and ``calls``, a fresh stream of the calls it replayed) the tool-results action."""
     found: list[Action] = cache_actions(profile)
     if report is not None:
-        action = result_action(profile, trace, report)
+        action = result_action(profile, calls, report)
         if action is not None:
             found.append(action)
     unused = unused_tools_action(profile)
@@ -265,10 +272,46 @@ def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport |
 def replayed_policies(trace: Trace) -> tuple[str, ...]:
     """Which of :data:`RESULT_POLICIES` to replay: none for a log without tool results; ``elide`` only for a
     log that carries at most :data:`ELIDE_MESSAGES` messages over the run (its replay's cost)."""
-    if not any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
-        return ()
-    carried = sum(len(call.messages) for call in trace.calls)
-    return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
+    pick = PolicyPick()
+    for call in trace.calls:
+        pick.observe(call)
+    return pick.policies()
+
+
+class PolicyPick:
+    """:func:`replayed_policies` a call at a time (a stream's calls, in log order): :meth:`observe`
+    each, then :meth:`policies`. A prompt that is a longer view of an earlier one's list is looked at
+    for what it adds."""
+
+    def __init__(self) -> None:
+        self.results = False  # whether a prompt holds a tool result
+        self.carried = 0  # the messages the prompts carry, added up
+        self._read: dict[int, tuple[list[dict], int]] = {}
+
+    def observe(self, call: Call) -> None:
+        self.carried += len(call.messages)
+        if not self.results:
+            self.results = any(m.get("role") == "tool" for m in new_messages(call.messages, self._read))
+
+    def policies(self) -> tuple[str, ...]:
+        if not self.results:
+            return ()
+        return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or self.carried <= ELIDE_MESSAGES)
+
+
+def new_messages(messages: Sequence[dict], read: dict[int, tuple[list[dict], int]]) -> Sequence[dict]:
+    """The messages of a prompt not read before: of a view (:class:`tokprof.trace.PromptView`), those
+    past what earlier views of its list showed (``read``: by list, how far it was read; the lists of
+    the last few prompts); of any other prompt, all."""
+    if not isinstance(messages, PromptView):
+        return messages
+    base = messages.base
+    found = read.pop(id(base), None)
+    start = found[1] if found is not None and found[0] is base else 0
+    read[id(base)] = (base, max(start, messages.length))
+    while len(read) > 32:
+        del read[next(iter(read))]
+    return base[start : messages.length] if start < messages.length else ()
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:

@@ -615,7 +615,7 @@ def _unpriced(cost: CostSummary | None) -> str | None:
 def whatif(
     trace: Trace,
     model: ChatModel,
-    policies: Sequence[Policy],
+    policies: Sequence[Policy] | Callable[[], Sequence[Policy]],
     *,
     window: int | None = None,
     on_call: Callable[[], None] | None = None,
@@ -630,8 +630,8 @@ def whatif(
     what each policy keeps of each (:mod:`tokprof.analyses.retention`). ``calls``: a fresh stream of
     the log's calls each time it is called (its file read again), ``trace`` then the log's header
     (its notes complete once a stream is read): each policy is a pass over one stream, and no prompt
-    is held after its pass; without it, the trace's calls."""
-    ordered: list[Policy] = [Full()] + [p for p in policies if not isinstance(p, Full)]
+    is held after its pass; without it, the trace's calls. ``policies`` may be a function, called once
+    the baseline's pass is done (a choice that rests on every call of a stream)."""
     source: Calls = calls if calls is not None else (lambda: trace.calls)
 
     def step(call: Call) -> None:
@@ -639,6 +639,8 @@ def whatif(
             on_call()
 
     baseline, log, base = _pass(((c, c) for c in source()), trace, model, step, facts)
+    chosen = policies() if callable(policies) else policies
+    ordered: list[Policy] = [Full()] + [p for p in chosen if not isinstance(p, Full)]
     if window is None:
         window = baseline.model.context_window
         if window is None and not model.exact:  # the window the agent ran the log's model with

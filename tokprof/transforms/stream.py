@@ -12,12 +12,13 @@ digest per message of each thread's last prompt and a number per call.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tokprof.base.errors import InputError
 from tokprof.formats import Log, open_log
-from tokprof.trace import Call, PromptView, Trace
+from tokprof.trace import Call, Note, PromptView, Trace
 from tokprof.transforms.threads import CAPTURE_FORMATS, Threader
 from tokprof.transforms.tool_ids import ToolIdFitter
 
@@ -25,24 +26,58 @@ from tokprof.transforms.tool_ids import ToolIdFitter
 _PREFIXED = 32
 
 
+class HeldCalls:
+    """A trace held whole, read as :class:`LogCalls` reads a file: each stream its calls (already
+    ready for the stages: read by :meth:`LogCalls.trace`, or made by the caller); ``header``: a copy
+    of the trace's other fields (the trace given is not changed)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.path = trace.path
+        self._trace = trace
+        self.header = dataclasses.replace(trace, calls=[], notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in trace.notes])
+        self.size = len(trace.calls)
+
+    @property
+    def progress(self) -> tuple[int, int]:
+        return (0, 0)
+
+    def calls(self) -> Iterator[Call]:
+        return iter(self._trace.calls)
+
+
+def fitted(calls: Iterable[Call], length: int | None, header: Trace | None) -> Iterator[Call]:
+    """A stream's calls with their tool-call ids fitted to ``length`` (the model's prompt format's,
+    None: any id), the ids mapped noted on ``header`` once the stream is done (None: noted nowhere:
+    a stream read again)."""
+    if not length:
+        yield from calls
+        return
+    fitter = ToolIdFitter(length)
+    for call in calls:
+        yield fitter.fit(call)
+    if header is not None:
+        fitter.note(header)
+
+
 @dataclass
 class LogCalls:
     """A log to read as streams of calls. ``header``: the log's trace without its calls, complete
-    (notes, model, session) once a stream has been read to its end; ``tools`` and ``system``: what
-    the user supplies for the main conversation (:func:`tokprof.transforms.supply`'s rule);
-    ``id_length``: the tool-call ids' length the model's prompt format demands (None: any)."""
+    (notes, model, session) once the first stream has been read to its end; ``tools`` and ``system``:
+    what the user supplies for the main conversation (:func:`tokprof.transforms.supply`'s rule)."""
 
     path: str
     input_format: str | None = None
     tools: list[dict] | None = None
     system: str | None = None
-    id_length: int | None = None
+    #: Notes for the header, once the first stream is read (what a caller says of what it supplied).
+    notes: list[Note] = field(default_factory=list)
     header: Trace = field(init=False)
     _threads: list[str] | None = field(default=None, init=False, repr=False)  # a capture's: each call's thread
     _threaded: bool = field(default=False, init=False, repr=False)
     _streamed: bool = field(default=False, init=False, repr=False)
     _unrecorded: tuple[str, ...] | None = field(default=None, init=False, repr=False)  # the first read's
-    _log: Log | None = field(default=None, init=False, repr=False)
+    _log: Log | None = field(default=None, init=False, repr=False)  # opened, not read yet
+    _current: Log | None = field(default=None, init=False, repr=False)  # the stream being read
 
     def __post_init__(self) -> None:
         self._log = open_log(self.path, self.input_format)  # a file no reader takes fails here, before any work
@@ -52,7 +87,8 @@ class LogCalls:
     @property
     def progress(self) -> tuple[int, int]:
         """The bytes the current stream has read and the file's size (0, 0 when not known)."""
-        return self._log.progress if self._log is not None else (0, 0)
+        log = self._current or self._log
+        return log.progress if log is not None else (0, 0)
 
     def calls(self) -> Iterator[Call]:
         """A stream of the log's calls, ready for the stages (each call is the reader's, changed). The
@@ -65,7 +101,7 @@ class LogCalls:
             log = open_log(self.path, self.input_format)
         if first:
             self.header = log.trace
-        self._log = log
+        self._current = log
         return self._ready(log)
 
     def trace(self) -> Trace:
@@ -108,7 +144,7 @@ class LogCalls:
             header.supplied = tuple(
                 sorted(set(header.supplied) | {p for p, v in (("tools", self.tools), ("system", self.system)) if v is not None})
             )
-        fitter = ToolIdFitter(self.id_length) if self.id_length else None
+        first = header is self.header
         supply = None
         if self.tools is not None or self.system is not None:
             supply = _Supply(self.tools, self.system, "system" in (self._unrecorded or ()))
@@ -117,11 +153,11 @@ class LogCalls:
                 call.thread = threads[position] if position < len(threads) else ""
             if supply is not None:
                 supply.give(call)
-            yield fitter.fit(call) if fitter is not None else call
+            yield call
         if supply is not None:
             supply.check(self.path)
-        if fitter is not None:
-            fitter.note(header)
+        if first:
+            header.notes.extend(self.notes)
 
 
 class _Supply:
