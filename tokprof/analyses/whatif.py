@@ -638,9 +638,20 @@ def whatif(
         if on_call is not None and not isinstance(call, AddedCall):
             on_call()
 
-    baseline, log, base = _pass(((c, c) for c in source()), trace, model, step, facts)
+    # whether the policies that count no tokens change a call: found on the baseline's stream when they are
+    # known before it, else on one stream for all of them (never a stream each)
+    known = () if callable(policies) else policies
+    changes = _Changes([p for p in known if not p.needs_counter and not isinstance(p, Full)], window)
+    baseline, log, base = _pass(((c, c) for c in changes.watch(source())), trace, model, step, facts)
     chosen = policies() if callable(policies) else policies
     ordered: list[Policy] = [Full()] + [p for p in chosen if not isinstance(p, Full)]
+    changed = dict(changes.changed)
+    late = [p for p in ordered[1:] if not p.needs_counter and p not in changed]
+    if late:
+        changes = _Changes(late, window)
+        for _ in changes.watch(source()):
+            pass
+        changed.update(changes.changed)
     if window is None:
         window = baseline.model.context_window
         if window is None and not model.exact:  # the window the agent ran the log's model with
@@ -664,7 +675,7 @@ def whatif(
     report.policies.append(full)
     rendered = {call.index: count for call, count in zip(log.calls, base.rendered)}
     for policy in ordered[1:]:
-        if not policy.needs_counter and not _changes(policy, source(), window):
+        if not policy.needs_counter and not changed[policy]:
             # the policy changes no call: its profile is full's, call for call
             for call in log.calls:
                 step(call)
@@ -685,7 +696,18 @@ def whatif(
     return report
 
 
-def _changes(policy: Policy, calls: Iterable[Call], window: int | None) -> bool:
-    """Whether a policy that counts no tokens changes a call of the log (a pass that only replays)."""
-    replay = Replay(policy, None, window)
-    return any(len(out) != 1 or out[0] is not call for call in calls for out in (replay.calls(call),))
+class _Changes:
+    """Whether each of some policies that count no tokens changes a call of the log: their replays fed
+    the calls of a stream as it goes by (:meth:`watch`), each until it changes one."""
+
+    def __init__(self, policies: Sequence[Policy], window: int | None) -> None:
+        self.changed: dict[Policy, bool] = {p: False for p in policies}
+        self._replays = {p: Replay(p, None, window) for p in policies}
+
+    def watch(self, calls: Iterable[Call]) -> Iterator[Call]:
+        for call in calls:
+            for policy, replay in self._replays.items():
+                if not self.changed[policy]:
+                    out = replay.calls(call)
+                    self.changed[policy] = len(out) != 1 or out[0] is not call
+            yield call
