@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from tokprof.base.errors import InputError
-from tokprof.trace import Trace
+from tokprof.trace import Call, Trace
+
+DUPLICATE = "a model call already counted in another session file is counted once (a resumed or copied session)"
 
 
 def count_once(trace: Trace, seen: set[str]) -> Trace:
@@ -13,11 +17,7 @@ def count_once(trace: Trace, seen: set[str]) -> Trace:
     kept = []
     for call in trace.calls:
         if call.request_id is not None and call.request_id in seen:
-            trace.note(
-                "duplicate-call",
-                "a model call already counted in another session file is counted once (a resumed or copied session)",
-                call.where,
-            )
+            trace.note("duplicate-call", DUPLICATE, call.where)
             continue
         if call.request_id is not None:
             seen.add(call.request_id)
@@ -28,3 +28,21 @@ def count_once(trace: Trace, seen: set[str]) -> Trace:
         call.index = index
     trace.calls = kept
     return trace
+
+
+def counted_once(calls: Iterable[Call], seen: set[str], trace: Trace) -> Iterator[Call]:
+    """:func:`count_once` of a stream of calls (``trace``: its header, which the notes go to): each call
+    not counted before, numbered anew, as it comes; InputError at the end when every call was."""
+    kept = read = 0
+    for call in calls:
+        read += 1
+        if call.request_id is not None and call.request_id in seen:
+            trace.note("duplicate-call", DUPLICATE, call.where)
+            continue
+        if call.request_id is not None:
+            seen.add(call.request_id)
+        call.index = kept
+        kept += 1
+        yield call
+    if read and not kept:
+        raise InputError(trace.path, None, "every call is already counted in another session file")

@@ -71,6 +71,8 @@ class LogCalls:
     system: str | None = None
     #: Notes for the header, once the first stream is read (what a caller says of what it supplied).
     notes: list[Note] = field(default_factory=list)
+    #: Whether a capture's calls are threaded by content (a directory's sessions are not: their readers name threads).
+    thread: bool = True
     header: Trace = field(init=False)
     _threads: list[str] | None = field(default=None, init=False, repr=False)  # a capture's: each call's thread
     _threaded: bool = field(default=False, init=False, repr=False)
@@ -117,7 +119,7 @@ class LogCalls:
         if self._threaded:
             return
         self._threaded = True
-        capture = self.header.format.split("/", 1)[0] in CAPTURE_FORMATS
+        capture = self.thread and self.header.format.split("/", 1)[0] in CAPTURE_FORMATS
         if not capture and self.system is None:
             return
         log, self._log = self._log, None
