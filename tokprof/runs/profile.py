@@ -17,7 +17,7 @@ from tokprof.base.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.profiling import Profile, profile_calls
 from tokprof.runs.arguments import PathLike, Progress
-from tokprof.runs.inputs import system_arg, tools_arg
+from tokprof.runs.inputs import log_calls
 from tokprof.runs.model import Model, named_model
 from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.progress import progress_bar
@@ -60,15 +60,7 @@ def calls_of(log: PathLike | Trace, options: Options) -> LogCalls | HeldCalls:
     format's reader, with what ``options`` supply; or a trace held whole (from :func:`read_log`)."""
     if isinstance(log, Trace):
         return HeldCalls(log)
-    tools, system = options.tools, options.system
-    source = LogCalls(os.fspath(log), options.input_format, tools_arg(tools), system_arg(system))
-    if isinstance(tools, (str, os.PathLike)):
-        from tokprof.formats.toolsfile import tools_file_source
-
-        label = tools_file_source(os.fspath(tools))
-        if label:
-            source.notes.append(Note("tools-from-mcp", f"{label} ({os.fspath(tools)})"))
-    return source
+    return log_calls(log, options)
 
 
 @one_run

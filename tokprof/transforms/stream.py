@@ -16,15 +16,11 @@ import dataclasses
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from tokprof.base.errors import InputError
 from tokprof.formats import Log, open_log
 from tokprof.trace import Call, Note, PromptView, Trace
+from tokprof.transforms.supply import Supplier
 from tokprof.transforms.threads import CAPTURE_FORMATS, Threader
 from tokprof.transforms.tool_ids import ToolIdFitter
-
-#: The lists whose prompts get the supplied system prompt first (the conversations last seen).
-_PREFIXED = 32
-
 
 class HeldCalls:
     """A trace held whole, read as :class:`LogCalls` reads a file: each stream its calls (already
@@ -149,7 +145,7 @@ class LogCalls:
         first = header is self.header
         supply = None
         if self.tools is not None or self.system is not None:
-            supply = _Supply(self.tools, self.system, "system" in (self._unrecorded or ()))
+            supply = Supplier(self.tools, self.system, "system" in (self._unrecorded or ()))
         for position, call in enumerate(log.calls()):
             if threads is not None:
                 call.thread = threads[position] if position < len(threads) else ""
@@ -160,54 +156,3 @@ class LogCalls:
             supply.check(self.path)
         if first:
             header.notes.extend(self.notes)
-
-
-class _Supply:
-    """What the user supplies, given to each call of the main conversation as it comes (the rule of
-    :func:`tokprof.transforms.supply`), checked once every call is seen: what the log records already
-    is refused (a :class:`ValueError`)."""
-
-    def __init__(self, tools: list[dict] | None, system: str | None, unrecorded: bool) -> None:
-        self.tools = tools
-        self.system = {"role": "system", "content": system} if system is not None else None
-        self.tools_missing = False  # a main call without tool definitions
-        self.system_missing = False  # a main call without a system message first
-        self.unrecorded = unrecorded  # the log does not record the system prompt (found by a first read)
-        self._prefixed: dict[int, tuple[list[dict], list[dict]]] = {}  # id(list) -> (list, the system, then it)
-
-    def give(self, call: Call) -> None:
-        if call.thread:
-            return
-        if self.tools is not None and call.tools is None:
-            self.tools_missing = True
-            call.tools = list(self.tools)
-        if self.system is not None:
-            first = call.messages[0]["role"] if call.messages else None
-            missing = self.unrecorded or first not in ("system", "developer")
-            self.system_missing = self.system_missing or first not in ("system", "developer")
-            if missing:
-                call.messages = self._with_system(call.messages)
-
-    def _with_system(self, messages: list[dict] | PromptView) -> PromptView:
-        """The system message, then the messages: a view of one list per conversation, which grows as
-        its prompts do (a call costs what it adds)."""
-        assert self.system is not None
-        if isinstance(messages, PromptView):
-            found = self._prefixed.pop(id(messages.base), None)
-            if found is None or found[0] is not messages.base or len(found[1]) > messages.length + 1:
-                found = (messages.base, [self.system])
-            self._prefixed[id(messages.base)] = found
-            while len(self._prefixed) > _PREFIXED:
-                del self._prefixed[next(iter(self._prefixed))]
-            base, prefixed = found
-            prefixed.extend(base[len(prefixed) - 1 : messages.length])
-            return PromptView(prefixed, messages.length + 1)
-        prefixed = [self.system, *messages]
-        return PromptView(prefixed, len(prefixed))
-
-    def check(self, path: str) -> None:
-        """Refuse what the log records already (once every call is seen: before anything is written)."""
-        if self.tools is not None and not self.tools_missing:
-            raise InputError(path, None, "the log records its tool definitions: --tools is for logs that do not")
-        if self.system is not None and not self.system_missing and not self.unrecorded:
-            raise InputError(path, None, "the log records its system prompt: --system is for logs that do not")
