@@ -55,11 +55,13 @@ def growth(folder: Path, repeat: int) -> None:
         )
         runs = []
         for _ in range(repeat):
-            cpu, _, code = run(["profile", str(log), "-m", "qwen2.5", "--no-progress", "-f", "json", "-o", str(folder / "out.json")])
+            cpu, _, code = run(
+                ["profile", str(log), "-m", "qwen2.5", "--no-progress", "-f", "json", "-o", str(folder / "out.json")]
+            )
             assert code == 0, f"tokprof profile failed on {log}"
             runs.append(cpu)
         times[calls] = min(runs)
-    print("| generated calls | tokprof profile, CPU s (least of %d) |\n| ---: | ---: |" % repeat)
+    print(f"| generated calls | tokprof profile, CPU s (least of {repeat}) |\n| ---: | ---: |")
     for calls, cpu in times.items():
         print(f"| {calls:,} | {cpu:.2f} |")
     print(f"\n3,000 / 300 calls: {times[3000] / times[300]:.1f}x (limit {GROWTH_LIMIT:g}x)\n")

@@ -24,7 +24,7 @@ from tokprof.pricing.cost import UserPrice
 from tokprof.analyses.standard import attach_analyses
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
 from tokprof.attribution.attributor import RenderError
-from tokprof.base.errors import InputError, TokprofError
+from tokprof.base.errors import TokprofError
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
 from tokprof.profiling import Profile, profile_calls

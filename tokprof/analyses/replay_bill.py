@@ -102,7 +102,10 @@ def _cached(usage: Usage | None, total: int, rules: str | None) -> int:
 
 def _same_prompt(counted: Replayed, original: Call | None) -> bool:
     return (
-        original is not None and original.reported is not None and bool(original.reported.prompt) and counted.same_prompt
+        original is not None
+        and original.reported is not None
+        and bool(original.reported.prompt)
+        and counted.same_prompt
     )
 
 

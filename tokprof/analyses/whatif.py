@@ -28,7 +28,7 @@ from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.profiling import CallRow, Profile, Source, log_window, profile_calls
 from tokprof.base.textdiff import common_prefix
-from tokprof.trace import Call, Note, Trace, as_list
+from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.policies import AddedCall, Full, Policy, Replay, shared_messages
 
 SCHEMA_VERSION = 1
@@ -361,7 +361,12 @@ def _pass(
             previous[call.thread] = call
             if changed and _as_logged(call, before, log, log_before):
                 seen.as_logged.add(position)
-            if changed and not isinstance(call, AddedCall) and call.messages == log.messages and call.tools == log.tools:
+            if (
+                changed
+                and not isinstance(call, AddedCall)
+                and call.messages == log.messages
+                and call.tools == log.tools
+            ):
                 seen.same_prompt.add(position)
             seen.carried.append(tuple(carries(call.messages, fact) for fact in facts))
             current[:] = [call]
@@ -679,7 +684,9 @@ def whatif(
             # the policy changes no call: its profile is full's, call for call
             for call in log.calls:
                 step(call)
-            report.policies.append(kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base))
+            report.policies.append(
+                kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base)
+            )
             continue
         counter = PromptCounter(model, fixed, rendered, units) if policy.needs_counter else None
         replay = Replay(policy, counter, window)

@@ -21,7 +21,7 @@ from tokprof.runs.inputs import log_calls
 from tokprof.runs.model import Model, named_model
 from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.progress import progress_bar
-from tokprof.trace import Call, Note, Trace
+from tokprof.trace import Call, Trace
 from tokprof.transforms.stream import HeldCalls, LogCalls, fitted
 from tokprof.transforms.config import Config
 
@@ -170,7 +170,9 @@ def profile(log: PathLike | Trace, options: Options = DEFAULTS) -> Profile:
 
     with template_run():
         source = calls_of(log, options)
-        return run_profile(source, options.model, options.chat_template, options.progress, options.prices, options.advice)
+        return run_profile(
+            source, options.model, options.chat_template, options.progress, options.prices, options.advice
+        )
 
 
 def saved_profile(path: PathLike) -> Profile | None:

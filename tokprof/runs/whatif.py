@@ -48,7 +48,6 @@ def whatif(
     starting with ``#`` left out). Raises :class:`TokprofError` for a policy that does not parse (the
     message lists the policies)."""
     from tokprof.analyses.retention import parse_fact, read_facts
-    from tokprof.analyses.whatif import whatif as _whatif
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
     if isinstance(policies, str):
@@ -94,7 +93,9 @@ def _replayed(
     def log_calls() -> Iterator[Call]:
         for call in itertools.chain([first] if first is not None else [], stream):
             light.append(light_call(call, None))
-            recorded[0] = recorded[0] or bool(call.messages or call.tools or call.reported is not None or call.unrendered)
+            recorded[0] = recorded[0] or bool(
+                call.messages or call.tools or call.reported is not None or call.unrendered
+            )
             yield call
 
     def shown(calls: Iterable[Call]) -> Iterator[Call]:  # a stream's bytes on the progress bar
@@ -129,6 +130,7 @@ def _replayed(
     size = source.progress[1]
     total = size * len(parsed) if size else (source.size if isinstance(source, HeldCalls) else 0) * len(parsed)
     with progress_bar(options.progress, total, "replaying calls", in_bytes=bool(size)) as advance:
+
         def each() -> None:
             if not size:
                 advance()

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tokprof.formats import Log, open_log
-from tokprof.trace import Call, Note, PromptView, Trace
+from tokprof.trace import Call, Note, Trace
 from tokprof.transforms.supply import Supplier
 from tokprof.transforms.threads import CAPTURE_FORMATS, Threader
 from tokprof.transforms.tool_ids import ToolIdFitter
+
 
 class HeldCalls:
     """A trace held whole, read as :class:`LogCalls` reads a file: each stream its calls (already
@@ -30,7 +31,9 @@ class HeldCalls:
     def __init__(self, trace: Trace) -> None:
         self.path = trace.path
         self._trace = trace
-        self.header = dataclasses.replace(trace, calls=[], notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in trace.notes])
+        self.header = dataclasses.replace(
+            trace, calls=[], notes=[Note(n.code, n.message, list(n.places), list(n.calls)) for n in trace.notes]
+        )
         self.size = len(trace.calls)
 
     @property
@@ -140,7 +143,10 @@ class LogCalls:
         threads = self._threads
         if self.tools is not None or self.system is not None:
             header.supplied = tuple(
-                sorted(set(header.supplied) | {p for p, v in (("tools", self.tools), ("system", self.system)) if v is not None})
+                sorted(
+                    set(header.supplied)
+                    | {p for p, v in (("tools", self.tools), ("system", self.system)) if v is not None}
+                )
             )
         first = header is self.header
         supply = None
