@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 
@@ -179,6 +180,53 @@ def claude_code(folder: Path, n: int) -> Path:
     return _jsonl(folder / "session.jsonl", rows)
 
 
+def aider(folder: Path, n: int) -> Path:
+    """An aider chat history of two sessions (a reader holds the first session's calls until a second one
+    makes a call: their thread names the session only when there are several), a Tokens line a reply."""
+    lines = []
+    for k in range(n):
+        if k in (0, 1):
+            lines += [f"# aider chat started at 2025-10-2{3 + k} 17:04:56", "", "> Main model: gpt-4o  ", ""]
+        lines += [f"#### step {k}  ", "", f"Done {k}.", "", f"> Tokens: {100 + k} sent, 5 received.  ", ""]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / ".aider.chat.history.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def copilot_cli(folder: Path, n: int) -> Path:
+    """A Copilot CLI events.jsonl: a user message, then assistant messages each answered by a tool result."""
+    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def event(k: int, kind: str, data: dict) -> dict:
+        time = (start + timedelta(seconds=k)).isoformat().replace("+00:00", "Z")
+        return {"type": kind, "data": data, "id": f"e{k}", "timestamp": time, "parentId": None}
+
+    rows = [event(0, "session.start", {"sessionId": "s", "selectedModel": "gpt-5"})]
+    rows.append(event(1, "user.message", {"content": "fix the build"}))
+    for k in range(n):
+        request = {"toolCallId": f"c{k}", "name": "bash", "arguments": {"command": "ls"}}
+        rows.append(event(2 + 2 * k, "assistant.message", {"messageId": f"m{k}", "toolRequests": [request]}))
+        rows.append(event(3 + 2 * k, "tool.execution_complete", {"toolCallId": f"c{k}", "result": {"content": "a"}}))
+    return _jsonl(folder / "events.jsonl", rows)
+
+
+def kimi_cli(folder: Path, n: int) -> Path:
+    """A Kimi CLI wire.jsonl: one turn of steps, each with its usage."""
+
+    def line(t: float, kind: str, payload: dict) -> dict:
+        return {"timestamp": 1770983400.0 + t, "message": {"type": kind, "payload": payload}}
+
+    rows: list[dict] = [{"type": "metadata", "protocol_version": "1.0"}, line(0, "TurnBegin", {"user_input": "go"})]
+    for k in range(n):
+        rows.append(line(1 + k, "StepBegin", {"n": k}))
+        rows.append(line(1 + k, "ContentPart", {"type": "text", "text": f"step {k}"}))
+        usage = {"input_other": 10, "output": 2, "input_cache_read": k, "input_cache_creation": 0}
+        rows.append(line(1 + k, "StatusUpdate", {"token_usage": usage, "message_id": f"m{k}"}))
+    rows.append(line(n + 1, "TurnEnd", {}))
+    return _jsonl(folder / "wire.jsonl", rows)
+
+
 #: format name -> a writer of a session of that many calls.
 WRITERS: dict[str, Callable[[Path, int], Path]] = {
     "pi": pi,
@@ -188,3 +236,6 @@ WRITERS: dict[str, Callable[[Path, int], Path]] = {
     "opencode": opencode,
     "claude-code": claude_code,
 }
+
+#: More agents' sessions, for the readers' benchmarks and ``tests/test_reader_folds.py`` (not the fuzzer's).
+MORE: dict[str, Callable[[Path, int], Path]] = {"aider": aider, "copilot-cli": copilot_cli, "kimi-cli": kimi_cli}

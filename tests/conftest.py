@@ -186,6 +186,21 @@ def _no_process_left_behind():
 
 
 @pytest.fixture(scope="session")
+def sample_profile(tmp_path_factory) -> Path:
+    """The sample's profile as ``tokprof profile samples/incident_session.json -f json -o FILE`` writes it
+    (no configuration), made once for the test run: the tests that read its figures, and the reports
+    shown from it as a saved profile (shown as the log is: tests/test_saved_profile.py), share it."""
+    from tokprof.frontends.cli import main
+
+    folder = tmp_path_factory.mktemp("sample-profile")
+    path = folder / "incident_session.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(folder)  # no tokprof.toml found
+        assert main(["profile", str(ROOT / "samples" / "incident_session.json"), "-f", "json", "-o", str(path)]) == 0
+    return path
+
+
+@pytest.fixture(scope="session")
 def qwen25():
     from tokprof.models import resolve_model
 

@@ -160,8 +160,25 @@ def test_an_unpriced_log_gets_tokens_and_why_no_dollars(capsys):
         assert a["tokens"] > 0 and a["unpriced"]
     replayed = next(a for a in actions if a["basis"].startswith("replay:"))
     assert "no price" in replayed["unpriced"]
-    unused = next(a for a in actions if a["basis"] == "none")  # no replay prices dropping tools: said so
-    assert "never called" in unused["what"] and "no replay" in unused["unpriced"]
+    unused = next(a for a in actions if a["basis"] == "replay:drop-tools")  # replayed; unpriced: said so
+    assert "never called" in unused["what"] and "no price" in unused["unpriced"]
+    assert unused["tokens"] == 42244  # the four unused tools' definitions over the 59 calls (tokprof tools)
+
+
+def test_dropping_tools_never_called_is_replayed_and_priced(capsys):
+    """The tools-never-called action carries the dollars its replay (whatif -p drop-tools) proves: on the
+    sample, which caches nothing, each dropped definition token at the input price, to the cent."""
+    price = ["--price", "1/2/0.1/1.25"]
+    doc = run_json(["profile", str(SAMPLE), "-f", "json", "--no-progress", *price], capsys)
+    unused = next(a for a in doc["actions"] if a["basis"] == "replay:drop-tools")
+    assert unused["what"].startswith("drop 4 tools never called") and unused["unpriced"] is None
+    whole = run_json(["whatif", str(SAMPLE), "-p", "drop-tools", "-f", "json", "--no-progress", *price], capsys)
+    drop = next(p for p in whole["policies"] if p["policy"] == "drop-tools")
+    assert unused["dollars"] == pytest.approx(drop["cost_saving"], abs=1e-6)
+    assert unused["tokens"] == drop["saving"] == 42244
+    assert drop["cost_saving"] == pytest.approx(42244 / 1e6, abs=1e-6)  # uncached: $1 per million input tokens
+    assert drop["buckets_billed"]["tool_definitions"] == 147323 - 42244
+    assert all(c["changed"] for c in drop["per_call"]) and drop["changed_calls"] == 59
 
 
 def test_a_priced_sample_ranks_its_replay_by_dollars(capsys):
@@ -206,3 +223,16 @@ def test_a_directory_view_adds_the_cache_fixes_up(tmp_path, capsys, monkeypatch)
     assert main(["profile", str(folder), "--no-progress", "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert out.splitlines()[1].startswith("What to change") and "tokprof profile DIR --session ID" in out
+
+
+def test_a_directory_view_without_a_cache_fix_says_only_that(tmp_path, capsys, monkeypatch):
+    """A directory view prices the cache fixes alone: with none it says so, never that no change saves anything
+    (its sessions' replays were not run), and how to have them."""
+    monkeypatch.setenv("COLUMNS", "200")
+    folder = tmp_path / "calm"
+    folder.mkdir()
+    claude_session(folder, idle_before=99)  # no idle gap: no cache miss to fix
+    assert main(["profile", str(folder), "--no-progress", "--jobs", "1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no cache fix saves anything over these sessions" in out and "none of the changes" not in out
+    assert "tools never called dropped): tokprof profile DIR --session ID" in out

@@ -12,7 +12,7 @@ import pytest
 
 from test_watch import lines
 from tokprof.frontends.cli import main
-from tokprof.models.known import agent_window
+from tokprof.models.agent_window import agent_window
 
 
 def session(tmp_path, turns):

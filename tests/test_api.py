@@ -1,4 +1,5 @@
-"""The public API, used as a library user would: only the names ``tokprof`` exports."""
+"""The public API, used as a library user would: the names ``tokprof`` exports (a few tests also call the
+internal jobs the command line calls, to hold them to what the library gives)."""
 
 from __future__ import annotations
 
@@ -324,3 +325,5 @@ def test_one_profile_takes_a_file_a_folder_or_a_list_and_one_options(tmp_path, m
         tokprof.profile(files[0], modle="qwen2.5")
     with pytest.raises(TypeError, match="expected a tokprof.Options"):
         tokprof.profile(files[0], "qwen2.5")
+    with pytest.raises(TypeError, match="a list of paths"):
+        tokprof.profile({"a": 1})

@@ -52,6 +52,61 @@ def test_reuse_is_exact(counters):
         assert np.array_equal(starts, reference._encode_starts(new)), (old, new)
 
 
+#: Pieces with no newline, so that a space after an ASCII letter is the only split point between
+#: added tokens: the texts around it vary what comes before and after (contractions, digits,
+#: runs of spaces, punctuation, letters outside ASCII, marks).
+FLAT = [
+    "word",
+    " ",
+    "  ",
+    "x",
+    "I",
+    "'ll",
+    "'s",
+    "'",
+    "123",
+    "4",
+    ".",
+    ", ",
+    "é",
+    "e\u0301",
+    "Ω",
+    "你",
+    "-",
+    "!?",
+    "\t",
+]
+
+
+def test_a_space_after_a_letter_splits_every_text_alike(counters):
+    """#43.5: the split point of texts with no newline (counters.last_word_end): the tokens of a text
+    that shares its first characters with another, reused up to the last space after an ASCII letter
+    before they part, and the shared end of count_like, are the converted tokenizer's."""
+    from tokprof.models.counters import first_word_end, last_word_end
+
+    fast, reference = counters
+    rng = random.Random(43)
+    texts = ["".join(rng.choice(FLAT) for _ in range(rng.randint(1, 60))) for _ in range(120)]
+    fast.token_starts_reusing(texts[0], fast.token_starts_reusing(texts[1], None, 0), 0)  # the first-use check
+    assert fast.boundary_after_newline and fast._word_ends
+    cuts = 0
+    for old, suffix in zip(texts, texts[1:]):
+        new = old[: rng.randint(0, len(old))] + suffix
+        common = next((i for i, (a, b) in enumerate(zip(old, new)) if a != b), min(len(old), len(new)))
+        cuts += bool(last_word_end(new, 1, common))
+        starts, _ = fast.token_starts_reusing(new, fast.token_starts_reusing(old, None, 0), common)
+        assert np.array_equal(starts, reference._encode_starts(new)), (old, new)
+        point = first_word_end(old, 1, len(old))
+        if point is not None:  # a token starts there, and the tokens from there on are the end's, whatever precedes
+            other = "".join(rng.choice(FLAT) for _ in range(5)) + old[point - 1 :]
+            at = len(other) - (len(old) - point)
+            whole = reference._encode_starts(other)
+            assert at in whole and np.array_equal(whole[whole >= at] - at, reference._encode_starts(old[point:]))
+        like = suffix + old
+        assert fast.count_like(like, old, reference._encode_starts(old)) == reference.count(like), (like, old)
+    assert cuts > 20  # many pairs reuse tokens up to such a point
+
+
 def test_text_that_nfc_changes_goes_to_the_converted_tokenizer():
     from tokprof.models import resolve_model
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from conftest import ROOT
 from tokprof.analyses import agent_config
 from tokprof.frontends.cli import main
 from test_actions import claude_session
@@ -91,14 +92,18 @@ def test_price_without_a_log_is_refused(capsys):
     ("fmt", "drop", "server", "cap"),
     [
         ("codex", "disabled_tools", "enabled = false", "tool_output_token_limit"),
-        ("gemini-cli", '"excludeTools"', '"mcpServers"', "gives no setting"),
-        ("claude-code", '"permissions.deny"', "claude mcp remove", "MAX_MCP_OUTPUT_TOKENS"),
+        ("gemini-cli", '"excludeTools"', '"mcp"."excluded"', "truncateToolOutputThreshold"),
+        ("claude-code", "--disallowedTools", "disabledMcpjsonServers", "MAX_MCP_OUTPUT_TOKENS"),
     ],
 )
 def test_each_agents_documented_setting(fmt, drop, server, cap):
+    """Each setting printed is one the agent's documentation gives (docs/advice.md cites the pages)."""
     assert drop in agent_config.drop_tools(fmt, ["mcp__github__create_issue"])
     assert server in agent_config.drop_server(fmt, "github")
     assert cap in agent_config.cap_results(fmt, ["mcp__github__get_issue"] if fmt != "gemini-cli" else ["read_file"])
+    advice = (ROOT / "docs" / "advice.md").read_text(encoding="utf-8")
+    for setting in (drop, server, cap):
+        assert setting.strip('"').split('"."')[-1] in advice, setting
 
 
 def test_an_agent_no_documentation_covers_gets_no_guess():
@@ -134,6 +139,12 @@ def test_mcp_log_has_the_cut_list(tmp_path, capsys):
     assert '"permissions.deny"' in found["mcp__notes__tool_1"]["how"]  # the log is Claude Code's
     assert found["mcp__notes"]["definition_tokens"] == sum(t["run_cost"] for t in doc["tools"])
     assert doc["cut_list"]["price_per_input_token"] > 0  # the log's model, priced: dollars beside the tokens
+    # the server's drop replayed on the log with the listed tools supplied (the log records none)
+    server = found["mcp__notes"]
+    assert (
+        server["replay"] and server["replay"].startswith("drop-tools:mcp__notes__") and server["not_replayed"] is None
+    )
+    assert server["saving_tokens"] > 0 and server["saving_dollars"] is not None
 
 
 def test_the_costliest_caps_are_replayed(tmp_path, capsys):
@@ -154,3 +165,62 @@ def test_the_costliest_caps_are_replayed(tmp_path, capsys):
     profile = run_json(["profile", str(log), "-f", "json", "--no-progress"], capsys)
     paid = {t["tool"]: t["carry_dollars"] for t in profile["summary"]["tool_result_costs"]["tools"]}
     assert read["carry_dollars"] == pytest.approx(paid["Read"], abs=1e-6) and paid["Read"] > 0
+
+
+def test_dropping_tools_is_replayed_with_the_cache_rates(tmp_path, capsys):
+    """``drop-tools`` on a Claude Code session given its tool definitions: every main call loses the never-called
+    tools' tokens; a call that read the cache reads that much less and writes what the log wrote; the first call
+    and the one back after an idle gap write that much less; the saving is those tokens at the cache read and
+    write rates (claude-sonnet-4-5: $0.30 and $3.75 per million), the subagent's calls (no tools) unchanged."""
+    from test_actions import run_json
+
+    log = claude_session(tmp_path, mcp=True)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    args = ["whatif", str(log), "--tools", str(tools), "-p", "drop-tools", "-f", "json", "--no-progress"]
+    doc = run_json(args, capsys)
+    full, drop = doc["policies"]
+    assert drop["description"].startswith("the tools the log never calls")
+    expected = 0.0
+
+    def bill(c: dict) -> float:  # the input's bill from the counts at the model's published rates
+        uncached = c["total"] - c["cache_read"] - c["cache_write"]
+        return (c["cache_read"] * 0.30 + c["cache_write"] * 3.75 + uncached * 3.00) / 1e6
+
+    for a, b in zip(full["per_call"], drop["per_call"]):
+        if a["thread"]:  # the subagent: tools not supplied, nothing dropped
+            assert b == a
+            continue
+        dropped = a["total"] - b["total"]
+        assert dropped > 0 and b["changed"]
+        if a["cache_read"]:  # reads the dropped tokens less, writes what the log wrote (to the proxy's rounding)
+            assert (
+                abs(b["cache_read"] - (a["cache_read"] - dropped)) <= 5
+                and abs(b["cache_write"] - a["cache_write"]) <= 5
+            )
+        else:  # the first call, and the one back after the idle gap: its prompt written (the log's 3 uncached too)
+            assert (b["cache_read"], b["cache_write"]) == (0, b["total"])
+        expected += bill(a) - bill(b)
+    assert drop["cost_saving"] == pytest.approx(expected, abs=2e-6) and drop["cost_saving"] > 0
+    cut = run_json(["tools", str(log), "--tools", str(tools), "-f", "json", "--no-progress"], capsys)["cut_list"]
+    found = rows(cut)
+    jira, never = found["mcp__jira"], found["mcp__github__create_issue"]  # replayed, each on its own
+    assert jira["replay"] == "drop-tools:mcp__jira__search" and jira["not_replayed"] is None
+    assert never["replay"] == "drop-tools:mcp__github__create_issue" and never["saving_dollars"] > 0
+    assert found["mcp__jira__search"]["saving_dollars"] == jira["saving_dollars"] > 0
+    profile = run_json(["profile", str(log), "--tools", str(tools), "-f", "json", "--no-progress"], capsys)
+    action = next(a for a in profile["actions"] if a["basis"] == "replay:drop-tools")
+    assert action["dollars"] == pytest.approx(drop["cost_saving"], abs=1e-6) and action["tokens"] == drop["saving"]
+    assert action["how"].endswith("(whole servers: jira)")  # github's get_issue was called: not a whole server
+    both = jira["saving_dollars"] + never["saving_dollars"]
+    assert both == pytest.approx(drop["cost_saving"], rel=0.05)  # the two drops apart, near the two together
+
+
+def test_a_replay_drops_only_tools_never_called(tmp_path, capsys):
+    log = claude_session(tmp_path)
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps(TOOLS), encoding="utf-8")
+    args = ["whatif", str(log), "--tools", str(tools), "-p", "drop-tools:Read", "--no-progress"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "the log calls Read" in err

@@ -45,19 +45,6 @@ def test_reports_combine(tmp_path, model_dir):
     assert [r.session for r in both.sessions] == [r.session for r in a.sessions + b.sessions]
 
 
-@pytest.mark.skipif(not CORPUS.is_dir(), reason="needs ../shared/corpus")
-def test_dask_on_the_shared_corpus():
-    import tokprof
-    from tokprof.frontends.distributed import profile_paths
-
-    folder = CORPUS / "claude_code_2.1_compacted"
-    expected = tokprof.profile(folder, jobs=1)
-    paths = [folder / row.path for row in expected.sessions]
-    got = profile_paths(paths, scheduler="processes", root=str(folder))
-    assert [r.to_dict() for r in got.sessions] == [r.to_dict() for r in expected.sessions]
-    assert Path(folder).is_dir()
-
-
 #: Corpus sessions of three agents, each a few hundred kilobytes (the whole corpus grows with every reader).
 MIXED = [
     "claude_code_medium_full-session-four.jsonl",

@@ -539,7 +539,7 @@ def test_the_seeds_are_valid(tmp_path, capsys, fuzz_model):
 #: A string whose nesting check once took time quadratic in its length: deep enough to be scanned,
 #: then an unterminated string of escaped quotes.
 QUADRATIC = "[" * 201 + '"' + '\\"' * 20_000
-MANY = 1_500  # messages in one prompt: rendering every prefix would render ~1.1 million messages
+MANY = 500  # messages in one prompt: rendering every prefix would render ~125,000 messages (minutes, not a second)
 
 
 def _largest_list(value: Any) -> tuple | None:
@@ -606,7 +606,10 @@ def test_costly_mutant(seed, kind, tmp_path, capsys, fuzz_model):
 
 
 # -- on a GitHub runner (#33): no mutant's text starts a workflow command on standard output --------
-_ON_A_RUNNER = [(f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(4)]
+#: Two mutants of every seed (each profiled and its tools listed), or TOKPROF_FUZZ_MUTANTS when it is set.
+_ON_A_RUNNER = [
+    (f"{seed.name}-{n}", seed, n) for seed in SEEDS for n in range(int(os.environ.get("TOKPROF_FUZZ_MUTANTS") or 2))
+]
 
 
 @pytest.mark.parametrize("name, seed, n", _ON_A_RUNNER, ids=[name for name, _, _ in _ON_A_RUNNER])

@@ -29,12 +29,11 @@ def sample_report(tmp_path_factory):
     return path
 
 
-def test_report_carries_the_profile(sample_report, capsys):
+def test_report_carries_the_profile(sample_report, sample_profile):
     text = sample_report.read_text(encoding="utf-8")
     assert not re.search(r"<script[^>]*\ssrc=", text)  # plotly.js is embedded, nothing is fetched
     doc = embedded_profile(text)
-    main(["profile", str(SAMPLE), "-f", "json"])
-    expected = json.loads(capsys.readouterr().out)
+    expected = json.loads(sample_profile.read_text(encoding="utf-8"))
     assert doc == expected
     assert 'id="chart-buckets"' in text and 'id="chart-tools"' in text and 'id="chart-window"' in text
 

@@ -49,6 +49,7 @@ FEATURES: dict[str, str] = {
     "tokprof.pricing.billing": "base",
     "tokprof.pricing.genai": "models",
     "tokprof.pricing.table": "models",
+    "tokprof.pricing.models": "models",
     "tokprof.pricing.cost": "analyses",
     "tokprof.pricing.spend": "analyses",
     "tokprof.pricing.render": "outputs",

@@ -589,7 +589,7 @@ def test_log_counts_calls_and_profile_takes_the_catalogue(scripts, tmp_path, cap
 
 # -- the Python API and the JSON schema --------------------------------------------------------------------
 def test_api_returns_frozen_typed_report(scripts):
-    report = api.mcp_report([stdio("one", scripts["server"], "2", "0")], model="qwen2.5")
+    report = api.mcp_report([stdio("one", scripts["server"], "2", "0")], tokprof.Options(model="qwen2.5"))
     assert report.servers[0].tools == 2 and report.tools[0].server == "one"
     with pytest.raises(FrozenInstanceError):
         report.servers[0].tokens = 0  # type: ignore[misc]
@@ -883,7 +883,7 @@ def test_tools_past_the_cap_are_listed_as_skipped_and_the_rest_priced_as_tools_p
     listed = list_servers(
         [stdio("twelve", scripts["server"], "12", "0"), stdio("one", scripts["server"], "1", "0")], 60
     )
-    found = api.mcp_report(listed, model="qwen2.5")
+    found = api.mcp_report(listed, tokprof.Options(model="qwen2.5"))
     report = found.to_dict()
     assert [t["name"] for t in report["tools"]] == [f"mcp__twelve__tool_{i}" for i in range(5)]
     assert [(s["server"], s["listed_name"]) for s in report["skipped"]] == [
@@ -920,7 +920,9 @@ def _listing(name: str, tools: int, words: int = 0) -> Listing:
 def test_a_huge_description_is_skipped_by_its_size(monkeypatch):
     """A 50 MB description took 127 s to price; past the catalogue's cap (1 MiB here) it is not priced."""
     monkeypatch.setenv("TOKPROF_MCP_MAX_CATALOGUE", "1")
-    report = api.mcp_report([_listing("huge", 1, 120_000), _listing("two", 2)], model="qwen2.5").to_dict()
+    report = api.mcp_report(
+        [_listing("huge", 1, 120_000), _listing("two", 2)], tokprof.Options(model="qwen2.5")
+    ).to_dict()
     assert [t["name"] for t in report["tools"]] == ["mcp__two__tool_0", "mcp__two__tool_1"]
     (skipped,) = report["skipped"]
     assert skipped["server"] == "huge" and skipped["bytes"] > 1024 * 1024
@@ -931,5 +933,5 @@ def test_the_time_out_bounds_the_pricing_too():
     """--timeout bounded only the listing; the pricing after it is inside it now: a run whose time is
     spent before pricing says so in one line."""
     with pytest.raises(TokprofError, match="pricing them did not end within the time-out of 1e-06 s"):
-        api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=1e-6)
-    assert api.mcp_report([_listing("one", 3)], model="qwen2.5", timeout=60).total > 0
+        api.mcp_report([_listing("one", 3)], tokprof.Options(model="qwen2.5"), timeout=1e-6)
+    assert api.mcp_report([_listing("one", 3)], tokprof.Options(model="qwen2.5"), timeout=60).total > 0

@@ -12,6 +12,13 @@ from tokprof.frontends.cli import main
 SAMPLE = ROOT / "samples" / "incident_session.json"
 
 
+@pytest.fixture
+def saved(sample_profile) -> str:
+    """The sample's saved profile (conftest's, made once): ``tokprof profile`` shows it as it shows the
+    log (tests/test_saved_profile.py), so the table's layout is checked on it at each width."""
+    return str(sample_profile)
+
+
 def table_at(width, args, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", str(width))
     assert main(args) in (0, 1)
@@ -19,8 +26,8 @@ def table_at(width, args, capsys, monkeypatch):
 
 
 @pytest.mark.parametrize("width", [80, 100, 120])
-def test_profile_rows_fit(width, capsys, monkeypatch):
-    out = table_at(width, ["profile", str(SAMPLE)], capsys, monkeypatch)
+def test_profile_rows_fit(width, saved, capsys, monkeypatch):
+    out = table_at(width, ["profile", saved], capsys, monkeypatch)
     rows = [line for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+(\s+[\d,]+)+\s*$", line)]
     assert len(rows) == 20  # the first and last ten of 59 calls
     assert all(len(line) <= width for line in rows)
@@ -29,13 +36,13 @@ def test_profile_rows_fit(width, capsys, monkeypatch):
     assert "39 of 59 calls not shown" in out
 
 
-def test_profile_calls_option(capsys, monkeypatch):
-    out = table_at(80, ["profile", str(SAMPLE), "--calls", "all"], capsys, monkeypatch)
+def test_profile_calls_option(saved, capsys, monkeypatch):
+    out = table_at(80, ["profile", saved, "--calls", "all"], capsys, monkeypatch)
     assert len([line for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+", line)]) == 59
-    out = table_at(80, ["profile", str(SAMPLE), "--calls", "4"], capsys, monkeypatch)
+    out = table_at(80, ["profile", saved, "--calls", "4"], capsys, monkeypatch)
     calls = [int(line.split()[0]) for line in out.splitlines() if re.match(r"^\s*\d+\s+[\d,]+", line)]
     assert calls == [0, 1, 57, 58]
-    assert main(["profile", str(SAMPLE), "--calls", "some"]) == 2
+    assert main(["profile", saved, "--calls", "some"]) == 2
     assert "--calls: expected a number of rows or 'all'" in capsys.readouterr().err
 
 

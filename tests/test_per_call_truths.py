@@ -5,6 +5,7 @@ label the difference; a subagent is named by its agent id and kind, never by its
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -29,11 +30,21 @@ def needs(path: Path) -> Path:
     return path
 
 
+@cache
+def _profile(path: Path) -> tokprof.Profile:
+    return tokprof.profile(path)
+
+
+def profiled(path: Path) -> tokprof.Profile:
+    """The log's profile, made once for the tests here (none of them changes it)."""
+    return _profile(needs(path))
+
+
 @pytest.mark.parametrize("log", ESTIMATED, ids=lambda p: p.name[:24])
 def test_an_estimates_tool_results_add_up_to_their_bucket(log):
     """Each result's tokens and each resend are in the units of the call they are in, as that call's
     tool-results bucket was scaled: so they add up to the bucket, up to rounding per result."""
-    found = tokprof.profile(needs(log))
+    found = profiled(log)
     summary = found.summary()
     costs = summary.tool_result_costs
     assert abs(costs.tokens + costs.carry_cost - summary.buckets_billed["tool_results"]) <= costs.results
@@ -41,7 +52,7 @@ def test_an_estimates_tool_results_add_up_to_their_bucket(log):
 
 
 def test_the_21_session_adds_up_exactly_and_the_table_says_nothing_more():
-    found = tokprof.profile(needs(CC21))
+    found = profiled(CC21)
     costs = found.summary().tool_result_costs
     assert (costs.tokens, costs.carry_cost) == (160610, 7171016)  # 7,331,626: the bucket
     assert "up to rounding" not in tokprof.render_report(found, "table")
@@ -52,7 +63,7 @@ def test_stream_start_names_only_calls_with_placeholder_output():
     session's 157 calls (21 of the main conversation, the subagent's 13) have one under a token per 10
     characters of their output. Claude Code 2.0.27: 25 of 30."""
     for log, flagged, calls in ((CC21, 34, 157), (CC20, 25, 30)):
-        found = tokprof.profile(needs(log))
+        found = profiled(log)
         note = next(w for w in found.warnings if w.code == "usage-at-stream-start")
         assert len(note.places) == flagged and len(found.calls) == calls
         under = [c.index for c in found.calls if c.cost and any("under-reported" in n for n in c.cost.notes)]
@@ -64,7 +75,7 @@ def test_tools_and_profile_report_the_same_billed_input_or_label_the_difference(
     report = tokprof.tools_report(sample)
     assert report.billed_input == report.billed_input_profile == tokprof.profile(sample).summary().billed_input
     assert "tokprof profile reports" not in tokprof.render_report(report, "table")
-    found = tokprof.profile(needs(CC21))
+    found = profiled(CC21)
     estimate = tokprof.tools_report(CC21, tools=ROOT / "samples" / "tools_anthropic.json")
     assert estimate.billed_input == found.computed_billed_input() == 11665153  # the catalogue's (proxy) units
     assert estimate.billed_input_profile == found.summary().billed_input == 16486538

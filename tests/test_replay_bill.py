@@ -216,6 +216,28 @@ def test_openai_reads_in_steps_and_writes_nothing():
     assert bill.cache_read == 1024 + (2999 - 1024) // 128 * 128 and bill.cache_write == 0
 
 
+def test_openai_rounds_the_replayed_prefix_anew():
+    """The log's call read 1,536 of the 1,568 tokens it shared: its whole shared prefix in OpenAI's steps. A
+    replayed call sharing 61 fewer tokens (1,507) reads 1,408, its own prefix in steps, not the log's rounded
+    read less the 61 (1,475, rounded again to 1,408; for a log read of 1,024 it would be 963 and none)."""
+    calls = log(
+        [Usage(prompt=1568, cache_read=0, output=5), Usage(prompt=2732, cache_read=1536, output=6)],
+        [0, 1],
+        ["gpt-4o", "gpt-4o"],
+    )
+    trace, counted = replay(calls, {1: (2670, 1507)})
+    counted[1] = Replayed(total=2670, shared=1507, changed=True, parts_as_logged=True)
+    assert billed_usage(trace, counted, calls, log_shared={1: 1568})[1].cache_read == 1408
+    small = log(
+        [Usage(prompt=1124, cache_read=0, output=5), Usage(prompt=1568, cache_read=1024, output=6)],
+        [0, 1],
+        ["gpt-4o", "gpt-4o"],
+    )
+    trace, counted = replay(small, {1: (1507, 1063)})
+    counted[1] = Replayed(total=1507, shared=1063, changed=True, parts_as_logged=True)
+    assert billed_usage(trace, counted, small, log_shared={1: 1124})[1].cache_read == 1024
+
+
 def test_a_prompt_equal_to_the_logs_keeps_its_usage():
     calls = three_calls()
     copy = Call(index=1, messages=[dict(m) for m in calls[1].messages], tools=None, model=SONNET, time=calls[1].time)

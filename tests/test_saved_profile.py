@@ -18,9 +18,15 @@ def run(args, capsys):
     return code, out, err
 
 
-def test_every_report_of_a_saved_profile_is_the_report_of_the_log(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def saved_sample(sample_profile) -> str:
+    """The sample's saved profile (the JSON ``tokprof profile -o`` writes; conftest's, made once)."""
+    return sample_profile.read_text(encoding="utf-8")
+
+
+def test_every_report_of_a_saved_profile_is_the_report_of_the_log(saved_sample, tmp_path, capsys, monkeypatch):
     saved = tmp_path / "run.json"
-    assert run(["profile", str(SAMPLE), "-f", "json", "-o", str(saved)], capsys)[0] == 0
+    saved.write_text(saved_sample, encoding="utf-8")
     assert json.loads(saved.read_text())["kind"] == "profile"
     for fmt in ("table", "csv", "json"):
         from_log = run(["profile", str(SAMPLE), "-f", fmt, "--calls", "all"], capsys)
@@ -73,12 +79,11 @@ def test_a_damaged_saved_profile_is_one_line(tmp_path, capsys):
     ],
 )
 @pytest.mark.parametrize("command", ["profile", "check", "report"])
-def test_a_saved_profile_that_breaks_the_rule_is_one_line(change, said, command, tmp_path, capsys):
+def test_a_saved_profile_that_breaks_the_rule_is_one_line(change, said, command, saved_sample, tmp_path, capsys):
     """Every report reads a saved profile's buckets: they must be whole numbers, 0 or more, adding up
     to the call's total, as tokprof writes them."""
     saved = tmp_path / "run.json"
-    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(saved), "--no-progress"]) == 0
-    data = json.loads(saved.read_text(encoding="utf-8"))
+    data = json.loads(saved_sample)
     change(data["calls"][3])
     saved.write_text(json.dumps(data), encoding="utf-8")
     args = [command, str(saved)] + (["-o", str(tmp_path / "r.html")] if command == "report" else [])

@@ -48,12 +48,10 @@ def run_json(args: list[str], capsys, expect: int = 0) -> dict:
     return json.loads(out)
 
 
-@pytest.fixture(scope="module")
-def saved(tmp_path_factory) -> Path:
-    """The sample's profile, saved once by the command line (``tokprof profile LOG -f json -o run.json``)."""
-    path = tmp_path_factory.mktemp("saved") / "run.json"
-    assert main(["profile", str(SAMPLE), "-f", "json", "-o", str(path), "--no-progress"]) == 0
-    return path
+@pytest.fixture
+def saved(sample_profile) -> Path:
+    """The sample's profile, saved once by the command line (``tokprof profile LOG -f json -o FILE``; conftest's)."""
+    return sample_profile
 
 
 # -- the schema files themselves ---------------------------------------------------------------------

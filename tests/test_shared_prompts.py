@@ -132,8 +132,8 @@ def test_sharing_changes_nothing_a_profile_says(tmp_path):
     window = [p if len(p) <= 6 else [p[0], *p[-4:]] for p in conversation(8)]  # a sliding window
     for name, prompts in (("one", one), ("interleaved", interleaved), ("window", window)):
         trace = read_log(write_records(tmp_path / f"{name}.jsonl", prompts))
-        shared = profile(trace, Model(tiny_model())).to_dict()
-        alone = profile(unshared(trace), Model(tiny_model())).to_dict()
+        shared = profile(trace, model=Model(tiny_model())).to_dict()
+        alone = profile(unshared(trace), model=Model(tiny_model())).to_dict()
         assert shared == alone, name
 
 
@@ -172,8 +172,8 @@ def test_sharing_changes_nothing_on_random_captures(tmp_path, seed):
     prompts = random_prompts(seed)
     trace = read_log(write_records(tmp_path / "log.jsonl", prompts))
     assert [list(c.messages) for c in trace.calls] == prompts  # each call reads as its record
-    shared = profile(trace, Model(tiny_model())).to_dict()
-    alone = profile(unshared(trace), Model(tiny_model())).to_dict()
+    shared = profile(trace, model=Model(tiny_model())).to_dict()
+    alone = profile(unshared(trace), model=Model(tiny_model())).to_dict()
     assert shared == alone
 
 

@@ -200,8 +200,8 @@ def test_a_long_fresh_prompt_is_built_up_with_the_same_buckets(name, tmp_path, b
     """A long prompt that extends nothing (a fresh request to serve) is attributed by splicing its
     growing prefixes (Attributor._built_up): the same buckets, warnings, spans and prompt as whole."""
     model = _model(name)
-    generated = tmp_path / "g.jsonl"
-    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(40, 120, 3, 5))), encoding="utf-8")
+    generated = tmp_path / "g.jsonl"  # its long calls: 33 to 41 messages
+    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(20, 120, 3, 5))), encoding="utf-8")
     for call in _long_calls(model, [SAMPLES[1], generated]):
         a, b, _ = fresh_both_ways(model, call)
         assert a == b, f"{name} {call.where}: built up {a[:3]} whole {b[:3]}"
@@ -294,8 +294,8 @@ def test_a_long_fresh_prompt_takes_its_message_starts_from_windows(name, tmp_pat
     found from windows of its messages (tokprof.attribution.window_starts) where the checks allow it; the
     same buckets, warnings, spans and prompt as the rule's prefix renders, on every shipped template."""
     model = _model(name)
-    generated = tmp_path / "g.jsonl"
-    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(40, 120, 3, 5))), encoding="utf-8")
+    generated = tmp_path / "g.jsonl"  # its longest call: 41 messages, several windows
+    generated.write_text("".join(json.dumps(r) + "\n" for r in records(session(20, 120, 3, 5))), encoding="utf-8")
     calls = list(_long_calls(model, [SAMPLES[0], SAMPLES[1], *sorted(FIXTURES.glob("good_*")), generated], least=8))
     used = _windowed_same(model, calls)
     if name != "mistral":  # mistral-common writes the system prompt and tools before the last user message
@@ -348,8 +348,8 @@ def test_reasoning_dropped_by_later_turns_is_windowed_exactly_or_falls_back(name
     then parts from the whole prompt before its last messages. Windows must give the rule's starts
     or give up, whether the user turns come more or less often than a window's span."""
     model = _model(name)
-    trace = _session(tmp_path, calls=40)
-    calls = [_with_reasoning(trace.calls[i], every) for i in (14, 25, -1)]
+    trace = _session(tmp_path, calls=30)  # calls of 29 and 62 messages, before the user turns added
+    calls = [_with_reasoning(trace.calls[i], every) for i in (14, -1)]
     used = _windowed_same(model, calls)
     if name in ("qwen2.5", "qwen3", "deepseek-v4"):  # gpt-oss: harmony's last turn is written otherwise
         assert used == len(calls)
@@ -414,3 +414,24 @@ def test_a_time_limit_in_the_windows_walk_leaves_no_failed_header_remembered(mon
     b = Attributor(model, keep_json=True, incremental=False).attribute(call)
     assert None not in list(on._headers.values())
     assert (a.as_dict(), a.warnings) == (b.as_dict(), b.warnings)
+
+
+def test_a_user_turn_that_drops_earlier_reasoning_takes_its_probes_from_windows(tmp_path):
+    """#43.3: a call that adds a user turn makes Qwen3 drop the reasoning of the turns before it, so
+    the call is not spliced and each message since the last user turn needs a probe: taken from
+    windows (tokprof.attribution.window_probes), with the same buckets, warnings, spans and prompt as
+    the rule's whole renders, call by call (gpt-oss's are checked by the tests above)."""
+    model = _model("qwen3")
+    trace = _session(tmp_path, calls=24)
+    calls = [_with_reasoning(call, 1000) for call in trace.calls]  # reasoning, user turns as generated
+    on = Attributor(model, keep_json=True, incremental=True)
+    off = Attributor(model, keep_json=True, incremental=False)
+    for call in calls:
+        a, b = on.attribute(call), off.attribute(call)
+        assert (a.as_dict(), a.warnings, a.spans, on.last_prompt()[0]) == (
+            b.as_dict(),
+            b.warnings,
+            b.spans,
+            off.last_prompt()[0],
+        ), call.where
+    assert on._probe_checks.made > 10 and not on._probe_checks.off

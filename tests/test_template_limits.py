@@ -93,16 +93,16 @@ GREEDY = [
 
 @pytest.mark.parametrize("source", GREEDY, ids=["held", "tojson", "string", "printed"])
 def test_a_render_is_bounded_in_memory(source, tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_MEMORY", str(256 * 1024 * 1024))
+    monkeypatch.setenv("TOKPROF_TEMPLATE_MAX_MEMORY", str(64 * 1024 * 1024))
     template = tmp_path / "t.jinja"
     template.write_text(source + CHATML)
     limit = resource.getrlimit(resource.RLIMIT_DATA)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     err = one_line_error(["profile", str(LOG), "--chat-template", str(template)], capsys)
     assert "a render took more memory than it may" in err and "TOKPROF_TEMPLATE_MAX_MEMORY" in err, err
-    assert "268,435,456 bytes" in err, err
+    assert "67,108,864 bytes" in err, err
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
-    assert grown_mb < 512, f"the peak grew {grown_mb:.0f} MB under a 256 MiB limit"
+    assert grown_mb < 256, f"the peak grew {grown_mb:.0f} MB under a 64 MiB limit"
     assert resource.getrlimit(resource.RLIMIT_DATA) == limit  # the process's own limit is set back
 
 

@@ -191,9 +191,8 @@ def test_tools_needs_log_or_file(capsys):
     assert "give a LOG or --tools FILE" in capsys.readouterr().err
 
 
-def test_profile_json_has_catalogue(capsys):
-    assert main(["profile", str(ROOT / "samples" / "incident_session.json"), "-f", "json"]) == 0
-    summary = json.loads(capsys.readouterr().out)["summary"]
+def test_profile_json_has_catalogue(sample_profile):
+    summary = json.loads(sample_profile.read_text(encoding="utf-8"))["summary"]
     catalogue = summary["catalogue"]
     assert catalogue["total"] == summary["buckets_billed"]["tool_definitions"] // summary["calls"]
     assert len(catalogue["tools"]) == 12

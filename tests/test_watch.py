@@ -255,32 +255,23 @@ def test_a_session_that_moves_and_a_new_one(tmp_path):
     assert len(watcher.sessions) == 2
 
 
-def test_bad_thresholds_are_one_line(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "tokprof", "watch", str(tmp_path), "--thresholds", "x"],
-        capture_output=True,
-        text=True,
-        env=_env(tmp_path),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2 and "--thresholds" in done.stderr and "Traceback" not in done.stderr
+def test_bad_thresholds_are_one_line(tmp_path, capsys):
+    from tokprof.frontends.cli import main
+
+    assert main(["watch", str(tmp_path), "--thresholds", "x"]) == 2
+    err = capsys.readouterr().err
+    assert "--thresholds" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("json_lines", [False, True])
-def test_watch_a_path_that_does_not_exist_is_one_line(tmp_path, json_lines):
+def test_watch_a_path_that_does_not_exist_is_one_line(tmp_path, json_lines, capsys):
     """(#46 item 3) not a silent wait without end: one line naming the path, exit 2."""
+    from tokprof.frontends.cli import main
+
     missing = tmp_path / "no" / "such" / "path"
-    done = subprocess.run(
-        [sys.executable, "-m", "tokprof", "watch", str(missing), *(["--json"] if json_lines else [])],
-        capture_output=True,
-        text=True,
-        env=_env(tmp_path),
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr == f"tokprof: error: {missing}: no such file or folder\n"
+    assert main(["watch", str(missing), *(["--json"] if json_lines else [])]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"tokprof: error: {missing}: no such file or folder\n"
 
 
 def test_watch_says_what_it_waits_for(tmp_path):

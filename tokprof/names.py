@@ -2,7 +2,7 @@
 the context policies, for help texts, option checks and "did you mean". Cheap to import (none of
 these loads the pipeline), so that a command line can list them in its ``--help``.
 
-Everything here is exported from :mod:`tokprof`.
+Internal (the front ends import it; not exported from :mod:`tokprof`).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def registered_models(*, plugins: bool = False) -> tuple[ModelSpec, ...]:
 def context_window(name: str) -> int | None:
     """The context window public data (genai-prices) gives a model's name (``claude-sonnet-4-5``),
     None when it does not know it."""
-    from tokprof.models.known import context_window as known
+    from tokprof.pricing.models import context_window as known
 
     return known([name])
 

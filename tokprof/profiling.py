@@ -29,7 +29,7 @@ from tokprof.attribution.estimates import BAND, UNRECORDED, Continuations, Count
 from tokprof.attribution.facts import PassFacts, PromptTracker
 from tokprof.models import as_stand_in, is_default
 from tokprof.models.base import ChatModel, ModelInfo
-from tokprof.models.known import AgentWindow, agent_window
+from tokprof.models.agent_window import AgentWindow, agent_window
 from tokprof.trace import Call, Note, Trace, Usage
 
 SCHEMA_VERSION = 3
@@ -841,7 +841,7 @@ NOT_INFERRED = (
 
 
 def log_window(trace: Trace, calls: Iterable[Call]) -> AgentWindow:
-    """The context window the log's agent ran its model with (:func:`tokprof.models.known.agent_window`:
+    """The context window the log's agent ran its model with (:func:`tokprof.models.agent_window.agent_window`:
     Claude Code's 200,000 unless a prompt above it shows its 1M option; other agents, genai-prices'
     window for the log's model names). ``calls``: the trace's (or their light copies)."""
     names: list[str | None] = [trace.model]

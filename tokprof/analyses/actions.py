@@ -7,8 +7,11 @@ Each action is measured on the log itself, never estimated from a rule of thumb:
   billed again with the tokens a kept cache would have read read from it, at each call's own prices;
 * **capping or eliding tool results** is priced by a what-if replay (:mod:`tokprof.analyses.whatif`) of
   the log under ``cap`` and ``elide``; the tools whose results it cuts are named;
-* **dropping tools never called** is named with the tokens their definitions cost over the run; no
-  replay prices it yet, and it says so (``dollars`` None, ``unpriced`` the reason).
+* **dropping tools never called** is priced by a what-if replay of the log under ``drop-tools``
+  (:class:`tokprof.transforms.cuts.DropTools`: the tools the log never calls taken out of every call's tool
+  list, the prefix they change written to the cache again); the tools are named. Where it was not
+  replayed (a directory view) it carries the tokens their definitions cost over the run, unpriced, and
+  says so (``dollars`` None, ``unpriced`` the reason).
 
 An action that saves nothing (or costs more) is not one. Priced actions come first, by dollars, then
 the unpriced by tokens. An unpriced log gets tokens and the reason there are no dollars. The
@@ -19,21 +22,24 @@ configuration change of each (``how``) is the documented one of the agent that w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
 from tokprof.pricing.billing import CacheSummary
 from tokprof.profiling import Action, Profile
-from tokprof.trace import Call, PromptView, Trace
+from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:  # the replay's results (the module stays light for the directory views)
     from tokprof.analyses.whatif import PolicyResult, WhatIfReport
+    from tokprof.transforms.cuts import ToolUse
 
 #: At most this many actions are shown.
 MAX_ACTIONS = 3
 #: The policies replayed for the tool-results action: a cap of each result, and stubs for old ones.
 RESULT_POLICIES = ("cap:4000", "elide:2")
+#: The policy replayed for the tools-never-called action (tokprof.transforms.cuts.DropTools).
+DROP_POLICY = "drop-tools"
 #: ``elide`` rewrites every earlier prompt, so its replay counts every prompt anew (ten times a profile on a
 #: 439-call session): it is replayed only for logs that carry at most this many messages over the run.
 ELIDE_MESSAGES = 20000
@@ -129,6 +135,8 @@ def cache_actions(profile: Profile, cache: CacheSummary | None = None) -> list[A
 def results_over(calls: Iterable[Call], chars: int) -> Counter:
     """Per tool, the characters of its results beyond ``chars`` (each result counted once): what a cap
     cuts. A prompt that is a longer view of the list an earlier one was read from costs what it adds."""
+    from tokprof.transforms.cuts import new_messages
+
     names: dict[str, str] = {}
     cut: Counter = Counter()
     seen: set[str] = set()
@@ -171,8 +179,7 @@ def _saves(result: "PolicyResult") -> bool:
 def result_action(
     profile: Profile, calls: Callable[[], Iterable[Call]] | None, report: "WhatIfReport"
 ) -> Action | None:
-    """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts
-    (``calls``: a fresh stream of the log's calls, to find them in)."""
+    """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts."""
     candidates = [p for p in report.policies if p.policy in RESULT_POLICIES and _saves(p)]
     if not candidates:
         return None
@@ -219,27 +226,71 @@ def result_action(
 
 
 # -- tools never called ----------------------------------------------------------------------------
-def unused_tools_action(profile: Profile) -> Action | None:
-    """The tools the main catalogue carried and the model never called, with their tokens over the run."""
+def _server_of(name: str) -> str | None:
+    return name.split("__")[1] if name.startswith(agent_config.MCP_PREFIX) and name.count("__") >= 2 else None
+
+
+def _drop_how(fmt: str, unused: Sequence[str], used: Collection[str]) -> str:
+    """The setting that drops the unused tools; for Claude Code, the servers none of whose tools was used too."""
+    busy = {_server_of(n) for n in used}
+    servers = sorted({s for s in map(_server_of, unused) if s is not None and s not in busy})
+    return agent_config.drop_tools(fmt, unused) + (
+        f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""
+    )
+
+
+def _rewrites(result: "PolicyResult") -> bool:
+    """Whether the replay's first changed call writes its prompt to the cache."""
+    first = next((c for c in result.calls if c.changed), None)
+    return first is not None and bool(first.cache_write)
+
+
+def unused_tools_action(
+    profile: Profile, tools: "ToolUse | None" = None, report: "WhatIfReport | None" = None
+) -> Action | None:
+    """The tools the log carried and the model never called: with a what-if ``report`` of :data:`DROP_POLICY`
+    (and ``tools``, what the log's calls showed of their tools), the dollars the replay proves dropping them
+    saves (none saved: no action); without one, the main catalogue's unused tools with their tokens over the
+    run, unpriced."""
+    fmt = profile.source.format
+    replayed = None
+    if report is not None and tools is not None:
+        replayed = next((p for p in report.policies if p.policy == DROP_POLICY), None)
+    if replayed is not None and tools is not None:
+        unused = list(tools.never_called())
+        if not unused or not _saves(replayed):
+            return None
+        return Action(
+            what=f"drop {_plural(len(unused), 'tool')} never called ({_listed(unused)})",
+            why=(
+                f"their definitions are sent with every request: {replayed.saving:,} tokens over the run (the "
+                f"replay takes them out of {_plural(replayed.changed_calls, 'call')}"
+                + ("; its first call writes the changed prompt to the cache again)" if _rewrites(replayed) else ")")
+            ),
+            dollars=None if replayed.cost_saving is None else round(replayed.cost_saving, 6),
+            tokens=replayed.saving,
+            how=_drop_how(fmt, unused, tools.called),
+            basis=f"replay:{DROP_POLICY}",
+            estimate=not replayed.exact
+            or not profile.model.exact
+            or report.policies[0].cost_basis not in (None, "reported"),  # type: ignore[union-attr]
+            unpriced=None if replayed.cost_saving is not None else (replayed.cost_unpriced or "the log is not priced"),
+        )
     section = profile.catalogue
     if section is None or not section.unused_waste:
         return None
     unused = [t.name for t in section.catalogue.tools if t.unused]
     if not unused:
         return None
-    fmt = profile.source.format
-    mcp = [n for n in unused if n.startswith(agent_config.MCP_PREFIX)]
-    servers = sorted({n.split("__")[1] for n in mcp if n.count("__") >= 2})
     return Action(
         what=f"drop {_plural(len(unused), 'tool')} never called ({_listed(unused)})",
         why=f"their definitions are sent with every request: {section.unused_waste:,} tokens over the run",
         dollars=None,
         tokens=section.unused_waste,
-        how=agent_config.drop_tools(fmt, unused)
-        + (f" (whole servers: {', '.join(servers)})" if servers and fmt == "claude-code" else ""),
+        how=_drop_how(fmt, unused, [t.name for t in section.catalogue.tools if not t.unused]),
         basis="none",
         estimate=not profile.model.exact,
-        unpriced="no replay prices dropping tool definitions yet",
+        unpriced=f"not replayed here (tokprof whatif LOG -p {DROP_POLICY} prices it)",
     )
 
 
@@ -254,24 +305,33 @@ def rank(actions: Sequence[Action]) -> tuple[Action, ...]:
 
 
 def advise(
-    profile: Profile, calls: Callable[[], Iterable[Call]] | None = None, report: "WhatIfReport | None" = None
+    profile: Profile,
+    calls: Callable[[], Iterable[Call]] | None = None,
+    report: "WhatIfReport | None" = None,
+    tools: "ToolUse | None" = None,
 ) -> tuple[Action, ...]:
     """The actions for a profile: its cache fixes and unused tools, and with a what-if ``report`` of
-    :data:`RESULT_POLICIES` (and ``calls``, a fresh stream of the calls it replayed) the tool-results action."""
+    :data:`RESULT_POLICIES` (and ``calls``, a fresh stream of the calls it replayed, and ``tools``, what
+    they showed of their tools) the tool-results and dropped-tools actions."""
     found: list[Action] = cache_actions(profile)
     if report is not None:
         action = result_action(profile, calls, report)
         if action is not None:
             found.append(action)
-    unused = unused_tools_action(profile)
+    unused = unused_tools_action(profile, tools, report if _replays(report, DROP_POLICY) else None)
     if unused is not None:
         found.append(unused)
     return rank(found)
 
 
+def _replays(report: "WhatIfReport | None", spec: str) -> bool:
+    return report is not None and any(p.policy == spec for p in report.policies)
+
+
 def replayed_policies(trace: Trace) -> tuple[str, ...]:
-    """Which of :data:`RESULT_POLICIES` to replay: none for a log without tool results; ``elide`` only for a
-    log that carries at most :data:`ELIDE_MESSAGES` messages over the run (its replay's cost)."""
+    """Which policies to replay: :data:`RESULT_POLICIES` for a log with tool results (``elide`` only for a
+    log that carries at most :data:`ELIDE_MESSAGES` messages over the run: its replay's cost), and
+    :data:`DROP_POLICY` for a log whose calls carry tools it never calls. Every call fed to a :class:`PolicyPick`."""
     pick = PolicyPick()
     for call in trace.calls:
         pick.observe(call)
@@ -279,39 +339,30 @@ def replayed_policies(trace: Trace) -> tuple[str, ...]:
 
 
 class PolicyPick:
-    """:func:`replayed_policies` a call at a time (a stream's calls, in log order): :meth:`observe`
-    each, then :meth:`policies`. A prompt that is a longer view of an earlier one's list is looked at
-    for what it adds."""
+    """:func:`replayed_policies` a call at a time (a stream's calls, in log order): :meth:`observe` each,
+    then :meth:`policies`. A prompt that is a longer view of an earlier one's list is read for what it adds."""
 
     def __init__(self) -> None:
+        from tokprof.transforms.cuts import ToolUse
+
         self.results = False  # whether a prompt holds a tool result
         self.carried = 0  # the messages the prompts carry, added up
+        self.tools = ToolUse()  # the tools the calls carry and call
         self._read: dict[int, tuple[list[dict], int]] = {}
 
     def observe(self, call: Call) -> None:
+        from tokprof.transforms.cuts import new_messages
+
         self.carried += len(call.messages)
         if not self.results:
             self.results = any(m.get("role") == "tool" for m in new_messages(call.messages, self._read))
+        self.tools.observe(call)
 
     def policies(self) -> tuple[str, ...]:
-        if not self.results:
-            return ()
-        return tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or self.carried <= ELIDE_MESSAGES)
-
-
-def new_messages(messages: Sequence[dict], read: dict[int, tuple[list[dict], int]]) -> Sequence[dict]:
-    """The messages of a prompt not read before: of a view (:class:`tokprof.trace.PromptView`), those
-    past what earlier views of its list showed (``read``: by list, how far it was read; the lists of
-    the last few prompts); of any other prompt, all."""
-    if not isinstance(messages, PromptView):
-        return messages
-    base = messages.base
-    found = read.pop(id(base), None)
-    start = found[1] if found is not None and found[0] is base else 0
-    read[id(base)] = (base, max(start, messages.length))
-    while len(read) > 32:
-        del read[next(iter(read))]
-    return base[start : messages.length] if start < messages.length else ()
+        out: tuple[str, ...] = ()
+        if self.results:
+            out = tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or self.carried <= ELIDE_MESSAGES)
+        return out + ((DROP_POLICY,) if self.tools.never_called() else ())
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:

@@ -10,11 +10,16 @@ from collections.abc import Sequence
 DOCS = {
     "claude-code": (
         "https://code.claude.com/docs/en/permissions",
+        "https://code.claude.com/docs/en/settings",
+        "https://code.claude.com/docs/en/cli-reference",
         "https://code.claude.com/docs/en/mcp",
         "https://code.claude.com/docs/en/env-vars",
     ),
     "codex": ("https://developers.openai.com/codex/mcp", "https://developers.openai.com/codex/config-reference"),
-    "gemini-cli": ("https://geminicli.com/docs/cli/configuration", "https://geminicli.com/docs/tools/mcp-server"),
+    "gemini-cli": (
+        "https://geminicli.com/docs/reference/configuration",
+        "https://geminicli.com/docs/tools/mcp-server",
+    ),
 }
 AGENTS = {"claude-code": "Claude Code", "codex": "Codex", "gemini-cli": "Gemini CLI"}
 MCP_PREFIX = "mcp__"
@@ -27,6 +32,11 @@ def agent_of(fmt: str) -> str | None:
 
 def _names(names: Sequence[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
+
+
+def _arguments(names: Sequence[str]) -> str:
+    """Names as a command line's quoted arguments, one each."""
+    return " ".join(f'"{n}"' for n in names)
 
 
 def _mcp_parts(name: str) -> tuple[str, str] | None:
@@ -49,7 +59,10 @@ def drop_tools(fmt: str, tools: Sequence[str]) -> str:
     if not tools:
         return ""
     if fmt == "claude-code":
-        return f'Claude Code: add {_names(tools)} to "permissions.deny" in .claude/settings.json (a rule naming a tool alone removes it)'
+        return (
+            f'Claude Code: add {_names(tools)} to "permissions.deny" in .claude/settings.json (a rule naming a tool '
+            f"alone removes it), or start claude with --disallowedTools {_arguments(tools)}"
+        )
     mcp = [(_mcp_parts(t), t) for t in tools]
     if fmt == "codex" and all(parts is not None for parts, _ in mcp):
         servers: dict[str, list[str]] = {}
@@ -79,12 +92,16 @@ def drop_server(fmt: str, server: str) -> str:
     if fmt == "claude-code":
         return (
             f'Claude Code: add "mcp__{server}" to "permissions.deny" in .claude/settings.json, or remove the '
-            f'server ("claude mcp remove {server}", or its entry in .mcp.json)'
+            f'server ("claude mcp remove {server}", or its entry in .mcp.json; a server of .mcp.json: "{server}" in '
+            '"disabledMcpjsonServers")'
         )
     if fmt == "codex":
         return f"Codex: enabled = false under [mcp_servers.{server}] in ~/.codex/config.toml"
     if fmt == "gemini-cli":
-        return f'Gemini CLI: remove "mcpServers"."{server}" from .gemini/settings.json'
+        return (
+            f'Gemini CLI: add "{server}" to "mcp"."excluded" in .gemini/settings.json, or remove '
+            f'"mcpServers"."{server}"'
+        )
     return _unknown(fmt, "removes an MCP server")
 
 
@@ -101,6 +118,11 @@ def cap_results(fmt: str, tools: Sequence[str]) -> str:
         uncapped = [t for t in tools if not t.startswith(MCP_PREFIX) and t != "Bash"]
     elif fmt == "codex":
         out.append("Codex: tool_output_token_limit in ~/.codex/config.toml caps each tool output kept in the history")
+    elif fmt == "gemini-cli":
+        out.append(
+            'Gemini CLI: "tools"."truncateToolOutputThreshold" in .gemini/settings.json truncates large tool outputs, '
+            "in characters (default 40,000)"
+        )
     else:
         uncapped = list(tools)
     if uncapped:

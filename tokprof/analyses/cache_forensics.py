@@ -1,32 +1,6 @@
-"""Cache forensics: what each cache miss cost, so a profile can say what keeping the cache would have saved.
-
-For every call with a miss (``calls[].cache.miss``, :mod:`tokprof.analyses.prefix_cache`; a thread's
-first call has nothing to reuse and loses nothing), the **lost tokens** are the tokens a kept cache
-would have served, less what the call read (``reported_read``), at most what it did not read:
-
-* ``idle-gap``, ``model-switch``, ``below-prediction`` (an entry evicted early): the prefix the call
-  shares with the previous call of its thread, at most what that call left in the cache (its reads
-  and writes where it reports them, Anthropic; its prompt, OpenAI);
-* ``prefix-changed`` in the system prompt, the tools, an earlier message or its reasoning: what the
-  previous call left in the cache (had that part stayed as it was, the rest would have been read);
-  after a ``compaction`` or a ``rewrite`` (the conversation cut short), only the prefix before the
-  change (the rest is new text: nothing to keep), and none when that prefix is estimated from the
-  messages and the provider read one (the difference is the estimate's, not a miss);
-* ``below-minimum``: the shared prefix (too short to be cached at all);
-* ``no-breakpoint``: the shared prefix, which a cache breakpoint would have had read.
-
-A ``below-prediction`` call's lost tokens are measured the same way, but no rule says why the provider
-did not read them (an entry evicted early, breakpoints elsewhere, another server): the summary tells
-them apart as unknown (:data:`tokprof.pricing.billing.UNEXPLAINED`), never in what keeping the cache
-would have saved.
-
-They cost what the call paid for them (first its cache writes at its write price, then uncached input
-at its input price) less the read price. A ``no-breakpoint`` call paid plain input for all of its
-prompt; with a breakpoint it would have read the shared prefix and written the rest, so its loss is
-the shared prefix at the input price less the read price, less the rest at the 5-minute write price
-less the input price (never below 0). Each price is the call's own (its part in dollars over its
-tokens); a price the call does not show is genai-prices' for its model, date and prompt size.
-"""
+"""Cache forensics: what each cache miss cost (its lost tokens, priced at the call's own rates), so a
+profile can say what keeping the cache would have saved, and what no rule explains apart (unknown, never
+a saving). The rules per miss reason are docs/cache.md's ("What a miss cost")."""
 
 from __future__ import annotations
 

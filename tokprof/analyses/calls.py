@@ -81,7 +81,7 @@ class CallRecord:
     text: str | None = None  # the prompt's messages and the response as JSON, with --with-text only
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out = {name: getattr(self, name) for name in FIELDS}  # the field list made once (#43.5)
         out["time"] = None if self.time is None else self.time.isoformat()
         return out
 

@@ -1,6 +1,7 @@
 """The cut list (#47.3): per tool and per MCP server (``mcp__server__tool`` names), what its definition cost
 over the run and what its results carried into later prompts, in dollars where the log is priced; the
-saving a replay of the log proves for cutting it, where one was replayed; and the configuration change
+saving a replay of the log proves for cutting it (a cap: :class:`tokprof.transforms.cuts.CapTools`; a drop of
+tools never called: :class:`tokprof.transforms.cuts.DropTools`), where one was replayed; and the configuration change
 that applies the cut for the agent that wrote the log (:mod:`tokprof.analyses.agent_config`).
 
 A carry in dollars is the profile's (``tool_result_costs.tools[].carry_dollars``: each resent token at the
@@ -8,7 +9,7 @@ rate its call paid). A definition in dollars is its tokens at the run's mean pri
 input, cache write and cache read dollars over the billed input tokens): the prompt's parts share its bill,
 and a definition read from the cache costs what the rest of the cached prompt does; so is a carry the
 profile did not price. They are costs, labelled so; a saving is only ever what a replay proves
-(``saving``: the costliest caps are replayed, each as a policy of its own, :mod:`tokprof.transforms.cuts`),
+(``saving``: the costliest caps and drops are replayed, each as a policy of its own, :mod:`tokprof.transforms.cuts`),
 never these figures.
 """
 
@@ -17,16 +18,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
 from tokprof.attribution.catalogue import Catalogue
 from tokprof.profiling import Profile
+from tokprof.trace import Trace
+
+if TYPE_CHECKING:
+    from tokprof.pricing.cost import UserPrice
+    from tokprof.models.base import ChatModel
 
 #: A cut: drop the tool (never called), cap its results (they carry into later prompts), or none.
 DROP, CAP, KEEP = "drop", "cap", "none"
 #: Why a cut has no replayed saving.
 NOT_REPLAYED = "not replayed: tokprof whatif -p cap:C replays a cap of every tool's results"
-DROP_NOT_REPLAYED = "no replay drops a tool definition yet (a replay changes the messages, not the tool list)"
+DROP_NOT_REPLAYED = "not replayed: tokprof whatif -p drop-tools:NAME replays dropping it"
 
 
 def _not_replayed(cut: str) -> str | None:
@@ -249,8 +256,9 @@ def cut_list(
     )
 
 
-#: How many cuts a cut list replays, the costliest first (each replay is a pass over the log).
+#: How many caps, and how many drops, a cut list replays, the costliest first (each replay is a pass over the log).
 REPLAYED_CUTS = 3
+REPLAYED_DROPS = 6
 #: The characters a replayed cap keeps of each result (as ``cap:4000``, whatif's default cap).
 CAP_CHARS = 4000
 
@@ -272,9 +280,30 @@ def cap_candidates(cuts: CutList) -> list[tuple[Cut, tuple[str, ...]]]:
     return out
 
 
+def drop_candidates(cuts: CutList) -> list[tuple[Cut, tuple[str, ...]]]:
+    """The drops to replay, the costliest definitions first, each with the tools it takes out of every request
+    (a tool never called; a server: its tools never called, all of them where none was), at most
+    :data:`REPLAYED_DROPS`. Only a drop whose definitions the log records: a replay drops what the prompts carry."""
+    rows = sorted(
+        (r for r in cuts.rows if r.cut == DROP and r.definition_tokens),
+        key=lambda r: (-(r.definition_tokens or 0), r.kind != "server", r.name),
+    )
+    out = []
+    for row in rows[:REPLAYED_DROPS]:
+        if row.kind == "server":
+            server = row.name[len(agent_config.MCP_PREFIX) :]
+            tools = tuple(r.name for r in cuts.rows if r.kind == "tool" and _server(r.name) == server and r.cut == DROP)
+        else:
+            tools = (row.name,)
+        if tools:
+            out.append((row, tools))
+    return out
+
+
 def with_replays(cuts: CutList, replays: Mapping[str, tuple[str, float | None, int]]) -> CutList:
     """The cut list with what the replays of its cuts proved (by row name: the policy, dollars saved or None,
-    tokens saved); a row not replayed keeps its reason."""
+    tokens saved); a row not replayed keeps its reason, or says how many of its kind were."""
+    done = {kind: sum(1 for r in cuts.rows if r.name in replays and r.cut == kind) for kind in (CAP, DROP)}
     rows = []
     for row in cuts.rows:
         found = replays.get(row.name)
@@ -282,7 +311,37 @@ def with_replays(cuts: CutList, replays: Mapping[str, tuple[str, float | None, i
             row = dataclasses.replace(
                 row, replay=found[0], saving_dollars=found[1], saving_tokens=found[2], not_replayed=None
             )
-        elif row.cut == CAP and row.not_replayed == NOT_REPLAYED and replays:
-            row = dataclasses.replace(row, not_replayed=f"not replayed: the {len(replays)} costliest cuts were")
+        elif row.cut == CAP and row.not_replayed == NOT_REPLAYED and done[CAP]:
+            row = dataclasses.replace(row, not_replayed=f"not replayed: the {done[CAP]} costliest caps were")
+        elif row.cut == DROP and row.not_replayed == DROP_NOT_REPLAYED and done[DROP]:
+            row = dataclasses.replace(row, not_replayed=f"not replayed: the {done[DROP]} costliest drops were")
         rows.append(row)
     return dataclasses.replace(cuts, rows=rows)
+
+
+def replayed(
+    cuts: CutList, trace: Trace, chat: "ChatModel", prices: "Mapping[str, UserPrice] | None" = None
+) -> CutList:
+    """The cut list with what replays prove: the costliest caps (:func:`cap_candidates`) and drops
+    (:func:`drop_candidates`), each a policy of its own (:mod:`tokprof.transforms.cuts`) replayed by
+    ``tokprof whatif``'s one replay (:func:`tokprof.analyses.whatif.whatif`), the log's baseline made once."""
+    from tokprof.analyses.whatif import whatif
+    from tokprof.attribution.attributor import RenderError
+    from tokprof.transforms.cuts import CapTools, DropTools
+    from tokprof.transforms.policies import Policy
+
+    candidates: list[tuple[Cut, Policy]] = [(row, CapTools(tools, CAP_CHARS)) for row, tools in cap_candidates(cuts)]
+    candidates += [(row, DropTools(tuple(sorted(tools)))) for row, tools in drop_candidates(cuts)]
+    if not candidates:
+        return cuts
+    try:
+        report = whatif(trace, chat, [p for _, p in candidates], prices=prices)
+    except RenderError:  # a cut prompt the template cannot render: the cut list without replays
+        return cuts
+    results = {p.policy: p for p in report.policies}
+    found = {}
+    for row, policy in candidates:
+        result = results.get(policy.spec)
+        if result is not None:
+            found[row.name] = (policy.spec, result.cost_saving, result.saving)
+    return with_replays(cuts, found)

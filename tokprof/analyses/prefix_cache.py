@@ -1,28 +1,7 @@
-"""Which prefix of each prompt a provider's prompt cache could have reused, and why a cache missed.
-
-For each call, the prompt it shares with the previous call of its thread (their longest common
-prefix) is what a prefix cache could reuse. The provider's rules turn it into a predicted cache read,
-shown beside the reported one:
-
-* **Anthropic**: cache reads come from cache breakpoints (``cache_control``). The logs tokprof reads
-  do not keep them, so breakpoints are assumed where Claude Code puts them: at the end of the fixed
-  part (tools and system prompt) and at the end of each prompt. A prefix shorter than the model's
-  minimum (1,024 tokens; 2,048 or 4,096 for some models) is not cached; an entry lives 5 minutes (or
-  1 hour when the call wrote a 1-hour entry) from its last use.
-* **OpenAI**: automatic, for prompts from 1,024 tokens, in steps of 128 tokens; prefixes are evicted
-  after 5 to 10 minutes idle (at most an hour).
-
-A call that could not reuse the previous prompt gets a *miss* code with why: ``first-call`` (nothing
-to reuse), ``prefix-changed`` (the prompt differs from message *k* on: a system prompt edit, a tool
-catalogue change, a compaction), ``idle-gap`` (longer than the lifetime since the previous call),
-``below-minimum`` (too short to be cached), ``below-prediction`` (the provider read less than the
-rules give: an entry evicted early, breakpoints elsewhere, another server).
-
-The shared prefix in tokens needs the rendered prompts' tokens, which the attributor has; until it
-reports them (``SharedTokens``), it is estimated from the messages the two prompts share, and says
-so (``shared_basis``). Lifetimes need each call's time, which the trace gives only when a reader
-sets ``Call.time``: without it they are not checked, and the profile says so.
-"""
+"""Which prefix of each prompt a provider's prompt cache could have reused (the longest prefix shared with
+the previous call of its thread, turned into a predicted read by Anthropic's or OpenAI's rules), and why
+a call missed. The shared prefix is in tokens where the attributor reports them, else estimated from
+the messages (``shared_basis``). The rules and reasons are docs/cache.md's ("Why a call missed")."""
 
 from __future__ import annotations
 

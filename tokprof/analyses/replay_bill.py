@@ -12,7 +12,8 @@ uses to predict reads:
   prompts part earlier than the log's do (a rewritten or dropped message they shared; else the log's
   read stands for the prefix, which an estimate's count can under-count) (so a
   prefix the policy rewrites is written again, and a policy that changes nothing reads what the log
-  read): the log shows what the provider kept (an entry past its lifetime, an ``idle-gap``, is read as
+  read; OpenAI's read, whole steps of 128 tokens past 1,024, is rounded anew from the prefix kept when the
+  log's read is its whole shared prefix so rounded): the log shows what the provider kept (an entry past its lifetime, an ``idle-gap``, is read as
   nothing, so the prompt is written again; an entry evicted early likewise; a part kept longer, like
   a system prompt other sessions keep warm, is read). A call the log does not have (a summarising
   call a policy adds) or whose call reports no usage has the rules' read instead: none when the time
@@ -182,7 +183,12 @@ def _read_as_logged(
     if logged_shared is None:
         read = min(counted.shared, logged_read)
     else:
-        read = logged_read - max(0, logged_shared - counted.shared)
+        kept = logged_read
+        if rules == OPENAI and logged_read and logged_read == _openai_read(logged_shared):
+            # OpenAI reads whole steps of the prefix it kept: a read that is the log's whole shared prefix so
+            # rounded kept all of it, and the replay's prefix is rounded anew (not the rounded read cut again)
+            kept = logged_shared
+        read = kept - max(0, logged_shared - counted.shared)
     if not counted.parts_as_logged:  # the policy parts the prompts earlier: never more than the prefix it shares
         read = min(read, counted.shared)
     read = max(0, min(read, before[1], counted.total))

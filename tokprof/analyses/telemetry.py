@@ -1,18 +1,7 @@
-"""Telemetry's rows (``tokprof collect``): each call a span or an agent's event stands for, as a row of the calls table
-(the fields of :class:`tokprof.analyses.calls.CallRecord`, docs/tables.md), or a day's aggregate.
-
-What telemetry cannot know stays null: without the prompt's content (capture off, the usual case)
-the buckets are null, ``total`` is the reported prompt (null when not reported) and
-``profiled_with`` is ``telemetry``. With content, the call is profiled as a file's span is
-(the facade's profile of a one-call trace, given as ``profile``) and its buckets are filled in.
-
-Costs are genai-prices' for the reported usage on the call's day; a model it does not price keeps
-the agent's own cost (``gen_ai.usage.cost``, Claude Code's ``cost_usd``) as ``cost_total``, or is
-unpriced. ``cache_miss`` follows a rule telemetry can apply: a call of a session and model whose
-cache read is below 90% of the previous call's prompt (within the collector) is a miss:
-``model-switch`` after another model, ``idle-gap`` after more than 5 minutes, else
-``prefix-changed``; the session's first call is ``first-call``.
-"""
+"""Telemetry's rows (``tokprof collect``): each call a span or an agent's event stands for, as a row of the
+calls table (:class:`tokprof.analyses.calls.CallRecord`, docs/tables.md), or a day's aggregate; what
+telemetry cannot know stays null, costs are genai-prices' (else the agent's own), and cache misses follow
+the rule docs/collect.md states."""
 
 from __future__ import annotations
 

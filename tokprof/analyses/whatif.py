@@ -29,6 +29,7 @@ from tokprof.models.base import ChatModel, ModelInfo, Tokens
 from tokprof.profiling import CallRow, Profile, Source, log_window, profile_calls
 from tokprof.base.textdiff import common_prefix
 from tokprof.trace import Call, Note, Trace
+from tokprof.transforms.cuts import ToolUse
 from tokprof.transforms.policies import AddedCall, Full, Policy, Replay, shared_messages
 
 SCHEMA_VERSION = 1
@@ -394,6 +395,8 @@ def _as_logged(call: Call, before: Call | None, log: Call, log_before: Call | No
     two prompts share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
     if before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall) or log_before is None:
         return False
+    if not _same_tools(call, before) and _same_tools(log, log_before):  # the policy parts them at the tools
+        return False
     shared = shared_messages(call.messages, before.messages)
     if shared == len(before.messages):
         return True
@@ -580,6 +583,10 @@ def _result(
     )
 
 
+def _same_tools(a: Call, b: Call) -> bool:
+    return a.tools is b.tools or a.tools == b.tools
+
+
 def _billed(call: PolicyCall, cost: CallCost | None, reports: bool) -> PolicyCall:
     """The call with what it is billed: its cache reads and writes (none known where it is billed on its
     computed prompt, or the log reports no usage at all) and its cost in dollars."""
@@ -645,15 +652,19 @@ def whatif(
 
     # whether the policies that count no tokens change a call: found on the baseline's stream when they are
     # known before it, else on one stream for all of them (never a stream each)
+    # and what the calls show of their tools (a policy that rests on the whole log: the tools it never calls,
+    # whose replay waits for the baseline's stream to end)
+    use = ToolUse()
     known = () if callable(policies) else policies
-    changes = _Changes([p for p in known if not p.needs_counter and not isinstance(p, Full)], window)
-    baseline, log, base = _pass(((c, c) for c in changes.watch(source())), trace, model, step, facts)
+    early = [p for p in known if not p.needs_counter and not isinstance(p, Full) and not _needs_log(p)]
+    changes = _Changes(early, window, use)
+    baseline, log, base = _pass(((c, c) for c in changes.watch(_using(source(), use))), trace, model, step, facts)
     chosen = policies() if callable(policies) else policies
     ordered: list[Policy] = [Full()] + [p for p in chosen if not isinstance(p, Full)]
     changed = dict(changes.changed)
     late = [p for p in ordered[1:] if not p.needs_counter and p not in changed]
     if late:
-        changes = _Changes(late, window)
+        changes = _Changes(late, window, use)
         for _ in changes.watch(source()):
             pass
         changed.update(changes.changed)
@@ -689,7 +700,7 @@ def whatif(
             )
             continue
         counter = PromptCounter(model, fixed, rendered, units) if policy.needs_counter else None
-        replay = Replay(policy, counter, window)
+        replay = Replay(policy, counter, window, use)
         pairs = ((c, call) for call in source() for c in replay.calls(call))
         profile, replayed, seen = _pass(pairs, log, model, step, facts)
         if not any(seen.changed):  # the policy changed no call (one that counts): full's profile
@@ -707,9 +718,9 @@ class _Changes:
     """Whether each of some policies that count no tokens changes a call of the log: their replays fed
     the calls of a stream as it goes by (:meth:`watch`), each until it changes one."""
 
-    def __init__(self, policies: Sequence[Policy], window: int | None) -> None:
+    def __init__(self, policies: Sequence[Policy], window: int | None, use: ToolUse) -> None:
         self.changed: dict[Policy, bool] = {p: False for p in policies}
-        self._replays = {p: Replay(p, None, window) for p in policies}
+        self._replays = {p: Replay(p, None, window, use) for p in policies}
 
     def watch(self, calls: Iterable[Call]) -> Iterator[Call]:
         for call in calls:
@@ -718,3 +729,15 @@ class _Changes:
                     out = replay.calls(call)
                     self.changed[policy] = len(out) != 1 or out[0] is not call
             yield call
+
+
+def _needs_log(policy: Policy) -> bool:
+    """Whether what a policy does rests on the whole log (it is replayed once every call was read)."""
+    return bool(getattr(policy, "needs_log", False))
+
+
+def _using(calls: Iterable[Call], use: ToolUse) -> Iterator[Call]:
+    """The calls, each shown to ``use`` as it goes by."""
+    for call in calls:
+        use.observe(call)
+        yield call

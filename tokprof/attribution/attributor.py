@@ -68,6 +68,7 @@ from tokprof.models.base import ChatModel
 from tokprof.attribution.recent_cache import MISSING, Recent
 from tokprof.models.jsonmemo import JsonMemo
 from tokprof.attribution.window_starts import windowed_boundaries
+from tokprof.attribution.window_probes import ProbeChecks, ProbeWindows, window_prefix, window_probe
 from tokprof.attribution.splice import CHECK_FAILED, CHECK_FIRST, Grow, SpliceState, debug, shape_key, splice_call
 from tokprof.base.jsontext import same_json
 from tokprof.base.textdiff import common_prefix, common_suffix, inserted_regions
@@ -226,6 +227,7 @@ class Attributor:
         self._with_calls = True  # whether the last call's markers went around tool calls too
         self.spliced = 0  # calls attributed by splicing (for benchmarks and tests)
         self.windowed = 0  # calls whose message starts came from windows (Attributor._fresh; the same)
+        self._probe_checks = ProbeChecks()  # probes from windows (tokprof.attribution.window_probes)
         self._json = JsonMemo()
         # what is remembered of messages is kept while calls use it (see _sweep)
         self._messages: Recent[tuple[int, str], tuple[dict, dict, bytes]] = (
@@ -433,7 +435,14 @@ class Attributor:
         if spans is not None and int(unknown.sum()) > PREFIX_BUDGET:  # quadratic: estimate all but 0 and n
             estimated = [k for k in unknown.tolist() if 0 < k < n]
             unknown = unknown[(unknown == 0) | (unknown == n)]
-        for k in unknown[::-1].tolist():
+        windows = None
+        if self.incremental and old is not None and len(unknown):  # (TOKPROF_INCREMENTAL=0: every render whole)
+            windows = ProbeWindows(self, messages, tools, day, full, lengths, starts)
+        for k in unknown.tolist():  # in order: each window's anchor is an earlier prefix
+            windowed = window_prefix(self, self._probe_checks, windows, k) if windows is not None and k < n else None
+            if windowed is not None:
+                starts[k], lengths[k] = windowed
+                continue
             text = self._top(messages, tools, day, full) if k == n and n else self._prefix(messages, k, tools, day)
             if text is None:
                 lengths[k] = FAILED_RENDER
@@ -450,7 +459,13 @@ class Attributor:
         for k in np.flatnonzero(short).tolist():
             probe = probes.get(k)
             if probe is None:
-                probe = probes[k] = self._probe(messages, k, tools, day, full, keys[0])
+                if windows is None and self.incremental:  # (TOKPROF_INCREMENTAL=0: every probe whole)
+                    windows = ProbeWindows(self, messages, tools, day, full, lengths, starts)
+                if windows is not None:
+                    probe = window_probe(self, self._probe_checks, windows, k, keys[0])
+                if probe is None:
+                    probe = self._probe(messages, k, tools, day, full, keys[0])
+                probes[k] = probe
             reach = self._probe_start(probe, full)
             if reach:
                 values[k] = reach if failed[k] else max(int(starts[k]), reach)

@@ -1,20 +1,7 @@
-"""Writing outputs: every file a command writes goes through :func:`check_targets` first, then
-all of them or none are written, each atomically.
-
-:func:`check_targets` is the one check: no output may replace a file the run reads or keeps (its
-inputs, the configuration and its baseline, a session's side transcripts: the caller names them),
-nor a file inside a folder it reads, nor another output, through a symbolic or hard link included;
-the first such output is a :class:`TokprofError` naming it, before anything is written.
-
-A command that writes several files (``profile -o X --html Y``, ``check --update-baseline``) writes
-each to a temporary file beside its target first (:func:`write_files`); only when every one is
-written are they moved into place, so that an error leaves no output behind and never half a file. A
-target that exists and is not a regular file (a FIFO, ``/dev/stdout``) is written through; a symlink
-is followed. A file that is only ever appended to (``tokprof record``'s recording) is created new
-(:func:`create_new`), never over anything. The folders an output goes
-into are made when they do not exist (its parents too), and removed again when the outputs are not all
-written.
-"""
+"""Writing outputs: :func:`check_targets` refuses, before anything is written, an output that would
+replace a file the run reads or keeps, through a link too; :func:`write_files` writes all of a
+command's outputs or none, each atomically; :func:`create_new` makes a file that is only appended to.
+docs/output.md states the rules."""
 
 from __future__ import annotations
 

@@ -13,14 +13,18 @@ from __future__ import annotations
 import contextlib
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
 from tokprof.formats.jsonfile import kind_of, parse
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import expect_object
+from tokprof.formats.jsonfile import Document
+from tokprof.formats.reader import Reader, Record
+from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:
     import sqlite3
@@ -114,19 +118,55 @@ def _copy(path: str, source: Path, folder: Path, why: Exception) -> "sqlite3.Con
         raise InputError(path, None, f"cannot read the database ({why}; its copy: {exc})") from None
 
 
-T = TypeVar("T")
+class StoreFold(Reader):
+    """A reader of an agent's SQLite store as a fold over its rows (#43.1): :meth:`read` goes through the
+    session's rows in one read transaction, yielding after each row it reads, and the calls made are
+    given then (:meth:`given` completes them); a database error on the way is one line naming the
+    agent's store. A store is not JSON: the reader takes no records, it reads the store when finished."""
 
+    format = ""  # the format's name
+    agent = ""  # the agent's name as a user knows it
+    not_store = ""  # what a JSON file read as this format's is told
 
-def read_with(path: str, agent: str, read: Callable[["sqlite3.Connection"], T]) -> T:
-    """``read(db)`` over the store, opened as :func:`opened` opens it; a database error on the way is one
-    line naming the agent's store (``agent``: its name as a user knows it)."""
-    import sqlite3
+    def __init__(self, path: str, doc: Document | None) -> None:
+        if doc is not None:
+            raise InputError(path, None, self.not_store)
+        self.trace = Trace(path=path, format=self.format, unrecorded=("system", "tools"))
+        self.made = Made()
+        self.cwd: str | None = None  # the project the session's agent worked in, when the store says
 
-    with opened(path) as db:
-        try:
-            return read(db)
-        except sqlite3.DatabaseError as exc:
-            raise InputError(path, None, f"cannot read {agent}'s database ({exc})") from None
+    def feed(self, record: Record) -> Iterable[Call]:
+        raise RuntimeError("a store takes no records: its reader reads it")
+
+    def finish(self) -> Iterator[Call]:
+        import sqlite3
+
+        path = self.trace.path
+        with opened(path) as db:
+            try:
+                for _ in self.read(db):
+                    yield from self.given(self.ready())
+                yield from self.given(self.rest())
+            except sqlite3.DatabaseError as exc:
+                raise InputError(path, None, f"cannot read {self.agent}'s database ({exc})") from None
+        self.trace.model = self.made.model()
+
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        raise NotImplementedError
+
+    def ready(self) -> list[Call]:
+        """The calls no row still to read can change (by default every call made)."""
+        return self.made.take()
+
+    def rest(self) -> list[Call]:
+        """The calls still held once every row is read."""
+        return self.made.take()
+
+    def given(self, calls: list[Call]) -> list[Call]:
+        """The calls given, with the session's project."""
+        for call in calls:
+            call.cwd = self.cwd
+        return calls
 
 
 def tables(path: str) -> dict[str, set[str]]:

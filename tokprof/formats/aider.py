@@ -28,22 +28,29 @@ hundred below 10,000, ``12k`` to the thousand above): those calls' usage is **ap
 
 **What is not recorded:** the system prompt, the repository map and the files aider added to the chat
 (the prompt's larger part), and the tool definitions: they are the inferred ``unrecorded`` part.
+
+**A fold** (#43.1): the file is read line by line (never whole), and each call is given as its Tokens
+line is read, but for the calls of the first session with calls: their thread (the session's start
+when the file has several such sessions, else none) is known once a second one makes a call, or at
+the end. A session is held until the next one starts.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish
-from tokprof.formats.jsonfile import Document, read_text
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made
+from tokprof.formats.jsonfile import Document, open_bytes
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_count, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "aider"
@@ -107,22 +114,23 @@ class _Session:
     start: str
     where: str
     chat: Conversation
-    calls: list[Call] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)  # its first call, once it has made one (the reader's mark)
     user: list[str] = field(default_factory=list)
     reply: list[str] = field(default_factory=list)
     cost: str | None = None
 
 
 class _Reader:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, made: Made) -> None:
         self.trace = trace
+        self.made = made
         self.sessions: list[_Session] = []
         self.model: str | None = None
 
     @property
     def session(self) -> _Session:
         if not self.sessions:  # lines before any header: a session of their own
-            self.sessions.append(_Session("", "line 1", Conversation(self.trace)))
+            self.sessions.append(_Session("", "line 1", Conversation(self.trace, self.made)))
         return self.sessions[-1]
 
     def line(self, number: int, raw: str) -> None:
@@ -133,7 +141,7 @@ class _Reader:
         marked = raw.endswith("  ") or not self.session.reply or text.startswith("> Tokens:")
         if text.startswith(STARTED):
             self.flush()
-            self.sessions.append(_Session(text[len(STARTED) :].strip(), where, Conversation(self.trace)))
+            self.sessions.append(_Session(text[len(STARTED) :].strip(), where, Conversation(self.trace, self.made)))
         elif (text == "####" or text.startswith("#### ")) and marked:
             self.flush_reply(where)
             self.session.user.append(text[5:])
@@ -183,9 +191,7 @@ class _Reader:
             self.trace.note("no-prompt", NO_REPLY, where)
             return
         clean = session.chat.check({"role": "assistant", "content": reply}, where)
-        call = session.chat.call(where, self.model, usage, clean, parse_time(session.start))
-        if call is not None:
-            session.calls.append(call)
+        session.chat.call(where, self.model, usage, clean, parse_time(session.start))
         session.chat.messages.append(clean)
 
     def flush_user(self, where: str) -> None:
@@ -219,34 +225,99 @@ class _Reader:
             self.flush_reply("end")
 
 
-def read_file(path: str) -> Trace:
-    text = read_text(path)
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    reader = _Reader(trace)
-    for number, raw in enumerate(text.splitlines(), 1):
-        reader.line(number, raw)
-    reader.flush()
-    used = [s for s in reader.sessions if s.calls]
-    several = len(used) > 1
-    calls: list[Call] = []
-    folder = str(Path(path).resolve().parent)
-    for session in used:
-        for call in session.calls:
-            call.thread = session.start if several else ""
-            call.cwd = folder
-            call.index = len(calls)
-            calls.append(call)
-    trace.calls = calls
-    if len(used) == 1:
-        trace.session = used[0].start or None
-    costs = [f"{s.start or 'session'}: ${s.cost}" for s in used if s.cost]
-    if costs:
-        trace.note("log-cost", LOG_COST, "; ".join(costs))
-    return finish(trace)
+class AiderReader(Reader):
+    """An aider chat history read as a fold over its lines (see the module's docstring): the reader
+    reads the file itself (it is not JSON), feeding itself each line."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        if doc is not None:
+            raise InputError(path, None, "expected an aider chat history (Markdown), not JSON")
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
+        self.made = Made()
+        self.reader = _Reader(self.trace, self.made)
+        self.folder = str(Path(path).resolve().parent)
+        self.used: list[tuple[str, str | None]] = []  # the sessions with calls: (start, aider's cost)
+        self.first: list[Call] = []  # the first session's calls, until their thread is known
+        self.text = False  # whether a line that is not blank was read
+
+    def feed(self, record: Record) -> list[Call]:
+        number, raw = record.line or 0, record.value
+        self.text = self.text or bool(raw.strip())
+        self.reader.line(number, raw)
+        return self._given()
+
+    def _given(self) -> list[Call]:
+        calls, reader = self.made.take(), self.reader
+        for old in reader.sessions[:-1]:  # a session that has ended
+            self._ended(old)
+        del reader.sessions[:-1]
+        if not calls:
+            return []
+        session = reader.sessions[-1]
+        if not session.calls:  # the session's first call
+            session.calls.append(calls[0])
+            self.used.append((session.start, None))
+        for call in calls:
+            call.cwd = self.folder
+        if len(self.used) == 1:
+            self.first += calls
+            return []
+        out, self.first = self.first, []
+        for call in out:
+            call.thread = self.used[0][0]
+        for call in calls:
+            call.thread = session.start
+        return out + calls
+
+    def _ended(self, session: _Session) -> None:
+        """A session read to its end: its cost, when it made calls (it is the last that did)."""
+        if session.calls:
+            self.used[-1] = (session.start, session.cost)
+
+    def finish(self) -> Iterator[Call]:
+        for number, raw in _lines(self.trace.path):
+            yield from self.feed(Record(raw, number))
+        if not self.text:
+            raise InputError(self.trace.path, None, "file is empty")
+        self.reader.flush()
+        yield from self._given()
+        if self.reader.sessions:
+            self._ended(self.reader.sessions[-1])
+        trace = self.trace
+        if len(self.used) == 1:
+            yield from self.first  # the one session with calls: its calls have no thread
+            self.first = []
+            trace.session = self.used[0][0] or None
+        costs = [f"{start or 'session'}: ${cost}" for start, cost in self.used if cost]
+        if costs:
+            trace.note("log-cost", LOG_COST, "; ".join(costs))
+        trace.model = self.made.model()
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected an aider chat history (Markdown), not JSON")
+def _lines(path: str) -> Iterator[tuple[int, str]]:
+    """A text file's lines as :meth:`str.splitlines` splits them, numbered, read a line at a time: UTF-8
+    (a byte-order mark dropped; a byte that is not UTF-8 is one line naming its place)."""
+    number, offset = 0, 0
+    with open_bytes(path) as f:
+        first = True
+        while True:
+            try:
+                data = f.readline()
+            except OSError as exc:
+                raise InputError(path, None, f"cannot read: {exc.strerror}") from None
+            if not data:
+                return
+            if first and data.startswith(b"\xef\xbb\xbf"):
+                data = data[3:]
+            first = False
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(path, f"byte {offset + exc.start}", "not UTF-8 text") from None
+            offset += len(data)
+            for piece in text.splitlines():
+                number += 1
+                yield number, piece
 
 
 LOCATIONS = (
@@ -258,13 +329,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
-    opened=read_file,
+    AiderReader,
     opens=opens,
     file_names=(FILE_NAME,),
     sessions=True,

@@ -32,17 +32,19 @@ not recorded (``no-usage``). Amp records neither its system prompt nor its tool 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, anthropic_result, assistant
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import EDITOR_STORAGE, Location
 from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Trace, Usage
+from tokprof.formats.reader import LogFormat, single_record
+from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "amp"
 DESCRIPTION = "Amp threads (~/.local/share/amp/threads/T-*.json)"
@@ -73,33 +75,46 @@ def sniff(doc: Document) -> bool:
     )
 
 
-def read(path: str, doc: Document) -> Trace:
-    if not sniff(doc):
-        raise InputError(path, None, 'expected an Amp thread: {id: "T-…", created, messages: [...]}')
-    thread = expect_object(path, None, doc.single_value())
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=thread["id"])
-    ledger = _ledger(path, thread)
-    cwd = _cwd(thread)
-    default_model = _tagged_model(thread)
-    chat = Conversation(trace)
-    credits: list[float] = []
-    for where, message in objects(path, "messages", thread["messages"], "a message object"):
-        role = message.get("role")
-        if role == "user":
-            add_user(chat, path, where + ".content", message.get("content", []), _result)
-        elif role == "assistant":
-            _assistant(chat, path, where, message, ledger, credits, default_model)
-        elif role == "info":
-            trace.note("info-message", INFO, where)
-        else:
-            raise InputError(path, where + ".role", f"expected user, assistant or info, found {role!r}")
-    if not trace.calls:
-        raise InputError(path, "messages", "no model call (assistant message) in the thread")
-    for call in trace.calls:
-        call.cwd = cwd
-    if credits:
-        trace.note("log-credits", CREDITS, f"{sum(credits):g} credits in all")
-    return finish(trace)
+class AmpReader(DocumentFold):
+    """An Amp thread read as a fold over its one record (#43.1): each assistant message's call given as
+    it is read."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.thread = doc is not None and sniff(doc)
+        self.cwd: str | None = None
+
+    def read(self, value: Any) -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        if not self.thread:
+            raise InputError(path, None, 'expected an Amp thread: {id: "T-…", created, messages: [...]}')
+        thread = expect_object(path, None, value)
+        trace.session = thread["id"]
+        ledger = _ledger(path, thread)
+        self.cwd = _cwd(thread)
+        default_model = _tagged_model(thread)
+        chat = Conversation(trace, self.made)
+        credits: list[float] = []
+        for where, message in objects(path, "messages", thread["messages"], "a message object"):
+            role = message.get("role")
+            if role == "user":
+                add_user(chat, path, where + ".content", message.get("content", []), _result)
+            elif role == "assistant":
+                _assistant(chat, path, where, message, ledger, credits, default_model)
+            elif role == "info":
+                trace.note("info-message", INFO, where)
+            else:
+                raise InputError(path, where + ".role", f"expected user, assistant or info, found {role!r}")
+            yield
+        if not self.made.count:
+            raise InputError(path, "messages", "no model call (assistant message) in the thread")
+        if credits:
+            trace.note("log-credits", CREDITS, f"{sum(credits):g} credits in all")
+
+    def given(self, calls: list[Call]) -> list[Call]:
+        for call in calls:
+            call.cwd = self.cwd
+        return calls
 
 
 def _cwd(thread: dict) -> str | None:
@@ -233,12 +248,13 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    AmpReader,
+    records=single_record,
     sessions=True,
     locations=LOCATIONS,
     starts=starts_like_thread,

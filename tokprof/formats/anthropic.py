@@ -43,18 +43,20 @@ comes from the request's ``timestamp`` (or the record's ``timestamp``/``logged_a
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
+    RecordPlaces,
+    capture_records,
     endpoint_kind,
     error_code,
     error_text,
     exchange,
     first_records,
     http_status,
-    records,
     request_body,
     response_body,
     sse_events,
@@ -63,7 +65,7 @@ from tokprof.formats.capture import (
 )
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, parse, parse_or
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     anthropic_usage,
@@ -181,21 +183,38 @@ def _block_type(block: Any) -> Any:
 
 # -- reading ---------------------------------------------------------------------------------------
 def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        if isinstance(doc.value, list) and not doc.value:
-            raise InputError(path, None, "the list of request records is empty")
-        if not isinstance(doc.value, (list, dict)):
-            raise InputError(path, None, f"expected a JSON object or list of records, found {_kind(doc.value)}")
-    shape = "jsonl" if doc.lines is not None else "records"
-    trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    reader = _Reader(path, trace)
-    for where, record in records(path, doc):
-        reader.record(where, record)
-    if not trace.calls:
-        raise InputError(path, None, "no successful /v1/messages call in the log")
-    models = {c.model for c in trace.calls if c.model}
-    trace.model = models.pop() if len(models) == 1 else None
-    return trace
+    """A log read whole (:class:`MessagesReader` fed every record)."""
+    return read_whole(MessagesReader(path, doc), capture_records(doc))
+
+
+class MessagesReader(Reader):
+    """Messages API captures read as a fold: each record gives its call as it is fed (the conversation
+    each request resends is held once, :class:`SharedPrompts`)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        value = doc.value if doc is not None and doc.lines is None else None
+        shape = "jsonl" if doc is not None and doc.lines is not None else "records"
+        self.path = path
+        self.trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+        self.reader = _Reader(path, self.trace)
+        self.places = RecordPlaces()
+        #: a JSON document that is neither an object nor a list: said when its one record is fed
+        self.not_records = doc is not None and doc.lines is None and not isinstance(value, (list, dict))
+        self.given = Given()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if self.not_records:
+            found = _kind(record.value)
+            raise InputError(self.path, None, f"expected a JSON object or list of records, found {found}")
+        return self.given(self.reader.record(self.places(record), record.value))
+
+    def finish(self) -> Iterable[Call]:
+        if self.given.count == 0:
+            if self.places.items == 0 and self.trace.format.endswith("/records"):
+                raise InputError(self.path, None, "the list of request records is empty")
+            raise InputError(self.path, None, "no successful /v1/messages call in the log")
+        self.trace.model = self.given.model()
+        return ()
 
 
 class _Reader:
@@ -206,20 +225,22 @@ class _Reader:
         self.trace = trace
         self.server_tools_seen: set[str] = set()
         self.shared = SharedPrompts()  # each record resends the conversation: held once
+        self.calls = 0  # the calls made so far
 
     def fail(self, where: str, what: str) -> InputError:
         return InputError(self.path, where, what)
 
     # -- records -----------------------------------------------------------------------------------
-    def record(self, where: str, record: Any) -> None:
+    def record(self, where: str, record: Any) -> Call | None:
+        """The call a record is, or None when it is none (skipped, noted)."""
         endpoint = self.endpoint(where, record)
         if endpoint is not None and not endpoint.endswith(MESSAGES_PATH):
             self.skip_endpoint(where, record, endpoint)
-            return
+            return None
         failed = _http_error(record)  # before unwrapping: an error page may be neither JSON nor a stream
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return
+            return None
         ex = exchange(self.path, where, record)
         prefix = f"{where}: " + _body_prefix(record, ex)
         if "messages" not in ex.request:
@@ -227,21 +248,21 @@ class _Reader:
         failed, usage, response = self.outcome(ex)
         if failed:
             self.trace.note("error-response", ERROR_RESPONSE, f"{where} ({failed})")
-            return
+            return None
         body = ex.request
-        self.trace.calls.append(
-            Call(
-                index=len(self.trace.calls),
-                messages=self.shared.prompt(self.messages(prefix, body)),
-                tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
-                model=check_model(self.path, prefix, body),
-                reported=usage,
-                day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
-                where=where,
-                response=response,
-                time=parse_time(ex.timestamp),
-            )
+        call = Call(
+            index=self.calls,
+            messages=self.shared.prompt(self.messages(prefix, body)),
+            tools=self.shared.tools(self.tools(prefix, body.get("tools"))),
+            model=check_model(self.path, prefix, body),
+            reported=usage,
+            day=parse_day(body) or parse_day({"timestamp": ex.timestamp}),
+            where=where,
+            response=response,
+            time=parse_time(ex.timestamp),
         )
+        self.calls += 1
+        return call
 
     def endpoint(self, where: str, record: Any) -> str | None:
         """The URL path of a traced HTTP exchange, or None when the record has no URL."""
@@ -552,11 +573,12 @@ def request_prompt(path: str, body: dict) -> tuple[list[dict], list[dict] | None
     return reader.messages("", body), reader.tools("", body.get("tools")), trace.notes
 
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "api",
     sniff,
-    read,
+    MessagesReader,
+    records=capture_records,
     records_what="every request whole, with usage when the response is captured",
 )

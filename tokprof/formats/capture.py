@@ -24,6 +24,8 @@ from typing import Any, Iterator, TypeGuard
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document, parse, parse_or
+from tokprof.formats.reader import Record
+from tokprof.trace import Call
 
 
 @dataclass
@@ -40,14 +42,53 @@ class Exchange:
     record: dict | None = None  # the whole record, for fields some loggers put beside the pair
 
 
-def records(path: str, doc: Document) -> Iterator[tuple[str, Any]]:
-    """The records of a file: its JSONL lines (read as they come: once), the items of a JSON list, or
-    one JSON object."""
+def capture_records(doc: Document) -> Iterator[Record]:
+    """The records a capture's reader is fed: a JSONL file's lines as they are read, each item of a
+    JSON list, or the one JSON value (a list is parsed whole: a JSON document is, so its items are
+    fed one at a time but held by the document). :class:`RecordPlaces` names them."""
     if doc.lines is not None:
-        return ((f"line {n}", value) for n, value in doc.lines)
-    if isinstance(doc.value, list):
-        return ((f"record {i}", value) for i, value in enumerate(doc.value))
-    return iter([("record 0", doc.value)])
+        for line, value in doc.lines:
+            yield Record(value, line)
+    elif isinstance(doc.value, list):
+        for value in doc.value:
+            yield Record(value)
+    else:
+        yield Record(doc.value)
+
+
+class RecordPlaces:
+    """Where each fed record is, as messages name it: ``line N``, else ``record I`` (the item's index
+    in a JSON list, 0 for one object)."""
+
+    def __init__(self) -> None:
+        self.items = 0
+
+    def __call__(self, record: Record) -> str:
+        if record.line is not None:
+            return record.place
+        self.items += 1
+        return f"record {self.items - 1}"
+
+
+class Given:
+    """The calls a capture's reader has given: how many, and their models (the log's model is theirs
+    when they share one)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.models: set[str] = set()
+
+    def __call__(self, call: Call | None) -> tuple[Call, ...]:
+        """The call to give (none for None), counted."""
+        if call is None:
+            return ()
+        self.count += 1
+        if call.model:
+            self.models.add(call.model)
+        return (call,)
+
+    def model(self) -> str | None:
+        return next(iter(self.models)) if len(self.models) == 1 else None
 
 
 def first_records(doc: Document, count: int) -> list[tuple[str, Any]]:

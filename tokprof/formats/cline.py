@@ -73,10 +73,12 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import (
     check_text,
     expect_list,
@@ -88,7 +90,7 @@ from tokprof.formats.fields import (
 )
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import CLINE_TASK, Location, vscode_tasks
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, single_record
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.jsonfile import parse
 from tokprof.formats.neutral import assistant_message, check_count, parse_time
@@ -186,26 +188,41 @@ def sniff(doc: Document) -> bool:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def read(path: str, doc: Document) -> Trace:
-    history = expect_list(path, None, doc.single_value(), f"a list of messages (a Cline task's {HISTORY})")
-    folder = Path(path).parent
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=folder.name or None)
-    converted = _convert(trace, history)
-    ui_path = folder / UI_MESSAGES
-    if ui_path.is_file():
-        requests = _requests(trace, str(ui_path), _companion(str(ui_path), list))
-    else:
-        trace.note("no-usage", NO_UI)
-        requests = [
-            Request(f"[{i}]", None, (None,) * 4, None, None, listed=False)
-            for i, m in enumerate(history)
-            if isinstance(m, dict) and m.get("role") == "assistant"
-        ]
-    models = _model_usage(folder / METADATA)
-    if (folder / CONTEXT_HISTORY).is_file() and _companion(str(folder / CONTEXT_HISTORY), (list, dict)):
-        trace.note("context-edits", CONTEXT_EDITS)
-    _calls(trace, history, converted, requests, models)
-    return finish(trace)
+class ClineReader(Reader):
+    """A Cline task read as a fold over its one record, the history (the folder's companion files read
+    with it): each call is given as it is made, the reader holds the history and the requests, not the
+    calls (#43.1)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        folder = Path(path).parent
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=folder.name or None)
+        self.made = Made()
+
+    def feed(self, record: Record) -> Iterator[Call]:
+        path, trace = self.trace.path, self.trace
+        history = expect_list(path, None, record.value, f"a list of messages (a Cline task's {HISTORY})")
+        folder = Path(path).parent
+        converted = _convert(trace, history)
+        ui_path = folder / UI_MESSAGES
+        if ui_path.is_file():
+            requests = _requests(trace, str(ui_path), _companion(str(ui_path), list))
+        else:
+            trace.note("no-usage", NO_UI)
+            requests = [
+                Request(f"[{i}]", None, (None,) * 4, None, None, listed=False)
+                for i, m in enumerate(history)
+                if isinstance(m, dict) and m.get("role") == "assistant"
+            ]
+        models = _model_usage(folder / METADATA)
+        if (folder / CONTEXT_HISTORY).is_file() and _companion(str(folder / CONTEXT_HISTORY), (list, dict)):
+            trace.note("context-edits", CONTEXT_EDITS)
+        for call in _calls(trace, history, converted, requests, models):
+            self.made.add(call)
+            yield from self.made.take()
+
+    def finish(self) -> Iterator[Call]:
+        self.trace.model = self.made.model()
+        return iter(())
 
 
 def _companion(path: str, kinds: Any) -> Any:
@@ -634,7 +651,8 @@ def _calls(
     converted: list[list[dict]],
     requests: list[Request],
     models: list[tuple[float | None, str]],
-) -> None:
+) -> Iterator[Call]:
+    """Each request's call, in order (numbered by the reader)."""
     includes_cache = _includes_cache(requests)
     prompts = _Prompts(history, converted, [_cwd(messages) for messages in converted])
     if includes_cache:
@@ -653,9 +671,9 @@ def _calls(
         model = info.get("modelId") if isinstance(info, dict) and isinstance(info.get("modelId"), str) else None
         request_id = answer.get("id") if isinstance(answer, dict) and isinstance(answer.get("id"), str) else None
         time = parse_time(request.ts)
-        trace.calls.append(
+        yield (
             Call(
-                index=len(trace.calls),
+                index=0,
                 messages=messages,
                 tools=None,
                 model=model or _model_at(models, request.ts),
@@ -684,12 +702,13 @@ LOCATIONS = (
     Location("cline", ".cline/data/tasks", (CLINE_TASK,), env="CLINE_DIR", below_env="data/tasks", project_depth=0),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    ClineReader,
+    records=single_record,
     sessions=True,
     file_names=(HISTORY,),
     locations=LOCATIONS,

@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_list, object_or_string, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, optional_text, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, single_record
 from tokprof.trace import Trace, Usage
 
 FORMAT = "codebuff"
@@ -69,26 +71,32 @@ def sniff(doc: Document) -> bool:
     ) and any(isinstance(m, dict) and "variant" in m for m in value[:5])
 
 
-def read(path: str, doc: Document) -> Trace:
-    messages = expect_list(path, None, doc.single_value(), "a list of chat messages (Codebuff's chat-messages.json)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    trace.note("runs-not-calls", RUNS)
-    chat = Conversation(trace)
-    credits: list[float] = []
-    for where, message in objects(path, "", messages, "a message object"):
-        variant = message.get("variant", message.get("role"))
-        if variant == "user":
-            content = string(path, where + ".content", message.get("content", ""))
-            chat.add({"role": "user", "content": content}, where)
-        elif variant in AGENT_VARIANTS:
-            _run(chat, path, where, message, credits)
-        else:
-            raise InputError(path, where + ".variant", f"expected user or ai, found {variant!r}")
-    if not trace.calls:
-        raise InputError(path, None, "no agent run (ai message) in the chat")
-    if credits:
-        trace.note("log-credits", CREDITS, f"{sum(credits):g} credits in all")
-    return finish(trace)
+class CodebuffReader(DocumentFold):
+    """A Codebuff chat read as a fold over its one record (#43.1): each run's call given as it is read."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+
+    def read(self, value: Any) -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        messages = expect_list(path, None, value, "a list of chat messages (Codebuff's chat-messages.json)")
+        trace.note("runs-not-calls", RUNS)
+        chat = Conversation(trace, self.made)
+        credits: list[float] = []
+        for where, message in objects(path, "", messages, "a message object"):
+            variant = message.get("variant", message.get("role"))
+            if variant == "user":
+                content = string(path, where + ".content", message.get("content", ""))
+                chat.add({"role": "user", "content": content}, where)
+            elif variant in AGENT_VARIANTS:
+                _run(chat, path, where, message, credits)
+            else:
+                raise InputError(path, where + ".variant", f"expected user or ai, found {variant!r}")
+            yield
+        if not self.made.count:
+            raise InputError(path, None, "no agent run (ai message) in the chat")
+        if credits:
+            trace.note("log-credits", CREDITS, f"{sum(credits):g} credits in all")
 
 
 def _run(chat: Conversation, path: str, where: str, message: dict, credits: list[float]) -> None:
@@ -166,12 +174,13 @@ LOCATIONS = (
     Location("codebuff", ".config/manicode-staging", (CHATS,), project_depth=3),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    CodebuffReader,
+    records=single_record,
     sessions=True,
     locations=LOCATIONS,
     starts=starts_like_chat,

@@ -95,13 +95,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, document_records, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_count, check_messages, parse_day, parse_time
 from tokprof.formats.shared_prompts import SharedPrompts
@@ -171,6 +171,8 @@ class Item:
     #: a digest of a reasoning item's encrypted content, when its text is not the reasoning (the content
     #: itself, often half a rollout, is not kept: only what tells copies of one item apart)
     encrypted: str | None = None
+    #: an encrypted reasoning item's usage: the reasoning_output_tokens of the call that produced it
+    reasoning: int | None = None
 
     @property
     def output(self) -> bool:
@@ -189,7 +191,6 @@ class Entry:
     totals: str | None = None  # a count's total usage, to tell new calls from repeats
     usage: Usage | None = None
     reasoning: int = 0  # a count's reasoning_output_tokens
-    is_call: bool = False
     summary: str = ""  # a compaction's summary
     replacement: list[Item] | None = None
     turns: int = 0  # a rollback's number of user turns
@@ -215,18 +216,22 @@ def _item_of(entry: Entry) -> Item:
 
 
 @dataclass
+class Member:
+    """A token count or an output item of a group, with the replay's state as it was read."""
+
+    entry: Entry
+    history: list[Item]  # the history before it (a view: its first ``length`` items)
+    length: int
+    model: str | None
+    base: str | None
+
+
+@dataclass
 class Group:
     """Output items and the token counts recorded with them, with no input in between."""
 
-    members: list[int] = field(default_factory=list)  # entry indexes
-    ended_by: int | None = None  # the entry index that ended the group
+    members: list[Member] = field(default_factory=list)
     after_results: bool = False  # only tool outputs were recorded since the previous group
-
-    def calls(self, entries: list[Entry]) -> list[int]:
-        return [i for i in self.members if entries[i].kind == "count"]
-
-    def outputs(self, entries: list[Entry]) -> list[int]:
-        return [i for i in self.members if entries[i].kind == "item"]
 
 
 @dataclass
@@ -242,10 +247,10 @@ class Meta:
 
 @dataclass
 class Pending:
-    """A call whose prompt is known, built into a :class:`Call` once the whole file is read."""
+    """A call whose prompt is known, given once its output items are all read."""
 
-    entry: int  # the token count's entry (or the first output's, without usage)
-    outputs: list[int]
+    entry: Entry  # the token count (or the first output, without usage)
+    outputs: list[Item]
     history: list[Item]
     length: int
     model: str | None
@@ -294,20 +299,45 @@ def _is_legacy_line(value: Any) -> bool:
 
 
 def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected JSONL: a Codex rollout has one JSON object per line")
-    trace = Trace(path=path, format=FORMAT)
-    parser = _Parser(path, trace)
-    first = doc.lines.head(1)
-    legacy = bool(first) and _is_legacy_header(first[0][1])
-    for position, (number, value) in enumerate(doc.lines):  # read as a stream: once
-        if legacy and position == 0:
-            parser.session_meta(number, value.get("timestamp"), value, prefix=f"line {number}: ")
-        else:
-            parser.line(number, value, legacy)
-    trace.session = parser.meta.session
-    _Builder(path, trace, parser.meta, parser.entries, parser.texts).build()
-    return trace
+    """A rollout read whole (:class:`RolloutReader` fed every line)."""
+    return read_whole(RolloutReader(path, doc), document_records(doc))
+
+
+class RolloutReader(Reader):
+    """A rollout read as a fold: each line parsed as it is fed (:class:`_Parser`) and replayed
+    (:class:`_Builder`), each call given once no later line can change it (its output items are all
+    read: an input item, a compaction or a rollback came after them, or a later call). It holds the
+    history as the next call will see it and the group of output items being read; a rollout without
+    any usage (the legacy form) is held until it is all read (one call per run of output items)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.path = path
+        #: the tools are never recorded; the system prompt is said unrecorded too once a call lacks it
+        self.trace = Trace(path=path, format=FORMAT, unrecorded=("tools",))
+        self.parser = _Parser(path, self.trace)
+        self.builder = _Builder(path, self.trace, self.parser.meta)
+        self.legacy: bool | None = None  # known at the first line
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            raise InputError(self.path, None, "expected JSONL: a Codex rollout has one JSON object per line")
+        number, value = record.line, record.value
+        if self.legacy is None:
+            self.legacy = _is_legacy_header(value)
+            if self.legacy:
+                self.parser.session_meta(number, value.get("timestamp"), value, prefix=f"line {number}: ")
+                return ()
+        parser = self.parser
+        parser.line(number, value, self.legacy)
+        self.trace.session = parser.meta.session
+        if not parser.entries:
+            return ()
+        entries, parser.entries = parser.entries, []
+        return [call for entry in entries for call in self.builder.add(entry, parser.instructions_in_text)]
+
+    def finish(self) -> Iterable[Call]:
+        self.trace.session = self.parser.meta.session
+        return self.builder.finish(self.parser.instructions_in_text)
 
 
 # --- parsing: lines into entries ------------------------------------------------------------------
@@ -318,8 +348,9 @@ class _Parser:
         self.path = path
         self.trace = trace
         self.meta = Meta()
-        self.entries: list[Entry] = []
-        self.texts: list[str] = []  # every message text, to find the user's instructions in
+        self.entries: list[Entry] = []  # the entries of the line being read
+        #: whether a message read holds the user's instructions (then they are not added to the system prompt)
+        self.instructions_in_text = False
 
     def line(self, number: int, value: Any, legacy: bool) -> None:
         where = f"line {number}"
@@ -348,6 +379,12 @@ class _Parser:
     def note(self, code: str, place: str) -> None:
         self.trace.note(code, NOTES[code], place)
 
+    def message_text(self, item: Item) -> None:
+        """Whether a message holds the user's instructions (read before it)."""
+        instructions = self.meta.instructions.strip() if self.meta.instructions else None
+        if item.kind == "message" and instructions and instructions in (item.text or ""):
+            self.instructions_in_text = True
+
     def session_meta(self, number: int, timestamp: Any, payload: dict, prefix: str | None = None) -> None:
         prefix = prefix or f"line {number}: payload."
         session = optional_string(self.path, prefix + "id", payload.get("id"))
@@ -356,6 +393,7 @@ class _Parser:
             self.meta.timestamp = payload.get("timestamp", timestamp)
         instructions = optional_string(self.path, prefix + "instructions", payload.get("instructions"))
         if instructions and instructions.strip():
+            self.instructions_in_text = self.instructions_in_text and instructions == self.meta.instructions
             self.meta.instructions = instructions
         base = payload.get("base_instructions")
         if isinstance(base, dict):
@@ -381,8 +419,7 @@ class _Parser:
     def response_item(self, number: int, timestamp: Any, payload: dict, prefix: str = "payload.") -> None:
         item = _item(self.path, self, f"line {number}", f"line {number}: {prefix}", payload)
         if item is not None:
-            if item.kind == "message":
-                self.texts.append(item.text or "")
+            self.message_text(item)
             self.entries.append(Entry("item", number, timestamp, item=item))
 
     def event_msg(self, number: int, timestamp: Any, payload: dict) -> None:
@@ -409,8 +446,7 @@ class _Parser:
                 value = expect_object(self.path, at, value, "an item object")
                 item = _item(self.path, self, f"line {number}", at + ".", value)
                 if item is not None:
-                    if item.kind == "message":
-                        self.texts.append(item.text or "")
+                    self.message_text(item)
                     items.append(item)
         self.entries.append(Entry("compacted", number, timestamp, summary=summary, replacement=items))
         self.trace.compactions += 1
@@ -552,105 +588,182 @@ def _tool_call(path: str, prefix: str, kind: str, payload: dict) -> dict:
 # --- building: entries into calls -----------------------------------------------------------------
 
 
+#: When each note of the replay was first made in a whole read (the parser's notes first): a fold
+#: gives them in that order once it is finished, so that a trace's notes are as they were.
+NOTE_TIERS = {
+    "no-usage": 1,
+    "remote-compaction": 2,
+    "compaction-rebuilt": 2,
+    "orphan-output": 3,
+    "empty-prompt": 3,
+    "compaction-prompt": 3,
+    "encrypted-reasoning": 4,
+}
+
+
 class _Builder:
-    def __init__(self, path: str, trace: Trace, meta: Meta, entries: list[Entry], texts: list[str]):
+    """Replays a rollout's entries as they are read: the history each call sees, the groups of output
+    items and token counts, and each call once its group (and any continuation of it) is read."""
+
+    def __init__(self, path: str, trace: Trace, meta: Meta):
         self.path = path
         self.trace = trace
         self.meta = meta
-        self.entries = entries
-        self.with_usage = _mark_calls(entries)
-        #: the user's instructions, when no recorded message holds them (older Codex sent them with the
-        #: system prompt)
-        instructions = meta.instructions.strip() if meta.instructions else None
-        self.instructions = instructions if instructions and not any(instructions in t for t in texts) else None
+        self.with_usage: bool | None = None  # None until a call's token count is read (or the end)
+        self.waiting: list[Entry] = []  # the entries read before that
+        self.totals: str | None = None  # the last token count's totals (a repeat is no call)
+        self.history: list[Item] = []
+        self.model: str | None = None
+        self.base: str | None = None
+        self.group: Group | None = None
+        self.results_only = False  # since the last group ended, only tool outputs were recorded
+        self.votes = {"before": 0, "after": 0}  # groups with one count: outputs only before it, only after
+        self.open: Pending | None = None  # the last group's last call: outputs after tool outputs continue it
+        self.in_text = False  # whether a message read holds the user's instructions
         self.summaries: set[str] = set()
-        #: the usage of reasoning items, from the call that produced each: by item, and by encrypted
-        #: content for the copies a replacement history holds
-        self.reasoning_items: dict[int, int] = {}
+        #: the usage of reasoning items by encrypted content, for the copies a replacement history holds
         self.reasoning_tokens: dict[str, int] = {}
         self.orphans: set[str] = set()
         self.shared: dict[tuple, dict] = {}  # one checked message object per run of items, for every call
         self.prompts = SharedPrompts()  # each call's prompt a view of the one it extends
         self.last_checked: tuple[list, list[dict], list[dict]] = ([], [], [])  # the previous prompt, checked
         self.system_unrecorded = False  # a call without a recorded system prompt
+        self.calls = 0
+        self.models: set[str] = set()
+        self.unrendered_tokens = 0
+        self.unrendered_calls = 0
 
-    def build(self) -> None:
-        groups = _groups(self.entries)
+    # -- reading ------------------------------------------------------------------------------------
+    def add(self, entry: Entry, instructions_in_text: bool) -> list[Call]:
+        """The calls an entry completes."""
+        self.in_text = instructions_in_text
+        if entry.kind == "count":
+            if entry.totals == self.totals:
+                return []  # a repeat (rate limits, after a compaction): not a call
+            self.totals = entry.totals
+            if not self.with_usage:
+                self.with_usage = True
+                waiting, self.waiting = self.waiting, []
+                return [call for earlier in waiting for call in self.replay(earlier)] + self.replay(entry)
+        elif not self.with_usage:
+            self.waiting.append(entry)
+            return []
+        return self.replay(entry)
+
+    def finish(self, instructions_in_text: bool) -> list[Call]:
+        self.in_text = instructions_in_text
+        out: list[Call] = []
         if not self.with_usage:
+            self.with_usage = False
             self.trace.note("no-usage", NOTES["no-usage"])
-        plan = self.plan(groups)
-        pending = self.simulate(plan)
-        for item in pending:
-            self.add_call(item)
-        if not self.trace.calls:
+            waiting, self.waiting = self.waiting, []
+            out += [call for entry in waiting for call in self.replay(entry)]
+        if self.group is not None:
+            out += self.close(None)
+        out += self.settle()
+        if not self.calls:
             raise InputError(
                 self.path, None, "no model call in the rollout: no token_count with usage and no model output"
             )
-        self.finish()
+        trace = self.trace
+        trace.model = self.models.pop() if len(self.models) == 1 else None
+        trace.unrecorded = ("system", "tools") if self.system_unrecorded else ("tools",)
+        if self.unrendered_calls:
+            tokens, calls = self.unrendered_tokens, self.unrendered_calls
+            trace.note("encrypted-reasoning", ENCRYPTED_NOTE.format(tokens=tokens, calls=calls))
+        trace.notes.sort(key=lambda note: NOTE_TIERS.get(note.code, 0))  # stable: each tier in its order
+        return out
 
-    def plan(self, groups: list[Group]) -> dict[int, tuple[list[int], str | None]]:
-        """For every call (its entry index): its own output items and, for a compaction, its summary."""
-        entries = self.entries
-        order = _order(entries, groups)
-        plan: dict[int, tuple[list[int], str | None]] = {}
-        last_call = None
-        for group in groups:
-            calls, outputs = group.calls(entries), group.outputs(entries)
-            if not self.with_usage:
-                plan[outputs[0]] = (outputs, None)
-            elif not calls:
-                # Codex 0.40 records parallel tool calls each followed by its output: outputs after
-                # only tool outputs, with no count of their own, continue the call before them
-                if order == "after" and group.after_results and last_call is not None:
-                    plan[last_call][0].extend(outputs)
-            else:
-                for call, own in _split(calls, outputs, order).items():
-                    plan[call] = (own, None)
-                last_call = calls[-1]
-                summary = self.compaction_summary(group, plan[last_call][0])
-                if summary is not None:
-                    plan[last_call] = (plan[last_call][0], summary)
-        return plan
+    def instructions(self) -> str | None:
+        """The user's instructions, when no message read holds them (older Codex sent them with the
+        system prompt)."""
+        instructions = self.meta.instructions.strip() if self.meta.instructions else None
+        return instructions if instructions and not self.in_text else None
 
-    def compaction_summary(self, group: Group, own: list[int]) -> str | None:
+    def replay(self, entry: Entry) -> list[Call]:
+        """Add an entry to the history (or to the group being read) and give the calls it completes."""
+        out: list[Call] = []
+        if entry.kind == "count" or (entry.kind == "item" and _item_of(entry).output):
+            if self.group is None:
+                self.group = Group(after_results=self.results_only)
+            self.group.members.append(Member(entry, self.history, len(self.history), self.model, self.base))
+            if entry.kind == "item":
+                self.history.append(_item_of(entry))
+            return out
+        if entry.breaks:
+            if self.group is not None:
+                out += self.close(entry)
+                self.results_only = True
+            self.results_only = self.results_only and entry.kind == "item" and _item_of(entry).kind == "result"
+            if not self.results_only:
+                out += self.settle()  # no later output continues the last call
+        if entry.kind == "context":
+            self.model = entry.model or self.model
+            self.base = entry.base or self.base
+        elif entry.kind == "item":
+            self.history.append(_item_of(entry))
+        elif entry.kind == "compacted":
+            self.history = self.compact(self.history, entry)
+        elif entry.kind == "rollback":
+            self.history = _drop_turns(self.history, entry.turns)
+        return out
+
+    def close(self, ended_by: Entry | None) -> list[Call]:
+        """The calls of the group just read (its last one held while later outputs may continue it)."""
+        group, self.group = self.group, None
+        assert group is not None
+        members = group.members
+        calls = [i for i, m in enumerate(members) if m.entry.kind == "count"]
+        outputs = [i for i, m in enumerate(members) if m.entry.kind == "item"]
+        if not self.with_usage:
+            first = members[outputs[0]]
+            items = [_item_of(members[i].entry) for i in outputs]
+            return self.emit(Pending(first.entry, items, first.history, first.length, first.model, first.base))
+        if len(calls) == 1:
+            has_before = any(i < calls[0] for i in outputs)
+            has_after = any(i > calls[0] for i in outputs)
+            self.votes["before"] += has_before and not has_after
+            self.votes["after"] += has_after and not has_before
+        order = "before" if self.votes["before"] > self.votes["after"] else "after"
+        if not calls:
+            # Codex 0.40 records parallel tool calls each followed by its output: outputs after only
+            # tool outputs, with no count of their own, continue the call before them
+            if order == "after" and group.after_results and self.open is not None:
+                self.open.outputs.extend(_item_of(members[i].entry) for i in outputs)
+            return []
+        out = self.settle()
+        pending = []
+        for call, own in _split(calls, outputs, order).items():
+            start = members[min([call, *own])]
+            items = [_item_of(members[i].entry) for i in own]
+            pending.append(Pending(members[call].entry, items, start.history, start.length, start.model, start.base))
+        last = pending[-1]
+        last.compaction = self.compaction_summary(ended_by, last.outputs)
+        for item in pending[:-1]:
+            out += self.emit(item)
+        self.open = last
+        if order == "before":
+            out += self.settle()  # outputs after tool outputs continue a call only when they follow its count
+        return out
+
+    def settle(self) -> list[Call]:
+        """The held call, once no later output can continue it."""
+        if self.open is None:
+            return []
+        pending, self.open = self.open, None
+        return self.emit(pending)
+
+    def compaction_summary(self, after: Entry | None, own: list[Item]) -> str | None:
         """The summary when the group's last call summarised the context before a compaction."""
-        if group.ended_by is None:
+        if after is None or after.kind != "compacted" or not after.summary:
             return None
-        after = self.entries[group.ended_by]
-        if after.kind != "compacted" or not after.summary:
-            return None
-        for i in own:
-            item = _item_of(self.entries[i])
+        for item in own:
             if not (item.kind == "message" and item.role == "assistant" and (item.text or "").strip() in after.summary):
                 return None
         return after.summary
 
-    def simulate(self, plan: dict[int, tuple[list[int], str | None]]) -> list[Pending]:
-        """Replay the rollout: the history as each call saw it, and the usage of each call's reasoning."""
-        history: list[Item] = []
-        model = None
-        base = None
-        starts = {min([call, *own]): call for call, (own, _) in plan.items()}
-        pending: dict[int, Pending] = {}
-        for index, entry in enumerate(self.entries):
-            if index in starts:
-                call = starts[index]
-                own, summary = plan[call]
-                pending[call] = Pending(call, own, history, len(history), model, base, summary)
-            if entry.kind == "context":
-                model = entry.model or model
-                base = entry.base or base
-            elif entry.kind == "item":
-                history.append(_item_of(entry))
-            elif entry.kind == "compacted":
-                history = self.compact(history, entry)
-            elif entry.kind == "rollback":
-                history = _drop_turns(history, entry.turns)
-        for call, item in pending.items():
-            self.count_reasoning(call, item.outputs)
-        return [pending[call] for call in sorted(pending)]
-
     def compact(self, history: list[Item], entry: Entry) -> list[Item]:
+        self.shared = {}  # the messages of the history before: later prompts start afresh
         if entry.summary:
             self.summaries.add(entry.summary)
         if entry.replacement is not None:
@@ -660,30 +773,43 @@ class _Builder:
         self.trace.note("compaction-rebuilt", NOTES["compaction-rebuilt"], entry.where)
         return _rebuilt(history, entry, self.summaries)
 
-    def count_reasoning(self, call: int, outputs: list[int]) -> None:
+    # -- calls --------------------------------------------------------------------------------------
+    def emit(self, pending: Pending) -> list[Call]:
+        self.count_reasoning(pending)
+        call = self.add_call(pending)
+        if call is None:
+            return []
+        self.calls += 1
+        if call.model:
+            self.models.add(call.model)
+        if call.unrendered:
+            self.unrendered_tokens += call.unrendered["conversation"]
+            self.unrendered_calls += 1
+        return [call]
+
+    def count_reasoning(self, pending: Pending) -> None:
         """A call's reasoning tokens belong to its first encrypted reasoning item."""
-        entry = self.entries[call]
-        if entry.kind != "count":
+        if pending.entry.kind != "count":
             return
-        for i in outputs:
-            item = _item_of(self.entries[i])
+        for item in pending.outputs:
             if item.kind == "reasoning" and item.encrypted:
-                self.reasoning_items[id(item)] = entry.reasoning
-                self.reasoning_tokens.setdefault(item.encrypted, entry.reasoning)
+                item.reasoning = pending.entry.reasoning
+                self.reasoning_tokens.setdefault(item.encrypted, pending.entry.reasoning)
                 return
 
-    def add_call(self, pending: Pending) -> None:
-        entry = self.entries[pending.entry]
+    def add_call(self, pending: Pending) -> Call | None:
+        entry = pending.entry
         items = pending.history[: pending.length]
         raw = self.system_messages(pending.base) + self.messages(items)
         if not raw:
             self.trace.note("empty-prompt", NOTES["empty-prompt"], entry.where)
-            return
+            return None
         if not (pending.base or self.meta.base):
             self.system_unrecorded = True
+            self.trace.unrecorded = ("system", "tools")  # said before the call is given
         prefix = f"{entry.where}: "
         call = Call(
-            index=len(self.trace.calls),
+            index=self.calls,
             messages=self.prompts.prompt(self.share(raw, self.check(prefix, raw))),
             tools=None,
             model=pending.model,
@@ -702,7 +828,7 @@ class _Builder:
             call.unrendered = {"conversation": unrendered}
         if pending.compaction is not None:
             self.trace.note("compaction-prompt", NOTES["compaction-prompt"], entry.where)
-        self.trace.calls.append(call)
+        return call
 
     def check(self, prefix: str, raw: list[dict]) -> list[dict]:
         """Check a prompt's messages. Codex resends the whole history on every call: the messages
@@ -719,7 +845,7 @@ class _Builder:
         return checked
 
     def system_messages(self, override: str | None) -> list[dict]:
-        parts = [text for text in (override or self.meta.base, self.instructions) if text]
+        parts = [text for text in (override or self.meta.base, self.instructions()) if text]
         return [{"role": "system", "content": "\n".join(parts), "_items": ()}] if parts else []
 
     def messages(self, items: list[Item]) -> list[dict]:
@@ -767,8 +893,8 @@ class _Builder:
         if not pending.outputs:
             return None
         message: dict = {"role": "assistant", "content": None, "_items": []}
-        for i in pending.outputs:
-            _add_output(message, _item_of(self.entries[i]), set())
+        for item in pending.outputs:
+            _add_output(message, item, set())
         return check_messages(self.path, prefix + "response.", [message])[0]
 
     def unrendered(self, items: list[Item]) -> int:
@@ -778,71 +904,9 @@ class _Builder:
             if item.kind == "message" and item.role == "user":
                 break
             if item.kind == "reasoning" and item.encrypted:
-                known = self.reasoning_items.get(id(item))
+                known = item.reasoning
                 tokens += known if known is not None else self.reasoning_tokens.get(item.encrypted, 0)
         return tokens
-
-    def finish(self) -> None:
-        calls = self.trace.calls
-        models = {c.model for c in calls if c.model}
-        self.trace.model = models.pop() if len(models) == 1 else None
-        self.trace.unrecorded = ("system", "tools") if self.system_unrecorded else ("tools",)
-        with_reasoning = [c for c in calls if c.unrendered]
-        if with_reasoning:
-            tokens = sum(c.unrendered["conversation"] for c in with_reasoning)
-            self.trace.note("encrypted-reasoning", ENCRYPTED_NOTE.format(tokens=tokens, calls=len(with_reasoning)))
-
-
-def _mark_calls(entries: list[Entry]) -> bool:
-    """Mark the token counts that are new calls (their totals changed); False when there is none."""
-    previous = None
-    found = False
-    for entry in entries:
-        if entry.kind == "count":
-            entry.is_call = entry.totals != previous
-            previous = entry.totals
-            found = found or entry.is_call
-    if found:
-        entries[:] = [e for e in entries if e.kind != "count" or e.is_call]
-    else:
-        entries[:] = [e for e in entries if e.kind != "count"]
-    return found
-
-
-def _groups(entries: list[Entry]) -> list[Group]:
-    """Runs of output items and token counts with no input item, compaction or rollback in between."""
-    groups: list[Group] = []
-    current: Group | None = None
-    results_only = False  # since the last run ended, only tool outputs were recorded
-    for index, entry in enumerate(entries):
-        if entry.kind == "count" or (entry.kind == "item" and _item_of(entry).output):
-            if current is None:
-                current = Group(after_results=results_only)
-                groups.append(current)
-            current.members.append(index)
-        elif entry.breaks:
-            if current is not None:
-                current.ended_by = index
-                current = None
-                results_only = True
-            results_only = results_only and entry.kind == "item" and _item_of(entry).kind == "result"
-    return groups
-
-
-def _order(entries: list[Entry], groups: list[Group]) -> str:
-    """Whether calls record their output items "after" their token count (Codex 0.40 to 0.60) or
-    "before" it (newer versions), as the file's groups with one count show; "after" by default."""
-    before = after = 0
-    for group in groups:
-        calls = group.calls(entries)
-        if len(calls) != 1:
-            continue
-        outputs = group.outputs(entries)
-        has_before = any(i < calls[0] for i in outputs)
-        has_after = any(i > calls[0] for i in outputs)
-        before += has_before and not has_after
-        after += has_after and not has_before
-    return "before" if before > after else "after"
 
 
 def _split(calls: list[int], outputs: list[int], order: str) -> dict[int, list[int]]:
@@ -922,12 +986,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    RolloutReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage; the system prompt in newer versions, no tool definitions",

@@ -25,16 +25,18 @@ session holds a system message, and tool definitions are not (``unrecorded``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import DocumentFold
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import assistant_message, optional_text
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Trace
+from tokprof.formats.reader import LogFormat, single_record
+from tokprof.trace import Call, Trace
 
 FORMAT = "continue"
 DESCRIPTION = "Continue sessions (~/.continue/sessions/<id>.json)"
@@ -62,48 +64,59 @@ def sniff(doc: Document) -> bool:
     )
 
 
-def read(path: str, doc: Document) -> Trace:
-    session = expect_object(path, None, doc.single_value(), "a Continue session object")
-    if not isinstance(session.get("history"), list):
-        raise InputError(path, "history", "expected a list of history items")
-    has_system = any(
-        isinstance(item, dict) and isinstance(item.get("message"), dict) and item["message"].get("role") == "system"
-        for item in session["history"]
-    )
-    trace = Trace(
-        path=path,
-        format=FORMAT,
-        unrecorded=("tools",) if has_system else ("system", "tools"),
-        session=session.get("sessionId") if isinstance(session.get("sessionId"), str) else None,
-    )
-    chat = Conversation(trace)
-    thoughts: list[str] = []
-    for where, item in objects(path, "history", session["history"], "a history item"):
-        message = expect_object(path, where + ".message", item.get("message"))
-        role = message.get("role")
-        at = where + ".message"
-        if role == "user":
-            _user(chat, path, where, item, message)
-        elif role == "system":
-            chat.add({"role": "system", "content": _text(chat, path, at + ".content", message.get("content"))}, at)
-        elif role == "tool":
-            call_id = string(path, at + ".toolCallId", message.get("toolCallId"))
-            content = _text(chat, path, at + ".content", message.get("content"))
-            chat.add({"role": "tool", "tool_call_id": call_id, "content": content}, at)
-        elif role == "thinking":
-            thoughts.append(_text(chat, path, at + ".content", message.get("content")))
-        elif role == "assistant":
-            _assistant(chat, path, where, item, message, thoughts)
-            thoughts = []
-        else:
-            raise InputError(path, at + ".role", f"expected user, assistant, thinking, system or tool, found {role!r}")
-    if not trace.calls:
-        raise InputError(path, "history", "no model call (assistant message) in the session")
-    trace.note("no-usage", NO_USAGE)
-    cwd = session.get("workspaceDirectory")
-    for call in trace.calls:
-        call.cwd = cwd.removeprefix("file://") if isinstance(cwd, str) and cwd else None
-    return finish(trace)
+class ContinueReader(DocumentFold):
+    """A Continue session read as a fold over its one record (#43.1): each assistant item's call given as
+    it is read."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT))
+        self.cwd: str | None = None
+
+    def read(self, value: Any) -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        session = expect_object(path, None, value, "a Continue session object")
+        if not isinstance(session.get("history"), list):
+            raise InputError(path, "history", "expected a list of history items")
+        has_system = any(
+            isinstance(item, dict) and isinstance(item.get("message"), dict) and item["message"].get("role") == "system"
+            for item in session["history"]
+        )
+        trace.unrecorded = ("tools",) if has_system else ("system", "tools")
+        trace.session = session.get("sessionId") if isinstance(session.get("sessionId"), str) else None
+        cwd = session.get("workspaceDirectory")
+        self.cwd = cwd.removeprefix("file://") if isinstance(cwd, str) and cwd else None
+        chat = Conversation(trace, self.made)
+        thoughts: list[str] = []
+        for where, item in objects(path, "history", session["history"], "a history item"):
+            message = expect_object(path, where + ".message", item.get("message"))
+            role = message.get("role")
+            at = where + ".message"
+            if role == "user":
+                _user(chat, path, where, item, message)
+            elif role == "system":
+                chat.add({"role": "system", "content": _text(chat, path, at + ".content", message.get("content"))}, at)
+            elif role == "tool":
+                call_id = string(path, at + ".toolCallId", message.get("toolCallId"))
+                content = _text(chat, path, at + ".content", message.get("content"))
+                chat.add({"role": "tool", "tool_call_id": call_id, "content": content}, at)
+            elif role == "thinking":
+                thoughts.append(_text(chat, path, at + ".content", message.get("content")))
+            elif role == "assistant":
+                _assistant(chat, path, where, item, message, thoughts)
+                thoughts = []
+            else:
+                raise InputError(
+                    path, at + ".role", f"expected user, assistant, thinking, system or tool, found {role!r}"
+                )
+            yield
+        if not self.made.count:
+            raise InputError(path, "history", "no model call (assistant message) in the session")
+        trace.note("no-usage", NO_USAGE)
+
+    def given(self, calls: list[Call]) -> list[Call]:
+        for call in calls:
+            call.cwd = self.cwd
+        return calls
 
 
 def _text(chat: Conversation, path: str, where: str, content: Any) -> str:
@@ -160,12 +173,13 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    ContinueReader,
+    records=single_record,
     sessions=True,
     locations=LOCATIONS,
     starts=starts_like_session,

@@ -4,6 +4,10 @@ when it is added, and each model call's prompt is the history as it stood when t
 
 A tool result whose call is not in the history is kept as user text (note ``orphan-tool-result``),
 so that a damaged or truncated log still reads.
+
+A reader that is a fold (:mod:`tokprof.formats.folds`) gives its calls as it makes them: its
+conversations hand each call to the reader's :class:`~tokprof.formats.folds.Made`, not to
+``trace.calls``, so that the trace never holds the log's calls.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from tokprof.formats.folds import Made
 from tokprof.formats.neutral import check_messages
 from tokprof.trace import Call, PromptView, Trace, Usage
 
@@ -23,10 +28,12 @@ NOT_TEXT = (
 
 
 class Conversation:
-    """The history of one thread and the calls made on it."""
+    """The history of one thread and the calls made on it: appended to ``trace.calls``, or handed to a
+    fold's :class:`Made` when one is given."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, made: Made | None = None) -> None:
         self.trace = trace
+        self.made = made
         self.messages: list[dict] = []
         self.call_ids: set[str] = set()
 
@@ -71,7 +78,7 @@ class Conversation:
             self.trace.note("empty-prompt", EMPTY, where)
             return None
         call = Call(
-            index=len(self.trace.calls),
+            index=len(self.trace.calls) if self.made is None else 0,
             messages=PromptView(self.messages, len(self.messages)),  # the history only grows at its end
             tools=None,
             model=model,
@@ -83,6 +90,8 @@ class Conversation:
             request_id=request_id,
             time=time,
         )
+        if self.made is not None:
+            return self.made.add(call)
         self.trace.calls.append(call)
         return call
 

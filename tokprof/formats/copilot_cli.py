@@ -24,6 +24,9 @@ so. The input the agent billed is in ``session.shutdown``'s per-model totals, sh
 note ``session-totals`` (summed over the shutdowns of a resumed session; ``inputTokens`` includes the
 cache reads and writes). A compaction's call (``compactionTokensUsed``) reports its input and output.
 The system prompt is recorded when ``system.message`` is; the tool definitions never are.
+
+**A fold** (#43.1): each line is read as it is fed; the calls of the main thread and the sub-agents'
+are given in time order, each once a later call is made (:class:`~tokprof.formats.folds.TimeOrder`).
 """
 
 from __future__ import annotations
@@ -32,13 +35,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.neutral import check_cached, check_count, in_time_order, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.neutral import check_cached, check_count, parse_time
+from tokprof.formats.reader import LogFormat
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "copilot-cli"
@@ -85,10 +88,10 @@ def sniff(doc: Document) -> bool:
 
 
 class _Reader:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, order: TimeOrder) -> None:
         self.trace = trace
+        self.order = order
         self.chats: dict[str, Conversation] = {}
-        self.calls: dict[str, list[Call]] = {}
         self.call_ids: set[str] = set()
         self.model: str | None = None
         self.cwd: str | None = None
@@ -104,9 +107,9 @@ class _Reader:
 
     def chat(self, thread: str, where: str = "") -> Conversation:
         if thread not in self.chats:
-            chat = self.chats[thread] = Conversation(self.trace)
+            chat = self.chats[thread] = Conversation(self.trace, self.order)
             chat.call_ids = self.call_ids
-            self.calls[thread] = []
+            self.order.thread(thread)
             if thread in self.arguments:  # a sub-agent starts from the task its parent's tool call gave it
                 self.trace.note("subagent-task", SUBAGENT, where)
                 chat.add({"role": "user", "content": self.arguments[thread]}, where)
@@ -202,7 +205,7 @@ class _Reader:
     def _place(self, call: Call, thread: str) -> None:
         call.thread = thread
         call.cwd, call.git_branch, call.git_commit = self.cwd, self.branch, self.commit
-        self.calls[thread].append(call)
+        self.order.place(thread, call)
 
     def _result(self, where: str, data: dict, thread: str) -> None:
         path, at = self.trace.path, where + ": data"
@@ -277,7 +280,7 @@ class _Reader:
 
     def totals_note(self) -> None:
         if not self.shutdowns:
-            if any(self.calls.values()):
+            if self.order.count:
                 self.trace.note("no-session-totals", NO_SHUTDOWN)
             return
         parts = []
@@ -298,21 +301,30 @@ def session_totals(trace: Trace) -> str | None:
     return note.places[0] if note and note.places else None
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Copilot CLI events.jsonl (JSON lines)")
-    trace = Trace(path=path, format=FORMAT)
-    reader = _Reader(trace)
-    reader.chat("")
-    for number, value in doc.lines:
-        reader.record(f"line {number}", value)
-    trace.calls = in_time_order(list(reader.calls.values()))
-    trace.unrecorded = ("tools",) if reader.system else ("system", "tools")
-    reader.totals_note()
-    if trace.session is None:
-        file = Path(path)
-        trace.session = file.parent.name if file.name == "events.jsonl" else file.stem
-    return finish(trace)
+class CopilotReader(SessionFold):
+    """A Copilot CLI session read as a fold over its events (see the module's docstring)."""
+
+    expected = "expected a Copilot CLI events.jsonl (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT))
+        self.made = self.order = TimeOrder()
+        self.reader = _Reader(self.trace, self.order)
+        self.reader.chat("")
+
+    def line(self, number: int, value: Any) -> None:
+        self.reader.record(f"line {number}", value)
+
+    def finish(self) -> list[Call]:
+        trace, reader = self.trace, self.reader
+        calls = self.order.rest()
+        trace.unrecorded = ("tools",) if reader.system else ("system", "tools")
+        reader.totals_note()
+        if trace.session is None:
+            file = Path(trace.path)
+            trace.session = file.parent.name if file.name == "events.jsonl" else file.stem
+        trace.model = self.order.model()
+        return calls
 
 
 LOCATIONS = (
@@ -335,12 +347,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    CopilotReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call output only; the session's per-model input totals at shutdown",

@@ -40,17 +40,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, string
 from tokprof.formats import agent_db
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.neutral import in_time_order, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.neutral import parse_time
+from tokprof.formats.reader import LogFormat
 from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:
@@ -87,13 +89,16 @@ def sniff(doc: Document) -> bool:
 class _Session:
     """One session's messages, read into calls."""
 
-    def __init__(self, trace: Trace, session_id: str, thread: str, summary: str | None) -> None:
-        self.trace = trace
+    def __init__(self, trace: Trace, session_id: str, thread: str, summary: str | None, order: TimeOrder) -> None:
+        self.trace = trace  # the session's own notes: added to the log's in session order at the end
         self.id = session_id
         self.thread = thread
         self.summary = summary
-        self.chat = Conversation(trace)
-        self.calls: list[Call] = []
+        self.order = order
+        order.thread(thread)
+        self.chat = Conversation(trace, order)
+        self.rows: Iterator[tuple] = iter(())  # its message rows still to read
+        self.next: tuple | None = None
 
     def message(self, where: str, role: Any, parts: list, model: Any, time: Any, message_id: str) -> None:
         path = self.trace.path
@@ -132,7 +137,7 @@ class _Session:
             call = self.chat.call(where, name, None, clean, parse_time(time), kind="compaction", request_id=message_id)
             if call is not None:
                 call.thread = self.thread
-                self.calls.append(call)
+                self.order.place(self.thread, call)
             self.chat.replace([])
             if texts:
                 self.chat.add({"role": "user", "content": "\n".join(texts)}, where)
@@ -148,7 +153,7 @@ class _Session:
             call = self.chat.call(where, name, None, clean, parse_time(time), request_id=message_id)
             if call is not None:
                 call.thread = self.thread
-                self.calls.append(call)
+                self.order.place(self.thread, call)
             self.chat.messages.append(clean)
         elif role == "tool":
             for result in results:
@@ -160,67 +165,104 @@ class _Session:
             raise InputError(path, where + ": role", f"unknown role {role!r}")
 
 
-def read_db(path: str) -> Trace:
-    """The newest main session of a Crush store, with its task sessions as threads."""
-    import sqlite3
+class CrushReader(agent_db.StoreFold):
+    """A Crush store read as a fold over its message rows: the main session's and its task sessions' rows
+    read along with each other in time order, each session's calls given in time order once no row still
+    to read can come before them. Each session's notes are kept apart and added in session order at the
+    end, as a whole read lists them."""
 
-    with agent_db.opened(path) as db:
+    format = FORMAT
+    agent = "Crush"
+    not_store = "expected a Crush store (crush.db, SQLite), not JSON"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(path, doc)
+        self.made = self.order = TimeOrder()
+        self.before: tuple | None = None  # the key no row still to read comes before
+
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        import sqlite3
+
         try:
-            return _read(path, db)
+            yield from self._rows(db)
         except sqlite3.Error as exc:
-            raise InputError(path, None, f"not a Crush store this reader knows ({exc})") from None
+            raise InputError(self.trace.path, None, f"not a Crush store this reader knows ({exc})") from None
 
-
-def _read(path: str, db: "sqlite3.Connection") -> Trace:
-    columns = agent_db.columns(db, "sessions")
-    summary = "summary_message_id" if "summary_message_id" in columns else "NULL"
-    rows = db.execute(
-        "SELECT id, parent_session_id, title, prompt_tokens, completion_tokens, cost, created_at, "
-        f"{summary} FROM sessions ORDER BY created_at, id"
-    ).fetchall()
-    mains = [row for row in rows if not row[1]]
-    if not mains:
-        raise InputError(path, None, "the store holds no session")
-    main = mains[-1]
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=str(main[0]))
-    if len(mains) > 1:
-        trace.note("other-sessions", OTHER, ", ".join(f"{row[0]} ({row[2]})" for row in mains[:-1]))
-    family = [main] + [row for row in rows if row[1] == main[0]]
-    sessions = []
-    for row in family:
-        where = f"session {row[0]}"
-        for index, name in ((3, "prompt_tokens"), (4, "completion_tokens")):
-            if not isinstance(row[index], int) or isinstance(row[index], bool) or row[index] < 0:
-                raise InputError(path, f"{where}: {name}", f"expected a non-negative integer, found {row[index]!r}")
-        if not isinstance(row[5], (int, float)) or row[5] < 0:
-            raise InputError(path, f"{where}: cost", f"expected a non-negative number, found {row[5]!r}")
-        thread = "" if row is main else str(row[2] or row[0])
-        session = _Session(trace, str(row[0]), thread, row[7])
-        sessions.append(session)
-        trace.note(
-            "session-figures",
-            FIGURES,
-            f"{row[2] or row[0]}: prompt_tokens {row[3]:,} and completion_tokens {row[4]:,} (last call), "
-            f"cost ${row[5]:.4f} (Crush's)",
-        )
-        messages = db.execute(
-            "SELECT id, role, parts, model, created_at FROM messages WHERE session_id = ? ORDER BY created_at, rowid",
-            (row[0],),
-        )
-        for message_id, role, parts, model, created in messages:
+    def _rows(self, db: "sqlite3.Connection") -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        columns = agent_db.columns(db, "sessions")
+        summary = "summary_message_id" if "summary_message_id" in columns else "NULL"
+        rows = db.execute(
+            "SELECT id, parent_session_id, title, prompt_tokens, completion_tokens, cost, created_at, "
+            f"{summary} FROM sessions ORDER BY created_at, id"
+        ).fetchall()
+        mains = [row for row in rows if not row[1]]
+        if not mains:
+            raise InputError(path, None, "the store holds no session")
+        main = mains[-1]
+        trace.session = str(main[0])
+        if len(mains) > 1:
+            trace.note("other-sessions", OTHER, ", ".join(f"{row[0]} ({row[2]})" for row in mains[:-1]))
+        project = Path(path).resolve().parent
+        self.cwd = str(project.parent) if project.name == ".crush" else str(project)
+        family = [main] + [row for row in rows if row[1] == main[0]]
+        sessions = []
+        for row in family:
+            where = f"session {row[0]}"
+            for index, name in ((3, "prompt_tokens"), (4, "completion_tokens")):
+                if not isinstance(row[index], int) or isinstance(row[index], bool) or row[index] < 0:
+                    raise InputError(path, f"{where}: {name}", f"expected a non-negative integer, found {row[index]!r}")
+            if not isinstance(row[5], (int, float)) or row[5] < 0:
+                raise InputError(path, f"{where}: cost", f"expected a non-negative number, found {row[5]!r}")
+            thread = "" if row is main else str(row[2] or row[0])
+            notes = Trace(path=path, format=FORMAT)
+            session = _Session(notes, str(row[0]), thread, row[7], self.order)
+            sessions.append(session)
+            notes.note(
+                "session-figures",
+                FIGURES,
+                f"{row[2] or row[0]}: prompt_tokens {row[3]:,} and completion_tokens {row[4]:,} (last call), "
+                f"cost ${row[5]:.4f} (Crush's)",
+            )
+            session.rows = db.execute(
+                "SELECT id, role, parts, model, created_at FROM messages WHERE session_id = ? "
+                "ORDER BY created_at, rowid",
+                (row[0],),
+            )
+            session.next = next(session.rows, None)
+        while True:
+            waiting = [(self._key(s), n) for n, s in enumerate(sessions) if s.next is not None]
+            if not waiting:
+                break
+            session = sessions[min(waiting)[1]]
+            assert session.next is not None
+            message_id, role, parts, model, created = session.next
             place = f"message {message_id}"
             value = agent_db.json_column(path, place + ": parts", parts)
             session.message(place, role, expect_list(path, place + ": parts", value), model, created, str(message_id))
-    trace.calls = in_time_order([session.calls for session in sessions])
-    project = Path(path).resolve().parent
-    cwd = str(project.parent) if project.name == ".crush" else str(project)
-    for call in trace.calls:
-        call.cwd = cwd
-    return finish(trace)
+            session.next = next(session.rows, None)
+            ahead = [self._key(s) for s in sessions if s.next is not None]
+            self.before = min(ahead) if ahead else None
+            yield
+        for session in sessions:  # each session's notes, in session order, after the log's own
+            trace.compactions += session.trace.compactions
+            for note in session.trace.notes:
+                if not note.places:
+                    trace.note(note.code, note.message)
+                for place in note.places:
+                    trace.note(note.code, note.message, place)
 
+    def _key(self, session: _Session) -> tuple:
+        """The time key of a session's next row: its call's, were it one."""
+        assert session.next is not None
+        time = parse_time(session.next[4])
+        return (1, time) if time is not None else self.order.carried[self.order.threads[session.thread]]
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected a Crush store (crush.db, SQLite), not JSON")
+    def ready(self) -> list[Call]:
+        return self.order.take(self.before) if self.before is not None else []
+
+    def rest(self) -> list[Call]:
+        return self.order.rest()
 
 
 def project_stores(root: Path) -> list[Path]:
@@ -252,13 +294,12 @@ LOCATIONS = tuple(
     )
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
-    opened=read_db,
+    CrushReader,
     opens=opens,
     file_names=(FILE_NAME,),
     sessions=True,

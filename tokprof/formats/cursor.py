@@ -27,17 +27,18 @@ call's usage is "not recorded" (``no-usage``), never 0. Cursor does not store th
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats import agent_db
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
 from tokprof.formats.fields import objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import assistant_message, check_count, optional_text, parse_time
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Trace, Usage
+from tokprof.formats.reader import LogFormat
+from tokprof.trace import Usage
 
 if TYPE_CHECKING:
     import sqlite3
@@ -60,76 +61,71 @@ def is_store(path: str) -> bool:
     return {"key", "value"} <= agent_db.tables(path).get("cursorDiskKV", set())
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected Cursor's state.vscdb (SQLite)")
-
-
-def read_db(path: str, composer_id: str | None = None) -> Trace:
-    return agent_db.read_with(path, "Cursor", lambda db: _read(path, db, composer_id))
-
-
 def _row(path: str, where: str, value: Any) -> dict:
     return agent_db.json_object_column(path, where, value)
 
 
-def _read(path: str, db: "sqlite3.Connection", composer_id: str | None) -> Trace:
-    agent_db.require(path, db, "cursorDiskKV", ("key", "value"), AGENT)
-    # the conversations' times and sizes, read without parsing their (large) values in Python
-    rows = db.execute(
-        "SELECT key, CASE WHEN json_valid(value) THEN coalesce(json_extract(value, '$.lastUpdatedAt'),"
-        " json_extract(value, '$.createdAt'), 0) END, CASE WHEN json_valid(value) THEN"
-        " coalesce(json_array_length(value, '$.fullConversationHeadersOnly'), 0)"
-        " + coalesce(json_array_length(value, '$.conversation'), 0) END"
-        " FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'"
-    ).fetchall()
-    composers = [
-        (stamp if isinstance(stamp, (int, float)) else 0, str(key))
-        for key, stamp, size in rows
-        if size != 0  # an empty conversation (a new tab); an invalid one (None) is read to say what is wrong
-    ]
-    if not composers:
-        raise InputError(path, "cursorDiskKV", "no conversation in the database")
-    composers.sort(reverse=True)
-    key = composers[0][1]
-    if composer_id is not None:
-        key = f"composerData:{composer_id}"
-    found = db.execute("SELECT value FROM cursorDiskKV WHERE key = ?", (key,)).fetchone()
-    if found is None:
-        raise InputError(path, "cursorDiskKV", f"no conversation {key!r}")
-    data = _row(path, key, found[0])
-    conversation = key.removeprefix("composerData:")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=conversation)
-    trace.note("bubbles-not-requests", BUBBLES)
-    chat = Conversation(trace)
-    for where, bubble in _bubbles(path, db, conversation, key, data):
-        _bubble(chat, path, where, bubble)
-    if not trace.calls:
-        raise InputError(path, key, "no model call (AI bubble) in the conversation")
-    if len(composers) > 1:
-        trace.note("other-composers", OTHER, f"{len(composers) - 1} other conversation(s)")
-    return finish(trace)
+class CursorReader(agent_db.StoreFold):
+    """Cursor's store read as a fold over the newest conversation's bubbles (rows of its own, or inline in
+    older builds): each call given as its bubble is read."""
+
+    format = FORMAT
+    agent = "Cursor"
+    not_store = "expected Cursor's state.vscdb (SQLite)"
+
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        agent_db.require(path, db, "cursorDiskKV", ("key", "value"), AGENT)
+        # the conversations' times and sizes, read without parsing their (large) values in Python
+        rows = db.execute(
+            "SELECT key, CASE WHEN json_valid(value) THEN coalesce(json_extract(value, '$.lastUpdatedAt'),"
+            " json_extract(value, '$.createdAt'), 0) END, CASE WHEN json_valid(value) THEN"
+            " coalesce(json_array_length(value, '$.fullConversationHeadersOnly'), 0)"
+            " + coalesce(json_array_length(value, '$.conversation'), 0) END"
+            " FROM cursorDiskKV WHERE key >= 'composerData:' AND key < 'composerData;'"
+        ).fetchall()
+        composers = [
+            (stamp if isinstance(stamp, (int, float)) else 0, str(key))
+            for key, stamp, size in rows
+            if size != 0  # an empty conversation (a new tab); an invalid one (None) is read to say what is wrong
+        ]
+        if not composers:
+            raise InputError(path, "cursorDiskKV", "no conversation in the database")
+        composers.sort(reverse=True)
+        key = composers[0][1]
+        found = db.execute("SELECT value FROM cursorDiskKV WHERE key = ?", (key,)).fetchone()
+        if found is None:
+            raise InputError(path, "cursorDiskKV", f"no conversation {key!r}")
+        data = _row(path, key, found[0])
+        conversation = key.removeprefix("composerData:")
+        trace.session = conversation
+        trace.note("bubbles-not-requests", BUBBLES)
+        chat = Conversation(trace, self.made)
+        for where, bubble in _bubbles(path, db, conversation, key, data):
+            _bubble(chat, path, where, bubble)
+            yield
+        if not self.made.count:
+            raise InputError(path, key, "no model call (AI bubble) in the conversation")
+        if len(composers) > 1:
+            trace.note("other-composers", OTHER, f"{len(composers) - 1} other conversation(s)")
 
 
-def _bubbles(path: str, db: "sqlite3.Connection", conversation: str, key: str, data: dict) -> list[tuple[str, dict]]:
-    """The conversation's bubbles in order: inline (older builds) or by its headers' ids."""
+def _bubbles(
+    path: str, db: "sqlite3.Connection", conversation: str, key: str, data: dict
+) -> Iterator[tuple[str, dict]]:
+    """The conversation's bubbles in order: inline (older builds) or by its headers' ids, each row read
+    (by its key) when its turn comes."""
     if isinstance(data.get("conversation"), list) and data["conversation"]:
-        return objects(path, key + ": conversation", data["conversation"], "a bubble object")
+        yield from objects(path, key + ": conversation", data["conversation"], "a bubble object")
+        return
     prefix = f"bubbleId:{conversation}:"
-    stored = {
-        str(row_key)[len(prefix) :]: (str(row_key), value)
-        for row_key, value in db.execute(
-            "SELECT key, value FROM cursorDiskKV WHERE key >= ? AND key < ?", (prefix, prefix[:-1] + ";")
-        )
-    }
-    out = []
     for at, header in objects(
         path, key + ": fullConversationHeadersOnly", data["fullConversationHeadersOnly"], "a header"
     ):
         bubble_id = string(path, at + ".bubbleId", header.get("bubbleId"))
-        if bubble_id in stored:
-            row_key, value = stored[bubble_id]
-            out.append((row_key, _row(path, row_key, value)))
-    return out
+        row = db.execute("SELECT key, value FROM cursorDiskKV WHERE key = ?", (prefix + bubble_id,)).fetchone()
+        if row is not None:
+            yield str(row[0]), _row(path, str(row[0]), row[1])
 
 
 def _bubble(chat: Conversation, path: str, where: str, bubble: dict) -> None:
@@ -193,14 +189,13 @@ LOCATIONS = tuple(
     for folder in (".config/Cursor/User", "Library/Application Support/Cursor/User", "AppData/Roaming/Cursor/User")
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    CursorReader,
     sessions=True,
-    opened=read_db,
     opens=is_store,
     locations=LOCATIONS,
     records_what="bubbles, with tokenCount where Cursor filled it in (older builds); no context, system prompt or tools",

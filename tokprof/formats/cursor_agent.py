@@ -17,13 +17,16 @@ The system prompt and tool definitions are not recorded (``unrecorded``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, assistant
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import SessionFold
 from tokprof.formats.fields import expect_object
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat
 from tokprof.trace import Trace
 
 FORMAT = "cursor-agent"
@@ -48,13 +51,18 @@ def sniff(doc: Document) -> bool:
     return bool(head) and all(_line(value) for value in head)
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Cursor agent transcript (JSON lines)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    chat = Conversation(trace)
-    for number, value in doc.lines:
-        where = f"line {number}"
+class CursorAgentReader(SessionFold):
+    """A Cursor agent transcript read as a fold (#43.1): each line as it is fed, each assistant line's
+    call given at once."""
+
+    expected = "expected a Cursor agent transcript (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.chat = Conversation(self.trace, self.made)
+
+    def line(self, number: int, value: Any) -> None:
+        path, chat, where = self.trace.path, self.chat, f"line {number}"
         line = expect_object(path, where, value, "a JSON object")
         message = expect_object(path, where + ": message", line.get("message"))
         role = line.get("role")
@@ -66,20 +74,21 @@ def read(path: str, doc: Document) -> Trace:
             chat.messages.append(clean)
         else:
             raise InputError(path, where + ": role", f"expected user or assistant, found {role!r}")
-    if not trace.calls:
-        raise InputError(path, None, "no model call (assistant line) in the transcript")
-    trace.note("no-usage", NO_USAGE)
-    return finish(trace)
+
+    def end(self) -> None:
+        if not self.made.count:
+            raise InputError(self.trace.path, None, "no model call (assistant line) in the transcript")
+        self.trace.note("no-usage", NO_USAGE)
 
 
 LOCATIONS = (Location("cursor", ".cursor/projects", ("*/agent-transcripts/*/*.jsonl",), project_depth=3),)
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    CursorAgentReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="messages and tool calls; no usage, no times, no system prompt or tools",

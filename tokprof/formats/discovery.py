@@ -142,8 +142,9 @@ def _peek(path: Path, opener: Any = None) -> _Peek:
             if not lookalike.starts_like_json(head):
                 return _Peek(reason=_not_session(path, lookalike.of_text(path.name, head)))
             whole = len(head) < HEAD_BYTES
-            if _cline_history(path, head):  # one JSON list, often larger than a peek: known by its name
-                return _Peek(format="cline")
+            named = _named_session(path)  # a session format's own file name (a Cline task's history): known by it
+            if named is not None:
+                return _Peek(format=named)
             f.seek(0)
             values = _first_values(f)
     except OSError as exc:
@@ -178,10 +179,12 @@ def _store(path: Path) -> _Peek:
     return _Peek(reason=_not_session(path, lookalike.of_text(path.name, SQLITE_MAGIC)))
 
 
-def _cline_history(path: Path, head: bytes) -> bool:
-    from tokprof.formats.cline import HISTORY
+def _named_session(path: Path) -> str | None:
+    """The session format whose JSON files have this name whatever their content (``LogFormat.file_names``:
+    a Cline task's history, one JSON list often larger than a peek)."""
+    from tokprof.formats.registry import formats
 
-    return path.name == HISTORY and head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"["
+    return next((f.name for f in formats() if f.sessions and path.name in f.file_names), None)
 
 
 def _large_trajectory(path: Path, head: bytes) -> bool:

@@ -31,13 +31,14 @@ from typing import Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_blocks import add_user, assistant
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import SessionFold
 from tokprof.formats.fields import expect_object, optional_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_count, optional_text, parse_time
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Trace
+from tokprof.formats.reader import LogFormat
+from tokprof.trace import Call, Trace
 
 FORMAT = "droid"
 DESCRIPTION = "Droid (Factory) sessions (~/.factory/sessions/<workspace>/<id>.jsonl and its .settings.json)"
@@ -72,51 +73,64 @@ def sniff(doc: Document) -> bool:
     )
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Droid session (JSON lines)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    settings = _settings(path, trace)
-    model = optional_text(str(_settings_path(path)), "model", settings.get("model")) if settings else None
-    chat = Conversation(trace)
-    cwd = None
-    for number, record in doc.lines:
-        where = f"line {number}"
-        record = expect_object(path, where, record, "a JSON object")
+class DroidReader(SessionFold):
+    """A Droid session read as a fold (#43.1): the settings beside it first, then each line as it is fed,
+    each assistant message's call given at once (its project the ``session_start`` line's ``cwd``)."""
+
+    expected = "expected a Droid session (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.settings: dict | None = None
+        self.model: str | None = None
+        self.started = False
+        self.chat = Conversation(self.trace, self.made)
+        self.cwd: str | None = None
+
+    def line(self, number: int, value: Any) -> None:
+        path, trace, chat, where = self.trace.path, self.trace, self.chat, f"line {number}"
+        if not self.started:  # the settings' notes come first, as the file's lines are read after them
+            self.started = True
+            self.settings = _settings(path, trace)
+            settings = self.settings
+            self.model = optional_text(str(_settings_path(path)), "model", settings.get("model")) if settings else None
+        record = expect_object(path, where, value, "a JSON object")
         kind = record.get("type")
         if kind == "session_start":
             trace.session = trace.session or optional_string(path, where + ": id", record.get("id"))
-            cwd = optional_text(path, where + ": cwd", record.get("cwd")) or cwd
+            self.cwd = optional_text(path, where + ": cwd", record.get("cwd")) or self.cwd
         elif kind == "message":
-            _message(chat, path, where, record, model)
+            call = _message(chat, path, where, record, self.model)
+            if call is not None:
+                call.cwd = self.cwd
         elif kind == "compaction_state":
             summary = string(path, where + ": summaryText", record.get("summaryText"))
             trace.compactions += 1
             trace.note("compaction", COMPACTION, where)
             chat.replace([chat.check({"role": "user", "content": summary}, where)])
         elif kind in QUIET:
-            continue
+            return
         else:
             trace.note("unknown-record", UNKNOWN, where)
-    if not trace.calls:
-        raise InputError(path, None, "no model call (assistant message) in the session")
-    for call in trace.calls:
-        call.cwd = cwd
-    return finish(trace)
+
+    def end(self) -> None:
+        if not self.made.count:
+            raise InputError(self.trace.path, None, "no model call (assistant message) in the session")
 
 
-def _message(chat: Conversation, path: str, where: str, record: dict, model: str | None) -> None:
+def _message(chat: Conversation, path: str, where: str, record: dict, model: str | None) -> Call | None:
     message = expect_object(path, where + ": message", record.get("message"))
     role = message.get("role")
     content = message.get("content", [])
     if role == "user":
         add_user(chat, path, where + ": message.content", content)
-    elif role == "assistant":
+        return None
+    if role == "assistant":
         clean = assistant(chat, path, where + ": message.content", content)
-        chat.call(where, model, None, clean, parse_time(record.get("timestamp")))
+        call = chat.call(where, model, None, clean, parse_time(record.get("timestamp")))
         chat.messages.append(clean)
-    else:
-        raise InputError(path, where + ": message.role", f"expected user or assistant, found {role!r}")
+        return call
+    raise InputError(path, where + ": message.role", f"expected user or assistant, found {role!r}")
 
 
 def _settings_path(path: str) -> Path:
@@ -149,12 +163,12 @@ LOCATIONS = tuple(
     for folder in ("sessions", "projects")
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    DroidReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="messages and the session's token totals; no usage per call, no system prompt or tools",

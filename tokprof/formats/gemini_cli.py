@@ -34,6 +34,13 @@ its cache reads ``cached``, its output ``output + thoughts`` (thinking is billed
 writes are reported. A message with ``tokens`` null, or all zero (the first message of some
 sessions), reports no usage (note ``no-usage``).
 
+**A fold** (#43.1): a ``.jsonl`` file's lines are read as they are fed. A message's records are
+appended while it is the newest message (its tokens, tool calls and results): a message is read, and
+its call given, once a record of a newer message (not an ``info``, ``error`` or ``warning`` entry) is
+read, or at the end; a record that updates an older message than that changes no call already given.
+The reader holds the history (shared by the calls' prompts) and each message's converted form (a
+``$set`` may list it again), not the calls. A ``.json`` file is one record, read whole.
+
 **What is not recorded.** The system prompt and the tool definitions are not in the file:
 :attr:`Trace.unrecorded` is ``("system", "tools")`` and they are inferred from usage. Gemini's
 tokenizer and chat format are not public: the counts are a stand-in's, labelled estimates, scaled to
@@ -43,16 +50,18 @@ the reported tokens.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, function_response_text
+from tokprof.formats.conversation import Conversation, function_response_text
+from tokprof.formats.folds import Made, SessionFold
 from tokprof.formats.fields import check_text, expect_list, expect_object, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Record
 from tokprof.formats.neutral import check_cached, check_count, parse_time
-from tokprof.trace import Trace, Usage
+from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "gemini-cli"
 DESCRIPTION = "Gemini CLI session file (~/.gemini/tmp/<project>/chats/session-*.json or .jsonl)"
@@ -108,34 +117,44 @@ def sniff(doc: Document) -> bool:
     )
 
 
-def read(path: str, doc: Document) -> Trace:
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    if doc.lines is None:
-        value = doc.value
+class GeminiReader(SessionFold):
+    """A Gemini CLI session read as a fold (see the module's docstring): a ``.json`` file's one
+    document, or a ``.jsonl`` file's lines, each turned into events (add, rewind, replace) replayed on
+    the history once no later record of the newest message can change them (:attr:`queue`)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.history = _History(self.trace, self.made)
+        self.latest: dict[str, tuple[str, dict]] = {}  # id -> its last record, until it is read
+        self.queue: list[tuple[str, Any]] = []  # ("add", id) | ("rewind", id) | ("replace", [ids]), not replayed
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            return self._document(record.value)
+        return super().feed(record)
+
+    def _document(self, value: Any) -> Iterator[Call]:
+        """A ``.json`` file's one record: each call given as its message is read."""
+        path = self.trace.path
         value = expect_object(path, None, value, "a Gemini CLI session object")
         messages = value.get("messages")
         messages = expect_list(path, "messages", messages)
-        trace.session = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
-        entries = [(f"messages[{i}]", m) for i, m in enumerate(messages)]
-        _read_messages(trace, entries)
-        return finish(trace)
-    _read_lines(trace, doc)
-    return finish(trace)
+        self.trace.session = value.get("sessionId") if isinstance(value.get("sessionId"), str) else None
+        chat = Conversation(self.trace, self.made)
+        for i, message in enumerate(messages):
+            where = f"messages[{i}]"
+            message = expect_object(path, where, message, "a message object")
+            chat.messages.extend(_message(chat, where, message))
+            yield from self.made.take()
 
-
-def _read_lines(trace: Trace, doc: Document) -> None:
-    """Replay the append-only form: the last record of each id, in its first place; rewinds, $set."""
-    assert doc.lines is not None
-    latest: dict[str, tuple[str, dict]] = {}
-    events: list[tuple[str, Any]] = []  # ("add", id) | ("rewind", id) | ("replace", [ids])
-    for number, value in doc.lines:
-        where = f"line {number}"
+    def line(self, number: int, value: Any) -> None:
+        """One line of the append-only form: the last record of each id, in its first place; rewinds, $set."""
+        trace, where = self.trace, f"line {number}"
         value = expect_object(trace.path, where, value, "a JSON object")
         if isinstance(value.get("$rewindTo"), str):
-            events.append(("rewind", value["$rewindTo"]))
+            self.queue.append(("rewind", value["$rewindTo"]))
         elif isinstance(value.get("id"), str):
-            latest[value["id"]] = (where, value)
-            events.append(("add", value["id"]))
+            self.record(value["id"], where, value)
         elif "$set" in value:
             update = value["$set"]
             update = expect_object(trace.path, where + ": $set", update)
@@ -143,9 +162,9 @@ def _read_lines(trace: Trace, doc: Document) -> None:
                 ids = []
                 for at, message in objects(trace.path, where + ": $set.messages", update["messages"]):
                     message_id = string(trace.path, at + ".id", message.get("id"))
-                    latest[message_id] = (at, message)
+                    self.latest[message_id] = (at, message)
                     ids.append(message_id)
-                events.append(("replace", ids))
+                self.queue.append(("replace", ids))
         elif _is_metadata(value):
             if trace.session is None:
                 trace.session = value["sessionId"]
@@ -154,36 +173,57 @@ def _read_lines(trace: Trace, doc: Document) -> None:
                 at = f"{where}: messages[{i}]"
                 message = expect_object(trace.path, at, message)
                 message_id = string(trace.path, at + ".id", message.get("id"))
-                latest[message_id] = (at, message)
-                events.append(("add", message_id))
+                self.record(message_id, at, message)
         else:
             raise InputError(trace.path, where, "not a Gemini CLI record (no id, $rewindTo, $set or sessionId)")
-    _replay(trace, latest, events)
+
+    def record(self, message_id: str, where: str, message: dict) -> None:
+        """A message's record: a newer message's first record replays what came before it."""
+        newer = message_id not in self.latest and message_id not in self.history.done
+        if newer and message.get("type") not in ("info", "error", "warning"):
+            self.flush()
+        self.latest[message_id] = (where, message)
+        self.queue.append(("add", message_id))
+
+    def end(self) -> None:
+        self.flush()
+
+    def flush(self) -> None:
+        queue, self.queue = self.queue, []
+        for kind, arg in queue:
+            self.history.apply(kind, arg, self.latest)
 
 
-def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tuple[str, Any]]) -> None:
+class _History:
     """The history as the events leave it, each call made on it as it stood. The history is one list
     that grows at its end (each call's prompt a view of it); a rewind or a replaced history starts a
     new list, so that the prompts of earlier calls stay as they were: the cost is linear in the file."""
-    chat = Conversation(trace)
-    at: dict[str, int] = {}  # the ids in the history -> their place in order
-    order: list[str] = []  # the ids in the history, in order
-    starts: list[int] = []  # where each one's messages start in chat.messages
-    done: dict[str, list[dict]] = {}
 
-    def add(message_id: str) -> None:
-        where, message = latest[message_id]
-        converted = done[message_id] if message_id in done else _message(chat, where, message)
-        done[message_id] = converted
-        at.setdefault(message_id, len(order))  # a rewind to it goes back to its first place
-        order.append(message_id)
-        starts.append(len(chat.messages))
+    def __init__(self, trace: Trace, made: Made) -> None:
+        self.trace = trace
+        self.chat = Conversation(trace, made)
+        self.at: dict[str, int] = {}  # the ids in the history -> their place in order
+        self.order: list[str] = []  # the ids in the history, in order
+        self.starts: list[int] = []  # where each one's messages start in chat.messages
+        self.done: dict[str, list[dict]] = {}  # id -> its messages, once read (a $set may list it again)
+
+    def add(self, message_id: str, latest: dict[str, tuple[str, dict]]) -> None:
+        chat = self.chat
+        if message_id in self.done:
+            converted = self.done[message_id]
+        else:
+            where, message = latest.pop(message_id)
+            converted = self.done[message_id] = _message(chat, where, message)
+        self.at.setdefault(message_id, len(self.order))  # a rewind to it goes back to its first place
+        self.order.append(message_id)
+        self.starts.append(len(chat.messages))
         chat.messages.extend(converted)
 
-    for kind, arg in events:
+    def apply(self, kind: str, arg: Any, latest: dict[str, tuple[str, dict]]) -> None:
+        chat, at, order, starts = self.chat, self.at, self.order, self.starts
         if kind == "add":
             if arg not in at:
-                add(arg)
+                self.add(arg, latest)
         elif kind == "rewind":
             keep = at.get(arg, 0)
             for message_id in order[keep:]:
@@ -191,22 +231,15 @@ def _replay(trace: Trace, latest: dict[str, tuple[str, dict]], events: list[tupl
                     del at[message_id]
             chat.messages = chat.messages[: starts[keep]] if keep < len(starts) else list(chat.messages)
             del order[keep:], starts[keep:]
-            trace.note("rewind", REWOUND)
+            self.trace.note("rewind", REWOUND)
         else:
             at.clear()
             order.clear()
             starts.clear()
             chat.messages = []
             for message_id in arg:
-                add(message_id)
-            trace.note("history-replaced", REPLACED)
-
-
-def _read_messages(trace: Trace, entries: list[tuple[str, Any]]) -> None:
-    chat = Conversation(trace)
-    for where, message in entries:
-        message = expect_object(trace.path, where, message, "a message object")
-        chat.messages.extend(_message(chat, where, message))
+                self.add(message_id, latest)
+            self.trace.note("history-replaced", REPLACED)
 
 
 def _message(chat: Conversation, where: str, message: dict) -> list[dict]:
@@ -375,12 +408,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    GeminiReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-message usage; no system prompt or tool definitions",

@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats import agent_db
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -75,48 +76,48 @@ def is_store(path: str) -> bool:
     return "content_json" in tables.get("messages", set()) and "working_dir" in tables.get("sessions", set())
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected Goose's sessions.db (SQLite)")
+class GooseReader(agent_db.StoreFold):
+    """Goose's store read as a fold over the newest session's message rows: each call given as its row
+    is read."""
 
+    format = FORMAT
+    agent = "Goose"
+    not_store = "expected Goose's sessions.db (SQLite)"
 
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    return agent_db.read_with(path, "Goose", lambda db: _read(path, db, session_id))
-
-
-def _read(path: str, db: "sqlite3.Connection", session_id: str | None) -> Trace:
-    found = agent_db.require(path, db, "sessions", SESSION_COLUMNS, AGENT)
-    agent_db.require(path, db, "messages", MESSAGE_COLUMNS, AGENT)
-    kind = "session_type" if "session_type" in found else "'user'"
-    rows = db.execute(
-        f"SELECT id FROM sessions WHERE {kind} IN ('user', 'scheduled') ORDER BY created_at DESC, id DESC"
-    ).fetchall()
-    if session_id is None:
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        found = agent_db.require(path, db, "sessions", SESSION_COLUMNS, AGENT)
+        agent_db.require(path, db, "messages", MESSAGE_COLUMNS, AGENT)
+        kind = "session_type" if "session_type" in found else "'user'"
+        rows = db.execute(
+            f"SELECT id FROM sessions WHERE {kind} IN ('user', 'scheduled') ORDER BY created_at DESC, id DESC"
+        ).fetchall()
         if not rows:
             raise InputError(path, "sessions", "no session in the database")
         session_id = str(rows[0][0])
-    wanted = ["working_dir", *(c for c in (*TOTALS, "model_config_json") if c in found)]
-    row = db.execute(f"SELECT {', '.join(wanted)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        raise InputError(path, "sessions", f"no session {session_id!r}")
-    session = dict(zip(wanted, row))
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=session_id)
-    model = _model(path, f"session {session_id}: model_config_json", session.get("model_config_json"))
-    metadata = "metadata_json" if "metadata_json" in agent_db.columns(db, "messages") else "NULL"
-    chat = Conversation(trace)
-    query = (
-        f"SELECT id, role, content_json, created_timestamp, {metadata} FROM messages WHERE session_id = ? ORDER BY id"
-    )
-    for message_id, role, content, created, meta in db.execute(query, (session_id,)):
-        _message(chat, path, f"message {message_id}", role, content, created, meta, model)
-    if not trace.calls:
-        raise InputError(path, f"session {session_id}", "no model call (assistant message) in the session")
-    cwd = session.get("working_dir")
-    for call in trace.calls:
-        call.cwd = cwd if isinstance(cwd, str) else None
-    _totals(trace, path, session_id, session)
-    if len(rows) > 1:
-        trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other session(s)")
-    return finish(trace)
+        wanted = ["working_dir", *(c for c in (*TOTALS, "model_config_json") if c in found)]
+        row = db.execute(f"SELECT {', '.join(wanted)} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise InputError(path, "sessions", f"no session {session_id!r}")
+        session = dict(zip(wanted, row))
+        trace.session = session_id
+        cwd = session.get("working_dir")
+        self.cwd = cwd if isinstance(cwd, str) else None
+        model = _model(path, f"session {session_id}: model_config_json", session.get("model_config_json"))
+        metadata = "metadata_json" if "metadata_json" in agent_db.columns(db, "messages") else "NULL"
+        chat = Conversation(trace, self.made)
+        query = (
+            f"SELECT id, role, content_json, created_timestamp, {metadata} FROM messages WHERE session_id = ? "
+            "ORDER BY id"
+        )
+        for message_id, role, content, created, meta in db.execute(query, (session_id,)):
+            _message(chat, path, f"message {message_id}", role, content, created, meta, model)
+            yield
+        if not self.made.count:
+            raise InputError(path, f"session {session_id}", "no model call (assistant message) in the session")
+        _totals(trace, path, session_id, session)
+        if len(rows) > 1:
+            trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other session(s)")
 
 
 def _model(path: str, where: str, config: Any) -> str | None:
@@ -250,14 +251,13 @@ LOCATIONS = (
     Location("goose", "AppData/Roaming/Block/goose/sessions", ("sessions.db",), project_depth=0),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    GooseReader,
     sessions=True,
-    opened=read_db,
     opens=is_store,
     locations=LOCATIONS,
     records_what="messages and the session's accumulated tokens; no usage per call, no system prompt or tools",

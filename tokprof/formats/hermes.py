@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from tokprof.base.errors import InputError
 from tokprof.formats import agent_db
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
 from tokprof.formats.fields import check_text, expect_list
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat
 from tokprof.trace import Trace
 
 if TYPE_CHECKING:
@@ -77,56 +78,55 @@ def is_store(path: str) -> bool:
     return {"started_at", "input_tokens"} <= sessions and {"tool_calls", "tool_call_id", "timestamp"} <= messages
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected Hermes Agent's state.db (SQLite)")
+class HermesReader(agent_db.StoreFold):
+    """Hermes Agent's store read as a fold over the newest root session's message rows: each call given
+    as its row is read."""
 
+    format = FORMAT
+    agent = "Hermes Agent"
+    not_store = "expected Hermes Agent's state.db (SQLite)"
 
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    return agent_db.read_with(path, "Hermes Agent", lambda db: _read(path, db, session_id))
-
-
-def _read(path: str, db: "sqlite3.Connection", session_id: str | None) -> Trace:
-    found = agent_db.require(path, db, "sessions", SESSION_COLUMNS, AGENT)
-    message_columns = agent_db.require(path, db, "messages", MESSAGE_COLUMNS, AGENT)
-    root = "parent_session_id IS NULL" if "parent_session_id" in found else "1"
-    rows = db.execute(f"SELECT id FROM sessions WHERE {root} ORDER BY started_at DESC, id DESC").fetchall()
-    if session_id is None:
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        found = agent_db.require(path, db, "sessions", SESSION_COLUMNS, AGENT)
+        message_columns = agent_db.require(path, db, "messages", MESSAGE_COLUMNS, AGENT)
+        root = "parent_session_id IS NULL" if "parent_session_id" in found else "1"
+        rows = db.execute(f"SELECT id FROM sessions WHERE {root} ORDER BY started_at DESC, id DESC").fetchall()
         if not rows:
             raise InputError(path, "sessions", "no session in the database")
         session_id = str(rows[0][0])
-    wanted = [c for c in ("model", "cwd", "system_prompt", "system_prompt_hash", *TOTALS, *COSTS) if c in found]
-    row = db.execute(f"SELECT {', '.join(wanted) or 'id'} FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
-        raise InputError(path, "sessions", f"no session {session_id!r}")
-    session = dict(zip(wanted, row))
-    where = f"session {session_id}"
-    system = _system_prompt(path, db, where, session)
-    trace = Trace(path=path, format=FORMAT, unrecorded=("tools",) if system is not None else ("system", "tools"))
-    trace.session = session_id
-    model = session.get("model") if isinstance(session.get("model"), str) else None
-    chat = Conversation(trace)
-    if system is not None:
-        chat.add({"role": "system", "content": system}, where + ": system_prompt")
-    reasoning = "reasoning_content" if "reasoning_content" in message_columns else "NULL"
-    active = "active" if "active" in message_columns else "1"
-    query = (
-        f"SELECT id, role, content, tool_calls, tool_call_id, timestamp, {reasoning}, {active} FROM messages "
-        "WHERE session_id = ? ORDER BY id"
-    )
-    for message_id, role, content, tool_calls, call_id, time, thought, live in db.execute(query, (session_id,)):
-        at = f"message {message_id}"
-        if live == 0:
-            trace.note("rewound", REWOUND, at)
-        _message(chat, path, at, role, content, tool_calls, call_id, time, thought, model)
-    if not trace.calls:
-        raise InputError(path, where, "no model call (assistant message) in the session")
-    cwd = session.get("cwd")
-    for call in trace.calls:
-        call.cwd = cwd if isinstance(cwd, str) else None
-    _totals(trace, path, where, session)
-    if len(rows) > 1:
-        trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other root session(s)")
-    return finish(trace)
+        wanted = [c for c in ("model", "cwd", "system_prompt", "system_prompt_hash", *TOTALS, *COSTS) if c in found]
+        row = db.execute(f"SELECT {', '.join(wanted) or 'id'} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is None:
+            raise InputError(path, "sessions", f"no session {session_id!r}")
+        session = dict(zip(wanted, row))
+        where = f"session {session_id}"
+        system = _system_prompt(path, db, where, session)
+        trace.unrecorded = ("tools",) if system is not None else ("system", "tools")
+        trace.session = session_id
+        cwd = session.get("cwd")
+        self.cwd = cwd if isinstance(cwd, str) else None
+        model = session.get("model") if isinstance(session.get("model"), str) else None
+        chat = Conversation(trace, self.made)
+        if system is not None:
+            chat.add({"role": "system", "content": system}, where + ": system_prompt")
+        reasoning = "reasoning_content" if "reasoning_content" in message_columns else "NULL"
+        active = "active" if "active" in message_columns else "1"
+        query = (
+            f"SELECT id, role, content, tool_calls, tool_call_id, timestamp, {reasoning}, {active} FROM messages "
+            "WHERE session_id = ? ORDER BY id"
+        )
+        for message_id, role, content, tool_calls, call_id, time, thought, live in db.execute(query, (session_id,)):
+            at = f"message {message_id}"
+            if live == 0:
+                trace.note("rewound", REWOUND, at)
+            _message(chat, path, at, role, content, tool_calls, call_id, time, thought, model)
+            yield
+        if not self.made.count:
+            raise InputError(path, where, "no model call (assistant message) in the session")
+        _totals(trace, path, where, session)
+        if len(rows) > 1:
+            trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other root session(s)")
 
 
 def _system_prompt(path: str, db: "sqlite3.Connection", where: str, session: dict) -> str | None:
@@ -222,14 +222,13 @@ LOCATIONS = (
     Location("hermes", ".hermes", ("profiles/*/state.db",), env="HERMES_HOME", project_depth=1),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    HermesReader,
     sessions=True,
-    opened=read_db,
     opens=is_store,
     locations=LOCATIONS,
     records_what="messages, the system prompt and the session's token sums; no usage per call, no tools",

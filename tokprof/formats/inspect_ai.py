@@ -84,7 +84,7 @@ import os
 import re
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from tokprof.base.errors import InputError
 from tokprof.formats.fields import (
@@ -98,7 +98,7 @@ from tokprof.formats.fields import (
     string,
 )
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     anthropic_usage,
@@ -115,6 +115,8 @@ from tokprof.formats.neutral import (
 from tokprof.formats.shared_prompts import SharedPrompts
 from tokprof.formats.zipmember import json_member
 from tokprof.trace import Call, Trace, Usage
+
+T = TypeVar("T")
 
 FORMAT = "inspect"
 DESCRIPTION = "Inspect AI eval logs: a .json log {version, status, eval, samples} or a .eval zip"
@@ -159,6 +161,8 @@ class _Context:
     trace: Trace
     log: _Log
     sample: _Sample
+    first: int = 0  # the index of the sample's first call in the log
+    calls: list[Call] = field(default_factory=list)  # the sample's calls
 
     def place(self, where: str) -> str:
         return f"{where} ({self.sample.label})" if self.sample.label else where
@@ -196,59 +200,117 @@ def sniff(doc: Document) -> bool:
 
 
 def read(path: str, doc: Document) -> Trace:
-    value = doc.value
-    if doc.lines is not None or not isinstance(value, dict) or "eval" not in value:
-        raise InputError(
-            path, None, "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)"
-        )
-    return _guarded(path, lambda: _read_json(path, value))
-
-
-def _read_json(path: str, value: dict) -> Trace:
-    trace = Trace(path=path, format=f"{FORMAT}/json")
-    log = _log_info(path, "", value)
-    samples = value.get("samples")
-    if samples is not None:
-        expect_list(path, "samples", samples, "a list of samples")
-    if not samples:
-        raise _no_samples(path, value.get("status"))
-    found = [_json_sample(path, f"samples[{i}]", sample) for i, sample in enumerate(samples)]
-    return _read_samples(path, trace, log, found)
+    """A .json log read whole (:class:`EvalReader` fed every sample)."""
+    return read_whole(EvalReader(path, doc), sample_records(doc))
 
 
 def read_zip(path: str) -> Trace:
-    """Read a ``.eval`` log (a zip)."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as exc:
-        raise InputError(path, None, f"not a readable zip file ({exc})") from None
-    except OSError as exc:
-        raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
-    with archive:
-        return _guarded(path, lambda: _read_archive(path, archive))
+    """Read a ``.eval`` log (a zip) whole."""
+    return read_whole(EvalReader(path, None), ())
 
 
-def _guarded(path: str, read_all: Callable[[], Trace]) -> Trace:
+def sample_records(doc: Document) -> Iterator[Record]:
+    """A .json log's samples, one record each (the document is parsed whole, as JSON is: its samples
+    are read one at a time). None when the log has no list of samples (:class:`EvalReader` says why)."""
+    value = doc.value if doc.lines is None else None
+    samples = value.get("samples") if isinstance(value, dict) and "eval" in value else None
+    if isinstance(samples, list):
+        for sample in samples:
+            yield Record(sample)
+
+
+class EvalReader(Reader):
+    """An eval log read as a fold over its samples: each sample's calls given once it is read (a
+    .json log's samples fed one at a time; a .eval zip's sample members read one at a time when the
+    reader is finished, as it opens the zip itself)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.path = path
+        self.doc = doc
+        self.trace = Trace(path=path, format=f"{FORMAT}/{'eval' if doc is None else 'json'}")
+        self.log: _Log | None = None
+        self.samples = 0
+        self.calls = 0
+        self.models: set[str] = set()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        log = self.log or self.start()
+        where = f"samples[{self.samples}]"
+        self.samples += 1
+        return self.read_sample(_guarded(self.path, lambda: _json_sample(self.path, where, record.value)), log)
+
+    def start(self) -> _Log:
+        """The log's header, checked (a .json log's)."""
+        path, doc = self.path, self.doc
+        value = doc.value if doc is not None else None
+        if doc is None or doc.lines is not None or not isinstance(value, dict) or "eval" not in value:
+            raise InputError(
+                path,
+                None,
+                "not an Inspect eval log: expected one JSON object with 'eval' and 'samples' (or a .eval zip)",
+            )
+        log = self.log = _log_info(path, "", value)
+        self.trace.model = log.model
+        samples = value.get("samples")
+        if samples is not None:
+            expect_list(path, "samples", samples, "a list of samples")
+        if not samples:
+            raise _no_samples(path, value.get("status"))
+        return log
+
+    def read_sample(self, sample: _Sample, log: _Log) -> list[Call]:
+        ctx = _Context(self.path, self.trace, log, sample, first=self.calls)
+        _guarded(self.path, lambda: _read_sample(ctx))
+        self.calls += len(ctx.calls)
+        self.models.update(call.model for call in ctx.calls if call.model)
+        return ctx.calls
+
+    def finish(self) -> Iterable[Call]:
+        if self.doc is None:
+            return self.archive_calls()
+        if self.log is None:
+            self.start()
+        self.done()
+        return ()
+
+    def done(self) -> None:
+        trace = self.trace
+        if not self.calls:
+            skipped = [note.code for note in trace.notes if note.code in ("error-response", "inspect-cache")]
+            why = f" (skipped: {', '.join(skipped)})" if skipped else ""
+            raise InputError(
+                self.path,
+                None,
+                f"no model call to profile: the samples hold no model event that reached the provider{why}",
+            )
+        if trace.model is None:
+            trace.model = self.models.pop() if len(self.models) == 1 else None
+
+    def archive_calls(self) -> Iterator[Call]:
+        """A .eval log's calls, its sample members read one at a time."""
+        path = self.path
+        try:
+            archive = zipfile.ZipFile(path)
+        except (zipfile.BadZipFile, NotImplementedError, ValueError, EOFError) as exc:
+            raise InputError(path, None, f"not a readable zip file ({exc})") from None
+        except OSError as exc:
+            raise InputError(path, None, f"cannot read: {exc.strerror or exc}") from None
+        with archive:
+            samples = _archive_samples(path, archive, self.trace)
+            while True:
+                found = _guarded(path, lambda: next(samples, None))
+                if found is None:
+                    break
+                sample, log = found
+                yield from self.read_sample(sample, log)
+        self.done()
+
+
+def _guarded(path: str, read: Callable[[], T]) -> T:
     try:
-        return read_all()
+        return read()
     except RecursionError:
         raise InputError(path, None, "nested too deeply") from None
-
-
-def _read_samples(path: str, trace: Trace, log: _Log, samples: list[_Sample]) -> Trace:
-    trace.model = log.model
-    for sample in samples:
-        _read_sample(_Context(path, trace, log, sample))
-    if not trace.calls:
-        skipped = [note.code for note in trace.notes if note.code in ("error-response", "inspect-cache")]
-        why = f" (skipped: {', '.join(skipped)})" if skipped else ""
-        raise InputError(
-            path, None, f"no model call to profile: the samples hold no model event that reached the provider{why}"
-        )
-    if trace.model is None:
-        models = {call.model for call in trace.calls if call.model}
-        trace.model = models.pop() if len(models) == 1 else None
-    return trace
 
 
 def _no_samples(path: str, status: Any) -> InputError:
@@ -389,9 +451,9 @@ def _model_event(ctx: _Context, where: str, event: dict) -> None:
             ctx.place(where),
         )
     model = optional_string(ctx.path, where + ".model", event.get("model"))
-    ctx.trace.calls.append(
+    ctx.calls.append(
         Call(
-            index=len(ctx.trace.calls),
+            index=ctx.first + len(ctx.calls),
             messages=ctx.sample.shared.prompt(_prompt(ctx, where, event)),
             tools=ctx.sample.shared.tools(_tools(ctx, where + ".tools", event.get("tools"))),
             model=model,
@@ -701,7 +763,8 @@ def _excludes_cache(counts: dict, version: tuple[int, int, int] | None, model: s
 # -- the .eval zip -----------------------------------------------------------------------------
 
 
-def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
+def _archive_samples(path: str, archive: zipfile.ZipFile, trace: Trace) -> Iterator[tuple[_Sample, _Log]]:
+    """A .eval log's samples, in the order of their members, each read when it is asked for."""
     members = {info.filename: info for info in archive.infolist()}  # a repeated name: the last entry wins
     header_name = next((name for name in _HEADERS if name in members), None)
     monoliths, chunked = _sample_members(members)
@@ -711,19 +774,17 @@ def _read_archive(path: str, archive: zipfile.ZipFile) -> Trace:
             None,
             "a zip file, but not an Inspect .eval log (it has no header.json, _journal/start.json or samples/ members)",
         )
-    trace = Trace(path=path, format=f"{FORMAT}/eval")
     header = json_member(path, archive, members[header_name]) if header_name else {"eval": {}}
     log = _log_info(path, f"{header_name}: " if header_name else "", header)
+    trace.model = log.model
     if not monoliths and not chunked:
         raise _no_samples(path, header.get("status") if isinstance(header, dict) else None)
     position = {name: i for i, name in enumerate(members)}
-    samples = []
     for name in sorted(monoliths + chunked, key=position.__getitem__):
         if name in monoliths:
-            samples.append(_json_sample(path, name, json_member(path, archive, members[name]), prefix=f"{name}: "))
+            yield _json_sample(path, name, json_member(path, archive, members[name]), prefix=f"{name}: "), log
         else:
-            samples.append(_chunked_sample(path, archive, members, name))
-    return _read_samples(path, trace, log, samples)
+            yield _chunked_sample(path, archive, members, name), log
 
 
 def _sample_members(members: dict[str, zipfile.ZipInfo]) -> tuple[list[str], list[str]]:
@@ -786,13 +847,13 @@ def is_zip_file(path: str) -> bool:
         return False
 
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "eval",
     sniff,
-    read,
-    opened=read_zip,
+    EvalReader,
+    records=sample_records,
     opens=is_zip_file,
     records_what="per-call usage, prompts and tool definitions of each model event",
 )

@@ -5,7 +5,8 @@ macOS and Windows, as OpenCode's), or the folders ``$KILO_DATA_DIR`` lists (comm
 ccusage's Kilo reader (``adapter/kilo``) finds it. The store has OpenCode's tables (``session``,
 ``message``, ``part``, each row's content a JSON ``data`` column, ``tokens{input, output, reasoning,
 cache{read, write}}`` per assistant step): it is read by the OpenCode reader
-(:func:`tokprof.formats.opencode.read_db`), its trace's format ``kilo-cli/sqlite``. Usage per call as
+(:class:`tokprof.formats.opencode.OpenCodeReader`, a fold giving each call as it is made), its trace's
+format ``kilo-cli/sqlite``. Usage per call as
 OpenCode's: ``prompt`` = ``input + cache.read + cache.write``, ``output`` = ``output + reasoning``; the
 cost Kilo computed is in ``log-cost``. A store is Kilo's by its name, ``kilo.db``: its tables are
 OpenCode's.
@@ -19,8 +20,7 @@ from tokprof.base.errors import InputError
 from tokprof.formats import agent_db, opencode
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Trace
+from tokprof.formats.reader import LogFormat, Reader
 
 FORMAT = "kilo-cli"
 DESCRIPTION = "Kilo CLI sessions (~/.local/share/kilo/kilo.db, SQLite, OpenCode's tables): the newest main session"
@@ -35,12 +35,11 @@ def is_store(path: str) -> bool:
     return os.path.basename(path) == STORE and "data" in agent_db.tables(path).get("message", set())
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected Kilo CLI's kilo.db (SQLite)")
-
-
-def read_db(path: str, session_id: str | None = None) -> Trace:
-    return opencode.read_db(path, session_id, name=FORMAT)
+def reader(path: str, doc: Document | None) -> Reader:
+    """OpenCode's reader of its store, under Kilo's name; a JSON file is not Kilo's."""
+    if doc is not None:
+        raise InputError(path, None, "expected Kilo CLI's kilo.db (SQLite)")
+    return opencode.OpenCodeReader(path, None, FORMAT)
 
 
 LOCATIONS = (
@@ -48,14 +47,13 @@ LOCATIONS = (
     Location("kilo-cli", ".local/share/kilo", (STORE,), env="XDG_DATA_HOME", below_env="kilo", project_depth=0),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    reader,
     sessions=True,
-    opened=read_db,
     opens=is_store,
     locations=LOCATIONS,
     records_what="per-step usage and cost (OpenCode's tables); no system prompt or tool definitions",

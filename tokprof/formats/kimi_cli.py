@@ -23,6 +23,9 @@ cache). A step without usage is a call whose usage is not recorded (note ``no-us
 
 **Not recorded:** the system prompt, the tool definitions and the model (the wire log names none:
 ``--model`` sets it).
+
+**A fold** (#43.1): each record is read as it is fed; a step's call is made when the step ends, and
+the threads' calls are given in time order once no open step or later record can come before them.
 """
 
 from __future__ import annotations
@@ -32,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.neutral import anthropic_usage, check_count, in_time_order, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.neutral import anthropic_usage, check_count, parse_time
+from tokprof.formats.reader import LogFormat, Record
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "kimi-cli"
@@ -67,11 +71,12 @@ def sniff(doc: Document) -> bool:
 
 
 class _Thread:
-    def __init__(self, trace: Trace, name: str) -> None:
+    def __init__(self, trace: Trace, name: str, order: TimeOrder) -> None:
         self.trace = trace
         self.name = name
-        self.chat = Conversation(trace)
-        self.calls: list[Call] = []
+        self.order = order
+        order.thread(name)
+        self.chat = Conversation(trace, order)
         self.step: dict | None = None
 
     def open_step(self, where: str) -> dict:
@@ -90,14 +95,15 @@ class _Thread:
 
 
 class _Reader:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, order: TimeOrder) -> None:
         self.trace = trace
-        self.threads: dict[str, _Thread] = {"": _Thread(trace, "")}
+        self.order = order
+        self.threads: dict[str, _Thread] = {"": _Thread(trace, "", order)}
         self.usage_ids: set[str] = set()
 
     def thread(self, name: str) -> _Thread:
         if name not in self.threads:
-            self.threads[name] = _Thread(self.trace, name)
+            self.threads[name] = _Thread(self.trace, name, self.order)
         return self.threads[name]
 
     def record(self, where: str, value: Any) -> None:
@@ -246,27 +252,50 @@ class _Reader:
         )
         if call is not None:
             call.thread = thread.name
-            thread.calls.append(call)
+            self.order.place(thread.name, call)
         thread.chat.messages.append(clean)
         for at, result in step["results"]:
             thread.chat.add(result, at)
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Kimi CLI wire log (JSON lines)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    reader = _Reader(trace)
-    for number, value in doc.lines:
-        reader.record(f"line {number}", value)
-    for thread in reader.threads.values():
-        reader.end(thread)
-    trace.calls = in_time_order([thread.calls for thread in reader.threads.values()])
-    if trace.calls:
-        trace.note("no-model", NO_MODEL)
-    if Path(path).name == "wire.jsonl":
-        trace.session = Path(path).parent.name
-    return finish(trace)
+class KimiCliReader(SessionFold):
+    """A Kimi CLI wire log read as a fold over its records: a step's call is made when the step ends, and
+    the calls of every thread are given in time order (their steps' begin times) once no step still
+    open, and no record still to read, can come before them."""
+
+    expected = "expected a Kimi CLI wire log (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.made = self.order = TimeOrder()
+        self.reader = _Reader(self.trace, self.order)
+
+    def feed(self, record: Record) -> list[Call]:
+        if record.line is None:
+            raise InputError(self.trace.path, None, self.expected)
+        self.reader.record(f"line {record.line}", record.value)
+        now = parse_time(record.value.get("timestamp")) if isinstance(record.value, dict) else None
+        if now is None:
+            return []
+        before: tuple = (1, now)
+        for thread in self.reader.threads.values():  # a step still open is a call to come, at its begin time
+            if thread.step is not None:
+                begun = parse_time(thread.step["time"])
+                key = (1, begun) if begun is not None else self.order.carried[self.order.threads[thread.name]]
+                before = min(before, key)
+        return self.order.take(before)
+
+    def finish(self) -> list[Call]:
+        trace, reader = self.trace, self.reader
+        for thread in reader.threads.values():
+            reader.end(thread)
+        calls = self.order.rest()
+        if self.order.count:
+            trace.note("no-model", NO_MODEL)
+        if Path(trace.path).name == "wire.jsonl":
+            trace.session = Path(trace.path).parent.name
+        trace.model = self.order.model()
+        return calls
 
 
 LOCATIONS = (
@@ -276,12 +305,12 @@ LOCATIONS = (
     Location("kimi-cli", ".local/share/kimi/sessions", ("*/*/wire.jsonl",), project_depth=2),  # before 0.4x
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    KimiCliReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage; no system prompt, tool definitions or model",

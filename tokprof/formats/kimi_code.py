@@ -26,6 +26,12 @@ recorded (note ``no-usage``).
 **Sub-agents.** A session's agents each write their own ``agents/<name>/wire.jsonl``; profiling the
 main agent's file reads the others beside it as threads (``agent-0``, ...), in time order. The
 session's ``state.json`` gives the project (``workDir``).
+
+**A fold** (#43.1): the main file's lines are read as they are fed, and the other agents' files beside
+it are read along with them, each up to the time the main file has reached; every call is given in
+time order once no record still to read can come before it
+(:class:`~tokprof.formats.folds.TimeOrder`). The other agents' notes are kept apart and added
+after the main file's when every file is read, as a whole read lists them.
 """
 
 from __future__ import annotations
@@ -35,12 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import SessionFold, TimeOrder
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
-from tokprof.formats.neutral import anthropic_usage, check_count, check_tools, in_time_order, parse_time
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.neutral import anthropic_usage, check_count, check_tools, parse_time
+from tokprof.formats.reader import LogFormat, Record
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "kimi-code"
@@ -82,12 +89,13 @@ def sniff(doc: Document) -> bool:
 class _Agent:
     """One agent's wire file, read into calls."""
 
-    def __init__(self, trace: Trace, file: str, thread: str) -> None:
+    def __init__(self, trace: Trace, file: str, thread: str, order: TimeOrder) -> None:
         self.trace = trace
         self.file = file
         self.thread = thread
-        self.chat = Conversation(trace)
-        self.calls: list[Call] = []
+        self.order = order
+        order.thread(thread)
+        self.chat = Conversation(trace, order)
         self.tools: list[dict] | None = None
         self.model: str | None = None
         self.system_seen = False
@@ -218,9 +226,9 @@ class _Agent:
         if call is not None:
             call.tools = self.tools
             call.thread = self.thread
-            if self.file != self.trace.path:
+            if self.thread:
                 call.where = f"{Path(self.file).parent.name}: {where}"
-            self.calls.append(call)
+            self.order.place(self.thread, call)
         self.chat.messages.append(clean)
         for at, result in step["results"]:
             self.chat.add(result, at)
@@ -242,14 +250,37 @@ class _Agent:
         )
 
 
-def _read_agent(trace: Trace, file: str, doc: Document, thread: str) -> _Agent:
-    assert doc.lines is not None
-    agent = _Agent(trace, file, thread)
-    for number, value in doc.lines:
-        agent.record(f"line {number}", value)
-    if agent.step is not None:
-        trace.note("open-step", OPEN_STEP, agent.step["where"])
-    return agent
+class _Other:
+    """Another agent's wire file, read along with the main one: its lines one at a time, its notes in a
+    trace of its own (added to the log's after the main file's)."""
+
+    def __init__(self, path: str, file: Path, order: TimeOrder) -> None:
+        self.doc = load(str(file))
+        if self.doc.lines is None:
+            self.doc.close()
+            raise InputError(str(file), None, "expected a Kimi Code wire log (JSON lines)")
+        self.notes = Trace(path=path, format=FORMAT)
+        self.agent = _Agent(self.notes, str(file), file.parent.name, order)
+        self.lines = iter(self.doc.lines)
+        self.next: tuple[int, Any] | None = next(self.lines, None)
+
+    def read_to(self, time: Any) -> None:
+        """Its lines up to ``time`` (milliseconds; every line when None)."""
+        while self.next is not None:
+            number, value = self.next
+            at = value.get("time") if isinstance(value, dict) else None
+            if time is not None and _ms(at) is not None and _ms(at) > time:
+                return
+            self.agent.record(f"line {number}", value)
+            self.next = next(self.lines, None)
+        self.doc.close()  # read to its end
+
+    def close(self) -> None:
+        self.doc.close()
+
+
+def _ms(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _session_folder(path: str) -> Path | None:
@@ -273,41 +304,77 @@ def _work_dir(session: Path) -> str | None:
     return work_dir if isinstance(work_dir, str) else None
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Kimi Code wire log (JSON lines)")
-    trace = Trace(path=path, format=FORMAT)
-    agents = [_read_agent(trace, path, doc, "")]
-    session = _session_folder(path)
-    if session is not None and Path(path).parent.name == "main":
-        for other in sorted((session / "agents").glob(f"*/{WIRE}")):
-            if other.parent.name == "main" or not other.is_file():
-                continue
-            with load(str(other)) as other_doc:
-                if other_doc.lines is None:
-                    raise InputError(str(other), None, "expected a Kimi Code wire log (JSON lines)")
-                agents.append(_read_agent(trace, str(other), other_doc, other.parent.name))
-    if session is not None and session.name.startswith("session_"):
-        trace.session = session.name.removeprefix("session_")
-    trace.calls = in_time_order([agent.calls for agent in agents])
-    main = agents[0]
-    trace.unrecorded = tuple(
-        part for part, seen in (("system", main.system_seen), ("tools", main.tools is not None)) if not seen
-    )
-    cwd = _work_dir(session) if session is not None else None
-    for call in trace.calls:
-        call.cwd = cwd
-    return finish(trace)
+class KimiReader(SessionFold):
+    """A Kimi Code session read as a fold over the main agent's wire file, the other agents' files read
+    along with it (see the module's docstring)."""
+
+    expected = "expected a Kimi Code wire log (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT))
+        self.made = self.order = TimeOrder()
+        self.main = _Agent(self.trace, path, "", self.order)
+        self.others: list[_Other] = []
+        self.session = _session_folder(path)
+        self.time: float | None = None  # the latest time the main file has reached
+        self.cwd = _work_dir(self.session) if self.session is not None else None
+        if self.session is not None and Path(path).parent.name == "main":
+            for other in sorted((self.session / "agents").glob(f"*/{WIRE}")):
+                if other.parent.name != "main" and other.is_file():
+                    self.others.append(_Other(path, other, self.order))
+
+    def feed(self, record: Record) -> list[Call]:
+        if record.line is None:
+            raise InputError(self.trace.path, None, self.expected)
+        self.main.record(f"line {record.line}", record.value)
+        at = record.value.get("time") if isinstance(record.value, dict) else None
+        if _ms(at) is not None:
+            self.time = max(self.time or 0.0, _ms(at) or 0.0)
+        for other in self.others:
+            other.read_to(self.time if self.time is not None else -1.0)
+        reached = parse_time(self.time) if self.time is not None else None
+        return self._placed(self.order.take((1, reached))) if reached is not None else []
+
+    def finish(self) -> list[Call]:
+        trace, main = self.trace, self.main
+        if main.step is not None:
+            trace.note("open-step", OPEN_STEP, main.step["where"])
+        try:
+            for other in self.others:
+                other.read_to(None)
+                if other.agent.step is not None:
+                    other.notes.note("open-step", OPEN_STEP, other.agent.step["where"])
+                for note in other.notes.notes:  # after the main file's, as a whole read lists them
+                    if not note.places:
+                        trace.note(note.code, note.message)
+                    for place in note.places:
+                        trace.note(note.code, note.message, place)
+        finally:
+            for other in self.others:
+                other.close()
+        if self.session is not None and self.session.name.startswith("session_"):
+            trace.session = self.session.name.removeprefix("session_")
+        trace.unrecorded = tuple(
+            part for part, seen in (("system", main.system_seen), ("tools", main.tools is not None)) if not seen
+        )
+        calls = self._placed(self.order.rest())
+        trace.model = self.order.model()
+        return calls
+
+    def _placed(self, calls: list[Call]) -> list[Call]:
+        for call in calls:
+            call.cwd = self.cwd
+        return calls
 
 
 LOCATIONS = (Location("kimi-code", ".kimi-code/sessions", ("*/session_*/agents/main/wire.jsonl",), project_depth=4),)
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    KimiReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage, the system prompt and tool definitions; sub-agents as threads",

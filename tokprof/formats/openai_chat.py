@@ -18,17 +18,19 @@ from typing import Any, Iterable
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
+    RecordPlaces,
+    capture_records,
     endpoint_kind,
     error_text,
     exchange,
     first_records,
-    records,
     request_body,
     sse_events,
     url_path,
 )
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     check_messages,
@@ -57,53 +59,79 @@ def sniff(doc: Document) -> bool:
 
 
 def read(path: str, doc: Document) -> Trace:
-    if doc.lines is not None:
-        return _records(path, records(path, doc), "jsonl")
-    value = doc.value
-    if isinstance(value, list):
-        if not value:
-            raise InputError(path, None, "the list of request records is empty")
-        return _records(path, records(path, doc), "records")
-    if isinstance(value, dict):
-        if "request" in value:
-            return _records(path, records(path, doc), "records")
-        if "messages" not in value:
-            raise InputError(path, None, "expected a transcript object with 'messages', or a list of request records")
-        return _transcript(path, value)
-    raise InputError(path, None, f"expected a JSON object or list, found {_kind(value)}")
+    """A log read whole (:class:`ChatReader` fed every record)."""
+    return read_whole(ChatReader(path, doc), capture_records(doc))
 
 
-def _transcript(path: str, obj: dict) -> Trace:
-    model = check_model(path, "", obj)
-    tools = check_tools(path, "", obj.get("tools"))
-    messages = check_messages(path, "", obj.get("messages"))
-    day = parse_day(obj)
-    calls: list[Call] = []
-    for i, message in enumerate(messages):
-        if message["role"] != "assistant":
-            continue
-        if i == 0:
-            raise InputError(path, "messages[0]", "an assistant message with no prompt before it")
-        calls.append(
-            Call(
-                index=len(calls),
-                messages=PromptView(messages, i),  # the transcript's first i messages, not a copy each
-                tools=tools,
-                model=model,
-                day=day,
-                where=f"messages[{i}]",
-                response=message,
+class ChatReader(Reader):
+    """Chat Completions requests read as a fold: each request record gives its call as it is fed (the
+    conversation it resends is held once, :class:`SharedPrompts`); a transcript is one JSON document,
+    whose calls are all given when it is fed (it cannot be streamed: its calls share one list of
+    messages, parsed whole)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.path = path
+        value = doc.value if doc is not None and doc.lines is None else None
+        transcript = isinstance(value, dict) and "request" not in value
+        shape = "jsonl" if doc is not None and doc.lines is not None else "transcript" if transcript else "records"
+        self.trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+        self.transcript = transcript
+        #: a JSON document that is neither an object nor a list: said when its one record is fed
+        self.not_records = doc is not None and doc.lines is None and not isinstance(value, (dict, list))
+        self.places = RecordPlaces()
+        self.shared = SharedPrompts()  # each record resends the conversation: held once
+        self.given = Given()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if self.not_records:
+            raise InputError(self.path, None, f"expected a JSON object or list, found {_kind(record.value)}")
+        if self.transcript:
+            if "messages" not in record.value:
+                raise InputError(
+                    self.path, None, "expected a transcript object with 'messages', or a list of request records"
+                )
+            return self._transcript(record.value)
+        return self.given(self._record(self.places(record), record.value))
+
+    def finish(self) -> Iterable[Call]:
+        if self.given.count == 0 and not self.transcript:
+            if self.places.items == 0 and self.trace.format.endswith("/records"):
+                raise InputError(self.path, None, "the list of request records is empty")
+            raise InputError(self.path, None, "no successful model call in the log")
+        if not self.transcript:
+            self.trace.model = self.given.model()
+        return ()
+
+    def _transcript(self, obj: dict) -> list[Call]:
+        path = self.path
+        model = check_model(path, "", obj)
+        tools = check_tools(path, "", obj.get("tools"))
+        messages = check_messages(path, "", obj.get("messages"))
+        day = parse_day(obj)
+        calls: list[Call] = []
+        for i, message in enumerate(messages):
+            if message["role"] != "assistant":
+                continue
+            if i == 0:
+                raise InputError(path, "messages[0]", "an assistant message with no prompt before it")
+            calls.append(
+                Call(
+                    index=len(calls),
+                    messages=PromptView(messages, i),  # the transcript's first i messages, not a copy each
+                    tools=tools,
+                    model=model,
+                    day=day,
+                    where=f"messages[{i}]",
+                    response=message,
+                )
             )
-        )
-    if not calls:
-        raise InputError(path, "messages", "no assistant message, so no model call to profile")
-    return Trace(path=path, format=FORMAT + "/transcript", calls=calls, model=model)
+        if not calls:
+            raise InputError(path, "messages", "no assistant message, so no model call to profile")
+        self.trace.model = model
+        return calls
 
-
-def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
-    trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    shared = SharedPrompts()  # each record resends the conversation: held once
-    for where, record in found:
+    def _record(self, where: str, record: Any) -> Call | None:
+        path, trace, shared = self.path, self.trace, self.shared
         endpoint = url_path(record)
         if endpoint is not None and not endpoint.endswith("/chat/completions"):
             trace.note(
@@ -111,7 +139,7 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
                 "a captured request to another endpoint than /chat/completions is not a model call: skipped",
                 f"{where} ({endpoint_kind(endpoint)})",
             )
-            continue
+            return None
         ex = exchange(path, where, record)
         prefix = f"{where}: " + ("request." if ex.record is not ex.request else "")
         if "messages" not in ex.request:
@@ -123,7 +151,7 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
                 "the response is an error, so the call is skipped (an error is not billed as a completed call)",
                 f"{where} ({failed})",
             )
-            continue
+            return None
         messages = check_messages(path, prefix, ex.request["messages"], skip=_skipper(trace))
         if not messages:
             raise InputError(path, prefix + "messages", "empty: a call needs a prompt")
@@ -134,25 +162,18 @@ def _records(path: str, found: Iterable[tuple[str, Any]], shape: str) -> Trace:
                 "the response is an error, so the call is skipped (an error is not billed as a completed call)",
                 f"{where} (error event in the stream)",
             )
-            continue
-        trace.calls.append(
-            Call(
-                index=len(trace.calls),
-                messages=shared.prompt(messages),
-                tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
-                model=check_model(path, prefix, ex.request),
-                reported=usage,
-                day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),
-                where=where,
-                response=response,
-                time=parse_time(ex.timestamp),
-            )
+            return None
+        return Call(
+            index=self.given.count,
+            messages=shared.prompt(messages),
+            tools=shared.tools(check_tools(path, prefix, ex.request.get("tools"))),
+            model=check_model(path, prefix, ex.request),
+            reported=usage,
+            day=parse_day(ex.request) or parse_day({"timestamp": ex.timestamp}),
+            where=where,
+            response=response,
+            time=parse_time(ex.timestamp),
         )
-    if not trace.calls:
-        raise InputError(path, None, "no successful model call in the log")
-    models = {c.model for c in trace.calls if c.model}
-    trace.model = models.pop() if len(models) == 1 else None
-    return trace
 
 
 NOT_TEXT = (
@@ -221,6 +242,12 @@ def _usage(path: str, prefix: str, usage: Any) -> Usage | None:
     )
 
 
-LOG_FORMAT = whole_read_format(
-    FORMAT, DESCRIPTION, "api", sniff, read, records_what="every request whole, with usage when recorded"
+LOG_FORMAT = LogFormat(
+    FORMAT,
+    DESCRIPTION,
+    "api",
+    sniff,
+    ChatReader,
+    records=capture_records,
+    records_what="every request whole, with usage when recorded",
 )

@@ -37,7 +37,9 @@ The request body gives the prompt:
   full prompt is rebuilt as the previous call's full input items (without its instructions), then
   the previous response's ``output`` items, then this request's items. Calls are indexed by their
   response ``id``; a call whose previous response is not in the log (nor a call chained to it) is
-  skipped with the note ``chain-broken``. A request with a server-side ``conversation`` cannot be
+  skipped with the note ``chain-broken``. A JSONL capture is read as it is written, in time order:
+  the response a request continues is one read before it (the most recent responses are kept, within
+  a bound, :class:`ResponsesReader`); a JSON list is parsed whole, and its records may be in any order. A request with a server-side ``conversation`` cannot be
   rebuilt either and is skipped with a note; a stored ``prompt`` template is noted (its text is
   not in the log).
 * ``tools``: function tools ``{"type": "function", "name", "description", "parameters",
@@ -61,17 +63,19 @@ note ``error-response``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
 from tokprof.formats.capture import (
     Exchange,
+    Given,
+    RecordPlaces,
+    capture_records,
     endpoint_kind,
     error_code,
     error_text,
     exchange,
     first_records,
-    records,
     request_body,
     response_body,
     sse_events,
@@ -79,7 +83,7 @@ from tokprof.formats.capture import (
 )
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     check_messages,
@@ -206,7 +210,7 @@ class _Entry:
     day: Any = None
     time: Any = None  # when the exchange was captured
     model: str | None = None
-    full: list[tuple[str, Any]] | None = None  # the rebuilt input items, once known
+    full: list[tuple[str, Any]] | None = None  # the rebuilt input items, once known (a document's chains)
     broken: bool = False
 
 
@@ -217,50 +221,179 @@ class _Unresolved(Exception):
 
 
 def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        if isinstance(doc.value, list) and not doc.value:
-            raise InputError(path, None, "the list of records is empty")
-        if not isinstance(doc.value, (list, dict)):
-            raise InputError(path, None, f"expected a JSON object or list, found {_kind(doc.value)}")
-    trace = Trace(path=path, format=f"{FORMAT}/{'jsonl' if doc.lines is not None else 'records'}")
-    entries = [e for where, record in records(path, doc) if (e := _entry(path, trace, where, record))]
-    by_id: dict[str, _Entry] = {}
-    for entry in entries:
-        if entry.response_id is not None:
-            by_id.setdefault(entry.response_id, entry)
-    known_items = _items_by_id(entries)
-    shared = SharedPrompts()  # each request resends the conversation (or its chain does): held once
-    for entry in entries:
-        full = _full_items(entry, by_id)
+    """A log read whole (:class:`ResponsesReader` fed every record)."""
+    return read_whole(ResponsesReader(path, doc), capture_records(doc))
+
+
+#: The notes made while building prompts (after every record's own notes in the trace, as when the
+#: log was read whole: the order of a trace's notes is the order of their first place).
+BUILD_NOTES = frozenset(
+    (
+        "chain-broken",
+        "unresolved-reference",
+        "hosted-tool-item",
+        "content-not-text",
+        "encrypted-reasoning",
+        "reasoning-unattached",
+        "server-tool",
+    )
+)
+#: The responses a later request may continue (``previous_response_id``), kept by their items: the
+#: most recent are kept within this many items, or :data:`CHAIN_TIMES` times the largest input read.
+CHAIN_FLOOR = 4096
+CHAIN_TIMES = 16
+
+
+class ResponsesReader(Reader):
+    """Responses API captures read as a fold: each record gives its call as it is fed. A request that
+    continues a response (``previous_response_id``) is rebuilt from the responses read before it (a
+    capture is in time order: a response exists before a request continues it); the most recent
+    responses are kept (:data:`CHAIN_FLOOR`), each as a view of the list its chain shares, and the
+    items with an ``id`` (for ``item_reference``; the first read of each, the most recent within the
+    same bound)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        value = doc.value if doc is not None and doc.lines is None else None
+        self.path = path
+        shape = "jsonl" if doc is not None and doc.lines is not None else "records"
+        self.trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+        #: a JSON document that is neither an object nor a list: said when its one record is fed
+        self.not_records = doc is not None and doc.lines is None and not isinstance(value, (list, dict))
+        self.places = RecordPlaces()
+        self.chains: dict[str, tuple[list[tuple[str, Any]], int] | None] = {}  # response id -> input + output
+        self.held = 0  # the items of the views in chains
+        self.largest = 0
+        self.known_items: dict[str, tuple[str, dict]] = {}
+        self.shared = SharedPrompts()  # each request resends the conversation (or its chain does): held once
+        self.given = Given()
+        #: a JSON document's records, held until it is all read: the document is parsed whole, and its
+        #: records may come in any order (a request before the response it continues)
+        self.document: list[_Entry] | None = [] if doc is not None and doc.lines is None else None
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        if self.not_records:
+            raise InputError(self.path, None, f"expected a JSON object or list, found {_kind(record.value)}")
+        entry = _entry(self.path, self.trace, self.places(record), record.value)
+        if entry is None:
+            return ()
+        known = self.known_items
+        for place, item in entry.items + entry.output:
+            if isinstance(item, dict) and item.get("type") != "item_reference" and isinstance(item.get("id"), str):
+                known.setdefault(item["id"], (place, item))
+        if self.document is None:  # a JSONL capture: the items of the most recent requests, within the bound
+            self.largest = max(self.largest, len(entry.items) + len(entry.output))
+            while len(known) > max(CHAIN_FLOOR, CHAIN_TIMES * self.largest):
+                del known[next(iter(known))]
+        if self.document is not None:
+            self.document.append(entry)
+            return ()
+        return self.given(self.call(entry, self.full_items(entry)))
+
+    def document_calls(self) -> Iterator[Call]:
+        """A JSON document's calls, its chains followed through all its records."""
+        entries, self.document = self.document or [], None
+        by_id: dict[str, _Entry] = {}
+        for entry in entries:
+            if entry.response_id is not None:
+                by_id.setdefault(entry.response_id, entry)
+        for entry in entries:
+            full = _full_items(entry, by_id)
+            yield from self.given(self.call(entry, None if full is None else (full, len(full))))
+
+    def call(self, entry: _Entry, full: tuple[list[tuple[str, Any]], int] | None) -> Call | None:
+        path, trace = self.path, self.trace
         if full is None:
             _note(trace, "chain-broken", f"{entry.where} (previous_response_id {entry.previous!r})")
-            continue
+            return None
         try:
-            messages = _messages(path, trace, entry, full, known_items)
+            messages = _messages(path, trace, entry, full[0][: full[1]], self.known_items)
         except _Unresolved as exc:
             _note(trace, "unresolved-reference", exc.place)
-            continue
+            return None
         tools = _tools(path, trace, entry.prefix, entry.request.get("tools"))
-        trace.calls.append(
-            Call(
-                index=len(trace.calls),
-                messages=shared.prompt(messages),
-                tools=shared.tools(tools),
-                model=entry.model,
-                reported=entry.usage,
-                day=entry.day,
-                time=entry.time,
-                where=entry.where,
-                response=_with_hosted_calls(entry.reply, entry.output, tools),
-            )
+        return Call(
+            index=self.given.count,
+            messages=self.shared.prompt(messages),
+            tools=self.shared.tools(tools),
+            model=entry.model,
+            reported=entry.usage,
+            day=entry.day,
+            time=entry.time,
+            where=entry.where,
+            response=_with_hosted_calls(entry.reply, entry.output, tools),
         )
-    if not trace.calls:
-        skipped = ", ".join(note.code for note in trace.notes)
-        why = f" (calls skipped: {skipped})" if skipped else ""
-        raise InputError(path, None, "no usable model call in the log" + why)
-    models = {c.model for c in trace.calls if c.model}
-    trace.model = models.pop() if len(models) == 1 else None
-    return trace
+
+    def full_items(self, entry: _Entry) -> tuple[list[tuple[str, Any]], int] | None:
+        """The whole input of a call (a list and how much of it), following previous_response_id back
+        through the responses read before it; None when a link is missing (the call and the ones that
+        continue it are skipped). The call's response is kept for the requests that continue it."""
+        if entry.previous is None:
+            full: tuple[list[tuple[str, Any]], int] | None = (entry.items, len(entry.items))
+        else:
+            parent = self.chains.get(entry.previous)
+            full = None if parent is None else _extended(parent, entry.items)
+        if entry.response_id is not None and entry.response_id not in self.chains:
+            chain = None if full is None else _extended(full, entry.output)
+            self.chains[entry.response_id] = chain
+            size = chain[1] if chain is not None else 0
+            self.held += size
+            self.largest = max(self.largest, size)
+            budget = max(CHAIN_FLOOR, CHAIN_TIMES * self.largest)
+            while len(self.chains) > 1 and self.held > budget:
+                dropped = self.chains.pop(next(iter(self.chains)))
+                self.held -= dropped[1] if dropped is not None else 0
+        return full
+
+    def finish(self) -> Iterable[Call]:
+        calls = list(self.document_calls())
+        path, trace = self.path, self.trace
+        trace.notes.sort(key=lambda note: note.code in BUILD_NOTES)  # stable: each kind in its order
+        if self.given.count == 0:
+            if self.places.items == 0 and trace.format.endswith("/records"):
+                raise InputError(path, None, "the list of records is empty")
+            skipped = ", ".join(note.code for note in trace.notes)
+            why = f" (calls skipped: {skipped})" if skipped else ""
+            raise InputError(path, None, "no usable model call in the log" + why)
+        trace.model = self.given.model()
+        return calls
+
+
+def _full_items(entry: _Entry, by_id: dict[str, _Entry]) -> list[tuple[str, Any]] | None:
+    """The whole input of a call, following previous_response_id back; None when a link is missing."""
+    chain: list[_Entry] = []
+    node = entry
+    while node.full is None and not node.broken:
+        if node.previous is None:
+            node.full = node.items
+            break
+        parent = by_id.get(node.previous)
+        if parent is None or parent is node or parent in chain:
+            node.broken = True
+            break
+        chain.append(node)
+        node = parent
+    for child in reversed(chain):
+        parent = by_id[child.previous or ""]
+        if parent.broken or parent.full is None:
+            child.broken = True
+        else:
+            child.full = parent.full + parent.output + child.items
+    return None if entry.broken else entry.full
+
+
+def _extended(
+    chain: tuple[list[tuple[str, Any]], int], more: list[tuple[str, Any]]
+) -> tuple[list[tuple[str, Any]], int]:
+    """A chain's items followed by more: in the chain's own list when nothing was added to it after
+    them (a conversation grows at its end), else in a new list."""
+    items, length = chain
+    if not more:
+        return chain
+    if len(items) == length and items is not more:
+        items.extend(more)
+        return items, len(items)
+    joined = items[:length] + more
+    return joined, len(joined)
 
 
 def _entry(path: str, trace: Trace, where: str, record: Any) -> _Entry | None:
@@ -425,42 +558,6 @@ def _with_hosted_calls(reply: dict | None, output: list[tuple[str, Any]], tools:
     reply = dict(reply) if reply else {"role": "assistant", "content": None, "tool_calls": []}
     reply["tool_calls"] = list(reply.get("tool_calls") or []) + used
     return reply
-
-
-# -- chains ----------------------------------------------------------------------------------
-
-
-def _full_items(entry: _Entry, by_id: dict[str, _Entry]) -> list[tuple[str, Any]] | None:
-    """The whole input of a call, following previous_response_id back; None when a link is missing."""
-    chain: list[_Entry] = []
-    node = entry
-    while node.full is None and not node.broken:
-        if node.previous is None:
-            node.full = node.items
-            break
-        parent = by_id.get(node.previous)
-        if parent is None or parent is node or parent in chain:
-            node.broken = True
-            break
-        chain.append(node)
-        node = parent
-    for child in reversed(chain):
-        parent = by_id[child.previous or ""]
-        if parent.broken or parent.full is None:
-            child.broken = True
-        else:
-            child.full = parent.full + parent.output + child.items
-    return None if entry.broken else entry.full
-
-
-def _items_by_id(entries: list[_Entry]) -> dict[str, tuple[str, dict]]:
-    """Every item of the log that has an ``id``, for ``item_reference``: the first one seen."""
-    found: dict[str, tuple[str, dict]] = {}
-    for entry in entries:
-        for place, item in entry.items + entry.output:
-            if isinstance(item, dict) and item.get("type") != "item_reference" and isinstance(item.get("id"), str):
-                found.setdefault(item["id"], (place, item))
-    return found
 
 
 # -- items to messages ---------------------------------------------------------------------------
@@ -660,11 +757,12 @@ def _tool_field(path: str, where: str, tool: dict, key: str, kind: type, require
     return value
 
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "api",
     sniff,
-    read,
+    ResponsesReader,
+    records=capture_records,
     records_what="every request whole, with usage when the response is captured",
 )

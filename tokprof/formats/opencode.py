@@ -33,6 +33,12 @@ content, ``reasoning`` as reasoning, ``tool`` parts as tool calls with ``argumen
 ``content-not-text``). After an assistant message marked ``summary`` (a compaction) later prompts
 start from its summary, and its calls are ``kind = "compaction"``.
 
+A fold (#43.1): a run stream's lines are read as they are fed, each message's parts held until a
+line of another message starts (a message's events are written together; a later event of a message
+already read starts a message of its own), and its calls given then. A storage session reads its
+messages' infos, then each message's parts as its calls are made; a store reads the session's message
+rows one at a time, each with its parts, and gives each call as it is made. The reader never holds the calls.
+
 What is not recorded: OpenCode records neither its system prompt nor its tool definitions
 (``unrecorded = ("system", "tools")``), inferred from the first call's reported prompt as for
 Claude Code. The run stream also lacks the user's messages: they fall in the same inferred part
@@ -44,6 +50,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +61,8 @@ from tokprof.base.text import visible
 from tokprof.formats.fields import expect_object, nonempty_string, optional_object, string
 from tokprof.formats.jsonfile import Document, load, parse
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.folds import Made
+from tokprof.formats.reader import LogFormat, Reader, Record
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import assistant_message, check_count, check_messages, check_model, parse_time
 from tokprof.trace import Call, PromptView, Trace, Usage
@@ -129,45 +137,65 @@ def is_sqlite(path: str) -> bool:
 
 
 # -- reading ---------------------------------------------------------------------------------------
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is not None:
-        return _stream(path, doc)
-    if isinstance(doc.value, dict) and _is_session_file(doc.value):
-        return _storage(path, doc.value)
-    raise InputError(
-        path, None, "expected an OpenCode session file (storage/session/...) or a run --format json stream"
-    )
+class OpenCodeReader(Reader):
+    """An OpenCode log read as a fold (see the module's docstring): a run stream's lines, a storage
+    session file's one record, or (no records) a store read when finished."""
 
+    def __init__(self, path: str, doc: Document | None, name: str = FORMAT) -> None:
+        self.path, self.name = path, name
+        form = "sqlite" if doc is None else "run-json" if doc.lines is not None else "storage"
+        self.trace = Trace(path=path, format=f"{name}/{form}", unrecorded=("system", "tools"))
+        self.builder = _Builder(path, self.trace)
+        self.message: tuple[str, Message] | None = None  # the run stream's message being read: (id, message)
+        self.form = form
+        self.stream = form == "run-json"
 
-def _stream(path: str, doc: Document) -> Trace:
-    assert doc.lines is not None
-    messages: dict[str, Message] = {}
-    session = None
-    for n, event in doc.lines:
-        where = f"line {n}"
+    def feed(self, record: Record) -> Iterable[Call]:
+        if record.line is None:
+            value = record.value
+            if isinstance(value, dict) and _is_session_file(value):
+                return _storage(self.path, value, self.builder)
+            raise InputError(
+                self.path, None, "expected an OpenCode session file (storage/session/...) or a run --format json stream"
+            )
+        return self.event(record.line, record.value)
+
+    def event(self, n: int, event: Any) -> list[Call]:
+        path, where = self.path, f"line {n}"
         event = expect_object(path, where, event, "an event object")
         if event.get("type") not in EVENTS:
-            continue
+            return []
         part = event.get("part")
         if not isinstance(part, dict) and event.get("type") == "error":
-            continue
+            return []
         part = expect_object(path, where + ": part", part)
         message_id = part.get("messageID")
         message_id = string(path, where + ": part.messageID", message_id)
-        session = session or event.get("sessionID")
-        if message_id not in messages:
+        session = event.get("sessionID")
+        if self.trace.session is None and session:
+            self.trace.session = session if isinstance(session, str) else None
+        calls: list[Call] = []
+        if self.message is None or self.message[0] != message_id:
+            calls = self.flush()
             info = {"role": "assistant", "time": {"created": event.get("timestamp")}}
-            messages[message_id] = Message(where, info)
-        messages[message_id].parts.append((f"{where}: part", part))
-    trace = Trace(
-        path=path,
-        format=f"{FORMAT}/run-json",
-        unrecorded=("system", "tools"),
-        session=session if isinstance(session, str) else None,
-    )
-    _Builder(path, trace).build(list(messages.values()))
-    trace.note("no-user-messages", NO_USERS)
-    return trace
+            self.message = (message_id, Message(where, info))
+        self.message[1].parts.append((f"{where}: part", part))
+        return calls
+
+    def flush(self) -> list[Call]:
+        if self.message is None:
+            return []
+        message, self.message = self.message[1], None
+        return list(self.builder.build([message]))
+
+    def finish(self) -> Iterable[Call]:
+        if self.form == "sqlite":
+            return read_db(self.path, None, self.name, self.builder)
+        calls = self.flush()
+        self.builder.end()
+        if self.stream:
+            self.trace.note("no-user-messages", NO_USERS)
+        return calls
 
 
 def storage_id(path: str, where: str, value: Any) -> str:
@@ -190,7 +218,9 @@ def _inside(path: str, root: Path, file: Path) -> Path:
     return file
 
 
-def _storage(path: str, session: dict) -> Trace:
+def _storage(path: str, session: dict, builder: "_Builder") -> Iterator[Call]:
+    """A storage session's calls: its messages' infos read and ordered, then each message's parts read as
+    its calls are made."""
     root = Path(path).resolve().parent.parent.parent  # storage/session/<project>/<session>.json
     session_id = storage_id(path, "id", session["id"])
     message_dir = root / "message" / session_id
@@ -205,18 +235,20 @@ def _storage(path: str, session: dict) -> Trace:
         if message_id in seen:
             raise InputError(str(file), "id", f"repeats the message id of {seen[message_id]}")
         seen[message_id] = str(file)
-        message = Message(str(file), info)
         part_dir = root / "part" / message_id
         if part_dir.is_dir():
             _inside(path, root, part_dir)
+        messages.append(Message(str(file), info))
+    messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
+    builder.trace.session = session_id
+    for message in messages:
+        message_id = storage_id(message.where, "id", message.info.get("id", Path(message.where).stem))
+        part_dir = root / "part" / message_id
         for part_file in sorted(part_dir.glob("*.json")) if part_dir.is_dir() else []:
             part = expect_object(str(part_file), None, _json_file(_inside(path, root, part_file)), "a part object")
             message.parts.append((str(part_file), part))
-        messages.append(message)
-    messages.sort(key=lambda m: (_created(m.info), m.info.get("id") or ""))
-    trace = Trace(path=path, format=f"{FORMAT}/storage", unrecorded=("system", "tools"), session=session_id)
-    _Builder(path, trace).build(messages)
-    return trace
+        yield from builder.build([message])
+        message.parts = []  # read: its messages are in the history
 
 
 def _json_file(file: Path) -> Any:
@@ -226,9 +258,10 @@ def _json_file(file: Path) -> Any:
         return doc.value
 
 
-def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Trace:
-    """A session of OpenCode's SQLite store (or a fork's, ``name`` its format): the one named, else the
-    newest main session. Read-only, from a copy when the agent holds it locked (:mod:`agent_db`)."""
+def read_db(path: str, session_id: str | None, name: str, builder: "_Builder") -> Iterator[Call]:
+    """The calls of a session of OpenCode's SQLite store (or a fork's, ``name`` its format): the one named,
+    else the newest main session, each given as it is made. Read-only, from a copy when the agent holds
+    it locked (:mod:`agent_db`)."""
     import sqlite3
 
     from tokprof.formats.agent_db import opened
@@ -236,7 +269,7 @@ def read_db(path: str, session_id: str | None = None, name: str = FORMAT) -> Tra
     with opened(path) as db:
         try:
             db.execute("BEGIN")  # one read transaction: every query sees the store as it was at the first
-            return _db(path, db, session_id, name)
+            yield from _db(path, db, session_id, name, builder)
         except sqlite3.DatabaseError as exc:
             raise InputError(path, None, f"not an OpenCode database ({exc})") from None
 
@@ -250,14 +283,13 @@ def sessions_in_db(path: str) -> list[tuple[str, int]]:
         return [(str(r[0]), int(r[1] or 0)) for r in rows]
 
 
-def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str = FORMAT) -> Trace:
+def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str, builder: "_Builder") -> Iterator[Call]:
     rows = db.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created DESC, id DESC").fetchall()
     if session_id is None:
         if not rows:
             raise InputError(path, "session", "no session in the database")
         session_id = str(rows[0][0])
-    messages: list[Message] = []
-    by_id: dict[str, Message] = {}
+    builder.trace.session = session_id
     for message_id, created, data in db.execute(
         "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
     ):
@@ -265,20 +297,16 @@ def _db(path: str, db: sqlite3.Connection, session_id: str | None, name: str = F
         info = _row_json(path, where + ": data", data)
         info.setdefault("id", message_id)
         info.setdefault("time", {"created": created})
-        by_id[str(message_id)] = Message(where, info)
-        messages.append(by_id[str(message_id)])
-    for part_id, message_id, data in db.execute(
-        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)
-    ):
-        message = by_id.get(str(message_id))
-        if message is not None:
-            where = f"part {part_id}"
-            message.parts.append((where, _row_json(path, where + ": data", data)))
-    trace = Trace(path=path, format=f"{name}/sqlite", unrecorded=("system", "tools"), session=session_id)
-    _Builder(path, trace).build(messages)
+        message = Message(where, info)
+        for part_id, part in db.execute(  # its parts (OpenCode indexes them by message_id)
+            "SELECT id, data FROM part WHERE message_id = ? AND session_id = ? ORDER BY id", (message_id, session_id)
+        ):
+            at = f"part {part_id}"
+            message.parts.append((at, _row_json(path, at + ": data", part)))
+        yield from builder.build([message])
+    builder.end()
     if len(rows) > 1:
-        trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")
-    return trace
+        builder.trace.note("other-sessions", OTHER_SESSIONS, f"{len(rows) - 1} other main session(s)")
 
 
 def _row_json(path: str, where: str, data: Any) -> dict:
@@ -310,11 +338,15 @@ class _Builder:
         self.history: list[dict] = []
         self.cost = 0.0
         self.cost_seen = False
+        self.made = Made()
+        self.models: set[str] = set()
+        self.ended = False
 
     def fail(self, where: str, what: str) -> InputError:
         return InputError(self.path, where, what)
 
-    def build(self, messages: list[Message]) -> None:
+    def build(self, messages: list[Message]) -> Iterator[Call]:
+        """The calls of these messages, each given once its step is read."""
         for message in messages:
             role = message.info.get("role")
             if role == "user":
@@ -323,10 +355,18 @@ class _Builder:
                 self.assistant(message)
             else:
                 raise self.fail(message.where + ": role", f"expected user or assistant, found {role!r}")
-        if not self.trace.calls:
+            calls = self.made.take()
+            self.models.update(c.model for c in calls if c.model)
+            yield from calls
+
+    def end(self) -> None:
+        """Every message read: the session's model (its one model) and the cost OpenCode computed."""
+        if self.ended:
+            return
+        self.ended = True
+        if not self.made.count:
             raise InputError(self.path, None, "no model call (assistant step) in the session")
-        models = {c.model for c in self.trace.calls if c.model}
-        self.trace.model = models.pop() if len(models) == 1 else None
+        self.trace.model = self.models.pop() if len(self.models) == 1 else None
         if self.cost_seen:
             self.trace.note("log-cost", LOG_COST, f"{self.cost:.6f} USD in all")
 
@@ -409,7 +449,7 @@ class _Builder:
                 self.trace.note("content-not-text", NOT_TEXT, f"{at} ({kind})")
         time = parse_time(_created(message.info) or None)
         call = Call(
-            index=len(self.trace.calls),
+            index=0,
             messages=PromptView(self.history, len(self.history)),
             tools=None,
             model=model,
@@ -419,7 +459,7 @@ class _Builder:
             time=time,
             kind="compaction" if summary else "call",
         )
-        self.trace.calls.append(call)
+        self.made.add(call)
         if not (texts or thoughts or calls):
             return
         answer = assistant_message(texts, thoughts, calls)
@@ -496,14 +536,13 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    OpenCodeReader,
     sessions=True,
-    opened=read_db,
     opens=is_sqlite,
     file_names=(DB_NAME,),
     locations=LOCATIONS,

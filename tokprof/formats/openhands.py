@@ -32,23 +32,28 @@ are the assistant message of their response; an observation with ``tool_call_met
 result of its call (``content``); an agent ``message`` without ``tool_call_metadata`` is assistant
 text whose call's usage is not recorded. Other events (agent state changes, recalls, null
 observations) are not sent to the model as such: they are left out (note ``not-sent``).
+
+**A fold** (#43.1): a trajectory is one record, an event stream's files are read one at a time in id
+order, and each call is given as it is made; the reader holds the history, not the calls.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document, load
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import check_cached, check_count, check_tools, parse_time
-from tokprof.formats.openhands_conversation import is_state, model_name, read_conversation
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.openhands_conversation import conversation_calls, is_state, model_name
+from tokprof.formats.reader import LogFormat, Reader, Record
 from tokprof.trace import Call, Trace, Usage
 
 FORMAT = "openhands"
@@ -93,29 +98,31 @@ def _stream_files(path: str) -> list[tuple[int, Path]]:
     return sorted(out)
 
 
-def _events(path: str, doc: Document) -> list[tuple[str, str, dict]]:
-    """Every event as (file, place, event)."""
-    value = doc.value
+def _events(path: str, value: Any) -> Iterator[tuple[str, str, dict]]:
+    """Every event as (file, place, event), an event stream's files read one at a time."""
     if isinstance(value, list):
-        return [
-            (path, f"event {i}", expect_object(path, f"event {i}", e, "an event object")) for i, e in enumerate(value)
-        ]
+        for i, e in enumerate(value):
+            yield path, f"event {i}", expect_object(path, f"event {i}", e, "an event object")
+        return
     if not EVENT_FILE.match(os.path.basename(path)):
-        return [(path, "event", expect_object(path, None, value, "an event object"))]
-    out = []
+        yield path, "event", expect_object(path, None, value, "an event object")
+        return
     for number, file in _stream_files(path):
         name = str(file)
+        if file.name == os.path.basename(path):  # the file opened: parsed once
+            yield name, f"event {number}", expect_object(name, None, value, "an event object")
+            continue
         with load(name) as event_doc:
             if event_doc.lines is not None:
                 raise InputError(name, None, "expected one JSON event object")
-            out.append((name, f"event {number}", expect_object(name, None, event_doc.value, "an event object")))
-    return out
+            event = expect_object(name, None, event_doc.value, "an event object")
+        yield name, f"event {number}", event
 
 
 class _Reader:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, made: Made) -> None:
         self.trace = trace
-        self.chat = Conversation(trace)
+        self.chat = Conversation(trace, made)
         self.tools: list[dict] | None = None
         self.seen: set[str] = set()  # response ids already counted
         self.answered: set[str] = set()  # tool call ids whose result is in the history
@@ -248,20 +255,37 @@ class _Reader:
         )
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is not None:
-        raise InputError(path, None, "expected an OpenHands trajectory (a JSON list of events) or an event file")
-    if is_state(doc.value):  # a conversation of the software agent SDK (OpenHands CLI 1.x)
-        return read_conversation(path, doc.value)
-    events = _events(path, doc)
-    has_system = any(event.get("action") == "system" for _, _, event in events)
-    trace = Trace(path=path, format=FORMAT, unrecorded=() if has_system else ("system", "tools"))
-    if not isinstance(doc.value, list) and EVENT_FILE.match(os.path.basename(path)):
-        trace.session = Path(path).resolve().parent.parent.name
-    reader = _Reader(trace)
-    for file, where, event in events:
-        reader.event(file, where, event)
-    return finish(trace)
+class OpenHandsReader(Reader):
+    """An OpenHands log read as a fold over its one record (a trajectory, an event file, a conversation's
+    state), the events read and each call given as it is made (see the module's docstring)."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.trace = Trace(path=path, format=FORMAT)
+        self.made = Made()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        path = self.trace.path
+        if record.line is not None:
+            raise InputError(path, None, "expected an OpenHands trajectory (a JSON list of events) or an event file")
+        if is_state(record.value):  # a conversation of the software agent SDK (OpenHands CLI 1.x)
+            return conversation_calls(self.trace, record.value, self.made)
+        return self._events(record.value)
+
+    def _events(self, value: Any) -> Iterator[Call]:
+        trace = self.trace
+        if not isinstance(value, list) and EVENT_FILE.match(os.path.basename(trace.path)):
+            trace.session = Path(trace.path).resolve().parent.parent.name
+        reader = _Reader(trace, self.made)
+        has_system = False
+        for file, where, event in _events(trace.path, value):
+            has_system = has_system or event.get("action") == "system"
+            reader.event(file, where, event)
+            yield from self.made.take()
+        trace.unrecorded = () if has_system else ("system", "tools")
+
+    def finish(self) -> Iterable[Call]:
+        self.trace.model = self.made.model()
+        return ()
 
 
 LOCATIONS = (
@@ -276,12 +300,12 @@ LOCATIONS = (
     Location("openhands", ".openhands/conversations", ("*/base_state.json",), project_depth=0),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    OpenHandsReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage (LiteLLM's, once per response); the system prompt and tools in newer versions",

@@ -23,20 +23,25 @@ cache_write_tokens, response_id}``, matched to the call by ``response_id``; ``pr
 the cache reads and writes. A response with no usage entry is a call whose usage is not recorded.
 Usage entries of no event's response (the condenser's summarising calls) are not calls here: their
 sums are in the note ``other-usage``.
+
+**A fold** (#43.1): the events are read one file at a time, each call given once the next event that
+is not part of its response is read (or at the end); the reader holds the history, not the calls.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
+from tokprof.formats.folds import Made
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import load
 from tokprof.formats.neutral import check_cached, check_count, parse_time
-from tokprof.trace import Trace, Usage
+from tokprof.trace import Call, Trace, Usage
 
 STATE = "base_state.json"
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -118,9 +123,9 @@ def _texts(path: str, where: str, content: Any) -> str:
 
 
 class _Reader:
-    def __init__(self, trace: Trace, usages: dict[str, Usage], model: str | None) -> None:
+    def __init__(self, trace: Trace, usages: dict[str, Usage], model: str | None, made: Made) -> None:
         self.trace = trace
-        self.chat = Conversation(trace)
+        self.chat = Conversation(trace, made)
         self.usages = usages
         self.used: set[str] = set()
         self.model = model
@@ -219,14 +224,28 @@ class _Reader:
         self.chat.messages.append(clean)
 
 
-def read_conversation(path: str, state: dict) -> Trace:
-    """A conversation from its ``base_state.json`` (already loaded) and its ``events/`` folder."""
+def conversation_calls(trace: Trace, state: dict, made: Made) -> Iterator[Call]:
+    """A conversation's calls from its ``base_state.json`` (already loaded) and its ``events/`` folder,
+    each given once it is read; ``trace`` (the header) is complete when they are all given."""
+    path = trace.path
     usages, others, model = _usages(path, state)
     folder = Path(path).parent
-    trace = Trace(path=path, format="openhands")
     session = state.get("id")
     trace.session = session if isinstance(session, str) else folder.name
-    reader = _Reader(trace, usages, model_name(trace, model))
+    workspace = state.get("workspace")
+    cwd = workspace.get("working_dir") if isinstance(workspace, dict) else None
+    reader = _Reader(trace, usages, model_name(trace, model), made)
+    recorded: list[str] | None = None  # the roles of the first call's prompt
+
+    def given() -> list[Call]:
+        nonlocal recorded
+        calls = made.take()
+        for call in calls:
+            call.cwd = cwd if isinstance(cwd, str) else None
+            if recorded is None:
+                recorded = [m["role"] for m in call.messages]
+        return calls
+
     for file in sorted((folder / "events").glob("event-*.json")):
         name = str(file)
         with load(name) as doc:
@@ -234,7 +253,9 @@ def read_conversation(path: str, state: dict) -> Trace:
                 raise InputError(name, None, "expected one JSON event object")
             value = doc.value
         reader.event(name, file.stem, expect_object(name, None, value, "an event object"))
+        yield from given()
     reader.flush()
+    yield from given()
     unused = [usage for rid, usage in usages.items() if rid not in reader.used]
     for service, rows in sorted({**others, **({"unmatched": unused} if unused else {})}.items()):
         prompt = sum(u.prompt or 0 for u in rows)
@@ -244,12 +265,7 @@ def read_conversation(path: str, state: dict) -> Trace:
             OTHER_USAGE,
             f"{service}: {len(rows)} calls, prompt_tokens {prompt:,}, completion_tokens {output:,}",
         )
-    recorded = [m["role"] for m in (trace.calls[0].messages if trace.calls else [])]
+    roles = recorded or []
     trace.unrecorded = tuple(
-        part for part, seen in (("system", "system" in recorded), ("tools", reader.tools is not None)) if not seen
+        part for part, seen in (("system", "system" in roles), ("tools", reader.tools is not None)) if not seen
     )
-    workspace = state.get("workspace")
-    cwd = workspace.get("working_dir") if isinstance(workspace, dict) else None
-    for call in trace.calls:
-        call.cwd = cwd if isinstance(cwd, str) else None
-    return finish(trace)

@@ -60,14 +60,14 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
 from tokprof.formats.agent_events import event_attributes, event_name
-from tokprof.formats.capture import records
+from tokprof.formats.capture import RecordPlaces, capture_records
 from tokprof.formats.fields import expect_list, expect_object, nonempty_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document, parse
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import (
     assistant_message,
@@ -174,15 +174,36 @@ def _is_genai_span(value: Any) -> bool:
 
 # -- spans -----------------------------------------------------------------------------------------
 def read(path: str, doc: Document) -> Trace:
-    shape = "jsonl" if doc.lines is not None else "json"
-    trace = Trace(path=path, format=f"{FORMAT}/{shape}")
-    reader = _Reader(path, trace)
-    for where, record in records(path, doc):
-        if isinstance(record, dict) and record.get("type") == "metric" and record.get("name") == TOKEN_USAGE:
-            reader.metrics.take(path, where, record)
-        for span in _record_spans(path, where, record):
-            reader.span(span)
-    return reader.finish()
+    """A file of spans read whole (:class:`SpanReader` fed every record)."""
+    return read_whole(SpanReader(path, doc), capture_records(doc))
+
+
+class SpanReader(Reader):
+    """Spans read as a fold: each record's spans made into calls as it is fed (the prompts each span
+    resends held once). The calls are given when every record is read, in the order of their start
+    times: exporters write spans as they end, in batches, so a later record may hold a call that
+    started earlier; and whether the calls record anything at all (else the metric records' totals)
+    is known only then."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        shape = "jsonl" if doc is not None and doc.lines is not None else "json"
+        self.path = path
+        self.trace = Trace(path=path, format=f"{FORMAT}/{shape}")
+        self.reader = _Reader(path, self.trace)
+        self.places = RecordPlaces()
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        where, value = self.places(record), record.value
+        if isinstance(value, dict) and value.get("type") == "metric" and value.get("name") == TOKEN_USAGE:
+            self.reader.metrics.take(self.path, where, value)
+        for span in _record_spans(self.path, where, value):
+            self.reader.span(span)
+        return ()
+
+    def finish(self) -> Iterable[Call]:
+        trace = self.reader.finish()
+        calls, trace.calls = trace.calls, []
+        return calls
 
 
 def _record_spans(path: str, where: str, record: Any) -> Iterator[Span]:
@@ -809,8 +830,14 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-LOG_FORMAT = whole_read_format(
-    FORMAT, DESCRIPTION, "api", sniff, read, records_what="per-span usage; prompts when content capture is on"
+LOG_FORMAT = LogFormat(
+    FORMAT,
+    DESCRIPTION,
+    "api",
+    sniff,
+    SpanReader,
+    records=capture_records,
+    records_what="per-span usage; prompts when content capture is on",
 )
 
 

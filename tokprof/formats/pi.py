@@ -43,6 +43,10 @@ that summarised the conversation is not recorded in the file (note ``compaction`
 is one line naming the entry, found in one pass over the entries. Contexts are built only for the
 entries calls are made on, each a view of a list the contexts after it extend: linear in the file.
 
+**A fold** (#43.1): each line is read as it is fed, and a call is given as soon as its assistant
+message is read (no later entry changes it: a later branch or compaction starts a new context). The
+reader holds each entry's own messages (the contexts share them), its parent and line, not the calls.
+
 **What is not recorded.** pi's system prompt and tool definitions: :attr:`Trace.unrecorded` is
 ``("system", "tools")``; they are inferred from usage.
 """
@@ -53,11 +57,12 @@ import json
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish
+from tokprof.formats.conversation import Conversation
+from tokprof.formats.folds import Made, SessionFold
 from tokprof.formats.fields import check_text, expect_object, object_or_string, objects, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat
 from tokprof.formats.neutral import anthropic_usage, check_count, optional_text, parse_time
 from tokprof.base.text import visible
 from tokprof.trace import PromptView, Trace, Usage, extended
@@ -109,9 +114,9 @@ class _Reader:
     contexts after it extend (:func:`~tokprof.trace.extended`): a session of n entries holds its
     messages once, and building every call's prompt costs what the entries add, not n²."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, made: Made) -> None:
         self.trace = trace
-        self.chat = Conversation(trace)
+        self.chat = Conversation(trace, made)
         self.own: dict[str, list[dict]] = {}  # entry id -> its own messages
         self.parent: dict[str, str | None] = {}
         self.depth: dict[str, int] = {}  # entries from the root
@@ -316,7 +321,7 @@ class _Reader:
         context = self.context(parent)  # a view of all of its list (no copy), unless a later entry extended it
         self.chat.messages = context.base if len(context.base) == len(context) else list(context)
         response_id = message.get("responseId")
-        self.chat.call(
+        call = self.chat.call(
             where,
             model,
             usage,
@@ -324,6 +329,8 @@ class _Reader:
             parse_time(message.get("timestamp")),
             request_id=response_id if isinstance(response_id, str) else None,
         )
+        if call is not None:
+            call.cwd = self.cwd
 
     def _usage(self, where: str, usage: Any) -> Usage | None:
         if usage is None:
@@ -342,18 +349,21 @@ class _Reader:
         )
 
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a pi session (JSON lines)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    reader = _Reader(trace)
-    previous: str | None = None
-    for number, value in doc.lines:
-        previous = reader.entry(number, value, previous)
-    reader.check_cycles()
-    for call in trace.calls:
-        call.cwd = reader.cwd
-    return finish(trace)
+class PiReader(SessionFold):
+    """A pi session read as a fold over its lines (see the module's docstring)."""
+
+    expected = "expected a pi session (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.tree = _Reader(self.trace, self.made)
+        self.previous: str | None = None
+
+    def line(self, number: int, value: Any) -> None:
+        self.previous = self.tree.entry(number, value, self.previous)
+
+    def end(self) -> None:
+        self.tree.check_cycles()
 
 
 #: OpenClaw runs pi's agent and writes pi's v3 session files: ``~/.openclaw/agents/<agent>/sessions/<id>.jsonl``
@@ -371,12 +381,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    PiReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage and cost; no system prompt or tool definitions",

@@ -24,6 +24,12 @@ response record's. A record whose ``parentUuid`` is its own uuid starts its chai
 ``parent-cycle``); a uuid given to two records that are not one response is noted (``repeated-uuid``).
 Each history is a view of a list the histories after it extend: reading is linear in the file.
 
+**A fold** (#43.1): each line is read as it is fed. A response's records are the consecutive records
+of its ``uuid`` (``system`` records Qwen Code writes between them aside): a call is given when the
+next record of another node is read, or at the end. A response record whose ``uuid`` came before
+another node is a new node (note ``repeated-uuid``). The reader holds each node's history (a view of
+the shared lists), not the calls.
+
 **Usage** (``usageMetadata``, Gemini's): ``promptTokenCount`` (cached tokens included, plus
 ``toolUsePromptTokenCount``) is the prompt, ``cachedContentTokenCount`` the cache reads,
 ``candidatesTokenCount + thoughtsTokenCount`` the output. Empty or all-zero usage is no usage
@@ -43,11 +49,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import Conversation, finish, function_response_text
+from tokprof.formats.conversation import Conversation, function_response_text
+from tokprof.formats.folds import Made, SessionFold
 from tokprof.formats.fields import check_text, expect_list, expect_object, optional_string, string
 from tokprof.formats.jsonfile import Document
 from tokprof.formats.locations import Location
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat
 from tokprof.formats.neutral import check_cached, check_count, optional_text, parse_time
 from tokprof.trace import PromptView, Trace, Usage, extended
 
@@ -99,15 +106,16 @@ class _Node:
 
 
 class _Reader:
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Trace, made: Made) -> None:
         self.trace = trace
+        self.made = made
         self.chats: dict[str, Conversation] = {}
         self.call_ids: set[str] = set()
         self.pending: dict[str, list[str]] = {}  # tool name -> call ids not answered yet (for responses without id)
 
     def chat(self, thread: str) -> Conversation:
         if thread not in self.chats:
-            self.chats[thread] = Conversation(self.trace)
+            self.chats[thread] = Conversation(self.trace, self.made)
             self.chats[thread].call_ids = self.call_ids  # tool call ids are known across threads: one set
         return self.chats[thread]
 
@@ -260,44 +268,64 @@ class _Reader:
         return out
 
 
-def _nodes(path: str, doc: Document) -> tuple[list[_Node], str | None]:
-    assert doc.lines is not None
-    nodes: dict[str, _Node] = {}
-    session = None
-    for number, value in doc.lines:
-        where = f"line {number}"
+class QwenReader(SessionFold):
+    """A Qwen Code chat read as a fold over its lines (see the module's docstring): the nodes of the
+    response still being read are held (:attr:`held`: the response, then the ``system`` records that
+    came after it), every other node is read as its line is fed."""
+
+    expected = "expected a Qwen Code chat (JSON lines)"
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(Trace(path=path, format=FORMAT, unrecorded=("system", "tools")))
+        self.reader = _Reader(self.trace, self.made)
+        # uuid -> the history after it: a view of a list the histories after it extend (each message held once)
+        self.context: dict[str, PromptView] = {}
+        self.seen: set[str] = set()
+        self.responses: set[str] = set()  # the uuids of responses read: a later record of one is a new node
+        self.held: list[_Node] = []
+
+    def line(self, number: int, value: Any) -> None:
+        path, where = self.trace.path, f"line {number}"
         value = expect_object(path, where, value, "a JSON object")
         uuid, kind = value.get("uuid"), value.get("type")
         uuid = string(path, where + ": uuid", uuid)
         if kind not in TYPES:
             raise InputError(path, where + ": type", f"expected one of {', '.join(TYPES)}, found {kind!r}")
         parent = optional_string(path, where + ": parentUuid", value.get("parentUuid"))
-        if session is None and isinstance(value.get("sessionId"), str):
-            session = value["sessionId"]
+        if self.trace.session is None and isinstance(value.get("sessionId"), str):
+            self.trace.session = value["sessionId"]
         if kind == "system" and value.get("subtype") != "chat_compression":
             kind = "ignored"
-        key = uuid if kind == "assistant" else f"{uuid}#{number}"  # only a response's records are merged
-        if key not in nodes or nodes[key].kind != kind:
-            key = key if key not in nodes else f"{uuid}#{number}"
-            nodes[key] = _Node(uuid, where, parent, kind)
-        nodes[key].records.append(value)
-        nodes[key].wheres.append(where)
-    return list(nodes.values()), session
+        held = self.held[0] if self.held else None
+        if kind == "assistant" and held is not None and held.uuid == uuid:
+            held.records.append(value)  # one more record of the response being read
+            held.wheres.append(where)
+            return
+        node = _Node(uuid, where, parent, kind, [value], [where])
+        if kind == "ignored" and self.held:
+            self.held.append(node)  # written while the response was: it may have more records after it
+            return
+        self.flush()
+        if kind == "assistant" and uuid not in self.responses:
+            self.responses.add(uuid)
+            self.held.append(node)
+        else:
+            self.node(node)
 
+    def end(self) -> None:
+        self.flush()
 
-def read(path: str, doc: Document) -> Trace:
-    if doc.lines is None:
-        raise InputError(path, None, "expected a Qwen Code chat (JSON lines)")
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"))
-    nodes, trace.session = _nodes(path, doc)
-    reader = _Reader(trace)
-    # uuid -> the history after it: a view of a list the histories after it extend (each message held once)
-    context: dict[str, PromptView] = {}
-    seen: set[str] = set()
-    for node in nodes:
-        if node.uuid in seen:
+    def flush(self) -> None:
+        held, self.held = self.held, []
+        for node in held:
+            self.node(node)
+
+    def node(self, node: _Node) -> None:
+        """A node read whole: its history after it, and its call if it is a response."""
+        trace, context = self.trace, self.context
+        if node.uuid in self.seen:
             trace.note("repeated-uuid", REPEATED, node.where)
-        seen.add(node.uuid)
+        self.seen.add(node.uuid)
         if node.parent is not None and node.parent not in context:
             if node.parent == node.uuid:
                 trace.note("parent-cycle", SELF_PARENT, node.where)
@@ -305,18 +333,15 @@ def read(path: str, doc: Document) -> Trace:
                 trace.note("chain-broken", NO_PARENT, node.where)
         base = context.get(node.parent) if node.parent is not None else None
         base = PromptView([], 0) if base is None else base
-        first = node.records[0]
-        agent = first.get("agentId")
-        thread = agent if isinstance(agent, str) else ""
-        chat = reader.chat(thread)
+        agent = node.records[0].get("agentId")
+        chat = self.reader.chat(agent if isinstance(agent, str) else "")
         if node.kind == "system":
-            compressed = reader.compressed(node, chat)
+            compressed = self.reader.compressed(node, chat)
             context[node.uuid] = PromptView(compressed, len(compressed))
         elif node.kind == "ignored":
             context[node.uuid] = base
         else:
-            context[node.uuid] = extended(base, reader.own(node, chat, base))
-    return finish(trace)
+            context[node.uuid] = extended(base, self.reader.own(node, chat, base))
 
 
 LOCATIONS = (
@@ -330,12 +355,12 @@ LOCATIONS = (
     ),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    QwenReader,
     sessions=True,
     locations=LOCATIONS,
     records_what="per-call usage; no system prompt or tool definitions",

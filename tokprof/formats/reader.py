@@ -68,6 +68,14 @@ def document_records(doc: Document) -> Iterator[Record]:
         yield Record(doc.value)
 
 
+def read_whole(reader: Reader, records: Iterable[Record]) -> Trace:
+    """A log read whole by its fold: every record fed, the calls gathered in the reader's trace."""
+    calls = [call for record in records for call in reader.feed(record)]
+    calls += reader.finish()
+    reader.trace.calls = calls
+    return reader.trace
+
+
 class WholeRead(Reader):
     """A reader that reads its log whole when it is finished (``read() -> Trace``): for a format whose
     reader is not a fold yet. It takes no records (:func:`no_records`)."""
@@ -90,6 +98,12 @@ class WholeRead(Reader):
 def no_records(doc: Document | None) -> Iterator[Record]:
     """No records: the reader reads the file itself (a whole read, an archive, a database)."""
     return iter(())
+
+
+def single_record(doc: Document) -> Iterator[Record]:
+    """A file that is one JSON value as its one record (a value written on one line too: see
+    :meth:`Document.single_value`); None for a file of several JSON lines."""
+    yield Record(doc.single_value())
 
 
 @dataclass(frozen=True)

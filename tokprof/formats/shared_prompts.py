@@ -27,6 +27,13 @@ RECENT = 4
 #: The conversations whose last prompt is kept by how they start: a proxy's capture of many sessions
 #: at once interleaves them; past this many, the least recently continued is let go.
 STARTS = 1024
+#: ... and the ones not continued in this many prompts, or past this many messages held in them (or
+#: :data:`HELD_TIMES` times the largest prompt read, when more): a reader that gives each call as it
+#: is read then holds a bounded part of the log, not every conversation it has seen (a day's capture of
+#: one session after the other), while a capture of up to this many sessions at once keeps each one's.
+STALE = 128
+HELD_FLOOR = 1024
+HELD_TIMES = 64
 
 
 class SharedPrompts:
@@ -38,6 +45,10 @@ class SharedPrompts:
         #: id of a prompt's list -> the list (kept: its id is not reused) and where ``==`` is not enough (see _lax)
         self._lax: dict[int, tuple[list[dict], list[int]]] = {}
         self._tools: list[tuple[list[dict], str]] = []  # most recent first, each with its JSON
+        self._held = 0  # the messages of the prompts in _by_start
+        self._used: dict[tuple, int] = {}  # when each conversation in _by_start was last continued
+        self._read = 0  # the prompts read
+        self._largest = 0  # the most messages of a prompt read
 
     def prompt(self, messages: list[dict]) -> PromptView:
         """``messages`` as a view: of an earlier prompt's list when they start with that prompt (the
@@ -63,9 +74,21 @@ class SharedPrompts:
             found = PromptView(messages, len(messages))
             self._lax[id(messages)] = (messages, [k for k, m in enumerate(messages) if _lax(m)])
         self._by_start[start] = found
-        if len(self._by_start) > STARTS:
-            del self._by_start[next(iter(self._by_start))]
+        self._read += 1
+        self._used[start] = self._read
+        self._held += len(found) - (len(own) if own is not None else 0)
+        self._largest = max(self._largest, len(found))
+        budget = max(HELD_FLOOR, HELD_TIMES * self._largest)
+        while len(self._by_start) > 1:
+            oldest = next(iter(self._by_start))  # the least recently continued
+            if len(self._by_start) <= STARTS and self._held <= budget and self._used[oldest] > self._read - STALE:
+                break
+            self._held -= len(self._by_start.pop(oldest))
+            del self._used[oldest]
         self._remember(found)
+        if len(self._lax) > 2 * (len(self._by_start) + RECENT):  # let go of the lists no prompt kept here holds
+            kept = {id(p.base) for p in self._prompts} | {id(p.base) for p in self._by_start.values()}
+            self._lax = {key: value for key, value in self._lax.items() if key in kept}
         return found
 
     def tools(self, tools: list[dict] | None) -> list[dict] | None:

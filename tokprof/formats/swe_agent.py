@@ -46,13 +46,13 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 from tokprof.base.errors import InputError
-from tokprof.formats.conversation import NOT_TEXT, ORPHAN, finish
+from tokprof.formats.conversation import NOT_TEXT, ORPHAN
 from tokprof.formats.fields import expect_list, expect_object
 from tokprof.formats.jsonfile import Document
-from tokprof.formats.reader import whole_read_format
+from tokprof.formats.reader import LogFormat, Reader, Record, read_whole
 from tokprof.formats.jsonfile import kind_of as _kind
 from tokprof.formats.neutral import check_content, check_count, check_text, check_tool_calls
 from tokprof.formats.shared_prompts import SharedPrompts
@@ -108,8 +108,10 @@ def starts_like_trajectory(head: bytes) -> bool:
 
 
 class _Reader:
-    def __init__(self, trace: Trace, system_role: str, model: str | None, prefix: str = "") -> None:
+    def __init__(self, trace: Trace, system_role: str, model: str | None, prefix: str = "", first: int = 0) -> None:
         self.trace = trace
+        self.first = first  # the index of the attempt's first call in the log
+        self.calls: list[Call] = []  # the attempt's calls
         self.system_role = system_role
         self.model = model
         self.prefix = prefix  # "attempts[1]." for an attempt of a retry loop
@@ -155,9 +157,9 @@ class _Reader:
         }
 
     def call(self, where: str, messages: list[dict] | PromptView, response: dict | None, thread: str) -> None:
-        self.trace.calls.append(
+        self.calls.append(
             Call(
-                index=len(self.trace.calls),
+                index=self.first + len(self.calls),
                 messages=messages,
                 tools=None,
                 model=self.model,
@@ -206,24 +208,70 @@ class _Reader:
 
 
 def read(path: str, doc: Document) -> Trace:
-    value = expect_object(path, None, doc.value, "an SWE-agent trajectory object")
-    trace = Trace(path=path, format=FORMAT)
-    attempts = value.get("attempts")
+    """A trajectory read whole (:class:`TrajectoryReader` fed every attempt)."""
+    return read_whole(TrajectoryReader(path, doc), attempt_records(doc))
+
+
+def attempt_records(doc: Document) -> Iterator[Record]:
+    """A trajectory's attempts, one record each (the document is parsed whole, as JSON is): a retry
+    loop's ``attempts``, else the trajectory itself."""
+    value = doc.value
+    attempts = value.get("attempts") if isinstance(value, dict) else None
     if attempts is None:
-        _read_attempt(trace, "", value)
-    else:  # a retry loop: every attempt's calls were made; the top level copies the chosen one
-        for k, attempt in enumerate(expect_list(path, "attempts", attempts)):
-            _read_attempt(trace, f"attempts[{k}].", expect_object(path, f"attempts[{k}]", attempt, "an attempt object"))
-        if len(attempts) > 1:
+        yield Record(value)
+    elif isinstance(attempts, list):
+        for attempt in attempts:
+            yield Record(attempt)
+
+
+class TrajectoryReader(Reader):
+    """A trajectory read as a fold over its attempts: each attempt's calls given once it is read."""
+
+    def __init__(self, path: str, doc: Document | None) -> None:
+        self.path = path
+        self.value = doc.value if doc is not None else None
+        self.trace = Trace(path=path, format=FORMAT)
+        self.attempts = 0
+        self.calls = 0
+        self.threads: Counter[str] = Counter()  # the calls of each thread
+        self.models: Counter[str] = Counter()
+        self.checked: dict | None = None
+
+    def top(self) -> dict:
+        """The trajectory object, checked (and its list of attempts, when it has one)."""
+        if self.checked is None:
+            self.checked = expect_object(self.path, None, self.value, "an SWE-agent trajectory object")
+            if self.checked.get("attempts") is not None:
+                expect_list(self.path, "attempts", self.checked["attempts"])
+        return self.checked
+
+    def feed(self, record: Record) -> Iterable[Call]:
+        value = self.top()
+        if value.get("attempts") is None:
+            prefix, attempt = "", value
+        else:  # a retry loop: every attempt's calls were made; the top level copies the chosen one
+            prefix = f"attempts[{self.attempts}]."
+            attempt = expect_object(self.path, f"attempts[{self.attempts}]", record.value, "an attempt object")
+        self.attempts += 1
+        calls = _read_attempt(self.trace, prefix, attempt, self.calls)
+        self.calls += len(calls)
+        self.threads.update(call.thread for call in calls)
+        self.models.update(call.model for call in calls if call.model)
+        return calls
+
+    def finish(self) -> Iterable[Call]:
+        value, trace = self.top(), self.trace
+        attempts = value.get("attempts")
+        if attempts is not None and len(attempts) > 1:
             trace.note("attempts", ATTEMPTS, f"attempts: {len(attempts)}")
-    _totals(trace, value.get("info"))
-    finish(trace)
-    if trace.model is None:
-        trace.note("no-model", NO_MODEL)
-    return trace
+        _totals(trace, value.get("info"), self.threads)
+        trace.model = self.models.most_common(1)[0][0] if self.models else None  # the model of most calls
+        if trace.model is None:
+            trace.note("no-model", NO_MODEL)
+        return ()
 
 
-def _read_attempt(trace: Trace, prefix: str, value: dict) -> None:
+def _read_attempt(trace: Trace, prefix: str, value: dict, first: int) -> list[Call]:
     """One attempt's calls (a trajectory without a retry loop is one attempt, ``prefix`` "")."""
     path = trace.path
     config = _replay_config(path, prefix + "replay_config", value.get("replay_config"))
@@ -232,16 +280,16 @@ def _read_attempt(trace: Trace, prefix: str, value: dict) -> None:
     system_role = "user" if model_config.get("convert_system_to_user") is True else "system"
     history = expect_list(path, prefix + "history", value.get("history", []))
     steps = expect_list(path, prefix + "trajectory", value.get("trajectory"))
-    reader = _Reader(trace, system_role, model, prefix)
+    reader = _Reader(trace, system_role, model, prefix, first)
     if any(isinstance(step, dict) and step.get("query") not in (None, [], [{}]) for step in steps):
         reader.from_queries(steps)
     else:
-        before = len(trace.calls)
         reader.from_history(history)
-        if len(trace.calls) > before and _elides(path, prefix, config):
+        if reader.calls and _elides(path, prefix, config):
             trace.note("raw-history", RAW_HISTORY)
     if _function_calling(history, config):
         trace.unrecorded = ("tools",)
+    return reader.calls
 
 
 def _at(value: Any, *keys: str) -> dict:
@@ -300,7 +348,7 @@ def _thinking(path: str, where: str, blocks: Any) -> str:
     return "\n".join(texts)
 
 
-def _totals(trace: Trace, info: Any) -> None:
+def _totals(trace: Trace, info: Any, threads: Counter[str]) -> None:
     """``info.model_stats``, shown as it is: SWE-agent's own totals for the instance."""
     if info is None:
         return
@@ -318,11 +366,18 @@ def _totals(trace: Trace, info: Any) -> None:
     if not parts:
         return
     trace.note("run-totals", RUN_TOTALS, f"{where}: {', '.join(parts)}")
-    calls = Counter(call.thread for call in trace.calls)
+    calls = threads
     if counts["api_calls"] and counts["api_calls"] != sum(calls.values()):
         trace.note("api-calls-differ", UNCOUNTED, f"api_calls {counts['api_calls']:,} vs {sum(calls.values()):,} calls")
 
 
-LOG_FORMAT = whole_read_format(
-    FORMAT, DESCRIPTION, "agent", sniff, read, sessions=True, records_what="run totals only (0.x), per-step usage (1.x)"
+LOG_FORMAT = LogFormat(
+    FORMAT,
+    DESCRIPTION,
+    "agent",
+    sniff,
+    TrajectoryReader,
+    records=attempt_records,
+    sessions=True,
+    records_what="run totals only (0.x), per-step usage (1.x)",
 )

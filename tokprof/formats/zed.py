@@ -33,18 +33,19 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import tokprof.base.bounded as bounded
 from tokprof.base.errors import InputError
 from tokprof.formats import agent_db
-from tokprof.formats.conversation import Conversation, finish, tool_text
+from tokprof.formats.conversation import Conversation, tool_text
 from tokprof.formats.fields import expect_object, objects, optional_object, string
 from tokprof.formats.jsonfile import Document, parse
 from tokprof.formats.locations import Location
 from tokprof.formats.neutral import anthropic_usage, assistant_message, check_count, parse_time
-from tokprof.formats.reader import whole_read_format
-from tokprof.trace import Call, Trace, Usage
+from tokprof.formats.reader import LogFormat
+from tokprof.trace import Call, Usage
 
 if TYPE_CHECKING:
     import sqlite3
@@ -71,37 +72,94 @@ def is_store(path: str) -> bool:
     return {"data_type", "data", "summary"} <= agent_db.tables(path).get("threads", set())
 
 
-def read(path: str, doc: Document) -> Trace:
-    raise InputError(path, None, "expected Zed's threads.db (SQLite)")
+class ZedReader(agent_db.StoreFold):
+    """Zed's store read as a fold over the newest thread's messages (the thread is one row): a turn's
+    calls are given when the next user message starts (the turn's usage is its last call's), or at the
+    end."""
 
+    format = FORMAT
+    agent = "Zed"
+    not_store = "expected Zed's threads.db (SQLite)"
 
-def read_db(path: str, thread_id: str | None = None) -> Trace:
-    return agent_db.read_with(path, "Zed", lambda db: _read(path, db, thread_id))
+    def __init__(self, path: str, doc: Document | None) -> None:
+        super().__init__(path, doc)
+        self.held: list[Call] = []  # the calls of the turn being read
+        self.release = False  # whether the turn has ended: its calls are given
 
+    def read(self, db: "sqlite3.Connection") -> Iterator[None]:
+        path = self.trace.path
+        found = agent_db.require(path, db, "threads", ("id", "updated_at", "data_type", "data"), AGENT)
+        top = "parent_id IS NULL" if "parent_id" in found else "1"
+        (total,) = db.execute(f"SELECT count(*) FROM threads WHERE {top}").fetchone()
+        query = f"SELECT id, data_type, data FROM threads WHERE {top} ORDER BY updated_at DESC, id DESC"
+        chosen: tuple[str, dict] | None = None
+        for row_id, data_type, data in db.execute(query):
+            thread = _thread(path, f"thread {row_id}", data_type, data)
+            if thread.get("imported") is True:
+                continue  # a thread shared with the user: its usage is not theirs
+            chosen = (str(row_id), thread)
+            break  # threads are read one at a time, newest first, until one is the user's own
+        if chosen is None:
+            raise InputError(path, "threads", "no thread in the database")
+        yield from self._turns(*chosen)
+        if int(total) - 1:
+            self.trace.note("other-threads", OTHER_THREADS, f"{int(total) - 1} other thread(s)")
 
-def _read(path: str, db: "sqlite3.Connection", thread_id: str | None) -> Trace:
-    found = agent_db.require(path, db, "threads", ("id", "updated_at", "data_type", "data"), AGENT)
-    top = "parent_id IS NULL" if "parent_id" in found else "1"
-    (total,) = db.execute(f"SELECT count(*) FROM threads WHERE {top}").fetchone()
-    query = f"SELECT id, data_type, data FROM threads WHERE {top} ORDER BY updated_at DESC, id DESC"
-    if thread_id is not None:
-        query = "SELECT id, data_type, data FROM threads WHERE id = ?"
-    chosen: tuple[str, dict] | None = None
-    for row_id, data_type, data in db.execute(query, () if thread_id is None else (thread_id,)):
-        thread = _thread(path, f"thread {row_id}", data_type, data)
-        if thread.get("imported") is True and thread_id is None:
-            continue  # a thread shared with the user: its usage is not theirs
-        chosen = (str(row_id), thread)
-        break  # threads are read one at a time, newest first, until one is the user's own
-    if chosen is None:
-        raise InputError(
-            path, "threads", "no thread in the database" if thread_id is None else f"no thread {thread_id!r}"
-        )
-    others = int(total) - 1
-    trace = _trace(path, *chosen)
-    if others:
-        trace.note("other-threads", OTHER_THREADS, f"{others} other thread(s)")
-    return trace
+    def given(self, calls: list[Call]) -> list[Call]:
+        self.held += calls
+        if not self.release:
+            return []
+        self.release = False
+        out, self.held = self.held, []
+        return out
+
+    def _turns(self, thread_id: str, thread: dict) -> Iterator[None]:
+        path, trace = self.trace.path, self.trace
+        where = f"thread {thread_id}"
+        trace.session = thread_id
+        model_info = optional_object(path, where + ": model", thread.get("model")) or {}
+        model = model_info.get("model") if isinstance(model_info.get("model"), str) else None
+        by_turn = optional_object(path, where + ": request_token_usage", thread.get("request_token_usage")) or {}
+        time = parse_time(thread.get("updated_at"))
+        chat = Conversation(trace, self.made)
+        turn: str | None = None
+        last: Call | None = None  # the latest call of the turn: the one the turn's usage belongs to
+        missing: list[str] = []  # the places of calls whose usage is not recorded, noted at the end
+
+        def close_turn() -> None:
+            if turn is not None and last is not None and turn in by_turn:
+                last.reported = _usage(path, f"{where}: request_token_usage.{turn}", by_turn[turn])
+            missing.extend(call.where for call in self.held if call.reported is None)
+            self.release = True
+
+        for at, message in _messages(path, where, thread.get("messages")):
+            if message == "Resume":
+                continue
+            message = expect_object(path, at, message, "a message object")
+            if "User" in message:
+                close_turn()
+                last = None
+                user = expect_object(path, at + ".User", message["User"])
+                turn = user.get("id") if isinstance(user.get("id"), str) else None
+                _user(chat, path, at + ".User", user)
+            elif "Agent" in message:
+                agent = expect_object(path, at + ".Agent", message["Agent"])
+                last = _agent(chat, path, at + ".Agent", agent, model, time)
+            else:
+                raise InputError(path, at, "expected a User or Agent message")
+            yield
+        close_turn()
+        if not self.made.count:
+            raise InputError(path, where, "no model call (agent message) in the thread")
+        for place in missing:
+            trace.note("no-usage", NO_USAGE, place)
+        total = thread.get("cumulative_token_usage")
+        if isinstance(total, dict):
+            counts = {
+                key: check_count(path, f"{where}: cumulative_token_usage.{key}", total.get(key)) for key in USAGE_FIELDS
+            }
+            shown = ", ".join(f"{key} {value or 0:,}" for key, value in counts.items())
+            trace.note("thread-totals", THREAD_TOTALS, f"{where}: {shown}")
 
 
 def _thread(path: str, where: str, data_type: Any, data: Any) -> dict:
@@ -126,51 +184,6 @@ def _thread(path: str, where: str, data_type: Any, data: Any) -> dict:
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(path, where + ": data", f"invalid JSON: {exc}") from None
     return expect_object(path, where + ": data", value, "a thread object")
-
-
-def _trace(path: str, thread_id: str, thread: dict) -> Trace:
-    where = f"thread {thread_id}"
-    trace = Trace(path=path, format=FORMAT, unrecorded=("system", "tools"), session=thread_id)
-    model_info = optional_object(path, where + ": model", thread.get("model")) or {}
-    model = model_info.get("model") if isinstance(model_info.get("model"), str) else None
-    by_turn = optional_object(path, where + ": request_token_usage", thread.get("request_token_usage")) or {}
-    time = parse_time(thread.get("updated_at"))
-    chat = Conversation(trace)
-    turn: str | None = None
-    last: Call | None = None  # the latest call of the turn: the one the turn's usage belongs to
-
-    def close_turn() -> None:
-        if turn is not None and last is not None and turn in by_turn:
-            last.reported = _usage(path, f"{where}: request_token_usage.{turn}", by_turn[turn])
-
-    for at, message in _messages(path, where, thread.get("messages")):
-        if message == "Resume":
-            continue
-        message = expect_object(path, at, message, "a message object")
-        if "User" in message:
-            close_turn()
-            last = None
-            user = expect_object(path, at + ".User", message["User"])
-            turn = user.get("id") if isinstance(user.get("id"), str) else None
-            _user(chat, path, at + ".User", user)
-        elif "Agent" in message:
-            last = _agent(chat, path, at + ".Agent", expect_object(path, at + ".Agent", message["Agent"]), model, time)
-        else:
-            raise InputError(path, at, "expected a User or Agent message")
-    close_turn()
-    if not trace.calls:
-        raise InputError(path, where, "no model call (agent message) in the thread")
-    for call in trace.calls:
-        if call.reported is None:
-            trace.note("no-usage", NO_USAGE, call.where)
-    total = thread.get("cumulative_token_usage")
-    if isinstance(total, dict):
-        counts = {
-            key: check_count(path, f"{where}: cumulative_token_usage.{key}", total.get(key)) for key in USAGE_FIELDS
-        }
-        shown = ", ".join(f"{key} {value or 0:,}" for key, value in counts.items())
-        trace.note("thread-totals", THREAD_TOTALS, f"{where}: {shown}")
-    return finish(trace)
 
 
 def _messages(path: str, where: str, messages: Any) -> list[tuple[str, Any]]:
@@ -260,14 +273,13 @@ LOCATIONS = (
     Location("zed", "AppData/Local/Zed", STORE, project_depth=0),
 )
 
-LOG_FORMAT = whole_read_format(
+LOG_FORMAT = LogFormat(
     FORMAT,
     DESCRIPTION,
     "agent",
     sniff,
-    read,
+    ZedReader,
     sessions=True,
-    opened=read_db,
     opens=is_store,
     locations=LOCATIONS,
     records_what="messages, each turn's last request's usage and the thread's totals; no system prompt or tools",

@@ -1,7 +1,7 @@
-"""The command line: a thin typer client of the public API (the names ``import tokprof`` gives).
+"""The command line: a thin typer client of the jobs in :mod:`tokprof.runs`.
 
-Each command parses its options, calls the API, renders the result with ``tokprof.render_report``
-and writes the outputs. Errors in the user's input are one line on standard error and exit code 2, never a
+Each command parses its flags into one :class:`tokprof.Options`, calls its job, renders the result
+with ``render_report`` and writes the outputs (``tests/test_cmdline.py`` pins each command to its call). Errors in the user's input are one line on standard error and exit code 2, never a
 traceback; the pipeline is imported only when a command runs, so that ``--help`` is fast.
 """
 

@@ -1,6 +1,6 @@
 """What the commands of the command line share: the exit codes, the options several take (``--format``
 checked against the result's renderers, ``--model``, ``--chat-template``), and how a result becomes output:
-rendered through the public API (``tokprof.render_report``), then written, files first, all of them or none,
+rendered (``render_report``, what a library user gets from ``tokprof.render_report``), then written, files first, all of them or none,
 never over an input, then standard output. :mod:`tokprof.frontends.cli` and the commands in modules of their
 own (:mod:`tokprof.frontends.mcp_cli`) use them."""
 
@@ -28,7 +28,7 @@ def esc(text: str) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RenderOptions:
-    """``tokprof.render_report``'s options for a command's output, checked before the run."""
+    """``render_report``'s options for a command's output, checked before the run."""
 
     color: bool = False
     width: Optional[int] = None
@@ -189,7 +189,7 @@ def protected_paths(inputs: tuple[Optional[str], ...], replaces: Optional[str] =
 
 
 def render(result: object, fmt: str, options: RenderOptions, team: Optional["TeamOptions"] = None) -> str:
-    """A result in a format, through the public API (what a library user gets from render_report)."""
+    """A result in a format (what a library user gets from ``tokprof.render_report``)."""
     from tokprof.runs.reports import render_report
 
     return render_report(

@@ -1,5 +1,5 @@
-"""``tokprof mcp``: what each configured MCP server's tools cost per request. A thin client of the
-public API (:func:`tokprof.find_mcp_servers`, :func:`tokprof.mcp_report`); registered on the
+"""``tokprof mcp``: what each configured MCP server's tools cost per request. A thin client of
+:mod:`tokprof.mcp.api` (``find_mcp_servers``, ``mcp_report``); registered on the
 command line by :mod:`tokprof.frontends.cli`."""
 
 from __future__ import annotations
@@ -141,6 +141,7 @@ def mcp(
 ) -> int:
     """What each configured MCP server's tools cost per request."""
     from tokprof.mcp.api import find_mcp_servers, mcp_report
+    from tokprof.runs.options import Options
 
     if not 0 < timeout < math.inf:  # NaN too
         raise TokprofError("--timeout: give a positive number of seconds")
@@ -155,8 +156,7 @@ def mcp(
         print(f"tokprof: warning: {one_line(problem)}", file=sys.stderr)
     report = mcp_report(
         found,
-        model=model,
-        chat_template=chat_template,
+        Options(model=model, chat_template=chat_template),
         naming=naming,
         log=log,
         trust_project=True if trust_project else _ask,

@@ -1,6 +1,5 @@
-"""The public API of ``tokprof mcp``: find configured MCP servers, list their tools, price them.
-
-Re-exported by :mod:`tokprof`.
+"""What ``tokprof mcp`` does, as functions: find configured MCP servers, list their tools, price them
+(:mod:`tokprof.frontends.mcp_cli` calls them; internal, not re-exported by :mod:`tokprof`).
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Union
+from typing import TYPE_CHECKING, Union
 
 from tokprof.mcp.report import McpReport
 from tokprof.base.errors import TokprofError
@@ -25,6 +24,11 @@ from tokprof.mcp.config import (
     read_config_file,
 )
 from tokprof.mcp.connect import DEFAULT_TIMEOUT, Failure, Listing, list_servers
+from tokprof.runs.options import DEFAULTS, Options
+from tokprof.trace import Trace
+
+if TYPE_CHECKING:
+    from tokprof.analyses.cutlist import CutList
 
 PathLike = Union[str, "os.PathLike[str]"]
 #: Whether servers from a project's own configuration may start: True, False, or a function asked
@@ -106,18 +110,17 @@ def list_mcp_servers(
 
 def mcp_report(
     servers: Sequence[ServerConfig] | Discovery | Sequence[Listing | Failure],
+    options: Options = DEFAULTS,
     *,
-    model: str | None = None,
-    chat_template: PathLike | None = None,
     naming: str | None = None,
     log: PathLike | None = None,
-    input_format: str | None = None,
     trust_project: Trust = False,
     timeout: float = DEFAULT_TIMEOUT,
     environ: Mapping[str, str] | None = None,
 ) -> McpReport:
-    """What each MCP server's tools cost per request under ``model`` (default: tokprof's default
-    model), priced as ``tokprof tools`` prices a catalogue; with ``log``, how often each tool was
+    """What each MCP server's tools cost per request under ``options.model`` (default: tokprof's
+    default model; ``options.chat_template`` instead of its own template), priced as ``tokprof tools``
+    prices a catalogue; with ``log`` (read as ``options.input_format`` says), how often each tool was
     called there and what the never-called ones cost over it. ``servers`` are configurations (which
     are started, see :func:`list_mcp_servers`) or listings already made. ``timeout`` bounds the whole
     run: the model and the log are loaded first, the servers get four fifths of the time left to start
@@ -125,7 +128,7 @@ def mcp_report(
     from tokprof.mcp.report import NAMINGS
     from tokprof.mcp.report import mcp_report as _report
     from tokprof.runs.inputs import read_log
-    from tokprof.runs.options import Options
+    from tokprof.runs.model import Model
     from tokprof.runs.profile import profile
     from tokprof.models import DEFAULT_MODEL
     from tokprof.models.loaded import chat_model
@@ -135,9 +138,12 @@ def mcp_report(
     deadline = time.monotonic() + timeout
     if naming is not None and naming not in NAMINGS:
         raise TokprofError(f"unknown naming {naming!r}: expected one of {', '.join(NAMINGS)}")
-    trace = read_log(log, Options(input_format=input_format)) if log is not None else None
+    trace = read_log(log, Options(input_format=options.input_format)) if log is not None else None
     profiled = profile(trace) if trace is not None else None  # the log's own model: its carry, its prices
-    chat = chat_model(model or DEFAULT_MODEL, None if chat_template is None else os.fspath(chat_template), None)
+    if isinstance(options.model, Model):
+        chat = options.model.chat
+    else:
+        chat = chat_model(options.model or DEFAULT_MODEL, options.template, None)
     items: list = list(servers.servers if isinstance(servers, Discovery) else servers)
     results: list[Listing | Failure]
     if items and all(isinstance(i, (Listing, Failure)) for i in items):
@@ -169,4 +175,36 @@ def mcp_report(
     agent = {"gemini": "gemini-cli"}.get(next(iter(agents)), next(iter(agents))) if len(agents) == 1 else None
     called = Counter(tc["function"]["name"] for tc in trace.tool_calls())
     definitions = {t.name: t.run_cost for t in report.tools if t.run_cost is not None}
-    return replace(report, cut_list=cut_list(profiled, definitions, called, agent=agent))
+    cuts = cut_list(profiled, definitions, called, agent=agent)
+    return replace(report, cut_list=_replayed_drops(cuts, trace, report.definitions()))
+
+
+def _replayed_drops(cuts: "CutList", trace: Trace, listed: list[dict]) -> "CutList":
+    """The cut list with its costliest drops replayed (tokprof.analyses.cutlist.drop_candidates) by
+    ``tokprof whatif``'s replay under the log's own model: ``drop-tools`` of each server's tools never
+    called. A log that records no tool definitions is replayed with the servers' listed tools supplied
+    (as ``--tools`` supplies them), so that the replay has them to drop; one that records them, as it is."""
+    from tokprof.analyses.cutlist import drop_candidates, with_replays
+    from tokprof.runs.whatif import whatif
+    from tokprof.transforms import supply
+    from tokprof.transforms.cuts import DropTools
+
+    # a name the policy's string cannot carry (a comma or a colon) is not replayed: its row keeps its reason
+    candidates = [(row, tools) for row, tools in drop_candidates(cuts) if not any("," in t or ":" in t for t in tools)]
+    if not candidates:
+        return cuts
+    if all(c.tools is None for c in trace.calls if not c.thread):
+        copied = replace(trace, calls=[replace(c) for c in trace.calls], notes=list(trace.notes))
+        trace = supply(copied, listed, None)
+    specs = [DropTools(tuple(sorted(tools))).spec for _, tools in candidates]
+    try:
+        replayed = whatif(trace, specs)
+    except TokprofError:  # a prompt the template cannot render without them: the cut list without replays
+        return cuts
+    results = {p.policy: p for p in replayed.policies}
+    found = {}
+    for (row, _), spec in zip(candidates, specs):
+        result = results.get(spec)
+        if result is not None:
+            found[row.name] = (spec, result.cost_saving, result.saving)
+    return with_replays(cuts, found)

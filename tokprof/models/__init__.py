@@ -132,15 +132,15 @@ def _check_closed_name(name: str, proxy: str) -> None:
     """A closed model named on the command line must be one the public model data knows, so that a
     misspelling ("claude-sonet-4-5") is an error with the closest name rather than a silent proxy. A
     name the data lists, or one with no close known name, is taken as it is."""
-    from tokprof.models import known
+    from tokprof.pricing.models import closest, known
 
     bare = _WRAPPED.sub("", name)
-    if known.known(name) is not None or known.known(bare) is not None:
+    if known(name) is not None or known(bare) is not None:
         return
     provider, maker = {"claude-proxy": ("anthropic", "an Anthropic"), "gemini-proxy": ("google", "a Google")}.get(
         proxy, ("openai", "an OpenAI")
     )
-    close = known.closest(bare, (provider,))
+    close = closest(bare, (provider,))
     if close is None or close == bare.lower():
         return  # listed, or nothing it could be a misspelling of
     raise ModelError(

@@ -253,6 +253,50 @@ def char_starts(byte_starts: np.ndarray, text: str) -> np.ndarray:
     return char_of_byte[np.minimum(byte_starts, len(data) - 1)]
 
 
+#: How far :func:`last_word_end` and :func:`first_word_end` search.
+WORD_SEARCH = 1 << 16
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def last_word_end(text: str, lo: int, hi: int) -> int:
+    """The last position p in [lo, hi) (0 when there is none) where ``text[p]`` is a space and
+    ``text[p - 1]`` an ASCII letter: a point where every text with these first ``hi`` characters
+    splits its pre-tokens alike, in the GPT-style patterns of Qwen, Llama 3 and o200k.
+
+    Why: the pre-token holding the letter at p - 1 is a letter run (or a contraction), which a
+    space ends, so a pre-token ends at p whatever comes after; and no alternative of those patterns
+    tried at a start before p looks past p (letter runs stop at the space, whitespace, number and
+    punctuation runs at the letter; contractions are three characters at most and a space breaks
+    them; the only look-ahead, ``\\s+(?!\\S)``, looks one past a whitespace run the letter ends). The
+    pre-tokens from p on are those of the text from p on (the patterns have no look-behind), and
+    BPE merges within a pre-token. A special token, found before the pattern runs, could span p only
+    if it held a space (:class:`TiktokenCounter` takes these points only when none does). Only the
+    last :data:`WORD_SEARCH` characters before ``hi`` are searched (a text of spaces after digits
+    or punctuation would take a step per space)."""
+    lo = max(lo, hi - WORD_SEARCH)
+    while hi > lo:
+        i = text.rfind(" ", lo, hi)
+        if i < 1:
+            return 0
+        if text[i - 1] in _LETTERS:
+            return i
+        hi = i
+    return 0
+
+
+def first_word_end(text: str, lo: int, hi: int) -> int | None:
+    """The first such position in [lo, hi), or None. A point found here also splits a text that
+    shares only ``text[lo - 1:]`` (its end): what ends the letter's pre-token is the space after it.
+    Only the first :data:`WORD_SEARCH` characters from ``lo`` are searched."""
+    hi = min(hi, max(lo, 1) + WORD_SEARCH)
+    i = text.find(" ", max(lo, 1), hi)
+    while i >= 0:
+        if text[i - 1] in _LETTERS:
+            return i
+        i = text.find(" ", i + 1, hi)
+    return None
+
+
 class TiktokenCounter:
     """A :class:`tokprof.models.base.TokenCounter` over a tiktoken vocabulary, with tiktoken's encoder.
 
@@ -263,10 +307,11 @@ class TiktokenCounter:
     mapped back by the Hugging Face tokenizer's rule, so such texts go to ``fallback``.
 
     Reuse (:meth:`token_starts_reusing`): tokens before a point where every text splits the same
-    way are the earlier text's. Two kinds of points are such: where an added token starts, and, in
-    the pre-tokenizer patterns of Qwen and o200k (``boundary_after_newline``), a position right
-    after a newline whose next character is visible ASCII other than ``/`` (no pre-token runs across
-    it, and what decides the tokens before it is the text up to it and that next character).
+    way are the earlier text's. Three kinds of points are such: where an added token starts, and, in
+    the pre-tokenizer patterns of Qwen, Llama 3 and o200k (``boundary_after_newline``), a position
+    right after a newline whose next character is visible ASCII other than ``/`` (no pre-token runs
+    across it, and what decides the tokens before it is the text up to it and that next character),
+    and a space right after an ASCII letter (:func:`last_word_end`; a text with no newline has many).
     """
 
     def __init__(
@@ -287,6 +332,8 @@ class TiktokenCounter:
         self._longest = len(specials[0]) if specials else 0
         self._specials = re.compile("|".join(re.escape(s) for s in specials)) if specials else None
         self._lengths = byte_lengths(encoding)
+        #: :func:`last_word_end`'s points hold when no special token has a space in it (none can span one)
+        self._word_ends = boundary_after_newline and not any(" " in s for s in specials)
         self._checked = False
         self._like_checked = False
 
@@ -352,8 +399,11 @@ class TiktokenCounter:
                     break
                 following = text[i + 1]
                 if "!" <= following <= "~" and following != "/":
-                    return max(cut, i + 1)
+                    cut = max(cut, i + 1)
+                    break
                 end = i
+            if self._word_ends:
+                cut = max(cut, last_word_end(text, cut + 1, common))
         return cut
 
     def token_starts_reusing(self, text: str, previous: Tokens | None, common: int) -> Tokens:
@@ -385,13 +435,19 @@ class TiktokenCounter:
         ASCII other than '/' (None when there is none)."""
         if not self.boundary_after_newline:
             return None
+        found = None
         i = reference.find("\n", len(reference) - suffix)
         while 0 <= i < len(reference) - 1:
             following = reference[i + 1]
             if "!" <= following <= "~" and following != "/":
-                return i + 1
+                found = i + 1
+                break
             i = reference.find("\n", i + 1)
-        return None
+        if self._word_ends:  # a space after a letter, both in the shared end
+            word = first_word_end(reference, len(reference) - suffix + 1, found or len(reference))
+            if word is not None:
+                found = word
+        return found
 
     def count_like(self, text: str, reference: str, reference_starts: np.ndarray) -> int:
         """The number of tokens of ``text``: those ``reference`` has before the last point where both

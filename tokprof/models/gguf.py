@@ -1,22 +1,6 @@
-"""Models from a GGUF file (``--model PATH.gguf``), or from Ollama's model folder (``--model NAME[:TAG]``).
-
-A GGUF file holds its tokenizer and chat template in its metadata, read here with the ``gguf``
-package (only the metadata: no tensor is loaded):
-
-* ``tokenizer.ggml.model`` ``gpt2`` (byte-level BPE, what Llama 3, Qwen, Mistral's Tekken, gpt-oss
-  and DeepSeek use): ``tokenizer.ggml.tokens``, ``tokenizer.ggml.merges`` and
-  ``tokenizer.ggml.token_type`` become a Hugging Face BPE tokenizer, control and user-defined tokens
-  its added tokens; ``tokenizer.ggml.pre`` names the pre-tokenizer, whose pattern is llama.cpp's for
-  that name (:data:`PRE_TOKENIZERS`). SentencePiece files (``llama``: Gemma, Llama 2) are refused.
-* ``tokenizer.ggml.bos_token_id`` and ``eos_token_id`` are the template's ``bos_token`` and ``eos_token``.
-* ``tokenizer.chat_template`` is the chat template (Jinja, as llama.cpp renders it).
-
-Ollama keeps models as blobs named by their sha256 under ``~/.ollama/models`` (or
-``$OLLAMA_MODELS``): the manifest ``manifests/registry.ollama.ai/library/NAME/TAG`` (``latest`` by
-default; ``NAMESPACE/NAME`` for others' models) lists the layers, and the one of media type
-``application/vnd.ollama.image.model`` is the GGUF file. (Ollama renders its prompts with a Go
-template of its own, a layer beside it; tokprof renders with the GGUF file's Jinja template.)
-"""
+"""Models from a GGUF file (``--model PATH.gguf``) or Ollama's model folder (``--model NAME[:TAG]``): the
+tokenizer and chat template read from the file's metadata with the ``gguf`` package (no tensor loaded),
+a byte-level BPE tokenizer built from it. docs/models.md says what is read and what is refused."""
 
 from __future__ import annotations
 

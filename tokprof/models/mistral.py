@@ -1,41 +1,9 @@
-"""Mistral models, counted by ``mistral-common``'s own encoding of the request, tools included.
-
-mistral-common is Mistral's reference: what Mistral's API and vLLM's Mistral mode feed the model.
-:class:`MistralFormat` turns the trace's messages and tools into a ``ChatCompletionRequest`` and
-encodes it with ``MistralTokenizer.encode_chat_completion``; the prompt's text is those tokens
-written out piece by piece (control tokens as their names, ``[INST]``, ``[TOOL_CALLS]`` ...; text
-pieces as their bytes; SentencePiece's ``▁`` as a space). A render is a :class:`tokprof.models.base.Rendered` text,
-which carries those tokens' starts, so the counter (:class:`MistralCounter`) gives, for a text the
-format rendered, the reference's own tokens, at the offsets where their pieces start in the text,
-however many renders, threads or conversations came between the render and the count. Other texts
-(a text equal to a render but not that render is looked up among the last renders first) are
-tokenized by mistral-common's tokenizer between control tokens, as mistral-common encodes each part
-of a request: a control token's name written inside a message is then a control token, not the
-text mistral-common encodes it as.
-
-The tokenizers are those mistral-common ships (``mistral_common/data``): SentencePiece v3
-(``mistral_instruct_tokenizer_240323.model.v3``), Tekken v3 (``tekken_240718.json``, and
-``tekken_240911.json`` with images), SentencePiece v7 (``mistral_instruct_tokenizer_241114.model.v7``
-and ``.v7m1``), and each name is mapped to one as mistral-common's model table maps it
-(``MODEL_NAME_TO_TOKENIZER_CLS``).
-
-What mistral-common refuses is not rendered otherwise, with three exceptions stated here:
-``developer`` messages are system messages (mistral-common has no developer role); reasoning is
-left out (these tokenizers have no thinking tokens); and before v7, which takes an assistant message
-with either content or tool calls, the content of one with both is left out (it is not in the
-prompt, and the profile says so: ``messages-dropped``). Tool-call ids must be 9 letters and digits
-(v3 and later): a log with other ids has them mapped first (:mod:`tokprof.transforms.tool_ids`).
-
-**Message boundaries.** mistral-common encodes whole requests: it puts the system prompt and the
-tool definitions before the *last* user message, and refuses a request that does not end with a user
-or tool message. :meth:`MistralFormat.render_prefix` of the first k messages is their encoding by
-mistral-common's normaliser and instruct tokenizer without the request validator (so that a prefix
-may end with an assistant message, which is then closed by ``</s>`` as the reference closes earlier
-assistant turns); the empty conversation, and a prefix that mistral-common cannot encode even so,
-raise, and the attributor takes message k's start from the next prefix that renders and from the
-content markers (``tokprof.attribution``: message k starts no later than message k+1). Every token
-is still owned by one bucket: the buckets sum to the total, whatever the boundaries.
-"""
+"""Mistral models, counted by ``mistral-common``'s own encoding of the request, tools included: a render
+is the reference's tokens written out piece by piece (a :class:`tokprof.models.base.Rendered` text that
+carries where each starts), so :class:`MistralCounter` gives the reference's own tokens for it; other
+texts are tokenized between control tokens as mistral-common does. What is and is not rendered, the
+message boundaries and the tokenizers per model are docs/models.md's ("Families without a Jinja
+template" and the table of models)."""
 
 from __future__ import annotations
 

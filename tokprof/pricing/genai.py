@@ -1,7 +1,7 @@
 """genai-prices' bundled data (offline; never updated from here) and its lookup of a model by the name a
 log gives it: a provider prefix such as ``openai/`` names the provider, and genai-prices' own matching does
 the rest (``gpt-5.1-codex`` is ``gpt-5.1``). Used by the table of the models logs name
-(:mod:`tokprof.pricing.table`), by :mod:`tokprof.models.known` and by pricing."""
+(:mod:`tokprof.pricing.table`), by :mod:`tokprof.pricing.models` and by pricing."""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ NOTHING = (
     "none of the changes tokprof measures (a cache fix, capping or eliding tool results, dropping tools never "
     "called) saves anything on this log"
 )
+#: A directory view's: it prices the cache fixes alone (the replays run per session).
+NOTHING_CACHED = "no cache fix saves anything over these sessions"
 
 
 def saving_text(action: Action) -> str:
@@ -36,12 +38,13 @@ def headline(action: Action) -> str:
     return f"{action.what}: {saving_text(action)}"
 
 
-def wrapped(actions: Sequence[Action] | None, width: int) -> list[str]:
-    """The block as lines of at most ``width`` columns, each action's why and how under its headline."""
+def wrapped(actions: Sequence[Action] | None, width: int, nothing: str = NOTHING) -> list[str]:
+    """The block as lines of at most ``width`` columns, each action's why and how under its headline
+    (``nothing``: the line when no action saves anything)."""
     import textwrap
 
     out: list[str] = []
-    for label, text in action_lines(actions):
+    for label, text in action_lines(actions, nothing):
         if label and not label.startswith(" "):  # a headline: "1. ...", continued under its text
             first, rest = f"  {label} ", "       "
         elif label:  # why, how: under the headline, continued a little further in
@@ -56,12 +59,12 @@ def wrapped(actions: Sequence[Action] | None, width: int) -> list[str]:
     return out
 
 
-def action_lines(actions: Sequence[Action] | None) -> list[tuple[str, str]]:
+def action_lines(actions: Sequence[Action] | None, nothing: str = NOTHING) -> list[tuple[str, str]]:
     """(label, text) lines: each action's headline, why and how; none when actions were not worked out."""
     if actions is None:
         return []
     if not actions:
-        return [("", NOTHING)]
+        return [("", nothing)]
     out: list[tuple[str, str]] = []
     for n, action in enumerate(actions, 1):
         out.append((f"{n}.", headline(action)))

@@ -7,7 +7,7 @@ import json
 import re
 
 from tokprof.analyses.sessions import SessionsReport
-from tokprof.render.actions import TITLE, wrapped
+from tokprof.render.actions import NOTHING_CACHED, TITLE, wrapped
 from tokprof.render.console import Column, fit_table, safe, text_console
 from tokprof.render import RenderOptions
 from tokprof.render import csvsafe
@@ -39,12 +39,15 @@ class SessionsTableRenderer:
         console.print(
             f"[bold]tokprof[/bold] sessions in {safe(report.directory)} ({totals.sessions} session{'' if totals.sessions == 1 else 's'}, {exact})"
         )
-        advice = wrapped(report.actions(), console.width)
+        advice = wrapped(report.actions(), console.width, NOTHING_CACHED)
         if advice:  # what to change comes first (tokprof.analyses.actions)
             console.print(f"[bold]{TITLE}[/bold] (cache fixes each session's calls price, added up; most first)")
             for line in advice:
                 console.print(safe(line))
-            console.print("  what a replay proves per session (tool results cut): tokprof profile DIR --session ID")
+            console.print(
+                "  what a replay proves per session (tool results cut, tools never called dropped): "
+                "tokprof profile DIR --session ID"
+            )
         names = report.bucket_names()
         columns = [
             Column("session", justify="left"),

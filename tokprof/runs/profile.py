@@ -150,7 +150,7 @@ def run_profile(
     result = finish_profile(result, light, chat, prices)
     if advice:
         replayed = report if report is not None and len(report.policies) > 1 else None
-        result.actions = advise(result, again, replayed)
+        result.actions = advise(result, again, replayed, pick.tools)
     return result
 
 

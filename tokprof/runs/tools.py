@@ -82,24 +82,8 @@ def tools_report(log: PathLike | Trace | None = None, options: Options = DEFAULT
 
 
 def _replayed_cuts(cuts: "CutList", trace: Trace, chat: ChatModel, prices: PricesArg) -> "CutList":
-    """The cut list with the costliest caps replayed (tokprof.analyses.cutlist.cap_candidates): each cut
+    """The cut list with its costliest caps and drops replayed (tokprof.analyses.cutlist.replayed): each cut
     as a policy of its own (tokprof.transforms.cuts), the log's baseline made once."""
-    from tokprof.analyses.cutlist import CAP_CHARS, cap_candidates, with_replays
-    from tokprof.analyses.whatif import whatif as replay
-    from tokprof.transforms.cuts import CapTools
+    from tokprof.analyses.cutlist import replayed
 
-    candidates = cap_candidates(cuts)
-    if not candidates:
-        return cuts
-    policies = [CapTools(tools, CAP_CHARS) for _, tools in candidates]
-    try:
-        report = replay(trace, chat, policies, prices=user_prices(prices))
-    except RenderError:  # a cut prompt the template cannot render: the cut list without replays
-        return cuts
-    results = {p.policy: p for p in report.policies}
-    found = {}
-    for (row, _), policy in zip(candidates, policies):
-        result = results.get(policy.spec)
-        if result is not None:
-            found[row.name] = (policy.spec, result.cost_saving, result.saving)
-    return with_replays(cuts, found)
+    return replayed(cuts, trace, chat, user_prices(prices))

@@ -207,8 +207,8 @@ def probe(
     answer against ``expect``: hit, confident wrong answer (a value of the same shape), miss, or error.
     ``announce(requests, prompt_tokens)`` is called before anything is sent; more than
     ``max_requests`` requests is an error before sending; ``dry_run`` builds and counts the requests
-    and sends nothing. ``model`` is the model that counts the prompts; ``endpoint_model`` the model
-    name sent to the endpoint."""
+    and sends nothing. ``options.model`` is the model that counts the prompts; ``endpoint_model`` the
+    model name sent to the endpoint."""
     from tokprof.analyses.probe import CONTROL, NO_CONTROL, ProbeReport, requests, run
     from tokprof.base.chat_client import ChatClient
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies

@@ -7,6 +7,7 @@ sorts a capture's interleaved calls into their conversations. Each returns the
 trace it was given, changed; none reads a file, and only :func:`fit` looks at the model.
 """
 
+from tokprof.transforms import cuts  # noqa: F401  (registers its policy: drop-tools)
 from tokprof.transforms.dedupe import count_once, counted_once
 from tokprof.transforms.supply import supply
 from tokprof.transforms.threads import thread_by_content

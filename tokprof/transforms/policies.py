@@ -375,11 +375,15 @@ class Replay:
     :class:`Step` shares (the counter, the context window, the rewritten messages, and ``state``, where
     a policy keeps what it carries from call to call)."""
 
-    def __init__(self, policy: Policy, counter: Counter | None, window: int | None):
+    def __init__(self, policy: Policy, counter: Counter | None, window: int | None, trace: Any = None):
         self.policy = policy
         self.counter = counter
         self.window = window
+        #: the log replayed, or what its calls showed of their tools (transforms.cuts.ToolUse): a policy
+        #: that looks at the whole log (the tools it never calls)
+        self.trace = trace
         self.rewrites = _Rewrites()
+        self.tool_lists: dict[tuple[int, frozenset[str]], tuple[list[dict], list[dict] | None]] = {}
         self.previous: dict[str, Sequence[dict]] = {}  # thread -> the log's messages of its last call
         self.state: dict[str, Any] = {}
 
@@ -394,9 +398,9 @@ class Replay:
         shared = 0 if before is None else shared_messages(call.messages, before)
         fresh = 0 if before is None else _fresh(messages, before, shared)
         extends = before is not None and shared == len(before)
-        step = Step(call, messages, fresh, extends, self)
+        step = Step(call, messages, fresh, extends, self, tools=call.tools)
         kept = self.policy.apply(step)
-        return step.added + [_replayed(call, kept, messages)]
+        return step.added + [_replayed(call, kept, step.tools, messages)]
 
 
 @dataclass
@@ -404,7 +408,9 @@ class Step:
     """One call as a policy replays it, what :meth:`Policy.apply` is given: the call, its prompt's
     messages as the log has them, where its new messages start (``fresh``; a policy never changes or
     drops them), whether it continues the previous call of its thread whole (``extends``), and the
-    :class:`Replay` it is part of. Calls the policy adds before it go in ``added``."""
+    :class:`Replay` it is part of. Calls the policy adds before it go in ``added``. ``tools`` is the
+    tool list the call is replayed with: the log's (``call.tools``) unless the policy sets another
+    (:meth:`without_tools`); a call with other tools is a changed call, billed as one."""
 
     call: Call
     messages: list[dict]
@@ -412,6 +418,7 @@ class Step:
     extends: bool
     replay: Replay
     added: list[Call] = field(default_factory=list)
+    tools: list[dict] | None = None
 
     @property
     def state(self) -> dict[str, Any]:
@@ -443,6 +450,23 @@ class Step:
         message rewritten alike in every call is one object, and the attributor does its work once)."""
         return self.replay.rewrites.get(message, how, lambda: _with_content(message, content()))
 
+    def without_tools(self, names: frozenset[str]) -> list[dict] | None:
+        """The call's tool list without the tools of these names (:func:`tool_name`), made once per tool list
+        over the replay (so that calls that carried one list carry one list again, and the attributor and
+        the counter do their work once); the log's own list where it has none of them (the call stays the
+        log's), None where none is left. Sets :attr:`tools`."""
+        tools = self.call.tools
+        if tools is not None and names:
+            key = (id(tools), names)
+            found = self.replay.tool_lists.get(key)
+            if found is None or found[0] is not tools:
+                left = [t for t in tools if tool_name(t) not in names]
+                found = (tools, tools if len(left) == len(tools) else (left or None))
+                self.replay.tool_lists[key] = found
+            tools = found[1]
+        self.tools = tools
+        return tools
+
     def keep_from(self, start: int) -> list[dict]:
         """The system and developer messages, and the messages from ``start`` on (never from past the new
         ones), with the window rule: tool messages at the start of the kept part whose assistant tool call
@@ -454,17 +478,29 @@ class Step:
         return _others(self.messages)
 
 
-def _replayed(call: Call, kept: list[dict], messages: list[dict]) -> Call:
-    if kept is messages:  # the policy kept the prompt as it is
+def tool_name(tool: dict) -> str | None:
+    """A tool definition's name (``{"type": "function", "function": {"name": …}}``, or ``{"name": …}``)."""
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, dict) else tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+def _replayed(call: Call, kept: list[dict], tools: list[dict] | None, messages: list[dict]) -> Call:
+    same_tools = tools is call.tools  # else the policy replays the call with another tool list
+    if same_tools and kept is messages:  # the policy kept the prompt as it is
         return call
-    if len(kept) == len(call.messages) and all(a is b for a, b in zip(kept, call.messages)):
+    if same_tools and len(kept) == len(call.messages) and all(a is b for a, b in zip(kept, call.messages)):
         return call
     # usage was reported for the log's prompt, not this one; encrypted reasoning the log resends
     # stays only where every assistant message stays
     assistants = {id(m) for m in kept if m["role"] == "assistant"}
     keeps_reasoning = all(id(m) in assistants for m in call.messages if m["role"] == "assistant")
     return dataclasses.replace(
-        call, messages=kept, reported=None, unrendered=dict(call.unrendered) if keeps_reasoning else {}
+        call,
+        messages=kept,
+        tools=call.tools if same_tools else tools,
+        reported=None,
+        unrendered=dict(call.unrendered) if keeps_reasoning else {},
     )
 
 
@@ -760,7 +796,7 @@ def apply(trace: Trace, policy: Policy, counter: Counter | None = None, window: 
     The trace given is not changed."""
     if policy.needs_counter and counter is None:
         raise PolicyError(f"policy {policy.spec!r} needs token counts: give apply() a counter")
-    replay = Replay(policy, counter, window)
+    replay = Replay(policy, counter, window, trace)
     calls: list[Call] = []
     for call in trace.calls:
         calls.extend(replay.calls(call))

@@ -55,6 +55,7 @@ class Worker:
         self.busy = False
         self.stats: dict = {}
         self.started = 0  # how many times it has been started
+        self.closed = False  # the server is stopping: no process starts again
         self._lock = threading.Lock()
 
     def alive(self) -> bool:
@@ -75,6 +76,9 @@ class Worker:
         connection = Connection(ours.detach())
         with self._lock:
             self.process, self.connection = process, connection
+        if self.closed:  # the server stopped while this process started: it would run on unwatched
+            self.kill()
+            raise Stopped("the server is stopping")
         self.started += 1
         try:
             connection.send(self.settings)
@@ -293,6 +297,7 @@ class WorkerPool:
         """Kill the workers now: counts in progress end (their requests get 503), none start."""
         self.closed = True
         for worker in self.workers:
+            worker.closed = True
             worker.kill()
         self.threads.shutdown(wait=False, cancel_futures=True)
 
