@@ -242,7 +242,9 @@ def test_a_prompt_equal_to_the_logs_keeps_its_usage():
     calls = three_calls()
     copy = Call(index=1, messages=[dict(m) for m in calls[1].messages], tools=None, model=SONNET, time=calls[1].time)
     trace = Trace(path="t.json", format="test", calls=[calls[0], copy, calls[2]])
-    counted = [Replayed(2000, 0, False), Replayed(2990, 1990, True), Replayed(4000, 3000, False)]
+    # the replay's pass says the prompt is the log's (its calls are let go after their pass)
+    assert copy.messages == calls[1].messages
+    counted = [Replayed(2000, 0, False), Replayed(2990, 1990, True, same_prompt=True), Replayed(4000, 3000, False)]
     assert billed_usage(trace, counted, calls)[1] == calls[1].reported
 
 

@@ -141,19 +141,21 @@ def test_facts_taken_anew_for_a_profile_without_them_are_the_passs(qwen25):
 
 @pytest.mark.parametrize("model", ["mistral-nemo", "qwen2.5"])
 def test_the_facades_stream_fits_tool_call_ids_call_by_call_as_fit_does_the_trace(model):
+    from tokprof.transforms import fit
     from tokprof.models import resolve_model
-    from tokprof.runs.profile import run_profile_calls, run_profile_trace
+    from tokprof.runs.model import Model
+    from tokprof.runs.profile import run_profile
+    from tokprof.transforms.stream import HeldCalls
 
     chat = resolve_model(model)
     trace = _whole(24, fresh=True, anonymous=False)  # Mistral's template takes no call without an id
     before = copy.deepcopy(trace)
-    batch = run_profile_trace(trace, chat)
-    given = header()
-    streamed = run_profile_calls(generated(24, anonymous=False), given, chat)
-    assert json.dumps(streamed.to_dict(), indent=1) == json.dumps(batch.to_dict(), indent=1)
+    streamed = run_profile(HeldCalls(trace), Model(chat), None)  # the one path: each call fitted as it comes
+    fitted = run_profile(HeldCalls(fit(trace, chat)), Model(chat), None)  # the ids fitted beforehand
+    assert json.dumps(streamed.to_dict(), indent=1) == json.dumps(fitted.to_dict(), indent=1)
     mapped = "tool-call-ids-mapped" in {w.code for w in streamed.warnings}
     assert mapped == (model == "mistral-nemo")
-    assert trace == before and given == header()  # neither the trace nor the header was changed
+    assert trace == before  # the trace was not changed
 
 
 def test_a_per_call_fit_is_fit_of_the_trace():

@@ -859,13 +859,13 @@ def _reported(call: Call) -> int | None:
 
 
 def _no_system_prompt(trace: Trace, call: Call) -> bool:
-    """Whether a call's prompt holds no system prompt because its log does not record the one the
-    agent sent: then the text a chat template puts in the place of a missing one (Qwen's "You are
-    Qwen...") was not sent and is not counted (#48.2)."""
+    """Whether a call whose prompt holds no system message (its light copy) holds none because its
+    log does not record the one the agent sent: then the text a chat template puts in the place of
+    a missing one (Qwen's "You are Qwen...") was not sent and is not counted (#48.2)."""
     missing = set(trace.unrecorded)
     if not call.thread:
         missing -= set(trace.supplied)
-    return "system" in missing and not any(m.get("role") in ("system", "developer") for m in call.messages)
+    return "system" in missing
 
 
 def _unrecorded(trace: Trace, call: Call) -> bool:
@@ -877,7 +877,6 @@ def _unrecorded(trace: Trace, call: Call) -> bool:
     return bool(missing)
 
 
-@frozen()  # the trace is read: full collections need not walk it over and over
 def profile_trace(
     trace: Trace,
     model: ChatModel,
@@ -885,11 +884,12 @@ def profile_trace(
     source_name: str | None = None,
     attributor: Attributor | None = None,
 ) -> Profile:
-    """Attribute every call of a trace and gather the rows and warnings into a profile. ``attributor``:
-    one of the model's to attribute with (a caller that reads its views of each call, in ``on_call``),
-    else a new one. The trace is not changed: the profile's analyses read its calls' light fields and
-    the facts the pass took of their prompts (``Profile.facts``)."""
-    return _profile(trace.calls, trace, model, on_call, source_name, attributor, None)
+    """Attribute every call of a trace and gather the rows and warnings into a profile: the trace's
+    calls fed to :func:`profile_calls` (the one pass). ``attributor``: one of the model's to
+    attribute with (a caller that reads its views of each call, in ``on_call``), else a new one. The
+    trace is not changed: the profile's analyses read its calls' light fields and the facts the pass
+    took of their prompts (``Profile.facts``)."""
+    return profile_calls(trace.calls, trace, model, on_call, source_name, attributor)[0]
 
 
 def profile_calls(
@@ -901,7 +901,7 @@ def profile_calls(
     attributor: Attributor | None = None,
     settle: Callable[[], ChatModel] | None = None,
 ) -> tuple[Profile, Trace]:
-    """:func:`profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
+    """The profile of a stream of calls (each yielded once, in log order; ``header``: the
     trace's other fields, its ``calls`` unread, its notes read once the stream is done), keeping of
     each call after its pass only a light copy (:func:`light_call`): what it holds is the last prompt
     of each thread and key that a later call is compared with, and a small record per call. Returns
@@ -931,14 +931,15 @@ def _profile(
     on_call: Callable[[int], None] | None,
     source_name: str | None,
     attributor: Attributor | None,
-    light: list[Call] | None,
+    light: list[Call],
     settle: Callable[[], ChatModel] | None = None,
 ) -> Profile:
-    """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (a
-    stream), or None to read ``trace.calls`` again (a trace held whole)."""
+    """The pass over the calls, then the rows. ``light``: where to keep each call's light copy (what
+    the rows and the analyses read of it)."""
     attributor = attributor or Attributor(model, keep_json=True)
     flagged: dict[str, list[int]] = {}
     counted: list[Counted] = []
+    defaults: set[int] = set()  # calls whose prompt holds no system message but the count has a system part
     results = ResultTracker()
     prompts = PromptTracker()
     continuations = Continuations()
@@ -948,26 +949,30 @@ def _profile(
         continues = None if facts.added is None else facts.messages - len(facts.added)
         results.observe(position, call, attributor.message_tokens, continues)
         counts = buckets.as_dict()
-        if counts.get("system") and _no_system_prompt(trace, call):
-            counts["system"] = 0  # the template's own default system prompt: the agent sent its own (unrecorded)
+        if counts.get("system") and not any(m.get("role") in ("system", "developer") for m in call.messages):
+            defaults.add(position)  # the template's default system prompt, if the log records none (below)
         for name, tokens in call.unrendered.items():  # known from usage, not renderable
             counts[name] = counts.get(name, 0) + tokens
-        # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
-        unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
         key, reported = (call.model, call.thread), _reported(call)
         extends = continuations.observe(key, reported, call.messages, call.tools)
-        counted.append(Counted(counts, reported, key, unrecorded, extends))
+        counted.append(Counted(counts, reported, key, False, extends))
         for code in buckets.warnings:
             flagged.setdefault(code, []).append(call.index)
-        if light is not None:
-            light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
+        light.append(light_call(call, prompts.facts.tools.tools[facts.catalogue]))
         if on_call is not None:
             on_call(call.index)
+    # what rests on the log's header, complete only once every call is read: the parts it does not record
+    for position in defaults:
+        if _no_system_prompt(trace, light[position]):  # the agent sent its own system prompt (unrecorded)
+            counted[position].counts["system"] = 0
+    for count, call in zip(counted, light):
+        # a call whose whole prompt is unrecorded (UNRECORDED unrendered) has no fixed part to infer
+        count.unrecorded = _unrecorded(trace, call) and UNRECORDED not in call.unrendered
     if settle is not None:
         model = settle()
     if model.exact and is_default(model) and any(c.reported is not None for c in counted):
         model = as_stand_in(model)  # the log names no model but reports usage: counts anchored on it (#48.2)
-    rest = light if light is not None else trace.calls
+    rest = light
     estimates = attribute(counted, model.exact)
     rows: list[CallRow] = []
     cumulative = 0

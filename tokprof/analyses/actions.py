@@ -22,16 +22,17 @@ configuration change of each (``how``) is the documented one of the agent that w
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses import agent_config
 from tokprof.pricing.billing import CacheSummary
 from tokprof.profiling import Action, Profile
-from tokprof.trace import Trace
+from tokprof.trace import Call, Trace
 
 if TYPE_CHECKING:  # the replay's results (the module stays light for the directory views)
     from tokprof.analyses.whatif import PolicyResult, WhatIfReport
+    from tokprof.transforms.cuts import ToolUse
 
 #: At most this many actions are shown.
 MAX_ACTIONS = 3
@@ -131,13 +132,17 @@ def cache_actions(profile: Profile, cache: CacheSummary | None = None) -> list[A
 
 
 # -- tool results ----------------------------------------------------------------------------------
-def results_over(trace: Trace, chars: int) -> Counter:
-    """Per tool, the characters of its results beyond ``chars`` (each result counted once): what a cap cuts."""
+def results_over(calls: Iterable[Call], chars: int) -> Counter:
+    """Per tool, the characters of its results beyond ``chars`` (each result counted once): what a cap
+    cuts. A prompt that is a longer view of the list an earlier one was read from costs what it adds."""
+    from tokprof.transforms.cuts import new_messages
+
     names: dict[str, str] = {}
     cut: Counter = Counter()
     seen: set[str] = set()
-    for call in trace.calls:
-        for m in call.messages:
+    read: dict[int, tuple[list[dict], int]] = {}
+    for call in calls:
+        for m in new_messages(call.messages, read):
             for tc in m.get("tool_calls") or ():
                 if isinstance(tc, dict) and isinstance(tc.get("id"), str):
                     name = (tc.get("function") or {}).get("name")
@@ -171,7 +176,9 @@ def _saves(result: "PolicyResult") -> bool:
     return result.saving > 0
 
 
-def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport") -> Action | None:
+def result_action(
+    profile: Profile, calls: Callable[[], Iterable[Call]] | None, report: "WhatIfReport"
+) -> Action | None:
     """The best replay of :data:`RESULT_POLICIES` that saves anything, naming the tools it cuts."""
     candidates = [p for p in report.policies if p.policy in RESULT_POLICIES and _saves(p)]
     if not candidates:
@@ -179,9 +186,9 @@ def result_action(profile: Profile, trace: Trace | None, report: "WhatIfReport")
     priced = all(p.cost_saving is not None for p in candidates)
     best = max(candidates, key=lambda p: (p.cost_saving or 0.0) if priced else p.saving)
     fmt = profile.source.format
-    if best.policy.startswith("cap:") and trace is not None:
+    if best.policy.startswith("cap:") and calls is not None:
         chars = int(best.policy.split(":")[1])
-        cut = results_over(trace, chars)
+        cut = results_over(calls(), chars)
         tools = [name for name, _ in sorted(cut.items(), key=lambda item: (-item[1], item[0]))]
         why = (
             f"results of {_listed(tools)} run past {chars:,} characters and are carried into every later prompt"
@@ -239,19 +246,18 @@ def _rewrites(result: "PolicyResult") -> bool:
 
 
 def unused_tools_action(
-    profile: Profile, trace: Trace | None = None, report: "WhatIfReport | None" = None
+    profile: Profile, tools: "ToolUse | None" = None, report: "WhatIfReport | None" = None
 ) -> Action | None:
     """The tools the log carried and the model never called: with a what-if ``report`` of :data:`DROP_POLICY`
-    (and the ``trace`` it replayed), the dollars the replay proves dropping them saves (none saved: no action);
-    without one, the main catalogue's unused tools with their tokens over the run, unpriced."""
+    (and ``tools``, what the log's calls showed of their tools), the dollars the replay proves dropping them
+    saves (none saved: no action); without one, the main catalogue's unused tools with their tokens over the
+    run, unpriced."""
     fmt = profile.source.format
     replayed = None
-    if report is not None and trace is not None:
+    if report is not None and tools is not None:
         replayed = next((p for p in report.policies if p.policy == DROP_POLICY), None)
-    if replayed is not None:
-        from tokprof.transforms.cuts import called_tools, never_called
-
-        unused = list(never_called(trace))  # type: ignore[arg-type]
+    if replayed is not None and tools is not None:
+        unused = list(tools.never_called())
         if not unused or not _saves(replayed):
             return None
         return Action(
@@ -263,7 +269,7 @@ def unused_tools_action(
             ),
             dollars=None if replayed.cost_saving is None else round(replayed.cost_saving, 6),
             tokens=replayed.saving,
-            how=_drop_how(fmt, unused, called_tools(trace)),  # type: ignore[arg-type]
+            how=_drop_how(fmt, unused, tools.called),
             basis=f"replay:{DROP_POLICY}",
             estimate=not replayed.exact
             or not profile.model.exact
@@ -298,15 +304,21 @@ def rank(actions: Sequence[Action]) -> tuple[Action, ...]:
     return tuple(ordered[:MAX_ACTIONS])
 
 
-def advise(profile: Profile, trace: Trace | None = None, report: "WhatIfReport | None" = None) -> tuple[Action, ...]:
+def advise(
+    profile: Profile,
+    calls: Callable[[], Iterable[Call]] | None = None,
+    report: "WhatIfReport | None" = None,
+    tools: "ToolUse | None" = None,
+) -> tuple[Action, ...]:
     """The actions for a profile: its cache fixes and unused tools, and with a what-if ``report`` of
-    :data:`RESULT_POLICIES` (and the ``trace`` it replayed) the tool-results action."""
+    :data:`RESULT_POLICIES` (and ``calls``, a fresh stream of the calls it replayed, and ``tools``, what
+    they showed of their tools) the tool-results and dropped-tools actions."""
     found: list[Action] = cache_actions(profile)
     if report is not None:
-        action = result_action(profile, trace, report)
+        action = result_action(profile, calls, report)
         if action is not None:
             found.append(action)
-    unused = unused_tools_action(profile, trace, report if _replays(report, DROP_POLICY) else None)
+    unused = unused_tools_action(profile, tools, report if _replays(report, DROP_POLICY) else None)
     if unused is not None:
         found.append(unused)
     return rank(found)
@@ -319,14 +331,38 @@ def _replays(report: "WhatIfReport | None", spec: str) -> bool:
 def replayed_policies(trace: Trace) -> tuple[str, ...]:
     """Which policies to replay: :data:`RESULT_POLICIES` for a log with tool results (``elide`` only for a
     log that carries at most :data:`ELIDE_MESSAGES` messages over the run: its replay's cost), and
-    :data:`DROP_POLICY` for a log whose calls carry tools it never calls."""
-    from tokprof.transforms.cuts import never_called
+    :data:`DROP_POLICY` for a log whose calls carry tools it never calls. Every call fed to a :class:`PolicyPick`."""
+    pick = PolicyPick()
+    for call in trace.calls:
+        pick.observe(call)
+    return pick.policies()
 
-    out: tuple[str, ...] = ()
-    if any(m.get("role") == "tool" for call in trace.calls for m in call.messages):
-        carried = sum(len(call.messages) for call in trace.calls)
-        out = tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or carried <= ELIDE_MESSAGES)
-    return out + ((DROP_POLICY,) if never_called(trace) else ())
+
+class PolicyPick:
+    """:func:`replayed_policies` a call at a time (a stream's calls, in log order): :meth:`observe` each,
+    then :meth:`policies`. A prompt that is a longer view of an earlier one's list is read for what it adds."""
+
+    def __init__(self) -> None:
+        from tokprof.transforms.cuts import ToolUse
+
+        self.results = False  # whether a prompt holds a tool result
+        self.carried = 0  # the messages the prompts carry, added up
+        self.tools = ToolUse()  # the tools the calls carry and call
+        self._read: dict[int, tuple[list[dict], int]] = {}
+
+    def observe(self, call: Call) -> None:
+        from tokprof.transforms.cuts import new_messages
+
+        self.carried += len(call.messages)
+        if not self.results:
+            self.results = any(m.get("role") == "tool" for m in new_messages(call.messages, self._read))
+        self.tools.observe(call)
+
+    def policies(self) -> tuple[str, ...]:
+        out: tuple[str, ...] = ()
+        if self.results:
+            out = tuple(p for p in RESULT_POLICIES if not p.startswith("elide") or self.carried <= ELIDE_MESSAGES)
+        return out + ((DROP_POLICY,) if self.tools.never_called() else ())
 
 
 def combined(actions: Sequence[Action], sessions: Sequence[int]) -> tuple[Action, ...]:

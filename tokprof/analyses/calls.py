@@ -8,6 +8,7 @@ documented one by one in docs/tables.md; :data:`SCHEMA_VERSION` changes when the
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from datetime import datetime
 
@@ -89,14 +90,22 @@ FIELDS = tuple(f.name for f in fields(CallRecord))
 
 
 def call_records(
-    result: Profile, trace: Trace, session: str, path: str, stamp: Stamp = Stamp(), with_text: bool = False
+    result: Profile,
+    trace: Trace,
+    session: str,
+    path: str,
+    stamp: Stamp = Stamp(),
+    with_text: bool = False,
+    texts: Mapping[int, str] | None = None,
 ) -> list[CallRecord]:
-    """The records of a profile's calls, with what the trace knows of each (time, model, place)."""
+    """The records of a profile's calls, with what the trace knows of each (time, model, place).
+    ``with_text``: each with its prompt and response (:func:`call_text`), from ``texts`` by call index
+    when given (taken as the calls went by: ``trace`` then holds their light copies), else from the calls."""
     by_index = {call.index: call for call in trace.calls}
     window = result.model.context_window
     missing = missing_buckets(result.not_recorded)
     return [
-        _record(row, by_index[row.index], result, session, path, stamp, window, with_text, missing)
+        _record(row, by_index[row.index], result, session, path, stamp, window, with_text, missing, texts)
         for row in result.calls
         if row.index in by_index
     ]
@@ -112,6 +121,7 @@ def _record(
     window: int | None,
     with_text: bool,
     missing: frozenset[str] = frozenset(),
+    texts: Mapping[int, str] | None = None,
 ) -> CallRecord:
     usage = row.reported
     cost = row.cost
@@ -162,7 +172,7 @@ def _record(
         git_commit=call.git_commit,
         machine=stamp.machine,
         user=stamp.user,
-        text=_text(call) if with_text else None,
+        text=None if not with_text else texts[call.index] if texts is not None else call_text(call),
     )
 
 
@@ -175,7 +185,8 @@ def _part(cost: CallCost | None, name: str, priced: bool) -> float | None:
     return float(value)
 
 
-def _text(call: Call) -> str:
+def call_text(call: Call) -> str:
+    """A call's prompt and response, as a record's ``text``."""
     return json.dumps(
         {"messages": as_list(call.messages), "tools": call.tools, "response": call.response},
         ensure_ascii=False,

@@ -11,8 +11,10 @@ prices, and returns a summary row (and, when asked, a record per call), never a 
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -22,11 +24,11 @@ from tokprof.pricing.cost import UserPrice
 from tokprof.analyses.standard import attach_analyses
 from tokprof.analyses.sessions import SessionRow, SessionsReport, Skipped
 from tokprof.attribution.attributor import RenderError
-from tokprof.base.errors import InputError, TokprofError
+from tokprof.base.errors import TokprofError
 from tokprof.models.base import ChatModel, ModelInfo
 from tokprof.models.loaded import chat_model
-from tokprof.profiling import profile_trace
-from tokprof.trace import Trace
+from tokprof.profiling import Profile, profile_calls
+from tokprof.trace import Call, Trace
 
 #: A map: ``function`` of every item, the results in the items' order.
 Mapper = Callable[[Callable[[Any], Any], Sequence[Any]], list]
@@ -101,28 +103,61 @@ def model_for(trace: Trace, name: str | None, chat_template: str | None) -> Chat
 
 def profile_session(work: SessionWork) -> Outcome:
     """One session file profiled (its row, its model, its records), or why it was skipped. A plain
-    function of a picklable argument: it runs in a worker process or on a cluster."""
-    from tokprof.formats import read_trace
-    from tokprof.transforms import count_once, fit, supply
-
+    function of a picklable argument: it runs in a worker process or on a cluster. The file's calls are
+    read as a stream (:class:`tokprof.transforms.stream.LogCalls`), each prompt let go after its pass."""
     path, options = work.task.path, work.options
     try:
-        trace = count_once(read_trace(path, work.task.kind), set(work.counted))
-        if options.tools is not None or options.system is not None:
-            try:
-                supply(trace, options.tools, options.system)
-            except ValueError as exc:
-                raise InputError(path, None, str(exc)) from None
-        chat = model_for(trace, options.model, options.chat_template)
-        trace = fit(trace, chat)
-        result = attach_analyses(profile_trace(trace, chat), trace, None, options.prices)
+        given = chat_model(options.model, options.chat_template, None) if options.model is not None else None
+        result, light, chat, texts = _session_profile(work, given)
     except TokprofError as exc:
         return Skipped(path, str(exc))
     except RenderError as exc:  # the template failed on one session: skip it, say why
         return Skipped(path, f"{path}: {exc}")
-    session = trace.session or Path(path).stem
-    records = call_records(result, trace, session, path, options.stamp, options.with_text) if options.records else []
+    session = light.session or Path(path).stem
+    records = (
+        call_records(result, light, session, path, options.stamp, options.with_text, texts) if options.records else []
+    )
     return SessionOutcome(SessionRow.from_profile(result, session, path), chat.describe(), tuple(records))
+
+
+def _session_profile(
+    work: SessionWork, given: ChatModel | None
+) -> tuple[Profile, Trace, ChatModel, dict[int, str] | None]:
+    """A session file's profile, its light trace, the model that counted it and (with text records)
+    each call's text; ``given``: the model (None: chosen from the first call's name, settled on every
+    name: another choice profiles the file again with it)."""
+    from tokprof.analyses.calls import call_text
+    from tokprof.transforms import counted_once
+    from tokprof.transforms.stream import LogCalls, fitted
+
+    path, options = work.task.path, work.options
+    source = LogCalls(path, work.task.kind, options.tools, options.system, thread=False)
+    stream = counted_once(source.calls(), set(work.counted), source.header)
+    first = next(stream, None)
+    chat = given or chat_model(None, options.chat_template, [source.header.model, first.model if first else None])
+    names: list[str | None] = []
+    texts: dict[int, str] | None = {} if options.records and options.with_text else None
+
+    def calls() -> Iterator[Call]:
+        for call in itertools.chain([first] if first is not None else [], stream):
+            names.append(call.model)
+            yield call
+
+    def noted(calls: Iterator[Call]) -> Iterator[Call]:
+        for call in calls:
+            if texts is not None:
+                texts[call.index] = call_text(call)
+            yield call
+
+    length = getattr(chat, "tool_call_id_length", None)
+    profile, light = profile_calls(noted(fitted(calls(), length, source.header)), source.header, chat)
+    if given is None:
+        final = chat_model(None, options.chat_template, [source.header.model, *names])
+        if (final.name, final.exact, final.method) != (chat.name, chat.exact, chat.method):
+            return _session_profile(work, final)  # the log's other model names choose another model
+        profile.model = dataclasses.replace(profile.model, selected=final.selected)
+        chat = final
+    return attach_analyses(profile, light, None, options.prices), light, chat, texts
 
 
 def run_sessions(tasks: Sequence[SessionTask], options: SessionOptions, map_: Mapper, root: str = "") -> SessionsReport:

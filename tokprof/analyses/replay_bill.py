@@ -62,6 +62,9 @@ class Replayed:
     #: from the log's previous call (the policy rewrote nothing the log's two prompts share): the log's read
     #: then shows what the provider read of that prefix, even past the counted ``shared``.
     parts_as_logged: bool = False
+    #: Whether its prompt is the log's call's (the same messages and tools), taken as the call went by:
+    #: the policies' calls are let go after their pass, their light copies hold no prompt.
+    same_prompt: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,13 +101,12 @@ def _cached(usage: Usage | None, total: int, rules: str | None) -> int:
     return (usage.cache_read or 0) + (usage.cache_write or 0)
 
 
-def _same_prompt(call: Call, original: Call | None) -> bool:
+def _same_prompt(counted: Replayed, original: Call | None) -> bool:
     return (
         original is not None
         and original.reported is not None
         and bool(original.reported.prompt)
-        and call.messages == original.messages
-        and call.tools == original.tools
+        and counted.same_prompt
     )
 
 
@@ -125,7 +127,7 @@ def billed_usage(
         added = type(call).__name__ == "AddedCall"
         original = None if added else logged.get(call.index)
         before = last.get(call.thread)
-        if not counted.changed or _same_prompt(call, original):
+        if not counted.changed or _same_prompt(counted, original):
             usage = call.reported if not counted.changed else original.reported  # type: ignore[union-attr]
             long = bool(usage and usage.cache_write_1h)
             last[call.thread] = (position, _cached(usage, counted.total, rules), name, long)

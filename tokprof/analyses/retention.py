@@ -112,28 +112,52 @@ def main_calls(trace: Trace) -> list[Call]:
     return [c for c in trace.calls if not isinstance(c, AddedCall) and not c.thread]
 
 
-def first_calls(trace: Trace, facts: Sequence[Fact]) -> list[int | None]:
-    """For each fact, the log's first call whose prompt carries it."""
-    calls = main_calls(trace)
-    return [next((c.index for c in calls if carries(c.messages, fact)), None) for fact in facts]
+def first_calls(
+    trace: Trace, facts: Sequence[Fact], carried: Sequence[Sequence[bool]] | None = None
+) -> list[int | None]:
+    """For each fact, the log's first call whose prompt carries it (``carried``: for each of the
+    trace's calls, whether its prompt carries each fact, taken as the call went by; else read from
+    the calls' prompts)."""
+    calls = _main(trace, facts, carried)
+    return [next((c.index for c, has in calls if has[k]), None) for k in range(len(facts))]
 
 
-def retention(trace: Trace, facts: Sequence[Fact], first: Sequence[int | None]) -> tuple[FactRetention, ...]:
-    """Each fact under a policy's trace, given where it first appears in the log (:func:`first_calls`)."""
-    calls = main_calls(trace)
+def retention(
+    trace: Trace,
+    facts: Sequence[Fact],
+    first: Sequence[int | None],
+    carried: Sequence[Sequence[bool]] | None = None,
+) -> tuple[FactRetention, ...]:
+    """Each fact under a policy's trace, given where it first appears in the log (:func:`first_calls`)
+    and, for each of the trace's calls, whether its prompt carries each fact (``carried``, as
+    :func:`first_calls` takes it)."""
+    carried = carried if carried is not None else carried_facts(trace.calls, facts)
+    calls = _main(trace, facts, carried)
     out = []
-    for fact, start in zip(facts, first):
+    for k, (fact, start) in enumerate(zip(facts, first)):
         if start is None:
-            elsewhere = any(carries(c.messages, fact) for c in trace.calls if c.thread)
+            elsewhere = any(has[k] for c, has in zip(trace.calls, carried) if c.thread)
             out.append(FactRetention(fact.text, None, None, None, (), SUBAGENTS_ONLY if elsewhere else None))
             continue
-        later = [c for c in calls if c.index >= start]
-        held = [c.index for c in later if carries(c.messages, fact)]
-        carried = set(held)
-        missing = tuple(c.index for c in later if c.index not in carried)
-        final = bool(calls) and carries(calls[-1].messages, fact)
+        later = [(c, has) for c, has in calls if c.index >= start]
+        held = [c.index for c, has in later if has[k]]
+        kept = set(held)
+        missing = tuple(c.index for c, _ in later if c.index not in kept)
+        final = bool(calls) and calls[-1][1][k]
         out.append(FactRetention(fact.text, start, held[-1] if held else None, final, missing))
     return tuple(out)
+
+
+def carried_facts(calls: Iterable[Call], facts: Sequence[Fact]) -> list[tuple[bool, ...]]:
+    """For each call, whether its prompt carries each fact."""
+    return [tuple(carries(c.messages, fact) for fact in facts) for c in calls]
+
+
+def _main(
+    trace: Trace, facts: Sequence[Fact], carried: Sequence[Sequence[bool]] | None
+) -> list[tuple[Call, Sequence[bool]]]:
+    carried = carried if carried is not None else carried_facts(trace.calls, facts)
+    return [(c, has) for c, has in zip(trace.calls, carried) if not isinstance(c, AddedCall) and not c.thread]
 
 
 _STANDING = re.compile(r"[^.!?\n]*\b(always|never|must|do not|don't|make sure)\b[^.!?\n]*[.!?]?", re.I)

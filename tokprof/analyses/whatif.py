@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import date
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,16 +20,17 @@ import numpy as np
 from tokprof.version import __version__
 from tokprof.pricing.cost import UserPrice, attach_cost
 from tokprof.analyses.replay_bill import Replayed, billed_usage
-from tokprof.analyses.retention import Fact, FactRetention, first_calls, retention
+from tokprof.analyses.retention import Fact, FactRetention, carries, first_calls, retention
 from tokprof.attribution.attributor import Attributor, RenderError
 from tokprof.pricing.billing import DIGITS, CallCost, CostSummary, money
 from tokprof.attribution.estimates import UNRECORDED, scale_buckets
 from tokprof.base.jsontext import dumps
 from tokprof.models.base import ChatModel, ModelInfo, Tokens
-from tokprof.profiling import CallRow, Profile, Source, log_window, profile_trace
+from tokprof.profiling import CallRow, Profile, Source, log_window, profile_calls
 from tokprof.base.textdiff import common_prefix
-from tokprof.trace import Call, Note, Trace, as_list
-from tokprof.transforms.policies import AddedCall, Full, Policy, apply, shared_messages
+from tokprof.trace import Call, Note, Trace
+from tokprof.transforms.cuts import ToolUse
+from tokprof.transforms.policies import AddedCall, Full, Policy, Replay, shared_messages
 
 SCHEMA_VERSION = 1
 
@@ -40,13 +41,13 @@ class PromptCounter:
     template (the first message shape it takes) and tokenized, reusing the tokens of the last prompt
     it counted up to where the two part. ``fixed`` gives, per (log model, thread), the tokens of the
     parts of every prompt the log does not record (inferred by the profile of ``full``), which are in
-    the real prompt too; ``known`` counts already made, by (messages, tools) object and day."""
+    the real prompt too; ``known`` the rendered tokens of the log's calls' own prompts, by call index."""
 
     def __init__(
         self,
         model: ChatModel,
         fixed: dict[tuple, int] | None = None,
-        known: dict[tuple, tuple[object, int]] | None = None,
+        known: dict[int, int] | None = None,
         units: dict[int, "LogUnits"] | None = None,
     ):
         self.model = model
@@ -79,10 +80,9 @@ class PromptCounter:
         raise RenderError(f"the chat template failed: {error}")
 
     def prompt(self, messages: list[dict], call: Call) -> int:
-        key = (id(messages), id(call.tools), call.day)
-        found = self.known.get(key)
-        if found is not None and found[0] is messages:
-            rendered = found[1]
+        found = self.known.get(call.index)
+        if found is not None and _same(messages, call.messages):
+            rendered = found
         else:
             text = self.render(messages, call.tools, call.day)
             last = self._last
@@ -111,20 +111,39 @@ class PromptCounter:
         return max(0, units.unrecorded - self.fixed.get((call.model, call.thread), 0)) if units is not None else 0
 
 
+def _same(messages: Sequence[dict], prompt: Sequence[dict]) -> bool:
+    """Whether a prompt's messages are a call's own (the same objects)."""
+    return messages is prompt or (len(messages) == len(prompt) and all(a is b for a, b in zip(messages, prompt)))
+
+
 def shared_tokens(a: tuple[str, np.ndarray], b: tuple[str, np.ndarray]) -> int:
     """How many first tokens two tokenized texts have in common: tokens at the same place, of the same
-    length, inside the text the two have in common (so the same tokens)."""
+    length, inside the text the two have in common (so the same tokens): the tokens that end inside
+    the common text found by bisection, then their starts compared (no copy of either array)."""
     text_a, starts_a = a
     text_b, starts_b = b
-    common = common_prefix(text_a, text_b)
     n = min(len(starts_a), len(starts_b))
     if n == 0:
         return 0
-    ends_a = np.append(starts_a[1 : n + 1] if len(starts_a) > n else starts_a[1:], len(text_a))[:n]
-    ends_b = np.append(starts_b[1 : n + 1] if len(starts_b) > n else starts_b[1:], len(text_b))[:n]
-    same = (starts_a[:n] == starts_b[:n]) & (ends_a == ends_b) & (ends_a <= common)
-    differ = np.flatnonzero(~same)
-    return int(differ[0]) if len(differ) else n
+    common = common_prefix(text_a, text_b)
+    # token i ends where token i + 1 starts (the last one at its text's end): the tokens that end
+    # inside the common text are the first ``inside`` (ends grow with i)
+    inside = int(np.searchsorted(starts_a[1:n], common, side="right"))
+    if inside == n - 1 and _end(text_a, starts_a, n - 1) <= common:
+        inside = n
+    # token i (but the last of the n) is the same in both when it and the next token start at the same
+    # place in both: only starts up to the first token past the common text need comparing
+    check = min(inside + 1, n)
+    differ = np.flatnonzero(starts_a[:check] != starts_b[:check])
+    if len(differ):
+        return min(max(int(differ[0]) - 1, 0), inside)
+    if check < n:
+        return inside
+    return min(n if _end(text_a, starts_a, n - 1) == _end(text_b, starts_b, n - 1) else n - 1, inside)
+
+
+def _end(text: str, starts: np.ndarray, i: int) -> int:
+    return int(starts[i + 1]) if i + 1 < len(starts) else len(text)
 
 
 # -- the report ---------------------------------------------------------------------------------------
@@ -236,6 +255,8 @@ class WhatIfReport:
     warnings: list[Note] = field(default_factory=list)
     #: The profile of ``full`` (the log as it is), for the HTML report; not in the JSON.
     baseline: Profile | None = None
+    #: The log's calls as the baseline's pass kept them (light: no prompt), for the profile's analyses.
+    log: Trace | None = None
 
     @property
     def exact(self) -> bool:
@@ -290,30 +311,98 @@ class WhatIfReport:
 
 
 # -- the analysis ---------------------------------------------------------------------------------------
-def _profile(
-    trace: Trace, model: ChatModel, on_call: Callable[[Call], None] | None
-) -> tuple[Profile, list[int], list[int]]:
-    """The profile of a trace, with what each call's prompt shares with the previous one of its thread
-    (in the rendered tokens) and the rendered tokens of each call."""
-    attributor = Attributor(model, keep_json=True)
-    shared: list[int] = []
-    rendered: list[int] = []
-    last: dict[str, tuple[str, np.ndarray]] = {}
-    position = [0]
+#: A fresh stream of a log's calls, in log order, each time it is called: a trace's calls, or its file
+#: read again (each policy's replay is one pass over one; no trace is held).
+Calls = Callable[[], Iterable[Call]]
 
-    def seen(_: int) -> None:
-        call = trace.calls[position[0]]
-        position[0] += 1
+
+@dataclass
+class _Seen:
+    """What a pass keeps of each call besides its light copy and its row (no prompt): the rendered
+    tokens its prompt shares with the previous call of its thread, its rendered tokens, whether the
+    policy changed it, whether it is billed as its log call's parts (:func:`_as_logged`), and whether
+    it carries each fact asked about."""
+
+    shared: list[int] = field(default_factory=list)
+    rendered: list[int] = field(default_factory=list)
+    changed: list[bool] = field(default_factory=list)
+    as_logged: set[int] = field(default_factory=set)
+    same_prompt: set[int] = field(default_factory=set)  # changed calls whose messages and tools are the log call's
+    carried: list[tuple[bool, ...]] = field(default_factory=list)
+
+
+def _pass(
+    pairs: Iterable[tuple[Call, Call]],
+    header: Trace,
+    model: ChatModel,
+    on_call: Callable[[Call], None] | None,
+    facts: Sequence[Fact] = (),
+) -> tuple[Profile, Trace, _Seen]:
+    """The profile of a stream of calls, each given with the log's call it replays (itself when the
+    policy keeps it; a summarising call the policy adds: the call it comes before), one at a time
+    (:func:`tokprof.profiling.profile_calls`): the profile, the trace of the light calls, and what
+    :class:`_Seen` keeps of each. A call's prompt is let go after its pass but the last of each thread."""
+    attributor = Attributor(model, keep_json=True)
+    seen = _Seen()
+    last: dict[str, tuple[str, np.ndarray]] = {}
+    current: list[Call] = []
+
+    def given() -> Iterator[Call]:
+        previous: dict[str, Call] = {}  # thread -> the policy's last call of it
+        log_last: dict[str, Call] = {}  # thread -> the log's last call of it
+        log_before: Call | None = None
+        log_now: Call | None = None
+        for position, (call, log) in enumerate(pairs):
+            if log is not log_now:  # the next call of the log
+                log_before, log_now = log_last.get(log.thread), log
+                log_last[log.thread] = log
+            changed = call is not log
+            seen.changed.append(changed)
+            before = previous.get(call.thread)
+            previous[call.thread] = call
+            if changed and _as_logged(call, before, log, log_before):
+                seen.as_logged.add(position)
+            if (
+                changed
+                and not isinstance(call, AddedCall)
+                and call.messages == log.messages
+                and call.tools == log.tools
+            ):
+                seen.same_prompt.add(position)
+            seen.carried.append(tuple(carries(call.messages, fact) for fact in facts))
+            current[:] = [call]
+            yield call
+
+    def passed(_: int) -> None:
+        call = current[0]
         prompt = attributor.last_prompt()
         before = last.get(call.thread)
-        shared.append(0 if before is None else shared_tokens(before, prompt))
-        rendered.append(len(prompt[1]))
+        seen.shared.append(0 if before is None else shared_tokens(before, prompt))
+        seen.rendered.append(len(prompt[1]))
         last[call.thread] = prompt
         if on_call is not None:
             on_call(call)
 
-    profile = profile_trace(trace, model, on_call=seen, attributor=attributor)
-    return profile, shared, rendered
+    profile, light = profile_calls(given(), header, model, on_call=passed, attributor=attributor)
+    return profile, light, seen
+
+
+def _as_logged(call: Call, before: Call | None, log: Call, log_before: Call | None) -> bool:
+    """Whether a changed call of a policy's replay parts from the previous call of its thread no
+    earlier than the log's call does from the log's previous call: it continues that call whole, or
+    (a policy that rewrites messages in place) it shares at least as many first messages as the
+    log's two prompts do. Else it parts earlier: the policy rewrote or dropped a message the log's
+    two prompts share, and the read is capped at the shared prefix (tokprof.analyses.replay_bill)."""
+    if before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall) or log_before is None:
+        return False
+    if not _same_tools(call, before) and _same_tools(log, log_before):  # the policy parts them at the tools
+        return False
+    shared = shared_messages(call.messages, before.messages)
+    if shared == len(before.messages):
+        return True
+    if len(call.messages) == len(log.messages) and len(before.messages) == len(log_before.messages):
+        return shared >= shared_messages(log.messages, log_before.messages)
+    return False
 
 
 def _fixed(row: CallRow) -> int:
@@ -360,7 +449,7 @@ def log_units(trace: Trace, profile: Profile, parts: dict[tuple, int]) -> dict[i
     return units
 
 
-def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], originals: set[int]) -> Profile:
+def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], changed: Sequence[bool]) -> Profile:
     """An estimate's profile of a policy's trace with every changed call counted in the units of the
     log's call it replays (a summarising call: of the call it comes before): its rendered buckets
     scaled by that call's ratio, and that call's unrecorded part, so that changed and unchanged calls
@@ -369,9 +458,9 @@ def _in_log_units(profile: Profile, trace: Trace, units: dict[int, LogUnits], or
         return profile
     rows: list[CallRow] = []
     cumulative = 0
-    for call, row in zip(trace.calls, profile.calls):
+    for call, row, differs in zip(trace.calls, profile.calls, changed):
         log = units.get(row.index)
-        if id(call) not in originals and log is not None:
+        if differs and log is not None:
             rendered = {name: count for name, count in row.buckets.items() if name != UNRECORDED}
             for name, tokens in call.unrendered.items():  # known from usage: not scaled
                 rendered[name] -= tokens
@@ -391,17 +480,18 @@ def _result(
     policy: Policy,
     trace: Trace,
     profile: Profile,
-    shared_raw: list[int],
-    rendered: list[int],
+    seen: _Seen,
     full: PolicyResult | None,
     window: int | None,
     log_calls: Sequence[Call],
     prices: Mapping[str, UserPrice] | None = None,
     units: dict[int, LogUnits] | None = None,
 ) -> PolicyResult:
+    """A policy's result from its pass: ``trace`` the light calls of its replay, ``log_calls`` the
+    log's (light too)."""
     exact_model = profile.model.exact
-    originals = {id(c) for c in log_calls}
-    profile = _in_log_units(profile, trace, units or {}, originals)
+    shared_raw, rendered = seen.shared, seen.rendered
+    profile = _in_log_units(profile, trace, units or {}, seen.changed)
     rows = profile.calls
     calls: list[PolicyCall] = []
     previous: dict[str | None, int] = {}  # thread -> position of its last call
@@ -436,13 +526,13 @@ def _result(
                 buckets=dict(row.buckets),
                 shared=shared,
                 messages=row.messages,
-                changed=id(call) not in originals,
+                changed=seen.changed[position],
             )
         )
     # a changed call is billed as its provider would bill it (tokprof.analyses.replay_bill): the shared prefix
     # read from the cache under the profile's cache rules, the rest written at the log's tier, the log's output
     summary_output = getattr(policy, "summary_tokens", None)
-    as_logged = _parts_as_logged(trace, log_calls, calls)
+    as_logged = seen.as_logged
     counted = [
         Replayed(
             total=c.total,
@@ -450,6 +540,7 @@ def _result(
             changed=c.changed,
             output=summary_output if c.kind == "summary" else None,
             parts_as_logged=position in as_logged,
+            same_prompt=position in seen.same_prompt,
         )
         for position, c in enumerate(calls)
     ]
@@ -490,44 +581,6 @@ def _result(
         exact=summary.exact,
         warnings=tuple(dict.fromkeys(w.code for w in profile.warnings)),
     )
-
-
-def _parts_as_logged(trace: Trace, log_calls: Sequence[Call], calls: Sequence[PolicyCall]) -> set[int]:
-    """The positions of the changed calls of a policy's trace whose prompt parts from the previous call of
-    its thread no earlier than the log's call's does from the log's previous call: it continues that call
-    whole, or (a policy that rewrites messages in place) it shares at least as many first messages as the
-    log's two prompts do, with tool lists that differ only where the log's do. The rest part earlier: the
-    policy rewrote or dropped a message (or a tool) the log's two prompts share, and the read is capped at
-    the shared prefix (tokprof.analyses.replay_bill)."""
-    logged = {c.index: c for c in log_calls}
-    log_before: dict[int, Call] = {}
-    last_log: dict[str | None, Call] = {}
-    for call in log_calls:
-        if call.thread in last_log:
-            log_before[call.index] = last_log[call.thread]
-        last_log[call.thread] = call
-    out: set[int] = set()
-    last: dict[str | None, Call] = {}
-    for position, (call, counted) in enumerate(zip(trace.calls, calls)):
-        before = last.get(call.thread)
-        last[call.thread] = call
-        if not counted.changed or before is None or isinstance(call, AddedCall) or isinstance(before, AddedCall):
-            continue
-        log, log_previous = logged.get(call.index), log_before.get(call.index)
-        if log is None or log_previous is None:
-            continue
-        if not _same_tools(call, before) and _same_tools(log, log_previous):  # the policy parts them at the tools
-            continue
-        mine, theirs = as_list(call.messages), as_list(before.messages)
-        shared = shared_messages(mine, theirs)
-        if shared == len(theirs):
-            out.add(position)
-            continue
-        log_mine, log_theirs = as_list(log.messages), as_list(log_previous.messages)
-        if len(mine) == len(log_mine) and len(theirs) == len(log_theirs):
-            if shared >= shared_messages(log_mine, log_theirs):
-                out.add(position)
-    return out
 
 
 def _same_tools(a: Call, b: Call) -> bool:
@@ -574,71 +627,117 @@ def _unpriced(cost: CostSummary | None) -> str | None:
 def whatif(
     trace: Trace,
     model: ChatModel,
-    policies: Sequence[Policy],
+    policies: Sequence[Policy] | Callable[[], Sequence[Policy]],
     *,
     window: int | None = None,
     on_call: Callable[[], None] | None = None,
     prices: Mapping[str, UserPrice] | None = None,
     facts: Sequence[Fact] = (),
+    calls: Calls | None = None,
 ) -> WhatIfReport:
     """The log under each policy (``full`` is always first, the baseline of the savings). ``window``:
     the context window (default: the model's; for an estimate, the log's model's when known), which
     ``compact`` measures against. ``on_call`` is called after each of the log's calls under each policy
     (len(trace.calls) × len(policies) steps; a summarising call a policy adds is no step). ``facts``:
-    what each policy keeps of each (:mod:`tokprof.analyses.retention`)."""
-    ordered: list[Policy] = [Full()] + [p for p in policies if not isinstance(p, Full)]
+    what each policy keeps of each (:mod:`tokprof.analyses.retention`). ``calls``: a fresh stream of
+    the log's calls each time it is called (its file read again), ``trace`` then the log's header
+    (its notes complete once a stream is read): each policy is a pass over one stream, and no prompt
+    is held after its pass; without it, the trace's calls. ``policies`` may be a function, called once
+    the baseline's pass is done (a choice that rests on every call of a stream)."""
+    source: Calls = calls if calls is not None else (lambda: trace.calls)
 
     def step(call: Call) -> None:
         if on_call is not None and not isinstance(call, AddedCall):
             on_call()
 
-    baseline, base_shared, base_rendered = _profile(trace, model, step)
+    # whether the policies that count no tokens change a call: found on the baseline's stream when they are
+    # known before it, else on one stream for all of them (never a stream each)
+    # and what the calls show of their tools (a policy that rests on the whole log: the tools it never calls,
+    # whose replay waits for the baseline's stream to end)
+    use = ToolUse()
+    known = () if callable(policies) else policies
+    early = [p for p in known if not p.needs_counter and not isinstance(p, Full) and not _needs_log(p)]
+    changes = _Changes(early, window, use)
+    baseline, log, base = _pass(((c, c) for c in changes.watch(_using(source(), use))), trace, model, step, facts)
+    chosen = policies() if callable(policies) else policies
+    ordered: list[Policy] = [Full()] + [p for p in chosen if not isinstance(p, Full)]
+    changed = dict(changes.changed)
+    late = [p for p in ordered[1:] if not p.needs_counter and p not in changed]
+    if late:
+        changes = _Changes(late, window, use)
+        for _ in changes.watch(source()):
+            pass
+        changed.update(changes.changed)
     if window is None:
         window = baseline.model.context_window
         if window is None and not model.exact:  # the window the agent ran the log's model with
-            window = log_window(trace, trace.calls).window
+            window = log_window(log, log.calls).window
     report = WhatIfReport(
         model=baseline.model,
         source=baseline.source,
         context_window=window,
         warnings=list(baseline.warnings),
         baseline=baseline,
+        log=log,
     )
-    fixed = inferred_parts(trace, baseline)
-    units = log_units(trace, baseline, fixed)
-    first = first_calls(trace, facts)
+    fixed = inferred_parts(log, baseline)
+    units = log_units(log, baseline, fixed)
+    first = first_calls(log, facts, base.carried)
 
-    def kept(result: PolicyResult, replayed: Trace) -> PolicyResult:
-        return dataclasses.replace(result, facts=retention(replayed, facts, first)) if facts else result
+    def kept(result: PolicyResult, replayed: Trace, seen: _Seen) -> PolicyResult:
+        return dataclasses.replace(result, facts=retention(replayed, facts, first, seen.carried)) if facts else result
 
-    full = kept(
-        _result(ordered[0], trace, baseline, base_shared, base_rendered, None, window, trace.calls, prices), trace
-    )
+    full = kept(_result(ordered[0], log, baseline, base, None, window, log.calls, prices), log, base)
     report.policies.append(full)
-    known: dict[tuple, tuple[object, int]] = {}
-    for call, count in zip(trace.calls, base_rendered):
-        known[(id(call.messages), id(call.tools), call.day)] = (call.messages, count)
+    rendered = {call.index: count for call, count in zip(log.calls, base.rendered)}
     for policy in ordered[1:]:
-        counter = PromptCounter(model, fixed, known, units) if policy.needs_counter else None
-        transformed = apply(trace, policy, counter, window)
-        if len(transformed.calls) == len(trace.calls) and all(a is b for a, b in zip(transformed.calls, trace.calls)):
+        if not policy.needs_counter and not changed[policy]:
             # the policy changes no call: its profile is full's, call for call
-            for call in trace.calls:
+            for call in log.calls:
                 step(call)
             report.policies.append(
-                kept(
-                    _result(
-                        policy, transformed, baseline, base_shared, base_rendered, full, window, trace.calls, prices
-                    ),
-                    transformed,
-                )
+                kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base)
             )
             continue
-        profile, shared, rendered = _profile(transformed, model, step)
-        report.policies.append(
-            kept(
-                _result(policy, transformed, profile, shared, rendered, full, window, trace.calls, prices, units),
-                transformed,
+        counter = PromptCounter(model, fixed, rendered, units) if policy.needs_counter else None
+        replay = Replay(policy, counter, window, use)
+        pairs = ((c, call) for call in source() for c in replay.calls(call))
+        profile, replayed, seen = _pass(pairs, log, model, step, facts)
+        if not any(seen.changed):  # the policy changed no call (one that counts): full's profile
+            report.policies.append(
+                kept(_result(policy, log, baseline, base, full, window, log.calls, prices), log, base)
             )
+            continue
+        report.policies.append(
+            kept(_result(policy, replayed, profile, seen, full, window, log.calls, prices, units), replayed, seen)
         )
     return report
+
+
+class _Changes:
+    """Whether each of some policies that count no tokens changes a call of the log: their replays fed
+    the calls of a stream as it goes by (:meth:`watch`), each until it changes one."""
+
+    def __init__(self, policies: Sequence[Policy], window: int | None, use: ToolUse) -> None:
+        self.changed: dict[Policy, bool] = {p: False for p in policies}
+        self._replays = {p: Replay(p, None, window, use) for p in policies}
+
+    def watch(self, calls: Iterable[Call]) -> Iterator[Call]:
+        for call in calls:
+            for policy, replay in self._replays.items():
+                if not self.changed[policy]:
+                    out = replay.calls(call)
+                    self.changed[policy] = len(out) != 1 or out[0] is not call
+            yield call
+
+
+def _needs_log(policy: Policy) -> bool:
+    """Whether what a policy does rests on the whole log (it is replayed once every call was read)."""
+    return bool(getattr(policy, "needs_log", False))
+
+
+def _using(calls: Iterable[Call], use: ToolUse) -> Iterator[Call]:
+    """The calls, each shown to ``use`` as it goes by."""
+    for call in calls:
+        use.observe(call)
+        yield call

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -14,13 +15,14 @@ from tokprof.analyses.standard import PricesArg, attach_analyses, user_prices
 from tokprof.attribution.attributor import RenderError
 from tokprof.base.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel
-from tokprof.profiling import Profile, profile_calls, profile_trace
+from tokprof.profiling import Profile, profile_calls
 from tokprof.runs.arguments import PathLike, Progress
-from tokprof.runs.inputs import read_log
-from tokprof.runs.model import model_for_trace
+from tokprof.runs.inputs import log_calls
+from tokprof.runs.model import Model, named_model
 from tokprof.runs.options import DEFAULTS, Options
 from tokprof.runs.progress import progress_bar
-from tokprof.trace import Call, Note, Trace
+from tokprof.trace import Call, Trace
+from tokprof.transforms.stream import HeldCalls, LogCalls, fitted
 from tokprof.transforms.config import Config
 
 T = TypeVar("T")
@@ -53,85 +55,111 @@ def finish_profile(result: Profile, trace: Trace, chat: ChatModel | None, prices
     return attach_analyses(result, trace, chat, user_prices(prices))
 
 
+def calls_of(log: PathLike | Trace, options: Options) -> LogCalls | HeldCalls:
+    """A log's calls to read as streams (:mod:`tokprof.transforms.stream`): a file read by its
+    format's reader, with what ``options`` supply; or a trace held whole (from :func:`read_log`)."""
+    if isinstance(log, Trace):
+        return HeldCalls(log)
+    return log_calls(log, options)
+
+
 @one_run
-def run_profile_trace(
-    trace: Trace, chat: ChatModel, progress: Progress = False, prices: PricesArg = None, advice: bool = False
+def run_profile(
+    source: LogCalls | HeldCalls,
+    model: str | Model | None,
+    chat_template: PathLike | None,
+    progress: Progress = False,
+    prices: PricesArg = None,
+    advice: bool = False,
 ) -> Profile:
-    from tokprof.transforms import fit
+    """The profile of a log's calls, each call's prompt let go after its pass (but the last of each
+    thread): one stream for the profile; with ``advice`` the profile is the baseline of the replays of
+    the tool-result policies, each a stream more (the file read again), and of the actions they price.
+    ``model`` None: chosen from the log's model names, the first call's, then all of them (another
+    choice profiles the log again with it)."""
+    from tokprof.analyses.actions import PolicyPick, advise
+    from tokprof.analyses.whatif import WhatIfReport, whatif as replay
+    from tokprof.transforms.policies import Policy, parse_policies
 
-    trace = fit(trace, chat)
-    if advice:  # the profile is the replay's baseline (tokprof.analyses.actions)
-        return _advised(trace, chat, progress, prices)
-    with progress_bar(progress, len(trace.calls), "profiling calls") as advance:
+    stream = source.calls()
+    first = next(stream, None)
+    if isinstance(model, Model):
+        chat = model.chat
+    else:
+        chat = named_model(model, chat_template, [source.header.model, first.model if first else None])
+    length = getattr(chat, "tool_call_id_length", None)
+    names: list[str | None] = []
+    pick = PolicyPick()
+    path = source.path
+    total, in_bytes = _progress_total(source)
+    report: WhatIfReport | None = None
+    with progress_bar(progress, total, "profiling calls", in_bytes=in_bytes) as advance:
+        done = [0]
+
+        def step() -> None:
+            if in_bytes:
+                read = source.progress[0]
+                advance(max(0, read - done[0]))
+                done[0] = read
+            else:
+                advance()
+
+        read = [False]  # whether the first stream was read to its end
+
+        def log_calls() -> Iterator[Call]:  # the first stream: the profile's (or the baseline's)
+            for call in itertools.chain([first] if first is not None else [], stream):
+                names.append(call.model)
+                pick.observe(call)
+                yield call
+                step()
+            read[0] = True
+
+        def again() -> Iterator[Call]:  # every later stream: the file read again
+            return fitted(source.calls(), length, None)
+
+        streams = [fitted(log_calls(), length, source.header)]
+
+        def calls() -> Iterable[Call]:
+            return streams.pop() if streams else again()
+
+        def policies() -> list[Policy]:
+            return parse_policies(list(pick.policies()))
+
         try:
-            result = profile_trace(trace, chat, on_call=lambda _: advance())
+            if advice:  # the profile is the replay's baseline (tokprof.analyses.actions)
+                report = replay(source.header, chat, policies, prices=user_prices(prices), calls=calls)
+                assert report.baseline is not None and report.log is not None
+                result, light = report.baseline, report.log
+            else:
+                result, light = profile_calls(calls(), source.header, chat)
         except RenderError as exc:
-            raise InputError(trace.path, None, str(exc)) from None
-    return finish_profile(result, trace, chat, prices)
-
-
-def _advised(trace: Trace, chat: ChatModel, progress: Progress, prices: PricesArg) -> Profile:
-    """A fitted trace's profile with what to change: the log replayed under the tool-result policies
-    (whose baseline is the profile itself, made once), and the actions they and the profile price."""
-    from tokprof.analyses.actions import advise, replayed_policies
-    from tokprof.analyses.whatif import whatif as replay
-    from tokprof.transforms.policies import parse_policies
-
-    policies = parse_policies(list(replayed_policies(trace)))
-    with progress_bar(progress, len(trace.calls) * (1 + len(policies)), "profiling and replaying calls") as advance:
-        try:
-            report = replay(trace, chat, policies, on_call=advance, prices=user_prices(prices))
-        except RenderError as exc:
-            if not policies:
-                raise InputError(trace.path, None, str(exc)) from None
-            policies = []  # a prompt the template cannot render once cut: the profile, without that action
+            if not advice or not read[0]:
+                raise InputError(path, None, str(exc)) from None
+            report = None  # a prompt the template cannot render once cut: the profile, without that action
             try:
-                report = replay(trace, chat, policies, prices=user_prices(prices))
-            except RenderError as again:
-                raise InputError(trace.path, None, str(again)) from None
-    assert report.baseline is not None
-    result = finish_profile(report.baseline, trace, chat, prices)
-    result.actions = advise(result, trace, report if policies else None)
+                result, light = profile_calls(again(), source.header, chat)
+            except RenderError as error:
+                raise InputError(path, None, str(error)) from None
+    if not isinstance(model, Model):
+        final = named_model(model, chat_template, [source.header.model, *names])
+        if (final.name, final.exact, final.method) != (chat.name, chat.exact, chat.method):
+            # the log's other model names choose another model: the log profiled again with it
+            return run_profile(source, Model(final), chat_template, False, prices, advice)
+        result.model = dataclasses.replace(result.model, selected=final.selected)
+        chat = final
+    result = finish_profile(result, light, chat, prices)
+    if advice:
+        replayed = report if report is not None and len(report.policies) > 1 else None
+        result.actions = advise(result, again, replayed, pick.tools)
     return result
 
 
-@one_run
-def run_profile_calls(
-    calls: Iterable[Call],
-    header: Trace,
-    chat: ChatModel,
-    prices: PricesArg = None,
-    settle: Callable[[], ChatModel] | None = None,
-) -> Profile:
-    """:func:`run_profile_trace` of a stream of calls (each yielded once, in log order; ``header``: the
-    trace's other fields, its notes, model, session and compactions read once the stream is done,
-    and not changed), keeping no prompt
-    after its call's pass (:func:`tokprof.profiling.profile_calls`): the tool-call ids are fitted call
-    by call (:func:`tokprof.transforms.tool_ids.fitter`)."""
-    from tokprof.transforms.tool_ids import fitter
-
-    work = dataclasses.replace(header, calls=[])
-    fitting = fitter(chat)
-
-    def fitted() -> Iterator[Call]:
-        for call in calls:
-            yield fitting.fit(call) if fitting is not None else call
-        work.notes = [Note(n.code, n.message, list(n.places), list(n.calls)) for n in header.notes]
-        work.model, work.session, work.compactions = header.model, header.session, header.compactions
-        if fitting is not None:
-            fitting.note(work)
-
-    settled = [chat]
-
-    def settled_model() -> ChatModel:
-        settled[0] = settle() if settle is not None else chat
-        return settled[0]
-
-    try:
-        result, light = profile_calls(fitted(), work, chat, settle=settled_model)
-    except RenderError as exc:
-        raise InputError(header.path, None, str(exc)) from None
-    return finish_profile(result, light, settled[0], prices)
+def _progress_total(source: LogCalls | HeldCalls) -> tuple[int, bool]:
+    """The steps of a profile's progress: the file's bytes (the first read's), or a trace's calls."""
+    size = source.progress[1]
+    if size:
+        return size, True
+    return (source.size if isinstance(source, HeldCalls) else 0), False
 
 
 def profile(log: PathLike | Trace, options: Options = DEFAULTS) -> Profile:
@@ -141,9 +169,10 @@ def profile(log: PathLike | Trace, options: Options = DEFAULTS) -> Profile:
     from tokprof.models.template import template_run
 
     with template_run():
-        trace = log if isinstance(log, Trace) else read_log(log, options)
-        chat = model_for_trace(trace, options.model, options.chat_template)
-        return run_profile_trace(trace, chat, options.progress, options.prices, options.advice)
+        source = calls_of(log, options)
+        return run_profile(
+            source, options.model, options.chat_template, options.progress, options.prices, options.advice
+        )
 
 
 def saved_profile(path: PathLike) -> Profile | None:

@@ -3,8 +3,10 @@ model the user runs whether a policy's prompt still holds a fact."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from tokprof.analyses.standard import user_prices
@@ -14,14 +16,17 @@ from tokprof.base.errors import InputError, TokprofError
 from tokprof.models.base import ChatModel
 from tokprof.runs.arguments import PathLike
 from tokprof.runs.inputs import NOTHING_RECORDED, read_log
-from tokprof.runs.model import model_for_trace
+from tokprof.runs.model import Model, model_for_trace, named_model
 from tokprof.runs.options import DEFAULTS, Options
-from tokprof.runs.profile import one_run
+from tokprof.runs.profile import calls_of, one_run
 from tokprof.runs.progress import progress_bar
-from tokprof.trace import Note, Trace
+from tokprof.trace import Call, Note, Trace
+from tokprof.transforms.stream import HeldCalls, LogCalls, fitted
 
 if TYPE_CHECKING:
     from tokprof.analyses.probe import ProbeReport
+    from tokprof.analyses.retention import Fact
+    from tokprof.transforms.policies import Policy
     from tokprof.analyses.whatif import WhatIfReport
 
 
@@ -43,7 +48,6 @@ def whatif(
     starting with ``#`` left out). Raises :class:`TokprofError` for a policy that does not parse (the
     message lists the policies)."""
     from tokprof.analyses.retention import parse_fact, read_facts
-    from tokprof.analyses.whatif import whatif as _whatif
     from tokprof.transforms.policies import DEFAULT_POLICIES, parse_policies
 
     if isinstance(policies, str):
@@ -55,21 +59,65 @@ def whatif(
     parsed = parse_policies(list(DEFAULT_POLICIES if policies is None else policies))
     if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window <= 0):
         raise TokprofError(f"window: expected a positive number of tokens, found {window!r}")
-    trace = log if isinstance(log, Trace) else read_log(log, options)
-    if trace.calls and all(
-        not c.messages and not c.tools and c.reported is None and not c.unrendered for c in trace.calls
-    ):
-        raise InputError(trace.path, None, NOTHING_RECORDED.format(what="to replay"))
-    chat = model_for_trace(trace, options.model, options.chat_template)
-    from tokprof.transforms import fit
+    source = calls_of(log, options)
+    return _replayed(source, options.model, options, parsed, policies is None, window, wanted)
 
-    trace = fit(trace, chat)
-    notes = []
-    if policies is None and window is None and _window_of(trace, chat) is None:
-        from tokprof.transforms.policies import Compact
 
+def _replayed(
+    source: LogCalls | HeldCalls,
+    model: str | Model | None,
+    options: Options,
+    parsed: list[Policy],
+    default: bool,
+    window: int | None,
+    wanted: Sequence[Fact],
+) -> "WhatIfReport":
+    """The what-if of a log's calls read as streams, one per policy (the file read again: no trace
+    held). ``default``: the policies are the default set (``compact`` is left out when the context
+    window is not known, found once the log's calls are read)."""
+    from tokprof.analyses.whatif import whatif as _whatif
+    from tokprof.profiling import light_call
+    from tokprof.transforms.policies import Compact
+
+    stream = source.calls()
+    first = next(stream, None)
+    if isinstance(model, Model):
+        chat = model.chat
+    else:
+        chat = named_model(model, options.chat_template, [source.header.model, first.model if first else None])
+    length = getattr(chat, "tool_call_id_length", None)
+    light: list[Call] = []  # what the choice of policies reads of each call (no prompt)
+    recorded = [first is None]
+    notes: list[Note] = []
+
+    def log_calls() -> Iterator[Call]:
+        for call in itertools.chain([first] if first is not None else [], stream):
+            light.append(light_call(call, None))
+            recorded[0] = recorded[0] or bool(
+                call.messages or call.tools or call.reported is not None or call.unrendered
+            )
+            yield call
+
+    def shown(calls: Iterable[Call]) -> Iterator[Call]:  # a stream's bytes on the progress bar
+        done = 0
+        for call in calls:
+            yield call
+            if size:
+                read = source.progress[0]
+                advance(max(0, read - done))
+                done = read
+
+    streams = [fitted(log_calls(), length, source.header)]
+
+    def calls() -> Iterable[Call]:
+        return shown(streams.pop() if streams else fitted(source.calls(), length, None))
+
+    def policies() -> list[Policy]:
+        if not recorded[0]:
+            raise InputError(source.path, None, NOTHING_RECORDED.format(what="to replay"))
+        if not default or window is not None or _window_of(source.header, light, chat) is not None:
+            return parsed
         left = [p.spec for p in parsed if isinstance(p, Compact)]
-        parsed = [p for p in parsed if not isinstance(p, Compact)]
         notes.append(
             Note(
                 "window-unknown",
@@ -77,15 +125,40 @@ def whatif(
                 "default policies is left out, and no call is counted over the window (give --window N)",
             )
         )
-    with progress_bar(options.progress, len(trace.calls) * len(parsed), "replaying calls") as advance:
+        return [p for p in parsed if not isinstance(p, Compact)]
+
+    size = source.progress[1]
+    total = size * len(parsed) if size else (source.size if isinstance(source, HeldCalls) else 0) * len(parsed)
+    with progress_bar(options.progress, total, "replaying calls", in_bytes=bool(size)) as advance:
+
+        def each() -> None:
+            if not size:
+                advance()
+
         try:
             report = _whatif(
-                trace, chat, parsed, window=window, on_call=advance, prices=user_prices(options.prices), facts=wanted
+                source.header,
+                chat,
+                policies,
+                window=window,
+                on_call=each,
+                prices=user_prices(options.prices),
+                facts=wanted,
+                calls=calls,
             )
         except RenderError as exc:
-            raise InputError(trace.path, None, str(exc)) from None
-    if report.baseline is not None:  # the profile of full is the log's profile, with its catalogue
-        report.baseline = attach_catalogue(report.baseline, trace, chat)
+            raise InputError(source.path, None, str(exc)) from None
+    if not isinstance(model, Model):
+        final = named_model(model, options.chat_template, [source.header.model, *(c.model for c in light)])
+        if (final.name, final.exact, final.method) != (chat.name, chat.exact, chat.method):
+            # the log's other model names choose another model: the log replayed again with it
+            return _replayed(source, Model(final), options, parsed, default, window, wanted)
+        chat = final
+        report.model = dataclasses.replace(report.model, selected=final.selected)
+        if report.baseline is not None:
+            report.baseline.model = dataclasses.replace(report.baseline.model, selected=final.selected)
+    if report.baseline is not None and report.log is not None:  # the profile of full is the log's, with its catalogue
+        report.baseline = attach_catalogue(report.baseline, report.log, chat)
     report.warnings += notes
     return report
 
@@ -99,13 +172,14 @@ def suggest_facts(log: PathLike | Trace, options: Options = DEFAULTS) -> list[st
     return suggest(trace)
 
 
-def _window_of(trace: Trace, chat: ChatModel) -> int | None:
+def _window_of(trace: Trace, calls: Iterable[Call], chat: ChatModel) -> int | None:
     """The context window a what-if measures against when none is given: the model's, for an estimate
-    the window the log's agent ran the model with when known (as a profile's model says)."""
+    the window the log's agent ran the model with when known (as a profile's model says). ``calls``:
+    the trace's (or their light copies)."""
     from tokprof.profiling import log_window
 
     if not chat.exact:
-        return log_window(trace, trace.calls).window or chat.context_window
+        return log_window(trace, calls).window or chat.context_window
     return chat.context_window
 
 
@@ -154,7 +228,7 @@ def probe(
     from tokprof.transforms import fit
 
     trace = fit(trace, chat)
-    batch = requests(trace, chat, parsed, question, expect, window or _window_of(trace, chat))
+    batch = requests(trace, chat, parsed, question, expect, window or _window_of(trace, trace.calls, chat))
     count = len(batch) * trials
     if count > max_requests:
         raise TokprofError(

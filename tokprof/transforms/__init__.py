@@ -8,9 +8,9 @@ trace it was given, changed; none reads a file, and only :func:`fit` looks at th
 """
 
 from tokprof.transforms import cuts  # noqa: F401  (registers its policy: drop-tools)
-from tokprof.transforms.dedupe import count_once
+from tokprof.transforms.dedupe import count_once, counted_once
 from tokprof.transforms.supply import supply
 from tokprof.transforms.threads import thread_by_content
 from tokprof.transforms.tool_ids import fit, fit_tool_call_ids
 
-__all__ = ["count_once", "fit", "fit_tool_call_ids", "supply", "thread_by_content"]
+__all__ = ["count_once", "counted_once", "fit", "fit_tool_call_ids", "supply", "thread_by_content"]

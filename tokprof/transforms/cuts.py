@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from tokprof.trace import Trace, as_list
+from tokprof.trace import Call, PromptView, Trace
 from tokprof.transforms.policies import CUT, Policy, PolicyError, Step, register, tool_name
 
 
@@ -43,30 +43,63 @@ def _called_in(messages: Iterable[dict]) -> set[str]:
     return called
 
 
-def called_tools(trace: Trace) -> set[str]:
+class ToolUse:
+    """The tools a log's calls carry and the tools the model calls, a call at a time (:meth:`observe`,
+    in log order; a stream's calls): a prompt that is a longer view of an earlier one's list is read
+    for what it adds, each tool list once."""
+
+    def __init__(self) -> None:
+        self.defined: set[str] = set()
+        self.called: set[str] = set()
+        self._lists: dict[int, list[dict]] = {}  # the tool lists read (held: their ids stay theirs)
+        self._read: dict[int, tuple[list[dict], int]] = {}  # id(list) -> (list, messages read of it)
+
+    @classmethod
+    def of(cls, trace: "Trace | ToolUse | None") -> "ToolUse":
+        """A trace's (every call fed), or the one given."""
+        if isinstance(trace, ToolUse):
+            return trace
+        use = cls()
+        for call in trace.calls if trace is not None else ():
+            use.observe(call)
+        return use
+
+    def observe(self, call: Call) -> None:
+        if call.tools is not None and self._lists.get(id(call.tools)) is not call.tools:
+            self._lists[id(call.tools)] = call.tools
+            self.defined.update(n for n in (tool_name(t) for t in call.tools) if n is not None)
+        self.called |= _called_in(new_messages(call.messages, self._read))
+        if call.response is not None:
+            self.called |= _called_in([call.response])
+
+    def never_called(self) -> tuple[str, ...]:
+        return tuple(sorted(self.defined - self.called))
+
+
+def new_messages(messages: Sequence[dict], read: dict[int, tuple[list[dict], int]]) -> Sequence[dict]:
+    """A prompt's messages not read before: of a view (:class:`tokprof.trace.PromptView`), those past what
+    earlier views of its list showed (``read``: by list, how far it was read; the lists of the last few
+    prompts); of any other prompt, all."""
+    if not isinstance(messages, PromptView):
+        return messages
+    base = messages.base
+    found = read.pop(id(base), None)
+    start = found[1] if found is not None and found[0] is base else 0
+    read[id(base)] = (base, max(start, messages.length))
+    while len(read) > 32:
+        del read[next(iter(read))]
+    return base[start : messages.length] if start < messages.length else ()
+
+
+def called_tools(trace: "Trace | ToolUse") -> set[str]:
     """The names of the tools the model called anywhere in the log (its prompts' assistant messages and the
     calls' responses)."""
-    called: set[str] = set()
-    seen: set[int] = set()
-    for call in trace.calls:
-        fresh = [m for m in as_list(call.messages) if id(m) not in seen]
-        seen.update(id(m) for m in fresh)
-        called |= _called_in(fresh)
-        if call.response is not None:
-            called |= _called_in([call.response])
-    return called
+    return ToolUse.of(trace).called
 
 
-def never_called(trace: Trace) -> tuple[str, ...]:
+def never_called(trace: "Trace | ToolUse") -> tuple[str, ...]:
     """The tools some call of the log carried and the model never called, sorted."""
-    defined: set[str] = set()
-    lists: set[int] = set()
-    for call in trace.calls:
-        if call.tools is None or id(call.tools) in lists:
-            continue
-        lists.add(id(call.tools))
-        defined.update(n for n in (tool_name(t) for t in call.tools) if n is not None)
-    return tuple(sorted(defined - called_tools(trace)))
+    return ToolUse.of(trace).never_called()
 
 
 @dataclass(frozen=True)
@@ -110,6 +143,8 @@ class DropTools(Policy):
     A tool the log does call cannot be dropped (the replay would keep calls to a tool it no longer offers)."""
 
     name: ClassVar[str] = "drop-tools"
+    #: What it drops rests on the whole log (the tools it never calls): not known before every call is read.
+    needs_log: ClassVar[bool] = True
     tools: tuple[str, ...] = ()
 
     @classmethod
@@ -139,7 +174,7 @@ class DropTools(Policy):
         """The names dropped over this replay (checked once: a named tool the log calls is refused)."""
         found = step.state.get("dropped")
         if found is None:
-            trace = step.replay.trace
+            trace = step.replay.trace  # the log, or what its calls showed of their tools (ToolUse)
             if not self.tools:
                 found = frozenset(never_called(trace) if trace is not None else ())
             else:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from tokprof.base.errors import TokprofError
-from tokprof.trace import Call, Trace, as_list
+from tokprof.trace import Call, PromptView, Trace, as_list
 
 #: ``tokprof whatif`` without --policy (and without ``whatif`` in the configuration).
 DEFAULT_POLICIES = ("full", "window", "elide", "cap:4000", "user-verbatim:4", "compact:80")
@@ -229,8 +229,13 @@ class AddedCall(Call):
 
 
 # -- applying ----------------------------------------------------------------------------------------
-def shared_messages(messages: list[dict], before: list[dict]) -> int:
-    """How many first messages two prompts have in common (the same objects, or equal ones)."""
+def shared_messages(messages: Sequence[dict], before: Sequence[dict]) -> int:
+    """How many first messages two prompts have in common (the same objects, or equal ones): in O(1)
+    when one is a longer view of the other's list (:class:`tokprof.trace.PromptView`)."""
+    if isinstance(messages, PromptView) and messages.extends(before):
+        return len(before)
+    if isinstance(before, PromptView) and before.extends(messages):
+        return len(messages)
     n = min(len(messages), len(before))
     i = 0
     while i < n and (messages[i] is before[i] or messages[i] == before[i]):
@@ -238,10 +243,10 @@ def shared_messages(messages: list[dict], before: list[dict]) -> int:
     return i
 
 
-def _fresh(messages: list[dict], before: list[dict]) -> int:
+def _fresh(messages: Sequence[dict], before: Sequence[dict], shared: int) -> int:
     """Where a call's new messages start: after the last of its messages that the previous call of
-    its thread also held (the previous prompt's length when the call continues it)."""
-    shared = shared_messages(messages, before)
+    its thread also held (the previous prompt's length when the call continues it); ``shared``: the
+    messages they have in common first (:func:`shared_messages`)."""
     if shared == len(before):
         return shared
     held = {id(m) for m in before}
@@ -370,28 +375,32 @@ class Replay:
     :class:`Step` shares (the counter, the context window, the rewritten messages, and ``state``, where
     a policy keeps what it carries from call to call)."""
 
-    def __init__(self, policy: Policy, counter: Counter | None, window: int | None, trace: Trace | None = None):
+    def __init__(self, policy: Policy, counter: Counter | None, window: int | None, trace: Any = None):
         self.policy = policy
         self.counter = counter
         self.window = window
-        self.trace = trace  # the log replayed (a policy that looks at the whole log: the tools it never calls)
+        #: the log replayed, or what its calls showed of their tools (transforms.cuts.ToolUse): a policy
+        #: that looks at the whole log (the tools it never calls)
+        self.trace = trace
         self.rewrites = _Rewrites()
         self.tool_lists: dict[tuple[int, frozenset[str]], tuple[list[dict], list[dict] | None]] = {}
-        self.previous: dict[str, list[dict]] = {}  # thread -> the log's messages of its last call
+        self.previous: dict[str, Sequence[dict]] = {}  # thread -> the log's messages of its last call
         self.state: dict[str, Any] = {}
 
     def calls(self, call: Call) -> list[Call]:
         """The call as the policy replays it, after the calls the policy adds before it."""
         messages = as_list(call.messages)
         before = self.previous.get(call.thread)
-        self.previous[call.thread] = messages
+        self.previous[call.thread] = call.messages
         # the call's new messages: those after the last message the thread's last call also held (all of
-        # them for a thread's first call)
-        fresh = 0 if before is None else _fresh(messages, before)
-        extends = before is not None and fresh == len(before) and shared_messages(messages, before) == fresh
+        # them for a thread's first call); a prompt that is a longer view of the last one's list costs
+        # nothing here (what a call adds)
+        shared = 0 if before is None else shared_messages(call.messages, before)
+        fresh = 0 if before is None else _fresh(messages, before, shared)
+        extends = before is not None and shared == len(before)
         step = Step(call, messages, fresh, extends, self, tools=call.tools)
         kept = self.policy.apply(step)
-        return step.added + [_replayed(call, kept, step.tools)]
+        return step.added + [_replayed(call, kept, step.tools, messages)]
 
 
 @dataclass
@@ -476,8 +485,10 @@ def tool_name(tool: dict) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _replayed(call: Call, kept: list[dict], tools: list[dict] | None) -> Call:
+def _replayed(call: Call, kept: list[dict], tools: list[dict] | None, messages: list[dict]) -> Call:
     same_tools = tools is call.tools  # else the policy replays the call with another tool list
+    if same_tools and kept is messages:  # the policy kept the prompt as it is
+        return call
     if same_tools and len(kept) == len(call.messages) and all(a is b for a, b in zip(kept, call.messages)):
         return call
     # usage was reported for the log's prompt, not this one; encrypted reasoning the log resends
@@ -602,16 +613,20 @@ class Cap(Policy):
 
     def apply(self, step: Step) -> list[dict]:
         chars = self.chars
-        out = list(step.messages)
-        for i in range(step.fresh):
-            m = step.messages[i]
+        messages, fresh = step.messages, step.fresh
+        #: thread -> the messages before its last call's new ones as kept, and whether any was cut: a
+        #: call that continues its thread's last call looks at only the messages that call added
+        done: dict[str, tuple[list[dict], bool]] = step.state.setdefault("capped", {})
+        last = done.get(step.call.thread)
+        head, changed = last if step.extends and last is not None else ([], False)  # the list grows in place
+        for m in messages[len(head) : fresh]:
             content = m.get("content")
-            if m["role"] != "tool" or not isinstance(content, str) or len(content) <= chars:
-                continue
-            out[i] = step.rewrite(
-                m, f"cap:{chars}", lambda: content[:chars] + CUT.format(size=len(content), kept=chars)
-            )
-        return out
+            if m["role"] == "tool" and isinstance(content, str) and len(content) > chars:
+                m = step.rewrite(m, f"cap:{chars}", lambda: content[:chars] + CUT.format(size=len(content), kept=chars))
+                changed = True
+            head.append(m)
+        done[step.call.thread] = (head, changed)
+        return head + messages[fresh:] if changed else messages
 
 
 @register

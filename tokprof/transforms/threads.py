@@ -25,13 +25,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tokprof.base.identity_cache import Recall
-from tokprof.trace import Call, Trace
+from tokprof.trace import Call, PromptView, Trace
 
 #: The trace formats that come from captures of API requests (one reader each).
 CAPTURE_FORMATS = ("anthropic", "openai-chat", "openai-responses")
+
+
+@dataclass
+class _Run:
+    """The digests of a run of messages without a list of its own: ``digests[start:end]`` (the digests
+    of a prompt that is a view of a longer list, :class:`tokprof.trace.PromptView`, are a run of the
+    digests of that list, shared by every prompt of it)."""
+
+    digests: list[bytes]
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
 
 
 @dataclass
@@ -39,7 +54,7 @@ class _Thread:
     system: bytes  # the digest of the JSON of the prompt's system (and developer) messages before the conversation
     tools: bytes  # the digest of the JSON of the tool definitions
     offers_tools: bool
-    last: list[bytes]  # the digest of the JSON of each conversation message of the thread's last prompt
+    last: _Run  # the digest of the JSON of each conversation message of the thread's last prompt
     calls: int = 0
 
 
@@ -70,25 +85,71 @@ class Threader:
 
     def __init__(self) -> None:
         self._threads: list[_Thread] = []
-        self._digests: Recall[bytes] = Recall()  # of the previous call's messages
+        self._digests: Recall[bytes] = Recall()  # of the previous call's messages (a prompt that is a list)
+        #: id(list) -> (the list, its messages' digests so far, the threads whose last prompt is a view of it)
+        self._views: dict[int, tuple[list[dict], list[bytes], int]] = {}
+        self._tools: tuple[object, bytes] | None = None  # the last tool list's digest, by identity
 
     def observe(self, call: Call) -> int:
-        self._digests.start()
-        digests = [self._digests.get(message, _digest) for message in call.messages]
-        start = 0
-        while start < len(call.messages) and call.messages[start].get("role") in ("system", "developer"):
+        run = self._run(call.messages)
+        digests = run.digests
+        start = run.start
+        while start < run.end and call.messages[start - run.start].get("role") in ("system", "developer"):
             start += 1
-        system = _joined(digests[:start])
-        tools = _digest(call.tools or [])
-        conversation = digests[start:]
+        system = _joined(digests[run.start : start])
+        tools = self._tools_digest(call.tools)
+        conversation = _Run(digests, start, run.end)
         at = _continued(self._threads, system, tools, conversation)
         if at is None:
             at = len(self._threads)
             self._threads.append(_Thread(system, tools, bool(call.tools), conversation))
+            self._hold(conversation)
         thread = self._threads[at]
-        thread.last = conversation
+        if thread.last is not conversation:
+            self._hold(conversation)
+            self._let_go(thread.last)
+            thread.last = conversation
         thread.calls += 1
         return at
+
+    def _run(self, messages: Sequence[dict]) -> _Run:
+        """The digests of a prompt's messages: of a view, those of its list, each message's made once
+        over the run (a call pays for the messages it adds); of a list, each made again but for the
+        messages of the previous call's list."""
+        if isinstance(messages, PromptView):
+            base = messages.base
+            found = self._views.get(id(base))
+            if found is None or found[0] is not base:
+                found = (base, [], 0)
+                self._views[id(base)] = found
+            digests = found[1]
+            for message in base[len(digests) : messages.length]:
+                digests.append(_digest(message))
+            return _Run(digests, 0, messages.length)
+        self._digests.start()
+        digests = [self._digests.get(message, _digest) for message in messages]
+        return _Run(digests, 0, len(digests))
+
+    def _hold(self, run: _Run) -> None:
+        for key, (base, digests, held) in self._views.items():
+            if digests is run.digests:
+                self._views[key] = (base, digests, held + 1)
+                return
+
+    def _let_go(self, run: _Run) -> None:
+        for key, (base, digests, held) in list(self._views.items()):
+            if digests is run.digests:
+                if held <= 1:
+                    del self._views[key]  # no thread's last prompt is a view of it
+                else:
+                    self._views[key] = (base, digests, held - 1)
+                return
+
+    def _tools_digest(self, tools: list[dict] | None) -> bytes:
+        value = tools or []
+        if self._tools is None or self._tools[0] is not value:
+            self._tools = (value, _digest(value))
+        return self._tools[1]
 
     def names(self) -> list[str]:
         """Each thread's name, by its number."""
@@ -118,16 +179,20 @@ def _joined(digests: list[bytes]) -> bytes:
     return hashlib.blake2b(b"".join(digests), digest_size=16).digest()
 
 
-def _shared(a: list[bytes], b: list[bytes]) -> int:
+def _shared(a: _Run, b: _Run) -> int:
+    """How many first digests two runs have in common: of one list from one place, the shorter run's
+    length (no digest compared); else compared one by one."""
+    if a.digests is b.digests and a.start == b.start:
+        return min(a.end, b.end) - a.start
     n = 0
-    for x, y in zip(a, b):
-        if x != y:
+    for i, j in zip(range(a.start, a.end), range(b.start, b.end)):
+        if a.digests[i] != b.digests[j]:
             break
         n += 1
     return n
 
 
-def _continued(threads: list[_Thread], system: bytes, tools: bytes, conversation: list[bytes]) -> int | None:
+def _continued(threads: list[_Thread], system: bytes, tools: bytes, conversation: _Run) -> int | None:
     best: int | None = None
     best_shared = 0
     for at, thread in enumerate(threads):  # later threads win ties: the most recent conversation

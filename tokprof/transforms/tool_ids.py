@@ -15,10 +15,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from tokprof.base.identity_cache import Recall
-from tokprof.trace import Call, Trace
+from tokprof.trace import Call, PromptView, Trace
 
 WARN_TOOL_IDS = "tool-call-ids-mapped"
 MESSAGE = (
@@ -26,6 +26,8 @@ MESSAGE = (
     "are not: each was mapped to one that is (the same id to the same one; tokprof.transforms.tool_ids), so "
     "their tokens are those of the mapped ids"
 )
+#: The lists of prompts whose fitted copies are kept (the conversations last seen, most recent last).
+VIEWS = 32
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -39,23 +41,24 @@ def _encoded(text: str, length: int) -> str:
 
 
 class ToolIdFitter:
-    """:func:`fit_tool_call_ids` one call at a time, in log order (:meth:`fit`), for a trace held whole
-    and for a stream of calls alike. ``taken``: the ids already of the form that no mapped id may
-    become: a trace held whole gives all of its own; a stream, whose later ids are not known yet,
-    gives none and each call's are added as it comes (a mapped id equal to one a later call already
-    has, one chance in about 10^16 per pair of ids, would then be shared). A message shared by a call
-    and the previous call of its thread gets one copy; no other message is held. With ``hold`` (a
-    trace held whole, whose messages are alive anyway) every message shared by any calls gets one
-    copy: calls of one thread that are not one conversation (a capture's interleaved requests) and
-    threads that share messages keep sharing them."""
+    """:func:`fit_tool_call_ids` one call at a time, in log order (:meth:`fit`): the one way ids are
+    fitted, for a trace held whole (every call fed) and a stream of calls alike. ``taken``: the ids
+    already of the form, which no mapped id may become: each call's are added as it comes (a mapped
+    id equal to one a later call has, one chance in about 10^16 per pair of ids, would be shared). A
+    call costs what it adds: a prompt that is a view of a list (:class:`tokprof.trace.PromptView`)
+    is fitted as a view of one list of copies of that list, which grows with the messages the calls
+    add (one message, one copy); another prompt's messages shared with the previous call of its thread get one copy. A call
+    whose ids all are of the form is given back as it is."""
 
-    def __init__(self, length: int = 9, taken: Iterable[str] = (), hold: bool = False) -> None:
+    def __init__(self, length: int = 9, taken: Iterable[str] = ()) -> None:
         self.length = length
         self.valid = re.compile(f"^[A-Za-z0-9]{{{length}}}$")
         self.taken = set(taken)
         self.mapping: dict[str, str] = {}  # original -> new, in the order the originals came
-        self._hold = hold
-        self._copies: dict[str, Recall[dict]] = {}  # thread -> its messages' copies (all, with hold: one Recall)
+        self._copies: dict[str, Recall[dict]] = {}  # thread -> its last prompt's messages' copies
+        #: id(list) -> (a list prompts are views of, its messages fitted so far, whether any changed), the
+        #: :data:`VIEWS` lists of the most recent prompts (conversations a capture interleaves)
+        self._views: dict[int, tuple[list[dict], list[dict], list[bool]]] = {}
 
     def _new(self, original: str) -> str:
         new = self.mapping.get(original)
@@ -92,13 +95,32 @@ class ToolIdFitter:
         return isinstance(ident, str) and not self.valid.match(ident)
 
     def fit(self, call: Call) -> Call:
-        """The call with its ids mapped (a copy: the call given is not changed)."""
-        copies = self._copies.setdefault("" if self._hold else call.thread, Recall())
-        if not self._hold:
-            copies.start()  # what this call shares with the thread's previous one
-        messages = [copies.get(m, self._copy) for m in call.messages]
-        response = copies.get(call.response, self._copy) if call.response else call.response
+        """The call with its ids mapped (a copy: the call given is not changed; itself when no id needs it)."""
+        messages = self._prompt(call.messages, call.thread)
+        response = self._copy(call.response) if call.response else call.response
+        if messages is call.messages and response is call.response:
+            return call
         return dataclasses.replace(call, messages=messages, response=response)
+
+    def _prompt(self, prompt: list[dict] | PromptView, thread: str) -> list[dict] | PromptView:
+        if isinstance(prompt, PromptView):
+            views = self._views
+            found = views.pop(id(prompt.base), None)
+            if found is None or found[0] is not prompt.base or len(found[1]) > prompt.length:
+                found = (prompt.base, [], [False])
+            views[id(prompt.base)] = found  # the most recent last
+            while len(views) > VIEWS:
+                del views[next(iter(views))]
+            base, fitted, changed = found
+            for message in base[len(fitted) : prompt.length]:
+                copy = self._copy(message)
+                changed[0] = changed[0] or copy is not message
+                fitted.append(copy)
+            return PromptView(fitted, prompt.length) if changed[0] else prompt
+        copies = self._copies.setdefault(thread, Recall())
+        copies.start()  # what this call shares with the thread's previous one
+        messages = [copies.get(m, self._copy) for m in prompt]
+        return prompt if all(a is b for a, b in zip(messages, prompt)) else messages
 
     def note(self, trace: Trace) -> None:
         """Tell ``trace`` (the fitted one) of the ids mapped: each id and the one it became."""
@@ -106,29 +128,17 @@ class ToolIdFitter:
             trace.note(WARN_TOOL_IDS, MESSAGE.format(length=self.length), f"{original} -> {new}")
 
 
-def _ids(calls: Iterable[Call]) -> Iterator[str]:
-    for call in calls:
-        for message in [*call.messages, call.response] if call.response else call.messages:
-            for tool_call in message.get("tool_calls") or []:
-                if isinstance(tool_call.get("id"), str):
-                    yield tool_call["id"]
-            if isinstance(message.get("tool_call_id"), str):
-                yield message["tool_call_id"]
-
-
 def fit_tool_call_ids(trace: Trace, length: int = 9) -> Trace:
     """The trace with its tool-call ids that are not ``length`` letters and digits mapped to ones that
-    are (see the module's docstring): a new trace, whose changed messages are copies; the trace given,
-    and the messages its caller holds, are not changed (the trace itself when no id needs mapping)."""
-    fitter = ToolIdFitter(length, hold=True)
-    ids = list(_ids(trace.calls))
-    if all(fitter.valid.match(i) for i in ids):
+    are (see the module's docstring): every call fed to a :class:`ToolIdFitter`, in a new trace whose
+    changed messages are copies; the trace given, and the messages its caller holds, are not changed
+    (the trace itself when no id needs mapping)."""
+    fitter = ToolIdFitter(length)
+    calls = [fitter.fit(c) for c in trace.calls]
+    if not fitter.mapping:
         return trace
-    fitter.taken.update(i for i in ids if fitter.valid.match(i))
     out = dataclasses.replace(
-        trace,
-        calls=[fitter.fit(c) for c in trace.calls],
-        notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes],
+        trace, calls=calls, notes=[dataclasses.replace(n, places=list(n.places)) for n in trace.notes]
     )
     fitter.note(out)
     return out
