@@ -47,6 +47,21 @@ HOME = {
 }
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _imported_before_any_spy():
+    """Every module a command may import is imported before a spy replaces a function: a module first
+    imported while a spy is in place (``from tokprof.runs.profile import profile``) would keep the spy
+    after the test, and a later test file would call it."""
+    import pkgutil
+
+    import tokprof.runs
+
+    for module in pkgutil.iter_modules(tokprof.runs.__path__, "tokprof.runs."):
+        importlib.import_module(module.name)
+    for name in set(HOME.values()):
+        importlib.import_module(name)
+
+
 @pytest.fixture
 def spy(monkeypatch):
     """Replaces one function where the command takes it; the call's arguments are recorded, then the
